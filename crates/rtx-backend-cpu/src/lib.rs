@@ -1,0 +1,1 @@
+//! rtx-backend-cpu

@@ -1,0 +1,91 @@
+//! Argument parsing and dispatch for `cargo xtask`.
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::report::Format;
+use crate::{EXIT_ERROR, Outcome};
+
+/// The rtx fleet tool: keeps a Cargo workspace consistent with its policy.
+///
+/// Exit codes: 0 = holds (or everything fixed), 1 = violation or test failure
+/// found, 2 = could not run (bad arguments, malformed policy or manifest,
+/// missing tool or required device).
+#[derive(Debug, Parser)]
+#[command(name = "cargo xtask", bin_name = "cargo xtask", version)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run every check CI runs on this workspace (fmt-check, clippy, tests, align-deps --check, gpu-test).
+    Ci(crate::ci::Args),
+    /// Align every crate's dependency declarations to the fleet policy (policy/fleet.toml).
+    AlignDeps(crate::align_deps::Args),
+    /// rustfmt every .rs file of the workspace with each crate's edition and rustfmt.toml.
+    FmtCheck(crate::fmt_check::Args),
+    /// Build the GPU tests everywhere; run them where a CUDA device is.
+    GpuTest(crate::gpu_test::Args),
+}
+
+/// `--workspace`, `--policy`: where a command looks.
+#[derive(Debug, Clone, Args, Default)]
+pub struct Target {
+    /// The Cargo workspace (or single-package directory) to work on [default: the current one].
+    #[arg(long, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+    /// The policy file [default: <workspace>/policy/fleet.toml].
+    #[arg(long, value_name = "FILE")]
+    pub policy: Option<PathBuf>,
+}
+
+/// `--format`.
+#[derive(Debug, Clone, Args, Default)]
+pub struct FormatArg {
+    /// Output format for findings.
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    pub format: Format,
+}
+
+/// Runs `cargo xtask` with `args` (without the program name), writing normal
+/// output to `out` and errors to `err`; returns the exit code.
+pub fn run<I, T>(args: I, out: &mut dyn Write, err: &mut dyn Write) -> i32
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+    if args.is_empty() {
+        // matklad's xtask convention: no arguments lists the commands.
+        let mut cmd = <Cli as clap::CommandFactory>::command();
+        let _ = write!(out, "{}", cmd.render_long_help());
+        return 0;
+    }
+    let cli = match Cli::try_parse_from(std::iter::once(OsString::from("cargo xtask")).chain(args)) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() { EXIT_ERROR } else { 0 };
+            let text = e.render().to_string();
+            let _ = if e.use_stderr() { write!(err, "{text}") } else { write!(out, "{text}") };
+            return code;
+        }
+    };
+    let result: anyhow::Result<Outcome> = match cli.command {
+        Command::Ci(a) => crate::ci::run(&a, out, err),
+        Command::AlignDeps(a) => crate::align_deps::run(&a, out, err),
+        Command::FmtCheck(a) => crate::fmt_check::run(&a, out, err),
+        Command::GpuTest(a) => crate::gpu_test::run(&a, out, err),
+    };
+    match result {
+        Ok(outcome) => outcome.code(),
+        Err(e) => {
+            let _ = writeln!(err, "error: {e:#}");
+            EXIT_ERROR
+        }
+    }
+}

@@ -1,0 +1,64 @@
+//! Output formats shared by the checking commands.
+
+/// How findings are printed (`--format`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Format {
+    /// `path:line: message` lines and unified diffs, for people.
+    #[default]
+    Human,
+    /// One JSON object per finding, one per line.
+    Json,
+    /// GitHub Actions workflow commands (`::error file=...,line=...::message`).
+    Github,
+}
+
+/// Escapes a GitHub Actions workflow-command message (`%`, CR, LF).
+pub fn github_escape_message(s: &str) -> String {
+    s.replace('%', "%25").replace('\r', "%0D").replace('\n', "%0A")
+}
+
+/// Escapes a GitHub Actions workflow-command property value (also `:` and `,`).
+pub fn github_escape_property(s: &str) -> String {
+    github_escape_message(s).replace(':', "%3A").replace(',', "%2C")
+}
+
+/// A GitHub `::error` annotation.
+pub fn github_error(file: &str, line: usize, col: Option<usize>, title: &str, message: &str) -> String {
+    let col = col.map(|c| format!(",col={c}")).unwrap_or_default();
+    format!(
+        "::error file={},line={line}{col},title={}::{}",
+        github_escape_property(file),
+        github_escape_property(title),
+        github_escape_message(message)
+    )
+}
+
+/// A unified diff of `old` -> `new`, labelled `a/<path>` / `b/<path>`, three lines of context.
+pub fn unified_diff(path: &str, old: &str, new: &str) -> String {
+    similar::TextDiff::from_lines(old, new)
+        .unified_diff()
+        .context_radius(3)
+        .header(&format!("a/{path}"), &format!("b/{path}"))
+        .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn github_annotation_escapes() {
+        assert_eq!(
+            github_error("a,b.rs", 3, Some(2), "t:x", "50%\nnext"),
+            "::error file=a%2Cb.rs,line=3,col=2,title=t%3Ax::50%25%0Anext"
+        );
+    }
+
+    #[test]
+    fn diff_has_headers_and_hunks() {
+        let d = unified_diff("Cargo.toml", "a\nb\n", "a\nc\n");
+        assert!(d.contains("--- a/Cargo.toml"));
+        assert!(d.contains("+++ b/Cargo.toml"));
+        assert!(d.contains("-b\n+c\n"));
+    }
+}
