@@ -1,0 +1,486 @@
+//! The conformance suite: every op, every backend, the same expectations.
+//!
+//! Each function takes any [`Backend`] and panics with a message naming the
+//! case on the first mismatch; a backend's tests call them one by one (so
+//! each shows as its own test) or all through [`run_all`]. Expectations come
+//! from the single-threaded host [`reference`](crate::reference), naive loops
+//! written here, or hand-computed values, never from the backend under test.
+//! Float results are compared bit for bit unless a case says otherwise.
+
+use crate::{BTensor, Backend, Element, Error, IndexPlan, reference};
+
+/// splitmix64 value `i` of stream `seed` (anchors/WORKLOADS.md).
+pub fn splitmix64(seed: u64, i: u64) -> u64 {
+    let mut z = seed.wrapping_add((i + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// `value(seed, i)` of WORKLOADS.md: exact in f32, in [-1, 1).
+pub fn value(seed: u64, i: u64) -> f32 {
+    ((splitmix64(seed, i) >> 40) as f32) * (2.0 / 16_777_216.0) - 1.0
+}
+
+/// `n` values of stream `seed` as `T`.
+pub fn values<T: Element>(seed: u64, n: usize) -> Vec<T> {
+    (0..n as u64)
+        .map(|i| T::from_f64(f64::from(value(seed, i))))
+        .collect()
+}
+
+/// `n` indices below `rows`; `hub` skews them toward row 0 (`u^3`).
+pub fn indices(seed: u64, n: usize, rows: usize, hub: bool) -> Vec<u32> {
+    (0..n as u64)
+        .map(|i| {
+            let mut u = (splitmix64(seed, i) >> 11) as f64 * (1.0 / 9_007_199_254_740_992.0);
+            if hub {
+                u = u * u * u;
+            }
+            ((u * rows as f64) as usize).min(rows - 1) as u32
+        })
+        .collect()
+}
+
+fn bits<T: Element>(v: &[T]) -> Vec<u64> {
+    v.iter().map(|x| x.to_bits_u64()).collect()
+}
+
+fn assert_bits<T: Element>(case: &str, got: &[T], want: &[T]) {
+    assert_eq!(got.len(), want.len(), "{case}: length");
+    if let Some(i) = (0..got.len()).find(|&i| got[i].to_bits_u64() != want[i].to_bits_u64()) {
+        panic!(
+            "{case}: element {i}: got {:?}, want {:?} (bit-exact comparison)",
+            got[i], want[i]
+        );
+    }
+}
+
+fn up<B: Backend, T: Element>(b: &B, data: &[T], shape: &[usize]) -> BTensor<B, T> {
+    b.upload(data, shape).expect("upload")
+}
+
+fn down<B: Backend, T: Element>(b: &B, t: &BTensor<B, T>) -> Vec<T> {
+    b.download(t).expect("download")
+}
+
+/// Gather with repeated and unordered indices, several feature widths.
+pub fn gather_with_repeats<B: Backend>(b: &B) {
+    for f in [1usize, 3, 4, 64, 257] {
+        let rows = 37;
+        let src: Vec<f32> = values(2, rows * f);
+        let idx = [5u32, 5, 0, 36, 5, 17, 0, 36, 2];
+        let out = b
+            .index_select(&up(b, &src, &[rows, f]), &idx)
+            .expect("index_select");
+        assert_eq!(out.shape(), &[idx.len(), f]);
+        assert!(out.layout().is_contiguous());
+        let got = down(b, &out);
+        for (i, &r) in idx.iter().enumerate() {
+            assert_bits(
+                &format!("gather f={f} row {i}"),
+                &got[i * f..(i + 1) * f],
+                &src[r as usize * f..(r as usize + 1) * f],
+            );
+        }
+    }
+}
+
+/// Scatter-add with duplicates; untouched rows keep their bits (-0.0, NaN).
+pub fn scatter_duplicates_untouched<B: Backend>(b: &B) {
+    for f in [1usize, 5, 64] {
+        let rows = 9;
+        let mut dst: Vec<f32> = values(7, rows * f);
+        dst[4 * f] = -0.0;
+        dst[6 * f] = f32::from_bits(0x7fc0_1234); // NaN with a payload
+        let idx = [2u32, 0, 2, 8, 2, 0];
+        let src: Vec<f32> = values(3, idx.len() * f);
+        let mut d = up(b, &dst, &[rows, f]);
+        b.index_add(&mut d, &idx, &up(b, &src, &[idx.len(), f]))
+            .expect("index_add");
+        let got = down(b, &d);
+        let mut want = dst.clone();
+        for r in 0..rows {
+            let pos: Vec<usize> = idx
+                .iter()
+                .enumerate()
+                .filter(|&(_, &x)| x as usize == r)
+                .map(|(p, _)| p)
+                .collect();
+            for j in 0..f {
+                if let Some((&p0, rest)) = pos.split_first() {
+                    let s = rest
+                        .iter()
+                        .fold(src[p0 * f + j], |s, &p| s + src[p * f + j]);
+                    want[r * f + j] = dst[r * f + j] + s;
+                }
+            }
+        }
+        assert_bits(&format!("scatter f={f}"), &got, &want);
+        for r in [1usize, 3, 4, 5, 6, 7] {
+            assert_bits(
+                &format!("untouched row {r} f={f}"),
+                &got[r * f..(r + 1) * f],
+                &dst[r * f..(r + 1) * f],
+            );
+        }
+    }
+}
+
+/// `<S x, y> == <x, S^T y>` exactly, with small-integer data (all sums exact).
+pub fn adjoint_identity<B: Backend>(b: &B) {
+    let (rows, e, f) = (50, 700, 6);
+    let idx = indices(11, e, rows, true);
+    let x: Vec<f64> = (0..rows * f)
+        .map(|i| ((splitmix64(12, i as u64) % 17) as f64) - 8.0)
+        .collect();
+    let y: Vec<f64> = (0..e * f)
+        .map(|i| ((splitmix64(13, i as u64) % 17) as f64) - 8.0)
+        .collect();
+    let sx = down(
+        b,
+        &b.index_select(&up(b, &x, &[rows, f]), &idx)
+            .expect("index_select"),
+    );
+    let mut sty = b.zeros::<f64>(&[rows, f]).expect("zeros");
+    b.index_add(&mut sty, &idx, &up(b, &y, &[e, f]))
+        .expect("index_add");
+    let sty = down(b, &sty);
+    let lhs: f64 = sx.iter().zip(&y).map(|(a, c)| a * c).sum();
+    let rhs: f64 = x.iter().zip(&sty).map(|(a, c)| a * c).sum();
+    assert_eq!(lhs, rhs, "adjoint identity <Sx,y> == <x,S^T y>");
+}
+
+/// One row receives most contributions (deep canonical tree): bit-identical
+/// to the reference, and within `4 * levels * B * eps * sum|v|` of an f64 sum.
+pub fn hub_heavy<B: Backend>(b: &B) {
+    let (rows, e, f) = (64, 200_000, 3);
+    let mut idx = indices(21, e, rows, false);
+    for (i, x) in idx.iter_mut().enumerate() {
+        if i % 10 != 0 {
+            *x = 3;
+        }
+    }
+    let src: Vec<f32> = values(3, e * f);
+    let dst0: Vec<f32> = values(8, rows * f);
+    let mut d = up(b, &dst0, &[rows, f]);
+    b.index_add(&mut d, &idx, &up(b, &src, &[e, f]))
+        .expect("index_add");
+    let got = down(b, &d);
+    let plan = IndexPlan::new(&idx, rows).expect("plan");
+    let mut want = dst0.clone();
+    reference::index_add(&mut want, f, &plan, &src).expect("reference");
+    assert_bits("hub-heavy vs canonical reference", &got, &want);
+    for j in 0..f {
+        let exact: f64 = f64::from(dst0[3 * f + j])
+            + plan
+                .row(3)
+                .iter()
+                .map(|&p| f64::from(src[p as usize * f + j]))
+                .sum::<f64>();
+        let mag: f64 = plan
+            .row(3)
+            .iter()
+            .map(|&p| f64::from(src[p as usize * f + j]).abs())
+            .sum::<f64>();
+        let tol = 4.0 * 3.0 * crate::CANONICAL_BLOCK as f64 * f64::from(f32::EPSILON) * mag;
+        let err = (f64::from(got[3 * f + j]) - exact).abs();
+        assert!(err <= tol, "hub row col {j}: error {err} above bound {tol}");
+    }
+}
+
+/// Out-of-range indices are errors naming position, value and bound; the
+/// destination is untouched.
+pub fn out_of_range<B: Backend>(b: &B) {
+    let f = 4;
+    let dst0: Vec<f32> = values(5, 3 * f);
+    let mut d = up(b, &dst0, &[3, f]);
+    let src = up(b, &values::<f32>(6, 4 * f), &[4, f]);
+    let e = b
+        .index_add(&mut d, &[0, 2, 3, 1], &src)
+        .expect_err("index 3 of 3 rows must fail");
+    assert!(
+        matches!(
+            e,
+            Error::IndexOutOfRange {
+                position: 2,
+                value: 3,
+                bound: 3
+            }
+        ),
+        "got {e}"
+    );
+    assert_bits("dst untouched after error", &down(b, &d), &dst0);
+    let e = b.index_select(&d, &[1, 7]).expect_err("index 7 must fail");
+    assert!(
+        matches!(
+            e,
+            Error::IndexOutOfRange {
+                position: 1,
+                value: 7,
+                bound: 3
+            }
+        ),
+        "got {e}"
+    );
+    let e = b
+        .index_add(&mut d, &[0], &src)
+        .expect_err("wrong src rows must fail");
+    assert!(matches!(e, Error::ShapeMismatch { .. }), "got {e}");
+    assert_bits("dst untouched after shape error", &down(b, &d), &dst0);
+}
+
+/// Empty index lists: gather gives `[0, F]`, scatter changes nothing.
+pub fn empty_indices<B: Backend>(b: &B) {
+    let dst0: Vec<f32> = values(5, 6);
+    let t = up(b, &dst0, &[3, 2]);
+    let g = b.index_select(&t, &[]).expect("empty gather");
+    assert_eq!(g.shape(), &[0, 2]);
+    assert!(down(b, &g).is_empty());
+    let mut d = up(b, &dst0, &[3, 2]);
+    b.index_add(&mut d, &[], &b.zeros::<f32>(&[0, 2]).expect("zeros"))
+        .expect("empty scatter");
+    assert_bits("empty scatter", &down(b, &d), &dst0);
+}
+
+/// Scatter-add bit-identical to the reference over several workloads and widths, f32 and f64.
+pub fn scatter_matches_reference<B: Backend>(b: &B) {
+    for (rows, e, f, hub) in [
+        (1, 1000, 7, false),
+        (1000, 5000, 1, true),
+        (300, 40_000, 33, true),
+        (5000, 3000, 64, false),
+    ] {
+        let idx = indices(1, e, rows, hub);
+        let plan = IndexPlan::new(&idx, rows).expect("plan");
+        let src: Vec<f32> = values(3, e * f);
+        let dst0: Vec<f32> = values(4, rows * f);
+        let mut d = up(b, &dst0, &[rows, f]);
+        b.index_add_planned(&mut d, &plan, &up(b, &src, &[e, f]))
+            .expect("index_add");
+        let mut want = dst0.clone();
+        reference::index_add(&mut want, f, &plan, &src).expect("reference");
+        assert_bits(
+            &format!("scatter f32 rows={rows} e={e} f={f}"),
+            &down(b, &d),
+            &want,
+        );
+        let src64: Vec<f64> = values(3, e * f);
+        let mut d = b.zeros::<f64>(&[rows, f]).expect("zeros");
+        b.index_add(&mut d, &idx, &up(b, &src64, &[e, f]))
+            .expect("index_add f64");
+        let mut want = vec![0.0f64; rows * f];
+        reference::index_add(&mut want, f, &plan, &src64).expect("reference");
+        assert_bits(
+            &format!("scatter f64 rows={rows} e={e} f={f}"),
+            &down(b, &d),
+            &want,
+        );
+    }
+}
+
+/// The same inputs twice give identical bits.
+pub fn repeatable<B: Backend>(b: &B) {
+    let (rows, e, f) = (100, 50_000, 16);
+    let idx = indices(1, e, rows, true);
+    let src = up(b, &values::<f32>(3, e * f), &[e, f]);
+    let run = || {
+        let mut d = b.zeros::<f32>(&[rows, f]).expect("zeros");
+        b.index_add(&mut d, &idx, &src).expect("index_add");
+        bits(&down(b, &d))
+    };
+    assert_eq!(run(), run(), "two identical scatter-adds differ");
+}
+
+/// Many threads using one backend at once get the reference results.
+pub fn concurrent_use<B: Backend>(b: &B) {
+    std::thread::scope(|s| {
+        for t in 0..4u64 {
+            s.spawn(move || {
+                let (rows, e, f) = (200, 10_000, 8);
+                let idx = indices(30 + t, e, rows, true);
+                let src: Vec<f32> = values(40 + t, e * f);
+                let mut d = b.zeros::<f32>(&[rows, f]).expect("zeros");
+                b.index_add(&mut d, &idx, &up(b, &src, &[e, f]))
+                    .expect("index_add");
+                let mut want = vec![0.0f32; rows * f];
+                reference::index_add(
+                    &mut want,
+                    f,
+                    &IndexPlan::new(&idx, rows).expect("plan"),
+                    &src,
+                )
+                .expect("reference");
+                assert_bits(&format!("thread {t}"), &down(b, &d), &want);
+                let g = down(
+                    b,
+                    &b.index_select(&up(b, &want, &[rows, f]), &idx)
+                        .expect("gather"),
+                );
+                assert_bits(
+                    &format!("thread {t} gather"),
+                    &g,
+                    &reference::index_select(&want, rows, f, &idx).expect("ref"),
+                );
+            });
+        }
+    });
+}
+
+/// The field bug: `[2,3,4]` swap(0,2) gives `b[1][0][0] == 1.0`, every element checked.
+pub fn swap_dims_2x3x4<B: Backend>(b: &B) {
+    let a: Vec<f32> = (0..24).map(|x| x as f32).collect();
+    let t = b
+        .swap_dims(&up(b, &a, &[2, 3, 4]), 0, 2)
+        .expect("swap_dims");
+    assert_eq!(t.shape(), &[4, 3, 2]);
+    assert_eq!(
+        t.layout().strides(),
+        &[6, 2, 1],
+        "output strides must be contiguous for [4,3,2]"
+    );
+    assert!(t.layout().is_contiguous());
+    let got = down(b, &t);
+    assert_eq!(got[6], 1.0, "b[1][0][0]");
+    for i in 0..4 {
+        for j in 0..3 {
+            for k in 0..2 {
+                assert_eq!(
+                    got[i * 6 + j * 2 + k],
+                    a[k * 12 + j * 4 + i],
+                    "b[{i}][{j}][{k}]"
+                );
+            }
+        }
+    }
+}
+
+/// `[N,1] <-> [1,N]` shares the buffer and relabels the shape.
+pub fn vector_swap_shares_buffer<B: Backend>(b: &B) {
+    let n = 1000;
+    let a: Vec<f32> = values(4, n);
+    for shape in [[n, 1], [1, n]] {
+        let t = up(b, &a, &shape);
+        let s = b.swap_dims(&t, 0, 1).expect("swap");
+        assert_eq!(s.shape(), &[shape[1], shape[0]]);
+        assert!(
+            s.shares_storage_with(&t),
+            "swap of {shape:?} must share the buffer"
+        );
+        assert!(s.layout().is_contiguous());
+        assert_bits("vector swap", &down(b, &s), &a);
+    }
+}
+
+/// Every permutation of a 4-D tensor (and some rank 5-6) against the naive host permute.
+pub fn all_permutations<B: Backend>(b: &B) {
+    fn perms(n: usize) -> Vec<Vec<usize>> {
+        if n == 0 {
+            return vec![vec![]];
+        }
+        let mut out = Vec::new();
+        for p in perms(n - 1) {
+            for pos in 0..n {
+                let mut q = p.clone();
+                q.insert(pos, n - 1);
+                out.push(q);
+            }
+        }
+        out
+    }
+    for shape in [vec![3usize, 5, 2, 7], vec![2, 1, 33, 4], vec![17, 3, 1, 65]] {
+        let n: usize = shape.iter().product();
+        let a: Vec<f32> = values(4, n);
+        let t = up(b, &a, &shape);
+        for p in perms(4) {
+            let s = b.permute(&t, &p).expect("permute");
+            let want = rtx_tensor::permute_host(&a, &shape, &p).expect("host permute");
+            assert!(s.layout().is_contiguous());
+            assert_bits(&format!("permute {shape:?} by {p:?}"), &down(b, &s), &want);
+        }
+    }
+    let shape = [2usize, 3, 2, 4, 3, 2];
+    let n: usize = shape.iter().product();
+    let a: Vec<f64> = values(5, n);
+    for p in [
+        [5usize, 4, 3, 2, 1, 0],
+        [1, 0, 3, 2, 5, 4],
+        [0, 2, 4, 1, 3, 5],
+    ] {
+        let s = b.permute(&up(b, &a, &shape), &p).expect("permute rank 6");
+        assert_bits(
+            &format!("rank-6 permute {p:?}"),
+            &down(b, &s),
+            &rtx_tensor::permute_host(&a, &shape, &p).expect("host"),
+        );
+    }
+}
+
+/// Transposes whose sizes do not divide any tile, batched and wide-element ones.
+pub fn odd_transposes<B: Backend>(b: &B) {
+    for (shape, a0, b0) in [
+        (vec![33usize, 65], 0usize, 1usize),
+        (vec![1, 7], 0, 1),
+        (vec![3, 31, 17], 1, 2),
+        (vec![45, 19, 5], 0, 1),
+        (vec![2, 40, 9, 3], 1, 2),
+        (vec![0, 5], 0, 1),
+    ] {
+        let n: usize = shape.iter().product();
+        let a: Vec<f32> = values(9, n);
+        let s = b.swap_dims(&up(b, &a, &shape), a0, b0).expect("swap");
+        let mut perm: Vec<usize> = (0..shape.len()).collect();
+        perm.swap(a0, b0);
+        assert_bits(
+            &format!("swap {shape:?} ({a0},{b0})"),
+            &down(b, &s),
+            &rtx_tensor::permute_host(&a, &shape, &perm).expect("host"),
+        );
+    }
+    let t = up(b, &[1.0f32, 2.0], &[2]);
+    assert!(
+        matches!(b.swap_dims(&t, 0, 1), Err(Error::Layout(_))),
+        "bad dim must be an error"
+    );
+}
+
+/// Every case above, in order.
+pub fn run_all<B: Backend>(b: &B) {
+    gather_with_repeats(b);
+    scatter_duplicates_untouched(b);
+    adjoint_identity(b);
+    hub_heavy(b);
+    out_of_range(b);
+    empty_indices(b);
+    scatter_matches_reference(b);
+    repeatable(b);
+    concurrent_use(b);
+    swap_dims_2x3x4(b);
+    vector_swap_shares_buffer(b);
+    all_permutations(b);
+    odd_transposes(b);
+}
+
+/// Declares one `#[test]` per conformance case for a backend built by `$make`.
+///
+/// ```text
+/// rtx_backend::conformance_tests!(rtx_backend_cpu::CpuBackend::new());
+/// ```
+#[macro_export]
+macro_rules! conformance_tests {
+    ($make:expr) => {
+        $crate::conformance_tests!(@cases $make;
+            gather_with_repeats scatter_duplicates_untouched adjoint_identity hub_heavy
+            out_of_range empty_indices scatter_matches_reference repeatable concurrent_use
+            swap_dims_2x3x4 vector_swap_shares_buffer all_permutations odd_transposes);
+    };
+    (@cases $make:expr; $($case:ident)*) => {
+        $(
+            #[test]
+            fn $case() {
+                let backend = $make;
+                $crate::conformance::$case(&backend);
+            }
+        )*
+    };
+}

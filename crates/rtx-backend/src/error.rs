@@ -1,0 +1,69 @@
+//! The one error enum of rtx backends.
+
+/// Errors of backend operations. No op panics on bad input: it returns one of these.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// An index is not below the number of rows it selects from.
+    #[error("index out of range: idx[{position}] = {value}, but there are only {bound} rows")]
+    IndexOutOfRange {
+        /// Position in the index list.
+        position: usize,
+        /// The index value found there.
+        value: u64,
+        /// The number of rows (valid indices are `0..bound`).
+        bound: usize,
+    },
+    /// Tensor shapes that do not fit together.
+    #[error("{op}: shape mismatch: {detail}")]
+    ShapeMismatch {
+        /// The operation.
+        op: &'static str,
+        /// Both shapes and what was expected.
+        detail: String,
+    },
+    /// A tensor of the wrong rank.
+    #[error("{op}: `{arg}` must have rank {expected}, got shape {shape:?}")]
+    Rank {
+        /// The operation.
+        op: &'static str,
+        /// The argument.
+        arg: &'static str,
+        /// The rank wanted.
+        expected: usize,
+        /// The shape given.
+        shape: Vec<usize>,
+    },
+    /// Host data whose length does not match the shape.
+    #[error("{len} elements given for shape {shape:?} ({expected} elements)")]
+    LengthMismatch {
+        /// Elements given.
+        len: usize,
+        /// The shape.
+        shape: Vec<usize>,
+        /// Elements the shape holds.
+        expected: usize,
+    },
+    /// More index entries than a plan can address (positions are `u32`).
+    #[error("index list of {len} entries is longer than the supported maximum of {max}")]
+    TooManyIndices {
+        /// Entries given.
+        len: usize,
+        /// The maximum.
+        max: usize,
+    },
+    /// A layout error (bad dims, overflow).
+    #[error(transparent)]
+    Layout(#[from] rtx_tensor::Error),
+    /// An error of a specific backend (device, driver, compiler), kept whole.
+    #[error("{backend}: {source}")]
+    Backend {
+        /// The backend's name.
+        backend: String,
+        /// The backend's own error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync + 'static>,
+    },
+}
+
+/// `Result` with [`Error`].
+pub type Result<T> = std::result::Result<T, Error>;

@@ -1,0 +1,139 @@
+//! `IndexPlan`: the CSR of the transposed selection matrix S^T.
+
+use crate::{Error, Result};
+
+/// For each destination row, the source positions that add into it, in
+/// increasing order: the CSR of S^T, where `S[i, idx[i]] = 1`.
+///
+/// Built in O(E + R) by a stable counting sort that validates every index
+/// first. A static graph builds it once and reuses it for every
+/// `index_add_planned` call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexPlan {
+    rows: usize,
+    /// `offsets[r]..offsets[r + 1]` indexes `positions` for row `r`; `rows + 1` entries.
+    offsets: Vec<u64>,
+    positions: Vec<u32>,
+}
+
+impl IndexPlan {
+    /// Builds the plan of `idx` into `rows` destination rows.
+    ///
+    /// # Errors
+    /// [`Error::IndexOutOfRange`] for the first index `>= rows` (position,
+    /// value, bound); [`Error::TooManyIndices`] past `u32::MAX` entries.
+    pub fn new(idx: &[u32], rows: usize) -> Result<IndexPlan> {
+        crate::reference::check_indices(idx, rows)?;
+        if idx.len() > u32::MAX as usize {
+            return Err(Error::TooManyIndices {
+                len: idx.len(),
+                max: u32::MAX as usize,
+            });
+        }
+        let mut offsets = vec![0u64; rows + 1];
+        for &i in idx {
+            offsets[i as usize + 1] += 1;
+        }
+        for r in 0..rows {
+            offsets[r + 1] += offsets[r];
+        }
+        let mut cursor: Vec<u64> = offsets[..rows].to_vec();
+        let mut positions = vec![0u32; idx.len()];
+        for (p, &i) in idx.iter().enumerate() {
+            let c = &mut cursor[i as usize];
+            positions[*c as usize] = p as u32;
+            *c += 1;
+        }
+        Ok(IndexPlan {
+            rows,
+            offsets,
+            positions,
+        })
+    }
+
+    /// Number of destination rows.
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// Number of index entries (source rows).
+    pub fn len(&self) -> usize {
+        self.positions.len()
+    }
+
+    /// Whether there are no entries.
+    pub fn is_empty(&self) -> bool {
+        self.positions.is_empty()
+    }
+
+    /// Row offsets into [`IndexPlan::positions`] (`rows + 1` entries).
+    pub fn offsets(&self) -> &[u64] {
+        &self.offsets
+    }
+
+    /// Source positions grouped by destination row, increasing within a row.
+    pub fn positions(&self) -> &[u32] {
+        &self.positions
+    }
+
+    /// The source positions that add into row `r`, increasing.
+    ///
+    /// # Panics
+    /// When `r >= rows`.
+    pub fn row(&self, r: usize) -> &[u32] {
+        &self.positions[self.offsets[r] as usize..self.offsets[r + 1] as usize]
+    }
+
+    /// The largest number of contributions any row receives.
+    pub fn max_row_len(&self) -> usize {
+        self.offsets
+            .windows(2)
+            .map(|w| (w[1] - w[0]) as usize)
+            .max()
+            .unwrap_or(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn csr_of_transpose() {
+        let p = IndexPlan::new(&[2, 0, 2, 2, 1, 0], 4).unwrap();
+        assert_eq!(p.offsets(), &[0, 2, 3, 6, 6]);
+        assert_eq!(p.row(0), &[1, 5]);
+        assert_eq!(p.row(1), &[4]);
+        assert_eq!(p.row(2), &[0, 2, 3]);
+        assert_eq!(p.row(3), &[] as &[u32]);
+        assert_eq!(p.max_row_len(), 3);
+        assert_eq!(p.len(), 6);
+    }
+
+    #[test]
+    fn out_of_range_names_position_value_bound() {
+        let e = IndexPlan::new(&[0, 1, 9, 12], 4).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                Error::IndexOutOfRange {
+                    position: 2,
+                    value: 9,
+                    bound: 4
+                }
+            ),
+            "{e}"
+        );
+        assert_eq!(
+            e.to_string(),
+            "index out of range: idx[2] = 9, but there are only 4 rows"
+        );
+    }
+
+    #[test]
+    fn empty() {
+        let p = IndexPlan::new(&[], 3).unwrap();
+        assert!(p.is_empty());
+        assert_eq!(p.offsets(), &[0, 0, 0, 0]);
+    }
+}

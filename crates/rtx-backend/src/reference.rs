@@ -1,0 +1,68 @@
+//! Host reference implementations: the definitions every backend is tested against.
+
+use crate::order::add_row_sum;
+use crate::{Element, Error, IndexPlan, Result};
+
+/// Checks every index against `rows` before any work.
+///
+/// # Errors
+/// [`Error::IndexOutOfRange`] naming the first bad position, its value and the bound.
+pub fn check_indices(idx: &[u32], rows: usize) -> Result<()> {
+    match idx.iter().position(|&i| i as usize >= rows) {
+        Some(position) => Err(Error::IndexOutOfRange {
+            position,
+            value: u64::from(idx[position]),
+            bound: rows,
+        }),
+        None => Ok(()),
+    }
+}
+
+/// `out[i, :] = src[idx[i], :]` for a row-major `src` of shape `[rows, f]`.
+///
+/// # Errors
+/// [`Error::IndexOutOfRange`]; [`Error::LengthMismatch`] when `src.len() != rows * f`.
+pub fn index_select<T: Element>(src: &[T], rows: usize, f: usize, idx: &[u32]) -> Result<Vec<T>> {
+    if Some(src.len()) != rows.checked_mul(f) {
+        return Err(Error::LengthMismatch {
+            len: src.len(),
+            shape: vec![rows, f],
+            expected: rows.saturating_mul(f),
+        });
+    }
+    check_indices(idx, rows)?;
+    let mut out = Vec::with_capacity(idx.len() * f);
+    for &i in idx {
+        out.extend_from_slice(&src[i as usize * f..(i as usize + 1) * f]);
+    }
+    Ok(out)
+}
+
+/// `dst[idx[i], :] += src[i, :]` in the canonical order, single-threaded:
+/// the reference every backend must match bit for bit.
+///
+/// # Errors
+/// [`Error::ShapeMismatch`] when the lengths do not fit the plan and `f`;
+/// `dst` is untouched then.
+pub fn index_add<T: Element>(dst: &mut [T], f: usize, plan: &IndexPlan, src: &[T]) -> Result<()> {
+    if dst.len() != plan.rows() * f || src.len() != plan.len() * f {
+        return Err(Error::ShapeMismatch {
+            op: "index_add",
+            detail: format!(
+                "dst has {} elements and src {}, but the plan wants {} x {f} and {} x {f}",
+                dst.len(),
+                src.len(),
+                plan.rows(),
+                plan.len()
+            ),
+        });
+    }
+    if f == 0 {
+        return Ok(());
+    }
+    let mut scratch = Vec::new();
+    for (r, row) in dst.chunks_exact_mut(f).enumerate() {
+        add_row_sum(row, plan.row(r), src, &mut scratch);
+    }
+    Ok(())
+}
