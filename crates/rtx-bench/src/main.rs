@@ -1,1 +1,49 @@
-fn main() {}
+//! `rtx-bench`: the HetGAT training demo and the benchmark suites.
+//!
+//! Suites print JSON lines in the format of `anchors/torch_anchors.py`
+//! (`{"suite", "case", "impl", "ms", "gbps", ...}`), so `anchors/compare.py`
+//! can put them beside the peers measured in the same run.
+
+use clap::{Parser, Subcommand};
+
+mod gat;
+mod hetgat;
+mod index;
+mod transpose;
+
+/// rtx benchmarks and demo.
+#[derive(Debug, Parser)]
+#[command(name = "rtx-bench", version, arg_required_else_help = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Train the HetGAT on the Harris-shaped graph (CPU by default; --backend cuda on a GPU).
+    Hetgat(hetgat::Args),
+    /// Gather / scatter-add suite over the anchors' index workloads (JSON lines).
+    Index(index::Args),
+    /// swap_dims / transpose suite over the anchors' transpose workloads (JSON lines).
+    Transpose(transpose::Args),
+    /// HetGAT train / inference timings (JSON lines).
+    Gat(gat::Args),
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Hetgat(a) => hetgat::run(&a),
+        Command::Index(a) => index::run(&a),
+        Command::Transpose(a) => transpose::run(&a),
+        Command::Gat(a) => gat::run(&a),
+    };
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
