@@ -1,1 +1,8 @@
-//! Workspace-level integration tests live in `tests/tests/`; this library is empty.
+//! Workspace-level integration tests live in `tests/tests/`.
+//!
+//! The README's Rust examples are compiled and run as doctests from here, so
+//! the README cannot drift from the API.
+
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+mod readme {}
