@@ -191,7 +191,7 @@ pub fn probe_libraries(candidates: &[PathBuf]) -> Result<DeviceInfo, NoDevice> {
                 std::mem::forget(lib);
                 return result;
             }
-            Err(e) => detail = e.to_string(),
+            Err(e) => detail = loader_message(&e),
         }
     }
     Err(NoDevice::NoDriver { tried: candidates.to_vec(), detail })
@@ -208,8 +208,16 @@ fn symbol<'l, T>(lib: &'l libloading::Library, path: &Path, name: &'static str) 
     unsafe { lib.get::<T>(name.as_bytes()) }.map_err(|e| NoDevice::NotADriver {
         library: path.to_path_buf(),
         symbol: name,
-        detail: e.to_string(),
+        detail: loader_message(&e),
     })
+}
+
+/// libloading's error with its cause (`dlopen failed` alone says nothing).
+fn loader_message(e: &libloading::Error) -> String {
+    match std::error::Error::source(e) {
+        Some(src) => src.to_string(),
+        None => e.to_string(),
+    }
 }
 
 fn query(lib: &libloading::Library, path: &Path) -> Result<DeviceInfo, NoDevice> {
