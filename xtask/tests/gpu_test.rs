@@ -2,9 +2,10 @@
 //! with its own target directory in a tempdir), and the driver probe against
 //! fake `libcuda` libraries compiled here with rustc.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::OnceLock;
+use std::sync::Mutex;
 
 use xtask::gpu_test::probe::{self, NoDevice, REQUIRED_DRIVER_API};
 
@@ -12,7 +13,11 @@ use xtask::gpu_test::probe::{self, NoDevice, REQUIRED_DRIVER_API};
 fn xtask(args: &[&str]) -> (i32, String, String) {
     let (mut out, mut err) = (Vec::new(), Vec::new());
     let code = xtask::cli::run(args.iter().copied(), &mut out, &mut err);
-    (code, String::from_utf8(out).unwrap(), String::from_utf8(err).unwrap())
+    (
+        code,
+        String::from_utf8(out).unwrap(),
+        String::from_utf8(err).unwrap(),
+    )
 }
 
 /// Runs the xtask binary with extra environment: for what depends on the
@@ -24,7 +29,11 @@ fn xtask_bin(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
         .envs(env.iter().copied())
         .output()
         .unwrap();
-    (o.status.code().unwrap_or(-1), String::from_utf8(o.stdout).unwrap(), String::from_utf8(o.stderr).unwrap())
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8(o.stdout).unwrap(),
+        String::from_utf8(o.stderr).unwrap(),
+    )
 }
 
 const GPU_TESTS: &str = r#"
@@ -74,7 +83,10 @@ impl Fixture {
             std::fs::create_dir_all(p.parent().unwrap()).unwrap();
             std::fs::write(p, text).unwrap();
         };
-        write("Cargo.toml", "[workspace]\nresolver = \"2\"\nmembers = [\"gpu-crate\"]\n");
+        write(
+            "Cargo.toml",
+            "[workspace]\nresolver = \"2\"\nmembers = [\"gpu-crate\"]\n",
+        );
         write(
             "gpu-crate/Cargo.toml",
             "[package]\nname = \"gpu-crate\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[features]\ngpu = []\ngpu-fail = []\n",
@@ -85,7 +97,10 @@ impl Fixture {
     }
 
     fn with_features(lib_rs: &str, features: &str) -> Fixture {
-        Fixture::new(lib_rs, &format!("[[gpu-test]]\npackage = \"gpu-crate\"\nfeatures = [{features}]\n"))
+        Fixture::new(
+            lib_rs,
+            &format!("[[gpu-test]]\npackage = \"gpu-crate\"\nfeatures = [{features}]\n"),
+        )
     }
 
     fn root(&self) -> &Path {
@@ -106,13 +121,19 @@ fn no_device_skips_with_the_reason_and_exit_0() {
     match probe::probe() {
         Err(reason) => {
             assert_eq!(code, 0, "{out}\n{err}");
-            assert!(out.contains(&format!("\ngpu-test: skipped: {reason}\n")), "{out}");
+            assert!(
+                out.contains(&format!("\ngpu-test: skipped: {reason}\n")),
+                "{out}"
+            );
             // it built the GPU tests before deciding to skip
             assert!(out.contains("--features gpu-crate/gpu"), "{out}");
             assert!(!out.contains("passed"), "{out}");
         }
         // A machine with a GPU runs them instead.
-        Ok(_) => assert!(out.contains("gpu-test: 3 passed, 0 failed, 1 skipped"), "{out}\n{err}"),
+        Ok(_) => assert!(
+            out.contains("gpu-test: 3 passed, 0 failed, 1 skipped"),
+            "{out}\n{err}"
+        ),
     }
 }
 
@@ -122,7 +143,10 @@ fn require_device_without_one_is_exit_2_with_the_reason() {
     let fx = Fixture::with_features(GPU_TESTS, "\"gpu\"");
     let (code, out, err) = xtask(&["gpu-test", "--require-device", "--workspace", &fx.ws()]);
     assert_eq!(code, 2, "{out}\n{err}");
-    assert!(err.contains("--require-device") && err.contains(&reason.to_string()), "{err}");
+    assert!(
+        err.contains("--require-device") && err.contains(&reason.to_string()),
+        "{err}"
+    );
     assert!(!out.contains("skipped"), "{out}");
 }
 
@@ -136,20 +160,36 @@ fn missing_driver_library_named_by_the_override_is_the_skip_reason() {
         out.contains("gpu-test: skipped: no CUDA driver: cannot load /nonexistent/libcuda.so.1 (the NVIDIA driver is not installed"),
         "{out}"
     );
-    let (code, _, err) = xtask_bin(&["gpu-test", "--require-device", "--workspace", &fx.ws()], &env);
+    let (code, _, err) = xtask_bin(
+        &["gpu-test", "--require-device", "--workspace", &fx.ws()],
+        &env,
+    );
     assert_eq!(code, 2, "{err}");
-    assert!(err.contains("no CUDA driver: cannot load /nonexistent/libcuda.so.1"), "{err}");
+    assert!(
+        err.contains("no CUDA driver: cannot load /nonexistent/libcuda.so.1"),
+        "{err}"
+    );
 }
 
 #[test]
 fn driver_without_devices_is_exit_2_with_require_device() {
     let fx = Fixture::with_features(GPU_TESTS, "\"gpu\"");
-    let lib = fake_libcuda(FakeDriver { version: 13000, init: 100, count: 0 });
+    let lib = fake_libcuda(FakeDriver {
+        version: 13000,
+        init: 100,
+        count: 0,
+    });
     let env = [("RTX_GPU_TEST_LIBCUDA", lib.to_str().unwrap())];
     let (code, out, err) = xtask_bin(&["gpu-test", "--workspace", &fx.ws()], &env);
     assert_eq!(code, 0, "{err}");
-    assert!(out.contains("gpu-test: skipped: cuInit failed with CUDA_ERROR_NO_DEVICE (100)"), "{out}");
-    let (code, _, err) = xtask_bin(&["gpu-test", "--require-device", "--workspace", &fx.ws()], &env);
+    assert!(
+        out.contains("gpu-test: skipped: cuInit failed with CUDA_ERROR_NO_DEVICE (100)"),
+        "{out}"
+    );
+    let (code, _, err) = xtask_bin(
+        &["gpu-test", "--require-device", "--workspace", &fx.ws()],
+        &env,
+    );
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("CUDA_ERROR_NO_DEVICE"), "{err}");
 }
@@ -163,7 +203,10 @@ fn gpu_code_that_does_not_compile_is_exit_1_with_the_compiler_output() {
     assert_eq!(code, 1, "{out}\n{err}");
     assert!(err.contains("error[E0308]: mismatched types"), "{err}");
     assert!(err.contains("gpu-crate/src/lib.rs:7"), "{err}");
-    assert!(out.contains("gpu-test: build FAILED: gpu-crate with features gpu"), "{out}");
+    assert!(
+        out.contains("gpu-test: build FAILED: gpu-crate with features gpu"),
+        "{out}"
+    );
     // a build failure is never reported as a skip, even with no device
     assert!(!out.contains("skipped"), "{out}");
 }
@@ -183,13 +226,25 @@ fn the_same_code_without_the_feature_compiles() {
 
 #[test]
 fn unknown_package_in_policy_is_exit_2_naming_it_and_the_policy() {
-    let fx = Fixture::new(GPU_TESTS, "[fmt]\nexclude = []\n\n[[gpu-test]]\npackage = \"rtx-backend-cudaa\"\nfeatures = [\"gpu\"]\n");
+    let fx = Fixture::new(
+        GPU_TESTS,
+        "[fmt]\nexclude = []\n\n[[gpu-test]]\npackage = \"rtx-backend-cudaa\"\nfeatures = [\"gpu\"]\n",
+    );
     let (code, out, err) = xtask(&["gpu-test", "--workspace", &fx.ws()]);
     assert_eq!(code, 2, "{out}\n{err}");
     let policy = fx.root().join("policy/fleet.toml");
-    assert!(err.contains(&format!("{}:5: [[gpu-test]] package `rtx-backend-cudaa` is not a member", policy.display())), "{err}");
+    assert!(
+        err.contains(&format!(
+            "{}:5: [[gpu-test]] package `rtx-backend-cudaa` is not a member",
+            policy.display()
+        )),
+        "{err}"
+    );
     assert!(err.contains("members: gpu-crate"), "{err}");
-    assert!(!out.contains("build"), "nothing is built before the matrix is valid: {out}");
+    assert!(
+        !out.contains("build"),
+        "nothing is built before the matrix is valid: {out}"
+    );
 }
 
 #[test]
@@ -198,7 +253,13 @@ fn unknown_feature_in_policy_is_exit_2_naming_it_and_the_policy() {
     let (code, _, err) = xtask(&["gpu-test", "--workspace", &fx.ws()]);
     assert_eq!(code, 2, "{err}");
     let policy = fx.root().join("policy/fleet.toml");
-    assert!(err.contains(&format!("{}:3: [[gpu-test]] feature `cudaa` is not a feature of package `gpu-crate`", policy.display())), "{err}");
+    assert!(
+        err.contains(&format!(
+            "{}:3: [[gpu-test]] feature `cudaa` is not a feature of package `gpu-crate`",
+            policy.display()
+        )),
+        "{err}"
+    );
     assert!(err.contains("its features: gpu, gpu-fail"), "{err}");
 }
 
@@ -207,7 +268,13 @@ fn policy_given_with_dash_dash_policy_is_used() {
     let fx = Fixture::with_features(GPU_TESTS, "\"gpu\"");
     let other = fx.root().join("other.toml");
     std::fs::write(&other, "[[gpu-test]]\npackage = \"nope\"\n").unwrap();
-    let (code, _, err) = xtask(&["gpu-test", "--workspace", &fx.ws(), "--policy", other.to_str().unwrap()]);
+    let (code, _, err) = xtask(&[
+        "gpu-test",
+        "--workspace",
+        &fx.ws(),
+        "--policy",
+        other.to_str().unwrap(),
+    ]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains(&format!("{}:2:", other.display())), "{err}");
 }
@@ -229,11 +296,21 @@ fn require_device_and_archive_conflict() {
 // ---------- device present (a fake driver): runs, counts, exit codes ----------
 
 fn run_with_fake_device(fx: &Fixture, runner: &str, extra: &[&str]) -> (i32, String, String) {
-    let lib = fake_libcuda(FakeDriver { version: 13000, init: 0, count: 2 });
+    let lib = fake_libcuda(FakeDriver {
+        version: 13000,
+        init: 0,
+        count: 2,
+    });
     let ws = fx.ws();
     let mut args = vec!["gpu-test", "--require-device", "--workspace", &ws];
     args.extend_from_slice(extra);
-    xtask_bin(&args, &[("RTX_GPU_TEST_LIBCUDA", lib.to_str().unwrap()), ("RTX_GPU_TEST_RUNNER", runner)])
+    xtask_bin(
+        &args,
+        &[
+            ("RTX_GPU_TEST_LIBCUDA", lib.to_str().unwrap()),
+            ("RTX_GPU_TEST_RUNNER", runner),
+        ],
+    )
 }
 
 #[test]
@@ -241,9 +318,18 @@ fn device_present_runs_the_tests_and_counts_them_with_nextest() {
     let fx = Fixture::with_features(GPU_TESTS, "\"gpu\"");
     let (code, out, err) = run_with_fake_device(&fx, "nextest", &[]);
     assert_eq!(code, 0, "{out}\n{err}");
-    assert!(out.contains("gpu-test: device: Fake GPU (2 devices), driver API 13000 (CUDA 13.0)"), "{out}");
-    assert!(out.contains("cargo nextest run") || out.contains(" nextest run "), "{out}");
-    assert!(out.ends_with("gpu-test: 3 passed, 0 failed, 1 skipped\n"), "{out}");
+    assert!(
+        out.contains("gpu-test: device: Fake GPU (2 devices), driver API 13000 (CUDA 13.0)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("cargo nextest run") || out.contains(" nextest run "),
+        "{out}"
+    );
+    assert!(
+        out.ends_with("gpu-test: 3 passed, 0 failed, 1 skipped\n"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -251,8 +337,14 @@ fn device_present_runs_the_tests_and_counts_them_with_cargo_test() {
     let fx = Fixture::with_features(GPU_TESTS, "\"gpu\"");
     let (code, out, err) = run_with_fake_device(&fx, "cargo-test", &[]);
     assert_eq!(code, 0, "{out}\n{err}");
-    assert!(out.contains("test gpu_tests::kernel_gathers ... ok"), "{out}");
-    assert!(out.ends_with("gpu-test: 3 passed, 0 failed, 1 skipped\n"), "{out}");
+    assert!(
+        out.contains("test gpu_tests::kernel_gathers ... ok"),
+        "{out}"
+    );
+    assert!(
+        out.ends_with("gpu-test: 3 passed, 0 failed, 1 skipped\n"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -261,8 +353,14 @@ fn a_failing_gpu_test_is_exit_1() {
     for runner in ["nextest", "cargo-test"] {
         let (code, out, err) = run_with_fake_device(&fx, runner, &[]);
         assert_eq!(code, 1, "{runner}: {out}\n{err}");
-        assert!(out.contains("gpu-test: 3 passed, 1 failed, 1 skipped\n"), "{runner}: {out}");
-        assert!(format!("{out}{err}").contains("device result differs from the host reference"), "{runner}");
+        assert!(
+            out.contains("gpu-test: 3 passed, 1 failed, 1 skipped\n"),
+            "{runner}: {out}"
+        );
+        assert!(
+            format!("{out}{err}").contains("device result differs from the host reference"),
+            "{runner}"
+        );
     }
 }
 
@@ -272,7 +370,10 @@ fn a_filter_that_matches_nothing_never_passes() {
     for runner in ["nextest", "cargo-test"] {
         let (code, out, err) = run_with_fake_device(&fx, runner, &["--", "no_such_test"]);
         assert_eq!(code, 1, "{runner}: {out}\n{err}");
-        assert!(out.contains("gpu-test: FAILED: no GPU test ran"), "{runner}: {out}");
+        assert!(
+            out.contains("gpu-test: FAILED: no GPU test ran"),
+            "{runner}: {out}"
+        );
     }
 }
 
@@ -281,7 +382,10 @@ fn a_filter_selects_tests() {
     let fx = Fixture::with_features(GPU_TESTS, "\"gpu\"");
     let (code, out, err) = run_with_fake_device(&fx, "cargo-test", &["--", "kernel_gathers"]);
     assert_eq!(code, 0, "{out}\n{err}");
-    assert!(out.contains("gpu-test: 1 passed, 0 failed, 3 skipped\n"), "{out}");
+    assert!(
+        out.contains("gpu-test: 1 passed, 0 failed, 3 skipped\n"),
+        "{out}"
+    );
 }
 
 // ---------- --archive ----------
@@ -290,7 +394,13 @@ fn a_filter_selects_tests() {
 fn archive_is_produced_lists_the_gpu_tests_and_the_printed_command_runs_it() {
     let fx = Fixture::with_features(GPU_TESTS, "\"gpu\"");
     let archive = fx.root().join(".gpu/tests.tar.zst");
-    let (code, out, err) = xtask(&["gpu-test", "--workspace", &fx.ws(), "--archive", archive.to_str().unwrap()]);
+    let (code, out, err) = xtask(&[
+        "gpu-test",
+        "--workspace",
+        &fx.ws(),
+        "--archive",
+        archive.to_str().unwrap(),
+    ]);
     assert_eq!(code, 0, "{out}\n{err}");
     assert!(archive.is_file(), "{out}");
     let runner = fx.root().join(".gpu/cargo-nextest");
@@ -309,9 +419,19 @@ fn archive_is_produced_lists_the_gpu_tests_and_the_printed_command_runs_it() {
         .output()
         .unwrap();
     let listed = String::from_utf8_lossy(&list.stdout);
-    assert!(list.status.success(), "{listed}\n{}", String::from_utf8_lossy(&list.stderr));
-    assert!(listed.contains("gpu-crate gpu_tests::kernel_gathers"), "{listed}");
-    assert!(listed.contains("gpu-crate gpu_tests::kernel_scatters"), "{listed}");
+    assert!(
+        list.status.success(),
+        "{listed}\n{}",
+        String::from_utf8_lossy(&list.stderr)
+    );
+    assert!(
+        listed.contains("gpu-crate gpu_tests::kernel_gathers"),
+        "{listed}"
+    );
+    assert!(
+        listed.contains("gpu-crate gpu_tests::kernel_scatters"),
+        "{listed}"
+    );
 
     // The printed command is exact: run it as the GPU host would, from the root,
     // with the shipped runner and no cargo on PATH.
@@ -327,13 +447,20 @@ fn archive_is_produced_lists_the_gpu_tests_and_the_printed_command_runs_it() {
         .unwrap();
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert!(run.status.success(), "{stderr}");
-    assert!(stderr.contains("3 tests run: 3 passed, 1 skipped"), "{stderr}");
+    assert!(
+        stderr.contains("3 tests run: 3 passed, 1 skipped"),
+        "{stderr}"
+    );
 
     // And sharded: the two halves together run every test once.
     let mut ran = 0;
     for k in 1..=2 {
         let cmd = format!("{} --partition count:{k}/2", expected.trim());
-        let o = Command::new("sh").args(["-c", &cmd]).current_dir(fx.root()).output().unwrap();
+        let o = Command::new("sh")
+            .args(["-c", &cmd])
+            .current_dir(fx.root())
+            .output()
+            .unwrap();
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         let s = String::from_utf8_lossy(&o.stderr);
         ran += s.matches("        PASS [").count();
@@ -345,7 +472,13 @@ fn archive_is_produced_lists_the_gpu_tests_and_the_printed_command_runs_it() {
 fn archive_of_code_that_does_not_compile_is_exit_1() {
     let fx = Fixture::with_features(BROKEN_GPU_CODE, "\"gpu\"");
     let archive = fx.root().join(".gpu/tests.tar.zst");
-    let (code, out, err) = xtask(&["gpu-test", "--workspace", &fx.ws(), "--archive", archive.to_str().unwrap()]);
+    let (code, out, err) = xtask(&[
+        "gpu-test",
+        "--workspace",
+        &fx.ws(),
+        "--archive",
+        archive.to_str().unwrap(),
+    ]);
     assert_eq!(code, 1, "{out}\n{err}");
     assert!(err.contains("error[E0308]: mismatched types"), "{err}");
     assert!(!archive.exists());
@@ -354,14 +487,20 @@ fn archive_of_code_that_does_not_compile_is_exit_1() {
 #[test]
 fn archive_name_must_be_tar_zst() {
     let fx = Fixture::with_features(GPU_TESTS, "\"gpu\"");
-    let (code, _, err) = xtask(&["gpu-test", "--workspace", &fx.ws(), "--archive", "tests.tar"]);
+    let (code, _, err) = xtask(&[
+        "gpu-test",
+        "--workspace",
+        &fx.ws(),
+        "--archive",
+        "tests.tar",
+    ]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("must end in .tar.zst"), "{err}");
 }
 
 // ---------- the probe's reasons, against fake drivers ----------
 
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 struct FakeDriver {
     version: i32,
     init: i32,
@@ -371,10 +510,11 @@ struct FakeDriver {
 /// A fake `libcuda` exporting the entry points the probe calls, returning the
 /// given values; compiled once per variant with rustc into the test tmpdir.
 fn fake_libcuda(d: FakeDriver) -> PathBuf {
-    static BUILT: OnceLock<std::sync::Mutex<std::collections::HashMap<(i32, i32, i32), PathBuf>>> = OnceLock::new();
-    let map = BUILT.get_or_init(Default::default);
-    let mut map = map.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    let key = (d.version, d.init, d.count);
+    static BUILT: Mutex<BTreeMap<FakeDriver, PathBuf>> = Mutex::new(BTreeMap::new());
+    let mut map = BUILT
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let key = d;
     if let Some(p) = map.get(&key) {
         return p.clone();
     }
@@ -407,19 +547,35 @@ use std::ffi::{{c_char, c_int, c_uint}};
     .unwrap();
     let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
     let o = Command::new(rustc)
-        .args(["--edition", "2021", "--crate-type", "cdylib", "--crate-name", &stem, "-o"])
+        .args([
+            "--edition",
+            "2021",
+            "--crate-type",
+            "cdylib",
+            "--crate-name",
+            &stem,
+            "-o",
+        ])
         .arg(&lib)
         .arg(&src)
         .output()
         .unwrap();
-    assert!(o.status.success(), "cannot build the fake driver: {}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.status.success(),
+        "cannot build the fake driver: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     map.insert(key, lib.clone());
     lib
 }
 
 #[test]
 fn probe_finds_a_working_driver() {
-    let lib = fake_libcuda(FakeDriver { version: 13000, init: 0, count: 2 });
+    let lib = fake_libcuda(FakeDriver {
+        version: 13000,
+        init: 0,
+        count: 2,
+    });
     let info = probe::probe_libraries(std::slice::from_ref(&lib)).unwrap();
     assert_eq!(info.driver_api, 13000);
     assert_eq!(info.devices, 2);
@@ -429,30 +585,67 @@ fn probe_finds_a_working_driver() {
 
 #[test]
 fn probe_tries_the_next_library_when_one_is_missing() {
-    let lib = fake_libcuda(FakeDriver { version: 13000, init: 0, count: 2 });
-    let info = probe::probe_libraries(&[PathBuf::from("/nonexistent/libcuda.so.1"), lib.clone()]).unwrap();
+    let lib = fake_libcuda(FakeDriver {
+        version: 13000,
+        init: 0,
+        count: 2,
+    });
+    let info =
+        probe::probe_libraries(&[PathBuf::from("/nonexistent/libcuda.so.1"), lib.clone()]).unwrap();
     assert_eq!(info.library, lib);
 }
 
 #[test]
 fn probe_reports_a_driver_too_old_for_the_toolkit() {
-    let lib = fake_libcuda(FakeDriver { version: 12040, init: 0, count: 1 });
+    let lib = fake_libcuda(FakeDriver {
+        version: 12040,
+        init: 0,
+        count: 1,
+    });
     let e = probe::probe_libraries(&[lib]).unwrap_err();
-    assert_eq!(e, NoDevice::DriverTooOld { found: 12040, required: REQUIRED_DRIVER_API });
-    assert!(e.to_string().starts_with("the CUDA driver is too old: it supports CUDA 12.4"), "{e}");
+    assert_eq!(
+        e,
+        NoDevice::DriverTooOld {
+            found: 12040,
+            required: REQUIRED_DRIVER_API
+        }
+    );
+    assert!(
+        e.to_string()
+            .starts_with("the CUDA driver is too old: it supports CUDA 12.4"),
+        "{e}"
+    );
 }
 
 #[test]
 fn probe_reports_cuinit_failures_with_their_name() {
-    let lib = fake_libcuda(FakeDriver { version: 13000, init: 100, count: 0 });
+    let lib = fake_libcuda(FakeDriver {
+        version: 13000,
+        init: 100,
+        count: 0,
+    });
     let e = probe::probe_libraries(&[lib]).unwrap_err();
-    assert_eq!(e, NoDevice::DriverCall { call: "cuInit", code: 100 });
-    assert!(e.to_string().contains("CUDA_ERROR_NO_DEVICE (100): no CUDA-capable device is detected"), "{e}");
+    assert_eq!(
+        e,
+        NoDevice::DriverCall {
+            call: "cuInit",
+            code: 100
+        }
+    );
+    assert!(
+        e.to_string()
+            .contains("CUDA_ERROR_NO_DEVICE (100): no CUDA-capable device is detected"),
+        "{e}"
+    );
 }
 
 #[test]
 fn probe_reports_zero_devices() {
-    let lib = fake_libcuda(FakeDriver { version: 13000, init: 0, count: 0 });
+    let lib = fake_libcuda(FakeDriver {
+        version: 13000,
+        init: 0,
+        count: 0,
+    });
     let e = probe::probe_libraries(&[lib]).unwrap_err();
     assert_eq!(e, NoDevice::ZeroDevices { driver_api: 13000 });
     assert!(e.to_string().contains("reports zero devices"), "{e}");
@@ -461,7 +654,9 @@ fn probe_reports_zero_devices() {
 #[test]
 fn probe_reports_a_missing_library_as_no_driver() {
     let e = probe::probe_libraries(&[PathBuf::from("/nonexistent/libcuda.so.1")]).unwrap_err();
-    let NoDevice::NoDriver { tried, detail } = &e else { panic!("{e:?}") };
+    let NoDevice::NoDriver { tried, detail } = &e else {
+        panic!("{e:?}")
+    };
     assert_eq!(tried, &[PathBuf::from("/nonexistent/libcuda.so.1")]);
     assert!(detail.contains("No such file"), "{detail}");
 }

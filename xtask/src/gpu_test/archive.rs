@@ -16,7 +16,9 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context as _, bail};
 
 use super::process::{self, Stdout, shell_quote};
-use super::{Matrix, NEXTEST_INSTALL, absolute, build, describe, nextest_installed, relative_to, select_args};
+use super::{
+    Matrix, NEXTEST_INSTALL, absolute, build, describe, nextest_installed, relative_to, select_args,
+};
 use crate::Outcome;
 use crate::workspace::cargo_command;
 
@@ -37,7 +39,10 @@ pub fn run(
     err: &mut dyn Write,
 ) -> anyhow::Result<Outcome> {
     if !file.to_string_lossy().ends_with(".tar.zst") {
-        bail!("--archive {}: the archive name must end in .tar.zst (cargo-nextest's archive format)", file.display());
+        bail!(
+            "--archive {}: the archive name must end in .tar.zst (cargo-nextest's archive format)",
+            file.display()
+        );
     }
     for (i, e) in matrix.entries.iter().enumerate() {
         if matrix.entries[..i].iter().any(|p| p.package == e.package) {
@@ -56,15 +61,22 @@ pub fn run(
         format!("cannot find the cargo-nextest executable in PATH or $CARGO_HOME/bin to ship beside the archive; {NEXTEST_INSTALL}")
     })?;
     let file = absolute(file)?;
-    let dir = file.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."));
-    std::fs::create_dir_all(&dir).with_context(|| format!("{}: cannot create directory", dir.display()))?;
+    let dir = file
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."));
+    std::fs::create_dir_all(&dir)
+        .with_context(|| format!("{}: cannot create directory", dir.display()))?;
 
     let all: Vec<String> = matrix.entries.iter().map(describe).collect();
     writeln!(out, "gpu-test: archiving the tests of {}", all.join("; "))?;
     // Build first through cargo's JSON messages, so a compile error is told
     // apart from any other failure; the archive step then reuses the build.
     if !build(matrix, &matrix.entries, PROFILE_ARGS, out, err)? {
-        writeln!(out, "gpu-test: build FAILED: the GPU tests do not compile (compiler output above)")?;
+        writeln!(
+            out,
+            "gpu-test: build FAILED: the GPU tests do not compile (compiler output above)"
+        )?;
         return Ok(Outcome::Violations);
     }
     let mut cmd = cargo_command();
@@ -78,12 +90,21 @@ pub fn run(
     out.flush()?;
     let c = process::run(&mut cmd, Stdout::Echo, out, err)?;
     if !c.status.success() {
-        bail!("`{}` failed ({}): see its message above", process::display(&cmd), c.status);
+        bail!(
+            "`{}` failed ({}): see its message above",
+            process::display(&cmd),
+            c.status
+        );
     }
 
     let runner = dir.join(runner_file_name());
     copy_executable(&runner_src, &runner)?;
-    writeln!(out, "gpu-test: runner: {} (copied from {})", runner.display(), runner_src.display())?;
+    writeln!(
+        out,
+        "gpu-test: runner: {} (copied from {})",
+        runner.display(),
+        runner_src.display()
+    )?;
     print_instructions(out, &matrix.root, &file, &runner, test_args)?;
     Ok(Outcome::Holds)
 }
@@ -105,13 +126,24 @@ fn print_instructions(
         let rel = relative_to(p, root);
         let s = rel.to_string_lossy().into_owned();
         // A bare relative name must not be looked up in PATH.
-        let s = if rel.is_relative() && !s.contains('/') { format!("./{s}") } else { s };
+        let s = if rel.is_relative() && !s.contains('/') {
+            format!("./{s}")
+        } else {
+            s
+        };
         shell_quote(&s)
     };
     let filters = if test_args.is_empty() {
         String::new()
     } else {
-        format!(" -- {}", test_args.iter().map(|a| shell_quote(a)).collect::<Vec<_>>().join(" "))
+        format!(
+            " -- {}",
+            test_args
+                .iter()
+                .map(|a| shell_quote(a))
+                .collect::<Vec<_>>()
+                .join(" ")
+        )
     };
     let base = format!(
         "{} nextest run --archive-file {} --workspace-remap .",
@@ -123,7 +155,11 @@ fn print_instructions(
         out,
         "gpu-test: archive ready. On the GPU host (no Rust toolchain needed), from the root of a checkout of \
          this repository at the same commit{}, run:",
-        if inside { "" } else { " with the archive and runner copied to the paths below" }
+        if inside {
+            ""
+        } else {
+            " with the archive and runner copied to the paths below"
+        }
     )?;
     writeln!(out, "    {base}{filters}")?;
     writeln!(
@@ -131,7 +167,10 @@ fn print_instructions(
         "gpu-test: to shard over N GPUs or hosts, run shard K of N (K = 1..N) on each, one GPU per shard \
          (count: splits evenly; hash:K/N keeps each test on the same shard as tests are added):"
     )?;
-    writeln!(out, "    CUDA_VISIBLE_DEVICES=<K-1> {base} --partition count:<K>/<N>{filters}")?;
+    writeln!(
+        out,
+        "    CUDA_VISIBLE_DEVICES=<K-1> {base} --partition count:<K>/<N>{filters}"
+    )?;
     Ok(())
 }
 
@@ -139,13 +178,17 @@ fn print_instructions(
 /// `$CARGO_HOME/bin` (cargo's own search order for subcommands).
 pub fn find_nextest() -> Option<PathBuf> {
     let name = runner_file_name();
-    let mut dirs: Vec<PathBuf> = std::env::var_os("PATH").map(|p| std::env::split_paths(&p).collect()).unwrap_or_default();
+    let mut dirs: Vec<PathBuf> = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).collect())
+        .unwrap_or_default();
     if let Some(home) = std::env::var_os("CARGO_HOME") {
         dirs.push(PathBuf::from(home).join("bin"));
     } else if let Some(home) = std::env::var_os("HOME") {
         dirs.push(PathBuf::from(home).join(".cargo").join("bin"));
     }
-    dirs.into_iter().map(|d| d.join(&name)).find(|p| p.is_file())
+    dirs.into_iter()
+        .map(|d| d.join(&name))
+        .find(|p| p.is_file())
 }
 
 /// Copies `src` to `dest` with its permissions, through a temporary file and a
@@ -196,9 +239,20 @@ mod tests {
     #[test]
     fn a_runner_in_the_root_is_not_looked_up_in_path() {
         let mut out = Vec::new();
-        print_instructions(&mut out, Path::new("/r"), Path::new("/r/t.tar.zst"), Path::new("/r/cargo-nextest"), &[])
-            .unwrap();
+        print_instructions(
+            &mut out,
+            Path::new("/r"),
+            Path::new("/r/t.tar.zst"),
+            Path::new("/r/cargo-nextest"),
+            &[],
+        )
+        .unwrap();
         let out = String::from_utf8(out).unwrap();
-        assert!(out.contains("    ./cargo-nextest nextest run --archive-file ./t.tar.zst --workspace-remap .\n"), "{out}");
+        assert!(
+            out.contains(
+                "    ./cargo-nextest nextest run --archive-file ./t.tar.zst --workspace-remap .\n"
+            ),
+            "{out}"
+        );
     }
 }

@@ -88,13 +88,18 @@ impl Matrix {
         let manifest = manifest_path(target.workspace.as_deref())?;
         let meta = metadata_no_deps(&manifest)?;
         let root = meta.workspace_root.clone().into_std_path_buf();
-        let policy_path = target.policy.clone().unwrap_or_else(|| root.join("policy").join("fleet.toml"));
+        let policy_path = target
+            .policy
+            .clone()
+            .unwrap_or_else(|| root.join("policy").join("fleet.toml"));
         let policy = load_policy(target, &root)?;
         let text = std::fs::read_to_string(&policy_path).unwrap_or_default();
         let members = meta.workspace_packages();
         for entry in &policy.gpu_test {
             let at = |needle: &str| {
-                let line = find_line(&text, &entry.package, needle).map(|l| format!(":{l}")).unwrap_or_default();
+                let line = find_line(&text, &entry.package, needle)
+                    .map(|l| format!(":{l}"))
+                    .unwrap_or_default();
                 format!("{}{line}", policy_path.display())
             };
             let Some(pkg) = members.iter().find(|p| p.name.as_str() == entry.package) else {
@@ -118,12 +123,21 @@ impl Matrix {
                         at(f),
                         entry.package,
                         pkg.manifest_path,
-                        if known.is_empty() { "none".to_string() } else { known.join(", ") }
+                        if known.is_empty() {
+                            "none".to_string()
+                        } else {
+                            known.join(", ")
+                        }
                     );
                 }
             }
         }
-        Ok(Matrix { manifest, root, policy: policy_path, entries: policy.gpu_test })
+        Ok(Matrix {
+            manifest,
+            root,
+            policy: policy_path,
+            entries: policy.gpu_test,
+        })
     }
 }
 
@@ -141,14 +155,23 @@ fn find_line(text: &str, package: &str, needle: &str) -> Option<usize> {
         .iter()
         .position(|l| l.trim_start().starts_with('['))
         .map_or(lines.len(), |i| start + 1 + i);
-    let entry_start = lines[..start].iter().rposition(|l| l.trim_start().starts_with('[')).unwrap_or(0);
-    (entry_start..end).find(|&i| lines[i].contains(&quoted)).map(|i| i + 1)
+    let entry_start = lines[..start]
+        .iter()
+        .rposition(|l| l.trim_start().starts_with('['))
+        .unwrap_or(0);
+    (entry_start..end)
+        .find(|&i| lines[i].contains(&quoted))
+        .map(|i| i + 1)
 }
 
 /// `--features` values for `entry`, qualified with the package (`pkg/feat`) so
 /// several packages can share one cargo invocation.
 pub fn feature_args(entry: &GpuTestEntry) -> Vec<String> {
-    entry.features.iter().flat_map(|f| ["--features".to_string(), format!("{}/{f}", entry.package)]).collect()
+    entry
+        .features
+        .iter()
+        .flat_map(|f| ["--features".to_string(), format!("{}/{f}", entry.package)])
+        .collect()
 }
 
 /// `-p P --features P/F ...` for `entries`.
@@ -166,7 +189,11 @@ fn describe(entry: &GpuTestEntry) -> String {
     if entry.features.is_empty() {
         format!("{} (no features)", entry.package)
     } else {
-        format!("{} with features {}", entry.package, entry.features.join(","))
+        format!(
+            "{} with features {}",
+            entry.package,
+            entry.features.join(",")
+        )
     }
 }
 
@@ -195,17 +222,22 @@ pub fn nextest_installed() -> bool {
 /// An unknown [`RUNNER_ENV`] value, or `nextest` asked for but not installed.
 pub fn choose_runner() -> anyhow::Result<Runner> {
     match std::env::var(RUNNER_ENV).unwrap_or_default().as_str() {
-        "" => Ok(if nextest_installed() { Runner::Nextest } else { Runner::CargoTest }),
+        "" => Ok(if nextest_installed() {
+            Runner::Nextest
+        } else {
+            Runner::CargoTest
+        }),
         "cargo-test" => Ok(Runner::CargoTest),
         "nextest" if nextest_installed() => Ok(Runner::Nextest),
-        "nextest" => bail!("{RUNNER_ENV}=nextest but `cargo nextest` does not work here: {NEXTEST_INSTALL}"),
+        "nextest" => {
+            bail!("{RUNNER_ENV}=nextest but `cargo nextest` does not work here: {NEXTEST_INSTALL}")
+        }
         other => bail!("{RUNNER_ENV}=`{other}`: expected `nextest` or `cargo-test`"),
     }
 }
 
 /// How to install cargo-nextest.
-pub const NEXTEST_INSTALL: &str =
-    "install it with `cargo install cargo-nextest --locked` (or a prebuilt binary from https://nexte.st)";
+pub const NEXTEST_INSTALL: &str = "install it with `cargo install cargo-nextest --locked` (or a prebuilt binary from https://nexte.st)";
 
 /// Builds the tests of `entries` (one cargo invocation) with `profile_args`,
 /// streaming cargo's output. `Ok(true)` when built, `Ok(false)` on a compile
@@ -221,10 +253,16 @@ pub fn build(
     err: &mut dyn Write,
 ) -> anyhow::Result<bool> {
     let mut cmd = cargo_command();
-    cmd.args(["test", "--no-run", "--message-format", "json-render-diagnostics", "--manifest-path"])
-        .arg(&matrix.manifest)
-        .args(profile_args)
-        .args(select_args(entries));
+    cmd.args([
+        "test",
+        "--no-run",
+        "--message-format",
+        "json-render-diagnostics",
+        "--manifest-path",
+    ])
+    .arg(&matrix.manifest)
+    .args(profile_args)
+    .args(select_args(entries));
     writeln!(out, "gpu-test: build: {}", process::display(&cmd))?;
     out.flush()?;
     let c = process::run(&mut cmd, Stdout::Quiet, out, err)?;
@@ -280,7 +318,11 @@ fn run_entry(
 pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Result<Outcome> {
     let matrix = Matrix::load(&args.target)?;
     if matrix.entries.is_empty() {
-        writeln!(out, "gpu-test: nothing to test: {} has no [[gpu-test]] entries", matrix.policy.display())?;
+        writeln!(
+            out,
+            "gpu-test: nothing to test: {} has no [[gpu-test]] entries",
+            matrix.policy.display()
+        )?;
         return Ok(Outcome::Holds);
     }
     if let Some(file) = &args.archive {
@@ -292,12 +334,20 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
     for entry in &matrix.entries {
         writeln!(out, "gpu-test: building the tests of {}", describe(entry))?;
         if !build(&matrix, std::slice::from_ref(entry), &[], out, err)? {
-            writeln!(out, "gpu-test: build FAILED: {} (compiler output above)", describe(entry))?;
+            writeln!(
+                out,
+                "gpu-test: build FAILED: {} (compiler output above)",
+                describe(entry)
+            )?;
             broken.push(describe(entry));
         }
     }
     if !broken.is_empty() {
-        writeln!(out, "gpu-test: FAILED: the GPU tests do not compile: {}", broken.join("; "))?;
+        writeln!(
+            out,
+            "gpu-test: FAILED: the GPU tests do not compile: {}",
+            broken.join("; ")
+        )?;
         return Ok(Outcome::Violations);
     }
 
@@ -321,10 +371,16 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
             Some(c) => {
                 total += c;
                 if !success && c.failed == 0 {
-                    problems.push(format!("{}: the test runner failed without a failing test (see above)", describe(entry)));
+                    problems.push(format!(
+                        "{}: the test runner failed without a failing test (see above)",
+                        describe(entry)
+                    ));
                 }
             }
-            None => problems.push(format!("{}: the test runner reported no results (see above)", describe(entry))),
+            None => problems.push(format!(
+                "{}: the test runner reported no results (see above)",
+                describe(entry)
+            )),
         }
     }
     writeln!(out, "gpu-test: {total}")?;
@@ -334,13 +390,18 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
     for p in &problems {
         writeln!(out, "gpu-test: FAILED: {p}")?;
     }
-    Ok(if total.failed == 0 && problems.is_empty() { Outcome::Holds } else { Outcome::Violations })
+    Ok(if total.failed == 0 && problems.is_empty() {
+        Outcome::Holds
+    } else {
+        Outcome::Violations
+    })
 }
 
 /// `path` relative to `base` when it lies under it (for commands run from the
 /// repository root), else unchanged.
 pub fn relative_to(path: &Path, base: &Path) -> PathBuf {
-    path.strip_prefix(base).map_or_else(|_| path.to_path_buf(), Path::to_path_buf)
+    path.strip_prefix(base)
+        .map_or_else(|_| path.to_path_buf(), Path::to_path_buf)
 }
 
 /// `path` made absolute against the current directory.
@@ -351,10 +412,11 @@ pub fn absolute(path: &Path) -> anyhow::Result<PathBuf> {
     if path.is_absolute() {
         Ok(path.to_path_buf())
     } else {
-        Ok(std::env::current_dir().context("cannot read the current directory")?.join(path))
+        Ok(std::env::current_dir()
+            .context("cannot read the current directory")?
+            .join(path))
     }
 }
-
 
 #[cfg(test)]
 mod tests {
@@ -373,7 +435,13 @@ mod tests {
 
     #[test]
     fn features_are_qualified_with_the_package() {
-        let e = GpuTestEntry { package: "p".into(), features: vec!["cuda".into(), "f16".into()] };
-        assert_eq!(select_args(std::slice::from_ref(&e)), ["-p", "p", "--features", "p/cuda", "--features", "p/f16"]);
+        let e = GpuTestEntry {
+            package: "p".into(),
+            features: vec!["cuda".into(), "f16".into()],
+        };
+        assert_eq!(
+            select_args(std::slice::from_ref(&e)),
+            ["-p", "p", "--features", "p/cuda", "--features", "p/f16"]
+        );
     }
 }

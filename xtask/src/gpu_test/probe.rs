@@ -113,7 +113,11 @@ pub enum NoDevice {
 }
 
 fn display_list(paths: &[PathBuf]) -> String {
-    paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(" or ")
+    paths
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join(" or ")
 }
 
 /// `13000` -> `"13.0"`, `12040` -> `"12.4"`.
@@ -126,21 +130,42 @@ pub fn error_name(code: i32) -> (&'static str, &'static str) {
     match code {
         1 => ("CUDA_ERROR_INVALID_VALUE", "an argument was invalid"),
         2 => ("CUDA_ERROR_OUT_OF_MEMORY", "out of memory"),
-        3 => ("CUDA_ERROR_NOT_INITIALIZED", "the driver is not initialized"),
+        3 => (
+            "CUDA_ERROR_NOT_INITIALIZED",
+            "the driver is not initialized",
+        ),
         4 => ("CUDA_ERROR_DEINITIALIZED", "the driver is shutting down"),
-        34 => ("CUDA_ERROR_STUB_LIBRARY", "the loaded libcuda is the toolkit's stub, not the real driver"),
-        35 => ("CUDA_ERROR_INSUFFICIENT_DRIVER", "the installed driver is older than the CUDA runtime"),
-        46 => ("CUDA_ERROR_DEVICE_UNAVAILABLE", "the devices are busy or unavailable (compute-exclusive mode?)"),
+        34 => (
+            "CUDA_ERROR_STUB_LIBRARY",
+            "the loaded libcuda is the toolkit's stub, not the real driver",
+        ),
+        35 => (
+            "CUDA_ERROR_INSUFFICIENT_DRIVER",
+            "the installed driver is older than the CUDA runtime",
+        ),
+        46 => (
+            "CUDA_ERROR_DEVICE_UNAVAILABLE",
+            "the devices are busy or unavailable (compute-exclusive mode?)",
+        ),
         100 => ("CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"),
         101 => ("CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"),
-        304 => ("CUDA_ERROR_OPERATING_SYSTEM", "an operating system call failed"),
-        803 => ("CUDA_ERROR_SYSTEM_DRIVER_MISMATCH", "the driver library and the kernel module versions differ"),
+        304 => (
+            "CUDA_ERROR_OPERATING_SYSTEM",
+            "an operating system call failed",
+        ),
+        803 => (
+            "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH",
+            "the driver library and the kernel module versions differ",
+        ),
         804 => (
             "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE",
             "the forward-compatibility driver does not support this device",
         ),
         999 => ("CUDA_ERROR_UNKNOWN", "unknown error"),
-        _ => ("CUDA error", "see the CUresult list in the CUDA driver API documentation"),
+        _ => (
+            "CUDA error",
+            "see the CUresult list in the CUDA driver API documentation",
+        ),
     }
 }
 
@@ -194,7 +219,10 @@ pub fn probe_libraries(candidates: &[PathBuf]) -> Result<DeviceInfo, NoDevice> {
             Err(e) => detail = loader_message(&e),
         }
     }
-    Err(NoDevice::NoDriver { tried: candidates.to_vec(), detail })
+    Err(NoDevice::NoDriver {
+        tried: candidates.to_vec(),
+        detail,
+    })
 }
 
 type CuInit = unsafe extern "C" fn(c_uint) -> c_int;
@@ -202,7 +230,11 @@ type CuGetInt = unsafe extern "C" fn(*mut c_int) -> c_int;
 type CuDeviceGet = unsafe extern "C" fn(*mut c_int, c_int) -> c_int;
 type CuDeviceGetName = unsafe extern "C" fn(*mut c_char, c_int, c_int) -> c_int;
 
-fn symbol<'l, T>(lib: &'l libloading::Library, path: &Path, name: &'static str) -> Result<libloading::Symbol<'l, T>, NoDevice> {
+fn symbol<'l, T>(
+    lib: &'l libloading::Library,
+    path: &Path,
+    name: &'static str,
+) -> Result<libloading::Symbol<'l, T>, NoDevice> {
     // SAFETY: every `T` used with this helper is the documented C signature of
     // the CUDA driver entry point `name` (cuda.h), so calling it is sound.
     unsafe { lib.get::<T>(name.as_bytes()) }.map_err(|e| NoDevice::NotADriver {
@@ -232,7 +264,10 @@ fn query(lib: &libloading::Library, path: &Path) -> Result<DeviceInfo, NoDevice>
     let rc = unsafe { get_version(&raw mut driver_api) };
     check("cuDriverGetVersion", rc)?;
     if driver_api < REQUIRED_DRIVER_API {
-        return Err(NoDevice::DriverTooOld { found: driver_api, required: REQUIRED_DRIVER_API });
+        return Err(NoDevice::DriverTooOld {
+            found: driver_api,
+            required: REQUIRED_DRIVER_API,
+        });
     }
     // SAFETY: the documented signature; flags must be 0.
     check("cuInit", unsafe { init(0) })?;
@@ -243,7 +278,12 @@ fn query(lib: &libloading::Library, path: &Path) -> Result<DeviceInfo, NoDevice>
     if devices == 0 {
         return Err(NoDevice::ZeroDevices { driver_api });
     }
-    Ok(DeviceInfo { library: path.to_path_buf(), driver_api, devices, name: device_name(lib, path) })
+    Ok(DeviceInfo {
+        library: path.to_path_buf(),
+        driver_api,
+        devices,
+        name: device_name(lib, path),
+    })
 }
 
 /// The name of device 0, best effort (older or fake drivers may lack it).
@@ -263,12 +303,19 @@ fn device_name(lib: &libloading::Library, path: &Path) -> Option<String> {
     }
     buf[buf.len() - 1] = 0; // guarantee termination whatever the driver did
     // SAFETY: `buf` is NUL-terminated (last byte forced to 0 above).
-    let name = unsafe { CStr::from_ptr(buf.as_ptr()) }.to_string_lossy().trim().to_string();
+    let name = unsafe { CStr::from_ptr(buf.as_ptr()) }
+        .to_string_lossy()
+        .trim()
+        .to_string();
     (!name.is_empty()).then_some(name)
 }
 
 fn check(call: &'static str, code: c_int) -> Result<(), NoDevice> {
-    if code == 0 { Ok(()) } else { Err(NoDevice::DriverCall { call, code }) }
+    if code == 0 {
+        Ok(())
+    } else {
+        Err(NoDevice::DriverCall { call, code })
+    }
 }
 
 #[cfg(test)]
@@ -280,19 +327,26 @@ mod tests {
         let e = probe_libraries(&[PathBuf::from("/nonexistent/libcuda.so.1")]).unwrap_err();
         assert!(matches!(e, NoDevice::NoDriver { .. }), "{e:?}");
         let msg = e.to_string();
-        assert!(msg.starts_with("no CUDA driver: cannot load /nonexistent/libcuda.so.1"), "{msg}");
+        assert!(
+            msg.starts_with("no CUDA driver: cannot load /nonexistent/libcuda.so.1"),
+            "{msg}"
+        );
         assert!(msg.contains("not installed"), "{msg}");
     }
 
     #[test]
     fn every_candidate_is_named() {
-        let e = probe_libraries(&[PathBuf::from("/nope/a.so"), PathBuf::from("/nope/b.so")]).unwrap_err();
+        let e = probe_libraries(&[PathBuf::from("/nope/a.so"), PathBuf::from("/nope/b.so")])
+            .unwrap_err();
         assert!(e.to_string().contains("/nope/a.so or /nope/b.so"), "{e}");
     }
 
     #[test]
     fn no_candidates_is_unsupported() {
-        assert!(matches!(probe_libraries(&[]), Err(NoDevice::Unsupported(_))));
+        assert!(matches!(
+            probe_libraries(&[]),
+            Err(NoDevice::Unsupported(_))
+        ));
     }
 
     #[test]
@@ -302,16 +356,39 @@ mod tests {
             return;
         }
         let e = probe_libraries(&[PathBuf::from("libc.so.6")]).unwrap_err();
-        assert!(matches!(e, NoDevice::NotADriver { symbol: "cuDriverGetVersion", .. }), "{e:?}");
+        assert!(
+            matches!(
+                e,
+                NoDevice::NotADriver {
+                    symbol: "cuDriverGetVersion",
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
     }
 
     #[test]
     fn messages_are_plain_words() {
-        let old = NoDevice::DriverTooOld { found: 12040, required: 13000 }.to_string();
-        assert!(old.contains("too old") && old.contains("CUDA 12.4") && old.contains("CUDA 13.0"), "{old}");
+        let old = NoDevice::DriverTooOld {
+            found: 12040,
+            required: 13000,
+        }
+        .to_string();
+        assert!(
+            old.contains("too old") && old.contains("CUDA 12.4") && old.contains("CUDA 13.0"),
+            "{old}"
+        );
         assert!(old.contains(">= 13000"), "{old}");
-        let init = NoDevice::DriverCall { call: "cuInit", code: 100 }.to_string();
-        assert_eq!(init, "cuInit failed with CUDA_ERROR_NO_DEVICE (100): no CUDA-capable device is detected");
+        let init = NoDevice::DriverCall {
+            call: "cuInit",
+            code: 100,
+        }
+        .to_string();
+        assert_eq!(
+            init,
+            "cuInit failed with CUDA_ERROR_NO_DEVICE (100): no CUDA-capable device is detected"
+        );
         let zero = NoDevice::ZeroDevices { driver_api: 13000 }.to_string();
         assert!(zero.contains("zero devices"), "{zero}");
     }
@@ -327,9 +404,14 @@ mod tests {
     fn required_version_matches_the_cudarc_feature() {
         // The workspace manifest selects cudarc's cuda-NNNNN feature; the probe's
         // floor must be that same version.
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join("Cargo.toml");
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("..")
+            .join("Cargo.toml");
         let text = std::fs::read_to_string(&root).unwrap();
-        let line = text.lines().find(|l| l.trim_start().starts_with("cudarc =")).expect("cudarc in [workspace.dependencies]");
+        let line = text
+            .lines()
+            .find(|l| l.trim_start().starts_with("cudarc ="))
+            .expect("cudarc in [workspace.dependencies]");
         let want = format!("\"cuda-{REQUIRED_DRIVER_API}\"");
         assert!(
             line.contains(&want),

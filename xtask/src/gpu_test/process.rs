@@ -37,7 +37,12 @@ enum Line {
 ///
 /// # Errors
 /// When the child cannot be started or waited for, or a writer fails.
-pub fn run(cmd: &mut Command, stdout: Stdout, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Result<Captured> {
+pub fn run(
+    cmd: &mut Command,
+    stdout: Stdout,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> anyhow::Result<Captured> {
     let program = cmd.get_program().to_string_lossy().into_owned();
     let mut child = cmd
         .stdin(Stdio::null())
@@ -73,7 +78,9 @@ pub fn run(cmd: &mut Command, stdout: Stdout, out: &mut dyn Write, err: &mut dyn
     for r in readers {
         let _ = r.join();
     }
-    let status = child.wait().with_context(|| format!("cannot wait for `{program}`"))?;
+    let status = child
+        .wait()
+        .with_context(|| format!("cannot wait for `{program}`"))?;
     Ok(Captured {
         status,
         stdout: String::from_utf8_lossy(&cap_out).into_owned(),
@@ -114,8 +121,13 @@ pub fn display(cmd: &Command) -> String {
 /// Quotes `s` for a POSIX shell when it has anything but plainly safe characters.
 pub fn shell_quote(s: &str) -> String {
     let safe = !s.is_empty()
-        && s.chars().all(|c| c.is_ascii_alphanumeric() || "_-./:=,+@%".contains(c));
-    if safe { s.to_string() } else { format!("'{}'", s.replace('\'', r"'\''")) }
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_-./:=,+@%".contains(c));
+    if safe {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
 }
 
 #[cfg(test)]

@@ -46,12 +46,17 @@ impl fmt::Display for Counts {
 /// Anything counted that is not `passed` or `skipped` (failed, timed out,
 /// exec failed, ...) counts as failed. `None` when there is no summary line.
 pub fn parse_nextest(stderr: &str) -> Option<Counts> {
-    let line = stderr.lines().rev().find(|l| l.trim_start().starts_with("Summary ["))?;
+    let line = stderr
+        .lines()
+        .rev()
+        .find(|l| l.trim_start().starts_with("Summary ["))?;
     let (_, tail) = line.split_once(" run:")?;
     let mut c = Counts::default();
     for part in tail.split(',') {
         let mut words = part.split_whitespace();
-        let (Some(n), Some(what)) = (words.next(), words.next()) else { continue };
+        let (Some(n), Some(what)) = (words.next(), words.next()) else {
+            continue;
+        };
         let Ok(n) = n.parse::<u64>() else { continue };
         match what {
             "passed" => c.passed += n,
@@ -69,12 +74,18 @@ pub fn parse_nextest(stderr: &str) -> Option<Counts> {
 pub fn parse_libtest(stdout: &str) -> Option<Counts> {
     let mut total: Option<Counts> = None;
     for line in stdout.lines() {
-        let Some(rest) = line.trim_start().strip_prefix("test result: ") else { continue };
-        let Some((_, counts)) = rest.split_once(". ") else { continue };
+        let Some(rest) = line.trim_start().strip_prefix("test result: ") else {
+            continue;
+        };
+        let Some((_, counts)) = rest.split_once(". ") else {
+            continue;
+        };
         let mut c = Counts::default();
         for part in counts.split(';') {
             let part = part.trim();
-            let Some((n, what)) = part.split_once(' ') else { continue };
+            let Some((n, what)) = part.split_once(' ') else {
+                continue;
+            };
             let Ok(n) = n.parse::<u64>() else { continue };
             match what {
                 "passed" => c.passed += n,
@@ -109,14 +120,18 @@ pub fn classify_build(json_stdout: &str, success: bool) -> BuildEnd {
     let mut errors = 0;
     let mut finished = None;
     for line in json_stdout.lines() {
-        let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else { continue };
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
         match v.get("reason").and_then(|r| r.as_str()) {
-            Some("compiler-message") => {
-                if v.pointer("/message/level").and_then(|l| l.as_str()) == Some("error") {
-                    errors += 1;
-                }
+            Some("compiler-message")
+                if v.pointer("/message/level").and_then(|l| l.as_str()) == Some("error") =>
+            {
+                errors += 1;
             }
-            Some("build-finished") => finished = v.get("success").and_then(serde_json::Value::as_bool),
+            Some("build-finished") => {
+                finished = v.get("success").and_then(serde_json::Value::as_bool)
+            }
             _ => {}
         }
     }
@@ -134,16 +149,52 @@ mod tests {
     #[test]
     fn nextest_summary_lines() {
         let s = "        PASS [   0.004s] (3/3) g x\n────────────\n     Summary [   0.075s] 4 tests run: 3 passed, 1 failed, 1 skipped\n        FAIL [   0.070s] (4/4) g kernel_fails\nerror: test run failed\n";
-        assert_eq!(parse_nextest(s), Some(Counts { passed: 3, failed: 1, skipped: 1 }));
+        assert_eq!(
+            parse_nextest(s),
+            Some(Counts {
+                passed: 3,
+                failed: 1,
+                skipped: 1
+            })
+        );
         let s = "     Summary [   0.009s] 3 tests run: 3 passed, 1 skipped\n";
-        assert_eq!(parse_nextest(s), Some(Counts { passed: 3, failed: 0, skipped: 1 }));
+        assert_eq!(
+            parse_nextest(s),
+            Some(Counts {
+                passed: 3,
+                failed: 0,
+                skipped: 1
+            })
+        );
         let s = "     Summary [   1.000s] 5 tests run: 2 passed (1 slow), 2 failed, 1 timed out, 0 skipped\n";
-        assert_eq!(parse_nextest(s), Some(Counts { passed: 2, failed: 3, skipped: 0 }));
-        let s = "     Summary [   0.000s] 0 tests run: 0 passed, 4 skipped\nerror: no tests to run\n";
-        assert_eq!(parse_nextest(s), Some(Counts { passed: 0, failed: 0, skipped: 4 }));
+        assert_eq!(
+            parse_nextest(s),
+            Some(Counts {
+                passed: 2,
+                failed: 3,
+                skipped: 0
+            })
+        );
+        let s =
+            "     Summary [   0.000s] 0 tests run: 0 passed, 4 skipped\nerror: no tests to run\n";
+        assert_eq!(
+            parse_nextest(s),
+            Some(Counts {
+                passed: 0,
+                failed: 0,
+                skipped: 4
+            })
+        );
         // cancelled runs print "N/M tests run"
         let s = "     Summary [   0.1s] 2/4 tests run: 1 passed, 1 failed, 0 skipped\n";
-        assert_eq!(parse_nextest(s), Some(Counts { passed: 1, failed: 1, skipped: 0 }));
+        assert_eq!(
+            parse_nextest(s),
+            Some(Counts {
+                passed: 1,
+                failed: 1,
+                skipped: 0
+            })
+        );
         assert_eq!(parse_nextest("error: could not compile\n"), None);
     }
 
@@ -152,26 +203,59 @@ mod tests {
         let s = "running 3 tests\ntest a ... ok\n\ntest result: FAILED. 2 passed; 1 failed; 1 ignored; 0 measured; 2 filtered out; finished in 0.00s\n\n\
                  running 0 tests\n\ntest result: ok. 0 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s\n\
                  test result: ok. 4 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.10s\n";
-        assert_eq!(parse_libtest(s), Some(Counts { passed: 6, failed: 1, skipped: 3 }));
+        assert_eq!(
+            parse_libtest(s),
+            Some(Counts {
+                passed: 6,
+                failed: 1,
+                skipped: 3
+            })
+        );
         assert_eq!(parse_libtest("error[E0308]: mismatched types\n"), None);
     }
 
     #[test]
     fn summary_text() {
-        assert_eq!(Counts { passed: 3, failed: 0, skipped: 0 }.to_string(), "3 passed, 0 failed");
-        assert_eq!(Counts { passed: 3, failed: 1, skipped: 2 }.to_string(), "3 passed, 1 failed, 2 skipped");
+        assert_eq!(
+            Counts {
+                passed: 3,
+                failed: 0,
+                skipped: 0
+            }
+            .to_string(),
+            "3 passed, 0 failed"
+        );
+        assert_eq!(
+            Counts {
+                passed: 3,
+                failed: 1,
+                skipped: 2
+            }
+            .to_string(),
+            "3 passed, 1 failed, 2 skipped"
+        );
     }
 
     #[test]
     fn build_classification() {
         let err = r#"{"reason":"compiler-message","message":{"level":"error","message":"mismatched types"}}"#;
-        let warn = r#"{"reason":"compiler-message","message":{"level":"warning","message":"unused"}}"#;
+        let warn =
+            r#"{"reason":"compiler-message","message":{"level":"warning","message":"unused"}}"#;
         let ok = r#"{"reason":"build-finished","success":true}"#;
         let bad = r#"{"reason":"build-finished","success":false}"#;
-        assert_eq!(classify_build(&format!("{warn}\n{ok}\n"), true), BuildEnd::Built);
-        assert_eq!(classify_build(&format!("{err}\n{bad}\n"), false), BuildEnd::CompileFailed { errors: 1 });
+        assert_eq!(
+            classify_build(&format!("{warn}\n{ok}\n"), true),
+            BuildEnd::Built
+        );
+        assert_eq!(
+            classify_build(&format!("{err}\n{bad}\n"), false),
+            BuildEnd::CompileFailed { errors: 1 }
+        );
         // a failing build script: no compiler error, but the build ran and failed
-        assert_eq!(classify_build(&format!("{bad}\n"), false), BuildEnd::CompileFailed { errors: 0 });
+        assert_eq!(
+            classify_build(&format!("{bad}\n"), false),
+            BuildEnd::CompileFailed { errors: 0 }
+        );
         // cargo never got to compile (bad manifest, no network)
         assert_eq!(classify_build("", false), BuildEnd::DidNotBuild);
     }
