@@ -76,6 +76,11 @@ struct Fixture {
 
 impl Fixture {
     fn new(lib_rs: &str, policy: &str) -> Fixture {
+        Fixture::with_members(&[("gpu-crate", lib_rs)], policy)
+    }
+
+    /// Members named `name`, each with features `gpu` and `gpu-fail`.
+    fn with_members(members: &[(&str, &str)], policy: &str) -> Fixture {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
         let write = |rel: &str, text: &str| {
@@ -83,15 +88,23 @@ impl Fixture {
             std::fs::create_dir_all(p.parent().unwrap()).unwrap();
             std::fs::write(p, text).unwrap();
         };
+        let names: Vec<String> = members.iter().map(|(n, _)| format!("\"{n}\"")).collect();
         write(
             "Cargo.toml",
-            "[workspace]\nresolver = \"2\"\nmembers = [\"gpu-crate\"]\n",
+            &format!(
+                "[workspace]\nresolver = \"2\"\nmembers = [{}]\n",
+                names.join(", ")
+            ),
         );
-        write(
-            "gpu-crate/Cargo.toml",
-            "[package]\nname = \"gpu-crate\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[features]\ngpu = []\ngpu-fail = []\n",
-        );
-        write("gpu-crate/src/lib.rs", lib_rs);
+        for (name, lib_rs) in members {
+            write(
+                &format!("{name}/Cargo.toml"),
+                &format!(
+                    "[package]\nname = \"{name}\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[features]\ngpu = []\ngpu-fail = []\n"
+                ),
+            );
+            write(&format!("{name}/src/lib.rs"), lib_rs);
+        }
         write("policy/fleet.toml", policy);
         Fixture { dir }
     }
@@ -404,6 +417,7 @@ fn archive_is_produced_lists_the_gpu_tests_and_the_printed_command_runs_it() {
     assert_eq!(code, 0, "{out}\n{err}");
     assert!(archive.is_file(), "{out}");
     let runner = fx.root().join(".gpu/cargo-nextest");
+    #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt as _;
         let mode = std::fs::metadata(&runner).unwrap().permissions().mode();
@@ -659,4 +673,106 @@ fn probe_reports_a_missing_library_as_no_driver() {
     };
     assert_eq!(tried, &[PathBuf::from("/nonexistent/libcuda.so.1")]);
     assert!(detail.contains("No such file"), "{detail}");
+}
+
+// ---------- several matrix entries ----------
+
+const TWO_ENTRIES: &str = "[[gpu-test]]\npackage = \"gpu-crate\"\nfeatures = [\"gpu\"]\n\n\
+                           [[gpu-test]]\npackage = \"gpu-crate\"\nfeatures = [\"gpu\", \"gpu-fail\"]\n";
+
+#[test]
+fn every_entry_is_built_and_run_and_the_counts_are_summed() {
+    let fx = Fixture::new(GPU_TESTS, TWO_ENTRIES);
+    for runner in ["nextest", "cargo-test"] {
+        let (code, out, err) = run_with_fake_device(&fx, runner, &[]);
+        assert_eq!(code, 1, "{runner}: {out}\n{err}");
+        assert_eq!(out.matches("gpu-test: build: ").count(), 2, "{out}");
+        assert_eq!(out.matches("gpu-test: run: ").count(), 2, "{out}");
+        assert!(
+            out.ends_with("gpu-test: 6 passed, 1 failed, 2 skipped\n"),
+            "{runner}: {out}"
+        );
+    }
+}
+
+#[test]
+fn one_entry_failing_to_compile_fails_the_build_but_the_others_are_built() {
+    let broken_fail =
+        "#[test]\nfn cpu_only() {}\n#[cfg(feature = \"gpu-fail\")]\npub fn f() -> u32 { \"x\" }\n";
+    let fx = Fixture::new(broken_fail, TWO_ENTRIES);
+    let (code, out, err) = xtask(&["gpu-test", "--workspace", &fx.ws()]);
+    assert_eq!(code, 1, "{out}\n{err}");
+    assert_eq!(out.matches("gpu-test: build: ").count(), 2, "{out}");
+    assert!(
+        out.contains(
+            "gpu-test: FAILED: the GPU tests do not compile: gpu-crate with features gpu,gpu-fail\n"
+        ),
+        "{out}"
+    );
+}
+
+#[test]
+fn archive_refuses_two_feature_sets_of_one_package() {
+    let fx = Fixture::new(GPU_TESTS, TWO_ENTRIES);
+    let archive = fx.root().join(".gpu/t.tar.zst");
+    let (code, _, err) = xtask(&[
+        "gpu-test",
+        "--workspace",
+        &fx.ws(),
+        "--archive",
+        archive.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("package `gpu-crate` has several [[gpu-test]] entries"),
+        "{err}"
+    );
+}
+
+#[test]
+fn one_archive_holds_every_package_of_the_matrix() {
+    let other = "#[cfg(feature = \"gpu-fail\")]\n#[test]\nfn other_kernel() {}\n#[cfg(feature = \"gpu\")]\n#[test]\nfn not_selected() {}\n";
+    let policy = "[[gpu-test]]\npackage = \"gpu-crate\"\nfeatures = [\"gpu\"]\n\n\
+                  [[gpu-test]]\npackage = \"other-crate\"\nfeatures = [\"gpu-fail\"]\n";
+    let fx = Fixture::with_members(&[("gpu-crate", GPU_TESTS), ("other-crate", other)], policy);
+    let archive = fx.root().join("out/gpu tests.tar.zst");
+    let (code, out, err) = xtask(&[
+        "gpu-test",
+        "--workspace",
+        &fx.ws(),
+        "--archive",
+        archive.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(
+        out.contains("--features gpu-crate/gpu -p other-crate --features other-crate/gpu-fail"),
+        "{out}"
+    );
+    // a path with a space is quoted in the printed command
+    let expected = "    out/cargo-nextest nextest run --archive-file 'out/gpu tests.tar.zst' --workspace-remap .\n";
+    assert!(out.contains(expected), "{out}");
+    let o = Command::new("sh")
+        .args(["-c", expected.trim()])
+        .current_dir(fx.root())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    // each package built with its own entry's features, and nothing else
+    assert!(
+        stderr.contains("PASS") && stderr.contains("other-crate other_kernel"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("gpu-crate gpu_tests::kernel_gathers"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("not_selected") && !stderr.contains("kernel_fails"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("4 tests run: 4 passed, 1 skipped"),
+        "{stderr}"
+    );
 }

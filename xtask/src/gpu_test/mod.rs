@@ -289,7 +289,9 @@ fn run_entry(
 ) -> anyhow::Result<(Option<Counts>, bool)> {
     let mut cmd = cargo_command();
     match runner {
-        Runner::Nextest => cmd.args(["nextest", "run"]),
+        // One entry matching no test is not an error by itself (a filter may
+        // select another entry's tests); no test at all is, checked by `run`.
+        Runner::Nextest => cmd.args(["nextest", "run"]).env("NEXTEST_NO_TESTS", "warn"),
         Runner::CargoTest => cmd.arg("test"),
     };
     cmd.arg("--manifest-path")
@@ -383,13 +385,16 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
             )),
         }
     }
-    writeln!(out, "gpu-test: {total}")?;
     if total.ran() == 0 {
-        problems.push("no GPU test ran (an empty matrix or a filter that matches nothing never counts as a pass)".into());
+        problems.push(
+            "no GPU test ran (an empty matrix or a filter that matches nothing never counts as a pass)".into(),
+        );
     }
     for p in &problems {
         writeln!(out, "gpu-test: FAILED: {p}")?;
     }
+    // The last line, always: what ran and how it went.
+    writeln!(out, "gpu-test: {total}")?;
     Ok(if total.failed == 0 && problems.is_empty() {
         Outcome::Holds
     } else {
