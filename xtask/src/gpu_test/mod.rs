@@ -1,0 +1,452 @@
+//! `cargo xtask gpu-test`: GPU tests that build everywhere, run where a CUDA
+//! device is, and never pass by accident.
+//!
+//! 1. The matrix is the policy's `[[gpu-test]]` entries (package + features),
+//!    checked against `cargo metadata`: an unknown package or feature is exit 2.
+//! 2. Every entry's tests are built with its features (`cargo test --no-run`),
+//!    on every machine: a GPU-only compile error is exit 1 on a CPU-only CI.
+//! 3. [`probe`] asks the CUDA driver, in-process, whether a device is usable.
+//! 4. Device: each entry's tests run (cargo-nextest when installed, else
+//!    `cargo test`), the counts are summed into `gpu-test: N passed, N failed`
+//!    (`, N skipped`), exit 1 on any failure or when no test ran at all.
+//!    No device: `gpu-test: skipped: <reason>`, exit 0, or exit 2 with
+//!    `--require-device`.
+//!
+//! `--archive FILE` instead builds one cargo-nextest archive of the whole
+//! matrix (see [`archive`]) for a GPU host without a Rust toolchain.
+//!
+//! Environment: [`probe::LIBCUDA_ENV`] (`RTX_GPU_TEST_LIBCUDA`) names the driver
+//! library to probe; [`RUNNER_ENV`] (`RTX_GPU_TEST_RUNNER` = `nextest` or
+//! `cargo-test`) picks the test runner instead of "nextest when installed".
+
+pub mod archive;
+pub mod probe;
+pub mod process;
+pub mod results;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context as _, bail};
+
+use crate::Outcome;
+use crate::cli::Target;
+use crate::policy::GpuTestEntry;
+use crate::workspace::{cargo_command, load_policy, manifest_path, metadata_no_deps};
+pub use probe::{DeviceInfo, NoDevice, REQUIRED_DRIVER_API, probe};
+use process::Stdout;
+use results::{BuildEnd, Counts};
+
+/// Environment variable choosing the test runner: `nextest` or `cargo-test`.
+/// Unset or empty: cargo-nextest when `cargo nextest` works, else `cargo test`.
+pub const RUNNER_ENV: &str = "RTX_GPU_TEST_RUNNER";
+
+/// Arguments of `cargo xtask gpu-test`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    pub target: Target,
+    /// Exit 2 (not 0) when no usable CUDA device is found: for GPU runners,
+    /// where a missing GPU is a broken runner.
+    #[arg(long, conflicts_with = "archive")]
+    pub require_device: bool,
+    /// Build a self-contained cargo-nextest archive (FILE must end in .tar.zst)
+    /// of the GPU tests in the release profile, copy cargo-nextest beside it,
+    /// and print the command that runs it on a GPU host with no Rust toolchain.
+    /// Does not probe for a device or run anything.
+    #[arg(long, value_name = "FILE")]
+    pub archive: Option<PathBuf>,
+    /// Test filters and arguments for the test runner, after `--`
+    /// (e.g. `-- gather` or `-- --exact a::b`); with --archive they go into the
+    /// printed command.
+    #[arg(last = true, value_name = "TEST ARGS")]
+    pub test_args: Vec<String>,
+}
+
+/// The validated matrix of one workspace.
+#[derive(Debug, Clone)]
+pub struct Matrix {
+    /// The workspace's root manifest.
+    pub manifest: PathBuf,
+    /// The workspace root.
+    pub root: PathBuf,
+    /// The policy file the entries came from.
+    pub policy: PathBuf,
+    /// The entries, in policy order, every package and feature known to cargo.
+    pub entries: Vec<GpuTestEntry>,
+}
+
+impl Matrix {
+    /// Reads the policy of `target`'s workspace and checks every entry against
+    /// the workspace's packages and their features.
+    ///
+    /// # Errors
+    /// A missing or malformed manifest or policy; a `[[gpu-test]]` package that
+    /// is not a workspace member or a feature that package does not have (the
+    /// message names the policy file and line).
+    pub fn load(target: &Target) -> anyhow::Result<Matrix> {
+        let manifest = manifest_path(target.workspace.as_deref())?;
+        let meta = metadata_no_deps(&manifest)?;
+        let root = meta.workspace_root.clone().into_std_path_buf();
+        let policy_path = target
+            .policy
+            .clone()
+            .unwrap_or_else(|| root.join("policy").join("fleet.toml"));
+        let policy = load_policy(target, &root)?;
+        let text = std::fs::read_to_string(&policy_path).unwrap_or_default();
+        let members = meta.workspace_packages();
+        for entry in &policy.gpu_test {
+            let at = |needle: &str| {
+                let line = find_line(&text, &entry.package, needle)
+                    .map(|l| format!(":{l}"))
+                    .unwrap_or_default();
+                format!("{}{line}", policy_path.display())
+            };
+            let Some(pkg) = members.iter().find(|p| p.name.as_str() == entry.package) else {
+                let names: Vec<&str> = members.iter().map(|p| p.name.as_str()).collect();
+                bail!(
+                    "{}: [[gpu-test]] package `{}` is not a member of the workspace {} (members: {}); \
+                     fix the package name in the policy",
+                    at(&entry.package),
+                    entry.package,
+                    root.display(),
+                    names.join(", ")
+                );
+            };
+            for f in &entry.features {
+                if f != "default" && !pkg.features.contains_key(f) {
+                    let mut known: Vec<&str> = pkg.features.keys().map(String::as_str).collect();
+                    known.sort_unstable();
+                    bail!(
+                        "{}: [[gpu-test]] feature `{f}` is not a feature of package `{}` ({}; its features: {}); \
+                         fix the feature in the policy or add it to the package's [features]",
+                        at(f),
+                        entry.package,
+                        pkg.manifest_path,
+                        if known.is_empty() {
+                            "none".to_string()
+                        } else {
+                            known.join(", ")
+                        }
+                    );
+                }
+            }
+        }
+        Ok(Matrix {
+            manifest,
+            root,
+            policy: policy_path,
+            entries: policy.gpu_test,
+        })
+    }
+}
+
+/// The 1-based line of the `[[gpu-test]]` entry for `package` in `text` that
+/// mentions `"needle"`: the `package = ...` line or the feature's line.
+fn find_line(text: &str, package: &str, needle: &str) -> Option<usize> {
+    let quoted_pkg = format!("\"{package}\"");
+    let quoted = format!("\"{needle}\"");
+    let lines: Vec<&str> = text.lines().collect();
+    let start = lines
+        .iter()
+        .position(|l| l.trim_start().starts_with("package") && l.contains(&quoted_pkg))?;
+    // The entry runs until the next table header.
+    let end = lines[start + 1..]
+        .iter()
+        .position(|l| l.trim_start().starts_with('['))
+        .map_or(lines.len(), |i| start + 1 + i);
+    let entry_start = lines[..start]
+        .iter()
+        .rposition(|l| l.trim_start().starts_with('['))
+        .unwrap_or(0);
+    (entry_start..end)
+        .find(|&i| lines[i].contains(&quoted))
+        .map(|i| i + 1)
+}
+
+/// `--features` values for `entry`, qualified with the package (`pkg/feat`) so
+/// several packages can share one cargo invocation.
+pub fn feature_args(entry: &GpuTestEntry) -> Vec<String> {
+    entry
+        .features
+        .iter()
+        .flat_map(|f| ["--features".to_string(), format!("{}/{f}", entry.package)])
+        .collect()
+}
+
+/// `-p P --features P/F ...` for `entries`.
+fn select_args(entries: &[GpuTestEntry]) -> Vec<String> {
+    let mut args = Vec::new();
+    for e in entries {
+        args.push("-p".to_string());
+        args.push(e.package.clone());
+        args.extend(feature_args(e));
+    }
+    args
+}
+
+fn describe(entry: &GpuTestEntry) -> String {
+    if entry.features.is_empty() {
+        format!("{} (no features)", entry.package)
+    } else {
+        format!(
+            "{} with features {}",
+            entry.package,
+            entry.features.join(",")
+        )
+    }
+}
+
+/// The test runner for a device run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Runner {
+    /// `cargo nextest run`.
+    Nextest,
+    /// `cargo test`.
+    CargoTest,
+}
+
+/// Whether `cargo nextest` works here.
+pub fn nextest_installed() -> bool {
+    cargo_command()
+        .args(["nextest", "--version"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// The runner [`RUNNER_ENV`] asks for, else nextest when installed.
+///
+/// # Errors
+/// An unknown [`RUNNER_ENV`] value, or `nextest` asked for but not installed.
+pub fn choose_runner() -> anyhow::Result<Runner> {
+    match std::env::var(RUNNER_ENV).unwrap_or_default().as_str() {
+        "" => Ok(if nextest_installed() {
+            Runner::Nextest
+        } else {
+            Runner::CargoTest
+        }),
+        "cargo-test" => Ok(Runner::CargoTest),
+        "nextest" if nextest_installed() => Ok(Runner::Nextest),
+        "nextest" => {
+            bail!("{RUNNER_ENV}=nextest but `cargo nextest` does not work here: {NEXTEST_INSTALL}")
+        }
+        other => bail!("{RUNNER_ENV}=`{other}`: expected `nextest` or `cargo-test`"),
+    }
+}
+
+/// How to install cargo-nextest.
+pub const NEXTEST_INSTALL: &str = "install it with `cargo install cargo-nextest --locked` (or a prebuilt binary from https://nexte.st)";
+
+/// Builds the tests of `entries` (one cargo invocation) with `profile_args`,
+/// streaming cargo's output. `Ok(true)` when built, `Ok(false)` on a compile
+/// error (the compiler's output has gone to `err`).
+///
+/// # Errors
+/// cargo could not be started or stopped before compiling (exit 2).
+pub fn build(
+    matrix: &Matrix,
+    entries: &[GpuTestEntry],
+    profile_args: &[&str],
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> anyhow::Result<bool> {
+    let mut cmd = cargo_command();
+    cmd.args([
+        "test",
+        "--no-run",
+        "--message-format",
+        "json-render-diagnostics",
+        "--manifest-path",
+    ])
+    .arg(&matrix.manifest)
+    .args(profile_args)
+    .args(select_args(entries));
+    writeln!(out, "gpu-test: build: {}", process::display(&cmd))?;
+    out.flush()?;
+    let c = process::run(&mut cmd, Stdout::Quiet, out, err)?;
+    match results::classify_build(&c.stdout, c.status.success()) {
+        BuildEnd::Built => Ok(true),
+        BuildEnd::CompileFailed { .. } => Ok(false),
+        BuildEnd::DidNotBuild => bail!(
+            "`{}` stopped before compiling ({}): see cargo's message above",
+            process::display(&cmd),
+            c.status
+        ),
+    }
+}
+
+/// Runs the tests of one entry and returns its counts; `Ok(None)` when the
+/// runner failed without reporting test results (its output explains).
+fn run_entry(
+    matrix: &Matrix,
+    entry: &GpuTestEntry,
+    runner: Runner,
+    test_args: &[String],
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> anyhow::Result<(Option<Counts>, bool)> {
+    let mut cmd = cargo_command();
+    match runner {
+        // One entry matching no test is not an error by itself (a filter may
+        // select another entry's tests); no test at all is, checked by `run`.
+        Runner::Nextest => cmd.args(["nextest", "run"]).env("NEXTEST_NO_TESTS", "warn"),
+        Runner::CargoTest => cmd.arg("test"),
+    };
+    cmd.arg("--manifest-path")
+        .arg(&matrix.manifest)
+        .arg("--no-fail-fast")
+        .args(select_args(std::slice::from_ref(entry)));
+    if !test_args.is_empty() {
+        cmd.arg("--").args(test_args);
+    }
+    writeln!(out, "gpu-test: run: {}", process::display(&cmd))?;
+    out.flush()?;
+    let c = process::run(&mut cmd, Stdout::Echo, out, err)?;
+    let counts = match runner {
+        Runner::Nextest => results::parse_nextest(&c.stderr),
+        Runner::CargoTest => results::parse_libtest(&c.stdout),
+    };
+    Ok((counts, c.status.success()))
+}
+
+/// Runs `cargo xtask gpu-test`.
+///
+/// # Errors
+/// Anything that stops the command from running (exit 2): a bad manifest or
+/// policy, an unknown package or feature, a missing tool, and with
+/// `--require-device` the absence of a usable CUDA device.
+pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Result<Outcome> {
+    let matrix = Matrix::load(&args.target)?;
+    if matrix.entries.is_empty() {
+        writeln!(
+            out,
+            "gpu-test: nothing to test: {} has no [[gpu-test]] entries",
+            matrix.policy.display()
+        )?;
+        return Ok(Outcome::Holds);
+    }
+    if let Some(file) = &args.archive {
+        return archive::run(&matrix, file, &args.test_args, out, err);
+    }
+    let runner = choose_runner()?;
+
+    let mut broken = Vec::new();
+    for entry in &matrix.entries {
+        writeln!(out, "gpu-test: building the tests of {}", describe(entry))?;
+        if !build(&matrix, std::slice::from_ref(entry), &[], out, err)? {
+            writeln!(
+                out,
+                "gpu-test: build FAILED: {} (compiler output above)",
+                describe(entry)
+            )?;
+            broken.push(describe(entry));
+        }
+    }
+    if !broken.is_empty() {
+        writeln!(
+            out,
+            "gpu-test: FAILED: the GPU tests do not compile: {}",
+            broken.join("; ")
+        )?;
+        return Ok(Outcome::Violations);
+    }
+
+    let device = match probe() {
+        Ok(d) => d,
+        Err(reason) if args.require_device => {
+            bail!("gpu-test: no usable CUDA device, and --require-device was given: {reason}")
+        }
+        Err(reason) => {
+            writeln!(out, "gpu-test: skipped: {reason}")?;
+            return Ok(Outcome::Holds);
+        }
+    };
+    writeln!(out, "gpu-test: device: {device}")?;
+
+    let mut total = Counts::default();
+    let mut problems = Vec::new();
+    for entry in &matrix.entries {
+        let (counts, success) = run_entry(&matrix, entry, runner, &args.test_args, out, err)?;
+        match counts {
+            Some(c) => {
+                total += c;
+                if !success && c.failed == 0 {
+                    problems.push(format!(
+                        "{}: the test runner failed without a failing test (see above)",
+                        describe(entry)
+                    ));
+                }
+            }
+            None => problems.push(format!(
+                "{}: the test runner reported no results (see above)",
+                describe(entry)
+            )),
+        }
+    }
+    if total.ran() == 0 {
+        problems.push(
+            "no GPU test ran (an empty matrix or a filter that matches nothing never counts as a pass)".into(),
+        );
+    }
+    for p in &problems {
+        writeln!(out, "gpu-test: FAILED: {p}")?;
+    }
+    // The last line, always: what ran and how it went.
+    writeln!(out, "gpu-test: {total}")?;
+    Ok(if total.failed == 0 && problems.is_empty() {
+        Outcome::Holds
+    } else {
+        Outcome::Violations
+    })
+}
+
+/// `path` relative to `base` when it lies under it (for commands run from the
+/// repository root), else unchanged.
+pub fn relative_to(path: &Path, base: &Path) -> PathBuf {
+    path.strip_prefix(base)
+        .map_or_else(|_| path.to_path_buf(), Path::to_path_buf)
+}
+
+/// `path` made absolute against the current directory.
+///
+/// # Errors
+/// When the current directory cannot be read.
+pub fn absolute(path: &Path) -> anyhow::Result<PathBuf> {
+    if path.is_absolute() {
+        Ok(path.to_path_buf())
+    } else {
+        Ok(std::env::current_dir()
+            .context("cannot read the current directory")?
+            .join(path))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const POLICY: &str = "[fmt]\nexclude = []\n\n[[gpu-test]]\npackage = \"a\"\nfeatures = [\"x\"]\n\n[[gpu-test]]\npackage = \"b\"\nfeatures = [\n  \"cuda\",\n  \"x\",\n]\n";
+
+    #[test]
+    fn policy_lines_are_found() {
+        assert_eq!(find_line(POLICY, "a", "a"), Some(5));
+        assert_eq!(find_line(POLICY, "a", "x"), Some(6));
+        assert_eq!(find_line(POLICY, "b", "b"), Some(9));
+        assert_eq!(find_line(POLICY, "b", "x"), Some(12));
+        assert_eq!(find_line(POLICY, "c", "c"), None);
+    }
+
+    #[test]
+    fn features_are_qualified_with_the_package() {
+        let e = GpuTestEntry {
+            package: "p".into(),
+            features: vec!["cuda".into(), "f16".into()],
+        };
+        assert_eq!(
+            select_args(std::slice::from_ref(&e)),
+            ["-p", "p", "--features", "p/cuda", "--features", "p/f16"]
+        );
+    }
+}
