@@ -1,28 +1,38 @@
 //! `cargo xtask ci`: every check CI runs, in order, each step's outcome
-//! reported; exit 1 if any step fails.
+//! reported; exit 1 if any step fails. The fleet commands run in-process on
+//! the current workspace with its own policy.
 
 use std::io::Write;
-use std::process::Command;
 
 use anyhow::Context as _;
 
 use crate::Outcome;
+use crate::cli::Target;
 use crate::workspace::cargo_command;
 
 /// Arguments of `cargo xtask ci`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct Args {
-    /// Skip the named steps (repeatable): fmt, clippy, tests, align-deps, gpu-test.
+    /// Skip the named step (repeatable): fmt, clippy, tests, gpu-test.
     #[arg(long, value_name = "STEP")]
     pub skip: Vec<String>,
 }
 
-/// The steps of `ci`, in order: (name, cargo arguments).
-pub const STEPS: &[(&str, &[&str])] = &[
-    ("fmt", &["fmt", "--all", "--check"]),
+/// How a step runs.
+#[derive(Debug, Clone, Copy)]
+pub enum Step {
+    /// `cargo <args>`.
+    Cargo(&'static [&'static str]),
+    /// `cargo xtask gpu-test` (builds the GPU tests; runs them if a device is here).
+    GpuTest,
+}
+
+/// The steps of `ci`, in order.
+pub const STEPS: &[(&str, Step)] = &[
+    ("fmt", Step::Cargo(&["fmt", "--all", "--check"])),
     (
         "clippy",
-        &[
+        Step::Cargo(&[
             "clippy",
             "--workspace",
             "--all-targets",
@@ -30,16 +40,17 @@ pub const STEPS: &[(&str, &[&str])] = &[
             "--",
             "-D",
             "warnings",
-        ],
+        ]),
     ),
-    ("tests", &["test", "--workspace", "--locked"]),
+    ("tests", Step::Cargo(&["test", "--workspace", "--locked"])),
+    ("gpu-test", Step::GpuTest),
 ];
 
 /// Runs `cargo xtask ci`.
 ///
 /// # Errors
 /// An unknown `--skip` step, or cargo that cannot be started.
-pub fn run(args: &Args, out: &mut dyn Write, _err: &mut dyn Write) -> anyhow::Result<Outcome> {
+pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Result<Outcome> {
     for s in &args.skip {
         anyhow::ensure!(
             STEPS.iter().any(|(n, _)| n == s),
@@ -48,16 +59,33 @@ pub fn run(args: &Args, out: &mut dyn Write, _err: &mut dyn Write) -> anyhow::Re
         );
     }
     let mut failed = Vec::new();
-    for (name, cargo_args) in STEPS {
+    for (name, step) in STEPS {
         if args.skip.iter().any(|s| s == name) {
             writeln!(out, "ci: {name}: skipped (--skip)")?;
             continue;
         }
-        writeln!(out, "ci: {name}: cargo {}", cargo_args.join(" "))?;
-        out.flush()?;
-        let status = run_step(cargo_command().args(*cargo_args))
-            .with_context(|| format!("ci step `{name}`"))?;
-        if status {
+        let ok = match step {
+            Step::Cargo(cargo_args) => {
+                writeln!(out, "ci: {name}: cargo {}", cargo_args.join(" "))?;
+                out.flush()?;
+                cargo_command()
+                    .args(*cargo_args)
+                    .status()
+                    .with_context(|| format!("ci step `{name}`: cannot start cargo"))?
+                    .success()
+            }
+            Step::GpuTest => {
+                writeln!(out, "ci: {name}: cargo xtask gpu-test")?;
+                let args = crate::gpu_test::Args {
+                    target: Target::default(),
+                    require_device: false,
+                    archive: None,
+                    test_args: Vec::new(),
+                };
+                in_process(crate::gpu_test::run(&args, out, err), err)?
+            }
+        };
+        if ok {
             writeln!(out, "ci: {name}: ok")?;
         } else {
             writeln!(out, "ci: {name}: FAILED")?;
@@ -73,6 +101,13 @@ pub fn run(args: &Args, out: &mut dyn Write, _err: &mut dyn Write) -> anyhow::Re
     }
 }
 
-fn run_step(cmd: &mut Command) -> anyhow::Result<bool> {
-    Ok(cmd.status().context("cannot start cargo")?.success())
+/// An in-process command's result as a step verdict (its error is printed).
+fn in_process(result: anyhow::Result<Outcome>, err: &mut dyn Write) -> anyhow::Result<bool> {
+    match result {
+        Ok(outcome) => Ok(outcome == Outcome::Holds),
+        Err(e) => {
+            writeln!(err, "error: {e:#}")?;
+            Ok(false)
+        }
+    }
 }
