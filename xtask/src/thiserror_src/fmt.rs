@@ -207,7 +207,7 @@ mod tests {
         );
         assert_eq!(p[2].spec_last, Some('?'));
         assert_eq!(p[3].spec_last, None);
-        assert_eq!(p[3].arg.chars, 17..23);
+        assert_eq!(p[3].arg.chars, 19..25);
         assert_eq!(p[3].arg.unraw_name(), Some("type"));
     }
 

@@ -848,3 +848,67 @@ pub(crate) fn apply_edits(text: &str, base: usize, edits: &[Edit]) -> Result<Str
     out.push_str(&text[pos..]);
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_col_is_one_based_and_counts_characters() {
+        let s = Source::new("ab\néé x\n");
+        assert_eq!(s.line_col(0), (1, 1));
+        assert_eq!(s.line_col(3), (2, 1));
+        assert_eq!(s.line_col(8), (2, 4)); // after "éé " (5 bytes, 3 chars)
+    }
+
+    #[test]
+    fn content_start_skips_bom_and_shebang_but_not_inner_attributes() {
+        assert_eq!(Source::new("\u{feff}fn f() {}").content_start, 3);
+        assert_eq!(
+            Source::new("#!/usr/bin/env run\nfn f() {}").content_start,
+            18
+        );
+        assert_eq!(Source::new("#![allow(x)]\nfn f() {}").content_start, 0);
+    }
+
+    #[test]
+    fn names_from_simple_expressions_only() {
+        let toks = |s: &str| {
+            s.parse::<proc_macro2::TokenStream>()
+                .unwrap()
+                .into_iter()
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(name_from_expr(&toks("x")), Some("x".into()));
+        assert_eq!(name_from_expr(&toks(".code")), Some("code".into()));
+        assert_eq!(name_from_expr(&toks(".0.len()")), Some("len".into()));
+        assert_eq!(name_from_expr(&toks("self.a.b")), Some("b".into()));
+        assert_eq!(name_from_expr(&toks(".1")), None);
+        assert_eq!(name_from_expr(&toks(".r#type")), None);
+        assert_eq!(name_from_expr(&toks("f(x)")), None);
+        assert_eq!(name_from_expr(&toks("__private")), None);
+        assert_eq!(name_from_expr(&toks("a + b")), None);
+    }
+
+    #[test]
+    fn edits_apply_in_order_and_overlaps_are_refused() {
+        let e = |r: Range<usize>, t: &str| Edit {
+            range: r,
+            text: t.into(),
+        };
+        assert_eq!(
+            apply_edits("abcdef", 0, &[e(4..5, "X"), e(1..1, "+"), e(1..2, "")]).unwrap(),
+            "a+cdXf"
+        );
+        assert_eq!(apply_edits("cdef", 2, &[e(3..4, "")]).unwrap(), "cef");
+        assert!(apply_edits("abcdef", 0, &[e(1..3, ""), e(2..4, "")]).is_err());
+    }
+
+    #[test]
+    fn bound_traits_follow_thiserror() {
+        assert_eq!(bound_trait(None), "Display");
+        assert_eq!(bound_trait(Some('?')), "Debug");
+        assert_eq!(bound_trait(Some('x')), "LowerHex");
+        assert_eq!(bound_trait(Some('5')), "Display");
+    }
+}
