@@ -258,6 +258,12 @@ fn renamed_dependency_is_direct_and_scopes_are_followed() {
 }
 
 #[test]
+fn error_helper_inside_cfg_attr() {
+    let src = "#[cfg_attr(feature = \"std\", derive(Debug, thiserror::Error), error(\"bad {r#type}\"))]\npub struct E { r#type: u8 }\n";
+    assert_eq!(fixed(src), src.replace("{r#type}", "{type}"));
+}
+
+#[test]
 fn multi_line_attributes() {
     let src = r#"
 #[derive(
@@ -686,6 +692,41 @@ fn crate_analysis_walks_module_trees_and_decides_rule_4() {
         app,
         xtask::thiserror_src::DepKind::Dev
     ));
+}
+
+#[test]
+fn crate_source_files_lists_module_trees_with_their_dependency_kinds() {
+    use xtask::thiserror_src::DepKind;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    fixture(root);
+    let files = xtask::thiserror_src::crate_source_files(&packages(root)[0]).unwrap();
+    let mut got: Vec<(String, Vec<DepKind>)> = files
+        .iter()
+        .map(|f| {
+            (
+                f.path
+                    .strip_prefix(root)
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned(),
+                f.needs.clone(),
+            )
+        })
+        .collect();
+    got.sort();
+    let n = || vec![DepKind::Normal];
+    assert_eq!(
+        got,
+        vec![
+            ("app/build.rs".into(), vec![DepKind::Build]),
+            ("app/src/elsewhere/other.rs".into(), n()),
+            ("app/src/lib.rs".into(), n()),
+            ("app/src/nested.rs".into(), n()),
+            ("app/src/nested/deeper.rs".into(), n()),
+            ("app/tests/it.rs".into(), vec![DepKind::Dev]),
+        ]
+    );
 }
 
 #[test]
