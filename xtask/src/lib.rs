@@ -11,6 +11,7 @@ pub mod fsutil;
 pub mod gpu_test;
 pub mod policy;
 pub mod report;
+pub mod thiserror_src;
 pub mod workspace;
 
 /// What a command found.

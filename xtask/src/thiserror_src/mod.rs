@@ -1,0 +1,661 @@
+//! The source side of the thiserror 1 -> 2 upgrade (issue 4): finds, in a
+//! crate's Rust sources, the code that thiserror 2.0 rejects or reads
+//! differently, and computes the fixes. Pure: it reads files, never writes;
+//! `cargo xtask align-deps` folds the result into its all-or-nothing plan.
+//!
+//! # Rules (thiserror 2.0.0 release notes)
+//! 1. [`Rule::RawIdentInFormat`]: `{r#type}` / `{r#type:?}` in an `#[error]`
+//!    format string -> `{type}` / `{type:?}`. Fixed: only the two bytes `r#`
+//!    are removed (the edit is located through the literal's source bytes, so
+//!    raw strings and escapes are handled; `{{r#type}}` is text and stays).
+//! 2. [`Rule::ShadowedFieldBound`]: `{name}` where `name` is a field and also
+//!    an explicit named argument: thiserror 1 inferred a `Display`/`Debug`/...
+//!    bound on the field, thiserror 2 does not. Reported (never fixed) when the
+//!    field's type mentions a type parameter that is not already bounded by
+//!    that trait (for a concrete type the bound made no difference).
+//! 3. [`Rule::PositionalWithNumbered`]: tuple struct/variant message with
+//!    `{0}`-style access and extra positional arguments. Fixed by naming the
+//!    positional arguments (`"{0} {}", x` -> `"{0} {x}", x = x`; names come from
+//!    simple expressions `x`, `.field`, `a.b()`, else `arg1`, `arg2`, ...,
+//!    never clashing with any name in the message); reported unfixable when
+//!    that would be ambiguous (`.*` precision, closures/generics in arguments,
+//!    references to positional arguments that do not exist).
+//! 4. [`Rule::MissingDirectDependency`]: the crate derives thiserror's `Error`
+//!    (through a re-export such as `helper::Error`) without a direct,
+//!    unrenamed `thiserror` dependency usable by that target. Decided per crate
+//!    by [`analyze_crate`]; the manifest edit is left to align-deps
+//!    ([`CrateAnalysis::missing_dependencies`]).
+//!
+//! # Which derives count
+//! A `derive(...)` (also inside `cfg_attr(..., derive(...))`, nested or not) is
+//! thiserror's when its path, after following `use` / `extern crate` aliases in
+//! the enclosing module or block, starts with a name under which the crate
+//! depends on thiserror (`thiserror::Error`, `use thiserror::Error as TE`,
+//! `use thiserror::*`); or when its last segment ends in `Error`, its crate is
+//! not `std`/`core`/`derive_more`/`snafu`/..., and the type or a variant carries
+//! a thiserror-style helper (`#[error("...")]`, `#[error(transparent)]`,
+//! `#[error(fmt = ...)]`) — the re-export heuristic.
+//!
+//! # API for align-deps
+//! * [`analyze_crate`]`(&package)` for each member package: walks every
+//!   target's module tree, returns [`CrateAnalysis`] with `findings` (all rules,
+//!   sorted), `files[i].analysis.fixed_text` (the whole new text of a file to
+//!   write, when some fix applies) and `missing_dependencies` (rule 4: which
+//!   dependency table of which manifest needs `thiserror`).
+//! * [`analyze_file`]`(path, text, &ctx)` for one file's text (what
+//!   `analyze_crate` runs per file; pure).
+//! * [`has_direct_thiserror`] / [`thiserror_dependencies`] for a package's
+//!   declared dependencies.
+//!
+//! Parsing uses `syn` with `proc-macro2`'s span locations. `analyze_file`
+//! calls `proc_macro2::extra::invalidate_current_thread_spans()` when done with
+//! a file (so a 500-crate run does not keep every file's text alive): spans
+//! from earlier parses in the same thread become invalid.
+
+mod fmt;
+mod lit;
+mod scan;
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+use cargo_metadata::{DependencyKind, Package, TargetKind};
+use syn::Item;
+
+/// A thiserror 2 source rule (numbered as in issue 4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Rule {
+    /// 1: `{r#type}` in a format string.
+    RawIdentInFormat,
+    /// 2: a named argument shadows a field; its bound is no longer inferred.
+    ShadowedFieldBound,
+    /// 3: `{0}` together with extra positional arguments in a tuple struct/variant.
+    PositionalWithNumbered,
+    /// 4: `derive(Error)` without a direct `thiserror` dependency.
+    MissingDirectDependency,
+}
+
+impl Rule {
+    /// The rule's number in issue 4.
+    pub fn number(self) -> u8 {
+        match self {
+            Rule::RawIdentInFormat => 1,
+            Rule::ShadowedFieldBound => 2,
+            Rule::PositionalWithNumbered => 3,
+            Rule::MissingDirectDependency => 4,
+        }
+    }
+
+    /// A stable identifier, e.g. for `--format json` / GitHub annotation titles.
+    pub fn code(self) -> &'static str {
+        match self {
+            Rule::RawIdentInFormat => "thiserror2-raw-ident-in-format",
+            Rule::ShadowedFieldBound => "thiserror2-shadowed-field-bound",
+            Rule::PositionalWithNumbered => "thiserror2-positional-with-numbered",
+            Rule::MissingDirectDependency => "thiserror2-missing-direct-dependency",
+        }
+    }
+}
+
+impl std::fmt::Display for Rule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.code())
+    }
+}
+
+/// One place in a source file that thiserror 2 rejects or reads differently.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct SourceFinding {
+    pub path: PathBuf,
+    /// 1-based.
+    pub line: usize,
+    /// 1-based, in characters.
+    pub column: usize,
+    pub rule: Rule,
+    pub message: String,
+    /// The change to make (what a fix does, or what a person should do).
+    pub suggestion: Option<String>,
+    /// Whether align-deps fixes it (rules 1 and 3 in the file's `fixed_text`,
+    /// rule 4 in the manifest).
+    pub fixable: bool,
+}
+
+impl std::fmt::Display for SourceFinding {
+    /// `path:line:column: [rule] message (suggestion)`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}:{}:{}: [{}] {}",
+            self.path.display(),
+            self.line,
+            self.column,
+            self.rule,
+            self.message
+        )?;
+        if let Some(s) = &self.suggestion {
+            write!(f, "; {s}")?;
+        }
+        Ok(())
+    }
+}
+
+/// How a thiserror derive was reached.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub enum DeriveVia {
+    /// Through the crate's own `thiserror` dependency (`thiserror::Error`, `use thiserror::Error`).
+    Direct,
+    /// Through another path, e.g. a crate that re-exports thiserror (`helper::Error`).
+    ReExport { path: String },
+    /// A bare name not imported in this file (a glob import, a prelude), taken
+    /// as thiserror's because of its `#[error("...")]` helpers.
+    Unresolved,
+}
+
+/// A `derive(...)` entry that is thiserror's `Error`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct DeriveSite {
+    pub path: PathBuf,
+    pub line: usize,
+    pub column: usize,
+    /// The derive path as written (`Error`, `thiserror::Error`, `helper::Error`).
+    pub written: String,
+    pub via: DeriveVia,
+}
+
+/// What [`analyze_file`] found in one file.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FileAnalysis {
+    /// Rules 1-3, in file order.
+    pub findings: Vec<SourceFinding>,
+    /// The whole new text of the file when a fix applies (only the bytes of
+    /// the fixes differ from the input); `None` when nothing changes.
+    pub fixed_text: Option<String>,
+    /// Every thiserror derive in the file.
+    pub derives: Vec<DeriveSite>,
+    /// Some type in the file derives thiserror's `Error`.
+    pub derives_thiserror_error: bool,
+    /// Some derive reaches it through the crate's own thiserror dependency.
+    pub uses_thiserror_directly: bool,
+}
+
+/// A file that does not parse (or an internal inconsistency), with its location.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}:{line}:{column}: {message}", path.display())]
+pub struct SourceError {
+    pub path: PathBuf,
+    pub line: usize,
+    pub column: usize,
+    pub message: String,
+}
+
+/// What a file is analysed against: the names under which its crate depends on
+/// thiserror (`thiserror` always counts; a renamed dependency adds its name).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CrateContext {
+    pub thiserror_names: Vec<String>,
+}
+
+impl Default for CrateContext {
+    fn default() -> Self {
+        CrateContext {
+            thiserror_names: vec!["thiserror".into()],
+        }
+    }
+}
+
+impl CrateContext {
+    /// The context of `package`: `thiserror` plus the names of its renamed
+    /// thiserror dependencies.
+    pub fn for_package(package: &Package) -> Self {
+        let mut names = vec!["thiserror".to_string()];
+        for d in thiserror_dependencies(package) {
+            if let Some(r) = &d.rename {
+                let r = r.replace('-', "_");
+                if !names.contains(&r) {
+                    names.push(r);
+                }
+            }
+        }
+        CrateContext {
+            thiserror_names: names,
+        }
+    }
+
+    fn is_thiserror_name(&self, name: &str) -> bool {
+        name == "thiserror" || self.thiserror_names.iter().any(|n| n == name)
+    }
+}
+
+/// Parses `text` (the contents of `path`), runs `f` on it, then frees the
+/// thread's span table.
+fn with_parsed<T>(
+    path: &Path,
+    text: &str,
+    f: impl FnOnce(&scan::Source<'_>, &syn::File) -> Result<T, SourceError>,
+) -> Result<T, SourceError> {
+    let src = scan::Source::new(text);
+    let result = match syn::parse_file(text) {
+        Ok(file) => f(&src, &file),
+        Err(e) => {
+            let lc = e.span().start();
+            let (line, column) = if lc.line == 0 {
+                (text.lines().count().max(1), 1)
+            } else {
+                (lc.line, lc.column + 1)
+            };
+            Err(SourceError {
+                path: path.to_path_buf(),
+                line,
+                column,
+                message: e.to_string(),
+            })
+        }
+    };
+    proc_macro2::extra::invalidate_current_thread_spans();
+    result
+}
+
+fn analyze_parsed(
+    path: &Path,
+    src: &scan::Source<'_>,
+    file: &syn::File,
+    ctx: &CrateContext,
+) -> Result<FileAnalysis, SourceError> {
+    let s = scan::scan(path, src, file, ctx);
+    let internal = |message: String| SourceError {
+        path: path.to_path_buf(),
+        line: 1,
+        column: 1,
+        message,
+    };
+    if let Some(e) = s.error {
+        return Err(internal(e));
+    }
+    let fixed = scan::apply_edits(src.text, 0, &s.edits).map_err(internal)?;
+    let mut findings = s.findings;
+    findings.sort_by_key(|f| (f.line, f.column, f.rule));
+    Ok(FileAnalysis {
+        findings,
+        fixed_text: (fixed != src.text).then_some(fixed),
+        derives_thiserror_error: !s.derives.is_empty(),
+        uses_thiserror_directly: s.derives.iter().any(|d| d.via == DeriveVia::Direct),
+        derives: s.derives,
+    })
+}
+
+/// Rules 1-3 on one file's text. Pure: `path` only labels findings.
+///
+/// # Errors
+/// A file that does not parse: `path:line:column` and syn's message.
+pub fn analyze_file(
+    path: &Path,
+    text: &str,
+    ctx: &CrateContext,
+) -> Result<FileAnalysis, SourceError> {
+    with_parsed(path, text, |src, file| analyze_parsed(path, src, file, ctx))
+}
+
+/// Which dependency table a target's code can use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DepKind {
+    /// lib, bins, proc-macro: `[dependencies]`.
+    Normal,
+    /// build script: `[build-dependencies]`.
+    Build,
+    /// tests, examples, benches: `[dev-dependencies]` (or `[dependencies]`).
+    Dev,
+}
+
+impl DepKind {
+    /// The manifest table a missing dependency of this kind goes into.
+    pub fn table(self) -> &'static str {
+        match self {
+            DepKind::Normal => "dependencies",
+            DepKind::Build => "build-dependencies",
+            DepKind::Dev => "dev-dependencies",
+        }
+    }
+
+    fn of_target(kinds: &[TargetKind]) -> DepKind {
+        if kinds.contains(&TargetKind::CustomBuild) {
+            DepKind::Build
+        } else if kinds.iter().all(|k| {
+            matches!(
+                k,
+                TargetKind::Test | TargetKind::Example | TargetKind::Bench
+            )
+        }) {
+            DepKind::Dev
+        } else {
+            DepKind::Normal
+        }
+    }
+}
+
+/// A source file of a crate and the dependency kinds its targets need.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CrateFile {
+    pub path: PathBuf,
+    /// One entry per kind of target that includes this file.
+    pub needs: Vec<DepKind>,
+}
+
+/// The package's dependencies on the `thiserror` package (any table, renamed or not).
+pub fn thiserror_dependencies(package: &Package) -> Vec<&cargo_metadata::Dependency> {
+    package
+        .dependencies
+        .iter()
+        .filter(|d| d.name == "thiserror")
+        .collect()
+}
+
+/// Whether code of a target needing `kind` can name `::thiserror`: a direct
+/// dependency on the thiserror package, not renamed to another name, in a
+/// table that target sees (dev code also sees `[dependencies]`). A
+/// platform-specific (`[target.'cfg(..)'.dependencies]`) one counts.
+pub fn has_direct_thiserror(package: &Package, kind: DepKind) -> bool {
+    thiserror_dependencies(package).into_iter().any(|d| {
+        d.rename.as_deref().is_none_or(|r| r == "thiserror")
+            && match kind {
+                DepKind::Normal => d.kind == DependencyKind::Normal,
+                DepKind::Build => d.kind == DependencyKind::Build,
+                DepKind::Dev => {
+                    matches!(d.kind, DependencyKind::Normal | DependencyKind::Development)
+                }
+            }
+    })
+}
+
+fn path_attr(attrs: &[syn::Attribute]) -> Option<String> {
+    attrs.iter().find_map(|a| match &a.meta {
+        syn::Meta::NameValue(nv) if nv.path.is_ident("path") => match &nv.value {
+            syn::Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Str(s),
+                ..
+            }) => Some(s.value()),
+            _ => None,
+        },
+        _ => None,
+    })
+}
+
+/// The files that `mod name;` items of a file lead to. `dir` is where child
+/// modules live; `file_dir` is the file's own directory (for `#[path]`).
+fn child_modules(
+    items: &[Item],
+    dir: &Path,
+    file_dir: &Path,
+    top: bool,
+    out: &mut Vec<(PathBuf, bool)>,
+) {
+    for item in items {
+        let Item::Mod(m) = item else { continue };
+        let name = m.ident.to_string();
+        let name = name.strip_prefix("r#").unwrap_or(&name);
+        let explicit = path_attr(&m.attrs);
+        match &m.content {
+            None => match explicit {
+                Some(p) => out.push(((if top { file_dir } else { dir }).join(p), true)),
+                None => {
+                    let flat = dir.join(format!("{name}.rs"));
+                    let nested = dir.join(name).join("mod.rs");
+                    if !flat.is_file() && nested.is_file() {
+                        out.push((nested, true));
+                    } else {
+                        out.push((flat, false));
+                    }
+                }
+            },
+            Some((_, inner)) => {
+                let sub = dir.join(explicit.as_deref().unwrap_or(name));
+                child_modules(inner, &sub, file_dir, false, out);
+            }
+        }
+    }
+}
+
+/// Walks the module tree of every target of `package` (roots from cargo
+/// metadata: lib, bins, tests, examples, benches, build script; children
+/// through `mod name;`, `#[path]` included), calling `visit` on each file once.
+/// Returns the files and the `mod` declarations whose file does not exist
+/// (typically platform modules behind `#[cfg]`), which are skipped.
+fn walk_crate(
+    package: &Package,
+    mut visit: impl FnMut(&Path, &str, &scan::Source<'_>, &syn::File) -> Result<(), SourceError>,
+) -> anyhow::Result<(Vec<CrateFile>, Vec<PathBuf>)> {
+    let mut roots: Vec<(PathBuf, DepKind)> = package
+        .targets
+        .iter()
+        .map(|t| {
+            (
+                t.src_path.clone().into_std_path_buf(),
+                DepKind::of_target(&t.kind),
+            )
+        })
+        .collect();
+    roots.sort_by_key(|(_, k)| *k);
+    let mut files: Vec<CrateFile> = Vec::new();
+    let mut index: HashMap<PathBuf, usize> = HashMap::new();
+    let mut missing = BTreeSet::new();
+    for (root, kind) in roots {
+        let mut stack = vec![(root, true)];
+        while let Some((path, mod_rs)) = stack.pop() {
+            let key = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
+            if let Some(&i) = index.get(&key) {
+                if !files[i].needs.contains(&kind) {
+                    files[i].needs.push(kind);
+                }
+                continue;
+            }
+            if !path.is_file() {
+                missing.insert(path);
+                continue;
+            }
+            let text = std::fs::read_to_string(&path)
+                .with_context(|| format!("{}: cannot read", path.display()))?;
+            let file_dir = path.parent().unwrap_or(Path::new(".")).to_path_buf();
+            let dir = if mod_rs {
+                file_dir.clone()
+            } else {
+                file_dir.join(path.file_stem().unwrap_or_default())
+            };
+            let mut children = Vec::new();
+            with_parsed(&path, &text, |src, file| {
+                child_modules(&file.items, &dir, &file_dir, true, &mut children);
+                visit(&path, &text, src, file)
+            })?;
+            index.insert(key, files.len());
+            files.push(CrateFile {
+                path,
+                needs: vec![kind],
+            });
+            stack.extend(children.into_iter().rev());
+        }
+    }
+    Ok((files, missing.into_iter().collect()))
+}
+
+/// The Rust source files of every target of `package`, following each
+/// target's module tree from its root (see [`analyze_crate`]). Reads and
+/// parses them.
+///
+/// # Errors
+/// An unreadable file, or one that does not parse.
+pub fn crate_source_files(package: &Package) -> anyhow::Result<Vec<CrateFile>> {
+    Ok(walk_crate(package, |_, _, _, _| Ok(()))?.0)
+}
+
+/// One analysed file of a crate.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AnalyzedFile {
+    pub path: PathBuf,
+    pub needs: Vec<DepKind>,
+    /// The text that was analysed (compare before writing `fixed_text`).
+    pub original: String,
+    pub analysis: FileAnalysis,
+}
+
+/// Rule 4's manifest edit: `thiserror` must be added to `table` of `manifest_path`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct MissingDependency {
+    pub manifest_path: PathBuf,
+    pub kind: DepKind,
+    /// Set when the crate depends on thiserror only under another name (then
+    /// adding `thiserror` would declare the package twice: a person must rename).
+    pub renamed_as: Option<String>,
+}
+
+impl MissingDependency {
+    /// The table name, e.g. `dependencies`.
+    pub fn table(&self) -> &'static str {
+        self.kind.table()
+    }
+}
+
+/// What [`analyze_crate`] found in one package.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CrateAnalysis {
+    pub package: String,
+    pub manifest_path: PathBuf,
+    pub files: Vec<AnalyzedFile>,
+    /// Every finding of every file plus rule 4's, sorted by path, line, column.
+    pub findings: Vec<SourceFinding>,
+    /// Rule 4: dependency tables that need `thiserror` (align-deps adds
+    /// `thiserror` there in the form its policy wants, e.g. `{ workspace = true }`).
+    pub missing_dependencies: Vec<MissingDependency>,
+    /// `mod x;` declarations whose file does not exist (skipped).
+    pub unresolved_modules: Vec<PathBuf>,
+}
+
+impl CrateAnalysis {
+    /// `(path, original text, fixed text)` of each file a fix changes.
+    pub fn source_edits(&self) -> impl Iterator<Item = (&Path, &str, &str)> {
+        self.files.iter().filter_map(|f| {
+            f.analysis
+                .fixed_text
+                .as_deref()
+                .map(|new| (f.path.as_path(), f.original.as_str(), new))
+        })
+    }
+
+    /// Whether any finding is left for a person.
+    pub fn has_unfixable(&self) -> bool {
+        self.findings.iter().any(|f| !f.fixable)
+    }
+}
+
+/// Analyses every source file of `package` (see [`walk_crate`] for which) with
+/// [`analyze_file`] and decides rule 4.
+///
+/// Run it on every member whose thiserror is (or is being aligned to) 2 —
+/// and for rule 4 on members that have no thiserror dependency at all but
+/// derive it through a crate that re-exports thiserror 2.
+///
+/// # Errors
+/// An unreadable file, or one that does not parse (`path:line:column: message`).
+pub fn analyze_crate(package: &Package) -> anyhow::Result<CrateAnalysis> {
+    let ctx = CrateContext::for_package(package);
+    let mut analyzed = Vec::new();
+    let (files, unresolved_modules) = walk_crate(package, |path, text, src, file| {
+        let analysis = analyze_parsed(path, src, file, &ctx)?;
+        analyzed.push((path.to_path_buf(), text.to_string(), analysis));
+        Ok(())
+    })?;
+    let files: Vec<AnalyzedFile> = files
+        .into_iter()
+        .zip(analyzed)
+        .map(|(cf, (path, original, analysis))| {
+            debug_assert_eq!(cf.path, path);
+            AnalyzedFile {
+                path,
+                needs: cf.needs,
+                original,
+                analysis,
+            }
+        })
+        .collect();
+
+    let manifest_path = package.manifest_path.clone().into_std_path_buf();
+    let mut findings: Vec<SourceFinding> = files
+        .iter()
+        .flat_map(|f| f.analysis.findings.iter().cloned())
+        .collect();
+    let mut missing_dependencies = Vec::new();
+    for kind in [DepKind::Normal, DepKind::Build, DepKind::Dev] {
+        let Some(site) = files
+            .iter()
+            .filter(|f| f.needs.contains(&kind))
+            .find_map(|f| f.analysis.derives.first())
+        else {
+            continue;
+        };
+        if has_direct_thiserror(package, kind) {
+            continue;
+        }
+        // dev code is also satisfied by [dependencies]: a missing Normal one is reported once
+        if kind == DepKind::Dev
+            && missing_dependencies
+                .iter()
+                .any(|m: &MissingDependency| m.kind == DepKind::Normal)
+        {
+            continue;
+        }
+        let renamed_as = thiserror_dependencies(package)
+            .iter()
+            .find_map(|d| d.rename.clone());
+        let how = match &site.via {
+            DeriveVia::ReExport { path } => format!(" through `{path}`"),
+            _ => String::new(),
+        };
+        let table = kind.table();
+        let manifest = manifest_path.display();
+        let (message, suggestion) = match &renamed_as {
+            None => (
+                format!(
+                    "`{}` derives thiserror's Error{how} but has no direct `thiserror` in [{table}]: \
+                     thiserror 2's derive expands to `::thiserror::` paths and needs the crate as a direct dependency",
+                    package.name
+                ),
+                format!("add `thiserror = {{ workspace = true }}` to [{table}] of {manifest}"),
+            ),
+            Some(r) => (
+                format!(
+                    "`{}` derives thiserror's Error{how} but depends on thiserror only as `{r}`: \
+                     thiserror 2's derive expands to `::thiserror::` paths",
+                    package.name
+                ),
+                format!(
+                    "rename the dependency `{r}` to `thiserror` in {manifest} (and its uses), or add `extern crate {r} as thiserror;` at the crate root"
+                ),
+            ),
+        };
+        findings.push(SourceFinding {
+            path: site.path.clone(),
+            line: site.line,
+            column: site.column,
+            rule: Rule::MissingDirectDependency,
+            message,
+            suggestion: Some(suggestion),
+            fixable: renamed_as.is_none(),
+        });
+        missing_dependencies.push(MissingDependency {
+            manifest_path: manifest_path.clone(),
+            kind,
+            renamed_as,
+        });
+    }
+    findings.sort_by(|a, b| {
+        (&a.path, a.line, a.column, a.rule).cmp(&(&b.path, b.line, b.column, b.rule))
+    });
+    Ok(CrateAnalysis {
+        package: package.name.to_string(),
+        manifest_path,
+        files,
+        findings,
+        missing_dependencies,
+        unresolved_modules,
+    })
+}

@@ -1,0 +1,914 @@
+//! The syntax walk over one parsed file: which types derive thiserror's
+//! `Error` (however it was imported), their `#[error(...)]` attributes, and
+//! rules 1-3 on those attributes' format strings.
+
+use std::collections::{BTreeSet, HashMap};
+use std::ops::Range;
+use std::path::Path;
+
+use proc_macro2::{Span, TokenTree};
+use syn::punctuated::Punctuated;
+use syn::spanned::Spanned as _;
+use syn::visit::{self, Visit};
+use syn::{Attribute, Fields, Generics, Ident, Item, Meta, MetaList, Token, UseTree};
+
+use super::fmt::{self, ArgKind, ArgRef, Placeholder};
+use super::{CrateContext, DeriveSite, DeriveVia, Rule, SourceFinding, lit};
+
+/// The file's text and the map from the parser's byte offsets (relative to
+/// what `syn::parse_file` tokenizes, i.e. after a BOM or shebang line) to
+/// offsets, lines and columns of the file.
+#[derive(Debug)]
+pub(crate) struct Source<'a> {
+    pub text: &'a str,
+    /// Offset in `text` of what the tokenizer saw.
+    pub content_start: usize,
+    line_starts: Vec<usize>,
+}
+
+impl<'a> Source<'a> {
+    pub fn new(text: &'a str) -> Self {
+        // mirrors `syn::parse_file`: strip a BOM, then a shebang line (not `#![attr]`)
+        let mut start = if text.starts_with('\u{feff}') {
+            '\u{feff}'.len_utf8()
+        } else {
+            0
+        };
+        let rest = &text[start..];
+        if let Some(after) = rest.strip_prefix("#!")
+            && !after.trim_start().starts_with('[')
+        {
+            start += rest.find('\n').unwrap_or(rest.len());
+        }
+        let line_starts = std::iter::once(0)
+            .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+            .collect();
+        Source {
+            text,
+            content_start: start,
+            line_starts,
+        }
+    }
+
+    /// The file bytes of `span`.
+    pub fn range(&self, span: Span) -> Range<usize> {
+        let r = span.byte_range();
+        r.start + self.content_start..r.end + self.content_start
+    }
+
+    /// 1-based line and column (in characters) of byte `offset`.
+    pub fn line_col(&self, offset: usize) -> (usize, usize) {
+        let line = self.line_starts.partition_point(|&s| s <= offset);
+        let start = self.line_starts[line - 1];
+        let col = self
+            .text
+            .get(start..offset)
+            .map_or(offset - start, |s| s.chars().count());
+        (line, col + 1)
+    }
+}
+
+/// A replacement of `range` of the file by `text`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Edit {
+    pub range: Range<usize>,
+    pub text: String,
+}
+
+/// What the walk found in one file.
+#[derive(Debug, Default)]
+pub(crate) struct Scan {
+    pub findings: Vec<SourceFinding>,
+    pub edits: Vec<Edit>,
+    pub derives: Vec<DeriveSite>,
+    pub error: Option<String>,
+}
+
+pub(crate) fn scan(path: &Path, src: &Source<'_>, file: &syn::File, ctx: &CrateContext) -> Scan {
+    let mut s = Scanner {
+        path,
+        src,
+        ctx,
+        scopes: Vec::new(),
+        out: Scan::default(),
+    };
+    s.visit_file(file);
+    s.out
+}
+
+/// The names a module or block brings into scope with `use` / `extern crate`.
+#[derive(Debug, Default)]
+struct Scope {
+    module: bool,
+    names: HashMap<String, Vec<String>>,
+    globs: Vec<Vec<String>>,
+}
+
+impl Scope {
+    fn of_items<'a>(module: bool, items: impl Iterator<Item = &'a Item>) -> Scope {
+        let mut scope = Scope {
+            module,
+            ..Scope::default()
+        };
+        for item in items {
+            match item {
+                Item::Use(u) => collect_use(&u.tree, &mut Vec::new(), &mut scope),
+                Item::ExternCrate(e) => {
+                    let name = e.rename.as_ref().map_or(&e.ident, |(_, r)| r).to_string();
+                    scope.names.insert(name, vec![e.ident.to_string()]);
+                }
+                _ => {}
+            }
+        }
+        scope
+    }
+}
+
+fn collect_use(tree: &UseTree, prefix: &mut Vec<String>, scope: &mut Scope) {
+    match tree {
+        UseTree::Path(p) => {
+            prefix.push(p.ident.to_string());
+            collect_use(&p.tree, prefix, scope);
+            prefix.pop();
+        }
+        UseTree::Name(n) if n.ident == "self" => {
+            if let Some(last) = prefix.last() {
+                scope.names.insert(last.clone(), prefix.clone());
+            }
+        }
+        UseTree::Name(n) => {
+            let mut p = prefix.clone();
+            p.push(n.ident.to_string());
+            scope.names.insert(n.ident.to_string(), p);
+        }
+        UseTree::Rename(r) => {
+            let mut p = prefix.clone();
+            if r.ident != "self" {
+                p.push(r.ident.to_string());
+            }
+            scope.names.insert(r.rename.to_string(), p);
+        }
+        UseTree::Glob(_) => scope.globs.push(prefix.clone()),
+        UseTree::Group(g) => {
+            for t in &g.items {
+                collect_use(t, prefix, scope);
+            }
+        }
+    }
+}
+
+/// Crates whose `Error` derives are not thiserror's, even with `#[error]` helpers.
+const NOT_THISERROR: &[&str] = &[
+    "std",
+    "core",
+    "alloc",
+    "derive_more",
+    "snafu",
+    "failure",
+    "displaydoc",
+];
+
+/// An argument of a format message: `expr` or `name = expr`.
+#[derive(Debug)]
+struct FmtArg {
+    /// The unraw name and its span, for a named argument.
+    name: Option<(String, Span)>,
+    value: Vec<TokenTree>,
+    /// File bytes of the whole argument (name included).
+    range: Range<usize>,
+    /// A top-level `|` or `<`: a closure or generics whose commas may have
+    /// been split wrongly; such an argument list is not rewritten.
+    complex: bool,
+}
+
+struct Scanner<'a> {
+    path: &'a Path,
+    src: &'a Source<'a>,
+    ctx: &'a CrateContext,
+    scopes: Vec<Scope>,
+    out: Scan,
+}
+
+impl<'ast> Visit<'ast> for Scanner<'_> {
+    fn visit_file(&mut self, f: &'ast syn::File) {
+        self.scopes.push(Scope::of_items(true, f.items.iter()));
+        visit::visit_file(self, f);
+        self.scopes.pop();
+    }
+
+    fn visit_item_mod(&mut self, m: &'ast syn::ItemMod) {
+        if let Some((_, items)) = &m.content {
+            self.scopes.push(Scope::of_items(true, items.iter()));
+            visit::visit_item_mod(self, m);
+            self.scopes.pop();
+        }
+    }
+
+    fn visit_block(&mut self, b: &'ast syn::Block) {
+        let items = b.stmts.iter().filter_map(|s| match s {
+            syn::Stmt::Item(i) => Some(i),
+            _ => None,
+        });
+        self.scopes.push(Scope::of_items(false, items));
+        visit::visit_block(self, b);
+        self.scopes.pop();
+    }
+
+    fn visit_item_struct(&mut self, s: &'ast syn::ItemStruct) {
+        self.check_item(&s.attrs, &s.generics, &s.ident, Body::Struct(&s.fields));
+        visit::visit_item_struct(self, s);
+    }
+
+    fn visit_item_enum(&mut self, e: &'ast syn::ItemEnum) {
+        self.check_item(&e.attrs, &e.generics, &e.ident, Body::Enum(&e.variants));
+        visit::visit_item_enum(self, e);
+    }
+}
+
+enum Body<'a> {
+    Struct(&'a Fields),
+    Enum(&'a Punctuated<syn::Variant, Token![,]>),
+}
+
+/// `derive(...)` paths and `error(...)` lists of `attrs`, looking inside `cfg_attr`.
+fn collect_attrs(attrs: &[Attribute]) -> (Vec<syn::Path>, Vec<MetaList>) {
+    fn walk(meta: &Meta, derives: &mut Vec<syn::Path>, errors: &mut Vec<MetaList>) {
+        let Meta::List(list) = meta else { return };
+        if list.path.is_ident("derive") {
+            if let Ok(paths) =
+                list.parse_args_with(Punctuated::<syn::Path, Token![,]>::parse_terminated)
+            {
+                derives.extend(paths);
+            }
+        } else if list.path.is_ident("cfg_attr") {
+            if let Ok(metas) = list.parse_args_with(Punctuated::<Meta, Token![,]>::parse_terminated)
+            {
+                for m in metas.iter().skip(1) {
+                    walk(m, derives, errors);
+                }
+            }
+        } else if list.path.is_ident("error") {
+            errors.push(list.clone());
+        }
+    }
+    let (mut derives, mut errors) = (Vec::new(), Vec::new());
+    for a in attrs {
+        walk(&a.meta, &mut derives, &mut errors);
+    }
+    (derives, errors)
+}
+
+/// `error("...")`, `error(transparent)` or `error(fmt = ...)`: thiserror's helper,
+/// not derive_more's `error(source)` / `error(ignore)`.
+fn is_thiserror_helper(list: &MetaList) -> bool {
+    match list.tokens.clone().into_iter().next() {
+        Some(TokenTree::Literal(l)) => matches!(syn::Lit::new(l), syn::Lit::Str(_)),
+        Some(TokenTree::Ident(i)) => i == "transparent" || i == "fmt",
+        _ => false,
+    }
+}
+
+fn unraw(s: &str) -> &str {
+    s.strip_prefix("r#").unwrap_or(s)
+}
+
+const KEYWORDS: &[&str] = &[
+    "as", "async", "await", "break", "const", "continue", "crate", "dyn", "else", "enum", "extern",
+    "false", "fn", "for", "gen", "if", "impl", "in", "let", "loop", "match", "mod", "move", "mut",
+    "pub", "ref", "return", "self", "Self", "static", "struct", "super", "trait", "true", "type",
+    "unsafe", "use", "where", "while", "abstract", "become", "box", "do", "final", "macro",
+    "override", "priv", "try", "typeof", "unsized", "virtual", "yield",
+];
+
+/// A name usable as a format argument we introduce: a plain ASCII identifier,
+/// no keyword, not thiserror's own `__field...` bindings.
+fn usable_name(n: &str) -> bool {
+    let mut chars = n.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && n != "_"
+        && !n.starts_with("__")
+        && !KEYWORDS.contains(&n)
+}
+
+/// A name suggested by an argument expression: `x`, `.field`, `expr.field`, `expr.method()`.
+fn name_from_expr(value: &[TokenTree]) -> Option<String> {
+    let is_dot = |t: &TokenTree| matches!(t, TokenTree::Punct(p) if p.as_char() == '.');
+    let name = match value {
+        [TokenTree::Ident(i)] => i.to_string(),
+        [.., d, TokenTree::Ident(i)] if is_dot(d) => i.to_string(),
+        [.., d, TokenTree::Ident(i), TokenTree::Group(g)]
+            if is_dot(d)
+                && g.delimiter() == proc_macro2::Delimiter::Parenthesis
+                && g.stream().is_empty() =>
+        {
+            i.to_string()
+        }
+        _ => return None,
+    };
+    usable_name(&name).then_some(name)
+}
+
+/// The trait thiserror 1 inferred for a placeholder (its last spec character).
+fn bound_trait(spec_last: Option<char>) -> &'static str {
+    match spec_last {
+        Some('?') => "Debug",
+        Some('o') => "Octal",
+        Some('x') => "LowerHex",
+        Some('X') => "UpperHex",
+        Some('p') => "Pointer",
+        Some('b') => "Binary",
+        Some('e') => "LowerExp",
+        Some('E') => "UpperExp",
+        _ => "Display",
+    }
+}
+
+/// Whether `ty` mentions one of `generics`' type parameters.
+fn mentions_type_param(ty: &syn::Type, generics: &Generics) -> bool {
+    struct Finder<'g> {
+        params: Vec<&'g Ident>,
+        found: bool,
+    }
+    impl<'ast> Visit<'ast> for Finder<'_> {
+        fn visit_path(&mut self, p: &'ast syn::Path) {
+            if p.leading_colon.is_none()
+                && let Some(first) = p.segments.first()
+                && self.params.contains(&&first.ident)
+            {
+                self.found = true;
+            }
+            visit::visit_path(self, p);
+        }
+    }
+    let params: Vec<&Ident> = generics.type_params().map(|p| &p.ident).collect();
+    if params.is_empty() {
+        return false;
+    }
+    let mut f = Finder {
+        params,
+        found: false,
+    };
+    f.visit_type(ty);
+    f.found
+}
+
+/// Whether `generics` already bounds `ty` by a trait named `trait_name`.
+fn has_bound(generics: &Generics, ty: &syn::Type, trait_name: &str) -> bool {
+    let names_trait = |b: &syn::TypeParamBound| matches!(b, syn::TypeParamBound::Trait(t) if t.path.segments.last().is_some_and(|s| s.ident == trait_name));
+    if let syn::Type::Path(tp) = ty
+        && tp.qself.is_none()
+        && let Some(ident) = tp.path.get_ident()
+        && generics
+            .type_params()
+            .any(|p| p.ident == *ident && p.bounds.iter().any(names_trait))
+    {
+        return true;
+    }
+    generics.where_clause.as_ref().is_some_and(|w| {
+        w.predicates.iter().any(|p| {
+            matches!(p, syn::WherePredicate::Type(pt) if pt.bounded_ty == *ty && pt.bounds.iter().any(names_trait))
+        })
+    })
+}
+
+impl Scanner<'_> {
+    fn fail(&mut self, msg: String) {
+        self.out.error.get_or_insert(msg);
+    }
+
+    fn finding(
+        &mut self,
+        at: usize,
+        rule: Rule,
+        message: String,
+        suggestion: Option<String>,
+        fixable: bool,
+    ) {
+        let (line, column) = self.src.line_col(at);
+        self.out.findings.push(SourceFinding {
+            path: self.path.to_path_buf(),
+            line,
+            column,
+            rule,
+            message,
+            suggestion,
+            fixable,
+        });
+    }
+
+    /// The path a name leads to through `use` / `extern crate`, innermost scope
+    /// first; a module does not see its parent's names unless it `use super::*`.
+    fn lookup(&self, name: &str) -> Option<Vec<String>> {
+        for scope in self.scopes.iter().rev() {
+            if let Some(p) = scope.names.get(name) {
+                return Some(p.clone());
+            }
+            for g in &scope.globs {
+                if g.len() == 1 && self.ctx.is_thiserror_name(&g[0]) && name == "Error" {
+                    return Some(vec![g[0].clone(), "Error".into()]);
+                }
+            }
+            if scope.module && !scope.globs.iter().any(|g| g.len() == 1 && g[0] == "super") {
+                break;
+            }
+        }
+        None
+    }
+
+    /// Where a derive path leads, if it can be thiserror's `Error`.
+    fn classify(&self, path: &syn::Path) -> Option<DeriveVia> {
+        let segs: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
+        let resolved = match segs.first().map(String::as_str) {
+            None => return None,
+            Some("crate" | "self" | "super") => segs.clone(),
+            Some(first) if path.leading_colon.is_none() => match self.lookup(first) {
+                Some(mut p) => {
+                    p.extend(segs[1..].iter().cloned());
+                    p
+                }
+                None => segs.clone(),
+            },
+            Some(_) => segs.clone(),
+        };
+        if !resolved.last().is_some_and(|l| l.ends_with("Error")) {
+            return None;
+        }
+        if resolved.len() == 1 {
+            return Some(DeriveVia::Unresolved);
+        }
+        if self.ctx.is_thiserror_name(&resolved[0]) {
+            return Some(DeriveVia::Direct);
+        }
+        if NOT_THISERROR.contains(&resolved[0].as_str()) {
+            return None;
+        }
+        Some(DeriveVia::ReExport {
+            path: resolved.join("::"),
+        })
+    }
+
+    fn check_item(
+        &mut self,
+        attrs: &[Attribute],
+        generics: &Generics,
+        name: &Ident,
+        body: Body<'_>,
+    ) {
+        let (derives, type_errors) = collect_attrs(attrs);
+        if derives.is_empty() {
+            return;
+        }
+        let variants: Vec<(&syn::Variant, Vec<MetaList>)> = match &body {
+            Body::Struct(_) => Vec::new(),
+            Body::Enum(vs) => vs.iter().map(|v| (v, collect_attrs(&v.attrs).1)).collect(),
+        };
+        let helper_seen = type_errors
+            .iter()
+            .chain(variants.iter().flat_map(|(_, e)| e))
+            .any(is_thiserror_helper);
+        let Some((path, via)) = derives.iter().find_map(|p| match self.classify(p)? {
+            DeriveVia::Direct => Some((p, DeriveVia::Direct)),
+            via if helper_seen => Some((p, via)),
+            _ => None,
+        }) else {
+            return;
+        };
+        let at = self.src.range(path.span()).start;
+        let (line, column) = self.src.line_col(at);
+        let written = path
+            .segments
+            .iter()
+            .map(|s| s.ident.to_string())
+            .collect::<Vec<_>>()
+            .join("::");
+        let written = if path.leading_colon.is_some() {
+            format!("::{written}")
+        } else {
+            written
+        };
+        self.out.derives.push(DeriveSite {
+            path: self.path.to_path_buf(),
+            line,
+            column,
+            written,
+            via,
+        });
+
+        match body {
+            Body::Struct(fields) => {
+                for list in &type_errors {
+                    self.check_error_attr(
+                        list,
+                        Some(fields),
+                        generics,
+                        &format!("struct `{name}`"),
+                    );
+                }
+            }
+            Body::Enum(_) => {
+                for list in &type_errors {
+                    self.check_error_attr(list, None, generics, &format!("enum `{name}`"));
+                }
+                for (v, lists) in &variants {
+                    for list in lists {
+                        let what = format!("variant `{name}::{}`", v.ident);
+                        self.check_error_attr(list, Some(&v.fields), generics, &what);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Splits the tokens after the format literal into arguments.
+    fn split_args(&self, toks: &[TokenTree]) -> Option<Vec<FmtArg>> {
+        let mut segments: Vec<Vec<TokenTree>> = vec![Vec::new()];
+        for t in toks {
+            match t {
+                TokenTree::Punct(p) if p.as_char() == ',' => segments.push(Vec::new()),
+                _ => segments.last_mut().expect("never empty").push(t.clone()),
+            }
+        }
+        if !segments[0].is_empty() {
+            return None;
+        }
+        if segments.len() > 1 && segments.last().is_some_and(Vec::is_empty) {
+            segments.pop();
+        }
+        let mut out = Vec::new();
+        for seg in segments.into_iter().skip(1) {
+            let (first, last) = (seg.first()?, seg.last()?);
+            let range = self.src.range(first.span()).start..self.src.range(last.span()).end;
+            let (name, value) = match seg.as_slice() {
+                [TokenTree::Ident(i), TokenTree::Punct(eq), rest @ ..]
+                    if eq.as_char() == '='
+                        && eq.spacing() == proc_macro2::Spacing::Alone
+                        && !rest.is_empty() =>
+                {
+                    (
+                        Some((unraw(&i.to_string()).to_string(), i.span())),
+                        rest.to_vec(),
+                    )
+                }
+                _ => (None, seg.clone()),
+            };
+            let complex = value
+                .iter()
+                .any(|t| matches!(t, TokenTree::Punct(p) if matches!(p.as_char(), '|' | '<')));
+            out.push(FmtArg {
+                name,
+                value,
+                range,
+                complex,
+            });
+        }
+        Some(out)
+    }
+
+    /// Rules 1-3 on one `error(...)` list. `fields` is `None` for an enum-level message.
+    fn check_error_attr(
+        &mut self,
+        list: &MetaList,
+        fields: Option<&Fields>,
+        generics: &Generics,
+        what: &str,
+    ) {
+        let toks: Vec<TokenTree> = list.tokens.clone().into_iter().collect();
+        let Some(TokenTree::Literal(l)) = toks.first() else {
+            return;
+        };
+        if !matches!(syn::Lit::new(l.clone()), syn::Lit::Str(_)) {
+            return;
+        }
+        let lit_range = self.src.range(l.span());
+        if self.src.text.get(lit_range.clone()) != Some(l.to_string().as_str()) {
+            self.fail(format!("internal error: a string literal's span does not match the file's bytes at {lit_range:?}"));
+            return;
+        }
+        let Some(pieces) = lit::decode(&self.src.text[lit_range.clone()]) else {
+            return;
+        };
+        let chars: Vec<char> = pieces.iter().map(|p| p.ch).collect();
+        let Some(phs) = fmt::parse(&chars) else {
+            return;
+        };
+        let base = lit_range.start;
+        // file offset of the start / end of value character `i`
+        let start_of = |i: usize| base + pieces[i].src.start;
+        let end_of = |i: usize| base + pieces[i].src.end;
+
+        // Rule 1: `{r#name}` (and `r#name$` parameters) -> `{name}`
+        for r in phs.iter().flat_map(Placeholder::refs) {
+            if let ArgKind::Name(n) = &r.kind
+                && n.starts_with("r#")
+            {
+                let del = start_of(r.chars.start)..end_of(r.chars.start + 1);
+                let bare = &n[2..];
+                self.out.edits.push(Edit {
+                    range: del.clone(),
+                    text: String::new(),
+                });
+                self.finding(
+                    del.start,
+                    Rule::RawIdentInFormat,
+                    format!("raw identifier `{n}` in the #[error] message of {what}: thiserror 2 rejects `r#` inside format strings"),
+                    Some(format!("write `{bare}` instead of `{n}`")),
+                    true,
+                );
+            }
+        }
+
+        let Some(args) = self.split_args(&toks[1..]) else {
+            return;
+        };
+        let Some(fields) = fields else { return };
+        match fields {
+            Fields::Named(named) => self.rule2(&phs, &args, named, generics, what),
+            Fields::Unnamed(u) if !u.unnamed.is_empty() => {
+                let edits = self.rule3(
+                    &phs,
+                    &args,
+                    u.unnamed.len(),
+                    &start_of,
+                    &end_of,
+                    what,
+                    lit_range.start,
+                );
+                self.out.edits.extend(edits);
+            }
+            _ => {}
+        }
+    }
+
+    /// Rule 2: `{name}` where `name` is both a field and a named argument, on a
+    /// field whose type mentions a type parameter not already bounded.
+    fn rule2(
+        &mut self,
+        phs: &[Placeholder],
+        args: &[FmtArg],
+        named: &syn::FieldsNamed,
+        generics: &Generics,
+        what: &str,
+    ) {
+        let mut seen = BTreeSet::new();
+        for ph in phs {
+            let Some(name) = ph.arg.unraw_name() else {
+                continue;
+            };
+            let Some((_, span)) = args
+                .iter()
+                .filter_map(|a| a.name.as_ref())
+                .find(|(n, _)| n == name)
+            else {
+                continue;
+            };
+            let Some(field) = named.named.iter().find(|f| {
+                f.ident
+                    .as_ref()
+                    .is_some_and(|i| unraw(&i.to_string()) == name)
+            }) else {
+                continue;
+            };
+            let trait_name = bound_trait(ph.spec_last);
+            if !mentions_type_param(&field.ty, generics)
+                || has_bound(generics, &field.ty, trait_name)
+                || !seen.insert((name.to_string(), trait_name))
+            {
+                continue;
+            }
+            let ty_range = self.src.range(field.ty.span());
+            let ty = self
+                .src
+                .text
+                .get(ty_range)
+                .unwrap_or("the field's type")
+                .to_string();
+            let at = self.src.range(*span).start;
+            self.finding(
+                at,
+                Rule::ShadowedFieldBound,
+                format!(
+                    "named argument `{name}` shadows field `{name}: {ty}` in the #[error] message of {what}: \
+                     thiserror 1 inferred `{ty}: {trait_name}` for it, thiserror 2 no longer does"
+                ),
+                Some(format!(
+                    "if the Display impl relied on it, add `where {ty}: ::core::fmt::{trait_name}` to the type \
+                     (or rename the argument, e.g. `{name}_ = ...` with `{{{name}_}}`)"
+                )),
+                false,
+            );
+        }
+    }
+
+    /// Rule 3: numbered `{0}` together with extra positional arguments in a
+    /// tuple struct or variant. Returns the edits that name the positional
+    /// arguments, or none (and an unfixable finding) when that is ambiguous.
+    #[allow(clippy::too_many_arguments)]
+    fn rule3(
+        &mut self,
+        phs: &[Placeholder],
+        args: &[FmtArg],
+        nfields: usize,
+        start_of: &dyn Fn(usize) -> usize,
+        end_of: &dyn Fn(usize) -> usize,
+        what: &str,
+        attr_start: usize,
+    ) -> Vec<Edit> {
+        let positional: Vec<&FmtArg> = args.iter().filter(|a| a.name.is_none()).collect();
+        let Some(numbered) = phs.iter().find_map(|p| match p.arg.kind {
+            ArgKind::Index(n) => Some(n),
+            _ => None,
+        }) else {
+            return Vec::new();
+        };
+        let Some(first) = positional.first() else {
+            return Vec::new();
+        };
+        let message = format!(
+            "{what} uses numbered `{{{numbered}}}` together with extra positional arguments in its #[error] message: \
+             thiserror 2 rejects this"
+        );
+        let at = first.range.start;
+        let unfixable = |s: &mut Self, why: &str| {
+            s.finding(
+                at,
+                Rule::PositionalWithNumbered,
+                format!("{message} (not rewritten: {why})"),
+                Some("turn the extra positional arguments into named ones: `#[error(\"{0} {n}\", n = x)]`".into()),
+                false,
+            );
+            Vec::new()
+        };
+        if phs.iter().any(|p| p.star) {
+            return unfixable(self, "`.*` precision takes positional arguments");
+        }
+        if positional.iter().any(|a| a.complex) {
+            return unfixable(self, "an argument contains a closure or generics");
+        }
+
+        // names for the positional arguments, clashing with nothing in this message
+        let mut taken: BTreeSet<String> = args
+            .iter()
+            .filter_map(|a| a.name.as_ref().map(|(n, _)| n.clone()))
+            .collect();
+        taken.extend(
+            phs.iter()
+                .flat_map(Placeholder::refs)
+                .filter_map(|r| r.unraw_name().map(str::to_string)),
+        );
+        let mut names = Vec::new();
+        for (i, a) in positional.iter().enumerate() {
+            let name = match name_from_expr(&a.value) {
+                Some(n) if !taken.contains(&n) => n,
+                _ => {
+                    let base = format!("arg{}", i + 1);
+                    (1..)
+                        .map(|k| {
+                            if k == 1 {
+                                base.clone()
+                            } else {
+                                format!("{base}_{k}")
+                            }
+                        })
+                        .find(|n| !taken.contains(n))
+                        .expect("unbounded")
+                }
+            };
+            taken.insert(name.clone());
+            names.push(name);
+        }
+
+        let mut edits = Vec::new();
+        let mut implicit = 0;
+        for ph in phs {
+            let refs: [(bool, Option<&ArgRef>); 3] = [
+                (true, Some(&ph.arg)),
+                (false, ph.width.as_ref()),
+                (false, ph.precision.as_ref()),
+            ];
+            for (is_arg, r) in refs {
+                let Some(r) = r else { continue };
+                let index = match r.kind {
+                    ArgKind::Implicit => {
+                        implicit += 1;
+                        implicit - 1
+                    }
+                    // `{N}` names field N when there is one (thiserror 1 and 2 agree)
+                    ArgKind::Index(n) if is_arg && n < nfields => continue,
+                    ArgKind::Index(n) => n,
+                    ArgKind::Name(_) => continue,
+                };
+                let Some(name) = names.get(index) else {
+                    return unfixable(self, &format!("positional argument {index} does not exist"));
+                };
+                let range = if r.chars.is_empty() {
+                    start_of(r.chars.start)..start_of(r.chars.start)
+                } else {
+                    start_of(r.chars.start)..end_of(r.chars.end - 1)
+                };
+                edits.push(Edit {
+                    range,
+                    text: name.clone(),
+                });
+            }
+        }
+        for (a, name) in positional.iter().zip(&names) {
+            edits.push(Edit {
+                range: a.range.start..a.range.start,
+                text: format!("{name} = "),
+            });
+        }
+        let end = args.last().map_or(attr_start, |a| a.range.end);
+        let suggestion = apply_edits(&self.src.text[attr_start..end], attr_start, &edits)
+            .map(|s| format!("#[error({s})]"))
+            .ok();
+        self.finding(at, Rule::PositionalWithNumbered, message, suggestion, true);
+        edits
+    }
+}
+
+/// `text` (which starts at file offset `base`) with `edits` applied; `Err`
+/// when two edits overlap.
+pub(crate) fn apply_edits(text: &str, base: usize, edits: &[Edit]) -> Result<String, String> {
+    let mut sorted: Vec<&Edit> = edits.iter().collect();
+    sorted.sort_by_key(|e| (e.range.start, e.range.end));
+    let mut out = String::with_capacity(text.len());
+    let mut pos = 0;
+    for e in sorted {
+        let (s, t) = (e.range.start - base, e.range.end - base);
+        if s < pos {
+            return Err(format!("overlapping edits at byte {}", e.range.start));
+        }
+        out.push_str(&text[pos..s]);
+        out.push_str(&e.text);
+        pos = t;
+    }
+    out.push_str(&text[pos..]);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_col_is_one_based_and_counts_characters() {
+        let s = Source::new("ab\néé x\n");
+        assert_eq!(s.line_col(0), (1, 1));
+        assert_eq!(s.line_col(3), (2, 1));
+        assert_eq!(s.line_col(8), (2, 4)); // after "éé " (5 bytes, 3 chars)
+    }
+
+    #[test]
+    fn content_start_skips_bom_and_shebang_but_not_inner_attributes() {
+        assert_eq!(Source::new("\u{feff}fn f() {}").content_start, 3);
+        assert_eq!(
+            Source::new("#!/usr/bin/env run\nfn f() {}").content_start,
+            18
+        );
+        assert_eq!(Source::new("#![allow(x)]\nfn f() {}").content_start, 0);
+    }
+
+    #[test]
+    fn names_from_simple_expressions_only() {
+        let toks = |s: &str| {
+            s.parse::<proc_macro2::TokenStream>()
+                .unwrap()
+                .into_iter()
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(name_from_expr(&toks("x")), Some("x".into()));
+        assert_eq!(name_from_expr(&toks(".code")), Some("code".into()));
+        assert_eq!(name_from_expr(&toks(".0.len()")), Some("len".into()));
+        assert_eq!(name_from_expr(&toks("self.a.b")), Some("b".into()));
+        assert_eq!(name_from_expr(&toks(".1")), None);
+        assert_eq!(name_from_expr(&toks(".r#type")), None);
+        assert_eq!(name_from_expr(&toks("f(x)")), None);
+        assert_eq!(name_from_expr(&toks("__private")), None);
+        assert_eq!(name_from_expr(&toks("a + b")), None);
+    }
+
+    #[test]
+    fn edits_apply_in_order_and_overlaps_are_refused() {
+        let e = |r: Range<usize>, t: &str| Edit {
+            range: r,
+            text: t.into(),
+        };
+        assert_eq!(
+            apply_edits("abcdef", 0, &[e(4..5, "X"), e(1..1, "+"), e(1..2, "")]).unwrap(),
+            "a+cdXf"
+        );
+        assert_eq!(apply_edits("cdef", 2, &[e(3..4, "")]).unwrap(), "cef");
+        assert!(apply_edits("abcdef", 0, &[e(1..3, ""), e(2..4, "")]).is_err());
+    }
+
+    #[test]
+    fn bound_traits_follow_thiserror() {
+        assert_eq!(bound_trait(None), "Display");
+        assert_eq!(bound_trait(Some('?')), "Debug");
+        assert_eq!(bound_trait(Some('x')), "LowerHex");
+        assert_eq!(bound_trait(Some('5')), "Display");
+    }
+}
