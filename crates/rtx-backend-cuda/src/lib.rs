@@ -1,1 +1,94 @@
-//! rtx-backend-cuda
+//! The CUDA backend of rtx: device gather, deterministic atomic-free
+//! scatter-add and swap_dims / transpose / permute, on cudarc with kernels
+//! compiled at run time by NVRTC.
+//!
+//! Everything device-side is behind the `cuda` feature. Without it the crate
+//! still builds (anywhere), exports the same types, and
+//! [`CudaBackend::new`] returns [`Error::FeatureDisabled`]. With it, the
+//! crate still builds on machines without CUDA (cudarc loads the driver at run
+//! time), and a missing driver, a too-old driver, a missing device or a
+//! missing NVRTC is an [`Error`] value naming the cause, never a panic.
+//!
+//! ```no_run
+//! use rtx_backend::Backend;
+//! use rtx_backend_cuda::CudaBackend;
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let gpu = CudaBackend::new(0)?; // Err(FeatureDisabled / NoDevice / ...) without a GPU
+//! let x = gpu.upload(&[1.0f32, 2.0, 3.0, 4.0], &[2, 2])?;
+//! let g = gpu.index_select(&x, &[1, 1, 0])?; // [3, 2] on the device
+//! let mut acc = gpu.zeros::<f32>(&[2, 2])?;
+//! gpu.index_add(&mut acc, &[1, 1, 0], &g)?; // canonical order: bit-identical to the CPU backend
+//! assert_eq!(gpu.download(&acc)?, [1.0, 2.0, 6.0, 8.0]);
+//! // a static topology: validate and upload once, no per-call hashing
+//! let edges = gpu.index(&[1, 1, 0])?;
+//! let g2 = gpu.index_select_with(&x, &edges)?;
+//! # let _ = g2; Ok(())
+//! # }
+//! ```
+//!
+//! # Design
+//! * **One stream per backend.** Every op is queued on the backend's own
+//!   non-blocking stream, in submission order; downloads synchronize it. The
+//!   backend is `Send + Sync` and may be shared by threads.
+//! * **Memory** comes from the device's default stream-ordered pool
+//!   (`cuMemAllocAsync`), with its release threshold raised so freed memory is
+//!   reused instead of returned at every synchronization. An allocation that
+//!   fails retries once after trimming the pool, then is [`Error::OutOfMemory`].
+//! * **Kernels** (`kernels/*.cu`, embedded with `include_str!`) are compiled
+//!   by NVRTC for the device's architecture (`sm_90` on an H200) once per
+//!   backend, and cached on disk: `$RTX_CUDA_CACHE_DIR`, else
+//!   `$XDG_CACHE_HOME/rtx/cubin`, else `$HOME/.cache/rtx/cubin`
+//!   (`RTX_CUDA_DISK_CACHE=0` disables it).
+//! * **Index cache.** `index_select` / `index_add` / `index_add_planned` take
+//!   host index lists; each thread keeps, per backend, an LRU cache of their
+//!   device copies and scatter plans keyed by the exact list (hash, then a
+//!   full comparison), bounded in bytes ([`DEFAULT_INDEX_CACHE_BYTES`],
+//!   [`CudaBackend::set_index_cache_limit`]). [`CudaBackend::index`] returns a
+//!   [`CudaIndex`] handle for zero per-call hashing.
+//! * **Scatter-add** follows [`rtx_backend::order`] exactly: no atomics, one
+//!   launch per level of the canonical block tree, results bit-identical to
+//!   `rtx-backend-cpu` for finite values (a NaN produced by the adds is the
+//!   device's canonical NaN, whose payload can differ from the host's).
+//! * **Permute** follows rtx-tensor's plan: relabels share the buffer, 2-D
+//!   (batched) transposes use a tiled shared-memory kernel, anything else an
+//!   N-D kernel decoding output indices with the output shape (rank <= 8
+//!   after simplification; beyond, a host round trip).
+
+mod error;
+// The host halves of the device code: tested without a device, used only with it.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+mod hash;
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+mod levels;
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+mod source;
+
+#[cfg(feature = "cuda")]
+mod device;
+#[cfg(not(feature = "cuda"))]
+mod stub;
+
+#[cfg(feature = "cuda")]
+pub use device::{
+    CudaBackend, CudaBuffer, CudaIndex, DEFAULT_INDEX_CACHE_BYTES, REQUIRED_DRIVER_VERSION,
+};
+pub use error::{Error, NvrtcError, Result};
+pub use source::{KERNEL_FILES, translation_unit as kernel_source};
+#[cfg(not(feature = "cuda"))]
+pub use stub::{
+    CudaBackend, CudaBuffer, CudaIndex, DEFAULT_INDEX_CACHE_BYTES, REQUIRED_DRIVER_VERSION,
+};
+
+#[cfg(test)]
+mod tests {
+    #[cfg(not(feature = "cuda"))]
+    #[test]
+    fn without_the_feature_new_says_so() {
+        let e = crate::CudaBackend::new(0).unwrap_err();
+        assert!(matches!(e, crate::Error::FeatureDisabled), "{e}");
+        assert!(e.to_string().contains("--features cuda"), "{e}");
+        let b: rtx_backend::Error = e.into();
+        assert!(b.to_string().starts_with("cuda: "), "{b}");
+    }
+}

@@ -1,0 +1,191 @@
+//! The chunk tables that drive the device scatter-add: rtx-backend's canonical
+//! order ([`rtx_backend::order`]) laid out as independent launches.
+//!
+//! Plain host code (no device), so it is unit-tested against the reference on
+//! any machine: [`tests::simulate`] runs the tables the way the kernels do.
+//!
+//! For each destination row with `k > 0` contributions, level 0 cuts the row's
+//! plan positions into chunks of [`CANONICAL_BLOCK`] (the last may be shorter).
+//! A row with one chunk at a level is finished there: its chunk's sum goes into
+//! the row ([`FINAL`]). Otherwise each chunk's sum goes to the row's next
+//! consecutive slot of the next level's scratch, and that level cuts the row's
+//! slots the same way. Chunks partition the values of a level in order, so a
+//! level is one monotone `start` array of `n + 1` entries plus a row and a slot
+//! per chunk.
+
+use rtx_backend::{CANONICAL_BLOCK, IndexPlan};
+
+/// Slot of a chunk whose sum is added into its destination row.
+pub(crate) const FINAL: u32 = u32::MAX;
+
+/// One level: chunk `c` sums values `start[c]..start[c + 1]` of the level
+/// into slot `slot[c]` of the next level, or into row `row[c]` when
+/// `slot[c] == FINAL`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ChunkLevel {
+    pub start: Vec<u32>,
+    pub row: Vec<u32>,
+    pub slot: Vec<u32>,
+}
+
+impl ChunkLevel {
+    /// Number of chunks.
+    pub fn len(&self) -> usize {
+        self.row.len()
+    }
+}
+
+/// Every level of a plan. Level `l + 1` reads the `values[l + 1]` scratch
+/// values that level `l` writes; `values[0]` is the plan's entry count.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ScatterLevels {
+    pub levels: Vec<ChunkLevel>,
+    pub values: Vec<usize>,
+}
+
+/// Builds the chunk tables of `plan`, in O(rows + chunks).
+///
+/// # Panics
+/// Never for a valid plan (its entry count fits in `u32`, so every start and slot does).
+pub(crate) fn build_levels(plan: &IndexPlan) -> ScatterLevels {
+    let b = CANONICAL_BLOCK;
+    // (row, first value of the row at this level, number of values)
+    let mut rows: Vec<(u32, usize, usize)> = Vec::new();
+    let off = plan.offsets();
+    for r in 0..plan.rows() {
+        let k = (off[r + 1] - off[r]) as usize;
+        if k > 0 {
+            rows.push((r as u32, off[r] as usize, k));
+        }
+    }
+    let mut levels = Vec::new();
+    let mut values = vec![plan.len()];
+    while !rows.is_empty() {
+        let mut lvl = ChunkLevel {
+            start: Vec::new(),
+            row: Vec::new(),
+            slot: Vec::new(),
+        };
+        let mut next_rows = Vec::new();
+        let mut next_slot = 0usize;
+        for &(r, first, k) in &rows {
+            let chunks = k.div_ceil(b);
+            if chunks > 1 {
+                next_rows.push((r, next_slot, chunks));
+            }
+            for c in 0..chunks {
+                lvl.start.push(u32::try_from(first + c * b).expect("plan fits in u32"));
+                lvl.row.push(r);
+                lvl.slot.push(if chunks == 1 {
+                    FINAL
+                } else {
+                    u32::try_from(next_slot + c).expect("slots fit in u32")
+                });
+            }
+            if chunks > 1 {
+                next_slot += chunks;
+            }
+        }
+        // Chunks are contiguous: the level ends where its last row ends.
+        let &(_, first, k) = rows.last().expect("non-empty");
+        lvl.start
+            .push(u32::try_from(first + k).expect("plan fits in u32"));
+        levels.push(lvl);
+        if next_slot > 0 {
+            values.push(next_slot);
+        }
+        rows = next_rows;
+    }
+    ScatterLevels { levels, values }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use rtx_backend::conformance::{indices, values};
+    use rtx_backend::{Element, reference};
+
+    /// Runs the tables as the kernels do (per column, chunk by chunk).
+    pub(crate) fn simulate<T: Element>(
+        lv: &ScatterLevels,
+        positions: &[u32],
+        src: &[T],
+        dst: &mut [T],
+        f: usize,
+    ) {
+        let mut cur: Vec<T> = Vec::new();
+        for (l, level) in lv.levels.iter().enumerate() {
+            let mut next = vec![T::ZERO; lv.values.get(l + 1).copied().unwrap_or(0) * f];
+            for c in 0..level.len() {
+                let (a, b) = (level.start[c] as usize, level.start[c + 1] as usize);
+                assert!(a < b && b - a <= CANONICAL_BLOCK, "chunk {c} of level {l}: {a}..{b}");
+                for j in 0..f {
+                    let val = |p: usize| {
+                        if l == 0 {
+                            src[positions[p] as usize * f + j]
+                        } else {
+                            cur[p * f + j]
+                        }
+                    };
+                    let s = (a + 1..b).fold(val(a), |s, p| s + val(p));
+                    if level.slot[c] == FINAL {
+                        let d = &mut dst[level.row[c] as usize * f + j];
+                        *d = *d + s;
+                    } else {
+                        next[level.slot[c] as usize * f + j] = s;
+                    }
+                }
+            }
+            cur = next;
+        }
+    }
+
+    fn check(idx: &[u32], rows: usize, f: usize) {
+        let plan = IndexPlan::new(idx, rows).unwrap();
+        let lv = build_levels(&plan);
+        let src: Vec<f32> = values(3, idx.len() * f);
+        let dst0: Vec<f32> = values(4, rows * f);
+        let mut want = dst0.clone();
+        reference::index_add(&mut want, f, &plan, &src).unwrap();
+        let mut got = dst0.clone();
+        simulate(&lv, plan.positions(), &src, &mut got, f);
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&got), bits(&want), "rows {rows} e {} f {f}", idx.len());
+    }
+
+    #[test]
+    fn tables_reproduce_the_canonical_order() {
+        check(&[], 3, 2);
+        check(&[2, 0, 2, 2, 1, 0], 4, 3);
+        check(&indices(1, 5000, 1000, true), 1000, 2);
+        check(&indices(1, 40_000, 300, true), 300, 3);
+        // one row at three levels: 256^2 + 17 values
+        check(&vec![1u32; CANONICAL_BLOCK * CANONICAL_BLOCK + 17], 3, 1);
+        // exactly one full block, and one past it
+        check(&vec![0u32; CANONICAL_BLOCK], 1, 2);
+        check(&vec![0u32; CANONICAL_BLOCK + 1], 1, 2);
+    }
+
+    #[test]
+    fn level_shape_of_one_hub_row() {
+        let n = 3 * CANONICAL_BLOCK * CANONICAL_BLOCK / 2 + 5;
+        let plan = IndexPlan::new(&vec![0u32; n], 1).unwrap();
+        let lv = build_levels(&plan);
+        let chunks: Vec<usize> = lv.levels.iter().map(ChunkLevel::len).collect();
+        // level 0: ceil(n/256) = 385 chunks; level 1: 2 chunks; level 2: 1
+        assert_eq!(chunks, [385, 2, 1]);
+        assert_eq!(lv.values, [n, 385, 2]);
+        assert_eq!(lv.levels[2].slot, [FINAL]);
+        assert_eq!(*lv.levels[0].start.last().unwrap() as usize, n);
+    }
+
+    #[test]
+    fn empty_rows_have_no_chunks() {
+        let plan = IndexPlan::new(&[5, 5, 1], 9).unwrap();
+        let lv = build_levels(&plan);
+        assert_eq!(lv.levels.len(), 1);
+        assert_eq!(lv.levels[0].row, [1, 5]);
+        assert_eq!(lv.levels[0].start, [0, 1, 3]);
+        assert_eq!(lv.levels[0].slot, [FINAL, FINAL]);
+    }
+}

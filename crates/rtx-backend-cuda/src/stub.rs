@@ -1,0 +1,228 @@
+//! Stand-ins for the device types when the `cuda` feature is off: the same
+//! names and signatures, so downstream code compiles the same either way.
+//! [`CudaBackend::new`] returns [`Error::FeatureDisabled`], so no value of
+//! these types can exist and none of their methods can run.
+
+use std::convert::Infallible;
+use std::marker::PhantomData;
+
+use rtx_backend::{BTensor, Backend, Element, Result as BResult};
+
+use crate::error::{Error, Result};
+
+/// The CUDA version the `cuda` feature's bindings target.
+pub const REQUIRED_DRIVER_VERSION: i32 = 13000;
+
+/// Default byte budget of each thread's index cache (see the `cuda` feature's docs).
+pub const DEFAULT_INDEX_CACHE_BYTES: usize = 512 << 20;
+
+/// A device buffer (uninhabited without the `cuda` feature).
+pub struct CudaBuffer<T> {
+    never: Infallible,
+    _t: PhantomData<fn() -> T>,
+}
+
+impl<T> std::fmt::Debug for CudaBuffer<T> {
+    fn fmt(&self, _: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.never {}
+    }
+}
+
+impl<T> CudaBuffer<T> {
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        match self.never {}
+    }
+
+    /// Whether there are no elements.
+    pub fn is_empty(&self) -> bool {
+        match self.never {}
+    }
+
+    /// The device address.
+    pub fn device_ptr(&self) -> u64 {
+        match self.never {}
+    }
+}
+
+/// A device-resident index list (uninhabited without the `cuda` feature).
+#[derive(Debug, Clone)]
+pub struct CudaIndex {
+    never: Infallible,
+}
+
+impl CudaIndex {
+    /// Number of indices.
+    pub fn len(&self) -> usize {
+        match self.never {}
+    }
+
+    /// Whether the list is empty.
+    pub fn is_empty(&self) -> bool {
+        match self.never {}
+    }
+
+    /// The largest index.
+    pub fn max_index(&self) -> Option<u32> {
+        match self.never {}
+    }
+
+    /// Host and device bytes held.
+    pub fn bytes(&self) -> usize {
+        match self.never {}
+    }
+}
+
+/// The CUDA backend (uninhabited without the `cuda` feature: [`CudaBackend::new`] fails).
+#[derive(Debug)]
+pub struct CudaBackend {
+    never: Infallible,
+}
+
+impl CudaBackend {
+    /// Always [`Error::FeatureDisabled`]: this build has no device code.
+    ///
+    /// # Errors
+    /// Always.
+    pub fn new(_ordinal: usize) -> Result<CudaBackend> {
+        Err(Error::FeatureDisabled)
+    }
+
+    /// The device ordinal.
+    pub fn ordinal(&self) -> usize {
+        match self.never {}
+    }
+
+    /// The device's name.
+    pub fn device_name(&self) -> &str {
+        match self.never {}
+    }
+
+    /// The NVRTC target.
+    pub fn arch(&self) -> &str {
+        match self.never {}
+    }
+
+    /// The driver's CUDA version.
+    pub fn driver_version(&self) -> i32 {
+        match self.never {}
+    }
+
+    /// Loads the kernels now.
+    ///
+    /// # Errors
+    /// Never returns.
+    pub fn load_kernels(&self) -> Result<bool> {
+        match self.never {}
+    }
+
+    /// Waits for all queued work.
+    ///
+    /// # Errors
+    /// Never returns.
+    pub fn synchronize(&self) -> Result<()> {
+        match self.never {}
+    }
+
+    /// Times `f` with CUDA events.
+    ///
+    /// # Errors
+    /// Never returns.
+    pub fn time_ms<R>(&self, _f: impl FnOnce() -> R) -> Result<(R, f32)> {
+        match self.never {}
+    }
+
+    /// Sets the pool's release threshold.
+    ///
+    /// # Errors
+    /// Never returns.
+    pub fn set_pool_release_threshold(&self, _bytes: u64) -> Result<()> {
+        match self.never {}
+    }
+
+    /// Sets the index cache's byte budget.
+    pub fn set_index_cache_limit(&self, _bytes: usize) {
+        match self.never {}
+    }
+
+    /// The index cache's byte budget.
+    pub fn index_cache_limit(&self) -> usize {
+        match self.never {}
+    }
+
+    /// Drops the calling thread's cached index lists.
+    pub fn clear_index_cache(&self) {
+        match self.never {}
+    }
+
+    /// `(entries, bytes)` of the calling thread's index cache.
+    pub fn index_cache_stats(&self) -> (usize, usize) {
+        match self.never {}
+    }
+
+    /// Tile edge of the transpose kernel.
+    pub fn set_transpose_tile(&self, _tile: u32) {
+        match self.never {}
+    }
+
+    /// Keeps `idx` on the device.
+    ///
+    /// # Errors
+    /// Never returns.
+    pub fn index(&self, _idx: &[u32]) -> BResult<CudaIndex> {
+        match self.never {}
+    }
+
+    /// Builds `index`'s scatter plan now.
+    ///
+    /// # Errors
+    /// Never returns.
+    pub fn prepare_scatter(&self, _index: &CudaIndex) -> BResult<()> {
+        match self.never {}
+    }
+
+    /// Gather with a prepared index.
+    ///
+    /// # Errors
+    /// Never returns.
+    pub fn index_select_with<T: Element>(
+        &self,
+        _src: &BTensor<Self, T>,
+        _index: &CudaIndex,
+    ) -> BResult<BTensor<Self, T>> {
+        match self.never {}
+    }
+
+    /// Scatter-add with a prepared index.
+    ///
+    /// # Errors
+    /// Never returns.
+    pub fn index_add_with<T: Element>(
+        &self,
+        _dst: &mut BTensor<Self, T>,
+        _index: &CudaIndex,
+        _src: &BTensor<Self, T>,
+    ) -> BResult<()> {
+        match self.never {}
+    }
+}
+
+impl Backend for CudaBackend {
+    type Buffer<T: Element> = CudaBuffer<T>;
+
+    fn name(&self) -> String {
+        match self.never {}
+    }
+
+    fn upload<T: Element>(&self, _data: &[T], _shape: &[usize]) -> BResult<BTensor<Self, T>> {
+        match self.never {}
+    }
+
+    fn download<T: Element>(&self, _t: &BTensor<Self, T>) -> BResult<Vec<T>> {
+        match self.never {}
+    }
+
+    fn zeros<T: Element>(&self, _shape: &[usize]) -> BResult<BTensor<Self, T>> {
+        match self.never {}
+    }
+}

@@ -1,0 +1,81 @@
+// Shared definitions of the rtx CUDA kernels.
+//
+// The kernels are compiled at run time by NVRTC, which has no C++ standard
+// library headers: this file defines what they share. rtx-backend-cuda embeds
+// it and the .cu files with include_str! and concatenates them into one
+// translation unit (dropping the `#include "common.cuh"` lines), so one NVRTC
+// compile builds every kernel. Each .cu file still includes it, so the files
+// also compile on their own with nvcc.
+//
+// Conventions (see docs/parts/cuda.md):
+// * All sizes and index arithmetic are 64-bit (`u64`); only stored indices
+//   (index lists, plan positions, chunk tables) are 32-bit.
+// * Every kernel uses a 1-D grid and a grid-stride loop, so any problem size
+//   runs with any grid the host picks (grid.x <= 2^31 - 1; grid.y and grid.z
+//   are always 1).
+// * Copies move bits as unsigned integer vectors (NaN payloads and -0.0 are
+//   preserved); only scatter-add does float arithmetic, with explicit
+//   round-to-nearest adds (__fadd_rn / __dadd_rn) that the compiler may never
+//   contract or reassociate.
+#pragma once
+
+typedef unsigned int u32;
+typedef unsigned long long u64;
+
+// Slot value of a scatter chunk whose sum goes into the destination row.
+#define RTX_FINAL 0xFFFFFFFFu
+
+// Largest rank of the N-D permute kernel (after rtx-tensor's simplification).
+#define RTX_MAX_RANK 8
+
+// Threads per block of the 1-D kernels.
+#define RTX_BLOCK 256
+
+// Element-wise adds of the scatter accumulators (round to nearest, never fused).
+__device__ __forceinline__ float vadd(float a, float b) { return __fadd_rn(a, b); }
+__device__ __forceinline__ float2 vadd(float2 a, float2 b) {
+    return make_float2(__fadd_rn(a.x, b.x), __fadd_rn(a.y, b.y));
+}
+__device__ __forceinline__ float4 vadd(float4 a, float4 b) {
+    return make_float4(__fadd_rn(a.x, b.x), __fadd_rn(a.y, b.y), __fadd_rn(a.z, b.z),
+                       __fadd_rn(a.w, b.w));
+}
+__device__ __forceinline__ double vadd(double a, double b) { return __dadd_rn(a, b); }
+__device__ __forceinline__ double2 vadd(double2 a, double2 b) {
+    return make_double2(__dadd_rn(a.x, b.x), __dadd_rn(a.y, b.y));
+}
+
+// Copies rows of W vectors: out row o <- src row map(o), for o in [0, nrows).
+//
+// A group of L = 2^lanes_log2 consecutive threads copies one row (lane j
+// moves vectors j, j + L, ...), so a warp reads and writes whole contiguous
+// row segments. Each group handles U rows per pass with all their loads issued
+// before the first store, to keep enough bytes in flight.
+template <typename V, typename Map>
+__device__ __forceinline__ void copy_rows(const V* __restrict__ src, V* __restrict__ out,
+                                          u64 nrows, u64 W, u32 lanes_log2, const Map& map) {
+    constexpr int U = 4;
+    const u32 L = 1u << lanes_log2;
+    const u32 lane = threadIdx.x & (L - 1);
+    const u64 groups = blockDim.x >> lanes_log2;
+    const u64 stride = (u64)gridDim.x * groups;
+    for (u64 base = (u64)blockIdx.x * groups + (threadIdx.x >> lanes_log2); base < nrows;
+         base += stride * U) {
+        u64 o[U];
+        u64 s[U];
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            o[u] = base + (u64)u * stride;
+            s[u] = o[u] < nrows ? map(o[u]) : 0;
+        }
+        for (u64 j = lane; j < W; j += L) {
+            V v[U];
+#pragma unroll
+            for (int u = 0; u < U; ++u)
+                if (o[u] < nrows) v[u] = __ldg(src + s[u] * W + j);
+#pragma unroll
+            for (int u = 0; u < U; ++u)
+                if (o[u] < nrows) __stcs(out + o[u] * W + j, v[u]);
+        }
+    }
+}

@@ -1,0 +1,141 @@
+// swap_dims / transpose / permute, following rtx-tensor's plan
+// (crates/rtx-tensor: PermuteKind). Every kernel writes the output in the
+// contiguous row-major order of the OUTPUT shape, and decodes output indices
+// with that shape: never with the input's strides.
+#include "common.cuh"
+
+// Batched 2-D transpose through a TILE x TILE shared-memory tile:
+// in [batch, rows, cols] -> out [batch, cols, rows], elements of type E
+// (4, 8 or 16 bytes: a 16-byte element is a run of 4 f32 / 2 f64 values).
+// Tiles are numbered along grid.x (column tiles fastest) and visited by a
+// grid-stride loop, so any number of rows, columns and batches is valid.
+// Block: 32 x 8 threads. The tile row is padded by one element against bank
+// conflicts when reading columns.
+template <typename E, int TILE>
+__device__ __forceinline__ void transpose_tiled(const E* __restrict__ in, E* __restrict__ out,
+                                                u64 batch, u64 rows, u64 cols) {
+    __shared__ E tile[TILE][TILE + 1];
+    const u64 tr_n = (rows + TILE - 1) / TILE;
+    const u64 tc_n = (cols + TILE - 1) / TILE;
+    const u64 tiles = batch * tr_n * tc_n;
+    const u64 plane = rows * cols;
+    for (u64 t = blockIdx.x; t < tiles; t += gridDim.x) {
+        const u64 tc = t % tc_n;
+        const u64 rest = t / tc_n;
+        const u64 tr = rest % tr_n;
+        const u64 b = rest / tr_n;
+        const E* __restrict__ ib = in + b * plane;
+        E* __restrict__ ob = out + b * plane;
+        const u64 r0 = tr * TILE, c0 = tc * TILE;
+        const bool full = r0 + TILE <= rows && c0 + TILE <= cols;
+        if (full) {
+#pragma unroll
+            for (int i = 0; i < TILE / 8; ++i)
+#pragma unroll
+                for (int xi = 0; xi < TILE / 32; ++xi) {
+                    const int k = threadIdx.y + 8 * i, x = threadIdx.x + 32 * xi;
+                    tile[k][x] = __ldg(ib + (r0 + k) * cols + c0 + x);
+                }
+        } else {
+#pragma unroll
+            for (int i = 0; i < TILE / 8; ++i)
+#pragma unroll
+                for (int xi = 0; xi < TILE / 32; ++xi) {
+                    const int k = threadIdx.y + 8 * i, x = threadIdx.x + 32 * xi;
+                    if (r0 + k < rows && c0 + x < cols)
+                        tile[k][x] = __ldg(ib + (r0 + k) * cols + c0 + x);
+                }
+        }
+        __syncthreads();
+        if (full) {
+#pragma unroll
+            for (int i = 0; i < TILE / 8; ++i)
+#pragma unroll
+                for (int xi = 0; xi < TILE / 32; ++xi) {
+                    const int k = threadIdx.y + 8 * i, x = threadIdx.x + 32 * xi;
+                    __stcs(ob + (c0 + k) * rows + r0 + x, tile[x][k]);
+                }
+        } else {
+#pragma unroll
+            for (int i = 0; i < TILE / 8; ++i)
+#pragma unroll
+                for (int xi = 0; xi < TILE / 32; ++xi) {
+                    const int k = threadIdx.y + 8 * i, x = threadIdx.x + 32 * xi;
+                    if (c0 + k < cols && r0 + x < rows)
+                        __stcs(ob + (c0 + k) * rows + r0 + x, tile[x][k]);
+                }
+        }
+        __syncthreads();
+    }
+}
+
+#define RTX_TRANSPOSE(NAME, E, TILE)                                                          \
+    extern "C" __global__ void __launch_bounds__(256)                                         \
+        NAME(const E* __restrict__ in, E* __restrict__ out, u64 batch, u64 rows, u64 cols) { \
+        transpose_tiled<E, TILE>(in, out, batch, rows, cols);                                 \
+    }
+RTX_TRANSPOSE(transpose32_b4, u32, 32)
+RTX_TRANSPOSE(transpose32_b8, u64, 32)
+RTX_TRANSPOSE(transpose32_b16, uint4, 32)
+RTX_TRANSPOSE(transpose64_b4, u32, 64)
+RTX_TRANSPOSE(transpose64_b8, u64, 64)
+
+// Batched transpose of runs: in [batch, rows, cols, run] -> out [batch, cols, rows, run],
+// a run being W vectors. Output run o = (b, c, r) copies input run (b, r, c).
+struct TransposeRunsMap {
+    u64 rows, cols;
+    __device__ __forceinline__ u64 operator()(u64 o) const {
+        const u64 r = o % rows;
+        const u64 t = o / rows;
+        const u64 c = t % cols;
+        const u64 b = t / cols;
+        return (b * rows + r) * cols + c;
+    }
+};
+
+#define RTX_TRANSPOSE_RUNS(NAME, V)                                                          \
+    extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                  \
+        NAME(const V* __restrict__ in, V* __restrict__ out, u64 nruns, u64 W, u32 lanes_log2, \
+             u64 rows, u64 cols) {                                                           \
+        TransposeRunsMap m{rows, cols};                                                      \
+        copy_rows<V, TransposeRunsMap>(in, out, nruns, W, lanes_log2, m);                    \
+    }
+RTX_TRANSPOSE_RUNS(transpose_runs_b16, uint4)
+RTX_TRANSPOSE_RUNS(transpose_runs_b8, uint2)
+RTX_TRANSPOSE_RUNS(transpose_runs_b4, u32)
+
+// General N-D permute. The output, viewed as `rank` dims `out_dims` of runs
+// (a run is W vectors: the trailing dim when it stays last, else one element),
+// is written in order; output run o is decoded with the contiguous strides of
+// the OUTPUT shape (div/mod by out_dims, last dim fastest) and read from input
+// run sum(coord[i] * in_strides[i]), in_strides[i] being the input stride (in
+// runs) of the input dim that output dim i comes from.
+struct PermuteParams {
+    u64 rank;
+    u64 out_dims[RTX_MAX_RANK];
+    u64 in_strides[RTX_MAX_RANK];
+};
+
+struct PermuteMap {
+    const PermuteParams& p;
+    __device__ __forceinline__ u64 operator()(u64 o) const {
+        u64 s = 0;
+        for (int i = (int)p.rank - 1; i >= 0; --i) {
+            const u64 d = p.out_dims[i];
+            s += (o % d) * p.in_strides[i];
+            o /= d;
+        }
+        return s;
+    }
+};
+
+#define RTX_PERMUTE(NAME, V)                                                                 \
+    extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                  \
+        NAME(const V* __restrict__ in, V* __restrict__ out, u64 nruns, u64 W, u32 lanes_log2, \
+             const PermuteParams p) {                                                        \
+        PermuteMap m{p};                                                                     \
+        copy_rows<V, PermuteMap>(in, out, nruns, W, lanes_log2, m);                          \
+    }
+RTX_PERMUTE(permute_b16, uint4)
+RTX_PERMUTE(permute_b8, uint2)
+RTX_PERMUTE(permute_b4, u32)
