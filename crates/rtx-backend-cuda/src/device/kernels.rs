@@ -197,3 +197,34 @@ pub(crate) fn load_kernels(ctx: &Arc<CudaContext>, arch: &str, driver: i32) -> R
     }
     load(ctx, cubin, Origin::Compiled)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Needs NVRTC (no device): on the GPU host, or here with libnvrtc on the loader path.
+    #[test]
+    fn kernels_compile_for_hopper() {
+        // SAFETY: only tries to dlopen the candidate library names.
+        assert!(
+            unsafe { nvrtc_sys::is_culib_present() },
+            "this test needs NVRTC (libnvrtc.so.13) on the loader path"
+        );
+        let cubin = compile_cubin("sm_90").unwrap_or_else(|e| panic!("{e}"));
+        assert!(cubin.starts_with(b"\x7fELF"), "a CUBIN is an ELF image");
+    }
+
+    #[test]
+    fn compile_errors_keep_the_log() {
+        // SAFETY: only tries to dlopen the candidate library names.
+        assert!(
+            unsafe { nvrtc_sys::is_culib_present() },
+            "this test needs NVRTC (libnvrtc.so.13) on the loader path"
+        );
+        let e = compile_cubin("sm_1").unwrap_err();
+        let Error::Compile { log, .. } = &e else {
+            panic!("want a compile error, got {e}")
+        };
+        assert!(!log.is_empty() || e.to_string().contains("sm_1"), "{e}");
+    }
+}

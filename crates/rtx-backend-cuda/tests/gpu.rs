@@ -1,0 +1,453 @@
+//! GPU tests of the CUDA backend (feature `cuda`; run on a machine with a device).
+//!
+//! Without a device every test here FAILS with a message saying so: they
+//! never pass silently. Without the feature the file is empty, so a plain
+//! `cargo test --workspace` stays green on CPU-only CI.
+#![cfg(feature = "cuda")]
+
+use std::sync::OnceLock;
+
+use rtx_backend::conformance::{indices, splitmix64, values};
+use rtx_backend::order::canonical_sum;
+use rtx_backend::{BTensor, Backend, Error as BError, IndexPlan, reference};
+use rtx_backend_cpu::CpuBackend;
+use rtx_backend_cuda::{CudaBackend, Error};
+
+/// A backend on device 0, or a panic naming why there is none.
+fn backend() -> CudaBackend {
+    CudaBackend::new(0).unwrap_or_else(|e| panic!("GPU test needs a CUDA device: {e}"))
+}
+
+/// One backend shared by a test binary's threads.
+fn shared() -> &'static CudaBackend {
+    static B: OnceLock<CudaBackend> = OnceLock::new();
+    B.get_or_init(backend)
+}
+
+fn bits32(v: &[f32]) -> Vec<u32> {
+    v.iter().map(|x| x.to_bits()).collect()
+}
+
+fn assert_same(case: &str, got: &[f32], want: &[f32]) {
+    assert_eq!(got.len(), want.len(), "{case}: length");
+    if let Some(i) = (0..got.len()).find(|&i| got[i].to_bits() != want[i].to_bits()) {
+        panic!("{case}: element {i}: got {:?}, want {:?}", got[i], want[i]);
+    }
+}
+
+mod conformance {
+    rtx_backend::conformance_tests!(super::backend());
+}
+
+/// Gather and scatter of one anchor-shaped workload against the CPU backend, bit for bit.
+fn anchor_case(rows: usize, e: usize, f: usize, hub: bool) {
+    let g = shared();
+    let cpu = CpuBackend::new();
+    let idx = indices(1, e, rows, hub);
+    let src: Vec<f32> = values(2, rows * f);
+    let gd = g.download(&g.index_select(&g.upload(&src, &[rows, f]).unwrap(), &idx).unwrap());
+    let gc = cpu.download(&cpu.index_select(&cpu.upload(&src, &[rows, f]).unwrap(), &idx).unwrap());
+    assert_same(&format!("gather {rows}x{e}x{f} hub={hub}"), &gd.unwrap(), &gc.unwrap());
+    let msg: Vec<f32> = values(3, e * f);
+    let mut d = g.zeros::<f32>(&[rows, f]).unwrap();
+    g.index_add(&mut d, &idx, &g.upload(&msg, &[e, f]).unwrap()).unwrap();
+    let mut c = cpu.zeros::<f32>(&[rows, f]).unwrap();
+    cpu.index_add(&mut c, &idx, &cpu.upload(&msg, &[e, f]).unwrap()).unwrap();
+    assert_same(
+        &format!("scatter {rows}x{e}x{f} hub={hub}"),
+        &g.download(&d).unwrap(),
+        &cpu.download(&c).unwrap(),
+    );
+}
+
+#[test]
+fn anchors_bit_identical_to_cpu_small() {
+    // the anchor workloads at 1/16 scale (harris at full size)
+    anchor_case(15_000, 42_955, 64, true);
+    anchor_case(1 << 16, 1 << 20, 64, true);
+    anchor_case(1 << 16, 1 << 20, 64, false);
+    anchor_case(1 << 16, 1 << 20, 16, true);
+    anchor_case(6_250, 131_072, 256, true);
+    // odd and tiny widths
+    anchor_case(1000, 77_777, 1, true);
+    anchor_case(1000, 77_777, 3, true);
+    anchor_case(1000, 77_777, 6, false);
+}
+
+#[test]
+fn anchor_1m_16m_hub_bit_identical_to_cpu() {
+    anchor_case(1 << 20, 16 << 20, 64, true);
+}
+
+#[test]
+fn f64_scatter_bit_identical_to_cpu() {
+    let g = shared();
+    let cpu = CpuBackend::new();
+    for (rows, e, f) in [(3000, 200_000, 2), (3000, 200_000, 5), (10, 300_000, 4)] {
+        let idx = indices(7, e, rows, true);
+        let msg: Vec<f64> = values(3, e * f);
+        let dst0: Vec<f64> = values(4, rows * f);
+        let mut d = g.upload(&dst0, &[rows, f]).unwrap();
+        g.index_add(&mut d, &idx, &g.upload(&msg, &[e, f]).unwrap()).unwrap();
+        let mut c = cpu.upload(&dst0, &[rows, f]).unwrap();
+        cpu.index_add(&mut c, &idx, &cpu.upload(&msg, &[e, f]).unwrap()).unwrap();
+        let (a, b) = (g.download(&d).unwrap(), cpu.download(&c).unwrap());
+        assert!(
+            a.iter().zip(&b).all(|(x, y)| x.to_bits() == y.to_bits()),
+            "f64 scatter {rows}x{e}x{f}"
+        );
+    }
+}
+
+#[test]
+fn extreme_hub_every_index_on_one_row() {
+    let g = shared();
+    let (rows, e, f) = (1000, 4 << 20, 16);
+    let idx = vec![417u32; e];
+    let msg: Vec<f32> = values(3, e * f);
+    let mut d = g.zeros::<f32>(&[rows, f]).unwrap();
+    g.index_add(&mut d, &idx, &g.upload(&msg, &[e, f]).unwrap()).unwrap();
+    let got = g.download(&d).unwrap();
+    let plan = IndexPlan::new(&idx, rows).unwrap();
+    let mut want = vec![0.0f32; rows * f];
+    reference::index_add(&mut want, f, &plan, &msg).unwrap();
+    assert_same("extreme hub", &got, &want);
+}
+
+#[test]
+fn past_two_to_the_31_elements() {
+    // gather into [2^31/64 + 1, 64] f32 (2^31 + 64 elements, 8.6 GB), then
+    // scatter it back: 64-bit sizes and index math end to end.
+    let g = shared();
+    let (rows, f) = (1000usize, 64usize);
+    let e = (1usize << 31) / f + 1;
+    let src: Vec<f32> = values(2, rows * f);
+    let idx: Vec<u32> = (0..e as u64)
+        .map(|i| (splitmix64(5, i) % rows as u64) as u32)
+        .collect();
+    let out = g
+        .index_select(&g.upload(&src, &[rows, f]).unwrap(), &idx)
+        .unwrap();
+    assert_eq!(out.numel(), (1usize << 31) + 64);
+    let host = g.download(&out).unwrap();
+    for (i, &r) in idx.iter().enumerate() {
+        let r = r as usize;
+        if host[i * f..(i + 1) * f]
+            .iter()
+            .zip(&src[r * f..(r + 1) * f])
+            .any(|(a, b)| a.to_bits() != b.to_bits())
+        {
+            panic!("gather row {i} (index {r}) differs");
+        }
+    }
+    drop(host);
+    let mut d = g.zeros::<f32>(&[rows, f]).unwrap();
+    g.index_add(&mut d, &idx, &out).unwrap();
+    let got = g.download(&d).unwrap();
+    let mut count = vec![0usize; rows];
+    for &r in &idx {
+        count[r as usize] += 1;
+    }
+    // every contribution to row r is src row r: the canonical sum of k copies
+    for r in 0..rows {
+        for j in 0..f {
+            let v = src[r * f + j];
+            let want = canonical_sum(count[r], |_| v).map_or(0.0, |t| 0.0 + t);
+            assert_eq!(got[r * f + j].to_bits(), want.to_bits(), "row {r} col {j}");
+        }
+    }
+}
+
+fn check_swap(shape: &[usize], a: usize, b: usize) {
+    let g = shared();
+    let n: usize = shape.iter().product();
+    let x: Vec<f32> = values(9, n);
+    let t = g.upload(&x, shape).unwrap();
+    let s = g.swap_dims(&t, a, b).unwrap();
+    let mut perm: Vec<usize> = (0..shape.len()).collect();
+    perm.swap(a, b);
+    let want = rtx_tensor::permute_host(&x, shape, &perm).unwrap();
+    assert!(s.layout().is_contiguous(), "{shape:?}: output not contiguous");
+    let out_shape: Vec<usize> = perm.iter().map(|&p| shape[p]).collect();
+    assert_eq!(s.shape(), &out_shape[..]);
+    assert_eq!(
+        s.layout().strides(),
+        &rtx_tensor::contiguous_strides(&out_shape).unwrap()[..],
+        "{shape:?}: strides must be the contiguous strides of the output shape"
+    );
+    assert_same(&format!("swap {shape:?} ({a},{b})"), &g.download(&s).unwrap(), &want);
+}
+
+#[test]
+fn transpose_rows_past_the_grid_y_limit() {
+    // field bug 1: rows on grid.y failed past 65,535 * 32 rows
+    check_swap(&[65_536 * 32 + 33, 3], 0, 1);
+    check_swap(&[4_211_136, 2], 0, 1);
+    check_swap(&[4_211_136, 32], 0, 1);
+}
+
+#[test]
+fn transpose_cols_past_the_grid_y_limit() {
+    check_swap(&[3, 65_536 * 32 + 33], 0, 1);
+    check_swap(&[32, 4_211_136], 0, 1);
+}
+
+#[test]
+fn vector_4211136_relabels_without_a_kernel() {
+    let g = shared();
+    let x: Vec<f32> = values(4, 4_211_136);
+    for shape in [[4_211_136usize, 1], [1, 4_211_136]] {
+        let t = g.upload(&x, &shape).unwrap();
+        let s = g.swap_dims(&t, 0, 1).unwrap();
+        assert!(s.shares_storage_with(&t), "{shape:?} must share the buffer");
+        assert_eq!(s.shape(), &[shape[1], shape[0]]);
+        assert!(s.layout().is_contiguous());
+        assert_same("relabel", &g.download(&s).unwrap(), &x);
+    }
+}
+
+#[test]
+fn permute_is_not_a_copy_and_decodes_the_output_shape() {
+    // field bug 2: a permute that decoded with swapped input strides was a plain copy
+    let g = shared();
+    let a: Vec<f32> = (0..24).map(|x| x as f32).collect();
+    let t = g.upload(&a, &[2, 3, 4]).unwrap();
+    let s = g.permute(&t, &[2, 1, 0]).unwrap();
+    let got = g.download(&s).unwrap();
+    assert_ne!(got, a, "permute must move elements");
+    assert_eq!(got[6], 1.0, "b[1][0][0]");
+    // field bug 3: outputs carry the contiguous strides of their own shape
+    assert_eq!(s.layout().strides(), &[6, 2, 1]);
+    for shape in [[7usize, 1, 5, 3], [2, 9, 1, 11]] {
+        for (a, b) in [(0, 2), (1, 3), (0, 3), (2, 3)] {
+            check_swap(&shape, a, b);
+        }
+    }
+}
+
+#[test]
+fn four_d_swap02_with_contiguous_inner_runs() {
+    check_swap(&[64, 128, 256, 32], 0, 2);
+    check_swap(&[5, 7, 9, 3], 0, 2);
+    check_swap(&[5, 7, 9, 6], 0, 2);
+    // f64 runs and batched transposes of wide elements
+    let g = shared();
+    for (shape, a, b) in [
+        (vec![33usize, 17, 2], 0usize, 1usize),
+        (vec![3, 33, 17, 4], 1, 2),
+        (vec![45, 19, 5], 0, 1),
+    ] {
+        let n: usize = shape.iter().product();
+        let x: Vec<f64> = values(9, n);
+        let s = g.swap_dims(&g.upload(&x, &shape).unwrap(), a, b).unwrap();
+        let mut perm: Vec<usize> = (0..shape.len()).collect();
+        perm.swap(a, b);
+        let want = rtx_tensor::permute_host(&x, &shape, &perm).unwrap();
+        let got = g.download(&s).unwrap();
+        assert!(
+            got.iter().zip(&want).all(|(p, q)| p.to_bits() == q.to_bits()),
+            "f64 swap {shape:?} ({a},{b})"
+        );
+    }
+}
+
+#[test]
+fn transpose_tile_64_matches() {
+    let g = backend();
+    g.set_transpose_tile(64);
+    let shape = [1000usize, 777];
+    let x: Vec<f32> = values(9, shape[0] * shape[1]);
+    let s = g.swap_dims(&g.upload(&x, &shape).unwrap(), 0, 1).unwrap();
+    let want = rtx_tensor::permute_host(&x, &shape, &[1, 0]).unwrap();
+    assert_same("tile 64", &g.download(&s).unwrap(), &want);
+    let xd: Vec<f64> = values(9, shape[0] * shape[1]);
+    let s = g.swap_dims(&g.upload(&xd, &shape).unwrap(), 0, 1).unwrap();
+    let want = rtx_tensor::permute_host(&xd, &shape, &[1, 0]).unwrap();
+    assert_eq!(g.download(&s).unwrap(), want);
+}
+
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(96))]
+        #[test]
+        fn random_swaps_match_the_host(
+            shape in proptest::collection::vec(1usize..9, 1..7),
+            a in 0usize..6,
+            b in 0usize..6,
+            seed in 0u64..1000,
+        ) {
+            let g = shared();
+            let (a, b) = (a % shape.len(), b % shape.len());
+            let n: usize = shape.iter().product();
+            let x: Vec<f32> = values(seed, n);
+            let s = g.swap_dims(&g.upload(&x, &shape).unwrap(), a, b).unwrap();
+            let mut perm: Vec<usize> = (0..shape.len()).collect();
+            perm.swap(a, b);
+            let want = rtx_tensor::permute_host(&x, &shape, &perm).unwrap();
+            prop_assert!(s.layout().is_contiguous());
+            prop_assert_eq!(bits32(&g.download(&s).unwrap()), bits32(&want));
+        }
+
+        #[test]
+        fn random_scatters_match_the_cpu(
+            rows in 1usize..400,
+            e in 0usize..3000,
+            f in 1usize..20,
+            hub in any::<bool>(),
+            seed in 0u64..1000,
+        ) {
+            let g = shared();
+            let cpu = CpuBackend::new();
+            let idx = indices(seed, e, rows, hub);
+            let msg: Vec<f32> = values(seed + 1, e * f);
+            let dst0: Vec<f32> = values(seed + 2, rows * f);
+            let mut d = g.upload(&dst0, &[rows, f]).unwrap();
+            g.index_add(&mut d, &idx, &g.upload(&msg, &[e, f]).unwrap()).unwrap();
+            let mut c = cpu.upload(&dst0, &[rows, f]).unwrap();
+            cpu.index_add(&mut c, &idx, &cpu.upload(&msg, &[e, f]).unwrap()).unwrap();
+            prop_assert_eq!(bits32(&g.download(&d).unwrap()), bits32(&cpu.download(&c).unwrap()));
+        }
+    }
+}
+
+#[test]
+fn many_threads_share_one_backend() {
+    let g = shared();
+    std::thread::scope(|s| {
+        for t in 0..8u64 {
+            s.spawn(move || {
+                let cpu = CpuBackend::new();
+                let (rows, e, f) = (500, 60_000, 12);
+                let idx = indices(100 + t % 3, e, rows, true); // some lists repeat across threads
+                let msg: Vec<f32> = values(200 + t, e * f);
+                for round in 0..3 {
+                    let mut d = g.zeros::<f32>(&[rows, f]).unwrap();
+                    g.index_add(&mut d, &idx, &g.upload(&msg, &[e, f]).unwrap()).unwrap();
+                    let mut c = cpu.zeros::<f32>(&[rows, f]).unwrap();
+                    cpu.index_add(&mut c, &idx, &cpu.upload(&msg, &[e, f]).unwrap()).unwrap();
+                    assert_same(
+                        &format!("thread {t} round {round}"),
+                        &g.download(&d).unwrap(),
+                        &cpu.download(&c).unwrap(),
+                    );
+                }
+            });
+        }
+    });
+}
+
+#[test]
+fn same_inputs_same_bits_hub_1m() {
+    let g = shared();
+    let (rows, e, f) = (1 << 20, 4 << 20, 64);
+    let idx = indices(1, e, rows, true);
+    let msg = g.upload(&values::<f32>(3, e * f), &[e, f]).unwrap();
+    let run = || {
+        let mut d = g.zeros::<f32>(&[rows, f]).unwrap();
+        g.index_add(&mut d, &idx, &msg).unwrap();
+        bits32(&g.download(&d).unwrap())
+    };
+    let first = run();
+    g.clear_index_cache(); // the second run rebuilds and re-uploads the plan
+    assert_eq!(run(), first, "two identical scatter-adds differ");
+}
+
+#[test]
+fn out_of_memory_is_an_error_value() {
+    let g = backend();
+    let e = g
+        .zeros::<f32>(&[1 << 40])
+        .expect_err("4 TiB must not fit on the device");
+    let BError::Backend { source, .. } = &e else {
+        panic!("want a backend error, got {e}")
+    };
+    let inner = source.downcast_ref::<Error>().expect("the CUDA backend's error");
+    assert!(matches!(inner, Error::OutOfMemory { .. }), "got {inner}");
+    assert!(e.to_string().contains("out of memory"), "{e}");
+    // the backend still works
+    let t = g.upload(&[1.0f32, 2.0], &[2, 1]).unwrap();
+    assert_eq!(g.download(&t).unwrap(), [1.0, 2.0]);
+}
+
+#[test]
+fn index_handle_matches_the_trait_and_checks_ranges() {
+    let g = shared();
+    let (rows, e, f) = (300, 20_000, 8);
+    let idx = indices(3, e, rows, true);
+    let src = g.upload(&values::<f32>(2, rows * f), &[rows, f]).unwrap();
+    let h = g.index(&idx).unwrap();
+    assert_eq!(h.len(), e);
+    assert_eq!(h.max_index(), idx.iter().copied().max());
+    let a = g.download(&g.index_select_with(&src, &h).unwrap()).unwrap();
+    let b = g.download(&g.index_select(&src, &idx).unwrap()).unwrap();
+    assert_same("handle gather", &a, &b);
+    let msg = g.upload(&values::<f32>(5, e * f), &[e, f]).unwrap();
+    let mut d1 = g.zeros::<f32>(&[rows, f]).unwrap();
+    g.index_add_with(&mut d1, &h, &msg).unwrap();
+    let mut d2 = g.zeros::<f32>(&[rows, f]).unwrap();
+    g.index_add(&mut d2, &idx, &msg).unwrap();
+    assert_same("handle scatter", &g.download(&d1).unwrap(), &g.download(&d2).unwrap());
+    // a destination with too few rows: the trait's range error, dst untouched
+    let small0: Vec<f32> = values(6, 10 * f);
+    let mut small = g.upload(&small0, &[10, f]).unwrap();
+    let err = g.index_add_with(&mut small, &h, &msg).unwrap_err();
+    let first = idx.iter().position(|&i| i >= 10).unwrap();
+    assert!(
+        matches!(err, BError::IndexOutOfRange { position, bound: 10, .. } if position == first),
+        "{err}"
+    );
+    assert_same("untouched", &g.download(&small).unwrap(), &small0);
+    // a handle of another backend is refused
+    let other = backend();
+    let x = other.upload(&values::<f32>(2, rows * f), &[rows, f]).unwrap();
+    assert!(other.index_select_with(&x, &h).is_err());
+}
+
+#[test]
+fn index_cache_is_bounded_and_keyed_by_the_exact_list() {
+    let g = backend();
+    let src = g.upload(&values::<f32>(2, 100 * 4), &[100, 4]).unwrap();
+    let a = indices(1, 10_000, 100, false);
+    let mut b = a.clone();
+    b[9_999] = (b[9_999] + 1) % 100;
+    g.index_select(&src, &a).unwrap();
+    g.index_select(&src, &a).unwrap();
+    assert_eq!(g.index_cache_stats().0, 1, "same list, one entry");
+    let out_b = g.download(&g.index_select(&src, &b).unwrap()).unwrap();
+    assert_eq!(g.index_cache_stats().0, 2, "a list differing in one index is another entry");
+    let s = g.download(&src).unwrap();
+    assert_same("last row", &out_b[9_999 * 4..], &s[b[9_999] as usize * 4..][..4]);
+    g.set_index_cache_limit(100_000); // room for one 10k list (40 kB host + 40 kB device)
+    g.index_select(&src, &a).unwrap();
+    let (n, bytes) = g.index_cache_stats();
+    assert!(n <= 1 && bytes <= 100_000, "{n} entries, {bytes} bytes");
+    g.set_index_cache_limit(0);
+    g.index_select(&src, &a).unwrap();
+    assert_eq!(g.index_cache_stats(), (0, 0));
+}
+
+#[test]
+fn make_unique_copies_on_the_device() {
+    let g = shared();
+    let x: Vec<f32> = values(2, 64);
+    let a = g.upload(&x, &[16, 4]).unwrap();
+    let mut b: BTensor<CudaBackend, f32> = a.clone();
+    g.index_add(&mut b, &[0], &g.upload(&[1.0f32; 4], &[1, 4]).unwrap())
+        .unwrap();
+    assert!(!b.shares_storage_with(&a));
+    assert_same("shared source untouched", &g.download(&a).unwrap(), &x);
+    assert_eq!(g.download(&b).unwrap()[0], x[0] + 1.0);
+}
+
+#[test]
+fn names_and_kernels() {
+    let g = shared();
+    assert_eq!(g.name(), "cuda:0");
+    assert!(g.arch().starts_with("sm_"), "{}", g.arch());
+    assert!(g.driver_version() >= rtx_backend_cuda::REQUIRED_DRIVER_VERSION);
+    g.load_kernels().unwrap();
+    assert!(CudaBackend::new(1000).is_err(), "device 1000 must not exist");
+}
