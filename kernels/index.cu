@@ -60,7 +60,15 @@ __device__ __forceinline__ void scatter_level(const V* __restrict__ vals,
 #pragma unroll
                 for (u32 q = 0; q < UNROLL; ++q) acc = vadd(acc, v[q]);
             }
-            for (; p < b; ++p) acc = vadd(acc, __ldg(vals + RTX_ROW(p)));
+            if (p < b) {  // the tail: loads issued together, added in order
+                V v[UNROLL];
+#pragma unroll
+                for (u32 q = 0; q < UNROLL; ++q)
+                    if (p + q < b) v[q] = __ldg(vals + RTX_ROW(p + q));
+#pragma unroll
+                for (u32 q = 0; q < UNROLL; ++q)
+                    if (p + q < b) acc = vadd(acc, v[q]);
+            }
 #undef RTX_ROW
             if (slot == RTX_FINAL) {
                 V* d = dst + row * W + j;

@@ -82,14 +82,18 @@ RTX_TRANSPOSE(transpose64_b8, u64, 64)
 
 // Batched transpose of runs: in [batch, rows, cols, run] -> out [batch, cols, rows, run],
 // a run being W vectors. Output run o = (b, c, r) copies input run (b, r, c).
+// I is the index type of the decode: u32 when every run index fits (fast
+// division), else u64.
+template <typename I>
 struct TransposeRunsMap {
     u64 rows, cols;
-    __device__ __forceinline__ u64 operator()(u64 o) const {
-        const u64 r = o % rows;
-        const u64 t = o / rows;
-        const u64 c = t % cols;
-        const u64 b = t / cols;
-        return (b * rows + r) * cols + c;
+    __device__ __forceinline__ u64 operator()(u64 o64) const {
+        const I o = (I)o64, R = (I)rows, C = (I)cols;
+        const I t = o / R;
+        const I r = o - t * R;
+        const I b = t / C;
+        const I c = t - b * C;
+        return ((u64)b * rows + r) * cols + c;
     }
 };
 
@@ -97,8 +101,13 @@ struct TransposeRunsMap {
     extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                  \
         NAME(const V* __restrict__ in, V* __restrict__ out, u64 nruns, u64 W, u32 lanes_log2, \
              u64 rows, u64 cols) {                                                           \
-        TransposeRunsMap m{rows, cols};                                                      \
-        copy_rows<V, TransposeRunsMap>(in, out, nruns, W, lanes_log2, m);                    \
+        if (nruns <= 0xFFFFFFFFull) {                                                        \
+            TransposeRunsMap<u32> m{rows, cols};                                             \
+            copy_rows<V, TransposeRunsMap<u32>>(in, out, nruns, W, lanes_log2, m);           \
+        } else {                                                                             \
+            TransposeRunsMap<u64> m{rows, cols};                                             \
+            copy_rows<V, TransposeRunsMap<u64>>(in, out, nruns, W, lanes_log2, m);           \
+        }                                                                                    \
     }
 RTX_TRANSPOSE_RUNS(transpose_runs_b16, uint4)
 RTX_TRANSPOSE_RUNS(transpose_runs_b8, uint2)
@@ -116,14 +125,17 @@ struct PermuteParams {
     u64 in_strides[RTX_MAX_RANK];
 };
 
+template <typename I>
 struct PermuteMap {
     const PermuteParams& p;
-    __device__ __forceinline__ u64 operator()(u64 o) const {
+    __device__ __forceinline__ u64 operator()(u64 o64) const {
+        I o = (I)o64;
         u64 s = 0;
         for (int i = (int)p.rank - 1; i >= 0; --i) {
-            const u64 d = p.out_dims[i];
-            s += (o % d) * p.in_strides[i];
-            o /= d;
+            const I d = (I)p.out_dims[i];
+            const I q = o / d;
+            s += (u64)(o - q * d) * p.in_strides[i];
+            o = q;
         }
         return s;
     }
@@ -133,8 +145,13 @@ struct PermuteMap {
     extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                  \
         NAME(const V* __restrict__ in, V* __restrict__ out, u64 nruns, u64 W, u32 lanes_log2, \
              const PermuteParams p) {                                                        \
-        PermuteMap m{p};                                                                     \
-        copy_rows<V, PermuteMap>(in, out, nruns, W, lanes_log2, m);                          \
+        if (nruns <= 0xFFFFFFFFull) {                                                        \
+            PermuteMap<u32> m{p};                                                            \
+            copy_rows<V, PermuteMap<u32>>(in, out, nruns, W, lanes_log2, m);                 \
+        } else {                                                                             \
+            PermuteMap<u64> m{p};                                                            \
+            copy_rows<V, PermuteMap<u64>>(in, out, nruns, W, lanes_log2, m);                 \
+        }                                                                                    \
     }
 RTX_PERMUTE(permute_b16, uint4)
 RTX_PERMUTE(permute_b8, uint2)

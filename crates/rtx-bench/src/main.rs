@@ -6,6 +6,7 @@
 
 use clap::{Parser, Subcommand};
 
+mod cuda_timing;
 mod gat;
 mod hetgat;
 mod index;
