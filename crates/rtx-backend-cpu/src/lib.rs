@@ -370,6 +370,63 @@ impl Backend for CpuBackend {
         Ok(out)
     }
 
+    fn gather_scale_scatter<T: Element>(
+        &self,
+        x: &BTensor<Self, T>,
+        gather: &[u32],
+        weights: &BTensor<Self, T>,
+        plan: &IndexPlan,
+    ) -> Result<BTensor<Self, T>> {
+        let (h, c) = ops::check_gather_scale_scatter(x.shape(), gather, weights.shape(), plan)?;
+        let (xs, ws) = (x.storage(), weights.storage());
+        let f = h * c;
+        let mut out = vec![T::ZERO; plan.rows() * f];
+        if f > 0 {
+            self.install(|| {
+                out.par_chunks_mut(f)
+                    .with_min_len(MIN_ROWS_PER_TASK)
+                    .enumerate()
+                    .for_each_init(Vec::new, |scratch, (r, o)| {
+                        ops::gather_scale_scatter_row(
+                            plan.row(r),
+                            gather,
+                            xs,
+                            ws,
+                            h,
+                            c,
+                            o,
+                            scratch,
+                        );
+                    });
+            });
+        }
+        Ok(Tensor::new(out, Layout::contiguous(&[plan.rows(), f])?))
+    }
+
+    fn gather_head_dot<T: Element>(
+        &self,
+        a: &BTensor<Self, T>,
+        a_idx: &[u32],
+        b: &BTensor<Self, T>,
+        b_idx: &[u32],
+        heads: usize,
+    ) -> Result<BTensor<Self, T>> {
+        let (h, c) = ops::check_gather_head_dot(a.shape(), a_idx, b.shape(), b_idx, heads)?;
+        let (xa, xb) = (a.storage(), b.storage());
+        let f = h * c;
+        let mut out = vec![T::ZERO; a_idx.len() * h];
+        self.install(|| {
+            out.par_chunks_mut(h)
+                .with_min_len(4 * MIN_ROWS_PER_TASK)
+                .zip(a_idx.par_iter().zip(b_idx.par_iter()))
+                .for_each(|(o, (&i, &j))| {
+                    let (i, j) = (i as usize, j as usize);
+                    ops::head_dot_row(&xa[i * f..(i + 1) * f], &xb[j * f..(j + 1) * f], c, o);
+                });
+        });
+        Ok(Tensor::new(out, Layout::contiguous(&[a_idx.len(), h])?))
+    }
+
     fn segment_softmax<T: Element>(
         &self,
         x: &BTensor<Self, T>,

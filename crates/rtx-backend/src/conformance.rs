@@ -594,6 +594,69 @@ pub fn segment_ops<B: Backend>(b: &B) {
     }
 }
 
+/// The fused gathers (`gather_scale_scatter`, `gather_head_dot`) are
+/// bit-identical to their compositions on the same backend and to the host
+/// reference; bad indices are errors before any work.
+pub fn fused_gathers<B: Backend>(b: &B) {
+    let (n, rows, e, heads, c) = (40usize, 30usize, 3000usize, 4usize, 5usize);
+    let f = heads * c;
+    let gather = indices(70, e, n, false);
+    let scatter = indices(71, e, rows, true);
+    let plan = IndexPlan::new(&scatter, rows).expect("plan");
+    let x: Vec<f32> = values(72, n * f);
+    let w: Vec<f32> = values(73, e * heads);
+    let (xt, wt) = (up(b, &x, &[n, f]), up(b, &w, &[e, heads]));
+    let got = b
+        .gather_scale_scatter(&xt, &gather, &wt, &plan)
+        .expect("gather_scale_scatter");
+    assert_eq!(got.shape(), &[rows, f]);
+    let msg = b
+        .head_scale(&b.index_select(&xt, &gather).expect("gather"), &wt)
+        .expect("scale");
+    let composed = b.segment_sum(&msg, &plan).expect("sum");
+    let got = down(b, &got);
+    assert_bits(
+        "gather_scale_scatter vs its composition",
+        &got,
+        &down(b, &composed),
+    );
+    assert_bits(
+        "gather_scale_scatter vs reference",
+        &got,
+        &ops::gather_scale_scatter(&x, &gather, &w, heads, c, &plan),
+    );
+    let y: Vec<f32> = values(74, rows * f);
+    let yt = up(b, &y, &[rows, f]);
+    let got = b
+        .gather_head_dot(&xt, &gather, &yt, &scatter, heads)
+        .expect("gather_head_dot");
+    assert_eq!(got.shape(), &[e, heads]);
+    let composed = b
+        .head_dot(
+            &b.index_select(&xt, &gather).expect("gather"),
+            &b.index_select(&yt, &scatter).expect("gather"),
+            heads,
+        )
+        .expect("head_dot");
+    assert_bits(
+        "gather_head_dot vs its composition",
+        &down(b, &got),
+        &down(b, &composed),
+    );
+    let mut bad = gather.clone();
+    bad[17] = n as u32;
+    assert!(matches!(
+        b.gather_scale_scatter(&xt, &bad, &wt, &plan),
+        Err(Error::IndexOutOfRange { position: 17, .. })
+    ));
+    let mut bad = scatter.clone();
+    bad[17] = rows as u32;
+    assert!(matches!(
+        b.gather_head_dot(&xt, &gather, &yt, &bad, heads),
+        Err(Error::IndexOutOfRange { position: 17, .. })
+    ));
+}
+
 /// Bad shapes are errors naming both shapes, never panics.
 pub fn model_op_errors<B: Backend>(b: &B) {
     let a = up(b, &[1.0f32; 6], &[2, 3]);
@@ -657,6 +720,7 @@ pub fn run_all<B: Backend>(b: &B) {
     odd_transposes(b);
     model_ops_match_reference(b);
     segment_ops(b);
+    fused_gathers(b);
     model_op_errors(b);
 }
 
@@ -672,7 +736,7 @@ macro_rules! conformance_tests {
             gather_with_repeats scatter_duplicates_untouched adjoint_identity hub_heavy
             out_of_range empty_indices scatter_matches_reference repeatable concurrent_use
             swap_dims_2x3x4 vector_swap_shares_buffer all_permutations odd_transposes
-            model_ops_match_reference segment_ops model_op_errors);
+            model_ops_match_reference segment_ops fused_gathers model_op_errors);
     };
     (@cases $make:expr; $($case:ident)*) => {
         $(

@@ -5,9 +5,10 @@ use crate::{BTensor, Backend, Binary, Element, Result, Unary};
 
 /// Wraps a backend and runs its **index ops** (`index_select`, `index_add`,
 /// `index_add_planned`, `segment_max`, and so the composed `segment_sum`,
-/// `segment_softmax` and `segment_softmax_backward`) through the trait's
+/// `segment_softmax`, `segment_softmax_backward`, `gather_scale_scatter` and
+/// `gather_head_dot`) through the trait's
 /// provided defaults, i.e. through host memory, while every other op
-/// (upload/download/zeros, `make_unique`, `swap_dims`/`permute`, `matmul`,
+/// (upload/download/zeros, `synchronize`, `make_unique`, `swap_dims`/`permute`, `matmul`,
 /// `unary`, `unary_backward`, `binary`, `axpy`, `sum_rows`, `head_dot`,
 /// `head_scale`) is delegated to the wrapped backend.
 ///
@@ -59,6 +60,10 @@ impl<B: Backend> Backend for HostIndexOps<B> {
 
     fn zeros<T: Element>(&self, shape: &[usize]) -> Result<BTensor<Self, T>> {
         self.inner.zeros(shape)
+    }
+
+    fn synchronize(&self) -> Result<()> {
+        self.inner.synchronize()
     }
 
     fn make_unique<T: Element>(&self, t: &mut BTensor<Self, T>) -> Result<()> {

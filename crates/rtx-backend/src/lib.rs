@@ -72,6 +72,17 @@ pub trait Backend: Send + Sync + std::fmt::Debug {
     /// Size overflow; device errors (out of memory).
     fn zeros<T: Element>(&self, shape: &[usize]) -> Result<BTensor<Self, T>>;
 
+    /// Waits until all work queued on this backend has finished (for timing).
+    ///
+    /// Default: nothing, for backends whose ops complete before they return
+    /// (host backends). Asynchronous device backends override it.
+    ///
+    /// # Errors
+    /// Device errors.
+    fn synchronize(&self) -> Result<()> {
+        Ok(())
+    }
+
     /// Makes `t`'s buffer its own (copying it if another tensor shares it), so
     /// it can be written in place.
     ///
@@ -424,6 +435,54 @@ pub trait Backend: Send + Sync + std::fmt::Debug {
         let s = self.segment_sum(&t, plan)?;
         let u = self.binary(Binary::Sub, grad, &self.index_select(&s, &idx)?)?;
         self.binary(Binary::Mul, alpha, &u)
+    }
+
+    /// Fused message passing: `segment_sum(head_scale(index_select(x, gather),
+    /// weights), plan)`, i.e. `out[r] = sum over entries p of plan row r of
+    /// weights[p, h] * x[gather[p]]` (per head block), without materializing
+    /// the `[E, heads*c]` messages. `x: [n, heads*c]`, `weights: [E, heads]`,
+    /// `gather.len() == plan.len() == E`; out `[plan.rows(), heads*c]`.
+    /// (GAT aggregation forward with `gather = src`, `plan` by destination;
+    /// its adjoint with `gather = dst`, `plan` by source.) An index op.
+    ///
+    /// Default: that composition on this backend; a fused override must give
+    /// the same bits.
+    ///
+    /// # Errors
+    /// [`Error::Rank`]; [`Error::ShapeMismatch`]; [`Error::IndexOutOfRange`] (before any work).
+    fn gather_scale_scatter<T: Element>(
+        &self,
+        x: &BTensor<Self, T>,
+        gather: &[u32],
+        weights: &BTensor<Self, T>,
+        plan: &IndexPlan,
+    ) -> Result<BTensor<Self, T>> {
+        ops::check_gather_scale_scatter(x.shape(), gather, weights.shape(), plan)?;
+        let msg = self.head_scale(&self.index_select(x, gather)?, weights)?;
+        self.segment_sum(&msg, plan)
+    }
+
+    /// Fused edge scores: `head_dot(index_select(a, a_idx), index_select(b,
+    /// b_idx), heads)`, out `[E, heads]` with `out[p, h] = a[a_idx[p]]_h .
+    /// b[b_idx[p]]_h`. (The attention-weight gradient of a GAT.) An index op.
+    ///
+    /// Default: that composition on this backend; a fused override must give
+    /// the same bits.
+    ///
+    /// # Errors
+    /// [`Error::Rank`]; [`Error::ShapeMismatch`]; [`Error::IndexOutOfRange`] (before any work).
+    fn gather_head_dot<T: Element>(
+        &self,
+        a: &BTensor<Self, T>,
+        a_idx: &[u32],
+        b: &BTensor<Self, T>,
+        b_idx: &[u32],
+        heads: usize,
+    ) -> Result<BTensor<Self, T>> {
+        ops::check_gather_head_dot(a.shape(), a_idx, b.shape(), b_idx, heads)?;
+        let ga = self.index_select(a, a_idx)?;
+        let gb = self.index_select(b, b_idx)?;
+        self.head_dot(&ga, &gb, heads)
     }
 }
 

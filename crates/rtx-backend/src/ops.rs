@@ -26,6 +26,9 @@
 //!   fused implementation must produce exactly those bits (the CPU backend's
 //!   does; the trait's defaults *are* that composition).
 //!
+//! * **Fused gathers** ([`gather_scale_scatter`], [`gather_head_dot`]) are
+//!   defined as their unfused compositions (see each) and give the same bits.
+//!
 //! Elementwise ops round once per operation, as IEEE-754 does. `exp` is the
 //! backend's own: the host's libm on the host, the device's `exp` on a device;
 //! so host and device results of `exp` may differ in the last bit, while any
@@ -212,6 +215,66 @@ pub fn check_segment(op: &'static str, x: &[usize], plan: &IndexPlan) -> Result<
         ));
     }
     Ok((e, f))
+}
+
+/// `(heads, channels)` of [`gather_scale_scatter`]: `x: [n, heads*c]`,
+/// `gather.len() == plan.len() == weights rows`, `weights: [plan.len(), heads]`;
+/// every gather index is checked against `n` (before any work).
+///
+/// # Errors
+/// [`Error::Rank`]; [`Error::ShapeMismatch`] naming the shapes and lengths;
+/// [`Error::IndexOutOfRange`].
+pub fn check_gather_scale_scatter(
+    x: &[usize],
+    gather: &[u32],
+    weights: &[usize],
+    plan: &IndexPlan,
+) -> Result<(usize, usize)> {
+    let (n, f) = rank2("gather_scale_scatter", "x", x)?;
+    let (e, heads) = rank2("gather_scale_scatter", "weights", weights)?;
+    if heads == 0 || f % heads != 0 || e != gather.len() || e != plan.len() {
+        return Err(mismatch(
+            "gather_scale_scatter",
+            format!(
+                "x {x:?}, {} gather indices, weights {weights:?}, a plan of {} entries \
+                 (want x [N, H*C], weights [E, H] with E indices and E plan entries, H > 0)",
+                gather.len(),
+                plan.len()
+            ),
+        ));
+    }
+    crate::reference::check_indices(gather, n)?;
+    Ok((heads, f / heads))
+}
+
+/// `(heads, channels)` of [`gather_head_dot`]: `a: [na, heads*c]`,
+/// `b: [nb, heads*c]`, `a_idx.len() == b_idx.len()`; indices checked.
+///
+/// # Errors
+/// [`Error::Rank`]; [`Error::ShapeMismatch`]; [`Error::IndexOutOfRange`].
+pub fn check_gather_head_dot(
+    a: &[usize],
+    a_idx: &[u32],
+    b: &[usize],
+    b_idx: &[u32],
+    heads: usize,
+) -> Result<(usize, usize)> {
+    let (na, f) = rank2("gather_head_dot", "a", a)?;
+    let (nb, fb) = rank2("gather_head_dot", "b", b)?;
+    if heads == 0 || f % heads != 0 || f != fb || a_idx.len() != b_idx.len() {
+        return Err(mismatch(
+            "gather_head_dot",
+            format!(
+                "a {a:?} with {} indices and b {b:?} with {} indices, {heads} heads \
+                 (want a [Na, H*C], b [Nb, H*C], equal index counts, H > 0)",
+                a_idx.len(),
+                b_idx.len()
+            ),
+        ));
+    }
+    crate::reference::check_indices(a_idx, na)?;
+    crate::reference::check_indices(b_idx, nb)?;
+    Ok((heads, f / heads))
 }
 
 /// Checks that two tensors have one shape (for [`axpy`] and backward ops).
@@ -571,6 +634,48 @@ pub fn softmax_backward_segment<'a, T: Element>(
     }
 }
 
+/// One output row of [`gather_scale_scatter`]: for the entries `positions`
+/// of a plan row, `out = 0 + canonical_sum_q(x[gather[p_q]] * w[p_q, head])`,
+/// bit-identical to `segment_sum(head_scale(index_select(x, gather), w))`.
+/// An empty row is left as it is (zeros).
+#[allow(clippy::too_many_arguments)]
+pub fn gather_scale_scatter_row<T: Element>(
+    positions: &[u32],
+    gather: &[u32],
+    x: &[T],
+    w: &[T],
+    heads: usize,
+    c: usize,
+    out: &mut [T],
+    scratch: &mut Vec<T>,
+) {
+    let f = heads * c;
+    if positions.is_empty() || f == 0 {
+        return;
+    }
+    canonical_accumulate(positions.len(), out, scratch, |q, acc, first| {
+        let p = positions[q] as usize;
+        let g = gather[p] as usize;
+        let xr = &x[g * f..(g + 1) * f];
+        let wr = &w[p * heads..(p + 1) * heads];
+        for (h, &wh) in wr.iter().enumerate() {
+            let (o, v) = (&mut acc[h * c..(h + 1) * c], &xr[h * c..(h + 1) * c]);
+            if first {
+                for (o, &v) in o.iter_mut().zip(v) {
+                    *o = v * wh;
+                }
+            } else {
+                for (o, &v) in o.iter_mut().zip(v) {
+                    *o = *o + v * wh;
+                }
+            }
+        }
+    });
+    for o in out.iter_mut() {
+        *o = T::ZERO + *o;
+    }
+}
+
 /// The destination row of every entry of `plan` (the index list it was built from).
 pub fn plan_indices(plan: &IndexPlan) -> Vec<u32> {
     let mut idx = vec![0u32; plan.len()];
@@ -773,6 +878,47 @@ pub fn segment_softmax_backward<T: Element>(
         for (q, &p) in ps.iter().enumerate() {
             out[p as usize * f..(p as usize + 1) * f].copy_from_slice(&buf[q * f..(q + 1) * f]);
         }
+    }
+    out
+}
+
+/// `segment_sum(head_scale(index_select(x, gather), w), plan)`, fused: `x`
+/// row-major `[n, heads*c]`, `w` `[plan.len(), heads]`; out `[plan.rows(), heads*c]`.
+pub fn gather_scale_scatter<T: Element>(
+    x: &[T],
+    gather: &[u32],
+    w: &[T],
+    heads: usize,
+    c: usize,
+    plan: &IndexPlan,
+) -> Vec<T> {
+    let f = heads * c;
+    let mut out = vec![T::ZERO; plan.rows() * f];
+    if f == 0 {
+        return out;
+    }
+    let mut scratch = Vec::new();
+    for (r, o) in out.chunks_exact_mut(f).enumerate() {
+        gather_scale_scatter_row(plan.row(r), gather, x, w, heads, c, o, &mut scratch);
+    }
+    out
+}
+
+/// `head_dot(index_select(a, a_idx), index_select(b, b_idx), heads)`, fused:
+/// out `[a_idx.len(), heads]`.
+pub fn gather_head_dot<T: Element>(
+    a: &[T],
+    a_idx: &[u32],
+    b: &[T],
+    b_idx: &[u32],
+    heads: usize,
+    c: usize,
+) -> Vec<T> {
+    let f = heads * c;
+    let mut out = vec![T::ZERO; a_idx.len() * heads];
+    for ((o, &i), &j) in out.chunks_exact_mut(heads.max(1)).zip(a_idx).zip(b_idx) {
+        let (i, j) = (i as usize, j as usize);
+        head_dot_row(&a[i * f..(i + 1) * f], &b[j * f..(j + 1) * f], c, o);
     }
     out
 }

@@ -6,6 +6,8 @@
 
 use clap::{Parser, Subcommand};
 
+#[cfg(feature = "cuda")]
+mod cuda;
 mod gat;
 mod hetgat;
 mod index;

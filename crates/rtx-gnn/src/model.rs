@@ -96,7 +96,6 @@ struct RelCache<B: Backend, T: Element> {
     hd: BTensor<B, T>,
     z: BTensor<B, T>,
     alpha: BTensor<B, T>,
-    hsg: BTensor<B, T>,
 }
 
 struct LayerCache<B: Backend, T: Element> {
@@ -286,18 +285,12 @@ impl<B: Backend, T: Element> HetGat<B, T> {
                     &b.index_select(&a_d, &rel.dst)?,
                 )?;
                 let alpha = b.segment_softmax(&b.unary(slope, &z)?, &rel.dst_plan)?;
-                let hsg = b.index_select(&hs, &rel.src)?;
-                let msg = b.head_scale(&hsg, &alpha)?;
-                let out = b.segment_sum(&msg, &rel.dst_plan)?;
+                // messages alpha[e] * hs[src[e]] summed per destination (fused
+                // index_select + head_scale + canonical scatter-add)
+                let out = b.gather_scale_scatter(&hs, &rel.src, &alpha, &rel.dst_plan)?;
                 let out = b.binary(Binary::Add, &out, self.p(l, r, BIAS))?;
                 add_into(b, &mut pre[rel.dst_type], out)?;
-                rels.push(Some(RelCache {
-                    hs,
-                    hd,
-                    z,
-                    alpha,
-                    hsg,
-                }));
+                rels.push(Some(RelCache { hs, hd, z, alpha }));
             }
             let next = pre
                 .iter()
@@ -387,12 +380,13 @@ impl<B: Backend, T: Element> HetGat<B, T> {
                     continue;
                 };
                 grads[self.pi(l, r, BIAS)] = Some(b.sum_rows(g)?);
-                // out = segment_sum(head_scale(hsg, alpha)): the adjoint of the scatter is a gather
-                let dmsg = b.index_select(g, &rel.dst)?;
-                let dalpha = b.head_dot(&dmsg, &c.hsg, heads)?;
-                let dhsg = b.head_scale(&dmsg, &c.alpha)?;
-                // hsg = gather(hs, src): the adjoint of the gather is a scatter-add
-                let mut dhs = b.segment_sum(&dhsg, &rel.src_plan)?;
+                // out = scatter_dst(alpha * gather_src(hs)). The adjoint of the
+                // scatter is a gather of g by dst; the adjoint of the gather is a
+                // scatter-add by src:
+                //   dalpha[e] = g[dst[e]] . hs[src[e]] (per head)
+                //   dhs = scatter_src(alpha * gather_dst(g))
+                let dalpha = b.gather_head_dot(g, &rel.dst, &c.hs, &rel.src, heads)?;
+                let mut dhs = b.gather_scale_scatter(g, &rel.dst, &c.alpha, &rel.src_plan)?;
                 let dl = b.segment_softmax_backward(&c.alpha, &dalpha, &rel.dst_plan)?;
                 let dz = b.unary_backward(slope, &c.z, &dl)?;
                 let das = b.segment_sum(&dz, &rel.src_plan)?;
