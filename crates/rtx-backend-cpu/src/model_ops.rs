@@ -10,6 +10,9 @@ use rtx_backend::{Element, IndexPlan, ops};
 /// Elements per rayon task of elementwise ops.
 pub(crate) const ELEMS_PER_TASK: usize = 16 * 1024;
 
+/// Multiply-adds per rayon task of a matrix product.
+const ROW_TILE_ELEMS: usize = 64 * 1024;
+
 /// [`ops::canonical_accumulate`] with the level-0 blocks computed in parallel
 /// (the higher levels are the same sequential [`ops::reduce_blocks`]).
 pub(crate) fn par_accumulate<T: Element>(
@@ -55,26 +58,34 @@ pub(crate) fn matmul<T: Element>(
     } else {
         b
     };
-    if !trans_a {
-        // one output row per task item: out[i, :] = sum_p a[i, p] * b[p, :]
+    let (rs, ps) = if trans_a { (1, m) } else { (k, 1) };
+    if k <= CANONICAL_BLOCK {
+        // one level-0 block: tiles of output rows in parallel
+        let rows = (ROW_TILE_ELEMS / (k * n).max(1)).clamp(4, 256) / 4 * 4;
+        out.par_chunks_mut(rows * n).enumerate().for_each(|(t, o)| {
+            let i0 = t * rows;
+            ops::mm_block(a, 0, rs, ps, b, n, i0..i0 + o.len() / n, 0, k, o);
+        });
+    } else if trans_a {
+        // level-0 blocks of the inner dimension in parallel, then the tree
+        let blocks = k.div_ceil(CANONICAL_BLOCK);
+        let mut scratch = vec![T::ZERO; blocks * m * n];
+        scratch
+            .par_chunks_mut(m * n)
+            .enumerate()
+            .for_each(|(blk, acc)| {
+                let p0 = blk * CANONICAL_BLOCK;
+                let p1 = k.min(p0 + CANONICAL_BLOCK);
+                ops::mm_block(a, p0 * m, 1, m, b, n, 0..m, p0, p1, acc);
+            });
+        ops::reduce_blocks(&mut scratch, blocks, m * n);
+        out.copy_from_slice(&scratch[..m * n]);
+    } else {
         out.par_chunks_mut(n)
-            .with_min_len((4096 / (k * n).max(1)).max(1))
             .enumerate()
             .for_each_init(Vec::new, |scratch, (i, o)| {
                 ops::matmul_row(&a[i * k..(i + 1) * k], b, o, scratch);
             });
-    } else if k <= CANONICAL_BLOCK {
-        // a: [k, m]; one output row i per item, the same per-element order as
-        // ops::outer_term over p
-        out.par_chunks_mut(n).enumerate().for_each(|(i, o)| {
-            for p in 0..k {
-                ops::axpy_row(o, a[p * m + i], &b[p * n..(p + 1) * n], p == 0);
-            }
-        });
-    } else {
-        par_accumulate(k, &mut out, |p, acc, first| {
-            ops::outer_term(a, b, m, n, p, acc, first);
-        });
     }
     out
 }

@@ -399,6 +399,102 @@ pub fn outer_term<T: Element>(
     }
 }
 
+/// Columns per register tile of [`mm_block`].
+const TJ: usize = 8;
+
+#[inline(always)]
+fn mm_tile<T: Element, const R: usize>(
+    a: &[T],
+    a_row: [usize; R],
+    a_ps: usize,
+    b: &[T],
+    n: usize,
+    j0: usize,
+    p0: usize,
+    p1: usize,
+) -> [[T; TJ]; R] {
+    let mut acc = [[T::ZERO; TJ]; R];
+    let Ok(bp) = <&[T; TJ]>::try_from(&b[p0 * n + j0..p0 * n + j0 + TJ]) else {
+        return acc;
+    };
+    for r in 0..R {
+        let av = a[a_row[r]];
+        for jj in 0..TJ {
+            acc[r][jj] = av * bp[jj];
+        }
+    }
+    for p in p0 + 1..p1 {
+        let Ok(bp) = <&[T; TJ]>::try_from(&b[p * n + j0..p * n + j0 + TJ]) else {
+            return acc;
+        };
+        let off = (p - p0) * a_ps;
+        for r in 0..R {
+            let av = a[a_row[r] + off];
+            for jj in 0..TJ {
+                acc[r][jj] = acc[r][jj] + av * bp[jj];
+            }
+        }
+    }
+    acc
+}
+
+/// The register-tiled product kernel of the reference and the CPU backend:
+/// for output rows `i` in `rows` and every column `j < n`,
+/// `out[(i - rows.start) * n + j] = sum_{p in p0..p1} A(i, p) * b[p * n + j]`,
+/// summed left to right from the first term (one level-0 block of the
+/// canonical order when `p1 - p0 <= CANONICAL_BLOCK`), where
+/// `A(i, p) = a[a_base + i * a_rs + (p - p0) * a_ps]`. Per element this is
+/// exactly the sequence of [`axpy_row`] calls, so the bits are the same.
+#[allow(clippy::too_many_arguments)]
+pub fn mm_block<T: Element>(
+    a: &[T],
+    a_base: usize,
+    a_rs: usize,
+    a_ps: usize,
+    b: &[T],
+    n: usize,
+    rows: std::ops::Range<usize>,
+    p0: usize,
+    p1: usize,
+    out: &mut [T],
+) {
+    if p1 <= p0 || n == 0 {
+        out.fill(T::ZERO);
+        return;
+    }
+    let full = n / TJ * TJ;
+    let mut i = rows.start;
+    while i < rows.end {
+        let r4 = rows.end - i >= 4;
+        for j0 in (0..full).step_by(TJ) {
+            if r4 {
+                let base = [0, 1, 2, 3].map(|r| a_base + (i + r) * a_rs);
+                let acc = mm_tile::<T, 4>(a, base, a_ps, b, n, j0, p0, p1);
+                for (r, row) in acc.iter().enumerate() {
+                    let o = (i + r - rows.start) * n + j0;
+                    out[o..o + TJ].copy_from_slice(row);
+                }
+            } else {
+                let acc = mm_tile::<T, 1>(a, [a_base + i * a_rs], a_ps, b, n, j0, p0, p1);
+                let o = (i - rows.start) * n + j0;
+                out[o..o + TJ].copy_from_slice(&acc[0]);
+            }
+        }
+        let rr = if r4 { 4 } else { 1 };
+        for r in i..i + rr {
+            for j in full..n {
+                let ab = a_base + r * a_rs;
+                let mut acc = a[ab] * b[p0 * n + j];
+                for p in p0 + 1..p1 {
+                    acc = acc + a[ab + (p - p0) * a_ps] * b[p * n + j];
+                }
+                out[(r - rows.start) * n + j] = acc;
+            }
+        }
+        i += rr;
+    }
+}
+
 /// A row-major transpose of `[r, c]` into `[c, r]`.
 pub fn transpose2<T: Element>(x: &[T], r: usize, c: usize) -> Vec<T> {
     let mut out = vec![T::ZERO; x.len()];
@@ -717,7 +813,11 @@ pub fn matmul<T: Element>(
     if n == 0 {
         return Ok(out);
     }
-    if trans_a {
+    if k <= CANONICAL_BLOCK {
+        // one level-0 block: the tiled kernel, A(i, p) = a[i, p] or a[p, i]
+        let (rs, ps) = if trans_a { (1, m) } else { (k, 1) };
+        mm_block(a, 0, rs, ps, b, n, 0..m, 0, k, &mut out);
+    } else if trans_a {
         canonical_accumulate(k, &mut out, &mut scratch, |p, acc, first| {
             outer_term(a, b, m, n, p, acc, first);
         });
@@ -944,7 +1044,12 @@ mod tests {
 
     #[test]
     fn matmul_all_transposes_match_naive_canonical() {
-        let (m, k, n) = (5, 300, 4);
+        for (m, k, n) in [(5, 300, 4), (7, 37, 19), (9, 256, 8)] {
+            matmul_case(m, k, n);
+        }
+    }
+
+    fn matmul_case(m: usize, k: usize, n: usize) {
         let a: Vec<f64> = values(1, m * k);
         let b: Vec<f64> = values(2, k * n);
         let want: Vec<f64> = (0..m * n)
@@ -961,7 +1066,9 @@ mod tests {
         let e = matmul(&a, &[m, k], false, &a, &[m, k], false).unwrap_err();
         assert_eq!(
             e.to_string(),
-            "matmul: shape mismatch: a [5, 300] and b [5, 300]: inner dimensions 300 and 5 differ"
+            format!(
+                "matmul: shape mismatch: a [{m}, {k}] and b [{m}, {k}]: inner dimensions {k} and {m} differ"
+            )
         );
     }
 
