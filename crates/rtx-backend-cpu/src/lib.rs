@@ -227,8 +227,8 @@ impl Backend for CpuBackend {
         let mut out = vec![T::ZERO; xa.len()];
         self.install(|| {
             if broadcast {
-                if f > 0 {
-                    let rows = (model_ops::ELEMS_PER_TASK / f).max(1);
+                if let Some(rows) = model_ops::ELEMS_PER_TASK.checked_div(f) {
+                    let rows = rows.max(1);
                     out.par_chunks_mut(f)
                         .with_min_len(rows)
                         .zip(xa.par_chunks(f))

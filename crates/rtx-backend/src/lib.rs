@@ -4,7 +4,7 @@
 //! * [`Backend`]: a small required core (upload, download, zeros) and provided
 //!   ops ([`Backend::index_select`], [`Backend::index_add`],
 //!   [`Backend::swap_dims`], ...) whose defaults round-trip through host memory
-//!   with this crate's [`reference`] implementations. Device backends override them.
+//!   with this crate's [`reference`](mod@reference) implementations. Device backends override them.
 //! * [`order`]: the one summation order of `index_add` every backend follows.
 //! * [`IndexPlan`]: the CSR of the transposed selection matrix.
 //! * [`ops`]: the dense, elementwise and segment ops of a graph-attention

@@ -277,7 +277,7 @@ pub fn check_gather_head_dot(
     Ok((heads, f / heads))
 }
 
-/// Checks that two tensors have one shape (for [`axpy`] and backward ops).
+/// Checks that two tensors have one shape (for [`Backend::axpy`](crate::Backend::axpy) and backward ops).
 ///
 /// # Errors
 /// [`Error::ShapeMismatch`] naming both shapes.
@@ -403,6 +403,7 @@ pub fn outer_term<T: Element>(
 const TJ: usize = 8;
 
 #[inline(always)]
+#[allow(clippy::too_many_arguments)]
 fn mm_tile<T: Element, const R: usize>(
     a: &[T],
     a_row: [usize; R],
@@ -636,7 +637,8 @@ pub fn segment_max_row<'a, T: Element>(
     out.copy_from_slice(row(p0));
     for &p in rest {
         for (m, &v) in out.iter_mut().zip(row(p)) {
-            if !m.is_nan() && !(v <= *m) {
+            // take v when it is larger or NaN (unordered), unless m is NaN already
+            if !m.is_nan() && (v > *m || v.is_nan()) {
                 *m = v;
             }
         }

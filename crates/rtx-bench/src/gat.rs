@@ -223,3 +223,15 @@ fn gpu_util_while(
     let pick = |q: f64| v[((v.len() - 1) as f64 * q).round() as usize];
     Ok((v.len(), Some((pick(0.5), pick(0.9)))))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_and_rounding() {
+        assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(vec![]), 0.0);
+        assert_eq!(round4(1.234_567), 1.2346);
+    }
+}

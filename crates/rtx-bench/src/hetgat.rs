@@ -158,3 +158,27 @@ fn train<B: Backend>(b: &B, args: &Args) -> anyhow::Result<()> {
     );
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_step_at_batch_1_and_cuda_without_feature_is_an_error() {
+        let b = CpuBackend::new();
+        let mut w = Workload::new(&b, 1, 0).unwrap();
+        let loss = w.train_step(&b, 1e-3).unwrap();
+        assert!(loss.is_finite() && loss > 0.0, "{loss}");
+        if !cfg!(feature = "cuda") {
+            let args = Args {
+                backend: BackendKind::Cuda,
+                steps: 1,
+                batch: 1,
+                lr: 1e-3,
+                seed: 0,
+            };
+            let e = run(&args).unwrap_err().to_string();
+            assert!(e.contains("--features cuda"), "{e}");
+        }
+    }
+}
