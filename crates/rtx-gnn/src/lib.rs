@@ -6,6 +6,8 @@
 //! * [`graph`]: [`HeteroGraph`] (node types, relations, index plans built
 //!   once for the static topology) and the Harris-shaped workload of
 //!   `anchors/WORKLOADS.md` ([`HeteroGraph::harris`], [`harris_features`]).
+//! * [`testing`]: the training run the tests compare across backends and
+//!   modes ([`testing::training_bits`]), reusable by device backends.
 //! * [`model`]: [`HetGat`], the PyG `HeteroConv` of `GATConv((-1, -1),
 //!   16, heads=4, add_self_loops=False)` peer, with [`HetGatConfig`].
 //!
@@ -40,6 +42,7 @@
 
 pub mod graph;
 pub mod model;
+pub mod testing;
 
 pub use graph::{HeteroGraph, NodeType, Relation, harris_features};
 pub use model::{Grads, HetGat, HetGatConfig, LossAndGrads};

@@ -3,41 +3,13 @@
 //! training progress, and the two-modes property (index ops on the host
 //! round trip give the same bits as native index ops, step after step).
 
-use rtx_backend::workload::{index, values};
+use rtx_backend::workload::values;
 use rtx_backend::{BTensor, Backend, Element, HostIndexOps};
 use rtx_backend_cpu::CpuBackend;
-use rtx_gnn::{HetGat, HetGatConfig, HeteroGraph, NodeType};
+use rtx_gnn::{HetGat, HetGatConfig, HeteroGraph};
 
-/// A Harris-like graph of any size: types `a`, `b`; relations aa, ab, ba with
-/// uniform sources and hub-skewed destinations (some nodes get no edges).
 fn graph(na: usize, nb: usize, edges: [usize; 3], seed: u64) -> HeteroGraph {
-    let types = vec![
-        NodeType {
-            name: "a".into(),
-            nodes: na,
-        },
-        NodeType {
-            name: "b".into(),
-            nodes: nb,
-        },
-    ];
-    let n = [na, nb];
-    let rels = [("aa", 0usize, 0usize), ("ab", 0, 1), ("ba", 1, 0)]
-        .iter()
-        .zip(edges)
-        .enumerate()
-        .map(|(i, (&(name, s, d), e))| {
-            let s_seed = seed + 10 * i as u64;
-            let src = (0..e as u64)
-                .map(|k| index(s_seed, k, n[s], false))
-                .collect();
-            let dst = (0..e as u64)
-                .map(|k| index(s_seed + 1, k, n[d], true))
-                .collect();
-            (name.to_string(), s, d, src, dst)
-        })
-        .collect();
-    HeteroGraph::new(types, rels).unwrap()
+    rtx_gnn::testing::harris_like(na, nb, edges, seed).unwrap()
 }
 
 fn config(features: [usize; 2], heads: usize, channels: usize) -> HetGatConfig {
@@ -65,10 +37,6 @@ fn inputs<B: Backend, T: Element>(
                 .unwrap()
         })
         .collect()
-}
-
-fn bits<T: Element>(v: &[T]) -> Vec<u64> {
-    v.iter().map(|x| x.to_bits_u64()).collect()
 }
 
 #[test]
@@ -256,20 +224,9 @@ fn forward_matches_naive_loops() {
     );
 }
 
-fn train<B: Backend>(b: &B, steps: usize) -> (Vec<u32>, Vec<Vec<u64>>) {
+fn train<B: Backend>(b: &B, steps: usize) -> (Vec<u64>, Vec<Vec<u64>>) {
     let g = graph(400, 200, [800, 460, 460], 7);
-    let cfg = config([32, 32], 4, 16);
-    let mut model = HetGat::<_, f32>::new(b, &g, cfg.clone(), 42).unwrap();
-    let x = inputs::<_, f32>(b, &g, &cfg);
-    let losses = (0..steps)
-        .map(|_| model.train_step(b, &g, &x, 1e-2).unwrap().to_bits())
-        .collect();
-    let params = model
-        .params()
-        .iter()
-        .map(|p| bits(&b.download(p).unwrap()))
-        .collect();
-    (losses, params)
+    rtx_gnn::testing::training_bits::<B, f32>(b, &g, steps).unwrap()
 }
 
 #[test]
@@ -290,7 +247,7 @@ fn training_is_deterministic_across_runs_and_thread_counts() {
 #[test]
 fn loss_decreases() {
     let (losses, _) = train(&CpuBackend::new(), 8);
-    let l: Vec<f32> = losses.iter().map(|&b| f32::from_bits(b)).collect();
+    let l: Vec<f32> = losses.iter().map(|&b| f32::from_bits(b as u32)).collect();
     assert!(l.windows(2).all(|w| w[1] < w[0]), "losses {l:?}");
 }
 
