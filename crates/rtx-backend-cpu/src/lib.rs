@@ -13,10 +13,13 @@
 //! assert_eq!(cpu.download(&dst).unwrap(), [0.0, 0.0, 4.0, 6.0]);
 //! ```
 
+mod model_ops;
+
 use rayon::prelude::*;
 use rtx_backend::order::add_row_sum;
 use rtx_backend::{
-    BTensor, Backend, Element, Error, IndexPlan, Result, Tensor, check_index_add, dims2, reference,
+    BTensor, Backend, Binary, Element, Error, IndexPlan, Result, Tensor, Unary, check_index_add,
+    dims2, ops, reference,
 };
 use rtx_tensor::{Layout, PermuteKind};
 
@@ -170,6 +173,292 @@ impl Backend for CpuBackend {
         };
         Ok(Tensor::new(out, plan.output))
     }
+    fn matmul<T: Element>(
+        &self,
+        a: &BTensor<Self, T>,
+        trans_a: bool,
+        b: &BTensor<Self, T>,
+        trans_b: bool,
+    ) -> Result<BTensor<Self, T>> {
+        let (m, k, n) = ops::check_matmul(a.shape(), trans_a, b.shape(), trans_b)?;
+        let out =
+            self.install(|| model_ops::matmul(a.storage(), trans_a, b.storage(), trans_b, m, k, n));
+        Ok(Tensor::new(out, Layout::contiguous(&[m, n])?))
+    }
+
+    fn unary<T: Element>(&self, op: Unary, x: &BTensor<Self, T>) -> Result<BTensor<Self, T>> {
+        let xs = x.storage();
+        let mut out = vec![T::ZERO; xs.len()];
+        self.install(|| {
+            out.par_chunks_mut(model_ops::ELEMS_PER_TASK)
+                .zip(xs.par_chunks(model_ops::ELEMS_PER_TASK))
+                .for_each(|(o, x)| ops::unary_slice(op, x, o));
+        });
+        Ok(Tensor::new(out, x.layout().clone()))
+    }
+
+    fn unary_backward<T: Element>(
+        &self,
+        op: Unary,
+        x: &BTensor<Self, T>,
+        grad: &BTensor<Self, T>,
+    ) -> Result<BTensor<Self, T>> {
+        ops::check_same("unary_backward", x.shape(), grad.shape())?;
+        let (xs, gs) = (x.storage(), grad.storage());
+        let mut out = vec![T::ZERO; xs.len()];
+        let c = model_ops::ELEMS_PER_TASK;
+        self.install(|| {
+            out.par_chunks_mut(c)
+                .zip(xs.par_chunks(c))
+                .zip(gs.par_chunks(c))
+                .for_each(|((o, x), g)| ops::unary_backward_slice(op, x, g, o));
+        });
+        Ok(Tensor::new(out, x.layout().clone()))
+    }
+
+    fn binary<T: Element>(
+        &self,
+        op: Binary,
+        a: &BTensor<Self, T>,
+        b: &BTensor<Self, T>,
+    ) -> Result<BTensor<Self, T>> {
+        let (f, broadcast) = ops::check_binary(op, a.shape(), b.shape())?;
+        let (xa, xb) = (a.storage(), b.storage());
+        let mut out = vec![T::ZERO; xa.len()];
+        self.install(|| {
+            if broadcast {
+                if let Some(rows) = model_ops::ELEMS_PER_TASK.checked_div(f) {
+                    let rows = rows.max(1);
+                    out.par_chunks_mut(f)
+                        .with_min_len(rows)
+                        .zip(xa.par_chunks(f))
+                        .for_each(|(o, x)| ops::binary_slice(op, x, xb, o));
+                }
+            } else {
+                let c = model_ops::ELEMS_PER_TASK;
+                out.par_chunks_mut(c)
+                    .zip(xa.par_chunks(c))
+                    .zip(xb.par_chunks(c))
+                    .for_each(|((o, x), y)| ops::binary_slice(op, x, y, o));
+            }
+        });
+        Ok(Tensor::new(out, a.layout().clone()))
+    }
+
+    fn axpy<T: Element>(
+        &self,
+        y: &mut BTensor<Self, T>,
+        alpha: f64,
+        x: &BTensor<Self, T>,
+    ) -> Result<()> {
+        ops::check_same("axpy", y.shape(), x.shape())?;
+        self.make_unique(y)?;
+        let xs = x.storage();
+        let ys = y.storage_mut().expect("unique after make_unique");
+        let alpha = T::from_f64(alpha);
+        let c = model_ops::ELEMS_PER_TASK;
+        self.install(|| {
+            ys.par_chunks_mut(c)
+                .zip(xs.par_chunks(c))
+                .for_each(|(y, x)| ops::axpy_slice(y, alpha, x));
+        });
+        Ok(())
+    }
+
+    fn sum_rows<T: Element>(&self, x: &BTensor<Self, T>) -> Result<BTensor<Self, T>> {
+        let (n, f) = dims2("sum_rows", "x", x.layout())?;
+        let xs = x.storage();
+        let mut out = vec![T::ZERO; f];
+        self.install(|| {
+            model_ops::par_accumulate(n, &mut out, |p, acc, first| {
+                let r = &xs[p * f..(p + 1) * f];
+                if first {
+                    acc.copy_from_slice(r);
+                } else {
+                    for (o, &v) in acc.iter_mut().zip(r) {
+                        *o = *o + v;
+                    }
+                }
+            });
+        });
+        Ok(Tensor::new(out, Layout::contiguous(&[1, f])?))
+    }
+
+    fn head_dot<T: Element>(
+        &self,
+        a: &BTensor<Self, T>,
+        b: &BTensor<Self, T>,
+        heads: usize,
+    ) -> Result<BTensor<Self, T>> {
+        let (n, h, c, b_rows) = ops::check_head_dot(a.shape(), b.shape(), heads)?;
+        let (xa, xb) = (a.storage(), b.storage());
+        let f = h * c;
+        let mut out = vec![T::ZERO; n * h];
+        self.install(|| {
+            out.par_chunks_mut(h)
+                .with_min_len(MIN_ROWS_PER_TASK)
+                .enumerate()
+                .for_each(|(i, o)| {
+                    let br = if b_rows == 1 { 0 } else { i };
+                    ops::head_dot_row(&xa[i * f..(i + 1) * f], &xb[br * f..(br + 1) * f], c, o);
+                });
+        });
+        Ok(Tensor::new(out, Layout::contiguous(&[n, h])?))
+    }
+
+    fn head_scale<T: Element>(
+        &self,
+        a: &BTensor<Self, T>,
+        s: &BTensor<Self, T>,
+    ) -> Result<BTensor<Self, T>> {
+        let (n, h, c, a_rows) = ops::check_head_scale(a.shape(), s.shape())?;
+        let (xa, xs) = (a.storage(), s.storage());
+        let f = h * c;
+        let mut out = vec![T::ZERO; n * f];
+        if f > 0 {
+            self.install(|| {
+                out.par_chunks_mut(f)
+                    .with_min_len(MIN_ROWS_PER_TASK)
+                    .enumerate()
+                    .for_each(|(i, o)| {
+                        let ar = if a_rows == 1 { 0 } else { i };
+                        ops::head_scale_row(
+                            &xa[ar * f..(ar + 1) * f],
+                            &xs[i * h..(i + 1) * h],
+                            c,
+                            o,
+                        );
+                    });
+            });
+        }
+        Ok(Tensor::new(out, Layout::contiguous(&[n, f])?))
+    }
+
+    fn segment_max<T: Element>(
+        &self,
+        x: &BTensor<Self, T>,
+        plan: &IndexPlan,
+    ) -> Result<BTensor<Self, T>> {
+        let (_, f) = ops::check_segment("segment_max", x.shape(), plan)?;
+        let xs = x.storage();
+        let mut out = vec![T::ZERO; plan.rows() * f];
+        if f > 0 {
+            self.install(|| {
+                out.par_chunks_mut(f)
+                    .with_min_len(MIN_ROWS_PER_TASK)
+                    .enumerate()
+                    .for_each(|(r, o)| {
+                        ops::segment_max_row(
+                            plan.row(r),
+                            |p| &xs[p as usize * f..(p as usize + 1) * f],
+                            o,
+                        );
+                    });
+            });
+        }
+        Ok(Tensor::new(out, Layout::contiguous(&[plan.rows(), f])?))
+    }
+
+    fn segment_sum<T: Element>(
+        &self,
+        x: &BTensor<Self, T>,
+        plan: &IndexPlan,
+    ) -> Result<BTensor<Self, T>> {
+        let (_, f) = ops::check_segment("segment_sum", x.shape(), plan)?;
+        let mut out = self.zeros(&[plan.rows(), f])?;
+        self.index_add_planned(&mut out, plan, x)?;
+        Ok(out)
+    }
+
+    fn gather_scale_scatter<T: Element>(
+        &self,
+        x: &BTensor<Self, T>,
+        gather: &[u32],
+        weights: &BTensor<Self, T>,
+        plan: &IndexPlan,
+    ) -> Result<BTensor<Self, T>> {
+        let (h, c) = ops::check_gather_scale_scatter(x.shape(), gather, weights.shape(), plan)?;
+        let (xs, ws) = (x.storage(), weights.storage());
+        let f = h * c;
+        let mut out = vec![T::ZERO; plan.rows() * f];
+        if f > 0 {
+            self.install(|| {
+                out.par_chunks_mut(f)
+                    .with_min_len(MIN_ROWS_PER_TASK)
+                    .enumerate()
+                    .for_each_init(Vec::new, |scratch, (r, o)| {
+                        ops::gather_scale_scatter_row(
+                            plan.row(r),
+                            gather,
+                            xs,
+                            ws,
+                            h,
+                            c,
+                            o,
+                            scratch,
+                        );
+                    });
+            });
+        }
+        Ok(Tensor::new(out, Layout::contiguous(&[plan.rows(), f])?))
+    }
+
+    fn gather_head_dot<T: Element>(
+        &self,
+        a: &BTensor<Self, T>,
+        a_idx: &[u32],
+        b: &BTensor<Self, T>,
+        b_idx: &[u32],
+        heads: usize,
+    ) -> Result<BTensor<Self, T>> {
+        let (h, c) = ops::check_gather_head_dot(a.shape(), a_idx, b.shape(), b_idx, heads)?;
+        let (xa, xb) = (a.storage(), b.storage());
+        let f = h * c;
+        let mut out = vec![T::ZERO; a_idx.len() * h];
+        self.install(|| {
+            out.par_chunks_mut(h)
+                .with_min_len(4 * MIN_ROWS_PER_TASK)
+                .zip(a_idx.par_iter().zip(b_idx.par_iter()))
+                .for_each(|(o, (&i, &j))| {
+                    let (i, j) = (i as usize, j as usize);
+                    ops::head_dot_row(&xa[i * f..(i + 1) * f], &xb[j * f..(j + 1) * f], c, o);
+                });
+        });
+        Ok(Tensor::new(out, Layout::contiguous(&[a_idx.len(), h])?))
+    }
+
+    fn segment_softmax<T: Element>(
+        &self,
+        x: &BTensor<Self, T>,
+        plan: &IndexPlan,
+    ) -> Result<BTensor<Self, T>> {
+        let (_, f) = ops::check_segment("segment_softmax", x.shape(), plan)?;
+        let xs = x.storage();
+        let row = |p: u32| &xs[p as usize * f..(p as usize + 1) * f];
+        let out = self.install(|| {
+            model_ops::per_segment(plan, f, |ps, o, s| ops::softmax_segment(ps, row, f, o, s))
+        });
+        Ok(Tensor::new(out, x.layout().clone()))
+    }
+
+    fn segment_softmax_backward<T: Element>(
+        &self,
+        alpha: &BTensor<Self, T>,
+        grad: &BTensor<Self, T>,
+        plan: &IndexPlan,
+    ) -> Result<BTensor<Self, T>> {
+        let (_, f) = ops::check_segment("segment_softmax_backward", alpha.shape(), plan)?;
+        ops::check_same("segment_softmax_backward", alpha.shape(), grad.shape())?;
+        let (xa, xg) = (alpha.storage(), grad.storage());
+        let a = |p: u32| &xa[p as usize * f..(p as usize + 1) * f];
+        let g = |p: u32| &xg[p as usize * f..(p as usize + 1) * f];
+        let out = self.install(|| {
+            model_ops::per_segment(plan, f, |ps, o, s| {
+                ops::softmax_backward_segment(ps, a, g, f, o, s);
+            })
+        });
+        Ok(Tensor::new(out, alpha.layout().clone()))
+    }
 }
 
 #[cfg(test)]
@@ -181,6 +470,71 @@ mod tests {
     mod one_thread {
         use super::*;
         rtx_backend::conformance_tests!(CpuBackend::with_threads(1).unwrap());
+    }
+
+    /// The model ops are the reference's kernels run in parallel: bit-identical
+    /// to the single-threaded reference, for 1 and several threads.
+    #[test]
+    fn model_ops_bit_identical_to_reference_for_any_thread_count() {
+        use rtx_backend::workload::{indices, values};
+        fn bits<T: Element>(v: &[T]) -> Vec<u64> {
+            v.iter().map(|x| x.to_bits_u64()).collect()
+        }
+        for threads in [1usize, 3] {
+            let b = CpuBackend::with_threads(threads).unwrap();
+            for (m, k, n) in [(70usize, 40usize, 64usize), (9, 700, 5), (3000, 33, 2)] {
+                let a: Vec<f32> = values(1, m * k);
+                let c: Vec<f32> = values(2, k * n);
+                let at = ops::transpose2(&a, m, k);
+                let ct = ops::transpose2(&c, k, n);
+                let want = ops::matmul(&a, &[m, k], false, &c, &[k, n], false).unwrap();
+                for (ta, tb) in [(false, false), (true, false), (false, true), (true, true)] {
+                    let (aa, ash) = if ta { (&at, [k, m]) } else { (&a, [m, k]) };
+                    let (cc, csh) = if tb { (&ct, [n, k]) } else { (&c, [k, n]) };
+                    let got = b
+                        .matmul(
+                            &b.upload(aa, &ash).unwrap(),
+                            ta,
+                            &b.upload(cc, &csh).unwrap(),
+                            tb,
+                        )
+                        .unwrap();
+                    assert_eq!(
+                        bits(&b.download(&got).unwrap()),
+                        bits(&want),
+                        "matmul {m}x{k}x{n} ({ta},{tb}) on {threads} threads"
+                    );
+                }
+            }
+            let rows = 100_000;
+            let x: Vec<f32> = values(3, rows * 3);
+            let got = b.sum_rows(&b.upload(&x, &[rows, 3]).unwrap()).unwrap();
+            assert_eq!(
+                bits(&b.download(&got).unwrap()),
+                bits(&ops::sum_rows(&x, rows, 3))
+            );
+            let (e, r, f) = (50_000, 3000, 4);
+            let idx = indices(4, e, r, true);
+            let plan = IndexPlan::new(&idx, r).unwrap();
+            let z: Vec<f32> = values(5, e * f);
+            let zt = b.upload(&z, &[e, f]).unwrap();
+            let alpha = b.segment_softmax(&zt, &plan).unwrap();
+            let ha = b.download(&alpha).unwrap();
+            assert_eq!(bits(&ha), bits(&ops::segment_softmax(&z, f, &plan)));
+            let g: Vec<f32> = values(6, e * f);
+            let d = b
+                .segment_softmax_backward(&alpha, &b.upload(&g, &[e, f]).unwrap(), &plan)
+                .unwrap();
+            assert_eq!(
+                bits(&b.download(&d).unwrap()),
+                bits(&ops::segment_softmax_backward(&ha, &g, f, &plan))
+            );
+            let m = b.segment_max(&zt, &plan).unwrap();
+            assert_eq!(
+                bits(&b.download(&m).unwrap()),
+                bits(&ops::segment_max(&z, f, &plan))
+            );
+        }
     }
 
     #[test]

@@ -7,40 +7,9 @@
 //! written here, or hand-computed values, never from the backend under test.
 //! Float results are compared bit for bit unless a case says otherwise.
 
-use crate::{BTensor, Backend, Element, Error, IndexPlan, reference};
+use crate::{BTensor, Backend, Binary, Element, Error, IndexPlan, Unary, ops, reference};
 
-/// splitmix64 value `i` of stream `seed` (anchors/WORKLOADS.md).
-pub fn splitmix64(seed: u64, i: u64) -> u64 {
-    let mut z = seed.wrapping_add((i + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15));
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
-/// `value(seed, i)` of WORKLOADS.md: exact in f32, in [-1, 1).
-pub fn value(seed: u64, i: u64) -> f32 {
-    ((splitmix64(seed, i) >> 40) as f32) * (2.0 / 16_777_216.0) - 1.0
-}
-
-/// `n` values of stream `seed` as `T`.
-pub fn values<T: Element>(seed: u64, n: usize) -> Vec<T> {
-    (0..n as u64)
-        .map(|i| T::from_f64(f64::from(value(seed, i))))
-        .collect()
-}
-
-/// `n` indices below `rows`; `hub` skews them toward row 0 (`u^3`).
-pub fn indices(seed: u64, n: usize, rows: usize, hub: bool) -> Vec<u32> {
-    (0..n as u64)
-        .map(|i| {
-            let mut u = (splitmix64(seed, i) >> 11) as f64 * (1.0 / 9_007_199_254_740_992.0);
-            if hub {
-                u = u * u * u;
-            }
-            ((u * rows as f64) as usize).min(rows - 1) as u32
-        })
-        .collect()
-}
+pub use crate::workload::{indices, splitmix64, value, values};
 
 fn bits<T: Element>(v: &[T]) -> Vec<u64> {
     v.iter().map(|x| x.to_bits_u64()).collect()
@@ -444,6 +413,296 @@ pub fn odd_transposes<B: Backend>(b: &B) {
     );
 }
 
+fn assert_close(case: &str, got: &[f64], want: &[f64], rel: f64) {
+    assert_eq!(got.len(), want.len(), "{case}: length");
+    let scale = want.iter().fold(1.0f64, |m, x| m.max(x.abs()));
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert!(
+            (g - w).abs() <= rel * scale,
+            "{case}: element {i}: got {g}, want {w} (tolerance {rel} x {scale})"
+        );
+    }
+}
+
+/// Dense model ops against the [`ops`] reference: elementwise ops without
+/// rounding choices (add, sub, mul, div, relu, leaky relu, scale, head_scale)
+/// bit for bit; reductions and `exp` within a small tolerance (a device may
+/// sum in its own fixed order, fuse multiply-adds, or use its own `exp`).
+pub fn model_ops_match_reference<B: Backend>(b: &B) {
+    let (m, k, n) = (37usize, 300usize, 9usize);
+    let a: Vec<f64> = values(50, m * k);
+    let c: Vec<f64> = values(51, k * n);
+    let want = ops::matmul(&a, &[m, k], false, &c, &[k, n], false).expect("reference matmul");
+    let at = ops::transpose2(&a, m, k);
+    let ct = ops::transpose2(&c, k, n);
+    for (ta, tb) in [(false, false), (true, false), (false, true), (true, true)] {
+        let (aa, ash) = if ta { (&at, [k, m]) } else { (&a, [m, k]) };
+        let (cc, csh) = if tb { (&ct, [n, k]) } else { (&c, [k, n]) };
+        let got = b
+            .matmul(&up(b, aa, &ash), ta, &up(b, cc, &csh), tb)
+            .expect("matmul");
+        assert_eq!(got.shape(), &[m, n]);
+        assert_close(
+            &format!("matmul ({ta}, {tb})"),
+            &down(b, &got),
+            &want,
+            1e-12,
+        );
+    }
+    let x: Vec<f32> = values(52, 64 * 12);
+    let xt = up(b, &x, &[64, 12]);
+    for op in [Unary::Relu, Unary::LeakyRelu(0.2), Unary::Scale(-0.37)] {
+        assert_bits(
+            op.name(),
+            &down(b, &b.unary(op, &xt).expect("unary")),
+            &ops::unary(op, &x),
+        );
+        let g: Vec<f32> = values(53, x.len());
+        let got = b
+            .unary_backward(op, &xt, &up(b, &g, &[64, 12]))
+            .expect("unary_backward");
+        let want = ops::unary_backward(op, &x, &g).expect("reference");
+        assert_bits(&format!("{} backward", op.name()), &down(b, &got), &want);
+    }
+    let e = down(b, &b.unary(Unary::Exp, &xt).expect("exp"));
+    let to64 = |v: &[f32]| v.iter().map(|&x| f64::from(x)).collect::<Vec<_>>();
+    assert_close("exp", &to64(&e), &to64(&ops::unary(Unary::Exp, &x)), 1e-6);
+    let y: Vec<f32> = values(54, x.len());
+    let row: Vec<f32> = values(55, 12);
+    for op in [Binary::Add, Binary::Sub, Binary::Mul, Binary::Div] {
+        let got = b.binary(op, &xt, &up(b, &y, &[64, 12])).expect("binary");
+        assert_bits(
+            op.name(),
+            &down(b, &got),
+            &ops::binary(op, &x, &y, 12, false),
+        );
+        let got = b
+            .binary(op, &xt, &up(b, &row, &[1, 12]))
+            .expect("binary broadcast");
+        assert_bits(
+            &format!("{} broadcast", op.name()),
+            &down(b, &got),
+            &ops::binary(op, &x, &row, 12, true),
+        );
+    }
+    let mut w = up(b, &y, &[64, 12]);
+    b.axpy(&mut w, -1e-3, &xt).expect("axpy");
+    let mut want = y.clone();
+    ops::axpy_slice(&mut want, -1e-3f32, &x);
+    assert_close("axpy", &to64(&down(b, &w)), &to64(&want), 1e-6);
+    let rows = 1000;
+    let big: Vec<f64> = values(56, rows * 3);
+    let got = b.sum_rows(&up(b, &big, &[rows, 3])).expect("sum_rows");
+    assert_eq!(got.shape(), &[1, 3]);
+    assert_close(
+        "sum_rows",
+        &down(b, &got),
+        &ops::sum_rows(&big, rows, 3),
+        1e-12,
+    );
+    let att: Vec<f32> = values(57, 12);
+    for (bt, brows) in [(up(b, &att, &[1, 12]), 1), (up(b, &y, &[64, 12]), 64)] {
+        let got = b.head_dot(&xt, &bt, 3).expect("head_dot");
+        assert_eq!(got.shape(), &[64, 3]);
+        let bh = down(b, &bt);
+        let want = ops::head_dot(&x, &bh, 64, 3, 4, brows);
+        assert_close(
+            &format!("head_dot b rows {brows}"),
+            &to64(&down(b, &got)),
+            &to64(&want),
+            1e-6,
+        );
+    }
+    let s: Vec<f32> = values(58, 64 * 3);
+    let st = up(b, &s, &[64, 3]);
+    let got = b.head_scale(&xt, &st).expect("head_scale");
+    assert_bits(
+        "head_scale",
+        &down(b, &got),
+        &ops::head_scale(&x, &s, 64, 3, 4, 64),
+    );
+    let got = b
+        .head_scale(&up(b, &att, &[1, 12]), &st)
+        .expect("head_scale broadcast");
+    assert_bits(
+        "head_scale broadcast",
+        &down(b, &got),
+        &ops::head_scale(&att, &s, 64, 3, 4, 1),
+    );
+}
+
+/// Segment ops: `segment_max` and `segment_sum` exact against the reference;
+/// `segment_softmax` and its backward bit-identical to their defining
+/// composition on the same backend, and close to the host reference.
+pub fn segment_ops<B: Backend>(b: &B) {
+    for (rows, e, f) in [(50usize, 2000usize, 4usize), (7, 600, 1), (300, 40, 3)] {
+        let idx = indices(60, e, rows, true);
+        let plan = IndexPlan::new(&idx, rows).expect("plan");
+        let x: Vec<f32> = values(61, e * f).iter().map(|v: &f32| v * 8.0).collect();
+        let xt = up(b, &x, &[e, f]);
+        let m = b.segment_max(&xt, &plan).expect("segment_max");
+        assert_eq!(m.shape(), &[rows, f]);
+        assert_bits("segment_max", &down(b, &m), &ops::segment_max(&x, f, &plan));
+        let s = b.segment_sum(&xt, &plan).expect("segment_sum");
+        let mut want = vec![0.0f32; rows * f];
+        reference::index_add(&mut want, f, &plan, &x).expect("reference");
+        assert_bits("segment_sum", &down(b, &s), &want);
+        // the composition, spelled out with this backend's ops
+        let alpha = b.segment_softmax(&xt, &plan).expect("segment_softmax");
+        let mg = b.index_select(&m, &idx).expect("gather");
+        let ex = b
+            .unary(Unary::Exp, &b.binary(Binary::Sub, &xt, &mg).expect("sub"))
+            .expect("exp");
+        let den = b
+            .index_select(&b.segment_sum(&ex, &plan).expect("sum"), &idx)
+            .expect("gather");
+        let composed = b.binary(Binary::Div, &ex, &den).expect("div");
+        let got = down(b, &alpha);
+        assert_bits(
+            "segment_softmax vs its composition",
+            &got,
+            &down(b, &composed),
+        );
+        let to64 = |v: &[f32]| v.iter().map(|&x| f64::from(x)).collect::<Vec<_>>();
+        assert_close(
+            "segment_softmax vs reference",
+            &to64(&got),
+            &to64(&ops::segment_softmax(&x, f, &plan)),
+            1e-6,
+        );
+        let g: Vec<f32> = values(62, e * f);
+        let gt = up(b, &g, &[e, f]);
+        let dz = b
+            .segment_softmax_backward(&alpha, &gt, &plan)
+            .expect("backward");
+        let t = b.binary(Binary::Mul, &alpha, &gt).expect("mul");
+        let sg = b
+            .index_select(&b.segment_sum(&t, &plan).expect("sum"), &idx)
+            .expect("gather");
+        let composed = b
+            .binary(
+                Binary::Mul,
+                &alpha,
+                &b.binary(Binary::Sub, &gt, &sg).expect("sub"),
+            )
+            .expect("mul");
+        assert_bits(
+            "segment_softmax_backward vs its composition",
+            &down(b, &dz),
+            &down(b, &composed),
+        );
+    }
+}
+
+/// The fused gathers (`gather_scale_scatter`, `gather_head_dot`) are
+/// bit-identical to their compositions on the same backend and to the host
+/// reference; bad indices are errors before any work.
+pub fn fused_gathers<B: Backend>(b: &B) {
+    let (n, rows, e, heads, c) = (40usize, 30usize, 3000usize, 4usize, 5usize);
+    let f = heads * c;
+    let gather = indices(70, e, n, false);
+    let scatter = indices(71, e, rows, true);
+    let plan = IndexPlan::new(&scatter, rows).expect("plan");
+    let x: Vec<f32> = values(72, n * f);
+    let w: Vec<f32> = values(73, e * heads);
+    let (xt, wt) = (up(b, &x, &[n, f]), up(b, &w, &[e, heads]));
+    let got = b
+        .gather_scale_scatter(&xt, &gather, &wt, &plan)
+        .expect("gather_scale_scatter");
+    assert_eq!(got.shape(), &[rows, f]);
+    let msg = b
+        .head_scale(&b.index_select(&xt, &gather).expect("gather"), &wt)
+        .expect("scale");
+    let composed = b.segment_sum(&msg, &plan).expect("sum");
+    let got = down(b, &got);
+    assert_bits(
+        "gather_scale_scatter vs its composition",
+        &got,
+        &down(b, &composed),
+    );
+    assert_bits(
+        "gather_scale_scatter vs reference",
+        &got,
+        &ops::gather_scale_scatter(&x, &gather, &w, heads, c, &plan),
+    );
+    let y: Vec<f32> = values(74, rows * f);
+    let yt = up(b, &y, &[rows, f]);
+    let got = b
+        .gather_head_dot(&xt, &gather, &yt, &scatter, heads)
+        .expect("gather_head_dot");
+    assert_eq!(got.shape(), &[e, heads]);
+    let composed = b
+        .head_dot(
+            &b.index_select(&xt, &gather).expect("gather"),
+            &b.index_select(&yt, &scatter).expect("gather"),
+            heads,
+        )
+        .expect("head_dot");
+    assert_bits(
+        "gather_head_dot vs its composition",
+        &down(b, &got),
+        &down(b, &composed),
+    );
+    let mut bad = gather.clone();
+    bad[17] = n as u32;
+    assert!(matches!(
+        b.gather_scale_scatter(&xt, &bad, &wt, &plan),
+        Err(Error::IndexOutOfRange { position: 17, .. })
+    ));
+    let mut bad = scatter.clone();
+    bad[17] = rows as u32;
+    assert!(matches!(
+        b.gather_head_dot(&xt, &gather, &yt, &bad, heads),
+        Err(Error::IndexOutOfRange { position: 17, .. })
+    ));
+}
+
+/// Bad shapes are errors naming both shapes, never panics.
+pub fn model_op_errors<B: Backend>(b: &B) {
+    let a = up(b, &[1.0f32; 6], &[2, 3]);
+    let c = up(b, &[1.0f32; 8], &[4, 2]);
+    let e = b
+        .matmul(&a, false, &c, false)
+        .expect_err("inner dims differ");
+    assert!(
+        e.to_string().contains("[2, 3]") && e.to_string().contains("[4, 2]"),
+        "{e}"
+    );
+    assert!(matches!(
+        b.binary(Binary::Add, &a, &c),
+        Err(Error::ShapeMismatch { .. })
+    ));
+    assert!(matches!(
+        b.head_dot(&a, &a, 2),
+        Err(Error::ShapeMismatch { .. })
+    ));
+    assert!(matches!(
+        b.head_scale(&a, &c),
+        Err(Error::ShapeMismatch { .. })
+    ));
+    let plan = IndexPlan::new(&[0, 1, 1], 2).expect("plan");
+    assert!(matches!(
+        b.segment_softmax(&a, &plan),
+        Err(Error::ShapeMismatch { .. })
+    ));
+    assert!(matches!(
+        b.segment_max(&a, &plan),
+        Err(Error::ShapeMismatch { .. })
+    ));
+    let mut y = up(b, &[1.0f32; 6], &[3, 2]);
+    assert!(matches!(
+        b.axpy(&mut y, 1.0, &a),
+        Err(Error::ShapeMismatch { .. })
+    ));
+    assert_bits(
+        "axpy target untouched after error",
+        &down(b, &y),
+        &[1.0f32; 6],
+    );
+    let v = up(b, &[1.0f32; 6], &[6]);
+    assert!(matches!(b.sum_rows(&v), Err(Error::Rank { .. })));
+}
+
 /// Every case above, in order.
 pub fn run_all<B: Backend>(b: &B) {
     gather_with_repeats(b);
@@ -459,6 +718,10 @@ pub fn run_all<B: Backend>(b: &B) {
     vector_swap_shares_buffer(b);
     all_permutations(b);
     odd_transposes(b);
+    model_ops_match_reference(b);
+    segment_ops(b);
+    fused_gathers(b);
+    model_op_errors(b);
 }
 
 /// Declares one `#[test]` per conformance case for a backend built by `$make`.
@@ -472,7 +735,8 @@ macro_rules! conformance_tests {
         $crate::conformance_tests!(@cases $make;
             gather_with_repeats scatter_duplicates_untouched adjoint_identity hub_heavy
             out_of_range empty_indices scatter_matches_reference repeatable concurrent_use
-            swap_dims_2x3x4 vector_swap_shares_buffer all_permutations odd_transposes);
+            swap_dims_2x3x4 vector_swap_shares_buffer all_permutations odd_transposes
+            model_ops_match_reference segment_ops fused_gathers model_op_errors);
     };
     (@cases $make:expr; $($case:ident)*) => {
         $(

@@ -1,7 +1,7 @@
 //! Element types: `f32` and `f64` (sealed, so backends can dispatch on [`DType`]).
 
 use std::fmt::Debug;
-use std::ops::{Add, Mul, Sub};
+use std::ops::{Add, Div, Mul, Neg, Sub};
 
 /// The element types backends support.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -50,23 +50,32 @@ pub trait Element:
     + Add<Output = Self>
     + Sub<Output = Self>
     + Mul<Output = Self>
+    + Div<Output = Self>
+    + Neg<Output = Self>
     + 'static
 {
     /// The runtime tag.
     const DTYPE: DType;
     /// Zero.
     const ZERO: Self;
+    /// One.
+    const ONE: Self;
     /// Conversion from `f64` (rounding for `f32`).
     fn from_f64(x: f64) -> Self;
     /// Conversion to `f64` (exact).
     fn to_f64(self) -> f64;
     /// The bits, widened to `u64`, for bit-exact comparisons.
     fn to_bits_u64(self) -> u64;
+    /// `e^self`, as the platform's math library computes it (host ops).
+    fn exp(self) -> Self;
+    /// Whether `self` is NaN.
+    fn is_nan(self) -> bool;
 }
 
 impl Element for f32 {
     const DTYPE: DType = DType::F32;
     const ZERO: Self = 0.0;
+    const ONE: Self = 1.0;
     fn from_f64(x: f64) -> Self {
         x as f32
     }
@@ -76,11 +85,18 @@ impl Element for f32 {
     fn to_bits_u64(self) -> u64 {
         u64::from(self.to_bits())
     }
+    fn exp(self) -> Self {
+        f32::exp(self)
+    }
+    fn is_nan(self) -> bool {
+        f32::is_nan(self)
+    }
 }
 
 impl Element for f64 {
     const DTYPE: DType = DType::F64;
     const ZERO: Self = 0.0;
+    const ONE: Self = 1.0;
     fn from_f64(x: f64) -> Self {
         x
     }
@@ -89,6 +105,12 @@ impl Element for f64 {
     }
     fn to_bits_u64(self) -> u64 {
         self.to_bits()
+    }
+    fn exp(self) -> Self {
+        f64::exp(self)
+    }
+    fn is_nan(self) -> bool {
+        f64::is_nan(self)
     }
 }
 

@@ -4,21 +4,32 @@
 //! * [`Backend`]: a small required core (upload, download, zeros) and provided
 //!   ops ([`Backend::index_select`], [`Backend::index_add`],
 //!   [`Backend::swap_dims`], ...) whose defaults round-trip through host memory
-//!   with this crate's [`reference`] implementations. Device backends override them.
+//!   with this crate's [`reference`](mod@reference) implementations. Device backends override them.
 //! * [`order`]: the one summation order of `index_add` every backend follows.
 //! * [`IndexPlan`]: the CSR of the transposed selection matrix.
+//! * [`ops`]: the dense, elementwise and segment ops of a graph-attention
+//!   model ([`Backend::matmul`], [`Backend::segment_softmax`], ...): their
+//!   definitions, fixed reduction orders and shared row kernels.
+//! * [`HostIndexOps`]: a wrapper that forces a backend's index ops onto the
+//!   host round-trip defaults (the "before" of a device gather/scatter).
+//! * [`workload`]: the anchors' splitmix64 generators.
 
 #[cfg(feature = "conformance")]
 pub mod conformance;
 mod element;
 mod error;
+mod host_index;
+pub mod ops;
 pub mod order;
 mod plan;
 pub mod reference;
 mod tensor;
+pub mod workload;
 
 pub use element::{DType, Element, bytes_of, vec_from_bytes};
 pub use error::{Error, Result};
+pub use host_index::HostIndexOps;
+pub use ops::{Binary, Unary};
 pub use order::CANONICAL_BLOCK;
 pub use plan::IndexPlan;
 pub use tensor::Tensor;
@@ -60,6 +71,17 @@ pub trait Backend: Send + Sync + std::fmt::Debug {
     /// # Errors
     /// Size overflow; device errors (out of memory).
     fn zeros<T: Element>(&self, shape: &[usize]) -> Result<BTensor<Self, T>>;
+
+    /// Waits until all work queued on this backend has finished (for timing).
+    ///
+    /// Default: nothing, for backends whose ops complete before they return
+    /// (host backends). Asynchronous device backends override it.
+    ///
+    /// # Errors
+    /// Device errors.
+    fn synchronize(&self) -> Result<()> {
+        Ok(())
+    }
 
     /// Makes `t`'s buffer its own (copying it if another tensor shares it), so
     /// it can be written in place.
@@ -178,6 +200,289 @@ pub trait Backend: Send + Sync + std::fmt::Debug {
         let host = self.download(t)?;
         let out = rtx_tensor::permute_host(&host, t.shape(), perm)?;
         self.upload(&out, plan.output.shape())
+    }
+
+    // ------------------------------------------------------------ model ops
+    //
+    // The ops of a graph-attention model (see [`ops`] for their exact
+    // definitions and reduction orders). Dense ops default to a host round
+    // trip over the [`ops`] reference; the segment ops built from other ops
+    // default to that composition on the backend itself.
+
+    /// Matrix product `op(a) @ op(b)` of 2-D tensors, `op` transposing when its
+    /// flag is set: `[m, k] @ [k, n] -> [m, n]`. The inner dimension is summed
+    /// in the canonical order, each product rounded (no FMA).
+    ///
+    /// Default: a host round trip (download both, [`ops::matmul`], upload).
+    /// Device backends override it.
+    ///
+    /// # Errors
+    /// [`Error::Rank`]; [`Error::ShapeMismatch`] naming both shapes.
+    fn matmul<T: Element>(
+        &self,
+        a: &BTensor<Self, T>,
+        trans_a: bool,
+        b: &BTensor<Self, T>,
+        trans_b: bool,
+    ) -> Result<BTensor<Self, T>> {
+        let (m, _, n) = ops::check_matmul(a.shape(), trans_a, b.shape(), trans_b)?;
+        let ha = self.download(a)?;
+        let hb = self.download(b)?;
+        let out = ops::matmul(&ha, a.shape(), trans_a, &hb, b.shape(), trans_b)?;
+        self.upload(&out, &[m, n])
+    }
+
+    /// `op(x)` elementwise (relu, leaky relu, exp, scale); same shape out.
+    ///
+    /// Default: a host round trip over [`ops::unary`]. Device backends override it.
+    ///
+    /// # Errors
+    /// Device errors.
+    fn unary<T: Element>(&self, op: Unary, x: &BTensor<Self, T>) -> Result<BTensor<Self, T>> {
+        let hx = self.download(x)?;
+        self.upload(&ops::unary(op, &hx), x.shape())
+    }
+
+    /// The backward of `op` at input `x` applied to the upstream gradient `grad`
+    /// (see [`ops::unary_backward_slice`]).
+    ///
+    /// Default: a host round trip over [`ops::unary_backward`]. Device backends override it.
+    ///
+    /// # Errors
+    /// [`Error::ShapeMismatch`] unless `x` and `grad` have one shape.
+    fn unary_backward<T: Element>(
+        &self,
+        op: Unary,
+        x: &BTensor<Self, T>,
+        grad: &BTensor<Self, T>,
+    ) -> Result<BTensor<Self, T>> {
+        ops::check_same("unary_backward", x.shape(), grad.shape())?;
+        let hx = self.download(x)?;
+        let hg = self.download(grad)?;
+        self.upload(&ops::unary_backward(op, &hx, &hg)?, x.shape())
+    }
+
+    /// `a op b` elementwise; `b` may be one row `[1, f]` broadcast over `a: [n, f]`.
+    ///
+    /// Default: a host round trip over [`ops::binary`]. Device backends override it.
+    ///
+    /// # Errors
+    /// [`Error::ShapeMismatch`] naming both shapes.
+    fn binary<T: Element>(
+        &self,
+        op: Binary,
+        a: &BTensor<Self, T>,
+        b: &BTensor<Self, T>,
+    ) -> Result<BTensor<Self, T>> {
+        let (f, broadcast) = ops::check_binary(op, a.shape(), b.shape())?;
+        let ha = self.download(a)?;
+        let hb = self.download(b)?;
+        self.upload(&ops::binary(op, &ha, &hb, f, broadcast), a.shape())
+    }
+
+    /// In place `y = y + alpha * x` (an SGD step is `axpy(w, -lr, grad)`);
+    /// `alpha` is rounded to `T` once.
+    ///
+    /// Default: a host round trip (download both, [`ops::axpy_slice`], upload
+    /// the result as `y`'s new buffer). Device backends override it.
+    ///
+    /// # Errors
+    /// [`Error::ShapeMismatch`] naming both shapes (before any work: `y` untouched).
+    fn axpy<T: Element>(
+        &self,
+        y: &mut BTensor<Self, T>,
+        alpha: f64,
+        x: &BTensor<Self, T>,
+    ) -> Result<()> {
+        ops::check_same("axpy", y.shape(), x.shape())?;
+        let mut hy = self.download(y)?;
+        let hx = self.download(x)?;
+        ops::axpy_slice(&mut hy, T::from_f64(alpha), &hx);
+        *y = self.upload(&hy, y.shape())?;
+        Ok(())
+    }
+
+    /// Column sums of `x: [n, f]` into `[1, f]`, canonical order over the rows.
+    ///
+    /// Default: a host round trip over [`ops::sum_rows`]. Device backends override it.
+    ///
+    /// # Errors
+    /// [`Error::Rank`] unless `x` is 2-D.
+    fn sum_rows<T: Element>(&self, x: &BTensor<Self, T>) -> Result<BTensor<Self, T>> {
+        let (n, f) = dims2("sum_rows", "x", x.layout())?;
+        let hx = self.download(x)?;
+        self.upload(&ops::sum_rows(&hx, n, f), &[1, f])
+    }
+
+    /// Per-head dot products: `a: [n, heads*c]`, `b: [n, heads*c]` or `[1, heads*c]`
+    /// (broadcast), out `[n, heads]` with `out[i, h] = sum_j a[i, h*c+j] * b[i, h*c+j]`.
+    /// (Attention logits `a_src . Wx` per head; the backward of [`Backend::head_scale`].)
+    ///
+    /// Default: a host round trip over [`ops::head_dot`]. Device backends override it.
+    ///
+    /// # Errors
+    /// [`Error::Rank`]; [`Error::ShapeMismatch`] naming both shapes and `heads`.
+    fn head_dot<T: Element>(
+        &self,
+        a: &BTensor<Self, T>,
+        b: &BTensor<Self, T>,
+        heads: usize,
+    ) -> Result<BTensor<Self, T>> {
+        let (n, h, c, b_rows) = ops::check_head_dot(a.shape(), b.shape(), heads)?;
+        let ha = self.download(a)?;
+        let hb = self.download(b)?;
+        self.upload(&ops::head_dot(&ha, &hb, n, h, c, b_rows), &[n, h])
+    }
+
+    /// Per-head scaling: `a: [n, heads*c]` or `[1, heads*c]` (broadcast),
+    /// `s: [n, heads]`, out `[n, heads*c]` with `out[i, h*c+j] = a[i, h*c+j] * s[i, h]`.
+    /// (Messages `alpha * Wx_src`; the backward of [`Backend::head_dot`].)
+    ///
+    /// Default: a host round trip over [`ops::head_scale`]. Device backends override it.
+    ///
+    /// # Errors
+    /// [`Error::Rank`]; [`Error::ShapeMismatch`] naming both shapes.
+    fn head_scale<T: Element>(
+        &self,
+        a: &BTensor<Self, T>,
+        s: &BTensor<Self, T>,
+    ) -> Result<BTensor<Self, T>> {
+        let (n, h, c, a_rows) = ops::check_head_scale(a.shape(), s.shape())?;
+        let ha = self.download(a)?;
+        let hs = self.download(s)?;
+        self.upload(&ops::head_scale(&ha, &hs, n, h, c, a_rows), &[n, h * c])
+    }
+
+    /// Segment max: `x: [plan.len(), f]` into `[plan.rows(), f]`, row `r` the
+    /// column-wise maximum of the entries of plan row `r` (an index op: see
+    /// [`ops`] for ties, NaN and empty rows).
+    ///
+    /// Default: a host round trip over [`ops::segment_max`]. Device backends override it.
+    ///
+    /// # Errors
+    /// [`Error::Rank`]; [`Error::ShapeMismatch`] naming the shape and the plan.
+    fn segment_max<T: Element>(
+        &self,
+        x: &BTensor<Self, T>,
+        plan: &IndexPlan,
+    ) -> Result<BTensor<Self, T>> {
+        let (_, f) = ops::check_segment("segment_max", x.shape(), plan)?;
+        let hx = self.download(x)?;
+        self.upload(&ops::segment_max(&hx, f, plan), &[plan.rows(), f])
+    }
+
+    /// Segment sum: `x: [plan.len(), f]` into `[plan.rows(), f]`; exactly
+    /// `index_add_planned` into zeros (canonical order; empty rows `+0.0`).
+    ///
+    /// Default: [`Backend::zeros`] then [`Backend::index_add_planned`] on this
+    /// backend (no round trip of its own).
+    ///
+    /// # Errors
+    /// [`Error::Rank`]; [`Error::ShapeMismatch`] naming the shape and the plan.
+    fn segment_sum<T: Element>(
+        &self,
+        x: &BTensor<Self, T>,
+        plan: &IndexPlan,
+    ) -> Result<BTensor<Self, T>> {
+        let (_, f) = ops::check_segment("segment_sum", x.shape(), plan)?;
+        let mut out = self.zeros(&[plan.rows(), f])?;
+        self.index_add_planned(&mut out, plan, x)?;
+        Ok(out)
+    }
+
+    /// Softmax over each segment (each destination's incoming edges):
+    /// `x: [plan.len(), f]` (one column per head), out the same shape,
+    /// max-subtracted. Defined as the composition in [`ops`]; a fused
+    /// override must give the same bits.
+    ///
+    /// Default: that composition on this backend ([`Backend::segment_max`],
+    /// [`Backend::index_select`], [`Backend::binary`], [`Backend::unary`],
+    /// [`Backend::segment_sum`]): no round trip beyond those ops' own.
+    ///
+    /// # Errors
+    /// [`Error::Rank`]; [`Error::ShapeMismatch`] naming the shape and the plan.
+    fn segment_softmax<T: Element>(
+        &self,
+        x: &BTensor<Self, T>,
+        plan: &IndexPlan,
+    ) -> Result<BTensor<Self, T>> {
+        ops::check_segment("segment_softmax", x.shape(), plan)?;
+        let idx = ops::plan_indices(plan);
+        let m = self.segment_max(x, plan)?;
+        let d = self.binary(Binary::Sub, x, &self.index_select(&m, &idx)?)?;
+        let e = self.unary(Unary::Exp, &d)?;
+        let s = self.segment_sum(&e, plan)?;
+        self.binary(Binary::Div, &e, &self.index_select(&s, &idx)?)
+    }
+
+    /// The backward of [`Backend::segment_softmax`] from its output `alpha`
+    /// and the upstream gradient `grad`: `alpha * (grad - gather(segment_sum(alpha * grad)))`.
+    ///
+    /// Default: that composition on this backend; a fused override must give the same bits.
+    ///
+    /// # Errors
+    /// [`Error::Rank`]; [`Error::ShapeMismatch`] naming the shapes and the plan.
+    fn segment_softmax_backward<T: Element>(
+        &self,
+        alpha: &BTensor<Self, T>,
+        grad: &BTensor<Self, T>,
+        plan: &IndexPlan,
+    ) -> Result<BTensor<Self, T>> {
+        ops::check_segment("segment_softmax_backward", alpha.shape(), plan)?;
+        ops::check_same("segment_softmax_backward", alpha.shape(), grad.shape())?;
+        let idx = ops::plan_indices(plan);
+        let t = self.binary(Binary::Mul, alpha, grad)?;
+        let s = self.segment_sum(&t, plan)?;
+        let u = self.binary(Binary::Sub, grad, &self.index_select(&s, &idx)?)?;
+        self.binary(Binary::Mul, alpha, &u)
+    }
+
+    /// Fused message passing: `segment_sum(head_scale(index_select(x, gather),
+    /// weights), plan)`, i.e. `out[r] = sum over entries p of plan row r of
+    /// weights[p, h] * x[gather[p]]` (per head block), without materializing
+    /// the `[E, heads*c]` messages. `x: [n, heads*c]`, `weights: [E, heads]`,
+    /// `gather.len() == plan.len() == E`; out `[plan.rows(), heads*c]`.
+    /// (GAT aggregation forward with `gather = src`, `plan` by destination;
+    /// its adjoint with `gather = dst`, `plan` by source.) An index op.
+    ///
+    /// Default: that composition on this backend; a fused override must give
+    /// the same bits.
+    ///
+    /// # Errors
+    /// [`Error::Rank`]; [`Error::ShapeMismatch`]; [`Error::IndexOutOfRange`] (before any work).
+    fn gather_scale_scatter<T: Element>(
+        &self,
+        x: &BTensor<Self, T>,
+        gather: &[u32],
+        weights: &BTensor<Self, T>,
+        plan: &IndexPlan,
+    ) -> Result<BTensor<Self, T>> {
+        ops::check_gather_scale_scatter(x.shape(), gather, weights.shape(), plan)?;
+        let msg = self.head_scale(&self.index_select(x, gather)?, weights)?;
+        self.segment_sum(&msg, plan)
+    }
+
+    /// Fused edge scores: `head_dot(index_select(a, a_idx), index_select(b,
+    /// b_idx), heads)`, out `[E, heads]` with `out[p, h] = a[a_idx[p]]_h .
+    /// b[b_idx[p]]_h`. (The attention-weight gradient of a GAT.) An index op.
+    ///
+    /// Default: that composition on this backend; a fused override must give
+    /// the same bits.
+    ///
+    /// # Errors
+    /// [`Error::Rank`]; [`Error::ShapeMismatch`]; [`Error::IndexOutOfRange`] (before any work).
+    fn gather_head_dot<T: Element>(
+        &self,
+        a: &BTensor<Self, T>,
+        a_idx: &[u32],
+        b: &BTensor<Self, T>,
+        b_idx: &[u32],
+        heads: usize,
+    ) -> Result<BTensor<Self, T>> {
+        ops::check_gather_head_dot(a.shape(), a_idx, b.shape(), b_idx, heads)?;
+        let ga = self.index_select(a, a_idx)?;
+        let gb = self.index_select(b, b_idx)?;
+        self.head_dot(&ga, &gb, heads)
     }
 }
 

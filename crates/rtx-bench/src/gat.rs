@@ -1,10 +1,237 @@
-//! `rtx-bench gat` (being built: see its issue).
+//! `rtx-bench gat`: HetGAT train-step and inference timings on the
+//! Harris-shaped graph, as JSON lines in the anchors format (beside
+//! `torch_anchors.py --suite gat`'s PyG rows: same `suite` and `case`).
+//!
+//! Rows per backend (`impl` is `rtx-<backend>-...`):
+//! * `harris-batch{1,8}` `...-train-step`: median ms of a full step
+//!   (forward, loss, backward, SGD);
+//! * `harris-batch{1,8}` `...-infer`: median ms of a forward pass, with
+//!   `per_scenario_ms` (ms / batch);
+//! * CUDA only, `harris-batch8` `...-gpu-util`: GPU utilisation median and
+//!   p90 (`util_median`, `util_p90`, percent) sampled by `nvidia-smi` every
+//!   100 ms while training (`ms` is 0, so compare.py skips it).
+
+use std::time::Instant;
+
+use rtx_backend::Backend;
+use rtx_backend_cpu::CpuBackend;
+use serde_json::json;
+
+use crate::hetgat::Workload;
+
+/// Which backends to time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Which {
+    /// CPU only.
+    Cpu,
+    /// CUDA with device index ops, and CUDA with index ops on the host round trip.
+    Cuda,
+    /// Both.
+    All,
+}
 
 /// Arguments of `rtx-bench gat`.
 #[derive(Debug, Clone, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Backends to time (default: cpu; all when built with CUDA).
+    #[arg(long, value_enum)]
+    pub backend: Option<Which>,
+    /// Timed train steps per case (default: 20 on CUDA, 3 on the CPU).
+    #[arg(long)]
+    pub reps: Option<usize>,
+    /// Timed inference passes per case (default: 50 on CUDA, 5 on the CPU).
+    #[arg(long)]
+    pub infer_reps: Option<usize>,
+    /// Seconds of training while `nvidia-smi` samples utilisation (CUDA only).
+    #[arg(long, default_value_t = 5.0)]
+    pub util_seconds: f64,
+    /// Batches to time.
+    #[arg(long, value_delimiter = ',', default_value = "1,8")]
+    pub batches: Vec<usize>,
+}
 
 /// Runs `rtx-bench gat`.
-pub fn run(_args: &Args) -> anyhow::Result<()> {
-    anyhow::bail!("rtx-bench gat is not built yet")
+pub fn run(args: &Args) -> anyhow::Result<()> {
+    let which = args.backend.unwrap_or(if cfg!(feature = "cuda") {
+        Which::All
+    } else {
+        Which::Cpu
+    });
+    if matches!(which, Which::Cuda | Which::All) {
+        run_cuda(args)?;
+    }
+    if matches!(which, Which::Cpu | Which::All) {
+        let cpu = CpuBackend::new();
+        let opts = Opts {
+            prefix: "rtx-cpu",
+            reps: args.reps.unwrap_or(3),
+            infer_reps: args.infer_reps.unwrap_or(5),
+            util_seconds: None,
+        };
+        suite(&cpu, args, &opts)?;
+    }
+    Ok(())
+}
+
+#[cfg(feature = "cuda")]
+fn run_cuda(args: &Args) -> anyhow::Result<()> {
+    let cuda = crate::cuda::cuda_backend()?;
+    let device = Opts {
+        prefix: "rtx-cuda-device-index",
+        reps: args.reps.unwrap_or(20),
+        infer_reps: args.infer_reps.unwrap_or(50),
+        util_seconds: Some(args.util_seconds),
+    };
+    suite(&cuda, args, &device)?;
+    let host = rtx_backend::HostIndexOps::new(cuda);
+    let roundtrip = Opts {
+        prefix: "rtx-cuda-host-index",
+        ..device
+    };
+    suite(&host, args, &roundtrip)
+}
+
+#[cfg(not(feature = "cuda"))]
+fn run_cuda(_args: &Args) -> anyhow::Result<()> {
+    anyhow::bail!(
+        "this rtx-bench was built without CUDA support; rebuild with \
+         `cargo build --release -p rtx-bench --features cuda` (or use --backend cpu)"
+    )
+}
+
+#[derive(Debug, Clone)]
+struct Opts {
+    prefix: &'static str,
+    reps: usize,
+    infer_reps: usize,
+    util_seconds: Option<f64>,
+}
+
+fn emit(v: serde_json::Value) {
+    println!("{v}");
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(0.0)
+}
+
+fn ms_of(f: &mut impl FnMut() -> anyhow::Result<()>) -> anyhow::Result<f64> {
+    let t = Instant::now();
+    f()?;
+    Ok(t.elapsed().as_secs_f64() * 1e3)
+}
+
+fn suite<B: Backend>(b: &B, args: &Args, o: &Opts) -> anyhow::Result<()> {
+    let reps = o.reps.max(1);
+    let infer_reps = o.infer_reps.max(1);
+    for &batch in &args.batches {
+        anyhow::ensure!(batch > 0, "--batches: 0 is not a batch size");
+        let case = format!("harris-batch{batch}");
+        let mut w = Workload::new(b, batch, 0)?;
+        // warm up: kernels compiled, buffers allocated, caches filled
+        w.train_step(b, 1e-3)?;
+        w.infer(b)?;
+        let mut step = || w.train_step(b, 1e-3).map(|_| ());
+        let train: Vec<f64> = (0..reps)
+            .map(|_| ms_of(&mut step))
+            .collect::<anyhow::Result<_>>()?;
+        emit(
+            json!({"suite": "gat", "case": case, "impl": format!("{}-train-step", o.prefix),
+                    "ms": round4(median(train)), "backend": b.name(), "reps": reps}),
+        );
+        let mut infer = || w.infer(b);
+        let inf: Vec<f64> = (0..infer_reps)
+            .map(|_| ms_of(&mut infer))
+            .collect::<anyhow::Result<_>>()?;
+        let ms = median(inf);
+        emit(
+            json!({"suite": "gat", "case": case, "impl": format!("{}-infer", o.prefix),
+                    "ms": round4(ms), "per_scenario_ms": round4(ms / batch as f64),
+                    "backend": b.name(), "reps": infer_reps}),
+        );
+        if let Some(secs) = o.util_seconds
+            && batch == *args.batches.iter().max().unwrap_or(&batch)
+        {
+            let (samples, util) = gpu_util_while(secs, || w.train_step(b, 1e-3).map(|_| ()))?;
+            match util {
+                Some((med, p90)) => emit(json!({"suite": "gat", "case": case,
+                    "impl": format!("{}-gpu-util", o.prefix), "ms": 0.0,
+                    "util_median": med, "util_p90": p90, "samples": samples})),
+                None => emit(json!({"suite": "gat", "case": case,
+                    "impl": format!("{}-gpu-util", o.prefix), "ms": 0.0,
+                    "error": "nvidia-smi gave no samples"})),
+            }
+        }
+    }
+    Ok(())
+}
+
+fn round4(x: f64) -> f64 {
+    (x * 1e4).round() / 1e4
+}
+
+/// Runs `work` repeatedly for `secs` seconds while `nvidia-smi` samples the
+/// GPU's utilisation every 100 ms; returns the sample count and (median, p90).
+fn gpu_util_while(
+    secs: f64,
+    mut work: impl FnMut() -> anyhow::Result<()>,
+) -> anyhow::Result<(usize, Option<(f64, f64)>)> {
+    use std::io::Read;
+    use std::process::{Command, Stdio};
+    let gpu = std::env::var("CUDA_VISIBLE_DEVICES")
+        .ok()
+        .and_then(|v| v.split(',').next().map(str::trim).map(str::to_owned))
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| "0".into());
+    let child = Command::new("nvidia-smi")
+        .args([
+            "--query-gpu=utilization.gpu",
+            "--format=csv,noheader,nounits",
+            "-lms",
+            "100",
+            "-i",
+            &gpu,
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn();
+    let mut child = match child {
+        Ok(c) => c,
+        Err(_) => return Ok((0, None)),
+    };
+    let t = Instant::now();
+    let result = (|| {
+        while t.elapsed().as_secs_f64() < secs {
+            work()?;
+        }
+        anyhow::Ok(())
+    })();
+    // stop the sampler we started (by its handle), then read what it printed
+    let _ = child.kill();
+    let mut out = String::new();
+    if let Some(mut s) = child.stdout.take() {
+        let _ = s.read_to_string(&mut out);
+    }
+    let _ = child.wait();
+    result?;
+    let mut v: Vec<f64> = out.lines().filter_map(|l| l.trim().parse().ok()).collect();
+    if v.is_empty() {
+        return Ok((0, None));
+    }
+    v.sort_by(f64::total_cmp);
+    let pick = |q: f64| v[((v.len() - 1) as f64 * q).round() as usize];
+    Ok((v.len(), Some((pick(0.5), pick(0.9)))))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_and_rounding() {
+        assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(vec![]), 0.0);
+        assert_eq!(round4(1.234_567), 1.2346);
+    }
 }

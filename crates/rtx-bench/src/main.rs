@@ -6,6 +6,8 @@
 
 use clap::{Parser, Subcommand};
 
+#[cfg(feature = "cuda")]
+mod cuda;
 mod cuda_timing;
 mod gat;
 mod hetgat;

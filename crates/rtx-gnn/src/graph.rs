@@ -1,0 +1,221 @@
+//! Heterogeneous graphs with static topology, and the Harris-shaped workload
+//! of `anchors/WORKLOADS.md`.
+
+use rtx_backend::workload::{index, values};
+use rtx_backend::{Element, IndexPlan};
+
+use crate::{Error, Result};
+
+/// A node type: a name and a node count.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeType {
+    /// The type's name (`"a"`).
+    pub name: String,
+    /// Number of nodes.
+    pub nodes: usize,
+}
+
+/// A relation (edge type) `src -name-> dst` with its edges and the index
+/// plans built once for it: by destination (softmax, message scatter) and by
+/// source (the adjoint of the source gathers).
+#[derive(Debug, Clone)]
+pub struct Relation {
+    /// The relation's name (`"ab"`).
+    pub name: String,
+    /// Source node type (an index into [`HeteroGraph::node_types`]).
+    pub src_type: usize,
+    /// Destination node type.
+    pub dst_type: usize,
+    /// Source node of every edge.
+    pub src: Vec<u32>,
+    /// Destination node of every edge.
+    pub dst: Vec<u32>,
+    /// The edges grouped by destination (CSR of S_dst^T).
+    pub dst_plan: IndexPlan,
+    /// The edges grouped by source (CSR of S_src^T).
+    pub src_plan: IndexPlan,
+}
+
+impl Relation {
+    /// Number of edges.
+    pub fn edges(&self) -> usize {
+        self.src.len()
+    }
+}
+
+/// A heterogeneous graph: node types and relations between them. The
+/// topology is static: plans are built once here and reused by every step.
+#[derive(Debug, Clone)]
+pub struct HeteroGraph {
+    /// Node types.
+    pub node_types: Vec<NodeType>,
+    /// Relations.
+    pub relations: Vec<Relation>,
+}
+
+/// One relation given to [`HeteroGraph::new`]: `(name, src type, dst type, src, dst)`.
+pub type RelationSpec = (String, usize, usize, Vec<u32>, Vec<u32>);
+
+impl HeteroGraph {
+    /// Builds a graph, validating every edge and building the index plans.
+    ///
+    /// # Errors
+    /// [`Error::Graph`] for an unknown node type or unequal edge lists;
+    /// [`Error::Backend`] (index out of range, naming position, value, bound)
+    /// for an edge endpoint beyond its type's node count.
+    pub fn new(node_types: Vec<NodeType>, relations: Vec<RelationSpec>) -> Result<HeteroGraph> {
+        let mut rels = Vec::with_capacity(relations.len());
+        for (name, s, d, src, dst) in relations {
+            let (Some(ns), Some(nd)) = (node_types.get(s), node_types.get(d)) else {
+                return Err(Error::Graph(format!(
+                    "relation {name}: node types {s} -> {d}, but there are {} node types",
+                    node_types.len()
+                )));
+            };
+            if src.len() != dst.len() {
+                return Err(Error::Graph(format!(
+                    "relation {name}: {} sources but {} destinations",
+                    src.len(),
+                    dst.len()
+                )));
+            }
+            let src_plan = IndexPlan::new(&src, ns.nodes)?;
+            let dst_plan = IndexPlan::new(&dst, nd.nodes)?;
+            rels.push(Relation {
+                name,
+                src_type: s,
+                dst_type: d,
+                src,
+                dst,
+                dst_plan,
+                src_plan,
+            });
+        }
+        Ok(HeteroGraph {
+            node_types,
+            relations: rels,
+        })
+    }
+
+    /// The Harris-shaped graph of WORKLOADS.md with `batch` disjoint copies
+    /// (copy `c` offsets node ids by `c * n_type`, as PyG batches graphs).
+    ///
+    /// # Errors
+    /// [`Error::Graph`] when `batch` is 0 or the node counts overflow `u32`.
+    pub fn harris(batch: usize) -> Result<HeteroGraph> {
+        if batch == 0
+            || HARRIS_NODES[0]
+                .1
+                .checked_mul(batch)
+                .is_none_or(|n| n > u32::MAX as usize)
+        {
+            return Err(Error::Graph(format!(
+                "batch {batch}: want 1..={}",
+                u32::MAX as usize / HARRIS_NODES[0].1
+            )));
+        }
+        let node_types = HARRIS_NODES
+            .iter()
+            .map(|&(name, n)| NodeType {
+                name: name.into(),
+                nodes: n * batch,
+            })
+            .collect();
+        let rels = HARRIS_RELATIONS
+            .iter()
+            .map(|&(name, s, d, e, seed)| {
+                let (ns, nd) = (HARRIS_NODES[s].1, HARRIS_NODES[d].1);
+                let src1: Vec<u32> = (0..e as u64).map(|k| index(seed, k, ns, false)).collect();
+                let dst1: Vec<u32> = (0..e as u64)
+                    .map(|k| index(seed + 1, k, nd, true))
+                    .collect();
+                let mut src = Vec::with_capacity(e * batch);
+                let mut dst = Vec::with_capacity(e * batch);
+                for c in 0..batch {
+                    src.extend(src1.iter().map(|&i| i + (c * ns) as u32));
+                    dst.extend(dst1.iter().map(|&i| i + (c * nd) as u32));
+                }
+                (name.to_string(), s, d, src, dst)
+            })
+            .collect();
+        HeteroGraph::new(node_types, rels)
+    }
+
+    /// Total number of edges.
+    pub fn edges(&self) -> usize {
+        self.relations.iter().map(Relation::edges).sum()
+    }
+}
+
+/// Node types of the Harris-shaped graph: `(name, nodes per copy)`.
+pub const HARRIS_NODES: [(&str, usize); 2] = [("a", 10_000), ("b", 5_000)];
+
+/// Relations of the Harris-shaped graph: `(name, src type, dst type, edges
+/// per copy, seed s)`; edge `k` has source `index(s, k, n_src, uniform)` and
+/// destination `index(s + 1, k, n_dst, hub)`.
+pub const HARRIS_RELATIONS: [(&str, usize, usize, usize, u64); 3] = [
+    ("aa", 0, 0, 20_000, 10),
+    ("ab", 0, 1, 11_478, 20),
+    ("ba", 1, 0, 11_477, 30),
+];
+
+/// Input features per node of the Harris-shaped graph.
+pub const HARRIS_FEATURES: usize = 32;
+
+/// Feature seeds of the Harris node types (`a`: 40, `b`: 41).
+pub const HARRIS_FEATURE_SEEDS: [u64; 2] = [40, 41];
+
+/// The Harris input features for `batch` copies: per node type, row-major
+/// `[batch * n, 32]`, `value(seed, i)` over the whole batched array (as the
+/// PyG peer generates them).
+pub fn harris_features<T: Element>(batch: usize) -> Vec<Vec<T>> {
+    HARRIS_NODES
+        .iter()
+        .zip(HARRIS_FEATURE_SEEDS)
+        .map(|(&(_, n), seed)| values(seed, batch * n * HARRIS_FEATURES))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn harris_has_42955_links_per_copy_and_disjoint_copies() {
+        let g1 = HeteroGraph::harris(1).unwrap();
+        assert_eq!(g1.edges(), 42_955);
+        let g3 = HeteroGraph::harris(3).unwrap();
+        assert_eq!(g3.edges(), 3 * 42_955);
+        for (r1, r3) in g1.relations.iter().zip(&g3.relations) {
+            let (ns, nd) = (
+                g1.node_types[r1.src_type].nodes as u32,
+                g1.node_types[r1.dst_type].nodes as u32,
+            );
+            let e = r1.edges();
+            for c in 0..3u32 {
+                for k in [0, e / 2, e - 1] {
+                    let p = c as usize * e + k;
+                    assert_eq!(r3.src[p], r1.src[k] + c * ns);
+                    assert_eq!(r3.dst[p], r1.dst[k] + c * nd);
+                }
+            }
+        }
+        assert!(HeteroGraph::harris(0).is_err());
+    }
+
+    #[test]
+    fn bad_edges_are_errors() {
+        let types = vec![NodeType {
+            name: "a".into(),
+            nodes: 3,
+        }];
+        let e = HeteroGraph::new(
+            types.clone(),
+            vec![("r".into(), 0, 0, vec![0, 5], vec![1, 1])],
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("idx[1] = 5"), "{e}");
+        assert!(HeteroGraph::new(types.clone(), vec![("r".into(), 0, 1, vec![], vec![])]).is_err());
+        assert!(HeteroGraph::new(types, vec![("r".into(), 0, 0, vec![0], vec![])]).is_err());
+    }
+}

@@ -1,0 +1,494 @@
+//! The HetGAT model: parameters, forward, hand-written backward, MSE loss, SGD.
+
+use rtx_backend::workload::{splitmix64, unit};
+use rtx_backend::{BTensor, Backend, Binary, Element, Unary};
+
+use crate::graph::HeteroGraph;
+use crate::{Error, Result};
+
+/// Hyper-parameters of a [`HetGat`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct HetGatConfig {
+    /// Input features per node type (indexed like the graph's node types).
+    pub in_features: Vec<usize>,
+    /// Attention heads per convolution.
+    pub heads: usize,
+    /// Channels per head (a layer's output has `heads * channels` features).
+    pub channels: usize,
+    /// Number of layers.
+    pub layers: usize,
+    /// Slope of the LeakyReLU of the attention logits.
+    pub negative_slope: f64,
+    /// The node type the linear head reads.
+    pub target: usize,
+}
+
+impl HetGatConfig {
+    /// The WORKLOADS.md model: 32 input features, 4 heads x 16 channels, two
+    /// layers, LeakyReLU(0.2), head on type `a`.
+    pub fn harris() -> HetGatConfig {
+        HetGatConfig {
+            in_features: vec![crate::graph::HARRIS_FEATURES; 2],
+            heads: 4,
+            channels: 16,
+            layers: 2,
+            negative_slope: 0.2,
+            target: 0,
+        }
+    }
+
+    /// `heads * channels`.
+    pub fn hidden(&self) -> usize {
+        self.heads * self.channels
+    }
+}
+
+/// Parameters per convolution (layer, relation), in this order.
+const CONV_PARAMS: [&str; 5] = ["w_src", "w_dst", "att_src", "att_dst", "bias"];
+const W_SRC: usize = 0;
+const W_DST: usize = 1;
+const ATT_SRC: usize = 2;
+const ATT_DST: usize = 3;
+const BIAS: usize = 4;
+
+/// A heterogeneous graph-attention network on backend `B` with elements `T`:
+/// per layer and relation a GAT convolution as PyG's
+/// `GATConv((-1, -1), channels, heads, add_self_loops=False)` (separate
+/// source and destination linear maps without bias, attention vectors, a
+/// bias after aggregation), relation outputs summed per destination type
+/// (PyG `HeteroConv(aggr="sum")`), ReLU after each layer, and a linear head
+/// `hidden -> 1` on the target type.
+///
+/// Parameters are one flat list (see [`HetGat::param_names`]): for layer `l`
+/// and relation `r`, `w_src [in_src, hidden]`, `w_dst [in_dst, hidden]`,
+/// `att_src [1, hidden]`, `att_dst [1, hidden]`, `bias [1, hidden]`; then
+/// `head_w [hidden, 1]` and `head_b [1, 1]`.
+///
+/// Relations whose output cannot reach the head (in the last layer: those
+/// into other node types) are not computed; their parameters exist (as in
+/// PyG) and get no gradient.
+#[derive(Debug)]
+pub struct HetGat<B: Backend, T: Element> {
+    config: HetGatConfig,
+    relations: usize,
+    params: Vec<BTensor<B, T>>,
+    names: Vec<String>,
+    /// `live[l][r]`: whether relation `r` of layer `l` reaches the head.
+    live: Vec<Vec<bool>>,
+}
+
+/// Gradients of every parameter, in [`HetGat::params`] order; `None` is zero.
+pub type Grads<B, T> = Vec<Option<BTensor<B, T>>>;
+
+/// What [`HetGat::loss_and_grads`] returns.
+#[derive(Debug)]
+pub struct LossAndGrads<B: Backend, T: Element> {
+    /// The MSE loss against zeros.
+    pub loss: T,
+    /// Gradients of the parameters.
+    pub grads: Grads<B, T>,
+    /// Gradients of the inputs per node type (when asked for).
+    pub input_grads: Vec<Option<BTensor<B, T>>>,
+}
+
+struct RelCache<B: Backend, T: Element> {
+    hs: BTensor<B, T>,
+    hd: BTensor<B, T>,
+    z: BTensor<B, T>,
+    alpha: BTensor<B, T>,
+}
+
+struct LayerCache<B: Backend, T: Element> {
+    /// The layer's input per node type.
+    x: Vec<Option<BTensor<B, T>>>,
+    /// The layer's output before ReLU per node type.
+    pre: Vec<Option<BTensor<B, T>>>,
+    rels: Vec<Option<RelCache<B, T>>>,
+}
+
+struct Forward<B: Backend, T: Element> {
+    layers: Vec<LayerCache<B, T>>,
+    /// The head's input (the target type's last activation) and output.
+    h: BTensor<B, T>,
+    y: BTensor<B, T>,
+}
+
+fn add_into<B: Backend, T: Element>(
+    b: &B,
+    slot: &mut Option<BTensor<B, T>>,
+    t: BTensor<B, T>,
+) -> Result<()> {
+    *slot = Some(match slot.take() {
+        None => t,
+        Some(s) => b.binary(Binary::Add, &s, &t)?,
+    });
+    Ok(())
+}
+
+impl<B: Backend, T: Element> HetGat<B, T> {
+    /// A model for `graph`'s schema, initialized from `seed` as PyG
+    /// initializes it, with splitmix64 in place of torch's generator:
+    /// linear maps and attention vectors glorot-uniform
+    /// (`±sqrt(6 / (fan_in + fan_out))`; attention vectors as `[1, heads,
+    /// channels]`), biases zero, the head's weight and bias uniform in
+    /// `±1/sqrt(hidden)` (torch's `Linear` default). Parameter `i` draws from
+    /// stream `splitmix64(seed, i)`.
+    ///
+    /// # Errors
+    /// [`Error::Model`] for a config that does not fit the graph (feature
+    /// counts, target type, zero sizes, a node type the next layer reads that
+    /// no relation writes); backend errors.
+    pub fn new(b: &B, graph: &HeteroGraph, config: HetGatConfig, seed: u64) -> Result<Self> {
+        let types = graph.node_types.len();
+        if config.in_features.len() != types
+            || config.target >= types
+            || config.heads == 0
+            || config.channels == 0
+            || config.layers == 0
+        {
+            return Err(Error::Model(format!(
+                "config {config:?} does not fit a graph of {types} node types \
+                 (want one feature count per type, target < {types}, nonzero sizes)"
+            )));
+        }
+        let relations = graph.relations.len();
+        let live = liveness(graph, &config)?;
+        let hidden = config.hidden();
+        let mut params = Vec::new();
+        let mut names = Vec::new();
+        let mut draw = |name: String, shape: [usize; 2], bound: f64| -> Result<()> {
+            let s = splitmix64(seed, params.len() as u64);
+            let n = shape[0] * shape[1];
+            let v: Vec<T> = (0..n as u64)
+                .map(|i| T::from_f64(bound * (2.0 * unit(s, i) - 1.0)))
+                .collect();
+            params.push(b.upload(&v, &shape)?);
+            names.push(name);
+            Ok(())
+        };
+        let glorot = |fan_in: usize, fan_out: usize| (6.0 / (fan_in + fan_out) as f64).sqrt();
+        for l in 0..config.layers {
+            for (r, rel) in graph.relations.iter().enumerate() {
+                let fin = |t: usize| {
+                    if l == 0 {
+                        config.in_features[t]
+                    } else {
+                        hidden
+                    }
+                };
+                let (fs, fd) = (fin(rel.src_type), fin(rel.dst_type));
+                let p = format!("conv{l}.{}", rel.name);
+                let _ = r;
+                draw(format!("{p}.w_src"), [fs, hidden], glorot(fs, hidden))?;
+                draw(format!("{p}.w_dst"), [fd, hidden], glorot(fd, hidden))?;
+                let att = glorot(config.heads, config.channels);
+                draw(format!("{p}.att_src"), [1, hidden], att)?;
+                draw(format!("{p}.att_dst"), [1, hidden], att)?;
+                draw(format!("{p}.bias"), [1, hidden], 0.0)?;
+            }
+        }
+        let head = 1.0 / (hidden as f64).sqrt();
+        draw("head_w".into(), [hidden, 1], head)?;
+        draw("head_b".into(), [1, 1], head)?;
+        Ok(HetGat {
+            config,
+            relations,
+            params,
+            names,
+            live,
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &HetGatConfig {
+        &self.config
+    }
+
+    /// Every parameter, in the documented order.
+    pub fn params(&self) -> &[BTensor<B, T>] {
+        &self.params
+    }
+
+    /// Every parameter, mutable (same order; keep the shapes).
+    pub fn params_mut(&mut self) -> &mut [BTensor<B, T>] {
+        &mut self.params
+    }
+
+    /// Parameter names (`conv0.aa.w_src`, ..., `head_w`, `head_b`).
+    pub fn param_names(&self) -> &[String] {
+        &self.names
+    }
+
+    fn p(&self, l: usize, r: usize, which: usize) -> &BTensor<B, T> {
+        &self.params[(l * self.relations + r) * CONV_PARAMS.len() + which]
+    }
+
+    fn pi(&self, l: usize, r: usize, which: usize) -> usize {
+        (l * self.relations + r) * CONV_PARAMS.len() + which
+    }
+
+    fn check_inputs(&self, graph: &HeteroGraph, x: &[BTensor<B, T>]) -> Result<()> {
+        if graph.relations.len() != self.relations || x.len() != graph.node_types.len() {
+            return Err(Error::Model(format!(
+                "{} inputs and {} relations given; the model has {} node types and {} relations",
+                x.len(),
+                graph.relations.len(),
+                self.config.in_features.len(),
+                self.relations
+            )));
+        }
+        for (t, (xt, nt)) in x.iter().zip(&graph.node_types).enumerate() {
+            let want = [nt.nodes, self.config.in_features[t]];
+            if xt.shape() != want {
+                return Err(Error::Model(format!(
+                    "input of node type {} has shape {:?}, want {want:?}",
+                    nt.name,
+                    xt.shape()
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    fn run_forward(
+        &self,
+        b: &B,
+        graph: &HeteroGraph,
+        x: &[BTensor<B, T>],
+    ) -> Result<Forward<B, T>> {
+        self.check_inputs(graph, x)?;
+        let heads = self.config.heads;
+        let slope = Unary::LeakyRelu(self.config.negative_slope);
+        let mut cur: Vec<Option<BTensor<B, T>>> = x.iter().cloned().map(Some).collect();
+        let mut layers = Vec::with_capacity(self.config.layers);
+        for l in 0..self.config.layers {
+            let mut pre: Vec<Option<BTensor<B, T>>> = vec![None; cur.len()];
+            let mut rels = Vec::with_capacity(self.relations);
+            for (r, rel) in graph.relations.iter().enumerate() {
+                if !self.live[l][r] {
+                    rels.push(None);
+                    continue;
+                }
+                let (Some(xs), Some(xd)) = (&cur[rel.src_type], &cur[rel.dst_type]) else {
+                    return Err(Error::Model(format!(
+                        "relation {} reads a missing node type",
+                        rel.name
+                    )));
+                };
+                let hs = b.matmul(xs, false, self.p(l, r, W_SRC), false)?;
+                let hd = b.matmul(xd, false, self.p(l, r, W_DST), false)?;
+                let a_s = b.head_dot(&hs, self.p(l, r, ATT_SRC), heads)?;
+                let a_d = b.head_dot(&hd, self.p(l, r, ATT_DST), heads)?;
+                let z = b.binary(
+                    Binary::Add,
+                    &b.index_select(&a_s, &rel.src)?,
+                    &b.index_select(&a_d, &rel.dst)?,
+                )?;
+                let alpha = b.segment_softmax(&b.unary(slope, &z)?, &rel.dst_plan)?;
+                // messages alpha[e] * hs[src[e]] summed per destination (fused
+                // index_select + head_scale + canonical scatter-add)
+                let out = b.gather_scale_scatter(&hs, &rel.src, &alpha, &rel.dst_plan)?;
+                let out = b.binary(Binary::Add, &out, self.p(l, r, BIAS))?;
+                add_into(b, &mut pre[rel.dst_type], out)?;
+                rels.push(Some(RelCache { hs, hd, z, alpha }));
+            }
+            let next = pre
+                .iter()
+                .map(|p| p.as_ref().map(|p| b.unary(Unary::Relu, p)).transpose())
+                .collect::<rtx_backend::Result<Vec<_>>>()?;
+            layers.push(LayerCache { x: cur, pre, rels });
+            cur = next;
+        }
+        let h = cur[self.config.target]
+            .take()
+            .ok_or_else(|| Error::Model("the target type has no output".into()))?;
+        let hidden = self.config.hidden();
+        let head_w = &self.params[self.relations * self.config.layers * CONV_PARAMS.len()];
+        let head_b = &self.params[self.relations * self.config.layers * CONV_PARAMS.len() + 1];
+        debug_assert_eq!(head_w.shape(), &[hidden, 1]);
+        let y = b.binary(Binary::Add, &b.matmul(&h, false, head_w, false)?, head_b)?;
+        Ok(Forward { layers, h, y })
+    }
+
+    /// The model's output `[n_target, 1]` for inputs `x` (one `[nodes,
+    /// in_features]` tensor per node type).
+    ///
+    /// # Errors
+    /// [`Error::Model`] for inputs that do not fit; backend errors.
+    pub fn forward(
+        &self,
+        b: &B,
+        graph: &HeteroGraph,
+        x: &[BTensor<B, T>],
+    ) -> Result<BTensor<B, T>> {
+        Ok(self.run_forward(b, graph, x)?.y)
+    }
+
+    /// The MSE loss against zeros, `mean(y^2)`, computed as the canonical
+    /// sum of squares divided by the row count.
+    ///
+    /// # Errors
+    /// As [`HetGat::forward`].
+    pub fn loss(&self, b: &B, graph: &HeteroGraph, x: &[BTensor<B, T>]) -> Result<T> {
+        let y = self.forward(b, graph, x)?;
+        mse(b, &y)
+    }
+
+    /// Loss, gradients of every parameter and (when `input_grads`) of the inputs.
+    ///
+    /// # Errors
+    /// As [`HetGat::forward`].
+    pub fn loss_and_grads(
+        &self,
+        b: &B,
+        graph: &HeteroGraph,
+        x: &[BTensor<B, T>],
+        input_grads: bool,
+    ) -> Result<LossAndGrads<B, T>> {
+        let fw = self.run_forward(b, graph, x)?;
+        let loss = mse(b, &fw.y)?;
+        let n = fw.y.shape()[0];
+        let heads = self.config.heads;
+        let slope = Unary::LeakyRelu(self.config.negative_slope);
+        let mut grads: Grads<B, T> = vec![None; self.params.len()];
+        let hi = self.relations * self.config.layers * CONV_PARAMS.len();
+        // head: y = h @ w + b, dL/dy = 2y / n
+        let dy = b.unary(Unary::Scale(2.0 / n.max(1) as f64), &fw.y)?;
+        grads[hi] = Some(b.matmul(&fw.h, true, &dy, false)?);
+        grads[hi + 1] = Some(b.sum_rows(&dy)?);
+        let mut dx: Vec<Option<BTensor<B, T>>> = vec![None; x.len()];
+        dx[self.config.target] = Some(b.matmul(&dy, false, &self.params[hi], true)?);
+        for l in (0..self.config.layers).rev() {
+            let cache = &fw.layers[l];
+            // through the ReLU after the layer
+            let dpre = cache
+                .pre
+                .iter()
+                .zip(&dx)
+                .map(|(p, d)| match (p, d) {
+                    (Some(p), Some(d)) => b.unary_backward(Unary::Relu, p, d).map(Some),
+                    _ => Ok(None),
+                })
+                .collect::<rtx_backend::Result<Vec<_>>>()?;
+            let want_dx = l > 0 || input_grads;
+            let mut dx_in: Vec<Option<BTensor<B, T>>> = vec![None; x.len()];
+            for (r, rel) in graph.relations.iter().enumerate() {
+                let (Some(c), Some(g)) = (&cache.rels[r], &dpre[rel.dst_type]) else {
+                    continue;
+                };
+                let (Some(xs), Some(xd)) = (&cache.x[rel.src_type], &cache.x[rel.dst_type]) else {
+                    continue;
+                };
+                grads[self.pi(l, r, BIAS)] = Some(b.sum_rows(g)?);
+                // out = scatter_dst(alpha * gather_src(hs)). The adjoint of the
+                // scatter is a gather of g by dst; the adjoint of the gather is a
+                // scatter-add by src:
+                //   dalpha[e] = g[dst[e]] . hs[src[e]] (per head)
+                //   dhs = scatter_src(alpha * gather_dst(g))
+                let dalpha = b.gather_head_dot(g, &rel.dst, &c.hs, &rel.src, heads)?;
+                let mut dhs = b.gather_scale_scatter(g, &rel.dst, &c.alpha, &rel.src_plan)?;
+                let dl = b.segment_softmax_backward(&c.alpha, &dalpha, &rel.dst_plan)?;
+                let dz = b.unary_backward(slope, &c.z, &dl)?;
+                let das = b.segment_sum(&dz, &rel.src_plan)?;
+                let dad = b.segment_sum(&dz, &rel.dst_plan)?;
+                grads[self.pi(l, r, ATT_SRC)] = Some(b.sum_rows(&b.head_scale(&c.hs, &das)?)?);
+                grads[self.pi(l, r, ATT_DST)] = Some(b.sum_rows(&b.head_scale(&c.hd, &dad)?)?);
+                dhs = b.binary(
+                    Binary::Add,
+                    &dhs,
+                    &b.head_scale(self.p(l, r, ATT_SRC), &das)?,
+                )?;
+                let dhd = b.head_scale(self.p(l, r, ATT_DST), &dad)?;
+                grads[self.pi(l, r, W_SRC)] = Some(b.matmul(xs, true, &dhs, false)?);
+                grads[self.pi(l, r, W_DST)] = Some(b.matmul(xd, true, &dhd, false)?);
+                if want_dx {
+                    let gs = b.matmul(&dhs, false, self.p(l, r, W_SRC), true)?;
+                    add_into(b, &mut dx_in[rel.src_type], gs)?;
+                    let gd = b.matmul(&dhd, false, self.p(l, r, W_DST), true)?;
+                    add_into(b, &mut dx_in[rel.dst_type], gd)?;
+                }
+            }
+            dx = dx_in;
+        }
+        Ok(LossAndGrads {
+            loss,
+            grads,
+            input_grads: if input_grads { dx } else { vec![None; x.len()] },
+        })
+    }
+
+    /// Plain SGD: `p = p - lr * grad` for every parameter with a gradient.
+    ///
+    /// # Errors
+    /// [`Error::Model`] when `grads` does not fit the parameters; backend errors.
+    pub fn sgd(&mut self, b: &B, grads: &Grads<B, T>, lr: f64) -> Result<()> {
+        if grads.len() != self.params.len() {
+            return Err(Error::Model(format!(
+                "{} gradients for {} parameters",
+                grads.len(),
+                self.params.len()
+            )));
+        }
+        for (p, g) in self.params.iter_mut().zip(grads) {
+            if let Some(g) = g {
+                b.axpy(p, -lr, g)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// One training step: forward, MSE loss against zeros, backward, SGD.
+    /// Returns the loss before the update.
+    ///
+    /// # Errors
+    /// As [`HetGat::forward`].
+    pub fn train_step(
+        &mut self,
+        b: &B,
+        graph: &HeteroGraph,
+        x: &[BTensor<B, T>],
+        lr: f64,
+    ) -> Result<T> {
+        let LossAndGrads { loss, grads, .. } = self.loss_and_grads(b, graph, x, false)?;
+        self.sgd(b, &grads, lr)?;
+        Ok(loss)
+    }
+}
+
+/// `mean(y^2)` of a `[n, 1]` output: canonical sum of squares over `n`.
+fn mse<B: Backend, T: Element>(b: &B, y: &BTensor<B, T>) -> Result<T> {
+    let n = y.shape()[0];
+    let s = b.download(&b.sum_rows(&b.binary(Binary::Mul, y, y)?)?)?;
+    Ok(s[0] / T::from_f64(n.max(1) as f64))
+}
+
+/// Which relations of which layer reach the head (see [`HetGat`]), and a
+/// check that every node type a live relation reads exists at that layer.
+fn liveness(graph: &HeteroGraph, config: &HetGatConfig) -> Result<Vec<Vec<bool>>> {
+    let types = graph.node_types.len();
+    let mut needed = vec![false; types];
+    needed[config.target] = true;
+    let mut live = vec![vec![false; graph.relations.len()]; config.layers];
+    for l in (0..config.layers).rev() {
+        let mut reads = vec![false; types];
+        for (r, rel) in graph.relations.iter().enumerate() {
+            if needed[rel.dst_type] {
+                live[l][r] = true;
+                reads[rel.src_type] = true;
+                reads[rel.dst_type] = true;
+            }
+        }
+        // every type written by this layer that is needed must have an incoming relation
+        for (t, &need) in needed.iter().enumerate() {
+            if need && !graph.relations.iter().any(|rel| rel.dst_type == t) {
+                return Err(Error::Model(format!(
+                    "node type {} is needed after layer {l} but no relation points to it \
+                     (PyG's HeteroConv would drop it)",
+                    graph.node_types[t].name
+                )));
+            }
+        }
+        needed = reads;
+    }
+    Ok(live)
+}
