@@ -1,0 +1,1 @@
+//! Token streams for `--verify-formatting-only` (being built).
