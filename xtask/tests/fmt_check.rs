@@ -91,7 +91,7 @@ impl Fixture {
         let files = stdout
             .lines()
             .filter_map(|l| match l.strip_prefix("Diff in ") {
-                Some(d) => d.trim_end_matches(':').rsplitn(2, ':').nth(1),
+                Some(d) => d.trim_end_matches(':').rsplit_once(':').map(|x| x.0),
                 None => l.strip_prefix("Incorrect newline style in "),
             })
             .map(|p| {

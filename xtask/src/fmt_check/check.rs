@@ -76,6 +76,11 @@ pub struct FileReport {
     pub via: Via,
 }
 
+/// Pass 1 runs one rustfmt per (package, edition, config path).
+type UnitKey = (usize, String, Option<PathBuf>);
+/// Pass 2 batches share (edition, config path).
+type BatchKey = (String, Option<PathBuf>);
+
 struct Assigned {
     formatted: Result<String, String>,
     edition: String,
@@ -106,8 +111,7 @@ pub fn check(
     let mut assigned: Vec<Option<Assigned>> = (0..plan.files.len()).map(|_| None).collect();
 
     // Pass 1: cargo fmt's inputs, one rustfmt per (package, edition, config).
-    let mut units: BTreeMap<(usize, String, Option<PathBuf>), (ConfigRef, Vec<PathBuf>)> =
-        BTreeMap::new();
+    let mut units: BTreeMap<UnitKey, (ConfigRef, Vec<PathBuf>)> = BTreeMap::new();
     for r in &plan.crate_roots {
         let config = configs.for_dir(r.path.parent().unwrap_or(&plan.root))?;
         let key = (
@@ -193,7 +197,7 @@ pub fn check(
     }
     // Files without out-of-line modules can share a rustfmt process (file mode
     // follows modules, so the others go through stdin one by one).
-    let mut batches: BTreeMap<(String, Option<PathBuf>), Vec<usize>> = BTreeMap::new();
+    let mut batches: BTreeMap<BatchKey, Vec<usize>> = BTreeMap::new();
     let mut singles = Vec::new();
     for (k, (i, edition, _, config)) in pending.iter().enumerate() {
         let text = texts[*i].as_deref().unwrap_or("");
@@ -210,7 +214,7 @@ pub fn check(
     }
     let threads = rayon::current_num_threads().max(1);
     let chunk = (pending.len() / (threads * 4)).clamp(8, 128);
-    let jobs: Vec<(&(String, Option<PathBuf>), &[usize])> = batches
+    let jobs: Vec<(&BatchKey, &[usize])> = batches
         .iter()
         .flat_map(|(key, ks)| ks.chunks(chunk).map(move |c| (key, c)))
         .collect();

@@ -42,14 +42,14 @@ fn scan(ts: TokenStream, inline: &mut Vec<String>, skip_all: bool, out: &mut Vec
                 let inner =
                     matches!(tts.get(i + 1), Some(TokenTree::Punct(q)) if q.as_char() == '!');
                 let g = i + 1 + usize::from(inner);
-                if let Some(TokenTree::Group(grp)) = tts.get(g) {
-                    if grp.delimiter() == Delimiter::Bracket {
-                        if !inner {
-                            attrs.push(grp.stream().to_string().replace(' ', ""));
-                        }
-                        i = g + 1;
-                        continue;
+                if let Some(TokenTree::Group(grp)) = tts.get(g)
+                    && grp.delimiter() == Delimiter::Bracket
+                {
+                    if !inner {
+                        attrs.push(grp.stream().to_string().replace(' ', ""));
                     }
+                    i = g + 1;
+                    continue;
                 }
                 attrs.clear();
             }

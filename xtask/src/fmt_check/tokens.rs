@@ -115,20 +115,18 @@ fn convert(ts: TokenStream) -> Vec<Tt> {
         })
         .fold(Vec::new(), |mut out: Vec<Tt>, t| {
             // `x.0.1` lexes `0.1` as one float, `x.0 .1` as three tokens
-            if let Tt::Leaf(tok) = &t {
-                if let Some((a, b)) = tok.text.split_once('.') {
-                    let digits = |s: &str| !s.is_empty() && s.bytes().all(|c| c.is_ascii_digit());
-                    if tok.kind == Kind::Literal
-                        && digits(a)
-                        && digits(b)
-                        && out.last().is_some_and(|p| p.is_punct('.'))
-                    {
-                        out.push(leaf(Kind::Literal, a.into(), tok.line));
-                        out.push(leaf(Kind::Punct, ".".into(), tok.line));
-                        out.push(leaf(Kind::Literal, b.into(), tok.line));
-                        return out;
-                    }
-                }
+            let digits = |s: &str| !s.is_empty() && s.bytes().all(|c| c.is_ascii_digit());
+            if let Tt::Leaf(tok) = &t
+                && let Some((a, b)) = tok.text.split_once('.')
+                && tok.kind == Kind::Literal
+                && digits(a)
+                && digits(b)
+                && out.last().is_some_and(|p| p.is_punct('.'))
+            {
+                out.push(leaf(Kind::Literal, a.into(), tok.line));
+                out.push(leaf(Kind::Punct, ".".into(), tok.line));
+                out.push(leaf(Kind::Literal, b.into(), tok.line));
+                return out;
             }
             out.push(t);
             out
@@ -415,20 +413,16 @@ fn sort_item_runs(seq: Vec<Tt>) -> Vec<Tt> {
     let mut i = 0;
     let mut at_start = true;
     while i < seq.len() {
-        if at_start {
-            if let Some((kind, mut end, mut units)) = parse_item(&seq, i) {
-                let line = seq[i].line();
-                while let Some((k2, e2, u2)) = parse_item(&seq, end).filter(|(k2, ..)| *k2 == kind)
-                {
-                    let _ = k2;
-                    units.extend(u2);
-                    end = e2;
-                }
-                units.sort();
-                out.extend(units.into_iter().map(|u| leaf(Kind::Item, u, line)));
-                i = end;
-                continue;
+        if at_start && let Some((kind, mut end, mut units)) = parse_item(&seq, i) {
+            let line = seq[i].line();
+            while let Some((_, e2, u2)) = parse_item(&seq, end).filter(|(k2, ..)| *k2 == kind) {
+                units.extend(u2);
+                end = e2;
             }
+            units.sort();
+            out.extend(units.into_iter().map(|u| leaf(Kind::Item, u, line)));
+            i = end;
+            continue;
         }
         at_start = seq[i].is_punct(';')
             || seq[i].is_group(Delimiter::Brace)
