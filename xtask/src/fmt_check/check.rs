@@ -76,8 +76,69 @@ pub struct FileReport {
     pub via: Via,
 }
 
-/// Pass 1 runs one rustfmt per (package, edition, config path).
-type UnitKey = (usize, String, Option<PathBuf>);
+/// rustfmt's output: (file, formatted text) for every file it printed.
+type Formatted = Vec<(PathBuf, String)>;
+
+/// Least source bytes per pass-1 rustfmt process when a group is split.
+const MIN_UNIT_BYTES: u64 = 64 * 1024;
+
+/// Pass 1 groups crate roots by (edition, config path).
+type UnitKey = (String, Option<PathBuf>);
+
+/// One pass-1 rustfmt process.
+struct Unit {
+    edition: String,
+    config: ConfigRef,
+    /// (crate root, package index)
+    roots: Vec<(PathBuf, usize)>,
+    weight: u64,
+}
+
+/// Phase timings on stderr when `XTASK_FMT_TIMING` is set.
+#[derive(Debug)]
+pub struct Timing {
+    start: std::time::Instant,
+    last: std::time::Instant,
+    on: bool,
+    lines: Vec<String>,
+}
+
+impl Timing {
+    /// Starts the clock.
+    pub fn new() -> Timing {
+        let now = std::time::Instant::now();
+        Timing {
+            start: now,
+            last: now,
+            on: std::env::var_os("XTASK_FMT_TIMING").is_some(),
+            lines: Vec::new(),
+        }
+    }
+
+    /// Records the phase that just ended.
+    pub fn mark(&mut self, phase: &str) {
+        if self.on {
+            let now = std::time::Instant::now();
+            self.lines.push(format!(
+                "timing: {phase}: {:.1} ms (total {:.1} ms)",
+                (now - self.last).as_secs_f64() * 1e3,
+                (now - self.start).as_secs_f64() * 1e3
+            ));
+            self.last = now;
+        }
+    }
+
+    /// The recorded lines.
+    pub fn lines(&self) -> &[String] {
+        &self.lines
+    }
+}
+
+impl Default for Timing {
+    fn default() -> Timing {
+        Timing::new()
+    }
+}
 /// Pass 2 batches share (edition, config path).
 type BatchKey = (String, Option<PathBuf>);
 
@@ -98,6 +159,7 @@ pub fn check(
     plan: &Plan,
     configs: &mut ConfigResolver,
     notes: &mut Vec<String>,
+    timing: &mut Timing,
 ) -> anyhow::Result<Vec<FileReport>> {
     let texts: Vec<Result<String, String>> = plan
         .files
@@ -110,63 +172,97 @@ pub fn check(
         .collect();
     let mut assigned: Vec<Option<Assigned>> = (0..plan.files.len()).map(|_| None).collect();
 
-    // Pass 1: cargo fmt's inputs, one rustfmt per (package, edition, config).
-    let mut units: BTreeMap<UnitKey, (ConfigRef, Vec<PathBuf>)> = BTreeMap::new();
-    for r in &plan.crate_roots {
-        let config = configs.for_dir(r.path.parent().unwrap_or(&plan.root))?;
-        let key = (
-            r.package,
-            r.edition.clone(),
-            config.as_ref().map(|c| c.path.clone()),
-        );
-        units
-            .entry(key)
-            .or_insert_with(|| (config, Vec::new()))
-            .1
-            .push(r.path.clone());
-    }
+    timing.mark("read files");
+
+    // Pass 1: cargo fmt's inputs. Roots sharing (edition, config) are packed
+    // into at most `threads` rustfmt processes, balanced by package size:
+    // few spawns (cargo fmt spawns one per edition) and every core busy.
     let mut weight = vec![0u64; plan.packages.len()];
-    for f in &plan.files {
-        if let Some(o) = f.owner {
-            weight[o] += std::fs::metadata(&f.path).map_or(0, |m| m.len());
+    for (f, t) in plan.files.iter().zip(&texts) {
+        if let (Some(o), Ok(t)) = (f.owner, t) {
+            weight[o] += t.len() as u64;
         }
     }
-    let mut units: Vec<_> = units.into_iter().collect();
-    // Biggest first, one task each: rayon's work stealing then balances like LPT.
-    units.sort_by_key(|((pkg, ..), _)| std::cmp::Reverse(weight[*pkg]));
-    let pass1: Vec<anyhow::Result<Vec<(PathBuf, String)>>> = units
+    let mut keyed: BTreeMap<UnitKey, (ConfigRef, BTreeMap<usize, Vec<PathBuf>>)> = BTreeMap::new();
+    for r in &plan.crate_roots {
+        let config = configs.for_dir(r.path.parent().unwrap_or(&plan.root))?;
+        let key = (r.edition.clone(), config.as_ref().map(|c| c.path.clone()));
+        let entry = keyed
+            .entry(key)
+            .or_insert_with(|| (config, BTreeMap::new()));
+        entry.1.entry(r.package).or_default().push(r.path.clone());
+    }
+    let threads = rayon::current_num_threads().max(1);
+    let mut units: Vec<Unit> = Vec::new();
+    for ((edition, _), (config, packages)) in keyed {
+        let mut pkgs: Vec<(usize, Vec<PathBuf>)> = packages.into_iter().collect();
+        pkgs.sort_by_key(|(p, _)| (std::cmp::Reverse(weight[*p]), *p));
+        // A rustfmt start costs about what formatting ~20 KB does: split only
+        // where every process gets a real share of the work.
+        let total: u64 = pkgs.iter().map(|(p, _)| weight[*p]).sum();
+        let worth = usize::try_from(total / MIN_UNIT_BYTES)
+            .unwrap_or(usize::MAX)
+            .max(1);
+        let bins = threads.min(pkgs.len()).min(worth);
+        let first = units.len();
+        for _ in 0..bins {
+            units.push(Unit {
+                edition: edition.clone(),
+                config: config.clone(),
+                roots: Vec::new(),
+                weight: 0,
+            });
+        }
+        for (pkg, roots) in pkgs {
+            let bin = (first..first + bins)
+                .min_by_key(|&b| (units[b].weight, b))
+                .unwrap_or(first);
+            units[bin].weight += weight[pkg];
+            units[bin].roots.extend(roots.into_iter().map(|r| (r, pkg)));
+        }
+    }
+    let mut by_weight: Vec<usize> = (0..units.len()).collect();
+    by_weight.sort_by_key(|&u| std::cmp::Reverse(units[u].weight));
+    let mut pass1: Vec<(usize, anyhow::Result<Formatted>)> = by_weight
         .par_iter()
         .with_max_len(1)
-        .map(|((_, edition, config), (_, roots))| {
-            rustfmt.format_files(&plan.root, Some(edition), config.as_deref(), roots)
+        .map(|&u| {
+            let unit = &units[u];
+            let roots: Vec<PathBuf> = unit.roots.iter().map(|(r, _)| r.clone()).collect();
+            let cfg = unit.config.as_ref().map(|c| c.path.as_path());
+            (
+                u,
+                rustfmt.format_files(&plan.root, Some(&unit.edition), cfg, &roots),
+            )
         })
         .collect();
-    let mut order: Vec<usize> = (0..units.len()).collect();
-    order.sort_by(|&a, &b| units[a].0.cmp(&units[b].0)); // deterministic merge order
-    for u in order {
-        let ((pkg, edition, _), (config, roots)) = &units[u];
-        let outputs = pass1[u].as_ref().map_err(|e| anyhow::anyhow!("{e:#}"))?;
-        for (path, text) in outputs {
-            let Some(i) = plan.file_index(path) else {
+    pass1.sort_by_key(|(u, _)| *u); // deterministic merge order
+    for (u, outputs) in pass1 {
+        let unit = &units[u];
+        for (path, text) in outputs? {
+            let Some(i) = plan.file_index(&path) else {
                 continue;
             };
             if assigned[i].is_some() {
                 continue;
             }
-            let via = roots
+            // the root whose directory holds the file most closely
+            let (root, pkg) = unit
+                .roots
                 .iter()
-                .find(|r| path.starts_with(r.parent().unwrap_or(r)))
-                .unwrap_or(&roots[0])
-                .clone();
+                .filter(|(r, _)| path.starts_with(r.parent().unwrap_or(r)))
+                .max_by_key(|(r, _)| r.components().count())
+                .unwrap_or(&unit.roots[0]);
             assigned[i] = Some(Assigned {
-                formatted: Ok(text.clone()),
-                edition: edition.clone(),
+                formatted: Ok(text),
+                edition: unit.edition.clone(),
                 edition_source: EditionSource::Package(plan.packages[*pkg].name.clone()),
-                config: config.clone(),
-                via: Via::CrateRoot(via),
+                config: unit.config.clone(),
+                via: Via::CrateRoot(root.clone()),
             });
         }
     }
+    timing.mark("pass 1 (crate roots, as cargo fmt)");
     note_config_divergence(plan, &assigned, configs, notes)?;
 
     // Files behind `#[rustfmt::skip] mod`: cargo fmt never formats them.
@@ -212,7 +308,6 @@ pub fn check(
             singles.push(k);
         }
     }
-    let threads = rayon::current_num_threads().max(1);
     let chunk = (pending.len() / (threads * 4)).clamp(8, 128);
     let jobs: Vec<(&BatchKey, &[usize])> = batches
         .iter()
@@ -279,6 +374,7 @@ pub fn check(
         });
     }
 
+    timing.mark("pass 2 (files cargo fmt does not reach)");
     let reports = plan
         .files
         .iter()

@@ -54,6 +54,9 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
     if let Some(rev) = &args.verify_formatting_only {
         return verify::run(args, rev, out, err);
     }
+    let mut timing = check::Timing::new();
+    // `rustfmt --version` runs while cargo metadata does.
+    let probe = std::thread::spawn(rustfmt::Rustfmt::locate);
     let manifest = crate::workspace::manifest_path(args.target.workspace.as_deref())?;
     let metadata = crate::workspace::metadata_no_deps(&manifest)?;
     let root = metadata.workspace_root.as_std_path();
@@ -65,11 +68,17 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
     } else {
         crate::workspace::load_policy(&args.target, root)?
     };
-    let rustfmt = rustfmt::Rustfmt::locate()?;
     let mut plan = files::plan(&metadata, &policy.fmt.exclude)?;
     notes.append(&mut plan.notes);
+    let rustfmt = probe
+        .join()
+        .map_err(|_| anyhow::anyhow!("rustfmt probe panicked"))??;
+    timing.mark("cargo metadata, policy, walk");
     let mut configs = files::ConfigResolver::default();
-    let reports = check::check(&rustfmt, &plan, &mut configs, &mut notes)?;
+    let reports = check::check(&rustfmt, &plan, &mut configs, &mut notes, &mut timing)?;
+    for l in timing.lines() {
+        writeln!(err, "{l}")?;
+    }
     Report {
         plan: &plan,
         reports: &reports,
