@@ -1,0 +1,617 @@
+//! The check itself: which rustfmt run formats which file, and the verdicts.
+//!
+//! Pass 1 does what `cargo fmt --all` does: every member target's root in
+//! file mode, so rustfmt follows `mod` declarations and each module file gets
+//! its crate root's edition and config, exactly as with `cargo fmt`. Pass 2
+//! formats every file pass 1 did not reach (`include!`d files, modules
+//! declared inside macros, stray files) on its own, with its owning package's
+//! edition and the config rustfmt picks from the file's own directory.
+//! Files behind `#[rustfmt::skip] mod` are left alone, as `cargo fmt` leaves them.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+
+use rayon::prelude::*;
+
+use super::files::{ConfigRef, ConfigResolver, NewlineStyle, Plan};
+use super::modscan;
+use super::rustfmt::Rustfmt;
+
+/// Where a file's edition came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EditionSource {
+    /// The package that owns the file (or whose crate root reaches it).
+    Package(String),
+    /// Outside any package: the root manifest's `[workspace.package] edition`.
+    WorkspaceDefault,
+    /// Outside any package, no workspace default: the `edition` of its rustfmt config.
+    RustfmtConfig,
+    /// Outside any package, nothing set: 2015, cargo's and rustfmt's default.
+    Fallback,
+}
+
+/// How rustfmt got to a file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Via {
+    /// Through the module tree of this crate root, as `cargo fmt` does.
+    CrateRoot(PathBuf),
+    /// On its own: `cargo fmt` does not reach it.
+    Standalone,
+}
+
+/// The verdict on one file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// Formatted.
+    Formatted,
+    /// Not formatted: what it should be (line endings as the file should have them).
+    Unformatted {
+        /// The formatted file, ready to write.
+        fixed: String,
+        /// Only the line endings are wrong (explicit `newline_style`).
+        line_endings_only: bool,
+    },
+    /// rustfmt rejected it (does not parse) or it could not be read.
+    Error(String),
+    /// Not checked: `cargo fmt` skips it too.
+    Skipped(String),
+}
+
+/// One checked file.
+#[derive(Debug, Clone)]
+pub struct FileReport {
+    /// Index into [`Plan::files`].
+    pub file: usize,
+    /// The file's text as read (empty on a read error).
+    pub original: String,
+    /// The verdict.
+    pub verdict: Verdict,
+    /// The edition it was formatted with.
+    pub edition: String,
+    /// Where the edition came from.
+    pub edition_source: EditionSource,
+    /// The rustfmt config used (`None`: rustfmt's defaults).
+    pub config: Option<PathBuf>,
+    /// How rustfmt reached it.
+    pub via: Via,
+}
+
+/// rustfmt's output: (file, formatted text) for every file it printed.
+type Formatted = Vec<(PathBuf, String)>;
+
+/// Least source bytes per pass-1 rustfmt process when a group is split.
+const MIN_UNIT_BYTES: u64 = 64 * 1024;
+
+/// Pass 1 groups crate roots by (edition, config path).
+type UnitKey = (String, Option<PathBuf>);
+
+/// One pass-1 rustfmt process.
+struct Unit {
+    edition: String,
+    config: ConfigRef,
+    /// (crate root, package index)
+    roots: Vec<(PathBuf, usize)>,
+    weight: u64,
+}
+
+/// Phase timings on stderr when `XTASK_FMT_TIMING` is set.
+#[derive(Debug)]
+pub struct Timing {
+    start: std::time::Instant,
+    last: std::time::Instant,
+    on: bool,
+    lines: Vec<String>,
+}
+
+impl Timing {
+    /// Starts the clock.
+    pub fn new() -> Timing {
+        let now = std::time::Instant::now();
+        Timing {
+            start: now,
+            last: now,
+            on: std::env::var_os("XTASK_FMT_TIMING").is_some(),
+            lines: Vec::new(),
+        }
+    }
+
+    /// Records the phase that just ended.
+    pub fn mark(&mut self, phase: &str) {
+        if self.on {
+            let now = std::time::Instant::now();
+            self.lines.push(format!(
+                "timing: {phase}: {:.1} ms (total {:.1} ms)",
+                (now - self.last).as_secs_f64() * 1e3,
+                (now - self.start).as_secs_f64() * 1e3
+            ));
+            self.last = now;
+        }
+    }
+
+    /// The recorded lines.
+    pub fn lines(&self) -> &[String] {
+        &self.lines
+    }
+}
+
+impl Default for Timing {
+    fn default() -> Timing {
+        Timing::new()
+    }
+}
+/// Pass 2 batches share (edition, config path).
+type BatchKey = (String, Option<PathBuf>);
+
+struct Assigned {
+    formatted: Result<String, String>,
+    edition: String,
+    edition_source: EditionSource,
+    config: ConfigRef,
+    via: Via,
+}
+
+/// Runs rustfmt over the plan. Reports come in `plan.files` order.
+///
+/// # Errors
+/// rustfmt cannot be started, or a rustfmt config is malformed.
+pub fn check(
+    rustfmt: &Rustfmt,
+    plan: &Plan,
+    configs: &mut ConfigResolver,
+    notes: &mut Vec<String>,
+    timing: &mut Timing,
+) -> anyhow::Result<Vec<FileReport>> {
+    let texts: Vec<Result<String, String>> = plan
+        .files
+        .par_iter()
+        .map(|f| match std::fs::read(&f.path) {
+            Ok(b) => String::from_utf8(b)
+                .map_err(|_| "not valid UTF-8; rustfmt cannot read it".to_string()),
+            Err(e) => Err(format!("cannot read: {e}")),
+        })
+        .collect();
+    let mut assigned: Vec<Option<Assigned>> = (0..plan.files.len()).map(|_| None).collect();
+
+    timing.mark("read files");
+
+    // Pass 1: cargo fmt's inputs. Roots sharing (edition, config) are packed
+    // into at most `threads` rustfmt processes, balanced by package size:
+    // few spawns (cargo fmt spawns one per edition) and every core busy.
+    let mut weight = vec![0u64; plan.packages.len()];
+    for (f, t) in plan.files.iter().zip(&texts) {
+        if let (Some(o), Ok(t)) = (f.owner, t) {
+            weight[o] += t.len() as u64;
+        }
+    }
+    let mut keyed: BTreeMap<UnitKey, (ConfigRef, BTreeMap<usize, Vec<PathBuf>>)> = BTreeMap::new();
+    for r in &plan.crate_roots {
+        let config = configs.for_dir(r.path.parent().unwrap_or(&plan.root))?;
+        let key = (r.edition.clone(), config.as_ref().map(|c| c.path.clone()));
+        let entry = keyed
+            .entry(key)
+            .or_insert_with(|| (config, BTreeMap::new()));
+        entry.1.entry(r.package).or_default().push(r.path.clone());
+    }
+    let threads = rayon::current_num_threads().max(1);
+    let mut units: Vec<Unit> = Vec::new();
+    for ((edition, _), (config, packages)) in keyed {
+        let mut pkgs: Vec<(usize, Vec<PathBuf>)> = packages.into_iter().collect();
+        pkgs.sort_by_key(|(p, _)| (std::cmp::Reverse(weight[*p]), *p));
+        // A rustfmt start costs about what formatting ~20 KB does: split only
+        // where every process gets a real share of the work.
+        let total: u64 = pkgs.iter().map(|(p, _)| weight[*p]).sum();
+        let worth = usize::try_from(total / MIN_UNIT_BYTES)
+            .unwrap_or(usize::MAX)
+            .max(1);
+        let bins = threads.min(pkgs.len()).min(worth);
+        let first = units.len();
+        for _ in 0..bins {
+            units.push(Unit {
+                edition: edition.clone(),
+                config: config.clone(),
+                roots: Vec::new(),
+                weight: 0,
+            });
+        }
+        for (pkg, roots) in pkgs {
+            let bin = (first..first + bins)
+                .min_by_key(|&b| (units[b].weight, b))
+                .unwrap_or(first);
+            units[bin].weight += weight[pkg];
+            units[bin].roots.extend(roots.into_iter().map(|r| (r, pkg)));
+        }
+    }
+    let mut by_weight: Vec<usize> = (0..units.len()).collect();
+    by_weight.sort_by_key(|&u| std::cmp::Reverse(units[u].weight));
+    let mut pass1: Vec<(usize, anyhow::Result<Formatted>)> = by_weight
+        .par_iter()
+        .with_max_len(1)
+        .map(|&u| {
+            let unit = &units[u];
+            let roots: Vec<PathBuf> = unit.roots.iter().map(|(r, _)| r.clone()).collect();
+            let cfg = unit.config.as_ref().map(|c| c.path.as_path());
+            (
+                u,
+                rustfmt.format_files(&plan.root, Some(&unit.edition), cfg, &roots),
+            )
+        })
+        .collect();
+    pass1.sort_by_key(|(u, _)| *u); // deterministic merge order
+    for (u, outputs) in pass1 {
+        let unit = &units[u];
+        for (path, text) in outputs? {
+            let Some(i) = plan.file_index(&path) else {
+                continue;
+            };
+            if assigned[i].is_some() {
+                continue;
+            }
+            // the root whose directory holds the file most closely
+            let (root, pkg) = unit
+                .roots
+                .iter()
+                .filter(|(r, _)| path.starts_with(r.parent().unwrap_or(r)))
+                .max_by_key(|(r, _)| r.components().count())
+                .unwrap_or(&unit.roots[0]);
+            assigned[i] = Some(Assigned {
+                formatted: Ok(text),
+                edition: unit.edition.clone(),
+                edition_source: EditionSource::Package(plan.packages[*pkg].name.clone()),
+                config: unit.config.clone(),
+                via: Via::CrateRoot(root.clone()),
+            });
+        }
+    }
+    timing.mark("pass 1 (crate roots, as cargo fmt)");
+    note_config_divergence(plan, &assigned, configs, notes)?;
+
+    // Files behind `#[rustfmt::skip] mod`: cargo fmt never formats them.
+    let skipped = skipped_files(plan, &texts);
+
+    // Pass 2: everything else, on its own.
+    let mut pending: Vec<(usize, String, EditionSource, ConfigRef)> = Vec::new();
+    for (i, f) in plan.files.iter().enumerate() {
+        if assigned[i].is_some() || skipped.contains_key(&i) || texts[i].is_err() {
+            continue;
+        }
+        let config = configs.for_dir(f.path.parent().unwrap_or(&plan.root))?;
+        let (edition, source) = match f.owner {
+            Some(o) => (
+                plan.packages[o].edition.clone(),
+                EditionSource::Package(plan.packages[o].name.clone()),
+            ),
+            None => match (
+                &plan.default_edition,
+                config.as_ref().and_then(|c| c.edition.clone()),
+            ) {
+                (Some(e), _) => (e.clone(), EditionSource::WorkspaceDefault),
+                (None, Some(e)) => (e, EditionSource::RustfmtConfig),
+                (None, None) => ("2015".to_string(), EditionSource::Fallback),
+            },
+        };
+        pending.push((i, edition, source, config));
+    }
+    // Files without out-of-line modules can share a rustfmt process (file mode
+    // follows modules, so the others go through stdin one by one).
+    let mut batches: BTreeMap<BatchKey, Vec<usize>> = BTreeMap::new();
+    let mut singles = Vec::new();
+    for (k, (i, edition, _, config)) in pending.iter().enumerate() {
+        let text = texts[*i].as_deref().unwrap_or("");
+        let no_mods =
+            !text.contains("mod") || modscan::mod_decls(text).is_some_and(|d| d.is_empty());
+        if no_mods {
+            batches
+                .entry((edition.clone(), config.as_ref().map(|c| c.path.clone())))
+                .or_default()
+                .push(k);
+        } else {
+            singles.push(k);
+        }
+    }
+    let chunk = (pending.len() / (threads * 4)).clamp(8, 128);
+    let jobs: Vec<(&BatchKey, &[usize])> = batches
+        .iter()
+        .flat_map(|(key, ks)| ks.chunks(chunk).map(move |c| (key, c)))
+        .collect();
+    let pass2: Vec<anyhow::Result<Vec<(PathBuf, String)>>> = jobs
+        .par_iter()
+        .with_max_len(1)
+        .map(|((edition, config), ks)| {
+            let files: Vec<PathBuf> = ks
+                .iter()
+                .map(|&k| plan.files[pending[k].0].path.clone())
+                .collect();
+            rustfmt.format_files(&plan.root, Some(edition), config.as_deref(), &files)
+        })
+        .collect();
+    let mut got: BTreeMap<usize, String> = BTreeMap::new();
+    for r in pass2 {
+        for (path, text) in r? {
+            if let Some(i) = plan.file_index(&path) {
+                got.entry(i).or_insert(text);
+            }
+        }
+    }
+    for (k, (i, ..)) in pending.iter().enumerate() {
+        if !got.contains_key(i) && !singles.contains(&k) {
+            singles.push(k); // failed in a batch: redo alone for its own message
+        }
+    }
+    let single_results: Vec<anyhow::Result<(usize, Result<String, String>)>> = singles
+        .par_iter()
+        .with_max_len(1)
+        .map(|&k| {
+            let (i, edition, _, config) = &pending[k];
+            let f = &plan.files[*i];
+            let dir = f.path.parent().unwrap_or(&plan.root);
+            let cfg = config.as_ref().map(|c| c.path.as_path());
+            let r = rustfmt.format_text(
+                dir,
+                Some(edition),
+                cfg,
+                texts[*i].as_deref().unwrap_or(""),
+                &f.rel,
+            )?;
+            Ok((k, r))
+        })
+        .collect();
+    let mut single_map: BTreeMap<usize, Result<String, String>> = BTreeMap::new();
+    for r in single_results {
+        let (k, res) = r?;
+        single_map.insert(k, res);
+    }
+    for (k, (i, edition, source, config)) in pending.into_iter().enumerate() {
+        let formatted = match single_map.remove(&k) {
+            Some(r) => r,
+            None => Ok(got.remove(&i).unwrap_or_default()),
+        };
+        assigned[i] = Some(Assigned {
+            formatted,
+            edition,
+            edition_source: source,
+            config,
+            via: Via::Standalone,
+        });
+    }
+
+    timing.mark("pass 2 (files cargo fmt does not reach)");
+    let reports = plan
+        .files
+        .iter()
+        .enumerate()
+        .map(|(i, _)| {
+            let original = texts[i].clone().unwrap_or_default();
+            match (&texts[i], assigned[i].take()) {
+                (Err(e), _) => FileReport {
+                    file: i,
+                    original,
+                    verdict: Verdict::Error(e.clone()),
+                    edition: String::new(),
+                    edition_source: EditionSource::Fallback,
+                    config: None,
+                    via: Via::Standalone,
+                },
+                (Ok(_), None) => FileReport {
+                    file: i,
+                    original,
+                    verdict: Verdict::Skipped(skipped.get(&i).cloned().unwrap_or_default()),
+                    edition: String::new(),
+                    edition_source: EditionSource::Fallback,
+                    config: None,
+                    via: Via::Standalone,
+                },
+                (Ok(text), Some(a)) => {
+                    let style = a
+                        .config
+                        .as_ref()
+                        .map_or(NewlineStyle::Auto, |c| c.newline_style);
+                    let verdict = match &a.formatted {
+                        Ok(f) => verdict(text, f, style),
+                        Err(msg) => Verdict::Error(msg.clone()),
+                    };
+                    FileReport {
+                        file: i,
+                        original,
+                        verdict,
+                        edition: a.edition,
+                        edition_source: a.edition_source,
+                        config: a.config.map(|c| c.path.clone()),
+                        via: a.via,
+                    }
+                }
+            }
+        })
+        .collect();
+    Ok(reports)
+}
+
+/// Compares a file with rustfmt's output the way `rustfmt --check` does.
+///
+/// rustfmt parses through rustc, which drops a BOM and turns `\r\n` into
+/// `\n`; with `newline_style = Auto` (the default) it compares its output with
+/// that normalized text, so line endings never make a file "unformatted".
+/// With an explicit style it compares with the file's real bytes. The fixed
+/// text keeps the file's BOM and, under `Auto`, its line endings (the file's
+/// first line ending, as `Auto` is documented: rustfmt 1.9 itself would
+/// write `\n` when it rewrites a `\r\n` file).
+pub fn verdict(original: &str, formatted: &str, style: NewlineStyle) -> Verdict {
+    let (bom, body) = match original.strip_prefix('\u{feff}') {
+        Some(b) => ("\u{feff}", b),
+        None => ("", original),
+    };
+    match style {
+        NewlineStyle::Auto => {
+            if body.replace("\r\n", "\n") == formatted {
+                return Verdict::Formatted;
+            }
+            let crlf = body
+                .find('\n')
+                .is_some_and(|k| k > 0 && body.as_bytes()[k - 1] == b'\r');
+            let fixed = if crlf {
+                formatted.replace("\r\n", "\n").replace('\n', "\r\n")
+            } else {
+                formatted.to_string()
+            };
+            Verdict::Unformatted {
+                fixed: format!("{bom}{fixed}"),
+                line_endings_only: false,
+            }
+        }
+        _ => {
+            if body == formatted {
+                return Verdict::Formatted;
+            }
+            let line_endings_only = body.replace('\r', "") == formatted.replace('\r', "");
+            Verdict::Unformatted {
+                fixed: format!("{bom}{formatted}"),
+                line_endings_only,
+            }
+        }
+    }
+}
+
+/// Files `cargo fmt` never formats: the targets of `#[rustfmt::skip] mod x;`
+/// and every module below them. Value: why (for the report).
+fn skipped_files(plan: &Plan, texts: &[Result<String, String>]) -> BTreeMap<usize, String> {
+    let roots: HashSet<&Path> = plan.crate_roots.iter().map(|r| r.path.as_path()).collect();
+    let mut out = BTreeMap::new();
+    let mut queue: Vec<(PathBuf, bool, String)> = Vec::new();
+    for (i, f) in plan.files.iter().enumerate() {
+        let Ok(text) = &texts[i] else { continue };
+        if !(text.contains("rustfmt::skip") || text.contains("rustfmt_skip")) {
+            continue;
+        }
+        let mod_rs = is_mod_rs(&f.path, &roots);
+        for d in modscan::mod_decls(text)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|d| d.skip)
+        {
+            let why = format!("`#[rustfmt::skip] mod {}` in {}", d.name, f.rel);
+            for (p, m) in modscan::resolve(&f.path, mod_rs, &d) {
+                queue.push((p, m, why.clone()));
+            }
+        }
+    }
+    while let Some((path, mod_rs, why)) = queue.pop() {
+        let Some(i) = plan.file_index(&path) else {
+            continue;
+        };
+        if out.contains_key(&i) {
+            continue;
+        }
+        out.insert(i, why.clone());
+        if let Ok(text) = &texts[i] {
+            for d in modscan::mod_decls(text).unwrap_or_default() {
+                for (p, m) in modscan::resolve(&path, mod_rs, &d) {
+                    queue.push((p, m, why.clone()));
+                }
+            }
+        }
+    }
+    out
+}
+
+fn is_mod_rs(path: &Path, roots: &HashSet<&Path>) -> bool {
+    roots.contains(path)
+        || path
+            .file_name()
+            .is_some_and(|n| n == "mod.rs" || n == "lib.rs" || n == "main.rs")
+}
+
+/// `cargo fmt` gives every module its crate root's config; rustfmt on the file
+/// alone (and editors) would pick the config nearest the file. Say so where
+/// the two differ, so nobody is surprised that a deeper rustfmt.toml "does nothing".
+fn note_config_divergence(
+    plan: &Plan,
+    assigned: &[Option<Assigned>],
+    configs: &mut ConfigResolver,
+    notes: &mut Vec<String>,
+) -> anyhow::Result<()> {
+    let mut seen = BTreeMap::new();
+    for (i, a) in assigned.iter().enumerate() {
+        let Some(a) = a else { continue };
+        let f = &plan.files[i];
+        let nearest = configs.for_dir(f.path.parent().unwrap_or(&plan.root))?;
+        let used = a.config.as_ref().map(|c| c.path.clone());
+        let near = nearest.as_ref().map(|c| c.path.clone());
+        if used != near {
+            seen.entry(near)
+                .or_insert_with(Vec::new)
+                .push((f.rel.clone(), used));
+        }
+    }
+    for (near, files) in seen {
+        let near = near.map_or_else(
+            || "rustfmt's defaults".to_string(),
+            |p| super::files::rel_path(&plan.root, &p),
+        );
+        let (first, used) = &files[0];
+        let used = used.as_ref().map_or_else(
+            || "rustfmt's defaults".to_string(),
+            |p| super::files::rel_path(&plan.root, p),
+        );
+        notes.push(format!(
+            "{near} does not apply to {first}{}: cargo fmt formats it as a module of its crate root, with {used}; fmt-check agrees with cargo fmt",
+            if files.len() > 1 { format!(" and {} more", files.len() - 1) } else { String::new() }
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn auto_ignores_crlf_and_keeps_it_when_fixing() {
+        assert_eq!(
+            verdict("fn a() {}\r\n", "fn a() {}\n", NewlineStyle::Auto),
+            Verdict::Formatted
+        );
+        let v = verdict(
+            "fn  a() {}\r\nfn b() {}\r\n",
+            "fn a() {}\nfn b() {}\n",
+            NewlineStyle::Auto,
+        );
+        assert_eq!(
+            v,
+            Verdict::Unformatted {
+                fixed: "fn a() {}\r\nfn b() {}\r\n".into(),
+                line_endings_only: false
+            }
+        );
+    }
+
+    #[test]
+    fn explicit_style_compares_bytes() {
+        let v = verdict("fn a() {}\r\n", "fn a() {}\n", NewlineStyle::Unix);
+        assert_eq!(
+            v,
+            Verdict::Unformatted {
+                fixed: "fn a() {}\n".into(),
+                line_endings_only: true
+            }
+        );
+        assert_eq!(
+            verdict("fn a() {}\r\n", "fn a() {}\r\n", NewlineStyle::Windows),
+            Verdict::Formatted
+        );
+    }
+
+    #[test]
+    fn bom_is_kept() {
+        assert_eq!(
+            verdict("\u{feff}fn a() {}\n", "fn a() {}\n", NewlineStyle::Auto),
+            Verdict::Formatted
+        );
+        let v = verdict("\u{feff}fn  a() {}\n", "fn a() {}\n", NewlineStyle::Auto);
+        assert_eq!(
+            v,
+            Verdict::Unformatted {
+                fixed: "\u{feff}fn a() {}\n".into(),
+                line_endings_only: false
+            }
+        );
+    }
+}

@@ -1,0 +1,470 @@
+//! Which files fmt-check looks at, who owns them (edition), and which
+//! rustfmt config applies to them.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use globset::{Glob, GlobSet, GlobSetBuilder};
+
+/// rustfmt's `newline_style`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum NewlineStyle {
+    /// Keep the file's own line endings (rustfmt's default).
+    #[default]
+    Auto,
+    /// `\n` on Unix, `\r\n` on Windows.
+    Native,
+    /// `\n`.
+    Unix,
+    /// `\r\n`.
+    Windows,
+}
+
+/// A `rustfmt.toml` / `.rustfmt.toml`, with the few keys fmt-check needs itself.
+#[derive(Debug, Clone)]
+pub struct RustfmtConfig {
+    /// Absolute path of the file.
+    pub path: PathBuf,
+    /// Its `edition`, if set (used for files outside any package).
+    pub edition: Option<String>,
+    /// Its `newline_style`.
+    pub newline_style: NewlineStyle,
+}
+
+/// The config that applies to a file: `None` is rustfmt's defaults.
+pub type ConfigRef = Option<Arc<RustfmtConfig>>;
+
+/// Finds configs the way rustfmt does (`resolve_project_file` in rustfmt's
+/// `config/mod.rs`): in the directory, then each parent up to the filesystem
+/// root, `.rustfmt.toml` before `rustfmt.toml`; if none, the home directory,
+/// then `<config dir>/rustfmt/`. Results are cached per directory.
+#[derive(Debug, Default)]
+pub struct ConfigResolver {
+    cache: HashMap<PathBuf, ConfigRef>,
+    parsed: HashMap<PathBuf, Arc<RustfmtConfig>>,
+}
+
+const CONFIG_FILE_NAMES: [&str; 2] = [".rustfmt.toml", "rustfmt.toml"];
+
+impl ConfigResolver {
+    /// The config rustfmt picks for a file in `dir` (absolute, canonical).
+    ///
+    /// # Errors
+    /// A config file that cannot be read or is not TOML.
+    pub fn for_dir(&mut self, dir: &Path) -> anyhow::Result<ConfigRef> {
+        if let Some(c) = self.cache.get(dir) {
+            return Ok(c.clone());
+        }
+        let found = match CONFIG_FILE_NAMES
+            .iter()
+            .map(|n| dir.join(n))
+            .find(|p| p.is_file())
+        {
+            Some(path) => Some(self.parse(&path)?),
+            None => match dir.parent() {
+                Some(parent) => self.for_dir(parent)?,
+                None => match user_config_file() {
+                    Some(path) => Some(self.parse(&path)?),
+                    None => None,
+                },
+            },
+        };
+        self.cache.insert(dir.to_path_buf(), found.clone());
+        Ok(found)
+    }
+
+    fn parse(&mut self, path: &Path) -> anyhow::Result<Arc<RustfmtConfig>> {
+        if let Some(c) = self.parsed.get(path) {
+            return Ok(c.clone());
+        }
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("{}: cannot read rustfmt config", path.display()))?;
+        let table: toml::Table = toml::from_str(&text).map_err(|e| {
+            let (line, col) = e
+                .span()
+                .map_or((1, 1), |s| crate::policy::line_col(&text, s.start));
+            anyhow::anyhow!(
+                "{}:{line}:{col}: malformed rustfmt config: {}",
+                path.display(),
+                e.message()
+            )
+        })?;
+        let edition = table
+            .get("edition")
+            .and_then(|v| v.as_str())
+            .map(str::to_string);
+        let newline_style = match table.get("newline_style").and_then(|v| v.as_str()) {
+            Some("Native") => NewlineStyle::Native,
+            Some("Unix") => NewlineStyle::Unix,
+            Some("Windows") => NewlineStyle::Windows,
+            _ => NewlineStyle::Auto,
+        };
+        let c = Arc::new(RustfmtConfig {
+            path: path.to_path_buf(),
+            edition,
+            newline_style,
+        });
+        self.parsed.insert(path.to_path_buf(), c.clone());
+        Ok(c)
+    }
+}
+
+/// rustfmt's fallbacks after the directory walk: `~/.rustfmt.toml` /
+/// `~/rustfmt.toml`, then `<config dir>/rustfmt/{.rustfmt.toml,rustfmt.toml}`
+/// (config dir as the `dirs` crate defines it).
+fn user_config_file() -> Option<PathBuf> {
+    let home = std::env::var_os(if cfg!(windows) { "USERPROFILE" } else { "HOME" })
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from);
+    let config_dir = if cfg!(windows) {
+        std::env::var_os("APPDATA").map(PathBuf::from)
+    } else if cfg!(target_os = "macos") {
+        home.as_ref().map(|h| h.join("Library/Application Support"))
+    } else {
+        std::env::var_os("XDG_CONFIG_HOME")
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+            .or_else(|| home.as_ref().map(|h| h.join(".config")))
+    };
+    let in_dir = |d: &Path| {
+        CONFIG_FILE_NAMES
+            .iter()
+            .map(|n| d.join(n))
+            .find(|p| p.is_file())
+    };
+    home.as_deref()
+        .and_then(in_dir)
+        .or_else(|| config_dir.and_then(|d| in_dir(&d.join("rustfmt"))))
+}
+
+/// A package whose directory holds `.rs` files.
+#[derive(Debug, Clone)]
+pub struct Package {
+    /// Package name.
+    pub name: String,
+    /// Directory of its `Cargo.toml`.
+    pub dir: PathBuf,
+    /// Its edition.
+    pub edition: String,
+    /// A member of the workspace (else a `Cargo.toml` found by the walk).
+    pub member: bool,
+}
+
+/// A `.rs` file to check.
+#[derive(Debug, Clone)]
+pub struct RsFile {
+    /// Absolute, lexically normal path.
+    pub path: PathBuf,
+    /// Path relative to the workspace root, `/`-separated (for reports).
+    pub rel: String,
+    /// Index into [`Plan::packages`] of the deepest package directory holding it.
+    pub owner: Option<usize>,
+}
+
+/// A crate root as `cargo fmt` passes it to rustfmt.
+#[derive(Debug, Clone)]
+pub struct CrateRoot {
+    /// Absolute path of the target's `src_path`.
+    pub path: PathBuf,
+    /// Index into [`Plan::packages`].
+    pub package: usize,
+    /// The target's edition (what `cargo fmt` passes as `--edition`).
+    pub edition: String,
+}
+
+/// Everything fmt-check decided before running rustfmt.
+#[derive(Debug)]
+pub struct Plan {
+    /// Canonical workspace root.
+    pub root: PathBuf,
+    /// `[workspace.package] edition` of the root manifest.
+    pub default_edition: Option<String>,
+    /// Packages, members first.
+    pub packages: Vec<Package>,
+    /// The files to check, sorted by `rel`.
+    pub files: Vec<RsFile>,
+    /// Every member target's root (what `cargo fmt --all` formats).
+    pub crate_roots: Vec<CrateRoot>,
+    /// How many `.rs` files the `[fmt] exclude` globs removed.
+    pub excluded: usize,
+    /// Notes for the report (things the user should know, not failures).
+    pub notes: Vec<String>,
+}
+
+impl Plan {
+    /// Index of the file at `path` (absolute, lexically normal), if checked.
+    pub fn file_index(&self, path: &Path) -> Option<usize> {
+        self.files
+            .binary_search_by(|f| f.path.as_path().cmp(path))
+            .ok()
+    }
+}
+
+/// `path` with `.` and `..` resolved lexically (no filesystem access).
+pub fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// Builds the plan: walks `root` for `.rs` files (skipping hidden
+/// directories, cargo target directories and `exclude` globs), assigns each
+/// to its package, and lists the members' crate roots.
+///
+/// # Errors
+/// A bad glob, an unreadable directory, or a workspace manifest that cannot be read.
+pub fn plan(metadata: &cargo_metadata::Metadata, exclude: &[String]) -> anyhow::Result<Plan> {
+    let root = metadata
+        .workspace_root
+        .as_std_path()
+        .canonicalize()
+        .with_context(|| {
+            format!(
+                "{}: cannot resolve the workspace root",
+                metadata.workspace_root
+            )
+        })?;
+    let mut notes = Vec::new();
+    let default_edition = workspace_default_edition(&root.join("Cargo.toml"))?;
+    let target_dir = metadata.target_directory.as_std_path().canonicalize().ok();
+
+    let mut globs = GlobSetBuilder::new();
+    for g in exclude {
+        globs.add(Glob::new(g).with_context(|| format!("[fmt] exclude: bad glob `{g}`"))?);
+    }
+    let globs: GlobSet = globs
+        .build()
+        .context("[fmt] exclude: cannot build the glob set")?;
+
+    let mut packages: Vec<Package> = Vec::new();
+    let mut crate_roots = Vec::new();
+    let mut members: Vec<&cargo_metadata::Package> = metadata.workspace_packages();
+    members.sort_by(|a, b| a.manifest_path.cmp(&b.manifest_path));
+    for p in members {
+        let dir = canonical_parent(p.manifest_path.as_std_path());
+        let idx = packages.len();
+        packages.push(Package {
+            name: p.name.to_string(),
+            dir,
+            edition: p.edition.as_str().to_string(),
+            member: true,
+        });
+        for t in &p.targets {
+            let path = t.src_path.as_std_path();
+            let path = path.canonicalize().unwrap_or_else(|_| normalize(path));
+            crate_roots.push(CrateRoot {
+                path,
+                package: idx,
+                edition: t.edition.as_str().to_string(),
+            });
+        }
+    }
+    crate_roots.sort_by(|a, b| a.path.cmp(&b.path));
+    crate_roots.dedup_by(|a, b| a.path == b.path && a.edition == b.edition);
+
+    let mut files = Vec::new();
+    let mut excluded = 0;
+    let mut walk = walkdir::WalkDir::new(&root)
+        .follow_links(false)
+        .sort_by_file_name()
+        .into_iter();
+    while let Some(entry) = walk.next() {
+        let entry =
+            entry.with_context(|| format!("{}: cannot walk the workspace", root.display()))?;
+        let path = entry.path();
+        if entry.file_type().is_dir() {
+            if entry.depth() > 0 && skip_dir(path, target_dir.as_deref()) {
+                walk.skip_current_dir();
+            }
+            continue;
+        }
+        if !entry.file_type().is_file() {
+            continue;
+        }
+        let name = entry.file_name().to_string_lossy();
+        let rel = rel_path(&root, path);
+        if name == "Cargo.toml" && entry.depth() > 0 {
+            let dir = path.parent().unwrap_or(&root).to_path_buf();
+            if !packages.iter().any(|p| p.dir == dir) {
+                match foreign_package(path, default_edition.as_deref()) {
+                    Ok(Some(p)) => packages.push(p),
+                    Ok(None) => {}
+                    Err(e) => notes.push(format!("{rel}: not read as a package ({e:#}); its files count as outside any package")),
+                }
+            }
+        }
+        if !name.ends_with(".rs") {
+            continue;
+        }
+        if globs.is_match(&rel) {
+            excluded += 1;
+            continue;
+        }
+        files.push(RsFile {
+            path: path.to_path_buf(),
+            rel,
+            owner: None,
+        });
+    }
+    // Deepest package directory containing the file.
+    let by_dir: BTreeMap<&Path, usize> = packages
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (p.dir.as_path(), i))
+        .collect();
+    for f in &mut files {
+        f.owner = f
+            .path
+            .ancestors()
+            .skip(1)
+            .find_map(|a| by_dir.get(a).copied());
+    }
+    files.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(Plan {
+        root,
+        default_edition,
+        packages,
+        files,
+        crate_roots,
+        excluded,
+        notes,
+    })
+}
+
+fn canonical_parent(manifest: &Path) -> PathBuf {
+    let dir = manifest.parent().unwrap_or(manifest);
+    dir.canonicalize().unwrap_or_else(|_| normalize(dir))
+}
+
+/// `path` relative to `root`, `/`-separated.
+pub fn rel_path(root: &Path, path: &Path) -> String {
+    let rel = path.strip_prefix(root).unwrap_or(path);
+    rel.components()
+        .map(|c| c.as_os_str().to_string_lossy())
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// Hidden directories, the workspace's target directory, and any directory
+/// cargo marked as a build directory (`CACHEDIR.TAG` / `.rustc_info.json`,
+/// e.g. a nested fixture's `target/`). A source module named `target` is kept.
+fn skip_dir(path: &Path, target_dir: Option<&Path>) -> bool {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy())
+        .unwrap_or_default();
+    name.starts_with('.')
+        || target_dir == Some(path)
+        || (name == "target"
+            && (path.join("CACHEDIR.TAG").is_file() || path.join(".rustc_info.json").is_file()))
+}
+
+/// `[workspace.package] edition` of the root manifest (or `[package] edition`
+/// of a root package that sets it literally).
+fn workspace_default_edition(manifest: &Path) -> anyhow::Result<Option<String>> {
+    let text = std::fs::read_to_string(manifest)
+        .with_context(|| format!("{}: cannot read", manifest.display()))?;
+    let doc: toml::Table =
+        toml::from_str(&text).with_context(|| format!("{}: not valid TOML", manifest.display()))?;
+    let ws = doc
+        .get("workspace")
+        .and_then(|w| w.get("package"))
+        .and_then(|p| p.get("edition"))
+        .and_then(|e| e.as_str());
+    let pkg = doc
+        .get("package")
+        .and_then(|p| p.get("edition"))
+        .and_then(|e| e.as_str());
+    Ok(ws.or(pkg).map(str::to_string))
+}
+
+/// A `Cargo.toml` inside the workspace directory that is not a member (a
+/// nested workspace, an excluded crate, a fixture): its `[package] edition`,
+/// `edition.workspace = true` -> the workspace default, unset -> 2015 (cargo's default).
+fn foreign_package(
+    manifest: &Path,
+    default_edition: Option<&str>,
+) -> anyhow::Result<Option<Package>> {
+    let text = std::fs::read_to_string(manifest)?;
+    let doc: toml::Table = toml::from_str(&text)?;
+    let Some(pkg) = doc.get("package") else {
+        return Ok(None);
+    };
+    let name = pkg
+        .get("name")
+        .and_then(|n| n.as_str())
+        .unwrap_or("?")
+        .to_string();
+    let edition = match pkg.get("edition") {
+        Some(toml::Value::String(s)) => s.clone(),
+        Some(toml::Value::Table(t))
+            if t.get("workspace").and_then(toml::Value::as_bool) == Some(true) =>
+        {
+            default_edition.unwrap_or("2015").to_string()
+        }
+        Some(_) => {
+            anyhow::bail!("`package.edition` is neither a string nor `{{ workspace = true }}`")
+        }
+        None => "2015".to_string(),
+    };
+    let dir = manifest.parent().unwrap_or(manifest).to_path_buf();
+    Ok(Some(Package {
+        name,
+        dir,
+        edition,
+        member: false,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn normalize_resolves_dots() {
+        assert_eq!(
+            normalize(Path::new("/a/b/../c/./d.rs")),
+            Path::new("/a/c/d.rs")
+        );
+    }
+
+    #[test]
+    fn resolver_prefers_dot_file_and_walks_up() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join("a/b")).unwrap();
+        std::fs::write(root.join("a/rustfmt.toml"), "max_width = 80\n").unwrap();
+        std::fs::write(
+            root.join("a/.rustfmt.toml"),
+            "newline_style = \"Windows\"\nedition = \"2021\"\n",
+        )
+        .unwrap();
+        let mut r = ConfigResolver::default();
+        let c = r.for_dir(&root.join("a/b")).unwrap().unwrap();
+        assert_eq!(c.path, root.join("a/.rustfmt.toml"));
+        assert_eq!(c.newline_style, NewlineStyle::Windows);
+        assert_eq!(c.edition.as_deref(), Some("2021"));
+    }
+
+    #[test]
+    fn malformed_config_names_file_and_line() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().canonicalize().unwrap();
+        std::fs::write(root.join("rustfmt.toml"), "max_width = 80\nnope\n").unwrap();
+        let e = ConfigResolver::default()
+            .for_dir(&root)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("rustfmt.toml:2:"), "{e}");
+    }
+}

@@ -1,0 +1,370 @@
+//! `cargo xtask fmt-check`: rustfmt every `.rs` file of a workspace with its
+//! own package's edition and the rustfmt config rustfmt picks for it,
+//! including the files `cargo fmt` never reaches (`include!`d files, modules
+//! declared inside macros, stray files).
+//!
+//! - [`files`]: the walk, package ownership (editions), rustfmt config lookup.
+//! - [`rustfmt`]: locating and running rustfmt, parsing its output.
+//! - [`check`]: which rustfmt run formats which file; verdicts (line endings).
+//! - [`modscan`]: `mod` declarations (`#[rustfmt::skip]`, module following).
+//! - [`verify`], [`lexer`], [`tokens`]: `--verify-formatting-only REV`.
+
+pub mod check;
+pub mod files;
+pub mod lexer;
+pub mod modscan;
+pub mod rustfmt;
+pub mod tokens;
+pub mod verify;
+
+use std::io::Write;
+
+use serde_json::json;
+
+use crate::Outcome;
+use crate::cli::{FormatArg, Target};
+use crate::report::{Format, github_error, github_escape_message, unified_diff};
+use check::{EditionSource, FileReport, Verdict, Via};
+
+/// Arguments of `cargo xtask fmt-check`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    pub target: Target,
+    #[command(flatten)]
+    pub format: FormatArg,
+    /// Write the formatted files (atomic replace, permissions kept) and report
+    /// what changed. Writes nothing if any file cannot be formatted.
+    #[arg(long, conflicts_with = "verify_formatting_only")]
+    pub fix: bool,
+    /// Prove that commit REV only reformats: every `.rs` file it changed keeps
+    /// its tokens and comments. Lists the files where that fails (exit 1) and the
+    /// non-Rust files the commit changed.
+    #[arg(long, value_name = "REV")]
+    pub verify_formatting_only: Option<String>,
+}
+
+/// Runs `cargo xtask fmt-check`.
+///
+/// # Errors
+/// Anything that stops the command from running (exit 2): no workspace, a
+/// malformed policy or rustfmt config, rustfmt missing, or a file rustfmt
+/// cannot parse (reported after every other file has been checked).
+pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Result<Outcome> {
+    if let Some(rev) = &args.verify_formatting_only {
+        return verify::run(args, rev, out, err);
+    }
+    let mut timing = check::Timing::new();
+    // `rustfmt --version` runs while cargo metadata does.
+    let probe = std::thread::spawn(rustfmt::Rustfmt::locate);
+    let manifest = crate::workspace::manifest_path(args.target.workspace.as_deref())?;
+    let metadata = crate::workspace::metadata_no_deps(&manifest)?;
+    let root = metadata.workspace_root.as_std_path();
+    let default_policy = root.join("policy").join("fleet.toml");
+    let mut notes = Vec::new();
+    let policy = if args.target.policy.is_none() && !default_policy.exists() {
+        notes.push("no policy/fleet.toml: no [fmt] exclude globs".to_string());
+        crate::policy::Policy::default()
+    } else {
+        crate::workspace::load_policy(&args.target, root)?
+    };
+    let mut plan = files::plan(&metadata, &policy.fmt.exclude)?;
+    notes.append(&mut plan.notes);
+    let rustfmt = probe
+        .join()
+        .map_err(|_| anyhow::anyhow!("rustfmt probe panicked"))??;
+    timing.mark("cargo metadata, policy, walk");
+    let mut configs = files::ConfigResolver::default();
+    let reports = check::check(&rustfmt, &plan, &mut configs, &mut notes, &mut timing)?;
+    for l in timing.lines() {
+        writeln!(err, "{l}")?;
+    }
+    Report {
+        plan: &plan,
+        reports: &reports,
+        notes,
+        format: args.format.format,
+        fix: args.fix,
+    }
+    .emit(out, err)
+}
+
+struct Report<'a> {
+    plan: &'a files::Plan,
+    reports: &'a [FileReport],
+    notes: Vec<String>,
+    format: Format,
+    fix: bool,
+}
+
+impl Report<'_> {
+    fn emit(mut self, out: &mut dyn Write, _err: &mut dyn Write) -> anyhow::Result<Outcome> {
+        let plan = self.plan;
+        let rel = |r: &FileReport| plan.files[r.file].rel.as_str();
+        let unformatted: Vec<&FileReport> = self
+            .reports
+            .iter()
+            .filter(|r| matches!(r.verdict, Verdict::Unformatted { .. }))
+            .collect();
+        let errors: Vec<&FileReport> = self
+            .reports
+            .iter()
+            .filter(|r| matches!(r.verdict, Verdict::Error(_)))
+            .collect();
+        let skipped = self
+            .reports
+            .iter()
+            .filter(|r| matches!(r.verdict, Verdict::Skipped(_)))
+            .count();
+        let standalone = self
+            .reports
+            .iter()
+            .filter(|r| {
+                r.via == Via::Standalone
+                    && !matches!(r.verdict, Verdict::Skipped(_) | Verdict::Error(_))
+            })
+            .count();
+        self.edition_notes();
+
+        for r in &unformatted {
+            let Verdict::Unformatted {
+                fixed,
+                line_endings_only,
+            } = &r.verdict
+            else {
+                continue;
+            };
+            let old = r.original.replace("\r\n", "\n");
+            let new = fixed.replace("\r\n", "\n");
+            let line = first_changed_line(&old, &new);
+            let what = if *line_endings_only {
+                "line endings differ from the config's newline_style".to_string()
+            } else if self.fix {
+                "reformatted".to_string()
+            } else {
+                "not formatted".to_string()
+            };
+            let context = describe(plan, r);
+            match self.format {
+                Format::Human => {
+                    writeln!(out, "{}:{line}: {what} ({context})", rel(r))?;
+                    if !*line_endings_only && !self.fix {
+                        write!(out, "{}", unified_diff(rel(r), &old, &new))?;
+                    }
+                }
+                Format::Json => {
+                    let obj = json!({
+                        "kind": if self.fix { "fixed" } else { "unformatted" },
+                        "path": rel(r),
+                        "line": line,
+                        "line_endings_only": line_endings_only,
+                        "edition": r.edition,
+                        "edition_source": edition_source_str(&r.edition_source),
+                        "config": r.config.as_ref().map(|c| files::rel_path(&plan.root, c)),
+                        "reached_by_cargo_fmt": matches!(r.via, Via::CrateRoot(_)),
+                        "diff": if self.fix { String::new() } else { unified_diff(rel(r), &old, &new) },
+                    });
+                    writeln!(out, "{obj}")?;
+                }
+                Format::Github if !self.fix => {
+                    let msg = format!("{what} ({context}); run `cargo xtask fmt-check --fix`");
+                    writeln!(
+                        out,
+                        "{}",
+                        github_error(rel(r), line, None, "fmt-check", &msg)
+                    )?;
+                }
+                Format::Github => {
+                    writeln!(out, "::notice file={}::fmt-check: reformatted", rel(r))?
+                }
+            }
+        }
+        for r in &errors {
+            let Verdict::Error(msg) = &r.verdict else {
+                continue;
+            };
+            let line = error_line(msg).unwrap_or(1);
+            match self.format {
+                Format::Human => {
+                    writeln!(out, "{}: error: rustfmt cannot format it:", rel(r))?;
+                    for l in msg.lines() {
+                        writeln!(out, "    {l}")?;
+                    }
+                }
+                Format::Json => writeln!(
+                    out,
+                    "{}",
+                    json!({"kind": "error", "path": rel(r), "line": line, "message": msg})
+                )?,
+                Format::Github => writeln!(
+                    out,
+                    "{}",
+                    github_error(
+                        rel(r),
+                        line,
+                        None,
+                        "fmt-check: rustfmt cannot format it",
+                        msg
+                    )
+                )?,
+            }
+        }
+        for n in &self.notes {
+            match self.format {
+                Format::Human => writeln!(out, "note: {n}")?,
+                Format::Json => writeln!(out, "{}", json!({"kind": "note", "message": n}))?,
+                Format::Github => writeln!(
+                    out,
+                    "::notice title=fmt-check::{}",
+                    github_escape_message(n)
+                )?,
+            }
+        }
+
+        let wrote = if self.fix && errors.is_empty() {
+            for r in &unformatted {
+                if let Verdict::Unformatted { fixed, .. } = &r.verdict {
+                    crate::fsutil::atomic_write(&plan.files[r.file].path, fixed.as_bytes())?;
+                }
+            }
+            unformatted.len()
+        } else {
+            0
+        };
+        let checked = self.reports.len() - skipped;
+        let summary = format!(
+            "{checked} files checked ({standalone} beyond cargo fmt's reach, {skipped} behind #[rustfmt::skip], {} excluded by policy): {} {}, {} cannot be formatted",
+            plan.excluded,
+            unformatted.len(),
+            if self.fix {
+                "reformatted"
+            } else {
+                "not formatted"
+            },
+            errors.len()
+        );
+        match self.format {
+            Format::Human => writeln!(out, "fmt-check: {summary}")?,
+            Format::Json => writeln!(
+                out,
+                "{}",
+                json!({"kind": "summary", "checked": checked, "standalone": standalone, "skipped": skipped,
+                       "excluded": plan.excluded, "unformatted": if self.fix { 0 } else { unformatted.len() },
+                       "fixed": wrote, "errors": errors.len()})
+            )?,
+            Format::Github => {}
+        }
+        if !errors.is_empty() {
+            let mut msg = format!(
+                "{} file(s) cannot be formatted by rustfmt (see above)",
+                errors.len()
+            );
+            if self.fix && !unformatted.is_empty() {
+                msg.push_str("; --fix wrote nothing: fix or exclude them first");
+            }
+            anyhow::bail!(msg);
+        }
+        Ok(if unformatted.is_empty() || self.fix {
+            Outcome::Holds
+        } else {
+            Outcome::Violations
+        })
+    }
+
+    /// "N files outside any package were formatted with edition E (why)".
+    fn edition_notes(&mut self) {
+        let mut outside: std::collections::BTreeMap<(String, String), Vec<&str>> =
+            Default::default();
+        for r in self.reports {
+            if matches!(r.verdict, Verdict::Skipped(_) | Verdict::Error(_)) || r.edition.is_empty()
+            {
+                continue;
+            }
+            if !matches!(r.edition_source, EditionSource::Package(_)) {
+                let key = (
+                    r.edition.clone(),
+                    edition_source_str(&r.edition_source).to_string(),
+                );
+                outside
+                    .entry(key)
+                    .or_default()
+                    .push(&self.plan.files[r.file].rel);
+            }
+        }
+        for ((edition, source), files) in outside {
+            let more = if files.len() > 1 {
+                format!(" and {} more", files.len() - 1)
+            } else {
+                String::new()
+            };
+            self.notes.push(format!(
+                "{}{more}: outside any package, formatted with edition {edition} ({source})",
+                files[0]
+            ));
+        }
+    }
+}
+
+fn edition_source_str(s: &EditionSource) -> &'static str {
+    match s {
+        EditionSource::Package(_) => "package",
+        EditionSource::WorkspaceDefault => "the workspace default, [workspace.package] edition",
+        EditionSource::RustfmtConfig => "the edition of its rustfmt config",
+        EditionSource::Fallback => {
+            "2015, cargo's and rustfmt's default: set [workspace.package] edition"
+        }
+    }
+}
+
+fn describe(plan: &files::Plan, r: &FileReport) -> String {
+    let config = r.config.as_ref().map_or_else(
+        || "default config".to_string(),
+        |c| files::rel_path(&plan.root, c),
+    );
+    let via = match &r.via {
+        Via::CrateRoot(_) => String::new(),
+        Via::Standalone => ", cargo fmt does not reach it".to_string(),
+    };
+    format!("edition {}, {config}{via}", r.edition)
+}
+
+/// 1-based first line where `old` and `new` differ.
+fn first_changed_line(old: &str, new: &str) -> usize {
+    let mut o = old.lines();
+    let mut n = new.lines();
+    let mut line = 1;
+    loop {
+        match (o.next(), n.next()) {
+            (Some(a), Some(b)) if a == b => line += 1,
+            (None, None) => return 1,
+            _ => return line,
+        }
+    }
+}
+
+/// The line of a rustc-style ` --> path:LINE:COL` in a rustfmt message.
+fn error_line(msg: &str) -> Option<usize> {
+    let at = msg
+        .lines()
+        .find_map(|l| l.trim_start().strip_prefix("--> "))?;
+    let mut parts = at.rsplitn(3, ':');
+    let _col = parts.next()?;
+    parts.next()?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn first_changed_line_counts_from_one() {
+        assert_eq!(first_changed_line("a\nb\nc\n", "a\nB\nc\n"), 2);
+        assert_eq!(first_changed_line("a\n", "a\nb\n"), 2);
+    }
+
+    #[test]
+    fn error_line_reads_rustc_location() {
+        assert_eq!(error_line("error: x\n --> src/a.rs:7:3\n  |"), Some(7));
+        assert_eq!(error_line("no location"), None);
+    }
+}

@@ -1,0 +1,193 @@
+//! Finds out-of-line `mod` declarations in a file's tokens, to know (a) whether
+//! rustfmt in file mode would follow modules from it and (b) which files
+//! `cargo fmt` never formats because their `mod` item carries `#[rustfmt::skip]`.
+
+use std::path::{Path, PathBuf};
+use std::str::FromStr as _;
+
+use proc_macro2::{Delimiter, TokenStream, TokenTree};
+
+/// One `mod name;` item.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModDecl {
+    /// The module name.
+    pub name: String,
+    /// Its `#[path = "..."]`, if any.
+    pub path_attr: Option<String>,
+    /// `#[rustfmt::skip]` (or `#[cfg_attr(.., rustfmt::skip)]`, `#[rustfmt_skip]`)
+    /// on it or on an inline module around it.
+    pub skip: bool,
+    /// Inline modules around it (`mod a { mod b { mod name; } }` -> `["a", "b"]`),
+    /// each its `#[path]` if it has one.
+    pub inline: Vec<String>,
+}
+
+/// The out-of-line `mod` declarations of `text` (comments ignored), also
+/// those inside macro invocations such as `cfg_if!`; `None` if it does not lex.
+pub fn mod_decls(text: &str) -> Option<Vec<ModDecl>> {
+    let (_, blanked) = super::lexer::split_comments(text);
+    let ts = TokenStream::from_str(&blanked).ok()?;
+    let mut out = Vec::new();
+    scan(ts, &mut Vec::new(), false, &mut out);
+    Some(out)
+}
+
+fn scan(ts: TokenStream, inline: &mut Vec<String>, skip_all: bool, out: &mut Vec<ModDecl>) {
+    let tts: Vec<TokenTree> = ts.into_iter().collect();
+    let mut attrs: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < tts.len() {
+        match &tts[i] {
+            TokenTree::Punct(p) if p.as_char() == '#' => {
+                let inner =
+                    matches!(tts.get(i + 1), Some(TokenTree::Punct(q)) if q.as_char() == '!');
+                let g = i + 1 + usize::from(inner);
+                if let Some(TokenTree::Group(grp)) = tts.get(g)
+                    && grp.delimiter() == Delimiter::Bracket
+                {
+                    if !inner {
+                        attrs.push(grp.stream().to_string().replace(' ', ""));
+                    }
+                    i = g + 1;
+                    continue;
+                }
+                attrs.clear();
+            }
+            TokenTree::Ident(id) if id == "pub" => {
+                if matches!(tts.get(i + 1), Some(TokenTree::Group(g)) if g.delimiter() == Delimiter::Parenthesis)
+                {
+                    i += 1;
+                }
+            }
+            TokenTree::Ident(id)
+                if id == "mod"
+                    || id == "unsafe"
+                        && matches!(tts.get(i + 1), Some(TokenTree::Ident(m)) if m == "mod") =>
+            {
+                let at = if id == "mod" { i } else { i + 1 };
+                if let Some(TokenTree::Ident(name)) = tts.get(at + 1) {
+                    let skip = skip_all || attrs.iter().any(|a| is_skip_attr(a));
+                    let path_attr = attrs.iter().find_map(|a| path_attr(a));
+                    match tts.get(at + 2) {
+                        Some(TokenTree::Punct(p)) if p.as_char() == ';' => {
+                            out.push(ModDecl {
+                                name: name.to_string(),
+                                path_attr,
+                                skip,
+                                inline: inline.clone(),
+                            });
+                            i = at + 3;
+                            attrs.clear();
+                            continue;
+                        }
+                        Some(TokenTree::Group(g)) if g.delimiter() == Delimiter::Brace => {
+                            inline.push(path_attr.unwrap_or_else(|| name.to_string()));
+                            scan(g.stream(), inline, skip, out);
+                            inline.pop();
+                            i = at + 3;
+                            attrs.clear();
+                            continue;
+                        }
+                        _ => {}
+                    }
+                }
+                attrs.clear();
+            }
+            TokenTree::Group(g) => {
+                // macro bodies (cfg_if!), blocks: keep looking, same directory
+                scan(g.stream(), inline, skip_all, out);
+                attrs.clear();
+            }
+            _ => attrs.clear(),
+        }
+        i += 1;
+    }
+}
+
+fn is_skip_attr(attr: &str) -> bool {
+    attr == "rustfmt_skip"
+        || attr
+            .match_indices("rustfmt::skip")
+            .any(|(k, m)| !attr[k + m.len()..].starts_with("::"))
+}
+
+fn path_attr(attr: &str) -> Option<String> {
+    let lit = attr.strip_prefix("path=")?;
+    let lit = lit.trim_start_matches('r').trim_matches('#');
+    Some(lit.strip_prefix('"')?.strip_suffix('"')?.to_string())
+}
+
+/// Candidate files for `decl` declared in `file` (`mod_rs`: `file` is a crate
+/// root, a `mod.rs`, or was loaded through `#[path]`, so its modules live
+/// beside it rather than in a directory named after it). Each candidate comes
+/// with whether it is itself mod-rs.
+pub fn resolve(file: &Path, mod_rs: bool, decl: &ModDecl) -> Vec<(PathBuf, bool)> {
+    let dir = file.parent().unwrap_or(Path::new(""));
+    let mut base = if mod_rs {
+        dir.to_path_buf()
+    } else {
+        dir.join(file.file_stem().unwrap_or_default())
+    };
+    if let Some(p) = &decl.path_attr {
+        let origin = if decl.inline.is_empty() {
+            dir.to_path_buf()
+        } else {
+            base.clone()
+        };
+        let mut b = origin;
+        b.extend(&decl.inline);
+        return vec![(super::files::normalize(&b.join(p)), true)];
+    }
+    base.extend(&decl.inline);
+    vec![
+        (base.join(format!("{}.rs", decl.name)), false),
+        (base.join(&decl.name).join("mod.rs"), true),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_decls_skip_and_path() {
+        let src = "#[rustfmt::skip]\nmod gen;\n#[path = \"x/y.rs\"]\npub(crate) mod y;\nmod inl { #[cfg_attr(rustfmt, rustfmt::skip)] mod z; }\ncfg_if::cfg_if! { if #[cfg(unix)] { mod u; } }\n#[rustfmt::skip::macros(m)]\nmod m;\n// mod c;\nmod real {}\n";
+        let d = mod_decls(src).unwrap();
+        let names: Vec<_> = d.iter().map(|m| (m.name.as_str(), m.skip)).collect();
+        assert_eq!(
+            names,
+            [
+                ("gen", true),
+                ("y", false),
+                ("z", true),
+                ("u", false),
+                ("m", false)
+            ]
+        );
+        assert_eq!(d[1].path_attr.as_deref(), Some("x/y.rs"));
+        assert_eq!(d[2].inline, ["inl"]);
+    }
+
+    #[test]
+    fn resolves_like_rustc() {
+        let decl = |name: &str| ModDecl {
+            name: name.into(),
+            path_attr: None,
+            skip: false,
+            inline: vec![],
+        };
+        let r = resolve(Path::new("/c/src/lib.rs"), true, &decl("a"));
+        assert_eq!(r[0].0, Path::new("/c/src/a.rs"));
+        assert_eq!(r[1].0, Path::new("/c/src/a/mod.rs"));
+        let r = resolve(Path::new("/c/src/a.rs"), false, &decl("b"));
+        assert_eq!(r[0].0, Path::new("/c/src/a/b.rs"));
+        let p = ModDecl {
+            path_attr: Some("../g.rs".into()),
+            ..decl("g")
+        };
+        assert_eq!(
+            resolve(Path::new("/c/src/a.rs"), false, &p)[0].0,
+            Path::new("/c/g.rs")
+        );
+    }
+}

@@ -1,0 +1,387 @@
+//! `cargo xtask fmt-check --verify-formatting-only REV`: proves that a commit
+//! (typically a whole-workspace rustfmt pass) only reformats. For every `.rs`
+//! file it changed, the token streams before and after ([`super::tokens`],
+//! spacing ignored, rustfmt's own token edits normalized) and the comments
+//! ([`super::lexer`], rustfmt's re-indentation ignored) must be the same.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead as _, BufReader, Read as _, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use anyhow::{Context as _, bail};
+use rayon::prelude::*;
+use serde_json::json;
+
+use super::lexer::{Comment, split_comments};
+use super::tokens::{Tok, normalized_tokens};
+use crate::Outcome;
+use crate::report::{Format, github_error};
+
+/// Why a changed file is not formatting-only.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    /// Path in the repository.
+    pub path: String,
+    /// Line in the new version the failure points at.
+    pub line: usize,
+    /// What differs.
+    pub message: String,
+}
+
+/// Runs the verification.
+///
+/// # Errors
+/// Not a git repository, an unknown revision, git failing.
+pub fn run(
+    args: &super::Args,
+    rev: &str,
+    out: &mut dyn Write,
+    _err: &mut dyn Write,
+) -> anyhow::Result<Outcome> {
+    let dir = match &args.target.workspace {
+        Some(d) if d.is_file() => d
+            .parent()
+            .map_or_else(|| PathBuf::from("."), Path::to_path_buf),
+        Some(d) => d.clone(),
+        None => std::env::current_dir().context("cannot read the current directory")?,
+    };
+    let git = Git { dir };
+    let commit = git
+        .text(&[
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            &format!("{rev}^{{commit}}"),
+        ])
+        .map_err(|_| anyhow::anyhow!("`{rev}` is not a commit in {}", git.dir.display()))?;
+    let parents = git.text(&["rev-list", "--parents", "-n", "1", &commit])?;
+    let parent = match parents.split_whitespace().nth(1) {
+        Some(p) => p.to_string(),
+        // a root commit: compare with the empty tree
+        None => git.text(&["hash-object", "-t", "tree", "/dev/null"])?,
+    };
+    let subject = git.text(&["log", "-1", "--format=%s", &commit])?;
+    let changes = git.name_status(&parent, &commit)?;
+
+    let mut failures = Vec::new();
+    let mut rust = Vec::new();
+    let mut other = Vec::new();
+    for (status, path) in changes {
+        if !path.ends_with(".rs") {
+            other.push(format!("{status} {path}"));
+        } else if status == "M" {
+            rust.push(path);
+        } else {
+            let what = match status.as_str() {
+                "A" => "added",
+                "D" => "deleted",
+                "T" => "changed type",
+                _ => "changed",
+            };
+            failures.push(Failure {
+                path,
+                line: 1,
+                message: format!("{what} by the commit: formatting does not add or remove files"),
+            });
+        }
+    }
+    let mut specs = Vec::new();
+    for p in &rust {
+        specs.push(format!("{parent}:{p}"));
+        specs.push(format!("{commit}:{p}"));
+    }
+    let blobs = git.blobs(&specs)?;
+    let compared: Vec<Option<Failure>> = rust
+        .par_iter()
+        .enumerate()
+        .map(|(k, path)| compare(path, &blobs[2 * k], &blobs[2 * k + 1]))
+        .collect();
+    failures.extend(compared.into_iter().flatten());
+    failures.sort_by(|a, b| a.path.cmp(&b.path));
+
+    let short = &commit[..commit.len().min(12)];
+    match args.format.format {
+        Format::Human => {
+            for f in &failures {
+                writeln!(
+                    out,
+                    "{}:{}: not formatting-only: {}",
+                    f.path, f.line, f.message
+                )?;
+            }
+            if !other.is_empty() {
+                writeln!(out, "non-Rust files changed by {short} (not verified):")?;
+                for o in &other {
+                    writeln!(out, "  {o}")?;
+                }
+            }
+            writeln!(
+                out,
+                "verify-formatting-only {short} ({subject}): {} Rust files changed, {} not formatting-only, {} non-Rust files changed",
+                rust.len() + failures.iter().filter(|f| !rust.contains(&f.path)).count(),
+                failures.len(),
+                other.len()
+            )?;
+        }
+        Format::Json => {
+            for f in &failures {
+                writeln!(
+                    out,
+                    "{}",
+                    json!({"kind": "not_formatting_only", "path": f.path, "line": f.line, "message": f.message})
+                )?;
+            }
+            for o in &other {
+                let (status, path) = o.split_once(' ').unwrap_or(("?", o));
+                writeln!(
+                    out,
+                    "{}",
+                    json!({"kind": "non_rust_change", "status": status, "path": path})
+                )?;
+            }
+            writeln!(
+                out,
+                "{}",
+                json!({"kind": "summary", "commit": commit, "rust_files": rust.len(), "failures": failures.len(), "non_rust_files": other.len()})
+            )?;
+        }
+        Format::Github => {
+            for f in &failures {
+                writeln!(
+                    out,
+                    "{}",
+                    github_error(&f.path, f.line, None, "not formatting-only", &f.message)
+                )?;
+            }
+            for o in &other {
+                writeln!(
+                    out,
+                    "::notice title=verify-formatting-only::non-Rust file changed: {o}"
+                )?;
+            }
+        }
+    }
+    Ok(if failures.is_empty() {
+        Outcome::Holds
+    } else {
+        Outcome::Violations
+    })
+}
+
+/// Compares the two versions of one file; `None` when only formatting differs.
+pub fn compare(path: &str, before: &[u8], after: &[u8]) -> Option<Failure> {
+    let fail = |line: usize, message: String| {
+        Some(Failure {
+            path: path.to_string(),
+            line,
+            message,
+        })
+    };
+    let (Ok(before), Ok(after)) = (std::str::from_utf8(before), std::str::from_utf8(after)) else {
+        return fail(1, "not valid UTF-8".into());
+    };
+    let (cb, blank_b) = split_comments(before);
+    let (ca, blank_a) = split_comments(after);
+    let tb = match normalized_tokens(&blank_b) {
+        Ok(t) => t,
+        Err(e) => return fail(1, format!("the old version {e}")),
+    };
+    let ta = match normalized_tokens(&blank_a) {
+        Ok(t) => t,
+        Err(e) => return fail(1, format!("the new version {e}")),
+    };
+    if let Some((line, msg)) = token_difference(&tb, &ta) {
+        return fail(line, msg);
+    }
+    comment_difference(&cb, &ca).and_then(|(line, msg)| fail(line, msg))
+}
+
+fn snippet(toks: &[Tok], at: usize) -> String {
+    let from = at.saturating_sub(2);
+    let to = (at + 3).min(toks.len());
+    let s = toks[from..to]
+        .iter()
+        .map(|t| t.text.as_str())
+        .collect::<Vec<_>>()
+        .join(" ");
+    if s.is_empty() {
+        "end of file".to_string()
+    } else {
+        format!("`{s}`")
+    }
+}
+
+fn token_difference(before: &[Tok], after: &[Tok]) -> Option<(usize, String)> {
+    let at = before
+        .iter()
+        .zip(after)
+        .position(|(a, b)| a != b)
+        .or_else(|| (before.len() != after.len()).then(|| before.len().min(after.len())))?;
+    let lb = before.get(at).or(before.last()).map_or(1, |t| t.line);
+    let la = after.get(at).or(after.last()).map_or(1, |t| t.line);
+    Some((
+        la,
+        format!(
+            "tokens differ: before (line {lb}) {}, after (line {la}) {}",
+            snippet(before, at),
+            snippet(after, at)
+        ),
+    ))
+}
+
+/// Same comments, in order; reordering alone is accepted (rustfmt moves a
+/// comment with the `use` item it sorts).
+fn comment_difference(before: &[Comment], after: &[Comment]) -> Option<(usize, String)> {
+    let nb: Vec<String> = before.iter().map(Comment::normalized).collect();
+    let na: Vec<String> = after.iter().map(Comment::normalized).collect();
+    if nb == na {
+        return None;
+    }
+    let mut count: BTreeMap<&str, isize> = BTreeMap::new();
+    for c in &nb {
+        *count.entry(c).or_default() += 1;
+    }
+    for c in &na {
+        *count.entry(c).or_default() -= 1;
+    }
+    let short = |s: &str| {
+        let one = s.lines().next().unwrap_or("");
+        if one.len() < s.len() {
+            format!("{one} ...")
+        } else {
+            one.to_string()
+        }
+    };
+    if let Some(k) = nb.iter().position(|c| count[c.as_str()] > 0) {
+        let near = na
+            .get(k)
+            .map_or(after.last().map_or(1, |c| c.line), |_| after[k].line);
+        return Some((
+            near,
+            format!(
+                "comment dropped or changed (before, line {}): `{}`",
+                before[k].line,
+                short(&nb[k])
+            ),
+        ));
+    }
+    if let Some(k) = na.iter().position(|c| count[c.as_str()] < 0) {
+        return Some((after[k].line, format!("comment added: `{}`", short(&na[k]))));
+    }
+    None
+}
+
+struct Git {
+    dir: PathBuf,
+}
+
+impl Git {
+    fn cmd(&self) -> Command {
+        let mut c = Command::new("git");
+        c.arg("-C").arg(&self.dir);
+        c
+    }
+
+    fn text(&self, args: &[&str]) -> anyhow::Result<String> {
+        let out = self.cmd().args(args).output().context("cannot run git")?;
+        if !out.status.success() {
+            bail!(
+                "git {} failed: {}",
+                args.join(" "),
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+    }
+
+    /// `git diff --name-status --no-renames -z FROM TO`: (status letter, path).
+    fn name_status(&self, from: &str, to: &str) -> anyhow::Result<Vec<(String, String)>> {
+        let out = self
+            .cmd()
+            .args(["diff", "--name-status", "--no-renames", "-z", from, to])
+            .output()
+            .context("cannot run git diff")?;
+        if !out.status.success() {
+            bail!(
+                "git diff failed: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+        }
+        let text = String::from_utf8_lossy(&out.stdout);
+        let mut parts = text.split('\0').filter(|s| !s.is_empty());
+        let mut v = Vec::new();
+        while let (Some(s), Some(p)) = (parts.next(), parts.next()) {
+            v.push((s.chars().next().unwrap_or('?').to_string(), p.to_string()));
+        }
+        Ok(v)
+    }
+
+    /// Contents of `rev:path` specs through one `git cat-file --batch`.
+    fn blobs(&self, specs: &[String]) -> anyhow::Result<Vec<Vec<u8>>> {
+        if specs.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut child = self
+            .cmd()
+            .args(["cat-file", "--batch"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .context("cannot run git cat-file")?;
+        let mut stdin = child.stdin.take().context("git stdin")?;
+        let input: String = specs.iter().map(|s| format!("{s}\n")).collect();
+        let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
+        let mut reader = BufReader::new(child.stdout.take().context("git stdout")?);
+        let mut blobs = Vec::with_capacity(specs.len());
+        for spec in specs {
+            let mut header = String::new();
+            reader.read_line(&mut header)?;
+            let size: usize = header
+                .split_whitespace()
+                .nth(2)
+                .and_then(|s| s.parse().ok())
+                .with_context(|| format!("git cat-file: no blob for {spec}: {}", header.trim()))?;
+            let mut buf = vec![0; size + 1]; // content + LF
+            reader.read_exact(&mut buf)?;
+            buf.pop();
+            blobs.push(buf);
+        }
+        let _ = writer.join();
+        child.wait()?;
+        Ok(blobs)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reformatting_passes() {
+        let before = "// keep\nuse b::{y,x};\nfn f(a:u32)->u32{ /* why */ a+1 }\n";
+        let after = "// keep\nuse b::{x, y};\nfn f(a: u32) -> u32 {\n    /* why */\n    a + 1\n}\n";
+        assert_eq!(compare("f.rs", before.as_bytes(), after.as_bytes()), None);
+    }
+
+    #[test]
+    fn changed_literal_and_dropped_comment_fail() {
+        let f = compare(
+            "f.rs",
+            b"fn f() -> u32 {\n    1\n}\n",
+            b"fn f() -> u32 {\n    2\n}\n",
+        )
+        .unwrap();
+        assert_eq!(f.line, 2);
+        assert!(f.message.contains("tokens differ"), "{}", f.message);
+        let f = compare("f.rs", b"fn f() {} // why\n", b"fn f() {}\n").unwrap();
+        assert!(
+            f.message
+                .contains("comment dropped or changed (before, line 1): `// why`"),
+            "{}",
+            f.message
+        );
+        let f = compare("f.rs", b"/// doc\nfn f() {}\n", b"/// dock\nfn f() {}\n").unwrap();
+        assert!(f.message.contains("`/// doc`"), "{}", f.message);
+    }
+}
