@@ -7,7 +7,7 @@ use std::io::Write;
 use anyhow::Context as _;
 
 use crate::Outcome;
-use crate::cli::Target;
+use crate::cli::{FormatArg, Target};
 use crate::workspace::cargo_command;
 
 /// Arguments of `cargo xtask ci`.
@@ -23,13 +23,15 @@ pub struct Args {
 pub enum Step {
     /// `cargo <args>`.
     Cargo(&'static [&'static str]),
+    /// `cargo xtask fmt-check` (every `.rs` file, each crate's edition and config).
+    FmtCheck,
     /// `cargo xtask gpu-test` (builds the GPU tests; runs them if a device is here).
     GpuTest,
 }
 
 /// The steps of `ci`, in order.
 pub const STEPS: &[(&str, Step)] = &[
-    ("fmt", Step::Cargo(&["fmt", "--all", "--check"])),
+    ("fmt", Step::FmtCheck),
     (
         "clippy",
         Step::Cargo(&[
@@ -73,6 +75,16 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
                     .status()
                     .with_context(|| format!("ci step `{name}`: cannot start cargo"))?
                     .success()
+            }
+            Step::FmtCheck => {
+                writeln!(out, "ci: {name}: cargo xtask fmt-check")?;
+                let args = crate::fmt_check::Args {
+                    target: Target::default(),
+                    format: FormatArg::default(),
+                    fix: false,
+                    verify_formatting_only: None,
+                };
+                in_process(crate::fmt_check::run(&args, out, err), err)?
             }
             Step::GpuTest => {
                 writeln!(out, "ci: {name}: cargo xtask gpu-test")?;
