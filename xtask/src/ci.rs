@@ -20,18 +20,7 @@ pub struct Args {
 /// The steps of `ci`, in order: (name, cargo arguments).
 pub const STEPS: &[(&str, &[&str])] = &[
     ("fmt", &["fmt", "--all", "--check"]),
-    (
-        "clippy",
-        &[
-            "clippy",
-            "--workspace",
-            "--all-targets",
-            "--locked",
-            "--",
-            "-D",
-            "warnings",
-        ],
-    ),
+    ("clippy", &["clippy", "--workspace", "--all-targets", "--locked", "--", "-D", "warnings"]),
     ("tests", &["test", "--workspace", "--locked"]),
 ];
 

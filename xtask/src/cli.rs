@@ -66,17 +66,12 @@ where
         let _ = write!(out, "{}", cmd.render_long_help());
         return 0;
     }
-    let cli = match Cli::try_parse_from(std::iter::once(OsString::from("cargo xtask")).chain(args))
-    {
+    let cli = match Cli::try_parse_from(std::iter::once(OsString::from("cargo xtask")).chain(args)) {
         Ok(cli) => cli,
         Err(e) => {
             let code = if e.use_stderr() { EXIT_ERROR } else { 0 };
             let text = e.render().to_string();
-            let _ = if e.use_stderr() {
-                write!(err, "{text}")
-            } else {
-                write!(out, "{text}")
-            };
+            let _ = if e.use_stderr() { write!(err, "{text}") } else { write!(out, "{text}") };
             return code;
         }
     };

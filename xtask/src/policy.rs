@@ -116,7 +116,10 @@ impl Policy {
     /// As [`Policy::load`].
     pub fn parse(text: &str, path: &Path) -> Result<Policy, PolicyError> {
         let policy: Policy = toml::from_str(text).map_err(|e| {
-            let (line, column) = e.span().map(|s| line_col(text, s.start)).unwrap_or((1, 1));
+            let (line, column) = e
+                .span()
+                .map(|s| line_col(text, s.start))
+                .unwrap_or((1, 1));
             PolicyError::Malformed {
                 path: path.to_path_buf(),
                 line,

@@ -14,26 +14,16 @@ pub enum Format {
 
 /// Escapes a GitHub Actions workflow-command message (`%`, CR, LF).
 pub fn github_escape_message(s: &str) -> String {
-    s.replace('%', "%25")
-        .replace('\r', "%0D")
-        .replace('\n', "%0A")
+    s.replace('%', "%25").replace('\r', "%0D").replace('\n', "%0A")
 }
 
 /// Escapes a GitHub Actions workflow-command property value (also `:` and `,`).
 pub fn github_escape_property(s: &str) -> String {
-    github_escape_message(s)
-        .replace(':', "%3A")
-        .replace(',', "%2C")
+    github_escape_message(s).replace(':', "%3A").replace(',', "%2C")
 }
 
 /// A GitHub `::error` annotation.
-pub fn github_error(
-    file: &str,
-    line: usize,
-    col: Option<usize>,
-    title: &str,
-    message: &str,
-) -> String {
+pub fn github_error(file: &str, line: usize, col: Option<usize>, title: &str, message: &str) -> String {
     let col = col.map(|c| format!(",col={c}")).unwrap_or_default();
     format!(
         "::error file={},line={line}{col},title={}::{}",

@@ -28,11 +28,7 @@ pub fn manifest_path(dir: Option<&Path>) -> anyhow::Result<PathBuf> {
         Some(d) => d.to_path_buf(),
         None => std::env::current_dir().context("cannot read the current directory")?,
     };
-    let manifest = if base.is_file() {
-        base.clone()
-    } else {
-        base.join("Cargo.toml")
-    };
+    let manifest = if base.is_file() { base.clone() } else { base.join("Cargo.toml") };
     if !manifest.is_file() {
         if dir.is_none() {
             // cargo xtask from a subdirectory: ask cargo for the workspace root.
@@ -44,10 +40,7 @@ pub fn manifest_path(dir: Option<&Path>) -> anyhow::Result<PathBuf> {
                 return Ok(PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()));
             }
         }
-        bail!(
-            "{}: no Cargo.toml here (pass --workspace DIR pointing at a Cargo workspace)",
-            manifest.display()
-        );
+        bail!("{}: no Cargo.toml here (pass --workspace DIR pointing at a Cargo workspace)", manifest.display());
     }
     Ok(manifest)
 }
@@ -58,17 +51,10 @@ pub fn manifest_path(dir: Option<&Path>) -> anyhow::Result<PathBuf> {
 /// cargo's own message when it rejects a manifest.
 pub fn metadata_no_deps(manifest: &Path) -> anyhow::Result<cargo_metadata::Metadata> {
     let mut cmd = cargo_metadata::MetadataCommand::new();
-    cmd.cargo_path(cargo())
-        .manifest_path(manifest)
-        .no_deps()
-        .other_options(vec!["--offline".into()]);
+    cmd.cargo_path(cargo()).manifest_path(manifest).no_deps().other_options(vec!["--offline".into()]);
     cmd.exec().map_err(|e| match e {
         cargo_metadata::Error::CargoMetadata { stderr } => {
-            anyhow::anyhow!(
-                "cargo metadata failed for {}:\n{}",
-                manifest.display(),
-                stderr.trim_end()
-            )
+            anyhow::anyhow!("cargo metadata failed for {}:\n{}", manifest.display(), stderr.trim_end())
         }
         other => anyhow::anyhow!("cargo metadata failed for {}: {other}", manifest.display()),
     })
