@@ -93,7 +93,7 @@ fn metadata(root: &Path) -> BTreeMap<String, Vec<String>> {
     for p in v["packages"].as_array().unwrap() {
         let mut deps = Vec::new();
         for d in p["dependencies"].as_array().unwrap() {
-            if d["name"] == "thiserror" {
+            if d["name"] == "thiserror" || d["name"] == "anyhow" {
                 let mut features: Vec<&str> = d["features"]
                     .as_array()
                     .unwrap()
@@ -102,8 +102,13 @@ fn metadata(root: &Path) -> BTreeMap<String, Vec<String>> {
                     .collect();
                 features.sort_unstable();
                 deps.push(format!(
-                    "kind={} target={} rename={} optional={} default={} features={features:?}",
-                    d["kind"], d["target"], d["rename"], d["optional"], d["uses_default_features"]
+                    "{} kind={} target={} rename={} optional={} default={} features={features:?}",
+                    d["name"],
+                    d["kind"],
+                    d["target"],
+                    d["rename"],
+                    d["optional"],
+                    d["uses_default_features"]
                 ));
             }
         }
@@ -1045,4 +1050,60 @@ fn this_workspace_holds_the_policy() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
     let (code, out, err) = align(root, &["--check"]);
     assert_eq!(code, 0, "{out}{err}");
+}
+
+#[test]
+fn several_policy_dependencies_share_one_new_workspace_table() {
+    let dir = temp();
+    let root = "[workspace]\nresolver = \"2\"\nmembers = [\"crates/*\"]\n\n[workspace.package]\nversion = \"0.1.0\"\nedition = \"2021\"\n";
+    let fleet = fleet_of(
+        dir.path(),
+        root,
+        &[
+            (
+                "a",
+                "[dependencies]\nthiserror = \"1\"\nanyhow = \"1.0.40\"\n",
+            ),
+            (
+                "b",
+                "[dependencies]\nanyhow = { version = \"1\", default-features = false }\n",
+            ),
+        ],
+    );
+    fleet
+        .write(
+            "policy/fleet.toml",
+            "[dependencies.thiserror]\nversion = \"2\"\n\n[dependencies.anyhow]\nversion = \"1.0.86\"\n",
+        )
+        .unwrap();
+    let before = metadata(&fleet.root);
+    let (code, out, err) = align(&fleet.root, &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(
+        read(&fleet.root.join("Cargo.toml")),
+        "[workspace]\nresolver = \"2\"\nmembers = [\"crates/*\"]\n\n[workspace.dependencies]\nanyhow = { version = \"1.0.86\", default-features = false }\nthiserror = \"2\"\n\n[workspace.package]\nversion = \"0.1.0\"\nedition = \"2021\"\n"
+    );
+    assert_eq!(
+        body_of(&fleet, "a"),
+        "[dependencies]\nthiserror = { workspace = true }\nanyhow = { workspace = true, default-features = true }\n"
+    );
+    assert_eq!(
+        body_of(&fleet, "b"),
+        "[dependencies]\nanyhow = { workspace = true, default-features = false }\n"
+    );
+    assert_eq!(metadata(&fleet.root), before);
+    assert_eq!(align(&fleet.root, &["--check"]).0, 0);
+}
+
+#[test]
+fn members_are_not_converted_when_the_workspace_entry_cannot_be_written() {
+    let dir = temp();
+    let root = "[workspace]\nresolver = \"2\"\nmembers = [\"crates/*\"]\ndependencies = { anyhow = \"1\" }\n\n[workspace.package]\nversion = \"0.1.0\"\nedition = \"2021\"\n";
+    let body = "[dependencies]\nthiserror = \"1\"\n";
+    let fleet = fleet_of(dir.path(), root, &[("a", body)]);
+    let before = snapshot(&fleet.root);
+    let (code, out, _) = align(&fleet.root, &[]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("[needs a person]"), "{out}");
+    assert_eq!(snapshot(&fleet.root), before);
 }

@@ -230,6 +230,14 @@ impl<'a> Ctx<'_, 'a> {
         let name = self.name;
         let version = &self.rule.version;
         let mut converting = converting;
+        if existing.is_none() && !converting.is_empty() && !can_add_ws_entry(self.root) {
+            let msg = "[workspace.dependencies] is not written as a standard `[workspace.dependencies]` table, so align-deps cannot add the entry members would inherit; add it by hand, then run align-deps again";
+            for u in converting {
+                let f = self.unfixable(&u, "workspace-entry", "workspace = true", msg);
+                self.plan.push_finding(f);
+            }
+            return Ok(false);
+        }
         if let Some(w) = existing {
             let problem = if w.package() != name {
                 Some((
@@ -472,6 +480,16 @@ impl<'a> Ctx<'_, 'a> {
     }
 }
 
+/// Whether a new `[workspace.dependencies]` entry can be written: the table
+/// is a standard `[workspace.dependencies]` table, or absent under a `[workspace]`.
+fn can_add_ws_entry(root: &Manifest) -> bool {
+    let Some(ws) = root.root().get("workspace") else { return false };
+    match ws.as_table_like().and_then(|w| w.get("dependencies")) {
+        Some(item) => root.table_append_point(item).is_some(),
+        None => ws.is_table(),
+    }
+}
+
 fn df_ops(d: &Decl<'_>, fix: DfFix) -> Vec<Op> {
     let key = match d.default_features() {
         Some(("default_features", _)) => "default_features",
@@ -507,23 +525,10 @@ fn plan_new_ws_entries(
     let (splice, created) = match ws_deps {
         Some(item) => match root.table_append_point(item) {
             Some(at) => (root.insert_lines_after(at, &body), false),
-            None => {
-                for (dep, _, line) in &lines {
-                    plan.push_finding(Finding {
-                        file: root.rel.clone(),
-                        line: 1,
-                        column: 1,
-                        rule: "workspace-entry".into(),
-                        dependency: dep.clone(),
-                        table: Some("workspace.dependencies".into()),
-                        found: String::new(),
-                        wanted: line.clone(),
-                        fixable: false,
-                        message: "[workspace.dependencies] is not written as a `[workspace.dependencies]` table; add this entry by hand".into(),
-                    });
-                }
-                return Ok(());
-            }
+            None => anyhow::bail!(
+                "{}: internal error: no place for new [workspace.dependencies] entries; nothing written",
+                root.rel
+            ),
         },
         None => {
             let ws_item = root
