@@ -180,7 +180,10 @@ fn apply_and_report(
     let summary_to: &mut dyn Write = if format == Format::Human { out } else { err };
     let fixed = plan.findings.len() - unfixable.len();
     if plan.findings.is_empty() {
-        writeln!(summary_to, "align-deps: nothing to change; the workspace holds the policy")?;
+        writeln!(
+            summary_to,
+            "align-deps: nothing to change; the workspace holds the policy"
+        )?;
         Ok(Outcome::Holds)
     } else if unfixable.is_empty() {
         writeln!(

@@ -483,7 +483,9 @@ impl<'a> Ctx<'_, 'a> {
 /// Whether a new `[workspace.dependencies]` entry can be written: the table
 /// is a standard `[workspace.dependencies]` table, or absent under a `[workspace]`.
 fn can_add_ws_entry(root: &Manifest) -> bool {
-    let Some(ws) = root.root().get("workspace") else { return false };
+    let Some(ws) = root.root().get("workspace") else {
+        return false;
+    };
     match ws.as_table_like().and_then(|w| w.get("dependencies")) {
         Some(item) => root.table_append_point(item).is_some(),
         None => ws.is_table(),
