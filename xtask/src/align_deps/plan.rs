@@ -353,21 +353,30 @@ impl Plan {
         Ok(())
     }
 
-    /// Writes every planned edit: first checks that no file changed since it
-    /// was read and that the results are valid, then replaces each file
-    /// atomically (temp file + rename, permissions kept). If a write fails,
-    /// the files already written are restored.
+    /// Writes every planned edit, all or nothing as far as the file system
+    /// allows:
+    /// 1. checks that the results are valid and that no file changed on disk
+    ///    since it was read;
+    /// 2. stages each new text in a temporary file beside its target, with the
+    ///    target's permissions, fsynced (in parallel, on a wide I/O pool, so the
+    ///    file system batches the syncs); any failure here deletes the
+    ///    temporaries and leaves every file untouched;
+    /// 3. renames each temporary over its target (atomic per file). Should a
+    ///    rename fail, the files already replaced are restored.
     ///
     /// Returns the edited files.
     ///
     /// # Errors
-    /// A file changed on disk since planning (nothing written), an invalid
-    /// result (nothing written), or an I/O error (earlier writes rolled back).
+    /// A file changed on disk since planning, an invalid result, or an I/O
+    /// error while staging (all: nothing written); an I/O error while renaming
+    /// (earlier renames rolled back).
     pub fn apply(&self) -> anyhow::Result<Vec<&FileEdit>> {
         use rayon::prelude::*;
         self.validate()?;
         let edits: Vec<&FileEdit> = self.edits().collect();
-        let new_texts: Vec<String> = edits.par_iter().map(|e| e.new_text()).collect();
+        if edits.is_empty() {
+            return Ok(edits);
+        }
         for e in &edits {
             let now = std::fs::read(&e.path)
                 .with_context(|| format!("{}: cannot re-read before writing", e.rel))?;
@@ -378,37 +387,63 @@ impl Plan {
                 );
             }
         }
-        let results: Vec<anyhow::Result<()>> = edits
-            .par_iter()
-            .zip(new_texts.par_iter())
-            .map(|(e, new)| crate::fsutil::atomic_write(&e.path, new.as_bytes()))
-            .collect();
-        if let Some(pos) = results.iter().position(Result::is_err) {
-            let mut restore_errors = Vec::new();
-            for (e, r) in edits.iter().zip(&results) {
-                if r.is_ok()
-                    && let Err(re) = crate::fsutil::atomic_write(&e.path, e.old_text.as_bytes())
-                {
-                    restore_errors.push(format!("{re:#}"));
-                }
-            }
-            let first = results
-                .into_iter()
-                .nth(pos)
-                .expect("position is in range")
-                .unwrap_err();
-            if restore_errors.is_empty() {
-                return Err(
-                    first.context("a write failed; the files already written were restored")
-                );
-            }
-            return Err(first.context(format!(
-                "a write failed and restoring the files already written failed too: {}",
-                restore_errors.join("; ")
-            )));
+        // staging is I/O-bound (create, write, fsync): a few more threads than cores
+        // overlap the waits and let the file system batch the syncs.
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(edits.len().clamp(1, 8))
+            .build()
+            .context("cannot start the writer threads")?;
+        let staged: Vec<anyhow::Result<tempfile::NamedTempFile>> =
+            pool.install(|| edits.par_iter().map(|e| stage(e)).collect());
+        let mut temps = Vec::with_capacity(staged.len());
+        for r in staged {
+            temps.push(r.context("nothing written")?);
         }
-        Ok(edits)
+        let mut done: Vec<&FileEdit> = Vec::with_capacity(edits.len());
+        for (e, tmp) in edits.iter().zip(temps) {
+            if let Err(err) = tmp.persist(&e.path) {
+                let err = anyhow::Error::new(err.error)
+                    .context(format!("{}: cannot replace file", e.rel));
+                let mut restore_errors = Vec::new();
+                for d in &done {
+                    if let Err(re) = crate::fsutil::atomic_write(&d.path, d.old_text.as_bytes()) {
+                        restore_errors.push(format!("{re:#}"));
+                    }
+                }
+                if restore_errors.is_empty() {
+                    return Err(err.context("the files already replaced were restored"));
+                }
+                return Err(err.context(format!(
+                    "restoring the files already replaced failed too: {}",
+                    restore_errors.join("; ")
+                )));
+            }
+            done.push(e);
+        }
+        Ok(done)
     }
+}
+
+/// Writes `e`'s new text to a synced temporary file beside it, with its permissions.
+fn stage(e: &FileEdit) -> anyhow::Result<tempfile::NamedTempFile> {
+    let dir = e
+        .path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let perms = std::fs::metadata(&e.path)
+        .with_context(|| format!("{}: cannot stat", e.rel))?
+        .permissions();
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".xtask-")
+        .suffix(".tmp")
+        .tempfile_in(dir)
+        .with_context(|| format!("{}: cannot create a temporary file", dir.display()))?;
+    tmp.write_all(e.new_text().as_bytes())
+        .and_then(|()| std::fs::set_permissions(tmp.path(), perms))
+        .and_then(|()| tmp.as_file().sync_all())
+        .with_context(|| format!("{}: cannot write its temporary file", e.rel))?;
+    Ok(tmp)
 }
 
 fn overlaps(a: &Range<usize>, b: &Range<usize>) -> bool {
