@@ -1,0 +1,223 @@
+//! The informational report: which packages of the resolved graph (as
+//! `Cargo.lock` records it) still pull an older major of a policy dependency.
+//!
+//! Read from `Cargo.lock` directly rather than from `cargo metadata` with
+//! dependencies: that is exactly "what the lockfile still carries", it needs no
+//! network and no second cargo run (which would double the command's time), and
+//! it can never write the lockfile (`cargo metadata` rewrites a stale one, which
+//! `--check` must not do).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use cargo_metadata::semver::{Op, Version, VersionReq};
+use serde::Deserialize;
+
+use crate::policy::Policy;
+
+#[derive(Debug, Deserialize)]
+struct Lock {
+    #[serde(default)]
+    package: Vec<LockPackage>,
+}
+
+#[derive(Debug, Deserialize)]
+struct LockPackage {
+    name: String,
+    version: String,
+    source: Option<String>,
+    #[serde(default)]
+    dependencies: Vec<String>,
+}
+
+/// Informational lines about `root/Cargo.lock`: for each policy dependency,
+/// every older version still locked and the non-member packages that pull it.
+/// Never an error: an absent or unreadable lockfile is itself a line.
+pub fn older_majors(root: &Path, policy: &Policy, members: &BTreeSet<String>) -> Vec<String> {
+    if policy.dependencies.is_empty() {
+        return Vec::new();
+    }
+    let path = root.join("Cargo.lock");
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return vec![format!(
+                "no Cargo.lock in {}: the resolved graph is unknown, so it cannot say which packages still pull older majors of {} (run `cargo generate-lockfile` to see)",
+                root.display(),
+                policy
+                    .dependencies
+                    .keys()
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )];
+        }
+        Err(e) => {
+            return vec![format!(
+                "cannot read {}: {e}; resolved graph not reported",
+                path.display()
+            )];
+        }
+    };
+    let lock: Lock = match toml::from_str(&text) {
+        Ok(l) => l,
+        Err(e) => {
+            return vec![format!(
+                "cannot parse {} ({}); resolved graph not reported",
+                path.display(),
+                e.message()
+            )];
+        }
+    };
+    report(&lock, policy, members)
+}
+
+fn report(lock: &Lock, policy: &Policy, members: &BTreeSet<String>) -> Vec<String> {
+    let mut lines = Vec::new();
+    for (name, rule) in &policy.dependencies {
+        let Ok(req) = VersionReq::parse(&rule.version) else {
+            lines.push(format!(
+                "policy requirement \"{}\" of {name} is not a semver requirement; resolved graph not checked for it",
+                rule.version
+            ));
+            continue;
+        };
+        let locked: Vec<&LockPackage> = lock.package.iter().filter(|p| &p.name == name).collect();
+        let old: Vec<&LockPackage> = locked
+            .iter()
+            .copied()
+            .filter(|p| Version::parse(&p.version).is_ok_and(|v| is_older(&v, &req)))
+            .collect();
+        for o in old {
+            let mut pullers: BTreeMap<String, bool> = BTreeMap::new(); // "name version" -> member
+            for p in &lock.package {
+                let pulls = p.dependencies.iter().any(|d| {
+                    let mut parts = d.split_whitespace();
+                    let (dn, dv) = (parts.next(), parts.next());
+                    dn == Some(name.as_str())
+                        && dv.is_none_or(|v| v == o.version)
+                        && (dv.is_some() || locked.len() == 1)
+                });
+                if pulls {
+                    let member = p.source.is_none() && members.contains(&p.name);
+                    pullers.insert(format!("{} {}", p.name, p.version), member);
+                }
+            }
+            let third: Vec<&String> = pullers
+                .iter()
+                .filter(|(_, m)| !**m)
+                .map(|(k, _)| k)
+                .collect();
+            if !third.is_empty() {
+                lines.push(format!(
+                    "Cargo.lock still carries {name} {} (policy: \"{}\"), pulled by {}: {}",
+                    o.version,
+                    rule.version,
+                    if third.len() == 1 {
+                        "a package outside the workspace"
+                    } else {
+                        "packages outside the workspace"
+                    },
+                    third
+                        .iter()
+                        .map(|s| s.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            } else if !pullers.is_empty() {
+                lines.push(format!(
+                    "Cargo.lock still records {name} {} for workspace members only; once they are aligned, the next cargo build or `cargo update --workspace` drops it",
+                    o.version
+                ));
+            }
+        }
+    }
+    lines
+}
+
+/// Whether `v` is below every version `req` accepts (an older major for `^` requirements).
+fn is_older(v: &Version, req: &VersionReq) -> bool {
+    if req.matches(v) {
+        return false;
+    }
+    req.comparators.iter().any(|c| {
+        let floor = Version::new(c.major, c.minor.unwrap_or(0), c.patch.unwrap_or(0));
+        matches!(
+            c.op,
+            Op::Caret | Op::Tilde | Op::Exact | Op::Wildcard | Op::Greater | Op::GreaterEq
+        ) && *v < floor
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LOCK: &str = r#"
+version = 4
+
+[[package]]
+name = "app"
+version = "0.1.0"
+dependencies = ["old-errors", "thiserror 2.0.12"]
+
+[[package]]
+name = "old-errors"
+version = "0.3.0"
+source = "registry+https://github.com/rust-lang/crates.io-index"
+dependencies = ["thiserror 1.0.69"]
+
+[[package]]
+name = "thiserror"
+version = "1.0.69"
+source = "registry+https://github.com/rust-lang/crates.io-index"
+
+[[package]]
+name = "thiserror"
+version = "2.0.12"
+source = "registry+https://github.com/rust-lang/crates.io-index"
+"#;
+
+    fn policy() -> Policy {
+        Policy::parse(
+            "[dependencies.thiserror]\nversion = \"2\"\n",
+            Path::new("p"),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn names_third_party_pullers_of_old_majors() {
+        let lock: Lock = toml::from_str(LOCK).unwrap();
+        let members = BTreeSet::from(["app".to_string()]);
+        let lines = report(&lock, &policy(), &members);
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(lines[0].contains("thiserror 1.0.69"), "{lines:?}");
+        assert!(lines[0].contains("old-errors 0.3.0"), "{lines:?}");
+    }
+
+    #[test]
+    fn members_only_is_a_different_note_and_current_is_silent() {
+        let lock: Lock = toml::from_str(
+            "[[package]]\nname = \"app\"\nversion = \"0.1.0\"\ndependencies = [\"thiserror\"]\n\n[[package]]\nname = \"thiserror\"\nversion = \"1.0.69\"\nsource = \"registry+x\"\n",
+        )
+        .unwrap();
+        let members = BTreeSet::from(["app".to_string()]);
+        let lines = report(&lock, &policy(), &members);
+        assert_eq!(lines.len(), 1);
+        assert!(lines[0].contains("workspace members only"), "{lines:?}");
+        let lock: Lock = toml::from_str(
+            "[[package]]\nname = \"app\"\nversion = \"0.1.0\"\ndependencies = [\"thiserror\"]\n\n[[package]]\nname = \"thiserror\"\nversion = \"2.0.1\"\n",
+        )
+        .unwrap();
+        assert!(report(&lock, &policy(), &members).is_empty());
+    }
+
+    #[test]
+    fn missing_lockfile_is_an_info_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let lines = older_majors(dir.path(), &policy(), &BTreeSet::new());
+        assert_eq!(lines.len(), 1);
+        assert!(lines[0].starts_with("no Cargo.lock"), "{lines:?}");
+    }
+}

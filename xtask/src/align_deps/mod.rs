@@ -1,0 +1,287 @@
+//! `cargo xtask align-deps`: align every crate's dependency declarations to
+//! the fleet policy (`policy/fleet.toml`, schema in [`crate::policy`]).
+//!
+//! # How it works
+//! 1. `cargo metadata --no-deps --offline` names the members and their
+//!    manifests (crates outside the workspace — `exclude`d, vendored, other
+//!    workspaces — are never read). When cargo rejects a manifest, the
+//!    manifests its message names are parsed to report `path:line:col`.
+//! 2. The root manifest and each member manifest are parsed (in parallel) into
+//!    [`manifest::Manifest`], which keeps byte spans of every key and value.
+//! 3. [`planner::plan`] computes every finding and, for the fixable ones, byte
+//!    [`plan::Splice`]s of the original texts. Nothing is written yet.
+//! 4. `--check` prints the findings and the unified diff of the plan; a fix
+//!    run applies the whole plan through [`plan::Plan::apply`] (re-check that
+//!    no file changed, validate, atomic writes, roll back on failure).
+//! 5. [`lockfile::older_majors`] reports, as information, which packages of
+//!    `Cargo.lock` still pull an older major of a policy dependency.
+//!
+//! # Rules (per policy dependency `name`, requirement `R`)
+//! - A declaration is any entry of `[dependencies]`, `[dev-dependencies]`,
+//!   `[build-dependencies]` (and the `_` spellings), top level or under
+//!   `[target.<cfg or triple>]`, whose key or `package = ...` is `name`, in any
+//!   form (string, inline table, `[dependencies.name]`, dotted keys).
+//! - `git`/`path`/`registry` declarations are reported (`source`, not
+//!   fixable, exit 1) and never touched.
+//! - `inherit = true` in a workspace: each own declaration becomes
+//!   `workspace = true` in place of its `version` (`package` dropped: the
+//!   workspace entry carries the rename under the same key); `features` and
+//!   `optional` stay. `[workspace.dependencies]` gets `key = "R"` (created if
+//!   needed, after the existing entries, comments kept) or has its
+//!   requirement rewritten to `R`. Already-inherited declarations are left
+//!   alone unless their `default-features` needs the fix below.
+//! - `inherit = false`, or a single-package manifest (no `[workspace]` to
+//!   inherit from): the requirement is rewritten in place (quote style kept).
+//! - The requirement matches only when it is textually `R`: the policy says
+//!   what every declaration ends up with.
+//!
+//! # default-features
+//! With inheritance cargo ignores a member's `default-features = false`
+//! unless the workspace entry also says `default-features = false` (a warning;
+//! an error on edition 2024); with a workspace `false`, a member without the
+//! key gets no default features and one with `default-features = true` gets
+//! them. So, per workspace key: if any user (declaration being converted, or
+//! already inheriting) effectively disables default features today, the
+//! workspace entry gets `default-features = false` and every user that
+//! effectively has them gets an explicit `default-features = true`;
+//! otherwise no `default-features = false` is left on a member (it was
+//! ignored). Every crate keeps exactly its effective features, with no
+//! warning. A converting declaration that would gain `features` from an
+//! existing workspace entry is reported (`features`, not fixable).
+
+pub mod fixture;
+pub mod lockfile;
+pub mod manifest;
+pub mod plan;
+pub mod planner;
+
+use std::collections::BTreeSet;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+
+use crate::Outcome;
+use crate::cli::{FormatArg, Target};
+use crate::report::{Format, unified_diff};
+use manifest::Manifest;
+use plan::{Plan, print_findings, print_info};
+use planner::Loaded;
+
+/// Arguments of `cargo xtask align-deps`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Args {
+    /// Change nothing: list every violation as `path:line: declared -> wanted` with the diff a fix
+    /// would apply; exit 1 if there is any.
+    #[arg(long)]
+    pub check: bool,
+    #[command(flatten)]
+    pub target: Target,
+    #[command(flatten)]
+    pub format: FormatArg,
+}
+
+/// Runs `cargo xtask align-deps`.
+///
+/// # Errors
+/// Anything that stops the command from running (exit 2): no manifest, a
+/// malformed or unreadable manifest or policy (nothing is written), an I/O
+/// error while writing (files already written are restored).
+pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Result<Outcome> {
+    let manifest = crate::workspace::manifest_path(args.target.workspace.as_deref())?;
+    let meta = load_metadata(&manifest)?;
+    let root: PathBuf = meta.workspace_root.clone().into_std_path_buf();
+    let policy = crate::workspace::load_policy(&args.target, &root)?;
+    let (loaded, member_names) = load_manifests(&meta, &root)?;
+    let plan = planner::plan(&loaded, &policy)?;
+    plan.validate()?;
+    let info = lockfile::older_majors(&root, &policy, &member_names);
+    let format = args.format.format;
+    if args.check {
+        report_check(&plan, &info, loaded.manifests.len(), format, out, err)
+    } else {
+        apply_and_report(&plan, &info, format, out, err)
+    }
+}
+
+fn report_check(
+    plan: &Plan,
+    info: &[String],
+    n_manifests: usize,
+    format: Format,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> anyhow::Result<Outcome> {
+    print_findings(&plan.findings, format, out)?;
+    if format == Format::Human {
+        for e in plan.edits() {
+            write!(out, "{}", unified_diff(&e.rel, &e.old_text, &e.new_text()))?;
+        }
+    }
+    for line in info {
+        print_info(line, format, out, err)?;
+    }
+    let summary_to: &mut dyn Write = if format == Format::Human { out } else { err };
+    if plan.findings.is_empty() {
+        writeln!(
+            summary_to,
+            "align-deps: {n_manifests} manifests hold the policy"
+        )?;
+        return Ok(Outcome::Holds);
+    }
+    let fixable = plan.findings.iter().filter(|f| f.fixable).count();
+    let files: BTreeSet<&str> = plan.findings.iter().map(|f| f.file.as_str()).collect();
+    writeln!(
+        summary_to,
+        "align-deps: {} violations ({fixable} fixable) in {} files; run `cargo xtask align-deps` to fix the fixable ones",
+        plan.findings.len(),
+        files.len()
+    )?;
+    Ok(Outcome::Violations)
+}
+
+fn apply_and_report(
+    plan: &Plan,
+    info: &[String],
+    format: Format,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> anyhow::Result<Outcome> {
+    let applied = plan.apply()?;
+    let unfixable: Vec<_> = plan
+        .findings
+        .iter()
+        .filter(|f| !f.fixable)
+        .cloned()
+        .collect();
+    match format {
+        Format::Human => {
+            for e in &applied {
+                let n = plan
+                    .findings
+                    .iter()
+                    .filter(|f| f.fixable && f.file == e.rel)
+                    .count();
+                writeln!(
+                    out,
+                    "fixed {}: {n} change{}",
+                    e.rel,
+                    if n == 1 { "" } else { "s" }
+                )?;
+            }
+            print_findings(&unfixable, format, out)?;
+        }
+        Format::Json => print_findings(&plan.findings, format, out)?,
+        Format::Github => print_findings(&unfixable, format, out)?,
+    }
+    for line in info {
+        print_info(line, format, out, err)?;
+    }
+    let summary_to: &mut dyn Write = if format == Format::Human { out } else { err };
+    let fixed = plan.findings.len() - unfixable.len();
+    if plan.findings.is_empty() {
+        writeln!(
+            summary_to,
+            "align-deps: nothing to change; the workspace holds the policy"
+        )?;
+        Ok(Outcome::Holds)
+    } else if unfixable.is_empty() {
+        writeln!(
+            summary_to,
+            "align-deps: fixed {fixed} declarations in {} files; the workspace holds the policy",
+            applied.len()
+        )?;
+        Ok(Outcome::Holds)
+    } else {
+        writeln!(
+            summary_to,
+            "align-deps: fixed {fixed} declarations in {} files; {} need a person (listed above)",
+            applied.len(),
+            unfixable.len()
+        )?;
+        Ok(Outcome::Violations)
+    }
+}
+
+/// `cargo metadata --no-deps --offline`; when cargo rejects a manifest, the
+/// manifests named in its message are parsed to name the file, line and column.
+fn load_metadata(manifest: &Path) -> anyhow::Result<cargo_metadata::Metadata> {
+    match crate::workspace::metadata_no_deps(manifest) {
+        Ok(m) => Ok(m),
+        Err(e) => {
+            let msg = format!("{e:#}");
+            let mut candidates: Vec<PathBuf> = backticked(&msg)
+                .into_iter()
+                .map(PathBuf::from)
+                .map(|p| if p.is_dir() { p.join("Cargo.toml") } else { p })
+                .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+                .collect();
+            candidates.push(manifest.to_path_buf());
+            for p in candidates {
+                if let Err(me) = Manifest::load(&p, Path::new("")) {
+                    return Err(anyhow::anyhow!("{me}; nothing written\n\n{msg}"));
+                }
+            }
+            Err(e.context("nothing written"))
+        }
+    }
+}
+
+/// The `` `quoted` `` spans of a message.
+fn backticked(msg: &str) -> Vec<&str> {
+    msg.split('`').skip(1).step_by(2).collect()
+}
+
+/// Parses the root manifest and every member manifest (in parallel).
+fn load_manifests(
+    meta: &cargo_metadata::Metadata,
+    root: &Path,
+) -> anyhow::Result<(Loaded, BTreeSet<String>)> {
+    use rayon::prelude::*;
+    let root_manifest = root.join("Cargo.toml");
+    let mut paths = vec![root_manifest.clone()];
+    let mut seen = std::collections::HashSet::from([root_manifest.clone()]);
+    let mut names = BTreeSet::new();
+    for p in meta.workspace_packages() {
+        names.insert(p.name.to_string());
+        let mp = p.manifest_path.clone().into_std_path_buf();
+        if seen.insert(mp.clone()) {
+            paths.push(mp);
+        }
+    }
+    let parsed: Vec<Result<Manifest, manifest::ManifestError>> =
+        paths.par_iter().map(|p| Manifest::load(p, root)).collect();
+    let mut manifests = Vec::with_capacity(parsed.len());
+    let mut errors = Vec::new();
+    for r in parsed {
+        match r {
+            Ok(m) => manifests.push(m),
+            Err(e) => errors.push(e.to_string()),
+        }
+    }
+    if !errors.is_empty() {
+        anyhow::bail!("{}; nothing written", errors.join("\n"));
+    }
+    let index: std::collections::HashMap<&Path, usize> = manifests
+        .iter()
+        .enumerate()
+        .map(|(i, m)| (m.path.as_path(), i))
+        .collect();
+    let members: Vec<usize> = meta
+        .workspace_packages()
+        .iter()
+        .filter_map(|p| index.get(p.manifest_path.as_std_path()).copied())
+        .collect();
+    let root_idx = *index
+        .get(root_manifest.as_path())
+        .context("the root manifest was not read")?;
+    drop(index);
+    Ok((
+        Loaded {
+            manifests,
+            root: root_idx,
+            members,
+        },
+        names,
+    ))
+}

@@ -1,0 +1,648 @@
+//! Plans the manifest edits that make every declaration of a policy
+//! dependency hold the policy (see the module docs of `align_deps` for the
+//! rules, in particular the default-features strategy).
+
+use std::collections::BTreeMap;
+
+use super::manifest::{Decl, DepTable, Form, Manifest, Op};
+use super::plan::{Finding, Plan, Splice, apply_splices};
+use crate::policy::{DependencyRule, Policy};
+
+/// The manifests of one workspace, parsed.
+#[derive(Debug)]
+pub struct Loaded {
+    /// Every manifest read: the root one and each member's (once each).
+    pub manifests: Vec<Manifest>,
+    /// Index of the root manifest in `manifests`.
+    pub root: usize,
+    /// Indices of member manifests in `manifests` (may include `root`).
+    pub members: Vec<usize>,
+}
+
+/// One declaration of the policy dependency, where it is.
+#[derive(Debug, Clone, Copy)]
+struct Use<'a> {
+    m: &'a Manifest,
+    table: &'a str,
+    decl: Decl<'a>,
+}
+
+/// What a member declaration needs about `default-features`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum DfFix {
+    Keep,
+    SetTrue,
+    Remove,
+}
+
+/// Plans every manifest edit and finding for `policy` on `ws`.
+///
+/// # Errors
+/// Conflicting edits (a bug or an impossible manifest): nothing may be written.
+pub fn plan(ws: &Loaded, policy: &Policy) -> anyhow::Result<Plan> {
+    let mut plan = Plan::new();
+    let root = &ws.manifests[ws.root];
+    let tables: Vec<(usize, Vec<DepTable<'_>>)> = ws
+        .members
+        .iter()
+        .map(|&i| (i, ws.manifests[i].dependency_tables()))
+        .collect();
+    let ws_table = root.workspace_dependencies();
+    let ws_decls: Vec<Decl<'_>> = ws_table
+        .as_ref()
+        .map(|t| Decl::all(t.table))
+        .unwrap_or_default();
+    let mut new_ws_lines: Vec<(String, String, String)> = Vec::new(); // (dependency, key, line)
+    for (name, rule) in &policy.dependencies {
+        let mut own: Vec<Use<'_>> = Vec::new();
+        let mut inherited: Vec<Use<'_>> = Vec::new();
+        for (i, ts) in &tables {
+            let m = &ws.manifests[*i];
+            for t in ts {
+                for decl in Decl::all(t.table) {
+                    let u = Use {
+                        m,
+                        table: &t.name,
+                        decl,
+                    };
+                    if decl.inherited() {
+                        let ws_entry = ws_decls.iter().find(|w| w.key.get() == decl.key.get());
+                        if ws_entry.is_some_and(|w| w.package() == name) {
+                            inherited.push(u);
+                        }
+                    } else if decl.package() == name {
+                        own.push(u);
+                    }
+                }
+            }
+        }
+        let mut ctx = Ctx {
+            name,
+            rule,
+            root,
+            plan: &mut plan,
+        };
+        let inherit = rule.inherit && root.has_workspace();
+        let mut ws_needs_df_false: BTreeMap<&str, bool> = BTreeMap::new();
+        let mut convert: Vec<Use<'_>> = Vec::new();
+        for u in own {
+            if let Some(src) = u.decl.source() {
+                let f = ctx.unfixable(
+                    &u,
+                    "source",
+                    &format!("version \"{}\" from crates.io", rule.version),
+                    &format!(
+                        "[{}] {name} is a `{src}` dependency; align-deps does not touch git, path or registry sources: move it to crates.io {name} \"{}\" by hand, or drop the policy rule",
+                        u.table, rule.version
+                    ),
+                );
+                ctx.plan.push_finding(f);
+            } else if inherit {
+                convert.push(u);
+            } else {
+                ctx.plan_own_version(&u)?;
+            }
+        }
+        if inherit {
+            let mut by_key: BTreeMap<&str, (Vec<Use<'_>>, Vec<Use<'_>>)> = BTreeMap::new();
+            for u in convert {
+                by_key.entry(u.decl.key.get()).or_default().0.push(u);
+            }
+            for u in inherited {
+                by_key.entry(u.decl.key.get()).or_default().1.push(u);
+            }
+            for (key, (converting, inheriting)) in by_key {
+                let existing = ws_decls.iter().find(|w| w.key.get() == key);
+                let needs_false =
+                    ctx.plan_inherit(key, existing, converting, inheriting, &mut new_ws_lines)?;
+                ws_needs_df_false.insert(key, needs_false);
+            }
+        }
+        for w in ws_decls.iter().filter(|w| w.package() == name) {
+            let needs_false = ws_needs_df_false.get(w.key.get()).copied().unwrap_or(false);
+            ctx.plan_ws_entry(w, needs_false)?;
+        }
+    }
+    plan_new_ws_entries(root, &mut plan, new_ws_lines)?;
+    plan.findings
+        .sort_by(|a, b| (&a.file, a.line, a.column).cmp(&(&b.file, b.line, b.column)));
+    Ok(plan)
+}
+
+struct Ctx<'p, 'a> {
+    name: &'a str,
+    rule: &'a DependencyRule,
+    root: &'a Manifest,
+    plan: &'p mut Plan,
+}
+
+impl Ctx<'_, '_> {
+    fn quoted(&self, quote: char) -> String {
+        format!("{quote}{}{quote}", self.rule.version)
+    }
+
+    fn unfixable(&self, u: &Use<'_>, rule: &str, wanted: &str, message: &str) -> Finding {
+        let at = u.decl.key_offset();
+        let (line, column) = u.m.line_col(at);
+        let found = collapse(&u.m.text()[u.m.line_start(at)..u.m.line_end(at)]);
+        Finding {
+            file: u.m.rel.clone(),
+            line,
+            column,
+            rule: rule.into(),
+            dependency: self.name.into(),
+            table: Some(u.table.into()),
+            found,
+            wanted: wanted.into(),
+            fixable: false,
+            message: message.into(),
+        }
+    }
+
+    /// Records the splices of one declaration with one finding describing them.
+    fn record(
+        &mut self,
+        m: &Manifest,
+        table: &str,
+        splices: Vec<Splice>,
+        rule: &str,
+        message: String,
+    ) -> anyhow::Result<()> {
+        if splices.is_empty() {
+            return Ok(());
+        }
+        let mut f = describe(m, &splices);
+        f.rule = rule.into();
+        f.dependency = self.name.into();
+        f.table = Some(table.into());
+        f.message = message;
+        self.plan.add_splices(&m.path, &m.rel, m.text(), splices)?;
+        self.plan.push_finding(f);
+        Ok(())
+    }
+}
+
+impl<'a> Ctx<'_, 'a> {
+    /// Version rewrite for an own declaration.
+    fn version_splices(&self, u: &Use<'_>) -> Vec<Splice> {
+        let quote = u.decl.quote(u.m.text());
+        match (u.decl.form, u.decl.version()) {
+            (_, Some((v, _))) if v == self.rule.version => Vec::new(),
+            (Form::Simple, Some((_, span))) => vec![Splice::replace(span, self.quoted(quote))],
+            (_, Some(_)) => {
+                u.m.decl_splices(&u.decl, &[Op::ReplaceValue("version", self.quoted(quote))])
+            }
+            (Form::Simple, None) => Vec::new(),
+            (_, None) => u.m.decl_splices(
+                &u.decl,
+                &[Op::InsertFirst(format!("version = {}", self.quoted('"')))],
+            ),
+        }
+    }
+
+    /// `inherit = false` (or a single-package manifest): rewrite the requirement in place.
+    fn plan_own_version(&mut self, u: &Use<'_>) -> anyhow::Result<()> {
+        let splices = self.version_splices(u);
+        let why = if self.rule.inherit {
+            " (single-package manifest: no [workspace.dependencies] to inherit from)"
+        } else {
+            ""
+        };
+        let msg = format!(
+            "[{}] {}: the policy requires \"{}\"{why}",
+            u.table, self.name, self.rule.version
+        );
+        self.record(u.m, u.table, splices, "version", msg)
+    }
+
+    /// Plans one `[workspace.dependencies]` key: converts `converting` to
+    /// `workspace = true`, fixes `default-features` on every user, and queues
+    /// the workspace entry when it is missing. Returns whether the workspace
+    /// entry must have `default-features = false`.
+    fn plan_inherit(
+        &mut self,
+        key: &str,
+        existing: Option<&Decl<'a>>,
+        converting: Vec<Use<'_>>,
+        inheriting: Vec<Use<'_>>,
+        new_ws_lines: &mut Vec<(String, String, String)>,
+    ) -> anyhow::Result<bool> {
+        let name = self.name;
+        let version = &self.rule.version;
+        let mut converting = converting;
+        if existing.is_none() && !converting.is_empty() && !can_add_ws_entry(self.root) {
+            let msg = "[workspace.dependencies] is not written as a standard `[workspace.dependencies]` table, so align-deps cannot add the entry members would inherit; add it by hand, then run align-deps again";
+            for u in converting {
+                let f = self.unfixable(&u, "workspace-entry", "workspace = true", msg);
+                self.plan.push_finding(f);
+            }
+            return Ok(false);
+        }
+        if let Some(w) = existing {
+            let problem = if w.package() != name {
+                Some((
+                    "conflict",
+                    format!(
+                        "[workspace.dependencies] `{key}` is the package `{}`, not {name}: rename this dependency or that entry by hand",
+                        w.package()
+                    ),
+                ))
+            } else {
+                w.source().map(|src| ("source", format!("[workspace.dependencies] `{key}` is a `{src}` dependency, so inheriting it would change where {name} comes from; fix that entry first")))
+            };
+            if let Some((rule, msg)) = problem {
+                for u in converting {
+                    let f = self.unfixable(&u, rule, "workspace = true", &msg);
+                    self.plan.push_finding(f);
+                }
+                return Ok(false);
+            }
+            let ws_features = w.features();
+            let (ok, lacking): (Vec<_>, Vec<_>) = converting
+                .into_iter()
+                .partition(|u| ws_features.iter().all(|f| u.decl.features().contains(f)));
+            for u in lacking {
+                let f = self.unfixable(
+                    &u,
+                    "features",
+                    "workspace = true",
+                    &format!(
+                        "inheriting {name} would add the features {ws_features:?} of [workspace.dependencies] `{key}` to this crate; add them here or remove them from the workspace entry, then run align-deps again"
+                    ),
+                );
+                self.plan.push_finding(f);
+            }
+            converting = ok;
+        }
+        // Effective default-features of each user today (see the module docs).
+        let ws_df = existing.and_then(|w| w.default_features()).map(|(_, v)| v);
+        let eff_inherited = |d: &Decl<'_>| match ws_df {
+            Some(false) => d.default_features().is_none_or(|(_, v)| v),
+            _ => true,
+        };
+        let eff_own = |d: &Decl<'_>| d.default_features().is_none_or(|(_, v)| v);
+        let needs_false = ws_df == Some(false)
+            || converting.iter().any(|u| !eff_own(&u.decl))
+            || inheriting.iter().any(|u| !eff_inherited(&u.decl));
+        let df_fix = |d: &Decl<'_>, eff: bool| -> DfFix {
+            let written = d.default_features().map(|(_, v)| v);
+            if needs_false {
+                if eff && written != Some(true) {
+                    DfFix::SetTrue
+                } else {
+                    DfFix::Keep
+                }
+            } else if written == Some(false) {
+                DfFix::Remove // ignored by cargo (a warning; an error on edition 2024)
+            } else {
+                DfFix::Keep
+            }
+        };
+        let ws_say = if needs_false && ws_df != Some(false) {
+            format!(
+                "; [workspace.dependencies] `{key}` gets default-features = false because a member disables them, so crates that had them keep them with default-features = true"
+            )
+        } else {
+            String::new()
+        };
+        let has_converting = !converting.is_empty();
+        for u in converting {
+            let fix = df_fix(&u.decl, eff_own(&u.decl));
+            let splices = match u.decl.form {
+                Form::Simple => {
+                    let text = if fix == DfFix::SetTrue {
+                        "{ workspace = true, default-features = true }"
+                    } else {
+                        "{ workspace = true }"
+                    };
+                    vec![Splice::replace(u.decl.item.span().unwrap_or(0..0), text)]
+                }
+                _ => {
+                    let mut ops = Vec::new();
+                    if u.decl.has("version") {
+                        ops.push(Op::ReplaceKv("version", "workspace = true".into()));
+                    } else {
+                        ops.push(Op::InsertFirst("workspace = true".into()));
+                    }
+                    if u.decl.has("package") {
+                        ops.push(Op::Remove("package"));
+                    }
+                    ops.extend(df_ops(&u.decl, fix));
+                    u.m.decl_splices(&u.decl, &ops)
+                }
+            };
+            let renamed = if key == name {
+                String::new()
+            } else {
+                format!(" (renamed `{key}`)")
+            };
+            let msg = format!(
+                "[{}] {name}{renamed}: inherit \"{version}\" from [workspace.dependencies]{ws_say}",
+                u.table
+            );
+            self.record(u.m, u.table, splices, "inherit", msg)?;
+        }
+        for u in inheriting {
+            let fix = df_fix(&u.decl, eff_inherited(&u.decl));
+            let mut ops = df_ops(&u.decl, fix);
+            if u.decl.has("version") {
+                ops.push(Op::Remove("version"));
+            }
+            if ops.is_empty() {
+                continue;
+            }
+            let splices = u.m.decl_splices(&u.decl, &ops);
+            let msg = match fix {
+                DfFix::Remove => format!(
+                    "[{}] {name}: default-features = false is ignored while [workspace.dependencies] `{key}` enables default features (a warning; an error on edition 2024); removed, effective features unchanged",
+                    u.table
+                ),
+                DfFix::SetTrue => format!(
+                    "[{}] {name}: keeps its default features explicitly{ws_say}",
+                    u.table
+                ),
+                DfFix::Keep => format!(
+                    "[{}] {name}: `version` beside `workspace = true` is ignored by cargo; removed",
+                    u.table
+                ),
+            };
+            self.record(u.m, u.table, splices, "default-features", msg)?;
+        }
+        if existing.is_none() && has_converting {
+            let mut fields = Vec::new();
+            if key != name {
+                fields.push(format!("package = \"{name}\""));
+            }
+            let simple = fields.is_empty() && !needs_false;
+            fields.push(format!("version = \"{version}\""));
+            if needs_false {
+                fields.push("default-features = false".into());
+            }
+            let value = if simple {
+                format!("\"{version}\"")
+            } else {
+                format!("{{ {} }}", fields.join(", "))
+            };
+            new_ws_lines.push((
+                name.to_string(),
+                key.to_string(),
+                format!("{} = {value}", super::manifest::display_key(key)),
+            ));
+        }
+        Ok(needs_false)
+    }
+
+    /// Fixes one `[workspace.dependencies]` entry of the package: its
+    /// requirement and, when `needs_false`, `default-features = false`.
+    fn plan_ws_entry(&mut self, w: &Decl<'_>, needs_false: bool) -> anyhow::Result<()> {
+        let root = self.root;
+        let table = "workspace.dependencies";
+        let u = Use {
+            m: root,
+            table,
+            decl: *w,
+        };
+        if let Some(src) = w.source() {
+            let f = self.unfixable(
+                &u,
+                "source",
+                &format!("version \"{}\" from crates.io", self.rule.version),
+                &format!(
+                    "[workspace.dependencies] `{}` is a `{src}` dependency; align-deps does not touch git, path or registry sources: change it by hand",
+                    w.key.get()
+                ),
+            );
+            self.plan.push_finding(f);
+            return Ok(());
+        }
+        let df_written = w.default_features();
+        let want_df = needs_false && df_written.map(|(_, v)| v) != Some(false);
+        let version_ok = w.version().is_some_and(|(v, _)| v == self.rule.version);
+        if version_ok && !want_df {
+            return Ok(());
+        }
+        let quote = w.quote(root.text());
+        let splices = if w.form == Form::Simple {
+            let span = w.item.span().unwrap_or(0..0);
+            if want_df {
+                vec![Splice::replace(
+                    span,
+                    format!(
+                        "{{ version = {}, default-features = false }}",
+                        self.quoted(quote)
+                    ),
+                )]
+            } else {
+                vec![Splice::replace(span, self.quoted(quote))]
+            }
+        } else {
+            let mut ops = Vec::new();
+            if !version_ok {
+                if w.has("version") {
+                    ops.push(Op::ReplaceValue("version", self.quoted(quote)));
+                } else {
+                    ops.push(Op::InsertFirst(format!("version = {}", self.quoted('"'))));
+                }
+            }
+            if want_df {
+                match df_written {
+                    Some((k, _)) => ops.push(Op::ReplaceValue(
+                        if k == "default_features" {
+                            "default_features"
+                        } else {
+                            "default-features"
+                        },
+                        "false".into(),
+                    )),
+                    None => ops.push(Op::InsertLast("default-features = false".into())),
+                }
+            }
+            root.decl_splices(w, &ops)
+        };
+        let mut what = Vec::new();
+        if !version_ok {
+            what.push(format!("the policy requires \"{}\"", self.rule.version));
+        }
+        if want_df {
+            what.push("default-features = false, because a member disables default features (members that had them keep them with default-features = true)".to_string());
+        }
+        let msg = format!(
+            "[workspace.dependencies] `{}`: {}",
+            w.key.get(),
+            what.join("; ")
+        );
+        let rule = if version_ok {
+            "default-features"
+        } else {
+            "version"
+        };
+        self.record(root, table, splices, rule, msg)
+    }
+}
+
+/// Whether a new `[workspace.dependencies]` entry can be written: the table
+/// is a standard `[workspace.dependencies]` table, or absent under a `[workspace]`.
+fn can_add_ws_entry(root: &Manifest) -> bool {
+    let Some(ws) = root.root().get("workspace") else {
+        return false;
+    };
+    match ws.as_table_like().and_then(|w| w.get("dependencies")) {
+        Some(item) => root.table_append_point(item).is_some(),
+        None => ws.is_table(),
+    }
+}
+
+fn df_ops(d: &Decl<'_>, fix: DfFix) -> Vec<Op> {
+    let key = match d.default_features() {
+        Some(("default_features", _)) => "default_features",
+        _ => "default-features",
+    };
+    match fix {
+        DfFix::Keep => Vec::new(),
+        DfFix::Remove => vec![Op::Remove(key)],
+        DfFix::SetTrue if d.default_features().is_some() => {
+            vec![Op::ReplaceValue(key, "true".into())]
+        }
+        DfFix::SetTrue => vec![Op::InsertLast("default-features = true".into())],
+    }
+}
+
+/// Adds the queued `[workspace.dependencies]` entries to the root manifest,
+/// creating the table when it is missing.
+fn plan_new_ws_entries(
+    root: &Manifest,
+    plan: &mut Plan,
+    lines: Vec<(String, String, String)>,
+) -> anyhow::Result<()> {
+    if lines.is_empty() {
+        return Ok(());
+    }
+    let body: Vec<&str> = lines.iter().map(|(_, _, l)| l.as_str()).collect();
+    let body = body.join("\n");
+    let ws_deps = root
+        .root()
+        .get("workspace")
+        .and_then(|w| w.as_table_like())
+        .and_then(|w| w.get("dependencies"));
+    let (splice, created) = match ws_deps {
+        Some(item) => match root.table_append_point(item) {
+            Some(at) => (root.insert_lines_after(at, &body), false),
+            None => anyhow::bail!(
+                "{}: internal error: no place for new [workspace.dependencies] entries; nothing written",
+                root.rel
+            ),
+        },
+        None => {
+            let ws_item = root
+                .root()
+                .get("workspace")
+                .expect("inherit implies a [workspace] table");
+            match root.table_append_point(ws_item) {
+                Some(at) => (
+                    root.insert_lines_after(at, &format!("\n[workspace.dependencies]\n{body}")),
+                    true,
+                ),
+                None => {
+                    let text = root.text();
+                    let eol = root.eol;
+                    let lead = if text.is_empty() || text.ends_with('\n') {
+                        eol.to_string()
+                    } else {
+                        format!("{eol}{eol}")
+                    };
+                    let add = format!(
+                        "{lead}[workspace.dependencies]{eol}{}{eol}",
+                        body.replace('\n', eol)
+                    );
+                    (Splice::insert(text.len(), add), true)
+                }
+            }
+        }
+    };
+    let at = splice.range.start;
+    let (line, _) = root.line_col(at);
+    let line = line + usize::from(created) * 2;
+    for (i, (dep, key, entry)) in lines.iter().enumerate() {
+        let msg = if created {
+            format!(
+                "create [workspace.dependencies] with `{key}`: the policy has members inherit {dep} from it"
+            )
+        } else {
+            format!(
+                "[workspace.dependencies] has no `{key}`: the policy has members inherit {dep} from it"
+            )
+        };
+        plan.push_finding(Finding {
+            file: root.rel.clone(),
+            line: line + i,
+            column: 1,
+            rule: "workspace-entry".into(),
+            dependency: dep.clone(),
+            table: Some("workspace.dependencies".into()),
+            found: String::new(),
+            wanted: entry.clone(),
+            fixable: true,
+            message: msg,
+        });
+    }
+    plan.add_splices(&root.path, &root.rel, root.text(), vec![splice])
+}
+
+/// A finding (location, found and wanted text) for `splices` of `m`; the
+/// caller fills in rule, dependency, table and message.
+fn describe(m: &Manifest, splices: &[Splice]) -> Finding {
+    let text = m.text();
+    let start = splices.iter().map(|s| s.range.start).min().unwrap_or(0);
+    let at_line_start = |p: usize| p > 0 && text.as_bytes()[p - 1] == b'\n';
+    let region_start = m.line_start(start);
+    let region_end = splices
+        .iter()
+        .map(|s| {
+            let p = if s.range.is_empty() {
+                s.range.start
+            } else {
+                s.range.end
+            };
+            if at_line_start(p) || p == 0 {
+                p
+            } else {
+                m.line_end(p)
+            }
+        })
+        .max()
+        .unwrap_or(start)
+        .max(region_start);
+    let shifted: Vec<Splice> = splices
+        .iter()
+        .map(|s| {
+            Splice::replace(
+                s.range.start - region_start..s.range.end - region_start,
+                s.text.clone(),
+            )
+        })
+        .collect();
+    let old = &text[region_start..region_end];
+    let new = apply_splices(old, &shifted);
+    let (line, column) = m.line_col(start);
+    Finding {
+        file: m.rel.clone(),
+        line,
+        column,
+        rule: String::new(),
+        dependency: String::new(),
+        table: None,
+        found: collapse(old),
+        wanted: collapse(&new),
+        fixable: true,
+        message: String::new(),
+    }
+}
+
+/// Lines trimmed and joined with `; ` (one line of output per finding).
+fn collapse(s: &str) -> String {
+    s.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join("; ")
+}
