@@ -13,7 +13,7 @@ use crate::workspace::cargo_command;
 /// Arguments of `cargo xtask ci`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct Args {
-    /// Skip the named step (repeatable): fmt, clippy, tests, gpu-test.
+    /// Skip the named step (repeatable): fmt, clippy, tests, align-deps, gpu-test.
     #[arg(long, value_name = "STEP")]
     pub skip: Vec<String>,
 }
@@ -25,6 +25,8 @@ pub enum Step {
     Cargo(&'static [&'static str]),
     /// `cargo xtask fmt-check` (every `.rs` file, each crate's edition and config).
     FmtCheck,
+    /// `cargo xtask align-deps --check` (the fleet dependency policy).
+    AlignDeps,
     /// `cargo xtask gpu-test` (builds the GPU tests; runs them if a device is here).
     GpuTest,
 }
@@ -45,6 +47,7 @@ pub const STEPS: &[(&str, Step)] = &[
         ]),
     ),
     ("tests", Step::Cargo(&["test", "--workspace", "--locked"])),
+    ("align-deps", Step::AlignDeps),
     ("gpu-test", Step::GpuTest),
 ];
 
@@ -85,6 +88,15 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
                     verify_formatting_only: None,
                 };
                 in_process(crate::fmt_check::run(&args, out, err), err)?
+            }
+            Step::AlignDeps => {
+                writeln!(out, "ci: {name}: cargo xtask align-deps --check")?;
+                let args = crate::align_deps::Args {
+                    check: true,
+                    target: Target::default(),
+                    format: FormatArg::default(),
+                };
+                in_process(crate::align_deps::run(&args, out, err), err)?
             }
             Step::GpuTest => {
                 writeln!(out, "ci: {name}: cargo xtask gpu-test")?;
