@@ -51,10 +51,9 @@ __device__ __forceinline__ double2 vadd(double2 a, double2 b) {
 // moves vectors j, j + L, ...), so a warp reads and writes whole contiguous
 // row segments. Each group handles U rows per pass with all their loads issued
 // before the first store, to keep enough bytes in flight.
-template <typename V, typename Map>
+template <typename V, typename Map, int U = 4>
 __device__ __forceinline__ void copy_rows(const V* __restrict__ src, V* __restrict__ out,
                                           u64 nrows, u64 W, u32 lanes_log2, const Map& map) {
-    constexpr int U = 4;
     const u32 L = 1u << lanes_log2;
     const u32 lane = threadIdx.x & (L - 1);
     const u64 groups = blockDim.x >> lanes_log2;

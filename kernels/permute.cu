@@ -4,19 +4,23 @@
 // with that shape: never with the input's strides.
 #include "common.cuh"
 
-// Batched 2-D transpose through a TILE x TILE shared-memory tile:
+// Batched 2-D transpose through a TR x TC shared-memory tile:
 // in [batch, rows, cols] -> out [batch, cols, rows], elements of type E
 // (4, 8 or 16 bytes: a 16-byte element is a run of 4 f32 / 2 f64 values).
 // Tiles are numbered along grid.x (column tiles fastest) and visited by a
-// grid-stride loop, so any number of rows, columns and batches is valid.
-// Block: 32 x 8 threads. The tile row is padded by one element against bank
-// conflicts when reading columns.
-template <typename E, int TILE>
+// grid-stride loop, so any number of rows, columns and batches is valid
+// (grid.y and grid.z stay 1). Block: 32 x 8 threads; each thread moves
+// TR*TC/256 elements, all loads issued before the barrier. Tile rows are
+// padded by one element against bank conflicts when reading columns. The host
+// picks 64x64 for large matrices, 128x32 when there are few columns and
+// 32x128 when there are few rows (so no lanes idle on a 32-wide side), and
+// 32x32 for 16-byte elements.
+template <typename E, int TR, int TC>
 __device__ __forceinline__ void transpose_tiled(const E* __restrict__ in, E* __restrict__ out,
                                                 u64 batch, u64 rows, u64 cols) {
-    __shared__ E tile[TILE][TILE + 1];
-    const u64 tr_n = (rows + TILE - 1) / TILE;
-    const u64 tc_n = (cols + TILE - 1) / TILE;
+    __shared__ E tile[TR][TC + 1];
+    const u64 tr_n = (rows + TR - 1) / TR;
+    const u64 tc_n = (cols + TC - 1) / TC;
     const u64 tiles = batch * tr_n * tc_n;
     const u64 plane = rows * cols;
     for (u64 t = blockIdx.x; t < tiles; t += gridDim.x) {
@@ -26,59 +30,45 @@ __device__ __forceinline__ void transpose_tiled(const E* __restrict__ in, E* __r
         const u64 b = rest / tr_n;
         const E* __restrict__ ib = in + b * plane;
         E* __restrict__ ob = out + b * plane;
-        const u64 r0 = tr * TILE, c0 = tc * TILE;
-        const bool full = r0 + TILE <= rows && c0 + TILE <= cols;
-        if (full) {
+        const u64 r0 = tr * TR, c0 = tc * TC;
+        const bool full = r0 + TR <= rows && c0 + TC <= cols;
+        // load: tile[k][x] = in[r0 + k][c0 + x]
 #pragma unroll
-            for (int i = 0; i < TILE / 8; ++i)
+        for (int i = 0; i < TR / 8; ++i)
 #pragma unroll
-                for (int xi = 0; xi < TILE / 32; ++xi) {
-                    const int k = threadIdx.y + 8 * i, x = threadIdx.x + 32 * xi;
+            for (int xi = 0; xi < TC / 32; ++xi) {
+                const int k = threadIdx.y + 8 * i, x = threadIdx.x + 32 * xi;
+                if (full || (r0 + k < rows && c0 + x < cols))
                     tile[k][x] = __ldg(ib + (r0 + k) * cols + c0 + x);
-                }
-        } else {
-#pragma unroll
-            for (int i = 0; i < TILE / 8; ++i)
-#pragma unroll
-                for (int xi = 0; xi < TILE / 32; ++xi) {
-                    const int k = threadIdx.y + 8 * i, x = threadIdx.x + 32 * xi;
-                    if (r0 + k < rows && c0 + x < cols)
-                        tile[k][x] = __ldg(ib + (r0 + k) * cols + c0 + x);
-                }
-        }
+            }
         __syncthreads();
-        if (full) {
+        // store: out[c0 + k][r0 + x] = in[r0 + x][c0 + k] = tile[x][k]
 #pragma unroll
-            for (int i = 0; i < TILE / 8; ++i)
+        for (int i = 0; i < TC / 8; ++i)
 #pragma unroll
-                for (int xi = 0; xi < TILE / 32; ++xi) {
-                    const int k = threadIdx.y + 8 * i, x = threadIdx.x + 32 * xi;
+            for (int xi = 0; xi < TR / 32; ++xi) {
+                const int k = threadIdx.y + 8 * i, x = threadIdx.x + 32 * xi;
+                if (full || (c0 + k < cols && r0 + x < rows))
                     __stcs(ob + (c0 + k) * rows + r0 + x, tile[x][k]);
-                }
-        } else {
-#pragma unroll
-            for (int i = 0; i < TILE / 8; ++i)
-#pragma unroll
-                for (int xi = 0; xi < TILE / 32; ++xi) {
-                    const int k = threadIdx.y + 8 * i, x = threadIdx.x + 32 * xi;
-                    if (c0 + k < cols && r0 + x < rows)
-                        __stcs(ob + (c0 + k) * rows + r0 + x, tile[x][k]);
-                }
-        }
+            }
         __syncthreads();
     }
 }
 
-#define RTX_TRANSPOSE(NAME, E, TILE)                                                          \
+#define RTX_TRANSPOSE(NAME, E, TR, TC)                                                        \
     extern "C" __global__ void __launch_bounds__(256)                                         \
         NAME(const E* __restrict__ in, E* __restrict__ out, u64 batch, u64 rows, u64 cols) { \
-        transpose_tiled<E, TILE>(in, out, batch, rows, cols);                                 \
+        transpose_tiled<E, TR, TC>(in, out, batch, rows, cols);                               \
     }
-RTX_TRANSPOSE(transpose32_b4, u32, 32)
-RTX_TRANSPOSE(transpose32_b8, u64, 32)
-RTX_TRANSPOSE(transpose32_b16, uint4, 32)
-RTX_TRANSPOSE(transpose64_b4, u32, 64)
-RTX_TRANSPOSE(transpose64_b8, u64, 64)
+RTX_TRANSPOSE(transpose32x32_b4, u32, 32, 32)
+RTX_TRANSPOSE(transpose64x64_b4, u32, 64, 64)
+RTX_TRANSPOSE(transpose128x32_b4, u32, 128, 32)
+RTX_TRANSPOSE(transpose32x128_b4, u32, 32, 128)
+RTX_TRANSPOSE(transpose32x32_b8, u64, 32, 32)
+RTX_TRANSPOSE(transpose64x64_b8, u64, 64, 64)
+RTX_TRANSPOSE(transpose128x32_b8, u64, 128, 32)
+RTX_TRANSPOSE(transpose32x128_b8, u64, 32, 128)
+RTX_TRANSPOSE(transpose32x32_b16, uint4, 32, 32)
 
 // Batched transpose of runs: in [batch, rows, cols, run] -> out [batch, cols, rows, run],
 // a run being W vectors. Output run o = (b, c, r) copies input run (b, r, c).

@@ -49,7 +49,9 @@ pub enum Error {
     )]
     NvrtcNotFound,
     /// NVRTC rejected the kernels; the log says why.
-    #[error("NVRTC could not compile the rtx kernels for {arch} (options {options:?}): {nvrtc}\n{log}")]
+    #[error(
+        "NVRTC could not compile the rtx kernels for {arch} (options {options:?}): {nvrtc}\n{log}"
+    )]
     Compile {
         /// The target, e.g. `sm_90`.
         arch: String,

@@ -74,7 +74,8 @@ pub(crate) fn build_levels(plan: &IndexPlan) -> ScatterLevels {
                 next_rows.push((r, next_slot, chunks));
             }
             for c in 0..chunks {
-                lvl.start.push(u32::try_from(first + c * b).expect("plan fits in u32"));
+                lvl.start
+                    .push(u32::try_from(first + c * b).expect("plan fits in u32"));
                 lvl.row.push(r);
                 lvl.slot.push(if chunks == 1 {
                     FINAL
@@ -118,7 +119,10 @@ pub(crate) mod tests {
             let mut next = vec![T::ZERO; lv.values.get(l + 1).copied().unwrap_or(0) * f];
             for c in 0..level.len() {
                 let (a, b) = (level.start[c] as usize, level.start[c + 1] as usize);
-                assert!(a < b && b - a <= CANONICAL_BLOCK, "chunk {c} of level {l}: {a}..{b}");
+                assert!(
+                    a < b && b - a <= CANONICAL_BLOCK,
+                    "chunk {c} of level {l}: {a}..{b}"
+                );
                 for j in 0..f {
                     let val = |p: usize| {
                         if l == 0 {

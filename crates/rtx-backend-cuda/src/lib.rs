@@ -71,13 +71,15 @@ mod stub;
 
 #[cfg(feature = "cuda")]
 pub use device::{
-    CudaBackend, CudaBuffer, CudaIndex, DEFAULT_INDEX_CACHE_BYTES, REQUIRED_DRIVER_VERSION,
+    CudaBackend, CudaBuffer, CudaIndex, DEFAULT_INDEX_CACHE_BYTES, PIPELINED_SCATTER_MAX_ENTRIES,
+    REQUIRED_DRIVER_VERSION,
 };
 pub use error::{Error, NvrtcError, Result};
 pub use source::{KERNEL_FILES, translation_unit as kernel_source};
 #[cfg(not(feature = "cuda"))]
 pub use stub::{
-    CudaBackend, CudaBuffer, CudaIndex, DEFAULT_INDEX_CACHE_BYTES, REQUIRED_DRIVER_VERSION,
+    CudaBackend, CudaBuffer, CudaIndex, DEFAULT_INDEX_CACHE_BYTES, PIPELINED_SCATTER_MAX_ENTRIES,
+    REQUIRED_DRIVER_VERSION,
 };
 
 #[cfg(test)]

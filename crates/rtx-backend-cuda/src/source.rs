@@ -18,16 +18,30 @@ pub const KERNEL_NAMES: &[&str] = &[
     "scatter0_f32x1",
     "scatter0_f64x2",
     "scatter0_f64x1",
+    "scatter0p_f32x4",
+    "scatter0p_f32x2",
+    "scatter0p_f32x1",
+    "scatter0p_f64x2",
+    "scatter0p_f64x1",
     "scatterN_f32x4",
     "scatterN_f32x2",
     "scatterN_f32x1",
     "scatterN_f64x2",
     "scatterN_f64x1",
-    "transpose32_b4",
-    "transpose32_b8",
-    "transpose32_b16",
-    "transpose64_b4",
-    "transpose64_b8",
+    "scatterNp_f32x4",
+    "scatterNp_f32x2",
+    "scatterNp_f32x1",
+    "scatterNp_f64x2",
+    "scatterNp_f64x1",
+    "transpose32x32_b4",
+    "transpose64x64_b4",
+    "transpose128x32_b4",
+    "transpose32x128_b4",
+    "transpose32x32_b8",
+    "transpose64x64_b8",
+    "transpose128x32_b8",
+    "transpose32x128_b8",
+    "transpose32x32_b16",
     "transpose_runs_b16",
     "transpose_runs_b8",
     "transpose_runs_b4",
@@ -79,8 +93,15 @@ mod tests {
     fn every_kernel_name_is_defined_once() {
         let tu = translation_unit();
         for name in KERNEL_NAMES {
-            // defined through a macro invocation `RTX_xxx(name, ...)`
-            let n = tu.matches(&format!("({name},")).count();
+            // defined through a macro invocation `RTX_xxx(name, ...)`, or for the
+            // scatter family `RTX_SCATTER(scatter0_##SUFFIX, ...)` expanded per suffix
+            let n = tu.matches(&format!("({name},")).count()
+                + name.split_once('_').map_or(0, |(head, suffix)| {
+                    usize::from(
+                        tu.contains(&format!("({head}_##SUFFIX,"))
+                            && tu.contains(&format!("RTX_SCATTER_ALL({suffix},")),
+                    )
+                });
             assert_eq!(n, 1, "kernel {name} defined {n} times in kernels/*.cu");
         }
         assert!(

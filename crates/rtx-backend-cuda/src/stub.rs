@@ -16,6 +16,9 @@ pub const REQUIRED_DRIVER_VERSION: i32 = 13000;
 /// Default byte budget of each thread's index cache (see the `cuda` feature's docs).
 pub const DEFAULT_INDEX_CACHE_BYTES: usize = 512 << 20;
 
+/// Plans of at most this many entries use the pipelined scatter form by default.
+pub const PIPELINED_SCATTER_MAX_ENTRIES: usize = 1 << 20;
+
 /// A device buffer (uninhabited without the `cuda` feature).
 pub struct CudaBuffer<T> {
     never: Infallible,
@@ -162,6 +165,11 @@ impl CudaBackend {
 
     /// Tile edge of the transpose kernel.
     pub fn set_transpose_tile(&self, _tile: u32) {
+        match self.never {}
+    }
+
+    /// Form of the scatter chunk sums.
+    pub fn set_scatter_pipelined(&self, _form: Option<bool>) {
         match self.never {}
     }
 

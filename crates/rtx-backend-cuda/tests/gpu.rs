@@ -45,14 +45,26 @@ fn anchor_case(rows: usize, e: usize, f: usize, hub: bool) {
     let cpu = CpuBackend::new();
     let idx = indices(1, e, rows, hub);
     let src: Vec<f32> = values(2, rows * f);
-    let gd = g.download(&g.index_select(&g.upload(&src, &[rows, f]).unwrap(), &idx).unwrap());
-    let gc = cpu.download(&cpu.index_select(&cpu.upload(&src, &[rows, f]).unwrap(), &idx).unwrap());
-    assert_same(&format!("gather {rows}x{e}x{f} hub={hub}"), &gd.unwrap(), &gc.unwrap());
+    let gd = g.download(
+        &g.index_select(&g.upload(&src, &[rows, f]).unwrap(), &idx)
+            .unwrap(),
+    );
+    let gc = cpu.download(
+        &cpu.index_select(&cpu.upload(&src, &[rows, f]).unwrap(), &idx)
+            .unwrap(),
+    );
+    assert_same(
+        &format!("gather {rows}x{e}x{f} hub={hub}"),
+        &gd.unwrap(),
+        &gc.unwrap(),
+    );
     let msg: Vec<f32> = values(3, e * f);
     let mut d = g.zeros::<f32>(&[rows, f]).unwrap();
-    g.index_add(&mut d, &idx, &g.upload(&msg, &[e, f]).unwrap()).unwrap();
+    g.index_add(&mut d, &idx, &g.upload(&msg, &[e, f]).unwrap())
+        .unwrap();
     let mut c = cpu.zeros::<f32>(&[rows, f]).unwrap();
-    cpu.index_add(&mut c, &idx, &cpu.upload(&msg, &[e, f]).unwrap()).unwrap();
+    cpu.index_add(&mut c, &idx, &cpu.upload(&msg, &[e, f]).unwrap())
+        .unwrap();
     assert_same(
         &format!("scatter {rows}x{e}x{f} hub={hub}"),
         &g.download(&d).unwrap(),
@@ -88,9 +100,11 @@ fn f64_scatter_bit_identical_to_cpu() {
         let msg: Vec<f64> = values(3, e * f);
         let dst0: Vec<f64> = values(4, rows * f);
         let mut d = g.upload(&dst0, &[rows, f]).unwrap();
-        g.index_add(&mut d, &idx, &g.upload(&msg, &[e, f]).unwrap()).unwrap();
+        g.index_add(&mut d, &idx, &g.upload(&msg, &[e, f]).unwrap())
+            .unwrap();
         let mut c = cpu.upload(&dst0, &[rows, f]).unwrap();
-        cpu.index_add(&mut c, &idx, &cpu.upload(&msg, &[e, f]).unwrap()).unwrap();
+        cpu.index_add(&mut c, &idx, &cpu.upload(&msg, &[e, f]).unwrap())
+            .unwrap();
         let (a, b) = (g.download(&d).unwrap(), cpu.download(&c).unwrap());
         assert!(
             a.iter().zip(&b).all(|(x, y)| x.to_bits() == y.to_bits()),
@@ -106,7 +120,8 @@ fn extreme_hub_every_index_on_one_row() {
     let idx = vec![417u32; e];
     let msg: Vec<f32> = values(3, e * f);
     let mut d = g.zeros::<f32>(&[rows, f]).unwrap();
-    g.index_add(&mut d, &idx, &g.upload(&msg, &[e, f]).unwrap()).unwrap();
+    g.index_add(&mut d, &idx, &g.upload(&msg, &[e, f]).unwrap())
+        .unwrap();
     let got = g.download(&d).unwrap();
     let plan = IndexPlan::new(&idx, rows).unwrap();
     let mut want = vec![0.0f32; rows * f];
@@ -167,7 +182,10 @@ fn check_swap(shape: &[usize], a: usize, b: usize) {
     let mut perm: Vec<usize> = (0..shape.len()).collect();
     perm.swap(a, b);
     let want = rtx_tensor::permute_host(&x, shape, &perm).unwrap();
-    assert!(s.layout().is_contiguous(), "{shape:?}: output not contiguous");
+    assert!(
+        s.layout().is_contiguous(),
+        "{shape:?}: output not contiguous"
+    );
     let out_shape: Vec<usize> = perm.iter().map(|&p| shape[p]).collect();
     assert_eq!(s.shape(), &out_shape[..]);
     assert_eq!(
@@ -175,7 +193,11 @@ fn check_swap(shape: &[usize], a: usize, b: usize) {
         &rtx_tensor::contiguous_strides(&out_shape).unwrap()[..],
         "{shape:?}: strides must be the contiguous strides of the output shape"
     );
-    assert_same(&format!("swap {shape:?} ({a},{b})"), &g.download(&s).unwrap(), &want);
+    assert_same(
+        &format!("swap {shape:?} ({a},{b})"),
+        &g.download(&s).unwrap(),
+        &want,
+    );
 }
 
 #[test]
@@ -245,25 +267,64 @@ fn four_d_swap02_with_contiguous_inner_runs() {
         let want = rtx_tensor::permute_host(&x, &shape, &perm).unwrap();
         let got = g.download(&s).unwrap();
         assert!(
-            got.iter().zip(&want).all(|(p, q)| p.to_bits() == q.to_bits()),
+            got.iter()
+                .zip(&want)
+                .all(|(p, q)| p.to_bits() == q.to_bits()),
             "f64 swap {shape:?} ({a},{b})"
         );
     }
 }
 
 #[test]
-fn transpose_tile_64_matches() {
+fn every_transpose_tile_matches() {
+    // auto picks 64x64, 128x32 or 32x128 by shape; 32 forces 32x32
     let g = backend();
-    g.set_transpose_tile(64);
-    let shape = [1000usize, 777];
-    let x: Vec<f32> = values(9, shape[0] * shape[1]);
-    let s = g.swap_dims(&g.upload(&x, &shape).unwrap(), 0, 1).unwrap();
-    let want = rtx_tensor::permute_host(&x, &shape, &[1, 0]).unwrap();
-    assert_same("tile 64", &g.download(&s).unwrap(), &want);
-    let xd: Vec<f64> = values(9, shape[0] * shape[1]);
-    let s = g.swap_dims(&g.upload(&xd, &shape).unwrap(), 0, 1).unwrap();
-    let want = rtx_tensor::permute_host(&xd, &shape, &[1, 0]).unwrap();
-    assert_eq!(g.download(&s).unwrap(), want);
+    for force in [0u32, 32] {
+        g.set_transpose_tile(force);
+        for shape in [[1000usize, 777], [5000, 7], [7, 5000], [129, 33], [33, 129]] {
+            let x: Vec<f32> = values(9, shape[0] * shape[1]);
+            let s = g.swap_dims(&g.upload(&x, &shape).unwrap(), 0, 1).unwrap();
+            let want = rtx_tensor::permute_host(&x, &shape, &[1, 0]).unwrap();
+            assert_same(
+                &format!("tile {force} {shape:?}"),
+                &g.download(&s).unwrap(),
+                &want,
+            );
+            let xd: Vec<f64> = values(9, shape[0] * shape[1]);
+            let s = g.swap_dims(&g.upload(&xd, &shape).unwrap(), 0, 1).unwrap();
+            let want = rtx_tensor::permute_host(&xd, &shape, &[1, 0]).unwrap();
+            assert_eq!(g.download(&s).unwrap(), want, "f64 tile {force} {shape:?}");
+        }
+    }
+}
+
+#[test]
+fn both_scatter_forms_are_bit_identical() {
+    let g = backend();
+    let cpu = CpuBackend::new();
+    for (rows, e, f, hub) in [
+        (2000, 300_000, 64, true),
+        (50, 100_000, 5, true),
+        (3000, 40_000, 2, false),
+    ] {
+        let idx = indices(11, e, rows, hub);
+        let msg: Vec<f32> = values(12, e * f);
+        let mut c = cpu.zeros::<f32>(&[rows, f]).unwrap();
+        cpu.index_add(&mut c, &idx, &cpu.upload(&msg, &[e, f]).unwrap())
+            .unwrap();
+        let want = cpu.download(&c).unwrap();
+        let m = g.upload(&msg, &[e, f]).unwrap();
+        for form in [Some(false), Some(true), None] {
+            g.set_scatter_pipelined(form);
+            let mut d = g.zeros::<f32>(&[rows, f]).unwrap();
+            g.index_add(&mut d, &idx, &m).unwrap();
+            assert_same(
+                &format!("form {form:?} {rows}x{e}x{f}"),
+                &g.download(&d).unwrap(),
+                &want,
+            );
+        }
+    }
 }
 
 mod properties {
@@ -325,9 +386,11 @@ fn many_threads_share_one_backend() {
                 let msg: Vec<f32> = values(200 + t, e * f);
                 for round in 0..3 {
                     let mut d = g.zeros::<f32>(&[rows, f]).unwrap();
-                    g.index_add(&mut d, &idx, &g.upload(&msg, &[e, f]).unwrap()).unwrap();
+                    g.index_add(&mut d, &idx, &g.upload(&msg, &[e, f]).unwrap())
+                        .unwrap();
                     let mut c = cpu.zeros::<f32>(&[rows, f]).unwrap();
-                    cpu.index_add(&mut c, &idx, &cpu.upload(&msg, &[e, f]).unwrap()).unwrap();
+                    cpu.index_add(&mut c, &idx, &cpu.upload(&msg, &[e, f]).unwrap())
+                        .unwrap();
                     assert_same(
                         &format!("thread {t} round {round}"),
                         &g.download(&d).unwrap(),
@@ -364,7 +427,9 @@ fn out_of_memory_is_an_error_value() {
     let BError::Backend { source, .. } = &e else {
         panic!("want a backend error, got {e}")
     };
-    let inner = source.downcast_ref::<Error>().expect("the CUDA backend's error");
+    let inner = source
+        .downcast_ref::<Error>()
+        .expect("the CUDA backend's error");
     assert!(matches!(inner, Error::OutOfMemory { .. }), "got {inner}");
     assert!(e.to_string().contains("out of memory"), "{e}");
     // the backend still works
@@ -389,7 +454,11 @@ fn index_handle_matches_the_trait_and_checks_ranges() {
     g.index_add_with(&mut d1, &h, &msg).unwrap();
     let mut d2 = g.zeros::<f32>(&[rows, f]).unwrap();
     g.index_add(&mut d2, &idx, &msg).unwrap();
-    assert_same("handle scatter", &g.download(&d1).unwrap(), &g.download(&d2).unwrap());
+    assert_same(
+        "handle scatter",
+        &g.download(&d1).unwrap(),
+        &g.download(&d2).unwrap(),
+    );
     // a destination with too few rows: the trait's range error, dst untouched
     let small0: Vec<f32> = values(6, 10 * f);
     let mut small = g.upload(&small0, &[10, f]).unwrap();
@@ -402,7 +471,9 @@ fn index_handle_matches_the_trait_and_checks_ranges() {
     assert_same("untouched", &g.download(&small).unwrap(), &small0);
     // a handle of another backend is refused
     let other = backend();
-    let x = other.upload(&values::<f32>(2, rows * f), &[rows, f]).unwrap();
+    let x = other
+        .upload(&values::<f32>(2, rows * f), &[rows, f])
+        .unwrap();
     assert!(other.index_select_with(&x, &h).is_err());
 }
 
@@ -417,9 +488,17 @@ fn index_cache_is_bounded_and_keyed_by_the_exact_list() {
     g.index_select(&src, &a).unwrap();
     assert_eq!(g.index_cache_stats().0, 1, "same list, one entry");
     let out_b = g.download(&g.index_select(&src, &b).unwrap()).unwrap();
-    assert_eq!(g.index_cache_stats().0, 2, "a list differing in one index is another entry");
+    assert_eq!(
+        g.index_cache_stats().0,
+        2,
+        "a list differing in one index is another entry"
+    );
     let s = g.download(&src).unwrap();
-    assert_same("last row", &out_b[9_999 * 4..], &s[b[9_999] as usize * 4..][..4]);
+    assert_same(
+        "last row",
+        &out_b[9_999 * 4..],
+        &s[b[9_999] as usize * 4..][..4],
+    );
     g.set_index_cache_limit(100_000); // room for one 10k list (40 kB host + 40 kB device)
     g.index_select(&src, &a).unwrap();
     let (n, bytes) = g.index_cache_stats();
@@ -449,5 +528,8 @@ fn names_and_kernels() {
     assert!(g.arch().starts_with("sm_"), "{}", g.arch());
     assert!(g.driver_version() >= rtx_backend_cuda::REQUIRED_DRIVER_VERSION);
     g.load_kernels().unwrap();
-    assert!(CudaBackend::new(1000).is_err(), "device 1000 must not exist");
+    assert!(
+        CudaBackend::new(1000).is_err(),
+        "device 1000 must not exist"
+    );
 }

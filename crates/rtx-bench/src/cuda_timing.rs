@@ -140,6 +140,9 @@ mod tests {
     #[test]
     fn splitmix_check_value_of_workloads_md() {
         assert_eq!(splitmix64(0, 0), 0xe220_a839_7b1d_cdaf);
-        assert_eq!(super::values_par(2, 1000), rtx_backend::conformance::values::<f32>(2, 1000));
+        assert_eq!(
+            super::values_par(2, 1000),
+            rtx_backend::conformance::values::<f32>(2, 1000)
+        );
     }
 }

@@ -48,11 +48,41 @@ struct Case {
 }
 
 const CASES: [Case; 5] = [
-    Case { name: "harris-hub-f64", rows: 15_000, e: 42_955, f: 64, hub: true },
-    Case { name: "1M-16M-f64-hub", rows: 1 << 20, e: 16 << 20, f: 64, hub: true },
-    Case { name: "1M-16M-f64-uniform", rows: 1 << 20, e: 16 << 20, f: 64, hub: false },
-    Case { name: "1M-16M-f16-hub", rows: 1 << 20, e: 16 << 20, f: 16, hub: true },
-    Case { name: "100k-2M-f256-hub", rows: 100_000, e: 2 << 20, f: 256, hub: true },
+    Case {
+        name: "harris-hub-f64",
+        rows: 15_000,
+        e: 42_955,
+        f: 64,
+        hub: true,
+    },
+    Case {
+        name: "1M-16M-f64-hub",
+        rows: 1 << 20,
+        e: 16 << 20,
+        f: 64,
+        hub: true,
+    },
+    Case {
+        name: "1M-16M-f64-uniform",
+        rows: 1 << 20,
+        e: 16 << 20,
+        f: 64,
+        hub: false,
+    },
+    Case {
+        name: "1M-16M-f16-hub",
+        rows: 1 << 20,
+        e: 16 << 20,
+        f: 16,
+        hub: true,
+    },
+    Case {
+        name: "100k-2M-f256-hub",
+        rows: 100_000,
+        e: 2 << 20,
+        f: 256,
+        hub: true,
+    },
 ];
 
 /// Runs `rtx-bench index`.
@@ -69,17 +99,30 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             "rtx-bench: {} ({}), kernels {} in {:.0} ms",
             g.device_name(),
             g.arch(),
-            if from_disk { "from the disk cache" } else { "compiled by NVRTC" },
+            if from_disk {
+                "from the disk cache"
+            } else {
+                "compiled by NVRTC"
+            },
             t0.elapsed().as_secs_f64() * 1e3
         );
-        println!("{}", json!({"device": g.device_name(), "impl": "rtx", "arch": g.arch()}));
+        println!(
+            "{}",
+            json!({"device": g.device_name(), "impl": "rtx", "arch": g.arch()})
+        );
         copy_row(g, args.reps)?;
     }
-    for c in CASES.iter().filter(|c| args.only.as_deref().is_none_or(|o| c.name.contains(o))) {
+    for c in CASES
+        .iter()
+        .filter(|c| args.only.as_deref().is_none_or(|o| c.name.contains(o)))
+    {
         case(c, gpu.as_ref(), &cpu, args)?;
     }
     if let Some(g) = &gpu
-        && args.only.as_deref().is_none_or(|o| "1M-16M-f64-allhub".contains(o))
+        && args
+            .only
+            .as_deref()
+            .is_none_or(|o| "1M-16M-f64-allhub".contains(o))
     {
         extreme_hub(g, args.reps)?;
     }
@@ -93,7 +136,14 @@ fn copy_row(g: &rtx_backend_cuda::CudaBackend, reps: usize) -> anyhow::Result<()
         let mut y = x.clone();
         g.make_unique(&mut y)
     })?;
-    emit("index", "copy-1GiB", "rtx-cuda-copy", ms, Some(2.0 * n as f64 * 4.0), &[]);
+    emit(
+        "index",
+        "copy-1GiB",
+        "rtx-cuda-copy",
+        ms,
+        Some(2.0 * n as f64 * 4.0),
+        &[],
+    );
     Ok(())
 }
 
@@ -110,11 +160,22 @@ fn case(
     let gather_bytes = (e * f * 4 * 2 + e * 4) as f64;
     let scatter_bytes = (e * f * 4 + n * f * 8 + e * 4) as f64;
     let big = e > 1 << 20;
-    let host_reps = if big { args.host_reps.min(3) } else { args.host_reps.max(5) };
+    let host_reps = if big {
+        args.host_reps.min(3)
+    } else {
+        args.host_reps.max(5)
+    };
 
     // host plan build (the counting sort), kept off the per-call path by the caches
     let plan_ms = time_host(0, 3, || IndexPlan::new(&idx, n).map(|_| ()))?;
-    emit("index", c.name, "rtx-plan-build", plan_ms, None, &[("indices", e.into())]);
+    emit(
+        "index",
+        c.name,
+        "rtx-plan-build",
+        plan_ms,
+        None,
+        &[("indices", e.into())],
+    );
 
     // CPU backend: timing and the reference bits
     let cs = cpu.upload(&src, &[n, f])?;
@@ -125,9 +186,23 @@ fn case(
     let want_scatter = cpu.download(&cd)?;
     if !args.no_host {
         let ms = time_host(1, host_reps, || cpu.index_select(&cs, &idx).map(|_| ()))?;
-        emit("index", c.name, "rtx-cpu-gather", ms, Some(gather_bytes), &[]);
+        emit(
+            "index",
+            c.name,
+            "rtx-cpu-gather",
+            ms,
+            Some(gather_bytes),
+            &[],
+        );
         let ms = time_host(1, host_reps, || cpu.index_add(&mut cd, &idx, &cm))?;
-        emit("index", c.name, "rtx-cpu-scatter", ms, Some(scatter_bytes), &[]);
+        emit(
+            "index",
+            c.name,
+            "rtx-cpu-scatter",
+            ms,
+            Some(scatter_bytes),
+            &[],
+        );
     }
     drop((cs, cm, cd));
 
@@ -138,13 +213,26 @@ fn case(
     // prepared index: the kernels alone
     let h = g.index(&idx)?;
     let up_ms = time_host(0, 1, || g.prepare_scatter(&h))?;
-    emit("index", c.name, "rtx-cuda-plan-upload", up_ms, None, &[("bytes", h.bytes().into())]);
+    emit(
+        "index",
+        c.name,
+        "rtx-cuda-plan-upload",
+        up_ms,
+        None,
+        &[("bytes", h.bytes().into())],
+    );
     let out = g.index_select_with(&gs, &h)?;
     let gather_ok = bits(&g.download(&out)?) == bits(&want_gather);
     drop(out);
     let ms = time_cuda(g, 3, args.reps, || g.index_select_with(&gs, &h).map(|_| ()))?;
-    emit("index", c.name, "rtx-cuda-gather", ms, Some(gather_bytes),
-        &[("bit_identical_to_cpu", gather_ok.into())]);
+    emit(
+        "index",
+        c.name,
+        "rtx-cuda-gather",
+        ms,
+        Some(gather_bytes),
+        &[("bit_identical_to_cpu", gather_ok.into())],
+    );
     let mut d = g.zeros::<f32>(&[n, f])?;
     g.index_add_with(&mut d, &h, &gm)?;
     let scatter_ok = bits(&g.download(&d)?) == bits(&want_scatter);
@@ -153,17 +241,51 @@ fn case(
     let repeat_ok = bits(&g.download(&d2)?) == bits(&g.download(&d)?);
     drop(d2);
     let ms = time_cuda(g, 3, args.reps, || g.index_add_with(&mut d, &h, &gm))?;
-    emit("index", c.name, "rtx-cuda-scatter", ms, Some(scatter_bytes), &[
-        ("bit_identical_to_cpu", scatter_ok.into()),
-        ("bit_identical_runs", repeat_ok.into()),
-    ]);
+    emit(
+        "index",
+        c.name,
+        "rtx-cuda-scatter",
+        ms,
+        Some(scatter_bytes),
+        &[
+            ("bit_identical_to_cpu", scatter_ok.into()),
+            ("bit_identical_runs", repeat_ok.into()),
+        ],
+    );
+    // the other form of the chunk sums (the default picks by size)
+    let auto_pipelined = e <= rtx_backend_cuda::PIPELINED_SCATTER_MAX_ENTRIES;
+    g.set_scatter_pipelined(Some(!auto_pipelined));
+    let ms = time_cuda(g, 3, args.reps, || g.index_add_with(&mut d, &h, &gm))?;
+    g.set_scatter_pipelined(None);
+    let alt = if auto_pipelined {
+        "rtx-cuda-scatter-batched"
+    } else {
+        "rtx-cuda-scatter-pipelined"
+    };
+    emit("index", c.name, alt, ms, Some(scatter_bytes), &[]);
     drop(h);
 
     // trait calls with host index lists (per-thread cache: hash + compare per call)
-    let ms = time_cuda(g, 2, args.reps.min(10), || g.index_select(&gs, &idx).map(|_| ()))?;
-    emit("index", c.name, "rtx-cuda-gather-cached", ms, Some(gather_bytes), &[]);
+    let ms = time_cuda(g, 2, args.reps.min(10), || {
+        g.index_select(&gs, &idx).map(|_| ())
+    })?;
+    emit(
+        "index",
+        c.name,
+        "rtx-cuda-gather-cached",
+        ms,
+        Some(gather_bytes),
+        &[],
+    );
     let ms = time_cuda(g, 2, args.reps.min(10), || g.index_add(&mut d, &idx, &gm))?;
-    emit("index", c.name, "rtx-cuda-scatter-cached", ms, Some(scatter_bytes), &[]);
+    emit(
+        "index",
+        c.name,
+        "rtx-cuda-scatter-cached",
+        ms,
+        Some(scatter_bytes),
+        &[],
+    );
     g.clear_index_cache();
 
     // the trait's host round trip on the same device (the "before")
@@ -171,9 +293,23 @@ fn case(
         let rt = HostRoundTrip(g);
         let reps = if big { 1 } else { host_reps };
         let ms = time_host(0, reps, || rt.index_select(&gs, &idx).map(|_| ()))?;
-        emit("index", c.name, "rtx-cuda-hostroundtrip-gather", ms, Some(gather_bytes), &[]);
+        emit(
+            "index",
+            c.name,
+            "rtx-cuda-hostroundtrip-gather",
+            ms,
+            Some(gather_bytes),
+            &[],
+        );
         let ms = time_host(0, reps, || rt.index_add(&mut d, &idx, &gm))?;
-        emit("index", c.name, "rtx-cuda-hostroundtrip-scatter", ms, Some(scatter_bytes), &[]);
+        emit(
+            "index",
+            c.name,
+            "rtx-cuda-hostroundtrip-scatter",
+            ms,
+            Some(scatter_bytes),
+            &[],
+        );
     }
     Ok(())
 }
@@ -188,7 +324,14 @@ fn extreme_hub(g: &rtx_backend_cuda::CudaBackend, reps: usize) -> anyhow::Result
     let mut d = g.zeros::<f32>(&[n, f])?;
     let ms = time_cuda(g, 3, reps, || g.index_add_with(&mut d, &h, &gm))?;
     let bytes = (e * f * 4 + n * f * 8 + e * 4) as f64;
-    emit("index", "1M-16M-f64-allhub", "rtx-cuda-scatter", ms, Some(bytes), &[]);
+    emit(
+        "index",
+        "1M-16M-f64-allhub",
+        "rtx-cuda-scatter",
+        ms,
+        Some(bytes),
+        &[],
+    );
     Ok(())
 }
 

@@ -4,8 +4,8 @@
 //!
 //! Rows (impl): `rtx-cuda-transpose` (the device kernels through
 //! `Backend::swap_dims`, output allocation included, as torch's
-//! `.contiguous()`), `rtx-cuda-transpose-tile64` (the 64x64 tile variant, 2-D
-//! cases), `rtx-cuda-hostroundtrip-transpose` (the trait's default),
+//! `.contiguous()`), `rtx-cuda-transpose-tile32` (the classic 32x32 tile, 2-D
+//! cases, for comparison), `rtx-cuda-hostroundtrip-transpose` (the trait's default),
 //! `rtx-cpu-transpose` (rtx-backend-cpu) and `rtx-cuda-copy` (the ceiling).
 
 use rtx_backend::Backend;
@@ -48,14 +48,24 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     let cpu = CpuBackend::new();
     if let Some(g) = &gpu {
         g.load_kernels()?;
-        println!("{}", json!({"device": g.device_name(), "impl": "rtx", "arch": g.arch()}));
+        println!(
+            "{}",
+            json!({"device": g.device_name(), "impl": "rtx", "arch": g.arch()})
+        );
         let n = 1usize << 28;
         let x = g.zeros::<f32>(&[n])?;
         let ms = time_cuda(g, 3, args.reps, || {
             let mut y = x.clone();
             g.make_unique(&mut y)
         })?;
-        emit("transpose", "copy-1GiB", "rtx-cuda-copy", ms, Some(2.0 * n as f64 * 4.0), &[]);
+        emit(
+            "transpose",
+            "copy-1GiB",
+            "rtx-cuda-copy",
+            ms,
+            Some(2.0 * n as f64 * 4.0),
+            &[],
+        );
     }
     for (name, shape, (a, b)) in CASES {
         let n: usize = shape.iter().product();
@@ -72,27 +82,55 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         let Some(g) = &gpu else { continue };
         let t = g.upload(&x, shape)?;
         let out = g.swap_dims(&t, a, b)?;
-        let ok = g.download(&out)?.iter().zip(&want).all(|(p, q)| p.to_bits() == q.to_bits());
+        let ok = g
+            .download(&out)?
+            .iter()
+            .zip(&want)
+            .all(|(p, q)| p.to_bits() == q.to_bits());
         let shares = out.shares_storage_with(&t);
         drop(out);
         let ms = time_cuda(g, 3, args.reps, || g.swap_dims(&t, a, b).map(|_| ()))?;
-        emit("transpose", name, "rtx-cuda-transpose", ms, bytes, &[
-            ("correct", ok.into()),
-            ("shares_buffer", shares.into()),
-        ]);
+        emit(
+            "transpose",
+            name,
+            "rtx-cuda-transpose",
+            ms,
+            bytes,
+            &[("correct", ok.into()), ("shares_buffer", shares.into())],
+        );
         if shape.len() == 2 && !shares {
-            g.set_transpose_tile(64);
+            g.set_transpose_tile(32);
             let out = g.swap_dims(&t, a, b)?;
-            let ok = g.download(&out)?.iter().zip(&want).all(|(p, q)| p.to_bits() == q.to_bits());
+            let ok = g
+                .download(&out)?
+                .iter()
+                .zip(&want)
+                .all(|(p, q)| p.to_bits() == q.to_bits());
             drop(out);
             let ms = time_cuda(g, 3, args.reps, || g.swap_dims(&t, a, b).map(|_| ()))?;
-            g.set_transpose_tile(32);
-            emit("transpose", name, "rtx-cuda-transpose-tile64", ms, bytes, &[("correct", ok.into())]);
+            g.set_transpose_tile(0);
+            emit(
+                "transpose",
+                name,
+                "rtx-cuda-transpose-tile32",
+                ms,
+                bytes,
+                &[("correct", ok.into())],
+            );
         }
         if !args.no_host {
             let rt = HostRoundTrip(g);
-            let ms = time_host(0, args.host_reps.min(2), || rt.swap_dims(&t, a, b).map(|_| ()))?;
-            emit("transpose", name, "rtx-cuda-hostroundtrip-transpose", ms, bytes, &[]);
+            let ms = time_host(0, args.host_reps.min(2), || {
+                rt.swap_dims(&t, a, b).map(|_| ())
+            })?;
+            emit(
+                "transpose",
+                name,
+                "rtx-cuda-hostroundtrip-transpose",
+                ms,
+                bytes,
+                &[],
+            );
         }
     }
     Ok(())

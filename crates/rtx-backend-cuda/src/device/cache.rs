@@ -30,8 +30,7 @@ impl DevicePlan {
     pub fn upload(dev: &Device, plan: &IndexPlan) -> BResult<DevicePlan> {
         let lv = build_levels(plan);
         let total = plan.len()
-            + lv
-                .levels
+            + lv.levels
                 .iter()
                 .map(|l| l.start.len() + 2 * l.len())
                 .sum::<usize>();
@@ -179,7 +178,11 @@ struct Lru {
 
 impl Lru {
     fn bytes(&self) -> usize {
-        self.entries.values().flatten().map(|(e, _)| e.bytes()).sum()
+        self.entries
+            .values()
+            .flatten()
+            .map(|(e, _)| e.bytes())
+            .sum()
     }
 
     /// Evicts least recently used entries until at most `limit` bytes remain.
@@ -289,9 +292,9 @@ pub(crate) fn clear(id: u64) {
 /// Entries and bytes of this thread's cache for backend `id`.
 pub(crate) fn stats(id: u64) -> (usize, usize) {
     CACHE.with(|c| {
-        c.borrow()
-            .get(&id)
-            .map_or((0, 0), |l| (l.entries.values().map(Vec::len).sum(), l.bytes()))
+        c.borrow().get(&id).map_or((0, 0), |l| {
+            (l.entries.values().map(Vec::len).sum(), l.bytes())
+        })
     })
 }
 

@@ -30,6 +30,10 @@ pub const REQUIRED_DRIVER_VERSION: i32 = 13000;
 /// (host copy of the key plus device index list and plan).
 pub const DEFAULT_INDEX_CACHE_BYTES: usize = 512 << 20;
 
+/// Plans of at most this many entries use the pipelined (latency) form of
+/// the scatter chunk sums by default.
+pub const PIPELINED_SCATTER_MAX_ENTRIES: usize = 1 << 20;
+
 /// Threads per block of the 1-D kernels (`RTX_BLOCK` in kernels/common.cuh).
 const BLOCK: u32 = 256;
 /// Rows each lane group copies per pass in `copy_rows` (`U` in kernels/common.cuh).
@@ -167,7 +171,10 @@ impl CudaIndex {
 pub struct CudaBackend {
     dev: Arc<Device>,
     cache_limit: AtomicUsize,
+    /// 0: pick the tile by shape; 32: force 32x32.
     transpose_tile: AtomicU32,
+    /// 0: pick the scatter chunk-sum form by size; 1: batched; 2: pipelined.
+    scatter_form: AtomicU32,
 }
 
 fn driver_version() -> Result<i32> {
@@ -237,7 +244,8 @@ impl CudaBackend {
                 kernels: Mutex::new(None),
             }),
             cache_limit: AtomicUsize::new(DEFAULT_INDEX_CACHE_BYTES),
-            transpose_tile: AtomicU32::new(32),
+            transpose_tile: AtomicU32::new(0),
+            scatter_form: AtomicU32::new(0),
         })
     }
 
@@ -329,11 +337,26 @@ impl CudaBackend {
         cache::stats(self.dev.id)
     }
 
-    /// Tile edge of the 2-D transpose kernel: 32 (default) or 64 (only for
-    /// 4- and 8-byte elements; others stay at 32). A tuning knob for benchmarks.
+    /// Tile of the 2-D transpose kernel: 0 (default) picks by shape (64x64,
+    /// 128x32 for few columns, 32x128 for few rows, 32x32 for 16-byte
+    /// elements); 32 forces the classic 32x32 tile. A tuning knob for benchmarks.
     pub fn set_transpose_tile(&self, tile: u32) {
         self.transpose_tile
-            .store(if tile == 64 { 64 } else { 32 }, Ordering::Relaxed);
+            .store(if tile == 32 { 32 } else { 0 }, Ordering::Relaxed);
+    }
+
+    /// Form of the scatter chunk sums: `None` (default) picks by size
+    /// (pipelined up to [`PIPELINED_SCATTER_MAX_ENTRIES`] entries, where the
+    /// longest chunk's latency dominates; batched above, where throughput
+    /// does); `Some(true)` / `Some(false)` force pipelined / batched. Both
+    /// forms make the same additions in the same order. A tuning knob for benchmarks.
+    pub fn set_scatter_pipelined(&self, form: Option<bool>) {
+        let v = match form {
+            None => 0,
+            Some(false) => 1,
+            Some(true) => 2,
+        };
+        self.scatter_form.store(v, Ordering::Relaxed);
     }
 
     /// Validates `idx` once and keeps it on the device, for repeated
@@ -486,7 +509,12 @@ impl CudaBackend {
         let cfg = cfg1(rows_grid(nrows, lanes_log2));
         let k = self.dev.kernels()?;
         let mut b = self.dev.stream.launch_builder(k.get(name));
-        b.arg(&s).arg(&o).arg(&idx).arg(&nrows).arg(&w).arg(&lanes_log2);
+        b.arg(&s)
+            .arg(&o)
+            .arg(&idx)
+            .arg(&nrows)
+            .arg(&w)
+            .arg(&lanes_log2);
         // SAFETY: gather_b{16,8,4}(const V* src, V* out, const u32* idx, u64 nrows,
         // u64 W, u32 lanes_log2): `src` holds rows * W vectors and every index is
         // below rows (checked above), `out` holds nrows * W vectors, `idx` holds
@@ -528,17 +556,27 @@ impl CudaBackend {
                     .and_then(|b| self.dev.alloc(b))
             })
             .collect::<Result<Vec<DevMem>>>()?;
+        let pipe = match self.scatter_form.load(Ordering::Relaxed) {
+            1 => "",
+            2 => "p",
+            _ if plan.values[0] <= PIPELINED_SCATTER_MAX_ENTRIES => "p",
+            _ => "",
+        };
         let k = self.dev.kernels()?;
-        let d = dst.storage_mut().expect("unique after make_unique").mem.ptr();
+        let d = dst
+            .storage_mut()
+            .expect("unique after make_unique")
+            .mem
+            .ptr();
         let s = src.storage().mem.ptr();
         for (l, &(start, row, slot, n)) in plan.levels.iter().enumerate() {
             let vals = if l == 0 { s } else { scratch[l - 1].ptr() };
             let pos = if l == 0 { plan.positions } else { 0 };
             let next = scratch.get(l).map_or(0, DevMem::ptr);
             let name = if l == 0 {
-                format!("scatter0_{suffix}")
+                format!("scatter0{pipe}_{suffix}")
             } else {
-                format!("scatterN_{suffix}")
+                format!("scatterN{pipe}_{suffix}")
             };
             let groups = u64::from(BLOCK >> lanes_log2);
             let cfg = cfg1(n.div_ceil(groups).clamp(1, MAX_GRID_X) as u32);
@@ -579,13 +617,10 @@ impl CudaBackend {
         let (batch, rows, cols) = (batch as u64, rows as u64, cols as u64);
         let k = self.dev.kernels()?;
         if matches!(run_bytes, 4 | 8 | 16) {
-            let tile = if run_bytes <= 8 {
-                u64::from(self.transpose_tile.load(Ordering::Relaxed))
-            } else {
-                32
-            };
-            let name = format!("transpose{tile}_b{run_bytes}");
-            let tiles = batch * rows.div_ceil(tile) * cols.div_ceil(tile);
+            let forced = self.transpose_tile.load(Ordering::Relaxed) == 32;
+            let (tr, tc) = transpose_tile(rows, cols, run_bytes, forced);
+            let name = format!("transpose{tr}x{tc}_b{run_bytes}");
+            let tiles = batch * rows.div_ceil(tr) * cols.div_ceil(tc);
             let cfg = LaunchConfig {
                 grid_dim: (tiles.clamp(1, MAX_GRID_X) as u32, 1, 1),
                 block_dim: (32, 8, 1),
@@ -593,7 +628,7 @@ impl CudaBackend {
             };
             let mut b = self.dev.stream.launch_builder(k.get(&name));
             b.arg(&i).arg(&o).arg(&batch).arg(&rows).arg(&cols);
-            // SAFETY: transpose{32,64}_b*(const E* in, E* out, u64 batch, u64 rows,
+            // SAFETY: transpose{TR}x{TC}_b*(const E* in, E* out, u64 batch, u64 rows,
             // u64 cols): in and out each hold batch * rows * cols elements of
             // run_bytes bytes (the tensors' sizes); tiles are bounds-checked.
             unsafe { b.launch(cfg) }.map_err(Error::from)?;
@@ -704,6 +739,20 @@ fn vec_width(bytes: u64, prefix: &str) -> (u64, &'static str) {
     (w, name)
 }
 
+/// The `(rows, cols)` tile of the 2-D transpose kernel for a matrix of
+/// `rows x cols` elements of `elem_bytes` bytes.
+fn transpose_tile(rows: u64, cols: u64, elem_bytes: u64, force_32: bool) -> (u64, u64) {
+    if force_32 || elem_bytes > 8 {
+        (32, 32)
+    } else if cols <= 48 && rows > 48 {
+        (128, 32)
+    } else if rows <= 48 && cols > 48 {
+        (32, 128)
+    } else {
+        (64, 64)
+    }
+}
+
 /// log2 of the lanes per row group: the next power of two of `w`, at most 32.
 fn lanes_log2(w: u64) -> u32 {
     w.max(1).next_power_of_two().min(32).trailing_zeros()
@@ -803,9 +852,8 @@ impl Backend for CudaBackend {
             let bytes = std::mem::size_of_val(out.as_slice());
             // SAFETY: T is f32 or f64 (sealed Element): plain data, every bit
             // pattern valid; the byte view covers exactly `out`'s elements.
-            let view = unsafe {
-                std::slice::from_raw_parts_mut(out.as_mut_ptr().cast::<u8>(), bytes)
-            };
+            let view =
+                unsafe { std::slice::from_raw_parts_mut(out.as_mut_ptr().cast::<u8>(), bytes) };
             self.dev.ctx.bind_to_thread().map_err(Error::from)?;
             // SAFETY: the buffer holds `bytes` bytes; the stream is synchronized
             // below before `out` is read or dropped.
@@ -972,5 +1020,23 @@ mod tests {
         assert_eq!(vec_width(256, "gather"), (16, "gather_b16"));
         assert_eq!(vec_width(12, "permute"), (4, "permute_b4"));
         assert_eq!(vec_width(8, "transpose_runs"), (8, "transpose_runs_b8"));
+        assert_eq!(transpose_tile(4_211_136, 32, 4, false), (128, 32));
+        assert_eq!(transpose_tile(32, 4_211_136, 4, false), (32, 128));
+        assert_eq!(transpose_tile(8192, 8192, 4, false), (64, 64));
+        assert_eq!(transpose_tile(8192, 8192, 16, false), (32, 32));
+        assert_eq!(transpose_tile(8192, 8192, 4, true), (32, 32));
+        // every tile the host picks has a kernel
+        for (r, c) in [(1, 1), (5000, 3), (3, 5000), (100, 100)] {
+            for b in [4, 8, 16] {
+                for f in [false, true] {
+                    let (tr, tc) = transpose_tile(r, c, b, f);
+                    let name = format!("transpose{tr}x{tc}_b{b}");
+                    assert!(
+                        crate::source::KERNEL_NAMES.contains(&name.as_str()),
+                        "{name}"
+                    );
+                }
+            }
+        }
     }
 }
