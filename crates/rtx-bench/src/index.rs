@@ -253,7 +253,8 @@ fn case(
         ],
     );
     // the other form of the chunk sums (the default picks by size)
-    let auto_pipelined = e <= rtx_backend_cuda::PIPELINED_SCATTER_MAX_ENTRIES;
+    // the backend's rule: pipelined for small plans or rows wider than 512 bytes
+    let auto_pipelined = e <= rtx_backend_cuda::PIPELINED_SCATTER_MAX_ENTRIES || f * 4 > 512;
     g.set_scatter_pipelined(Some(!auto_pipelined));
     let ms = time_cuda(g, 3, args.reps, || g.index_add_with(&mut d, &h, &gm))?;
     g.set_scatter_pipelined(None);

@@ -206,8 +206,9 @@ mod tests {
     #[test]
     fn kernels_compile_for_hopper() {
         // SAFETY: only tries to dlopen the candidate library names.
+        let present = unsafe { nvrtc_sys::is_culib_present() };
         assert!(
-            unsafe { nvrtc_sys::is_culib_present() },
+            present,
             "this test needs NVRTC (libnvrtc.so.13) on the loader path"
         );
         let cubin = compile_cubin("sm_90").unwrap_or_else(|e| panic!("{e}"));
@@ -217,8 +218,9 @@ mod tests {
     #[test]
     fn compile_errors_keep_the_log() {
         // SAFETY: only tries to dlopen the candidate library names.
+        let present = unsafe { nvrtc_sys::is_culib_present() };
         assert!(
-            unsafe { nvrtc_sys::is_culib_present() },
+            present,
             "this test needs NVRTC (libnvrtc.so.13) on the loader path"
         );
         let e = compile_cubin("sm_1").unwrap_err();

@@ -345,10 +345,10 @@ impl CudaBackend {
             .store(if tile == 32 { 32 } else { 0 }, Ordering::Relaxed);
     }
 
-    /// Form of the scatter chunk sums: `None` (default) picks by size
-    /// (pipelined up to [`PIPELINED_SCATTER_MAX_ENTRIES`] entries, where the
-    /// longest chunk's latency dominates; batched above, where throughput
-    /// does); `Some(true)` / `Some(false)` force pipelined / batched. Both
+    /// Form of the scatter chunk sums: `None` (default) picks pipelined up to
+    /// [`PIPELINED_SCATTER_MAX_ENTRIES`] entries (the longest chunk's latency
+    /// dominates) or when a lane sums more than one column vector (rows wider
+    /// than 512 bytes), batched otherwise (throughput dominates); `Some(true)` / `Some(false)` force pipelined / batched. Both
     /// forms make the same additions in the same order. A tuning knob for benchmarks.
     pub fn set_scatter_pipelined(&self, form: Option<bool>) {
         let v = match form {
@@ -536,10 +536,10 @@ impl CudaBackend {
         self.make_unique(dst)?;
         let row_bytes = f * T::DTYPE.size();
         let (vb, suffix) = match T::DTYPE {
-            DType::F32 if row_bytes % 16 == 0 => (16, "f32x4"),
-            DType::F32 if row_bytes % 8 == 0 => (8, "f32x2"),
+            DType::F32 if row_bytes.is_multiple_of(16) => (16, "f32x4"),
+            DType::F32 if row_bytes.is_multiple_of(8) => (8, "f32x2"),
             DType::F32 => (4, "f32x1"),
-            DType::F64 if row_bytes % 16 == 0 => (16, "f64x2"),
+            DType::F64 if row_bytes.is_multiple_of(16) => (16, "f64x2"),
             DType::F64 => (8, "f64x1"),
         };
         let w = (row_bytes / vb) as u64;
@@ -559,7 +559,9 @@ impl CudaBackend {
         let pipe = match self.scatter_form.load(Ordering::Relaxed) {
             1 => "",
             2 => "p",
-            _ if plan.values[0] <= PIPELINED_SCATTER_MAX_ENTRIES => "p",
+            // latency-bound: few chunks in flight, or each lane sums several
+            // column vectors of a chunk one after the other
+            _ if plan.values[0] <= PIPELINED_SCATTER_MAX_ENTRIES || w > 32 => "p",
             _ => "",
         };
         let k = self.dev.kernels()?;
@@ -718,9 +720,9 @@ fn check_src(dst: &Layout, entries: usize, src: &Layout) -> BResult<()> {
 /// The widest vector (16, 8 or 4 bytes) dividing `bytes`, and the kernel name
 /// `{prefix}_b{width}`.
 fn vec_width(bytes: u64, prefix: &str) -> (u64, &'static str) {
-    let w = if bytes % 16 == 0 {
+    let w = if bytes.is_multiple_of(16) {
         16
-    } else if bytes % 8 == 0 {
+    } else if bytes.is_multiple_of(8) {
         8
     } else {
         4
