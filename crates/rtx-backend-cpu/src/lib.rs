@@ -173,6 +173,7 @@ impl Backend for CpuBackend {
         };
         Ok(Tensor::new(out, plan.output))
     }
+
     fn matmul<T: Element>(
         &self,
         a: &BTensor<Self, T>,
@@ -357,17 +358,6 @@ impl Backend for CpuBackend {
             });
         }
         Ok(Tensor::new(out, Layout::contiguous(&[plan.rows(), f])?))
-    }
-
-    fn segment_sum<T: Element>(
-        &self,
-        x: &BTensor<Self, T>,
-        plan: &IndexPlan,
-    ) -> Result<BTensor<Self, T>> {
-        let (_, f) = ops::check_segment("segment_sum", x.shape(), plan)?;
-        let mut out = self.zeros(&[plan.rows(), f])?;
-        self.index_add_planned(&mut out, plan, x)?;
-        Ok(out)
     }
 
     fn gather_scale_scatter<T: Element>(
