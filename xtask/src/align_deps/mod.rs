@@ -54,6 +54,7 @@ pub mod lockfile;
 pub mod manifest;
 pub mod plan;
 pub mod planner;
+pub mod sources;
 
 use std::collections::BTreeSet;
 use std::io::Write;
@@ -93,7 +94,19 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
     let root: PathBuf = meta.workspace_root.clone().into_std_path_buf();
     let policy = crate::workspace::load_policy(&args.target, &root)?;
     let (loaded, member_names) = load_manifests(&meta, &root)?;
-    let plan = planner::plan(&loaded, &policy)?;
+    // the source side only reads: a file that does not parse stops the run here
+    let analyses = sources::analyze(&meta, &root, &policy)?;
+    let (mut plan, new_forms) =
+        planner::plan_with_new_users(&loaded, &policy, &sources::new_users(&analyses))?;
+    let source_plan = sources::plan(
+        &analyses,
+        &loaded,
+        new_forms.get(sources::THISERROR),
+        &root,
+    )?;
+    plan.merge(source_plan)?;
+    plan.findings
+        .sort_by(|a, b| (&a.file, a.line, a.column).cmp(&(&b.file, b.line, b.column)));
     plan.validate()?;
     let info = lockfile::older_majors(&root, &policy, &member_names);
     let format = args.format.format;
@@ -157,11 +170,14 @@ fn apply_and_report(
     match format {
         Format::Human => {
             for e in &applied {
+                // a manifest that only gains rule 4's dependency line has its
+                // finding at the derive in the source: one change
                 let n = plan
                     .findings
                     .iter()
                     .filter(|f| f.fixable && f.file == e.rel)
-                    .count();
+                    .count()
+                    .max(1);
                 writeln!(
                     out,
                     "fixed {}: {n} change{}",
@@ -188,14 +204,14 @@ fn apply_and_report(
     } else if unfixable.is_empty() {
         writeln!(
             summary_to,
-            "align-deps: fixed {fixed} declarations in {} files; the workspace holds the policy",
+            "align-deps: fixed {fixed} findings in {} files; the workspace holds the policy",
             applied.len()
         )?;
         Ok(Outcome::Holds)
     } else {
         writeln!(
             summary_to,
-            "align-deps: fixed {fixed} declarations in {} files; {} need a person (listed above)",
+            "align-deps: fixed {fixed} findings in {} files; {} need a person (listed above)",
             applied.len(),
             unfixable.len()
         )?;
