@@ -462,12 +462,13 @@ fn one_run_moves_thiserror_1_code_to_thiserror_2_and_it_compiles() {
         "fixed Cargo.toml: 1 change",
         "fixed app/Cargo.toml: 1 change",
         "fixed app/src/lib.rs: 4 changes",
-        "fixed app/src/codes.rs: 1 change",
+        "fixed app/src/codes.rs: 1 change\n",
         "fixed app/tests/it.rs: 1 change",
         "fixed reexp/Cargo.toml: 1 change",
-        "fixed reexp2/src/lib.rs: 1 change",
+        "fixed reexp2/src/lib.rs: 1 change\n",
         "fixed reexp2/Cargo.toml: 1 change",
         "fixed devonly/Cargo.toml: 1 change",
+        "fixed helper/Cargo.toml: 1 change",
     ] {
         assert!(out.contains(f), "missing `{f}` in\n{out}");
     }
@@ -476,7 +477,7 @@ fn one_run_moves_thiserror_1_code_to_thiserror_2_and_it_compiles() {
         "{out}"
     );
     assert!(
-        out.contains("align-deps: fixed 13 findings in 11 files; 1 need a person"),
+        out.contains("align-deps: fixed 13 findings in 10 files; 1 need a person"),
         "{out}"
     );
     for (rel, want) in fixed_manifests() {
@@ -508,7 +509,7 @@ fn one_run_moves_thiserror_1_code_to_thiserror_2_and_it_compiles() {
     assert!(ok, "does not compile after the fix:\n{err}");
     let lock = read(&ws.join("Cargo.lock"));
     assert!(lock.contains("name = \"thiserror\"\nversion = \"2."), "{lock}");
-    assert!(!lock.contains("version = \"1.0."), "{lock}");
+    assert!(!lock.contains("name = \"thiserror\"\nversion = \"1."), "{lock}");
 
     // ... where the manifest alignment alone does not: the same manifests
     // (but rule 4's lines) on the original sources fail on rules 1, 3 and 4

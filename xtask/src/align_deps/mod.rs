@@ -170,14 +170,11 @@ fn apply_and_report(
     match format {
         Format::Human => {
             for e in &applied {
-                // a manifest that only gains rule 4's dependency line has its
-                // finding at the derive in the source: one change
                 let n = plan
                     .findings
                     .iter()
-                    .filter(|f| f.fixable && f.file == e.rel)
-                    .count()
-                    .max(1);
+                    .filter(|f| f.fixable && f.fixed_in.as_ref().unwrap_or(&f.file) == &e.rel)
+                    .count();
                 writeln!(
                     out,
                     "fixed {}: {n} change{}",
@@ -208,6 +205,13 @@ fn apply_and_report(
             applied.len()
         )?;
         Ok(Outcome::Holds)
+    } else if fixed == 0 {
+        writeln!(
+            summary_to,
+            "align-deps: nothing to fix automatically; {} need a person (listed above)",
+            unfixable.len()
+        )?;
+        Ok(Outcome::Violations)
     } else {
         writeln!(
             summary_to,

@@ -137,6 +137,10 @@ pub struct Finding {
     pub fixable: bool,
     /// One sentence of context; for unfixable findings, what a person must do.
     pub message: String,
+    /// The file the fix edits when it is not `file` (a missing dependency
+    /// found in a Rust source is added to the crate's manifest).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fixed_in: Option<String>,
 }
 
 impl Finding {
@@ -583,6 +587,7 @@ mod tests {
             wanted: "new".into(),
             fixable: true,
             message: "m".into(),
+            fixed_in: None,
         });
         a.merge(b).unwrap();
         assert_eq!(a.edits().count(), 2);
@@ -643,6 +648,7 @@ mod tests {
             wanted: "thiserror = { workspace = true }".into(),
             fixable: true,
             message: "inherit".into(),
+            fixed_in: None,
         };
         assert_eq!(
             f.human(),

@@ -216,6 +216,7 @@ impl Ctx<'_, '_> {
             wanted: wanted.into(),
             fixable: false,
             message: message.into(),
+            fixed_in: None,
         }
     }
 
@@ -653,6 +654,7 @@ fn plan_new_ws_entries(
             wanted: entry.clone(),
             fixable: true,
             message: msg,
+            fixed_in: None,
         });
     }
     plan.add_splices(&root.path, &root.rel, root.text(), vec![splice])
@@ -705,6 +707,7 @@ fn describe(m: &Manifest, splices: &[Splice]) -> Finding {
         wanted: collapse(&new),
         fixable: true,
         message: String::new(),
+        fixed_in: None,
     }
 }
 

@@ -207,6 +207,7 @@ pub fn plan(
                 wanted: String::new(),
                 fixable: sf.fixable,
                 message: sf.message.clone(),
+                fixed_in: None,
             };
             if sf.rule == Rule::MissingDirectDependency {
                 let i = missing_of(a, sf, &used);
@@ -324,6 +325,7 @@ fn plan_missing(
         Ok(splice) => {
             plan.add_splices(&manifest.path, &manifest.rel, manifest.text(), vec![splice])?;
             finding.wanted = format!("add `{line}` to [{table}] of {manifest_rel}");
+            finding.fixed_in = Some(manifest_rel);
             Ok(())
         }
         Err(why) => unfixable(finding, table, &manifest_rel, &why),
