@@ -54,11 +54,7 @@ fn snapshot(root: &Path) -> BTreeMap<PathBuf, (Vec<u8>, SystemTime)> {
     out
 }
 
-fn assert_unchanged(
-    before: &BTreeMap<PathBuf, (Vec<u8>, SystemTime)>,
-    root: &Path,
-    what: &str,
-) {
+fn assert_unchanged(before: &BTreeMap<PathBuf, (Vec<u8>, SystemTime)>, root: &Path, what: &str) {
     let after = snapshot(root);
     assert_eq!(
         before.keys().collect::<Vec<_>>(),
@@ -89,7 +85,9 @@ members = [\"app\", \"helper\", \"reexp\", \"reexp2\", \"devonly\"]
 
 /// `[package]` of a fixture crate.
 fn package(name: &str) -> String {
-    format!("[package]\nname = \"{name}\"\nversion = \"0.1.0\"\nedition = \"2021\"\npublish = false\n")
+    format!(
+        "[package]\nname = \"{name}\"\nversion = \"0.1.0\"\nedition = \"2021\"\npublish = false\n"
+    )
 }
 
 /// thiserror 1 code: rules 1, 2 and 3, and the look-alikes that must stay.
@@ -204,8 +202,7 @@ pub fn all() -> Vec<String> {
 "##;
 
 /// A module file (found through `pub mod codes;`), CRLF line endings.
-const APP_CODES: &str =
-    "#[derive(Debug, thiserror::Error)]\r\n#[error(\"{0} {}\", .1)]\r\npub struct Code(pub u16, pub &'static str);\r\n";
+const APP_CODES: &str = "#[derive(Debug, thiserror::Error)]\r\n#[error(\"{0} {}\", .1)]\r\npub struct Code(pub u16, pub &'static str);\r\n";
 
 const APP_TEST: &str = r#"#[derive(Debug, thiserror::Error)]
 #[error("in a test {r#type}")]
@@ -262,7 +259,11 @@ fn fixture(root: &Path) {
     write(root, "app/src/codes.rs", APP_CODES);
     write(root, "app/tests/it.rs", APP_TEST);
     // not in any module tree: never read, never changed (it would not even parse)
-    write(root, "app/tests/fixtures/ui.rs", "#[error(\"{r#type}\")] this is no Rust");
+    write(
+        root,
+        "app/tests/fixtures/ui.rs",
+        "#[error(\"{r#type}\")] this is no Rust",
+    );
     write(
         root,
         "helper/Cargo.toml",
@@ -285,7 +286,10 @@ fn fixture(root: &Path) {
     write(
         root,
         "reexp2/Cargo.toml",
-        &format!("{}\n[dependencies.helper]\npath = \"../helper\"\n", package("reexp2")),
+        &format!(
+            "{}\n[dependencies.helper]\npath = \"../helper\"\n",
+            package("reexp2")
+        ),
     );
     write(root, "reexp2/src/lib.rs", REEXP2_LIB);
     write(
@@ -429,7 +433,10 @@ fn one_run_moves_thiserror_1_code_to_thiserror_2_and_it_compiles() {
     ];
     assert_eq!(findings.len(), expected_prefixes.len(), "{out}");
     for (line, want) in findings.iter().zip(expected_prefixes) {
-        assert!(line.starts_with(want), "want `{want}`\ngot  `{line}`\n{out}");
+        assert!(
+            line.starts_with(want),
+            "want `{want}`\ngot  `{line}`\n{out}"
+        );
     }
     let rule2 = findings
         .iter()
@@ -441,14 +448,19 @@ fn one_run_moves_thiserror_1_code_to_thiserror_2_and_it_compiles() {
         "{out}"
     );
     assert!(
-        out.contains("-    #[error(\"unknown type {r#type}\")]\n+    #[error(\"unknown type {type}\")]\n"),
+        out.contains(
+            "-    #[error(\"unknown type {r#type}\")]\n+    #[error(\"unknown type {type}\")]\n"
+        ),
         "{out}"
     );
     assert!(
         out.contains("--- a/reexp/Cargo.toml\n+++ b/reexp/Cargo.toml\n"),
         "{out}"
     );
-    assert!(out.contains("+thiserror = { workspace = true }\r\n"), "{out}");
+    assert!(
+        out.contains("+thiserror = { workspace = true }\r\n"),
+        "{out}"
+    );
     assert!(
         out.contains("align-deps: 14 violations (13 fixable) in 9 files"),
         "{out}"
@@ -496,8 +508,15 @@ fn one_run_moves_thiserror_1_code_to_thiserror_2_and_it_compiles() {
         read(&ws.join("reexp2/src/lib.rs")),
         REEXP2_LIB.replace("{r#type:?}", "{type:?}")
     );
-    for untouched in ["reexp/src/lib.rs", "devonly/tests/t.rs", "helper/src/lib.rs"] {
-        assert_eq!(before[&ws.join(untouched)].0, std::fs::read(ws.join(untouched)).unwrap());
+    for untouched in [
+        "reexp/src/lib.rs",
+        "devonly/tests/t.rs",
+        "helper/src/lib.rs",
+    ] {
+        assert_eq!(
+            before[&ws.join(untouched)].0,
+            std::fs::read(ws.join(untouched)).unwrap()
+        );
     }
     assert_eq!(
         read(&ws.join("app/tests/fixtures/ui.rs")),
@@ -508,8 +527,14 @@ fn one_run_moves_thiserror_1_code_to_thiserror_2_and_it_compiles() {
     let (ok, err) = cargo_check(&ws, &target);
     assert!(ok, "does not compile after the fix:\n{err}");
     let lock = read(&ws.join("Cargo.lock"));
-    assert!(lock.contains("name = \"thiserror\"\nversion = \"2."), "{lock}");
-    assert!(!lock.contains("name = \"thiserror\"\nversion = \"1."), "{lock}");
+    assert!(
+        lock.contains("name = \"thiserror\"\nversion = \"2."),
+        "{lock}"
+    );
+    assert!(
+        !lock.contains("name = \"thiserror\"\nversion = \"1."),
+        "{lock}"
+    );
 
     // ... where the manifest alignment alone does not: the same manifests
     // (but rule 4's lines) on the original sources fail on rules 1, 3 and 4
@@ -519,7 +544,10 @@ fn one_run_moves_thiserror_1_code_to_thiserror_2_and_it_compiles() {
         write(&only, rel, &text);
     }
     let (ok, err) = cargo_check(&only, &target);
-    assert!(!ok, "thiserror 1 sources unexpectedly compile against thiserror 2");
+    assert!(
+        !ok,
+        "thiserror 1 sources unexpectedly compile against thiserror 2"
+    );
     for expected in [
         "raw identifiers are not supported",           // rule 1
         "ambiguous reference to positional arguments", // rule 3
@@ -593,7 +621,10 @@ fn json_and_github_formats_include_source_findings() {
         .find(|r| r["rule"] == "thiserror2-shadowed-field-bound")
         .unwrap();
     assert_eq!(r2["fixable"], false);
-    assert_eq!((r2["line"].as_u64(), r2["column"].as_u64()), (Some(31), Some(28)));
+    assert_eq!(
+        (r2["line"].as_u64(), r2["column"].as_u64()),
+        (Some(31), Some(28))
+    );
     let r4 = rows
         .iter()
         .find(|r| r["file"] == "reexp/src/lib.rs")
@@ -607,7 +638,11 @@ fn json_and_github_formats_include_source_findings() {
 
     let (code, out, _) = align(ws, &["--check", "--format", "github"]);
     assert_eq!(code, 1);
-    assert_eq!(out.lines().filter(|l| l.starts_with("::error ")).count(), 14, "{out}");
+    assert_eq!(
+        out.lines().filter(|l| l.starts_with("::error ")).count(),
+        14,
+        "{out}"
+    );
     assert!(
         out.contains(
             "::error file=app/src/lib.rs,line=13,col=28,title=align-deps%3A thiserror2-raw-ident-in-format::"
@@ -635,7 +670,11 @@ fn a_source_file_that_does_not_parse_is_exit_2_and_nothing_is_written() {
     let ws = dir.path();
     fixture(ws);
     // in app's module tree (reached through `pub mod codes;`)
-    write(ws, "app/src/codes.rs", "pub struct Code(u8);\nfn broken( {\n");
+    write(
+        ws,
+        "app/src/codes.rs",
+        "pub struct Code(u8);\nfn broken( {\n",
+    );
     let before = snapshot(ws);
     for extra in [&["--check"][..], &[]] {
         let (code, out, err) = align(ws, extra);
@@ -709,7 +748,9 @@ fn rule_4_follows_the_policy_form_and_the_workspace_entry() {
     write(
         ws,
         "Cargo.toml",
-        &format!("{ROOT}\n[workspace.dependencies]\nthiserror = {{ version = \"2\", default-features = false }}\n"),
+        &format!(
+            "{ROOT}\n[workspace.dependencies]\nthiserror = {{ version = \"2\", default-features = false }}\n"
+        ),
     );
     let (code, out, err) = align(ws, &[]);
     assert_eq!(code, 1, "{out}{err}");
@@ -725,7 +766,9 @@ fn rule_4_follows_the_policy_form_and_the_workspace_entry() {
     write(
         ws,
         "Cargo.toml",
-        &format!("{ROOT}\n[workspace.dependencies]\nthiserror = {{ package = \"anyhow\", version = \"1\" }}\n"),
+        &format!(
+            "{ROOT}\n[workspace.dependencies]\nthiserror = {{ package = \"anyhow\", version = \"1\" }}\n"
+        ),
     );
     let reexp_before = read(&ws.join("reexp/Cargo.toml"));
     let (code, out, err) = align(ws, &[]);

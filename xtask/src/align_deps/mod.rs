@@ -98,12 +98,7 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
     let analyses = sources::analyze(&meta, &root, &policy)?;
     let (mut plan, new_forms) =
         planner::plan_with_new_users(&loaded, &policy, &sources::new_users(&analyses))?;
-    let source_plan = sources::plan(
-        &analyses,
-        &loaded,
-        new_forms.get(sources::THISERROR),
-        &root,
-    )?;
+    let source_plan = sources::plan(&analyses, &loaded, new_forms.get(sources::THISERROR), &root)?;
     plan.merge(source_plan)?;
     plan.findings
         .sort_by(|a, b| (&a.file, a.line, a.column).cmp(&(&b.file, b.line, b.column)));

@@ -293,10 +293,7 @@ impl<'a> Ctx<'_, 'a> {
         let name = self.name;
         let version = &self.rule.version;
         let mut converting = converting;
-        if existing.is_none()
-            && (adds || !converting.is_empty())
-            && !can_add_ws_entry(self.root)
-        {
+        if existing.is_none() && (adds || !converting.is_empty()) && !can_add_ws_entry(self.root) {
             let msg = "[workspace.dependencies] is not written as a standard `[workspace.dependencies]` table, so align-deps cannot add the entry members would inherit; add it by hand, then run align-deps again";
             for u in converting {
                 let f = self.unfixable(&u, "workspace-entry", "workspace = true", msg);

@@ -31,14 +31,18 @@ use super::manifest::Manifest;
 use super::plan::{Finding, Plan, Splice};
 use super::planner::{Loaded, NewUser};
 use crate::policy::{DependencyRule, Policy};
-use crate::thiserror_src::{self, CrateAnalysis, MissingDependency, Rule, SourceError, SourceFinding};
+use crate::thiserror_src::{
+    self, CrateAnalysis, MissingDependency, Rule, SourceError, SourceFinding,
+};
 
 /// The policy dependency whose source side is checked.
 pub const THISERROR: &str = "thiserror";
 
 /// The major version of a requirement such as `"2"`, `"^2.0"`, `"=2.0.3"`.
 pub fn requirement_major(req: &str) -> Option<u64> {
-    let t = req.trim().trim_start_matches(['^', '=', '~', '>', '<', ' ']);
+    let t = req
+        .trim()
+        .trim_start_matches(['^', '=', '~', '>', '<', ' ']);
     let digits: String = t.chars().take_while(char::is_ascii_digit).collect();
     digits.parse().ok()
 }
@@ -171,7 +175,10 @@ fn changed_block(original: &str, fixed: &str, n: usize) -> Option<(String, Strin
     while b < old.len() && old[b] != new[b] {
         b += 1;
     }
-    Some((one_line(&old[a..b].join("\n")), one_line(&new[a..b].join("\n"))))
+    Some((
+        one_line(&old[a..b].join("\n")),
+        one_line(&new[a..b].join("\n")),
+    ))
 }
 
 /// The plan of the source side: findings, whole-file source replacements and
@@ -256,7 +263,12 @@ fn missing_of(a: &CrateAnalysis, sf: &SourceFinding, used: &[bool]) -> Option<us
         .iter()
         .enumerate()
         .find(|(i, m)| !used[*i] && at(m))
-        .or_else(|| a.missing_dependencies.iter().enumerate().find(|(i, _)| !used[*i]))
+        .or_else(|| {
+            a.missing_dependencies
+                .iter()
+                .enumerate()
+                .find(|(i, _)| !used[*i])
+        })
         .map(|(i, _)| i)
 }
 
@@ -385,7 +397,10 @@ fn add_dependency_line(
                 Some(t) if t.is_implicit() && !t.is_dotted() => {
                     let body: Vec<String> =
                         fields.iter().map(|(k, v)| format!("{k} = {v}")).collect();
-                    Ok(at_end(format!("[{table}.{THISERROR}]\n{}", body.join("\n"))))
+                    Ok(at_end(format!(
+                        "[{table}.{THISERROR}]\n{}",
+                        body.join("\n")
+                    )))
                 }
                 _ => Err(format!(
                     "[{table}] of {} is written inline or as dotted keys; add `{line}` by hand",
