@@ -89,27 +89,48 @@ pub struct Args {
 /// malformed or unreadable manifest or policy (nothing is written), an I/O
 /// error while writing (files already written are restored).
 pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Result<Outcome> {
+    let started = std::time::Instant::now();
+    let mut timing = Vec::new();
+    let mut mark = |phase: &str| {
+        if std::env::var_os("XTASK_ALIGN_TIMING").is_some() {
+            timing.push(format!(
+                "timing: {phase}: total {:.1} ms",
+                started.elapsed().as_secs_f64() * 1e3
+            ));
+        }
+    };
     let manifest = crate::workspace::manifest_path(args.target.workspace.as_deref())?;
     let meta = load_metadata(&manifest)?;
+    mark("cargo metadata");
     let root: PathBuf = meta.workspace_root.clone().into_std_path_buf();
     let policy = crate::workspace::load_policy(&args.target, &root)?;
     let (loaded, member_names) = load_manifests(&meta, &root)?;
+    mark("manifests parsed");
     // the source side only reads: a file that does not parse stops the run here
     let analyses = sources::analyze(&meta, &root, &policy)?;
+    mark("sources analysed");
     let (mut plan, new_forms) =
         planner::plan_with_new_users(&loaded, &policy, &sources::new_users(&analyses))?;
     let source_plan = sources::plan(&analyses, &loaded, new_forms.get(sources::THISERROR), &root)?;
     plan.merge(source_plan)?;
     plan.findings
         .sort_by(|a, b| (&a.file, a.line, a.column).cmp(&(&b.file, b.line, b.column)));
-    plan.validate()?;
+    mark("planned");
     let info = lockfile::older_majors(&root, &policy, &member_names);
     let format = args.format.format;
-    if args.check {
+    let outcome = if args.check {
+        // (a fix run validates in `Plan::apply`)
+        plan.validate()?;
+        mark("validated");
         report_check(&plan, &info, loaded.manifests.len(), format, out, err)
     } else {
         apply_and_report(&plan, &info, format, out, err)
+    };
+    mark("reported");
+    for line in &timing {
+        writeln!(err, "{line}")?;
     }
+    outcome
 }
 
 fn report_check(

@@ -359,35 +359,13 @@ impl Plan {
     /// # Errors
     /// The first file whose new text does not parse.
     pub fn validate(&self) -> anyhow::Result<()> {
-        for e in self.edits() {
-            if e.path.extension().is_some_and(|x| x == "rs") {
-                let new = e.new_text();
-                let parsed = syn::parse_file(&new).map_err(|err| {
-                    let lc = err.span().start();
-                    format!("{}:{}: {err}", lc.line, lc.column + 1)
-                });
-                // free proc-macro2's per-thread copy of the parsed text
-                proc_macro2::extra::invalidate_current_thread_spans();
-                if let Err(at) = parsed {
-                    bail!(
-                        "{}: internal error: the planned edit is not valid Rust (at {at}); nothing written",
-                        e.rel
-                    );
-                }
-            }
-            if e.path.extension().is_some_and(|x| x == "toml") {
-                let new = e.new_text();
-                if let Err(err) = toml_edit::Document::parse(new.as_str()) {
-                    let (line, col) = err.span().map_or((1, 1), |s| line_col(&new, s.start));
-                    bail!(
-                        "{}: internal error: the planned edit is not valid TOML (at {line}:{col}: {}); nothing written",
-                        e.rel,
-                        err.message()
-                    );
-                }
-            }
+        use rayon::prelude::*;
+        let edits: Vec<&FileEdit> = self.edits().collect();
+        let problems: Vec<Option<String>> = edits.par_iter().map(|e| invalid(e)).collect();
+        match problems.into_iter().flatten().next() {
+            Some(p) => bail!("{p}; nothing written"),
+            None => Ok(()),
         }
-        Ok(())
     }
 
     /// Writes every planned edit, all or nothing as far as the file system
@@ -459,6 +437,38 @@ impl Plan {
         }
         Ok(done)
     }
+}
+
+/// Why `e`'s new text is not valid TOML (`.toml`) or Rust (`.rs`), if it is not.
+fn invalid(e: &FileEdit) -> Option<String> {
+    let ext = e.path.extension()?;
+    if ext == "rs" {
+        let new = e.new_text();
+        let parsed = syn::parse_file(&new).map_err(|err| {
+            let lc = err.span().start();
+            format!("{}:{}: {err}", lc.line, lc.column + 1)
+        });
+        // free proc-macro2's per-thread copy of the parsed text
+        proc_macro2::extra::invalidate_current_thread_spans();
+        return parsed.err().map(|at| {
+            format!(
+                "{}: internal error: the planned edit is not valid Rust (at {at})",
+                e.rel
+            )
+        });
+    }
+    if ext == "toml" {
+        let new = e.new_text();
+        if let Err(err) = toml_edit::Document::parse(new.as_str()) {
+            let (line, col) = err.span().map_or((1, 1), |s| line_col(&new, s.start));
+            return Some(format!(
+                "{}: internal error: the planned edit is not valid TOML (at {line}:{col}: {})",
+                e.rel,
+                err.message()
+            ));
+        }
+    }
+    None
 }
 
 /// Writes `e`'s new text to a synced temporary file beside it, with its permissions.
