@@ -159,8 +159,8 @@ pub fn drifted_fleet(root: &Path, n: usize) -> io::Result<Fleet> {
 /// Every third crate uses `{r#type}` (rule 1) and every fifth `{0}` with an
 /// extra positional argument (rule 3); the rest is already thiserror 2 code.
 pub fn source_lib(i: usize) -> String {
-    let raw = if i % 3 == 0 { "r#" } else { "" };
-    let rule3 = if i % 5 == 0 {
+    let raw = if i.is_multiple_of(3) { "r#" } else { "" };
+    let rule3 = if i.is_multiple_of(5) {
         "#[error(\"{0} (code {})\", .1)]"
     } else {
         "#[error(\"{0} (code {code})\", code = .1)]"
