@@ -8,12 +8,22 @@
 //!    manifests its message names are parsed to report `path:line:col`.
 //! 2. The root manifest and each member manifest are parsed (in parallel) into
 //!    [`manifest::Manifest`], which keeps byte spans of every key and value.
-//! 3. [`planner::plan`] computes every finding and, for the fixable ones, byte
-//!    [`plan::Splice`]s of the original texts. Nothing is written yet.
-//! 4. `--check` prints the findings and the unified diff of the plan; a fix
-//!    run applies the whole plan through [`plan::Plan::apply`] (re-check that
-//!    no file changed, validate, atomic writes, roll back on failure).
-//! 5. [`lockfile::older_majors`] reports, as information, which packages of
+//! 3. When the policy asks for thiserror 2 or later, [`sources::analyze`]
+//!    runs the thiserror source analysis ([`crate::thiserror_src`]) on every
+//!    member that depends on thiserror from crates.io or not at all, in
+//!    parallel. A source file that does not parse stops the run here (exit 2,
+//!    `path:line:col`, nothing written).
+//! 4. [`planner::plan_with_new_users`] computes every manifest finding and,
+//!    for the fixable ones, byte [`plan::Splice`]s of the original texts
+//!    (including the `[workspace.dependencies]` entry that crates gaining a
+//!    direct thiserror dependency will inherit); [`sources::plan`] adds the
+//!    source findings, the whole-file source replacements and those crates'
+//!    new manifest lines; the two plans merge into one. Nothing is written yet.
+//! 5. `--check` prints the findings and the unified diff of the plan
+//!    (manifests and sources); a fix run applies the whole plan through
+//!    [`plan::Plan::apply`] (re-check that no file changed, validate TOML and
+//!    Rust, atomic writes, roll back on failure).
+//! 6. [`lockfile::older_majors`] reports, as information, which packages of
 //!    `Cargo.lock` still pull an older major of a policy dependency.
 //!
 //! # Rules (per policy dependency `name`, requirement `R`)
