@@ -796,3 +796,35 @@ fn no_source_side_unless_the_policy_asks_for_thiserror_2() {
     assert_eq!(code, 0, "{out}");
     assert!(!out.contains("thiserror2-"), "{out}");
 }
+
+#[test]
+fn sources_of_a_crate_whose_declaration_needs_a_person_are_left_alone() {
+    // the workspace entry adds a feature `app` and `helper` lack: their
+    // declarations stay on thiserror 1 (reported), so their sources must too
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path();
+    fixture(ws);
+    write(
+        ws,
+        "Cargo.toml",
+        &format!(
+            "{ROOT}\n[workspace.dependencies]\nthiserror = {{ version = \"2\", features = [\"std\"] }}\n"
+        ),
+    );
+    let (code, out, err) = align(ws, &[]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert_eq!(read(&ws.join("app/src/lib.rs")), APP_LIB);
+    assert_eq!(read(&ws.join("app/src/codes.rs")), APP_CODES);
+    assert!(
+        out.contains(
+            "info: app/Cargo.toml: the Rust sources of `app` were not checked for thiserror 2"
+        ),
+        "{out}"
+    );
+    assert!(!out.contains("app/src/"), "{out}");
+    // crates that do move are still fixed in the same run
+    assert_eq!(
+        read(&ws.join("reexp2/src/lib.rs")),
+        REEXP2_LIB.replace("{r#type:?}", "{type:?}")
+    );
+}

@@ -121,12 +121,14 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
     mark("sources analysed");
     let (mut plan, new_forms) =
         planner::plan_with_new_users(&loaded, &policy, &sources::new_users(&analyses))?;
+    let (analyses, held_back) = sources::hold_back(analyses, &plan, &root);
     let source_plan = sources::plan(&analyses, &loaded, new_forms.get(sources::THISERROR), &root)?;
     plan.merge(source_plan)?;
     plan.findings
         .sort_by(|a, b| (&a.file, a.line, a.column).cmp(&(&b.file, b.line, b.column)));
     mark("planned");
-    let info = lockfile::older_majors(&root, &policy, &member_names);
+    let mut info = held_back;
+    info.extend(lockfile::older_majors(&root, &policy, &member_names));
     let format = args.format.format;
     let outcome = if args.check {
         // (a fix run validates in `Plan::apply`)

@@ -121,6 +121,41 @@ pub fn analyze(
     Ok(out)
 }
 
+/// Drops the analyses of members whose own thiserror declaration the manifest
+/// plan cannot move (a finding that needs a person in their manifest): they
+/// stay on their current thiserror after a fix run, where rewritten sources
+/// would not compile. Returns an information line for each.
+pub fn hold_back(
+    analyses: Vec<CrateAnalysis>,
+    manifest_plan: &Plan,
+    root: &Path,
+) -> (Vec<CrateAnalysis>, Vec<String>) {
+    let blocked: BTreeSet<&str> = manifest_plan
+        .findings
+        .iter()
+        .filter(|f| !f.fixable && f.dependency == THISERROR)
+        .map(|f| f.file.as_str())
+        .collect();
+    let mut info = Vec::new();
+    let kept = analyses
+        .into_iter()
+        .filter(|a| {
+            let manifest = rel(&a.manifest_path, root);
+            if !blocked.contains(manifest.as_str()) {
+                return true;
+            }
+            if !a.findings.is_empty() {
+                info.push(format!(
+                    "{}: the Rust sources of `{}` were not checked for thiserror 2: its thiserror declaration needs a person first (see above)",
+                    manifest, a.package
+                ));
+            }
+            false
+        })
+        .collect();
+    (kept, info)
+}
+
 /// The policy dependencies that rule 4 will add to some manifest.
 pub fn new_users(analyses: &[CrateAnalysis]) -> BTreeSet<String> {
     analyses
