@@ -8,12 +8,22 @@
 //!    manifests its message names are parsed to report `path:line:col`.
 //! 2. The root manifest and each member manifest are parsed (in parallel) into
 //!    [`manifest::Manifest`], which keeps byte spans of every key and value.
-//! 3. [`planner::plan`] computes every finding and, for the fixable ones, byte
-//!    [`plan::Splice`]s of the original texts. Nothing is written yet.
-//! 4. `--check` prints the findings and the unified diff of the plan; a fix
-//!    run applies the whole plan through [`plan::Plan::apply`] (re-check that
-//!    no file changed, validate, atomic writes, roll back on failure).
-//! 5. [`lockfile::older_majors`] reports, as information, which packages of
+//! 3. When the policy asks for thiserror 2 or later, [`sources::analyze`]
+//!    runs the thiserror source analysis ([`crate::thiserror_src`]) on every
+//!    member that depends on thiserror from crates.io or not at all, in
+//!    parallel. A source file that does not parse stops the run here (exit 2,
+//!    `path:line:col`, nothing written).
+//! 4. [`planner::plan_with_new_users`] computes every manifest finding and,
+//!    for the fixable ones, byte [`plan::Splice`]s of the original texts
+//!    (including the `[workspace.dependencies]` entry that crates gaining a
+//!    direct thiserror dependency will inherit); [`sources::plan`] adds the
+//!    source findings, the whole-file source replacements and those crates'
+//!    new manifest lines; the two plans merge into one. Nothing is written yet.
+//! 5. `--check` prints the findings and the unified diff of the plan
+//!    (manifests and sources); a fix run applies the whole plan through
+//!    [`plan::Plan::apply`] (re-check that no file changed, validate TOML and
+//!    Rust, atomic writes, roll back on failure).
+//! 6. [`lockfile::older_majors`] reports, as information, which packages of
 //!    `Cargo.lock` still pull an older major of a policy dependency.
 //!
 //! # Rules (per policy dependency `name`, requirement `R`)
@@ -54,6 +64,7 @@ pub mod lockfile;
 pub mod manifest;
 pub mod plan;
 pub mod planner;
+pub mod sources;
 
 use std::collections::BTreeSet;
 use std::io::Write;
@@ -88,20 +99,50 @@ pub struct Args {
 /// malformed or unreadable manifest or policy (nothing is written), an I/O
 /// error while writing (files already written are restored).
 pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Result<Outcome> {
+    let started = std::time::Instant::now();
+    let mut timing = Vec::new();
+    let mut mark = |phase: &str| {
+        if std::env::var_os("XTASK_ALIGN_TIMING").is_some() {
+            timing.push(format!(
+                "timing: {phase}: total {:.1} ms",
+                started.elapsed().as_secs_f64() * 1e3
+            ));
+        }
+    };
     let manifest = crate::workspace::manifest_path(args.target.workspace.as_deref())?;
     let meta = load_metadata(&manifest)?;
+    mark("cargo metadata");
     let root: PathBuf = meta.workspace_root.clone().into_std_path_buf();
     let policy = crate::workspace::load_policy(&args.target, &root)?;
     let (loaded, member_names) = load_manifests(&meta, &root)?;
-    let plan = planner::plan(&loaded, &policy)?;
-    plan.validate()?;
-    let info = lockfile::older_majors(&root, &policy, &member_names);
+    mark("manifests parsed");
+    // the source side only reads: a file that does not parse stops the run here
+    let analyses = sources::analyze(&meta, &root, &policy)?;
+    mark("sources analysed");
+    let (mut plan, new_forms) =
+        planner::plan_with_new_users(&loaded, &policy, &sources::new_users(&analyses))?;
+    let (analyses, held_back) = sources::hold_back(analyses, &plan, &root);
+    let source_plan = sources::plan(&analyses, &loaded, new_forms.get(sources::THISERROR), &root)?;
+    plan.merge(source_plan)?;
+    plan.findings
+        .sort_by(|a, b| (&a.file, a.line, a.column).cmp(&(&b.file, b.line, b.column)));
+    mark("planned");
+    let mut info = held_back;
+    info.extend(lockfile::older_majors(&root, &policy, &member_names));
     let format = args.format.format;
-    if args.check {
+    let outcome = if args.check {
+        // (a fix run validates in `Plan::apply`)
+        plan.validate()?;
+        mark("validated");
         report_check(&plan, &info, loaded.manifests.len(), format, out, err)
     } else {
         apply_and_report(&plan, &info, format, out, err)
+    };
+    mark("reported");
+    for line in &timing {
+        writeln!(err, "{line}")?;
     }
+    outcome
 }
 
 fn report_check(
@@ -160,7 +201,7 @@ fn apply_and_report(
                 let n = plan
                     .findings
                     .iter()
-                    .filter(|f| f.fixable && f.file == e.rel)
+                    .filter(|f| f.fixable && f.fixed_in.as_ref().unwrap_or(&f.file) == &e.rel)
                     .count();
                 writeln!(
                     out,
@@ -188,14 +229,21 @@ fn apply_and_report(
     } else if unfixable.is_empty() {
         writeln!(
             summary_to,
-            "align-deps: fixed {fixed} declarations in {} files; the workspace holds the policy",
+            "align-deps: fixed {fixed} findings in {} files; the workspace holds the policy",
             applied.len()
         )?;
         Ok(Outcome::Holds)
+    } else if fixed == 0 {
+        writeln!(
+            summary_to,
+            "align-deps: nothing to fix automatically; {} need a person (listed above)",
+            unfixable.len()
+        )?;
+        Ok(Outcome::Violations)
     } else {
         writeln!(
             summary_to,
-            "align-deps: fixed {fixed} declarations in {} files; {} need a person (listed above)",
+            "align-deps: fixed {fixed} findings in {} files; {} need a person (listed above)",
             applied.len(),
             unfixable.len()
         )?;

@@ -116,12 +116,17 @@ pub struct Finding {
     pub column: usize,
     /// Which rule: `inherit`, `version`, `default-features`,
     /// `workspace-entry`, `source`, `features`, `conflict` (manifests);
-    /// source planners add their own.
+    /// `thiserror2-raw-ident-in-format`, `thiserror2-shadowed-field-bound`,
+    /// `thiserror2-positional-with-numbered`,
+    /// `thiserror2-missing-direct-dependency` (Rust sources, see
+    /// [`crate::thiserror_src::Rule`]).
     pub rule: String,
     /// The dependency (package name on crates.io) the finding is about.
     pub dependency: String,
     /// The dependency table (`dependencies`, `target.'cfg(unix)'.dev-dependencies`,
-    /// `workspace.dependencies`), or `None` for a source file.
+    /// `workspace.dependencies`); for a finding in a Rust source file `None`,
+    /// except the missing-dependency rule, which names the table the
+    /// dependency goes into.
     pub table: Option<String>,
     /// What is there now (the source text of the changed lines).
     pub found: String,
@@ -132,10 +137,20 @@ pub struct Finding {
     pub fixable: bool,
     /// One sentence of context; for unfixable findings, what a person must do.
     pub message: String,
+    /// The file the fix edits when it is not `file` (a missing dependency
+    /// found in a Rust source is added to the crate's manifest).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fixed_in: Option<String>,
 }
 
 impl Finding {
-    /// `file:line: found -> wanted (message)`.
+    /// Whether the finding is in a Rust source file (the thiserror source side).
+    pub fn is_source(&self) -> bool {
+        self.file.ends_with(".rs")
+    }
+
+    /// `file:line: found -> wanted (message)`; for a Rust source file
+    /// `file:line:column: [rule] found -> wanted (message)`.
     pub fn human(&self) -> String {
         let found = if self.found.is_empty() {
             "(nothing)"
@@ -147,6 +162,12 @@ impl Finding {
         } else {
             " [needs a person]"
         };
+        if self.is_source() {
+            return format!(
+                "{}:{}:{}: [{}] {found} -> {}{tag} ({})",
+                self.file, self.line, self.column, self.rule, self.wanted, self.message
+            );
+        }
         format!(
             "{}:{}: {found} -> {}{tag} ({})",
             self.file, self.line, self.wanted, self.message
@@ -331,26 +352,20 @@ impl Plan {
         self.edits().next().is_none()
     }
 
-    /// Checks that every edited `.toml` file is still valid TOML after the
-    /// edit (a planner bug must not reach the disk).
+    /// Checks that every edited `.toml` file is still valid TOML, and every
+    /// edited `.rs` file still valid Rust, after the edit (a planner bug must
+    /// not reach the disk).
     ///
     /// # Errors
     /// The first file whose new text does not parse.
     pub fn validate(&self) -> anyhow::Result<()> {
-        for e in self.edits() {
-            if e.path.extension().is_some_and(|x| x == "toml") {
-                let new = e.new_text();
-                if let Err(err) = toml_edit::Document::parse(new.as_str()) {
-                    let (line, col) = err.span().map_or((1, 1), |s| line_col(&new, s.start));
-                    bail!(
-                        "{}: internal error: the planned edit is not valid TOML (at {line}:{col}: {}); nothing written",
-                        e.rel,
-                        err.message()
-                    );
-                }
-            }
+        use rayon::prelude::*;
+        let edits: Vec<&FileEdit> = self.edits().collect();
+        let problems: Vec<Option<String>> = edits.par_iter().map(|e| invalid(e)).collect();
+        match problems.into_iter().flatten().next() {
+            Some(p) => bail!("{p}; nothing written"),
+            None => Ok(()),
         }
-        Ok(())
     }
 
     /// Writes every planned edit, all or nothing as far as the file system
@@ -422,6 +437,38 @@ impl Plan {
         }
         Ok(done)
     }
+}
+
+/// Why `e`'s new text is not valid TOML (`.toml`) or Rust (`.rs`), if it is not.
+fn invalid(e: &FileEdit) -> Option<String> {
+    let ext = e.path.extension()?;
+    if ext == "rs" {
+        let new = e.new_text();
+        let parsed = syn::parse_file(&new).map_err(|err| {
+            let lc = err.span().start();
+            format!("{}:{}: {err}", lc.line, lc.column + 1)
+        });
+        // free proc-macro2's per-thread copy of the parsed text
+        proc_macro2::extra::invalidate_current_thread_spans();
+        return parsed.err().map(|at| {
+            format!(
+                "{}: internal error: the planned edit is not valid Rust (at {at})",
+                e.rel
+            )
+        });
+    }
+    if ext == "toml" {
+        let new = e.new_text();
+        if let Err(err) = toml_edit::Document::parse(new.as_str()) {
+            let (line, col) = err.span().map_or((1, 1), |s| line_col(&new, s.start));
+            return Some(format!(
+                "{}: internal error: the planned edit is not valid TOML (at {line}:{col}: {})",
+                e.rel,
+                err.message()
+            ));
+        }
+    }
+    None
 }
 
 /// Writes `e`'s new text to a synced temporary file beside it, with its permissions.
@@ -550,6 +597,7 @@ mod tests {
             wanted: "new".into(),
             fixable: true,
             message: "m".into(),
+            fixed_in: None,
         });
         a.merge(b).unwrap();
         assert_eq!(a.edits().count(), 2);
@@ -610,6 +658,7 @@ mod tests {
             wanted: "thiserror = { workspace = true }".into(),
             fixable: true,
             message: "inherit".into(),
+            fixed_in: None,
         };
         assert_eq!(
             f.human(),

@@ -2,7 +2,7 @@
 //! dependency hold the policy (see the module docs of `align_deps` for the
 //! rules, in particular the default-features strategy).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::manifest::{Decl, DepTable, Form, Manifest, Op};
 use super::plan::{Finding, Plan, Splice, apply_splices};
@@ -35,11 +35,49 @@ enum DfFix {
     Remove,
 }
 
+/// How a member that gains a new declaration of a policy dependency (the
+/// thiserror source planner's rule 4: a crate that derives thiserror's `Error`
+/// through a re-export) must write it, once the manifest plan is known.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NewUser {
+    /// `name = { workspace = true }`; with `default-features = true` when the
+    /// workspace entry disables default features (so the crate still gets them).
+    Inherit {
+        /// Add `default-features = true`.
+        default_features_true: bool,
+    },
+    /// `name = "R"` in place (`inherit = false`, or a single-package manifest).
+    Own {
+        /// The policy requirement.
+        version: String,
+    },
+    /// No form works: the workspace entry cannot be inherited or written (why).
+    Blocked(String),
+}
+
 /// Plans every manifest edit and finding for `policy` on `ws`.
 ///
 /// # Errors
 /// Conflicting edits (a bug or an impossible manifest): nothing may be written.
 pub fn plan(ws: &Loaded, policy: &Policy) -> anyhow::Result<Plan> {
+    Ok(plan_with_new_users(ws, policy, &BTreeSet::new())?.0)
+}
+
+/// [`plan`], for a workspace where some members will gain a new declaration
+/// of the policy dependencies named in `new_users` (under the package's own
+/// name). The `[workspace.dependencies]` entry they inherit is planned with
+/// the others (created when missing, its requirement and `default-features`
+/// aligned); the returned map says, per name, how the new declarations must
+/// be written.
+///
+/// # Errors
+/// As [`plan`].
+pub fn plan_with_new_users(
+    ws: &Loaded,
+    policy: &Policy,
+    new_users: &BTreeSet<String>,
+) -> anyhow::Result<(Plan, BTreeMap<String, NewUser>)> {
+    let mut new_forms = BTreeMap::new();
     let mut plan = Plan::new();
     let root = &ws.manifests[ws.root];
     let tables: Vec<(usize, Vec<DepTable<'_>>)> = ws
@@ -83,6 +121,15 @@ pub fn plan(ws: &Loaded, policy: &Policy) -> anyhow::Result<Plan> {
             plan: &mut plan,
         };
         let inherit = rule.inherit && root.has_workspace();
+        let adds_user = new_users.contains(name);
+        if adds_user && !inherit {
+            new_forms.insert(
+                name.clone(),
+                NewUser::Own {
+                    version: rule.version.clone(),
+                },
+            );
+        }
         let mut ws_needs_df_false: BTreeMap<&str, bool> = BTreeMap::new();
         let mut convert: Vec<Use<'_>> = Vec::new();
         for u in own {
@@ -111,10 +158,23 @@ pub fn plan(ws: &Loaded, policy: &Policy) -> anyhow::Result<Plan> {
             for u in inherited {
                 by_key.entry(u.decl.key.get()).or_default().1.push(u);
             }
+            if adds_user {
+                by_key.entry(name.as_str()).or_default();
+            }
             for (key, (converting, inheriting)) in by_key {
                 let existing = ws_decls.iter().find(|w| w.key.get() == key);
-                let needs_false =
-                    ctx.plan_inherit(key, existing, converting, inheriting, &mut new_ws_lines)?;
+                let adds = adds_user && key == name;
+                let (needs_false, form) = ctx.plan_inherit(
+                    key,
+                    existing,
+                    converting,
+                    inheriting,
+                    adds,
+                    &mut new_ws_lines,
+                )?;
+                if adds {
+                    new_forms.insert(name.clone(), form);
+                }
                 ws_needs_df_false.insert(key, needs_false);
             }
         }
@@ -126,7 +186,7 @@ pub fn plan(ws: &Loaded, policy: &Policy) -> anyhow::Result<Plan> {
     plan_new_ws_entries(root, &mut plan, new_ws_lines)?;
     plan.findings
         .sort_by(|a, b| (&a.file, a.line, a.column).cmp(&(&b.file, b.line, b.column)));
-    Ok(plan)
+    Ok((plan, new_forms))
 }
 
 struct Ctx<'p, 'a> {
@@ -156,6 +216,7 @@ impl Ctx<'_, '_> {
             wanted: wanted.into(),
             fixable: false,
             message: message.into(),
+            fixed_in: None,
         }
     }
 
@@ -217,26 +278,28 @@ impl<'a> Ctx<'_, 'a> {
 
     /// Plans one `[workspace.dependencies]` key: converts `converting` to
     /// `workspace = true`, fixes `default-features` on every user, and queues
-    /// the workspace entry when it is missing. Returns whether the workspace
-    /// entry must have `default-features = false`.
+    /// the workspace entry when it is missing (also when only a new user,
+    /// `adds`, will inherit it). Returns whether the workspace entry must have
+    /// `default-features = false`, and how a new user must declare it.
     fn plan_inherit(
         &mut self,
         key: &str,
         existing: Option<&Decl<'a>>,
         converting: Vec<Use<'_>>,
         inheriting: Vec<Use<'_>>,
+        adds: bool,
         new_ws_lines: &mut Vec<(String, String, String)>,
-    ) -> anyhow::Result<bool> {
+    ) -> anyhow::Result<(bool, NewUser)> {
         let name = self.name;
         let version = &self.rule.version;
         let mut converting = converting;
-        if existing.is_none() && !converting.is_empty() && !can_add_ws_entry(self.root) {
+        if existing.is_none() && (adds || !converting.is_empty()) && !can_add_ws_entry(self.root) {
             let msg = "[workspace.dependencies] is not written as a standard `[workspace.dependencies]` table, so align-deps cannot add the entry members would inherit; add it by hand, then run align-deps again";
             for u in converting {
                 let f = self.unfixable(&u, "workspace-entry", "workspace = true", msg);
                 self.plan.push_finding(f);
             }
-            return Ok(false);
+            return Ok((false, NewUser::Blocked(msg.into())));
         }
         if let Some(w) = existing {
             let problem = if w.package() != name {
@@ -255,7 +318,7 @@ impl<'a> Ctx<'_, 'a> {
                     let f = self.unfixable(&u, rule, "workspace = true", &msg);
                     self.plan.push_finding(f);
                 }
-                return Ok(false);
+                return Ok((false, NewUser::Blocked(msg)));
             }
             let ws_features = w.features();
             let (ok, lacking): (Vec<_>, Vec<_>) = converting
@@ -368,7 +431,7 @@ impl<'a> Ctx<'_, 'a> {
             };
             self.record(u.m, u.table, splices, "default-features", msg)?;
         }
-        if existing.is_none() && has_converting {
+        if existing.is_none() && (has_converting || adds) {
             let mut fields = Vec::new();
             if key != name {
                 fields.push(format!("package = \"{name}\""));
@@ -389,7 +452,12 @@ impl<'a> Ctx<'_, 'a> {
                 format!("{} = {value}", super::manifest::display_key(key)),
             ));
         }
-        Ok(needs_false)
+        Ok((
+            needs_false,
+            NewUser::Inherit {
+                default_features_true: needs_false,
+            },
+        ))
     }
 
     /// Fixes one `[workspace.dependencies]` entry of the package: its
@@ -583,6 +651,7 @@ fn plan_new_ws_entries(
             wanted: entry.clone(),
             fixable: true,
             message: msg,
+            fixed_in: None,
         });
     }
     plan.add_splices(&root.path, &root.rel, root.text(), vec![splice])
@@ -635,6 +704,7 @@ fn describe(m: &Manifest, splices: &[Splice]) -> Finding {
         wanted: collapse(&new),
         fixable: true,
         message: String::new(),
+        fixed_in: None,
     }
 }
 

@@ -1,0 +1,461 @@
+//! The source side of `align-deps` (issue 4): when the policy moves
+//! `thiserror` to major 2 or later, the code thiserror 2 rejects is found and
+//! fixed in the same run, in the same all-or-nothing [`Plan`] as the manifest
+//! edits.
+//!
+//! 1. [`analyze`] picks the members (see [`needs_source_scan`]) and runs
+//!    [`thiserror_src::analyze_crate`] on each, in parallel (rayon). It only
+//!    reads: a file that does not parse is an error (`path:line:col`, exit 2)
+//!    before anything is planned or written.
+//! 2. [`new_users`] tells the manifest planner which policy dependencies will
+//!    gain a declaration (rule 4), so that the `[workspace.dependencies]`
+//!    entry they inherit is planned once, with the others
+//!    ([`planner::plan_with_new_users`]).
+//! 3. [`plan`] turns the analyses into a [`Plan`]: each finding becomes a
+//!    [`Finding`] (rule `thiserror2-...`, `path:line:column`, the line before
+//!    and after the fix, or what a person must do), each fixed file a
+//!    whole-file replacement (so [`Plan::apply`] re-checks that the file still
+//!    holds the text analysed), and each missing dependency a line added to
+//!    the member's manifest in the policy's form (`thiserror = { workspace =
+//!    true }` under inheritance, else `thiserror = "R"`), creating the table
+//!    when it is absent, in the file's line endings.
+//!
+//! [`planner::plan_with_new_users`]: super::planner::plan_with_new_users
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use cargo_metadata::{Metadata, Package};
+
+use super::manifest::Manifest;
+use super::plan::{Finding, Plan, Splice};
+use super::planner::{Loaded, NewUser};
+use crate::policy::{DependencyRule, Policy};
+use crate::thiserror_src::{
+    self, CrateAnalysis, MissingDependency, Rule, SourceError, SourceFinding,
+};
+
+/// The policy dependency whose source side is checked.
+pub const THISERROR: &str = "thiserror";
+
+/// The major version of a requirement such as `"2"`, `"^2.0"`, `"=2.0.3"`.
+pub fn requirement_major(req: &str) -> Option<u64> {
+    let t = req
+        .trim()
+        .trim_start_matches(['^', '=', '~', '>', '<', ' ']);
+    let digits: String = t.chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok()
+}
+
+/// The policy's `thiserror` rule when it asks for major 2 or later (then the
+/// source side runs); `None` otherwise.
+pub fn thiserror2_rule(policy: &Policy) -> Option<&DependencyRule> {
+    policy
+        .dependencies
+        .get(THISERROR)
+        .filter(|r| requirement_major(&r.version).is_some_and(|m| m >= 2))
+}
+
+/// Whether a member's sources are scanned: it depends on thiserror from
+/// crates.io (which align-deps moves to the policy's version), or it does not
+/// depend on thiserror at all (rule 4: it may derive it through a re-export).
+/// Members whose only thiserror dependencies are git/path/alternative-registry
+/// ones are left alone: align-deps does not move them (they are reported as
+/// needing a person), so their version is unknown.
+pub fn needs_source_scan(package: &Package) -> bool {
+    let deps = thiserror_src::thiserror_dependencies(package);
+    deps.is_empty()
+        || deps.iter().any(|d| {
+            d.path.is_none()
+                && d.registry.is_none()
+                && d.source
+                    .as_ref()
+                    .is_none_or(|s| !s.to_string().starts_with("git+"))
+        })
+}
+
+/// Runs [`thiserror_src::analyze_crate`] on every member that
+/// [`needs_source_scan`], in parallel, when the policy asks for thiserror 2
+/// (else returns nothing). Results are in member order.
+///
+/// # Errors
+/// An unreadable source file or one that does not parse (the first, in member
+/// order): `path:line:col: message; nothing written`, the path relative to the
+/// workspace root.
+pub fn analyze(
+    meta: &Metadata,
+    root: &Path,
+    policy: &Policy,
+) -> anyhow::Result<Vec<CrateAnalysis>> {
+    use rayon::prelude::*;
+    if thiserror2_rule(policy).is_none() {
+        return Ok(Vec::new());
+    }
+    let members: Vec<&Package> = meta
+        .workspace_packages()
+        .into_iter()
+        .filter(|p| needs_source_scan(p))
+        .collect();
+    let results: Vec<anyhow::Result<CrateAnalysis>> = members
+        .par_iter()
+        .map(|p| thiserror_src::analyze_crate(p))
+        .collect();
+    let mut out = Vec::with_capacity(results.len());
+    for r in results {
+        match r {
+            Ok(a) => out.push(a),
+            Err(e) => {
+                if let Some(se) = e.downcast_ref::<SourceError>() {
+                    anyhow::bail!(
+                        "{}:{}:{}: Rust source does not parse: {}; nothing written",
+                        rel(&se.path, root),
+                        se.line,
+                        se.column,
+                        se.message
+                    );
+                }
+                return Err(e.context("nothing written"));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Drops the analyses of members whose own thiserror declaration the manifest
+/// plan cannot move (a finding that needs a person in their manifest): they
+/// stay on their current thiserror after a fix run, where rewritten sources
+/// would not compile. Returns an information line for each.
+pub fn hold_back(
+    analyses: Vec<CrateAnalysis>,
+    manifest_plan: &Plan,
+    root: &Path,
+) -> (Vec<CrateAnalysis>, Vec<String>) {
+    let blocked: BTreeSet<&str> = manifest_plan
+        .findings
+        .iter()
+        .filter(|f| !f.fixable && f.dependency == THISERROR)
+        .map(|f| f.file.as_str())
+        .collect();
+    let mut info = Vec::new();
+    let kept = analyses
+        .into_iter()
+        .filter(|a| {
+            let manifest = rel(&a.manifest_path, root);
+            if !blocked.contains(manifest.as_str()) {
+                return true;
+            }
+            if !a.findings.is_empty() {
+                info.push(format!(
+                    "{}: the Rust sources of `{}` were not checked for thiserror 2: its thiserror declaration needs a person first (see above)",
+                    manifest, a.package
+                ));
+            }
+            false
+        })
+        .collect();
+    (kept, info)
+}
+
+/// The policy dependencies that rule 4 will add to some manifest.
+pub fn new_users(analyses: &[CrateAnalysis]) -> BTreeSet<String> {
+    analyses
+        .iter()
+        .flat_map(|a| &a.missing_dependencies)
+        .filter(|m| m.renamed_as.is_none())
+        .map(|_| THISERROR.to_string())
+        .collect()
+}
+
+/// `path` relative to `root`, `/`-separated.
+pub fn rel(path: &Path, root: &Path) -> String {
+    path.strip_prefix(root)
+        .unwrap_or(path)
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy())
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// Line `n` (1-based) of `text`, trimmed.
+fn line_of(text: &str, n: usize) -> &str {
+    text.lines().nth(n.saturating_sub(1)).unwrap_or("").trim()
+}
+
+/// `s` on one line: its lines trimmed and joined with spaces (a finding is
+/// one line of output).
+fn one_line(s: &str) -> String {
+    s.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The run of lines around line `n` (1-based) that a fix changes, before and
+/// after, each on one line; `None` when line `n` does not change. Source fixes
+/// never add or remove a line break, so line `i` of the fixed text is line `i`
+/// of the original.
+fn changed_block(original: &str, fixed: &str, n: usize) -> Option<(String, String)> {
+    let old: Vec<&str> = original.lines().collect();
+    let new: Vec<&str> = fixed.lines().collect();
+    if old.len() != new.len() || n == 0 || n > old.len() || old[n - 1] == new[n - 1] {
+        return None;
+    }
+    let i = n - 1;
+    let mut a = i;
+    while a > 0 && old[a - 1] != new[a - 1] {
+        a -= 1;
+    }
+    let mut b = i + 1;
+    while b < old.len() && old[b] != new[b] {
+        b += 1;
+    }
+    Some((
+        one_line(&old[a..b].join("\n")),
+        one_line(&new[a..b].join("\n")),
+    ))
+}
+
+/// The plan of the source side: findings, whole-file source replacements and
+/// rule 4's manifest lines. `form` is how a new `thiserror` declaration must
+/// be written (from [`super::planner::plan_with_new_users`]).
+///
+/// # Errors
+/// Conflicting edits (nothing may be written).
+pub fn plan(
+    analyses: &[CrateAnalysis],
+    loaded: &Loaded,
+    form: Option<&NewUser>,
+    root: &Path,
+) -> anyhow::Result<Plan> {
+    let mut plan = Plan::new();
+    for a in analyses {
+        for (path, old, new) in a.source_edits() {
+            plan.replace_file(path, &rel(path, root), old, new)?;
+        }
+        let mut used = vec![false; a.missing_dependencies.len()];
+        for sf in &a.findings {
+            let file = a.files.iter().find(|f| f.path == sf.path);
+            let original = file.map_or("", |f| f.original.as_str());
+            let found = line_of(original, sf.line).to_string();
+            let mut finding = Finding {
+                file: rel(&sf.path, root),
+                line: sf.line,
+                column: sf.column,
+                rule: sf.rule.code().to_string(),
+                dependency: THISERROR.to_string(),
+                table: None,
+                found,
+                wanted: String::new(),
+                fixable: sf.fixable,
+                message: sf.message.clone(),
+                fixed_in: None,
+            };
+            if sf.rule == Rule::MissingDirectDependency {
+                let i = missing_of(a, sf, &used);
+                if let Some(i) = i {
+                    used[i] = true;
+                }
+                let missing = i.map(|i| &a.missing_dependencies[i]);
+                plan_missing(&mut plan, &mut finding, a, missing, loaded, form, root)?;
+            } else {
+                let fixed = file.and_then(|f| f.analysis.fixed_text.as_deref());
+                match fixed.and_then(|t| changed_block(original, t, sf.line)) {
+                    Some((old, new)) if sf.fixable => {
+                        finding.found = old;
+                        finding.wanted = new;
+                    }
+                    _ => finding.wanted = one_line(sf.suggestion.as_deref().unwrap_or("")),
+                }
+                if let Some(s) = &sf.suggestion {
+                    let s = one_line(s);
+                    if s != finding.wanted {
+                        finding.message = format!("{}; {s}", finding.message);
+                    }
+                }
+            }
+            finding.message = one_line(&finding.message);
+            plan.push_finding(finding);
+        }
+    }
+    Ok(plan)
+}
+
+/// The index of the missing dependency a rule-4 finding is about: the one
+/// whose first derive site (as [`thiserror_src::analyze_crate`] picks it) is
+/// the finding's place.
+fn missing_of(a: &CrateAnalysis, sf: &SourceFinding, used: &[bool]) -> Option<usize> {
+    let site_of = |m: &MissingDependency| {
+        a.files
+            .iter()
+            .filter(|f| f.needs.contains(&m.kind))
+            .find_map(|f| f.analysis.derives.first())
+    };
+    let at = |m: &MissingDependency| {
+        site_of(m).is_some_and(|d| d.path == sf.path && d.line == sf.line && d.column == sf.column)
+    };
+    a.missing_dependencies
+        .iter()
+        .enumerate()
+        .find(|(i, m)| !used[*i] && at(m))
+        .or_else(|| {
+            a.missing_dependencies
+                .iter()
+                .enumerate()
+                .find(|(i, _)| !used[*i])
+        })
+        .map(|(i, _)| i)
+}
+
+/// Rule 4: the line that adds `thiserror` to the member's manifest, planned
+/// into `plan`; `finding` gets what is wanted, or becomes unfixable when the
+/// manifest cannot take it.
+fn plan_missing(
+    plan: &mut Plan,
+    finding: &mut Finding,
+    a: &CrateAnalysis,
+    missing: Option<&MissingDependency>,
+    loaded: &Loaded,
+    form: Option<&NewUser>,
+    root: &Path,
+) -> anyhow::Result<()> {
+    let Some(missing) = missing else {
+        anyhow::bail!(
+            "{}: internal error: a rule 4 finding without its missing dependency; nothing written",
+            finding.file
+        );
+    };
+    let table = missing.table();
+    let manifest_rel = rel(&missing.manifest_path, root);
+    finding.table = Some(table.to_string());
+    if missing.renamed_as.is_some() || !finding.fixable {
+        finding.fixable = false;
+        finding.wanted = format!("a direct `thiserror` dependency in [{table}] of {manifest_rel}");
+        return Ok(());
+    }
+    let Some(manifest) = loaded
+        .manifests
+        .iter()
+        .find(|m| m.path == missing.manifest_path)
+    else {
+        anyhow::bail!(
+            "{manifest_rel}: internal error: the manifest of `{}` was not read; nothing written",
+            a.package
+        );
+    };
+    let fields: Vec<(&str, String)> = match form {
+        Some(NewUser::Inherit {
+            default_features_true,
+        }) => {
+            let mut f = vec![("workspace", "true".to_string())];
+            if *default_features_true {
+                f.push(("default-features", "true".to_string()));
+            }
+            f
+        }
+        Some(NewUser::Own { version }) => vec![("version", format!("\"{version}\""))],
+        Some(NewUser::Blocked(why)) => {
+            return unfixable(finding, table, &manifest_rel, why);
+        }
+        None => anyhow::bail!(
+            "{manifest_rel}: internal error: no form planned for the new thiserror dependency; nothing written"
+        ),
+    };
+    let line = match fields.as_slice() {
+        [("version", v)] => format!("{THISERROR} = {v}"),
+        _ => {
+            let kv: Vec<String> = fields.iter().map(|(k, v)| format!("{k} = {v}")).collect();
+            format!("{THISERROR} = {{ {} }}", kv.join(", "))
+        }
+    };
+    match add_dependency_line(manifest, table, &line, &fields) {
+        Ok(splice) => {
+            plan.add_splices(&manifest.path, &manifest.rel, manifest.text(), vec![splice])?;
+            finding.wanted = format!("add `{line}` to [{table}] of {manifest_rel}");
+            finding.fixed_in = Some(manifest_rel);
+            Ok(())
+        }
+        Err(why) => unfixable(finding, table, &manifest_rel, &why),
+    }
+}
+
+fn unfixable(
+    finding: &mut Finding,
+    table: &str,
+    manifest_rel: &str,
+    why: &str,
+) -> anyhow::Result<()> {
+    finding.fixable = false;
+    finding.wanted = format!("a direct `thiserror` dependency in [{table}] of {manifest_rel}");
+    finding.message = format!("{}; align-deps cannot add it: {why}", finding.message);
+    Ok(())
+}
+
+/// The splice that adds `line` (`thiserror = ...`, or the key/value `fields`
+/// of a `[table.thiserror]` table) to `table` of `m`: after the table's last
+/// entry; a new `[table]` at the end of the file when the table is absent;
+/// `[table.thiserror]` at the end when the table exists only through
+/// sub-tables (`[dependencies.x]`). `Err(why)` for a table written inline or
+/// as dotted keys.
+fn add_dependency_line(
+    m: &Manifest,
+    table: &str,
+    line: &str,
+    fields: &[(&str, String)],
+) -> Result<Splice, String> {
+    let item = m
+        .root()
+        .get(table)
+        .or_else(|| m.root().get(&table.replace('-', "_")));
+    let eol = m.eol;
+    let text = m.text();
+    let at_end = |block: String| {
+        let lead = if text.is_empty() {
+            String::new()
+        } else if text.ends_with('\n') {
+            eol.to_string()
+        } else {
+            format!("{eol}{eol}")
+        };
+        Splice::insert(
+            text.len(),
+            format!("{lead}{}{eol}", block.replace('\n', eol)),
+        )
+    };
+    match item {
+        None => Ok(at_end(format!("[{table}]\n{line}"))),
+        Some(item) => {
+            if let Some(at) = m.table_append_point(item) {
+                return Ok(m.insert_lines_after(at, line));
+            }
+            match item.as_table() {
+                Some(t) if t.is_implicit() && !t.is_dotted() => {
+                    let body: Vec<String> =
+                        fields.iter().map(|(k, v)| format!("{k} = {v}")).collect();
+                    Ok(at_end(format!(
+                        "[{table}.{THISERROR}]\n{}",
+                        body.join("\n")
+                    )))
+                }
+                _ => Err(format!(
+                    "[{table}] of {} is written inline or as dotted keys; add `{line}` by hand",
+                    m.rel
+                )),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn majors() {
+        assert_eq!(requirement_major("2"), Some(2));
+        assert_eq!(requirement_major("^2.0.1"), Some(2));
+        assert_eq!(requirement_major("=10.1"), Some(10));
+        assert_eq!(requirement_major("1.0"), Some(1));
+        assert_eq!(requirement_major("*"), None);
+    }
+}
