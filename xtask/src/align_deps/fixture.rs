@@ -1,5 +1,5 @@
 //! Fixture workspaces ("fleets") written into a directory: used by the
-//! integration tests (`xtask/tests/align_deps.rs`) and by
+//! integration tests (`xtask/tests/it/align_deps.rs`) and by
 //! `cargo run -p xtask --example gen_fleet -- DIR N` for timing.
 
 use std::io;

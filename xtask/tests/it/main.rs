@@ -1,0 +1,10 @@
+//! xtask's integration tests: one test binary (one link, one process start),
+//! a module per command. Each drives `xtask::cli::run` in-process (or the
+//! built binary, where a test needs a real process) on fixture workspaces
+//! generated into temporary directories.
+
+mod align_deps;
+mod align_deps_sources;
+mod fmt_check;
+mod gpu_test;
+mod thiserror_src;
