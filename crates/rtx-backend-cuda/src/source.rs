@@ -2,10 +2,11 @@
 //! unit NVRTC compiles from them. Plain text handling: no device needed.
 
 /// `(file name, text)` of every file under `kernels/`, shared header first.
-pub const KERNEL_FILES: [(&str, &str); 3] = [
+pub const KERNEL_FILES: [(&str, &str); 4] = [
     ("common.cuh", include_str!("../../../kernels/common.cuh")),
     ("index.cu", include_str!("../../../kernels/index.cu")),
     ("permute.cu", include_str!("../../../kernels/permute.cu")),
+    ("model.cu", include_str!("../../../kernels/model.cu")),
 ];
 
 /// Every kernel (`extern "C"` entry point) the backend launches.
@@ -48,6 +49,45 @@ pub const KERNEL_NAMES: &[&str] = &[
     "permute_b16",
     "permute_b8",
     "permute_b4",
+    "unary_f32",
+    "unary_f64",
+    "unary_bwd_f32",
+    "unary_bwd_f64",
+    "binary_f32",
+    "binary_f64",
+    "axpy_f32",
+    "axpy_f64",
+    "head_scale_f32",
+    "head_scale_f64",
+    "head_dot_f32",
+    "head_dot_f64",
+    "gather_head_dot_f32",
+    "gather_head_dot_f64",
+    "reduce_rows_f32",
+    "reduce_rows_f64",
+    "matmul_f32",
+    "matmul_f64",
+    "segmax_f32",
+    "segmax_f64",
+    "softmax_div_f32",
+    "softmax_div_f64",
+    "softmax_bwd_f32",
+    "softmax_bwd_f64",
+    "smx0_f32x4",
+    "smx0_f32x2",
+    "smx0_f32x1",
+    "smx0_f64x2",
+    "smx0_f64x1",
+    "smb0_f32x4",
+    "smb0_f32x2",
+    "smb0_f32x1",
+    "smb0_f64x2",
+    "smb0_f64x1",
+    "gss0_f32x4",
+    "gss0_f32x2",
+    "gss0_f32x1",
+    "gss0_f64x2",
+    "gss0_f64x1",
 ];
 
 /// The files concatenated into one translation unit: the header once, its

@@ -6,7 +6,7 @@
 use std::convert::Infallible;
 use std::marker::PhantomData;
 
-use rtx_backend::{BTensor, Backend, Element, Result as BResult};
+use rtx_backend::{BTensor, Backend, Element, IndexPlan, Result as BResult};
 
 use crate::error::{Error, Result};
 
@@ -211,6 +211,19 @@ impl CudaBackend {
         _index: &CudaIndex,
         _src: &BTensor<Self, T>,
     ) -> BResult<()> {
+        match self.never {}
+    }
+
+    /// Runs `f` with `lists` and `plans` pinned on the device.
+    ///
+    /// # Errors
+    /// Never returns.
+    pub fn with_static_indices<R>(
+        &self,
+        _lists: &[&[u32]],
+        _plans: &[&IndexPlan],
+        _f: impl FnOnce() -> R,
+    ) -> BResult<R> {
         match self.never {}
     }
 }

@@ -17,7 +17,8 @@ use rtx_backend::Backend;
 use rtx_backend_cpu::CpuBackend;
 use serde_json::json;
 
-use crate::hetgat::Workload;
+use crate::hetgat::{StaticGraph, Workload};
+use rtx_gnn::HeteroGraph;
 
 /// Which backends to time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -122,46 +123,59 @@ fn ms_of(f: &mut impl FnMut() -> anyhow::Result<()>) -> anyhow::Result<f64> {
     Ok(t.elapsed().as_secs_f64() * 1e3)
 }
 
-fn suite<B: Backend>(b: &B, args: &Args, o: &Opts) -> anyhow::Result<()> {
-    let reps = o.reps.max(1);
-    let infer_reps = o.infer_reps.max(1);
+fn suite<B: StaticGraph>(b: &B, args: &Args, o: &Opts) -> anyhow::Result<()> {
     for &batch in &args.batches {
         anyhow::ensure!(batch > 0, "--batches: 0 is not a batch size");
-        let case = format!("harris-batch{batch}");
-        let mut w = Workload::new(b, batch, 0)?;
-        // warm up: kernels compiled, buffers allocated, caches filled
-        w.train_step(b, 1e-3)?;
-        w.infer(b)?;
-        let mut step = || w.train_step(b, 1e-3).map(|_| ());
-        let train: Vec<f64> = (0..reps)
-            .map(|_| ms_of(&mut step))
-            .collect::<anyhow::Result<_>>()?;
-        emit(
-            json!({"suite": "gat", "case": case, "impl": format!("{}-train-step", o.prefix),
-                    "ms": round4(median(train)), "backend": b.name(), "reps": reps}),
-        );
-        let mut infer = || w.infer(b);
-        let inf: Vec<f64> = (0..infer_reps)
-            .map(|_| ms_of(&mut infer))
-            .collect::<anyhow::Result<_>>()?;
-        let ms = median(inf);
-        emit(
-            json!({"suite": "gat", "case": case, "impl": format!("{}-infer", o.prefix),
-                    "ms": round4(ms), "per_scenario_ms": round4(ms / batch as f64),
-                    "backend": b.name(), "reps": infer_reps}),
-        );
-        if let Some(secs) = o.util_seconds
-            && batch == *args.batches.iter().max().unwrap_or(&batch)
-        {
-            let (samples, util) = gpu_util_while(secs, || w.train_step(b, 1e-3).map(|_| ()))?;
-            match util {
-                Some((med, p90)) => emit(json!({"suite": "gat", "case": case,
-                    "impl": format!("{}-gpu-util", o.prefix), "ms": 0.0,
-                    "util_median": med, "util_p90": p90, "samples": samples})),
-                None => emit(json!({"suite": "gat", "case": case,
-                    "impl": format!("{}-gpu-util", o.prefix), "ms": 0.0,
-                    "error": "nvidia-smi gave no samples"})),
-            }
+        let graph = HeteroGraph::harris(batch)?;
+        let mut w = Workload::new(b, &graph, batch, 0)?;
+        // the device backend holds the static topology for the whole case
+        b.with_graph(&graph, || case(b, args, o, batch, &mut w))??;
+    }
+    Ok(())
+}
+
+fn case<B: Backend>(
+    b: &B,
+    args: &Args,
+    o: &Opts,
+    batch: usize,
+    w: &mut Workload<'_, B>,
+) -> anyhow::Result<()> {
+    let reps = o.reps.max(1);
+    let infer_reps = o.infer_reps.max(1);
+    let case = format!("harris-batch{batch}");
+    // warm up: kernels compiled, buffers allocated, caches filled
+    w.train_step(b, 1e-3)?;
+    w.infer(b)?;
+    let mut step = || w.train_step(b, 1e-3).map(|_| ());
+    let train: Vec<f64> = (0..reps)
+        .map(|_| ms_of(&mut step))
+        .collect::<anyhow::Result<_>>()?;
+    emit(
+        json!({"suite": "gat", "case": case, "impl": format!("{}-train-step", o.prefix),
+                "ms": round4(median(train)), "backend": b.name(), "reps": reps}),
+    );
+    let mut infer = || w.infer(b);
+    let inf: Vec<f64> = (0..infer_reps)
+        .map(|_| ms_of(&mut infer))
+        .collect::<anyhow::Result<_>>()?;
+    let ms = median(inf);
+    emit(
+        json!({"suite": "gat", "case": case, "impl": format!("{}-infer", o.prefix),
+                "ms": round4(ms), "per_scenario_ms": round4(ms / batch as f64),
+                "backend": b.name(), "reps": infer_reps}),
+    );
+    if let Some(secs) = o.util_seconds
+        && batch == *args.batches.iter().max().unwrap_or(&batch)
+    {
+        let (samples, util) = gpu_util_while(secs, || w.train_step(b, 1e-3).map(|_| ()))?;
+        match util {
+            Some((med, p90)) => emit(json!({"suite": "gat", "case": case,
+                "impl": format!("{}-gpu-util", o.prefix), "ms": 0.0,
+                "util_median": med, "util_p90": p90, "samples": samples})),
+            None => emit(json!({"suite": "gat", "case": case,
+                "impl": format!("{}-gpu-util", o.prefix), "ms": 0.0,
+                "error": "nvidia-smi gave no samples"})),
         }
     }
     Ok(())

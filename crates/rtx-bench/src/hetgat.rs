@@ -38,18 +38,23 @@ pub struct Args {
     pub seed: u64,
 }
 
-/// The Harris workload on a backend: graph (plans built once), model, inputs.
-pub(crate) struct Workload<B: Backend> {
-    pub graph: HeteroGraph,
+/// The Harris workload on a backend: model and inputs over a graph whose
+/// index plans were built once.
+pub(crate) struct Workload<'g, B: Backend> {
+    pub graph: &'g HeteroGraph,
     pub model: HetGat<B, f32>,
     pub x: Vec<BTensor<B, f32>>,
 }
 
-impl<B: Backend> Workload<B> {
-    /// Builds the batch-`batch` workload on `b`.
-    pub(crate) fn new(b: &B, batch: usize, seed: u64) -> anyhow::Result<Self> {
-        let graph = HeteroGraph::harris(batch)?;
-        let model = HetGat::new(b, &graph, HetGatConfig::harris(), seed)?;
+impl<'g, B: Backend> Workload<'g, B> {
+    /// Builds the workload of `graph` (`HeteroGraph::harris(batch)`) on `b`.
+    pub(crate) fn new(
+        b: &B,
+        graph: &'g HeteroGraph,
+        batch: usize,
+        seed: u64,
+    ) -> anyhow::Result<Self> {
+        let model = HetGat::new(b, graph, HetGatConfig::harris(), seed)?;
         let x = harris_features::<f32>(batch)
             .iter()
             .zip(&graph.node_types)
@@ -60,15 +65,50 @@ impl<B: Backend> Workload<B> {
 
     /// One training step; returns the loss.
     pub(crate) fn train_step(&mut self, b: &B, lr: f64) -> anyhow::Result<f32> {
-        Ok(self.model.train_step(b, &self.graph, &self.x, lr)?)
+        Ok(self.model.train_step(b, self.graph, &self.x, lr)?)
     }
 
     /// One inference (forward) pass, finished on the device.
     pub(crate) fn infer(&self, b: &B) -> anyhow::Result<()> {
-        let y = self.model.forward(b, &self.graph, &self.x)?;
+        let y = self.model.forward(b, self.graph, &self.x)?;
         b.synchronize()?;
         drop(y);
         Ok(())
+    }
+}
+
+/// A backend that can hold a static graph's index lists and plans on the
+/// device for the duration of a closure (CUDA: [`with_static_indices`], so
+/// index ops find them by address with no per-call hashing); others run the
+/// closure as is.
+///
+/// [`with_static_indices`]: rtx_backend_cuda::CudaBackend::with_static_indices
+pub(crate) trait StaticGraph: Backend {
+    /// Runs `f` with `graph`'s topology held where the backend can hold it.
+    fn with_graph<R>(&self, _graph: &HeteroGraph, f: impl FnOnce() -> R) -> anyhow::Result<R> {
+        Ok(f())
+    }
+}
+
+impl StaticGraph for CpuBackend {}
+
+/// The host round-trip mode: nothing to hold (its index ops run on the host).
+impl<B: Backend> StaticGraph for rtx_backend::HostIndexOps<B> {}
+
+#[cfg(feature = "cuda")]
+impl StaticGraph for rtx_backend_cuda::CudaBackend {
+    fn with_graph<R>(&self, graph: &HeteroGraph, f: impl FnOnce() -> R) -> anyhow::Result<R> {
+        let lists: Vec<&[u32]> = graph
+            .relations
+            .iter()
+            .flat_map(|r| [&r.src[..], &r.dst[..]])
+            .collect();
+        let plans: Vec<&rtx_backend::IndexPlan> = graph
+            .relations
+            .iter()
+            .flat_map(|r| [&r.dst_plan, &r.src_plan])
+            .collect();
+        Ok(self.with_static_indices(&lists, &plans, f)?)
     }
 }
 
@@ -95,9 +135,10 @@ fn run_cuda(_args: &Args) -> anyhow::Result<()> {
     )
 }
 
-fn train<B: Backend>(b: &B, args: &Args) -> anyhow::Result<()> {
+fn train<B: StaticGraph>(b: &B, args: &Args) -> anyhow::Result<()> {
     let setup = Instant::now();
-    let mut w = Workload::new(b, args.batch, args.seed).context("building the workload")?;
+    let graph = HeteroGraph::harris(args.batch).context("building the graph")?;
+    let mut w = Workload::new(b, &graph, args.batch, args.seed).context("building the workload")?;
     let nodes: usize = w.graph.node_types.iter().map(|t| t.nodes).sum();
     println!(
         "HetGAT on {}: Harris-shaped graph x{} ({} nodes, {} links), 2 layers x 3 relations, \
@@ -117,6 +158,22 @@ fn train<B: Backend>(b: &B, args: &Args) -> anyhow::Result<()> {
     );
     let mut losses = Vec::with_capacity(args.steps);
     let mut times = Vec::with_capacity(args.steps);
+    b.with_graph(&graph, || {
+        train_loop(b, &mut w, args, &pb, &mut losses, &mut times)
+    })??;
+    pb.finish_and_clear();
+    summary(b, args, &losses, &times);
+    Ok(())
+}
+
+fn train_loop<B: Backend>(
+    b: &B,
+    w: &mut Workload<'_, B>,
+    args: &Args,
+    pb: &ProgressBar,
+    losses: &mut Vec<f32>,
+    times: &mut Vec<Duration>,
+) -> anyhow::Result<()> {
     for step in 0..args.steps {
         let t = Instant::now();
         let loss = w.train_step(b, args.lr)?;
@@ -136,7 +193,10 @@ fn train<B: Backend>(b: &B, args: &Args) -> anyhow::Result<()> {
         losses.push(loss);
         times.push(dt);
     }
-    pb.finish_and_clear();
+    Ok(())
+}
+
+fn summary<B: Backend>(b: &B, args: &Args, losses: &[f32], times: &[Duration]) {
     let total: Duration = times.iter().sum();
     let steady: Vec<Duration> = times.iter().skip(1).copied().collect();
     let steady_ms = if steady.is_empty() {
@@ -156,7 +216,6 @@ fn train<B: Backend>(b: &B, args: &Args) -> anyhow::Result<()> {
         losses[0],
         losses[losses.len() - 1],
     );
-    Ok(())
 }
 
 #[cfg(test)]
@@ -166,7 +225,8 @@ mod tests {
     #[test]
     fn one_step_at_batch_1_and_cuda_without_feature_is_an_error() {
         let b = CpuBackend::new();
-        let mut w = Workload::new(&b, 1, 0).unwrap();
+        let g = HeteroGraph::harris(1).unwrap();
+        let mut w = Workload::new(&b, &g, 1, 0).unwrap();
         let loss = w.train_step(&b, 1e-3).unwrap();
         assert!(loss.is_finite() && loss > 0.0, "{loss}");
         if !cfg!(feature = "cuda") {

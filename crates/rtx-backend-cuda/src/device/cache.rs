@@ -19,6 +19,9 @@ pub(crate) struct DevicePlan {
     mem: DevMem,
     /// Device address of the positions (level 0 values).
     pub positions: u64,
+    /// Device address of the destination row of every plan entry (the index
+    /// list the plan was built from), for the segment ops' elementwise steps.
+    pub rowof: u64,
     /// Per level: (start, row, slot, chunks).
     pub levels: Vec<(u64, u64, u64, u64)>,
     /// Values each level reads (`values[0]` = entries; `values[l]` = scratch slots of level l).
@@ -29,13 +32,22 @@ impl DevicePlan {
     /// Uploads `plan` and its chunk tables.
     pub fn upload(dev: &Device, plan: &IndexPlan) -> BResult<DevicePlan> {
         let lv = build_levels(plan);
-        let total = plan.len()
+        let total = 2 * plan.len()
             + lv.levels
                 .iter()
                 .map(|l| l.start.len() + 2 * l.len())
                 .sum::<usize>();
         let mut host: Vec<u32> = Vec::with_capacity(total);
         host.extend_from_slice(plan.positions());
+        host.resize(2 * plan.len(), 0);
+        {
+            let rowof = &mut host[plan.len()..];
+            for r in 0..plan.rows() {
+                for &p in plan.row(r) {
+                    rowof[p as usize] = r as u32;
+                }
+            }
+        }
         let mut at = Vec::new();
         for l in &lv.levels {
             let s = host.len();
@@ -51,6 +63,7 @@ impl DevicePlan {
         let a = |i: usize| base + 4 * i as u64;
         Ok(DevicePlan {
             positions: base,
+            rowof: a(plan.len()),
             levels: at
                 .into_iter()
                 .map(|(s, r, o, n)| (a(s), a(r), a(o), n as u64))
@@ -209,6 +222,49 @@ impl Lru {
 
 thread_local! {
     static CACHE: RefCell<HashMap<u64, Lru>> = RefCell::new(HashMap::new());
+    static PINS: RefCell<HashMap<PinKey, (Arc<IndexEntry>, usize)>> = RefCell::new(HashMap::new());
+}
+
+/// The identity of a pinned index list or plan: its address and length,
+/// valid only while the borrow that pinned it is held (see
+/// [`CudaBackend::with_static_indices`](super::CudaBackend::with_static_indices)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct PinKey {
+    pub backend: u64,
+    pub plan: bool,
+    pub addr: usize,
+    pub len: usize,
+}
+
+/// The pinned entry of `key` on this thread, if any.
+pub(crate) fn pinned(key: &PinKey) -> Option<Arc<IndexEntry>> {
+    PINS.with(|p| {
+        let p = p.borrow();
+        if p.is_empty() {
+            return None;
+        }
+        p.get(key).map(|(e, _)| Arc::clone(e))
+    })
+}
+
+/// Pins `entry` under `key` on this thread (counted: pins nest).
+pub(crate) fn pin(key: PinKey, entry: Arc<IndexEntry>) {
+    PINS.with(|p| {
+        p.borrow_mut().entry(key).or_insert((entry, 0)).1 += 1;
+    });
+}
+
+/// Undoes one [`pin`] of `key`.
+pub(crate) fn unpin(key: &PinKey) {
+    let _ = PINS.try_with(|p| {
+        let mut p = p.borrow_mut();
+        if let Some((_, n)) = p.get_mut(key) {
+            *n -= 1;
+            if *n == 0 {
+                p.remove(key);
+            }
+        }
+    });
 }
 
 /// Ids of the live backends: a thread's cache drops the entries of dead ones.

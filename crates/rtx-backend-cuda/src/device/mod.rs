@@ -4,6 +4,7 @@
 mod cache;
 mod kernels;
 mod mem;
+mod model;
 
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
@@ -13,12 +14,12 @@ use cudarc::driver::{
     CudaContext, CudaStream, DeviceRepr, DriverError, LaunchConfig, PushKernelArg, result, sys,
 };
 use rtx_backend::{
-    BTensor, Backend, DType, Element, Error as BError, IndexPlan, Result as BResult, Tensor,
-    bytes_of, check_index_add, dims2, reference,
+    BTensor, Backend, Binary, DType, Element, Error as BError, IndexPlan, Result as BResult,
+    Tensor, Unary, bytes_of, check_index_add, dims2, reference,
 };
 use rtx_tensor::{Layout, PermuteKind};
 
-use self::cache::{DevicePlan, IndexEntry, Source};
+use self::cache::{DevicePlan, IndexEntry, PinKey, Source};
 use self::kernels::{Kernels, Origin};
 use self::mem::{DevMem, Pool};
 use crate::error::{Error, Result};
@@ -437,6 +438,69 @@ impl CudaBackend {
         self.scatter(dst, &plan, src, f)
     }
 
+    /// Runs `f` with the index lists `lists` and plans `plans` held on the
+    /// device and recognized **by address** on this thread: while `f` runs,
+    /// trait calls given one of these exact slices (same address and length)
+    /// or plans (same address) find their device copy with one small map
+    /// lookup, with no hashing or comparing of the list. For a static graph:
+    /// wrap the training loop.
+    ///
+    /// Sound because the borrows are held for the whole call: while `f` runs
+    /// the pinned memory can be neither freed nor written (`[u32]` and
+    /// [`IndexPlan`] have no interior mutability), so a slice at the same
+    /// address with the same length *is* the pinned list. Each list and plan is
+    /// validated and uploaded once here (through the per-thread cache, so a
+    /// later scope over the same graph reuses the device copies). Pins are
+    /// per thread and nest; they are dropped when `f` returns or unwinds.
+    /// Empty lists and plans are not pinned (they cost nothing anyway).
+    ///
+    /// # Errors
+    /// [`BError::TooManyIndices`] past `u32::MAX` entries; device errors.
+    pub fn with_static_indices<R>(
+        &self,
+        lists: &[&[u32]],
+        plans: &[&IndexPlan],
+        f: impl FnOnce() -> R,
+    ) -> BResult<R> {
+        struct Unpin(Vec<PinKey>);
+        impl Drop for Unpin {
+            fn drop(&mut self) {
+                for k in &self.0 {
+                    cache::unpin(k);
+                }
+            }
+        }
+        let mut guard = Unpin(Vec::with_capacity(lists.len() + plans.len()));
+        for idx in lists.iter().filter(|l| !l.is_empty()) {
+            let entry = self.with_idx_entry(idx, usize::MAX, |e| {
+                e.dev_idx(&self.dev)?;
+                Ok(Arc::clone(e))
+            })?;
+            let key = PinKey {
+                backend: self.dev.id,
+                plan: false,
+                addr: idx.as_ptr() as usize,
+                len: idx.len(),
+            };
+            cache::pin(key, entry);
+            guard.0.push(key);
+        }
+        for plan in plans.iter().filter(|p| !p.is_empty()) {
+            let entry = self.plan_entry(plan)?;
+            let key = PinKey {
+                backend: self.dev.id,
+                plan: true,
+                addr: *plan as *const IndexPlan as usize,
+                len: plan.len(),
+            };
+            cache::pin(key, entry);
+            guard.0.push(key);
+        }
+        let r = f();
+        drop(guard);
+        Ok(r)
+    }
+
     // ---- internals ----
 
     fn bytes<T: Element>(what: &'static str, n: usize) -> Result<usize> {
@@ -468,6 +532,16 @@ impl CudaBackend {
         rows: usize,
         f: impl FnOnce(&Arc<IndexEntry>) -> BResult<R>,
     ) -> BResult<R> {
+        let key = PinKey {
+            backend: self.dev.id,
+            plan: false,
+            addr: idx.as_ptr() as usize,
+            len: idx.len(),
+        };
+        if let Some(e) = cache::pinned(&key) {
+            check_max(&e, rows)?;
+            return f(&e);
+        }
         let (hash, max) = cache::idx_key(idx);
         if max.is_some_and(|m| m as usize >= rows) {
             reference::check_indices(idx, rows)?;
@@ -944,17 +1018,135 @@ impl Backend for CudaBackend {
         if f == 0 || plan.is_empty() {
             return Ok(());
         }
-        cache::with_entry(
-            self.dev.id,
-            self.index_cache_limit(),
-            cache::plan_key(plan),
-            |e| matches!(&e.source, Source::Plan(p) if **p == *plan),
-            || IndexEntry::from_plan(Arc::new(plan.clone())),
-            |e| {
-                let p = e.plan(&self.dev)?;
-                self.scatter(dst, &p, src, f)
-            },
-        )
+        let p = self.plan_of(plan)?;
+        self.scatter(dst, &p, src, f)
+    }
+
+    fn synchronize(&self) -> BResult<()> {
+        CudaBackend::synchronize(self).map_err(BError::from)
+    }
+
+    fn matmul<T: Element>(
+        &self,
+        a: &BTensor<Self, T>,
+        trans_a: bool,
+        b: &BTensor<Self, T>,
+        trans_b: bool,
+    ) -> BResult<BTensor<Self, T>> {
+        self.model_matmul(a, trans_a, b, trans_b)
+    }
+
+    fn unary<T: Element>(&self, op: Unary, x: &BTensor<Self, T>) -> BResult<BTensor<Self, T>> {
+        self.model_unary(op, x)
+    }
+
+    fn unary_backward<T: Element>(
+        &self,
+        op: Unary,
+        x: &BTensor<Self, T>,
+        grad: &BTensor<Self, T>,
+    ) -> BResult<BTensor<Self, T>> {
+        self.model_unary_backward(op, x, grad)
+    }
+
+    fn binary<T: Element>(
+        &self,
+        op: Binary,
+        a: &BTensor<Self, T>,
+        b: &BTensor<Self, T>,
+    ) -> BResult<BTensor<Self, T>> {
+        self.model_binary(op, a, b)
+    }
+
+    fn axpy<T: Element>(
+        &self,
+        y: &mut BTensor<Self, T>,
+        alpha: f64,
+        x: &BTensor<Self, T>,
+    ) -> BResult<()> {
+        self.model_axpy(y, alpha, x)
+    }
+
+    fn sum_rows<T: Element>(&self, x: &BTensor<Self, T>) -> BResult<BTensor<Self, T>> {
+        self.model_sum_rows(x)
+    }
+
+    fn head_dot<T: Element>(
+        &self,
+        a: &BTensor<Self, T>,
+        b: &BTensor<Self, T>,
+        heads: usize,
+    ) -> BResult<BTensor<Self, T>> {
+        self.model_head_dot(a, b, heads)
+    }
+
+    fn head_scale<T: Element>(
+        &self,
+        a: &BTensor<Self, T>,
+        s: &BTensor<Self, T>,
+    ) -> BResult<BTensor<Self, T>> {
+        self.model_head_scale(a, s)
+    }
+
+    fn segment_max<T: Element>(
+        &self,
+        x: &BTensor<Self, T>,
+        plan: &IndexPlan,
+    ) -> BResult<BTensor<Self, T>> {
+        self.model_segment_max(x, plan)
+    }
+
+    fn segment_sum<T: Element>(
+        &self,
+        x: &BTensor<Self, T>,
+        plan: &IndexPlan,
+    ) -> BResult<BTensor<Self, T>> {
+        self.model_segment_sum(x, plan)
+    }
+
+    /// Fused: segment max, the exp-sum (level 0 computes `exp(x - max)` on the
+    /// fly), and `exp(x - max) / sum`; the composition's bits.
+    fn segment_softmax<T: Element>(
+        &self,
+        x: &BTensor<Self, T>,
+        plan: &IndexPlan,
+    ) -> BResult<BTensor<Self, T>> {
+        self.model_segment_softmax(x, plan)
+    }
+
+    /// Fused: the sums of `alpha * grad` (computed on the fly), then
+    /// `alpha * (grad - sum)`; the composition's bits.
+    fn segment_softmax_backward<T: Element>(
+        &self,
+        alpha: &BTensor<Self, T>,
+        grad: &BTensor<Self, T>,
+        plan: &IndexPlan,
+    ) -> BResult<BTensor<Self, T>> {
+        self.model_segment_softmax_backward(alpha, grad, plan)
+    }
+
+    /// Fused: level 0 of the canonical scatter computes `x[gather[e]] * w[e, h]`
+    /// on the fly (no `[E, F]` messages); the composition's bits.
+    fn gather_scale_scatter<T: Element>(
+        &self,
+        x: &BTensor<Self, T>,
+        gather: &[u32],
+        weights: &BTensor<Self, T>,
+        plan: &IndexPlan,
+    ) -> BResult<BTensor<Self, T>> {
+        self.model_gather_scale_scatter(x, gather, weights, plan)
+    }
+
+    /// Fused: one kernel, each edge's per-head dot of the two gathered rows.
+    fn gather_head_dot<T: Element>(
+        &self,
+        a: &BTensor<Self, T>,
+        a_idx: &[u32],
+        b: &BTensor<Self, T>,
+        b_idx: &[u32],
+        heads: usize,
+    ) -> BResult<BTensor<Self, T>> {
+        self.model_gather_head_dot(a, a_idx, b, b_idx, heads)
     }
 
     /// Relabel: shares the buffer. Transpose: tiled kernel. Permute: N-D kernel.

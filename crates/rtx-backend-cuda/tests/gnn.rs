@@ -1,0 +1,384 @@
+//! GPU tests of the model ops and the HetGAT on the CUDA backend (feature
+//! `cuda`): the two modes (device index ops, pinned or cached, vs
+//! `HostIndexOps<CudaBackend>`) train bit-identically; gradients against
+//! central differences in f64 on the device; the dense ops bit-identical to
+//! the CPU backend (the canonical order); the fused ops on Harris-sized
+//! inputs equal to their compositions.
+//!
+//! Without a device every test here FAILS with a message saying so.
+#![cfg(feature = "cuda")]
+
+use rtx_backend::workload::{indices, values};
+use rtx_backend::{BTensor, Backend, Binary, Element, HostIndexOps, IndexPlan, Unary};
+use rtx_backend_cpu::CpuBackend;
+use rtx_backend_cuda::CudaBackend;
+use rtx_gnn::testing::{harris_like, training_bits};
+use rtx_gnn::{HetGat, HetGatConfig, HeteroGraph};
+
+fn backend() -> CudaBackend {
+    CudaBackend::new(0).unwrap_or_else(|e| panic!("GPU test needs a CUDA device: {e}"))
+}
+
+fn pins(g: &HeteroGraph) -> (Vec<&[u32]>, Vec<&IndexPlan>) {
+    let lists = g
+        .relations
+        .iter()
+        .flat_map(|r| [&r.src[..], &r.dst[..]])
+        .collect();
+    let plans = g
+        .relations
+        .iter()
+        .flat_map(|r| [&r.dst_plan, &r.src_plan])
+        .collect();
+    (lists, plans)
+}
+
+fn two_modes<T: Element>(g: &HeteroGraph, steps: usize) {
+    let dev = backend();
+    let cached = training_bits::<_, T>(&dev, g, steps).unwrap();
+    let (lists, plans) = pins(g);
+    let pinned = dev
+        .with_static_indices(&lists, &plans, || training_bits::<_, T>(&dev, g, steps))
+        .unwrap()
+        .unwrap();
+    let host = training_bits::<_, T>(&HostIndexOps::new(backend()), g, steps).unwrap();
+    assert_eq!(
+        cached.0, host.0,
+        "loss bits per step: device (cached) vs host index ops"
+    );
+    assert_eq!(
+        pinned.0, host.0,
+        "loss bits per step: device (pinned) vs host index ops"
+    );
+    assert!(
+        cached.1 == host.1,
+        "final parameters differ: device vs host index ops"
+    );
+    assert!(
+        pinned.1 == host.1,
+        "final parameters differ: pinned vs host index ops"
+    );
+    // and it trains: the loss moves
+    assert!(steps < 2 || host.0.windows(2).any(|w| w[0] != w[1]));
+}
+
+#[test]
+fn two_modes_train_bit_identically_f32() {
+    // hub-skewed destinations: node 0 of `a` gets about 300 of the 2000 `aa`
+    // edges, so its segments take two levels of chunks
+    two_modes::<f32>(&harris_like(300, 150, [2000, 1200, 1100], 5).unwrap(), 5);
+}
+
+#[test]
+fn two_modes_train_bit_identically_f64() {
+    two_modes::<f64>(&harris_like(120, 60, [700, 400, 380], 9).unwrap(), 3);
+}
+
+#[test]
+fn two_modes_train_bit_identically_on_harris() {
+    two_modes::<f32>(&HeteroGraph::harris(1).unwrap(), 3);
+}
+
+#[test]
+fn training_is_close_to_the_cpu_backend() {
+    // bit-identical except `exp` (the device's expf vs the host's libm)
+    let g = harris_like(300, 150, [2000, 1200, 1100], 5).unwrap();
+    let dev = training_bits::<_, f32>(&backend(), &g, 3).unwrap();
+    let cpu = training_bits::<_, f32>(&CpuBackend::new(), &g, 3).unwrap();
+    for (d, c) in dev.0.iter().zip(&cpu.0) {
+        let (d, c) = (f32::from_bits(*d as u32), f32::from_bits(*c as u32));
+        assert!(
+            (d - c).abs() <= 1e-5 * c.abs(),
+            "loss {d} on cuda vs {c} on cpu"
+        );
+    }
+}
+
+fn up<B: Backend, T: Element>(b: &B, v: &[T], shape: &[usize]) -> BTensor<B, T> {
+    b.upload(v, shape).unwrap()
+}
+
+fn bits<T: Element>(v: &[T]) -> Vec<u64> {
+    v.iter().map(|x| x.to_bits_u64()).collect()
+}
+
+#[test]
+fn dense_ops_bit_identical_to_the_cpu_backend() {
+    let g = backend();
+    let c = CpuBackend::new();
+    // inner dims below, at and past one canonical block, and two levels past it
+    for (m, k, n) in [
+        (37, 300, 9),
+        (80_000 / 50, 32, 64),
+        (64, 70_000, 33),
+        (5, 256, 1),
+    ] {
+        let a: Vec<f32> = values(1, m * k);
+        let b: Vec<f32> = values(2, k * n);
+        let at = rtx_backend::ops::transpose2(&a, m, k);
+        let bt = rtx_backend::ops::transpose2(&b, k, n);
+        for (ta, tb) in [(false, false), (true, false), (false, true), (true, true)] {
+            let (aa, ash) = if ta { (&at, [k, m]) } else { (&a, [m, k]) };
+            let (bb, bsh) = if tb { (&bt, [n, k]) } else { (&b, [k, n]) };
+            let gd = g
+                .download(
+                    &g.matmul(&up(&g, aa, &ash), ta, &up(&g, bb, &bsh), tb)
+                        .unwrap(),
+                )
+                .unwrap();
+            let cd = c
+                .download(
+                    &c.matmul(&up(&c, aa, &ash), ta, &up(&c, bb, &bsh), tb)
+                        .unwrap(),
+                )
+                .unwrap();
+            assert_eq!(bits(&gd), bits(&cd), "matmul {m}x{k}x{n} ({ta}, {tb})");
+        }
+    }
+    for (n, f) in [(1, 5), (256, 3), (257, 64), (80_000, 64), (70_000, 1)] {
+        let x: Vec<f64> = values(3, n * f);
+        let gd = g
+            .download(&g.sum_rows(&up(&g, &x, &[n, f])).unwrap())
+            .unwrap();
+        let cd = c
+            .download(&c.sum_rows(&up(&c, &x, &[n, f])).unwrap())
+            .unwrap();
+        assert_eq!(bits(&gd), bits(&cd), "sum_rows {n}x{f}");
+    }
+    for (n, heads, ch) in [(1000, 4, 16), (10, 2, 300), (3, 1, 70_000)] {
+        let a: Vec<f32> = values(4, n * heads * ch);
+        let b: Vec<f32> = values(5, heads * ch);
+        let gd = g
+            .download(
+                &g.head_dot(
+                    &up(&g, &a, &[n, heads * ch]),
+                    &up(&g, &b, &[1, heads * ch]),
+                    heads,
+                )
+                .unwrap(),
+            )
+            .unwrap();
+        let cd = c
+            .download(
+                &c.head_dot(
+                    &up(&c, &a, &[n, heads * ch]),
+                    &up(&c, &b, &[1, heads * ch]),
+                    heads,
+                )
+                .unwrap(),
+            )
+            .unwrap();
+        assert_eq!(bits(&gd), bits(&cd), "head_dot {n}x{heads}x{ch}");
+    }
+}
+
+#[test]
+fn fused_ops_equal_their_compositions_at_harris_scale() {
+    let g = backend();
+    // batch-8 Harris `aa`: 160,000 edges into 80,000 hub-skewed rows, 4 heads x 16
+    let (n, e, heads, ch) = (80_000usize, 160_000usize, 4usize, 16usize);
+    let f = heads * ch;
+    let src = indices(10, e, n, false);
+    let dst = indices(11, e, n, true);
+    let plan = IndexPlan::new(&dst, n).unwrap();
+    let idx = rtx_backend::ops::plan_indices(&plan);
+    assert_eq!(idx, dst);
+    let x = up(&g, &values::<f32>(12, n * f), &[n, f]);
+    let z = up(
+        &g,
+        &values::<f32>(13, e * heads)
+            .iter()
+            .map(|v| v * 6.0)
+            .collect::<Vec<_>>(),
+        &[e, heads],
+    );
+    let alpha = g.segment_softmax(&z, &plan).unwrap();
+    let m = g.segment_max(&z, &plan).unwrap();
+    let ex = g
+        .unary(
+            Unary::Exp,
+            &g.binary(Binary::Sub, &z, &g.index_select(&m, &dst).unwrap())
+                .unwrap(),
+        )
+        .unwrap();
+    let den = g
+        .index_select(&g.segment_sum(&ex, &plan).unwrap(), &dst)
+        .unwrap();
+    let composed = g.binary(Binary::Div, &ex, &den).unwrap();
+    let a = g.download(&alpha).unwrap();
+    assert_eq!(
+        bits(&a),
+        bits(&g.download(&composed).unwrap()),
+        "segment_softmax"
+    );
+    let gss = g.gather_scale_scatter(&x, &src, &alpha, &plan).unwrap();
+    let msg = g
+        .head_scale(&g.index_select(&x, &src).unwrap(), &alpha)
+        .unwrap();
+    let composed = g.segment_sum(&msg, &plan).unwrap();
+    assert_eq!(
+        bits(&g.download(&gss).unwrap()),
+        bits(&g.download(&composed).unwrap()),
+        "gather_scale_scatter"
+    );
+    // and against the host reference (no exp involved past alpha)
+    let xh = g.download(&x).unwrap();
+    let want = rtx_backend::ops::gather_scale_scatter(&xh, &src, &a, heads, ch, &plan);
+    assert_eq!(
+        bits(&g.download(&gss).unwrap()),
+        bits(&want),
+        "gather_scale_scatter vs host"
+    );
+    let grad = up(&g, &values::<f32>(14, e * heads), &[e, heads]);
+    let back = g.segment_softmax_backward(&alpha, &grad, &plan).unwrap();
+    let t = g.binary(Binary::Mul, &alpha, &grad).unwrap();
+    let sg = g
+        .index_select(&g.segment_sum(&t, &plan).unwrap(), &dst)
+        .unwrap();
+    let composed = g
+        .binary(
+            Binary::Mul,
+            &alpha,
+            &g.binary(Binary::Sub, &grad, &sg).unwrap(),
+        )
+        .unwrap();
+    assert_eq!(
+        bits(&g.download(&back).unwrap()),
+        bits(&g.download(&composed).unwrap()),
+        "segment_softmax_backward"
+    );
+    let y = up(&g, &values::<f32>(15, n * f), &[n, f]);
+    let ghd = g.gather_head_dot(&y, &dst, &x, &src, heads).unwrap();
+    let composed = g
+        .head_dot(
+            &g.index_select(&y, &dst).unwrap(),
+            &g.index_select(&x, &src).unwrap(),
+            heads,
+        )
+        .unwrap();
+    assert_eq!(
+        bits(&g.download(&ghd).unwrap()),
+        bits(&g.download(&composed).unwrap()),
+        "gather_head_dot"
+    );
+}
+
+#[test]
+fn gradients_match_central_differences_in_f64_on_the_device() {
+    let b = backend();
+    let g = harris_like(7, 5, [14, 9, 10], 3).unwrap();
+    let cfg = HetGatConfig {
+        in_features: vec![3, 4],
+        heads: 2,
+        channels: 3,
+        layers: 2,
+        negative_slope: 0.2,
+        target: 0,
+    };
+    let mut model = HetGat::<_, f64>::new(&b, &g, cfg.clone(), 11).unwrap();
+    for i in 0..model.params().len() {
+        if model.param_names()[i].ends_with(".bias") {
+            let n = model.params()[i].numel();
+            let v: Vec<f64> = values::<f64>(90 + i as u64, n)
+                .iter()
+                .map(|x| 0.3 * x)
+                .collect();
+            model.params_mut()[i] = b.upload(&v, &[1, n]).unwrap();
+        }
+    }
+    let mut x: Vec<BTensor<CudaBackend, f64>> = g
+        .node_types
+        .iter()
+        .zip(&cfg.in_features)
+        .enumerate()
+        .map(|(t, (nt, &f))| {
+            b.upload(&values::<f64>(40 + t as u64, nt.nodes * f), &[nt.nodes, f])
+                .unwrap()
+        })
+        .collect();
+    let out = model.loss_and_grads(&b, &g, &x, true).unwrap();
+    let h = 1e-5;
+    let check = |name: &str, an: f64, fd: f64| {
+        assert!(
+            (an - fd).abs() <= 1e-6 * an.abs().max(fd.abs()) + 1e-9,
+            "{name}: analytic {an:e}, central difference {fd:e}"
+        );
+    };
+    let mut checked = 0;
+    for i in 0..model.params().len() {
+        let name = model.param_names()[i].clone();
+        let p0 = b.download(&model.params()[i]).unwrap();
+        let shape = model.params()[i].shape().to_vec();
+        let an = match &out.grads[i] {
+            Some(t) => b.download(t).unwrap(),
+            None => vec![0.0; p0.len()],
+        };
+        for j in 0..p0.len() {
+            let mut loss_at = |v: f64| {
+                let mut p = p0.clone();
+                p[j] = v;
+                model.params_mut()[i] = b.upload(&p, &shape).unwrap();
+                model.loss(&b, &g, &x).unwrap()
+            };
+            let fd = (loss_at(p0[j] + h) - loss_at(p0[j] - h)) / (2.0 * h);
+            check(&format!("{name}[{j}]"), an[j], fd);
+            checked += 1;
+        }
+        model.params_mut()[i] = b.upload(&p0, &shape).unwrap();
+    }
+    for t in 0..x.len() {
+        let x0 = b.download(&x[t]).unwrap();
+        let shape = x[t].shape().to_vec();
+        let an = b
+            .download(out.input_grads[t].as_ref().expect("input grad"))
+            .unwrap();
+        for j in 0..x0.len() {
+            let mut loss_at = |v: f64| {
+                let mut p = x0.clone();
+                p[j] = v;
+                x[t] = b.upload(&p, &shape).unwrap();
+                model.loss(&b, &g, &x).unwrap()
+            };
+            let fd = (loss_at(x0[j] + h) - loss_at(x0[j] - h)) / (2.0 * h);
+            check(&format!("x[{t}][{j}]"), an[j], fd);
+            checked += 1;
+        }
+        x[t] = b.upload(&x0, &shape).unwrap();
+    }
+    assert!(checked > 300, "only {checked} entries checked");
+}
+
+#[test]
+fn pins_are_scoped_and_an_unpinned_copy_still_works() {
+    let b = backend();
+    let idx = indices(20, 5000, 700, true);
+    let plan = IndexPlan::new(&idx, 700).unwrap();
+    let x = up(&b, &values::<f32>(21, 5000 * 4), &[5000, 4]);
+    let want = b.download(&b.segment_softmax(&x, &plan).unwrap()).unwrap();
+    let got = b
+        .with_static_indices(&[&idx[..]], &[&plan], || {
+            // a copy at another address goes through the cache; the pinned one by address
+            let copy = plan.clone();
+            let a = b.download(&b.segment_softmax(&x, &plan).unwrap()).unwrap();
+            let c = b.download(&b.segment_softmax(&x, &copy).unwrap()).unwrap();
+            assert_eq!(bits(&a), bits(&c));
+            a
+        })
+        .unwrap();
+    assert_eq!(bits(&got), bits(&want));
+    // nested scopes, then out of scope: still correct
+    let n = b
+        .with_static_indices(&[&idx[..]], &[&plan], || {
+            b.with_static_indices(&[&idx[..]], &[&plan], || b.segment_max(&x, &plan).unwrap())
+                .unwrap()
+        })
+        .unwrap();
+    assert_eq!(
+        bits(&b.download(&n).unwrap()),
+        bits(&rtx_backend::ops::segment_max(
+            &b.download(&x).unwrap(),
+            4,
+            &plan
+        ))
+    );
+}

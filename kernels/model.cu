@@ -1,0 +1,598 @@
+// The ops of a graph-attention model (rtx-backend's `ops` module) on the device:
+// elementwise ops, the canonical-order matrix product and row sums, per-head
+// dot / scale, and the segment ops driven by the scatter-add's chunk tables.
+//
+// Exactness. Every floating operation is an explicit round-to-nearest
+// intrinsic (__fadd_rn, __fmul_rn, ...) and the unit is compiled with
+// --fmad=false, so each result is the IEEE result of the reference's
+// operations in the reference's order (crates/rtx-backend/src/ops.rs): the
+// matrix product, the row sums and the per-head dots follow the canonical
+// order (blocks of 256 terms left to right from the first, then the block sums
+// the same way), so they are bit-identical to the CPU backend. `exp` is the
+// device's expf / exp, one function everywhere it appears, so the fused
+// segment softmax reproduces its composition (segment_max, gather, sub, exp,
+// segment_sum, gather, div) bit for bit.
+//
+// Segment ops reuse the scatter machinery of index.cu: a plan's level-0
+// chunks (at most 256 consecutive positions of one destination row) are
+// summed by a group of lanes each (a lane per column vector), each chunk's sum
+// goes into its row (last level: slot == RTX_FINAL) or into the next level's
+// scratch, which index.cu's scatterN kernels reduce. The fused level-0 kernels
+// here compute each value on the fly (softmax: exp(x - max); its backward:
+// alpha * grad; gather_scale_scatter: x[gather[e]] * w[e, head]) instead of
+// reading it, in exactly the order index.cu sums stored values.
+#include "common.cuh"
+
+__device__ __forceinline__ float radd(float a, float b) { return __fadd_rn(a, b); }
+__device__ __forceinline__ double radd(double a, double b) { return __dadd_rn(a, b); }
+__device__ __forceinline__ float rsub(float a, float b) { return __fsub_rn(a, b); }
+__device__ __forceinline__ double rsub(double a, double b) { return __dsub_rn(a, b); }
+__device__ __forceinline__ float rmul(float a, float b) { return __fmul_rn(a, b); }
+__device__ __forceinline__ double rmul(double a, double b) { return __dmul_rn(a, b); }
+__device__ __forceinline__ float rdiv(float a, float b) { return __fdiv_rn(a, b); }
+__device__ __forceinline__ double rdiv(double a, double b) { return __ddiv_rn(a, b); }
+// The one exp of the backend: Unary::Exp, its backward and the fused softmax all call this.
+__device__ __noinline__ float rexp(float a) { return expf(a); }
+__device__ __noinline__ double rexp(double a) { return exp(a); }
+
+// Components of the vector types the scatter machinery moves.
+template <typename V> struct VecT;
+template <> struct VecT<float> { typedef float T; enum { N = 1 }; };
+template <> struct VecT<float2> { typedef float T; enum { N = 2 }; };
+template <> struct VecT<float4> { typedef float T; enum { N = 4 }; };
+template <> struct VecT<double> { typedef double T; enum { N = 1 }; };
+template <> struct VecT<double2> { typedef double T; enum { N = 2 }; };
+
+template <typename V>
+__device__ __forceinline__ typename VecT<V>::T* comps(V& v) {
+    return reinterpret_cast<typename VecT<V>::T*>(&v);
+}
+template <typename V>
+__device__ __forceinline__ const typename VecT<V>::T* comps(const V& v) {
+    return reinterpret_cast<const typename VecT<V>::T*>(&v);
+}
+
+__device__ __forceinline__ u64 grid_stride() { return (u64)gridDim.x * blockDim.x; }
+__device__ __forceinline__ u64 thread_id() { return (u64)blockIdx.x * blockDim.x + threadIdx.x; }
+
+// ---------------------------------------------------------------- elementwise
+
+// Unary op codes (rtx_backend::Unary): 0 relu, 1 leaky relu, 2 exp, 3 scale.
+template <typename T>
+__device__ __forceinline__ T unary_op(u32 op, T v, T s) {
+    switch (op) {
+        case 0: return (v > T(0) || v != v) ? v : T(0);
+        case 1: return v > T(0) ? v : rmul(v, s);
+        case 2: return rexp(v);
+        default: return rmul(v, s);
+    }
+}
+
+template <typename T>
+__device__ __forceinline__ T unary_bwd_op(u32 op, T x, T g, T s) {
+    switch (op) {
+        case 0: return x > T(0) ? g : T(0);
+        case 1: return x > T(0) ? g : rmul(g, s);
+        case 2: return rmul(g, rexp(x));
+        default: return rmul(g, s);
+    }
+}
+
+// Binary op codes (rtx_backend::Binary): 0 add, 1 sub, 2 mul, 3 div.
+template <typename T>
+__device__ __forceinline__ T binary_op(u32 op, T a, T b) {
+    switch (op) {
+        case 0: return radd(a, b);
+        case 1: return rsub(a, b);
+        case 2: return rmul(a, b);
+        default: return rdiv(a, b);
+    }
+}
+
+#define RTX_UNARY(NAME, T)                                                                  \
+    extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
+        NAME(const T* __restrict__ x, T* __restrict__ out, u64 n, u32 op, T s) {           \
+        for (u64 i = thread_id(); i < n; i += grid_stride()) out[i] = unary_op(op, x[i], s); \
+    }
+RTX_UNARY(unary_f32, float)
+RTX_UNARY(unary_f64, double)
+
+#define RTX_UNARY_BWD(NAME, T)                                                              \
+    extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
+        NAME(const T* __restrict__ x, const T* __restrict__ g, T* __restrict__ out, u64 n, \
+             u32 op, T s) {                                                                 \
+        for (u64 i = thread_id(); i < n; i += grid_stride())                               \
+            out[i] = unary_bwd_op(op, x[i], g[i], s);                                       \
+    }
+RTX_UNARY_BWD(unary_bwd_f32, float)
+RTX_UNARY_BWD(unary_bwd_f64, double)
+
+// out = a op b; b is one row of f values repeated over a's rows when f > 0.
+#define RTX_BINARY(NAME, T)                                                                 \
+    extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
+        NAME(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ out, u64 n, \
+             u32 op, u64 f) {                                                               \
+        for (u64 i = thread_id(); i < n; i += grid_stride())                               \
+            out[i] = binary_op(op, a[i], b[f ? i % f : i]);                                 \
+    }
+RTX_BINARY(binary_f32, float)
+RTX_BINARY(binary_f64, double)
+
+// y = y + alpha * x (the product rounded, then the sum).
+#define RTX_AXPY(NAME, T)                                                                   \
+    extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
+        NAME(T* __restrict__ y, const T* __restrict__ x, u64 n, T alpha) {                  \
+        for (u64 i = thread_id(); i < n; i += grid_stride())                               \
+            y[i] = radd(y[i], rmul(alpha, x[i]));                                           \
+    }
+RTX_AXPY(axpy_f32, float)
+RTX_AXPY(axpy_f64, double)
+
+// out[i, h*c + q] = a[i or 0, h*c + q] * s[i, h], over n rows of heads*c.
+#define RTX_HEAD_SCALE(NAME, T)                                                             \
+    extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
+        NAME(const T* __restrict__ a, const T* __restrict__ s, T* __restrict__ out, u64 n, \
+             u64 heads, u64 c, u32 a_bcast) {                                               \
+        const u64 f = heads * c;                                                            \
+        const u64 total = n * f;                                                            \
+        for (u64 t = thread_id(); t < total; t += grid_stride()) {                          \
+            const u64 i = t / f, col = t - i * f;                                           \
+            out[t] = rmul(a[a_bcast ? col : t], s[i * heads + col / c]);                    \
+        }                                                                                   \
+    }
+RTX_HEAD_SCALE(head_scale_f32, float)
+RTX_HEAD_SCALE(head_scale_f64, double)
+
+// ---------------------------------------------------------------- canonical sums
+
+// The canonical dot product of c products a[q] * b[q] (rtx_backend::ops::dot):
+// left to right from the first product up to 256 terms; beyond, the block tree
+// of rtx_backend::order::canonical_sum, streamed (each level keeps its open
+// group's sum; a group closes at 256 values or at the level's last value).
+template <typename T>
+__device__ __forceinline__ T canon_dot(const T* __restrict__ a, const T* __restrict__ b, u64 c) {
+    if (c == 0) return T(0);
+    T s = rmul(a[0], b[0]);
+    if (c <= 256) {
+        for (u64 q = 1; q < c; ++q) s = radd(s, rmul(a[q], b[q]));
+        return s;
+    }
+    const int MAXL = 8;
+    u64 nl[MAXL];
+    int top = 0;
+    nl[0] = c;
+    while (nl[top] > 1 && top + 1 < MAXL) {
+        nl[top + 1] = (nl[top] + 255) / 256;
+        ++top;
+    }
+    T acc[MAXL];
+    u64 cnt[MAXL], seen[MAXL];
+    for (int l = 0; l < MAXL; ++l) {
+        cnt[l] = 0;
+        seen[l] = 0;
+        acc[l] = T(0);
+    }
+    T result = T(0);
+    for (u64 q = 0; q < c; ++q) {
+        T v = rmul(a[q], b[q]);
+        int l = 0;
+        for (;;) {
+            if (l == top) {
+                result = v;
+                break;
+            }
+            acc[l] = cnt[l] == 0 ? v : radd(acc[l], v);
+            ++cnt[l];
+            ++seen[l];
+            if (cnt[l] == 256 || seen[l] == nl[l]) {
+                v = acc[l];
+                cnt[l] = 0;
+                ++l;
+                continue;
+            }
+            break;
+        }
+    }
+    return result;
+}
+
+// out[i, h] = canonical dot of a[i, h*c..] and b[i or 0, h*c..].
+#define RTX_HEAD_DOT(NAME, T)                                                               \
+    extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
+        NAME(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ out, u64 n, \
+             u64 heads, u64 c, u32 b_bcast) {                                               \
+        const u64 f = heads * c;                                                            \
+        const u64 total = n * heads;                                                        \
+        for (u64 t = thread_id(); t < total; t += grid_stride()) {                          \
+            const u64 i = t / heads, h = t - i * heads;                                     \
+            out[t] = canon_dot(a + i * f + h * c, b + (b_bcast ? 0 : i) * f + h * c, c);    \
+        }                                                                                   \
+    }
+RTX_HEAD_DOT(head_dot_f32, float)
+RTX_HEAD_DOT(head_dot_f64, double)
+
+// out[p, h] = canonical dot of a[ai[p], h*c..] and b[bi[p], h*c..]: exactly
+// head_dot of the two gathers.
+#define RTX_GATHER_HEAD_DOT(NAME, T)                                                        \
+    extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
+        NAME(const T* __restrict__ a, const u32* __restrict__ ai, const T* __restrict__ b, \
+             const u32* __restrict__ bi, T* __restrict__ out, u64 e, u64 heads, u64 c) {   \
+        const u64 f = heads * c;                                                            \
+        const u64 total = e * heads;                                                        \
+        for (u64 t = thread_id(); t < total; t += grid_stride()) {                          \
+            const u64 p = t / heads, h = t - p * heads;                                     \
+            const u64 ra = __ldg(ai + p), rb = __ldg(bi + p);                               \
+            out[t] = canon_dot(a + ra * f + h * c, b + rb * f + h * c, c);                  \
+        }                                                                                   \
+    }
+RTX_GATHER_HEAD_DOT(gather_head_dot_f32, float)
+RTX_GATHER_HEAD_DOT(gather_head_dot_f64, double)
+
+// One level of the canonical column sums of a row-major [n, f]: out[g, j] is
+// the sum of rows 256g .. min(n, 256g + 256) of column j, left to right from
+// the first. Levels repeat until one row is left (sum_rows; the inner
+// dimension of matmul past 256).
+#define RTX_REDUCE_ROWS(NAME, T)                                                            \
+    extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
+        NAME(const T* __restrict__ in, T* __restrict__ out, u64 n, u64 f) {                 \
+        const u64 ng = (n + 255) / 256;                                                     \
+        const u64 total = ng * f;                                                           \
+        for (u64 t = thread_id(); t < total; t += grid_stride()) {                          \
+            const u64 g = t / f, j = t - g * f;                                             \
+            const u64 r0 = g * 256, r1 = min(n, r0 + 256);                                  \
+            T acc = __ldg(in + r0 * f + j);                                                 \
+            for (u64 r = r0 + 1; r < r1; r += 16) {                                         \
+                T v[16];                                                                    \
+                _Pragma("unroll") for (u64 q = 0; q < 16; ++q) if (r + q < r1) v[q] =       \
+                    __ldg(in + (r + q) * f + j);                                            \
+                _Pragma("unroll") for (u64 q = 0; q < 16; ++q) if (r + q < r1) acc =        \
+                    radd(acc, v[q]);                                                        \
+            }                                                                               \
+            out[t] = acc;                                                                   \
+        }                                                                                   \
+    }
+RTX_REDUCE_ROWS(reduce_rows_f32, float)
+RTX_REDUCE_ROWS(reduce_rows_f64, double)
+
+// ---------------------------------------------------------------- matrix product
+
+// Level 0 of op(a) @ op(b): for every 256-wide chunk ch of the inner dimension,
+// out[ch, i, j] = sum over p in the chunk of A(i, p) * B(p, j), left to right
+// from the chunk's first product, with A(i, p) = a[i*a_rs + p*a_ps] and
+// B(p, j) = b[p*b_ps + j*b_js] (strides express the transposes). One block
+// per 64x64 output tile and chunk; each thread owns a 4x4 register tile
+// (rows ty + 16r, columns tx + 16c). With one chunk (k <= 256) this is the
+// product; otherwise reduce_rows sums the chunks in the canonical order.
+#define MM_T 64
+#define MM_K 16
+template <typename T>
+__device__ __forceinline__ void matmul_level0(const T* __restrict__ a, const T* __restrict__ b,
+                                              T* __restrict__ out, u64 m, u64 n, u64 k,
+                                              u64 a_rs, u64 a_ps, u64 b_ps, u64 b_js,
+                                              T (*As)[MM_T + 1], T (*Bs)[MM_T + 1]) {
+    const u64 tiles_m = (m + MM_T - 1) / MM_T, tiles_n = (n + MM_T - 1) / MM_T;
+    const u64 chunks = (k + 255) / 256;
+    const u64 total = tiles_m * tiles_n * chunks;
+    const u32 tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
+    for (u64 t = blockIdx.x; t < total; t += gridDim.x) {
+        const u64 tm = t % tiles_m, rest = t / tiles_m;
+        const u64 tn = rest % tiles_n, ch = rest / tiles_n;
+        const u64 p0 = ch * 256, p1 = min(k, p0 + 256);
+        T acc[4][4];
+#pragma unroll
+        for (int r = 0; r < 4; ++r)
+#pragma unroll
+            for (int c = 0; c < 4; ++c) acc[r][c] = T(0);
+        for (u64 pb = p0; pb < p1; pb += MM_K) {
+            const u32 kc = (u32)min((u64)MM_K, p1 - pb);
+#pragma unroll
+            for (int q = 0; q < 4; ++q) {
+                const u32 e = threadIdx.x + 256 * q;
+                u32 kk, ii;
+                if (a_ps == 1) {
+                    kk = e % MM_K;
+                    ii = e / MM_K;
+                } else {
+                    ii = e % MM_T;
+                    kk = e / MM_T;
+                }
+                const u64 gi = tm * MM_T + ii;
+                As[kk][ii] = (gi < m && kk < kc) ? a[gi * a_rs + (pb + kk) * a_ps] : T(0);
+                u32 jj;
+                if (b_js == 1) {
+                    jj = e % MM_T;
+                    kk = e / MM_T;
+                } else {
+                    kk = e % MM_K;
+                    jj = e / MM_K;
+                }
+                const u64 gj = tn * MM_T + jj;
+                Bs[kk][jj] = (gj < n && kk < kc) ? b[(pb + kk) * b_ps + gj * b_js] : T(0);
+            }
+            __syncthreads();
+            for (u32 kk = 0; kk < kc; ++kk) {
+                const bool first = pb == p0 && kk == 0;
+                T av[4], bv[4];
+#pragma unroll
+                for (int r = 0; r < 4; ++r) av[r] = As[kk][ty + 16 * r];
+#pragma unroll
+                for (int c = 0; c < 4; ++c) bv[c] = Bs[kk][tx + 16 * c];
+#pragma unroll
+                for (int r = 0; r < 4; ++r)
+#pragma unroll
+                    for (int c = 0; c < 4; ++c) {
+                        const T prod = rmul(av[r], bv[c]);
+                        acc[r][c] = first ? prod : radd(acc[r][c], prod);
+                    }
+            }
+            __syncthreads();
+        }
+        T* o = out + ch * m * n;
+#pragma unroll
+        for (int r = 0; r < 4; ++r) {
+            const u64 gi = tm * MM_T + ty + 16 * r;
+            if (gi >= m) continue;
+#pragma unroll
+            for (int c = 0; c < 4; ++c) {
+                const u64 gj = tn * MM_T + tx + 16 * c;
+                if (gj < n) o[gi * n + gj] = acc[r][c];
+            }
+        }
+    }
+}
+
+#define RTX_MATMUL(NAME, T)                                                                 \
+    extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
+        NAME(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ out, u64 m, \
+             u64 n, u64 k, u64 a_rs, u64 a_ps, u64 b_ps, u64 b_js) {                        \
+        __shared__ T As[MM_K][MM_T + 1];                                                    \
+        __shared__ T Bs[MM_K][MM_T + 1];                                                    \
+        matmul_level0<T>(a, b, out, m, n, k, a_rs, a_ps, b_ps, b_js, As, Bs);               \
+    }
+RTX_MATMUL(matmul_f32, float)
+RTX_MATMUL(matmul_f64, double)
+
+// ---------------------------------------------------------------- segment ops
+
+// One level of a segment max over a plan's chunk tables, a thread per (chunk,
+// column): the first maximum in position order is kept (-0.0 and +0.0 tie),
+// the first NaN sticks; chunk maxima combine by the same rule at the next
+// level, which gives the same value as one pass over the row. Level 0 reads
+// vals[pos[p]] (pos != 0), higher levels the scratch directly.
+template <typename T>
+__device__ __forceinline__ T max_step(T m, T v) {
+    return (m == m && (v > m || v != v)) ? v : m;
+}
+
+#define RTX_SEGMAX(NAME, T)                                                                 \
+    extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
+        NAME(const T* __restrict__ vals, const u32* __restrict__ pos,                      \
+             const u32* __restrict__ cstart, const u32* __restrict__ crow,                 \
+             const u32* __restrict__ cslot, u64 nchunks, u64 f, T* __restrict__ dst,       \
+             T* __restrict__ next) {                                                        \
+        const u64 total = nchunks * f;                                                      \
+        for (u64 t = thread_id(); t < total; t += grid_stride()) {                          \
+            const u64 c = t / f, j = t - c * f;                                             \
+            const u32 a = __ldg(cstart + c), b = __ldg(cstart + c + 1);                     \
+            T mx = __ldg(vals + (pos ? (u64)__ldg(pos + a) : (u64)a) * f + j);              \
+            for (u32 p = a + 1; p < b; p += 8) {                                            \
+                T v[8];                                                                     \
+                _Pragma("unroll") for (u32 q = 0; q < 8; ++q) if (p + q < b) v[q] =         \
+                    __ldg(vals + (pos ? (u64)__ldg(pos + p + q) : (u64)(p + q)) * f + j);   \
+                _Pragma("unroll") for (u32 q = 0; q < 8; ++q) if (p + q < b) mx =           \
+                    max_step(mx, v[q]);                                                     \
+            }                                                                               \
+            const u32 slot = __ldg(cslot + c);                                              \
+            if (slot == RTX_FINAL)                                                          \
+                dst[(u64)__ldg(crow + c) * f + j] = mx;                                     \
+            else                                                                            \
+                next[(u64)slot * f + j] = mx;                                               \
+        }                                                                                   \
+    }
+RTX_SEGMAX(segmax_f32, float)
+RTX_SEGMAX(segmax_f64, double)
+
+// Sum of the values of positions [a, b) (b > a) of a chunk of `row`, column
+// vector j, left to right from the first (index.cu's order). Src maps a
+// position's plan entry to a key (index loads, prefetched two batches ahead)
+// and a key to its value; value loads of a batch go out together.
+template <typename V, typename Src>
+__device__ __forceinline__ V chunk_sum_src(const Src& src, const u32* __restrict__ pos, u32 a,
+                                           u32 b, u64 row, u64 j) {
+    constexpr u32 B = 8;
+    typedef typename Src::Key K;
+    K k0[B], k1[B];
+#pragma unroll
+    for (u32 q = 0; q < B; ++q) k0[q] = a + q < b ? src.key(__ldg(pos + a + q)) : K();
+#pragma unroll
+    for (u32 q = 0; q < B; ++q) k1[q] = a + B + q < b ? src.key(__ldg(pos + a + B + q)) : K();
+    V acc{};
+    for (u32 p = a; p < b; p += B) {
+        K k2[B];
+#pragma unroll
+        for (u32 q = 0; q < B; ++q)
+            k2[q] = p + 2 * B + q < b ? src.key(__ldg(pos + p + 2 * B + q)) : K();
+        V v[B];
+#pragma unroll
+        for (u32 q = 0; q < B; ++q)
+            if (p + q < b) v[q] = src.value(k0[q], row, j);
+#pragma unroll
+        for (u32 q = 0; q < B; ++q)
+            if (p + q < b) acc = p + q == a ? v[q] : vadd(acc, v[q]);
+#pragma unroll
+        for (u32 q = 0; q < B; ++q) {
+            k0[q] = k1[q];
+            k1[q] = k2[q];
+        }
+    }
+    return acc;
+}
+
+// Level 0 of a segment sum whose values Src computes: a group of L lanes per
+// chunk, lane j sums column vectors j, j + L, ...; the chunk's sum is added
+// into its row (dst, zeroed by the host: `0 + t`) or stored in the next
+// level's scratch (reduced by index.cu's scatterN kernels).
+template <typename V, typename Src>
+__device__ __forceinline__ void fused_level0(const Src& src, const u32* __restrict__ pos,
+                                             const u32* __restrict__ cstart,
+                                             const u32* __restrict__ crow,
+                                             const u32* __restrict__ cslot, u64 nchunks, u64 W,
+                                             u32 lanes_log2, V* __restrict__ dst,
+                                             V* __restrict__ next) {
+    const u32 L = 1u << lanes_log2;
+    const u32 lane = threadIdx.x & (L - 1);
+    const u64 groups = blockDim.x >> lanes_log2;
+    for (u64 c = (u64)blockIdx.x * groups + (threadIdx.x >> lanes_log2); c < nchunks;
+         c += (u64)gridDim.x * groups) {
+        const u32 a = __ldg(cstart + c);
+        const u32 b = __ldg(cstart + c + 1);
+        const u32 slot = __ldg(cslot + c);
+        const u64 row = __ldg(crow + c);
+        for (u64 j = lane; j < W; j += L) {
+            const V acc = chunk_sum_src<V, Src>(src, pos, a, b, row, j);
+            if (slot == RTX_FINAL) {
+                V* d = dst + row * W + j;
+                *d = vadd(*d, acc);
+            } else {
+                next[(u64)slot * W + j] = acc;
+            }
+        }
+    }
+}
+
+// softmax: exp(x[e] - m[row]), componentwise.
+template <typename V>
+struct SoftmaxExp {
+    typedef u32 Key;
+    const V* __restrict__ x;
+    const V* __restrict__ m;
+    u64 W;
+    __device__ __forceinline__ Key key(u32 e) const { return e; }
+    __device__ __forceinline__ V value(Key e, u64 row, u64 j) const {
+        const V xv = __ldg(x + (u64)e * W + j);
+        const V mv = __ldg(m + row * W + j);
+        V r;
+#pragma unroll
+        for (int i = 0; i < VecT<V>::N; ++i) comps(r)[i] = rexp(rsub(comps(xv)[i], comps(mv)[i]));
+        return r;
+    }
+};
+
+// softmax backward: alpha[e] * grad[e], componentwise.
+template <typename V>
+struct SoftmaxBwd {
+    typedef u32 Key;
+    const V* __restrict__ alpha;
+    const V* __restrict__ g;
+    u64 W;
+    __device__ __forceinline__ Key key(u32 e) const { return e; }
+    __device__ __forceinline__ V value(Key e, u64, u64 j) const {
+        const V av = __ldg(alpha + (u64)e * W + j);
+        const V gv = __ldg(g + (u64)e * W + j);
+        V r;
+#pragma unroll
+        for (int i = 0; i < VecT<V>::N; ++i) comps(r)[i] = rmul(comps(av)[i], comps(gv)[i]);
+        return r;
+    }
+};
+
+struct EntryRow {
+    u32 e;
+    u32 g;
+};
+
+// gather_scale_scatter: x[gather[e]] * w[e, head of the vector].
+template <typename V>
+struct GatherScale {
+    typedef EntryRow Key;
+    typedef typename VecT<V>::T T;
+    const V* __restrict__ x;
+    const u32* __restrict__ gather;
+    const T* __restrict__ w;
+    u64 W;
+    u64 heads;
+    u64 vecs_per_head;
+    __device__ __forceinline__ Key key(u32 e) const {
+        EntryRow k;
+        k.e = e;
+        k.g = __ldg(gather + e);
+        return k;
+    }
+    __device__ __forceinline__ V value(Key k, u64, u64 j) const {
+        const V xv = __ldg(x + (u64)k.g * W + j);
+        const T s = __ldg(w + (u64)k.e * heads + j / vecs_per_head);
+        V r;
+#pragma unroll
+        for (int i = 0; i < VecT<V>::N; ++i) comps(r)[i] = rmul(comps(xv)[i], s);
+        return r;
+    }
+};
+
+#define RTX_FUSED_ARGS                                                                      \
+    const u32 *__restrict__ pos, const u32 *__restrict__ cstart, const u32 *__restrict__ crow, \
+        const u32 *__restrict__ cslot, u64 nchunks, u64 W, u32 lanes_log2
+
+#define RTX_SMX0(NAME, V)                                                                   \
+    extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
+        NAME(const V* __restrict__ x, const V* __restrict__ m, RTX_FUSED_ARGS,             \
+             V* __restrict__ dst, V* __restrict__ next) {                                   \
+        SoftmaxExp<V> s{x, m, W};                                                           \
+        fused_level0<V>(s, pos, cstart, crow, cslot, nchunks, W, lanes_log2, dst, next);   \
+    }
+#define RTX_SMB0(NAME, V)                                                                   \
+    extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
+        NAME(const V* __restrict__ alpha, const V* __restrict__ g, RTX_FUSED_ARGS,         \
+             V* __restrict__ dst, V* __restrict__ next) {                                   \
+        SoftmaxBwd<V> s{alpha, g, W};                                                       \
+        fused_level0<V>(s, pos, cstart, crow, cslot, nchunks, W, lanes_log2, dst, next);   \
+    }
+#define RTX_GSS0(NAME, V)                                                                   \
+    extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
+        NAME(const V* __restrict__ x, const u32* __restrict__ gather,                      \
+             const VecT<V>::T* __restrict__ w, u64 heads, u64 vecs_per_head,      \
+             RTX_FUSED_ARGS, V* __restrict__ dst, V* __restrict__ next) {                   \
+        GatherScale<V> s{x, gather, w, W, heads, vecs_per_head};                            \
+        fused_level0<V>(s, pos, cstart, crow, cslot, nchunks, W, lanes_log2, dst, next);   \
+    }
+// {smx0,smb0,gss0}_{type}x{lanes}: level 0 of the softmax denominators, of the
+// softmax backward's sums, of gather_scale_scatter; the vector types as index.cu's.
+#define RTX_FUSED_ALL(SUFFIX, V) \
+    RTX_SMX0(smx0_##SUFFIX, V)   \
+    RTX_SMB0(smb0_##SUFFIX, V)   \
+    RTX_GSS0(gss0_##SUFFIX, V)
+RTX_FUSED_ALL(f32x4, float4)
+RTX_FUSED_ALL(f32x2, float2)
+RTX_FUSED_ALL(f32x1, float)
+RTX_FUSED_ALL(f64x2, double2)
+RTX_FUSED_ALL(f64x1, double)
+
+// alpha[e, j] = exp(x[e, j] - m[row, j]) / s[row, j], row = rowof[e]: the last
+// two steps of the softmax composition (exp recomputed: the same bits).
+#define RTX_SOFTMAX_DIV(NAME, T)                                                            \
+    extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
+        NAME(const T* __restrict__ x, const T* __restrict__ m, const T* __restrict__ s,    \
+             const u32* __restrict__ rowof, T* __restrict__ out, u64 e, u64 f) {            \
+        const u64 total = e * f;                                                            \
+        for (u64 t = thread_id(); t < total; t += grid_stride()) {                          \
+            const u64 p = t / f, j = t - p * f;                                             \
+            const u64 r = (u64)__ldg(rowof + p) * f + j;                                    \
+            out[t] = rdiv(rexp(rsub(x[t], m[r])), s[r]);                                    \
+        }                                                                                   \
+    }
+RTX_SOFTMAX_DIV(softmax_div_f32, float)
+RTX_SOFTMAX_DIV(softmax_div_f64, double)
+
+// out[e, j] = alpha[e, j] * (g[e, j] - s[row, j]), row = rowof[e].
+#define RTX_SOFTMAX_BWD(NAME, T)                                                            \
+    extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
+        NAME(const T* __restrict__ alpha, const T* __restrict__ g, const T* __restrict__ s,\
+             const u32* __restrict__ rowof, T* __restrict__ out, u64 e, u64 f) {            \
+        const u64 total = e * f;                                                            \
+        for (u64 t = thread_id(); t < total; t += grid_stride()) {                          \
+            const u64 p = t / f, j = t - p * f;                                             \
+            const u64 r = (u64)__ldg(rowof + p) * f + j;                                    \
+            out[t] = rmul(alpha[t], rsub(g[t], s[r]));                                      \
+        }                                                                                   \
+    }
+RTX_SOFTMAX_BWD(softmax_bwd_f32, float)
+RTX_SOFTMAX_BWD(softmax_bwd_f64, double)
