@@ -7,6 +7,8 @@
 //!   (forward, loss, backward, SGD);
 //! * `harris-batch{1,8}` `...-infer`: median ms of a forward pass, with
 //!   `per_scenario_ms` (ms / batch);
+//! * CUDA only, `...-infer-enqueue`: median ms the host spends issuing a
+//!   forward pass (no wait), to tell host-bound from device-bound;
 //! * CUDA only, `harris-batch8` `...-gpu-util`: GPU utilisation median and
 //!   p90 (`util_median`, `util_p90`, percent) sampled by `nvidia-smi` every
 //!   100 ms while training (`ms` is 0, so compare.py skips it).
@@ -85,8 +87,11 @@ fn run_cuda(args: &Args) -> anyhow::Result<()> {
     };
     suite(&cuda, args, &device)?;
     let host = rtx_backend::HostIndexOps::new(cuda);
+    // the host round trip is slow (tens to hundreds of ms a step): fewer reps
     let roundtrip = Opts {
         prefix: "rtx-cuda-host-index",
+        reps: args.reps.unwrap_or(5),
+        infer_reps: args.infer_reps.unwrap_or(10),
         ..device
     };
     suite(&host, args, &roundtrip)
@@ -165,6 +170,22 @@ fn case<B: Backend>(
                 "ms": round4(ms), "per_scenario_ms": round4(ms / batch as f64),
                 "backend": b.name(), "reps": infer_reps}),
     );
+    if o.util_seconds.is_some() {
+        // device backends: the host's share of a forward pass (enqueueing every
+        // op, no wait at the end); near the infer row means host-bound
+        let mut enq = Vec::with_capacity(infer_reps);
+        for _ in 0..infer_reps {
+            let t = Instant::now();
+            let y = w.model.forward(b, w.graph, &w.x)?;
+            enq.push(t.elapsed().as_secs_f64() * 1e3);
+            b.synchronize()?;
+            drop(y);
+        }
+        emit(
+            json!({"suite": "gat", "case": case, "impl": format!("{}-infer-enqueue", o.prefix),
+                    "ms": round4(median(enq)), "backend": b.name(), "reps": infer_reps}),
+        );
+    }
     if let Some(secs) = o.util_seconds
         && batch == *args.batches.iter().max().unwrap_or(&batch)
     {
