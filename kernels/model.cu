@@ -241,11 +241,11 @@ RTX_GATHER_HEAD_DOT(gather_head_dot_f64, double)
             const u64 g = t / f, j = t - g * f;                                             \
             const u64 r0 = g * 256, r1 = min(n, r0 + 256);                                  \
             T acc = __ldg(in + r0 * f + j);                                                 \
-            for (u64 r = r0 + 1; r < r1; r += 16) {                                         \
-                T v[16];                                                                    \
-                _Pragma("unroll") for (u64 q = 0; q < 16; ++q) if (r + q < r1) v[q] =       \
+            for (u64 r = r0 + 1; r < r1; r += 32) {                                         \
+                T v[32];                                                                    \
+                _Pragma("unroll") for (u64 q = 0; q < 32; ++q) if (r + q < r1) v[q] =       \
                     __ldg(in + (r + q) * f + j);                                            \
-                _Pragma("unroll") for (u64 q = 0; q < 16; ++q) if (r + q < r1) acc =        \
+                _Pragma("unroll") for (u64 q = 0; q < 32; ++q) if (r + q < r1) acc =        \
                     radd(acc, v[q]);                                                        \
             }                                                                               \
             out[t] = acc;                                                                   \
@@ -392,47 +392,69 @@ __device__ __forceinline__ T max_step(T m, T v) {
 RTX_SEGMAX(segmax_f32, float)
 RTX_SEGMAX(segmax_f64, double)
 
-// Sum of the values of positions [a, b) (b > a) of a chunk of `row`, column
-// vector j, left to right from the first (index.cu's order). Src maps a
-// position's plan entry to a key (index loads, prefetched two batches ahead)
-// and a key to its value; value loads of a batch go out together.
-template <typename V, typename Src>
-__device__ __forceinline__ V chunk_sum_src(const Src& src, const u32* __restrict__ pos, u32 a,
-                                           u32 b, u64 row, u64 j) {
+template <typename V, bool MAX>
+__device__ __forceinline__ V combine(V acc, V v) {
+    if constexpr (MAX) {
+        return max_step(acc, v);
+    } else {
+        return vadd(acc, v);
+    }
+}
+
+// Sum (or, MAX, segment max) of the values of positions [a, b) (b > a) of a
+// chunk of `row`, column vector j, left to right from the first (index.cu's
+// order). Src maps a position's plan entry to a key (index loads) and a key
+// to its value. Software-pipelined: keys are loaded three batches ahead and
+// values one batch ahead, so a batch's adds overlap the next batch's loads.
+template <typename V, bool MAX, typename Src>
+__device__ __forceinline__ V chunk_reduce_src(const Src& src, const u32* __restrict__ pos, u32 a,
+                                              u32 b, u64 row, u64 j) {
     constexpr u32 B = 8;
     typedef typename Src::Key K;
-    K k0[B], k1[B];
+    K k1[B], k2[B];
+    V v0[B];
+    {
+        K k0[B];
 #pragma unroll
-    for (u32 q = 0; q < B; ++q) k0[q] = a + q < b ? src.key(__ldg(pos + a + q)) : K();
+        for (u32 q = 0; q < B; ++q) k0[q] = a + q < b ? src.key(__ldg(pos + a + q)) : K();
 #pragma unroll
-    for (u32 q = 0; q < B; ++q) k1[q] = a + B + q < b ? src.key(__ldg(pos + a + B + q)) : K();
+        for (u32 q = 0; q < B; ++q) k1[q] = a + B + q < b ? src.key(__ldg(pos + a + B + q)) : K();
+#pragma unroll
+        for (u32 q = 0; q < B; ++q)
+            k2[q] = a + 2 * B + q < b ? src.key(__ldg(pos + a + 2 * B + q)) : K();
+#pragma unroll
+        for (u32 q = 0; q < B; ++q)
+            if (a + q < b) v0[q] = src.value(k0[q], row, j);
+    }
     V acc{};
     for (u32 p = a; p < b; p += B) {
-        K k2[B];
+        K k3[B];
 #pragma unroll
         for (u32 q = 0; q < B; ++q)
-            k2[q] = p + 2 * B + q < b ? src.key(__ldg(pos + p + 2 * B + q)) : K();
-        V v[B];
+            k3[q] = p + 3 * B + q < b ? src.key(__ldg(pos + p + 3 * B + q)) : K();
+        V v1[B];
 #pragma unroll
         for (u32 q = 0; q < B; ++q)
-            if (p + q < b) v[q] = src.value(k0[q], row, j);
+            if (p + B + q < b) v1[q] = src.value(k1[q], row, j);
 #pragma unroll
         for (u32 q = 0; q < B; ++q)
-            if (p + q < b) acc = p + q == a ? v[q] : vadd(acc, v[q]);
+            if (p + q < b) acc = p + q == a ? v0[q] : combine<V, MAX>(acc, v0[q]);
 #pragma unroll
         for (u32 q = 0; q < B; ++q) {
-            k0[q] = k1[q];
+            v0[q] = v1[q];
             k1[q] = k2[q];
+            k2[q] = k3[q];
         }
     }
     return acc;
 }
 
-// Level 0 of a segment sum whose values Src computes: a group of L lanes per
-// chunk, lane j sums column vectors j, j + L, ...; the chunk's sum is added
-// into its row (dst, zeroed by the host: `0 + t`) or stored in the next
-// level's scratch (reduced by index.cu's scatterN kernels).
-template <typename V, typename Src>
+// Level 0 of a segment sum (or max) whose values Src computes: a group of L
+// lanes per chunk, lane j reduces column vectors j, j + L, ...; a sum is
+// added into its row (dst, zeroed by the host: `0 + t`), a max stored there,
+// or either goes to the next level's scratch (reduced by index.cu's scatterN
+// kernels, or segmax).
+template <typename V, bool MAX, typename Src>
 __device__ __forceinline__ void fused_level0(const Src& src, const u32* __restrict__ pos,
                                              const u32* __restrict__ cstart,
                                              const u32* __restrict__ crow,
@@ -449,16 +471,30 @@ __device__ __forceinline__ void fused_level0(const Src& src, const u32* __restri
         const u32 slot = __ldg(cslot + c);
         const u64 row = __ldg(crow + c);
         for (u64 j = lane; j < W; j += L) {
-            const V acc = chunk_sum_src<V, Src>(src, pos, a, b, row, j);
+            const V acc = chunk_reduce_src<V, MAX, Src>(src, pos, a, b, row, j);
             if (slot == RTX_FINAL) {
                 V* d = dst + row * W + j;
-                *d = vadd(*d, acc);
+                if constexpr (MAX) {
+                    *d = acc;
+                } else {
+                    *d = vadd(*d, acc);
+                }
             } else {
                 next[(u64)slot * W + j] = acc;
             }
         }
     }
 }
+
+// segment max, level 0: the stored value of the entry.
+template <typename T>
+struct ReadSrc {
+    typedef u32 Key;
+    const T* __restrict__ vals;
+    u64 W;
+    __device__ __forceinline__ Key key(u32 e) const { return e; }
+    __device__ __forceinline__ T value(Key e, u64, u64 j) const { return __ldg(vals + (u64)e * W + j); }
+};
 
 // softmax: exp(x[e] - m[row]), componentwise.
 template <typename V>
@@ -537,14 +573,14 @@ struct GatherScale {
         NAME(const V* __restrict__ x, const V* __restrict__ m, RTX_FUSED_ARGS,             \
              V* __restrict__ dst, V* __restrict__ next) {                                   \
         SoftmaxExp<V> s{x, m, W};                                                           \
-        fused_level0<V>(s, pos, cstart, crow, cslot, nchunks, W, lanes_log2, dst, next);   \
+        fused_level0<V, false>(s, pos, cstart, crow, cslot, nchunks, W, lanes_log2, dst, next);   \
     }
 #define RTX_SMB0(NAME, V)                                                                   \
     extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
         NAME(const V* __restrict__ alpha, const V* __restrict__ g, RTX_FUSED_ARGS,         \
              V* __restrict__ dst, V* __restrict__ next) {                                   \
         SoftmaxBwd<V> s{alpha, g, W};                                                       \
-        fused_level0<V>(s, pos, cstart, crow, cslot, nchunks, W, lanes_log2, dst, next);   \
+        fused_level0<V, false>(s, pos, cstart, crow, cslot, nchunks, W, lanes_log2, dst, next);   \
     }
 #define RTX_GSS0(NAME, V)                                                                   \
     extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
@@ -552,8 +588,19 @@ struct GatherScale {
              const VecT<V>::T* __restrict__ w, u64 heads, u64 vecs_per_head,      \
              RTX_FUSED_ARGS, V* __restrict__ dst, V* __restrict__ next) {                   \
         GatherScale<V> s{x, gather, w, W, heads, vecs_per_head};                            \
-        fused_level0<V>(s, pos, cstart, crow, cslot, nchunks, W, lanes_log2, dst, next);   \
+        fused_level0<V, false>(s, pos, cstart, crow, cslot, nchunks, W, lanes_log2, dst, next);   \
     }
+// segmax0_{f32,f64}: level 0 of a segment max, pipelined (levels past it: segmax).
+#define RTX_SEGMAX0(NAME, T)                                                                \
+    extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
+        NAME(const T* __restrict__ vals, RTX_FUSED_ARGS, T* __restrict__ dst,              \
+             T* __restrict__ next) {                                                        \
+        ReadSrc<T> s{vals, W};                                                              \
+        fused_level0<T, true>(s, pos, cstart, crow, cslot, nchunks, W, lanes_log2, dst, next); \
+    }
+RTX_SEGMAX0(segmax0_f32, float)
+RTX_SEGMAX0(segmax0_f64, double)
+
 // {smx0,smb0,gss0}_{type}x{lanes}: level 0 of the softmax denominators, of the
 // softmax backward's sums, of gather_scale_scatter; the vector types as index.cu's.
 #define RTX_FUSED_ALL(SUFFIX, V) \

@@ -67,6 +67,8 @@ pub const KERNEL_NAMES: &[&str] = &[
     "reduce_rows_f64",
     "matmul_f32",
     "matmul_f64",
+    "segmax0_f32",
+    "segmax0_f64",
     "segmax_f32",
     "segmax_f64",
     "softmax_div_f32",

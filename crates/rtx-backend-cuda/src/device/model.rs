@@ -430,10 +430,34 @@ impl CudaBackend {
         let kern = self.dev.kernels()?;
         let d = ptr(out);
         let ff = f as u64;
+        let lanes = lanes_log2(ff);
         for (lv, &(start, row, slot, n)) in dp.levels.iter().enumerate() {
-            let vals = if lv == 0 { x } else { scratch[lv - 1].ptr() };
-            let pos = if lv == 0 { dp.positions } else { 0 };
             let next = scratch.get(lv).map_or(0, DevMem::ptr);
+            if lv == 0 {
+                let mut l = self
+                    .dev
+                    .stream
+                    .launch_builder(kern.get(kname!("segmax0", T)));
+                l.arg(&x)
+                    .arg(&dp.positions)
+                    .arg(&start)
+                    .arg(&row)
+                    .arg(&slot)
+                    .arg(&n)
+                    .arg(&ff)
+                    .arg(&lanes)
+                    .arg(&d)
+                    .arg(&next);
+                let groups = u64::from(BLOCK >> lanes);
+                // SAFETY: segmax0_T(const T* vals, const u32* pos, const u32* cstart, const
+                // u32* crow, const u32* cslot, u64 nchunks, u64 W, u32 lanes_log2, T* dst, T*
+                // next): as below, with W = f scalar columns.
+                unsafe { l.launch(cfg1(n.div_ceil(groups).clamp(1, MAX_GRID_X) as u32)) }
+                    .map_err(Error::from)?;
+                continue;
+            }
+            let vals = scratch[lv - 1].ptr();
+            let pos = 0u64;
             let mut l = self
                 .dev
                 .stream
