@@ -544,6 +544,36 @@ mod tests {
         }
     }
 
+    /// Shapes whose outputs overflow 64 bits, and huge but valid sizes, are
+    /// error values, never panics or aborts.
+    #[test]
+    fn huge_shapes_are_errors() {
+        let b = CpuBackend::new();
+        let overflow = |r: Result<BTensor<CpuBackend, f32>>| match r {
+            Err(Error::Layout(rtx_tensor::Error::Overflow { .. })) => {}
+            other => panic!("want a size overflow, got {other:?}"),
+        };
+        let wide = b.zeros::<f32>(&[0, 1 << 62]).unwrap();
+        let empty4 = IndexPlan::new(&[], 4).unwrap();
+        overflow(b.segment_max(&wide, &empty4));
+        overflow(b.segment_sum(&wide, &empty4));
+        overflow(b.gather_scale_scatter(&wide, &[], &b.zeros(&[0, 1]).unwrap(), &empty4));
+        let tall = b.zeros::<f32>(&[1 << 62, 0]).unwrap();
+        overflow(b.head_dot(&tall, &b.zeros(&[1, 0]).unwrap(), 8));
+        overflow(b.matmul(&tall, false, &b.zeros(&[0, 8]).unwrap(), false));
+        let one = b.zeros::<f32>(&[1, 0]).unwrap();
+        overflow(b.gather_head_dot(&one, &[0; 8], &one, &[0; 8], 1 << 62));
+        // valid sizes the allocator refuses: an error, not an abort
+        assert!(matches!(
+            b.zeros::<f32>(&[1 << 40, 1 << 20]),
+            Err(Error::HostAllocation { .. })
+        ));
+        assert!(matches!(
+            IndexPlan::new(&[], usize::MAX),
+            Err(Error::SizeOverflow { .. })
+        ));
+    }
+
     #[test]
     fn bit_identical_for_any_thread_count() {
         use rtx_backend::conformance::{indices, values};
