@@ -3,7 +3,7 @@
 //! Each function takes any [`Backend`] and panics with a message naming the
 //! case on the first mismatch; a backend's tests call them one by one (so
 //! each shows as its own test) or all through [`run_all`]. Expectations come
-//! from the single-threaded host [`reference`](crate::reference), naive loops
+//! from the single-threaded host [`reference`](mod@crate::reference), naive loops
 //! written here, or hand-computed values, never from the backend under test.
 //! Float results are compared bit for bit unless a case says otherwise.
 

@@ -254,6 +254,8 @@ pub trait Backend: Send + Sync + std::fmt::Debug {
     }
 
     /// `op(x)` elementwise (relu, leaky relu, exp, scale); same shape out.
+    /// Relu, leaky relu and scale are bit-exact; `exp` is the backend's own
+    /// (held to the host's within a tolerance).
     ///
     /// Default: a host round trip over [`ops::unary`]. Device backends override it.
     ///
@@ -302,7 +304,8 @@ pub trait Backend: Send + Sync + std::fmt::Debug {
     }
 
     /// In place `y = y + alpha * x` (an SGD step is `axpy(w, -lr, grad)`);
-    /// `alpha` is rounded to `T` once.
+    /// `alpha` is rounded to `T` once. A dense op: held to [`ops::axpy_slice`]
+    /// within a tolerance (a device may fuse the multiply-add).
     ///
     /// Default: a host round trip (download both, [`ops::axpy_slice`], upload
     /// the result as `y`'s new buffer). Device backends override it.
