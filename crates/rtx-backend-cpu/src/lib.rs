@@ -19,7 +19,7 @@ use rayon::prelude::*;
 use rtx_backend::order::add_row_sum;
 use rtx_backend::{
     BTensor, Backend, Binary, Element, Error, IndexPlan, Result, Tensor, Unary, check_index_add,
-    dims2, ops, reference,
+    dims2, ops, reference, try_copy, try_vec,
 };
 use rtx_tensor::{Layout, PermuteKind};
 
@@ -61,6 +61,14 @@ impl CpuBackend {
 /// Rows per rayon task: enough work per task to amortize scheduling.
 const MIN_ROWS_PER_TASK: usize = 64;
 
+/// The buffer of a new tensor of `layout`: `numel` zeros, reserved fallibly
+/// (a huge but valid size is [`Error::HostAllocation`], not an abort). Every
+/// buffer this backend makes comes from here or [`try_copy`], sized from a
+/// [`Layout`] built (and overflow-checked) first.
+fn zeroed<T: Element>(layout: &Layout) -> Result<Vec<T>> {
+    try_vec(layout.numel(), T::ZERO)
+}
+
 impl Backend for CpuBackend {
     type Buffer<T: Element> = Vec<T>;
 
@@ -77,21 +85,21 @@ impl Backend for CpuBackend {
                 expected: layout.numel(),
             });
         }
-        Ok(Tensor::new(data.to_vec(), layout))
+        Ok(Tensor::new(try_copy(data)?, layout))
     }
 
     fn download<T: Element>(&self, t: &BTensor<Self, T>) -> Result<Vec<T>> {
-        Ok(t.storage().clone())
+        try_copy(t.storage())
     }
 
     fn zeros<T: Element>(&self, shape: &[usize]) -> Result<BTensor<Self, T>> {
         let layout = Layout::contiguous(shape)?;
-        Ok(Tensor::new(vec![T::ZERO; layout.numel()], layout))
+        Ok(Tensor::new(zeroed(&layout)?, layout))
     }
 
     fn make_unique<T: Element>(&self, t: &mut BTensor<Self, T>) -> Result<()> {
         if !t.is_unique() {
-            *t = Tensor::new(t.storage().clone(), t.layout().clone());
+            *t = Tensor::new(try_copy(t.storage())?, t.layout().clone());
         }
         Ok(())
     }
@@ -103,8 +111,9 @@ impl Backend for CpuBackend {
     ) -> Result<BTensor<Self, T>> {
         let (rows, f) = dims2("index_select", "src", src.layout())?;
         reference::check_indices(idx, rows)?;
+        let layout = Layout::contiguous(&[idx.len(), f])?;
         let s = src.storage();
-        let mut out = vec![T::ZERO; idx.len() * f];
+        let mut out = zeroed(&layout)?;
         if f > 0 {
             self.install(|| {
                 out.par_chunks_mut(f)
@@ -115,7 +124,7 @@ impl Backend for CpuBackend {
                     });
             });
         }
-        Ok(Tensor::new(out, Layout::contiguous(&[idx.len(), f])?))
+        Ok(Tensor::new(out, layout))
     }
 
     fn index_add_planned<T: Element>(
@@ -154,7 +163,7 @@ impl Backend for CpuBackend {
             PermuteKind::Transpose {
                 rows, cols, inner, ..
             } => {
-                let mut out = vec![T::ZERO; data.len()];
+                let mut out = try_vec(data.len(), T::ZERO)?;
                 // one output row (b, c) per task: out[b][c][r][:] = in[b][r][c][:]
                 self.install(|| {
                     out.par_chunks_mut(rows * inner)
@@ -182,14 +191,16 @@ impl Backend for CpuBackend {
         trans_b: bool,
     ) -> Result<BTensor<Self, T>> {
         let (m, k, n) = ops::check_matmul(a.shape(), trans_a, b.shape(), trans_b)?;
-        let out =
-            self.install(|| model_ops::matmul(a.storage(), trans_a, b.storage(), trans_b, m, k, n));
-        Ok(Tensor::new(out, Layout::contiguous(&[m, n])?))
+        let layout = Layout::contiguous(&[m, n])?;
+        let mut out = zeroed(&layout)?;
+        let (xa, xb) = (a.storage(), b.storage());
+        self.install(|| model_ops::matmul(xa, trans_a, xb, trans_b, m, k, n, &mut out))?;
+        Ok(Tensor::new(out, layout))
     }
 
     fn unary<T: Element>(&self, op: Unary, x: &BTensor<Self, T>) -> Result<BTensor<Self, T>> {
         let xs = x.storage();
-        let mut out = vec![T::ZERO; xs.len()];
+        let mut out = zeroed(x.layout())?;
         self.install(|| {
             out.par_chunks_mut(model_ops::ELEMS_PER_TASK)
                 .zip(xs.par_chunks(model_ops::ELEMS_PER_TASK))
@@ -206,7 +217,7 @@ impl Backend for CpuBackend {
     ) -> Result<BTensor<Self, T>> {
         ops::check_same("unary_backward", x.shape(), grad.shape())?;
         let (xs, gs) = (x.storage(), grad.storage());
-        let mut out = vec![T::ZERO; xs.len()];
+        let mut out = zeroed(x.layout())?;
         let c = model_ops::ELEMS_PER_TASK;
         self.install(|| {
             out.par_chunks_mut(c)
@@ -225,7 +236,7 @@ impl Backend for CpuBackend {
     ) -> Result<BTensor<Self, T>> {
         let (f, broadcast) = ops::check_binary(op, a.shape(), b.shape())?;
         let (xa, xb) = (a.storage(), b.storage());
-        let mut out = vec![T::ZERO; xa.len()];
+        let mut out = zeroed(a.layout())?;
         self.install(|| {
             if broadcast {
                 if let Some(rows) = model_ops::ELEMS_PER_TASK.checked_div(f) {
@@ -268,8 +279,9 @@ impl Backend for CpuBackend {
 
     fn sum_rows<T: Element>(&self, x: &BTensor<Self, T>) -> Result<BTensor<Self, T>> {
         let (n, f) = dims2("sum_rows", "x", x.layout())?;
+        let layout = Layout::contiguous(&[1, f])?;
         let xs = x.storage();
-        let mut out = vec![T::ZERO; f];
+        let mut out = zeroed(&layout)?;
         self.install(|| {
             model_ops::par_accumulate(n, &mut out, |p, acc, first| {
                 let r = &xs[p * f..(p + 1) * f];
@@ -280,9 +292,9 @@ impl Backend for CpuBackend {
                         *o = *o + v;
                     }
                 }
-            });
-        });
-        Ok(Tensor::new(out, Layout::contiguous(&[1, f])?))
+            })
+        })?;
+        Ok(Tensor::new(out, layout))
     }
 
     fn head_dot<T: Element>(
@@ -294,7 +306,8 @@ impl Backend for CpuBackend {
         let (n, h, c, b_rows) = ops::check_head_dot(a.shape(), b.shape(), heads)?;
         let (xa, xb) = (a.storage(), b.storage());
         let f = h * c;
-        let mut out = vec![T::ZERO; n * h];
+        let layout = Layout::contiguous(&[n, h])?;
+        let mut out = zeroed(&layout)?;
         self.install(|| {
             out.par_chunks_mut(h)
                 .with_min_len(MIN_ROWS_PER_TASK)
@@ -304,7 +317,7 @@ impl Backend for CpuBackend {
                     ops::head_dot_row(&xa[i * f..(i + 1) * f], &xb[br * f..(br + 1) * f], c, o);
                 });
         });
-        Ok(Tensor::new(out, Layout::contiguous(&[n, h])?))
+        Ok(Tensor::new(out, layout))
     }
 
     fn head_scale<T: Element>(
@@ -315,7 +328,8 @@ impl Backend for CpuBackend {
         let (n, h, c, a_rows) = ops::check_head_scale(a.shape(), s.shape())?;
         let (xa, xs) = (a.storage(), s.storage());
         let f = h * c;
-        let mut out = vec![T::ZERO; n * f];
+        let layout = Layout::contiguous(&[n, f])?;
+        let mut out = zeroed(&layout)?;
         if f > 0 {
             self.install(|| {
                 out.par_chunks_mut(f)
@@ -332,7 +346,7 @@ impl Backend for CpuBackend {
                     });
             });
         }
-        Ok(Tensor::new(out, Layout::contiguous(&[n, f])?))
+        Ok(Tensor::new(out, layout))
     }
 
     fn segment_max<T: Element>(
@@ -341,8 +355,9 @@ impl Backend for CpuBackend {
         plan: &IndexPlan,
     ) -> Result<BTensor<Self, T>> {
         let (_, f) = ops::check_segment("segment_max", x.shape(), plan)?;
+        let layout = Layout::contiguous(&[plan.rows(), f])?;
         let xs = x.storage();
-        let mut out = vec![T::ZERO; plan.rows() * f];
+        let mut out = zeroed(&layout)?;
         if f > 0 {
             self.install(|| {
                 out.par_chunks_mut(f)
@@ -357,7 +372,7 @@ impl Backend for CpuBackend {
                     });
             });
         }
-        Ok(Tensor::new(out, Layout::contiguous(&[plan.rows(), f])?))
+        Ok(Tensor::new(out, layout))
     }
 
     fn gather_scale_scatter<T: Element>(
@@ -370,7 +385,8 @@ impl Backend for CpuBackend {
         let (h, c) = ops::check_gather_scale_scatter(x.shape(), gather, weights.shape(), plan)?;
         let (xs, ws) = (x.storage(), weights.storage());
         let f = h * c;
-        let mut out = vec![T::ZERO; plan.rows() * f];
+        let layout = Layout::contiguous(&[plan.rows(), f])?;
+        let mut out = zeroed(&layout)?;
         if f > 0 {
             self.install(|| {
                 out.par_chunks_mut(f)
@@ -390,7 +406,7 @@ impl Backend for CpuBackend {
                     });
             });
         }
-        Ok(Tensor::new(out, Layout::contiguous(&[plan.rows(), f])?))
+        Ok(Tensor::new(out, layout))
     }
 
     fn gather_head_dot<T: Element>(
@@ -404,7 +420,8 @@ impl Backend for CpuBackend {
         let (h, c) = ops::check_gather_head_dot(a.shape(), a_idx, b.shape(), b_idx, heads)?;
         let (xa, xb) = (a.storage(), b.storage());
         let f = h * c;
-        let mut out = vec![T::ZERO; a_idx.len() * h];
+        let layout = Layout::contiguous(&[a_idx.len(), h])?;
+        let mut out = zeroed(&layout)?;
         self.install(|| {
             out.par_chunks_mut(h)
                 .with_min_len(4 * MIN_ROWS_PER_TASK)
@@ -414,7 +431,7 @@ impl Backend for CpuBackend {
                     ops::head_dot_row(&xa[i * f..(i + 1) * f], &xb[j * f..(j + 1) * f], c, o);
                 });
         });
-        Ok(Tensor::new(out, Layout::contiguous(&[a_idx.len(), h])?))
+        Ok(Tensor::new(out, layout))
     }
 
     fn segment_softmax<T: Element>(
@@ -427,7 +444,7 @@ impl Backend for CpuBackend {
         let row = |p: u32| &xs[p as usize * f..(p as usize + 1) * f];
         let out = self.install(|| {
             model_ops::per_segment(plan, f, |ps, o, s| ops::softmax_segment(ps, row, f, o, s))
-        });
+        })?;
         Ok(Tensor::new(out, x.layout().clone()))
     }
 
@@ -446,7 +463,7 @@ impl Backend for CpuBackend {
             model_ops::per_segment(plan, f, |ps, o, s| {
                 ops::softmax_backward_segment(ps, a, g, f, o, s);
             })
-        });
+        })?;
         Ok(Tensor::new(out, alpha.layout().clone()))
     }
 }
@@ -525,6 +542,36 @@ mod tests {
                 bits(&ops::segment_max(&z, f, &plan))
             );
         }
+    }
+
+    /// Shapes whose outputs overflow 64 bits, and huge but valid sizes, are
+    /// error values, never panics or aborts.
+    #[test]
+    fn huge_shapes_are_errors() {
+        let b = CpuBackend::new();
+        let overflow = |r: Result<BTensor<CpuBackend, f32>>| match r {
+            Err(Error::Layout(rtx_tensor::Error::Overflow { .. })) => {}
+            other => panic!("want a size overflow, got {other:?}"),
+        };
+        let wide = b.zeros::<f32>(&[0, 1 << 62]).unwrap();
+        let empty4 = IndexPlan::new(&[], 4).unwrap();
+        overflow(b.segment_max(&wide, &empty4));
+        overflow(b.segment_sum(&wide, &empty4));
+        overflow(b.gather_scale_scatter(&wide, &[], &b.zeros(&[0, 1]).unwrap(), &empty4));
+        let tall = b.zeros::<f32>(&[1 << 62, 0]).unwrap();
+        overflow(b.head_dot(&tall, &b.zeros(&[1, 0]).unwrap(), 8));
+        overflow(b.matmul(&tall, false, &b.zeros(&[0, 8]).unwrap(), false));
+        let one = b.zeros::<f32>(&[1, 0]).unwrap();
+        overflow(b.gather_head_dot(&one, &[0; 8], &one, &[0; 8], 1 << 62));
+        // valid sizes the allocator refuses: an error, not an abort
+        assert!(matches!(
+            b.zeros::<f32>(&[1 << 40, 1 << 20]),
+            Err(Error::HostAllocation { .. })
+        ));
+        assert!(matches!(
+            IndexPlan::new(&[], usize::MAX),
+            Err(Error::SizeOverflow { .. })
+        ));
     }
 
     #[test]

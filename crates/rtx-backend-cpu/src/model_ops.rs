@@ -4,8 +4,8 @@
 //! are bit-identical for any thread count.
 
 use rayon::prelude::*;
-use rtx_backend::order::CANONICAL_BLOCK;
-use rtx_backend::{Element, IndexPlan, ops};
+use rtx_backend::order::{CANONICAL_BLOCK, canonical_accumulate, reduce_blocks};
+use rtx_backend::{Element, Error, IndexPlan, Result, ops, try_vec};
 
 /// Elements per rayon task of elementwise ops.
 pub(crate) const ELEMS_PER_TASK: usize = 16 * 1024;
@@ -13,31 +13,56 @@ pub(crate) const ELEMS_PER_TASK: usize = 16 * 1024;
 /// Multiply-adds per rayon task of a matrix product.
 const ROW_TILE_ELEMS: usize = 64 * 1024;
 
-/// [`ops::canonical_accumulate`] with the level-0 blocks computed in parallel
-/// (the higher levels are the same sequential [`ops::reduce_blocks`]).
+/// The canonical sum of `k > CANONICAL_BLOCK` vector terms of `out.len()`
+/// values, its level-0 blocks computed in parallel: `block(p0, p1, acc)` must
+/// write into `acc` the left-to-right sum of terms `p0..p1`, starting from
+/// term `p0` (one level-0 block of the canonical order); the higher levels are
+/// the same sequential [`reduce_blocks`] as everywhere else. The one parallel
+/// form of the canonical order in this crate ([`par_accumulate`] and the
+/// `A^T B` path of [`matmul`] use it).
+fn par_blocks<T: Element>(
+    k: usize,
+    out: &mut [T],
+    block: impl Fn(usize, usize, &mut [T]) + Sync,
+) -> Result<()> {
+    let f = out.len();
+    debug_assert!(k > CANONICAL_BLOCK && f > 0);
+    let blocks = k.div_ceil(CANONICAL_BLOCK);
+    let len = blocks.checked_mul(f).ok_or_else(|| Error::SizeOverflow {
+        op: "canonical sum",
+        what: format!("{blocks} level-0 blocks of {f} values"),
+    })?;
+    let mut scratch = try_vec(len, T::ZERO)?;
+    scratch.par_chunks_mut(f).enumerate().for_each(|(b, acc)| {
+        let p0 = b * CANONICAL_BLOCK;
+        block(p0, k.min(p0 + CANONICAL_BLOCK), acc);
+    });
+    reduce_blocks(&mut scratch, blocks, f);
+    out.copy_from_slice(&scratch[..f]);
+    Ok(())
+}
+
+/// [`canonical_accumulate`] with the level-0 blocks computed in parallel
+/// ([`par_blocks`]).
 pub(crate) fn par_accumulate<T: Element>(
     k: usize,
     out: &mut [T],
     term: impl Fn(usize, &mut [T], bool) + Sync,
-) {
-    let f = out.len();
-    if k <= CANONICAL_BLOCK || f == 0 {
-        ops::canonical_accumulate(k, out, &mut Vec::new(), term);
-        return;
+) -> Result<()> {
+    if k <= CANONICAL_BLOCK || out.is_empty() {
+        canonical_accumulate(k, out, &mut Vec::new(), term);
+        return Ok(());
     }
-    let blocks = k.div_ceil(CANONICAL_BLOCK);
-    let mut scratch = vec![T::ZERO; blocks * f];
-    scratch.par_chunks_mut(f).enumerate().for_each(|(b, acc)| {
-        let p0 = b * CANONICAL_BLOCK;
-        for p in p0..k.min(p0 + CANONICAL_BLOCK) {
+    par_blocks(k, out, |p0, p1, acc| {
+        for p in p0..p1 {
             term(p, acc, p == p0);
         }
-    });
-    ops::reduce_blocks(&mut scratch, blocks, f);
-    out.copy_from_slice(&scratch[..f]);
+    })
 }
 
-/// `op(a) @ op(b)` as [`ops::matmul`] defines it: `[m, k] @ [k, n]`.
+/// `op(a) @ op(b)` as [`ops::matmul`] defines it: `[m, k] @ [k, n]`, into
+/// `out` (`m * n` zeros, checked by the caller).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn matmul<T: Element>(
     a: &[T],
     trans_a: bool,
@@ -46,10 +71,10 @@ pub(crate) fn matmul<T: Element>(
     m: usize,
     k: usize,
     n: usize,
-) -> Vec<T> {
-    let mut out = vec![T::ZERO; m * n];
+    out: &mut [T],
+) -> Result<()> {
     if n == 0 || m == 0 {
-        return out;
+        return Ok(());
     }
     let bt;
     let b = if trans_b {
@@ -62,24 +87,18 @@ pub(crate) fn matmul<T: Element>(
     if k <= CANONICAL_BLOCK {
         // one level-0 block: tiles of output rows in parallel
         let rows = (ROW_TILE_ELEMS / (k * n).max(1)).clamp(4, 256) / 4 * 4;
-        out.par_chunks_mut(rows * n).enumerate().for_each(|(t, o)| {
-            let i0 = t * rows;
-            ops::mm_block(a, 0, rs, ps, b, n, i0..i0 + o.len() / n, 0, k, o);
-        });
+        // a chunk longer than `out` is just `out`: saturating is exact here
+        out.par_chunks_mut(rows.saturating_mul(n))
+            .enumerate()
+            .for_each(|(t, o)| {
+                let i0 = t * rows;
+                ops::mm_block(a, 0, rs, ps, b, n, i0..i0 + o.len() / n, 0, k, o);
+            });
     } else if trans_a {
         // level-0 blocks of the inner dimension in parallel, then the tree
-        let blocks = k.div_ceil(CANONICAL_BLOCK);
-        let mut scratch = vec![T::ZERO; blocks * m * n];
-        scratch
-            .par_chunks_mut(m * n)
-            .enumerate()
-            .for_each(|(blk, acc)| {
-                let p0 = blk * CANONICAL_BLOCK;
-                let p1 = k.min(p0 + CANONICAL_BLOCK);
-                ops::mm_block(a, p0 * m, 1, m, b, n, 0..m, p0, p1, acc);
-            });
-        ops::reduce_blocks(&mut scratch, blocks, m * n);
-        out.copy_from_slice(&scratch[..m * n]);
+        par_blocks(k, out, |p0, p1, acc| {
+            ops::mm_block(a, p0 * m, 1, m, b, n, 0..m, p0, p1, acc);
+        })?;
     } else {
         out.par_chunks_mut(n)
             .enumerate()
@@ -87,7 +106,7 @@ pub(crate) fn matmul<T: Element>(
                 ops::matmul_row(&a[i * k..(i + 1) * k], b, o, scratch);
             });
     }
-    out
+    Ok(())
 }
 
 /// Runs `kernel(positions, out_rows, scratch)` for every row of `plan` in
@@ -97,11 +116,12 @@ pub(crate) fn per_segment<T: Element>(
     plan: &IndexPlan,
     f: usize,
     kernel: impl Fn(&[u32], &mut [T], &mut ops::SegmentScratch<T>) + Sync,
-) -> Vec<T> {
+) -> Result<Vec<T>> {
     let e = plan.len();
-    let mut sorted = vec![T::ZERO; e * f];
+    // `[e, f]` is the caller's checked input shape: the product fits
+    let mut sorted = try_vec(e * f, T::ZERO)?;
     if f == 0 || e == 0 {
-        return sorted;
+        return Ok(sorted);
     }
     // cut the plan-ordered buffer into groups of whole rows
     let offsets = plan.offsets();
@@ -133,14 +153,14 @@ pub(crate) fn per_segment<T: Element>(
             }
         });
     // un-permute: entry positions[q] takes sorted row q
-    let mut inv = vec![0u32; e];
+    let mut inv = try_vec(e, 0u32)?;
     for (q, &p) in plan.positions().iter().enumerate() {
         inv[p as usize] = q as u32;
     }
-    let mut out = vec![T::ZERO; e * f];
+    let mut out = try_vec(e * f, T::ZERO)?;
     out.par_chunks_mut(f)
         .with_min_len(256)
         .zip(inv.par_iter())
         .for_each(|(o, &q)| o.copy_from_slice(&sorted[q as usize * f..(q as usize + 1) * f]));
-    out
+    Ok(out)
 }

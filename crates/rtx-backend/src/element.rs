@@ -58,8 +58,6 @@ pub trait Element:
     const DTYPE: DType;
     /// Zero.
     const ZERO: Self;
-    /// One.
-    const ONE: Self;
     /// Conversion from `f64` (rounding for `f32`).
     fn from_f64(x: f64) -> Self;
     /// Conversion to `f64` (exact).
@@ -75,7 +73,6 @@ pub trait Element:
 impl Element for f32 {
     const DTYPE: DType = DType::F32;
     const ZERO: Self = 0.0;
-    const ONE: Self = 1.0;
     fn from_f64(x: f64) -> Self {
         x as f32
     }
@@ -96,7 +93,6 @@ impl Element for f32 {
 impl Element for f64 {
     const DTYPE: DType = DType::F64;
     const ZERO: Self = 0.0;
-    const ONE: Self = 1.0;
     fn from_f64(x: f64) -> Self {
         x
     }

@@ -51,7 +51,25 @@ pub enum Error {
         /// The maximum.
         max: usize,
     },
-    /// A layout error (bad dims, overflow).
+    /// A size derived from the arguments (other than a shape's element count,
+    /// which is [`Error::Layout`]) does not fit in `usize`.
+    #[error("{op}: {what} overflows 64 bits")]
+    SizeOverflow {
+        /// The operation.
+        op: &'static str,
+        /// The size that overflows, with its operands.
+        what: String,
+    },
+    /// Host memory could not be reserved (a huge but valid size; see
+    /// [`try_with_capacity`](crate::try_with_capacity)).
+    #[error("cannot allocate host memory for {elements} elements of {element_bytes} bytes")]
+    HostAllocation {
+        /// Elements asked for.
+        elements: usize,
+        /// Bytes per element.
+        element_bytes: usize,
+    },
+    /// A layout error (bad dims, a shape whose element count overflows).
     #[error(transparent)]
     Layout(#[from] rtx_tensor::Error),
     /// An error of a specific backend (device, driver, compiler), kept whole.

@@ -18,6 +18,7 @@
 pub mod conformance;
 mod element;
 mod error;
+mod host_alloc;
 mod host_index;
 pub mod ops;
 pub mod order;
@@ -28,6 +29,7 @@ pub mod workload;
 
 pub use element::{DType, Element, bytes_of, vec_from_bytes};
 pub use error::{Error, Result};
+pub use host_alloc::{try_copy, try_vec, try_with_capacity};
 pub use host_index::HostIndexOps;
 pub use ops::{Binary, Unary};
 pub use order::CANONICAL_BLOCK;
@@ -45,7 +47,20 @@ pub type BTensor<B, T> = Tensor<<B as Backend>::Buffer<T>>;
 /// All index ops work along dim 0 of 2-D tensors `[rows, features]` and take
 /// host index lists of `u32`. Every op validates its inputs before any work:
 /// an out-of-range index is [`Error::IndexOutOfRange`] and leaves the
-/// destination untouched.
+/// destination untouched. No op panics on bad input: shapes that do not fit,
+/// output sizes that overflow 64 bits ([`Error::Layout`]) and host memory that
+/// cannot be reserved ([`Error::HostAllocation`]) are error values.
+///
+/// **Exactness.** Index ops (`index_select`, `index_add*`, `segment_max`,
+/// `segment_sum`) give the same bits on every backend (the
+/// [canonical order](order) for sums), and every fused or composed op
+/// (`segment_softmax*`, `gather_scale_scatter`, `gather_head_dot`) gives the
+/// same bits as its defining composition on the same backend. The dense ops
+/// (`matmul`, `sum_rows`, `head_dot`, `axpy`) and `exp` are defined by the
+/// [`ops`] reference, but a backend is only held to them within a tolerance
+/// (a device may use cuBLAS, its own summation order, fused multiply-adds or
+/// its own `exp`); the remaining elementwise ops (`binary`, `head_scale`,
+/// relu, leaky relu, scale) round once per operation and are bit-exact.
 pub trait Backend: Send + Sync + std::fmt::Debug {
     /// A buffer of `T` elements owned by the backend (host or device memory).
     type Buffer<T: Element>: Send + Sync + std::fmt::Debug;
@@ -105,7 +120,8 @@ pub trait Backend: Send + Sync + std::fmt::Debug {
     /// upload). Device backends override it with a device kernel.
     ///
     /// # Errors
-    /// [`Error::Rank`] unless `src` is 2-D; [`Error::IndexOutOfRange`].
+    /// [`Error::Rank`] unless `src` is 2-D; [`Error::IndexOutOfRange`];
+    /// [`Error::Layout`] when `[E, F]` overflows.
     fn index_select<T: Element>(
         &self,
         src: &BTensor<Self, T>,
@@ -124,8 +140,10 @@ pub trait Backend: Send + Sync + std::fmt::Debug {
     /// Default: builds an [`IndexPlan`] and calls [`Backend::index_add_planned`].
     ///
     /// # Errors
-    /// [`Error::Rank`], [`Error::ShapeMismatch`], [`Error::IndexOutOfRange`]
-    /// (all before any work: `dst` untouched).
+    /// [`Error::Rank`], [`Error::ShapeMismatch`], [`Error::IndexOutOfRange`],
+    /// [`Error::TooManyIndices`] (more than `u32::MAX` entries), and the
+    /// errors of building the plan ([`IndexPlan::new`]), all before any work:
+    /// `dst` untouched.
     fn index_add<T: Element>(
         &self,
         dst: &mut BTensor<Self, T>,
@@ -210,14 +228,17 @@ pub trait Backend: Send + Sync + std::fmt::Debug {
     // default to that composition on the backend itself.
 
     /// Matrix product `op(a) @ op(b)` of 2-D tensors, `op` transposing when its
-    /// flag is set: `[m, k] @ [k, n] -> [m, n]`. The inner dimension is summed
-    /// in the canonical order, each product rounded (no FMA).
+    /// flag is set: `[m, k] @ [k, n] -> [m, n]`; `k == 0` gives zeros. The
+    /// reference ([`ops::matmul`]) sums the inner dimension in the canonical
+    /// order, each product rounded (no FMA); a backend is held to it within a
+    /// tolerance only (a dense op: see the trait docs).
     ///
     /// Default: a host round trip (download both, [`ops::matmul`], upload).
     /// Device backends override it.
     ///
     /// # Errors
-    /// [`Error::Rank`]; [`Error::ShapeMismatch`] naming both shapes.
+    /// [`Error::Rank`]; [`Error::ShapeMismatch`] naming both shapes;
+    /// [`Error::Layout`] when `[m, n]` overflows.
     fn matmul<T: Element>(
         &self,
         a: &BTensor<Self, T>,
@@ -233,6 +254,8 @@ pub trait Backend: Send + Sync + std::fmt::Debug {
     }
 
     /// `op(x)` elementwise (relu, leaky relu, exp, scale); same shape out.
+    /// Relu, leaky relu and scale are bit-exact; `exp` is the backend's own
+    /// (held to the host's within a tolerance).
     ///
     /// Default: a host round trip over [`ops::unary`]. Device backends override it.
     ///
@@ -281,7 +304,8 @@ pub trait Backend: Send + Sync + std::fmt::Debug {
     }
 
     /// In place `y = y + alpha * x` (an SGD step is `axpy(w, -lr, grad)`);
-    /// `alpha` is rounded to `T` once.
+    /// `alpha` is rounded to `T` once. A dense op: held to [`ops::axpy_slice`]
+    /// within a tolerance (a device may fuse the multiply-add).
     ///
     /// Default: a host round trip (download both, [`ops::axpy_slice`], upload
     /// the result as `y`'s new buffer). Device backends override it.
@@ -302,7 +326,9 @@ pub trait Backend: Send + Sync + std::fmt::Debug {
         Ok(())
     }
 
-    /// Column sums of `x: [n, f]` into `[1, f]`, canonical order over the rows.
+    /// Column sums of `x: [n, f]` into `[1, f]` (`n == 0` gives zeros); the
+    /// reference sums the rows in the canonical order (a dense op: held to it
+    /// within a tolerance, see the trait docs).
     ///
     /// Default: a host round trip over [`ops::sum_rows`]. Device backends override it.
     ///
@@ -317,11 +343,13 @@ pub trait Backend: Send + Sync + std::fmt::Debug {
     /// Per-head dot products: `a: [n, heads*c]`, `b: [n, heads*c]` or `[1, heads*c]`
     /// (broadcast), out `[n, heads]` with `out[i, h] = sum_j a[i, h*c+j] * b[i, h*c+j]`.
     /// (Attention logits `a_src . Wx` per head; the backward of [`Backend::head_scale`].)
+    /// A dense op: held to the [`ops::head_dot`] reference within a tolerance.
     ///
     /// Default: a host round trip over [`ops::head_dot`]. Device backends override it.
     ///
     /// # Errors
-    /// [`Error::Rank`]; [`Error::ShapeMismatch`] naming both shapes and `heads`.
+    /// [`Error::Rank`]; [`Error::ShapeMismatch`] naming both shapes and `heads`;
+    /// [`Error::Layout`] when `[n, heads]` overflows.
     fn head_dot<T: Element>(
         &self,
         a: &BTensor<Self, T>,
@@ -341,7 +369,8 @@ pub trait Backend: Send + Sync + std::fmt::Debug {
     /// Default: a host round trip over [`ops::head_scale`]. Device backends override it.
     ///
     /// # Errors
-    /// [`Error::Rank`]; [`Error::ShapeMismatch`] naming both shapes.
+    /// [`Error::Rank`]; [`Error::ShapeMismatch`] naming both shapes;
+    /// [`Error::Layout`] when `[n, heads*c]` overflows (a broadcast `a`).
     fn head_scale<T: Element>(
         &self,
         a: &BTensor<Self, T>,
@@ -360,15 +389,17 @@ pub trait Backend: Send + Sync + std::fmt::Debug {
     /// Default: a host round trip over [`ops::segment_max`]. Device backends override it.
     ///
     /// # Errors
-    /// [`Error::Rank`]; [`Error::ShapeMismatch`] naming the shape and the plan.
+    /// [`Error::Rank`]; [`Error::ShapeMismatch`] naming the shape and the plan;
+    /// [`Error::Layout`] when `[plan.rows(), f]` overflows.
     fn segment_max<T: Element>(
         &self,
         x: &BTensor<Self, T>,
         plan: &IndexPlan,
     ) -> Result<BTensor<Self, T>> {
         let (_, f) = ops::check_segment("segment_max", x.shape(), plan)?;
+        let out = Layout::contiguous(&[plan.rows(), f])?;
         let hx = self.download(x)?;
-        self.upload(&ops::segment_max(&hx, f, plan), &[plan.rows(), f])
+        self.upload(&ops::segment_max(&hx, f, plan), out.shape())
     }
 
     /// Segment sum: `x: [plan.len(), f]` into `[plan.rows(), f]`; exactly
@@ -378,7 +409,8 @@ pub trait Backend: Send + Sync + std::fmt::Debug {
     /// backend (no round trip of its own).
     ///
     /// # Errors
-    /// [`Error::Rank`]; [`Error::ShapeMismatch`] naming the shape and the plan.
+    /// [`Error::Rank`]; [`Error::ShapeMismatch`] naming the shape and the plan;
+    /// [`Error::Layout`] when `[plan.rows(), f]` overflows.
     fn segment_sum<T: Element>(
         &self,
         x: &BTensor<Self, T>,
@@ -449,7 +481,8 @@ pub trait Backend: Send + Sync + std::fmt::Debug {
     /// the same bits.
     ///
     /// # Errors
-    /// [`Error::Rank`]; [`Error::ShapeMismatch`]; [`Error::IndexOutOfRange`] (before any work).
+    /// [`Error::Rank`]; [`Error::ShapeMismatch`]; [`Error::IndexOutOfRange`];
+    /// [`Error::Layout`] when `[plan.rows(), heads*c]` overflows (all before any work).
     fn gather_scale_scatter<T: Element>(
         &self,
         x: &BTensor<Self, T>,
@@ -470,7 +503,8 @@ pub trait Backend: Send + Sync + std::fmt::Debug {
     /// the same bits.
     ///
     /// # Errors
-    /// [`Error::Rank`]; [`Error::ShapeMismatch`]; [`Error::IndexOutOfRange`] (before any work).
+    /// [`Error::Rank`]; [`Error::ShapeMismatch`]; [`Error::IndexOutOfRange`];
+    /// [`Error::Layout`] when `[E, heads]` overflows (all before any work).
     fn gather_head_dot<T: Element>(
         &self,
         a: &BTensor<Self, T>,
@@ -491,13 +525,22 @@ pub trait Backend: Send + Sync + std::fmt::Debug {
 /// # Errors
 /// [`Error::Rank`] naming the op and the argument.
 pub fn dims2(op: &'static str, arg: &'static str, l: &Layout) -> Result<(usize, usize)> {
-    match l.shape() {
-        &[r, f] => Ok((r, f)),
-        s => Err(Error::Rank {
+    shape2(op, arg, l.shape())
+}
+
+/// [`dims2`] of a bare shape (the argument checks in [`ops`] take shapes).
+pub(crate) fn shape2(
+    op: &'static str,
+    arg: &'static str,
+    shape: &[usize],
+) -> Result<(usize, usize)> {
+    match *shape {
+        [r, f] => Ok((r, f)),
+        _ => Err(Error::Rank {
             op,
             arg,
             expected: 2,
-            shape: s.to_vec(),
+            shape: shape.to_vec(),
         }),
     }
 }

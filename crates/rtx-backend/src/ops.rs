@@ -5,15 +5,19 @@
 //! before any work.
 //!
 //! # Reduction order
-//! Every reduction here has one fixed order, so every backend that follows it
-//! gets the same bits for any thread count:
+//! Every reduction here has one fixed order, so the reference is
+//! deterministic and a backend that follows it (the CPU backend does, for
+//! any thread count) gets the same bits:
 //!
 //! * **Dense reductions** (the inner dimension of [`matmul`], the channels of
 //!   [`head_dot`], the rows of [`sum_rows`]) follow
 //!   [`order::canonical_sum`](crate::order::canonical_sum): blocks of
 //!   [`CANONICAL_BLOCK`] terms summed left to right from the first term, then
 //!   the block sums the same way. An empty reduction is `+0.0`. Each product
-//!   is rounded before it is added (no fused multiply-add).
+//!   is rounded before it is added (no fused multiply-add). This is the
+//!   reference, not a cross-backend promise: the conformance suite compares
+//!   `matmul`, `sum_rows`, `head_dot`, `axpy` and `exp` within a tolerance,
+//!   so a device may use cuBLAS, its own order or FMA there.
 //! * **Segment sums** ([`segment_sum`](crate::Backend::segment_sum), the
 //!   denominators of the softmax) are `index_add` into zeros: `0 + t` with `t`
 //!   the canonical sum of the segment (positions increasing).
@@ -33,9 +37,26 @@
 //! backend's own: the host's libm on the host, the device's `exp` on a device;
 //! so host and device results of `exp` may differ in the last bit, while any
 //! two runs of one backend agree.
+//!
+//! # What is bit-exact across backends
+//! Index ops (gather, scatter-add, [`segment_max`], `segment_sum`) and the
+//! elementwise ops without rounding choices (`binary`, [`head_scale`], relu,
+//! leaky relu, scale) give the same bits on every backend; every fused op
+//! gives the same bits as its composition on the same backend. The dense ops
+//! (`matmul`, `sum_rows`, `head_dot`, `axpy`) and `exp` are compared with
+//! this reference within a tolerance (see [`Backend`](crate::Backend)).
+//!
+//! # Sizes
+//! The `check_*` functions reject shapes whose output element count
+//! overflows ([`Error::Layout`]); the kernels and reference functions below
+//! assume checked arguments (slices of the lengths their shapes say) and may
+//! panic on inconsistent ones.
 
 use crate::order::CANONICAL_BLOCK;
-use crate::{Element, Error, IndexPlan, Result};
+use crate::shape2 as rank2;
+use crate::{Element, Error, IndexPlan, Result, try_vec};
+
+pub use crate::order::{canonical_accumulate, reduce_blocks};
 
 /// An elementwise function of one tensor.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -91,18 +112,6 @@ fn mismatch(op: &'static str, detail: String) -> Error {
     Error::ShapeMismatch { op, detail }
 }
 
-fn rank2(op: &'static str, arg: &'static str, shape: &[usize]) -> Result<(usize, usize)> {
-    match *shape {
-        [r, c] => Ok((r, c)),
-        _ => Err(Error::Rank {
-            op,
-            arg,
-            expected: 2,
-            shape: shape.to_vec(),
-        }),
-    }
-}
-
 // ---------------------------------------------------------------- checks
 
 /// The shape of a [`matmul`]: `(m, k, n)` for `op(a): [m, k]`, `op(b): [k, n]`,
@@ -110,7 +119,8 @@ fn rank2(op: &'static str, arg: &'static str, shape: &[usize]) -> Result<(usize,
 ///
 /// # Errors
 /// [`Error::Rank`] unless both are 2-D; [`Error::ShapeMismatch`] naming both
-/// shapes and flags when the inner dimensions differ.
+/// shapes and flags when the inner dimensions differ; [`Error::Layout`] when
+/// the output `[m, n]` overflows.
 pub fn check_matmul(
     a: &[usize],
     trans_a: bool,
@@ -131,8 +141,7 @@ pub fn check_matmul(
             ),
         ));
     }
-    m.checked_mul(n)
-        .ok_or_else(|| mismatch("matmul", format!("output [{m}, {n}] overflows")))?;
+    rtx_tensor::numel(&[m, n])?;
     Ok((m, k, n))
 }
 
@@ -161,7 +170,8 @@ pub fn check_binary(op: Binary, a: &[usize], b: &[usize]) -> Result<(usize, bool
 /// `b: [n or 1, heads * channels]`.
 ///
 /// # Errors
-/// [`Error::Rank`]; [`Error::ShapeMismatch`] naming both shapes and `heads`.
+/// [`Error::Rank`]; [`Error::ShapeMismatch`] naming both shapes and `heads`;
+/// [`Error::Layout`] when the output `[n, heads]` overflows.
 pub fn check_head_dot(
     a: &[usize],
     b: &[usize],
@@ -177,6 +187,7 @@ pub fn check_head_dot(
             ),
         ));
     }
+    rtx_tensor::numel(&[n, heads])?;
     Ok((n, heads, f / heads, nb))
 }
 
@@ -184,7 +195,9 @@ pub fn check_head_dot(
 /// `s: [n, heads]`.
 ///
 /// # Errors
-/// [`Error::Rank`]; [`Error::ShapeMismatch`] naming both shapes.
+/// [`Error::Rank`]; [`Error::ShapeMismatch`] naming both shapes;
+/// [`Error::Layout`] when the output `[n, heads * channels]` overflows (a
+/// broadcast `a` row with many `s` rows).
 pub fn check_head_scale(a: &[usize], s: &[usize]) -> Result<(usize, usize, usize, usize)> {
     let (na, f) = rank2("head_scale", "a", a)?;
     let (n, heads) = rank2("head_scale", "s", s)?;
@@ -194,6 +207,7 @@ pub fn check_head_scale(a: &[usize], s: &[usize]) -> Result<(usize, usize, usize
             format!("a {a:?} and s {s:?} (want a [N, H*C] or [1, H*C], s [N, H], H > 0)"),
         ));
     }
+    rtx_tensor::numel(&[n, f])?;
     Ok((n, heads, f / heads, na))
 }
 
@@ -223,7 +237,8 @@ pub fn check_segment(op: &'static str, x: &[usize], plan: &IndexPlan) -> Result<
 ///
 /// # Errors
 /// [`Error::Rank`]; [`Error::ShapeMismatch`] naming the shapes and lengths;
-/// [`Error::IndexOutOfRange`].
+/// [`Error::IndexOutOfRange`]; [`Error::Layout`] when the output
+/// `[plan.rows(), heads * c]` overflows.
 pub fn check_gather_scale_scatter(
     x: &[usize],
     gather: &[u32],
@@ -244,6 +259,7 @@ pub fn check_gather_scale_scatter(
         ));
     }
     crate::reference::check_indices(gather, n)?;
+    rtx_tensor::numel(&[plan.rows(), f])?;
     Ok((heads, f / heads))
 }
 
@@ -251,7 +267,8 @@ pub fn check_gather_scale_scatter(
 /// `b: [nb, heads*c]`, `a_idx.len() == b_idx.len()`; indices checked.
 ///
 /// # Errors
-/// [`Error::Rank`]; [`Error::ShapeMismatch`]; [`Error::IndexOutOfRange`].
+/// [`Error::Rank`]; [`Error::ShapeMismatch`]; [`Error::IndexOutOfRange`];
+/// [`Error::Layout`] when the output `[a_idx.len(), heads]` overflows.
 pub fn check_gather_head_dot(
     a: &[usize],
     a_idx: &[u32],
@@ -274,6 +291,7 @@ pub fn check_gather_head_dot(
     }
     crate::reference::check_indices(a_idx, na)?;
     crate::reference::check_indices(b_idx, nb)?;
+    rtx_tensor::numel(&[a_idx.len(), heads])?;
     Ok((heads, f / heads))
 }
 
@@ -301,62 +319,6 @@ fn check_len<T>(data: &[T], shape: &[usize]) -> Result<()> {
 }
 
 // ---------------------------------------------------------------- kernels
-
-/// The higher levels of the canonical order, in place: `scratch` holds
-/// `blocks` vectors of `f` values (the level-0 block sums); afterwards
-/// `scratch[..f]` is their canonical sum. Exactly the higher levels of
-/// [`order::add_row_sum`](crate::order::add_row_sum).
-pub fn reduce_blocks<T: Element>(scratch: &mut [T], blocks: usize, f: usize) {
-    let mut n = blocks;
-    while n > 1 {
-        let groups = n.div_ceil(CANONICAL_BLOCK);
-        for g in 0..groups {
-            let first = g * CANONICAL_BLOCK;
-            let last = n.min(first + CANONICAL_BLOCK);
-            for j in 0..f {
-                let mut s = scratch[first * f + j];
-                for b in first + 1..last {
-                    s = s + scratch[b * f + j];
-                }
-                scratch[g * f + j] = s;
-            }
-        }
-        n = groups;
-    }
-}
-
-/// Sums `k` vector terms into `out` in the canonical order. `term(p, acc,
-/// first)` must write term `p` into `acc` when `first`, else add it
-/// (`acc[j] = acc[j] + t_p[j]`). `k == 0` gives zeros.
-pub fn canonical_accumulate<T: Element>(
-    k: usize,
-    out: &mut [T],
-    scratch: &mut Vec<T>,
-    mut term: impl FnMut(usize, &mut [T], bool),
-) {
-    let f = out.len();
-    if k == 0 {
-        out.fill(T::ZERO);
-        return;
-    }
-    if k <= CANONICAL_BLOCK {
-        for p in 0..k {
-            term(p, out, p == 0);
-        }
-        return;
-    }
-    let blocks = k.div_ceil(CANONICAL_BLOCK);
-    scratch.clear();
-    scratch.resize(blocks * f, T::ZERO);
-    for (b, acc) in scratch.chunks_exact_mut(f.max(1)).take(blocks).enumerate() {
-        let p0 = b * CANONICAL_BLOCK;
-        for p in p0..k.min(p0 + CANONICAL_BLOCK) {
-            term(p, acc, p == p0);
-        }
-    }
-    reduce_blocks(scratch, blocks, f);
-    out.copy_from_slice(&scratch[..f]);
-}
 
 /// `acc = a * b` (first) or `acc += a * b`, elementwise over a row.
 #[inline]
@@ -414,10 +376,13 @@ fn mm_tile<T: Element, const R: usize>(
     p0: usize,
     p1: usize,
 ) -> [[T; TJ]; R] {
+    // Callers pass `j0 + TJ <= n` (whole tiles only), so every `TJ`-slice
+    // below has exactly `TJ` elements and the conversions cannot fail.
+    const WHOLE_TILE: &str = "mm_tile is only called on whole tiles (j0 + TJ <= n)";
     let mut acc = [[T::ZERO; TJ]; R];
-    let Ok(bp) = <&[T; TJ]>::try_from(&b[p0 * n + j0..p0 * n + j0 + TJ]) else {
-        return acc;
-    };
+    let bp: &[T; TJ] = b[p0 * n + j0..p0 * n + j0 + TJ]
+        .try_into()
+        .expect(WHOLE_TILE);
     for r in 0..R {
         let av = a[a_row[r]];
         for jj in 0..TJ {
@@ -425,9 +390,7 @@ fn mm_tile<T: Element, const R: usize>(
         }
     }
     for p in p0 + 1..p1 {
-        let Ok(bp) = <&[T; TJ]>::try_from(&b[p * n + j0..p * n + j0 + TJ]) else {
-            return acc;
-        };
+        let bp: &[T; TJ] = b[p * n + j0..p * n + j0 + TJ].try_into().expect(WHOLE_TILE);
         let off = (p - p0) * a_ps;
         for r in 0..R {
             let av = a[a_row[r] + off];
@@ -810,7 +773,7 @@ pub fn matmul<T: Element>(
     } else {
         b
     };
-    let mut out = vec![T::ZERO; m * n];
+    let mut out = try_vec(m * n, T::ZERO)?;
     let mut scratch = Vec::new();
     if n == 0 {
         return Ok(out);
@@ -942,22 +905,34 @@ pub fn segment_max<T: Element>(x: &[T], f: usize, plan: &IndexPlan) -> Vec<T> {
     out
 }
 
-/// Segment softmax of a row-major `[plan.len(), f]` (see the [module docs](self)).
-pub fn segment_softmax<T: Element>(x: &[T], f: usize, plan: &IndexPlan) -> Vec<T> {
-    let mut out = vec![T::ZERO; x.len()];
+/// Runs `kernel(positions, out_rows, scratch)` on every segment (plan row)
+/// in turn, the kernel writing the segment's `f`-wide rows in segment order,
+/// and scatters them to their entries' positions of a `[plan.len(), f]`
+/// output: the shared loop of the per-segment reference ops.
+fn for_each_segment<T: Element>(
+    plan: &IndexPlan,
+    f: usize,
+    mut kernel: impl FnMut(&[u32], &mut [T], &mut SegmentScratch<T>),
+) -> Vec<T> {
+    let mut out = vec![T::ZERO; plan.len() * f];
     let mut s = SegmentScratch::default();
     let mut buf = Vec::new();
-    let row = |p: u32| &x[p as usize * f..(p as usize + 1) * f];
     for r in 0..plan.rows() {
         let ps = plan.row(r);
         buf.clear();
         buf.resize(ps.len() * f, T::ZERO);
-        softmax_segment(ps, row, f, &mut buf, &mut s);
+        kernel(ps, &mut buf, &mut s);
         for (q, &p) in ps.iter().enumerate() {
             out[p as usize * f..(p as usize + 1) * f].copy_from_slice(&buf[q * f..(q + 1) * f]);
         }
     }
     out
+}
+
+/// Segment softmax of a row-major `[plan.len(), f]` (see the [module docs](self)).
+pub fn segment_softmax<T: Element>(x: &[T], f: usize, plan: &IndexPlan) -> Vec<T> {
+    let row = |p: u32| &x[p as usize * f..(p as usize + 1) * f];
+    for_each_segment(plan, f, |ps, o, s| softmax_segment(ps, row, f, o, s))
 }
 
 /// The backward of [`segment_softmax`] given its output `alpha` and upstream `g`.
@@ -967,21 +942,11 @@ pub fn segment_softmax_backward<T: Element>(
     f: usize,
     plan: &IndexPlan,
 ) -> Vec<T> {
-    let mut out = vec![T::ZERO; alpha.len()];
-    let mut s = SegmentScratch::default();
-    let mut buf = Vec::new();
     let a = |p: u32| &alpha[p as usize * f..(p as usize + 1) * f];
     let gr = |p: u32| &g[p as usize * f..(p as usize + 1) * f];
-    for r in 0..plan.rows() {
-        let ps = plan.row(r);
-        buf.clear();
-        buf.resize(ps.len() * f, T::ZERO);
-        softmax_backward_segment(ps, a, gr, f, &mut buf, &mut s);
-        for (q, &p) in ps.iter().enumerate() {
-            out[p as usize * f..(p as usize + 1) * f].copy_from_slice(&buf[q * f..(q + 1) * f]);
-        }
-    }
-    out
+    for_each_segment(plan, f, |ps, o, s| {
+        softmax_backward_segment(ps, a, gr, f, o, s);
+    })
 }
 
 /// `segment_sum(head_scale(index_select(x, gather), w), plan)`, fused: `x`

@@ -22,13 +22,26 @@
 //! a fixed association, so IEEE-754 round-to-nearest gives the same bits
 //! everywhere. No atomics are involved.
 //!
-//! **Why it is at least as accurate as a sequential loop.** A sequential loop
-//! over `k` values has the worst-case error bound `(k - 1) u Σ|v_j|` (`u` the
-//! unit roundoff). Here each value passes through at most `B - 1` additions per
-//! level and `L = ceil(log_B k)` levels, so the bound is `(B - 1) L u Σ|v_j|`,
-//! never larger than `(k - 1) u Σ|v_j|` and far smaller for large `k` (for
-//! `k = 16M`, `B = 256`: 765 u against 16,777,215 u). For `k <= B` the two
-//! orders are the same additions.
+//! **Why it is at least as accurate as a sequential loop.** Let `u` be the
+//! unit roundoff (`EPSILON / 2`). An addition `a + b` rounds once, so to first
+//! order in `u` a sum's error is at most `u · Σ_j d_j |v_j|`, where `d_j` is the
+//! number of additions value `v_j` passes through on its way to the result.
+//! A sequential loop over `k` values has `d_j <= k - 1`, so the bound
+//! `(k - 1) · u · Σ|v_j|`. In the canonical tree, at each level a value (or
+//! the partial sum holding it) passes through at most (its block's length
+//! − 1) additions, so `d_j <= Σ_levels (block length − 1)`. That is
+//! `<= (B − 1) · L` (blocks hold at most `B` values, `L` levels), and it is
+//! also `<= k − 1`: the block a partial sum joins at a level adds
+//! (length − 1) *other* partial sums, each covering at least one value
+//! disjoint from everything the partial sum already covers, so after the
+//! last level `1 + Σ_levels (block length − 1) <= k`. Hence
+//! `d_j <= min((B − 1) · L, k − 1)`: never worse than a sequential loop, and
+//! far better for large `k` (`k = 16M`, `B = 256`, `L = 3`: 765 against
+//! 16,777,215). For `k <= B` the two orders are the same additions. (The
+//! bound `(B − 1) · L` alone can exceed `k − 1`, e.g. for `257 <= k <= 510`,
+//! where `L = 2`; the `min` is what holds.) Adding the result into the
+//! destination is one more addition in both orders. [`canonical_levels`]
+//! gives `L`.
 //!
 //! **Why this block size.** A GPU sums one block per thread per feature column
 //! with a short serial chain (256 dependent adds, loads issued ahead), and
@@ -44,22 +57,31 @@ use crate::Element;
 /// the order's definition.
 pub const CANONICAL_BLOCK: usize = 256;
 
+/// The number of levels `L` of the canonical order for `k` values: 0 for
+/// `k == 0`, 1 for `1 <= k <= B` (level 0 only), 2 for `B < k <= B²`, and so
+/// on (`B` = [`CANONICAL_BLOCK`]).
+pub fn canonical_levels(k: usize) -> usize {
+    if k == 0 {
+        return 0;
+    }
+    let (mut levels, mut n) = (1, k.div_ceil(CANONICAL_BLOCK));
+    while n > 1 {
+        n = n.div_ceil(CANONICAL_BLOCK);
+        levels += 1;
+    }
+    levels
+}
+
 /// Sums `k` scalars `value(0..k)` in the canonical order; `None` when `k == 0`.
 pub fn canonical_sum<T: Element>(k: usize, value: impl Fn(usize) -> T) -> Option<T> {
     if k == 0 {
         return None;
     }
-    let mut level: Vec<T> = (0..k)
-        .step_by(CANONICAL_BLOCK)
-        .map(|a| (a + 1..k.min(a + CANONICAL_BLOCK)).fold(value(a), |s, j| s + value(j)))
-        .collect();
-    while level.len() > 1 {
-        level = level
-            .chunks(CANONICAL_BLOCK)
-            .map(|c| c[1..].iter().fold(c[0], |s, &x| s + x))
-            .collect();
-    }
-    Some(level[0])
+    let mut acc = [T::ZERO];
+    canonical_accumulate(k, &mut acc, &mut Vec::new(), |j, acc, first| {
+        acc[0] = if first { value(j) } else { acc[0] + value(j) };
+    });
+    Some(acc[0])
 }
 
 /// Adds to `dst_row` (`f` values) the canonical sum of the source rows
@@ -67,7 +89,8 @@ pub fn canonical_sum<T: Element>(k: usize, value: impl Fn(usize) -> T) -> Option
 /// `scratch` is reused between calls to avoid allocation.
 ///
 /// This is the row kernel of the reference and CPU backends: all `f` columns
-/// follow exactly the order of [`canonical_sum`].
+/// follow exactly the order of [`canonical_sum`] (both are built on
+/// [`canonical_accumulate`]'s blocks and [`reduce_blocks`]).
 pub fn add_row_sum<T: Element>(
     dst_row: &mut [T],
     positions: &[u32],
@@ -79,22 +102,82 @@ pub fn add_row_sum<T: Element>(
     if k == 0 || f == 0 {
         return;
     }
-    let row = |p: u32| &src[p as usize * f..(p as usize + 1) * f];
-    // Level 0: block sums, block b at scratch[b*f..(b+1)*f].
+    let t = blocked_sum(k, f, scratch, |q, acc, first| {
+        let p = positions[q] as usize;
+        let v = &src[p * f..(p + 1) * f];
+        if first {
+            acc.copy_from_slice(v);
+        } else {
+            for (a, &x) in acc.iter_mut().zip(v) {
+                *a = *a + x;
+            }
+        }
+    });
+    for (d, &t) in dst_row.iter_mut().zip(t) {
+        *d = *d + t;
+    }
+}
+
+/// Sums `k` vector terms into `out` in the canonical order. `term(p, acc,
+/// first)` must write term `p` into `acc` when `first`, else add it
+/// (`acc[j] = acc[j] + t_p[j]`). `k == 0` gives zeros.
+///
+/// Level 0 calls `term` for the terms of each block in increasing `p` (the
+/// first of a block with `first` set); for `k <= B` the one block is summed
+/// straight into `out`, otherwise the block sums go to `scratch` and
+/// [`reduce_blocks`] makes the higher levels.
+pub fn canonical_accumulate<T: Element>(
+    k: usize,
+    out: &mut [T],
+    scratch: &mut Vec<T>,
+    mut term: impl FnMut(usize, &mut [T], bool),
+) {
+    if k == 0 {
+        out.fill(T::ZERO);
+        return;
+    }
+    if k <= CANONICAL_BLOCK {
+        for p in 0..k {
+            term(p, out, p == 0);
+        }
+        return;
+    }
+    let t = blocked_sum(k, out.len(), scratch, term);
+    out.copy_from_slice(t);
+}
+
+/// The canonical sum of `k >= 1` vector terms of `f` values, computed in
+/// `scratch`: level 0 writes block `b`'s sum to `scratch[b*f..(b+1)*f]`,
+/// [`reduce_blocks`] the higher levels; returns `scratch[..f]`.
+fn blocked_sum<T: Element>(
+    k: usize,
+    f: usize,
+    scratch: &mut Vec<T>,
+    mut term: impl FnMut(usize, &mut [T], bool),
+) -> &[T] {
     let blocks = k.div_ceil(CANONICAL_BLOCK);
     scratch.clear();
     scratch.resize(blocks * f, T::ZERO);
-    for (b, chunk) in positions.chunks(CANONICAL_BLOCK).enumerate() {
-        let acc = &mut scratch[b * f..(b + 1) * f];
-        acc.copy_from_slice(row(chunk[0]));
-        for &p in &chunk[1..] {
-            for (a, &v) in acc.iter_mut().zip(row(p)) {
-                *a = *a + v;
+    if f > 0 {
+        for (b, acc) in scratch.chunks_exact_mut(f).enumerate() {
+            let p0 = b * CANONICAL_BLOCK;
+            for p in p0..k.min(p0 + CANONICAL_BLOCK) {
+                term(p, acc, p == p0);
             }
         }
     }
-    // Higher levels, in place: group g (blocks g*B..) is written to slot g,
-    // which is never a slot a later group still has to read.
+    reduce_blocks(scratch, blocks, f);
+    &scratch[..f]
+}
+
+/// The higher levels of the canonical order, in place: `scratch` holds
+/// `blocks` vectors of `f` values (the level-0 block sums); afterwards
+/// `scratch[..f]` is their canonical sum: group `g` of (up to) `B`
+/// consecutive vectors is summed left to right into slot `g`, which no later
+/// group still has to read, until one vector remains. The higher levels of
+/// every canonical sum in this crate, and of a backend that computes level 0
+/// its own way (in parallel).
+pub fn reduce_blocks<T: Element>(scratch: &mut [T], blocks: usize, f: usize) {
     let mut n = blocks;
     while n > 1 {
         let groups = n.div_ceil(CANONICAL_BLOCK);
@@ -111,9 +194,6 @@ pub fn add_row_sum<T: Element>(
         }
         n = groups;
     }
-    for (d, &t) in dst_row.iter_mut().zip(&scratch[..f]) {
-        *d = *d + t;
-    }
 }
 
 #[cfg(test)]
@@ -127,6 +207,38 @@ mod tests {
             canonical_sum(1, |_| -0.0f32).unwrap().to_bits(),
             (-0.0f32).to_bits()
         );
+    }
+
+    #[test]
+    fn levels_and_the_accuracy_bound() {
+        let b = CANONICAL_BLOCK;
+        for (k, l) in [
+            (0, 0),
+            (1, 1),
+            (b, 1),
+            (b + 1, 2),
+            (b * b, 2),
+            (b * b + 1, 3),
+        ] {
+            assert_eq!(canonical_levels(k), l, "k = {k}");
+        }
+        assert_eq!(canonical_levels(16 << 20), 3);
+        // (B-1)·L alone is not a bound below k-1 (257 <= k <= 510) ...
+        assert!((b - 1) * canonical_levels(b + 1) > b);
+        // ... but the longest chain of additions any value passes through is
+        // at most min((B-1)·L, k-1): count it level by level.
+        for k in [1, 2, b, b + 1, 300, 2 * b - 2, 2 * b + 7, b * b + 3] {
+            // the first value of each block is on the longest chain
+            let (mut n, mut chain) = (k, 0);
+            while n > 1 {
+                chain += n.min(b) - 1;
+                n = n.div_ceil(b);
+            }
+            assert!(
+                chain <= ((b - 1) * canonical_levels(k)).min(k - 1),
+                "k = {k}"
+            );
+        }
     }
 
     #[test]

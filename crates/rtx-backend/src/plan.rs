@@ -1,6 +1,6 @@
 //! `IndexPlan`: the CSR of the transposed selection matrix S^T.
 
-use crate::{Error, Result};
+use crate::{Error, Result, try_copy, try_vec};
 
 /// For each destination row, the source positions that add into it, in
 /// increasing order: the CSR of S^T, where `S[i, idx[i]] = 1`.
@@ -10,8 +10,8 @@ use crate::{Error, Result};
 /// `index_add_planned` call.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IndexPlan {
-    rows: usize,
-    /// `offsets[r]..offsets[r + 1]` indexes `positions` for row `r`; `rows + 1` entries.
+    /// `offsets[r]..offsets[r + 1]` indexes `positions` for row `r`; `rows + 1`
+    /// entries, so never empty (the row count is `offsets.len() - 1`).
     offsets: Vec<u64>,
     positions: Vec<u32>,
 }
@@ -21,7 +21,9 @@ impl IndexPlan {
     ///
     /// # Errors
     /// [`Error::IndexOutOfRange`] for the first index `>= rows` (position,
-    /// value, bound); [`Error::TooManyIndices`] past `u32::MAX` entries.
+    /// value, bound); [`Error::TooManyIndices`] past `u32::MAX` entries;
+    /// [`Error::SizeOverflow`] when `rows + 1` offsets overflow `usize`;
+    /// [`Error::HostAllocation`] when the `rows + 1` offsets cannot be allocated.
     pub fn new(idx: &[u32], rows: usize) -> Result<IndexPlan> {
         crate::reference::check_indices(idx, rows)?;
         if idx.len() > u32::MAX as usize {
@@ -30,30 +32,30 @@ impl IndexPlan {
                 max: u32::MAX as usize,
             });
         }
-        let mut offsets = vec![0u64; rows + 1];
+        let n_offsets = rows.checked_add(1).ok_or_else(|| Error::SizeOverflow {
+            op: "IndexPlan::new",
+            what: format!("the offsets of {rows} rows ({rows} + 1)"),
+        })?;
+        let mut offsets = try_vec(n_offsets, 0u64)?;
         for &i in idx {
             offsets[i as usize + 1] += 1;
         }
         for r in 0..rows {
             offsets[r + 1] += offsets[r];
         }
-        let mut cursor: Vec<u64> = offsets[..rows].to_vec();
-        let mut positions = vec![0u32; idx.len()];
+        let mut cursor = try_copy(&offsets[..rows])?;
+        let mut positions = try_vec(idx.len(), 0u32)?;
         for (p, &i) in idx.iter().enumerate() {
             let c = &mut cursor[i as usize];
             positions[*c as usize] = p as u32;
             *c += 1;
         }
-        Ok(IndexPlan {
-            rows,
-            offsets,
-            positions,
-        })
+        Ok(IndexPlan { offsets, positions })
     }
 
     /// Number of destination rows.
     pub fn rows(&self) -> usize {
-        self.rows
+        self.offsets.len() - 1
     }
 
     /// Number of index entries (source rows).
@@ -135,5 +137,18 @@ mod tests {
         let p = IndexPlan::new(&[], 3).unwrap();
         assert!(p.is_empty());
         assert_eq!(p.offsets(), &[0, 0, 0, 0]);
+        assert_eq!(p.rows(), 3);
+        let p = IndexPlan::new(&[], 0).unwrap();
+        assert_eq!((p.rows(), p.offsets()), (0, &[0u64][..]));
+        assert_eq!(p.max_row_len(), 0);
+    }
+
+    #[test]
+    fn huge_row_counts_are_errors_not_panics() {
+        let e = IndexPlan::new(&[], usize::MAX).unwrap_err();
+        assert!(matches!(e, Error::SizeOverflow { .. }), "{e}");
+        // valid arithmetic, but 8 * 2^60 bytes of offsets: refused, no abort
+        let e = IndexPlan::new(&[], 1 << 60).unwrap_err();
+        assert!(matches!(e, Error::HostAllocation { .. }), "{e}");
     }
 }

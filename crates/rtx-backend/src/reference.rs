@@ -1,7 +1,9 @@
 //! Host reference implementations: the definitions every backend is tested against.
 
+use rtx_tensor::Layout;
+
 use crate::order::add_row_sum;
-use crate::{Element, Error, IndexPlan, Result};
+use crate::{Element, Error, IndexPlan, Result, try_with_capacity};
 
 /// Checks every index against `rows` before any work.
 ///
@@ -21,7 +23,9 @@ pub fn check_indices(idx: &[u32], rows: usize) -> Result<()> {
 /// `out[i, :] = src[idx[i], :]` for a row-major `src` of shape `[rows, f]`.
 ///
 /// # Errors
-/// [`Error::IndexOutOfRange`]; [`Error::LengthMismatch`] when `src.len() != rows * f`.
+/// [`Error::IndexOutOfRange`]; [`Error::LengthMismatch`] when `src.len() != rows * f`;
+/// [`Error::Layout`] when the output `[idx.len(), f]` overflows;
+/// [`Error::HostAllocation`].
 pub fn index_select<T: Element>(src: &[T], rows: usize, f: usize, idx: &[u32]) -> Result<Vec<T>> {
     if Some(src.len()) != rows.checked_mul(f) {
         return Err(Error::LengthMismatch {
@@ -31,7 +35,7 @@ pub fn index_select<T: Element>(src: &[T], rows: usize, f: usize, idx: &[u32]) -
         });
     }
     check_indices(idx, rows)?;
-    let mut out = Vec::with_capacity(idx.len() * f);
+    let mut out = try_with_capacity(Layout::contiguous(&[idx.len(), f])?.numel())?;
     for &i in idx {
         out.extend_from_slice(&src[i as usize * f..(i as usize + 1) * f]);
     }
@@ -45,7 +49,8 @@ pub fn index_select<T: Element>(src: &[T], rows: usize, f: usize, idx: &[u32]) -
 /// [`Error::ShapeMismatch`] when the lengths do not fit the plan and `f`;
 /// `dst` is untouched then.
 pub fn index_add<T: Element>(dst: &mut [T], f: usize, plan: &IndexPlan, src: &[T]) -> Result<()> {
-    if dst.len() != plan.rows() * f || src.len() != plan.len() * f {
+    if Some(dst.len()) != plan.rows().checked_mul(f) || Some(src.len()) != plan.len().checked_mul(f)
+    {
         return Err(Error::ShapeMismatch {
             op: "index_add",
             detail: format!(

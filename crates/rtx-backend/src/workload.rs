@@ -59,4 +59,42 @@ mod tests {
         assert_eq!(indices(1, 5, 10, true).len(), 5);
         assert!(indices(1, 1000, 7, false).iter().all(|&i| i < 7));
     }
+
+    /// Known values computed independently (Python, exact integer arithmetic)
+    /// from WORKLOADS.md's definitions.
+    #[test]
+    fn pinned_values_of_workloads_md() {
+        assert_eq!(splitmix64(1, 0), 0x910a_2dec_8902_5cc1);
+        // value: (0xe220a8397b1dcdaf >> 40) = 14,819,496; * 2^-23 - 1
+        assert_eq!(0xe220_a839_7b1d_cdaf_u64 >> 40, 14_819_496);
+        assert_eq!(
+            value(0, 0).to_bits(),
+            (14_819_496.0f32 / 8_388_608.0 - 1.0).to_bits()
+        );
+        assert_eq!(value(0, 0), 0.766_621_6);
+        assert_eq!(value(2, 0), 0.182_379_36);
+        assert_eq!(value(3, 5), 0.272_444_6);
+        // unit: (0xe220a8397b1dcdaf >> 11) = 7,956,156,453,446,585; * 2^-53
+        assert_eq!(
+            unit(0, 0),
+            7_956_156_453_446_585.0 / 9_007_199_254_740_992.0
+        );
+        assert_eq!(unit(0, 0), 0.883_310_808_213_642_6);
+        assert_eq!(unit(1, 3), 0.444_359_217_055_772_1);
+        // index: stream 1 over the harris-hub-f64 rows (15,000), hub and uniform
+        assert_eq!(
+            indices(1, 8, 15_000, true),
+            [2727, 6221, 13732, 1316, 1315, 6660, 10129, 2146]
+        );
+        assert_eq!(
+            indices(1, 8, 15_000, false),
+            [8498, 11186, 14565, 6665, 6663, 11443, 13160, 7846]
+        );
+        // the HetGAT `aa` relation's destinations: stream 11, hub, 10,000 rows
+        assert_eq!(
+            indices(11, 8, 10_000, true),
+            [316, 180, 2597, 1284, 45, 1681, 10, 4745]
+        );
+        assert_eq!(index(11, 6, 10_000, true), 10);
+    }
 }

@@ -44,3 +44,24 @@ fn upload_checks_length() {
     let e = CoreOnly.upload(&[1.0f32, 2.0], &[3]).unwrap_err();
     assert_eq!(e.to_string(), "2 elements given for shape [3] (3 elements)");
 }
+
+/// The defaults check output sizes before any host round trip: overflow is an
+/// error value, never a panic.
+#[test]
+fn defaults_reject_overflowing_outputs() {
+    let b = CoreOnly;
+    let overflow = |r: Result<BTensor<CoreOnly, f32>>| match r {
+        Err(Error::Layout(rtx_tensor::Error::Overflow { .. })) => {}
+        other => panic!("want a size overflow, got {other:?}"),
+    };
+    let wide = b.zeros::<f32>(&[0, 1 << 62]).unwrap();
+    let empty4 = rtx_backend::IndexPlan::new(&[], 4).unwrap();
+    overflow(b.segment_max(&wide, &empty4));
+    overflow(b.segment_sum(&wide, &empty4));
+    overflow(b.gather_scale_scatter(&wide, &[], &b.zeros(&[0, 1]).unwrap(), &empty4));
+    let tall = b.zeros::<f32>(&[1 << 62, 0]).unwrap();
+    overflow(b.head_dot(&tall, &b.zeros(&[1, 0]).unwrap(), 8));
+    overflow(b.matmul(&tall, false, &b.zeros(&[0, 8]).unwrap(), false));
+    let one = b.zeros::<f32>(&[1, 0]).unwrap();
+    overflow(b.gather_head_dot(&one, &[0; 8], &one, &[0; 8], 1 << 62));
+}

@@ -57,6 +57,16 @@ pub enum Error {
     /// The operation needs a contiguous layout.
     #[error("layout {0} is not contiguous; this operation needs a contiguous input")]
     NotContiguous(Layout),
+    /// Host data whose length is not the element count of its shape.
+    #[error("{len} elements given for shape {shape:?} ({expected} elements)")]
+    LengthMismatch {
+        /// Elements given.
+        len: usize,
+        /// The shape.
+        shape: Vec<usize>,
+        /// Elements the shape holds.
+        expected: usize,
+    },
 }
 
 /// `Result` with this crate's [`Error`].
@@ -341,7 +351,11 @@ fn classify(shape: &[usize], perm: &[usize]) -> PermuteKind {
         perm_s[r] = pos;
     }
     match perm_s.as_slice() {
-        [] | [0] | [0, 1] | [0, 1, 2] => PermuteKind::Relabel,
+        // The only order-keeping results: two runs that are consecutive in
+        // the input and in the output would have been merged into one above,
+        // so after merging an identity permutation has at most one run (none
+        // when every dim is a unit dim). Every longer `perm_s` moves a dim.
+        [] | [0] => PermuteKind::Relabel,
         [1, 0] => PermuteKind::Transpose {
             batch: 1,
             rows: in_shape[0],
@@ -366,7 +380,6 @@ fn classify(shape: &[usize], perm: &[usize]) -> PermuteKind {
             cols: in_shape[2],
             inner: in_shape[3],
         },
-        p if p.iter().enumerate().all(|(i, &x)| i == x) => PermuteKind::Relabel,
         p => PermuteKind::Permute {
             shape: in_shape,
             perm: p.to_vec(),
@@ -382,15 +395,18 @@ fn next_nonunit(shape: &[usize], after: usize) -> Option<usize> {
 /// Output dim `i` is input dim `perm[i]`; the output is contiguous.
 ///
 /// # Errors
-/// As [`Layout::plan_permute`]; also when `data.len()` differs from the shape's count.
+/// As [`Layout::plan_permute`]; [`Error::LengthMismatch`] when `data.len()`
+/// differs from the shape's element count.
 pub fn permute_host<T: Copy>(data: &[T], shape: &[usize], perm: &[usize]) -> Result<Vec<T>> {
     let layout = Layout::contiguous(shape)?;
     let plan = layout.plan_permute(perm)?;
-    assert_eq!(
-        data.len(),
-        layout.numel(),
-        "permute_host: data length does not match shape {shape:?}"
-    );
+    if data.len() != layout.numel() {
+        return Err(Error::LengthMismatch {
+            len: data.len(),
+            shape: shape.to_vec(),
+            expected: layout.numel(),
+        });
+    }
     let in_strides = layout.strides();
     let out_shape = plan.output.shape();
     let mut out = Vec::with_capacity(data.len());
@@ -564,6 +580,36 @@ mod tests {
             strided.plan_swap(0, 1),
             Err(Error::NotContiguous(_))
         ));
+    }
+
+    #[test]
+    fn permute_host_wrong_length_is_an_error() {
+        let e = permute_host(&[1.0f32, 2.0, 3.0], &[2, 2], &[1, 0]).unwrap_err();
+        assert_eq!(
+            e,
+            Error::LengthMismatch {
+                len: 3,
+                shape: vec![2, 2],
+                expected: 4
+            }
+        );
+        assert_eq!(
+            e.to_string(),
+            "3 elements given for shape [2, 2] (4 elements)"
+        );
+    }
+
+    #[test]
+    fn identity_permutations_are_relabels() {
+        // after dropping unit dims and merging, an identity has at most one run
+        for shape in [vec![2usize, 3, 4], vec![1, 1], vec![5, 1, 6, 1, 7]] {
+            let id: Vec<usize> = (0..shape.len()).collect();
+            let p = Layout::contiguous(&shape)
+                .unwrap()
+                .plan_permute(&id)
+                .unwrap();
+            assert_eq!(p.kind, PermuteKind::Relabel, "{shape:?}");
+        }
     }
 
     #[test]
