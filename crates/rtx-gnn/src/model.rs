@@ -282,10 +282,15 @@ impl<B: Backend, T: Element> HetGat<B, T> {
     /// Checks that `graph` has the model's schema and `x` fits it.
     fn check_inputs(&self, graph: &HeteroGraph, x: &[BTensor<B, T>]) -> Result<()> {
         let (types, rels) = (graph.node_types(), graph.relations());
-        if rels.len() != self.relations.len() || x.len() != types.len() {
+        if rels.len() != self.relations.len()
+            || x.len() != types.len()
+            || types.len() != self.node_types.len()
+        {
             return Err(Error::Model(format!(
-                "{} inputs and {} relations given; the model has {} node types and {} relations",
+                "{} inputs, {} node types and {} relations given; the model has {} node types \
+                 and {} relations",
                 x.len(),
+                types.len(),
                 rels.len(),
                 self.node_types.len(),
                 self.relations.len()

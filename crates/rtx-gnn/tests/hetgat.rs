@@ -7,7 +7,7 @@ use rtx_backend::workload::values;
 use rtx_backend::{BTensor, Backend, Element, HostIndexOps};
 use rtx_backend_cpu::CpuBackend;
 use rtx_gnn::graph::RelationSpec;
-use rtx_gnn::{HetGat, HetGatConfig, HeteroGraph};
+use rtx_gnn::{HetGat, HetGatConfig, HeteroGraph, NodeType};
 
 fn graph(na: usize, nb: usize, edges: [usize; 3], seed: u64) -> HeteroGraph {
     rtx_gnn::testing::harris_like(na, nb, edges, seed).unwrap()
@@ -273,6 +273,20 @@ fn a_graph_of_another_schema_is_an_error_naming_the_relation() {
     let renamed = HeteroGraph::new(types, specs(&g, &[0, 1, 2])).unwrap();
     let e = model.forward(&b, &renamed, &x).unwrap_err().to_string();
     assert!(e.contains("node type 1 of the graph is c"), "{e}");
+    // one more node type (and an input for it): before, an index panic
+    let mut types = g.node_types().to_vec();
+    types.push(NodeType {
+        name: "c".into(),
+        nodes: 2,
+    });
+    let wider = HeteroGraph::new(types, specs(&g, &[0, 1, 2])).unwrap();
+    let mut xw = x.clone();
+    xw.push(b.upload(&[0.0; 8], &[2, 4]).unwrap());
+    let e = model.forward(&b, &wider, &xw).unwrap_err().to_string();
+    assert!(
+        e.contains("3 node types") && e.contains("model has 2 node types"),
+        "{e}"
+    );
     // the same schema at another size (another batch) is fine, and in the
     // model's order the rebuilt graph gives the same output bits
     let bigger = graph(9, 6, [20, 11, 12], 5);
