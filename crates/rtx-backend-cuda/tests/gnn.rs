@@ -12,8 +12,8 @@ use rtx_backend::workload::{indices, values};
 use rtx_backend::{BTensor, Backend, Binary, Element, HostIndexOps, IndexPlan, Unary};
 use rtx_backend_cpu::CpuBackend;
 use rtx_backend_cuda::CudaBackend;
-use rtx_gnn::testing::{harris_like, training_bits};
-use rtx_gnn::{HetGat, HetGatConfig, HeteroGraph};
+use rtx_gnn::testing::{check_gradients, harris_like, training_bits};
+use rtx_gnn::{HetGatConfig, HeteroGraph};
 
 fn backend() -> CudaBackend {
     CudaBackend::new(0).unwrap_or_else(|e| panic!("GPU test needs a CUDA device: {e}"))
@@ -21,14 +21,14 @@ fn backend() -> CudaBackend {
 
 fn pins(g: &HeteroGraph) -> (Vec<&[u32]>, Vec<&IndexPlan>) {
     let lists = g
-        .relations
+        .relations()
         .iter()
-        .flat_map(|r| [&r.src[..], &r.dst[..]])
+        .flat_map(|r| [r.src(), r.dst()])
         .collect();
     let plans = g
-        .relations
+        .relations()
         .iter()
-        .flat_map(|r| [&r.dst_plan, &r.src_plan])
+        .flat_map(|r| [r.dst_plan(), r.src_plan()])
         .collect();
     (lists, plans)
 }
@@ -275,77 +275,19 @@ fn gradients_match_central_differences_in_f64_on_the_device() {
         negative_slope: 0.2,
         target: 0,
     };
-    let mut model = HetGat::<_, f64>::new(&b, &g, cfg.clone(), 11).unwrap();
-    for i in 0..model.params().len() {
-        if model.param_names()[i].ends_with(".bias") {
-            let n = model.params()[i].numel();
-            let v: Vec<f64> = values::<f64>(90 + i as u64, n)
-                .iter()
-                .map(|x| 0.3 * x)
-                .collect();
-            model.params_mut()[i] = b.upload(&v, &[1, n]).unwrap();
-        }
-    }
-    let mut x: Vec<BTensor<CudaBackend, f64>> = g
-        .node_types
-        .iter()
-        .zip(&cfg.in_features)
-        .enumerate()
-        .map(|(t, (nt, &f))| {
-            b.upload(&values::<f64>(40 + t as u64, nt.nodes * f), &[nt.nodes, f])
-                .unwrap()
-        })
-        .collect();
-    let out = model.loss_and_grads(&b, &g, &x, true).unwrap();
-    let h = 1e-5;
-    let check = |name: &str, an: f64, fd: f64| {
-        assert!(
-            (an - fd).abs() <= 1e-6 * an.abs().max(fd.abs()) + 1e-9,
-            "{name}: analytic {an:e}, central difference {fd:e}"
-        );
-    };
-    let mut checked = 0;
-    for i in 0..model.params().len() {
-        let name = model.param_names()[i].clone();
-        let p0 = b.download(&model.params()[i]).unwrap();
-        let shape = model.params()[i].shape().to_vec();
-        let an = match &out.grads[i] {
-            Some(t) => b.download(t).unwrap(),
-            None => vec![0.0; p0.len()],
-        };
-        for j in 0..p0.len() {
-            let mut loss_at = |v: f64| {
-                let mut p = p0.clone();
-                p[j] = v;
-                model.params_mut()[i] = b.upload(&p, &shape).unwrap();
-                model.loss(&b, &g, &x).unwrap()
-            };
-            let fd = (loss_at(p0[j] + h) - loss_at(p0[j] - h)) / (2.0 * h);
-            check(&format!("{name}[{j}]"), an[j], fd);
-            checked += 1;
-        }
-        model.params_mut()[i] = b.upload(&p0, &shape).unwrap();
-    }
-    for t in 0..x.len() {
-        let x0 = b.download(&x[t]).unwrap();
-        let shape = x[t].shape().to_vec();
-        let an = b
-            .download(out.input_grads[t].as_ref().expect("input grad"))
-            .unwrap();
-        for j in 0..x0.len() {
-            let mut loss_at = |v: f64| {
-                let mut p = x0.clone();
-                p[j] = v;
-                x[t] = b.upload(&p, &shape).unwrap();
-                model.loss(&b, &g, &x).unwrap()
-            };
-            let fd = (loss_at(x0[j] + h) - loss_at(x0[j] - h)) / (2.0 * h);
-            check(&format!("x[{t}][{j}]"), an[j], fd);
-            checked += 1;
-        }
-        x[t] = b.upload(&x0, &shape).unwrap();
-    }
-    assert!(checked > 300, "only {checked} entries checked");
+    let check = check_gradients(&b, &g, cfg, 11).unwrap();
+    assert!(
+        check.mismatches.is_empty(),
+        "{} of {} entries off: {:#?}",
+        check.mismatches.len(),
+        check.checked,
+        &check.mismatches[..check.mismatches.len().min(10)]
+    );
+    assert!(
+        check.checked > 300,
+        "only {} entries checked",
+        check.checked
+    );
 }
 
 #[test]

@@ -11,7 +11,11 @@
 //!   forward pass (no wait), to tell host-bound from device-bound;
 //! * CUDA only, `harris-batch8` `...-gpu-util`: GPU utilisation median and
 //!   p90 (`util_median`, `util_p90`, percent) sampled by `nvidia-smi` every
-//!   100 ms while training (`ms` is 0, so compare.py skips it).
+//!   100 ms while training (`ms` is 0, so compare.py skips it), with the
+//!   `nvidia_smi_id` sampled and `gpu_match`, how that id was matched to the
+//!   CUDA device (see [`smi_device`]).
+//!
+//! Medians of an even count are the mean of the two middle values.
 
 use std::time::Instant;
 
@@ -99,10 +103,7 @@ fn run_cuda(args: &Args) -> anyhow::Result<()> {
 
 #[cfg(not(feature = "cuda"))]
 fn run_cuda(_args: &Args) -> anyhow::Result<()> {
-    anyhow::bail!(
-        "this rtx-bench was built without CUDA support; rebuild with \
-         `cargo build --release -p rtx-bench --features cuda` (or use --backend cpu)"
-    )
+    Err(crate::hetgat::no_cuda())
 }
 
 #[derive(Debug, Clone)]
@@ -117,9 +118,15 @@ fn emit(v: serde_json::Value) {
     println!("{v}");
 }
 
+/// The median; of an even count, the mean of the two middle values; 0 for none.
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
-    v.get(v.len() / 2).copied().unwrap_or(0.0)
+    let n = v.len();
+    match n {
+        0 => 0.0,
+        _ if n % 2 == 1 => v[n / 2],
+        _ => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
 }
 
 fn ms_of(f: &mut impl FnMut() -> anyhow::Result<()>) -> anyhow::Result<f64> {
@@ -132,7 +139,7 @@ fn suite<B: StaticGraph>(b: &B, args: &Args, o: &Opts) -> anyhow::Result<()> {
     for &batch in &args.batches {
         anyhow::ensure!(batch > 0, "--batches: 0 is not a batch size");
         let graph = HeteroGraph::harris(batch)?;
-        let mut w = Workload::new(b, &graph, batch, 0)?;
+        let mut w = Workload::new(b, &graph, 0)?;
         // the device backend holds the static topology for the whole case
         b.with_graph(&graph, || case(b, args, o, batch, &mut w))??;
     }
@@ -189,14 +196,20 @@ fn case<B: Backend>(
     if let Some(secs) = o.util_seconds
         && batch == *args.batches.iter().max().unwrap_or(&batch)
     {
-        let (samples, util) = gpu_util_while(secs, || w.train_step(b, 1e-3).map(|_| ()))?;
+        let (id, matched) = smi_device(
+            std::env::var("CUDA_VISIBLE_DEVICES").ok().as_deref(),
+            std::env::var("CUDA_DEVICE_ORDER").ok().as_deref(),
+        );
+        let (samples, util) = gpu_util_while(secs, &id, || w.train_step(b, 1e-3).map(|_| ()))?;
         match util {
             Some((med, p90)) => emit(json!({"suite": "gat", "case": case,
                 "impl": format!("{}-gpu-util", o.prefix), "ms": 0.0,
-                "util_median": med, "util_p90": p90, "samples": samples})),
+                "util_median": med, "util_p90": p90, "samples": samples,
+                "nvidia_smi_id": id, "gpu_match": matched})),
             None => emit(json!({"suite": "gat", "case": case,
                 "impl": format!("{}-gpu-util", o.prefix), "ms": 0.0,
-                "error": "nvidia-smi gave no samples"})),
+                "error": "nvidia-smi gave no samples",
+                "nvidia_smi_id": id, "gpu_match": matched})),
         }
     }
     Ok(())
@@ -206,19 +219,44 @@ fn round4(x: f64) -> f64 {
     (x * 1e4).round() / 1e4
 }
 
+/// The `nvidia-smi -i` id of the device the CUDA backend opens (CUDA
+/// device 0: the first `CUDA_VISIBLE_DEVICES` entry, else device 0), given
+/// `CUDA_VISIBLE_DEVICES` and `CUDA_DEVICE_ORDER`, and how exact the match is.
+///
+/// The CUDA backend exposes no PCI bus id or UUID, so: a GPU UUID entry
+/// names the device exactly; an index names it exactly only under
+/// `CUDA_DEVICE_ORDER=PCI_BUS_ID` (nvidia-smi's order). Otherwise CUDA's
+/// default fastest-first order is ASSUMED to be nvidia-smi's PCI order,
+/// which holds on a host whose GPUs are all one model (ties go by PCI bus);
+/// the output row says which case applied.
+fn smi_device(visible: Option<&str>, order: Option<&str>) -> (String, &'static str) {
+    let id = visible
+        .and_then(|v| v.split(',').next())
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+        .unwrap_or("0")
+        .to_owned();
+    let matched = if id.starts_with("GPU-") {
+        "exact: GPU UUID"
+    } else if order.map(str::trim) == Some("PCI_BUS_ID") {
+        "exact: CUDA_DEVICE_ORDER=PCI_BUS_ID"
+    } else {
+        "assumed: CUDA's default order equals nvidia-smi's (true on a host of one GPU model); \
+         set CUDA_DEVICE_ORDER=PCI_BUS_ID or a GPU UUID in CUDA_VISIBLE_DEVICES to be sure"
+    };
+    (id, matched)
+}
+
 /// Runs `work` repeatedly for `secs` seconds while `nvidia-smi` samples the
-/// GPU's utilisation every 100 ms; returns the sample count and (median, p90).
+/// utilisation of GPU `gpu` (an `nvidia-smi -i` id) every 100 ms; returns
+/// the sample count and (median, p90).
 fn gpu_util_while(
     secs: f64,
+    gpu: &str,
     mut work: impl FnMut() -> anyhow::Result<()>,
 ) -> anyhow::Result<(usize, Option<(f64, f64)>)> {
     use std::io::Read;
     use std::process::{Command, Stdio};
-    let gpu = std::env::var("CUDA_VISIBLE_DEVICES")
-        .ok()
-        .and_then(|v| v.split(',').next().map(str::trim).map(str::to_owned))
-        .filter(|v| !v.is_empty())
-        .unwrap_or_else(|| "0".into());
     let child = Command::new("nvidia-smi")
         .args([
             "--query-gpu=utilization.gpu",
@@ -226,7 +264,7 @@ fn gpu_util_while(
             "-lms",
             "100",
             "-i",
-            &gpu,
+            gpu,
         ])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -267,6 +305,27 @@ mod tests {
     fn median_and_rounding() {
         assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
         assert_eq!(median(vec![]), 0.0);
+        assert_eq!(median(vec![7.0]), 7.0);
+        // even counts: the mean of the two middle values, not the upper one
+        assert_eq!(median(vec![10.0, 1.0, 3.0, 2.0]), 2.5);
+        assert_eq!(median(vec![4.0, 2.0]), 3.0);
         assert_eq!(round4(1.234_567), 1.2346);
+    }
+
+    #[test]
+    fn nvidia_smi_id_and_how_it_matches() {
+        let (id, m) = smi_device(None, None);
+        assert_eq!(id, "0");
+        assert!(m.starts_with("assumed"), "{m}");
+        let (id, m) = smi_device(Some(" 3, 1"), Some("PCI_BUS_ID"));
+        assert_eq!(id, "3");
+        assert!(m.starts_with("exact"), "{m}");
+        let (id, m) = smi_device(Some("2,0"), Some("FASTEST_FIRST"));
+        assert_eq!(id, "2");
+        assert!(m.starts_with("assumed"), "{m}");
+        let (id, m) = smi_device(Some("GPU-8a1b,GPU-ffff"), None);
+        assert_eq!(id, "GPU-8a1b");
+        assert_eq!(m, "exact: GPU UUID");
+        assert_eq!(smi_device(Some(""), None).0, "0");
     }
 }

@@ -7,6 +7,7 @@ use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
 use rtx_backend::{BTensor, Backend};
 use rtx_backend_cpu::CpuBackend;
+use rtx_gnn::graph::{HARRIS_FEATURES, HARRIS_NODES};
 use rtx_gnn::{HetGat, HetGatConfig, HeteroGraph, harris_features};
 
 /// Which backend runs the model.
@@ -47,18 +48,19 @@ pub(crate) struct Workload<'g, B: Backend> {
 }
 
 impl<'g, B: Backend> Workload<'g, B> {
-    /// Builds the workload of `graph` (`HeteroGraph::harris(batch)`) on `b`.
-    pub(crate) fn new(
-        b: &B,
-        graph: &'g HeteroGraph,
-        batch: usize,
-        seed: u64,
-    ) -> anyhow::Result<Self> {
+    /// Builds the workload of `graph` (`HeteroGraph::harris(batch)`, the
+    /// batch read off its node counts) on `b`.
+    ///
+    /// # Errors
+    /// A graph whose node types are not the Harris ones at some batch; model
+    /// and backend errors.
+    pub(crate) fn new(b: &B, graph: &'g HeteroGraph, seed: u64) -> anyhow::Result<Self> {
+        let batch = harris_batch(graph)?;
         let model = HetGat::new(b, graph, HetGatConfig::harris(), seed)?;
         let x = harris_features::<f32>(batch)
             .iter()
-            .zip(&graph.node_types)
-            .map(|(v, t)| b.upload(v, &[t.nodes, rtx_gnn::graph::HARRIS_FEATURES]))
+            .zip(graph.node_types())
+            .map(|(v, t)| b.upload(v, &[t.nodes, HARRIS_FEATURES]))
             .collect::<rtx_backend::Result<Vec<_>>>()?;
         Ok(Workload { graph, model, x })
     }
@@ -75,6 +77,28 @@ impl<'g, B: Backend> Workload<'g, B> {
         drop(y);
         Ok(())
     }
+}
+
+/// The batch of a Harris-shaped graph: the `b` with node counts
+/// `HARRIS_NODES[t].1 * b` for every type `t`.
+fn harris_batch(graph: &HeteroGraph) -> anyhow::Result<usize> {
+    let types = graph.node_types();
+    let batch = types.first().map_or(0, |t| t.nodes / HARRIS_NODES[0].1);
+    let fits = batch > 0
+        && types.len() == HARRIS_NODES.len()
+        && types
+            .iter()
+            .zip(HARRIS_NODES)
+            .all(|(t, (name, n))| t.name == name && Some(t.nodes) == n.checked_mul(batch));
+    anyhow::ensure!(
+        fits,
+        "not a Harris-shaped graph: node types {:?}, want {HARRIS_NODES:?} times a batch",
+        types
+            .iter()
+            .map(|t| (t.name.as_str(), t.nodes))
+            .collect::<Vec<_>>()
+    );
+    Ok(batch)
 }
 
 /// A backend that can hold a static graph's index lists and plans on the
@@ -99,14 +123,14 @@ impl<B: Backend> StaticGraph for rtx_backend::HostIndexOps<B> {}
 impl StaticGraph for rtx_backend_cuda::CudaBackend {
     fn with_graph<R>(&self, graph: &HeteroGraph, f: impl FnOnce() -> R) -> anyhow::Result<R> {
         let lists: Vec<&[u32]> = graph
-            .relations
+            .relations()
             .iter()
-            .flat_map(|r| [&r.src[..], &r.dst[..]])
+            .flat_map(|r| [r.src(), r.dst()])
             .collect();
         let plans: Vec<&rtx_backend::IndexPlan> = graph
-            .relations
+            .relations()
             .iter()
-            .flat_map(|r| [&r.dst_plan, &r.src_plan])
+            .flat_map(|r| [r.dst_plan(), r.src_plan()])
             .collect();
         Ok(self.with_static_indices(&lists, &plans, f)?)
     }
@@ -129,7 +153,13 @@ fn run_cuda(args: &Args) -> anyhow::Result<()> {
 
 #[cfg(not(feature = "cuda"))]
 fn run_cuda(_args: &Args) -> anyhow::Result<()> {
-    anyhow::bail!(
+    Err(no_cuda())
+}
+
+/// The error of `--backend cuda` in a build without the `cuda` feature.
+#[cfg(not(feature = "cuda"))]
+pub(crate) fn no_cuda() -> anyhow::Error {
+    anyhow::anyhow!(
         "this rtx-bench was built without CUDA support; rebuild with \
          `cargo build --release -p rtx-bench --features cuda` (or use --backend cpu)"
     )
@@ -138,8 +168,8 @@ fn run_cuda(_args: &Args) -> anyhow::Result<()> {
 fn train<B: StaticGraph>(b: &B, args: &Args) -> anyhow::Result<()> {
     let setup = Instant::now();
     let graph = HeteroGraph::harris(args.batch).context("building the graph")?;
-    let mut w = Workload::new(b, &graph, args.batch, args.seed).context("building the workload")?;
-    let nodes: usize = w.graph.node_types.iter().map(|t| t.nodes).sum();
+    let mut w = Workload::new(b, &graph, args.seed).context("building the workload")?;
+    let nodes: usize = w.graph.node_types().iter().map(|t| t.nodes).sum();
     println!(
         "HetGAT on {}: Harris-shaped graph x{} ({} nodes, {} links), 2 layers x 3 relations, \
          4 heads x 16 channels, {} parameters; SGD lr {}; setup {:.2} s",
@@ -226,7 +256,7 @@ mod tests {
     fn one_step_at_batch_1_and_cuda_without_feature_is_an_error() {
         let b = CpuBackend::new();
         let g = HeteroGraph::harris(1).unwrap();
-        let mut w = Workload::new(&b, &g, 1, 0).unwrap();
+        let mut w = Workload::new(&b, &g, 0).unwrap();
         let loss = w.train_step(&b, 1e-3).unwrap();
         assert!(loss.is_finite() && loss > 0.0, "{loss}");
         if !cfg!(feature = "cuda") {
@@ -240,5 +270,20 @@ mod tests {
             let e = run(&args).unwrap_err().to_string();
             assert!(e.contains("--features cuda"), "{e}");
         }
+    }
+
+    #[test]
+    fn the_workload_reads_the_batch_off_the_graph() {
+        let b = CpuBackend::new();
+        let g = HeteroGraph::harris(3).unwrap();
+        let w = Workload::new(&b, &g, 0).unwrap();
+        assert_eq!(w.x[0].shape(), &[30_000, HARRIS_FEATURES]);
+        assert_eq!(w.x[1].shape(), &[15_000, HARRIS_FEATURES]);
+        let want = harris_features::<f32>(3);
+        assert_eq!(b.download(&w.x[1]).unwrap(), want[1]);
+        // a graph that is not Harris-shaped at any batch
+        let odd = rtx_gnn::testing::harris_like(10_000, 4_000, [10, 10, 10], 1).unwrap();
+        let e = Workload::new(&b, &odd, 0).err().unwrap().to_string();
+        assert!(e.contains("not a Harris-shaped graph"), "{e}");
     }
 }

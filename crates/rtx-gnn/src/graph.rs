@@ -18,25 +18,56 @@ pub struct NodeType {
 /// A relation (edge type) `src -name-> dst` with its edges and the index
 /// plans built once for it: by destination (softmax, message scatter) and by
 /// source (the adjoint of the source gathers).
+///
+/// The fields are private: the edge lists and their plans are built together
+/// by [`HeteroGraph::new`] and cannot drift apart.
 #[derive(Debug, Clone)]
 pub struct Relation {
-    /// The relation's name (`"ab"`).
-    pub name: String,
-    /// Source node type (an index into [`HeteroGraph::node_types`]).
-    pub src_type: usize,
-    /// Destination node type.
-    pub dst_type: usize,
-    /// Source node of every edge.
-    pub src: Vec<u32>,
-    /// Destination node of every edge.
-    pub dst: Vec<u32>,
-    /// The edges grouped by destination (CSR of S_dst^T).
-    pub dst_plan: IndexPlan,
-    /// The edges grouped by source (CSR of S_src^T).
-    pub src_plan: IndexPlan,
+    name: String,
+    src_type: usize,
+    dst_type: usize,
+    src: Vec<u32>,
+    dst: Vec<u32>,
+    dst_plan: IndexPlan,
+    src_plan: IndexPlan,
 }
 
 impl Relation {
+    /// The relation's name (`"ab"`).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Source node type (an index into [`HeteroGraph::node_types`]).
+    pub fn src_type(&self) -> usize {
+        self.src_type
+    }
+
+    /// Destination node type.
+    pub fn dst_type(&self) -> usize {
+        self.dst_type
+    }
+
+    /// Source node of every edge.
+    pub fn src(&self) -> &[u32] {
+        &self.src
+    }
+
+    /// Destination node of every edge.
+    pub fn dst(&self) -> &[u32] {
+        &self.dst
+    }
+
+    /// The edges grouped by destination (CSR of S_dst^T).
+    pub fn dst_plan(&self) -> &IndexPlan {
+        &self.dst_plan
+    }
+
+    /// The edges grouped by source (CSR of S_src^T).
+    pub fn src_plan(&self) -> &IndexPlan {
+        &self.src_plan
+    }
+
     /// Number of edges.
     pub fn edges(&self) -> usize {
         self.src.len()
@@ -44,13 +75,13 @@ impl Relation {
 }
 
 /// A heterogeneous graph: node types and relations between them. The
-/// topology is static: plans are built once here and reused by every step.
+/// topology is static: plans are built once in [`HeteroGraph::new`] and
+/// reused by every step; the fields are private so nothing can change the
+/// topology behind its plans.
 #[derive(Debug, Clone)]
 pub struct HeteroGraph {
-    /// Node types.
-    pub node_types: Vec<NodeType>,
-    /// Relations.
-    pub relations: Vec<Relation>,
+    node_types: Vec<NodeType>,
+    relations: Vec<Relation>,
 }
 
 /// One relation given to [`HeteroGraph::new`]: `(name, src type, dst type, src, dst)`.
@@ -60,8 +91,9 @@ impl HeteroGraph {
     /// Builds a graph, validating every edge and building the index plans.
     ///
     /// # Errors
-    /// [`Error::Graph`] for an unknown node type or unequal edge lists;
-    /// [`Error::Backend`] (index out of range, naming position, value, bound)
+    /// [`Error::Graph`] for an unknown node type, unequal edge lists or two
+    /// relations with the same `(src type, name, dst type)` (PyG's edge-type
+    /// key); [`Error::Backend`] (index out of range, naming position, value, bound)
     /// for an edge endpoint beyond its type's node count.
     pub fn new(node_types: Vec<NodeType>, relations: Vec<RelationSpec>) -> Result<HeteroGraph> {
         let mut rels = Vec::with_capacity(relations.len());
@@ -72,6 +104,15 @@ impl HeteroGraph {
                     node_types.len()
                 )));
             };
+            if rels
+                .iter()
+                .any(|r: &Relation| r.name == name && r.src_type == s && r.dst_type == d)
+            {
+                return Err(Error::Graph(format!(
+                    "relation {name} ({} -> {}) is given twice",
+                    ns.name, nd.name
+                )));
+            }
             if src.len() != dst.len() {
                 return Err(Error::Graph(format!(
                     "relation {name}: {} sources but {} destinations",
@@ -139,6 +180,16 @@ impl HeteroGraph {
             })
             .collect();
         HeteroGraph::new(node_types, rels)
+    }
+
+    /// Node types.
+    pub fn node_types(&self) -> &[NodeType] {
+        &self.node_types
+    }
+
+    /// Relations.
+    pub fn relations(&self) -> &[Relation] {
+        &self.relations
     }
 
     /// Total number of edges.
@@ -216,6 +267,17 @@ mod tests {
         .unwrap_err();
         assert!(e.to_string().contains("idx[1] = 5"), "{e}");
         assert!(HeteroGraph::new(types.clone(), vec![("r".into(), 0, 1, vec![], vec![])]).is_err());
-        assert!(HeteroGraph::new(types, vec![("r".into(), 0, 0, vec![0], vec![])]).is_err());
+        assert!(
+            HeteroGraph::new(types.clone(), vec![("r".into(), 0, 0, vec![0], vec![])]).is_err()
+        );
+        let twice = vec![
+            ("r".into(), 0, 0, vec![0], vec![1]),
+            ("r".into(), 0, 0, vec![2], vec![1]),
+        ];
+        let e = HeteroGraph::new(types, twice).unwrap_err();
+        assert!(
+            e.to_string().contains("relation r (a -> a) is given twice"),
+            "{e}"
+        );
     }
 }

@@ -38,12 +38,21 @@ impl HetGatConfig {
     }
 
     /// `heads * channels`.
-    pub fn hidden(&self) -> usize {
-        self.heads * self.channels
+    ///
+    /// # Errors
+    /// [`Error::Model`] when the product overflows `usize`.
+    pub fn hidden(&self) -> Result<usize> {
+        self.heads.checked_mul(self.channels).ok_or_else(|| {
+            Error::Model(format!(
+                "{} heads x {} channels overflows usize",
+                self.heads, self.channels
+            ))
+        })
     }
 }
 
-/// Parameters per convolution (layer, relation), in this order.
+/// Parameters per convolution (layer, relation), in this order; the names
+/// of [`HetGat::param_names`] end in these.
 const CONV_PARAMS: [&str; 5] = ["w_src", "w_dst", "att_src", "att_dst", "bias"];
 const W_SRC: usize = 0;
 const W_DST: usize = 1;
@@ -67,14 +76,33 @@ const BIAS: usize = 4;
 /// Relations whose output cannot reach the head (in the last layer: those
 /// into other node types) are not computed; their parameters exist (as in
 /// PyG) and get no gradient.
+///
+/// A model runs on any graph with the schema of the one it was built on:
+/// the same node type names, and the same relations `(name, src type, dst
+/// type)` in the same order (node and edge counts may differ, e.g. another
+/// batch). Any other graph is an error naming the first difference.
 #[derive(Debug)]
 pub struct HetGat<B: Backend, T: Element> {
     config: HetGatConfig,
-    relations: usize,
+    /// `heads * channels`.
+    hidden: usize,
+    /// Node type names of the graph the model was built on.
+    node_types: Vec<String>,
+    /// Relations of the graph the model was built on, in order.
+    relations: Vec<RelationKey>,
     params: Vec<BTensor<B, T>>,
     names: Vec<String>,
     /// `live[l][r]`: whether relation `r` of layer `l` reaches the head.
     live: Vec<Vec<bool>>,
+}
+
+/// What identifies a relation in a schema (unique per graph, as PyG's edge
+/// type key); `live` and the parameter shapes depend on nothing else.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct RelationKey {
+    name: String,
+    src_type: usize,
+    dst_type: usize,
 }
 
 /// Gradients of every parameter, in [`HetGat::params`] order; `None` is zero.
@@ -139,7 +167,7 @@ impl<B: Backend, T: Element> HetGat<B, T> {
     /// counts, target type, zero sizes, a node type the next layer reads that
     /// no relation writes); backend errors.
     pub fn new(b: &B, graph: &HeteroGraph, config: HetGatConfig, seed: u64) -> Result<Self> {
-        let types = graph.node_types.len();
+        let types = graph.node_types().len();
         if config.in_features.len() != types
             || config.target >= types
             || config.heads == 0
@@ -151,14 +179,16 @@ impl<B: Backend, T: Element> HetGat<B, T> {
                  (want one feature count per type, target < {types}, nonzero sizes)"
             )));
         }
-        let relations = graph.relations.len();
+        let hidden = config.hidden()?;
+        check_param_count::<T>(graph, &config, hidden)?;
         let live = liveness(graph, &config)?;
-        let hidden = config.hidden();
         let mut params = Vec::new();
         let mut names = Vec::new();
         let mut draw = |name: String, shape: [usize; 2], bound: f64| -> Result<()> {
             let s = splitmix64(seed, params.len() as u64);
-            let n = shape[0] * shape[1];
+            let n = shape[0].checked_mul(shape[1]).ok_or_else(|| {
+                Error::Model(format!("parameter {name}: shape {shape:?} overflows usize"))
+            })?;
             let v: Vec<T> = (0..n as u64)
                 .map(|i| T::from_f64(bound * (2.0 * unit(s, i) - 1.0)))
                 .collect();
@@ -166,9 +196,12 @@ impl<B: Backend, T: Element> HetGat<B, T> {
             names.push(name);
             Ok(())
         };
-        let glorot = |fan_in: usize, fan_out: usize| (6.0 / (fan_in + fan_out) as f64).sqrt();
+        // in f64: no overflow for any fan
+        let glorot =
+            |fan_in: usize, fan_out: usize| (6.0 / (fan_in as f64 + fan_out as f64)).sqrt();
+        let att = glorot(config.heads, config.channels);
         for l in 0..config.layers {
-            for (r, rel) in graph.relations.iter().enumerate() {
+            for rel in graph.relations() {
                 let fin = |t: usize| {
                     if l == 0 {
                         config.in_features[t]
@@ -176,15 +209,18 @@ impl<B: Backend, T: Element> HetGat<B, T> {
                         hidden
                     }
                 };
-                let (fs, fd) = (fin(rel.src_type), fin(rel.dst_type));
-                let p = format!("conv{l}.{}", rel.name);
-                let _ = r;
-                draw(format!("{p}.w_src"), [fs, hidden], glorot(fs, hidden))?;
-                draw(format!("{p}.w_dst"), [fd, hidden], glorot(fd, hidden))?;
-                let att = glorot(config.heads, config.channels);
-                draw(format!("{p}.att_src"), [1, hidden], att)?;
-                draw(format!("{p}.att_dst"), [1, hidden], att)?;
-                draw(format!("{p}.bias"), [1, hidden], 0.0)?;
+                let (fs, fd) = (fin(rel.src_type()), fin(rel.dst_type()));
+                // in CONV_PARAMS order: (shape, init bound)
+                let init = [
+                    ([fs, hidden], glorot(fs, hidden)),
+                    ([fd, hidden], glorot(fd, hidden)),
+                    ([1, hidden], att),
+                    ([1, hidden], att),
+                    ([1, hidden], 0.0),
+                ];
+                for (which, (shape, bound)) in CONV_PARAMS.iter().zip(init) {
+                    draw(format!("conv{l}.{}.{which}", rel.name()), shape, bound)?;
+                }
             }
         }
         let head = 1.0 / (hidden as f64).sqrt();
@@ -192,7 +228,17 @@ impl<B: Backend, T: Element> HetGat<B, T> {
         draw("head_b".into(), [1, 1], head)?;
         Ok(HetGat {
             config,
-            relations,
+            hidden,
+            node_types: graph.node_types().iter().map(|t| t.name.clone()).collect(),
+            relations: graph
+                .relations()
+                .iter()
+                .map(|r| RelationKey {
+                    name: r.name().to_owned(),
+                    src_type: r.src_type(),
+                    dst_type: r.dst_type(),
+                })
+                .collect(),
             params,
             names,
             live,
@@ -219,25 +265,68 @@ impl<B: Backend, T: Element> HetGat<B, T> {
         &self.names
     }
 
-    fn p(&self, l: usize, r: usize, which: usize) -> &BTensor<B, T> {
-        &self.params[(l * self.relations + r) * CONV_PARAMS.len() + which]
-    }
-
+    /// Index of parameter `which` (a `CONV_PARAMS` index) of layer `l`, relation `r`.
     fn pi(&self, l: usize, r: usize, which: usize) -> usize {
-        (l * self.relations + r) * CONV_PARAMS.len() + which
+        (l * self.relations.len() + r) * CONV_PARAMS.len() + which
     }
 
+    fn p(&self, l: usize, r: usize, which: usize) -> &BTensor<B, T> {
+        &self.params[self.pi(l, r, which)]
+    }
+
+    /// Index of `head_w` (`head_b` follows it).
+    fn head(&self) -> usize {
+        self.config.layers * self.relations.len() * CONV_PARAMS.len()
+    }
+
+    /// Checks that `graph` has the model's schema and `x` fits it.
     fn check_inputs(&self, graph: &HeteroGraph, x: &[BTensor<B, T>]) -> Result<()> {
-        if graph.relations.len() != self.relations || x.len() != graph.node_types.len() {
+        let (types, rels) = (graph.node_types(), graph.relations());
+        if rels.len() != self.relations.len()
+            || x.len() != types.len()
+            || types.len() != self.node_types.len()
+        {
             return Err(Error::Model(format!(
-                "{} inputs and {} relations given; the model has {} node types and {} relations",
+                "{} inputs, {} node types and {} relations given; the model has {} node types \
+                 and {} relations",
                 x.len(),
-                graph.relations.len(),
-                self.config.in_features.len(),
-                self.relations
+                types.len(),
+                rels.len(),
+                self.node_types.len(),
+                self.relations.len()
             )));
         }
-        for (t, (xt, nt)) in x.iter().zip(&graph.node_types).enumerate() {
+        if let Some((t, (nt, want))) = types
+            .iter()
+            .zip(&self.node_types)
+            .enumerate()
+            .find(|(_, (nt, want))| nt.name != **want)
+        {
+            return Err(Error::Model(format!(
+                "node type {t} of the graph is {}, but the model was built for {want}",
+                nt.name
+            )));
+        }
+        let type_name = |t: usize| self.node_types[t].as_str();
+        for (r, (rel, key)) in rels.iter().zip(&self.relations).enumerate() {
+            if rel.name() != key.name
+                || rel.src_type() != key.src_type
+                || rel.dst_type() != key.dst_type
+            {
+                return Err(Error::Model(format!(
+                    "relation {r} of the graph is {} ({} -> {}), but the model was built for {} \
+                     ({} -> {}) there: build the model on this graph, or give the relations \
+                     in the model's order",
+                    rel.name(),
+                    type_name(rel.src_type()),
+                    type_name(rel.dst_type()),
+                    key.name,
+                    type_name(key.src_type),
+                    type_name(key.dst_type)
+                )));
+            }
+        }
+        for (t, (xt, nt)) in x.iter().zip(types).enumerate() {
             let want = [nt.nodes, self.config.in_features[t]];
             if xt.shape() != want {
                 return Err(Error::Model(format!(
@@ -263,16 +352,16 @@ impl<B: Backend, T: Element> HetGat<B, T> {
         let mut layers = Vec::with_capacity(self.config.layers);
         for l in 0..self.config.layers {
             let mut pre: Vec<Option<BTensor<B, T>>> = vec![None; cur.len()];
-            let mut rels = Vec::with_capacity(self.relations);
-            for (r, rel) in graph.relations.iter().enumerate() {
+            let mut rels = Vec::with_capacity(self.relations.len());
+            for (r, rel) in graph.relations().iter().enumerate() {
                 if !self.live[l][r] {
                     rels.push(None);
                     continue;
                 }
-                let (Some(xs), Some(xd)) = (&cur[rel.src_type], &cur[rel.dst_type]) else {
+                let (Some(xs), Some(xd)) = (&cur[rel.src_type()], &cur[rel.dst_type()]) else {
                     return Err(Error::Model(format!(
                         "relation {} reads a missing node type",
-                        rel.name
+                        rel.name()
                     )));
                 };
                 let hs = b.matmul(xs, false, self.p(l, r, W_SRC), false)?;
@@ -281,15 +370,15 @@ impl<B: Backend, T: Element> HetGat<B, T> {
                 let a_d = b.head_dot(&hd, self.p(l, r, ATT_DST), heads)?;
                 let z = b.binary(
                     Binary::Add,
-                    &b.index_select(&a_s, &rel.src)?,
-                    &b.index_select(&a_d, &rel.dst)?,
+                    &b.index_select(&a_s, rel.src())?,
+                    &b.index_select(&a_d, rel.dst())?,
                 )?;
-                let alpha = b.segment_softmax(&b.unary(slope, &z)?, &rel.dst_plan)?;
+                let alpha = b.segment_softmax(&b.unary(slope, &z)?, rel.dst_plan())?;
                 // messages alpha[e] * hs[src[e]] summed per destination (fused
                 // index_select + head_scale + canonical scatter-add)
-                let out = b.gather_scale_scatter(&hs, &rel.src, &alpha, &rel.dst_plan)?;
+                let out = b.gather_scale_scatter(&hs, rel.src(), &alpha, rel.dst_plan())?;
                 let out = b.binary(Binary::Add, &out, self.p(l, r, BIAS))?;
-                add_into(b, &mut pre[rel.dst_type], out)?;
+                add_into(b, &mut pre[rel.dst_type()], out)?;
                 rels.push(Some(RelCache { hs, hd, z, alpha }));
             }
             let next = pre
@@ -302,10 +391,8 @@ impl<B: Backend, T: Element> HetGat<B, T> {
         let h = cur[self.config.target]
             .take()
             .ok_or_else(|| Error::Model("the target type has no output".into()))?;
-        let hidden = self.config.hidden();
-        let head_w = &self.params[self.relations * self.config.layers * CONV_PARAMS.len()];
-        let head_b = &self.params[self.relations * self.config.layers * CONV_PARAMS.len() + 1];
-        debug_assert_eq!(head_w.shape(), &[hidden, 1]);
+        let (head_w, head_b) = (&self.params[self.head()], &self.params[self.head() + 1]);
+        debug_assert_eq!(head_w.shape(), &[self.hidden, 1]);
         let y = b.binary(Binary::Add, &b.matmul(&h, false, head_w, false)?, head_b)?;
         Ok(Forward { layers, h, y })
     }
@@ -351,7 +438,7 @@ impl<B: Backend, T: Element> HetGat<B, T> {
         let heads = self.config.heads;
         let slope = Unary::LeakyRelu(self.config.negative_slope);
         let mut grads: Grads<B, T> = vec![None; self.params.len()];
-        let hi = self.relations * self.config.layers * CONV_PARAMS.len();
+        let hi = self.head();
         // head: y = h @ w + b, dL/dy = 2y / n
         let dy = b.unary(Unary::Scale(2.0 / n.max(1) as f64), &fw.y)?;
         grads[hi] = Some(b.matmul(&fw.h, true, &dy, false)?);
@@ -372,11 +459,14 @@ impl<B: Backend, T: Element> HetGat<B, T> {
                 .collect::<rtx_backend::Result<Vec<_>>>()?;
             let want_dx = l > 0 || input_grads;
             let mut dx_in: Vec<Option<BTensor<B, T>>> = vec![None; x.len()];
-            for (r, rel) in graph.relations.iter().enumerate() {
-                let (Some(c), Some(g)) = (&cache.rels[r], &dpre[rel.dst_type]) else {
+            for (r, rel) in graph.relations().iter().enumerate() {
+                let (src, dst) = (rel.src(), rel.dst());
+                let (src_plan, dst_plan) = (rel.src_plan(), rel.dst_plan());
+                let (st, dt) = (rel.src_type(), rel.dst_type());
+                let (Some(c), Some(g)) = (&cache.rels[r], &dpre[dt]) else {
                     continue;
                 };
-                let (Some(xs), Some(xd)) = (&cache.x[rel.src_type], &cache.x[rel.dst_type]) else {
+                let (Some(xs), Some(xd)) = (&cache.x[st], &cache.x[dt]) else {
                     continue;
                 };
                 grads[self.pi(l, r, BIAS)] = Some(b.sum_rows(g)?);
@@ -385,12 +475,12 @@ impl<B: Backend, T: Element> HetGat<B, T> {
                 // scatter-add by src:
                 //   dalpha[e] = g[dst[e]] . hs[src[e]] (per head)
                 //   dhs = scatter_src(alpha * gather_dst(g))
-                let dalpha = b.gather_head_dot(g, &rel.dst, &c.hs, &rel.src, heads)?;
-                let mut dhs = b.gather_scale_scatter(g, &rel.dst, &c.alpha, &rel.src_plan)?;
-                let dl = b.segment_softmax_backward(&c.alpha, &dalpha, &rel.dst_plan)?;
+                let dalpha = b.gather_head_dot(g, dst, &c.hs, src, heads)?;
+                let mut dhs = b.gather_scale_scatter(g, dst, &c.alpha, src_plan)?;
+                let dl = b.segment_softmax_backward(&c.alpha, &dalpha, dst_plan)?;
                 let dz = b.unary_backward(slope, &c.z, &dl)?;
-                let das = b.segment_sum(&dz, &rel.src_plan)?;
-                let dad = b.segment_sum(&dz, &rel.dst_plan)?;
+                let das = b.segment_sum(&dz, src_plan)?;
+                let dad = b.segment_sum(&dz, dst_plan)?;
                 grads[self.pi(l, r, ATT_SRC)] = Some(b.sum_rows(&b.head_scale(&c.hs, &das)?)?);
                 grads[self.pi(l, r, ATT_DST)] = Some(b.sum_rows(&b.head_scale(&c.hd, &dad)?)?);
                 dhs = b.binary(
@@ -403,9 +493,9 @@ impl<B: Backend, T: Element> HetGat<B, T> {
                 grads[self.pi(l, r, W_DST)] = Some(b.matmul(xd, true, &dhd, false)?);
                 if want_dx {
                     let gs = b.matmul(&dhs, false, self.p(l, r, W_SRC), true)?;
-                    add_into(b, &mut dx_in[rel.src_type], gs)?;
+                    add_into(b, &mut dx_in[st], gs)?;
                     let gd = b.matmul(&dhd, false, self.p(l, r, W_DST), true)?;
-                    add_into(b, &mut dx_in[rel.dst_type], gd)?;
+                    add_into(b, &mut dx_in[dt], gd)?;
                 }
             }
             dx = dx_in;
@@ -418,9 +508,13 @@ impl<B: Backend, T: Element> HetGat<B, T> {
     }
 
     /// Plain SGD: `p = p - lr * grad` for every parameter with a gradient.
+    /// All or nothing for gradients that do not fit: every shape is checked
+    /// before any parameter changes.
     ///
     /// # Errors
-    /// [`Error::Model`] when `grads` does not fit the parameters; backend errors.
+    /// [`Error::Model`] when `grads` does not fit the parameters (count or a
+    /// shape, naming the parameter), and then no parameter has changed;
+    /// backend errors.
     pub fn sgd(&mut self, b: &B, grads: &Grads<B, T>, lr: f64) -> Result<()> {
         if grads.len() != self.params.len() {
             return Err(Error::Model(format!(
@@ -428,6 +522,17 @@ impl<B: Backend, T: Element> HetGat<B, T> {
                 grads.len(),
                 self.params.len()
             )));
+        }
+        for ((p, g), name) in self.params.iter().zip(grads).zip(&self.names) {
+            if let Some(g) = g
+                && g.shape() != p.shape()
+            {
+                return Err(Error::Model(format!(
+                    "gradient of {name} has shape {:?}, the parameter {:?}",
+                    g.shape(),
+                    p.shape()
+                )));
+            }
         }
         for (p, g) in self.params.iter_mut().zip(grads) {
             if let Some(g) = g {
@@ -465,30 +570,81 @@ fn mse<B: Backend, T: Element>(b: &B, y: &BTensor<B, T>) -> Result<T> {
 /// Which relations of which layer reach the head (see [`HetGat`]), and a
 /// check that every node type a live relation reads exists at that layer.
 fn liveness(graph: &HeteroGraph, config: &HetGatConfig) -> Result<Vec<Vec<bool>>> {
-    let types = graph.node_types.len();
-    let mut needed = vec![false; types];
+    let (types, rels) = (graph.node_types(), graph.relations());
+    let mut needed = vec![false; types.len()];
     needed[config.target] = true;
-    let mut live = vec![vec![false; graph.relations.len()]; config.layers];
+    // built from the last layer back, row by row: an error comes before any
+    // allocation proportional to the layer count
+    let mut live = Vec::new();
     for l in (0..config.layers).rev() {
-        let mut reads = vec![false; types];
-        for (r, rel) in graph.relations.iter().enumerate() {
-            if needed[rel.dst_type] {
-                live[l][r] = true;
-                reads[rel.src_type] = true;
-                reads[rel.dst_type] = true;
+        let mut reads = vec![false; types.len()];
+        let mut row = vec![false; rels.len()];
+        for (r, rel) in rels.iter().enumerate() {
+            if needed[rel.dst_type()] {
+                row[r] = true;
+                reads[rel.src_type()] = true;
+                reads[rel.dst_type()] = true;
             }
         }
         // every type written by this layer that is needed must have an incoming relation
         for (t, &need) in needed.iter().enumerate() {
-            if need && !graph.relations.iter().any(|rel| rel.dst_type == t) {
+            if need && !rels.iter().any(|rel| rel.dst_type() == t) {
                 return Err(Error::Model(format!(
                     "node type {} is needed after layer {l} but no relation points to it \
                      (PyG's HeteroConv would drop it)",
-                    graph.node_types[t].name
+                    types[t].name
                 )));
             }
         }
         needed = reads;
+        live.push(row);
     }
+    live.reverse();
     Ok(live)
+}
+
+/// Checks with checked arithmetic that the model's parameters (every
+/// convolution's `(in_src + in_dst + 3) * hidden` elements, then the head's
+/// `hidden + 1`) fit in memory an allocation can address, so building them
+/// cannot overflow or panic on capacity.
+fn check_param_count<T: Element>(
+    graph: &HeteroGraph,
+    config: &HetGatConfig,
+    hidden: usize,
+) -> Result<()> {
+    let too_big = || {
+        Error::Model(format!(
+            "config {config:?} on a graph of {} relations: the parameters do not fit in memory",
+            graph.relations().len()
+        ))
+    };
+    let conv = |fs: usize, fd: usize| {
+        fs.checked_add(fd)
+            .and_then(|f| f.checked_add(3))
+            .and_then(|f| f.checked_mul(hidden))
+    };
+    let mut first = 0usize;
+    let mut later = 0usize;
+    for rel in graph.relations() {
+        let (fs, fd) = (
+            config.in_features[rel.src_type()],
+            config.in_features[rel.dst_type()],
+        );
+        first = conv(fs, fd)
+            .and_then(|n| first.checked_add(n))
+            .ok_or_else(too_big)?;
+        later = conv(hidden, hidden)
+            .and_then(|n| later.checked_add(n))
+            .ok_or_else(too_big)?;
+    }
+    let total = later
+        .checked_mul(config.layers - 1)
+        .and_then(|n| n.checked_add(first))
+        .and_then(|n| n.checked_add(hidden))
+        .and_then(|n| n.checked_add(1))
+        .ok_or_else(too_big)?;
+    if total > isize::MAX as usize / size_of::<T>().max(1) {
+        return Err(too_big());
+    }
+    Ok(())
 }

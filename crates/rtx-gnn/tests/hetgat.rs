@@ -6,7 +6,8 @@
 use rtx_backend::workload::values;
 use rtx_backend::{BTensor, Backend, Element, HostIndexOps};
 use rtx_backend_cpu::CpuBackend;
-use rtx_gnn::{HetGat, HetGatConfig, HeteroGraph};
+use rtx_gnn::graph::RelationSpec;
+use rtx_gnn::{HetGat, HetGatConfig, HeteroGraph, NodeType};
 
 fn graph(na: usize, nb: usize, edges: [usize; 3], seed: u64) -> HeteroGraph {
     rtx_gnn::testing::harris_like(na, nb, edges, seed).unwrap()
@@ -28,7 +29,7 @@ fn inputs<B: Backend, T: Element>(
     g: &HeteroGraph,
     cfg: &HetGatConfig,
 ) -> Vec<BTensor<B, T>> {
-    g.node_types
+    g.node_types()
         .iter()
         .zip(&cfg.in_features)
         .enumerate()
@@ -43,70 +44,19 @@ fn inputs<B: Backend, T: Element>(
 fn gradients_match_central_differences_in_f64() {
     let b = CpuBackend::new();
     let g = graph(7, 5, [14, 9, 10], 3);
-    let cfg = config([3, 4], 2, 3);
-    let mut model = HetGat::<_, f64>::new(&b, &g, cfg.clone(), 11).unwrap();
-    // nonzero biases so their paths are exercised away from their zero init
-    for i in 0..model.params().len() {
-        if model.param_names()[i].ends_with(".bias") {
-            let n = model.params()[i].numel();
-            let v: Vec<f64> = values::<f64>(90 + i as u64, n)
-                .iter()
-                .map(|x| 0.3 * x)
-                .collect();
-            model.params_mut()[i] = b.upload(&v, &[1, n]).unwrap();
-        }
-    }
-    let mut x = inputs::<_, f64>(&b, &g, &cfg);
-    let out = model.loss_and_grads(&b, &g, &x, true).unwrap();
-    let h = 1e-5;
-    let check = |name: &str, an: f64, fd: f64| {
-        assert!(
-            (an - fd).abs() <= 1e-6 * an.abs().max(fd.abs()) + 1e-9,
-            "{name}: analytic {an:e}, central difference {fd:e}"
-        );
-    };
-    let mut checked = 0;
-    for i in 0..model.params().len() {
-        let name = model.param_names()[i].clone();
-        let p0 = b.download(&model.params()[i]).unwrap();
-        let shape = model.params()[i].shape().to_vec();
-        let an = match &out.grads[i] {
-            Some(t) => b.download(t).unwrap(),
-            None => vec![0.0; p0.len()],
-        };
-        for j in 0..p0.len() {
-            let mut loss_at = |v: f64| {
-                let mut p = p0.clone();
-                p[j] = v;
-                model.params_mut()[i] = b.upload(&p, &shape).unwrap();
-                model.loss(&b, &g, &x).unwrap()
-            };
-            let fd = (loss_at(p0[j] + h) - loss_at(p0[j] - h)) / (2.0 * h);
-            check(&format!("{name}[{j}]"), an[j], fd);
-            checked += 1;
-        }
-        model.params_mut()[i] = b.upload(&p0, &shape).unwrap();
-    }
-    for t in 0..x.len() {
-        let x0 = b.download(&x[t]).unwrap();
-        let shape = x[t].shape().to_vec();
-        let an = b
-            .download(out.input_grads[t].as_ref().expect("input grad"))
-            .unwrap();
-        for j in 0..x0.len() {
-            let mut loss_at = |v: f64| {
-                let mut p = x0.clone();
-                p[j] = v;
-                x[t] = b.upload(&p, &shape).unwrap();
-                model.loss(&b, &g, &x).unwrap()
-            };
-            let fd = (loss_at(x0[j] + h) - loss_at(x0[j] - h)) / (2.0 * h);
-            check(&format!("x[{t}][{j}]"), an[j], fd);
-            checked += 1;
-        }
-        x[t] = b.upload(&x0, &shape).unwrap();
-    }
-    assert!(checked > 300, "only {checked} entries checked");
+    let check = rtx_gnn::testing::check_gradients(&b, &g, config([3, 4], 2, 3), 11).unwrap();
+    assert!(
+        check.mismatches.is_empty(),
+        "{} of {} entries off: {:#?}",
+        check.mismatches.len(),
+        check.checked,
+        &check.mismatches[..check.mismatches.len().min(10)]
+    );
+    assert!(
+        check.checked > 300,
+        "only {} entries checked",
+        check.checked
+    );
 }
 
 /// The model written as plain loops over nodes and edges, in f64.
@@ -118,16 +68,16 @@ fn naive_forward(
 ) -> Vec<f64> {
     let (hh, cc) = (cfg.heads, cfg.channels);
     let hid = hh * cc;
-    let nrel = g.relations.len();
+    let nrel = g.relations().len();
     let mut cur: Vec<Vec<f64>> = x.to_vec();
     let mut fin: Vec<usize> = cfg.in_features.clone();
     for l in 0..cfg.layers {
-        let mut pre: Vec<Option<Vec<f64>>> = vec![None; g.node_types.len()];
-        for (r, rel) in g.relations.iter().enumerate() {
+        let mut pre: Vec<Option<Vec<f64>>> = vec![None; g.node_types().len()];
+        for (r, rel) in g.relations().iter().enumerate() {
             let p = |k: usize| &params[(l * nrel + r) * 5 + k];
             let (ns, nd) = (
-                g.node_types[rel.src_type].nodes,
-                g.node_types[rel.dst_type].nodes,
+                g.node_types()[rel.src_type()].nodes,
+                g.node_types()[rel.dst_type()].nodes,
             );
             let lin = |xv: &Vec<f64>, n: usize, f: usize, w: &Vec<f64>| {
                 let mut o = vec![0.0; n * hid];
@@ -138,8 +88,8 @@ fn naive_forward(
                 }
                 o
             };
-            let hs = lin(&cur[rel.src_type], ns, fin[rel.src_type], p(0));
-            let hd = lin(&cur[rel.dst_type], nd, fin[rel.dst_type], p(1));
+            let hs = lin(&cur[rel.src_type()], ns, fin[rel.src_type()], p(0));
+            let hd = lin(&cur[rel.dst_type()], nd, fin[rel.dst_type()], p(1));
             let score = |hv: &Vec<f64>, att: &Vec<f64>, i: usize, h: usize| -> f64 {
                 (0..cc)
                     .map(|c| hv[i * hid + h * cc + c] * att[h * cc + c])
@@ -148,14 +98,14 @@ fn naive_forward(
             let mut out = vec![0.0; nd * hid];
             for d in 0..nd {
                 let es: Vec<usize> = (0..rel.edges())
-                    .filter(|&e| rel.dst[e] as usize == d)
+                    .filter(|&e| rel.dst()[e] as usize == d)
                     .collect();
                 for h in 0..hh {
                     let logit: Vec<f64> = es
                         .iter()
                         .map(|&e| {
                             let v =
-                                score(&hs, p(2), rel.src[e] as usize, h) + score(&hd, p(3), d, h);
+                                score(&hs, p(2), rel.src()[e] as usize, h) + score(&hd, p(3), d, h);
                             if v > 0.0 { v } else { 0.2 * v }
                         })
                         .collect();
@@ -165,7 +115,7 @@ fn naive_forward(
                         let a = (logit[q] - m).exp() / den;
                         for c in 0..cc {
                             out[d * hid + h * cc + c] +=
-                                a * hs[rel.src[e] as usize * hid + h * cc + c];
+                                a * hs[rel.src()[e] as usize * hid + h * cc + c];
                         }
                     }
                 }
@@ -173,7 +123,7 @@ fn naive_forward(
                     out[d * hid + k] += p(4)[k];
                 }
             }
-            match &mut pre[rel.dst_type] {
+            match &mut pre[rel.dst_type()] {
                 Some(s) => s.iter_mut().zip(&out).for_each(|(a, b)| *a += b),
                 slot => *slot = Some(out),
             }
@@ -186,7 +136,7 @@ fn naive_forward(
     }
     let w = &params[cfg.layers * nrel * 5];
     let bias = params[cfg.layers * nrel * 5 + 1][0];
-    let n = g.node_types[cfg.target].nodes;
+    let n = g.node_types()[cfg.target].nodes;
     (0..n)
         .map(|i| {
             bias + (0..hid)
@@ -269,7 +219,7 @@ fn harris_graph_runs_and_bad_inputs_are_errors() {
     assert_eq!(model.params().len(), 2 * 3 * 5 + 2);
     let x: Vec<_> = rtx_gnn::harris_features::<f32>(1)
         .iter()
-        .zip(&g.node_types)
+        .zip(g.node_types())
         .map(|(v, t)| b.upload(v, &[t.nodes, 32]).unwrap())
         .collect();
     let y = model.forward(&b, &g, &x).unwrap();
@@ -279,4 +229,122 @@ fn harris_graph_runs_and_bad_inputs_are_errors() {
     let bad = vec![x[0].clone(), x[0].clone()];
     let e = model.forward(&b, &g, &bad).unwrap_err();
     assert!(e.to_string().contains("[10000, 32]"), "{e}");
+}
+
+/// The relations of `g` as `HeteroGraph::new` takes them, in the order `order`.
+fn specs(g: &HeteroGraph, order: &[usize]) -> Vec<RelationSpec> {
+    order
+        .iter()
+        .map(|&r| {
+            let rel = &g.relations()[r];
+            (
+                rel.name().to_owned(),
+                rel.src_type(),
+                rel.dst_type(),
+                rel.src().to_vec(),
+                rel.dst().to_vec(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_graph_of_another_schema_is_an_error_naming_the_relation() {
+    let b = CpuBackend::new();
+    let g = graph(7, 5, [14, 9, 10], 3);
+    let cfg = config([4, 4], 2, 3);
+    let model = HetGat::<_, f64>::new(&b, &g, cfg.clone(), 11).unwrap();
+    let x = inputs::<_, f64>(&b, &g, &cfg);
+    // the same relations reordered: before, Ok with the wrong output
+    let reordered = HeteroGraph::new(g.node_types().to_vec(), specs(&g, &[2, 0, 1])).unwrap();
+    let e = model.forward(&b, &reordered, &x).unwrap_err().to_string();
+    assert!(
+        e.contains("relation 0 of the graph is ba (b -> a)") && e.contains("built for aa (a -> a)"),
+        "{e}"
+    );
+    let e = model
+        .loss_and_grads(&b, &reordered, &x, false)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("relation 0"), "{e}");
+    // another node type name at the same index
+    let mut types = g.node_types().to_vec();
+    types[1].name = "c".into();
+    let renamed = HeteroGraph::new(types, specs(&g, &[0, 1, 2])).unwrap();
+    let e = model.forward(&b, &renamed, &x).unwrap_err().to_string();
+    assert!(e.contains("node type 1 of the graph is c"), "{e}");
+    // one more node type (and an input for it): before, an index panic
+    let mut types = g.node_types().to_vec();
+    types.push(NodeType {
+        name: "c".into(),
+        nodes: 2,
+    });
+    let wider = HeteroGraph::new(types, specs(&g, &[0, 1, 2])).unwrap();
+    let mut xw = x.clone();
+    xw.push(b.upload(&[0.0; 8], &[2, 4]).unwrap());
+    let e = model.forward(&b, &wider, &xw).unwrap_err().to_string();
+    assert!(
+        e.contains("3 node types") && e.contains("model has 2 node types"),
+        "{e}"
+    );
+    // the same schema at another size (another batch) is fine, and in the
+    // model's order the rebuilt graph gives the same output bits
+    let bigger = graph(9, 6, [20, 11, 12], 5);
+    let xb = inputs::<_, f64>(&b, &bigger, &cfg);
+    assert_eq!(model.forward(&b, &bigger, &xb).unwrap().shape(), &[9, 1]);
+    let same = HeteroGraph::new(g.node_types().to_vec(), specs(&g, &[0, 1, 2])).unwrap();
+    assert_eq!(
+        b.download(&model.forward(&b, &same, &x).unwrap()).unwrap(),
+        b.download(&model.forward(&b, &g, &x).unwrap()).unwrap()
+    );
+}
+
+#[test]
+fn oversized_configs_are_errors_not_panics() {
+    let b = CpuBackend::new();
+    let g = graph(7, 5, [14, 9, 10], 3);
+    let huge = config([3, 4], 1 << 32, 1 << 32);
+    let e = huge.hidden().unwrap_err().to_string();
+    assert!(e.contains("overflows"), "{e}");
+    let e = HetGat::<_, f32>::new(&b, &g, huge, 0)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("overflows"), "{e}");
+    // a feature count whose fan sum or parameter size overflows
+    for f in [usize::MAX, usize::MAX / 2, 1 << 62] {
+        let e = HetGat::<_, f32>::new(&b, &g, config([f, 4], 2, 3), 0)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("do not fit in memory"), "{f}: {e}");
+    }
+    // so many layers that the parameter count overflows
+    let mut deep = config([3, 4], 2, 3);
+    deep.layers = usize::MAX;
+    let e = HetGat::<_, f32>::new(&b, &g, deep, 0)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("do not fit in memory"), "{e}");
+}
+
+#[test]
+fn sgd_with_a_misshapen_gradient_changes_no_parameter() {
+    let b = CpuBackend::new();
+    let g = graph(7, 5, [14, 9, 10], 3);
+    let cfg = config([3, 4], 2, 3);
+    let mut model = HetGat::<_, f64>::new(&b, &g, cfg.clone(), 11).unwrap();
+    let x = inputs::<_, f64>(&b, &g, &cfg);
+    let snapshot = |m: &HetGat<CpuBackend, f64>| -> Vec<Vec<f64>> {
+        m.params().iter().map(|p| b.download(p).unwrap()).collect()
+    };
+    let before = snapshot(&model);
+    let mut grads = model.loss_and_grads(&b, &g, &x, false).unwrap().grads;
+    assert!(grads.iter().filter(|g| g.is_some()).count() > 10);
+    let last = grads.len() - 1; // head_b, [1, 1]
+    let good = grads[last].replace(b.upload(&[1.0, 2.0], &[2, 1]).unwrap());
+    let e = model.sgd(&b, &grads, 0.1).unwrap_err().to_string();
+    assert!(e.contains("head_b") && e.contains("[2, 1]"), "{e}");
+    assert_eq!(snapshot(&model), before, "a failed sgd changed parameters");
+    grads[last] = good;
+    model.sgd(&b, &grads, 0.1).unwrap();
+    assert_ne!(snapshot(&model), before);
 }
