@@ -221,6 +221,35 @@ impl Report<'_> {
             }
         }
 
+        // Safety net: rustfmt's output must keep every token and comment of
+        // the file; a file where it does not is never written.
+        let unsafe_fixes: Vec<verify::Failure> = if self.fix {
+            use rayon::prelude::*;
+            unformatted
+                .par_iter()
+                .filter_map(|r| match &r.verdict {
+                    Verdict::Unformatted { fixed, .. } => {
+                        verify::compare(rel(r), r.original.as_bytes(), fixed.as_bytes())
+                    }
+                    _ => None,
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        if !unsafe_fixes.is_empty() {
+            for f in &unsafe_fixes {
+                writeln!(
+                    out,
+                    "{}:{}: error: rustfmt's output changes more than formatting ({}); not written",
+                    f.path, f.line, f.message
+                )?;
+            }
+            anyhow::bail!(
+                "{} file(s) would change beyond formatting; --fix wrote nothing",
+                unsafe_fixes.len()
+            );
+        }
         let wrote = if self.fix && errors.is_empty() {
             for r in &unformatted {
                 if let Verdict::Unformatted { fixed, .. } = &r.verdict {
