@@ -443,6 +443,7 @@ mod tests {
         let e = GpuTestEntry {
             package: "p".into(),
             features: vec!["cuda".into(), "f16".into()],
+            ..GpuTestEntry::default()
         };
         assert_eq!(
             select_args(std::slice::from_ref(&e)),

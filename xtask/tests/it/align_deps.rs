@@ -814,6 +814,26 @@ fn missing_or_malformed_policy_is_exit_2_with_its_line() {
 }
 
 #[test]
+fn policy_version_that_is_not_a_requirement_is_exit_2_at_its_value() {
+    let dir = temp();
+    let fleet = drifted_fleet(dir.path(), 3).unwrap();
+    fleet
+        .write(
+            "policy/fleet.toml",
+            "# thiserror: see below\n[dependencies.thiserror]\nversion = \"banana\"\n",
+        )
+        .unwrap();
+    let before = snapshot(&fleet.root);
+    for extra in [&[][..], &["--check"][..]] {
+        let (code, out, err) = align(&fleet.root, extra);
+        assert_eq!(code, 2, "{out}{err}");
+        assert!(err.contains("policy/fleet.toml:3:11: "), "{err}");
+        assert!(err.contains("banana"), "{err}");
+    }
+    assert_eq!(snapshot(&fleet.root), before, "nothing written");
+}
+
+#[test]
 fn crlf_line_endings_survive() {
     let dir = temp();
     let root = root_manifest("")
