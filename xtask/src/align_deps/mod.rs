@@ -121,7 +121,20 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
     mark("sources analysed");
     let (mut plan, new_forms) =
         planner::plan_with_new_users(&loaded, &policy, &sources::new_users(&analyses))?;
-    let (analyses, held_back) = sources::hold_back(analyses, &plan, &root);
+    let not_scanned: Vec<String> = analyses
+        .iter()
+        .flat_map(|a| {
+            a.unresolved_modules.iter().map(|p| {
+                format!(
+                    "{}: a module or include!d file of `{}` that was not scanned for thiserror 2 (no such file, e.g. behind #[cfg], or not a list of items)",
+                    sources::rel(p, &root),
+                    a.package
+                )
+            })
+        })
+        .collect();
+    let (analyses, mut held_back) = sources::hold_back(analyses, &plan, &root);
+    held_back.extend(not_scanned);
     let source_plan = sources::plan(&analyses, &loaded, new_forms.get(sources::THISERROR), &root)?;
     plan.merge(source_plan)?;
     plan.findings
