@@ -6,6 +6,7 @@
 pub mod align_deps;
 pub mod ci;
 pub mod cli;
+pub mod edit;
 pub mod fmt_check;
 pub mod fsutil;
 pub mod gpu_test;

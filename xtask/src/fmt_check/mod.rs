@@ -126,6 +126,52 @@ impl Report<'_> {
             .count();
         self.edition_notes();
 
+        // Safety net: rustfmt's output must keep every token and comment of
+        // the file; a file where it does not is never written.
+        let unsafe_fixes: Vec<verify::Failure> = if self.fix {
+            use rayon::prelude::*;
+            unformatted
+                .par_iter()
+                .filter_map(|r| match &r.verdict {
+                    Verdict::Unformatted { fixed, .. } => {
+                        verify::compare(rel(r), r.original.as_bytes(), fixed.as_bytes())
+                    }
+                    _ => None,
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        if !unsafe_fixes.is_empty() {
+            for f in &unsafe_fixes {
+                writeln!(
+                    out,
+                    "{}:{}: error: rustfmt's output changes more than formatting ({}); not written",
+                    f.path, f.line, f.message
+                )?;
+            }
+            anyhow::bail!(
+                "{} file(s) would change beyond formatting; --fix wrote nothing",
+                unsafe_fixes.len()
+            );
+        }
+        // --fix: plan every file, apply all or nothing, and only then report.
+        let wrote = if self.fix && errors.is_empty() {
+            let mut edits = crate::edit::Plan::new();
+            for r in &unformatted {
+                if let Verdict::Unformatted { fixed, .. } = &r.verdict {
+                    let f = &plan.files[r.file];
+                    edits.replace_file(&f.path, &f.rel, &r.original, fixed)?;
+                }
+            }
+            // verify::compare above stands in for the edit plan's syn check:
+            // rustfmt may accept syntax syn does not know yet
+            edits.skip_rust_validation();
+            edits.apply()?.len()
+        } else {
+            0
+        };
+
         for r in &unformatted {
             let Verdict::Unformatted {
                 fixed,
@@ -221,45 +267,6 @@ impl Report<'_> {
             }
         }
 
-        // Safety net: rustfmt's output must keep every token and comment of
-        // the file; a file where it does not is never written.
-        let unsafe_fixes: Vec<verify::Failure> = if self.fix {
-            use rayon::prelude::*;
-            unformatted
-                .par_iter()
-                .filter_map(|r| match &r.verdict {
-                    Verdict::Unformatted { fixed, .. } => {
-                        verify::compare(rel(r), r.original.as_bytes(), fixed.as_bytes())
-                    }
-                    _ => None,
-                })
-                .collect()
-        } else {
-            Vec::new()
-        };
-        if !unsafe_fixes.is_empty() {
-            for f in &unsafe_fixes {
-                writeln!(
-                    out,
-                    "{}:{}: error: rustfmt's output changes more than formatting ({}); not written",
-                    f.path, f.line, f.message
-                )?;
-            }
-            anyhow::bail!(
-                "{} file(s) would change beyond formatting; --fix wrote nothing",
-                unsafe_fixes.len()
-            );
-        }
-        let wrote = if self.fix && errors.is_empty() {
-            for r in &unformatted {
-                if let Verdict::Unformatted { fixed, .. } = &r.verdict {
-                    crate::fsutil::atomic_write(&plan.files[r.file].path, fixed.as_bytes())?;
-                }
-            }
-            unformatted.len()
-        } else {
-            0
-        };
         let checked = self.reports.len() - skipped;
         let summary = format!(
             "{checked} files checked ({standalone} beyond cargo fmt's reach, {skipped} behind #[rustfmt::skip], {} excluded by policy): {} {}, {} cannot be formatted",

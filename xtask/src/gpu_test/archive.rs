@@ -199,14 +199,12 @@ fn copy_executable(src: &Path, dest: &Path) -> anyhow::Result<()> {
     {
         return Ok(());
     }
-    let dir = dest.parent().unwrap_or(Path::new("."));
-    let tmp = tempfile::Builder::new()
-        .prefix(".xtask-")
-        .tempfile_in(dir)
-        .with_context(|| format!("{}: cannot create a temporary file", dir.display()))?;
-    std::fs::copy(src, tmp.path())
-        .with_context(|| format!("cannot copy {} to {}", src.display(), tmp.path().display()))?;
-    tmp.persist(dest)
+    let bytes = std::fs::read(src).with_context(|| format!("{}: cannot read", src.display()))?;
+    let perms = std::fs::metadata(src)
+        .with_context(|| format!("{}: cannot stat", src.display()))?
+        .permissions();
+    crate::fsutil::stage_with_permissions(dest, &bytes, Some(perms))?
+        .persist(dest)
         .map_err(|e| e.error)
         .with_context(|| format!("{}: cannot replace file", dest.display()))?;
     Ok(())

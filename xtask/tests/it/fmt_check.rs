@@ -497,6 +497,55 @@ fn fix_refuses_output_that_changes_more_than_formatting() {
     assert_eq!(f.read("a/src/lib.rs"), "pub fn  a() -> u32 { 1 }\n");
 }
 
+/// `--fix` is all-or-nothing: a file edited on disk while fmt-check ran
+/// (here by a fake rustfmt, as an editor would) stops the whole fix before
+/// anything is written, and nothing is reported as reformatted.
+#[test]
+fn fix_writes_nothing_when_a_file_changed_on_disk_meanwhile() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let f = Fixture::new();
+    f.workspace(&["a"], "2021")
+        .package("a", "2021")
+        .file("a/src/lib.rs", "pub fn  a() {}\ninclude!(\"b.rs\");\n")
+        .file("a/src/b.rs", "pub fn  b() {}\n");
+    let b = f.path().join("a/src/b.rs");
+    let fake = f.path().join("fake-rustfmt");
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\n\
+             case \"$1\" in --version) echo 'rustfmt 1.0.0-fake'; exit 0;; esac\n\
+             if [ \"$1\" = -v ]; then for a in \"$@\"; do case \"$a\" in *.rs) echo \"Formatting $a\"; echo \"$a\";; esac; done; exit 1; fi\n\
+             mkdir '{b}.once' 2>/dev/null && echo '// edited meanwhile' >> '{b}'\n\
+             sed 's/  / /'\n",
+            b = b.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .args(["fmt-check", "--fix", "--workspace"])
+        .arg(f.path())
+        .env("RUSTFMT", &fake)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(2), "{stdout}{stderr}");
+    assert!(stderr.contains("a/src/b.rs: changed on disk"), "{stderr}");
+    assert!(!stdout.contains("reformatted"), "{stdout}");
+    assert_eq!(
+        f.read("a/src/lib.rs"),
+        "pub fn  a() {}\ninclude!(\"b.rs\");\n"
+    );
+    assert_eq!(
+        f.read("a/src/b.rs"),
+        "pub fn  b() {}\n// edited meanwhile\n"
+    );
+}
+
 #[test]
 fn json_and_github_formats() {
     let f = three_crates();
