@@ -113,7 +113,7 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
     let meta = load_metadata(&manifest)?;
     mark("cargo metadata");
     let root: PathBuf = meta.workspace_root.clone().into_std_path_buf();
-    let policy = crate::workspace::load_policy(&args.target, &root)?;
+    let policy = crate::workspace::load_policy(&args.target, &root)?.policy;
     let (loaded, member_names) = load_manifests(&meta, &root)?;
     mark("manifests parsed");
     // the source side only reads: a file that does not parse stops the run here
@@ -317,7 +317,8 @@ fn load_manifests(
     for r in parsed {
         match r {
             Ok(m) => manifests.push(m),
-            Err(e) => errors.push(e.to_string()),
+            // `{:#}`: the message and its source (the I/O error), once each
+            Err(e) => errors.push(format!("{:#}", anyhow::Error::new(e))),
         }
     }
     if !errors.is_empty() {

@@ -60,14 +60,10 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
     let manifest = crate::workspace::manifest_path(args.target.workspace.as_deref())?;
     let metadata = crate::workspace::metadata_no_deps(&manifest)?;
     let root = metadata.workspace_root.as_std_path();
-    let default_policy = root.join("policy").join("fleet.toml");
     let mut notes = Vec::new();
-    let policy = if args.target.policy.is_none() && !default_policy.exists() {
-        notes.push("no policy/fleet.toml: no [fmt] exclude globs".to_string());
-        crate::policy::Policy::default()
-    } else {
-        crate::workspace::load_policy(&args.target, root)?
-    };
+    let (policy, note) = crate::workspace::load_policy_or_default(&args.target, root)?;
+    notes.extend(note);
+    let policy = policy.policy;
     let mut plan = files::plan(&metadata, &policy.fmt.exclude)?;
     notes.append(&mut plan.notes);
     let rustfmt = probe
@@ -232,7 +228,7 @@ impl Report<'_> {
             let line = error_line(msg).unwrap_or(1);
             match self.format {
                 Format::Human => {
-                    writeln!(out, "{}: error: rustfmt cannot format it:", rel(r))?;
+                    writeln!(out, "{}:{line}: error: rustfmt cannot format it:", rel(r))?;
                     for l in msg.lines() {
                         writeln!(out, "    {l}")?;
                     }

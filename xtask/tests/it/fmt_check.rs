@@ -259,7 +259,7 @@ fn a_file_that_does_not_parse_is_an_error_and_the_rest_is_still_reported() {
     let (code, out, err) = f.run(&[]);
     assert_eq!(code, 2, "{out}\n{err}");
     assert!(
-        out.contains("a/src/broken.rs: error: rustfmt cannot format it:"),
+        out.contains("a/src/broken.rs:1: error: rustfmt cannot format it:"),
         "{out}"
     );
     assert!(out.contains("--> a/src/broken.rs:1:"), "{out}");
