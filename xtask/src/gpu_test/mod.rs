@@ -286,6 +286,19 @@ fn run_entry(
 pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Result<Outcome> {
     let matrix = Matrix::load(&args.target)?;
     if matrix.entries.is_empty() {
+        // a GPU runner (--require-device) or an archive for one must never
+        // "pass" with nothing in it
+        if args.require_device || args.archive.is_some() {
+            let flag = if args.require_device {
+                "--require-device"
+            } else {
+                "--archive"
+            };
+            bail!(
+                "{}: no [[gpu-test]] entries, so there are no GPU tests for {flag}; add an entry such as `[[gpu-test]] package = \"rtx-backend-cuda\", features = [\"cuda\"]`",
+                matrix.policy.display()
+            );
+        }
         writeln!(
             out,
             "gpu-test: nothing to test: {} has no [[gpu-test]] entries",
