@@ -57,6 +57,19 @@ pub fn atomic_write(path: &Path, contents: &[u8]) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `path` relative to `root`, `/`-separated (for messages and reports); a
+/// path outside `root` is shown whole.
+pub fn rel(root: &Path, path: &Path) -> String {
+    match path.strip_prefix(root) {
+        Ok(r) => r
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy())
+            .collect::<Vec<_>>()
+            .join("/"),
+        Err(_) => path.to_string_lossy().into_owned(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -32,16 +32,6 @@ impl Outcome {
             Outcome::Violations => 1,
         }
     }
-
-    /// `Violations` if either is.
-    #[must_use]
-    pub fn and(self, other: Outcome) -> Outcome {
-        if self == Outcome::Holds && other == Outcome::Holds {
-            Outcome::Holds
-        } else {
-            Outcome::Violations
-        }
-    }
 }
 
 /// Exit code for "could not run": bad arguments, malformed input, missing tool.

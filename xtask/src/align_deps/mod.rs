@@ -127,7 +127,7 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
             a.unresolved_modules.iter().map(|p| {
                 format!(
                     "{}: a module or include!d file of `{}` that was not scanned for thiserror 2 (no such file, e.g. behind #[cfg], or not a list of items)",
-                    sources::rel(p, &root),
+                    crate::fsutil::rel(&root, p),
                     a.package
                 )
             })

@@ -116,7 +116,7 @@ pub fn analyze(
                 if let Some(se) = e.downcast_ref::<SourceError>() {
                     anyhow::bail!(
                         "{}:{}:{}: Rust source does not parse: {}; nothing written",
-                        rel(&se.path, root),
+                        crate::fsutil::rel(root, &se.path),
                         se.line,
                         se.column,
                         se.message
@@ -148,7 +148,7 @@ pub fn hold_back(
     let kept = analyses
         .into_iter()
         .filter(|a| {
-            let manifest = rel(&a.manifest_path, root);
+            let manifest = crate::fsutil::rel(root, &a.manifest_path);
             if !blocked.contains(manifest.as_str()) {
                 return true;
             }
@@ -172,16 +172,6 @@ pub fn new_users(analyses: &[CrateAnalysis]) -> BTreeSet<String> {
         .filter(|m| m.renamed_as.is_none())
         .map(|_| THISERROR.to_string())
         .collect()
-}
-
-/// `path` relative to `root`, `/`-separated.
-pub fn rel(path: &Path, root: &Path) -> String {
-    path.strip_prefix(root)
-        .unwrap_or(path)
-        .components()
-        .map(|c| c.as_os_str().to_string_lossy())
-        .collect::<Vec<_>>()
-        .join("/")
 }
 
 /// Line `n` (1-based) of `text`, trimmed.
@@ -239,7 +229,7 @@ pub fn plan(
     let mut plan = Plan::new();
     for a in analyses {
         for (path, old, new) in a.source_edits() {
-            plan.replace_file(path, &rel(path, root), old, new)?;
+            plan.replace_file(path, &crate::fsutil::rel(root, path), old, new)?;
         }
         let mut used = vec![false; a.missing_dependencies.len()];
         for sf in &a.findings {
@@ -247,7 +237,7 @@ pub fn plan(
             let original = file.map_or("", |f| f.original.as_str());
             let found = line_of(original, sf.line).to_string();
             let mut finding = Finding {
-                file: rel(&sf.path, root),
+                file: crate::fsutil::rel(root, &sf.path),
                 line: sf.line,
                 column: sf.column,
                 rule: sf.rule.code().to_string(),
@@ -334,7 +324,7 @@ fn plan_missing(
         );
     };
     let table = missing.table();
-    let manifest_rel = rel(&missing.manifest_path, root);
+    let manifest_rel = crate::fsutil::rel(root, &missing.manifest_path);
     finding.table = Some(table.to_string());
     if missing.renamed_as.is_some() || !finding.fixable {
         finding.fixable = false;

@@ -586,12 +586,12 @@ fn note_config_divergence(
     for (near, files) in seen {
         let near = near.map_or_else(
             || "rustfmt's defaults".to_string(),
-            |p| super::files::rel_path(&plan.root, &p),
+            |p| crate::fsutil::rel(&plan.root, &p),
         );
         let (first, used) = &files[0];
         let used = used.as_ref().map_or_else(
             || "rustfmt's defaults".to_string(),
-            |p| super::files::rel_path(&plan.root, p),
+            |p| crate::fsutil::rel(&plan.root, p),
         );
         notes.push(format!(
             "{near} does not apply to {first}{}: cargo fmt formats it as a module of its crate root, with {used}; fmt-check agrees with cargo fmt",

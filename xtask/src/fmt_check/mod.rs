@@ -202,7 +202,7 @@ impl Report<'_> {
                         "line_endings_only": line_endings_only,
                         "edition": r.edition,
                         "edition_source": edition_source_str(&r.edition_source),
-                        "config": r.config.as_ref().map(|c| files::rel_path(&plan.root, c)),
+                        "config": r.config.as_ref().map(|c| crate::fsutil::rel(&plan.root, c)),
                         "reached_by_cargo_fmt": matches!(r.via, Via::CrateRoot(_)),
                         "diff": if self.fix { String::new() } else { unified_diff(rel(r), &old, &new) },
                     });
@@ -351,7 +351,7 @@ fn edition_source_str(s: &EditionSource) -> &'static str {
 fn describe(plan: &files::Plan, r: &FileReport) -> String {
     let config = r.config.as_ref().map_or_else(
         || "default config".to_string(),
-        |c| files::rel_path(&plan.root, c),
+        |c| crate::fsutil::rel(&plan.root, c),
     );
     let via = match &r.via {
         Via::CrateRoot(_) => String::new(),

@@ -16,9 +16,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context as _, bail};
 
 use super::process::{self, Stdout, shell_quote};
-use super::{
-    Matrix, NEXTEST_INSTALL, absolute, build, describe, nextest_installed, relative_to, select_args,
-};
+use super::{Matrix, NEXTEST_INSTALL, build, describe, nextest_installed, select_args};
 use crate::Outcome;
 use crate::workspace::cargo_command;
 
@@ -60,7 +58,8 @@ pub fn run(
     let runner_src = find_nextest().with_context(|| {
         format!("cannot find the cargo-nextest executable in PATH or $CARGO_HOME/bin to ship beside the archive; {NEXTEST_INSTALL}")
     })?;
-    let file = absolute(file)?;
+    let file = std::path::absolute(file)
+        .with_context(|| format!("{}: cannot make the path absolute", file.display()))?;
     let dir = file
         .parent()
         .map(Path::to_path_buf)
@@ -123,7 +122,7 @@ fn print_instructions(
     test_args: &[String],
 ) -> anyhow::Result<()> {
     let show = |p: &Path| {
-        let rel = relative_to(p, root);
+        let rel = PathBuf::from(crate::fsutil::rel(root, p));
         let s = rel.to_string_lossy().into_owned();
         // A bare relative name must not be looked up in PATH.
         let s = if rel.is_relative() && !s.contains('/') {

@@ -25,9 +25,9 @@ pub mod process;
 pub mod results;
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use anyhow::{Context as _, bail};
+use anyhow::bail;
 
 use crate::Outcome;
 use crate::cli::Target;
@@ -381,27 +381,6 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
     })
 }
 
-/// `path` relative to `base` when it lies under it (for commands run from the
-/// repository root), else unchanged.
-pub fn relative_to(path: &Path, base: &Path) -> PathBuf {
-    path.strip_prefix(base)
-        .map_or_else(|_| path.to_path_buf(), Path::to_path_buf)
-}
-
-/// `path` made absolute against the current directory.
-///
-/// # Errors
-/// When the current directory cannot be read.
-pub fn absolute(path: &Path) -> anyhow::Result<PathBuf> {
-    if path.is_absolute() {
-        Ok(path.to_path_buf())
-    } else {
-        Ok(std::env::current_dir()
-            .context("cannot read the current directory")?
-            .join(path))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -414,7 +393,7 @@ mod tests {
         let loaded = crate::workspace::LoadedPolicy {
             path: "p".into(),
             text: POLICY.into(),
-            policy: crate::policy::Policy::parse(POLICY, Path::new("p")).unwrap(),
+            policy: crate::policy::Policy::parse(POLICY, std::path::Path::new("p")).unwrap(),
         };
         let g = &loaded.policy.gpu_test;
         assert_eq!(loaded.at(&g[0].package_span), "p:5:11");

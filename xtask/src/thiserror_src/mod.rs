@@ -77,16 +77,6 @@ pub enum Rule {
 }
 
 impl Rule {
-    /// The rule's number in issue 4.
-    pub fn number(self) -> u8 {
-        match self {
-            Rule::RawIdentInFormat => 1,
-            Rule::ShadowedFieldBound => 2,
-            Rule::PositionalWithNumbered => 3,
-            Rule::MissingDirectDependency => 4,
-        }
-    }
-
     /// A stable identifier, e.g. for `--format json` / GitHub annotation titles.
     pub fn code(self) -> &'static str {
         match self {
