@@ -7,7 +7,7 @@ use std::path::Path;
 use serde::Serialize;
 
 pub use crate::edit::{FileEdit, Splice, apply_splices};
-use crate::report::{Format, github_error, github_escape_message};
+use crate::report::{Format, github_error, github_notice};
 
 /// What a planner found: one violation at one place.
 ///
@@ -136,11 +136,7 @@ pub fn print_info(
     match format {
         Format::Human => writeln!(out, "info: {line}"),
         Format::Json => writeln!(err, "info: {line}"),
-        Format::Github => writeln!(
-            out,
-            "::notice title=align-deps::{}",
-            github_escape_message(line)
-        ),
+        Format::Github => writeln!(out, "{}", github_notice(None, "align-deps", line)),
     }
 }
 

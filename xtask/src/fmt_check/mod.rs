@@ -23,7 +23,7 @@ use serde_json::json;
 
 use crate::Outcome;
 use crate::cli::{FormatArg, Target};
-use crate::report::{Format, github_error, github_escape_message, unified_diff};
+use crate::report::{Format, github_error, github_notice, unified_diff};
 use check::{EditionSource, FileReport, Verdict, Via};
 
 /// Arguments of `cargo xtask fmt-check`.
@@ -216,9 +216,11 @@ impl Report<'_> {
                         github_error(rel(r), line, None, "fmt-check", &msg)
                     )?;
                 }
-                Format::Github => {
-                    writeln!(out, "::notice file={}::fmt-check: reformatted", rel(r))?
-                }
+                Format::Github => writeln!(
+                    out,
+                    "{}",
+                    github_notice(Some(rel(r)), "fmt-check", "reformatted")
+                )?,
             }
         }
         for r in &errors {
@@ -255,11 +257,7 @@ impl Report<'_> {
             match self.format {
                 Format::Human => writeln!(out, "note: {n}")?,
                 Format::Json => writeln!(out, "{}", json!({"kind": "note", "message": n}))?,
-                Format::Github => writeln!(
-                    out,
-                    "::notice title=fmt-check::{}",
-                    github_escape_message(n)
-                )?,
+                Format::Github => writeln!(out, "{}", github_notice(None, "fmt-check", n))?,
             }
         }
 
