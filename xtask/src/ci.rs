@@ -1,10 +1,9 @@
 //! `cargo xtask ci`: every check CI runs, in order, each step's outcome
-//! reported; exit 1 if any step fails. The fleet commands run in-process on
+//! reported (ok, FAILED, could not run); every step runs; exit 2 if any step
+//! could not run, else 1 if any failed. The fleet commands run in-process on
 //! the current workspace with its own policy.
 
 use std::io::Write;
-
-use anyhow::Context as _;
 
 use crate::Outcome;
 use crate::cli::{FormatArg, Target};
@@ -63,21 +62,24 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
             STEPS.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
         );
     }
-    let mut failed = Vec::new();
+    let mut verdicts: Vec<(&str, Verdict)> = Vec::new();
     for (name, step) in STEPS {
         if args.skip.iter().any(|s| s == name) {
             writeln!(out, "ci: {name}: skipped (--skip)")?;
             continue;
         }
-        let ok = match step {
+        let verdict = match step {
             Step::Cargo(cargo_args) => {
                 writeln!(out, "ci: {name}: cargo {}", cargo_args.join(" "))?;
                 out.flush()?;
-                cargo_command()
-                    .args(*cargo_args)
-                    .status()
-                    .with_context(|| format!("ci step `{name}`: cannot start cargo"))?
-                    .success()
+                match cargo_command().args(*cargo_args).status() {
+                    Ok(st) if st.success() => Verdict::Passed,
+                    Ok(_) => Verdict::Failed,
+                    Err(e) => {
+                        writeln!(err, "error: ci step `{name}`: cannot start cargo: {e}")?;
+                        Verdict::CouldNotRun
+                    }
+                }
             }
             Step::FmtCheck => {
                 writeln!(out, "ci: {name}: cargo xtask fmt-check")?;
@@ -109,29 +111,104 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
                 in_process(crate::gpu_test::run(&args, out, err), err)?
             }
         };
-        if ok {
-            writeln!(out, "ci: {name}: ok")?;
-        } else {
-            writeln!(out, "ci: {name}: FAILED")?;
-            failed.push(*name);
-        }
+        let word = match verdict {
+            Verdict::Passed => "ok",
+            Verdict::Failed => "FAILED",
+            Verdict::CouldNotRun => "could not run",
+        };
+        writeln!(out, "ci: {name}: {word}")?;
+        verdicts.push((name, verdict));
     }
-    if failed.is_empty() {
-        writeln!(out, "ci: all steps passed")?;
-        Ok(Outcome::Holds)
-    } else {
-        writeln!(out, "ci: failed steps: {}", failed.join(", "))?;
+    let (summary, result) = conclude(&verdicts);
+    writeln!(out, "ci: {summary}")?;
+    result
+}
+
+/// A step's result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// It holds / passed (exit 0).
+    Passed,
+    /// A violation or test failure (exit 1).
+    Failed,
+    /// It could not run: bad policy or manifest, missing tool (exit 2).
+    CouldNotRun,
+}
+
+/// The summary line and the result of the whole run: an error (exit 2) if any
+/// step could not run, else `Violations` (exit 1) if any failed, else `Holds`.
+/// Every step runs either way.
+pub fn conclude(verdicts: &[(&str, Verdict)]) -> (String, anyhow::Result<Outcome>) {
+    let names = |v: Verdict| -> Vec<&str> {
+        verdicts
+            .iter()
+            .filter(|(_, x)| *x == v)
+            .map(|(n, _)| *n)
+            .collect()
+    };
+    let (failed, broken) = (names(Verdict::Failed), names(Verdict::CouldNotRun));
+    let mut parts = Vec::new();
+    if !failed.is_empty() {
+        parts.push(format!("failed steps: {}", failed.join(", ")));
+    }
+    if !broken.is_empty() {
+        parts.push(format!("steps that could not run: {}", broken.join(", ")));
+    }
+    if parts.is_empty() {
+        return ("all steps passed".to_string(), Ok(Outcome::Holds));
+    }
+    let summary = parts.join("; ");
+    let result = if broken.is_empty() {
         Ok(Outcome::Violations)
-    }
+    } else {
+        Err(anyhow::anyhow!(
+            "ci: {} could not run (see the errors above)",
+            broken.join(", ")
+        ))
+    };
+    (summary, result)
 }
 
 /// An in-process command's result as a step verdict (its error is printed).
-fn in_process(result: anyhow::Result<Outcome>, err: &mut dyn Write) -> anyhow::Result<bool> {
-    match result {
-        Ok(outcome) => Ok(outcome == Outcome::Holds),
+fn in_process(result: anyhow::Result<Outcome>, err: &mut dyn Write) -> anyhow::Result<Verdict> {
+    Ok(match result {
+        Ok(Outcome::Holds) => Verdict::Passed,
+        Ok(Outcome::Violations) => Verdict::Failed,
         Err(e) => {
             writeln!(err, "error: {e:#}")?;
-            Ok(false)
+            Verdict::CouldNotRun
         }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn could_not_run_is_exit_2_failed_is_exit_1() {
+        use Verdict::*;
+        let code = |v: &[(&str, Verdict)]| match conclude(v).1 {
+            Ok(o) => o.code(),
+            Err(_) => crate::EXIT_ERROR,
+        };
+        assert_eq!(code(&[("fmt", Passed), ("tests", Passed)]), 0);
+        assert_eq!(code(&[("fmt", Failed), ("tests", Passed)]), 1);
+        assert_eq!(code(&[("fmt", CouldNotRun), ("tests", Passed)]), 2);
+        assert_eq!(code(&[("fmt", Failed), ("gpu-test", CouldNotRun)]), 2);
+        let (summary, _) = conclude(&[("fmt", Failed), ("gpu-test", CouldNotRun)]);
+        assert_eq!(
+            summary,
+            "failed steps: fmt; steps that could not run: gpu-test"
+        );
+    }
+
+    #[test]
+    fn unknown_skip_is_exit_2() {
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let code = crate::cli::run(["ci", "--skip", "lint"], &mut out, &mut err);
+        assert_eq!(code, 2);
+        let err = String::from_utf8(err).unwrap();
+        assert!(err.contains("unknown step `lint`"), "{err}");
     }
 }

@@ -94,3 +94,42 @@ where
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    fn run(args: &[&str]) -> (i32, String, String) {
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let code = super::run(args.iter().copied(), &mut out, &mut err);
+        (
+            code,
+            String::from_utf8(out).unwrap(),
+            String::from_utf8(err).unwrap(),
+        )
+    }
+
+    #[test]
+    fn no_arguments_lists_the_commands() {
+        let (code, out, _) = run(&[]);
+        assert_eq!(code, 0);
+        for c in ["align-deps", "fmt-check", "gpu-test", "ci"] {
+            assert!(out.contains(&format!("  {c}")), "{c}: {out}");
+        }
+    }
+
+    #[test]
+    fn unknown_flag_is_exit_2() {
+        let (code, _, err) = run(&["fmt-check", "--no-such-flag"]);
+        assert_eq!(code, 2);
+        assert!(err.contains("--no-such-flag"), "{err}");
+        assert_eq!(run(&["no-such-command"]).0, 2);
+    }
+
+    #[test]
+    fn missing_workspace_is_exit_2_naming_the_path() {
+        for cmd in ["align-deps", "fmt-check", "gpu-test"] {
+            let (code, _, err) = run(&[cmd, "--workspace", "/nonexistent/ws"]);
+            assert_eq!(code, 2, "{cmd}");
+            assert!(err.contains("/nonexistent/ws"), "{cmd}: {err}");
+        }
+    }
+}

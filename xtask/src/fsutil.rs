@@ -3,35 +3,71 @@
 use std::io::Write;
 use std::path::Path;
 
-/// Replaces `path` with `contents` atomically: a temporary file in the same
-/// directory, fsynced, given the original file's permissions, then renamed
-/// over the original. Readers see the old file or the new one, never a mix.
+use anyhow::Context as _;
+
+/// Writes `contents` to a new temporary file beside `path` (same directory,
+/// so a rename replaces `path` atomically), with `path`'s permissions (or
+/// `0o644` when `path` does not exist yet), fsynced. Persist it over `path`
+/// to replace the file; dropping it deletes it.
 ///
 /// # Errors
 /// Any I/O error, with the path and the operation in the message.
-pub fn atomic_write(path: &Path, contents: &[u8]) -> anyhow::Result<()> {
-    use anyhow::Context as _;
+pub fn stage(path: &Path, contents: &[u8]) -> anyhow::Result<tempfile::NamedTempFile> {
+    let perms = std::fs::metadata(path).ok().map(|m| m.permissions());
+    stage_with_permissions(path, contents, perms)
+}
+
+/// [`stage`] with the given permissions (`None`: `0o644`) instead of `path`'s.
+///
+/// # Errors
+/// As [`stage`].
+pub fn stage_with_permissions(
+    path: &Path,
+    contents: &[u8],
+    perms: Option<std::fs::Permissions>,
+) -> anyhow::Result<tempfile::NamedTempFile> {
+    use std::os::unix::fs::PermissionsExt as _;
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
-    let perms = std::fs::metadata(path).ok().map(|m| m.permissions());
     let mut tmp = tempfile::Builder::new()
         .prefix(".xtask-")
         .suffix(".tmp")
         .tempfile_in(dir)
         .with_context(|| format!("{}: cannot create a temporary file", dir.display()))?;
+    let perms = perms.unwrap_or_else(|| std::fs::Permissions::from_mode(0o644));
     tmp.write_all(contents)
+        .and_then(|()| std::fs::set_permissions(tmp.path(), perms))
         .and_then(|()| tmp.as_file().sync_all())
-        .with_context(|| format!("{}: cannot write temporary file", path.display()))?;
-    if let Some(perms) = perms {
-        std::fs::set_permissions(tmp.path(), perms)
-            .with_context(|| format!("{}: cannot set permissions", path.display()))?;
-    }
-    tmp.persist(path)
+        .with_context(|| format!("{}: cannot write its temporary file", path.display()))?;
+    Ok(tmp)
+}
+
+/// Replaces `path` with `contents` atomically: [`stage`], then a rename over
+/// the original. Readers see the old file or the new one, never a mix.
+///
+/// # Errors
+/// Any I/O error, with the path and the operation in the message.
+pub fn atomic_write(path: &Path, contents: &[u8]) -> anyhow::Result<()> {
+    stage(path, contents)?
+        .persist(path)
         .map_err(|e| e.error)
         .with_context(|| format!("{}: cannot replace file", path.display()))?;
     Ok(())
+}
+
+/// `path` relative to `root`, `/`-separated (for messages and reports); a
+/// path outside `root` is shown whole.
+pub fn rel(root: &Path, path: &Path) -> String {
+    match path.strip_prefix(root) {
+        Ok(r) => r
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy())
+            .collect::<Vec<_>>()
+            .join("/"),
+        Err(_) => path.to_string_lossy().into_owned(),
+    }
 }
 
 #[cfg(test)]
@@ -50,6 +86,21 @@ mod tests {
         let mode = std::fs::metadata(&p).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o640);
         // no temporary file left behind
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn stage_leaves_the_target_alone_until_persisted() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("new.txt");
+        let tmp = stage(&p, b"x").unwrap();
+        assert!(!p.exists());
+        tmp.persist(&p).unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"x");
+        let mode = std::fs::metadata(&p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o644);
+        drop(stage(&p, b"y").unwrap());
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
     }
 }

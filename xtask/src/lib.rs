@@ -6,6 +6,7 @@
 pub mod align_deps;
 pub mod ci;
 pub mod cli;
+pub mod edit;
 pub mod fmt_check;
 pub mod fsutil;
 pub mod gpu_test;
@@ -29,16 +30,6 @@ impl Outcome {
         match self {
             Outcome::Holds => 0,
             Outcome::Violations => 1,
-        }
-    }
-
-    /// `Violations` if either is.
-    #[must_use]
-    pub fn and(self, other: Outcome) -> Outcome {
-        if self == Outcome::Holds && other == Outcome::Holds {
-            Outcome::Holds
-        } else {
-            Outcome::Violations
         }
     }
 }

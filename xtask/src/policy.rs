@@ -16,65 +16,103 @@
 //! ```
 
 use std::collections::BTreeMap;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 
+use cargo_metadata::semver::VersionReq;
 use serde::Deserialize;
+use toml::Spanned;
 
-/// The whole policy file.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// The whole policy file, validated.
+#[derive(Debug, Clone, Default)]
 pub struct Policy {
     /// Dependency rules keyed by the crate name on crates.io.
-    #[serde(default)]
     pub dependencies: BTreeMap<String, DependencyRule>,
     /// `fmt-check` settings.
-    #[serde(default)]
     pub fmt: FmtPolicy,
     /// The GPU test matrix for `gpu-test`.
-    #[serde(default, rename = "gpu-test")]
     pub gpu_test: Vec<GpuTestEntry>,
 }
 
 /// One `[dependencies.<name>]` rule.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Clone)]
 pub struct DependencyRule {
-    /// The version requirement every declaration must end up with (e.g. `"2"`).
+    /// The version requirement every declaration must end up with (e.g. `"2"`),
+    /// as written.
     pub version: String,
+    /// `version`, parsed (checked when the policy is loaded).
+    pub req: VersionReq,
+    /// Byte range of the `version` value in the policy text.
+    pub version_span: Range<usize>,
     /// Members inherit from `[workspace.dependencies]` with `workspace = true`.
-    #[serde(default = "default_true")]
     pub inherit: bool,
+}
+
+/// `[fmt]`.
+#[derive(Debug, Clone, Default)]
+pub struct FmtPolicy {
+    /// Globs (relative to the workspace root) of `.rs` files not to check;
+    /// each a valid glob (checked when the policy is loaded).
+    pub exclude: Vec<String>,
+}
+
+/// One `[[gpu-test]]` entry.
+#[derive(Debug, Clone, Default)]
+pub struct GpuTestEntry {
+    /// The workspace package whose tests need a GPU.
+    pub package: String,
+    /// Byte range of the `package` value in the policy text.
+    pub package_span: Range<usize>,
+    /// Features that turn the GPU tests on.
+    pub features: Vec<String>,
+    /// Byte range of each feature's value in the policy text.
+    pub feature_spans: Vec<Range<usize>>,
 }
 
 fn default_true() -> bool {
     true
 }
 
-/// `[fmt]`.
-#[derive(Debug, Clone, Default, Deserialize)]
+/// The file as written (spans kept, so errors can point at a value).
+#[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct FmtPolicy {
-    /// Globs (relative to the workspace root) of `.rs` files not to check.
+struct RawPolicy {
     #[serde(default)]
-    pub exclude: Vec<String>,
+    dependencies: BTreeMap<String, RawRule>,
+    #[serde(default)]
+    fmt: RawFmt,
+    #[serde(default, rename = "gpu-test")]
+    gpu_test: Vec<RawGpuTest>,
 }
 
-/// One `[[gpu-test]]` entry.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct GpuTestEntry {
-    /// The workspace package whose tests need a GPU.
-    pub package: String,
-    /// Features that turn the GPU tests on.
+struct RawRule {
+    version: Spanned<String>,
+    #[serde(default = "default_true")]
+    inherit: bool,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFmt {
     #[serde(default)]
-    pub features: Vec<String>,
+    exclude: Vec<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawGpuTest {
+    package: Spanned<String>,
+    #[serde(default)]
+    features: Vec<Spanned<String>>,
 }
 
 /// A policy that could not be loaded: missing, unreadable or malformed.
 #[derive(Debug, thiserror::Error)]
 pub enum PolicyError {
-    /// The file is missing or unreadable.
-    #[error("{path}: cannot read policy: {source}")]
+    /// The file is missing or unreadable (the I/O error is the `source()`).
+    #[error("{path}: cannot read policy")]
     Read {
         /// The policy file.
         path: PathBuf,
@@ -100,8 +138,9 @@ impl Policy {
     ///
     /// # Errors
     /// [`PolicyError::Read`] when the file cannot be read, [`PolicyError::Malformed`]
-    /// with the line and column when it is not valid TOML, has unknown keys or
-    /// values of the wrong type.
+    /// with the line and column when it is not valid TOML, has unknown keys,
+    /// values of the wrong type, a version that is not a semver requirement
+    /// or an exclude pattern that is not a glob.
     pub fn load(path: &Path) -> Result<Policy, PolicyError> {
         let text = std::fs::read_to_string(path).map_err(|source| PolicyError::Read {
             path: path.to_path_buf(),
@@ -115,27 +154,74 @@ impl Policy {
     /// # Errors
     /// As [`Policy::load`].
     pub fn parse(text: &str, path: &Path) -> Result<Policy, PolicyError> {
-        let policy: Policy = toml::from_str(text).map_err(|e| {
-            let (line, column) = e.span().map(|s| line_col(text, s.start)).unwrap_or((1, 1));
+        let malformed = |offset: usize, message: String| {
+            let (line, column) = line_col(text, offset);
             PolicyError::Malformed {
                 path: path.to_path_buf(),
                 line,
                 column,
-                message: e.message().to_string(),
+                message,
             }
+        };
+        let raw: RawPolicy = toml::from_str(text).map_err(|e| {
+            malformed(
+                e.span().map_or(0, |s| s.start),
+                e.message().trim_end().to_string(),
+            )
         })?;
-        for (name, rule) in &policy.dependencies {
-            if rule.version.trim().is_empty() {
-                let (line, column) = find_line(text, name);
-                return Err(PolicyError::Malformed {
-                    path: path.to_path_buf(),
-                    line,
-                    column,
-                    message: format!("dependencies.{name}.version is empty"),
-                });
+        let mut dependencies = BTreeMap::new();
+        for (name, rule) in raw.dependencies {
+            let span = rule.version.span();
+            let version = rule.version.into_inner();
+            if version.trim().is_empty() {
+                return Err(malformed(
+                    span.start,
+                    format!("dependencies.{name}.version is empty"),
+                ));
             }
+            let req = VersionReq::parse(&version).map_err(|e| {
+                malformed(
+                    span.start,
+                    format!(
+                        "dependencies.{name}.version = \"{version}\" is not a version requirement ({e}); write one such as \"2\" or \"^2.0.1\""
+                    ),
+                )
+            })?;
+            dependencies.insert(
+                name,
+                DependencyRule {
+                    version,
+                    req,
+                    version_span: span,
+                    inherit: rule.inherit,
+                },
+            );
         }
-        Ok(policy)
+        let mut exclude = Vec::new();
+        for g in raw.fmt.exclude {
+            if let Err(e) = globset::Glob::new(g.get_ref()) {
+                return Err(malformed(
+                    g.span().start,
+                    format!("[fmt] exclude: bad glob `{}`: {}", g.get_ref(), e.kind()),
+                ));
+            }
+            exclude.push(g.into_inner());
+        }
+        let gpu_test = raw
+            .gpu_test
+            .into_iter()
+            .map(|e| GpuTestEntry {
+                package_span: e.package.span(),
+                package: e.package.into_inner(),
+                feature_spans: e.features.iter().map(Spanned::span).collect(),
+                features: e.features.into_iter().map(Spanned::into_inner).collect(),
+            })
+            .collect();
+        Ok(Policy {
+            dependencies,
+            fmt: FmtPolicy { exclude },
+            gpu_test,
+        })
     }
 }
 
@@ -146,10 +232,6 @@ pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
     let line = before.matches('\n').count() + 1;
     let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
     (line, column)
-}
-
-fn find_line(text: &str, needle: &str) -> (usize, usize) {
-    text.find(needle).map_or((1, 1), |o| line_col(text, o))
 }
 
 #[cfg(test)]
@@ -193,6 +275,49 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.starts_with("f.toml:"), "{e}");
+    }
+
+    #[test]
+    fn version_must_be_a_requirement_named_at_its_value() {
+        // the name first appears in a comment: the error still points at the value
+        let e = Policy::parse(
+            "# thiserror is pinned below\n[dependencies.thiserror]\nversion = \"banana\"\n",
+            Path::new("policy/fleet.toml"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.starts_with("policy/fleet.toml:3:11: "), "{e}");
+        assert!(e.contains("\"banana\" is not a version requirement"), "{e}");
+        let e = Policy::parse("[dependencies.a]\n\n version = \"\"\n", Path::new("p"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("p:3:12: "), "{e}");
+        let p = Policy::parse("[dependencies.a]\nversion = \"^2.0.1\"\n", Path::new("p")).unwrap();
+        assert!(p.dependencies["a"].req.matches(&"2.1.0".parse().unwrap()));
+    }
+
+    #[test]
+    fn bad_exclude_glob_is_named_at_its_value() {
+        let e = Policy::parse("[fmt]\nexclude = [\"ok/**\", \"a/[\"]\n", Path::new("p"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("p:2:21: "), "{e}");
+        assert!(e.contains("bad glob `a/[`"), "{e}");
+    }
+
+    #[test]
+    fn gpu_entries_keep_their_spans() {
+        let text = "[[gpu-test]]\npackage = \"x\"\nfeatures = [\"cuda\"]\n";
+        let p = Policy::parse(text, Path::new("p")).unwrap();
+        assert_eq!(&text[p.gpu_test[0].package_span.clone()], "\"x\"");
+        assert_eq!(&text[p.gpu_test[0].feature_spans[0].clone()], "\"cuda\"");
+    }
+
+    #[test]
+    fn read_error_does_not_repeat_the_os_error() {
+        let e = Policy::load(Path::new("/nonexistent/fleet.toml")).unwrap_err();
+        let shown = format!("{:#}", anyhow::Error::new(e));
+        assert_eq!(shown.matches("No such file").count(), 1, "{shown}");
     }
 
     #[test]

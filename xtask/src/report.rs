@@ -43,6 +43,18 @@ pub fn github_error(
     )
 }
 
+/// A GitHub `::notice` annotation (on `file` when given).
+pub fn github_notice(file: Option<&str>, title: &str, message: &str) -> String {
+    let file = file
+        .map(|f| format!("file={},", github_escape_property(f)))
+        .unwrap_or_default();
+    format!(
+        "::notice {file}title={}::{}",
+        github_escape_property(title),
+        github_escape_message(message)
+    )
+}
+
 /// A unified diff of `old` -> `new`, labelled `a/<path>` / `b/<path>`, three lines of context.
 pub fn unified_diff(path: &str, old: &str, new: &str) -> String {
     similar::TextDiff::from_lines(old, new)
@@ -62,6 +74,15 @@ mod tests {
             github_error("a,b.rs", 3, Some(2), "t:x", "50%\nnext"),
             "::error file=a%2Cb.rs,line=3,col=2,title=t%3Ax::50%25%0Anext"
         );
+    }
+
+    #[test]
+    fn github_notice_escapes() {
+        assert_eq!(
+            github_notice(Some("a,b:c.rs"), "fmt-check", "x\ny"),
+            "::notice file=a%2Cb%3Ac.rs,title=fmt-check::x%0Ay"
+        );
+        assert_eq!(github_notice(None, "t", "50%"), "::notice title=t::50%25");
     }
 
     #[test]

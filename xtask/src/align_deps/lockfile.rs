@@ -75,18 +75,12 @@ pub fn older_majors(root: &Path, policy: &Policy, members: &BTreeSet<String>) ->
 fn report(lock: &Lock, policy: &Policy, members: &BTreeSet<String>) -> Vec<String> {
     let mut lines = Vec::new();
     for (name, rule) in &policy.dependencies {
-        let Ok(req) = VersionReq::parse(&rule.version) else {
-            lines.push(format!(
-                "policy requirement \"{}\" of {name} is not a semver requirement; resolved graph not checked for it",
-                rule.version
-            ));
-            continue;
-        };
+        let req = &rule.req;
         let locked: Vec<&LockPackage> = lock.package.iter().filter(|p| &p.name == name).collect();
         let old: Vec<&LockPackage> = locked
             .iter()
             .copied()
-            .filter(|p| Version::parse(&p.version).is_ok_and(|v| is_older(&v, &req)))
+            .filter(|p| Version::parse(&p.version).is_ok_and(|v| is_older(&v, req)))
             .collect();
         for o in old {
             let mut pullers: BTreeMap<String, bool> = BTreeMap::new(); // "name version" -> member

@@ -15,7 +15,7 @@ use crate::policy::line_col;
 #[derive(Debug, thiserror::Error)]
 pub enum ManifestError {
     /// Unreadable.
-    #[error("{path}: cannot read manifest: {source}")]
+    #[error("{path}: cannot read manifest")]
     Read {
         /// The manifest.
         path: PathBuf,

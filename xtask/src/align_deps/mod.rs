@@ -113,7 +113,7 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
     let meta = load_metadata(&manifest)?;
     mark("cargo metadata");
     let root: PathBuf = meta.workspace_root.clone().into_std_path_buf();
-    let policy = crate::workspace::load_policy(&args.target, &root)?;
+    let policy = crate::workspace::load_policy(&args.target, &root)?.policy;
     let (loaded, member_names) = load_manifests(&meta, &root)?;
     mark("manifests parsed");
     // the source side only reads: a file that does not parse stops the run here
@@ -121,7 +121,20 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
     mark("sources analysed");
     let (mut plan, new_forms) =
         planner::plan_with_new_users(&loaded, &policy, &sources::new_users(&analyses))?;
-    let (analyses, held_back) = sources::hold_back(analyses, &plan, &root);
+    let not_scanned: Vec<String> = analyses
+        .iter()
+        .flat_map(|a| {
+            a.unresolved_modules.iter().map(|p| {
+                format!(
+                    "{}: a module or include!d file of `{}` that was not scanned for thiserror 2 (no such file, e.g. behind #[cfg], or not a list of items)",
+                    crate::fsutil::rel(&root, p),
+                    a.package
+                )
+            })
+        })
+        .collect();
+    let (analyses, mut held_back) = sources::hold_back(analyses, &plan, &root);
+    held_back.extend(not_scanned);
     let source_plan = sources::plan(&analyses, &loaded, new_forms.get(sources::THISERROR), &root)?;
     plan.merge(source_plan)?;
     plan.findings
@@ -304,7 +317,8 @@ fn load_manifests(
     for r in parsed {
         match r {
             Ok(m) => manifests.push(m),
-            Err(e) => errors.push(e.to_string()),
+            // `{:#}`: the message and its source (the I/O error), once each
+            Err(e) => errors.push(format!("{:#}", anyhow::Error::new(e))),
         }
     }
     if !errors.is_empty() {

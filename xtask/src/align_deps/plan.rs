@@ -1,106 +1,13 @@
-//! The all-or-nothing edit plan shared by every planner of `align-deps`
-//! (manifest alignment here, thiserror source fixes later).
-//!
-//! A [`Plan`] holds [`Finding`]s (what is wrong, for people and CI) and, per
-//! file, the [`Splice`]s that fix the fixable ones. Splices are byte ranges of
-//! the file's text *as it was read*, so two planners that looked at the same
-//! file can merge their work; overlapping splices are a conflict (an error,
-//! nothing written). Nothing touches the disk until [`Plan::apply`], which
-//! first checks that no planned file changed since it was read, validates
-//! every new manifest, and only then writes, atomically, each file.
+//! The findings of `align-deps`, and its plan: findings plus the
+//! all-or-nothing file edits ([`crate::edit::Plan`]) that fix the fixable ones.
 
-use std::collections::BTreeMap;
 use std::io::Write;
-use std::ops::Range;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use anyhow::{Context as _, bail};
 use serde::Serialize;
 
-use crate::policy::line_col;
-use crate::report::{Format, github_error, github_escape_message};
-
-/// Replace the bytes `range` of the original text with `text` (an insertion
-/// when the range is empty).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Splice {
-    /// Byte range in the text as read.
-    pub range: Range<usize>,
-    /// The replacement.
-    pub text: String,
-}
-
-impl Splice {
-    /// Replace `range` with `text`.
-    pub fn replace(range: Range<usize>, text: impl Into<String>) -> Splice {
-        Splice {
-            range,
-            text: text.into(),
-        }
-    }
-
-    /// Insert `text` at `at`.
-    pub fn insert(at: usize, text: impl Into<String>) -> Splice {
-        Splice {
-            range: at..at,
-            text: text.into(),
-        }
-    }
-
-    /// Delete `range`.
-    pub fn delete(range: Range<usize>) -> Splice {
-        Splice {
-            range,
-            text: String::new(),
-        }
-    }
-}
-
-/// Applies `splices` (non-overlapping; insertions at one point keep their
-/// order) to `text`.
-///
-/// # Panics
-/// When a range is out of bounds or not on a char boundary (a planner bug).
-pub fn apply_splices(text: &str, splices: &[Splice]) -> String {
-    let mut sorted: Vec<&Splice> = splices.iter().collect();
-    // stable: equal starts keep insertion order; an insertion sorts before a
-    // replacement that starts at the same byte.
-    sorted.sort_by_key(|s| (s.range.start, !s.range.is_empty()));
-    let mut out = String::with_capacity(text.len() + 64);
-    let mut pos = 0;
-    for s in sorted {
-        assert!(s.range.start >= pos, "overlapping splices (planner bug)");
-        out.push_str(&text[pos..s.range.start]);
-        out.push_str(&s.text);
-        pos = s.range.end;
-    }
-    out.push_str(&text[pos..]);
-    out
-}
-
-/// The planned edits of one file.
-#[derive(Debug, Clone)]
-pub struct FileEdit {
-    /// Absolute path.
-    pub path: PathBuf,
-    /// Path relative to the workspace root, `/`-separated (for messages).
-    pub rel: String,
-    /// The text as read when planning.
-    pub old_text: String,
-    splices: Vec<Splice>,
-}
-
-impl FileEdit {
-    /// The file's text once every splice is applied.
-    pub fn new_text(&self) -> String {
-        apply_splices(&self.old_text, &self.splices)
-    }
-
-    /// The planned splices.
-    pub fn splices(&self) -> &[Splice] {
-        &self.splices
-    }
-}
+pub use crate::edit::{FileEdit, Splice, apply_splices};
+use crate::report::{Format, github_error, github_notice};
 
 /// What a planner found: one violation at one place.
 ///
@@ -229,18 +136,14 @@ pub fn print_info(
     match format {
         Format::Human => writeln!(out, "info: {line}"),
         Format::Json => writeln!(err, "info: {line}"),
-        Format::Github => writeln!(
-            out,
-            "::notice title=align-deps::{}",
-            github_escape_message(line)
-        ),
+        Format::Github => writeln!(out, "{}", github_notice(None, "align-deps", line)),
     }
 }
 
 /// Every finding and every edit, computed before anything is written.
 #[derive(Debug, Default)]
 pub struct Plan {
-    files: BTreeMap<PathBuf, FileEdit>,
+    edits: crate::edit::Plan,
     /// All findings, fixable or not, in the order found.
     pub findings: Vec<Finding>,
 }
@@ -251,11 +154,10 @@ impl Plan {
         Plan::default()
     }
 
-    /// Adds `splices` to the edits of `path`, whose text as read is `old_text`.
+    /// See [`crate::edit::Plan::add_splices`].
     ///
     /// # Errors
-    /// When `path` was planned from a different text, or a splice overlaps one
-    /// already planned (two fixes disagree: nothing may be written).
+    /// As there.
     pub fn add_splices(
         &mut self,
         path: &Path,
@@ -263,50 +165,13 @@ impl Plan {
         old_text: &str,
         splices: Vec<Splice>,
     ) -> anyhow::Result<()> {
-        if splices.is_empty() {
-            return Ok(());
-        }
-        let edit = self
-            .files
-            .entry(path.to_path_buf())
-            .or_insert_with(|| FileEdit {
-                path: path.to_path_buf(),
-                rel: rel.to_string(),
-                old_text: old_text.to_string(),
-                splices: Vec::new(),
-            });
-        if edit.old_text != old_text {
-            bail!(
-                "{rel}: planned from two different texts (the file changed while planning); nothing written"
-            );
-        }
-        for s in splices {
-            if s.range.end > old_text.len() || s.range.start > s.range.end {
-                bail!(
-                    "{rel}: internal error: edit {:?} is outside the file; nothing written",
-                    s.range
-                );
-            }
-            if let Some(o) = edit.splices.iter().find(|o| overlaps(&o.range, &s.range)) {
-                if *o == s {
-                    continue; // two planners want exactly the same change
-                }
-                let (line, col) = line_col(old_text, s.range.start);
-                bail!(
-                    "{rel}:{line}:{col}: two planned fixes overlap ({:?} and {:?}); nothing written",
-                    o.range,
-                    s.range
-                );
-            }
-            edit.splices.push(s);
-        }
-        Ok(())
+        self.edits.add_splices(path, rel, old_text, splices)
     }
 
-    /// Replaces the whole text of `path` (for planners that rewrite a file).
+    /// See [`crate::edit::Plan::replace_file`].
     ///
     /// # Errors
-    /// As [`Plan::add_splices`].
+    /// As there.
     pub fn replace_file(
         &mut self,
         path: &Path,
@@ -314,15 +179,7 @@ impl Plan {
         old_text: &str,
         new_text: &str,
     ) -> anyhow::Result<()> {
-        if old_text == new_text {
-            return Ok(());
-        }
-        self.add_splices(
-            path,
-            rel,
-            old_text,
-            vec![Splice::replace(0..old_text.len(), new_text)],
-        )
+        self.edits.replace_file(path, rel, old_text, new_text)
     }
 
     /// Adds a finding.
@@ -333,317 +190,38 @@ impl Plan {
     /// Merges `other` (e.g. the source planner's plan) into this one.
     ///
     /// # Errors
-    /// Conflicting edits of one file (see [`Plan::add_splices`]).
+    /// Conflicting edits of one file.
     pub fn merge(&mut self, other: Plan) -> anyhow::Result<()> {
-        for (path, edit) in other.files {
-            self.add_splices(&path, &edit.rel, &edit.old_text, edit.splices)?;
-        }
+        self.edits.merge(other.edits)?;
         self.findings.extend(other.findings);
         Ok(())
     }
 
     /// The files that would change, in path order.
     pub fn edits(&self) -> impl Iterator<Item = &FileEdit> {
-        self.files.values().filter(|e| !e.splices.is_empty())
+        self.edits.edits()
     }
 
-    /// Whether there is nothing to write.
-    pub fn is_empty(&self) -> bool {
-        self.edits().next().is_none()
-    }
-
-    /// Checks that every edited `.toml` file is still valid TOML, and every
-    /// edited `.rs` file still valid Rust, after the edit (a planner bug must
-    /// not reach the disk).
+    /// See [`crate::edit::Plan::validate`].
     ///
     /// # Errors
-    /// The first file whose new text does not parse.
+    /// As there.
     pub fn validate(&self) -> anyhow::Result<()> {
-        use rayon::prelude::*;
-        let edits: Vec<&FileEdit> = self.edits().collect();
-        let problems: Vec<Option<String>> = edits.par_iter().map(|e| invalid(e)).collect();
-        match problems.into_iter().flatten().next() {
-            Some(p) => bail!("{p}; nothing written"),
-            None => Ok(()),
-        }
+        self.edits.validate()
     }
 
-    /// Writes every planned edit, all or nothing as far as the file system
-    /// allows:
-    /// 1. checks that the results are valid and that no file changed on disk
-    ///    since it was read;
-    /// 2. stages each new text in a temporary file beside its target, with the
-    ///    target's permissions, fsynced (in parallel, on a wide I/O pool, so the
-    ///    file system batches the syncs); any failure here deletes the
-    ///    temporaries and leaves every file untouched;
-    /// 3. renames each temporary over its target (atomic per file). Should a
-    ///    rename fail, the files already replaced are restored.
-    ///
-    /// Returns the edited files.
+    /// See [`crate::edit::Plan::apply`].
     ///
     /// # Errors
-    /// A file changed on disk since planning, an invalid result, or an I/O
-    /// error while staging (all: nothing written); an I/O error while renaming
-    /// (earlier renames rolled back).
+    /// As there.
     pub fn apply(&self) -> anyhow::Result<Vec<&FileEdit>> {
-        use rayon::prelude::*;
-        self.validate()?;
-        let edits: Vec<&FileEdit> = self.edits().collect();
-        if edits.is_empty() {
-            return Ok(edits);
-        }
-        for e in &edits {
-            let now = std::fs::read(&e.path)
-                .with_context(|| format!("{}: cannot re-read before writing", e.rel))?;
-            if now != e.old_text.as_bytes() {
-                bail!(
-                    "{}: changed on disk while align-deps was planning; nothing written (run it again)",
-                    e.rel
-                );
-            }
-        }
-        // staging is I/O-bound (create, write, fsync): a few more threads than cores
-        // overlap the waits and let the file system batch the syncs.
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(edits.len().clamp(1, 8))
-            .build()
-            .context("cannot start the writer threads")?;
-        let staged: Vec<anyhow::Result<tempfile::NamedTempFile>> =
-            pool.install(|| edits.par_iter().map(|e| stage(e)).collect());
-        let mut temps = Vec::with_capacity(staged.len());
-        for r in staged {
-            temps.push(r.context("nothing written")?);
-        }
-        let mut done: Vec<&FileEdit> = Vec::with_capacity(edits.len());
-        for (e, tmp) in edits.iter().zip(temps) {
-            if let Err(err) = tmp.persist(&e.path) {
-                let err = anyhow::Error::new(err.error)
-                    .context(format!("{}: cannot replace file", e.rel));
-                let mut restore_errors = Vec::new();
-                for d in &done {
-                    if let Err(re) = crate::fsutil::atomic_write(&d.path, d.old_text.as_bytes()) {
-                        restore_errors.push(format!("{re:#}"));
-                    }
-                }
-                if restore_errors.is_empty() {
-                    return Err(err.context("the files already replaced were restored"));
-                }
-                return Err(err.context(format!(
-                    "restoring the files already replaced failed too: {}",
-                    restore_errors.join("; ")
-                )));
-            }
-            done.push(e);
-        }
-        Ok(done)
+        self.edits.apply()
     }
-}
-
-/// Why `e`'s new text is not valid TOML (`.toml`) or Rust (`.rs`), if it is not.
-fn invalid(e: &FileEdit) -> Option<String> {
-    let ext = e.path.extension()?;
-    if ext == "rs" {
-        let new = e.new_text();
-        let parsed = syn::parse_file(&new).map_err(|err| {
-            let lc = err.span().start();
-            format!("{}:{}: {err}", lc.line, lc.column + 1)
-        });
-        // free proc-macro2's per-thread copy of the parsed text
-        proc_macro2::extra::invalidate_current_thread_spans();
-        return parsed.err().map(|at| {
-            format!(
-                "{}: internal error: the planned edit is not valid Rust (at {at})",
-                e.rel
-            )
-        });
-    }
-    if ext == "toml" {
-        let new = e.new_text();
-        if let Err(err) = toml_edit::Document::parse(new.as_str()) {
-            let (line, col) = err.span().map_or((1, 1), |s| line_col(&new, s.start));
-            return Some(format!(
-                "{}: internal error: the planned edit is not valid TOML (at {line}:{col}: {})",
-                e.rel,
-                err.message()
-            ));
-        }
-    }
-    None
-}
-
-/// Writes `e`'s new text to a synced temporary file beside it, with its permissions.
-fn stage(e: &FileEdit) -> anyhow::Result<tempfile::NamedTempFile> {
-    let dir = e
-        .path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let perms = std::fs::metadata(&e.path)
-        .with_context(|| format!("{}: cannot stat", e.rel))?
-        .permissions();
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".xtask-")
-        .suffix(".tmp")
-        .tempfile_in(dir)
-        .with_context(|| format!("{}: cannot create a temporary file", dir.display()))?;
-    tmp.write_all(e.new_text().as_bytes())
-        .and_then(|()| std::fs::set_permissions(tmp.path(), perms))
-        .and_then(|()| tmp.as_file().sync_all())
-        .with_context(|| format!("{}: cannot write its temporary file", e.rel))?;
-    Ok(tmp)
-}
-
-fn overlaps(a: &Range<usize>, b: &Range<usize>) -> bool {
-    if a.is_empty() || b.is_empty() {
-        // an insertion conflicts only with a replacement strictly around it
-        let (ins, other) = if a.is_empty() { (a, b) } else { (b, a) };
-        return other.start < ins.start && ins.start < other.end;
-    }
-    a.start < b.end && b.start < a.end
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn splices_apply_in_order_with_insertions_first() {
-        let t = "abcdef";
-        let s = vec![
-            Splice::replace(2..4, "XY"),
-            Splice::insert(2, "<"),
-            Splice::insert(6, "!"),
-            Splice::delete(0..1),
-        ];
-        assert_eq!(apply_splices(t, &s), "b<XYef!");
-    }
-
-    #[test]
-    fn overlapping_splices_conflict_and_identical_ones_merge() {
-        let mut p = Plan::new();
-        let path = Path::new("/x/Cargo.toml");
-        p.add_splices(
-            path,
-            "Cargo.toml",
-            "abcdef",
-            vec![Splice::replace(1..3, "Z")],
-        )
-        .unwrap();
-        p.add_splices(
-            path,
-            "Cargo.toml",
-            "abcdef",
-            vec![Splice::replace(1..3, "Z")],
-        )
-        .unwrap();
-        assert_eq!(p.edits().next().unwrap().new_text(), "aZdef");
-        let e = p
-            .add_splices(
-                path,
-                "Cargo.toml",
-                "abcdef",
-                vec![Splice::replace(2..4, "Q")],
-            )
-            .unwrap_err();
-        assert!(e.to_string().contains("overlap"), "{e}");
-        let e = p
-            .add_splices(path, "Cargo.toml", "abcdef", vec![Splice::insert(2, "Q")])
-            .unwrap_err();
-        assert!(e.to_string().contains("overlap"), "{e}");
-        // touching ranges are fine
-        p.add_splices(
-            path,
-            "Cargo.toml",
-            "abcdef",
-            vec![Splice::insert(3, "+"), Splice::delete(3..4)],
-        )
-        .unwrap();
-        assert_eq!(p.edits().next().unwrap().new_text(), "aZ+ef");
-    }
-
-    #[test]
-    fn different_old_text_is_refused() {
-        let mut p = Plan::new();
-        let path = Path::new("/x/a.rs");
-        p.add_splices(path, "a.rs", "one", vec![Splice::insert(0, "x")])
-            .unwrap();
-        assert!(
-            p.add_splices(path, "a.rs", "two", vec![Splice::insert(0, "x")])
-                .is_err()
-        );
-    }
-
-    #[test]
-    fn merge_combines_files_and_findings() {
-        let mut a = Plan::new();
-        a.add_splices(
-            Path::new("/w/Cargo.toml"),
-            "Cargo.toml",
-            "x = 1\n",
-            vec![Splice::replace(4..5, "2")],
-        )
-        .unwrap();
-        let mut b = Plan::new();
-        b.replace_file(Path::new("/w/src/lib.rs"), "src/lib.rs", "old", "new")
-            .unwrap();
-        b.push_finding(Finding {
-            file: "src/lib.rs".into(),
-            line: 1,
-            column: 1,
-            rule: "source".into(),
-            dependency: "thiserror".into(),
-            table: None,
-            found: "old".into(),
-            wanted: "new".into(),
-            fixable: true,
-            message: "m".into(),
-            fixed_in: None,
-        });
-        a.merge(b).unwrap();
-        assert_eq!(a.edits().count(), 2);
-        assert_eq!(a.findings.len(), 1);
-    }
-
-    #[test]
-    fn invalid_toml_result_is_refused_before_writing() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("Cargo.toml");
-        std::fs::write(&path, "a = 1\n").unwrap();
-        let mut p = Plan::new();
-        p.add_splices(
-            &path,
-            "Cargo.toml",
-            "a = 1\n",
-            vec![Splice::replace(4..5, "[")],
-        )
-        .unwrap();
-        let e = p.apply().unwrap_err().to_string();
-        assert!(e.contains("not valid TOML"), "{e}");
-        assert_eq!(std::fs::read_to_string(&path).unwrap(), "a = 1\n");
-    }
-
-    #[test]
-    fn file_changed_since_planning_is_not_written() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("Cargo.toml");
-        std::fs::write(&path, "a = 1\n").unwrap();
-        let mut p = Plan::new();
-        p.add_splices(
-            &path,
-            "Cargo.toml",
-            "a = 1\n",
-            vec![Splice::replace(4..5, "2")],
-        )
-        .unwrap();
-        std::fs::write(&path, "a = 3\n").unwrap();
-        assert!(
-            p.apply()
-                .unwrap_err()
-                .to_string()
-                .contains("changed on disk")
-        );
-        assert_eq!(std::fs::read_to_string(&path).unwrap(), "a = 3\n");
-    }
 
     #[test]
     fn finding_formats() {

@@ -25,6 +25,7 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
+use cargo_metadata::semver::{Op, VersionReq};
 use cargo_metadata::{Metadata, Package};
 
 use super::manifest::Manifest;
@@ -38,13 +39,20 @@ use crate::thiserror_src::{
 /// The policy dependency whose source side is checked.
 pub const THISERROR: &str = "thiserror";
 
-/// The major version of a requirement such as `"2"`, `"^2.0"`, `"=2.0.3"`.
-pub fn requirement_major(req: &str) -> Option<u64> {
-    let t = req
-        .trim()
-        .trim_start_matches(['^', '=', '~', '>', '<', ' ']);
-    let digits: String = t.chars().take_while(char::is_ascii_digit).collect();
-    digits.parse().ok()
+/// Whether every version `req` accepts is at least `major.0.0`: one of its
+/// comparators sets a lower bound of that major or above (`"2"`, `"^2.0"`,
+/// `"=2.0.3"`, `">=2, <3"`, `">1"`); `"*"` and `"<3"` do not.
+pub fn requires_at_least_major(req: &VersionReq, major: u64) -> bool {
+    req.comparators.iter().any(|c| {
+        let floor = match c.op {
+            Op::Exact | Op::GreaterEq | Op::Tilde | Op::Caret | Op::Wildcard => c.major,
+            // `>1` is `>=2.0.0`; `>1.2` stays in major 1
+            Op::Greater if c.minor.is_none() => c.major + 1,
+            Op::Greater => c.major,
+            _ => return false,
+        };
+        floor >= major
+    })
 }
 
 /// The policy's `thiserror` rule when it asks for major 2 or later (then the
@@ -53,7 +61,7 @@ pub fn thiserror2_rule(policy: &Policy) -> Option<&DependencyRule> {
     policy
         .dependencies
         .get(THISERROR)
-        .filter(|r| requirement_major(&r.version).is_some_and(|m| m >= 2))
+        .filter(|r| requires_at_least_major(&r.req, 2))
 }
 
 /// Whether a member's sources are scanned: it depends on thiserror from
@@ -108,7 +116,7 @@ pub fn analyze(
                 if let Some(se) = e.downcast_ref::<SourceError>() {
                     anyhow::bail!(
                         "{}:{}:{}: Rust source does not parse: {}; nothing written",
-                        rel(&se.path, root),
+                        crate::fsutil::rel(root, &se.path),
                         se.line,
                         se.column,
                         se.message
@@ -140,7 +148,7 @@ pub fn hold_back(
     let kept = analyses
         .into_iter()
         .filter(|a| {
-            let manifest = rel(&a.manifest_path, root);
+            let manifest = crate::fsutil::rel(root, &a.manifest_path);
             if !blocked.contains(manifest.as_str()) {
                 return true;
             }
@@ -164,16 +172,6 @@ pub fn new_users(analyses: &[CrateAnalysis]) -> BTreeSet<String> {
         .filter(|m| m.renamed_as.is_none())
         .map(|_| THISERROR.to_string())
         .collect()
-}
-
-/// `path` relative to `root`, `/`-separated.
-pub fn rel(path: &Path, root: &Path) -> String {
-    path.strip_prefix(root)
-        .unwrap_or(path)
-        .components()
-        .map(|c| c.as_os_str().to_string_lossy())
-        .collect::<Vec<_>>()
-        .join("/")
 }
 
 /// Line `n` (1-based) of `text`, trimmed.
@@ -231,7 +229,7 @@ pub fn plan(
     let mut plan = Plan::new();
     for a in analyses {
         for (path, old, new) in a.source_edits() {
-            plan.replace_file(path, &rel(path, root), old, new)?;
+            plan.replace_file(path, &crate::fsutil::rel(root, path), old, new)?;
         }
         let mut used = vec![false; a.missing_dependencies.len()];
         for sf in &a.findings {
@@ -239,7 +237,7 @@ pub fn plan(
             let original = file.map_or("", |f| f.original.as_str());
             let found = line_of(original, sf.line).to_string();
             let mut finding = Finding {
-                file: rel(&sf.path, root),
+                file: crate::fsutil::rel(root, &sf.path),
                 line: sf.line,
                 column: sf.column,
                 rule: sf.rule.code().to_string(),
@@ -326,7 +324,7 @@ fn plan_missing(
         );
     };
     let table = missing.table();
-    let manifest_rel = rel(&missing.manifest_path, root);
+    let manifest_rel = crate::fsutil::rel(root, &missing.manifest_path);
     finding.table = Some(table.to_string());
     if missing.renamed_as.is_some() || !finding.fixable {
         finding.fixable = false;
@@ -452,10 +450,15 @@ mod tests {
 
     #[test]
     fn majors() {
-        assert_eq!(requirement_major("2"), Some(2));
-        assert_eq!(requirement_major("^2.0.1"), Some(2));
-        assert_eq!(requirement_major("=10.1"), Some(10));
-        assert_eq!(requirement_major("1.0"), Some(1));
-        assert_eq!(requirement_major("*"), None);
+        let at2 = |r: &str| requires_at_least_major(&VersionReq::parse(r).unwrap(), 2);
+        assert!(at2("2"));
+        assert!(at2("^2.0.1"));
+        assert!(at2("=10.1"));
+        assert!(at2(">=2, <3"));
+        assert!(at2(">1"));
+        assert!(!at2("1.0"));
+        assert!(!at2(">1.2"));
+        assert!(!at2("<3"));
+        assert!(!at2("*"));
     }
 }

@@ -15,7 +15,7 @@ use rayon::prelude::*;
 
 use super::files::{ConfigRef, ConfigResolver, NewlineStyle, Plan};
 use super::modscan;
-use super::rustfmt::Rustfmt;
+use super::rustfmt::{Checked, Rustfmt};
 
 /// Where a file's edition came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -75,9 +75,6 @@ pub struct FileReport {
     /// How rustfmt reached it.
     pub via: Via,
 }
-
-/// rustfmt's output: (file, formatted text) for every file it printed.
-type Formatted = Vec<(PathBuf, String)>;
 
 /// Least source bytes per pass-1 rustfmt process when a group is split.
 const MIN_UNIT_BYTES: u64 = 64 * 1024;
@@ -143,7 +140,9 @@ impl Default for Timing {
 type BatchKey = (String, Option<PathBuf>);
 
 struct Assigned {
-    formatted: Result<String, String>,
+    /// `Ok(None)`: rustfmt says the file is formatted; `Ok(Some(text))`: what
+    /// it should be; `Err`: rustfmt's message.
+    formatted: Result<Option<String>, String>,
     edition: String,
     edition_source: EditionSource,
     config: ConfigRef,
@@ -223,7 +222,7 @@ pub fn check(
     }
     let mut by_weight: Vec<usize> = (0..units.len()).collect();
     by_weight.sort_by_key(|&u| std::cmp::Reverse(units[u].weight));
-    let mut pass1: Vec<(usize, anyhow::Result<Formatted>)> = by_weight
+    let mut pass1: Vec<(usize, anyhow::Result<Checked>)> = by_weight
         .par_iter()
         .with_max_len(1)
         .map(|&u| {
@@ -232,15 +231,19 @@ pub fn check(
             let cfg = unit.config.as_ref().map(|c| c.path.as_path());
             (
                 u,
-                rustfmt.format_files(&plan.root, Some(&unit.edition), cfg, &roots),
+                rustfmt.check_files(&plan.root, Some(&unit.edition), cfg, &roots),
             )
         })
         .collect();
     pass1.sort_by_key(|(u, _)| *u); // deterministic merge order
-    for (u, outputs) in pass1 {
+    // Files rustfmt found unformatted: (file, the directory rustfmt ran its
+    // config lookup from) for the stdin pass that gets their formatted text.
+    let mut to_format: Vec<(usize, PathBuf)> = Vec::new();
+    for (u, checked) in pass1 {
         let unit = &units[u];
-        for (path, text) in outputs? {
-            let Some(i) = plan.file_index(&path) else {
+        let checked = checked?;
+        for path in &checked.reached {
+            let Some(i) = plan.file_index(path) else {
                 continue;
             };
             if assigned[i].is_some() {
@@ -253,8 +256,11 @@ pub fn check(
                 .filter(|(r, _)| path.starts_with(r.parent().unwrap_or(r)))
                 .max_by_key(|(r, _)| r.components().count())
                 .unwrap_or(&unit.roots[0]);
+            if checked.differ.contains(path) {
+                to_format.push((i, root.parent().unwrap_or(&plan.root).to_path_buf()));
+            }
             assigned[i] = Some(Assigned {
-                formatted: Ok(text),
+                formatted: Ok(None),
                 edition: unit.edition.clone(),
                 edition_source: EditionSource::Package(plan.packages[*pkg].name.clone()),
                 config: unit.config.clone(),
@@ -313,7 +319,7 @@ pub fn check(
         .iter()
         .flat_map(|(key, ks)| ks.chunks(chunk).map(move |c| (key, c)))
         .collect();
-    let pass2: Vec<anyhow::Result<Vec<(PathBuf, String)>>> = jobs
+    let pass2: Vec<anyhow::Result<Checked>> = jobs
         .par_iter()
         .with_max_len(1)
         .map(|((edition, config), ks)| {
@@ -321,19 +327,24 @@ pub fn check(
                 .iter()
                 .map(|&k| plan.files[pending[k].0].path.clone())
                 .collect();
-            rustfmt.format_files(&plan.root, Some(edition), config.as_deref(), &files)
+            rustfmt.check_files(&plan.root, Some(edition), config.as_deref(), &files)
         })
         .collect();
-    let mut got: BTreeMap<usize, String> = BTreeMap::new();
+    let mut reached: HashSet<usize> = HashSet::new();
+    let mut differ: HashSet<usize> = HashSet::new();
     for r in pass2 {
-        for (path, text) in r? {
-            if let Some(i) = plan.file_index(&path) {
-                got.entry(i).or_insert(text);
+        let checked = r?;
+        for path in &checked.reached {
+            if let Some(i) = plan.file_index(path) {
+                reached.insert(i);
+                if checked.differ.contains(path) {
+                    differ.insert(i);
+                }
             }
         }
     }
     for (k, (i, ..)) in pending.iter().enumerate() {
-        if !got.contains_key(i) && !singles.contains(&k) {
+        if !reached.contains(i) && !singles.contains(&k) {
             singles.push(k); // failed in a batch: redo alone for its own message
         }
     }
@@ -362,8 +373,13 @@ pub fn check(
     }
     for (k, (i, edition, source, config)) in pending.into_iter().enumerate() {
         let formatted = match single_map.remove(&k) {
-            Some(r) => r,
-            None => Ok(got.remove(&i).unwrap_or_default()),
+            Some(r) => r.map(Some),
+            None => {
+                if differ.contains(&i) {
+                    to_format.push((i, plan.files[i].path.parent().unwrap_or(&plan.root).into()));
+                }
+                Ok(None)
+            }
         };
         assigned[i] = Some(Assigned {
             formatted,
@@ -372,6 +388,31 @@ pub fn check(
             config,
             via: Via::Standalone,
         });
+    }
+
+    // The formatted text of every file rustfmt found unformatted, one file
+    // through stdin each, with the edition and config its check used.
+    let texts_of: Vec<anyhow::Result<(usize, Result<String, String>)>> = to_format
+        .par_iter()
+        .with_max_len(1)
+        .map(|(i, dir)| {
+            let a = assigned[*i].as_ref().expect("assigned before formatting");
+            let cfg = a.config.as_ref().map(|c| c.path.as_path());
+            let r = rustfmt.format_text(
+                dir,
+                Some(&a.edition),
+                cfg,
+                texts[*i].as_deref().unwrap_or(""),
+                &plan.files[*i].rel,
+            )?;
+            Ok((*i, r))
+        })
+        .collect();
+    for r in texts_of {
+        let (i, res) = r?;
+        if let Some(a) = assigned[i].as_mut() {
+            a.formatted = res.map(Some);
+        }
     }
 
     timing.mark("pass 2 (files cargo fmt does not reach)");
@@ -406,7 +447,8 @@ pub fn check(
                         .as_ref()
                         .map_or(NewlineStyle::Auto, |c| c.newline_style);
                     let verdict = match &a.formatted {
-                        Ok(f) => verdict(text, f, style),
+                        Ok(None) => Verdict::Formatted,
+                        Ok(Some(f)) => verdict(text, f, style),
                         Err(msg) => Verdict::Error(msg.clone()),
                     };
                     FileReport {
@@ -544,12 +586,12 @@ fn note_config_divergence(
     for (near, files) in seen {
         let near = near.map_or_else(
             || "rustfmt's defaults".to_string(),
-            |p| super::files::rel_path(&plan.root, &p),
+            |p| crate::fsutil::rel(&plan.root, &p),
         );
         let (first, used) = &files[0];
         let used = used.as_ref().map_or_else(
             || "rustfmt's defaults".to_string(),
-            |p| super::files::rel_path(&plan.root, p),
+            |p| crate::fsutil::rel(&plan.root, p),
         );
         notes.push(format!(
             "{near} does not apply to {first}{}: cargo fmt formats it as a module of its crate root, with {used}; fmt-check agrees with cargo fmt",

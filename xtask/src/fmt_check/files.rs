@@ -292,7 +292,7 @@ pub fn plan(metadata: &cargo_metadata::Metadata, exclude: &[String]) -> anyhow::
             continue;
         }
         let name = entry.file_name().to_string_lossy();
-        let rel = rel_path(&root, path);
+        let rel = crate::fsutil::rel(&root, path);
         if name == "Cargo.toml" && entry.depth() > 0 {
             let dir = path.parent().unwrap_or(&root).to_path_buf();
             if !packages.iter().any(|p| p.dir == dir) {
@@ -344,15 +344,6 @@ pub fn plan(metadata: &cargo_metadata::Metadata, exclude: &[String]) -> anyhow::
 fn canonical_parent(manifest: &Path) -> PathBuf {
     let dir = manifest.parent().unwrap_or(manifest);
     dir.canonicalize().unwrap_or_else(|_| normalize(dir))
-}
-
-/// `path` relative to `root`, `/`-separated.
-pub fn rel_path(root: &Path, path: &Path) -> String {
-    let rel = path.strip_prefix(root).unwrap_or(path);
-    rel.components()
-        .map(|c| c.as_os_str().to_string_lossy())
-        .collect::<Vec<_>>()
-        .join("/")
 }
 
 /// Hidden directories, the workspace's target directory, and any directory

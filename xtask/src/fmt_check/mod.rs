@@ -23,7 +23,7 @@ use serde_json::json;
 
 use crate::Outcome;
 use crate::cli::{FormatArg, Target};
-use crate::report::{Format, github_error, github_escape_message, unified_diff};
+use crate::report::{Format, github_error, github_notice, unified_diff};
 use check::{EditionSource, FileReport, Verdict, Via};
 
 /// Arguments of `cargo xtask fmt-check`.
@@ -60,14 +60,10 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
     let manifest = crate::workspace::manifest_path(args.target.workspace.as_deref())?;
     let metadata = crate::workspace::metadata_no_deps(&manifest)?;
     let root = metadata.workspace_root.as_std_path();
-    let default_policy = root.join("policy").join("fleet.toml");
     let mut notes = Vec::new();
-    let policy = if args.target.policy.is_none() && !default_policy.exists() {
-        notes.push("no policy/fleet.toml: no [fmt] exclude globs".to_string());
-        crate::policy::Policy::default()
-    } else {
-        crate::workspace::load_policy(&args.target, root)?
-    };
+    let (policy, note) = crate::workspace::load_policy_or_default(&args.target, root)?;
+    notes.extend(note);
+    let policy = policy.policy;
     let mut plan = files::plan(&metadata, &policy.fmt.exclude)?;
     notes.append(&mut plan.notes);
     let rustfmt = probe
@@ -126,6 +122,52 @@ impl Report<'_> {
             .count();
         self.edition_notes();
 
+        // Safety net: rustfmt's output must keep every token and comment of
+        // the file; a file where it does not is never written.
+        let unsafe_fixes: Vec<verify::Failure> = if self.fix {
+            use rayon::prelude::*;
+            unformatted
+                .par_iter()
+                .filter_map(|r| match &r.verdict {
+                    Verdict::Unformatted { fixed, .. } => {
+                        verify::compare(rel(r), r.original.as_bytes(), fixed.as_bytes())
+                    }
+                    _ => None,
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        if !unsafe_fixes.is_empty() {
+            for f in &unsafe_fixes {
+                writeln!(
+                    out,
+                    "{}:{}: error: rustfmt's output changes more than formatting ({}); not written",
+                    f.path, f.line, f.message
+                )?;
+            }
+            anyhow::bail!(
+                "{} file(s) would change beyond formatting; --fix wrote nothing",
+                unsafe_fixes.len()
+            );
+        }
+        // --fix: plan every file, apply all or nothing, and only then report.
+        let wrote = if self.fix && errors.is_empty() {
+            let mut edits = crate::edit::Plan::new();
+            for r in &unformatted {
+                if let Verdict::Unformatted { fixed, .. } = &r.verdict {
+                    let f = &plan.files[r.file];
+                    edits.replace_file(&f.path, &f.rel, &r.original, fixed)?;
+                }
+            }
+            // verify::compare above stands in for the edit plan's syn check:
+            // rustfmt may accept syntax syn does not know yet
+            edits.skip_rust_validation();
+            edits.apply()?.len()
+        } else {
+            0
+        };
+
         for r in &unformatted {
             let Verdict::Unformatted {
                 fixed,
@@ -160,7 +202,7 @@ impl Report<'_> {
                         "line_endings_only": line_endings_only,
                         "edition": r.edition,
                         "edition_source": edition_source_str(&r.edition_source),
-                        "config": r.config.as_ref().map(|c| files::rel_path(&plan.root, c)),
+                        "config": r.config.as_ref().map(|c| crate::fsutil::rel(&plan.root, c)),
                         "reached_by_cargo_fmt": matches!(r.via, Via::CrateRoot(_)),
                         "diff": if self.fix { String::new() } else { unified_diff(rel(r), &old, &new) },
                     });
@@ -174,9 +216,11 @@ impl Report<'_> {
                         github_error(rel(r), line, None, "fmt-check", &msg)
                     )?;
                 }
-                Format::Github => {
-                    writeln!(out, "::notice file={}::fmt-check: reformatted", rel(r))?
-                }
+                Format::Github => writeln!(
+                    out,
+                    "{}",
+                    github_notice(Some(rel(r)), "fmt-check", "reformatted")
+                )?,
             }
         }
         for r in &errors {
@@ -186,7 +230,7 @@ impl Report<'_> {
             let line = error_line(msg).unwrap_or(1);
             match self.format {
                 Format::Human => {
-                    writeln!(out, "{}: error: rustfmt cannot format it:", rel(r))?;
+                    writeln!(out, "{}:{line}: error: rustfmt cannot format it:", rel(r))?;
                     for l in msg.lines() {
                         writeln!(out, "    {l}")?;
                     }
@@ -213,24 +257,10 @@ impl Report<'_> {
             match self.format {
                 Format::Human => writeln!(out, "note: {n}")?,
                 Format::Json => writeln!(out, "{}", json!({"kind": "note", "message": n}))?,
-                Format::Github => writeln!(
-                    out,
-                    "::notice title=fmt-check::{}",
-                    github_escape_message(n)
-                )?,
+                Format::Github => writeln!(out, "{}", github_notice(None, "fmt-check", n))?,
             }
         }
 
-        let wrote = if self.fix && errors.is_empty() {
-            for r in &unformatted {
-                if let Verdict::Unformatted { fixed, .. } = &r.verdict {
-                    crate::fsutil::atomic_write(&plan.files[r.file].path, fixed.as_bytes())?;
-                }
-            }
-            unformatted.len()
-        } else {
-            0
-        };
         let checked = self.reports.len() - skipped;
         let summary = format!(
             "{checked} files checked ({standalone} beyond cargo fmt's reach, {skipped} behind #[rustfmt::skip], {} excluded by policy): {} {}, {} cannot be formatted",
@@ -319,7 +349,7 @@ fn edition_source_str(s: &EditionSource) -> &'static str {
 fn describe(plan: &files::Plan, r: &FileReport) -> String {
     let config = r.config.as_ref().map_or_else(
         || "default config".to_string(),
-        |c| files::rel_path(&plan.root, c),
+        |c| crate::fsutil::rel(&plan.root, c),
     );
     let via = match &r.via {
         Via::CrateRoot(_) => String::new(),

@@ -117,6 +117,51 @@ fn path_attr(attr: &str) -> Option<String> {
     Some(lit.strip_prefix('"')?.strip_suffix('"')?.to_string())
 }
 
+/// The paths named by `include!("...")` invocations in `text` (comments
+/// ignored, macro bodies included), as written; an `include!` whose argument
+/// is not one string literal (`concat!(env!("OUT_DIR"), ..)`) is skipped.
+pub fn include_paths(text: &str) -> Vec<String> {
+    if !text.contains("include") {
+        return Vec::new();
+    }
+    let (_, blanked) = super::lexer::split_comments(text);
+    let Ok(ts) = TokenStream::from_str(&blanked) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    find_includes(ts, &mut out);
+    out
+}
+
+fn find_includes(ts: TokenStream, out: &mut Vec<String>) {
+    let tts: Vec<TokenTree> = ts.into_iter().collect();
+    for (i, tt) in tts.iter().enumerate() {
+        match tt {
+            TokenTree::Ident(id) if id == "include" => {
+                let bang =
+                    matches!(tts.get(i + 1), Some(TokenTree::Punct(p)) if p.as_char() == '!');
+                if let (true, Some(TokenTree::Group(g))) = (bang, tts.get(i + 2)) {
+                    let args: Vec<TokenTree> = g.stream().into_iter().collect();
+                    let lit = match args.as_slice() {
+                        [TokenTree::Literal(l)] => Some(l),
+                        [TokenTree::Literal(l), TokenTree::Punct(p)] if p.as_char() == ',' => {
+                            Some(l)
+                        }
+                        _ => None,
+                    };
+                    if let Some(s) =
+                        lit.and_then(|l| syn::parse_str::<syn::LitStr>(&l.to_string()).ok())
+                    {
+                        out.push(s.value());
+                    }
+                }
+            }
+            TokenTree::Group(g) => find_includes(g.stream(), out),
+            _ => {}
+        }
+    }
+}
+
 /// Candidate files for `decl` declared in `file` (`mod_rs`: `file` is a crate
 /// root, a `mod.rs`, or was loaded through `#[path]`, so its modules live
 /// beside it rather than in a directory named after it). Each candidate comes
@@ -166,6 +211,12 @@ mod tests {
         );
         assert_eq!(d[1].path_attr.as_deref(), Some("x/y.rs"));
         assert_eq!(d[2].inline, ["inl"]);
+    }
+
+    #[test]
+    fn finds_include_string_literals() {
+        let src = "include!(\"a.rs\");\n// include!(\"c.rs\");\nm! { include!(r\"b/x.rs\",); }\ninclude!(concat!(env!(\"OUT_DIR\"), \"/g.rs\"));\nconst S: &str = include_str!(\"t.txt\");\n";
+        assert_eq!(include_paths(src), ["a.rs", "b/x.rs"]);
     }
 
     #[test]

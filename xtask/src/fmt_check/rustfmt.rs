@@ -1,5 +1,6 @@
-//! Running rustfmt: finding it, one batch of files per process (file mode,
-//! parsing its verbose `--emit stdout` output), or one file through stdin.
+//! Running rustfmt: finding it, checking one batch of files per process
+//! (file mode, `--check -l`: which files it reached, which differ), and
+//! formatting one file's text through stdin.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -71,7 +72,7 @@ impl Rustfmt {
         })
     }
 
-    fn command(&self, cwd: &Path, edition: Option<&str>, config: Option<&Path>) -> Command {
+    fn stdin_command(&self, cwd: &Path, edition: Option<&str>, config: Option<&Path>) -> Command {
         let mut cmd = Command::new(&self.path);
         cmd.current_dir(cwd)
             .args(["--emit", "stdout", "--color", "never"]);
@@ -84,33 +85,49 @@ impl Rustfmt {
         cmd
     }
 
-    /// Formats `files` in file mode (`rustfmt -v --emit stdout FILE...`): each
+    /// Checks `files` in file mode (`rustfmt -v --check -l FILE...`): each
     /// file and the out-of-line modules rustfmt reaches from it, all with
     /// `config` (or rustfmt's own lookup from each file's directory when `None`).
-    /// Returns every formatted file rustfmt printed (absolute, lexically
-    /// normal paths); a file that failed (and its modules) is just missing.
+    /// Returns which files rustfmt reached and which of them are not formatted
+    /// (absolute, lexically normal paths); a file that failed (and its modules)
+    /// is just missing from `reached`.
+    ///
+    /// rustfmt prints no file text in this mode, only `Formatting P` lines,
+    /// the names of the files that differ and timing lines, so nothing in a
+    /// file's contents can be mistaken for the output's structure. The
+    /// formatted text of a file that differs comes from [`Rustfmt::format_text`].
     ///
     /// # Errors
     /// rustfmt could not be started.
-    pub fn format_files(
+    pub fn check_files(
         &self,
         cwd: &Path,
         edition: Option<&str>,
         config: Option<&Path>,
         files: &[PathBuf],
-    ) -> anyhow::Result<Vec<(PathBuf, String)>> {
-        let out = self
-            .command(cwd, edition, config)
-            .arg("-v")
+    ) -> anyhow::Result<Checked> {
+        let mut cmd = Command::new(&self.path);
+        cmd.current_dir(cwd)
+            .args(["-v", "--check", "-l", "--color", "never"]);
+        if let Some(e) = edition {
+            cmd.args(["--edition", e]);
+        }
+        if let Some(c) = config {
+            cmd.arg("--config-path").arg(c);
+        }
+        let out = cmd
             .args(files)
             .stdin(Stdio::null())
+            .stderr(Stdio::null())
             .output()
             .with_context(|| format!("cannot run {}", self.path.display()))?;
         let stdout = String::from_utf8_lossy(&out.stdout);
-        Ok(parse_verbose_stdout(&stdout)
-            .into_iter()
-            .map(|(p, t)| (super::files::normalize(&cwd.join(p)), t))
-            .collect())
+        let parsed = parse_check_stdout(&stdout);
+        let norm = |p: PathBuf| super::files::normalize(&cwd.join(p));
+        Ok(Checked {
+            reached: parsed.reached.into_iter().map(norm).collect(),
+            differ: parsed.differ.into_iter().map(norm).collect(),
+        })
     }
 
     /// Formats one file's text through stdin (rustfmt does not follow `mod`
@@ -128,7 +145,7 @@ impl Rustfmt {
         display_path: &str,
     ) -> anyhow::Result<Result<String, String>> {
         let mut child = self
-            .command(cwd, edition, config)
+            .stdin_command(cwd, edition, config)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -154,36 +171,39 @@ impl Rustfmt {
     }
 }
 
-/// Splits rustfmt's `-v --emit stdout` output into files. Each file is
-/// `Formatting P\nP:\n\n<text>`; each input file ends with a `Spent ... phase` line.
-pub fn parse_verbose_stdout(stdout: &str) -> Vec<(PathBuf, String)> {
-    let mut out = Vec::new();
-    let mut cur: Option<(PathBuf, String)> = None;
-    let mut lines = stdout.split_inclusive('\n');
-    while let Some(line) = lines.next() {
-        let body = line.strip_suffix('\n').unwrap_or(line);
-        if let Some(p) = body.strip_prefix("Formatting ") {
-            let mut look = lines.clone();
-            if look
-                .next()
-                .is_some_and(|l| l.strip_suffix(":\n") == Some(p))
-                && look.next() == Some("\n")
-            {
-                out.extend(cur.take());
-                lines = look;
-                cur = Some((PathBuf::from(p), String::new()));
-                continue;
-            }
-        }
-        if body.starts_with("Spent ") && body.ends_with(" secs in the formatting phase") {
-            out.extend(cur.take());
+/// What one `rustfmt -v --check -l` run says.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Checked {
+    /// Every file rustfmt formatted (in memory), in its order.
+    pub reached: Vec<PathBuf>,
+    /// The files among them whose text is not formatted.
+    pub differ: std::collections::HashSet<PathBuf>,
+}
+
+/// Reads rustfmt's `-v --check -l` output: `Formatting P` when it starts on a
+/// file, `P` (or `Incorrect newline style in P`) when that file is not formatted, `Spent ... phase` after each input.
+/// A listed name always follows its own `Formatting` line, so a file whose
+/// path happened to start with `Formatting ` is still read right.
+pub fn parse_check_stdout(stdout: &str) -> Checked {
+    let mut out = Checked::default();
+    let mut seen = std::collections::HashSet::new();
+    for line in stdout.lines() {
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        if line.is_empty() {
             continue;
         }
-        if let Some((_, text)) = &mut cur {
-            text.push_str(line);
+        let named = line
+            .strip_prefix("Incorrect newline style in ")
+            .filter(|p| seen.contains(*p))
+            .unwrap_or(line);
+        if seen.contains(named) {
+            out.differ.insert(PathBuf::from(named));
+        } else if let Some(p) = line.strip_prefix("Formatting ") {
+            seen.insert(p.to_string());
+            out.reached.push(PathBuf::from(p));
         }
+        // anything else: `Spent ... secs in the formatting phase`, warnings
     }
-    out.extend(cur);
     out
 }
 
@@ -192,16 +212,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn parses_verbose_output() {
-        let s = "Formatting /a/lib.rs\n/a/lib.rs:\n\nmod b;\nFormatting /a/b.rs\n/a/b.rs:\n\nfn b() {}\r\n\nSpent 0.001 secs in the parsing phase, and 0.000 secs in the formatting phase\nFormatting /a/e.rs\n/a/e.rs:\n\n\nSpent 0.000 secs in the parsing phase, and 0.000 secs in the formatting phase\n";
-        let v = parse_verbose_stdout(s);
-        assert_eq!(v.len(), 3);
-        assert_eq!(v[0], (PathBuf::from("/a/lib.rs"), "mod b;\n".to_string()));
+    fn parses_check_output() {
+        let s = "Formatting /a/b.rs\nFormatting /a/lib.rs\n/a/lib.rs\nSpent 0.002 secs in the parsing phase, and 0.000 secs in the formatting phase\nFormatting /a/c.rs\nFormatting /a/d.rs\nIncorrect newline style in /a/d.rs\nSpent 0.000 secs in the parsing phase, and 0.000 secs in the formatting phase\n";
+        let c = parse_check_stdout(s);
         assert_eq!(
-            v[1],
-            (PathBuf::from("/a/b.rs"), "fn b() {}\r\n\n".to_string())
+            c.reached,
+            ["/a/b.rs", "/a/lib.rs", "/a/c.rs", "/a/d.rs"].map(PathBuf::from)
         );
-        assert_eq!(v[2], (PathBuf::from("/a/e.rs"), "\n".to_string()));
+        assert_eq!(c.differ.len(), 2);
+        assert!(c.differ.contains(Path::new("/a/d.rs")));
+        assert!(c.differ.contains(Path::new("/a/lib.rs")));
     }
 
     #[test]

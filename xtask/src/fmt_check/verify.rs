@@ -16,7 +16,7 @@ use serde_json::json;
 use super::lexer::{Comment, split_comments};
 use super::tokens::{Tok, normalized_tokens};
 use crate::Outcome;
-use crate::report::{Format, github_error};
+use crate::report::{Format, github_error, github_notice};
 
 /// Why a changed file is not formatting-only.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -157,7 +157,12 @@ pub fn run(
             for o in &other {
                 writeln!(
                     out,
-                    "::notice title=verify-formatting-only::non-Rust file changed: {o}"
+                    "{}",
+                    github_notice(
+                        Some(o),
+                        "verify-formatting-only",
+                        &format!("non-Rust file changed: {o}")
+                    )
                 )?;
             }
         }

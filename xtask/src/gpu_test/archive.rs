@@ -16,9 +16,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context as _, bail};
 
 use super::process::{self, Stdout, shell_quote};
-use super::{
-    Matrix, NEXTEST_INSTALL, absolute, build, describe, nextest_installed, relative_to, select_args,
-};
+use super::{Matrix, NEXTEST_INSTALL, build, describe, nextest_installed, select_args};
 use crate::Outcome;
 use crate::workspace::cargo_command;
 
@@ -60,7 +58,8 @@ pub fn run(
     let runner_src = find_nextest().with_context(|| {
         format!("cannot find the cargo-nextest executable in PATH or $CARGO_HOME/bin to ship beside the archive; {NEXTEST_INSTALL}")
     })?;
-    let file = absolute(file)?;
+    let file = std::path::absolute(file)
+        .with_context(|| format!("{}: cannot make the path absolute", file.display()))?;
     let dir = file
         .parent()
         .map(Path::to_path_buf)
@@ -123,7 +122,7 @@ fn print_instructions(
     test_args: &[String],
 ) -> anyhow::Result<()> {
     let show = |p: &Path| {
-        let rel = relative_to(p, root);
+        let rel = PathBuf::from(crate::fsutil::rel(root, p));
         let s = rel.to_string_lossy().into_owned();
         // A bare relative name must not be looked up in PATH.
         let s = if rel.is_relative() && !s.contains('/') {
@@ -199,14 +198,12 @@ fn copy_executable(src: &Path, dest: &Path) -> anyhow::Result<()> {
     {
         return Ok(());
     }
-    let dir = dest.parent().unwrap_or(Path::new("."));
-    let tmp = tempfile::Builder::new()
-        .prefix(".xtask-")
-        .tempfile_in(dir)
-        .with_context(|| format!("{}: cannot create a temporary file", dir.display()))?;
-    std::fs::copy(src, tmp.path())
-        .with_context(|| format!("cannot copy {} to {}", src.display(), tmp.path().display()))?;
-    tmp.persist(dest)
+    let bytes = std::fs::read(src).with_context(|| format!("{}: cannot read", src.display()))?;
+    let perms = std::fs::metadata(src)
+        .with_context(|| format!("{}: cannot stat", src.display()))?
+        .permissions();
+    crate::fsutil::stage_with_permissions(dest, &bytes, Some(perms))?
+        .persist(dest)
         .map_err(|e| e.error)
         .with_context(|| format!("{}: cannot replace file", dest.display()))?;
     Ok(())

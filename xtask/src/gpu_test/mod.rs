@@ -25,9 +25,9 @@ pub mod process;
 pub mod results;
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use anyhow::{Context as _, bail};
+use anyhow::bail;
 
 use crate::Outcome;
 use crate::cli::Target;
@@ -88,39 +88,28 @@ impl Matrix {
         let manifest = manifest_path(target.workspace.as_deref())?;
         let meta = metadata_no_deps(&manifest)?;
         let root = meta.workspace_root.clone().into_std_path_buf();
-        let policy_path = target
-            .policy
-            .clone()
-            .unwrap_or_else(|| root.join("policy").join("fleet.toml"));
-        let policy = load_policy(target, &root)?;
-        let text = std::fs::read_to_string(&policy_path).unwrap_or_default();
+        let loaded = load_policy(target, &root)?;
         let members = meta.workspace_packages();
-        for entry in &policy.gpu_test {
-            let at = |needle: &str| {
-                let line = find_line(&text, &entry.package, needle)
-                    .map(|l| format!(":{l}"))
-                    .unwrap_or_default();
-                format!("{}{line}", policy_path.display())
-            };
+        for entry in &loaded.policy.gpu_test {
             let Some(pkg) = members.iter().find(|p| p.name.as_str() == entry.package) else {
                 let names: Vec<&str> = members.iter().map(|p| p.name.as_str()).collect();
                 bail!(
                     "{}: [[gpu-test]] package `{}` is not a member of the workspace {} (members: {}); \
                      fix the package name in the policy",
-                    at(&entry.package),
+                    loaded.at_line(&entry.package_span),
                     entry.package,
                     root.display(),
                     names.join(", ")
                 );
             };
-            for f in &entry.features {
+            for (f, span) in entry.features.iter().zip(&entry.feature_spans) {
                 if f != "default" && !pkg.features.contains_key(f) {
                     let mut known: Vec<&str> = pkg.features.keys().map(String::as_str).collect();
                     known.sort_unstable();
                     bail!(
                         "{}: [[gpu-test]] feature `{f}` is not a feature of package `{}` ({}; its features: {}); \
                          fix the feature in the policy or add it to the package's [features]",
-                        at(f),
+                        loaded.at_line(span),
                         entry.package,
                         pkg.manifest_path,
                         if known.is_empty() {
@@ -135,33 +124,10 @@ impl Matrix {
         Ok(Matrix {
             manifest,
             root,
-            policy: policy_path,
-            entries: policy.gpu_test,
+            policy: loaded.path,
+            entries: loaded.policy.gpu_test,
         })
     }
-}
-
-/// The 1-based line of the `[[gpu-test]]` entry for `package` in `text` that
-/// mentions `"needle"`: the `package = ...` line or the feature's line.
-fn find_line(text: &str, package: &str, needle: &str) -> Option<usize> {
-    let quoted_pkg = format!("\"{package}\"");
-    let quoted = format!("\"{needle}\"");
-    let lines: Vec<&str> = text.lines().collect();
-    let start = lines
-        .iter()
-        .position(|l| l.trim_start().starts_with("package") && l.contains(&quoted_pkg))?;
-    // The entry runs until the next table header.
-    let end = lines[start + 1..]
-        .iter()
-        .position(|l| l.trim_start().starts_with('['))
-        .map_or(lines.len(), |i| start + 1 + i);
-    let entry_start = lines[..start]
-        .iter()
-        .rposition(|l| l.trim_start().starts_with('['))
-        .unwrap_or(0);
-    (entry_start..end)
-        .find(|&i| lines[i].contains(&quoted))
-        .map(|i| i + 1)
 }
 
 /// `--features` values for `entry`, qualified with the package (`pkg/feat`) so
@@ -320,6 +286,19 @@ fn run_entry(
 pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Result<Outcome> {
     let matrix = Matrix::load(&args.target)?;
     if matrix.entries.is_empty() {
+        // a GPU runner (--require-device) or an archive for one must never
+        // "pass" with nothing in it
+        if args.require_device || args.archive.is_some() {
+            let flag = if args.require_device {
+                "--require-device"
+            } else {
+                "--archive"
+            };
+            bail!(
+                "{}: no [[gpu-test]] entries, so there are no GPU tests for {flag}; add an entry such as `[[gpu-test]] package = \"rtx-backend-cuda\", features = [\"cuda\"]`",
+                matrix.policy.display()
+            );
+        }
         writeln!(
             out,
             "gpu-test: nothing to test: {} has no [[gpu-test]] entries",
@@ -402,27 +381,6 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
     })
 }
 
-/// `path` relative to `base` when it lies under it (for commands run from the
-/// repository root), else unchanged.
-pub fn relative_to(path: &Path, base: &Path) -> PathBuf {
-    path.strip_prefix(base)
-        .map_or_else(|_| path.to_path_buf(), Path::to_path_buf)
-}
-
-/// `path` made absolute against the current directory.
-///
-/// # Errors
-/// When the current directory cannot be read.
-pub fn absolute(path: &Path) -> anyhow::Result<PathBuf> {
-    if path.is_absolute() {
-        Ok(path.to_path_buf())
-    } else {
-        Ok(std::env::current_dir()
-            .context("cannot read the current directory")?
-            .join(path))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -431,11 +389,17 @@ mod tests {
 
     #[test]
     fn policy_lines_are_found() {
-        assert_eq!(find_line(POLICY, "a", "a"), Some(5));
-        assert_eq!(find_line(POLICY, "a", "x"), Some(6));
-        assert_eq!(find_line(POLICY, "b", "b"), Some(9));
-        assert_eq!(find_line(POLICY, "b", "x"), Some(12));
-        assert_eq!(find_line(POLICY, "c", "c"), None);
+        // the spans the policy keeps point at each entry's own lines
+        let loaded = crate::workspace::LoadedPolicy {
+            path: "p".into(),
+            text: POLICY.into(),
+            policy: crate::policy::Policy::parse(POLICY, std::path::Path::new("p")).unwrap(),
+        };
+        let g = &loaded.policy.gpu_test;
+        assert_eq!(loaded.at(&g[0].package_span), "p:5:11");
+        assert_eq!(loaded.at(&g[0].feature_spans[0]), "p:6:13");
+        assert_eq!(loaded.at(&g[1].package_span), "p:9:11");
+        assert_eq!(loaded.at(&g[1].feature_spans[1]), "p:12:3");
     }
 
     #[test]
@@ -443,6 +407,7 @@ mod tests {
         let e = GpuTestEntry {
             package: "p".into(),
             features: vec!["cuda".into(), "f16".into()],
+            ..GpuTestEntry::default()
         };
         assert_eq!(
             select_args(std::slice::from_ref(&e)),

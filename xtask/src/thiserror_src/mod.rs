@@ -61,7 +61,6 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 use cargo_metadata::{DependencyKind, Package, TargetKind};
-use syn::Item;
 
 /// A thiserror 2 source rule (numbered as in issue 4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
@@ -78,16 +77,6 @@ pub enum Rule {
 }
 
 impl Rule {
-    /// The rule's number in issue 4.
-    pub fn number(self) -> u8 {
-        match self {
-            Rule::RawIdentInFormat => 1,
-            Rule::ShadowedFieldBound => 2,
-            Rule::PositionalWithNumbered => 3,
-            Rule::MissingDirectDependency => 4,
-        }
-    }
-
     /// A stable identifier, e.g. for `--format json` / GitHub annotation titles.
     pub fn code(self) -> &'static str {
         match self {
@@ -369,63 +358,21 @@ pub fn has_direct_thiserror(package: &Package, kind: DepKind) -> bool {
     })
 }
 
-fn path_attr(attrs: &[syn::Attribute]) -> Option<String> {
-    attrs.iter().find_map(|a| match &a.meta {
-        syn::Meta::NameValue(nv) if nv.path.is_ident("path") => match &nv.value {
-            syn::Expr::Lit(syn::ExprLit {
-                lit: syn::Lit::Str(s),
-                ..
-            }) => Some(s.value()),
-            _ => None,
-        },
-        _ => None,
-    })
-}
-
-/// The files that `mod name;` items of a file lead to. `dir` is where child
-/// modules live; `file_dir` is the file's own directory (for `#[path]`).
-fn child_modules(
-    items: &[Item],
-    dir: &Path,
-    file_dir: &Path,
-    top: bool,
-    out: &mut Vec<(PathBuf, bool)>,
-) {
-    for item in items {
-        let Item::Mod(m) = item else { continue };
-        let name = m.ident.to_string();
-        let name = name.strip_prefix("r#").unwrap_or(&name);
-        let explicit = path_attr(&m.attrs);
-        match &m.content {
-            None => match explicit {
-                Some(p) => out.push(((if top { file_dir } else { dir }).join(p), true)),
-                None => {
-                    let flat = dir.join(format!("{name}.rs"));
-                    let nested = dir.join(name).join("mod.rs");
-                    if !flat.is_file() && nested.is_file() {
-                        out.push((nested, true));
-                    } else {
-                        out.push((flat, false));
-                    }
-                }
-            },
-            Some((_, inner)) => {
-                let sub = dir.join(explicit.as_deref().unwrap_or(name));
-                child_modules(inner, &sub, file_dir, false, out);
-            }
-        }
-    }
-}
-
 /// Walks the module tree of every target of `package` (roots from cargo
-/// metadata: lib, bins, tests, examples, benches, build script; children
-/// through `mod name;`, `#[path]` included), calling `visit` on each file once.
-/// Returns the files and the `mod` declarations whose file does not exist
+/// metadata: lib, bins, tests, examples, benches, build script), calling
+/// `visit` on each file once. Children are found with the module resolver
+/// `fmt-check` uses ([`crate::fmt_check::modscan`]: `mod name;`, `#[path]`,
+/// modules declared inside macro invocations such as `cfg_if!`), and through
+/// `include!("file")` with a string literal (relative to the including
+/// file's directory; the included file's own `mod` items are resolved as if
+/// it were a `mod.rs` in that directory).
+/// Returns the files and the module or include paths that lead to no file
 /// (typically platform modules behind `#[cfg]`), which are skipped.
 fn walk_crate(
     package: &Package,
     mut visit: impl FnMut(&Path, &str, &scan::Source<'_>, &syn::File) -> Result<(), SourceError>,
 ) -> anyhow::Result<(Vec<CrateFile>, Vec<PathBuf>)> {
+    use crate::fmt_check::modscan;
     let mut roots: Vec<(PathBuf, DepKind)> = package
         .targets
         .iter()
@@ -441,8 +388,8 @@ fn walk_crate(
     let mut index: HashMap<PathBuf, usize> = HashMap::new();
     let mut missing = BTreeSet::new();
     for (root, kind) in roots {
-        let mut stack = vec![(root, true)];
-        while let Some((path, mod_rs)) = stack.pop() {
+        let mut stack = vec![(root, true, false)];
+        while let Some((path, mod_rs, included)) = stack.pop() {
             let key = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
             if let Some(&i) = index.get(&key) {
                 if !files[i].needs.contains(&kind) {
@@ -456,17 +403,30 @@ fn walk_crate(
             }
             let text = std::fs::read_to_string(&path)
                 .with_context(|| format!("{}: cannot read", path.display()))?;
-            let file_dir = path.parent().unwrap_or(Path::new(".")).to_path_buf();
-            let dir = if mod_rs {
-                file_dir.clone()
-            } else {
-                file_dir.join(path.file_stem().unwrap_or_default())
-            };
+            if included && syn::parse_file(&text).is_err() {
+                // `include!`d in expression position (not a list of items):
+                // not a place for a derive; reported as not scanned
+                proc_macro2::extra::invalidate_current_thread_spans();
+                missing.insert(path);
+                continue;
+            }
             let mut children = Vec::new();
-            with_parsed(&path, &text, |src, file| {
-                child_modules(&file.items, &dir, &file_dir, true, &mut children);
-                visit(&path, &text, src, file)
-            })?;
+            for decl in modscan::mod_decls(&text).unwrap_or_default() {
+                let candidates = modscan::resolve(&path, mod_rs, &decl);
+                match candidates.iter().find(|(p, _)| p.is_file()) {
+                    Some((p, m)) => children.push((p.clone(), *m, false)),
+                    None => missing.extend(candidates.into_iter().next().map(|c| c.0)),
+                }
+            }
+            let dir = path.parent().unwrap_or(Path::new("."));
+            for inc in modscan::include_paths(&text) {
+                children.push((
+                    crate::fmt_check::files::normalize(&dir.join(inc)),
+                    true,
+                    true,
+                ));
+            }
+            with_parsed(&path, &text, |src, file| visit(&path, &text, src, file))?;
             index.insert(key, files.len());
             files.push(CrateFile {
                 path,

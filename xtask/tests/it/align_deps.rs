@@ -814,6 +814,26 @@ fn missing_or_malformed_policy_is_exit_2_with_its_line() {
 }
 
 #[test]
+fn policy_version_that_is_not_a_requirement_is_exit_2_at_its_value() {
+    let dir = temp();
+    let fleet = drifted_fleet(dir.path(), 3).unwrap();
+    fleet
+        .write(
+            "policy/fleet.toml",
+            "# thiserror: see below\n[dependencies.thiserror]\nversion = \"banana\"\n",
+        )
+        .unwrap();
+    let before = snapshot(&fleet.root);
+    for extra in [&[][..], &["--check"][..]] {
+        let (code, out, err) = align(&fleet.root, extra);
+        assert_eq!(code, 2, "{out}{err}");
+        assert!(err.contains("policy/fleet.toml:3:11: "), "{err}");
+        assert!(err.contains("banana"), "{err}");
+    }
+    assert_eq!(snapshot(&fleet.root), before, "nothing written");
+}
+
+#[test]
 fn crlf_line_endings_survive() {
     let dir = temp();
     let root = root_manifest("")
@@ -1106,4 +1126,45 @@ fn members_are_not_converted_when_the_workspace_entry_cannot_be_written() {
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("[needs a person]"), "{out}");
     assert_eq!(snapshot(&fleet.root), before);
+}
+
+/// One rule for a missing default policy: align-deps and gpu-test exit 2 and
+/// say to create policy/fleet.toml or pass --policy; fmt-check (whose policy
+/// only adds exclude globs) still runs. A missing --policy FILE names the OS
+/// error once.
+#[test]
+fn missing_default_policy_is_one_rule_across_commands() {
+    let dir = temp();
+    let root = dir.path();
+    std::fs::write(
+        root.join("Cargo.toml"),
+        "[package]\nname = \"solo\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(root.join("src")).unwrap();
+    std::fs::write(root.join("src/lib.rs"), "pub fn a() {}\n").unwrap();
+    let ws = root.to_str().unwrap();
+    for cmd in ["align-deps", "gpu-test"] {
+        let (code, out, err) = xtask(&[cmd, "--workspace", ws]);
+        assert_eq!(code, 2, "{cmd}: {out}{err}");
+        assert!(
+            err.contains(
+                "policy/fleet.toml: no fleet policy in this workspace: create policy/fleet.toml"
+            ),
+            "{cmd}: {err}"
+        );
+        assert!(err.contains("or pass --policy FILE"), "{cmd}: {err}");
+    }
+    let (code, out, err) = xtask(&["fmt-check", "--workspace", ws]);
+    assert_eq!(code, 0, "fmt-check runs without a policy: {out}{err}");
+    assert!(out.contains("no policy/fleet.toml"), "{out}");
+    let (code, _, err) = xtask(&[
+        "align-deps",
+        "--workspace",
+        ws,
+        "--policy",
+        "/nonexistent/p.toml",
+    ]);
+    assert_eq!(code, 2);
+    assert_eq!(err.matches("No such file").count(), 1, "{err}");
 }

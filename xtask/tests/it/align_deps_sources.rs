@@ -828,3 +828,55 @@ fn sources_of_a_crate_whose_declaration_needs_a_person_are_left_alone() {
         REEXP2_LIB.replace("{r#type:?}", "{type:?}")
     );
 }
+
+/// `{r#type}` in an `include!`d file and in a module declared inside a macro
+/// invocation (the same module resolver as fmt-check's) is found and fixed,
+/// and the crate then compiles against thiserror 2; a module whose file is
+/// missing is reported as `info:`, not scanned.
+#[test]
+fn include_and_macro_declared_modules_are_scanned_and_fixed() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    write(
+        &ws,
+        "Cargo.toml",
+        "[workspace]\nresolver = \"2\"\nmembers = [\"app\"]\n",
+    );
+    write(&ws, "policy/fleet.toml", POLICY);
+    write(
+        &ws,
+        "app/Cargo.toml",
+        &format!("{}\n[dependencies]\nthiserror = \"1.0\"\n", package("app")),
+    );
+    write(
+        &ws,
+        "app/src/lib.rs",
+        "macro_rules! items {\n    ($($i:item)*) => { $($i)* };\n}\nitems! {\n    pub mod hidden;\n}\n#[cfg(any())]\nmod gone;\ninclude!(\"errors.rs\");\n",
+    );
+    let raw = |name: &str| {
+        format!(
+            "#[derive(Debug, thiserror::Error)]\n#[error(\"{name} {{r#type}}\")]\npub struct {name} {{\n    pub r#type: String,\n}}\n"
+        )
+    };
+    write(&ws, "app/src/errors.rs", &raw("Included"));
+    write(&ws, "app/src/hidden.rs", &raw("Hidden"));
+
+    let (code, out, _) = align(&ws, &["--check"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("app/src/errors.rs:2:20: [thiserror2-raw-ident-in-format]"),
+        "{out}"
+    );
+    assert!(
+        out.contains("app/src/hidden.rs:2:18: [thiserror2-raw-ident-in-format]"),
+        "{out}"
+    );
+    assert!(out.contains("info: app/src/gone.rs: "), "{out}");
+
+    let (code, out, err) = align(&ws, &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(read(&ws.join("app/src/errors.rs")).contains("#[error(\"Included {type}\")]"));
+    assert!(read(&ws.join("app/src/hidden.rs")).contains("#[error(\"Hidden {type}\")]"));
+    let (ok, err) = cargo_check(&ws, &dir.path().join("target"));
+    assert!(ok, "the fixed crate does not compile:\n{err}");
+}

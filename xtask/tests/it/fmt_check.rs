@@ -259,7 +259,7 @@ fn a_file_that_does_not_parse_is_an_error_and_the_rest_is_still_reported() {
     let (code, out, err) = f.run(&[]);
     assert_eq!(code, 2, "{out}\n{err}");
     assert!(
-        out.contains("a/src/broken.rs: error: rustfmt cannot format it:"),
+        out.contains("a/src/broken.rs:1: error: rustfmt cannot format it:"),
         "{out}"
     );
     assert!(out.contains("--> a/src/broken.rs:1:"), "{out}");
@@ -408,6 +408,142 @@ fn fix_writes_what_rustfmt_writes_and_keeps_permissions() {
     ] {
         assert_eq!(f.read(file), copy.read(file), "{file}");
     }
+}
+
+/// A file whose text holds lines that look like rustfmt's verbose output
+/// (`Formatting P`, `P:`, `Spent ... formatting phase`) is fixed whole: the
+/// formatted text never comes from splitting rustfmt's output stream.
+#[test]
+fn fix_keeps_files_whose_text_looks_like_rustfmt_output() {
+    let f = Fixture::new();
+    f.workspace(&["crates/a"], "2021")
+        .package("crates/a", "2021");
+    let root = f.path();
+    for (rel, name) in [
+        ("crates/a/src/lib.rs", "lib"),
+        ("crates/a/src/inc.rs", "inc"),
+    ] {
+        let abs = root.join(rel).display().to_string();
+        let head = if name == "lib" {
+            "include!(\"inc.rs\");\n"
+        } else {
+            ""
+        };
+        f.file(
+            rel,
+            &format!(
+                "{head}pub const {}: &str = r\"\nFormatting {abs}\n{abs}:\n\nSpent 0.001 secs in the parsing phase, and 0.000 secs in the formatting phase\ntail\";\npub fn  {name}( )->u32 {{ 1 }}\n",
+                name.to_uppercase()
+            ),
+        );
+    }
+    let (code, out, err) = f.run(&["--fix"]);
+    assert_eq!(code, 0, "{out}{err}");
+    for (rel, name) in [
+        ("crates/a/src/lib.rs", "lib"),
+        ("crates/a/src/inc.rs", "inc"),
+    ] {
+        let text = f.read(rel);
+        let st = Command::new(rustfmt())
+            .args(["--edition", "2021", "--check", rel])
+            .current_dir(&root)
+            .status()
+            .unwrap();
+        assert!(st.success(), "{rel} is formatted after --fix:\n{text}");
+        assert!(
+            text.contains("formatting phase\ntail\";\n"),
+            "{rel} kept its text:\n{text}"
+        );
+        assert!(
+            text.contains(&format!("pub fn {name}() -> u32 {{")),
+            "{text}"
+        );
+    }
+    assert_eq!(f.run(&[]).0, 0, "a second run finds nothing");
+}
+
+/// `--fix` never writes a file whose "formatted" text changes tokens or
+/// comments (a rustfmt bug must not reach the disk): a fake rustfmt that
+/// changes a literal is caught by the token comparison, and nothing is written.
+#[test]
+fn fix_refuses_output_that_changes_more_than_formatting() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let f = Fixture::new();
+    f.workspace(&["a"], "2021")
+        .package("a", "2021")
+        .file("a/src/lib.rs", "pub fn  a() -> u32 { 1 }\n");
+    let fake = f.path().join("fake-rustfmt");
+    std::fs::write(
+        &fake,
+        "#!/bin/sh\n\
+         case \"$1\" in --version) echo 'rustfmt 1.0.0-fake'; exit 0;; esac\n\
+         if [ \"$1\" = -v ]; then for a in \"$@\"; do case \"$a\" in *.rs) echo \"Formatting $a\"; echo \"$a\";; esac; done; exit 1; fi\n\
+         sed 's/1/2/; s/  / /'\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .args(["fmt-check", "--fix", "--workspace"])
+        .arg(f.path())
+        .env("RUSTFMT", &fake)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(2), "{stdout}");
+    assert!(
+        stdout.contains("a/src/lib.rs:1: error: rustfmt's output changes more than formatting"),
+        "{stdout}"
+    );
+    assert_eq!(f.read("a/src/lib.rs"), "pub fn  a() -> u32 { 1 }\n");
+}
+
+/// `--fix` is all-or-nothing: a file edited on disk while fmt-check ran
+/// (here by a fake rustfmt, as an editor would) stops the whole fix before
+/// anything is written, and nothing is reported as reformatted.
+#[test]
+fn fix_writes_nothing_when_a_file_changed_on_disk_meanwhile() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let f = Fixture::new();
+    f.workspace(&["a"], "2021")
+        .package("a", "2021")
+        .file("a/src/lib.rs", "pub fn  a() {}\ninclude!(\"b.rs\");\n")
+        .file("a/src/b.rs", "pub fn  b() {}\n");
+    let b = f.path().join("a/src/b.rs");
+    let fake = f.path().join("fake-rustfmt");
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\n\
+             case \"$1\" in --version) echo 'rustfmt 1.0.0-fake'; exit 0;; esac\n\
+             if [ \"$1\" = -v ]; then for a in \"$@\"; do case \"$a\" in *.rs) echo \"Formatting $a\"; echo \"$a\";; esac; done; exit 1; fi\n\
+             mkdir '{b}.once' 2>/dev/null && echo '// edited meanwhile' >> '{b}'\n\
+             sed 's/  / /'\n",
+            b = b.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .args(["fmt-check", "--fix", "--workspace"])
+        .arg(f.path())
+        .env("RUSTFMT", &fake)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(2), "{stdout}{stderr}");
+    assert!(stderr.contains("a/src/b.rs: changed on disk"), "{stderr}");
+    assert!(!stdout.contains("reformatted"), "{stdout}");
+    assert_eq!(
+        f.read("a/src/lib.rs"),
+        "pub fn  a() {}\ninclude!(\"b.rs\");\n"
+    );
+    assert_eq!(
+        f.read("a/src/b.rs"),
+        "pub fn  b() {}\n// edited meanwhile\n"
+    );
 }
 
 #[test]

@@ -127,40 +127,76 @@ impl Fixture {
 
 // ---------- the skip path, on this machine and with the driver overridden ----------
 
+/// The driver override that makes every machine a machine without a GPU,
+/// and the skip reason the probe gives for it: the skip path is tested
+/// everywhere, not only where there happens to be no device.
+const NO_DRIVER: (&str, &str) = ("RTX_GPU_TEST_LIBCUDA", "/nonexistent/libcuda.so.1");
+
+fn no_driver_reason() -> NoDevice {
+    probe::probe_libraries(&[PathBuf::from(NO_DRIVER.1)]).unwrap_err()
+}
+
 #[test]
 fn no_device_skips_with_the_reason_and_exit_0() {
     let fx = Fixture::with_features(GPU_TESTS, "\"gpu\"");
-    let (code, out, err) = xtask(&["gpu-test", "--workspace", &fx.ws()]);
-    match probe::probe() {
-        Err(reason) => {
-            assert_eq!(code, 0, "{out}\n{err}");
-            assert!(
-                out.contains(&format!("\ngpu-test: skipped: {reason}\n")),
-                "{out}"
-            );
-            // it built the GPU tests before deciding to skip
-            assert!(out.contains("--features gpu-crate/gpu"), "{out}");
-            assert!(!out.contains("passed"), "{out}");
-        }
-        // A machine with a GPU runs them instead.
-        Ok(_) => assert!(
-            out.contains("gpu-test: 3 passed, 0 failed, 1 skipped"),
-            "{out}\n{err}"
-        ),
-    }
+    let (code, out, err) = xtask_bin(&["gpu-test", "--workspace", &fx.ws()], &[NO_DRIVER]);
+    let reason = no_driver_reason();
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(
+        out.contains(&format!("\ngpu-test: skipped: {reason}\n")),
+        "{out}"
+    );
+    // it built the GPU tests before deciding to skip
+    assert!(out.contains("--features gpu-crate/gpu"), "{out}");
+    assert!(!out.contains("passed"), "{out}");
 }
 
 #[test]
 fn require_device_without_one_is_exit_2_with_the_reason() {
-    let Err(reason) = probe::probe() else { return }; // a GPU machine has a device
+    let reason = no_driver_reason();
     let fx = Fixture::with_features(GPU_TESTS, "\"gpu\"");
-    let (code, out, err) = xtask(&["gpu-test", "--require-device", "--workspace", &fx.ws()]);
+    let (code, out, err) = xtask_bin(
+        &["gpu-test", "--require-device", "--workspace", &fx.ws()],
+        &[NO_DRIVER],
+    );
     assert_eq!(code, 2, "{out}\n{err}");
     assert!(
         err.contains("--require-device") && err.contains(&reason.to_string()),
         "{err}"
     );
     assert!(!out.contains("skipped"), "{out}");
+}
+
+/// An empty matrix never passes where GPU tests are required: with
+/// --require-device or --archive it is exit 2 (and no archive is written);
+/// a plain run says there is nothing to test and exits 0.
+#[test]
+fn empty_matrix_is_exit_2_with_require_device_or_archive() {
+    let fx = Fixture::new(GPU_TESTS, "[fmt]\nexclude = []\n");
+    let (code, out, _) = xtask_bin(&["gpu-test", "--workspace", &fx.ws()], &[NO_DRIVER]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("gpu-test: nothing to test"), "{out}");
+    let (code, out, err) = xtask_bin(
+        &["gpu-test", "--require-device", "--workspace", &fx.ws()],
+        &[NO_DRIVER],
+    );
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(err.contains("no [[gpu-test]] entries"), "{err}");
+    assert!(err.contains("--require-device"), "{err}");
+    let file = fx.root().join("gpu.tar.zst");
+    let (code, out, err) = xtask(&[
+        "gpu-test",
+        "--archive",
+        file.to_str().unwrap(),
+        "--workspace",
+        &fx.ws(),
+    ]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(
+        err.contains("no [[gpu-test]] entries") && err.contains("--archive"),
+        "{err}"
+    );
+    assert!(!file.exists());
 }
 
 #[test]
