@@ -32,8 +32,10 @@ __device__ __forceinline__ double rmul(double a, double b) { return __dmul_rn(a,
 __device__ __forceinline__ float rdiv(float a, float b) { return __fdiv_rn(a, b); }
 __device__ __forceinline__ double rdiv(double a, double b) { return __ddiv_rn(a, b); }
 // The one exp of the backend: Unary::Exp, its backward and the fused softmax all call this.
-__device__ __noinline__ float rexp(float a) { return expf(a); }
-__device__ __noinline__ double rexp(double a) { return exp(a); }
+// Inlined: the same IEEE operations wherever it is expanded (the unit is built with
+// --fmad=false and --ftz=false), so fused results still equal their composition.
+__device__ __forceinline__ float rexp(float a) { return expf(a); }
+__device__ __forceinline__ double rexp(double a) { return exp(a); }
 
 // Components of the vector types the scatter machinery moves.
 template <typename V> struct VecT;
