@@ -55,6 +55,53 @@ pub fn github_notice(file: Option<&str>, title: &str, message: &str) -> String {
     )
 }
 
+/// Prints an informational note: `{prefix}: {text}` on `out` (human), the
+/// same line on `err` (json: stdout carries only JSON objects), a `::notice`
+/// titled `title` on `out` (github).
+///
+/// # Errors
+/// Write errors.
+pub fn print_note(
+    format: Format,
+    title: &str,
+    prefix: &str,
+    text: &str,
+    out: &mut dyn std::io::Write,
+    err: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
+    match format {
+        Format::Human => writeln!(out, "{prefix}: {text}"),
+        Format::Json => writeln!(err, "{prefix}: {text}"),
+        Format::Github => writeln!(out, "{}", github_notice(None, title, text)),
+    }
+}
+
+/// Prints the one summary of a run, on `out` in every format: `line`
+/// (human), a `{"kind": "summary", "message": line, ..fields}` object (json),
+/// a `::notice` titled `title` (github).
+///
+/// # Errors
+/// Write errors.
+pub fn print_summary(
+    format: Format,
+    title: &str,
+    line: &str,
+    fields: serde_json::Value,
+    out: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
+    match format {
+        Format::Human => writeln!(out, "{line}"),
+        Format::Json => {
+            let mut obj = serde_json::json!({"kind": "summary", "message": line});
+            if let (Some(o), serde_json::Value::Object(f)) = (obj.as_object_mut(), fields) {
+                o.extend(f);
+            }
+            writeln!(out, "{obj}")
+        }
+        Format::Github => writeln!(out, "{}", github_notice(None, title, line)),
+    }
+}
+
 /// A unified diff of `old` -> `new`, labelled `a/<path>` / `b/<path>`, three lines of context.
 pub fn unified_diff(path: &str, old: &str, new: &str) -> String {
     similar::TextDiff::from_lines(old, new)

@@ -603,8 +603,10 @@ fn json_and_github_formats_include_source_findings() {
     let rows: Vec<serde_json::Value> = out
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|r: &serde_json::Value| r["kind"] != "summary")
         .collect();
     assert_eq!(rows.len(), 14, "{out}");
+    assert!(rows.iter().all(|r| r["kind"] == "violation"), "{out}");
     let raw = rows
         .iter()
         .find(|r| r["file"] == "app/src/lib.rs" && r["line"] == 13)
@@ -660,7 +662,8 @@ fn json_and_github_formats_include_source_findings() {
     // a fix run in JSON lists every finding, source ones included, and applies them
     let (code, out, _) = align(ws, &["--format", "json"]);
     assert_eq!(code, 1, "{out}");
-    assert_eq!(out.lines().count(), 14, "{out}");
+    // 14 findings and the summary
+    assert_eq!(out.lines().count(), 15, "{out}");
     assert_eq!(read(&ws.join("app/src/lib.rs")), APP_LIB_FIXED);
 }
 
