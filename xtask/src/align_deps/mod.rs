@@ -99,26 +99,17 @@ pub struct Args {
 /// malformed or unreadable manifest or policy (nothing is written), an I/O
 /// error while writing (files already written are restored).
 pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Result<Outcome> {
-    let started = std::time::Instant::now();
-    let mut timing = Vec::new();
-    let mut mark = |phase: &str| {
-        if std::env::var_os("XTASK_ALIGN_TIMING").is_some() {
-            timing.push(format!(
-                "timing: {phase}: total {:.1} ms",
-                started.elapsed().as_secs_f64() * 1e3
-            ));
-        }
-    };
+    let mut timing = crate::report::Timing::new("XTASK_ALIGN_TIMING");
     let manifest = crate::workspace::manifest_path(args.target.workspace.as_deref())?;
     let meta = load_metadata(&manifest)?;
-    mark("cargo metadata");
+    timing.mark("cargo metadata");
     let root: PathBuf = meta.workspace_root.clone().into_std_path_buf();
     let policy = crate::workspace::load_policy(&args.target, &root)?.policy;
     let (loaded, member_names) = load_manifests(&meta, &root)?;
-    mark("manifests parsed");
+    timing.mark("manifests parsed");
     // the source side only reads: a file that does not parse stops the run here
     let analyses = sources::analyze(&meta, &root, &policy)?;
-    mark("sources analysed");
+    timing.mark("sources analysed");
     let (mut plan, new_forms) =
         planner::plan_with_new_users(&loaded, &policy, &sources::new_users(&analyses))?;
     let not_scanned: Vec<String> = analyses
@@ -139,22 +130,20 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
     plan.merge(source_plan)?;
     plan.findings
         .sort_by(|a, b| (&a.file, a.line, a.column).cmp(&(&b.file, b.line, b.column)));
-    mark("planned");
+    timing.mark("planned");
     let mut info = held_back;
     info.extend(lockfile::older_majors(&root, &policy, &member_names));
     let format = args.format.format;
     let outcome = if args.check {
         // (a fix run validates in `Plan::apply`)
         plan.validate()?;
-        mark("validated");
+        timing.mark("validated");
         report_check(&plan, &info, loaded.manifests.len(), format, out, err)
     } else {
         apply_and_report(&plan, &info, format, out, err)
     };
-    mark("reported");
-    for line in &timing {
-        writeln!(err, "{line}")?;
-    }
+    timing.mark("reported");
+    timing.write_to(err)?;
     outcome
 }
 

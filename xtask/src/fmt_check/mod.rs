@@ -54,7 +54,7 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
     if let Some(rev) = &args.verify_formatting_only {
         return verify::run(args, rev, out, err);
     }
-    let mut timing = check::Timing::new();
+    let mut timing = crate::report::Timing::new("XTASK_FMT_TIMING");
     // `rustfmt --version` runs while cargo metadata does.
     let probe = std::thread::spawn(rustfmt::Rustfmt::locate);
     let manifest = crate::workspace::manifest_path(args.target.workspace.as_deref())?;
@@ -72,9 +72,7 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
     timing.mark("cargo metadata, policy, walk");
     let mut configs = files::ConfigResolver::default();
     let reports = check::check(&rustfmt, &plan, &mut configs, &mut notes, &mut timing)?;
-    for l in timing.lines() {
-        writeln!(err, "{l}")?;
-    }
+    timing.write_to(err)?;
     Report {
         plan: &plan,
         reports: &reports,
