@@ -59,7 +59,6 @@
 //! warning. A converting declaration that would gain `features` from an
 //! existing workspace entry is reported (`features`, not fixable).
 
-pub mod fixture;
 pub mod lockfile;
 pub mod manifest;
 pub mod plan;

@@ -5,6 +5,8 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use xtask::workspace::cargo;
+
 struct Fixture {
     dir: tempfile::TempDir,
 }
@@ -104,10 +106,6 @@ impl Fixture {
             .collect();
         (out.status.success(), files)
     }
-}
-
-fn cargo() -> String {
-    std::env::var("CARGO").unwrap_or_else(|_| "cargo".into())
 }
 
 fn rustfmt() -> PathBuf {
