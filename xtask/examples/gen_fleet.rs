@@ -1,8 +1,11 @@
 //! Writes a drifted fixture fleet for timing `align-deps`:
 //! `cargo run -p xtask --example gen_fleet -- DIR [N=500] [--sources]`.
 //! With `--sources`, each crate gets about 75 lines of thiserror 1 style
-//! error types in two files (`fixture::source_lib`) instead of an empty
+//! error types in two files (`support::source_lib`) instead of an empty
 //! `src/lib.rs`, for timing the source side.
+
+#[path = "../tests/it/support.rs"]
+mod support;
 
 fn main() -> std::io::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -15,9 +18,9 @@ fn main() -> std::io::Result<()> {
     let n: usize = pos
         .next()
         .map_or(500, |s| s.parse().expect("N must be a number"));
-    let fleet = xtask::align_deps::fixture::drifted_fleet(std::path::Path::new(&dir), n)?;
+    let fleet = support::drifted_fleet(std::path::Path::new(&dir), n)?;
     if sources {
-        xtask::align_deps::fixture::add_sources(&fleet, n)?;
+        support::add_sources(&fleet, n)?;
     }
     println!(
         "wrote {n} crates to {dir}{}",

@@ -57,8 +57,20 @@ impl Splice {
 /// order) to `text`.
 ///
 /// # Panics
-/// When a range is out of bounds or not on a char boundary (a planner bug).
+/// When a range is out of bounds, not on a char boundary or overlaps
+/// another (a planner bug).
 pub fn apply_splices(text: &str, splices: &[Splice]) -> String {
+    try_apply_splices(text, 0, splices).unwrap_or_else(|e| panic!("{e} (planner bug)"))
+}
+
+/// `text`, which starts at byte `base` of the text the splices were planned
+/// on, with `splices` applied (non-overlapping; insertions at one point keep
+/// their order).
+///
+/// # Errors
+/// A splice that overlaps another, lies outside `text` or is not on a char
+/// boundary.
+pub fn try_apply_splices(text: &str, base: usize, splices: &[Splice]) -> Result<String, String> {
     let mut sorted: Vec<&Splice> = splices.iter().collect();
     // stable: equal starts keep insertion order; an insertion sorts before a
     // replacement that starts at the same byte.
@@ -66,13 +78,21 @@ pub fn apply_splices(text: &str, splices: &[Splice]) -> String {
     let mut out = String::with_capacity(text.len() + 64);
     let mut pos = 0;
     for s in sorted {
-        assert!(s.range.start >= pos, "overlapping splices (planner bug)");
-        out.push_str(&text[pos..s.range.start]);
+        let outside = || format!("splice at bytes {:?} is outside the text", s.range);
+        let start = s.range.start.checked_sub(base).ok_or_else(outside)?;
+        let end = s.range.end.checked_sub(base).ok_or_else(outside)?;
+        if start < pos {
+            return Err(format!("overlapping splices at byte {}", s.range.start));
+        }
+        out.push_str(text.get(pos..start).ok_or_else(outside)?);
         out.push_str(&s.text);
-        pos = s.range.end;
+        pos = end;
     }
-    out.push_str(&text[pos..]);
-    out
+    out.push_str(
+        text.get(pos..)
+            .ok_or_else(|| format!("splice end {pos} is outside the text"))?,
+    );
+    Ok(out)
 }
 
 /// The planned edits of one file.
@@ -343,6 +363,18 @@ fn overlaps(a: &Range<usize>, b: &Range<usize>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn edits_apply_in_order_and_overlaps_are_refused() {
+        let e = |r: Range<usize>, t: &str| Splice::replace(r, t);
+        assert_eq!(
+            try_apply_splices("abcdef", 0, &[e(4..5, "X"), e(1..1, "+"), e(1..2, "")]).unwrap(),
+            "a+cdXf"
+        );
+        assert_eq!(try_apply_splices("cdef", 2, &[e(3..4, "")]).unwrap(), "cef");
+        assert!(try_apply_splices("abcdef", 0, &[e(1..3, ""), e(2..4, "")]).is_err());
+        assert!(try_apply_splices("cdef", 2, &[e(1..2, "")]).is_err());
+    }
 
     #[test]
     fn splices_apply_in_order_with_insertions_first() {

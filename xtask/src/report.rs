@@ -55,6 +55,100 @@ pub fn github_notice(file: Option<&str>, title: &str, message: &str) -> String {
     )
 }
 
+/// Prints an informational note: `{prefix}: {text}` on `out` (human), the
+/// same line on `err` (json: stdout carries only JSON objects), a `::notice`
+/// titled `title` on `out` (github).
+///
+/// # Errors
+/// Write errors.
+pub fn print_note(
+    format: Format,
+    title: &str,
+    prefix: &str,
+    text: &str,
+    out: &mut dyn std::io::Write,
+    err: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
+    match format {
+        Format::Human => writeln!(out, "{prefix}: {text}"),
+        Format::Json => writeln!(err, "{prefix}: {text}"),
+        Format::Github => writeln!(out, "{}", github_notice(None, title, text)),
+    }
+}
+
+/// Prints the one summary of a run, on `out` in every format: `line`
+/// (human), a `{"kind": "summary", "message": line, ..fields}` object (json),
+/// a `::notice` titled `title` (github).
+///
+/// # Errors
+/// Write errors.
+pub fn print_summary(
+    format: Format,
+    title: &str,
+    line: &str,
+    fields: serde_json::Value,
+    out: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
+    match format {
+        Format::Human => writeln!(out, "{line}"),
+        Format::Json => {
+            let mut obj = serde_json::json!({"kind": "summary", "message": line});
+            if let (Some(o), serde_json::Value::Object(f)) = (obj.as_object_mut(), fields) {
+                o.extend(f);
+            }
+            writeln!(out, "{obj}")
+        }
+        Format::Github => writeln!(out, "{}", github_notice(None, title, line)),
+    }
+}
+
+/// Phase timings of one run, recorded only when the environment variable
+/// named at [`Timing::new`] is set (`XTASK_ALIGN_TIMING`, `XTASK_FMT_TIMING`).
+#[derive(Debug)]
+pub struct Timing {
+    start: std::time::Instant,
+    last: std::time::Instant,
+    on: bool,
+    lines: Vec<String>,
+}
+
+impl Timing {
+    /// Starts the clock; records phases when `env_var` is set.
+    pub fn new(env_var: &str) -> Timing {
+        let now = std::time::Instant::now();
+        Timing {
+            start: now,
+            last: now,
+            on: std::env::var_os(env_var).is_some(),
+            lines: Vec::new(),
+        }
+    }
+
+    /// Records the phase that just ended: `timing: <phase>: N ms (total N ms)`.
+    pub fn mark(&mut self, phase: &str) {
+        if self.on {
+            let now = std::time::Instant::now();
+            self.lines.push(format!(
+                "timing: {phase}: {:.1} ms (total {:.1} ms)",
+                (now - self.last).as_secs_f64() * 1e3,
+                (now - self.start).as_secs_f64() * 1e3
+            ));
+            self.last = now;
+        }
+    }
+
+    /// Writes the recorded lines (to stderr, by the commands).
+    ///
+    /// # Errors
+    /// Write errors.
+    pub fn write_to(&self, err: &mut dyn std::io::Write) -> std::io::Result<()> {
+        for l in &self.lines {
+            writeln!(err, "{l}")?;
+        }
+        Ok(())
+    }
+}
+
 /// A unified diff of `old` -> `new`, labelled `a/<path>` / `b/<path>`, three lines of context.
 pub fn unified_diff(path: &str, old: &str, new: &str) -> String {
     similar::TextDiff::from_lines(old, new)
@@ -83,6 +177,23 @@ mod tests {
             "::notice file=a%2Cb%3Ac.rs,title=fmt-check::x%0Ay"
         );
         assert_eq!(github_notice(None, "t", "50%"), "::notice title=t::50%25");
+    }
+
+    #[test]
+    fn timing_records_only_when_its_variable_is_set() {
+        let mut off = Timing::new("XTASK_NO_SUCH_TIMING_VARIABLE");
+        off.mark("a");
+        let mut buf = Vec::new();
+        off.write_to(&mut buf).unwrap();
+        assert!(buf.is_empty());
+        let mut on = Timing::new("PATH");
+        on.mark("a");
+        on.mark("b");
+        on.write_to(&mut buf).unwrap();
+        let text = String::from_utf8(buf).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 2, "{text}");
+        assert!(lines[1].starts_with("timing: b: ") && lines[1].contains(" ms (total "));
     }
 
     #[test]

@@ -59,7 +59,6 @@
 //! warning. A converting declaration that would gain `features` from an
 //! existing workspace entry is reported (`features`, not fixable).
 
-pub mod fixture;
 pub mod lockfile;
 pub mod manifest;
 pub mod plan;
@@ -74,9 +73,9 @@ use anyhow::Context as _;
 
 use crate::Outcome;
 use crate::cli::{FormatArg, Target};
-use crate::report::{Format, unified_diff};
+use crate::report::{Format, print_note, print_summary, unified_diff};
 use manifest::Manifest;
-use plan::{Plan, print_findings, print_info};
+use plan::{Plan, print_findings};
 use planner::Loaded;
 
 /// Arguments of `cargo xtask align-deps`.
@@ -99,26 +98,17 @@ pub struct Args {
 /// malformed or unreadable manifest or policy (nothing is written), an I/O
 /// error while writing (files already written are restored).
 pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Result<Outcome> {
-    let started = std::time::Instant::now();
-    let mut timing = Vec::new();
-    let mut mark = |phase: &str| {
-        if std::env::var_os("XTASK_ALIGN_TIMING").is_some() {
-            timing.push(format!(
-                "timing: {phase}: total {:.1} ms",
-                started.elapsed().as_secs_f64() * 1e3
-            ));
-        }
-    };
+    let mut timing = crate::report::Timing::new("XTASK_ALIGN_TIMING");
     let manifest = crate::workspace::manifest_path(args.target.workspace.as_deref())?;
     let meta = load_metadata(&manifest)?;
-    mark("cargo metadata");
+    timing.mark("cargo metadata");
     let root: PathBuf = meta.workspace_root.clone().into_std_path_buf();
     let policy = crate::workspace::load_policy(&args.target, &root)?.policy;
     let (loaded, member_names) = load_manifests(&meta, &root)?;
-    mark("manifests parsed");
+    timing.mark("manifests parsed");
     // the source side only reads: a file that does not parse stops the run here
     let analyses = sources::analyze(&meta, &root, &policy)?;
-    mark("sources analysed");
+    timing.mark("sources analysed");
     let (mut plan, new_forms) =
         planner::plan_with_new_users(&loaded, &policy, &sources::new_users(&analyses))?;
     let not_scanned: Vec<String> = analyses
@@ -139,22 +129,20 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
     plan.merge(source_plan)?;
     plan.findings
         .sort_by(|a, b| (&a.file, a.line, a.column).cmp(&(&b.file, b.line, b.column)));
-    mark("planned");
+    timing.mark("planned");
     let mut info = held_back;
     info.extend(lockfile::older_majors(&root, &policy, &member_names));
     let format = args.format.format;
     let outcome = if args.check {
         // (a fix run validates in `Plan::apply`)
         plan.validate()?;
-        mark("validated");
+        timing.mark("validated");
         report_check(&plan, &info, loaded.manifests.len(), format, out, err)
     } else {
         apply_and_report(&plan, &info, format, out, err)
     };
-    mark("reported");
-    for line in &timing {
-        writeln!(err, "{line}")?;
-    }
+    timing.mark("reported");
+    timing.write_to(err)?;
     outcome
 }
 
@@ -166,32 +154,36 @@ fn report_check(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> anyhow::Result<Outcome> {
-    print_findings(&plan.findings, format, out)?;
+    print_findings(&plan.findings, format, false, out)?;
     if format == Format::Human {
         for e in plan.edits() {
             write!(out, "{}", unified_diff(&e.rel, &e.old_text, &e.new_text()))?;
         }
     }
-    for line in info {
-        print_info(line, format, out, err)?;
-    }
-    let summary_to: &mut dyn Write = if format == Format::Human { out } else { err };
-    if plan.findings.is_empty() {
-        writeln!(
-            summary_to,
-            "align-deps: {n_manifests} manifests hold the policy"
-        )?;
-        return Ok(Outcome::Holds);
-    }
+    print_notes(info, format, out, err)?;
     let fixable = plan.findings.iter().filter(|f| f.fixable).count();
     let files: BTreeSet<&str> = plan.findings.iter().map(|f| f.file.as_str()).collect();
-    writeln!(
-        summary_to,
-        "align-deps: {} violations ({fixable} fixable) in {} files; run `cargo xtask align-deps` to fix the fixable ones",
-        plan.findings.len(),
-        files.len()
-    )?;
-    Ok(Outcome::Violations)
+    let line = if plan.findings.is_empty() {
+        format!("align-deps: {n_manifests} manifests hold the policy")
+    } else {
+        format!(
+            "align-deps: {} violations ({fixable} fixable) in {} files; run `cargo xtask align-deps` to fix the fixable ones",
+            plan.findings.len(),
+            files.len()
+        )
+    };
+    let fields = serde_json::json!({
+        "manifests": n_manifests,
+        "violations": plan.findings.len(),
+        "fixable": fixable,
+        "files": files.len(),
+    });
+    print_summary(format, "align-deps", &line, fields, out)?;
+    Ok(if plan.findings.is_empty() {
+        Outcome::Holds
+    } else {
+        Outcome::Violations
+    })
 }
 
 fn apply_and_report(
@@ -223,45 +215,56 @@ fn apply_and_report(
                     if n == 1 { "" } else { "s" }
                 )?;
             }
-            print_findings(&unfixable, format, out)?;
+            print_findings(&unfixable, format, true, out)?;
         }
-        Format::Json => print_findings(&plan.findings, format, out)?,
-        Format::Github => print_findings(&unfixable, format, out)?,
+        Format::Json => print_findings(&plan.findings, format, true, out)?,
+        Format::Github => print_findings(&unfixable, format, true, out)?,
     }
-    for line in info {
-        print_info(line, format, out, err)?;
-    }
-    let summary_to: &mut dyn Write = if format == Format::Human { out } else { err };
+    print_notes(info, format, out, err)?;
     let fixed = plan.findings.len() - unfixable.len();
-    if plan.findings.is_empty() {
-        writeln!(
-            summary_to,
-            "align-deps: nothing to change; the workspace holds the policy"
-        )?;
-        Ok(Outcome::Holds)
+    let line = if plan.findings.is_empty() {
+        "align-deps: nothing to change; the workspace holds the policy".to_string()
     } else if unfixable.is_empty() {
-        writeln!(
-            summary_to,
+        format!(
             "align-deps: fixed {fixed} findings in {} files; the workspace holds the policy",
             applied.len()
-        )?;
-        Ok(Outcome::Holds)
+        )
     } else if fixed == 0 {
-        writeln!(
-            summary_to,
+        format!(
             "align-deps: nothing to fix automatically; {} need a person (listed above)",
             unfixable.len()
-        )?;
-        Ok(Outcome::Violations)
+        )
     } else {
-        writeln!(
-            summary_to,
+        format!(
             "align-deps: fixed {fixed} findings in {} files; {} need a person (listed above)",
             applied.len(),
             unfixable.len()
-        )?;
-        Ok(Outcome::Violations)
+        )
+    };
+    let fields = serde_json::json!({
+        "fixed": fixed,
+        "files_written": applied.len(),
+        "need_a_person": unfixable.len(),
+    });
+    print_summary(format, "align-deps", &line, fields, out)?;
+    Ok(if unfixable.is_empty() {
+        Outcome::Holds
+    } else {
+        Outcome::Violations
+    })
+}
+
+/// The `info:` lines (see [`print_note`]).
+fn print_notes(
+    info: &[String],
+    format: Format,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> std::io::Result<()> {
+    for line in info {
+        print_note(format, "align-deps", "info", line, out, err)?;
     }
+    Ok(())
 }
 
 /// `cargo metadata --no-deps --offline`; when cargo rejects a manifest, the

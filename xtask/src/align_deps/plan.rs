@@ -7,7 +7,7 @@ use std::path::Path;
 use serde::Serialize;
 
 pub use crate::edit::{FileEdit, Splice, apply_splices};
-use crate::report::{Format, github_error, github_notice};
+use crate::report::{Format, github_error};
 
 /// What a planner found: one violation at one place.
 ///
@@ -97,47 +97,58 @@ impl Finding {
         )
     }
 
-    /// One line of JSON.
-    pub fn json(&self) -> String {
-        serde_json::to_string(self).expect("a Finding always serializes")
+    /// One line of JSON: the finding's fields after `kind` (`fixed` for a
+    /// fixable finding of a fix run, else `violation`).
+    pub fn json(&self, fix_run: bool) -> String {
+        #[derive(Serialize)]
+        struct Row<'a> {
+            kind: &'static str,
+            #[serde(flatten)]
+            finding: &'a Finding,
+        }
+        let kind = if fix_run && self.fixable {
+            "fixed"
+        } else {
+            "violation"
+        };
+        serde_json::to_string(&Row {
+            kind,
+            finding: self,
+        })
+        .expect("a Finding always serializes")
     }
 }
 
-/// Prints `findings` in `format` (one per line; human lines, JSON objects or annotations).
+/// `s` on one line (a finding is one line of output): its lines trimmed,
+/// blank ones dropped, joined with `sep` (`"; "` for manifest lines, `" "`
+/// for Rust source).
+pub fn one_line(s: &str, sep: &str) -> String {
+    s.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(sep)
+}
+
+/// Prints `findings` in `format` (one per line; human lines, JSON objects or
+/// annotations); `fix_run`: the fixable ones were just fixed.
 ///
 /// # Errors
 /// Write errors.
 pub fn print_findings(
     findings: &[Finding],
     format: Format,
+    fix_run: bool,
     out: &mut dyn Write,
 ) -> std::io::Result<()> {
     for f in findings {
         match format {
             Format::Human => writeln!(out, "{}", f.human())?,
-            Format::Json => writeln!(out, "{}", f.json())?,
+            Format::Json => writeln!(out, "{}", f.json(fix_run))?,
             Format::Github => writeln!(out, "{}", f.github())?,
         }
     }
     Ok(())
-}
-
-/// Prints an informational line: `info: ...` (human, and json on `err` so
-/// that `out` stays one finding per line), `::notice::...` (github).
-///
-/// # Errors
-/// Write errors.
-pub fn print_info(
-    line: &str,
-    format: Format,
-    out: &mut dyn Write,
-    err: &mut dyn Write,
-) -> std::io::Result<()> {
-    match format {
-        Format::Human => writeln!(out, "info: {line}"),
-        Format::Json => writeln!(err, "info: {line}"),
-        Format::Github => writeln!(out, "{}", github_notice(None, "align-deps", line)),
-    }
 }
 
 /// Every finding and every edit, computed before anything is written.
@@ -242,7 +253,9 @@ mod tests {
             f.human(),
             "crates/a/Cargo.toml:7: thiserror = \"1.0\" -> thiserror = { workspace = true } (inherit)"
         );
-        let j: serde_json::Value = serde_json::from_str(&f.json()).unwrap();
+        let j: serde_json::Value = serde_json::from_str(&f.json(false)).unwrap();
+        assert_eq!(j["kind"], "violation");
+        assert_eq!(j["file"], "crates/a/Cargo.toml");
         assert_eq!(j["line"], 7);
         assert_eq!(j["table"], "dependencies");
         assert_eq!(j["fixable"], true);

@@ -5,7 +5,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::manifest::{Decl, DepTable, Form, Manifest, Op};
-use super::plan::{Finding, Plan, Splice, apply_splices};
+use super::plan::{Finding, Plan, Splice, one_line};
+use crate::edit::try_apply_splices;
 use crate::policy::{DependencyRule, Policy};
 
 /// The manifests of one workspace, parsed.
@@ -204,7 +205,7 @@ impl Ctx<'_, '_> {
     fn unfixable(&self, u: &Use<'_>, rule: &str, wanted: &str, message: &str) -> Finding {
         let at = u.decl.key_offset();
         let (line, column) = u.m.line_col(at);
-        let found = collapse(&u.m.text()[u.m.line_start(at)..u.m.line_end(at)]);
+        let found = one_line(&u.m.text()[u.m.line_start(at)..u.m.line_end(at)], "; ");
         Finding {
             file: u.m.rel.clone(),
             line,
@@ -681,17 +682,9 @@ fn describe(m: &Manifest, splices: &[Splice]) -> Finding {
         .max()
         .unwrap_or(start)
         .max(region_start);
-    let shifted: Vec<Splice> = splices
-        .iter()
-        .map(|s| {
-            Splice::replace(
-                s.range.start - region_start..s.range.end - region_start,
-                s.text.clone(),
-            )
-        })
-        .collect();
     let old = &text[region_start..region_end];
-    let new = apply_splices(old, &shifted);
+    let new = try_apply_splices(old, region_start, splices)
+        .expect("a finding's splices lie in its region (planner bug)");
     let (line, column) = m.line_col(start);
     Finding {
         file: m.rel.clone(),
@@ -700,19 +693,10 @@ fn describe(m: &Manifest, splices: &[Splice]) -> Finding {
         rule: String::new(),
         dependency: String::new(),
         table: None,
-        found: collapse(old),
-        wanted: collapse(&new),
+        found: one_line(old, "; "),
+        wanted: one_line(&new, "; "),
         fixable: true,
         message: String::new(),
         fixed_in: None,
     }
-}
-
-/// Lines trimmed and joined with `; ` (one line of output per finding).
-fn collapse(s: &str) -> String {
-    s.lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .collect::<Vec<_>>()
-        .join("; ")
 }

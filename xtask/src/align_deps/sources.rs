@@ -29,7 +29,7 @@ use cargo_metadata::semver::{Op, VersionReq};
 use cargo_metadata::{Metadata, Package};
 
 use super::manifest::Manifest;
-use super::plan::{Finding, Plan, Splice};
+use super::plan::{Finding, Plan, Splice, one_line};
 use super::planner::{Loaded, NewUser};
 use crate::policy::{DependencyRule, Policy};
 use crate::thiserror_src::{
@@ -179,16 +179,6 @@ fn line_of(text: &str, n: usize) -> &str {
     text.lines().nth(n.saturating_sub(1)).unwrap_or("").trim()
 }
 
-/// `s` on one line: its lines trimmed and joined with spaces (a finding is
-/// one line of output).
-fn one_line(s: &str) -> String {
-    s.lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
 /// The run of lines around line `n` (1-based) that a fix changes, before and
 /// after, each on one line; `None` when line `n` does not change. Source fixes
 /// never add or remove a line break, so line `i` of the fixed text is line `i`
@@ -209,8 +199,8 @@ fn changed_block(original: &str, fixed: &str, n: usize) -> Option<(String, Strin
         b += 1;
     }
     Some((
-        one_line(&old[a..b].join("\n")),
-        one_line(&new[a..b].join("\n")),
+        one_line(&old[a..b].join("\n"), " "),
+        one_line(&new[a..b].join("\n"), " "),
     ))
 }
 
@@ -263,16 +253,16 @@ pub fn plan(
                         finding.found = old;
                         finding.wanted = new;
                     }
-                    _ => finding.wanted = one_line(sf.suggestion.as_deref().unwrap_or("")),
+                    _ => finding.wanted = one_line(sf.suggestion.as_deref().unwrap_or(""), " "),
                 }
                 if let Some(s) = &sf.suggestion {
-                    let s = one_line(s);
+                    let s = one_line(s, " ");
                     if s != finding.wanted {
                         finding.message = format!("{}; {s}", finding.message);
                     }
                 }
             }
-            finding.message = one_line(&finding.message);
+            finding.message = one_line(&finding.message, " ");
             plan.push_finding(finding);
         }
     }

@@ -91,51 +91,6 @@ struct Unit {
     weight: u64,
 }
 
-/// Phase timings on stderr when `XTASK_FMT_TIMING` is set.
-#[derive(Debug)]
-pub struct Timing {
-    start: std::time::Instant,
-    last: std::time::Instant,
-    on: bool,
-    lines: Vec<String>,
-}
-
-impl Timing {
-    /// Starts the clock.
-    pub fn new() -> Timing {
-        let now = std::time::Instant::now();
-        Timing {
-            start: now,
-            last: now,
-            on: std::env::var_os("XTASK_FMT_TIMING").is_some(),
-            lines: Vec::new(),
-        }
-    }
-
-    /// Records the phase that just ended.
-    pub fn mark(&mut self, phase: &str) {
-        if self.on {
-            let now = std::time::Instant::now();
-            self.lines.push(format!(
-                "timing: {phase}: {:.1} ms (total {:.1} ms)",
-                (now - self.last).as_secs_f64() * 1e3,
-                (now - self.start).as_secs_f64() * 1e3
-            ));
-            self.last = now;
-        }
-    }
-
-    /// The recorded lines.
-    pub fn lines(&self) -> &[String] {
-        &self.lines
-    }
-}
-
-impl Default for Timing {
-    fn default() -> Timing {
-        Timing::new()
-    }
-}
 /// Pass 2 batches share (edition, config path).
 type BatchKey = (String, Option<PathBuf>);
 
@@ -158,7 +113,7 @@ pub fn check(
     plan: &Plan,
     configs: &mut ConfigResolver,
     notes: &mut Vec<String>,
-    timing: &mut Timing,
+    timing: &mut crate::report::Timing,
 ) -> anyhow::Result<Vec<FileReport>> {
     let texts: Vec<Result<String, String>> = plan
         .files

@@ -23,7 +23,7 @@ use serde_json::json;
 
 use crate::Outcome;
 use crate::cli::{FormatArg, Target};
-use crate::report::{Format, github_error, github_notice, unified_diff};
+use crate::report::{Format, github_error, github_notice, print_note, print_summary, unified_diff};
 use check::{EditionSource, FileReport, Verdict, Via};
 
 /// Arguments of `cargo xtask fmt-check`.
@@ -54,7 +54,7 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
     if let Some(rev) = &args.verify_formatting_only {
         return verify::run(args, rev, out, err);
     }
-    let mut timing = check::Timing::new();
+    let mut timing = crate::report::Timing::new("XTASK_FMT_TIMING");
     // `rustfmt --version` runs while cargo metadata does.
     let probe = std::thread::spawn(rustfmt::Rustfmt::locate);
     let manifest = crate::workspace::manifest_path(args.target.workspace.as_deref())?;
@@ -72,9 +72,7 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
     timing.mark("cargo metadata, policy, walk");
     let mut configs = files::ConfigResolver::default();
     let reports = check::check(&rustfmt, &plan, &mut configs, &mut notes, &mut timing)?;
-    for l in timing.lines() {
-        writeln!(err, "{l}")?;
-    }
+    timing.write_to(err)?;
     Report {
         plan: &plan,
         reports: &reports,
@@ -94,7 +92,7 @@ struct Report<'a> {
 }
 
 impl Report<'_> {
-    fn emit(mut self, out: &mut dyn Write, _err: &mut dyn Write) -> anyhow::Result<Outcome> {
+    fn emit(mut self, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Result<Outcome> {
         let plan = self.plan;
         let rel = |r: &FileReport| plan.files[r.file].rel.as_str();
         let unformatted: Vec<&FileReport> = self
@@ -140,11 +138,23 @@ impl Report<'_> {
         };
         if !unsafe_fixes.is_empty() {
             for f in &unsafe_fixes {
-                writeln!(
-                    out,
-                    "{}:{}: error: rustfmt's output changes more than formatting ({}); not written",
-                    f.path, f.line, f.message
-                )?;
+                let msg = format!(
+                    "rustfmt's output changes more than formatting ({}); not written",
+                    f.message
+                );
+                match self.format {
+                    Format::Human => writeln!(out, "{}:{}: error: {msg}", f.path, f.line)?,
+                    Format::Json => writeln!(
+                        out,
+                        "{}",
+                        json!({"kind": "error", "file": f.path, "line": f.line, "message": msg})
+                    )?,
+                    Format::Github => writeln!(
+                        out,
+                        "{}",
+                        github_error(&f.path, f.line, None, "fmt-check", &msg)
+                    )?,
+                }
             }
             anyhow::bail!(
                 "{} file(s) would change beyond formatting; --fix wrote nothing",
@@ -197,7 +207,7 @@ impl Report<'_> {
                 Format::Json => {
                     let obj = json!({
                         "kind": if self.fix { "fixed" } else { "unformatted" },
-                        "path": rel(r),
+                        "file": rel(r),
                         "line": line,
                         "line_endings_only": line_endings_only,
                         "edition": r.edition,
@@ -238,7 +248,7 @@ impl Report<'_> {
                 Format::Json => writeln!(
                     out,
                     "{}",
-                    json!({"kind": "error", "path": rel(r), "line": line, "message": msg})
+                    json!({"kind": "error", "file": rel(r), "line": line, "message": msg})
                 )?,
                 Format::Github => writeln!(
                     out,
@@ -254,11 +264,7 @@ impl Report<'_> {
             }
         }
         for n in &self.notes {
-            match self.format {
-                Format::Human => writeln!(out, "note: {n}")?,
-                Format::Json => writeln!(out, "{}", json!({"kind": "note", "message": n}))?,
-                Format::Github => writeln!(out, "{}", github_notice(None, "fmt-check", n))?,
-            }
+            print_note(self.format, "fmt-check", "note", n, out, err)?;
         }
 
         let checked = self.reports.len() - skipped;
@@ -273,17 +279,15 @@ impl Report<'_> {
             },
             errors.len()
         );
-        match self.format {
-            Format::Human => writeln!(out, "fmt-check: {summary}")?,
-            Format::Json => writeln!(
-                out,
-                "{}",
-                json!({"kind": "summary", "checked": checked, "standalone": standalone, "skipped": skipped,
-                       "excluded": plan.excluded, "unformatted": if self.fix { 0 } else { unformatted.len() },
-                       "fixed": wrote, "errors": errors.len()})
-            )?,
-            Format::Github => {}
-        }
+        print_summary(
+            self.format,
+            "fmt-check",
+            &format!("fmt-check: {summary}"),
+            json!({"checked": checked, "standalone": standalone, "skipped": skipped,
+                   "excluded": plan.excluded, "unformatted": if self.fix { 0 } else { unformatted.len() },
+                   "fixed": wrote, "errors": errors.len()}),
+            out,
+        )?;
         if !errors.is_empty() {
             let mut msg = format!(
                 "{} file(s) cannot be formatted by rustfmt (see above)",

@@ -16,7 +16,7 @@ use serde_json::json;
 use super::lexer::{Comment, split_comments};
 use super::tokens::{Tok, normalized_tokens};
 use crate::Outcome;
-use crate::report::{Format, github_error, github_notice};
+use crate::report::{Format, github_error, github_notice, print_summary};
 
 /// Why a changed file is not formatting-only.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -101,72 +101,61 @@ pub fn run(
     failures.sort_by(|a, b| a.path.cmp(&b.path));
 
     let short = &commit[..commit.len().min(12)];
-    match args.format.format {
-        Format::Human => {
-            for f in &failures {
-                writeln!(
-                    out,
-                    "{}:{}: not formatting-only: {}",
-                    f.path, f.line, f.message
-                )?;
-            }
-            if !other.is_empty() {
-                writeln!(out, "non-Rust files changed by {short} (not verified):")?;
-                for o in &other {
-                    writeln!(out, "  {o}")?;
-                }
-            }
-            writeln!(
+    let format = args.format.format;
+    for f in &failures {
+        match format {
+            Format::Human => writeln!(
                 out,
-                "verify-formatting-only {short} ({subject}): {} Rust files changed, {} not formatting-only, {} non-Rust files changed",
-                rust.len() + failures.iter().filter(|f| !rust.contains(&f.path)).count(),
-                failures.len(),
-                other.len()
-            )?;
-        }
-        Format::Json => {
-            for f in &failures {
-                writeln!(
-                    out,
-                    "{}",
-                    json!({"kind": "not_formatting_only", "path": f.path, "line": f.line, "message": f.message})
-                )?;
-            }
-            for o in &other {
-                let (status, path) = o.split_once(' ').unwrap_or(("?", o));
-                writeln!(
-                    out,
-                    "{}",
-                    json!({"kind": "non_rust_change", "status": status, "path": path})
-                )?;
-            }
-            writeln!(
+                "{}:{}: not formatting-only: {}",
+                f.path, f.line, f.message
+            )?,
+            Format::Json => writeln!(
                 out,
                 "{}",
-                json!({"kind": "summary", "commit": commit, "rust_files": rust.len(), "failures": failures.len(), "non_rust_files": other.len()})
-            )?;
-        }
-        Format::Github => {
-            for f in &failures {
-                writeln!(
-                    out,
-                    "{}",
-                    github_error(&f.path, f.line, None, "not formatting-only", &f.message)
-                )?;
-            }
-            for o in &other {
-                writeln!(
-                    out,
-                    "{}",
-                    github_notice(
-                        Some(o),
-                        "verify-formatting-only",
-                        &format!("non-Rust file changed: {o}")
-                    )
-                )?;
-            }
+                json!({"kind": "not_formatting_only", "file": f.path, "line": f.line, "message": f.message})
+            )?,
+            Format::Github => writeln!(
+                out,
+                "{}",
+                github_error(&f.path, f.line, None, "not formatting-only", &f.message)
+            )?,
         }
     }
+    if format == Format::Human && !other.is_empty() {
+        writeln!(out, "non-Rust files changed by {short} (not verified):")?;
+    }
+    for o in &other {
+        let (status, path) = o.split_once(' ').unwrap_or(("?", o));
+        match format {
+            Format::Human => writeln!(out, "  {o}")?,
+            Format::Json => writeln!(
+                out,
+                "{}",
+                json!({"kind": "non_rust_change", "status": status, "file": path})
+            )?,
+            Format::Github => writeln!(
+                out,
+                "{}",
+                github_notice(
+                    Some(path),
+                    "verify-formatting-only",
+                    &format!("non-Rust file changed: {o}")
+                )
+            )?,
+        }
+    }
+    let n_rust = rust.len() + failures.iter().filter(|f| !rust.contains(&f.path)).count();
+    print_summary(
+        format,
+        "verify-formatting-only",
+        &format!(
+            "verify-formatting-only {short} ({subject}): {n_rust} Rust files changed, {} not formatting-only, {} non-Rust files changed",
+            failures.len(),
+            other.len()
+        ),
+        json!({"commit": commit, "rust_files": rust.len(), "failures": failures.len(), "non_rust_files": other.len()}),
+        out,
+    )?;
     Ok(if failures.is_empty() {
         Outcome::Holds
     } else {

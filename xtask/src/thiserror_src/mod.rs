@@ -262,7 +262,7 @@ fn analyze_parsed(
     if let Some(e) = s.error {
         return Err(internal(e));
     }
-    let fixed = scan::apply_edits(src.text, 0, &s.edits).map_err(internal)?;
+    let fixed = crate::edit::try_apply_splices(src.text, 0, &s.edits).map_err(internal)?;
     let mut findings = s.findings;
     findings.sort_by_key(|f| (f.line, f.column, f.rule));
     Ok(FileAnalysis {

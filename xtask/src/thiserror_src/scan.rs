@@ -14,6 +14,7 @@ use syn::{Attribute, Fields, Generics, Ident, Item, Meta, MetaList, Token, UseTr
 
 use super::fmt::{self, ArgKind, ArgRef, Placeholder};
 use super::{CrateContext, DeriveSite, DeriveVia, Rule, SourceFinding, lit};
+use crate::edit::{Splice, try_apply_splices};
 
 /// The file's text and the map from the parser's byte offsets (relative to
 /// what `syn::parse_file` tokenizes, i.e. after a BOM or shebang line) to
@@ -68,18 +69,11 @@ impl<'a> Source<'a> {
     }
 }
 
-/// A replacement of `range` of the file by `text`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Edit {
-    pub range: Range<usize>,
-    pub text: String,
-}
-
 /// What the walk found in one file.
 #[derive(Debug, Default)]
 pub(crate) struct Scan {
     pub findings: Vec<SourceFinding>,
-    pub edits: Vec<Edit>,
+    pub edits: Vec<Splice>,
     pub derives: Vec<DeriveSite>,
     pub error: Option<String>,
 }
@@ -606,10 +600,7 @@ impl Scanner<'_> {
             {
                 let del = start_of(r.chars.start)..end_of(r.chars.start + 1);
                 let bare = &n[2..];
-                self.out.edits.push(Edit {
-                    range: del.clone(),
-                    text: String::new(),
-                });
+                self.out.edits.push(Splice::delete(del.clone()));
                 self.finding(
                     del.start,
                     Rule::RawIdentInFormat,
@@ -715,7 +706,7 @@ impl Scanner<'_> {
         end_of: &dyn Fn(usize) -> usize,
         what: &str,
         attr_start: usize,
-    ) -> Vec<Edit> {
+    ) -> Vec<Splice> {
         let positional: Vec<&FmtArg> = args.iter().filter(|a| a.name.is_none()).collect();
         let Some(numbered) = phs.iter().find_map(|p| match p.arg.kind {
             ArgKind::Index(n) => Some(n),
@@ -808,45 +799,19 @@ impl Scanner<'_> {
                 } else {
                     start_of(r.chars.start)..end_of(r.chars.end - 1)
                 };
-                edits.push(Edit {
-                    range,
-                    text: name.clone(),
-                });
+                edits.push(Splice::replace(range, name.clone()));
             }
         }
         for (a, name) in positional.iter().zip(&names) {
-            edits.push(Edit {
-                range: a.range.start..a.range.start,
-                text: format!("{name} = "),
-            });
+            edits.push(Splice::insert(a.range.start, format!("{name} = ")));
         }
         let end = args.last().map_or(attr_start, |a| a.range.end);
-        let suggestion = apply_edits(&self.src.text[attr_start..end], attr_start, &edits)
+        let suggestion = try_apply_splices(&self.src.text[attr_start..end], attr_start, &edits)
             .map(|s| format!("#[error({s})]"))
             .ok();
         self.finding(at, Rule::PositionalWithNumbered, message, suggestion, true);
         edits
     }
-}
-
-/// `text` (which starts at file offset `base`) with `edits` applied; `Err`
-/// when two edits overlap.
-pub(crate) fn apply_edits(text: &str, base: usize, edits: &[Edit]) -> Result<String, String> {
-    let mut sorted: Vec<&Edit> = edits.iter().collect();
-    sorted.sort_by_key(|e| (e.range.start, e.range.end));
-    let mut out = String::with_capacity(text.len());
-    let mut pos = 0;
-    for e in sorted {
-        let (s, t) = (e.range.start - base, e.range.end - base);
-        if s < pos {
-            return Err(format!("overlapping edits at byte {}", e.range.start));
-        }
-        out.push_str(&text[pos..s]);
-        out.push_str(&e.text);
-        pos = t;
-    }
-    out.push_str(&text[pos..]);
-    Ok(out)
 }
 
 #[cfg(test)]
@@ -888,20 +853,6 @@ mod tests {
         assert_eq!(name_from_expr(&toks("f(x)")), None);
         assert_eq!(name_from_expr(&toks("__private")), None);
         assert_eq!(name_from_expr(&toks("a + b")), None);
-    }
-
-    #[test]
-    fn edits_apply_in_order_and_overlaps_are_refused() {
-        let e = |r: Range<usize>, t: &str| Edit {
-            range: r,
-            text: t.into(),
-        };
-        assert_eq!(
-            apply_edits("abcdef", 0, &[e(4..5, "X"), e(1..1, "+"), e(1..2, "")]).unwrap(),
-            "a+cdXf"
-        );
-        assert_eq!(apply_edits("cdef", 2, &[e(3..4, "")]).unwrap(), "cef");
-        assert!(apply_edits("abcdef", 0, &[e(1..3, ""), e(2..4, "")]).is_err());
     }
 
     #[test]

@@ -3,65 +3,14 @@
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
-use std::time::SystemTime;
 
-use xtask::align_deps::fixture::{
-    self, DRIFT_FORMS, Fleet, crate_name, drifted_fleet, package_header,
+use crate::support::{
+    self, DRIFT_FORMS, Fleet, align, crate_name, drifted_fleet, package_header, read, snapshot,
+    xtask,
 };
-
-/// Runs `cargo xtask <args>`; returns (exit code, stdout, stderr).
-fn xtask(args: &[&str]) -> (i32, String, String) {
-    let (mut out, mut err) = (Vec::new(), Vec::new());
-    let code = xtask::cli::run(args.iter().copied(), &mut out, &mut err);
-    (
-        code,
-        String::from_utf8(out).unwrap(),
-        String::from_utf8(err).unwrap(),
-    )
-}
-
-fn align(root: &Path, extra: &[&str]) -> (i32, String, String) {
-    let mut args = vec!["align-deps", "--workspace", root.to_str().unwrap()];
-    args.extend_from_slice(extra);
-    xtask(&args)
-}
-
-fn read(p: &Path) -> String {
-    std::fs::read_to_string(p).unwrap()
-}
-
-/// Every file under `root` with its bytes, mtime and mode.
-fn snapshot(root: &Path) -> BTreeMap<PathBuf, (Vec<u8>, SystemTime, u32)> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let e = e.unwrap();
-            let md = e.metadata().unwrap();
-            if md.is_dir() {
-                if e.file_name() != "target" {
-                    stack.push(e.path());
-                }
-            } else {
-                out.insert(
-                    e.path(),
-                    (
-                        std::fs::read(e.path()).unwrap(),
-                        md.modified().unwrap(),
-                        md.permissions().mode(),
-                    ),
-                );
-            }
-        }
-    }
-    out
-}
-
-fn cargo() -> PathBuf {
-    std::env::var_os("CARGO").map_or_else(|| "cargo".into(), PathBuf::from)
-}
+use xtask::workspace::cargo;
 
 /// `cargo metadata --no-deps --offline`: must succeed without any warning;
 /// returns, per package, how it depends on thiserror (kind, target, rename,
@@ -220,7 +169,7 @@ fn field_case_56_crates_fixed_in_one_run_and_clean_on_the_next() {
         read(&fleet.root.join("Cargo.toml")),
         format!(
             "{}errors = {{ package = \"thiserror\", version = \"2\" }}\n",
-            fixture::DRIFTED_ROOT
+            support::DRIFTED_ROOT
         )
     );
     // excluded (vendored) crate and the lockfile untouched
@@ -637,6 +586,7 @@ fn git_and_path_dependencies_are_reported_and_not_touched() {
     let findings: Vec<serde_json::Value> = out
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|f: &serde_json::Value| f["kind"] != "summary")
         .collect();
     assert_eq!(findings.len(), 3, "{out}");
     let g = findings
@@ -755,7 +705,7 @@ fn malformed_manifest_anywhere_is_exit_2_and_nothing_is_written() {
     .unwrap();
     std::fs::write(
         fleet.root.join("Cargo.toml"),
-        format!("{}\n[profile.release\n", fixture::DRIFTED_ROOT),
+        format!("{}\n[profile.release\n", support::DRIFTED_ROOT),
     )
     .unwrap();
     let before = snapshot(&fleet.root);
@@ -802,7 +752,7 @@ fn missing_or_malformed_policy_is_exit_2_with_its_line() {
     assert_eq!(snapshot(&fleet.root), before);
     // --policy FILE elsewhere is honoured
     let good = dir.path().join("other-policy.toml");
-    std::fs::write(&good, fixture::POLICY).unwrap();
+    std::fs::write(&good, support::POLICY).unwrap();
     assert_eq!(
         align(
             &fleet.root,
@@ -1059,9 +1009,15 @@ fn lockfile_report_is_information_not_failure() {
     let (code, out, _) = align(&fleet.root, &["--check"]);
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("info: no Cargo.lock"), "{out}");
-    // json keeps stdout to findings only
+    // json keeps stdout to findings and the summary object
     let (code, out, err) = align(&fleet.root, &["--check", "--format", "json"]);
-    assert_eq!((code, out.as_str()), (0, ""));
+    assert_eq!(code, 0);
+    let rows: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 1, "{out}");
+    assert_eq!(rows[0]["kind"], "summary", "{out}");
     assert!(err.contains("info: no Cargo.lock"), "{err}");
 }
 

@@ -3,66 +3,19 @@
 //! sources, in one all-or-nothing plan — and the result compiles. Driven
 //! in-process through `xtask::cli::run`; `cargo check` runs for real.
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::time::SystemTime;
+use std::path::Path;
 
-/// Runs `cargo xtask align-deps --workspace <root> <extra>`; returns (exit code, stdout, stderr).
-fn align(root: &Path, extra: &[&str]) -> (i32, String, String) {
-    let mut args = vec!["align-deps", "--workspace", root.to_str().unwrap()];
-    args.extend_from_slice(extra);
-    let (mut out, mut err) = (Vec::new(), Vec::new());
-    let code = xtask::cli::run(args, &mut out, &mut err);
-    (
-        code,
-        String::from_utf8(out).unwrap(),
-        String::from_utf8(err).unwrap(),
-    )
-}
+use crate::support::{POLICY, Snapshot, align, cargo_check, read, snapshot, write};
 
-fn read(p: &Path) -> String {
-    std::fs::read_to_string(p).unwrap()
-}
-
-fn write(root: &Path, rel: &str, text: &str) {
-    let p = root.join(rel);
-    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-    std::fs::write(p, text).unwrap();
-}
-
-/// Every file under `root` (but `target/`) with its bytes and mtime.
-fn snapshot(root: &Path) -> BTreeMap<PathBuf, (Vec<u8>, SystemTime)> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let e = e.unwrap();
-            let md = e.metadata().unwrap();
-            if md.is_dir() {
-                if e.file_name() != "target" {
-                    stack.push(e.path());
-                }
-            } else {
-                out.insert(
-                    e.path(),
-                    (std::fs::read(e.path()).unwrap(), md.modified().unwrap()),
-                );
-            }
-        }
-    }
-    out
-}
-
-fn assert_unchanged(before: &BTreeMap<PathBuf, (Vec<u8>, SystemTime)>, root: &Path, what: &str) {
+fn assert_unchanged(before: &Snapshot, root: &Path, what: &str) {
     let after = snapshot(root);
     assert_eq!(
         before.keys().collect::<Vec<_>>(),
         after.keys().collect::<Vec<_>>(),
         "{what}: files appeared or vanished"
     );
-    for (p, (bytes, mtime)) in before {
-        let (b2, m2) = &after[p];
+    for (p, (bytes, mtime, _)) in before {
+        let (b2, m2, _) = &after[p];
         assert!(
             bytes == b2,
             "{what}: {} changed:\n{}",
@@ -74,8 +27,6 @@ fn assert_unchanged(before: &BTreeMap<PathBuf, (Vec<u8>, SystemTime)>, root: &Pa
 }
 
 // ---- the fixture: a workspace written for thiserror 1 --------------------------------------
-
-const POLICY: &str = "[dependencies.thiserror]\nversion = \"2\"\ninherit = true\n";
 
 const ROOT: &str = "\
 [workspace]
@@ -350,44 +301,6 @@ fn fixed_manifests() -> Vec<(&'static str, String)> {
     ]
 }
 
-fn cargo() -> PathBuf {
-    std::env::var_os("CARGO").map_or_else(|| "cargo".into(), PathBuf::from)
-}
-
-/// `cargo check --workspace --all-targets --offline` (online again only when
-/// the offline resolution lacks a package); returns (success, stderr).
-fn cargo_check(root: &Path, target: &Path) -> (bool, String) {
-    let run = |offline: bool| {
-        let mut cmd = Command::new(cargo());
-        cmd.current_dir(root).env("CARGO_TARGET_DIR", target).args([
-            "check",
-            "--workspace",
-            "--all-targets",
-            "--keep-going",
-            "--quiet",
-            "--color",
-            "never",
-        ]);
-        if offline {
-            cmd.arg("--offline");
-        }
-        let out = cmd.output().unwrap();
-        (
-            out.status.success(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    };
-    let (ok, err) = run(true);
-    if !ok
-        && (err.contains("offline")
-            || err.contains("failed to select")
-            || err.contains("failed to download"))
-    {
-        return run(false);
-    }
-    (ok, err)
-}
-
 /// The finding lines (human format) of a run's output.
 fn finding_lines(out: &str) -> Vec<&str> {
     out.lines()
@@ -603,8 +516,10 @@ fn json_and_github_formats_include_source_findings() {
     let rows: Vec<serde_json::Value> = out
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|r: &serde_json::Value| r["kind"] != "summary")
         .collect();
     assert_eq!(rows.len(), 14, "{out}");
+    assert!(rows.iter().all(|r| r["kind"] == "violation"), "{out}");
     let raw = rows
         .iter()
         .find(|r| r["file"] == "app/src/lib.rs" && r["line"] == 13)
@@ -660,7 +575,8 @@ fn json_and_github_formats_include_source_findings() {
     // a fix run in JSON lists every finding, source ones included, and applies them
     let (code, out, _) = align(ws, &["--format", "json"]);
     assert_eq!(code, 1, "{out}");
-    assert_eq!(out.lines().count(), 14, "{out}");
+    // 14 findings and the summary
+    assert_eq!(out.lines().count(), 15, "{out}");
     assert_eq!(read(&ws.join("app/src/lib.rs")), APP_LIB_FIXED);
 }
 

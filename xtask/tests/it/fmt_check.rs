@@ -5,6 +5,8 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use xtask::workspace::cargo;
+
 struct Fixture {
     dir: tempfile::TempDir,
 }
@@ -75,7 +77,7 @@ impl Fixture {
         json_lines(&out)
             .into_iter()
             .filter(|v| v["kind"] == "unformatted")
-            .map(|v| v["path"].as_str().unwrap().to_string())
+            .map(|v| v["file"].as_str().unwrap().to_string())
             .collect()
     }
 
@@ -104,10 +106,6 @@ impl Fixture {
             .collect();
         (out.status.success(), files)
     }
-}
-
-fn cargo() -> String {
-    std::env::var("CARGO").unwrap_or_else(|_| "cargo".into())
 }
 
 fn rustfmt() -> PathBuf {
@@ -558,7 +556,7 @@ fn json_and_github_formats() {
     let v = json_lines(&out);
     let narrow = v
         .iter()
-        .find(|v| v["path"] == "crates/narrow/src/lib.rs")
+        .find(|v| v["file"] == "crates/narrow/src/lib.rs")
         .unwrap();
     assert_eq!(narrow["edition"], "2021");
     assert_eq!(narrow["config"], "crates/narrow/rustfmt.toml");
@@ -676,7 +674,7 @@ fn verify_formatting_only_accepts_a_rustfmt_pass_and_rejects_edits() {
     let (code, out, _) = f.run(&["--verify-formatting-only", "HEAD", "--format", "json"]);
     assert_eq!(code, 1, "{out}");
     let v = json_lines(&out);
-    assert_eq!(v[0]["path"], "a/src/b.rs");
+    assert_eq!(v[0]["file"], "a/src/b.rs");
     assert!(
         v[0]["message"]
             .as_str()

@@ -7,18 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Mutex;
 
+use crate::support::xtask;
 use xtask::gpu_test::probe::{self, NoDevice, REQUIRED_DRIVER_API};
-
-/// Runs `cargo xtask <args>` in-process: (exit code, stdout, stderr).
-fn xtask(args: &[&str]) -> (i32, String, String) {
-    let (mut out, mut err) = (Vec::new(), Vec::new());
-    let code = xtask::cli::run(args.iter().copied(), &mut out, &mut err);
-    (
-        code,
-        String::from_utf8(out).unwrap(),
-        String::from_utf8(err).unwrap(),
-    )
-}
 
 /// Runs the xtask binary with extra environment: for what depends on the
 /// environment (driver override, runner choice), which in-process tests

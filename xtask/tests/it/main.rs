@@ -7,4 +7,5 @@ mod align_deps;
 mod align_deps_sources;
 mod fmt_check;
 mod gpu_test;
+mod support;
 mod thiserror_src;

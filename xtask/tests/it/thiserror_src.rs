@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::support::{cargo_check, write};
 use xtask::thiserror_src::{
     CrateContext, DeriveVia, FileAnalysis, Rule, analyze_crate, analyze_file,
 };
@@ -469,12 +470,6 @@ fn only_the_intended_bytes_change() {
 
 // ---- whole crates (cargo metadata), rule 4, and cargo check against thiserror 2 ----------
 
-fn write(root: &Path, rel: &str, text: &str) {
-    let p = root.join(rel);
-    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-    std::fs::write(p, text).unwrap();
-}
-
 const HELPER_LIB: &str = "pub use thiserror::Error;\n";
 
 /// thiserror 1 code: rules 1 and 3, with look-alikes, spread over a module tree.
@@ -768,40 +763,6 @@ fn unparsable_file_in_a_module_tree_is_an_error_with_location() {
     write(root, "app/src/nested.rs", "pub mod deeper;\nfn (\n");
     let e = analyze_crate(&packages(root)[0]).unwrap_err().to_string();
     assert!(e.contains("app/src/nested.rs:2:"), "{e}");
-}
-
-fn cargo_check(root: &Path, target: &Path) -> (bool, String) {
-    let run = |offline: bool| {
-        let mut cmd =
-            std::process::Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
-        cmd.current_dir(root).env("CARGO_TARGET_DIR", target).args([
-            "check",
-            "--workspace",
-            "--all-targets",
-            "--keep-going",
-            "--quiet",
-            "--color",
-            "never",
-        ]);
-        if offline {
-            cmd.arg("--offline");
-        }
-        let out = cmd.output().unwrap();
-        (
-            out.status.success(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    };
-    let (ok, err) = run(true);
-    // offline resolution can fail when the registry cache lacks a package: retry online
-    if !ok
-        && (err.contains("offline")
-            || err.contains("failed to select")
-            || err.contains("failed to download"))
-    {
-        return run(false);
-    }
-    (ok, err)
 }
 
 /// The "done when": thiserror 1 code does not compile against thiserror 2;

@@ -1,9 +1,117 @@
-//! Fixture workspaces ("fleets") written into a directory: used by the
-//! integration tests (`xtask/tests/it/align_deps.rs`) and by
-//! `cargo run -p xtask --example gen_fleet -- DIR N` for timing.
+//! What the integration test modules share, and what
+//! `examples/gen_fleet.rs` includes with `#[path]`: running xtask in-process,
+//! file-tree helpers, `cargo check` of a fixture, and the drifted fixture
+//! fleets of align-deps ([`drifted_fleet`], [`add_sources`]).
+// each includer uses a part of it
+#![allow(dead_code)]
 
+use std::collections::BTreeMap;
 use std::io;
+use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+// ---- running xtask -------------------------------------------------------------------------
+
+/// Runs `cargo xtask <args>` in-process; returns (exit code, stdout, stderr).
+pub fn xtask(args: &[&str]) -> (i32, String, String) {
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let code = xtask::cli::run(args.iter().copied(), &mut out, &mut err);
+    (
+        code,
+        String::from_utf8(out).unwrap(),
+        String::from_utf8(err).unwrap(),
+    )
+}
+
+/// Runs `cargo xtask align-deps --workspace <root> <extra>`; returns (exit code, stdout, stderr).
+pub fn align(root: &Path, extra: &[&str]) -> (i32, String, String) {
+    let mut args = vec!["align-deps", "--workspace", root.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    xtask(&args)
+}
+
+// ---- file trees ----------------------------------------------------------------------------
+
+pub fn read(p: &Path) -> String {
+    std::fs::read_to_string(p).unwrap()
+}
+
+/// Writes `text` at `root/rel`, creating directories.
+pub fn write(root: &Path, rel: &str, text: &str) {
+    let p = root.join(rel);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, text).unwrap();
+}
+
+/// Every file under a root (but `target/`): its bytes, mtime and mode.
+pub type Snapshot = BTreeMap<PathBuf, (Vec<u8>, SystemTime, u32)>;
+
+/// The [`Snapshot`] of `root`.
+pub fn snapshot(root: &Path) -> Snapshot {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let e = e.unwrap();
+            let md = e.metadata().unwrap();
+            if md.is_dir() {
+                if e.file_name() != "target" {
+                    stack.push(e.path());
+                }
+            } else {
+                out.insert(
+                    e.path(),
+                    (
+                        std::fs::read(e.path()).unwrap(),
+                        md.modified().unwrap(),
+                        md.permissions().mode(),
+                    ),
+                );
+            }
+        }
+    }
+    out
+}
+
+// ---- cargo ---------------------------------------------------------------------------------
+
+/// `cargo check --workspace --all-targets --offline` (online again only when
+/// the offline resolution lacks a package); returns (success, stderr).
+pub fn cargo_check(root: &Path, target: &Path) -> (bool, String) {
+    let run = |offline: bool| {
+        let mut cmd = xtask::workspace::cargo_command();
+        cmd.current_dir(root).env("CARGO_TARGET_DIR", target).args([
+            "check",
+            "--workspace",
+            "--all-targets",
+            "--keep-going",
+            "--quiet",
+            "--color",
+            "never",
+        ]);
+        if offline {
+            cmd.arg("--offline");
+        }
+        let out = cmd.output().unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (ok, err) = run(true);
+    // offline resolution can fail when the registry cache lacks a package: retry online
+    if !ok
+        && (err.contains("offline")
+            || err.contains("failed to select")
+            || err.contains("failed to download"))
+    {
+        return run(false);
+    }
+    (ok, err)
+}
+
+// ---- drifted fixture fleets (align-deps; `examples/gen_fleet.rs` for timing) ---------------
 
 /// The fleet policy of the fixtures: thiserror 2, inherited.
 pub const POLICY: &str = "[dependencies.thiserror]\nversion = \"2\"\ninherit = true\n";
