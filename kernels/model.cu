@@ -403,59 +403,36 @@ __device__ __forceinline__ V combine(V acc, V v) {
     }
 }
 
-// Sum (or, MAX, segment max) of the values of positions [a, b) (b > a) of a
-// chunk of `row`, column vector j, left to right from the first (index.cu's
-// order). Src maps a position's plan entry to a key (index loads) and a key
-// to its value. Software-pipelined: keys are loaded three batches ahead and
-// values one batch ahead, so a batch's adds overlap the next batch's loads.
+// Sum (or, MAX, segment max) of the values of the n staged keys ks[0..n),
+// column vector j, continuing acc unless `first` (then from ks[0]'s value),
+// left to right (index.cu's order). Keys come from shared memory, so each
+// batch of B value loads is issued at once and then added in order.
 template <typename V, bool MAX, typename Src>
-__device__ __forceinline__ V chunk_reduce_src(const Src& src, const u32* __restrict__ pos, u32 a,
-                                              u32 b, u64 row, u64 j) {
+__device__ __forceinline__ V staged_reduce(const Src& src, const typename Src::Key* ks, u32 n,
+                                           u64 row, u64 j, V acc, bool first) {
     constexpr u32 B = 8;
-    typedef typename Src::Key K;
-    K k1[B], k2[B];
-    V v0[B];
-    {
-        K k0[B];
-#pragma unroll
-        for (u32 q = 0; q < B; ++q) k0[q] = a + q < b ? src.key(__ldg(pos + a + q)) : K();
-#pragma unroll
-        for (u32 q = 0; q < B; ++q) k1[q] = a + B + q < b ? src.key(__ldg(pos + a + B + q)) : K();
+    for (u32 p = 0; p < n; p += B) {
+        V v[B];
 #pragma unroll
         for (u32 q = 0; q < B; ++q)
-            k2[q] = a + 2 * B + q < b ? src.key(__ldg(pos + a + 2 * B + q)) : K();
+            if (p + q < n) v[q] = src.value(ks[p + q], row, j);
 #pragma unroll
         for (u32 q = 0; q < B; ++q)
-            if (a + q < b) v0[q] = src.value(k0[q], row, j);
-    }
-    V acc{};
-    for (u32 p = a; p < b; p += B) {
-        K k3[B];
-#pragma unroll
-        for (u32 q = 0; q < B; ++q)
-            k3[q] = p + 3 * B + q < b ? src.key(__ldg(pos + p + 3 * B + q)) : K();
-        V v1[B];
-#pragma unroll
-        for (u32 q = 0; q < B; ++q)
-            if (p + B + q < b) v1[q] = src.value(k1[q], row, j);
-#pragma unroll
-        for (u32 q = 0; q < B; ++q)
-            if (p + q < b) acc = p + q == a ? v0[q] : combine<V, MAX>(acc, v0[q]);
-#pragma unroll
-        for (u32 q = 0; q < B; ++q) {
-            v0[q] = v1[q];
-            k1[q] = k2[q];
-            k2[q] = k3[q];
-        }
+            if (p + q < n) acc = (first && p + q == 0) ? v[q] : combine<V, MAX>(acc, v[q]);
     }
     return acc;
 }
 
 // Level 0 of a segment sum (or max) whose values Src computes: a group of L
 // lanes per chunk, lane j reduces column vectors j, j + L, ...; a sum is
-// added into its row (dst, zeroed by the host: `0 + t`), a max stored there,
-// or either goes to the next level's scratch (reduced by index.cu's scatterN
-// kernels, or segmax).
+// added into its row (dst, zeroed by the host: written as `0 + t`), a max
+// stored there, or either goes to the next level's scratch (reduced by
+// index.cu's scatterN kernels, or segmax). The group first stages the keys
+// of up to 16 L consecutive positions in shared memory (16 independent index
+// loads per lane), then every lane runs its chains over them: a chunk of at
+// most 256 positions is one stage when L >= 16, and when L < 16 each lane has
+// at most one column (W <= L), whose sum continues across stages. The order
+// of every addition is the one of index.cu.
 template <typename V, bool MAX, typename Src>
 __device__ __forceinline__ void fused_level0(const Src& src, const u32* __restrict__ pos,
                                              const u32* __restrict__ cstart,
@@ -463,8 +440,15 @@ __device__ __forceinline__ void fused_level0(const Src& src, const u32* __restri
                                              const u32* __restrict__ cslot, u64 nchunks, u64 W,
                                              u32 lanes_log2, V* __restrict__ dst,
                                              V* __restrict__ next) {
+    typedef typename Src::Key K;
+    constexpr u32 PER_LANE = 8;
+    __shared__ K stage_all[PER_LANE * RTX_BLOCK];
     const u32 L = 1u << lanes_log2;
     const u32 lane = threadIdx.x & (L - 1);
+    const u32 cap = PER_LANE * L;
+    K* ks = stage_all + (threadIdx.x >> lanes_log2) * cap;
+    const u32 mask = L >= 32 ? 0xFFFFFFFFu
+                              : ((1u << L) - 1u) << ((threadIdx.x & 31u) & ~(L - 1u));
     const u64 groups = blockDim.x >> lanes_log2;
     for (u64 c = (u64)blockIdx.x * groups + (threadIdx.x >> lanes_log2); c < nchunks;
          c += (u64)gridDim.x * groups) {
@@ -472,14 +456,48 @@ __device__ __forceinline__ void fused_level0(const Src& src, const u32* __restri
         const u32 b = __ldg(cstart + c + 1);
         const u32 slot = __ldg(cslot + c);
         const u64 row = __ldg(crow + c);
-        for (u64 j = lane; j < W; j += L) {
-            const V acc = chunk_reduce_src<V, MAX, Src>(src, pos, a, b, row, j);
+        V acc{};
+        for (u32 s0 = a; s0 < b; s0 += cap) {
+            const u32 n = min(b - s0, cap);
+            {
+                u32 e[PER_LANE];
+#pragma unroll
+                for (u32 q = 0; q < PER_LANE; ++q) {
+                    const u32 i = lane + q * L;
+                    if (i < n) e[q] = __ldg(pos + s0 + i);
+                }
+#pragma unroll
+                for (u32 q = 0; q < PER_LANE; ++q) {
+                    const u32 i = lane + q * L;
+                    if (i < n) ks[i] = src.key(e[q]);
+                }
+            }
+            __syncwarp(mask);
+            if (n == b - a) {  // the whole chunk in one stage
+                for (u64 j = lane; j < W; j += L) {
+                    const V t = staged_reduce<V, MAX, Src>(src, ks, n, row, j, acc, true);
+                    if (slot == RTX_FINAL) {
+                        if constexpr (MAX) {
+                            dst[row * W + j] = t;
+                        } else {
+                            dst[row * W + j] = vadd(V{}, t);
+                        }
+                    } else {
+                        next[(u64)slot * W + j] = t;
+                    }
+                }
+            } else if (lane < W) {  // L < 16: one column per lane, across stages
+                acc = staged_reduce<V, MAX, Src>(src, ks, n, row, lane, acc, s0 == a);
+            }
+            __syncwarp(mask);
+        }
+        if (b - a > cap && lane < W) {
+            const u64 j = lane;
             if (slot == RTX_FINAL) {
-                V* d = dst + row * W + j;
                 if constexpr (MAX) {
-                    *d = acc;
+                    dst[row * W + j] = acc;
                 } else {
-                    *d = vadd(*d, acc);
+                    dst[row * W + j] = vadd(V{}, acc);
                 }
             } else {
                 next[(u64)slot * W + j] = acc;
@@ -566,35 +584,42 @@ struct GatherScale {
     }
 };
 
+// Resident blocks per SM the fused level-0 kernels are built for (registers
+// capped accordingly): their chunks are short dependent load chains, so
+// their speed is the number of chains in flight.
+#ifndef RTX_FUSED_MIN_BLOCKS
+#define RTX_FUSED_MIN_BLOCKS 3
+#endif
+
 #define RTX_FUSED_ARGS                                                                      \
     const u32 *__restrict__ pos, const u32 *__restrict__ cstart, const u32 *__restrict__ crow, \
         const u32 *__restrict__ cslot, u64 nchunks, u64 W, u32 lanes_log2
 
 #define RTX_SMX0(NAME, V)                                                                   \
-    extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
+    extern "C" __global__ void __launch_bounds__(RTX_BLOCK, RTX_FUSED_MIN_BLOCKS)                                 \
         NAME(const V* __restrict__ x, const V* __restrict__ m, RTX_FUSED_ARGS,             \
              V* __restrict__ dst, V* __restrict__ next) {                                   \
         SoftmaxExp<V> s{x, m, W};                                                           \
         fused_level0<V, false>(s, pos, cstart, crow, cslot, nchunks, W, lanes_log2, dst, next);   \
     }
 #define RTX_SMB0(NAME, V)                                                                   \
-    extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
+    extern "C" __global__ void __launch_bounds__(RTX_BLOCK, RTX_FUSED_MIN_BLOCKS)                                 \
         NAME(const V* __restrict__ alpha, const V* __restrict__ g, RTX_FUSED_ARGS,         \
              V* __restrict__ dst, V* __restrict__ next) {                                   \
         SoftmaxBwd<V> s{alpha, g, W};                                                       \
         fused_level0<V, false>(s, pos, cstart, crow, cslot, nchunks, W, lanes_log2, dst, next);   \
     }
 #define RTX_GSS0(NAME, V)                                                                   \
-    extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
+    extern "C" __global__ void __launch_bounds__(RTX_BLOCK, RTX_FUSED_MIN_BLOCKS)                                 \
         NAME(const V* __restrict__ x, const u32* __restrict__ gather,                      \
              const VecT<V>::T* __restrict__ w, u64 heads, u64 vecs_per_head,      \
              RTX_FUSED_ARGS, V* __restrict__ dst, V* __restrict__ next) {                   \
         GatherScale<V> s{x, gather, w, W, heads, vecs_per_head};                            \
         fused_level0<V, false>(s, pos, cstart, crow, cslot, nchunks, W, lanes_log2, dst, next);   \
     }
-// segmax0_{f32,f64}: level 0 of a segment max, pipelined (levels past it: segmax).
+// segmax0_{f32,f64}: level 0 of a segment max, keys staged (levels past it: segmax).
 #define RTX_SEGMAX0(NAME, T)                                                                \
-    extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
+    extern "C" __global__ void __launch_bounds__(RTX_BLOCK, RTX_FUSED_MIN_BLOCKS)                                 \
         NAME(const T* __restrict__ vals, RTX_FUSED_ARGS, T* __restrict__ dst,              \
              T* __restrict__ next) {                                                        \
         ReadSrc<T> s{vals, W};                                                              \
