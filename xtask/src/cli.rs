@@ -39,7 +39,7 @@ pub struct Target {
     /// The Cargo workspace (or single-package directory) to work on [default: the current one].
     #[arg(long, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
-    /// The policy file [default: <workspace>/policy/fleet.toml].
+    /// The policy file [default: WORKSPACE/policy/fleet.toml].
     #[arg(long, value_name = "FILE")]
     pub policy: Option<PathBuf>,
 }

@@ -5,7 +5,7 @@
 //!    checked against `cargo metadata`: an unknown package or feature is exit 2.
 //! 2. Every entry's tests are built with its features (`cargo test --no-run`),
 //!    on every machine: a GPU-only compile error is exit 1 on a CPU-only CI.
-//! 3. [`probe`] asks the CUDA driver, in-process, whether a device is usable.
+//! 3. [`probe()`] asks the CUDA driver, in-process, whether a device is usable.
 //! 4. Device: each entry's tests run (cargo-nextest when installed, else
 //!    `cargo test`), the counts are summed into `gpu-test: N passed, N failed`
 //!    (`, N skipped`), exit 1 on any failure or when no test ran at all.

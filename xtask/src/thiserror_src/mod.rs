@@ -507,7 +507,7 @@ impl CrateAnalysis {
     }
 }
 
-/// Analyses every source file of `package` (see [`walk_crate`] for which) with
+/// Analyses every source file of `package` (the module trees of all its targets) with
 /// [`analyze_file`] and decides rule 4.
 ///
 /// Run it on every member whose thiserror is (or is being aligned to) 2 —
