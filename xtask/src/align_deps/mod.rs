@@ -135,7 +135,7 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
     let format = args.format.format;
     let outcome = if args.check {
         // (a fix run validates in `Plan::apply`)
-        plan.validate()?;
+        plan.edits.validate()?;
         timing.mark("validated");
         report_check(&plan, &info, loaded.manifests.len(), format, out, err)
     } else {
@@ -156,7 +156,7 @@ fn report_check(
 ) -> anyhow::Result<Outcome> {
     print_findings(&plan.findings, format, false, out)?;
     if format == Format::Human {
-        for e in plan.edits() {
+        for e in plan.edits.edits() {
             write!(out, "{}", unified_diff(&e.rel, &e.old_text, &e.new_text()))?;
         }
     }
@@ -193,7 +193,7 @@ fn apply_and_report(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> anyhow::Result<Outcome> {
-    let applied = plan.apply()?;
+    let applied = plan.edits.apply()?;
     let unfixable: Vec<_> = plan
         .findings
         .iter()

@@ -2,7 +2,6 @@
 //! all-or-nothing file edits ([`crate::edit::Plan`]) that fix the fixable ones.
 
 use std::io::Write;
-use std::path::Path;
 
 use serde::Serialize;
 
@@ -154,7 +153,9 @@ pub fn print_findings(
 /// Every finding and every edit, computed before anything is written.
 #[derive(Debug, Default)]
 pub struct Plan {
-    edits: crate::edit::Plan,
+    /// The file edits: splices and whole-file replacements, validated and
+    /// applied all-or-nothing by [`crate::edit::Plan`].
+    pub edits: crate::edit::Plan,
     /// All findings, fixable or not, in the order found.
     pub findings: Vec<Finding>,
 }
@@ -163,34 +164,6 @@ impl Plan {
     /// An empty plan.
     pub fn new() -> Plan {
         Plan::default()
-    }
-
-    /// See [`crate::edit::Plan::add_splices`].
-    ///
-    /// # Errors
-    /// As there.
-    pub fn add_splices(
-        &mut self,
-        path: &Path,
-        rel: &str,
-        old_text: &str,
-        splices: Vec<Splice>,
-    ) -> anyhow::Result<()> {
-        self.edits.add_splices(path, rel, old_text, splices)
-    }
-
-    /// See [`crate::edit::Plan::replace_file`].
-    ///
-    /// # Errors
-    /// As there.
-    pub fn replace_file(
-        &mut self,
-        path: &Path,
-        rel: &str,
-        old_text: &str,
-        new_text: &str,
-    ) -> anyhow::Result<()> {
-        self.edits.replace_file(path, rel, old_text, new_text)
     }
 
     /// Adds a finding.
@@ -206,27 +179,6 @@ impl Plan {
         self.edits.merge(other.edits)?;
         self.findings.extend(other.findings);
         Ok(())
-    }
-
-    /// The files that would change, in path order.
-    pub fn edits(&self) -> impl Iterator<Item = &FileEdit> {
-        self.edits.edits()
-    }
-
-    /// See [`crate::edit::Plan::validate`].
-    ///
-    /// # Errors
-    /// As there.
-    pub fn validate(&self) -> anyhow::Result<()> {
-        self.edits.validate()
-    }
-
-    /// See [`crate::edit::Plan::apply`].
-    ///
-    /// # Errors
-    /// As there.
-    pub fn apply(&self) -> anyhow::Result<Vec<&FileEdit>> {
-        self.edits.apply()
     }
 }
 

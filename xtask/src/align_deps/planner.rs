@@ -238,7 +238,9 @@ impl Ctx<'_, '_> {
         f.dependency = self.name.into();
         f.table = Some(table.into());
         f.message = message;
-        self.plan.add_splices(&m.path, &m.rel, m.text(), splices)?;
+        self.plan
+            .edits
+            .add_splices(&m.path, &m.rel, m.text(), splices)?;
         self.plan.push_finding(f);
         Ok(())
     }
@@ -655,7 +657,8 @@ fn plan_new_ws_entries(
             fixed_in: None,
         });
     }
-    plan.add_splices(&root.path, &root.rel, root.text(), vec![splice])
+    plan.edits
+        .add_splices(&root.path, &root.rel, root.text(), vec![splice])
 }
 
 /// A finding (location, found and wanted text) for `splices` of `m`; the

@@ -219,7 +219,8 @@ pub fn plan(
     let mut plan = Plan::new();
     for a in analyses {
         for (path, old, new) in a.source_edits() {
-            plan.replace_file(path, &crate::fsutil::rel(root, path), old, new)?;
+            plan.edits
+                .replace_file(path, &crate::fsutil::rel(root, path), old, new)?;
         }
         let mut used = vec![false; a.missing_dependencies.len()];
         for sf in &a.findings {
@@ -358,7 +359,8 @@ fn plan_missing(
     };
     match add_dependency_line(manifest, table, &line, &fields) {
         Ok(splice) => {
-            plan.add_splices(&manifest.path, &manifest.rel, manifest.text(), vec![splice])?;
+            plan.edits
+                .add_splices(&manifest.path, &manifest.rel, manifest.text(), vec![splice])?;
             finding.wanted = format!("add `{line}` to [{table}] of {manifest_rel}");
             finding.fixed_in = Some(manifest_rel);
             Ok(())

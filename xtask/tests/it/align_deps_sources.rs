@@ -620,13 +620,13 @@ fn a_source_file_changed_after_planning_is_not_overwritten() {
     let mut plan = xtask::align_deps::plan::Plan::new();
     for a in &analyses {
         for (p, old, new) in a.source_edits() {
-            plan.replace_file(p, "x.rs", old, new).unwrap();
+            plan.edits.replace_file(p, "x.rs", old, new).unwrap();
         }
     }
-    assert_eq!(plan.edits().count(), 4);
+    assert_eq!(plan.edits.edits().count(), 4);
     write(ws, "app/tests/it.rs", "// edited meanwhile\n");
     let before = snapshot(ws);
-    let e = plan.apply().unwrap_err().to_string();
+    let e = plan.edits.apply().unwrap_err().to_string();
     assert!(e.contains("changed on disk"), "{e}");
     assert_unchanged(&before, ws, "stale plan");
 }
