@@ -4,7 +4,7 @@
 //! thread count, because every row follows the canonical order on its own.
 //!
 //! ```
-//! use rtx_backend::Backend;
+//! use rtx_backend::prelude::*;
 //! use rtx_backend_cpu::CpuBackend;
 //! let cpu = CpuBackend::new();
 //! let src = cpu.upload(&[1.0f32, 2.0, 3.0, 4.0], &[2, 2]).unwrap();
@@ -17,9 +17,10 @@ mod model_ops;
 
 use rayon::prelude::*;
 use rtx_backend::order::add_row_sum;
+use rtx_backend::prelude::*;
 use rtx_backend::{
-    BTensor, Backend, Binary, Element, Error, IndexPlan, Result, Tensor, Unary, check_index_add,
-    dims2, ops, reference, try_copy, try_vec,
+    BTensor, Binary, Element, Error, IndexPlan, Result, Tensor, Unary, check_index_add, dims2, ops,
+    reference, try_copy, try_vec,
 };
 use rtx_tensor::{Layout, PermuteKind};
 
@@ -69,7 +70,7 @@ fn zeroed<T: Element>(layout: &Layout) -> Result<Vec<T>> {
     try_vec(layout.numel(), T::ZERO)
 }
 
-impl Backend for CpuBackend {
+impl BackendCore for CpuBackend {
     type Buffer<T: Element> = Vec<T>;
 
     fn name(&self) -> String {
@@ -103,7 +104,9 @@ impl Backend for CpuBackend {
         }
         Ok(())
     }
+}
 
+impl IndexOps for CpuBackend {
     fn index_select<T: Element>(
         &self,
         src: &BTensor<Self, T>,
@@ -151,6 +154,34 @@ impl Backend for CpuBackend {
         Ok(())
     }
 
+    fn segment_max<T: Element>(
+        &self,
+        x: &BTensor<Self, T>,
+        plan: &IndexPlan,
+    ) -> Result<BTensor<Self, T>> {
+        let (_, f) = ops::check_segment("segment_max", x.shape(), plan)?;
+        let layout = Layout::contiguous(&[plan.rows(), f])?;
+        let xs = x.storage();
+        let mut out = zeroed(&layout)?;
+        if f > 0 {
+            self.install(|| {
+                out.par_chunks_mut(f)
+                    .with_min_len(MIN_ROWS_PER_TASK)
+                    .enumerate()
+                    .for_each(|(r, o)| {
+                        ops::segment_max_row(
+                            plan.row(r),
+                            |p| &xs[p as usize * f..(p as usize + 1) * f],
+                            o,
+                        );
+                    });
+            });
+        }
+        Ok(Tensor::new(out, layout))
+    }
+}
+
+impl LayoutOps for CpuBackend {
     fn permute<T: Element>(
         &self,
         t: &BTensor<Self, T>,
@@ -182,7 +213,9 @@ impl Backend for CpuBackend {
         };
         Ok(Tensor::new(out, plan.output))
     }
+}
 
+impl DenseOps for CpuBackend {
     fn matmul<T: Element>(
         &self,
         a: &BTensor<Self, T>,
@@ -348,33 +381,9 @@ impl Backend for CpuBackend {
         }
         Ok(Tensor::new(out, layout))
     }
+}
 
-    fn segment_max<T: Element>(
-        &self,
-        x: &BTensor<Self, T>,
-        plan: &IndexPlan,
-    ) -> Result<BTensor<Self, T>> {
-        let (_, f) = ops::check_segment("segment_max", x.shape(), plan)?;
-        let layout = Layout::contiguous(&[plan.rows(), f])?;
-        let xs = x.storage();
-        let mut out = zeroed(&layout)?;
-        if f > 0 {
-            self.install(|| {
-                out.par_chunks_mut(f)
-                    .with_min_len(MIN_ROWS_PER_TASK)
-                    .enumerate()
-                    .for_each(|(r, o)| {
-                        ops::segment_max_row(
-                            plan.row(r),
-                            |p| &xs[p as usize * f..(p as usize + 1) * f],
-                            o,
-                        );
-                    });
-            });
-        }
-        Ok(Tensor::new(out, layout))
-    }
-
+impl FusedOps for CpuBackend {
     fn gather_scale_scatter<T: Element>(
         &self,
         x: &BTensor<Self, T>,

@@ -1,7 +1,7 @@
 //! Property tests of the CPU backend against naive implementations.
 
 use proptest::prelude::*;
-use rtx_backend::Backend;
+use rtx_backend::prelude::*;
 use rtx_backend_cpu::CpuBackend;
 
 fn case() -> impl Strategy<Value = (usize, usize, Vec<u32>, u64)> {

@@ -10,7 +10,7 @@
 //! missing NVRTC is an [`Error`] value naming the cause, never a panic.
 //!
 //! ```no_run
-//! use rtx_backend::Backend;
+//! use rtx_backend::prelude::*;
 //! use rtx_backend_cuda::CudaBackend;
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {

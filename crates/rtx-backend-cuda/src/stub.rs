@@ -6,7 +6,8 @@
 use std::convert::Infallible;
 use std::marker::PhantomData;
 
-use rtx_backend::{BTensor, Backend, Element, IndexPlan, Result as BResult};
+use rtx_backend::prelude::*;
+use rtx_backend::{BTensor, Element, IndexPlan, Result as BResult};
 
 use crate::error::{Error, Result};
 
@@ -228,7 +229,7 @@ impl CudaBackend {
     }
 }
 
-impl Backend for CudaBackend {
+impl BackendCore for CudaBackend {
     type Buffer<T: Element> = CudaBuffer<T>;
 
     fn name(&self) -> String {
@@ -247,3 +248,11 @@ impl Backend for CudaBackend {
         match self.never {}
     }
 }
+
+impl IndexOps for CudaBackend {}
+
+impl LayoutOps for CudaBackend {}
+
+impl DenseOps for CudaBackend {}
+
+impl FusedOps for CudaBackend {}

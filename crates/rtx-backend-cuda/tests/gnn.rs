@@ -8,8 +8,9 @@
 //! Without a device every test here FAILS with a message saying so.
 #![cfg(feature = "cuda")]
 
+use rtx_backend::prelude::*;
 use rtx_backend::workload::{indices, values};
-use rtx_backend::{BTensor, Backend, Binary, Element, HostIndexOps, IndexPlan, Unary};
+use rtx_backend::{BTensor, Binary, Element, HostIndexOps, IndexPlan, Unary};
 use rtx_backend_cpu::CpuBackend;
 use rtx_backend_cuda::CudaBackend;
 use rtx_gnn::testing::{check_gradients, harris_like, training_bits};

@@ -1,16 +1,16 @@
 //! [`HostIndexOps`]: a backend with its index ops forced onto the host
 //! round-trip defaults.
 
-use crate::{BTensor, Backend, Binary, Element, Result, Unary};
+use crate::{
+    BTensor, Backend, BackendCore, Binary, DenseOps, Element, FusedOps, IndexOps, LayoutOps,
+    Result, Unary,
+};
 
-/// Wraps a backend and runs its **index ops** (`index_select`, `index_add`,
-/// `index_add_planned`, `segment_max`, and so the composed `segment_sum`,
-/// `segment_softmax`, `segment_softmax_backward`, `gather_scale_scatter` and
-/// `gather_head_dot`) through the trait's
-/// provided defaults, i.e. through host memory, while every other op
-/// (upload/download/zeros, `synchronize`, `make_unique`, `swap_dims`/`permute`, `matmul`,
-/// `unary`, `unary_backward`, `binary`, `axpy`, `sum_rows`, `head_dot`,
-/// `head_scale`) is delegated to the wrapped backend.
+/// Wraps a backend and runs its **index ops** ([`IndexOps`]) and so its
+/// **fused ops** ([`FusedOps`], compositions of index and dense ops) through
+/// the traits' provided defaults, i.e. through host memory, while the core,
+/// layout and dense ops ([`BackendCore`], [`LayoutOps`], [`DenseOps`]) are
+/// the wrapped backend's own.
 ///
 /// This is the "before" of moving gather and scatter onto a device: the same
 /// model on the same device, paying a host round trip per index op. Because
@@ -18,9 +18,9 @@ use crate::{BTensor, Backend, Binary, Element, Result, Unary};
 /// gathers and maxima) and every other op is the inner backend's own, a model
 /// run on `HostIndexOps<B>` gives the same bits as on `B`, step after step.
 ///
-/// When an op is added to [`Backend`], add it to the delegation list here
-/// unless it is an index op; a forgotten delegation silently falls back to
-/// the default (slower, and for non-index ops possibly different bits).
+/// The index and fused defaults are taken by construction (their `impl`s are
+/// empty); the delegating `impl`s of the other three capabilities must list
+/// every op of their trait, which the test below checks by name.
 #[derive(Debug, Clone, Default)]
 pub struct HostIndexOps<B> {
     inner: B,
@@ -43,7 +43,7 @@ impl<B: Backend> HostIndexOps<B> {
     }
 }
 
-impl<B: Backend> Backend for HostIndexOps<B> {
+impl<B: Backend> BackendCore for HostIndexOps<B> {
     type Buffer<T: Element> = B::Buffer<T>;
 
     fn name(&self) -> String {
@@ -69,7 +69,11 @@ impl<B: Backend> Backend for HostIndexOps<B> {
     fn make_unique<T: Element>(&self, t: &mut BTensor<Self, T>) -> Result<()> {
         self.inner.make_unique(t)
     }
+}
 
+impl<B: Backend> IndexOps for HostIndexOps<B> {}
+
+impl<B: Backend> LayoutOps for HostIndexOps<B> {
     fn swap_dims<T: Element>(
         &self,
         t: &BTensor<Self, T>,
@@ -86,7 +90,9 @@ impl<B: Backend> Backend for HostIndexOps<B> {
     ) -> Result<BTensor<Self, T>> {
         self.inner.permute(t, perm)
     }
+}
 
+impl<B: Backend> DenseOps for HostIndexOps<B> {
     fn matmul<T: Element>(
         &self,
         a: &BTensor<Self, T>,
@@ -147,5 +153,60 @@ impl<B: Backend> Backend for HostIndexOps<B> {
         s: &BTensor<Self, T>,
     ) -> Result<BTensor<Self, T>> {
         self.inner.head_scale(a, s)
+    }
+}
+
+impl<B: Backend> FusedOps for HostIndexOps<B> {}
+
+#[cfg(test)]
+mod tests {
+    /// The `fn` names declared in `src` (a trait's file or an impl block).
+    fn fn_names(src: &str) -> Vec<&str> {
+        src.lines()
+            .filter_map(|l| l.trim_start().strip_prefix("fn "))
+            .map(|rest| rest.split(['<', '(']).next().unwrap_or(rest))
+            .collect()
+    }
+
+    /// The text of `impl<B: Backend> {trait} for HostIndexOps<B> { ... }`.
+    fn impl_block(trait_name: &str) -> &'static str {
+        let src = include_str!("host_index.rs");
+        let head = format!("impl<B: Backend> {trait_name} for HostIndexOps<B> {{");
+        let start = src.find(&head).unwrap_or_else(|| panic!("no `{head}`"));
+        let body = &src[start..];
+        if body.starts_with(&format!("{head}}}")) {
+            return &body[..head.len() + 1];
+        }
+        &body[..body.find("\n}\n").map_or(body.len(), |e| e + 2)]
+    }
+
+    /// Every op of the delegated capabilities is delegated: a forgotten one
+    /// would silently fall back to a host round trip (slower, and for dense
+    /// ops possibly other bits than the inner backend's).
+    #[test]
+    fn delegating_impls_list_every_op() {
+        for (name, trait_src) in [
+            ("BackendCore", include_str!("capability/core.rs")),
+            ("LayoutOps", include_str!("capability/layout.rs")),
+            ("DenseOps", include_str!("capability/dense.rs")),
+        ] {
+            let delegated = fn_names(impl_block(name));
+            for op in fn_names(trait_src) {
+                assert!(
+                    delegated.contains(&op),
+                    "HostIndexOps does not delegate {name}::{op} to the inner backend: \
+                     add it to `impl {name} for HostIndexOps` in src/host_index.rs"
+                );
+            }
+        }
+    }
+
+    /// The index and fused impls stay empty: those ops run on the defaults.
+    #[test]
+    fn index_and_fused_ops_take_the_defaults() {
+        for name in ["IndexOps", "FusedOps"] {
+            let block = impl_block(name);
+            assert!(block.trim_end().ends_with("{}"), "{block}");
+        }
     }
 }

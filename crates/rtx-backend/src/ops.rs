@@ -18,7 +18,7 @@
 //!   reference, not a cross-backend promise: the conformance suite compares
 //!   `matmul`, `sum_rows`, `head_dot`, `axpy` and `exp` within a tolerance,
 //!   so a device may use cuBLAS, its own order or FMA there.
-//! * **Segment sums** ([`segment_sum`](crate::Backend::segment_sum), the
+//! * **Segment sums** ([`segment_sum`](crate::IndexOps::segment_sum), the
 //!   denominators of the softmax) are `index_add` into zeros: `0 + t` with `t`
 //!   the canonical sum of the segment (positions increasing).
 //! * **Segment max** takes the segment's values in position order and keeps
@@ -52,8 +52,8 @@
 //! assume checked arguments (slices of the lengths their shapes say) and may
 //! panic on inconsistent ones.
 
+use crate::check::shape2 as rank2;
 use crate::order::CANONICAL_BLOCK;
-use crate::shape2 as rank2;
 use crate::{Element, Error, IndexPlan, Result, try_vec};
 
 pub use crate::order::{canonical_accumulate, reduce_blocks};
@@ -295,7 +295,7 @@ pub fn check_gather_head_dot(
     Ok((heads, f / heads))
 }
 
-/// Checks that two tensors have one shape (for [`Backend::axpy`](crate::Backend::axpy) and backward ops).
+/// Checks that two tensors have one shape (for [`DenseOps::axpy`](crate::DenseOps::axpy) and backward ops).
 ///
 /// # Errors
 /// [`Error::ShapeMismatch`] naming both shapes.

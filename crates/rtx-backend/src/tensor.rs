@@ -68,7 +68,7 @@ impl<S> Tensor<S> {
     }
 
     /// The buffer for writing, if no other tensor shares it (see
-    /// [`Backend::make_unique`](crate::Backend::make_unique)).
+    /// [`BackendCore::make_unique`](crate::BackendCore::make_unique)).
     pub fn storage_mut(&mut self) -> Option<&mut S> {
         Arc::get_mut(&mut self.storage)
     }

@@ -1,14 +1,15 @@
 //! The trait's host round-trip defaults, run through the conformance suite on
 //! a backend that implements only the required core.
 
-use rtx_backend::{BTensor, Backend, Element, Error, Result, Tensor};
+use rtx_backend::prelude::*;
+use rtx_backend::{BTensor, Element, Error, Result, Tensor};
 use rtx_tensor::Layout;
 
 /// Host memory, required core only: every op is a provided default.
 #[derive(Debug, Default)]
 struct CoreOnly;
 
-impl Backend for CoreOnly {
+impl BackendCore for CoreOnly {
     type Buffer<T: Element> = Vec<T>;
 
     fn name(&self) -> String {
@@ -36,6 +37,14 @@ impl Backend for CoreOnly {
         Ok(Tensor::new(vec![T::ZERO; layout.numel()], layout))
     }
 }
+
+impl IndexOps for CoreOnly {}
+
+impl LayoutOps for CoreOnly {}
+
+impl DenseOps for CoreOnly {}
+
+impl FusedOps for CoreOnly {}
 
 rtx_backend::conformance_tests!(CoreOnly);
 

@@ -5,7 +5,8 @@
 use std::time::Instant;
 
 use rtx_backend::conformance::value;
-use rtx_backend::{BTensor, Backend, Element, Result};
+use rtx_backend::prelude::*;
+use rtx_backend::{BTensor, Element, Result};
 use rtx_backend_cuda::{CudaBackend, CudaBuffer};
 
 /// Prints one JSON line `{"suite", "case", "impl", "ms", "gbps"?, extra...}`.
@@ -102,7 +103,7 @@ pub fn time_host(warm: usize, reps: usize, mut f: impl FnMut() -> Result<()>) ->
 #[derive(Debug)]
 pub struct HostRoundTrip<'a>(pub &'a CudaBackend);
 
-impl Backend for HostRoundTrip<'_> {
+impl BackendCore for HostRoundTrip<'_> {
     type Buffer<T: Element> = CudaBuffer<T>;
 
     fn name(&self) -> String {
@@ -121,6 +122,14 @@ impl Backend for HostRoundTrip<'_> {
         self.0.zeros(shape)
     }
 }
+
+impl IndexOps for HostRoundTrip<'_> {}
+
+impl LayoutOps for HostRoundTrip<'_> {}
+
+impl DenseOps for HostRoundTrip<'_> {}
+
+impl FusedOps for HostRoundTrip<'_> {}
 
 /// The CUDA backend, or `None` with a note on stderr (feature off, no device).
 pub fn cuda_or_note(ordinal: usize) -> Option<CudaBackend> {

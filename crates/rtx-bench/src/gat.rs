@@ -19,7 +19,7 @@
 
 use std::time::Instant;
 
-use rtx_backend::Backend;
+use rtx_backend::prelude::*;
 use rtx_backend_cpu::CpuBackend;
 use serde_json::json;
 

@@ -5,7 +5,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
-use rtx_backend::{BTensor, Backend};
+use rtx_backend::BTensor;
+use rtx_backend::prelude::*;
 use rtx_backend_cpu::CpuBackend;
 use rtx_gnn::graph::{HARRIS_FEATURES, HARRIS_NODES};
 use rtx_gnn::{HetGat, HetGatConfig, HeteroGraph, harris_features};

@@ -11,8 +11,9 @@
 //! `rtx-cuda-plan-upload` (chunk tables built and uploaded) and `rtx-cuda-copy`
 //! (1 GiB device-to-device copy, the bandwidth ceiling).
 
+use rtx_backend::IndexPlan;
 use rtx_backend::conformance::indices;
-use rtx_backend::{Backend, IndexPlan};
+use rtx_backend::prelude::*;
 use rtx_backend_cpu::CpuBackend;
 use serde_json::json;
 

@@ -3,12 +3,12 @@
 //! `torch_anchors.py --suite transpose`.
 //!
 //! Rows (impl): `rtx-cuda-transpose` (the device kernels through
-//! `Backend::swap_dims`, output allocation included, as torch's
+//! `LayoutOps::swap_dims`, output allocation included, as torch's
 //! `.contiguous()`), `rtx-cuda-transpose-tile32` (the classic 32x32 tile, 2-D
 //! cases, for comparison), `rtx-cuda-hostroundtrip-transpose` (the trait's default),
 //! `rtx-cpu-transpose` (rtx-backend-cpu) and `rtx-cuda-copy` (the ceiling).
 
-use rtx_backend::Backend;
+use rtx_backend::prelude::*;
 use rtx_backend_cpu::CpuBackend;
 use serde_json::json;
 

@@ -15,7 +15,7 @@
 //! `hs = x_s W_src`, `hd = x_d W_dst`, logits
 //! `z[e] = LeakyReLU(att_src . hs[src[e]] + att_dst . hd[dst[e]])` per head,
 //! `alpha = softmax` over each destination's incoming edges (max-subtracted,
-//! [`segment_softmax`](rtx_backend::Backend::segment_softmax)), messages
+//! [`segment_softmax`](rtx_backend::FusedOps::segment_softmax)), messages
 //! `alpha[e] * hs[src[e]]` gathered with `index_select` and summed with the
 //! canonical scatter-add, plus a bias; relation outputs summed per
 //! destination type; ReLU. The backward uses that the adjoint of a gather
@@ -23,7 +23,7 @@
 //! run gives the same bits on every run and thread count.
 //!
 //! ```
-//! use rtx_backend::Backend;
+//! use rtx_backend::prelude::*;
 //! use rtx_backend_cpu::CpuBackend;
 //! use rtx_gnn::{HetGat, HetGatConfig, HeteroGraph, NodeType};
 //!

@@ -1,7 +1,8 @@
 //! The HetGAT model: parameters, forward, hand-written backward, MSE loss, SGD.
 
+use rtx_backend::prelude::*;
 use rtx_backend::workload::{splitmix64, unit};
-use rtx_backend::{BTensor, Backend, Binary, Element, Unary};
+use rtx_backend::{BTensor, Binary, Element, Unary};
 
 use crate::graph::HeteroGraph;
 use crate::{Error, Result};

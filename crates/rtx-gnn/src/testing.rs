@@ -4,8 +4,9 @@
 //! and the f64 gradient check against central differences
 //! ([`check_gradients`]).
 
+use rtx_backend::prelude::*;
 use rtx_backend::workload::{index, values};
-use rtx_backend::{BTensor, Backend, Element};
+use rtx_backend::{BTensor, Element};
 
 use crate::{HetGat, HetGatConfig, HeteroGraph, NodeType, Result};
 

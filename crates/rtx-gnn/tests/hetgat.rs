@@ -3,8 +3,9 @@
 //! training progress, and the two-modes property (index ops on the host
 //! round trip give the same bits as native index ops, step after step).
 
+use rtx_backend::prelude::*;
 use rtx_backend::workload::values;
-use rtx_backend::{BTensor, Backend, Element, HostIndexOps};
+use rtx_backend::{BTensor, Element, HostIndexOps};
 use rtx_backend_cpu::CpuBackend;
 use rtx_gnn::graph::RelationSpec;
 use rtx_gnn::{HetGat, HetGatConfig, HeteroGraph, NodeType};

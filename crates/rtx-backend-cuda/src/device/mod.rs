@@ -13,9 +13,10 @@ use std::sync::{Arc, Mutex};
 use cudarc::driver::{
     CudaContext, CudaStream, DeviceRepr, DriverError, LaunchConfig, PushKernelArg, result, sys,
 };
+use rtx_backend::prelude::*;
 use rtx_backend::{
-    BTensor, Backend, Binary, DType, Element, Error as BError, IndexPlan, Result as BResult,
-    Tensor, Unary, bytes_of, check_index_add, dims2, reference,
+    BTensor, Binary, DType, Element, Error as BError, IndexPlan, Result as BResult, Tensor, Unary,
+    bytes_of, check_index_add, dims2, reference,
 };
 use rtx_tensor::{Layout, PermuteKind};
 
@@ -405,10 +406,10 @@ impl CudaBackend {
         }
     }
 
-    /// [`Backend::index_select`] with a prepared index.
+    /// [`IndexOps::index_select`] with a prepared index.
     ///
     /// # Errors
-    /// As [`Backend::index_select`].
+    /// As [`IndexOps::index_select`].
     pub fn index_select_with<T: Element>(
         &self,
         src: &BTensor<Self, T>,
@@ -420,10 +421,10 @@ impl CudaBackend {
         self.gather(src, &index.entry, f)
     }
 
-    /// [`Backend::index_add`] with a prepared index.
+    /// [`IndexOps::index_add`] with a prepared index.
     ///
     /// # Errors
-    /// As [`Backend::index_add`].
+    /// As [`IndexOps::index_add`].
     pub fn index_add_with<T: Element>(
         &self,
         dst: &mut BTensor<Self, T>,
@@ -895,7 +896,7 @@ impl PermuteParams {
     }
 }
 
-impl Backend for CudaBackend {
+impl BackendCore for CudaBackend {
     type Buffer<T: Element> = CudaBuffer<T>;
 
     fn name(&self) -> String {
@@ -978,6 +979,12 @@ impl Backend for CudaBackend {
         Ok(())
     }
 
+    fn synchronize(&self) -> BResult<()> {
+        CudaBackend::synchronize(self).map_err(BError::from)
+    }
+}
+
+impl IndexOps for CudaBackend {
     /// Device gather; the index list is cached per thread (see the crate docs).
     fn index_select<T: Element>(
         &self,
@@ -1022,10 +1029,59 @@ impl Backend for CudaBackend {
         self.scatter(dst, &p, src, f)
     }
 
-    fn synchronize(&self) -> BResult<()> {
-        CudaBackend::synchronize(self).map_err(BError::from)
+    fn segment_max<T: Element>(
+        &self,
+        x: &BTensor<Self, T>,
+        plan: &IndexPlan,
+    ) -> BResult<BTensor<Self, T>> {
+        self.model_segment_max(x, plan)
     }
 
+    fn segment_sum<T: Element>(
+        &self,
+        x: &BTensor<Self, T>,
+        plan: &IndexPlan,
+    ) -> BResult<BTensor<Self, T>> {
+        self.model_segment_sum(x, plan)
+    }
+}
+
+impl LayoutOps for CudaBackend {
+    /// Relabel: shares the buffer. Transpose: tiled kernel. Permute: N-D kernel.
+    fn permute<T: Element>(
+        &self,
+        t: &BTensor<Self, T>,
+        perm: &[usize],
+    ) -> BResult<BTensor<Self, T>> {
+        let plan = t.layout().plan_permute(perm)?;
+        match plan.kind {
+            PermuteKind::Relabel => Ok(t.relabel(plan.output)),
+            PermuteKind::Transpose {
+                batch,
+                rows,
+                cols,
+                inner,
+            } => {
+                let out = self.alloc_tensor::<T>(plan.output)?;
+                self.transpose(t, &out, batch, rows, cols, inner)?;
+                Ok(out)
+            }
+            PermuteKind::Permute { shape, perm: p } if shape.len() <= MAX_RANK => {
+                let out = self.alloc_tensor::<T>(plan.output)?;
+                self.permute_nd(t, &out, &shape, &p)?;
+                Ok(out)
+            }
+            PermuteKind::Permute { .. } => {
+                // Past the kernel's rank: the host round trip (correct, slow).
+                let host = self.download(t)?;
+                let out = rtx_tensor::permute_host(&host, t.shape(), perm)?;
+                self.upload(&out, plan.output.shape())
+            }
+        }
+    }
+}
+
+impl DenseOps for CudaBackend {
     fn matmul<T: Element>(
         &self,
         a: &BTensor<Self, T>,
@@ -1087,23 +1143,9 @@ impl Backend for CudaBackend {
     ) -> BResult<BTensor<Self, T>> {
         self.model_head_scale(a, s)
     }
+}
 
-    fn segment_max<T: Element>(
-        &self,
-        x: &BTensor<Self, T>,
-        plan: &IndexPlan,
-    ) -> BResult<BTensor<Self, T>> {
-        self.model_segment_max(x, plan)
-    }
-
-    fn segment_sum<T: Element>(
-        &self,
-        x: &BTensor<Self, T>,
-        plan: &IndexPlan,
-    ) -> BResult<BTensor<Self, T>> {
-        self.model_segment_sum(x, plan)
-    }
-
+impl FusedOps for CudaBackend {
     /// Fused: segment max, the exp-sum (level 0 computes `exp(x - max)` on the
     /// fly), and `exp(x - max) / sum`; the composition's bits.
     fn segment_softmax<T: Element>(
@@ -1147,39 +1189,6 @@ impl Backend for CudaBackend {
         heads: usize,
     ) -> BResult<BTensor<Self, T>> {
         self.model_gather_head_dot(a, a_idx, b, b_idx, heads)
-    }
-
-    /// Relabel: shares the buffer. Transpose: tiled kernel. Permute: N-D kernel.
-    fn permute<T: Element>(
-        &self,
-        t: &BTensor<Self, T>,
-        perm: &[usize],
-    ) -> BResult<BTensor<Self, T>> {
-        let plan = t.layout().plan_permute(perm)?;
-        match plan.kind {
-            PermuteKind::Relabel => Ok(t.relabel(plan.output)),
-            PermuteKind::Transpose {
-                batch,
-                rows,
-                cols,
-                inner,
-            } => {
-                let out = self.alloc_tensor::<T>(plan.output)?;
-                self.transpose(t, &out, batch, rows, cols, inner)?;
-                Ok(out)
-            }
-            PermuteKind::Permute { shape, perm: p } if shape.len() <= MAX_RANK => {
-                let out = self.alloc_tensor::<T>(plan.output)?;
-                self.permute_nd(t, &out, &shape, &p)?;
-                Ok(out)
-            }
-            PermuteKind::Permute { .. } => {
-                // Past the kernel's rank: the host round trip (correct, slow).
-                let host = self.download(t)?;
-                let out = rtx_tensor::permute_host(&host, t.shape(), perm)?;
-                self.upload(&out, plan.output.shape())
-            }
-        }
     }
 }
 

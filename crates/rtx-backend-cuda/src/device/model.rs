@@ -6,8 +6,9 @@
 use std::sync::Arc;
 
 use cudarc::driver::{LaunchArgs, PushKernelArg, result};
+use rtx_backend::prelude::*;
 use rtx_backend::{
-    BTensor, Backend, Binary, DType, Element, IndexPlan, Result as BResult, Unary, dims2, ops,
+    BTensor, Binary, DType, Element, IndexPlan, Result as BResult, Unary, dims2, ops,
 };
 use rtx_tensor::Layout;
 

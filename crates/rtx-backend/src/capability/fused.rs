@@ -1,0 +1,107 @@
+//! [`FusedOps`]: ops defined as a composition of index and dense ops, which
+//! a backend may fuse as long as it gives the composition's bits.
+
+use crate::{BTensor, Binary, DenseOps, Element, IndexOps, IndexPlan, Result, Unary, ops};
+
+/// Fused ops: each is defined as a composition of [`IndexOps`] and
+/// [`DenseOps`] on the same backend, and its default is that composition (no
+/// round trip beyond those ops' own). A fused override must give the same
+/// bits as the composition.
+pub trait FusedOps: IndexOps + DenseOps {
+    /// Softmax over each segment (each destination's incoming edges):
+    /// `x: [plan.len(), f]` (one column per head), out the same shape,
+    /// max-subtracted. Defined as the composition in [`ops`]; a fused
+    /// override must give the same bits.
+    ///
+    /// Default: that composition on this backend ([`IndexOps::segment_max`],
+    /// [`IndexOps::index_select`], [`DenseOps::binary`], [`DenseOps::unary`],
+    /// [`IndexOps::segment_sum`]): no round trip beyond those ops' own.
+    ///
+    /// # Errors
+    /// [`Error::Rank`](crate::Error::Rank); [`Error::ShapeMismatch`](crate::Error::ShapeMismatch) naming the shape and the plan.
+    fn segment_softmax<T: Element>(
+        &self,
+        x: &BTensor<Self, T>,
+        plan: &IndexPlan,
+    ) -> Result<BTensor<Self, T>> {
+        ops::check_segment("segment_softmax", x.shape(), plan)?;
+        let idx = ops::plan_indices(plan);
+        let m = self.segment_max(x, plan)?;
+        let d = self.binary(Binary::Sub, x, &self.index_select(&m, &idx)?)?;
+        let e = self.unary(Unary::Exp, &d)?;
+        let s = self.segment_sum(&e, plan)?;
+        self.binary(Binary::Div, &e, &self.index_select(&s, &idx)?)
+    }
+
+    /// The backward of [`FusedOps::segment_softmax`] from its output `alpha`
+    /// and the upstream gradient `grad`: `alpha * (grad - gather(segment_sum(alpha * grad)))`.
+    ///
+    /// Default: that composition on this backend; a fused override must give the same bits.
+    ///
+    /// # Errors
+    /// [`Error::Rank`](crate::Error::Rank); [`Error::ShapeMismatch`](crate::Error::ShapeMismatch) naming the shapes and the plan.
+    fn segment_softmax_backward<T: Element>(
+        &self,
+        alpha: &BTensor<Self, T>,
+        grad: &BTensor<Self, T>,
+        plan: &IndexPlan,
+    ) -> Result<BTensor<Self, T>> {
+        ops::check_segment("segment_softmax_backward", alpha.shape(), plan)?;
+        ops::check_same("segment_softmax_backward", alpha.shape(), grad.shape())?;
+        let idx = ops::plan_indices(plan);
+        let t = self.binary(Binary::Mul, alpha, grad)?;
+        let s = self.segment_sum(&t, plan)?;
+        let u = self.binary(Binary::Sub, grad, &self.index_select(&s, &idx)?)?;
+        self.binary(Binary::Mul, alpha, &u)
+    }
+
+    /// Fused message passing: `segment_sum(head_scale(index_select(x, gather),
+    /// weights), plan)`, i.e. `out[r] = sum over entries p of plan row r of
+    /// weights[p, h] * x[gather[p]]` (per head block), without materializing
+    /// the `[E, heads*c]` messages. `x: [n, heads*c]`, `weights: [E, heads]`,
+    /// `gather.len() == plan.len() == E`; out `[plan.rows(), heads*c]`.
+    /// (GAT aggregation forward with `gather = src`, `plan` by destination;
+    /// its adjoint with `gather = dst`, `plan` by source.) An index op.
+    ///
+    /// Default: that composition on this backend; a fused override must give
+    /// the same bits.
+    ///
+    /// # Errors
+    /// [`Error::Rank`](crate::Error::Rank); [`Error::ShapeMismatch`](crate::Error::ShapeMismatch); [`Error::IndexOutOfRange`](crate::Error::IndexOutOfRange);
+    /// [`Error::Layout`](crate::Error::Layout) when `[plan.rows(), heads*c]` overflows (all before any work).
+    fn gather_scale_scatter<T: Element>(
+        &self,
+        x: &BTensor<Self, T>,
+        gather: &[u32],
+        weights: &BTensor<Self, T>,
+        plan: &IndexPlan,
+    ) -> Result<BTensor<Self, T>> {
+        ops::check_gather_scale_scatter(x.shape(), gather, weights.shape(), plan)?;
+        let msg = self.head_scale(&self.index_select(x, gather)?, weights)?;
+        self.segment_sum(&msg, plan)
+    }
+
+    /// Fused edge scores: `head_dot(index_select(a, a_idx), index_select(b,
+    /// b_idx), heads)`, out `[E, heads]` with `out[p, h] = a[a_idx[p]]_h .
+    /// b[b_idx[p]]_h`. (The attention-weight gradient of a GAT.) An index op.
+    ///
+    /// Default: that composition on this backend; a fused override must give
+    /// the same bits.
+    ///
+    /// # Errors
+    /// [`Error::Rank`](crate::Error::Rank); [`Error::ShapeMismatch`](crate::Error::ShapeMismatch); [`Error::IndexOutOfRange`](crate::Error::IndexOutOfRange);
+    /// [`Error::Layout`](crate::Error::Layout) when `[E, heads]` overflows (all before any work).
+    fn gather_head_dot<T: Element>(
+        &self,
+        a: &BTensor<Self, T>,
+        a_idx: &[u32],
+        b: &BTensor<Self, T>,
+        b_idx: &[u32],
+        heads: usize,
+    ) -> Result<BTensor<Self, T>> {
+        ops::check_gather_head_dot(a.shape(), a_idx, b.shape(), b_idx, heads)?;
+        let ga = self.index_select(a, a_idx)?;
+        let gb = self.index_select(b, b_idx)?;
+        self.head_dot(&ga, &gb, heads)
+    }
+}

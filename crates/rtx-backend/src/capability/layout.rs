@@ -1,0 +1,51 @@
+//! [`LayoutOps`]: `swap_dims` and `permute`, outputs always contiguous.
+
+use crate::{BTensor, BackendCore, Element, Result};
+use rtx_tensor::PermuteKind;
+
+/// Dim swaps and permutes. The output is contiguous in its new shape; a
+/// relabel (no element moves) shares the buffer on every backend.
+pub trait LayoutOps: BackendCore {
+    /// Swaps dims `a` and `b`. The output is contiguous in its new shape.
+    ///
+    /// Default: follows [`Layout::plan_swap`](rtx_tensor::Layout::plan_swap): a relabel shares the buffer (no
+    /// copy, on every backend); anything else is a host round trip through
+    /// [`rtx_tensor::permute_host`]. Device backends override the copying cases.
+    ///
+    /// # Errors
+    /// Bad dims ([`Error::Layout`](crate::Error::Layout)).
+    fn swap_dims<T: Element>(
+        &self,
+        t: &BTensor<Self, T>,
+        a: usize,
+        b: usize,
+    ) -> Result<BTensor<Self, T>> {
+        let mut perm: Vec<usize> = (0..t.layout().rank()).collect();
+        if a >= perm.len() || b >= perm.len() {
+            // let the planner produce the error naming the dim
+            t.layout().plan_swap(a, b)?;
+        }
+        perm.swap(a, b);
+        self.permute(t, &perm)
+    }
+
+    /// Permutes dims: output dim `i` is input dim `perm[i]`; contiguous output.
+    ///
+    /// Default: as [`LayoutOps::swap_dims`] (relabel shares, else host round trip).
+    ///
+    /// # Errors
+    /// A bad permutation ([`Error::Layout`](crate::Error::Layout)).
+    fn permute<T: Element>(
+        &self,
+        t: &BTensor<Self, T>,
+        perm: &[usize],
+    ) -> Result<BTensor<Self, T>> {
+        let plan = t.layout().plan_permute(perm)?;
+        if plan.kind == PermuteKind::Relabel {
+            return Ok(t.relabel(plan.output));
+        }
+        let host = self.download(t)?;
+        let out = rtx_tensor::permute_host(&host, t.shape(), perm)?;
+        self.upload(&out, plan.output.shape())
+    }
+}
