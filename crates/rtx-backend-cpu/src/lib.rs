@@ -12,17 +12,29 @@
 //! cpu.index_add(&mut dst, &[1, 1], &src).unwrap();
 //! assert_eq!(cpu.download(&dst).unwrap(), [0.0, 0.0, 4.0, 6.0]);
 //! ```
+//!
+//! One room per capability: `core_ops.rs` ([`BackendCore`]: buffers,
+//! upload, download), `index_ops.rs` ([`IndexOps`]: gather, scatter-add,
+//! segment max), `layout_ops.rs` ([`LayoutOps`]: permute), `dense_ops.rs`
+//! ([`DenseOps`]: matmul, elementwise, row sums, per-head ops, with the
+//! parallel canonical sum), `fused_ops.rs` ([`FusedOps`]: fused gathers,
+//! segment softmax) and `tasks.rs` (how work is cut into rayon tasks).
+//!
+//! [`BackendCore`]: rtx_backend::BackendCore
+//! [`IndexOps`]: rtx_backend::IndexOps
+//! [`LayoutOps`]: rtx_backend::LayoutOps
+//! [`DenseOps`]: rtx_backend::DenseOps
+//! [`FusedOps`]: rtx_backend::FusedOps
 
-mod model_ops;
+mod core_ops;
+mod dense_ops;
+mod fused_ops;
+mod index_ops;
+mod layout_ops;
+mod tasks;
 
-use rayon::prelude::*;
-use rtx_backend::order::add_row_sum;
-use rtx_backend::prelude::*;
-use rtx_backend::{
-    BTensor, Binary, Element, Error, IndexPlan, Result, Tensor, Unary, check_index_add, dims2, ops,
-    reference, try_copy, try_vec,
-};
-use rtx_tensor::{Layout, PermuteKind};
+use rtx_backend::{Element, Error, Result, try_vec};
+use rtx_tensor::Layout;
 
 /// The CPU backend. Runs on rayon's global pool, or on a pool of its own.
 #[derive(Debug, Default)]
@@ -59,427 +71,19 @@ impl CpuBackend {
     }
 }
 
-/// Rows per rayon task: enough work per task to amortize scheduling.
-const MIN_ROWS_PER_TASK: usize = 64;
-
 /// The buffer of a new tensor of `layout`: `numel` zeros, reserved fallibly
 /// (a huge but valid size is [`Error::HostAllocation`], not an abort). Every
-/// buffer this backend makes comes from here or [`try_copy`], sized from a
+/// buffer this backend makes comes from here or [`try_copy`](rtx_backend::try_copy), sized from a
 /// [`Layout`] built (and overflow-checked) first.
 fn zeroed<T: Element>(layout: &Layout) -> Result<Vec<T>> {
     try_vec(layout.numel(), T::ZERO)
 }
 
-impl BackendCore for CpuBackend {
-    type Buffer<T: Element> = Vec<T>;
-
-    fn name(&self) -> String {
-        "cpu".into()
-    }
-
-    fn upload<T: Element>(&self, data: &[T], shape: &[usize]) -> Result<BTensor<Self, T>> {
-        let layout = Layout::contiguous(shape)?;
-        if layout.numel() != data.len() {
-            return Err(Error::LengthMismatch {
-                len: data.len(),
-                shape: shape.to_vec(),
-                expected: layout.numel(),
-            });
-        }
-        Ok(Tensor::new(try_copy(data)?, layout))
-    }
-
-    fn download<T: Element>(&self, t: &BTensor<Self, T>) -> Result<Vec<T>> {
-        try_copy(t.storage())
-    }
-
-    fn zeros<T: Element>(&self, shape: &[usize]) -> Result<BTensor<Self, T>> {
-        let layout = Layout::contiguous(shape)?;
-        Ok(Tensor::new(zeroed(&layout)?, layout))
-    }
-
-    fn make_unique<T: Element>(&self, t: &mut BTensor<Self, T>) -> Result<()> {
-        if !t.is_unique() {
-            *t = Tensor::new(try_copy(t.storage())?, t.layout().clone());
-        }
-        Ok(())
-    }
-}
-
-impl IndexOps for CpuBackend {
-    fn index_select<T: Element>(
-        &self,
-        src: &BTensor<Self, T>,
-        idx: &[u32],
-    ) -> Result<BTensor<Self, T>> {
-        let (rows, f) = dims2("index_select", "src", src.layout())?;
-        reference::check_indices(idx, rows)?;
-        let layout = Layout::contiguous(&[idx.len(), f])?;
-        let s = src.storage();
-        let mut out = zeroed(&layout)?;
-        if f > 0 {
-            self.install(|| {
-                out.par_chunks_mut(f)
-                    .with_min_len(MIN_ROWS_PER_TASK)
-                    .zip(idx.par_iter())
-                    .for_each(|(o, &i)| {
-                        o.copy_from_slice(&s[i as usize * f..(i as usize + 1) * f]);
-                    });
-            });
-        }
-        Ok(Tensor::new(out, layout))
-    }
-
-    fn index_add_planned<T: Element>(
-        &self,
-        dst: &mut BTensor<Self, T>,
-        plan: &IndexPlan,
-        src: &BTensor<Self, T>,
-    ) -> Result<()> {
-        let f = check_index_add(dst.layout(), plan, src.layout())?;
-        if f == 0 || plan.is_empty() {
-            return Ok(());
-        }
-        self.make_unique(dst)?;
-        let s = src.storage();
-        let d = dst.storage_mut().expect("unique after make_unique");
-        self.install(|| {
-            d.par_chunks_mut(f)
-                .with_min_len(MIN_ROWS_PER_TASK)
-                .enumerate()
-                .for_each_init(Vec::new, |scratch, (r, row)| {
-                    add_row_sum(row, plan.row(r), s, scratch);
-                });
-        });
-        Ok(())
-    }
-
-    fn segment_max<T: Element>(
-        &self,
-        x: &BTensor<Self, T>,
-        plan: &IndexPlan,
-    ) -> Result<BTensor<Self, T>> {
-        let (_, f) = ops::check_segment("segment_max", x.shape(), plan)?;
-        let layout = Layout::contiguous(&[plan.rows(), f])?;
-        let xs = x.storage();
-        let mut out = zeroed(&layout)?;
-        if f > 0 {
-            self.install(|| {
-                out.par_chunks_mut(f)
-                    .with_min_len(MIN_ROWS_PER_TASK)
-                    .enumerate()
-                    .for_each(|(r, o)| {
-                        ops::segment_max_row(
-                            plan.row(r),
-                            |p| &xs[p as usize * f..(p as usize + 1) * f],
-                            o,
-                        );
-                    });
-            });
-        }
-        Ok(Tensor::new(out, layout))
-    }
-}
-
-impl LayoutOps for CpuBackend {
-    fn permute<T: Element>(
-        &self,
-        t: &BTensor<Self, T>,
-        perm: &[usize],
-    ) -> Result<BTensor<Self, T>> {
-        let plan = t.layout().plan_permute(perm)?;
-        let data = t.storage();
-        let out = match plan.kind {
-            PermuteKind::Relabel => return Ok(t.relabel(plan.output)),
-            PermuteKind::Transpose {
-                rows, cols, inner, ..
-            } => {
-                let mut out = try_vec(data.len(), T::ZERO)?;
-                // one output row (b, c) per task: out[b][c][r][:] = in[b][r][c][:]
-                self.install(|| {
-                    out.par_chunks_mut(rows * inner)
-                        .enumerate()
-                        .for_each(|(bc, o)| {
-                            let (b, c) = (bc / cols, bc % cols);
-                            for r in 0..rows {
-                                let s = ((b * rows + r) * cols + c) * inner;
-                                o[r * inner..(r + 1) * inner].copy_from_slice(&data[s..s + inner]);
-                            }
-                        });
-                });
-                out
-            }
-            PermuteKind::Permute { shape, perm } => rtx_tensor::permute_host(data, &shape, &perm)?,
-        };
-        Ok(Tensor::new(out, plan.output))
-    }
-}
-
-impl DenseOps for CpuBackend {
-    fn matmul<T: Element>(
-        &self,
-        a: &BTensor<Self, T>,
-        trans_a: bool,
-        b: &BTensor<Self, T>,
-        trans_b: bool,
-    ) -> Result<BTensor<Self, T>> {
-        let (m, k, n) = ops::check_matmul(a.shape(), trans_a, b.shape(), trans_b)?;
-        let layout = Layout::contiguous(&[m, n])?;
-        let mut out = zeroed(&layout)?;
-        let (xa, xb) = (a.storage(), b.storage());
-        self.install(|| model_ops::matmul(xa, trans_a, xb, trans_b, m, k, n, &mut out))?;
-        Ok(Tensor::new(out, layout))
-    }
-
-    fn unary<T: Element>(&self, op: Unary, x: &BTensor<Self, T>) -> Result<BTensor<Self, T>> {
-        let xs = x.storage();
-        let mut out = zeroed(x.layout())?;
-        self.install(|| {
-            out.par_chunks_mut(model_ops::ELEMS_PER_TASK)
-                .zip(xs.par_chunks(model_ops::ELEMS_PER_TASK))
-                .for_each(|(o, x)| ops::unary_slice(op, x, o));
-        });
-        Ok(Tensor::new(out, x.layout().clone()))
-    }
-
-    fn unary_backward<T: Element>(
-        &self,
-        op: Unary,
-        x: &BTensor<Self, T>,
-        grad: &BTensor<Self, T>,
-    ) -> Result<BTensor<Self, T>> {
-        ops::check_same("unary_backward", x.shape(), grad.shape())?;
-        let (xs, gs) = (x.storage(), grad.storage());
-        let mut out = zeroed(x.layout())?;
-        let c = model_ops::ELEMS_PER_TASK;
-        self.install(|| {
-            out.par_chunks_mut(c)
-                .zip(xs.par_chunks(c))
-                .zip(gs.par_chunks(c))
-                .for_each(|((o, x), g)| ops::unary_backward_slice(op, x, g, o));
-        });
-        Ok(Tensor::new(out, x.layout().clone()))
-    }
-
-    fn binary<T: Element>(
-        &self,
-        op: Binary,
-        a: &BTensor<Self, T>,
-        b: &BTensor<Self, T>,
-    ) -> Result<BTensor<Self, T>> {
-        let (f, broadcast) = ops::check_binary(op, a.shape(), b.shape())?;
-        let (xa, xb) = (a.storage(), b.storage());
-        let mut out = zeroed(a.layout())?;
-        self.install(|| {
-            if broadcast {
-                if let Some(rows) = model_ops::ELEMS_PER_TASK.checked_div(f) {
-                    let rows = rows.max(1);
-                    out.par_chunks_mut(f)
-                        .with_min_len(rows)
-                        .zip(xa.par_chunks(f))
-                        .for_each(|(o, x)| ops::binary_slice(op, x, xb, o));
-                }
-            } else {
-                let c = model_ops::ELEMS_PER_TASK;
-                out.par_chunks_mut(c)
-                    .zip(xa.par_chunks(c))
-                    .zip(xb.par_chunks(c))
-                    .for_each(|((o, x), y)| ops::binary_slice(op, x, y, o));
-            }
-        });
-        Ok(Tensor::new(out, a.layout().clone()))
-    }
-
-    fn axpy<T: Element>(
-        &self,
-        y: &mut BTensor<Self, T>,
-        alpha: f64,
-        x: &BTensor<Self, T>,
-    ) -> Result<()> {
-        ops::check_same("axpy", y.shape(), x.shape())?;
-        self.make_unique(y)?;
-        let xs = x.storage();
-        let ys = y.storage_mut().expect("unique after make_unique");
-        let alpha = T::from_f64(alpha);
-        let c = model_ops::ELEMS_PER_TASK;
-        self.install(|| {
-            ys.par_chunks_mut(c)
-                .zip(xs.par_chunks(c))
-                .for_each(|(y, x)| ops::axpy_slice(y, alpha, x));
-        });
-        Ok(())
-    }
-
-    fn sum_rows<T: Element>(&self, x: &BTensor<Self, T>) -> Result<BTensor<Self, T>> {
-        let (n, f) = dims2("sum_rows", "x", x.layout())?;
-        let layout = Layout::contiguous(&[1, f])?;
-        let xs = x.storage();
-        let mut out = zeroed(&layout)?;
-        self.install(|| {
-            model_ops::par_accumulate(n, &mut out, |p, acc, first| {
-                let r = &xs[p * f..(p + 1) * f];
-                if first {
-                    acc.copy_from_slice(r);
-                } else {
-                    for (o, &v) in acc.iter_mut().zip(r) {
-                        *o = *o + v;
-                    }
-                }
-            })
-        })?;
-        Ok(Tensor::new(out, layout))
-    }
-
-    fn head_dot<T: Element>(
-        &self,
-        a: &BTensor<Self, T>,
-        b: &BTensor<Self, T>,
-        heads: usize,
-    ) -> Result<BTensor<Self, T>> {
-        let (n, h, c, b_rows) = ops::check_head_dot(a.shape(), b.shape(), heads)?;
-        let (xa, xb) = (a.storage(), b.storage());
-        let f = h * c;
-        let layout = Layout::contiguous(&[n, h])?;
-        let mut out = zeroed(&layout)?;
-        self.install(|| {
-            out.par_chunks_mut(h)
-                .with_min_len(MIN_ROWS_PER_TASK)
-                .enumerate()
-                .for_each(|(i, o)| {
-                    let br = if b_rows == 1 { 0 } else { i };
-                    ops::head_dot_row(&xa[i * f..(i + 1) * f], &xb[br * f..(br + 1) * f], c, o);
-                });
-        });
-        Ok(Tensor::new(out, layout))
-    }
-
-    fn head_scale<T: Element>(
-        &self,
-        a: &BTensor<Self, T>,
-        s: &BTensor<Self, T>,
-    ) -> Result<BTensor<Self, T>> {
-        let (n, h, c, a_rows) = ops::check_head_scale(a.shape(), s.shape())?;
-        let (xa, xs) = (a.storage(), s.storage());
-        let f = h * c;
-        let layout = Layout::contiguous(&[n, f])?;
-        let mut out = zeroed(&layout)?;
-        if f > 0 {
-            self.install(|| {
-                out.par_chunks_mut(f)
-                    .with_min_len(MIN_ROWS_PER_TASK)
-                    .enumerate()
-                    .for_each(|(i, o)| {
-                        let ar = if a_rows == 1 { 0 } else { i };
-                        ops::head_scale_row(
-                            &xa[ar * f..(ar + 1) * f],
-                            &xs[i * h..(i + 1) * h],
-                            c,
-                            o,
-                        );
-                    });
-            });
-        }
-        Ok(Tensor::new(out, layout))
-    }
-}
-
-impl FusedOps for CpuBackend {
-    fn gather_scale_scatter<T: Element>(
-        &self,
-        x: &BTensor<Self, T>,
-        gather: &[u32],
-        weights: &BTensor<Self, T>,
-        plan: &IndexPlan,
-    ) -> Result<BTensor<Self, T>> {
-        let (h, c) = ops::check_gather_scale_scatter(x.shape(), gather, weights.shape(), plan)?;
-        let (xs, ws) = (x.storage(), weights.storage());
-        let f = h * c;
-        let layout = Layout::contiguous(&[plan.rows(), f])?;
-        let mut out = zeroed(&layout)?;
-        if f > 0 {
-            self.install(|| {
-                out.par_chunks_mut(f)
-                    .with_min_len(MIN_ROWS_PER_TASK)
-                    .enumerate()
-                    .for_each_init(Vec::new, |scratch, (r, o)| {
-                        ops::gather_scale_scatter_row(
-                            plan.row(r),
-                            gather,
-                            xs,
-                            ws,
-                            h,
-                            c,
-                            o,
-                            scratch,
-                        );
-                    });
-            });
-        }
-        Ok(Tensor::new(out, layout))
-    }
-
-    fn gather_head_dot<T: Element>(
-        &self,
-        a: &BTensor<Self, T>,
-        a_idx: &[u32],
-        b: &BTensor<Self, T>,
-        b_idx: &[u32],
-        heads: usize,
-    ) -> Result<BTensor<Self, T>> {
-        let (h, c) = ops::check_gather_head_dot(a.shape(), a_idx, b.shape(), b_idx, heads)?;
-        let (xa, xb) = (a.storage(), b.storage());
-        let f = h * c;
-        let layout = Layout::contiguous(&[a_idx.len(), h])?;
-        let mut out = zeroed(&layout)?;
-        self.install(|| {
-            out.par_chunks_mut(h)
-                .with_min_len(4 * MIN_ROWS_PER_TASK)
-                .zip(a_idx.par_iter().zip(b_idx.par_iter()))
-                .for_each(|(o, (&i, &j))| {
-                    let (i, j) = (i as usize, j as usize);
-                    ops::head_dot_row(&xa[i * f..(i + 1) * f], &xb[j * f..(j + 1) * f], c, o);
-                });
-        });
-        Ok(Tensor::new(out, layout))
-    }
-
-    fn segment_softmax<T: Element>(
-        &self,
-        x: &BTensor<Self, T>,
-        plan: &IndexPlan,
-    ) -> Result<BTensor<Self, T>> {
-        let (_, f) = ops::check_segment("segment_softmax", x.shape(), plan)?;
-        let xs = x.storage();
-        let row = |p: u32| &xs[p as usize * f..(p as usize + 1) * f];
-        let out = self.install(|| {
-            model_ops::per_segment(plan, f, |ps, o, s| ops::softmax_segment(ps, row, f, o, s))
-        })?;
-        Ok(Tensor::new(out, x.layout().clone()))
-    }
-
-    fn segment_softmax_backward<T: Element>(
-        &self,
-        alpha: &BTensor<Self, T>,
-        grad: &BTensor<Self, T>,
-        plan: &IndexPlan,
-    ) -> Result<BTensor<Self, T>> {
-        let (_, f) = ops::check_segment("segment_softmax_backward", alpha.shape(), plan)?;
-        ops::check_same("segment_softmax_backward", alpha.shape(), grad.shape())?;
-        let (xa, xg) = (alpha.storage(), grad.storage());
-        let a = |p: u32| &xa[p as usize * f..(p as usize + 1) * f];
-        let g = |p: u32| &xg[p as usize * f..(p as usize + 1) * f];
-        let out = self.install(|| {
-            model_ops::per_segment(plan, f, |ps, o, s| {
-                ops::softmax_backward_segment(ps, a, g, f, o, s);
-            })
-        })?;
-        Ok(Tensor::new(out, alpha.layout().clone()))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rtx_backend::prelude::*;
+    use rtx_backend::{BTensor, IndexPlan, ops};
 
     rtx_backend::conformance_tests!(CpuBackend::new());
 

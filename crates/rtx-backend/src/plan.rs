@@ -2,6 +2,21 @@
 
 use crate::{Error, Result, try_copy, try_vec};
 
+/// Checks every index against `rows` before any work.
+///
+/// # Errors
+/// [`Error::IndexOutOfRange`] naming the first bad position, its value and the bound.
+pub fn check_indices(idx: &[u32], rows: usize) -> Result<()> {
+    match idx.iter().position(|&i| i as usize >= rows) {
+        Some(position) => Err(Error::IndexOutOfRange {
+            position,
+            value: u64::from(idx[position]),
+            bound: rows,
+        }),
+        None => Ok(()),
+    }
+}
+
 /// For each destination row, the source positions that add into it, in
 /// increasing order: the CSR of S^T, where `S[i, idx[i]] = 1`.
 ///
@@ -25,7 +40,7 @@ impl IndexPlan {
     /// [`Error::SizeOverflow`] when `rows + 1` offsets overflow `usize`;
     /// [`Error::HostAllocation`] when the `rows + 1` offsets cannot be allocated.
     pub fn new(idx: &[u32], rows: usize) -> Result<IndexPlan> {
-        crate::reference::check_indices(idx, rows)?;
+        check_indices(idx, rows)?;
         if idx.len() > u32::MAX as usize {
             return Err(Error::TooManyIndices {
                 len: idx.len(),

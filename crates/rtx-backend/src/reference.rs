@@ -5,20 +5,9 @@ use rtx_tensor::Layout;
 use crate::order::add_row_sum;
 use crate::{Element, Error, IndexPlan, Result, try_with_capacity};
 
-/// Checks every index against `rows` before any work.
-///
-/// # Errors
-/// [`Error::IndexOutOfRange`] naming the first bad position, its value and the bound.
-pub fn check_indices(idx: &[u32], rows: usize) -> Result<()> {
-    match idx.iter().position(|&i| i as usize >= rows) {
-        Some(position) => Err(Error::IndexOutOfRange {
-            position,
-            value: u64::from(idx[position]),
-            bound: rows,
-        }),
-        None => Ok(()),
-    }
-}
+// Defined next to `IndexPlan`, which validates its indices with it; the
+// public path is this one.
+pub use crate::plan::check_indices;
 
 /// `out[i, :] = src[idx[i], :]` for a row-major `src` of shape `[rows, f]`.
 ///

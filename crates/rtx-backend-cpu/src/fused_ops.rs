@@ -1,0 +1,160 @@
+//! [`FusedOps`] of the CPU backend: the fused gathers and the segment
+//! softmax, parallel over destination rows (segments), bit-identical to the
+//! reference for any thread count.
+
+use rayon::prelude::*;
+use rtx_backend::prelude::*;
+use rtx_backend::{BTensor, Element, IndexPlan, Result, Tensor, ops, try_vec};
+use rtx_tensor::Layout;
+
+use crate::tasks::{ELEMS_PER_TASK, MIN_ROWS_PER_TASK};
+use crate::{CpuBackend, zeroed};
+
+impl FusedOps for CpuBackend {
+    fn gather_scale_scatter<T: Element>(
+        &self,
+        x: &BTensor<Self, T>,
+        gather: &[u32],
+        weights: &BTensor<Self, T>,
+        plan: &IndexPlan,
+    ) -> Result<BTensor<Self, T>> {
+        let (h, c) = ops::check_gather_scale_scatter(x.shape(), gather, weights.shape(), plan)?;
+        let (xs, ws) = (x.storage(), weights.storage());
+        let f = h * c;
+        let layout = Layout::contiguous(&[plan.rows(), f])?;
+        let mut out = zeroed(&layout)?;
+        if f > 0 {
+            self.install(|| {
+                out.par_chunks_mut(f)
+                    .with_min_len(MIN_ROWS_PER_TASK)
+                    .enumerate()
+                    .for_each_init(Vec::new, |scratch, (r, o)| {
+                        ops::gather_scale_scatter_row(
+                            plan.row(r),
+                            gather,
+                            xs,
+                            ws,
+                            h,
+                            c,
+                            o,
+                            scratch,
+                        );
+                    });
+            });
+        }
+        Ok(Tensor::new(out, layout))
+    }
+
+    fn gather_head_dot<T: Element>(
+        &self,
+        a: &BTensor<Self, T>,
+        a_idx: &[u32],
+        b: &BTensor<Self, T>,
+        b_idx: &[u32],
+        heads: usize,
+    ) -> Result<BTensor<Self, T>> {
+        let (h, c) = ops::check_gather_head_dot(a.shape(), a_idx, b.shape(), b_idx, heads)?;
+        let (xa, xb) = (a.storage(), b.storage());
+        let f = h * c;
+        let layout = Layout::contiguous(&[a_idx.len(), h])?;
+        let mut out = zeroed(&layout)?;
+        self.install(|| {
+            out.par_chunks_mut(h)
+                .with_min_len(4 * MIN_ROWS_PER_TASK)
+                .zip(a_idx.par_iter().zip(b_idx.par_iter()))
+                .for_each(|(o, (&i, &j))| {
+                    let (i, j) = (i as usize, j as usize);
+                    ops::head_dot_row(&xa[i * f..(i + 1) * f], &xb[j * f..(j + 1) * f], c, o);
+                });
+        });
+        Ok(Tensor::new(out, layout))
+    }
+
+    fn segment_softmax<T: Element>(
+        &self,
+        x: &BTensor<Self, T>,
+        plan: &IndexPlan,
+    ) -> Result<BTensor<Self, T>> {
+        let (_, f) = ops::check_segment("segment_softmax", x.shape(), plan)?;
+        let xs = x.storage();
+        let row = |p: u32| &xs[p as usize * f..(p as usize + 1) * f];
+        let out = self
+            .install(|| per_segment(plan, f, |ps, o, s| ops::softmax_segment(ps, row, f, o, s)))?;
+        Ok(Tensor::new(out, x.layout().clone()))
+    }
+
+    fn segment_softmax_backward<T: Element>(
+        &self,
+        alpha: &BTensor<Self, T>,
+        grad: &BTensor<Self, T>,
+        plan: &IndexPlan,
+    ) -> Result<BTensor<Self, T>> {
+        let (_, f) = ops::check_segment("segment_softmax_backward", alpha.shape(), plan)?;
+        ops::check_same("segment_softmax_backward", alpha.shape(), grad.shape())?;
+        let (xa, xg) = (alpha.storage(), grad.storage());
+        let a = |p: u32| &xa[p as usize * f..(p as usize + 1) * f];
+        let g = |p: u32| &xg[p as usize * f..(p as usize + 1) * f];
+        let out = self.install(|| {
+            per_segment(plan, f, |ps, o, s| {
+                ops::softmax_backward_segment(ps, a, g, f, o, s);
+            })
+        })?;
+        Ok(Tensor::new(out, alpha.layout().clone()))
+    }
+}
+
+/// Runs `kernel(positions, out_rows, scratch)` for every row of `plan` in
+/// parallel, each writing its segment's rows in segment order into a buffer
+/// laid out in plan order, then moves every row to its entry's position.
+fn per_segment<T: Element>(
+    plan: &IndexPlan,
+    f: usize,
+    kernel: impl Fn(&[u32], &mut [T], &mut ops::SegmentScratch<T>) + Sync,
+) -> Result<Vec<T>> {
+    let e = plan.len();
+    // `[e, f]` is the caller's checked input shape: the product fits
+    let mut sorted = try_vec(e * f, T::ZERO)?;
+    if f == 0 || e == 0 {
+        return Ok(sorted);
+    }
+    // cut the plan-ordered buffer into groups of whole rows
+    let offsets = plan.offsets();
+    let target = (ELEMS_PER_TASK / f).max(1) as u64;
+    let mut groups: Vec<(usize, usize, &mut [T])> = Vec::new();
+    let mut rest: &mut [T] = &mut sorted;
+    let mut r0 = 0;
+    while r0 < plan.rows() {
+        let mut r1 = r0 + 1;
+        while r1 < plan.rows() && offsets[r1] - offsets[r0] < target {
+            r1 += 1;
+        }
+        let len = (offsets[r1] - offsets[r0]) as usize * f;
+        let (head, tail) = std::mem::take(&mut rest).split_at_mut(len);
+        groups.push((r0, r1, head));
+        rest = tail;
+        r0 = r1;
+    }
+    groups
+        .into_par_iter()
+        .for_each_init(ops::SegmentScratch::default, |s, (r0, r1, buf)| {
+            let base = offsets[r0];
+            for r in r0..r1 {
+                let (lo, hi) = (
+                    (offsets[r] - base) as usize,
+                    (offsets[r + 1] - base) as usize,
+                );
+                kernel(plan.row(r), &mut buf[lo * f..hi * f], s);
+            }
+        });
+    // un-permute: entry positions[q] takes sorted row q
+    let mut inv = try_vec(e, 0u32)?;
+    for (q, &p) in plan.positions().iter().enumerate() {
+        inv[p as usize] = q as u32;
+    }
+    let mut out = try_vec(e * f, T::ZERO)?;
+    out.par_chunks_mut(f)
+        .with_min_len(256)
+        .zip(inv.par_iter())
+        .for_each(|(o, &q)| o.copy_from_slice(&sorted[q as usize * f..(q as usize + 1) * f]));
+    Ok(out)
+}

@@ -1,0 +1,132 @@
+//! The fused-op cases: segment softmax (with the segment max and sum it
+//! composes) and the fused gathers, against their compositions and the reference.
+
+use super::harness::{assert_bits, assert_close, down, up};
+use crate::workload::{indices, values};
+use crate::{Backend, Binary, Error, IndexPlan, Unary, ops, reference};
+
+/// Segment ops: `segment_max` and `segment_sum` exact against the reference;
+/// `segment_softmax` and its backward bit-identical to their defining
+/// composition on the same backend, and close to the host reference.
+pub fn segment_ops<B: Backend>(b: &B) {
+    for (rows, e, f) in [(50usize, 2000usize, 4usize), (7, 600, 1), (300, 40, 3)] {
+        let idx = indices(60, e, rows, true);
+        let plan = IndexPlan::new(&idx, rows).expect("plan");
+        let x: Vec<f32> = values(61, e * f).iter().map(|v: &f32| v * 8.0).collect();
+        let xt = up(b, &x, &[e, f]);
+        let m = b.segment_max(&xt, &plan).expect("segment_max");
+        assert_eq!(m.shape(), &[rows, f]);
+        assert_bits("segment_max", &down(b, &m), &ops::segment_max(&x, f, &plan));
+        let s = b.segment_sum(&xt, &plan).expect("segment_sum");
+        let mut want = vec![0.0f32; rows * f];
+        reference::index_add(&mut want, f, &plan, &x).expect("reference");
+        assert_bits("segment_sum", &down(b, &s), &want);
+        // the composition, spelled out with this backend's ops
+        let alpha = b.segment_softmax(&xt, &plan).expect("segment_softmax");
+        let mg = b.index_select(&m, &idx).expect("gather");
+        let ex = b
+            .unary(Unary::Exp, &b.binary(Binary::Sub, &xt, &mg).expect("sub"))
+            .expect("exp");
+        let den = b
+            .index_select(&b.segment_sum(&ex, &plan).expect("sum"), &idx)
+            .expect("gather");
+        let composed = b.binary(Binary::Div, &ex, &den).expect("div");
+        let got = down(b, &alpha);
+        assert_bits(
+            "segment_softmax vs its composition",
+            &got,
+            &down(b, &composed),
+        );
+        let to64 = |v: &[f32]| v.iter().map(|&x| f64::from(x)).collect::<Vec<_>>();
+        assert_close(
+            "segment_softmax vs reference",
+            &to64(&got),
+            &to64(&ops::segment_softmax(&x, f, &plan)),
+            1e-6,
+        );
+        let g: Vec<f32> = values(62, e * f);
+        let gt = up(b, &g, &[e, f]);
+        let dz = b
+            .segment_softmax_backward(&alpha, &gt, &plan)
+            .expect("backward");
+        let t = b.binary(Binary::Mul, &alpha, &gt).expect("mul");
+        let sg = b
+            .index_select(&b.segment_sum(&t, &plan).expect("sum"), &idx)
+            .expect("gather");
+        let composed = b
+            .binary(
+                Binary::Mul,
+                &alpha,
+                &b.binary(Binary::Sub, &gt, &sg).expect("sub"),
+            )
+            .expect("mul");
+        assert_bits(
+            "segment_softmax_backward vs its composition",
+            &down(b, &dz),
+            &down(b, &composed),
+        );
+    }
+}
+
+/// The fused gathers (`gather_scale_scatter`, `gather_head_dot`) are
+/// bit-identical to their compositions on the same backend and to the host
+/// reference; bad indices are errors before any work.
+pub fn fused_gathers<B: Backend>(b: &B) {
+    let (n, rows, e, heads, c) = (40usize, 30usize, 3000usize, 4usize, 5usize);
+    let f = heads * c;
+    let gather = indices(70, e, n, false);
+    let scatter = indices(71, e, rows, true);
+    let plan = IndexPlan::new(&scatter, rows).expect("plan");
+    let x: Vec<f32> = values(72, n * f);
+    let w: Vec<f32> = values(73, e * heads);
+    let (xt, wt) = (up(b, &x, &[n, f]), up(b, &w, &[e, heads]));
+    let got = b
+        .gather_scale_scatter(&xt, &gather, &wt, &plan)
+        .expect("gather_scale_scatter");
+    assert_eq!(got.shape(), &[rows, f]);
+    let msg = b
+        .head_scale(&b.index_select(&xt, &gather).expect("gather"), &wt)
+        .expect("scale");
+    let composed = b.segment_sum(&msg, &plan).expect("sum");
+    let got = down(b, &got);
+    assert_bits(
+        "gather_scale_scatter vs its composition",
+        &got,
+        &down(b, &composed),
+    );
+    assert_bits(
+        "gather_scale_scatter vs reference",
+        &got,
+        &ops::gather_scale_scatter(&x, &gather, &w, heads, c, &plan),
+    );
+    let y: Vec<f32> = values(74, rows * f);
+    let yt = up(b, &y, &[rows, f]);
+    let got = b
+        .gather_head_dot(&xt, &gather, &yt, &scatter, heads)
+        .expect("gather_head_dot");
+    assert_eq!(got.shape(), &[e, heads]);
+    let composed = b
+        .head_dot(
+            &b.index_select(&xt, &gather).expect("gather"),
+            &b.index_select(&yt, &scatter).expect("gather"),
+            heads,
+        )
+        .expect("head_dot");
+    assert_bits(
+        "gather_head_dot vs its composition",
+        &down(b, &got),
+        &down(b, &composed),
+    );
+    let mut bad = gather.clone();
+    bad[17] = n as u32;
+    assert!(matches!(
+        b.gather_scale_scatter(&xt, &bad, &wt, &plan),
+        Err(Error::IndexOutOfRange { position: 17, .. })
+    ));
+    let mut bad = scatter.clone();
+    bad[17] = rows as u32;
+    assert!(matches!(
+        b.gather_head_dot(&xt, &gather, &yt, &bad, heads),
+        Err(Error::IndexOutOfRange { position: 17, .. })
+    ));
+}

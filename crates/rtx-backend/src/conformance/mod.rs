@@ -1,0 +1,81 @@
+//! The conformance suite: every op, every backend, the same expectations.
+//!
+//! Each function takes any [`Backend`] and panics with a message naming the
+//! case on the first mismatch; a backend's tests call them one by one (so
+//! each shows as its own test) or all through [`run_all`]. Expectations come
+//! from the single-threaded host [`reference`](mod@crate::reference), naive loops
+//! written here, or hand-computed values, never from the backend under test.
+//! Float results are compared bit for bit unless a case says otherwise.
+//!
+//! | file | cases |
+//! |---|---|
+//! | `index.rs` | [`IndexOps`](crate::IndexOps): gather, scatter-add, out-of-range and empty indices, repeatability, concurrent use |
+//! | `layout.rs` | [`LayoutOps`](crate::LayoutOps): `swap_dims` and `permute` |
+//! | `dense.rs` | [`DenseOps`](crate::DenseOps) against the [`ops`](crate::ops) reference, zero sizes and shape errors of every model op |
+//! | `fused.rs` | [`FusedOps`](crate::FusedOps) and the segment ops they compose: softmax and the fused gathers |
+//! | `harness.rs` | upload, download and the bit-exact and tolerance comparisons the cases share |
+
+mod dense;
+mod fused;
+mod harness;
+mod index;
+mod layout;
+
+use crate::Backend;
+
+pub use crate::workload::{indices, splitmix64, value, values};
+pub use dense::{model_op_errors, model_ops_empty, model_ops_match_reference};
+pub use fused::{fused_gathers, segment_ops};
+pub use index::{
+    adjoint_identity, concurrent_use, empty_indices, gather_with_repeats, hub_heavy, out_of_range,
+    repeatable, scatter_duplicates_untouched, scatter_matches_reference,
+};
+pub use layout::{all_permutations, odd_transposes, swap_dims_2x3x4, vector_swap_shares_buffer};
+
+/// Every case above, in order.
+pub fn run_all<B: Backend>(b: &B) {
+    gather_with_repeats(b);
+    scatter_duplicates_untouched(b);
+    adjoint_identity(b);
+    hub_heavy(b);
+    out_of_range(b);
+    empty_indices(b);
+    scatter_matches_reference(b);
+    repeatable(b);
+    concurrent_use(b);
+    swap_dims_2x3x4(b);
+    vector_swap_shares_buffer(b);
+    all_permutations(b);
+    odd_transposes(b);
+    model_ops_match_reference(b);
+    segment_ops(b);
+    fused_gathers(b);
+    model_ops_empty(b);
+    model_op_errors(b);
+}
+
+/// Declares one `#[test]` per conformance case for a backend built by `$make`.
+///
+/// ```text
+/// rtx_backend::conformance_tests!(rtx_backend_cpu::CpuBackend::new());
+/// ```
+#[macro_export]
+macro_rules! conformance_tests {
+    ($make:expr) => {
+        $crate::conformance_tests!(@cases $make;
+            gather_with_repeats scatter_duplicates_untouched adjoint_identity hub_heavy
+            out_of_range empty_indices scatter_matches_reference repeatable concurrent_use
+            swap_dims_2x3x4 vector_swap_shares_buffer all_permutations odd_transposes
+            model_ops_match_reference segment_ops fused_gathers model_ops_empty
+            model_op_errors);
+    };
+    (@cases $make:expr; $($case:ident)*) => {
+        $(
+            #[test]
+            fn $case() {
+                let backend = $make;
+                $crate::conformance::$case(&backend);
+            }
+        )*
+    };
+}

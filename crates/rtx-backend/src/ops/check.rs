@@ -1,0 +1,238 @@
+//! The argument checks every backend runs before any work: shapes, ranks,
+//! index bounds and output sizes of the dense, segment and fused ops.
+
+use super::kind::Binary;
+use crate::check::shape2 as rank2;
+use crate::{Error, IndexPlan, Result};
+
+/// A [`Error::ShapeMismatch`] of `op`.
+pub(super) fn mismatch(op: &'static str, detail: String) -> Error {
+    Error::ShapeMismatch { op, detail }
+}
+
+/// The shape of a [`matmul`](crate::DenseOps::matmul): `(m, k, n)` for `op(a): [m, k]`, `op(b): [k, n]`,
+/// where `op` transposes when its flag is set.
+///
+/// # Errors
+/// [`Error::Rank`] unless both are 2-D; [`Error::ShapeMismatch`] naming both
+/// shapes and flags when the inner dimensions differ; [`Error::Layout`] when
+/// the output `[m, n]` overflows.
+pub fn check_matmul(
+    a: &[usize],
+    trans_a: bool,
+    b: &[usize],
+    trans_b: bool,
+) -> Result<(usize, usize, usize)> {
+    let (ar, ac) = rank2("matmul", "a", a)?;
+    let (br, bc) = rank2("matmul", "b", b)?;
+    let (m, k) = if trans_a { (ac, ar) } else { (ar, ac) };
+    let (k2, n) = if trans_b { (bc, br) } else { (br, bc) };
+    if k != k2 {
+        return Err(mismatch(
+            "matmul",
+            format!(
+                "a {a:?}{} and b {b:?}{}: inner dimensions {k} and {k2} differ",
+                if trans_a { " (transposed)" } else { "" },
+                if trans_b { " (transposed)" } else { "" },
+            ),
+        ));
+    }
+    rtx_tensor::numel(&[m, n])?;
+    Ok((m, k, n))
+}
+
+/// Broadcasting of a [`Binary`] op: `a` and `b` have the same shape, or `a`
+/// is `[n, f]` and `b` is `[1, f]` (one row, repeated for every row of `a`).
+/// Returns `(f, broadcast)` where `f` is the row length used for broadcasting.
+///
+/// # Errors
+/// [`Error::ShapeMismatch`] naming both shapes.
+pub fn check_binary(op: Binary, a: &[usize], b: &[usize]) -> Result<(usize, bool)> {
+    if a == b {
+        return Ok((a.last().copied().unwrap_or(1), false));
+    }
+    if let ([_, f], [1, g]) = (a, b)
+        && f == g
+    {
+        return Ok((*f, true));
+    }
+    Err(mismatch(
+        op.name(),
+        format!("a {a:?} and b {b:?} (want equal shapes, or a [N, F] with b [1, F])"),
+    ))
+}
+
+/// `(n, heads, channels, b_rows)` of [`head_dot`](crate::DenseOps::head_dot): `a: [n, heads * channels]`,
+/// `b: [n or 1, heads * channels]`.
+///
+/// # Errors
+/// [`Error::Rank`]; [`Error::ShapeMismatch`] naming both shapes and `heads`;
+/// [`Error::Layout`] when the output `[n, heads]` overflows.
+pub fn check_head_dot(
+    a: &[usize],
+    b: &[usize],
+    heads: usize,
+) -> Result<(usize, usize, usize, usize)> {
+    let (n, f) = rank2("head_dot", "a", a)?;
+    let (nb, fb) = rank2("head_dot", "b", b)?;
+    if heads == 0 || f % heads != 0 || f != fb || (nb != n && nb != 1) {
+        return Err(mismatch(
+            "head_dot",
+            format!(
+                "a {a:?} and b {b:?} with {heads} heads (want a [N, H*C], b [N, H*C] or [1, H*C], H > 0)"
+            ),
+        ));
+    }
+    rtx_tensor::numel(&[n, heads])?;
+    Ok((n, heads, f / heads, nb))
+}
+
+/// `(n, heads, channels, a_rows)` of [`head_scale`](crate::DenseOps::head_scale): `a: [n or 1, heads * channels]`,
+/// `s: [n, heads]`.
+///
+/// # Errors
+/// [`Error::Rank`]; [`Error::ShapeMismatch`] naming both shapes;
+/// [`Error::Layout`] when the output `[n, heads * channels]` overflows (a
+/// broadcast `a` row with many `s` rows).
+pub fn check_head_scale(a: &[usize], s: &[usize]) -> Result<(usize, usize, usize, usize)> {
+    let (na, f) = rank2("head_scale", "a", a)?;
+    let (n, heads) = rank2("head_scale", "s", s)?;
+    if heads == 0 || f % heads != 0 || (na != n && na != 1) {
+        return Err(mismatch(
+            "head_scale",
+            format!("a {a:?} and s {s:?} (want a [N, H*C] or [1, H*C], s [N, H], H > 0)"),
+        ));
+    }
+    rtx_tensor::numel(&[n, f])?;
+    Ok((n, heads, f / heads, na))
+}
+
+/// `(entries, features)` of a segment op on `x: [plan.len(), f]`.
+///
+/// # Errors
+/// [`Error::Rank`]; [`Error::ShapeMismatch`] naming the shape and the plan.
+pub fn check_segment(op: &'static str, x: &[usize], plan: &IndexPlan) -> Result<(usize, usize)> {
+    let (e, f) = rank2(op, "x", x)?;
+    if e != plan.len() {
+        return Err(mismatch(
+            op,
+            format!(
+                "x {x:?} with an index plan of {} entries into {} rows (want x [{}, F])",
+                plan.len(),
+                plan.rows(),
+                plan.len()
+            ),
+        ));
+    }
+    Ok((e, f))
+}
+
+/// `(heads, channels)` of [`gather_scale_scatter`](crate::FusedOps::gather_scale_scatter): `x: [n, heads*c]`,
+/// `gather.len() == plan.len() == weights rows`, `weights: [plan.len(), heads]`;
+/// every gather index is checked against `n` (before any work).
+///
+/// # Errors
+/// [`Error::Rank`]; [`Error::ShapeMismatch`] naming the shapes and lengths;
+/// [`Error::IndexOutOfRange`]; [`Error::Layout`] when the output
+/// `[plan.rows(), heads * c]` overflows.
+pub fn check_gather_scale_scatter(
+    x: &[usize],
+    gather: &[u32],
+    weights: &[usize],
+    plan: &IndexPlan,
+) -> Result<(usize, usize)> {
+    let (n, f) = rank2("gather_scale_scatter", "x", x)?;
+    let (e, heads) = rank2("gather_scale_scatter", "weights", weights)?;
+    if heads == 0 || f % heads != 0 || e != gather.len() || e != plan.len() {
+        return Err(mismatch(
+            "gather_scale_scatter",
+            format!(
+                "x {x:?}, {} gather indices, weights {weights:?}, a plan of {} entries \
+                 (want x [N, H*C], weights [E, H] with E indices and E plan entries, H > 0)",
+                gather.len(),
+                plan.len()
+            ),
+        ));
+    }
+    crate::reference::check_indices(gather, n)?;
+    rtx_tensor::numel(&[plan.rows(), f])?;
+    Ok((heads, f / heads))
+}
+
+/// `(heads, channels)` of [`gather_head_dot`](crate::FusedOps::gather_head_dot): `a: [na, heads*c]`,
+/// `b: [nb, heads*c]`, `a_idx.len() == b_idx.len()`; indices checked.
+///
+/// # Errors
+/// [`Error::Rank`]; [`Error::ShapeMismatch`]; [`Error::IndexOutOfRange`];
+/// [`Error::Layout`] when the output `[a_idx.len(), heads]` overflows.
+pub fn check_gather_head_dot(
+    a: &[usize],
+    a_idx: &[u32],
+    b: &[usize],
+    b_idx: &[u32],
+    heads: usize,
+) -> Result<(usize, usize)> {
+    let (na, f) = rank2("gather_head_dot", "a", a)?;
+    let (nb, fb) = rank2("gather_head_dot", "b", b)?;
+    if heads == 0 || f % heads != 0 || f != fb || a_idx.len() != b_idx.len() {
+        return Err(mismatch(
+            "gather_head_dot",
+            format!(
+                "a {a:?} with {} indices and b {b:?} with {} indices, {heads} heads \
+                 (want a [Na, H*C], b [Nb, H*C], equal index counts, H > 0)",
+                a_idx.len(),
+                b_idx.len()
+            ),
+        ));
+    }
+    crate::reference::check_indices(a_idx, na)?;
+    crate::reference::check_indices(b_idx, nb)?;
+    rtx_tensor::numel(&[a_idx.len(), heads])?;
+    Ok((heads, f / heads))
+}
+
+/// Checks that two tensors have one shape (for [`DenseOps::axpy`](crate::DenseOps::axpy) and backward ops).
+///
+/// # Errors
+/// [`Error::ShapeMismatch`] naming both shapes.
+pub fn check_same(op: &'static str, a: &[usize], b: &[usize]) -> Result<()> {
+    if a != b {
+        return Err(mismatch(op, format!("{a:?} and {b:?} (want equal shapes)")));
+    }
+    Ok(())
+}
+
+/// Checks that `data` holds exactly the elements of `shape`.
+pub(super) fn check_len<T>(data: &[T], shape: &[usize]) -> Result<()> {
+    let n = rtx_tensor::numel(shape)?;
+    if data.len() != n {
+        return Err(Error::LengthMismatch {
+            len: data.len(),
+            shape: shape.to_vec(),
+            expected: n,
+        });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shape_errors_name_both_shapes() {
+        let e = check_binary(Binary::Add, &[3, 4], &[2, 4]).unwrap_err();
+        assert!(
+            e.to_string().contains("[3, 4]") && e.to_string().contains("[2, 4]"),
+            "{e}"
+        );
+        assert!(check_binary(Binary::Add, &[3, 4], &[1, 4]).unwrap().1);
+        assert!(check_head_dot(&[3, 8], &[1, 8], 0).is_err());
+        assert!(check_head_dot(&[3, 8], &[2, 8], 4).is_err());
+        assert_eq!(check_head_dot(&[3, 8], &[1, 8], 4).unwrap(), (3, 4, 2, 1));
+        assert!(check_head_scale(&[3, 8], &[3, 3]).is_err());
+        let plan = IndexPlan::new(&[0, 1], 2).unwrap();
+        let e = check_segment("segment_max", &[3, 2], &plan).unwrap_err();
+        assert!(e.to_string().contains("[3, 2]"), "{e}");
+    }
+}
