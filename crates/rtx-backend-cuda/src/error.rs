@@ -92,6 +92,19 @@ pub enum Error {
         /// The id of the backend it was used with.
         used_with: u64,
     },
+    /// The compiled module lacks a kernel of the table: `kernels/*.cu` and
+    /// `src/table.rs` disagree (a bug of this crate, which its tests look for).
+    #[cfg(feature = "cuda")]
+    #[error(
+        "the compiled kernels lack `{name}` (kernels/*.cu and src/table.rs disagree): {source}"
+    )]
+    MissingKernel {
+        /// The kernel's name.
+        name: &'static str,
+        /// The driver's error.
+        #[source]
+        source: cudarc::driver::DriverError,
+    },
     /// A CUDA driver call failed.
     #[cfg(feature = "cuda")]
     #[error("CUDA driver: {0}")]
