@@ -105,6 +105,18 @@ pub enum Error {
         #[source]
         source: cudarc::driver::DriverError,
     },
+    /// A launch pushed another number of arguments than its kernel takes (a
+    /// bug of this crate, which its tests look for).
+    #[cfg(feature = "cuda")]
+    #[error("kernel {kernel} takes {takes} arguments, the launch pushed {pushed} (not launched)")]
+    LaunchArity {
+        /// The kernel's name.
+        kernel: &'static str,
+        /// Arguments pushed.
+        pushed: usize,
+        /// Parameters the kernel takes.
+        takes: usize,
+    },
     /// A CUDA driver call failed.
     #[cfg(feature = "cuda")]
     #[error("CUDA driver: {0}")]

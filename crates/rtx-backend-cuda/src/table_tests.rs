@@ -142,13 +142,45 @@ fn substitute(body: &str, params: &[String], args: &[String]) -> String {
     out.replace(" ## ", "").replace("##", "")
 }
 
+/// The number of parameters of the function `name` declared in `text` after
+/// its `__global__`, object-like macros in the list expanded (a comma inside
+/// template arguments would count as a separator: the sources have none).
+fn arity(text: &str, name: &str, macros: &BTreeMap<String, Macro>) -> usize {
+    let g = text.find("__global__").expect("a kernel");
+    let at = text[g..]
+        .find(&format!("{name}("))
+        .unwrap_or_else(|| panic!("no `{name}(` after __global__"));
+    let (args, _) = call_args(text, g + at + name.len());
+    args.iter()
+        .map(|a| match macros.get(a.as_str()) {
+            Some(Macro { params: None, body }) => body.split(',').count(),
+            _ => 1,
+        })
+        .sum()
+}
+
+/// The name of a kernel written out: `[void] [__launch_bounds__(...)] NAME(`.
+fn written_out_name(after_global: &str) -> String {
+    let mut t = after_global.trim_start();
+    t = t.strip_prefix("void").unwrap_or(t).trim_start();
+    if t.starts_with("__launch_bounds__") {
+        let open = t.find('(').expect("(");
+        let (_, end) = call_args(t, open);
+        t = t[end..].trim_start();
+    }
+    t.split('(').next().unwrap_or("").trim().to_string()
+}
+
 /// Whether a macro's body defines a kernel named by its first parameter.
 fn defines_kernel(m: &Macro) -> bool {
     m.body.contains("__global__")
 }
 
-/// The kernel names the invocations in `text` define, expanding macros.
-fn expand_kernels(text: &str, macros: &BTreeMap<String, Macro>, out: &mut Vec<String>) {
+/// Kernels as `(name, parameters)`.
+type Kernels = Vec<(String, usize)>;
+
+/// The kernels the invocations in `text` define, expanding macros.
+fn expand_kernels(text: &str, macros: &BTreeMap<String, Macro>, out: &mut Kernels) {
     let bytes = text.as_bytes();
     let mut i = 0;
     while i < text.len() {
@@ -172,7 +204,7 @@ fn expand_kernels(text: &str, macros: &BTreeMap<String, Macro>, out: &mut Vec<St
             ) if text[end..].starts_with('(') => {
                 let (args, after) = call_args(text, end);
                 if defines_kernel(m) {
-                    out.push(args[0].clone());
+                    out.push((args[0].clone(), arity(&m.body, &params[0], macros)));
                 } else {
                     expand_kernels(&substitute(&m.body, params, &args), macros, out);
                 }
@@ -186,7 +218,7 @@ fn expand_kernels(text: &str, macros: &BTreeMap<String, Macro>, out: &mut Vec<St
 /// Every kernel defined by kernels/*.cu (with repeats, if any), and every
 /// macro they define, and every `RTX_*` identifier they use.
 struct Sources {
-    kernels: Vec<String>,
+    kernels: Kernels,
     macros: BTreeMap<String, Macro>,
     used: BTreeSet<String>,
     common: String,
@@ -204,9 +236,9 @@ fn sources() -> Sources {
         let (macros, top) = split_defines(&text);
         // a kernel written out directly, outside any macro
         for part in top.split("__global__").skip(1) {
-            let head = part.split('(').next().unwrap_or("");
-            let name = head.split_whitespace().last().unwrap_or("");
-            kernels.push(name.to_string());
+            let name = written_out_name(part);
+            let n = arity(&format!("__global__{part}"), &name, &macros);
+            kernels.push((name, n));
         }
         let mut word = String::new();
         for c in text.chars().chain(std::iter::once(' ')) {
@@ -250,7 +282,7 @@ fn sources() -> Sources {
 fn every_kernel_has_one_table_entry_and_every_entry_one_kernel() {
     let s = sources();
     let mut seen = BTreeSet::new();
-    for k in &s.kernels {
+    for (k, _) in &s.kernels {
         assert!(
             seen.insert(k.as_str()),
             "kernel {k} defined twice in kernels/*.cu"
@@ -269,6 +301,19 @@ fn every_kernel_has_one_table_entry_and_every_entry_one_kernel() {
         "table entries no .cu file defines: {absent:?}"
     );
     assert_eq!(s.kernels.len(), 79);
+}
+
+#[test]
+fn every_kernel_takes_the_parameters_the_table_says() {
+    let s = sources();
+    for k in Kernel::ALL {
+        let (_, n) = s
+            .kernels
+            .iter()
+            .find(|(name, _)| name == k.name())
+            .unwrap_or_else(|| panic!("{} not in kernels/*.cu", k.name()));
+        assert_eq!(k.arity(), *n, "{}: table arity vs kernels/*.cu", k.name());
+    }
 }
 
 #[test]
@@ -418,5 +463,19 @@ fn the_parser_sees_through_pasted_names() {
     ));
     let mut out = Vec::new();
     expand_kernels(&top, &m, &mut out);
-    assert_eq!(out, ["a_f32", "b_f32", "d"]);
+    let names: Vec<&str> = out.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["a_f32", "b_f32", "d"]);
+    assert!(out.iter().all(|&(_, n)| n == 1));
+    let (m, top) = split_defines(
+        "#define ARGS int a, int b\n\
+         #define K(NAME, T) extern \"C\" __global__ void __launch_bounds__(256, 2) \\\n\
+         NAME(const T* x, ARGS, f<T> y) {}\n\
+         K(k, float)\n",
+    );
+    let mut out = Vec::new();
+    expand_kernels(&top, &m, &mut out);
+    assert_eq!(out, [("k".to_string(), 4)]);
+    let part = " void __launch_bounds__(256) direct(int a, int b) {}";
+    assert_eq!(written_out_name(part), "direct");
+    assert_eq!(arity(&format!("__global__{part}"), "direct", &m), 2);
 }

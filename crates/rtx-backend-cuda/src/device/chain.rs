@@ -5,7 +5,6 @@
 //! `segment_sum`, and the fused sums of the segment softmax, its backward and
 //! gather_scale_scatter); [`max_chain`] runs the segment max the same way.
 
-use cudarc::driver::PushKernelArg;
 use rtx_backend::Element;
 
 use super::buffer::DevMem;

@@ -2,7 +2,6 @@
 //! [`rtx_backend::ops`] in the canonical order, bit-identical to the CPU
 //! backend (`exp` excepted: the device's `expf` / `exp`).
 
-use cudarc::driver::PushKernelArg;
 use rtx_backend::prelude::*;
 use rtx_backend::{BTensor, Binary, Element, Result as BResult, Unary, dims2, ops};
 
@@ -76,7 +75,7 @@ impl DenseOps for CudaBackend {
         // SAFETY: matmul_T(const T* a, const T* b, T* out, u64 m, u64 n, u64 k, u64 a_rs,
         // u64 a_ps, u64 b_ps, u64 b_js): a holds m*k and b k*n elements (checked shapes),
         // the strides address them in range; out holds chunks*m*n elements.
-        unsafe { l.launch(cfg1(tiles.clamp(1, MAX_GRID_X) as u32)) }.map_err(Error::from)?;
+        unsafe { l.launch(cfg1(tiles.clamp(1, MAX_GRID_X) as u32)) }?;
         if let Some(part) = part {
             self.reduce_rows::<T>(part.ptr(), chunks, m * n, ptr(&out))?;
         }
@@ -101,7 +100,7 @@ impl DenseOps for CudaBackend {
         l.arg(&px).arg(&po).arg(&n).arg(&code);
         s.push(&mut l);
         // SAFETY: unary_T(const T* x, T* out, u64 n, u32 op, T s): both hold n elements.
-        unsafe { l.launch(cfg1(grid_for(n))) }.map_err(Error::from)?;
+        unsafe { l.launch(cfg1(grid_for(n))) }?;
         Ok(out)
     }
 
@@ -130,7 +129,7 @@ impl DenseOps for CudaBackend {
         s.push(&mut l);
         // SAFETY: unary_bwd_T(const T* x, const T* g, T* out, u64 n, u32 op, T s): all
         // three hold n elements (equal shapes checked).
-        unsafe { l.launch(cfg1(grid_for(n))) }.map_err(Error::from)?;
+        unsafe { l.launch(cfg1(grid_for(n))) }?;
         Ok(out)
     }
 
@@ -158,7 +157,7 @@ impl DenseOps for CudaBackend {
         l.arg(&pa).arg(&pb).arg(&po).arg(&n).arg(&code).arg(&f);
         // SAFETY: binary_T(const T* a, const T* b, T* out, u64 n, u32 op, u64 f): a and
         // out hold n elements, b n (f == 0) or f (broadcast row; n is a multiple of f).
-        unsafe { l.launch(cfg1(grid_for(n))) }.map_err(Error::from)?;
+        unsafe { l.launch(cfg1(grid_for(n))) }?;
         Ok(out)
     }
 
@@ -190,7 +189,7 @@ impl DenseOps for CudaBackend {
         a.push(&mut l);
         // SAFETY: axpy_T(T* y, const T* x, u64 n, T alpha): both hold n elements; y is
         // unique (no other tensor sees the write).
-        unsafe { l.launch(cfg1(grid_for(n))) }.map_err(Error::from)?;
+        unsafe { l.launch(cfg1(grid_for(n))) }?;
         Ok(())
     }
 
@@ -232,7 +231,7 @@ impl DenseOps for CudaBackend {
             .arg(&bc);
         // SAFETY: head_dot_T(const T* a, const T* b, T* out, u64 n, u64 heads, u64 c,
         // u32 b_bcast): a holds n*h*c, b (b_rows)*h*c, out n*h elements (checked).
-        unsafe { l.launch(cfg1(grid_for((n * h) as u64))) }.map_err(Error::from)?;
+        unsafe { l.launch(cfg1(grid_for((n * h) as u64))) }?;
         Ok(out)
     }
 
@@ -263,7 +262,7 @@ impl DenseOps for CudaBackend {
             .arg(&ab);
         // SAFETY: head_scale_T(const T* a, const T* s, T* out, u64 n, u64 heads, u64 c,
         // u32 a_bcast): a holds (a_rows)*h*c, s n*h, out n*h*c elements (checked).
-        unsafe { l.launch(cfg1(grid_for((n * h * c) as u64))) }.map_err(Error::from)?;
+        unsafe { l.launch(cfg1(grid_for((n * h * c) as u64))) }?;
         Ok(out)
     }
 }
@@ -292,7 +291,7 @@ impl CudaBackend {
             l.arg(&cur).arg(&next).arg(&nn).arg(&ff);
             // SAFETY: reduce_rows_T(const T* in, T* out, u64 n, u64 f): in holds n*f
             // elements, out ceil(n/256)*f.
-            unsafe { l.launch(cfg1(grid_for((ng * f) as u64))) }.map_err(Error::from)?;
+            unsafe { l.launch(cfg1(grid_for((ng * f) as u64))) }?;
             if ng == 1 {
                 return Ok(());
             }

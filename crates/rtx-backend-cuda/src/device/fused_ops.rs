@@ -3,7 +3,6 @@
 //! its values on the fly (one runner with the scatter-add: `chain`), and the
 //! gathered per-head dot in one kernel; each with exactly its composition's bits.
 
-use cudarc::driver::PushKernelArg;
 use rtx_backend::prelude::*;
 use rtx_backend::{BTensor, Element, IndexPlan, Result as BResult, dims2, ops};
 
@@ -12,7 +11,6 @@ use super::cache;
 use super::chain::{self, Level0};
 use super::entry::DevicePlan;
 use super::launch::{builder, cfg1, grid_for};
-use crate::error::Error;
 use crate::table::{Float, Fused0, Kernel, Typed};
 
 impl CudaBackend {
@@ -74,7 +72,7 @@ impl FusedOps for CudaBackend {
         // SAFETY: softmax_div_T(const T* x, const T* m, const T* s, const u32* rowof, T*
         // out, u64 e, u64 f): x and out hold e*f, m and s rows*f elements; rowof holds e
         // rows below plan.rows().
-        unsafe { l.launch(cfg1(grid_for(ee * ff))) }.map_err(Error::from)?;
+        unsafe { l.launch(cfg1(grid_for(ee * ff))) }?;
         Ok(out)
     }
 
@@ -114,7 +112,7 @@ impl FusedOps for CudaBackend {
         // SAFETY: softmax_bwd_T(const T* alpha, const T* g, const T* s, const u32* rowof,
         // T* out, u64 e, u64 f): alpha, g and out hold e*f, s rows*f elements; rowof holds
         // e rows below plan.rows().
-        unsafe { l.launch(cfg1(grid_for(ee * ff))) }.map_err(Error::from)?;
+        unsafe { l.launch(cfg1(grid_for(ee * ff))) }?;
         Ok(out)
     }
 
@@ -195,7 +193,7 @@ impl FusedOps for CudaBackend {
                 // u32* bi, T* out, u64 e, u64 heads, u64 c): every ai below a's rows and
                 // every bi below b's rows (checked through the entries' maxima), rows of
                 // heads*c elements; out holds e*heads.
-                unsafe { l.launch(cfg1(grid_for(ee * hh))) }.map_err(Error::from)?;
+                unsafe { l.launch(cfg1(grid_for(ee * hh))) }?;
                 Ok(out)
             })
         })

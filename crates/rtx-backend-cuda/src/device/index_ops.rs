@@ -4,7 +4,6 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::PushKernelArg;
 use rtx_backend::prelude::*;
 use rtx_backend::{
     BTensor, Element, Error as BError, IndexPlan, Result as BResult, check_index_add, dims2, ops,
@@ -227,7 +226,7 @@ impl CudaBackend {
         // u64 W, u32 lanes_log2): `src` holds rows * W vectors and every index is
         // below rows (checked above), `out` holds nrows * W vectors, `idx` holds
         // nrows u32; the kernel's grid-stride loop touches nothing else.
-        unsafe { b.launch(cfg) }.map_err(Error::from)?;
+        unsafe { b.launch(cfg) }?;
         Ok(out)
     }
 

@@ -8,14 +8,62 @@ use rtx_backend::{DType, Element};
 use super::context::Device;
 use super::kernels::Kernels;
 use crate::abi::{BLOCK, ROWS_PER_GROUP};
+use crate::error::{Error, Result};
 use crate::table::Kernel;
 
 /// Largest grid.x the driver accepts.
 pub(crate) const MAX_GRID_X: u64 = (1 << 31) - 1;
 
 /// The launch of `kernel` on `dev`'s stream, its arguments still to push.
-pub(crate) fn builder<'a>(dev: &'a Device, kernels: &'a Kernels, kernel: Kernel) -> LaunchArgs<'a> {
-    dev.stream.launch_builder(kernels.get(kernel))
+pub(crate) fn builder<'a>(dev: &'a Device, kernels: &'a Kernels, kernel: Kernel) -> Launch<'a> {
+    Launch {
+        args: dev.stream.launch_builder(kernels.get(kernel)),
+        kernel,
+        pushed: 0,
+    }
+}
+
+/// A launch of one kernel of the table being assembled. Its arguments are
+/// counted: a launch with another number of them than the kernel's
+/// parameters ([`Kernel::arity`], checked against kernels/*.cu by the table's
+/// tests) is [`Error::LaunchArity`] instead of a launch.
+pub(crate) struct Launch<'a> {
+    args: LaunchArgs<'a>,
+    kernel: Kernel,
+    pushed: usize,
+}
+
+impl<'a> Launch<'a> {
+    /// Pushes the next argument.
+    pub(crate) fn arg<T>(&mut self, x: &'a T) -> &mut Self
+    where
+        LaunchArgs<'a>: PushKernelArg<&'a T>,
+    {
+        self.args.arg(x);
+        self.pushed += 1;
+        self
+    }
+
+    /// Launches the kernel with `cfg` on the stream.
+    ///
+    /// # Safety
+    /// As cudarc's `LaunchArgs::launch`: the arguments must have the types of
+    /// the kernel's parameters, in order, and every access the kernel makes
+    /// with them over the grid of `cfg` must be within live device memory
+    /// that no other work uses meanwhile.
+    pub(crate) unsafe fn launch(mut self, cfg: LaunchConfig) -> Result<()> {
+        if self.pushed != self.kernel.arity() {
+            return Err(Error::LaunchArity {
+                kernel: self.kernel.name(),
+                pushed: self.pushed,
+                takes: self.kernel.arity(),
+            });
+        }
+        // SAFETY: the argument count matches the kernel's parameters (checked
+        // above); their types and the accesses are the caller's contract.
+        unsafe { self.args.launch(cfg) }?;
+        Ok(())
+    }
 }
 
 /// log2 of the lanes per row group: the next power of two of `w`, at most 32.
@@ -66,7 +114,7 @@ impl Scalar {
     }
 
     /// Pushes it as the next argument of `b`.
-    pub(crate) fn push<'a>(&'a self, b: &mut LaunchArgs<'a>) {
+    pub(crate) fn push<'a>(&'a self, b: &mut Launch<'a>) {
         match self {
             Scalar::F32(x) => b.arg(x),
             Scalar::F64(x) => b.arg(x),

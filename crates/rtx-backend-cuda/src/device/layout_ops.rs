@@ -3,7 +3,7 @@
 //! (batched) 2-D transposes use the tiled kernels, anything else the N-D
 //! permute kernel up to [`MAX_RANK`], a host round trip past it.
 
-use cudarc::driver::{DeviceRepr, LaunchConfig, PushKernelArg};
+use cudarc::driver::{DeviceRepr, LaunchConfig};
 use rtx_backend::prelude::*;
 use rtx_backend::{BTensor, Element, Result as BResult};
 use rtx_tensor::PermuteKind;
@@ -11,7 +11,6 @@ use rtx_tensor::PermuteKind;
 use super::backend::{CudaBackend, ptr};
 use super::launch::{MAX_GRID_X, builder, cfg1, lanes_log2, rows_grid};
 use crate::abi::MAX_RANK;
-use crate::error::Error;
 use crate::table::{Kernel, Word};
 
 impl LayoutOps for CudaBackend {
@@ -77,7 +76,7 @@ impl CudaBackend {
             // SAFETY: transpose{TR}x{TC}_b*(const E* in, E* out, u64 batch, u64 rows,
             // u64 cols): in and out each hold batch * rows * cols elements of
             // run_bytes bytes (the tensors' sizes); tiles are bounds-checked.
-            unsafe { b.launch(cfg) }.map_err(Error::from)?;
+            unsafe { b.launch(cfg) }?;
         } else {
             let word = Word::dividing(run_bytes);
             let w = run_bytes / word.bytes();
@@ -95,7 +94,7 @@ impl CudaBackend {
             // SAFETY: transpose_runs_b*(const V* in, V* out, u64 nruns, u64 W,
             // u32 lanes_log2, u64 rows, u64 cols): both tensors hold nruns runs of
             // W vectors; the map sends run (b, c, r) to (b, r, c), within range.
-            unsafe { b.launch(cfg) }.map_err(Error::from)?;
+            unsafe { b.launch(cfg) }?;
         }
         Ok(())
     }
@@ -128,7 +127,7 @@ impl CudaBackend {
         // PermuteParams p) with PermuteParams #[repr(C)] exactly as in
         // kernels/permute.cu; out_dims multiply to nruns and the input strides of
         // a contiguous tensor of the same element count keep every read in range.
-        unsafe { b.launch(cfg) }.map_err(Error::from)?;
+        unsafe { b.launch(cfg) }?;
         Ok(())
     }
 }
