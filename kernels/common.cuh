@@ -22,14 +22,64 @@
 typedef unsigned int u32;
 typedef unsigned long long u64;
 
-// Slot value of a scatter chunk whose sum goes into the destination row.
-#define RTX_FINAL 0xFFFFFFFFu
-
-// Largest rank of the N-D permute kernel (after rtx-tensor's simplification).
-#define RTX_MAX_RANK 8
-
+// Constants shared with the host. rtx-backend-cuda defines each one once
+// (crates/rtx-backend-cuda/src/abi.rs) and puts the #define lines before these
+// sources; a test there fails when the two sides disagree. Compiling a file
+// alone (nvcc) needs the same values as -D options.
 // Threads per block of the 1-D kernels.
-#define RTX_BLOCK 256
+#ifndef RTX_BLOCK
+#error "RTX_BLOCK must be defined by rtx-backend-cuda (src/abi.rs)"
+#endif
+// Rows each lane group of copy_rows copies per pass.
+#ifndef RTX_ROWS_PER_GROUP
+#error "RTX_ROWS_PER_GROUP must be defined by rtx-backend-cuda (src/abi.rs)"
+#endif
+// Largest rank of the N-D permute kernel (after rtx-tensor's simplification).
+#ifndef RTX_MAX_RANK
+#error "RTX_MAX_RANK must be defined by rtx-backend-cuda (src/abi.rs)"
+#endif
+// Edge of the output tile of one matmul block.
+#ifndef RTX_MATMUL_TILE
+#error "RTX_MATMUL_TILE must be defined by rtx-backend-cuda (src/abi.rs)"
+#endif
+// Resident blocks per SM the fused level-0 kernels are built for.
+#ifndef RTX_FUSED_MIN_BLOCKS
+#error "RTX_FUSED_MIN_BLOCKS must be defined by rtx-backend-cuda (src/abi.rs)"
+#endif
+// Terms of one block of rtx_backend::order's canonical sums.
+#ifndef RTX_CANONICAL_BLOCK
+#error "RTX_CANONICAL_BLOCK must be defined by rtx-backend-cuda (src/abi.rs)"
+#endif
+// Slot value of a scatter chunk whose sum goes into the destination row.
+#ifndef RTX_FINAL
+#error "RTX_FINAL must be defined by rtx-backend-cuda (src/abi.rs)"
+#endif
+// Op codes of rtx_backend::Unary.
+#ifndef RTX_UNARY_RELU
+#error "RTX_UNARY_RELU must be defined by rtx-backend-cuda (src/abi.rs)"
+#endif
+#ifndef RTX_UNARY_LEAKY_RELU
+#error "RTX_UNARY_LEAKY_RELU must be defined by rtx-backend-cuda (src/abi.rs)"
+#endif
+#ifndef RTX_UNARY_EXP
+#error "RTX_UNARY_EXP must be defined by rtx-backend-cuda (src/abi.rs)"
+#endif
+#ifndef RTX_UNARY_SCALE
+#error "RTX_UNARY_SCALE must be defined by rtx-backend-cuda (src/abi.rs)"
+#endif
+// Op codes of rtx_backend::Binary.
+#ifndef RTX_BINARY_ADD
+#error "RTX_BINARY_ADD must be defined by rtx-backend-cuda (src/abi.rs)"
+#endif
+#ifndef RTX_BINARY_SUB
+#error "RTX_BINARY_SUB must be defined by rtx-backend-cuda (src/abi.rs)"
+#endif
+#ifndef RTX_BINARY_MUL
+#error "RTX_BINARY_MUL must be defined by rtx-backend-cuda (src/abi.rs)"
+#endif
+#ifndef RTX_BINARY_DIV
+#error "RTX_BINARY_DIV must be defined by rtx-backend-cuda (src/abi.rs)"
+#endif
 
 // Element-wise adds of the scatter accumulators (round to nearest, never fused).
 __device__ __forceinline__ float vadd(float a, float b) { return __fadd_rn(a, b); }
@@ -51,7 +101,7 @@ __device__ __forceinline__ double2 vadd(double2 a, double2 b) {
 // moves vectors j, j + L, ...), so a warp reads and writes whole contiguous
 // row segments. Each group handles U rows per pass with all their loads issued
 // before the first store, to keep enough bytes in flight.
-template <typename V, typename Map, int U = 4>
+template <typename V, typename Map, int U = RTX_ROWS_PER_GROUP>
 __device__ __forceinline__ void copy_rows(const V* __restrict__ src, V* __restrict__ out,
                                           u64 nrows, u64 W, u32 lanes_log2, const Map& map) {
     const u32 L = 1u << lanes_log2;

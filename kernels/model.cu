@@ -59,13 +59,14 @@ __device__ __forceinline__ u64 thread_id() { return (u64)blockIdx.x * blockDim.x
 
 // ---------------------------------------------------------------- elementwise
 
-// Unary op codes (rtx_backend::Unary): 0 relu, 1 leaky relu, 2 exp, 3 scale.
+// Unary op codes (rtx_backend::Unary; values from the host: RTX_UNARY_*).
 template <typename T>
 __device__ __forceinline__ T unary_op(u32 op, T v, T s) {
     switch (op) {
-        case 0: return (v > T(0) || v != v) ? v : T(0);
-        case 1: return v > T(0) ? v : rmul(v, s);
-        case 2: return rexp(v);
+        case RTX_UNARY_RELU: return (v > T(0) || v != v) ? v : T(0);
+        case RTX_UNARY_LEAKY_RELU: return v > T(0) ? v : rmul(v, s);
+        case RTX_UNARY_EXP: return rexp(v);
+        case RTX_UNARY_SCALE:
         default: return rmul(v, s);
     }
 }
@@ -73,20 +74,22 @@ __device__ __forceinline__ T unary_op(u32 op, T v, T s) {
 template <typename T>
 __device__ __forceinline__ T unary_bwd_op(u32 op, T x, T g, T s) {
     switch (op) {
-        case 0: return x > T(0) ? g : T(0);
-        case 1: return x > T(0) ? g : rmul(g, s);
-        case 2: return rmul(g, rexp(x));
+        case RTX_UNARY_RELU: return x > T(0) ? g : T(0);
+        case RTX_UNARY_LEAKY_RELU: return x > T(0) ? g : rmul(g, s);
+        case RTX_UNARY_EXP: return rmul(g, rexp(x));
+        case RTX_UNARY_SCALE:
         default: return rmul(g, s);
     }
 }
 
-// Binary op codes (rtx_backend::Binary): 0 add, 1 sub, 2 mul, 3 div.
+// Binary op codes (rtx_backend::Binary; values from the host: RTX_BINARY_*).
 template <typename T>
 __device__ __forceinline__ T binary_op(u32 op, T a, T b) {
     switch (op) {
-        case 0: return radd(a, b);
-        case 1: return rsub(a, b);
-        case 2: return rmul(a, b);
+        case RTX_BINARY_ADD: return radd(a, b);
+        case RTX_BINARY_SUB: return rsub(a, b);
+        case RTX_BINARY_MUL: return rmul(a, b);
+        case RTX_BINARY_DIV:
         default: return rdiv(a, b);
     }
 }
@@ -155,7 +158,7 @@ template <typename T>
 __device__ __forceinline__ T canon_dot(const T* __restrict__ a, const T* __restrict__ b, u64 c) {
     if (c == 0) return T(0);
     T s = rmul(a[0], b[0]);
-    if (c <= 256) {
+    if (c <= RTX_CANONICAL_BLOCK) {
         for (u64 q = 1; q < c; ++q) s = radd(s, rmul(a[q], b[q]));
         return s;
     }
@@ -164,7 +167,7 @@ __device__ __forceinline__ T canon_dot(const T* __restrict__ a, const T* __restr
     int top = 0;
     nl[0] = c;
     while (nl[top] > 1 && top + 1 < MAXL) {
-        nl[top + 1] = (nl[top] + 255) / 256;
+        nl[top + 1] = (nl[top] + (RTX_CANONICAL_BLOCK - 1)) / RTX_CANONICAL_BLOCK;
         ++top;
     }
     T acc[MAXL];
@@ -186,7 +189,7 @@ __device__ __forceinline__ T canon_dot(const T* __restrict__ a, const T* __restr
             acc[l] = cnt[l] == 0 ? v : radd(acc[l], v);
             ++cnt[l];
             ++seen[l];
-            if (cnt[l] == 256 || seen[l] == nl[l]) {
+            if (cnt[l] == RTX_CANONICAL_BLOCK || seen[l] == nl[l]) {
                 v = acc[l];
                 cnt[l] = 0;
                 ++l;
@@ -237,11 +240,11 @@ RTX_GATHER_HEAD_DOT(gather_head_dot_f64, double)
 #define RTX_REDUCE_ROWS(NAME, T)                                                            \
     extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
         NAME(const T* __restrict__ in, T* __restrict__ out, u64 n, u64 f) {                 \
-        const u64 ng = (n + 255) / 256;                                                     \
+        const u64 ng = (n + (RTX_CANONICAL_BLOCK - 1)) / RTX_CANONICAL_BLOCK;               \
         const u64 total = ng * f;                                                           \
         for (u64 t = thread_id(); t < total; t += grid_stride()) {                          \
             const u64 g = t / f, j = t - g * f;                                             \
-            const u64 r0 = g * 256, r1 = min(n, r0 + 256);                                  \
+            const u64 r0 = g * RTX_CANONICAL_BLOCK, r1 = min(n, r0 + RTX_CANONICAL_BLOCK);  \
             T acc = __ldg(in + r0 * f + j);                                                 \
             for (u64 r = r0 + 1; r < r1; r += 32) {                                         \
                 T v[32];                                                                    \
@@ -265,21 +268,22 @@ RTX_REDUCE_ROWS(reduce_rows_f64, double)
 // per 64x64 output tile and chunk; each thread owns a 4x4 register tile
 // (rows ty + 16r, columns tx + 16c). With one chunk (k <= 256) this is the
 // product; otherwise reduce_rows sums the chunks in the canonical order.
-#define MM_T 64
+#define MM_T RTX_MATMUL_TILE
 #define MM_K 16
+static_assert(MM_T == 16 * 4, "matmul: 16 x 16 threads of 4 x 4 outputs cover the tile");
 template <typename T>
 __device__ __forceinline__ void matmul_level0(const T* __restrict__ a, const T* __restrict__ b,
                                               T* __restrict__ out, u64 m, u64 n, u64 k,
                                               u64 a_rs, u64 a_ps, u64 b_ps, u64 b_js,
                                               T (*As)[MM_T + 1], T (*Bs)[MM_T + 1]) {
     const u64 tiles_m = (m + MM_T - 1) / MM_T, tiles_n = (n + MM_T - 1) / MM_T;
-    const u64 chunks = (k + 255) / 256;
+    const u64 chunks = (k + (RTX_CANONICAL_BLOCK - 1)) / RTX_CANONICAL_BLOCK;
     const u64 total = tiles_m * tiles_n * chunks;
     const u32 tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
     for (u64 t = blockIdx.x; t < total; t += gridDim.x) {
         const u64 tm = t % tiles_m, rest = t / tiles_m;
         const u64 tn = rest % tiles_n, ch = rest / tiles_n;
-        const u64 p0 = ch * 256, p1 = min(k, p0 + 256);
+        const u64 p0 = ch * RTX_CANONICAL_BLOCK, p1 = min(k, p0 + RTX_CANONICAL_BLOCK);
         T acc[4][4];
 #pragma unroll
         for (int r = 0; r < 4; ++r)
@@ -584,13 +588,9 @@ struct GatherScale {
     }
 };
 
-// Resident blocks per SM the fused level-0 kernels are built for (registers
-// capped accordingly): their chunks are short dependent load chains, so
-// their speed is the number of chains in flight.
-#ifndef RTX_FUSED_MIN_BLOCKS
-#define RTX_FUSED_MIN_BLOCKS 3
-#endif
-
+// The fused level-0 kernels are built for RTX_FUSED_MIN_BLOCKS resident blocks
+// per SM (registers capped accordingly): their chunks are short dependent load
+// chains, so their speed is the number of chains in flight.
 #define RTX_FUSED_ARGS                                                                      \
     const u32 *__restrict__ pos, const u32 *__restrict__ cstart, const u32 *__restrict__ crow, \
         const u32 *__restrict__ cslot, u64 nchunks, u64 W, u32 lanes_log2

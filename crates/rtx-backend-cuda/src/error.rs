@@ -92,6 +92,31 @@ pub enum Error {
         /// The id of the backend it was used with.
         used_with: u64,
     },
+    /// The compiled module lacks a kernel of the table: `kernels/*.cu` and
+    /// `src/table.rs` disagree (a bug of this crate, which its tests look for).
+    #[cfg(feature = "cuda")]
+    #[error(
+        "the compiled kernels lack `{name}` (kernels/*.cu and src/table.rs disagree): {source}"
+    )]
+    MissingKernel {
+        /// The kernel's name.
+        name: &'static str,
+        /// The driver's error.
+        #[source]
+        source: cudarc::driver::DriverError,
+    },
+    /// A launch pushed another number of arguments than its kernel takes (a
+    /// bug of this crate, which its tests look for).
+    #[cfg(feature = "cuda")]
+    #[error("kernel {kernel} takes {takes} arguments, the launch pushed {pushed} (not launched)")]
+    LaunchArity {
+        /// The kernel's name.
+        kernel: &'static str,
+        /// Arguments pushed.
+        pushed: usize,
+        /// Parameters the kernel takes.
+        takes: usize,
+    },
     /// A CUDA driver call failed.
     #[cfg(feature = "cuda")]
     #[error("CUDA driver: {0}")]

@@ -39,7 +39,11 @@
 //!   by NVRTC for the device's architecture (`sm_90` on an H200) once per
 //!   backend, and cached on disk: `$RTX_CUDA_CACHE_DIR`, else
 //!   `$XDG_CACHE_HOME/rtx/cubin`, else `$HOME/.cache/rtx/cubin`
-//!   (`RTX_CUDA_DISK_CACHE=0` disables it).
+//!   (`RTX_CUDA_DISK_CACHE=0` disables it). The constants both sides need
+//!   (block size, ranks, op codes, the canonical block) are defined once on
+//!   the Rust side and prepended to the sources as `#define`s
+//!   ([`kernel_source`] shows them); launches name kernels from a typed table,
+//!   and tests fail when the table, the defines and the .cu files disagree.
 //! * **Index cache.** `index_select` / `index_add` / `index_add_planned` take
 //!   host index lists; each thread keeps, per backend, an LRU cache of their
 //!   device copies and scatter plans keyed by the exact list (hash, then a
@@ -54,33 +58,52 @@
 //!   (batched) transposes use a tiled shared-memory kernel, anything else an
 //!   N-D kernel decoding output indices with the output shape (rank <= 8
 //!   after simplification; beyond, a host round trip).
+//! * **Settings** are enums: [`TransposeTile`] and [`ScatterForm`] (tuning
+//!   knobs for benchmarks; every choice gives the same bits).
+//!
+//! # Modules
+//! Host code, built and tested with or without the feature: `abi` (the
+//! constants and op codes shared with the kernels, [`REQUIRED_DRIVER_VERSION`]),
+//! `table` (the typed kernel table and the choices that pick a kernel),
+//! `source` (the kernel sources and the translation unit), `levels` (the
+//! chunk tables of the canonical order), `hash`, `settings`, `error`.
+//! Device code (`cuda` feature), one room per capability in `device/`:
+//! `backend` (the backend, opening the device), `core_ops`, `index_ops`,
+//! `layout_ops`, `dense_ops`, `fused_ops`, over the leaves `buffer`,
+//! `kernels`, `context`, `launch`, `entry`, `pins`, `cache` and `chain` (the
+//! one level-chain runner of every segment sum). Without the feature, `stub`
+//! stands in for `device` with the same public surface.
 
 mod error;
 // The host halves of the device code: tested without a device, used only with it.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+mod abi;
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 mod hash;
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 mod levels;
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+mod settings;
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 mod source;
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+mod table;
 
 #[cfg(feature = "cuda")]
 mod device;
 #[cfg(not(feature = "cuda"))]
 mod stub;
 
+pub use abi::REQUIRED_DRIVER_VERSION;
 #[cfg(feature = "cuda")]
-pub use device::{
-    CudaBackend, CudaBuffer, CudaIndex, DEFAULT_INDEX_CACHE_BYTES, PIPELINED_SCATTER_MAX_ENTRIES,
-    REQUIRED_DRIVER_VERSION,
-};
+pub use device::{CudaBackend, CudaBuffer, CudaIndex};
 pub use error::{Error, NvrtcError, Result};
+pub use settings::{
+    DEFAULT_INDEX_CACHE_BYTES, PIPELINED_SCATTER_MAX_ENTRIES, ScatterForm, TransposeTile,
+};
 pub use source::{KERNEL_FILES, translation_unit as kernel_source};
 #[cfg(not(feature = "cuda"))]
-pub use stub::{
-    CudaBackend, CudaBuffer, CudaIndex, DEFAULT_INDEX_CACHE_BYTES, PIPELINED_SCATTER_MAX_ENTRIES,
-    REQUIRED_DRIVER_VERSION,
-};
+pub use stub::{CudaBackend, CudaBuffer, CudaIndex};
 
 #[cfg(test)]
 mod tests {

@@ -10,15 +10,7 @@ use rtx_backend::prelude::*;
 use rtx_backend::{BTensor, Element, IndexPlan, Result as BResult};
 
 use crate::error::{Error, Result};
-
-/// The CUDA version the `cuda` feature's bindings target.
-pub const REQUIRED_DRIVER_VERSION: i32 = 13000;
-
-/// Default byte budget of each thread's index cache (see the `cuda` feature's docs).
-pub const DEFAULT_INDEX_CACHE_BYTES: usize = 512 << 20;
-
-/// Plans of at most this many entries use the pipelined scatter form by default.
-pub const PIPELINED_SCATTER_MAX_ENTRIES: usize = 1 << 20;
+use crate::settings::{ScatterForm, TransposeTile};
 
 /// A device buffer (uninhabited without the `cuda` feature).
 pub struct CudaBuffer<T> {
@@ -164,13 +156,23 @@ impl CudaBackend {
         match self.never {}
     }
 
-    /// Tile edge of the transpose kernel.
-    pub fn set_transpose_tile(&self, _tile: u32) {
+    /// Sets the tile of the 2-D transpose kernel.
+    pub fn set_transpose_tile(&self, _tile: TransposeTile) {
         match self.never {}
     }
 
-    /// Form of the scatter chunk sums.
-    pub fn set_scatter_pipelined(&self, _form: Option<bool>) {
+    /// The tile setting of the 2-D transpose kernel.
+    pub fn transpose_tile(&self) -> TransposeTile {
+        match self.never {}
+    }
+
+    /// Sets the form of the scatter chunk sums.
+    pub fn set_scatter_form(&self, _form: ScatterForm) {
+        match self.never {}
+    }
+
+    /// The form setting of the scatter chunk sums.
+    pub fn scatter_form(&self) -> ScatterForm {
         match self.never {}
     }
 

@@ -12,7 +12,7 @@ use rtx_backend::order::canonical_sum;
 use rtx_backend::prelude::*;
 use rtx_backend::{BTensor, Error as BError, IndexPlan, reference};
 use rtx_backend_cpu::CpuBackend;
-use rtx_backend_cuda::{CudaBackend, Error};
+use rtx_backend_cuda::{CudaBackend, Error, ScatterForm, TransposeTile};
 
 /// A backend on device 0, or a panic naming why there is none.
 fn backend() -> CudaBackend {
@@ -278,23 +278,27 @@ fn four_d_swap02_with_contiguous_inner_runs() {
 
 #[test]
 fn every_transpose_tile_matches() {
-    // auto picks 64x64, 128x32 or 32x128 by shape; 32 forces 32x32
+    // by shape: 64x64, 128x32 or 32x128; Force32: 32x32
     let g = backend();
-    for force in [0u32, 32] {
+    for force in [TransposeTile::ByShape, TransposeTile::Force32] {
         g.set_transpose_tile(force);
         for shape in [[1000usize, 777], [5000, 7], [7, 5000], [129, 33], [33, 129]] {
             let x: Vec<f32> = values(9, shape[0] * shape[1]);
             let s = g.swap_dims(&g.upload(&x, &shape).unwrap(), 0, 1).unwrap();
             let want = rtx_tensor::permute_host(&x, &shape, &[1, 0]).unwrap();
             assert_same(
-                &format!("tile {force} {shape:?}"),
+                &format!("tile {force:?} {shape:?}"),
                 &g.download(&s).unwrap(),
                 &want,
             );
             let xd: Vec<f64> = values(9, shape[0] * shape[1]);
             let s = g.swap_dims(&g.upload(&xd, &shape).unwrap(), 0, 1).unwrap();
             let want = rtx_tensor::permute_host(&xd, &shape, &[1, 0]).unwrap();
-            assert_eq!(g.download(&s).unwrap(), want, "f64 tile {force} {shape:?}");
+            assert_eq!(
+                g.download(&s).unwrap(),
+                want,
+                "f64 tile {force:?} {shape:?}"
+            );
         }
     }
 }
@@ -315,8 +319,12 @@ fn both_scatter_forms_are_bit_identical() {
             .unwrap();
         let want = cpu.download(&c).unwrap();
         let m = g.upload(&msg, &[e, f]).unwrap();
-        for form in [Some(false), Some(true), None] {
-            g.set_scatter_pipelined(form);
+        for form in [
+            ScatterForm::Batched,
+            ScatterForm::Pipelined,
+            ScatterForm::Auto,
+        ] {
+            g.set_scatter_form(form);
             let mut d = g.zeros::<f32>(&[rows, f]).unwrap();
             g.index_add(&mut d, &idx, &m).unwrap();
             assert_same(
@@ -325,6 +333,49 @@ fn both_scatter_forms_are_bit_identical() {
                 &want,
             );
         }
+    }
+}
+
+#[test]
+fn fused_sums_follow_the_scatter_form_with_the_same_bits() {
+    // the fused segment sums run the scatter's level chain: its form setting
+    // applies to their levels past 0, with the same bits in every form
+    let g = backend();
+    for (rows, e, f, heads, hub) in [
+        (50, 100_000, 8, 2, true),
+        (3000, 40_000, 4, 1, false),
+        (20, 300_000, 2, 2, true),
+    ] {
+        let idx = indices(13, e, rows, hub);
+        let plan = IndexPlan::new(&idx, rows).unwrap();
+        let gather = indices(14, e, rows, false);
+        let x = g.upload(&values::<f32>(15, rows * f), &[rows, f]).unwrap();
+        let w = g
+            .upload(&values::<f32>(16, e * heads), &[e, heads])
+            .unwrap();
+        let s = g.upload(&values::<f32>(17, e * f), &[e, f]).unwrap();
+        let mut first: Option<(Vec<f32>, Vec<f32>, Vec<f32>)> = None;
+        for form in [
+            ScatterForm::Auto,
+            ScatterForm::Batched,
+            ScatterForm::Pipelined,
+        ] {
+            g.set_scatter_form(form);
+            let gss = g.download(&g.gather_scale_scatter(&x, &gather, &w, &plan).unwrap());
+            let smx = g.download(&g.segment_softmax(&s, &plan).unwrap());
+            let smb = g.download(&g.segment_softmax_backward(&s, &s, &plan).unwrap());
+            let got = (gss.unwrap(), smx.unwrap(), smb.unwrap());
+            match &first {
+                None => first = Some(got),
+                Some(want) => {
+                    let case = format!("form {form:?} {rows}x{e}x{f}");
+                    assert_same(&format!("gather_scale_scatter {case}"), &got.0, &want.0);
+                    assert_same(&format!("segment_softmax {case}"), &got.1, &want.1);
+                    assert_same(&format!("segment_softmax_backward {case}"), &got.2, &want.2);
+                }
+            }
+        }
+        g.set_scatter_form(ScatterForm::Auto);
     }
 }
 

@@ -15,6 +15,7 @@ use rtx_backend::IndexPlan;
 use rtx_backend::conformance::indices;
 use rtx_backend::prelude::*;
 use rtx_backend_cpu::CpuBackend;
+use rtx_backend_cuda::ScatterForm;
 use serde_json::json;
 
 use crate::cuda_timing::{HostRoundTrip, cuda_or_note, emit, time_cuda, time_host, values_par};
@@ -256,9 +257,13 @@ fn case(
     // the other form of the chunk sums (the default picks by size)
     // the backend's rule: pipelined for small plans or rows wider than 512 bytes
     let auto_pipelined = e <= rtx_backend_cuda::PIPELINED_SCATTER_MAX_ENTRIES || f * 4 > 512;
-    g.set_scatter_pipelined(Some(!auto_pipelined));
+    g.set_scatter_form(if auto_pipelined {
+        ScatterForm::Batched
+    } else {
+        ScatterForm::Pipelined
+    });
     let ms = time_cuda(g, 3, args.reps, || g.index_add_with(&mut d, &h, &gm))?;
-    g.set_scatter_pipelined(None);
+    g.set_scatter_form(ScatterForm::Auto);
     let alt = if auto_pipelined {
         "rtx-cuda-scatter-batched"
     } else {

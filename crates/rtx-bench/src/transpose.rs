@@ -10,6 +10,7 @@
 
 use rtx_backend::prelude::*;
 use rtx_backend_cpu::CpuBackend;
+use rtx_backend_cuda::TransposeTile;
 use serde_json::json;
 
 use crate::cuda_timing::{HostRoundTrip, cuda_or_note, emit, time_cuda, time_host, values_par};
@@ -99,7 +100,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             &[("correct", ok.into()), ("shares_buffer", shares.into())],
         );
         if shape.len() == 2 && !shares {
-            g.set_transpose_tile(32);
+            g.set_transpose_tile(TransposeTile::Force32);
             let out = g.swap_dims(&t, a, b)?;
             let ok = g
                 .download(&out)?
@@ -108,7 +109,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
                 .all(|(p, q)| p.to_bits() == q.to_bits());
             drop(out);
             let ms = time_cuda(g, 3, args.reps, || g.swap_dims(&t, a, b).map(|_| ()))?;
-            g.set_transpose_tile(0);
+            g.set_transpose_tile(TransposeTile::ByShape);
             emit(
                 "transpose",
                 name,

@@ -8,7 +8,6 @@
 //! any change compiles anew; files are written atomically (temp + rename), and
 //! one that fails to load is recompiled and replaced.
 
-use std::collections::HashMap;
 use std::ffi::{CString, c_char, c_int};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -17,13 +16,15 @@ use cudarc::driver::{CudaContext, CudaFunction, CudaModule};
 use cudarc::nvrtc::{Ptx, result as nvrtc, sys as nvrtc_sys};
 
 use crate::error::{Error, Result};
-use crate::source::{KERNEL_NAMES, fnv1a, translation_unit};
+use crate::source::{fnv1a, translation_unit};
+use crate::table::Kernel;
 
-/// The loaded module and its entry points.
+/// The loaded module and its entry points, one per [`Kernel`].
 #[derive(Debug)]
 pub(crate) struct Kernels {
     _module: Arc<CudaModule>,
-    funcs: HashMap<&'static str, CudaFunction>,
+    /// `funcs[k as usize]` is kernel `k` (loaded in the order of [`Kernel::ALL`]).
+    funcs: Vec<CudaFunction>,
     /// Where the CUBIN came from (for logs and tests).
     pub origin: Origin,
 }
@@ -38,14 +39,10 @@ pub(crate) enum Origin {
 }
 
 impl Kernels {
-    /// The entry point `name` (one of [`KERNEL_NAMES`]).
-    ///
-    /// # Panics
-    /// When `name` is not in [`KERNEL_NAMES`] (a bug in this crate).
-    pub fn get(&self, name: &str) -> &CudaFunction {
-        self.funcs
-            .get(name)
-            .unwrap_or_else(|| panic!("kernel {name} is not in KERNEL_NAMES"))
+    /// The entry point of `k`.
+    pub fn get(&self, k: Kernel) -> &CudaFunction {
+        // every kernel was loaded, in the order of Kernel::ALL (load below)
+        &self.funcs[k as usize]
     }
 }
 
@@ -164,10 +161,17 @@ fn write_atomic(path: &std::path::Path, bytes: &[u8]) {
 
 fn load(ctx: &Arc<CudaContext>, cubin: Vec<u8>, origin: Origin) -> Result<Kernels> {
     let module = ctx.load_module(Ptx::from_binary(cubin))?;
-    let mut funcs = HashMap::new();
-    for &name in KERNEL_NAMES {
-        funcs.insert(name, module.load_function(name)?);
-    }
+    let funcs = Kernel::ALL
+        .iter()
+        .map(|k| {
+            module
+                .load_function(k.name())
+                .map_err(|source| Error::MissingKernel {
+                    name: k.name(),
+                    source,
+                })
+        })
+        .collect::<Result<Vec<_>>>()?;
     Ok(Kernels {
         _module: module,
         funcs,

@@ -1,5 +1,7 @@
-//! Device memory: stream-ordered allocations from the device's default pool.
+//! Device memory: stream-ordered allocations from the device's default
+//! pool, and the public buffer type over them.
 
+use std::marker::PhantomData;
 use std::sync::Arc;
 
 use cudarc::driver::{CudaStream, DriverError, result, sys};
@@ -126,5 +128,59 @@ impl Drop for DevMem {
         // once, here; the free is ordered after all work queued on the stream,
         // which is the only stream the backend uses.
         ctx.record_err(unsafe { result::free_async(self.ptr, self.stream.cu_stream()) });
+    }
+}
+
+/// A buffer of `T` in device memory (the [`BackendCore::Buffer`] of
+/// `CudaBackend`).
+///
+/// [`BackendCore::Buffer`]: rtx_backend::BackendCore::Buffer
+pub struct CudaBuffer<T> {
+    pub(super) mem: DevMem,
+    len: usize,
+    _t: PhantomData<fn() -> T>,
+}
+
+impl<T> std::fmt::Debug for CudaBuffer<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "CudaBuffer<{}>[{}] @ {:#x}",
+            std::any::type_name::<T>(),
+            self.len,
+            self.mem.ptr()
+        )
+    }
+}
+
+impl<T> CudaBuffer<T> {
+    /// A buffer of `len` elements in `mem`.
+    pub(super) fn new(mem: DevMem, len: usize) -> CudaBuffer<T> {
+        CudaBuffer {
+            mem,
+            len,
+            _t: PhantomData,
+        }
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether there are no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The device address (0 when empty), for interop with other CUDA code
+    /// on the backend's stream.
+    pub fn device_ptr(&self) -> u64 {
+        self.mem.ptr()
+    }
+
+    /// Bytes of device memory held.
+    pub(super) fn bytes(&self) -> usize {
+        self.mem.bytes()
     }
 }

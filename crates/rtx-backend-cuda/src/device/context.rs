@@ -1,0 +1,68 @@
+//! One opened device: context, the backend's stream, its memory pool and its
+//! kernels (loaded on first use). Opened by `CudaBackend::new`; every room
+//! reaches the device through it.
+
+use std::sync::{Arc, Mutex};
+
+use cudarc::driver::{CudaContext, CudaStream, result};
+
+use super::buffer::{DevMem, Pool};
+use super::kernels::{self, Kernels};
+use crate::error::Result;
+
+/// One device: context, the backend's stream, pool and kernels.
+#[derive(Debug)]
+pub(crate) struct Device {
+    /// The backend's id (keys its index caches and pins).
+    pub id: u64,
+    pub ordinal: usize,
+    pub name: String,
+    /// The NVRTC target, e.g. `sm_90`.
+    pub arch: String,
+    /// `cuDriverGetVersion`.
+    pub driver: i32,
+    pub ctx: Arc<CudaContext>,
+    pub stream: Arc<CudaStream>,
+    pub pool: Pool,
+    pub kernels: Mutex<Option<Arc<Kernels>>>,
+}
+
+impl Device {
+    /// A new allocation of `bytes` bytes (uninitialized) on the backend's stream.
+    pub(crate) fn alloc(&self, bytes: usize) -> Result<DevMem> {
+        DevMem::alloc(&self.stream, self.pool, bytes)
+    }
+
+    /// A new allocation holding `bytes` (copied from the host).
+    pub(crate) fn upload_bytes(&self, bytes: &[u8]) -> Result<DevMem> {
+        let m = self.alloc(bytes.len())?;
+        if !bytes.is_empty() {
+            self.ctx.bind_to_thread()?;
+            // SAFETY: m holds bytes.len() bytes; the copy from pageable host memory
+            // is staged before the call returns, so `bytes` may be freed after it.
+            unsafe { result::memcpy_htod_async(m.ptr(), bytes, self.stream.cu_stream()) }?;
+        }
+        Ok(m)
+    }
+
+    /// Zeroes all of `m` on the backend's stream.
+    pub(crate) fn zero(&self, m: &DevMem) -> Result<()> {
+        if m.bytes() > 0 {
+            self.ctx.bind_to_thread()?;
+            // SAFETY: m is a live allocation of m.bytes() bytes in this context.
+            unsafe { result::memset_d8_async(m.ptr(), 0, m.bytes(), self.stream.cu_stream()) }?;
+        }
+        Ok(())
+    }
+
+    /// The kernels, compiled (or read from the disk cache) on first use.
+    pub(crate) fn kernels(&self) -> Result<Arc<Kernels>> {
+        let mut g = self.kernels.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(k) = &*g {
+            return Ok(Arc::clone(k));
+        }
+        let k = Arc::new(kernels::load_kernels(&self.ctx, &self.arch, self.driver)?);
+        *g = Some(Arc::clone(&k));
+        Ok(k)
+    }
+}

@@ -1,0 +1,85 @@
+//! [`BackendCore`] on the device: buffers, upload, download, zeros, copies.
+
+use cudarc::driver::result;
+use rtx_backend::prelude::*;
+use rtx_backend::{BTensor, Element, Error as BError, Result as BResult, Tensor, bytes_of};
+use rtx_tensor::Layout;
+
+use super::backend::CudaBackend;
+use super::buffer::CudaBuffer;
+use crate::error::Error;
+
+impl BackendCore for CudaBackend {
+    type Buffer<T: Element> = CudaBuffer<T>;
+
+    fn name(&self) -> String {
+        format!("cuda:{}", self.dev.ordinal)
+    }
+
+    fn upload<T: Element>(&self, data: &[T], shape: &[usize]) -> BResult<BTensor<Self, T>> {
+        let layout = Layout::contiguous(shape)?;
+        if layout.numel() != data.len() {
+            return Err(BError::LengthMismatch {
+                len: data.len(),
+                shape: shape.to_vec(),
+                expected: layout.numel(),
+            });
+        }
+        let mem = self.dev.upload_bytes(bytes_of(data))?;
+        Ok(Tensor::new(CudaBuffer::new(mem, data.len()), layout))
+    }
+
+    fn download<T: Element>(&self, t: &BTensor<Self, T>) -> BResult<Vec<T>> {
+        let mut out = vec![T::ZERO; t.numel()];
+        if !out.is_empty() {
+            let bytes = std::mem::size_of_val(out.as_slice());
+            // SAFETY: T is f32 or f64 (sealed Element): plain data, every bit
+            // pattern valid; the byte view covers exactly `out`'s elements.
+            let view =
+                unsafe { std::slice::from_raw_parts_mut(out.as_mut_ptr().cast::<u8>(), bytes) };
+            self.dev.ctx.bind_to_thread().map_err(Error::from)?;
+            // SAFETY: the buffer holds `bytes` bytes; the stream is synchronized
+            // below before `out` is read or dropped.
+            unsafe {
+                result::memcpy_dtoh_async(view, t.storage().mem.ptr(), self.dev.stream.cu_stream())
+            }
+            .map_err(Error::from)?;
+        }
+        self.dev.stream.synchronize().map_err(Error::from)?;
+        Ok(out)
+    }
+
+    fn zeros<T: Element>(&self, shape: &[usize]) -> BResult<BTensor<Self, T>> {
+        let t = self.out::<T>(shape)?;
+        self.zero(&t)?;
+        Ok(t)
+    }
+
+    /// Device-to-device copy when the buffer is shared.
+    fn make_unique<T: Element>(&self, t: &mut BTensor<Self, T>) -> BResult<()> {
+        if t.is_unique() {
+            return Ok(());
+        }
+        let copy = self.alloc_tensor::<T>(t.layout().clone())?;
+        let bytes = copy.storage().bytes();
+        if bytes > 0 {
+            self.dev.ctx.bind_to_thread().map_err(Error::from)?;
+            // SAFETY: both allocations hold `bytes` bytes and do not overlap.
+            unsafe {
+                result::memcpy_dtod_async(
+                    copy.storage().mem.ptr(),
+                    t.storage().mem.ptr(),
+                    bytes,
+                    self.dev.stream.cu_stream(),
+                )
+            }
+            .map_err(Error::from)?;
+        }
+        *t = copy;
+        Ok(())
+    }
+
+    fn synchronize(&self) -> BResult<()> {
+        CudaBackend::synchronize(self).map_err(BError::from)
+    }
+}

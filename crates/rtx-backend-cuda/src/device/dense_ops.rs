@@ -1,0 +1,302 @@
+//! [`DenseOps`] on the device (kernels/model.cu): the dense ops of
+//! [`rtx_backend::ops`] in the canonical order, bit-identical to the CPU
+//! backend (`exp` excepted: the device's `expf` / `exp`).
+
+use rtx_backend::prelude::*;
+use rtx_backend::{BTensor, Binary, Element, Result as BResult, Unary, dims2, ops};
+
+use super::backend::{CudaBackend, ptr};
+use super::buffer::DevMem;
+use super::context::Device;
+use super::launch::{MAX_GRID_X, Scalar, builder, cfg1, grid_for};
+use crate::abi::{CANONICAL_BLOCK, MATMUL_TILE, binary_code, unary_code};
+use crate::error::{Error, Result};
+use crate::table::{Float, Kernel, Typed};
+
+/// Scratch for `n` elements of `T`, its size checked.
+fn scratch<T: Element>(dev: &Device, n: usize) -> Result<DevMem> {
+    let bytes = n.checked_mul(T::DTYPE.size()).ok_or(Error::SizeOverflow {
+        what: "model scratch",
+        count: n,
+        size: T::DTYPE.size(),
+    })?;
+    dev.alloc(bytes)
+}
+
+impl DenseOps for CudaBackend {
+    fn matmul<T: Element>(
+        &self,
+        a: &BTensor<Self, T>,
+        trans_a: bool,
+        b: &BTensor<Self, T>,
+        trans_b: bool,
+    ) -> BResult<BTensor<Self, T>> {
+        let (m, k, n) = ops::check_matmul(a.shape(), trans_a, b.shape(), trans_b)?;
+        if m == 0 || n == 0 || k == 0 {
+            return self.zeros(&[m, n]);
+        }
+        let out = self.out::<T>(&[m, n])?;
+        let (a_rs, a_ps) = if trans_a {
+            (1u64, m as u64)
+        } else {
+            (k as u64, 1)
+        };
+        let (b_ps, b_js) = if trans_b {
+            (1u64, k as u64)
+        } else {
+            (n as u64, 1)
+        };
+        let chunks = k.div_ceil(CANONICAL_BLOCK);
+        let part = if chunks > 1 {
+            Some(scratch::<T>(&self.dev, chunks * m * n)?)
+        } else {
+            None
+        };
+        let dst = part.as_ref().map_or(ptr(&out), DevMem::ptr);
+        let tiles = (m.div_ceil(MATMUL_TILE) * n.div_ceil(MATMUL_TILE) * chunks) as u64;
+        let (pa, pb) = (ptr(a), ptr(b));
+        let (mm, nn, kk) = (m as u64, n as u64, k as u64);
+        let kern = self.dev.kernels()?;
+        let mut l = builder(
+            &self.dev,
+            &kern,
+            Kernel::typed(Typed::Matmul, Float::of(T::DTYPE)),
+        );
+        l.arg(&pa)
+            .arg(&pb)
+            .arg(&dst)
+            .arg(&mm)
+            .arg(&nn)
+            .arg(&kk)
+            .arg(&a_rs)
+            .arg(&a_ps)
+            .arg(&b_ps)
+            .arg(&b_js);
+        // SAFETY: matmul_T(const T* a, const T* b, T* out, u64 m, u64 n, u64 k, u64 a_rs,
+        // u64 a_ps, u64 b_ps, u64 b_js): a holds m*k and b k*n elements (checked shapes),
+        // the strides address them in range; out holds chunks*m*n elements.
+        unsafe { l.launch(cfg1(tiles.clamp(1, MAX_GRID_X) as u32)) }?;
+        if let Some(part) = part {
+            self.reduce_rows::<T>(part.ptr(), chunks, m * n, ptr(&out))?;
+        }
+        Ok(out)
+    }
+
+    fn unary<T: Element>(&self, op: Unary, x: &BTensor<Self, T>) -> BResult<BTensor<Self, T>> {
+        let out = self.out::<T>(x.shape())?;
+        let n = x.numel() as u64;
+        if n == 0 {
+            return Ok(out);
+        }
+        let (code, s) = unary_code(op);
+        let s = Scalar::of(T::from_f64(s));
+        let (px, po) = (ptr(x), ptr(&out));
+        let kern = self.dev.kernels()?;
+        let mut l = builder(
+            &self.dev,
+            &kern,
+            Kernel::typed(Typed::Unary, Float::of(T::DTYPE)),
+        );
+        l.arg(&px).arg(&po).arg(&n).arg(&code);
+        s.push(&mut l);
+        // SAFETY: unary_T(const T* x, T* out, u64 n, u32 op, T s): both hold n elements.
+        unsafe { l.launch(cfg1(grid_for(n))) }?;
+        Ok(out)
+    }
+
+    fn unary_backward<T: Element>(
+        &self,
+        op: Unary,
+        x: &BTensor<Self, T>,
+        grad: &BTensor<Self, T>,
+    ) -> BResult<BTensor<Self, T>> {
+        ops::check_same("unary_backward", x.shape(), grad.shape())?;
+        let out = self.out::<T>(x.shape())?;
+        let n = x.numel() as u64;
+        if n == 0 {
+            return Ok(out);
+        }
+        let (code, s) = unary_code(op);
+        let s = Scalar::of(T::from_f64(s));
+        let (px, pg, po) = (ptr(x), ptr(grad), ptr(&out));
+        let kern = self.dev.kernels()?;
+        let mut l = builder(
+            &self.dev,
+            &kern,
+            Kernel::typed(Typed::UnaryBwd, Float::of(T::DTYPE)),
+        );
+        l.arg(&px).arg(&pg).arg(&po).arg(&n).arg(&code);
+        s.push(&mut l);
+        // SAFETY: unary_bwd_T(const T* x, const T* g, T* out, u64 n, u32 op, T s): all
+        // three hold n elements (equal shapes checked).
+        unsafe { l.launch(cfg1(grid_for(n))) }?;
+        Ok(out)
+    }
+
+    fn binary<T: Element>(
+        &self,
+        op: Binary,
+        a: &BTensor<Self, T>,
+        b: &BTensor<Self, T>,
+    ) -> BResult<BTensor<Self, T>> {
+        let (f, broadcast) = ops::check_binary(op, a.shape(), b.shape())?;
+        let out = self.out::<T>(a.shape())?;
+        let n = a.numel() as u64;
+        if n == 0 {
+            return Ok(out);
+        }
+        let code = binary_code(op);
+        let f = if broadcast { f as u64 } else { 0 };
+        let (pa, pb, po) = (ptr(a), ptr(b), ptr(&out));
+        let kern = self.dev.kernels()?;
+        let mut l = builder(
+            &self.dev,
+            &kern,
+            Kernel::typed(Typed::Binary, Float::of(T::DTYPE)),
+        );
+        l.arg(&pa).arg(&pb).arg(&po).arg(&n).arg(&code).arg(&f);
+        // SAFETY: binary_T(const T* a, const T* b, T* out, u64 n, u32 op, u64 f): a and
+        // out hold n elements, b n (f == 0) or f (broadcast row; n is a multiple of f).
+        unsafe { l.launch(cfg1(grid_for(n))) }?;
+        Ok(out)
+    }
+
+    fn axpy<T: Element>(
+        &self,
+        y: &mut BTensor<Self, T>,
+        alpha: f64,
+        x: &BTensor<Self, T>,
+    ) -> BResult<()> {
+        ops::check_same("axpy", y.shape(), x.shape())?;
+        let n = x.numel() as u64;
+        if n == 0 {
+            return Ok(());
+        }
+        self.make_unique(y)?;
+        let py = y
+            .storage_mut()
+            .expect("unique after make_unique")
+            .device_ptr();
+        let px = ptr(x);
+        let a = Scalar::of(T::from_f64(alpha));
+        let kern = self.dev.kernels()?;
+        let mut l = builder(
+            &self.dev,
+            &kern,
+            Kernel::typed(Typed::Axpy, Float::of(T::DTYPE)),
+        );
+        l.arg(&py).arg(&px).arg(&n);
+        a.push(&mut l);
+        // SAFETY: axpy_T(T* y, const T* x, u64 n, T alpha): both hold n elements; y is
+        // unique (no other tensor sees the write).
+        unsafe { l.launch(cfg1(grid_for(n))) }?;
+        Ok(())
+    }
+
+    fn sum_rows<T: Element>(&self, x: &BTensor<Self, T>) -> BResult<BTensor<Self, T>> {
+        let (n, f) = dims2("sum_rows", "x", x.layout())?;
+        if n == 0 || f == 0 {
+            return self.zeros(&[1, f]);
+        }
+        let out = self.out::<T>(&[1, f])?;
+        self.reduce_rows::<T>(ptr(x), n, f, ptr(&out))?;
+        Ok(out)
+    }
+
+    fn head_dot<T: Element>(
+        &self,
+        a: &BTensor<Self, T>,
+        b: &BTensor<Self, T>,
+        heads: usize,
+    ) -> BResult<BTensor<Self, T>> {
+        let (n, h, c, b_rows) = ops::check_head_dot(a.shape(), b.shape(), heads)?;
+        let out = self.out::<T>(&[n, h])?;
+        if n * h == 0 {
+            return Ok(out);
+        }
+        let (pa, pb, po) = (ptr(a), ptr(b), ptr(&out));
+        let (nn, hh, cc, bc) = (n as u64, h as u64, c as u64, u32::from(b_rows == 1));
+        let kern = self.dev.kernels()?;
+        let mut l = builder(
+            &self.dev,
+            &kern,
+            Kernel::typed(Typed::HeadDot, Float::of(T::DTYPE)),
+        );
+        l.arg(&pa)
+            .arg(&pb)
+            .arg(&po)
+            .arg(&nn)
+            .arg(&hh)
+            .arg(&cc)
+            .arg(&bc);
+        // SAFETY: head_dot_T(const T* a, const T* b, T* out, u64 n, u64 heads, u64 c,
+        // u32 b_bcast): a holds n*h*c, b (b_rows)*h*c, out n*h elements (checked).
+        unsafe { l.launch(cfg1(grid_for((n * h) as u64))) }?;
+        Ok(out)
+    }
+
+    fn head_scale<T: Element>(
+        &self,
+        a: &BTensor<Self, T>,
+        s: &BTensor<Self, T>,
+    ) -> BResult<BTensor<Self, T>> {
+        let (n, h, c, a_rows) = ops::check_head_scale(a.shape(), s.shape())?;
+        let out = self.out::<T>(&[n, h * c])?;
+        if n * h * c == 0 {
+            return Ok(out);
+        }
+        let (pa, ps, po) = (ptr(a), ptr(s), ptr(&out));
+        let (nn, hh, cc, ab) = (n as u64, h as u64, c as u64, u32::from(a_rows == 1));
+        let kern = self.dev.kernels()?;
+        let mut l = builder(
+            &self.dev,
+            &kern,
+            Kernel::typed(Typed::HeadScale, Float::of(T::DTYPE)),
+        );
+        l.arg(&pa)
+            .arg(&ps)
+            .arg(&po)
+            .arg(&nn)
+            .arg(&hh)
+            .arg(&cc)
+            .arg(&ab);
+        // SAFETY: head_scale_T(const T* a, const T* s, T* out, u64 n, u64 heads, u64 c,
+        // u32 a_bcast): a holds (a_rows)*h*c, s n*h, out n*h*c elements (checked).
+        unsafe { l.launch(cfg1(grid_for((n * h * c) as u64))) }?;
+        Ok(out)
+    }
+}
+
+impl CudaBackend {
+    /// Canonical column sums of the row-major `[rows, f]` at `src` (rows > 0)
+    /// into the `f` values at `dst`: reduce_rows levels until one row is left.
+    fn reduce_rows<T: Element>(&self, src: u64, rows: usize, f: usize, dst: u64) -> BResult<()> {
+        let kern = self.dev.kernels()?;
+        let name = Kernel::typed(Typed::ReduceRows, Float::of(T::DTYPE));
+        let mut cur = src;
+        let mut n = rows;
+        let mut keep: Vec<DevMem> = Vec::new();
+        loop {
+            let ng = n.div_ceil(CANONICAL_BLOCK);
+            let next = if ng == 1 {
+                dst
+            } else {
+                let m = scratch::<T>(&self.dev, ng * f)?;
+                let p = m.ptr();
+                keep.push(m);
+                p
+            };
+            let (nn, ff) = (n as u64, f as u64);
+            let mut l = builder(&self.dev, &kern, name);
+            l.arg(&cur).arg(&next).arg(&nn).arg(&ff);
+            // SAFETY: reduce_rows_T(const T* in, T* out, u64 n, u64 f): in holds n*f
+            // elements, out ceil(n/256)*f.
+            unsafe { l.launch(cfg1(grid_for((ng * f) as u64))) }?;
+            if ng == 1 {
+                return Ok(());
+            }
+            cur = next;
+            n = ng;
+        }
+    }
+}

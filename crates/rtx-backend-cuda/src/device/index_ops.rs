@@ -1,0 +1,365 @@
+//! [`IndexOps`] on the device: gather (`index_select`), the deterministic
+//! scatter-add (`index_add`) and the segment max / sum, with the index cache
+//! and pins behind them; [`CudaIndex`] and the prepared-index API.
+
+use std::sync::Arc;
+
+use rtx_backend::prelude::*;
+use rtx_backend::{
+    BTensor, Element, Error as BError, IndexPlan, Result as BResult, check_index_add, dims2, ops,
+};
+use rtx_tensor::Layout;
+
+use super::backend::{CudaBackend, ptr};
+use super::cache;
+use super::chain::{self, Level0};
+use super::entry::{DevicePlan, IndexEntry};
+use super::launch::{builder, cfg1, lanes_log2, rows_grid};
+use super::pins::{self, PinKey};
+use crate::error::{Error, Result};
+use crate::table::{Kernel, Word};
+
+/// A device-resident index list with its scatter plan: validated and uploaded
+/// once, then used by [`CudaBackend::index_select_with`] and
+/// [`CudaBackend::index_add_with`] with no per-call hashing or copying.
+/// Cheap to clone (shared).
+#[derive(Debug, Clone)]
+pub struct CudaIndex {
+    entry: Arc<IndexEntry>,
+    backend: u64,
+}
+
+impl CudaIndex {
+    /// Number of indices.
+    pub fn len(&self) -> usize {
+        self.entry.len()
+    }
+
+    /// Whether the list is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The largest index (`None` when empty).
+    pub fn max_index(&self) -> Option<u32> {
+        self.entry.max
+    }
+
+    /// Host and device bytes held.
+    pub fn bytes(&self) -> usize {
+        self.entry.bytes()
+    }
+}
+
+impl CudaBackend {
+    /// Validates `idx` once and keeps it on the device, for repeated
+    /// [`CudaBackend::index_select_with`] / [`CudaBackend::index_add_with`]
+    /// calls with no per-call hashing. The index list is uploaded now; the
+    /// scatter plan is built (host counting sort) and uploaded at the first
+    /// scatter.
+    ///
+    /// # Errors
+    /// [`BError::TooManyIndices`] past `u32::MAX` entries; device errors.
+    pub fn index(&self, idx: &[u32]) -> BResult<CudaIndex> {
+        if idx.len() > u32::MAX as usize {
+            return Err(BError::TooManyIndices {
+                len: idx.len(),
+                max: u32::MAX as usize,
+            });
+        }
+        let (_, max) = cache::idx_key(idx);
+        let entry = Arc::new(IndexEntry::from_idx(idx.into(), max));
+        entry.dev_idx(&self.dev)?;
+        Ok(CudaIndex {
+            entry,
+            backend: self.dev.id,
+        })
+    }
+
+    /// Builds and uploads `index`'s scatter plan now rather than at its first scatter.
+    ///
+    /// # Errors
+    /// Device errors.
+    pub fn prepare_scatter(&self, index: &CudaIndex) -> BResult<()> {
+        self.check_own(index)?;
+        index.entry.plan(&self.dev)?;
+        Ok(())
+    }
+
+    fn check_own(&self, index: &CudaIndex) -> Result<()> {
+        if index.backend == self.dev.id {
+            Ok(())
+        } else {
+            Err(Error::ForeignIndex {
+                made_by: index.backend,
+                used_with: self.dev.id,
+            })
+        }
+    }
+
+    /// [`IndexOps::index_select`] with a prepared index.
+    ///
+    /// # Errors
+    /// As [`IndexOps::index_select`].
+    pub fn index_select_with<T: Element>(
+        &self,
+        src: &BTensor<Self, T>,
+        index: &CudaIndex,
+    ) -> BResult<BTensor<Self, T>> {
+        self.check_own(index)?;
+        let (rows, f) = dims2("index_select", "src", src.layout())?;
+        cache::check_max(&index.entry, rows)?;
+        self.gather(src, &index.entry, f)
+    }
+
+    /// [`IndexOps::index_add`] with a prepared index.
+    ///
+    /// # Errors
+    /// As [`IndexOps::index_add`].
+    pub fn index_add_with<T: Element>(
+        &self,
+        dst: &mut BTensor<Self, T>,
+        index: &CudaIndex,
+        src: &BTensor<Self, T>,
+    ) -> BResult<()> {
+        self.check_own(index)?;
+        let (rows, f) = dims2("index_add", "dst", dst.layout())?;
+        cache::check_max(&index.entry, rows)?;
+        check_src(dst.layout(), index.len(), src.layout())?;
+        let plan = index.entry.plan(&self.dev)?;
+        self.scatter(dst, &plan, src, f)
+    }
+
+    /// Runs `f` with the index lists `lists` and plans `plans` held on the
+    /// device and recognized **by address** on this thread: while `f` runs,
+    /// trait calls given one of these exact slices (same address and length)
+    /// or plans (same address) find their device copy with one small map
+    /// lookup, with no hashing or comparing of the list. For a static graph:
+    /// wrap the training loop.
+    ///
+    /// Sound because the borrows are held for the whole call: while `f` runs
+    /// the pinned memory can be neither freed nor written (`[u32]` and
+    /// [`IndexPlan`] have no interior mutability), so a slice at the same
+    /// address with the same length *is* the pinned list. Each list and plan is
+    /// validated and uploaded once here (through the per-thread cache, so a
+    /// later scope over the same graph reuses the device copies). Pins are
+    /// per thread and nest; they are dropped when `f` returns or unwinds.
+    /// Empty lists and plans are not pinned (they cost nothing anyway).
+    ///
+    /// # Errors
+    /// [`BError::TooManyIndices`] past `u32::MAX` entries; device errors.
+    pub fn with_static_indices<R>(
+        &self,
+        lists: &[&[u32]],
+        plans: &[&IndexPlan],
+        f: impl FnOnce() -> R,
+    ) -> BResult<R> {
+        struct Unpin(Vec<PinKey>);
+        impl Drop for Unpin {
+            fn drop(&mut self) {
+                for k in &self.0 {
+                    pins::unpin(k);
+                }
+            }
+        }
+        let mut guard = Unpin(Vec::with_capacity(lists.len() + plans.len()));
+        for idx in lists.iter().filter(|l| !l.is_empty()) {
+            let entry = self.with_idx_entry(idx, usize::MAX, |e| {
+                e.dev_idx(&self.dev)?;
+                Ok(Arc::clone(e))
+            })?;
+            let key = PinKey {
+                backend: self.dev.id,
+                plan: false,
+                addr: idx.as_ptr() as usize,
+                len: idx.len(),
+            };
+            pins::pin(key, entry);
+            guard.0.push(key);
+        }
+        for plan in plans.iter().filter(|p| !p.is_empty()) {
+            let entry = cache::plan_entry(&self.dev, self.index_cache_limit(), plan)?;
+            let key = PinKey {
+                backend: self.dev.id,
+                plan: true,
+                addr: *plan as *const IndexPlan as usize,
+                len: plan.len(),
+            };
+            pins::pin(key, entry);
+            guard.0.push(key);
+        }
+        let r = f();
+        drop(guard);
+        Ok(r)
+    }
+
+    // ---- the kernels ----
+
+    pub(super) fn gather<T: Element>(
+        &self,
+        src: &BTensor<Self, T>,
+        entry: &IndexEntry,
+        f: usize,
+    ) -> BResult<BTensor<Self, T>> {
+        let e = entry.len();
+        let out = self.alloc_tensor::<T>(Layout::contiguous(&[e, f])?)?;
+        if e == 0 || f == 0 {
+            return Ok(out);
+        }
+        let idx = entry.dev_idx(&self.dev)?;
+        let row_bytes = (f * T::DTYPE.size()) as u64;
+        let word = Word::dividing(row_bytes);
+        let w = row_bytes / word.bytes();
+        let lanes_log2 = lanes_log2(w);
+        let nrows = e as u64;
+        let (s, o) = (src.storage().mem.ptr(), out.storage().mem.ptr());
+        let cfg = cfg1(rows_grid(nrows, lanes_log2));
+        let k = self.dev.kernels()?;
+        let mut b = builder(&self.dev, &k, Kernel::gather(word));
+        b.arg(&s)
+            .arg(&o)
+            .arg(&idx)
+            .arg(&nrows)
+            .arg(&w)
+            .arg(&lanes_log2);
+        // SAFETY: gather_b{16,8,4}(const V* src, V* out, const u32* idx, u64 nrows,
+        // u64 W, u32 lanes_log2): `src` holds rows * W vectors and every index is
+        // below rows (checked above), `out` holds nrows * W vectors, `idx` holds
+        // nrows u32; the kernel's grid-stride loop touches nothing else.
+        unsafe { b.launch(cfg) }?;
+        Ok(out)
+    }
+
+    /// Scatter-add of `src` into `dst` by the device plan, in the canonical
+    /// order: the level chain with index.cu's scatter kernels.
+    pub(super) fn scatter<T: Element>(
+        &self,
+        dst: &mut BTensor<Self, T>,
+        plan: &DevicePlan,
+        src: &BTensor<Self, T>,
+        f: usize,
+    ) -> BResult<()> {
+        if f == 0 || plan.values[0] == 0 {
+            return Ok(());
+        }
+        self.make_unique(dst)?;
+        let d = dst
+            .storage_mut()
+            .expect("unique after make_unique")
+            .device_ptr();
+        let level0 = Level0::Stored { src: ptr(src) };
+        let form = self.settings.scatter_form();
+        chain::sum_chain::<T>(&self.dev, plan, f, f, form, level0, d)?;
+        Ok(())
+    }
+
+    /// [`cache::with_idx_entry`] with this backend's device and cache limit.
+    fn with_idx_entry<R>(
+        &self,
+        idx: &[u32],
+        rows: usize,
+        f: impl FnOnce(&Arc<IndexEntry>) -> BResult<R>,
+    ) -> BResult<R> {
+        cache::with_idx_entry(&self.dev, self.index_cache_limit(), idx, rows, f)
+    }
+
+    /// [`cache::plan_of`] with this backend's device and cache limit.
+    fn plan_of(&self, plan: &IndexPlan) -> BResult<Arc<DevicePlan>> {
+        cache::plan_of(&self.dev, self.index_cache_limit(), plan)
+    }
+}
+
+impl IndexOps for CudaBackend {
+    /// Device gather; the index list is cached per thread (see the crate docs).
+    fn index_select<T: Element>(
+        &self,
+        src: &BTensor<Self, T>,
+        idx: &[u32],
+    ) -> BResult<BTensor<Self, T>> {
+        let (rows, f) = dims2("index_select", "src", src.layout())?;
+        self.with_idx_entry(idx, rows, |e| self.gather(src, e, f))
+    }
+
+    /// Device scatter-add in the canonical order; the plan is cached per thread.
+    fn index_add<T: Element>(
+        &self,
+        dst: &mut BTensor<Self, T>,
+        idx: &[u32],
+        src: &BTensor<Self, T>,
+    ) -> BResult<()> {
+        let (rows, f) = dims2("index_add", "dst", dst.layout())?;
+        dims2("index_add", "src", src.layout())?;
+        self.with_idx_entry(idx, rows, |e| {
+            check_src(dst.layout(), idx.len(), src.layout())?;
+            if f == 0 || idx.is_empty() {
+                return Ok(());
+            }
+            let plan = e.plan(&self.dev)?;
+            self.scatter(dst, &plan, src, f)
+        })
+    }
+
+    /// Device scatter-add with a host plan (uploaded once, cached per thread).
+    fn index_add_planned<T: Element>(
+        &self,
+        dst: &mut BTensor<Self, T>,
+        plan: &IndexPlan,
+        src: &BTensor<Self, T>,
+    ) -> BResult<()> {
+        let f = check_index_add(dst.layout(), plan, src.layout())?;
+        if f == 0 || plan.is_empty() {
+            return Ok(());
+        }
+        let p = self.plan_of(plan)?;
+        self.scatter(dst, &p, src, f)
+    }
+
+    fn segment_max<T: Element>(
+        &self,
+        x: &BTensor<Self, T>,
+        plan: &IndexPlan,
+    ) -> BResult<BTensor<Self, T>> {
+        let (_, f) = ops::check_segment("segment_max", x.shape(), plan)?;
+        let out = self.out::<T>(&[plan.rows(), f])?;
+        self.zero(&out)?;
+        if plan.is_empty() || f == 0 {
+            return Ok(out);
+        }
+        let dp = self.plan_of(plan)?;
+        chain::max_chain::<T>(&self.dev, &dp, f, ptr(x), ptr(&out))?;
+        Ok(out)
+    }
+
+    fn segment_sum<T: Element>(
+        &self,
+        x: &BTensor<Self, T>,
+        plan: &IndexPlan,
+    ) -> BResult<BTensor<Self, T>> {
+        let (_, f) = ops::check_segment("segment_sum", x.shape(), plan)?;
+        let mut out = self.zeros::<T>(&[plan.rows(), f])?;
+        if plan.is_empty() || f == 0 {
+            return Ok(out);
+        }
+        let dp = self.plan_of(plan)?;
+        self.scatter(&mut out, &dp, x, f)?;
+        Ok(out)
+    }
+}
+
+/// `src` must be `[entries, F]` with `dst`'s F.
+fn check_src(dst: &Layout, entries: usize, src: &Layout) -> BResult<()> {
+    let (_, f) = dims2("index_add", "dst", dst)?;
+    let (e, fs) = dims2("index_add", "src", src)?;
+    if e != entries || f != fs {
+        return Err(BError::ShapeMismatch {
+            op: "index_add",
+            detail: format!(
+                "dst {:?} and src {:?} with an index list of {entries} entries \
+                 (want dst [R, F], src [E, F])",
+                dst.shape(),
+                src.shape()
+            ),
+        });
+    }
+    Ok(())
+}

@@ -1,0 +1,145 @@
+//! Launch geometry and typed launches: the grid of each kernel family, the
+//! scalar arguments of the element type, and the builder of a launch of one
+//! [`Kernel`] of the table on the backend's stream.
+
+use cudarc::driver::{LaunchArgs, LaunchConfig, PushKernelArg};
+use rtx_backend::{DType, Element};
+
+use super::context::Device;
+use super::kernels::Kernels;
+use crate::abi::{BLOCK, ROWS_PER_GROUP};
+use crate::error::{Error, Result};
+use crate::table::Kernel;
+
+/// Largest grid.x the driver accepts.
+pub(crate) const MAX_GRID_X: u64 = (1 << 31) - 1;
+
+/// The launch of `kernel` on `dev`'s stream, its arguments still to push.
+pub(crate) fn builder<'a>(dev: &'a Device, kernels: &'a Kernels, kernel: Kernel) -> Launch<'a> {
+    Launch {
+        args: dev.stream.launch_builder(kernels.get(kernel)),
+        kernel,
+        pushed: 0,
+    }
+}
+
+/// A launch of one kernel of the table being assembled. Its arguments are
+/// counted: a launch with another number of them than the kernel's
+/// parameters ([`Kernel::arity`], checked against kernels/*.cu by the table's
+/// tests) is [`Error::LaunchArity`] instead of a launch.
+pub(crate) struct Launch<'a> {
+    args: LaunchArgs<'a>,
+    kernel: Kernel,
+    pushed: usize,
+}
+
+impl<'a> Launch<'a> {
+    /// Pushes the next argument.
+    pub(crate) fn arg<T>(&mut self, x: &'a T) -> &mut Self
+    where
+        LaunchArgs<'a>: PushKernelArg<&'a T>,
+    {
+        self.args.arg(x);
+        self.pushed += 1;
+        self
+    }
+
+    /// Launches the kernel with `cfg` on the stream.
+    ///
+    /// # Safety
+    /// As cudarc's `LaunchArgs::launch`: the arguments must have the types of
+    /// the kernel's parameters, in order, and every access the kernel makes
+    /// with them over the grid of `cfg` must be within live device memory
+    /// that no other work uses meanwhile.
+    pub(crate) unsafe fn launch(mut self, cfg: LaunchConfig) -> Result<()> {
+        if self.pushed != self.kernel.arity() {
+            return Err(Error::LaunchArity {
+                kernel: self.kernel.name(),
+                pushed: self.pushed,
+                takes: self.kernel.arity(),
+            });
+        }
+        // SAFETY: the argument count matches the kernel's parameters (checked
+        // above); their types and the accesses are the caller's contract.
+        unsafe { self.args.launch(cfg) }?;
+        Ok(())
+    }
+}
+
+/// log2 of the lanes per row group: the next power of two of `w`, at most 32.
+pub(crate) fn lanes_log2(w: u64) -> u32 {
+    w.max(1).next_power_of_two().min(32).trailing_zeros()
+}
+
+/// Blocks for `copy_rows` over `nrows` rows.
+pub(crate) fn rows_grid(nrows: u64, lanes_log2: u32) -> u32 {
+    let per_block = u64::from(BLOCK >> lanes_log2) * ROWS_PER_GROUP;
+    nrows.div_ceil(per_block).clamp(1, MAX_GRID_X) as u32
+}
+
+/// Blocks for a level of `n` chunks, a group of `2^lanes_log2` lanes each.
+pub(crate) fn chunks_grid(n: u64, lanes_log2: u32) -> u32 {
+    let groups = u64::from(BLOCK >> lanes_log2);
+    n.div_ceil(groups).clamp(1, MAX_GRID_X) as u32
+}
+
+/// Blocks for a grid-stride loop over `n` items, a thread each.
+pub(crate) fn grid_for(n: u64) -> u32 {
+    n.div_ceil(u64::from(BLOCK)).clamp(1, MAX_GRID_X) as u32
+}
+
+/// A 1-D launch of `grid` blocks of [`BLOCK`] threads.
+pub(crate) fn cfg1(grid: u32) -> LaunchConfig {
+    LaunchConfig {
+        grid_dim: (grid, 1, 1),
+        block_dim: (BLOCK, 1, 1),
+        shared_mem_bytes: 0,
+    }
+}
+
+/// A scalar kernel argument of the element type, passed as its bits (the
+/// kernel parameter is a `float` / `double` of the same size).
+pub(crate) enum Scalar {
+    F32(u32),
+    F64(u64),
+}
+
+impl Scalar {
+    /// `v` as a kernel argument of its own type.
+    pub(crate) fn of<T: Element>(v: T) -> Scalar {
+        match T::DTYPE {
+            DType::F32 => Scalar::F32(v.to_bits_u64() as u32),
+            DType::F64 => Scalar::F64(v.to_bits_u64()),
+        }
+    }
+
+    /// Pushes it as the next argument of `b`.
+    pub(crate) fn push<'a>(&'a self, b: &mut Launch<'a>) {
+        match self {
+            Scalar::F32(x) => b.arg(x),
+            Scalar::F64(x) => b.arg(x),
+        };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn geometry_stays_within_limits() {
+        assert_eq!(lanes_log2(1), 0);
+        assert_eq!(lanes_log2(3), 2);
+        assert_eq!(lanes_log2(16), 4);
+        assert_eq!(lanes_log2(1000), 5);
+        assert_eq!(rows_grid(0, 0), 1);
+        assert_eq!(rows_grid(u64::MAX / 2, 0), MAX_GRID_X as u32);
+        assert_eq!(rows_grid(1024, 0), 1);
+        assert_eq!(rows_grid(1025, 0), 2);
+        assert_eq!(chunks_grid(0, 5), 1);
+        assert_eq!(chunks_grid(9, 5), 2);
+        assert_eq!(chunks_grid(u64::MAX, 0), MAX_GRID_X as u32);
+        assert_eq!(grid_for(257), 2);
+        assert_eq!(grid_for(u64::MAX), MAX_GRID_X as u32);
+    }
+}

@@ -1,0 +1,201 @@
+//! [`LayoutOps`] on the device: `permute` (and through it `swap_dims` /
+//! `transpose`) following rtx-tensor's plan: relabels share the buffer,
+//! (batched) 2-D transposes use the tiled kernels, anything else the N-D
+//! permute kernel up to [`MAX_RANK`], a host round trip past it.
+
+use cudarc::driver::{DeviceRepr, LaunchConfig};
+use rtx_backend::prelude::*;
+use rtx_backend::{BTensor, Element, Result as BResult};
+use rtx_tensor::PermuteKind;
+
+use super::backend::{CudaBackend, ptr};
+use super::launch::{MAX_GRID_X, builder, cfg1, lanes_log2, rows_grid};
+use crate::abi::MAX_RANK;
+use crate::table::{Kernel, Word};
+
+impl LayoutOps for CudaBackend {
+    /// Relabel: shares the buffer. Transpose: tiled kernel. Permute: N-D kernel.
+    fn permute<T: Element>(
+        &self,
+        t: &BTensor<Self, T>,
+        perm: &[usize],
+    ) -> BResult<BTensor<Self, T>> {
+        let plan = t.layout().plan_permute(perm)?;
+        match plan.kind {
+            PermuteKind::Relabel => Ok(t.relabel(plan.output)),
+            PermuteKind::Transpose {
+                batch,
+                rows,
+                cols,
+                inner,
+            } => {
+                let out = self.alloc_tensor::<T>(plan.output)?;
+                self.transpose(t, &out, batch, rows, cols, inner)?;
+                Ok(out)
+            }
+            PermuteKind::Permute { shape, perm: p } if shape.len() <= MAX_RANK => {
+                let out = self.alloc_tensor::<T>(plan.output)?;
+                self.permute_nd(t, &out, &shape, &p)?;
+                Ok(out)
+            }
+            PermuteKind::Permute { .. } => {
+                // Past the kernel's rank: the host round trip (correct, slow).
+                let host = self.download(t)?;
+                let out = rtx_tensor::permute_host(&host, t.shape(), perm)?;
+                self.upload(&out, plan.output.shape())
+            }
+        }
+    }
+}
+
+impl CudaBackend {
+    fn transpose<T: Element>(
+        &self,
+        t: &BTensor<Self, T>,
+        out: &BTensor<Self, T>,
+        batch: usize,
+        rows: usize,
+        cols: usize,
+        inner: usize,
+    ) -> BResult<()> {
+        let run_bytes = (inner * T::DTYPE.size()) as u64;
+        let (i, o) = (ptr(t), ptr(out));
+        let (batch, rows, cols) = (batch as u64, rows as u64, cols as u64);
+        let k = self.dev.kernels()?;
+        if let Some(elem) = Word::exact(run_bytes) {
+            let tile = self.settings.transpose_tile().resolve(rows, cols, elem);
+            let (tr, tc) = tile.dims();
+            let tiles = batch * rows.div_ceil(tr) * cols.div_ceil(tc);
+            let cfg = LaunchConfig {
+                grid_dim: (tiles.clamp(1, MAX_GRID_X) as u32, 1, 1),
+                block_dim: (32, 8, 1),
+                shared_mem_bytes: 0,
+            };
+            let mut b = builder(&self.dev, &k, Kernel::transpose(elem, tile));
+            b.arg(&i).arg(&o).arg(&batch).arg(&rows).arg(&cols);
+            // SAFETY: transpose{TR}x{TC}_b*(const E* in, E* out, u64 batch, u64 rows,
+            // u64 cols): in and out each hold batch * rows * cols elements of
+            // run_bytes bytes (the tensors' sizes); tiles are bounds-checked.
+            unsafe { b.launch(cfg) }?;
+        } else {
+            let word = Word::dividing(run_bytes);
+            let w = run_bytes / word.bytes();
+            let lanes_log2 = lanes_log2(w);
+            let nruns = batch * rows * cols;
+            let cfg = cfg1(rows_grid(nruns, lanes_log2));
+            let mut b = builder(&self.dev, &k, Kernel::transpose_runs(word));
+            b.arg(&i)
+                .arg(&o)
+                .arg(&nruns)
+                .arg(&w)
+                .arg(&lanes_log2)
+                .arg(&rows)
+                .arg(&cols);
+            // SAFETY: transpose_runs_b*(const V* in, V* out, u64 nruns, u64 W,
+            // u32 lanes_log2, u64 rows, u64 cols): both tensors hold nruns runs of
+            // W vectors; the map sends run (b, c, r) to (b, r, c), within range.
+            unsafe { b.launch(cfg) }?;
+        }
+        Ok(())
+    }
+
+    fn permute_nd<T: Element>(
+        &self,
+        t: &BTensor<Self, T>,
+        out: &BTensor<Self, T>,
+        shape: &[usize],
+        perm: &[usize],
+    ) -> BResult<()> {
+        let p = PermuteParams::new(shape, perm);
+        let run_bytes = (p.run * T::DTYPE.size()) as u64;
+        let word = Word::dividing(run_bytes);
+        let w = run_bytes / word.bytes();
+        let lanes_log2 = lanes_log2(w);
+        let nruns = (t.numel() / p.run) as u64;
+        let (i, o) = (ptr(t), ptr(out));
+        let params = p.params;
+        let k = self.dev.kernels()?;
+        let cfg = cfg1(rows_grid(nruns, lanes_log2));
+        let mut b = builder(&self.dev, &k, Kernel::permute(word));
+        b.arg(&i)
+            .arg(&o)
+            .arg(&nruns)
+            .arg(&w)
+            .arg(&lanes_log2)
+            .arg(&params);
+        // SAFETY: permute_b*(const V* in, V* out, u64 nruns, u64 W, u32 lanes_log2,
+        // PermuteParams p) with PermuteParams #[repr(C)] exactly as in
+        // kernels/permute.cu; out_dims multiply to nruns and the input strides of
+        // a contiguous tensor of the same element count keep every read in range.
+        unsafe { b.launch(cfg) }?;
+        Ok(())
+    }
+}
+
+/// The N-D permute kernel's parameters (`PermuteParams` in kernels/permute.cu).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+struct KernelPermuteParams {
+    rank: u64,
+    out_dims: [u64; MAX_RANK],
+    in_strides: [u64; MAX_RANK],
+}
+
+// SAFETY: #[repr(C)] plain u64s, laid out exactly as the CUDA struct.
+unsafe impl DeviceRepr for KernelPermuteParams {}
+
+/// Kernel parameters for permuting contiguous `shape` by `perm`, with the run
+/// (contiguous trailing elements copied together) they imply.
+#[derive(Debug)]
+struct PermuteParams {
+    params: KernelPermuteParams,
+    run: usize,
+}
+
+impl PermuteParams {
+    /// `shape.len() <= MAX_RANK` (callers check).
+    fn new(shape: &[usize], perm: &[usize]) -> PermuteParams {
+        let n = shape.len();
+        let mut strides = vec![1usize; n];
+        for d in (0..n.saturating_sub(1)).rev() {
+            strides[d] = strides[d + 1] * shape[d + 1];
+        }
+        // The last dim stays last: copy its rows as runs; else element by element.
+        let (run, out_rank) = if n > 0 && perm[n - 1] == n - 1 {
+            (shape[n - 1], n - 1)
+        } else {
+            (1, n)
+        };
+        let mut params = KernelPermuteParams {
+            rank: out_rank as u64,
+            out_dims: [1; MAX_RANK],
+            in_strides: [0; MAX_RANK],
+        };
+        for i in 0..out_rank {
+            params.out_dims[i] = shape[perm[i]] as u64;
+            params.in_strides[i] = (strides[perm[i]] / run) as u64;
+        }
+        PermuteParams { params, run }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn permute_params_decode_with_output_shape() {
+        // [2,3,4] -> perm [2,1,0]: the last dim moves, element-wise, out dims [4,3,2]
+        let p = PermuteParams::new(&[2, 3, 4], &[2, 1, 0]);
+        assert_eq!(p.run, 1);
+        assert_eq!(p.params.rank, 3);
+        assert_eq!(&p.params.out_dims[..3], &[4, 3, 2]);
+        assert_eq!(&p.params.in_strides[..3], &[1, 4, 12]);
+        // 4-D swap02 with the last dim kept: runs of 32
+        let p = PermuteParams::new(&[64, 128, 256, 32], &[2, 1, 0, 3]);
+        assert_eq!(p.run, 32);
+        assert_eq!(p.params.rank, 3);
+        assert_eq!(&p.params.out_dims[..3], &[256, 128, 64]);
+        assert_eq!(&p.params.in_strides[..3], &[1, 256, 128 * 256]);
+    }
+}

@@ -1,0 +1,164 @@
+//! The backend's settings: public enums and defaults, the same with and
+//! without the `cuda` feature, and the rules that resolve them.
+
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+
+use crate::table::{ChunkSum, Tile, Word};
+
+/// Default byte budget of each thread's index cache, per backend: 512 MiB
+/// (host copy of the key plus device index list and plan).
+pub const DEFAULT_INDEX_CACHE_BYTES: usize = 512 << 20;
+
+/// Plans of at most this many entries use the pipelined (latency) form of
+/// the scatter chunk sums by default.
+pub const PIPELINED_SCATTER_MAX_ENTRIES: usize = 1 << 20;
+
+/// Tile of the 2-D transpose kernel (a tuning knob for benchmarks).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TransposeTile {
+    /// Picked by shape (the default): 64x64, 128x32 for few columns, 32x128
+    /// for few rows, 32x32 for 16-byte elements.
+    #[default]
+    ByShape,
+    /// The classic 32x32 tile for every shape.
+    Force32,
+}
+
+/// Form of the scatter chunk sums (a tuning knob for benchmarks). Both forms
+/// make the same additions in the same order, so the results are the same bits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ScatterForm {
+    /// Picked by size (the default): pipelined up to
+    /// [`PIPELINED_SCATTER_MAX_ENTRIES`] entries (the longest chunk's latency
+    /// dominates) or when a lane sums more than one column vector (rows wider
+    /// than 32 vectors), batched otherwise (throughput dominates).
+    #[default]
+    Auto,
+    /// Always the batched (throughput) form.
+    Batched,
+    /// Always the pipelined (latency) form.
+    Pipelined,
+}
+
+impl ScatterForm {
+    /// The chunk sums for a plan of `entries` entries whose rows are `w`
+    /// vectors wide.
+    pub(crate) fn resolve(self, entries: usize, w: u64) -> ChunkSum {
+        match self {
+            ScatterForm::Batched => ChunkSum::Batched,
+            ScatterForm::Pipelined => ChunkSum::Pipelined,
+            // latency-bound: few chunks in flight, or each lane sums several
+            // column vectors of a chunk one after the other
+            ScatterForm::Auto if entries <= PIPELINED_SCATTER_MAX_ENTRIES || w > 32 => {
+                ChunkSum::Pipelined
+            }
+            ScatterForm::Auto => ChunkSum::Batched,
+        }
+    }
+}
+
+impl TransposeTile {
+    /// The tile for a `rows x cols` matrix of `elem` elements.
+    pub(crate) fn resolve(self, rows: u64, cols: u64, elem: Word) -> Tile {
+        Tile::pick(rows, cols, elem, self == TransposeTile::Force32)
+    }
+}
+
+/// The settings of one backend, changeable through a shared reference.
+#[derive(Debug)]
+pub(crate) struct Settings {
+    cache_limit: AtomicUsize,
+    transpose_tile: AtomicU8,
+    scatter_form: AtomicU8,
+}
+
+impl Default for Settings {
+    fn default() -> Settings {
+        Settings {
+            cache_limit: AtomicUsize::new(DEFAULT_INDEX_CACHE_BYTES),
+            transpose_tile: AtomicU8::new(TransposeTile::ByShape as u8),
+            scatter_form: AtomicU8::new(ScatterForm::Auto as u8),
+        }
+    }
+}
+
+impl Settings {
+    pub(crate) fn index_cache_limit(&self) -> usize {
+        self.cache_limit.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn set_index_cache_limit(&self, bytes: usize) {
+        self.cache_limit.store(bytes, Ordering::Relaxed);
+    }
+
+    pub(crate) fn transpose_tile(&self) -> TransposeTile {
+        match self.transpose_tile.load(Ordering::Relaxed) {
+            x if x == TransposeTile::Force32 as u8 => TransposeTile::Force32,
+            _ => TransposeTile::ByShape,
+        }
+    }
+
+    pub(crate) fn set_transpose_tile(&self, tile: TransposeTile) {
+        self.transpose_tile.store(tile as u8, Ordering::Relaxed);
+    }
+
+    pub(crate) fn scatter_form(&self) -> ScatterForm {
+        match self.scatter_form.load(Ordering::Relaxed) {
+            x if x == ScatterForm::Batched as u8 => ScatterForm::Batched,
+            x if x == ScatterForm::Pipelined as u8 => ScatterForm::Pipelined,
+            _ => ScatterForm::Auto,
+        }
+    }
+
+    pub(crate) fn set_scatter_form(&self, form: ScatterForm) {
+        self.scatter_form.store(form as u8, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_round_trip() {
+        let s = Settings::default();
+        assert_eq!(s.index_cache_limit(), DEFAULT_INDEX_CACHE_BYTES);
+        assert_eq!(s.transpose_tile(), TransposeTile::ByShape);
+        assert_eq!(s.scatter_form(), ScatterForm::Auto);
+        for t in [TransposeTile::Force32, TransposeTile::ByShape] {
+            s.set_transpose_tile(t);
+            assert_eq!(s.transpose_tile(), t);
+        }
+        for f in [
+            ScatterForm::Batched,
+            ScatterForm::Pipelined,
+            ScatterForm::Auto,
+        ] {
+            s.set_scatter_form(f);
+            assert_eq!(s.scatter_form(), f);
+        }
+        s.set_index_cache_limit(7);
+        assert_eq!(s.index_cache_limit(), 7);
+    }
+
+    #[test]
+    fn auto_forms_follow_the_size_rule() {
+        let n = PIPELINED_SCATTER_MAX_ENTRIES;
+        assert_eq!(ScatterForm::Auto.resolve(n, 32), ChunkSum::Pipelined);
+        assert_eq!(ScatterForm::Auto.resolve(n + 1, 32), ChunkSum::Batched);
+        assert_eq!(ScatterForm::Auto.resolve(n + 1, 33), ChunkSum::Pipelined);
+        assert_eq!(ScatterForm::Batched.resolve(1, 1), ChunkSum::Batched);
+        assert_eq!(
+            ScatterForm::Pipelined.resolve(n + 1, 1),
+            ChunkSum::Pipelined
+        );
+        assert_eq!(
+            TransposeTile::Force32.resolve(8192, 8192, Word::B4),
+            Tile::T32x32
+        );
+        assert_eq!(
+            TransposeTile::ByShape.resolve(8192, 8192, Word::B4),
+            Tile::T64x64
+        );
+    }
+}

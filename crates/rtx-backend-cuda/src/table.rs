@@ -1,0 +1,465 @@
+//! The typed kernel table: every `extern "C" __global__` entry point of
+//! kernels/*.cu, listed once (the `kernels!` invocation below), and the
+//! typed choices that pick one. No kernel name is ever assembled from
+//! strings: a launch names a [`Kernel`], so a wrong name cannot compile, and a
+//! table entry the module lacks is an error value when the module loads.
+//!
+//! Plain host code (no device): the tests parse kernels/*.cu and fail when the
+//! table and the sources disagree (`table_tests.rs`).
+
+use rtx_backend::DType;
+
+/// Declares [`Kernel`], one variant per entry point, with its CUDA name and
+/// its number of parameters.
+macro_rules! kernels {
+    ($($v:ident = $name:literal / $arity:literal,)*) => {
+        /// An entry point of kernels/*.cu.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub(crate) enum Kernel {
+            $(
+                #[doc = concat!("`", $name, "`")]
+                $v,
+            )*
+        }
+
+        impl Kernel {
+            /// Every kernel, in declaration order (`ALL[k as usize] == k`).
+            pub(crate) const ALL: &'static [Kernel] = &[$(Kernel::$v,)*];
+
+            /// The kernel's `extern "C"` name.
+            pub(crate) const fn name(self) -> &'static str {
+                match self {
+                    $(Kernel::$v => $name,)*
+                }
+            }
+
+            /// The number of parameters the kernel takes (a launch that
+            /// pushes another number of arguments is an error, not a launch).
+            pub(crate) const fn arity(self) -> usize {
+                match self {
+                    $(Kernel::$v => $arity,)*
+                }
+            }
+        }
+    };
+}
+
+kernels! {
+    // index.cu: gather
+    GatherB16 = "gather_b16" / 6,
+    GatherB8 = "gather_b8" / 6,
+    GatherB4 = "gather_b4" / 6,
+    // index.cu: scatter levels {0: through positions, N: scratch} x {batched, pipelined}
+    Scatter0F32x4 = "scatter0_f32x4" / 10,
+    Scatter0F32x2 = "scatter0_f32x2" / 10,
+    Scatter0F32x1 = "scatter0_f32x1" / 10,
+    Scatter0F64x2 = "scatter0_f64x2" / 10,
+    Scatter0F64x1 = "scatter0_f64x1" / 10,
+    Scatter0pF32x4 = "scatter0p_f32x4" / 10,
+    Scatter0pF32x2 = "scatter0p_f32x2" / 10,
+    Scatter0pF32x1 = "scatter0p_f32x1" / 10,
+    Scatter0pF64x2 = "scatter0p_f64x2" / 10,
+    Scatter0pF64x1 = "scatter0p_f64x1" / 10,
+    ScatterNF32x4 = "scatterN_f32x4" / 10,
+    ScatterNF32x2 = "scatterN_f32x2" / 10,
+    ScatterNF32x1 = "scatterN_f32x1" / 10,
+    ScatterNF64x2 = "scatterN_f64x2" / 10,
+    ScatterNF64x1 = "scatterN_f64x1" / 10,
+    ScatterNpF32x4 = "scatterNp_f32x4" / 10,
+    ScatterNpF32x2 = "scatterNp_f32x2" / 10,
+    ScatterNpF32x1 = "scatterNp_f32x1" / 10,
+    ScatterNpF64x2 = "scatterNp_f64x2" / 10,
+    ScatterNpF64x1 = "scatterNp_f64x1" / 10,
+    // permute.cu
+    Transpose32x32B4 = "transpose32x32_b4" / 5,
+    Transpose64x64B4 = "transpose64x64_b4" / 5,
+    Transpose128x32B4 = "transpose128x32_b4" / 5,
+    Transpose32x128B4 = "transpose32x128_b4" / 5,
+    Transpose32x32B8 = "transpose32x32_b8" / 5,
+    Transpose64x64B8 = "transpose64x64_b8" / 5,
+    Transpose128x32B8 = "transpose128x32_b8" / 5,
+    Transpose32x128B8 = "transpose32x128_b8" / 5,
+    Transpose32x32B16 = "transpose32x32_b16" / 5,
+    TransposeRunsB16 = "transpose_runs_b16" / 7,
+    TransposeRunsB8 = "transpose_runs_b8" / 7,
+    TransposeRunsB4 = "transpose_runs_b4" / 7,
+    PermuteB16 = "permute_b16" / 6,
+    PermuteB8 = "permute_b8" / 6,
+    PermuteB4 = "permute_b4" / 6,
+    // model.cu: element-typed
+    UnaryF32 = "unary_f32" / 5,
+    UnaryF64 = "unary_f64" / 5,
+    UnaryBwdF32 = "unary_bwd_f32" / 6,
+    UnaryBwdF64 = "unary_bwd_f64" / 6,
+    BinaryF32 = "binary_f32" / 6,
+    BinaryF64 = "binary_f64" / 6,
+    AxpyF32 = "axpy_f32" / 4,
+    AxpyF64 = "axpy_f64" / 4,
+    HeadScaleF32 = "head_scale_f32" / 7,
+    HeadScaleF64 = "head_scale_f64" / 7,
+    HeadDotF32 = "head_dot_f32" / 7,
+    HeadDotF64 = "head_dot_f64" / 7,
+    GatherHeadDotF32 = "gather_head_dot_f32" / 8,
+    GatherHeadDotF64 = "gather_head_dot_f64" / 8,
+    ReduceRowsF32 = "reduce_rows_f32" / 4,
+    ReduceRowsF64 = "reduce_rows_f64" / 4,
+    MatmulF32 = "matmul_f32" / 10,
+    MatmulF64 = "matmul_f64" / 10,
+    Segmax0F32 = "segmax0_f32" / 10,
+    Segmax0F64 = "segmax0_f64" / 10,
+    SegmaxF32 = "segmax_f32" / 9,
+    SegmaxF64 = "segmax_f64" / 9,
+    SoftmaxDivF32 = "softmax_div_f32" / 7,
+    SoftmaxDivF64 = "softmax_div_f64" / 7,
+    SoftmaxBwdF32 = "softmax_bwd_f32" / 7,
+    SoftmaxBwdF64 = "softmax_bwd_f64" / 7,
+    // model.cu: fused level-0 kernels of the segment sums, vector-typed
+    Smx0F32x4 = "smx0_f32x4" / 11,
+    Smx0F32x2 = "smx0_f32x2" / 11,
+    Smx0F32x1 = "smx0_f32x1" / 11,
+    Smx0F64x2 = "smx0_f64x2" / 11,
+    Smx0F64x1 = "smx0_f64x1" / 11,
+    Smb0F32x4 = "smb0_f32x4" / 11,
+    Smb0F32x2 = "smb0_f32x2" / 11,
+    Smb0F32x1 = "smb0_f32x1" / 11,
+    Smb0F64x2 = "smb0_f64x2" / 11,
+    Smb0F64x1 = "smb0_f64x1" / 11,
+    Gss0F32x4 = "gss0_f32x4" / 14,
+    Gss0F32x2 = "gss0_f32x2" / 14,
+    Gss0F32x1 = "gss0_f32x1" / 14,
+    Gss0F64x2 = "gss0_f64x2" / 14,
+    Gss0F64x1 = "gss0_f64x1" / 14,
+}
+
+/// The unsigned word a copy kernel moves (`u32`, `uint2`/`u64`, `uint4`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Word {
+    /// 4 bytes.
+    B4,
+    /// 8 bytes.
+    B8,
+    /// 16 bytes.
+    B16,
+}
+
+impl Word {
+    /// The widest word dividing `bytes` (4 when none of 16 and 8 does).
+    pub(crate) fn dividing(bytes: u64) -> Word {
+        if bytes.is_multiple_of(16) {
+            Word::B16
+        } else if bytes.is_multiple_of(8) {
+            Word::B8
+        } else {
+            Word::B4
+        }
+    }
+
+    /// The word of exactly `bytes` bytes, if there is one.
+    pub(crate) fn exact(bytes: u64) -> Option<Word> {
+        match bytes {
+            4 => Some(Word::B4),
+            8 => Some(Word::B8),
+            16 => Some(Word::B16),
+            _ => None,
+        }
+    }
+
+    /// Its size in bytes.
+    pub(crate) fn bytes(self) -> u64 {
+        match self {
+            Word::B4 => 4,
+            Word::B8 => 8,
+            Word::B16 => 16,
+        }
+    }
+}
+
+/// The element type of an element-typed kernel (`_f32` / `_f64`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Float {
+    /// `float`.
+    F32,
+    /// `double`.
+    F64,
+}
+
+impl Float {
+    /// The kernel type of `dtype`.
+    pub(crate) fn of(dtype: DType) -> Float {
+        match dtype {
+            DType::F32 => Float::F32,
+            DType::F64 => Float::F64,
+        }
+    }
+}
+
+/// The vector type a scatter-family kernel sums (`_f32x4` ... `_f64x1`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SumVec {
+    /// `float4`.
+    F32x4,
+    /// `float2`.
+    F32x2,
+    /// `float`.
+    F32x1,
+    /// `double2`.
+    F64x2,
+    /// `double`.
+    F64x1,
+}
+
+impl SumVec {
+    /// The widest vector of `dtype` dividing a row of `row_bytes` bytes whose
+    /// element count also divides `align` elements (a head's channel count
+    /// for gather_scale_scatter; the row's element count otherwise).
+    pub(crate) fn pick(dtype: DType, row_bytes: usize, align: usize) -> SumVec {
+        match dtype {
+            DType::F32 if row_bytes.is_multiple_of(16) && align.is_multiple_of(4) => SumVec::F32x4,
+            DType::F32 if row_bytes.is_multiple_of(8) && align.is_multiple_of(2) => SumVec::F32x2,
+            DType::F32 => SumVec::F32x1,
+            DType::F64 if row_bytes.is_multiple_of(16) && align.is_multiple_of(2) => SumVec::F64x2,
+            DType::F64 => SumVec::F64x1,
+        }
+    }
+
+    /// Its size in bytes.
+    pub(crate) fn bytes(self) -> usize {
+        match self {
+            SumVec::F32x4 | SumVec::F64x2 => 16,
+            SumVec::F32x2 | SumVec::F64x1 => 8,
+            SumVec::F32x1 => 4,
+        }
+    }
+}
+
+/// A level of the scatter chain: level 0 reads values through the plan's
+/// positions, higher levels read the previous level's scratch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Level {
+    /// `scatter0*`.
+    Zero,
+    /// `scatterN*`.
+    Higher,
+}
+
+/// How a scatter kernel sums a chunk (the same additions in the same order).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ChunkSum {
+    /// Loads in batches of 8 before their adds: the throughput form.
+    Batched,
+    /// Software-pipelined (`p` kernels): the latency form.
+    Pipelined,
+}
+
+/// A fused level-0 kernel of a segment sum, computing its values on the fly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Fused0 {
+    /// `smx0`: `exp(x - max)` of the segment softmax.
+    SoftmaxExp,
+    /// `smb0`: `alpha * grad` of the segment softmax's backward.
+    SoftmaxBwd,
+    /// `gss0`: `x[gather[e]] * w[e, head]` of gather_scale_scatter.
+    GatherScale,
+}
+
+/// An element-typed kernel family of model.cu.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Typed {
+    /// `unary_*`.
+    Unary,
+    /// `unary_bwd_*`.
+    UnaryBwd,
+    /// `binary_*`.
+    Binary,
+    /// `axpy_*`.
+    Axpy,
+    /// `head_scale_*`.
+    HeadScale,
+    /// `head_dot_*`.
+    HeadDot,
+    /// `gather_head_dot_*`.
+    GatherHeadDot,
+    /// `reduce_rows_*`.
+    ReduceRows,
+    /// `matmul_*`.
+    Matmul,
+    /// `segmax0_*`: level 0 of a segment max.
+    Segmax0,
+    /// `segmax_*`: the levels past 0 of a segment max.
+    Segmax,
+    /// `softmax_div_*`.
+    SoftmaxDiv,
+    /// `softmax_bwd_*`.
+    SoftmaxBwd,
+}
+
+/// The shared-memory tile of the 2-D transpose kernel, `(rows, cols)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Tile {
+    /// 32 x 32 (every element size; the only one for 16-byte elements).
+    T32x32,
+    /// 64 x 64: large matrices.
+    T64x64,
+    /// 128 x 32: few columns.
+    T128x32,
+    /// 32 x 128: few rows.
+    T32x128,
+}
+
+impl Tile {
+    /// `(rows, cols)` of the tile.
+    pub(crate) fn dims(self) -> (u64, u64) {
+        match self {
+            Tile::T32x32 => (32, 32),
+            Tile::T64x64 => (64, 64),
+            Tile::T128x32 => (128, 32),
+            Tile::T32x128 => (32, 128),
+        }
+    }
+
+    /// The tile for a matrix of `rows x cols` elements of `elem` (always
+    /// 32x32 when `force_32` or for 16-byte elements).
+    pub(crate) fn pick(rows: u64, cols: u64, elem: Word, force_32: bool) -> Tile {
+        if force_32 || elem == Word::B16 {
+            Tile::T32x32
+        } else if cols <= 48 && rows > 48 {
+            Tile::T128x32
+        } else if rows <= 48 && cols > 48 {
+            Tile::T32x128
+        } else {
+            Tile::T64x64
+        }
+    }
+}
+
+impl Kernel {
+    /// `gather_b*`.
+    pub(crate) fn gather(w: Word) -> Kernel {
+        match w {
+            Word::B16 => Kernel::GatherB16,
+            Word::B8 => Kernel::GatherB8,
+            Word::B4 => Kernel::GatherB4,
+        }
+    }
+
+    /// `transpose_runs_b*`.
+    pub(crate) fn transpose_runs(w: Word) -> Kernel {
+        match w {
+            Word::B16 => Kernel::TransposeRunsB16,
+            Word::B8 => Kernel::TransposeRunsB8,
+            Word::B4 => Kernel::TransposeRunsB4,
+        }
+    }
+
+    /// `permute_b*`.
+    pub(crate) fn permute(w: Word) -> Kernel {
+        match w {
+            Word::B16 => Kernel::PermuteB16,
+            Word::B8 => Kernel::PermuteB8,
+            Word::B4 => Kernel::PermuteB4,
+        }
+    }
+
+    /// The tiled transpose of `elem` elements with `tile` (16-byte elements
+    /// have the 32x32 tile only: [`Tile::pick`] never gives them another).
+    pub(crate) fn transpose(elem: Word, tile: Tile) -> Kernel {
+        match (elem, tile) {
+            (Word::B16, _) => Kernel::Transpose32x32B16,
+            (Word::B8, Tile::T32x32) => Kernel::Transpose32x32B8,
+            (Word::B8, Tile::T64x64) => Kernel::Transpose64x64B8,
+            (Word::B8, Tile::T128x32) => Kernel::Transpose128x32B8,
+            (Word::B8, Tile::T32x128) => Kernel::Transpose32x128B8,
+            (Word::B4, Tile::T32x32) => Kernel::Transpose32x32B4,
+            (Word::B4, Tile::T64x64) => Kernel::Transpose64x64B4,
+            (Word::B4, Tile::T128x32) => Kernel::Transpose128x32B4,
+            (Word::B4, Tile::T32x128) => Kernel::Transpose32x128B4,
+        }
+    }
+
+    /// `scatter{0,N}{,p}_*`.
+    pub(crate) fn scatter(level: Level, form: ChunkSum, v: SumVec) -> Kernel {
+        use ChunkSum::{Batched, Pipelined};
+        use Level::{Higher, Zero};
+        match (level, form, v) {
+            (Zero, Batched, SumVec::F32x4) => Kernel::Scatter0F32x4,
+            (Zero, Batched, SumVec::F32x2) => Kernel::Scatter0F32x2,
+            (Zero, Batched, SumVec::F32x1) => Kernel::Scatter0F32x1,
+            (Zero, Batched, SumVec::F64x2) => Kernel::Scatter0F64x2,
+            (Zero, Batched, SumVec::F64x1) => Kernel::Scatter0F64x1,
+            (Zero, Pipelined, SumVec::F32x4) => Kernel::Scatter0pF32x4,
+            (Zero, Pipelined, SumVec::F32x2) => Kernel::Scatter0pF32x2,
+            (Zero, Pipelined, SumVec::F32x1) => Kernel::Scatter0pF32x1,
+            (Zero, Pipelined, SumVec::F64x2) => Kernel::Scatter0pF64x2,
+            (Zero, Pipelined, SumVec::F64x1) => Kernel::Scatter0pF64x1,
+            (Higher, Batched, SumVec::F32x4) => Kernel::ScatterNF32x4,
+            (Higher, Batched, SumVec::F32x2) => Kernel::ScatterNF32x2,
+            (Higher, Batched, SumVec::F32x1) => Kernel::ScatterNF32x1,
+            (Higher, Batched, SumVec::F64x2) => Kernel::ScatterNF64x2,
+            (Higher, Batched, SumVec::F64x1) => Kernel::ScatterNF64x1,
+            (Higher, Pipelined, SumVec::F32x4) => Kernel::ScatterNpF32x4,
+            (Higher, Pipelined, SumVec::F32x2) => Kernel::ScatterNpF32x2,
+            (Higher, Pipelined, SumVec::F32x1) => Kernel::ScatterNpF32x1,
+            (Higher, Pipelined, SumVec::F64x2) => Kernel::ScatterNpF64x2,
+            (Higher, Pipelined, SumVec::F64x1) => Kernel::ScatterNpF64x1,
+        }
+    }
+
+    /// `{smx0,smb0,gss0}_*`.
+    pub(crate) fn fused0(op: Fused0, v: SumVec) -> Kernel {
+        use Fused0::{GatherScale, SoftmaxBwd, SoftmaxExp};
+        match (op, v) {
+            (SoftmaxExp, SumVec::F32x4) => Kernel::Smx0F32x4,
+            (SoftmaxExp, SumVec::F32x2) => Kernel::Smx0F32x2,
+            (SoftmaxExp, SumVec::F32x1) => Kernel::Smx0F32x1,
+            (SoftmaxExp, SumVec::F64x2) => Kernel::Smx0F64x2,
+            (SoftmaxExp, SumVec::F64x1) => Kernel::Smx0F64x1,
+            (SoftmaxBwd, SumVec::F32x4) => Kernel::Smb0F32x4,
+            (SoftmaxBwd, SumVec::F32x2) => Kernel::Smb0F32x2,
+            (SoftmaxBwd, SumVec::F32x1) => Kernel::Smb0F32x1,
+            (SoftmaxBwd, SumVec::F64x2) => Kernel::Smb0F64x2,
+            (SoftmaxBwd, SumVec::F64x1) => Kernel::Smb0F64x1,
+            (GatherScale, SumVec::F32x4) => Kernel::Gss0F32x4,
+            (GatherScale, SumVec::F32x2) => Kernel::Gss0F32x2,
+            (GatherScale, SumVec::F32x1) => Kernel::Gss0F32x1,
+            (GatherScale, SumVec::F64x2) => Kernel::Gss0F64x2,
+            (GatherScale, SumVec::F64x1) => Kernel::Gss0F64x1,
+        }
+    }
+
+    /// The element-typed kernel `family` for `t`.
+    pub(crate) fn typed(family: Typed, t: Float) -> Kernel {
+        use Float::{F32, F64};
+        match (family, t) {
+            (Typed::Unary, F32) => Kernel::UnaryF32,
+            (Typed::Unary, F64) => Kernel::UnaryF64,
+            (Typed::UnaryBwd, F32) => Kernel::UnaryBwdF32,
+            (Typed::UnaryBwd, F64) => Kernel::UnaryBwdF64,
+            (Typed::Binary, F32) => Kernel::BinaryF32,
+            (Typed::Binary, F64) => Kernel::BinaryF64,
+            (Typed::Axpy, F32) => Kernel::AxpyF32,
+            (Typed::Axpy, F64) => Kernel::AxpyF64,
+            (Typed::HeadScale, F32) => Kernel::HeadScaleF32,
+            (Typed::HeadScale, F64) => Kernel::HeadScaleF64,
+            (Typed::HeadDot, F32) => Kernel::HeadDotF32,
+            (Typed::HeadDot, F64) => Kernel::HeadDotF64,
+            (Typed::GatherHeadDot, F32) => Kernel::GatherHeadDotF32,
+            (Typed::GatherHeadDot, F64) => Kernel::GatherHeadDotF64,
+            (Typed::ReduceRows, F32) => Kernel::ReduceRowsF32,
+            (Typed::ReduceRows, F64) => Kernel::ReduceRowsF64,
+            (Typed::Matmul, F32) => Kernel::MatmulF32,
+            (Typed::Matmul, F64) => Kernel::MatmulF64,
+            (Typed::Segmax0, F32) => Kernel::Segmax0F32,
+            (Typed::Segmax0, F64) => Kernel::Segmax0F64,
+            (Typed::Segmax, F32) => Kernel::SegmaxF32,
+            (Typed::Segmax, F64) => Kernel::SegmaxF64,
+            (Typed::SoftmaxDiv, F32) => Kernel::SoftmaxDivF32,
+            (Typed::SoftmaxDiv, F64) => Kernel::SoftmaxDivF64,
+            (Typed::SoftmaxBwd, F32) => Kernel::SoftmaxBwdF32,
+            (Typed::SoftmaxBwd, F64) => Kernel::SoftmaxBwdF64,
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "table_tests.rs"]
+mod tests;

@@ -1,0 +1,481 @@
+//! The disagreement tests of the Rust/CUDA boundary: kernels/*.cu are parsed
+//! as text (comments stripped, `#define`s collected, the kernel-defining macro
+//! invocations expanded) and compared with [`Kernel`] and
+//! [`crate::abi::defines`].
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::*;
+use crate::abi;
+use crate::source::KERNEL_FILES;
+
+/// A function-like or object-like `#define`.
+#[derive(Debug)]
+struct Macro {
+    params: Option<Vec<String>>,
+    body: String,
+}
+
+/// The text with `//` and `/* */` comments removed (the sources have no `//`
+/// or `/*` inside string literals).
+fn strip_comments(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while !rest.is_empty() {
+        let line = rest.find("//");
+        let block = rest.find("/*");
+        match (line, block) {
+            (Some(l), b) if b.is_none_or(|b| l < b) => {
+                out.push_str(&rest[..l]);
+                rest = rest[l..].find('\n').map_or("", |e| &rest[l + e..]);
+            }
+            (_, Some(b)) => {
+                out.push_str(&rest[..b]);
+                rest = rest[b..].find("*/").map_or("", |e| &rest[b + e + 2..]);
+            }
+            _ => {
+                out.push_str(rest);
+                rest = "";
+            }
+        }
+    }
+    out
+}
+
+/// The `#define`s of `text` (comment-free) and the text outside them.
+fn split_defines(text: &str) -> (BTreeMap<String, Macro>, String) {
+    let mut macros = BTreeMap::new();
+    let mut top = String::new();
+    let mut lines = text.lines();
+    while let Some(line) = lines.next() {
+        let t = line.trim_start();
+        let Some(def) = t.strip_prefix("#define") else {
+            top.push_str(line);
+            top.push('\n');
+            continue;
+        };
+        let mut full = def.to_string();
+        while full.trim_end().ends_with('\\') {
+            let cut = full.trim_end().len() - 1;
+            full.truncate(cut);
+            full.push(' ');
+            full.push_str(lines.next().unwrap_or(""));
+        }
+        let full = full.trim_start();
+        let name_end = full
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(full.len());
+        let name = full[..name_end].to_string();
+        let rest = &full[name_end..];
+        let (params, body) = if let Some(r) = rest.strip_prefix('(') {
+            let close = r.find(')').expect("closed parameter list");
+            let params = r[..close]
+                .split(',')
+                .map(|p| p.trim().to_string())
+                .collect();
+            (Some(params), r[close + 1..].to_string())
+        } else {
+            (None, rest.to_string())
+        };
+        assert!(
+            macros
+                .insert(name.clone(), Macro { params, body })
+                .is_none(),
+            "{name} defined twice in kernels/*.cu"
+        );
+    }
+    (macros, top)
+}
+
+/// The arguments of the invocation whose `(` is at `text[open]`, and the end.
+fn call_args(text: &str, open: usize) -> (Vec<String>, usize) {
+    let mut depth = 0;
+    let mut args = Vec::new();
+    let mut cur = String::new();
+    for (i, c) in text[open..].char_indices() {
+        match c {
+            '(' => {
+                depth += 1;
+                if depth == 1 {
+                    continue;
+                }
+            }
+            ')' => {
+                depth -= 1;
+                if depth == 0 {
+                    args.push(cur.trim().to_string());
+                    return (args, open + i + 1);
+                }
+            }
+            ',' if depth == 1 => {
+                args.push(cur.trim().to_string());
+                cur.clear();
+                continue;
+            }
+            _ => {}
+        }
+        cur.push(c);
+    }
+    panic!("unclosed invocation");
+}
+
+/// `body` with each parameter replaced by its argument (`##` pasting included).
+fn substitute(body: &str, params: &[String], args: &[String]) -> String {
+    let mut out = String::new();
+    let mut word = String::new();
+    let flush = |word: &mut String, out: &mut String| {
+        match params.iter().position(|p| p == word) {
+            Some(i) => out.push_str(&args[i]),
+            None => out.push_str(word),
+        }
+        word.clear();
+    };
+    for c in body.chars() {
+        if c.is_ascii_alphanumeric() || c == '_' {
+            word.push(c);
+        } else {
+            flush(&mut word, &mut out);
+            out.push(c);
+        }
+    }
+    flush(&mut word, &mut out);
+    out.replace(" ## ", "").replace("##", "")
+}
+
+/// The number of parameters of the function `name` declared in `text` after
+/// its `__global__`, object-like macros in the list expanded (a comma inside
+/// template arguments would count as a separator: the sources have none).
+fn arity(text: &str, name: &str, macros: &BTreeMap<String, Macro>) -> usize {
+    let g = text.find("__global__").expect("a kernel");
+    let at = text[g..]
+        .find(&format!("{name}("))
+        .unwrap_or_else(|| panic!("no `{name}(` after __global__"));
+    let (args, _) = call_args(text, g + at + name.len());
+    args.iter()
+        .map(|a| match macros.get(a.as_str()) {
+            Some(Macro { params: None, body }) => body.split(',').count(),
+            _ => 1,
+        })
+        .sum()
+}
+
+/// The name of a kernel written out: `[void] [__launch_bounds__(...)] NAME(`.
+fn written_out_name(after_global: &str) -> String {
+    let mut t = after_global.trim_start();
+    t = t.strip_prefix("void").unwrap_or(t).trim_start();
+    if t.starts_with("__launch_bounds__") {
+        let open = t.find('(').expect("(");
+        let (_, end) = call_args(t, open);
+        t = t[end..].trim_start();
+    }
+    t.split('(').next().unwrap_or("").trim().to_string()
+}
+
+/// Whether a macro's body defines a kernel named by its first parameter.
+fn defines_kernel(m: &Macro) -> bool {
+    m.body.contains("__global__")
+}
+
+/// Kernels as `(name, parameters)`.
+type Kernels = Vec<(String, usize)>;
+
+/// The kernels the invocations in `text` define, expanding macros.
+fn expand_kernels(text: &str, macros: &BTreeMap<String, Macro>, out: &mut Kernels) {
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while i < text.len() {
+        let c = bytes[i] as char;
+        if !(c.is_ascii_alphabetic() || c == '_')
+            || (i > 0 && (bytes[i - 1].is_ascii_alphanumeric() || bytes[i - 1] == b'_'))
+        {
+            i += 1;
+            continue;
+        }
+        let end = text[i..]
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .map_or(text.len(), |e| i + e);
+        let word = &text[i..end];
+        match macros.get(word) {
+            Some(
+                m @ Macro {
+                    params: Some(params),
+                    ..
+                },
+            ) if text[end..].starts_with('(') => {
+                let (args, after) = call_args(text, end);
+                if defines_kernel(m) {
+                    out.push((args[0].clone(), arity(&m.body, &params[0], macros)));
+                } else {
+                    expand_kernels(&substitute(&m.body, params, &args), macros, out);
+                }
+                i = after;
+            }
+            _ => i = end,
+        }
+    }
+}
+
+/// Every kernel defined by kernels/*.cu (with repeats, if any), and every
+/// macro they define, and every `RTX_*` identifier they use.
+struct Sources {
+    kernels: Kernels,
+    macros: BTreeMap<String, Macro>,
+    used: BTreeSet<String>,
+    common: String,
+}
+
+fn sources() -> Sources {
+    let mut all_macros = BTreeMap::new();
+    let mut kernels = Vec::new();
+    let mut used = BTreeSet::new();
+    let mut globals = 0;
+    let mut kernel_macros = 0;
+    for (_, text) in KERNEL_FILES {
+        let text = strip_comments(text);
+        globals += text.matches("__global__").count();
+        let (macros, top) = split_defines(&text);
+        // a kernel written out directly, outside any macro
+        for part in top.split("__global__").skip(1) {
+            let name = written_out_name(part);
+            let n = arity(&format!("__global__{part}"), &name, &macros);
+            kernels.push((name, n));
+        }
+        let mut word = String::new();
+        for c in text.chars().chain(std::iter::once(' ')) {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                word.push(c);
+            } else {
+                if word.starts_with("RTX_") {
+                    used.insert(std::mem::take(&mut word));
+                }
+                word.clear();
+            }
+        }
+        kernel_macros += macros.values().filter(|m| defines_kernel(m)).count();
+        all_macros.extend(macros);
+        expand_kernels(&top, &all_macros, &mut kernels);
+    }
+    // every __global__ is in a kernel-defining macro or written out: none is missed
+    let written_out: usize = KERNEL_FILES
+        .iter()
+        .map(|(_, t)| {
+            split_defines(&strip_comments(t))
+                .1
+                .matches("__global__")
+                .count()
+        })
+        .sum();
+    assert_eq!(
+        globals,
+        kernel_macros + written_out,
+        "a __global__ the parser cannot place"
+    );
+    Sources {
+        kernels,
+        macros: all_macros,
+        used,
+        common: strip_comments(KERNEL_FILES[0].1),
+    }
+}
+
+#[test]
+fn every_kernel_has_one_table_entry_and_every_entry_one_kernel() {
+    let s = sources();
+    let mut seen = BTreeSet::new();
+    for (k, _) in &s.kernels {
+        assert!(
+            seen.insert(k.as_str()),
+            "kernel {k} defined twice in kernels/*.cu"
+        );
+    }
+    let table: BTreeSet<&str> = Kernel::ALL.iter().map(|k| k.name()).collect();
+    assert_eq!(table.len(), Kernel::ALL.len(), "a name twice in the table");
+    let missing: Vec<_> = seen.difference(&table).collect();
+    assert!(
+        missing.is_empty(),
+        "kernels without a table entry: {missing:?}"
+    );
+    let absent: Vec<_> = table.difference(&seen).collect();
+    assert!(
+        absent.is_empty(),
+        "table entries no .cu file defines: {absent:?}"
+    );
+    assert_eq!(s.kernels.len(), 79);
+}
+
+#[test]
+fn every_kernel_takes_the_parameters_the_table_says() {
+    let s = sources();
+    for k in Kernel::ALL {
+        let (_, n) = s
+            .kernels
+            .iter()
+            .find(|(name, _)| name == k.name())
+            .unwrap_or_else(|| panic!("{} not in kernels/*.cu", k.name()));
+        assert_eq!(k.arity(), *n, "{}: table arity vs kernels/*.cu", k.name());
+    }
+}
+
+#[test]
+fn the_table_is_indexed_by_discriminant() {
+    for (i, k) in Kernel::ALL.iter().enumerate() {
+        assert_eq!(*k as usize, i, "{k:?}");
+    }
+}
+
+#[test]
+fn every_rtx_macro_the_kernels_use_comes_from_the_rust_side() {
+    let s = sources();
+    let rust: BTreeSet<String> = abi::defines().into_iter().map(|(n, _)| n.into()).collect();
+    let own: BTreeSet<String> = s.macros.keys().cloned().collect();
+    let clash: Vec<_> = rust.intersection(&own).collect();
+    assert!(
+        clash.is_empty(),
+        "defined in kernels/*.cu as well: {clash:?}"
+    );
+    let wanted: BTreeSet<String> = s.used.difference(&own).cloned().collect();
+    assert_eq!(
+        wanted, rust,
+        "RTX_* macros the kernels use but do not define (left) vs the Rust side's defines (right)"
+    );
+    // each is guarded in common.cuh: `#ifndef NAME` then `#error`
+    for name in &rust {
+        let guard = format!("#ifndef {name}\n#error");
+        assert!(
+            s.common.contains(&guard),
+            "no `{guard}` guard in common.cuh"
+        );
+    }
+}
+
+#[test]
+fn op_codes_reach_the_switches() {
+    let model = strip_comments(
+        KERNEL_FILES
+            .iter()
+            .find(|(n, _)| *n == "model.cu")
+            .unwrap()
+            .1,
+    );
+    for (name, _) in abi::defines() {
+        if name.starts_with("RTX_UNARY_") || name.starts_with("RTX_BINARY_") {
+            assert!(
+                model.contains(&format!("case {name}:")),
+                "no `case {name}:` in model.cu"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_translation_unit_defines_before_it_checks() {
+    let tu = crate::source::translation_unit();
+    for (name, value) in abi::defines() {
+        let def = tu.find(&format!("#define {name} {value}\n")).expect(name);
+        let guard = tu.find(&format!("#ifndef {name}")).expect(name);
+        assert!(def < guard, "{name} is checked before it is defined");
+    }
+}
+
+#[test]
+fn pickers_give_the_kernels_of_old() {
+    // the names the host assembled before the table, for every choice
+    for (w, b) in [(Word::B4, 4), (Word::B8, 8), (Word::B16, 16)] {
+        assert_eq!(Kernel::gather(w).name(), format!("gather_b{b}"));
+        assert_eq!(Kernel::permute(w).name(), format!("permute_b{b}"));
+        assert_eq!(
+            Kernel::transpose_runs(w).name(),
+            format!("transpose_runs_b{b}")
+        );
+        for (r, c) in [(1, 1), (5000, 3), (3, 5000), (100, 100)] {
+            for force in [false, true] {
+                let t = Tile::pick(r, c, w, force);
+                let (tr, tc) = t.dims();
+                assert_eq!(
+                    Kernel::transpose(w, t).name(),
+                    format!("transpose{tr}x{tc}_b{b}")
+                );
+            }
+        }
+    }
+    let vecs = [
+        (SumVec::F32x4, "f32x4"),
+        (SumVec::F32x2, "f32x2"),
+        (SumVec::F32x1, "f32x1"),
+        (SumVec::F64x2, "f64x2"),
+        (SumVec::F64x1, "f64x1"),
+    ];
+    for (v, s) in vecs {
+        for (lv, l) in [(Level::Zero, "0"), (Level::Higher, "N")] {
+            for (f, p) in [(ChunkSum::Batched, ""), (ChunkSum::Pipelined, "p")] {
+                assert_eq!(
+                    Kernel::scatter(lv, f, v).name(),
+                    format!("scatter{l}{p}_{s}")
+                );
+            }
+        }
+        for (op, b) in [
+            (Fused0::SoftmaxExp, "smx0"),
+            (Fused0::SoftmaxBwd, "smb0"),
+            (Fused0::GatherScale, "gss0"),
+        ] {
+            assert_eq!(Kernel::fused0(op, v).name(), format!("{b}_{s}"));
+        }
+    }
+    assert_eq!(
+        Kernel::typed(Typed::GatherHeadDot, Float::F64).name(),
+        "gather_head_dot_f64"
+    );
+    assert_eq!(
+        Kernel::typed(Typed::Segmax0, Float::F32).name(),
+        "segmax0_f32"
+    );
+    assert_eq!(Word::dividing(256), Word::B16);
+    assert_eq!(Word::dividing(12), Word::B4);
+    assert_eq!(Word::dividing(8), Word::B8);
+    assert_eq!(Tile::pick(4_211_136, 32, Word::B4, false), Tile::T128x32);
+    assert_eq!(Tile::pick(32, 4_211_136, Word::B4, false), Tile::T32x128);
+    assert_eq!(Tile::pick(8192, 8192, Word::B4, false), Tile::T64x64);
+    assert_eq!(Tile::pick(8192, 8192, Word::B16, false), Tile::T32x32);
+    assert_eq!(Tile::pick(8192, 8192, Word::B4, true), Tile::T32x32);
+    // the scatter's vector: by row bytes alone when align is the row's length
+    for f in 1..40usize {
+        let want = if f % 4 == 0 {
+            16
+        } else if f % 2 == 0 {
+            8
+        } else {
+            4
+        };
+        assert_eq!(SumVec::pick(DType::F32, 4 * f, f).bytes(), want);
+        assert_eq!(
+            SumVec::pick(DType::F64, 8 * f, f).bytes(),
+            if f % 2 == 0 { 16 } else { 8 }
+        );
+    }
+}
+
+#[test]
+fn the_parser_sees_through_pasted_names() {
+    let (m, top) = split_defines(&strip_comments(
+        "#define K(NAME) extern \"C\" __global__ void NAME(int x) {}\n\
+         #define ALL(S) K(a_##S) \\\n K(b_##S)\n// K(c)\nALL(f32)\nK(d)\n",
+    ));
+    let mut out = Vec::new();
+    expand_kernels(&top, &m, &mut out);
+    let names: Vec<&str> = out.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["a_f32", "b_f32", "d"]);
+    assert!(out.iter().all(|&(_, n)| n == 1));
+    let (m, top) = split_defines(
+        "#define ARGS int a, int b\n\
+         #define K(NAME, T) extern \"C\" __global__ void __launch_bounds__(256, 2) \\\n\
+         NAME(const T* x, ARGS, f<T> y) {}\n\
+         K(k, float)\n",
+    );
+    let mut out = Vec::new();
+    expand_kernels(&top, &m, &mut out);
+    assert_eq!(out, [("k".to_string(), 4)]);
+    let part = " void __launch_bounds__(256) direct(int a, int b) {}";
+    assert_eq!(written_out_name(part), "direct");
+    assert_eq!(arity(&format!("__global__{part}"), "direct", &m), 2);
+}
