@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, bail};
 
-use crate::policy::line_col;
+use crate::text::line_col;
 
 /// Replace the bytes `range` of the original text with `text` (an insertion
 /// when the range is empty).

@@ -4,6 +4,7 @@
 //! [`cli::run`] maps them to exit codes and prints errors.
 
 pub mod align_deps;
+pub mod args;
 pub mod ci;
 pub mod cli;
 pub mod edit;
@@ -12,6 +13,8 @@ pub mod fsutil;
 pub mod gpu_test;
 pub mod policy;
 pub mod report;
+pub mod rust_src;
+pub mod text;
 pub mod thiserror_src;
 pub mod workspace;
 

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use toml_edit::{Document, Item, Key, TableLike, Value};
 
 use super::plan::Splice;
-use crate::policy::line_col;
+use crate::text::line_col;
 
 /// A manifest that is not valid TOML or cannot be read.
 #[derive(Debug, thiserror::Error)]

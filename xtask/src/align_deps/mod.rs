@@ -72,7 +72,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context as _;
 
 use crate::Outcome;
-use crate::cli::{FormatArg, Target};
+use crate::args::{FormatArg, Target};
 use crate::report::{Format, print_note, print_summary, unified_diff};
 use manifest::Manifest;
 use plan::{Plan, print_findings};
@@ -103,7 +103,7 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
     let meta = load_metadata(&manifest)?;
     timing.mark("cargo metadata");
     let root: PathBuf = meta.workspace_root.clone().into_std_path_buf();
-    let policy = crate::workspace::load_policy(&args.target, &root)?.policy;
+    let policy = crate::workspace::load_policy(args.target.policy.as_deref(), &root)?.policy;
     let (loaded, member_names) = load_manifests(&meta, &root)?;
     timing.mark("manifests parsed");
     // the source side only reads: a file that does not parse stops the run here

@@ -118,17 +118,6 @@ impl Finding {
     }
 }
 
-/// `s` on one line (a finding is one line of output): its lines trimmed,
-/// blank ones dropped, joined with `sep` (`"; "` for manifest lines, `" "`
-/// for Rust source).
-pub fn one_line(s: &str, sep: &str) -> String {
-    s.lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .collect::<Vec<_>>()
-        .join(sep)
-}
-
 /// Prints `findings` in `format` (one per line; human lines, JSON objects or
 /// annotations); `fix_run`: the fixable ones were just fixed.
 ///

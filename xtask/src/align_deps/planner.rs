@@ -5,9 +5,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::manifest::{Decl, DepTable, Form, Manifest, Op};
-use super::plan::{Finding, Plan, Splice, one_line};
+use super::plan::{Finding, Plan, Splice};
 use crate::edit::try_apply_splices;
 use crate::policy::{DependencyRule, Policy};
+use crate::text::one_line;
 
 /// The manifests of one workspace, parsed.
 #[derive(Debug)]

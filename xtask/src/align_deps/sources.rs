@@ -29,9 +29,10 @@ use cargo_metadata::semver::{Op, VersionReq};
 use cargo_metadata::{Metadata, Package};
 
 use super::manifest::Manifest;
-use super::plan::{Finding, Plan, Splice, one_line};
+use super::plan::{Finding, Plan, Splice};
 use super::planner::{Loaded, NewUser};
 use crate::policy::{DependencyRule, Policy};
+use crate::text::one_line;
 use crate::thiserror_src::{
     self, CrateAnalysis, MissingDependency, Rule, SourceError, SourceFinding,
 };

@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 use rayon::prelude::*;
 
 use super::files::{ConfigRef, ConfigResolver, NewlineStyle, Plan};
-use super::modscan;
 use super::rustfmt::{Checked, Rustfmt};
+use crate::rust_src::modscan;
 
 /// Where a file's edition came from.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -2,7 +2,7 @@
 //! rustfmt config applies to them.
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::Context as _;
@@ -84,7 +84,7 @@ impl ConfigResolver {
         let table: toml::Table = toml::from_str(&text).map_err(|e| {
             let (line, col) = e
                 .span()
-                .map_or((1, 1), |s| crate::policy::line_col(&text, s.start));
+                .map_or((1, 1), |s| crate::text::line_col(&text, s.start));
             anyhow::anyhow!(
                 "{}:{line}:{col}: malformed rustfmt config: {}",
                 path.display(),
@@ -202,21 +202,6 @@ impl Plan {
     }
 }
 
-/// `path` with `.` and `..` resolved lexically (no filesystem access).
-pub fn normalize(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for c in path.components() {
-        match c {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other),
-        }
-    }
-    out
-}
-
 /// Builds the plan: walks `root` for `.rs` files (skipping hidden
 /// directories, cargo target directories and `exclude` globs), assigns each
 /// to its package, and lists the members' crate roots.
@@ -261,7 +246,9 @@ pub fn plan(metadata: &cargo_metadata::Metadata, exclude: &[String]) -> anyhow::
         });
         for t in &p.targets {
             let path = t.src_path.as_std_path();
-            let path = path.canonicalize().unwrap_or_else(|_| normalize(path));
+            let path = path
+                .canonicalize()
+                .unwrap_or_else(|_| crate::fsutil::normalize(path));
             crate_roots.push(CrateRoot {
                 path,
                 package: idx,
@@ -343,7 +330,8 @@ pub fn plan(metadata: &cargo_metadata::Metadata, exclude: &[String]) -> anyhow::
 
 fn canonical_parent(manifest: &Path) -> PathBuf {
     let dir = manifest.parent().unwrap_or(manifest);
-    dir.canonicalize().unwrap_or_else(|_| normalize(dir))
+    dir.canonicalize()
+        .unwrap_or_else(|_| crate::fsutil::normalize(dir))
 }
 
 /// Hidden directories, the workspace's target directory, and any directory
@@ -420,14 +408,6 @@ fn foreign_package(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn normalize_resolves_dots() {
-        assert_eq!(
-            normalize(Path::new("/a/b/../c/./d.rs")),
-            Path::new("/a/c/d.rs")
-        );
-    }
 
     #[test]
     fn resolver_prefers_dot_file_and_walks_up() {

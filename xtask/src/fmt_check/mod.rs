@@ -11,10 +11,7 @@
 
 pub mod check;
 pub mod files;
-pub mod lexer;
-pub mod modscan;
 pub mod rustfmt;
-pub mod tokens;
 pub mod verify;
 
 use std::io::Write;
@@ -22,7 +19,7 @@ use std::io::Write;
 use serde_json::json;
 
 use crate::Outcome;
-use crate::cli::{FormatArg, Target};
+use crate::args::{FormatArg, Target};
 use crate::report::{Format, github_error, github_notice, print_note, print_summary, unified_diff};
 use check::{EditionSource, FileReport, Verdict, Via};
 
@@ -61,7 +58,8 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
     let metadata = crate::workspace::metadata_no_deps(&manifest)?;
     let root = metadata.workspace_root.as_std_path();
     let mut notes = Vec::new();
-    let (policy, note) = crate::workspace::load_policy_or_default(&args.target, root)?;
+    let (policy, note) =
+        crate::workspace::load_policy_or_default(args.target.policy.as_deref(), root)?;
     notes.extend(note);
     let policy = policy.policy;
     let mut plan = files::plan(&metadata, &policy.fmt.exclude)?;

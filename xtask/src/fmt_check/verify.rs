@@ -13,10 +13,10 @@ use anyhow::{Context as _, bail};
 use rayon::prelude::*;
 use serde_json::json;
 
-use super::lexer::{Comment, split_comments};
-use super::tokens::{Tok, normalized_tokens};
 use crate::Outcome;
 use crate::report::{Format, github_error, github_notice, print_summary};
+use crate::rust_src::lexer::{Comment, split_comments};
+use crate::rust_src::tokens::{Tok, normalized_tokens};
 
 /// Why a changed file is not formatting-only.
 #[derive(Debug, Clone, PartialEq, Eq)]

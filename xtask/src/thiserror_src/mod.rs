@@ -52,9 +52,11 @@
 //! a file (so a 500-crate run does not keep every file's text alive): spans
 //! from earlier parses in the same thread become invalid.
 
+mod bounds;
 mod fmt;
 mod lit;
 mod scan;
+mod scope;
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -361,7 +363,7 @@ pub fn has_direct_thiserror(package: &Package, kind: DepKind) -> bool {
 /// Walks the module tree of every target of `package` (roots from cargo
 /// metadata: lib, bins, tests, examples, benches, build script), calling
 /// `visit` on each file once. Children are found with the module resolver
-/// `fmt-check` uses ([`crate::fmt_check::modscan`]: `mod name;`, `#[path]`,
+/// `fmt-check` uses ([`crate::rust_src::modscan`]: `mod name;`, `#[path]`,
 /// modules declared inside macro invocations such as `cfg_if!`), and through
 /// `include!("file")` with a string literal (relative to the including
 /// file's directory; the included file's own `mod` items are resolved as if
@@ -372,7 +374,7 @@ fn walk_crate(
     package: &Package,
     mut visit: impl FnMut(&Path, &str, &scan::Source<'_>, &syn::File) -> Result<(), SourceError>,
 ) -> anyhow::Result<(Vec<CrateFile>, Vec<PathBuf>)> {
-    use crate::fmt_check::modscan;
+    use crate::rust_src::modscan;
     let mut roots: Vec<(PathBuf, DepKind)> = package
         .targets
         .iter()
@@ -420,11 +422,7 @@ fn walk_crate(
             }
             let dir = path.parent().unwrap_or(Path::new("."));
             for inc in modscan::include_paths(&text) {
-                children.push((
-                    crate::fmt_check::files::normalize(&dir.join(inc)),
-                    true,
-                    true,
-                ));
+                children.push((crate::fsutil::normalize(&dir.join(inc)), true, true));
             }
             with_parsed(&path, &text, |src, file| visit(&path, &text, src, file))?;
             index.insert(key, files.len());
