@@ -21,7 +21,7 @@
 //!    new manifest lines; the two plans merge into one. Nothing is written yet.
 //! 5. `--check` prints the findings and the unified diff of the plan
 //!    (manifests and sources); a fix run applies the whole plan through
-//!    [`plan::Plan::apply`] (re-check that no file changed, validate TOML and
+//!    [`crate::edit::WriteSet::apply`] (re-check that no file changed, validate TOML and
 //!    Rust, atomic writes, roll back on failure).
 //! 6. [`lockfile::older_majors`] reports, as information, which packages of
 //!    `Cargo.lock` still pull an older major of a policy dependency.
@@ -75,7 +75,7 @@ use crate::Outcome;
 use crate::args::{FormatArg, Target};
 use crate::report::{Format, print_note, print_summary, unified_diff};
 use manifest::Manifest;
-use plan::{Plan, print_findings};
+use plan::{AlignmentPlan, print_findings};
 use planner::Loaded;
 
 /// Arguments of `cargo xtask align-deps`.
@@ -134,7 +134,7 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
     info.extend(lockfile::older_majors(&root, &policy, &member_names));
     let format = args.format.format;
     let outcome = if args.check {
-        // (a fix run validates in `Plan::apply`)
+        // (a fix run validates in `WriteSet::apply`)
         plan.edits.validate()?;
         timing.mark("validated");
         report_check(&plan, &info, loaded.manifests.len(), format, out, err)
@@ -147,7 +147,7 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
 }
 
 fn report_check(
-    plan: &Plan,
+    plan: &AlignmentPlan,
     info: &[String],
     n_manifests: usize,
     format: Format,
@@ -187,7 +187,7 @@ fn report_check(
 }
 
 fn apply_and_report(
-    plan: &Plan,
+    plan: &AlignmentPlan,
     info: &[String],
     format: Format,
     out: &mut dyn Write,

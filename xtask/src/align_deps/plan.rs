@@ -1,5 +1,5 @@
 //! The findings of `align-deps`, and its plan: findings plus the
-//! all-or-nothing file edits ([`crate::edit::Plan`]) that fix the fixable ones.
+//! all-or-nothing file edits ([`crate::edit::WriteSet`]) that fix the fixable ones.
 
 use std::io::Write;
 
@@ -141,18 +141,18 @@ pub fn print_findings(
 
 /// Every finding and every edit, computed before anything is written.
 #[derive(Debug, Default)]
-pub struct Plan {
+pub struct AlignmentPlan {
     /// The file edits: splices and whole-file replacements, validated and
-    /// applied all-or-nothing by [`crate::edit::Plan`].
-    pub edits: crate::edit::Plan,
+    /// applied all-or-nothing by [`crate::edit::WriteSet`].
+    pub edits: crate::edit::WriteSet,
     /// All findings, fixable or not, in the order found.
     pub findings: Vec<Finding>,
 }
 
-impl Plan {
+impl AlignmentPlan {
     /// An empty plan.
-    pub fn new() -> Plan {
-        Plan::default()
+    pub fn new() -> AlignmentPlan {
+        AlignmentPlan::default()
     }
 
     /// Adds a finding.
@@ -164,7 +164,7 @@ impl Plan {
     ///
     /// # Errors
     /// Conflicting edits of one file.
-    pub fn merge(&mut self, other: Plan) -> anyhow::Result<()> {
+    pub fn merge(&mut self, other: AlignmentPlan) -> anyhow::Result<()> {
         self.edits.merge(other.edits)?;
         self.findings.extend(other.findings);
         Ok(())

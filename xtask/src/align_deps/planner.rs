@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::manifest::{Decl, DepTable, Form, Manifest, Op};
-use super::plan::{Finding, Plan, Splice};
+use super::plan::{AlignmentPlan, Finding, Splice};
 use crate::edit::try_apply_splices;
 use crate::policy::{DependencyRule, Policy};
 use crate::text::one_line;
@@ -61,7 +61,7 @@ pub enum NewUser {
 ///
 /// # Errors
 /// Conflicting edits (a bug or an impossible manifest): nothing may be written.
-pub fn plan(ws: &Loaded, policy: &Policy) -> anyhow::Result<Plan> {
+pub fn plan(ws: &Loaded, policy: &Policy) -> anyhow::Result<AlignmentPlan> {
     Ok(plan_with_new_users(ws, policy, &BTreeSet::new())?.0)
 }
 
@@ -78,9 +78,9 @@ pub fn plan_with_new_users(
     ws: &Loaded,
     policy: &Policy,
     new_users: &BTreeSet<String>,
-) -> anyhow::Result<(Plan, BTreeMap<String, NewUser>)> {
+) -> anyhow::Result<(AlignmentPlan, BTreeMap<String, NewUser>)> {
     let mut new_forms = BTreeMap::new();
-    let mut plan = Plan::new();
+    let mut plan = AlignmentPlan::new();
     let root = &ws.manifests[ws.root];
     let tables: Vec<(usize, Vec<DepTable<'_>>)> = ws
         .members
@@ -195,7 +195,7 @@ struct Ctx<'p, 'a> {
     name: &'a str,
     rule: &'a DependencyRule,
     root: &'a Manifest,
-    plan: &'p mut Plan,
+    plan: &'p mut AlignmentPlan,
 }
 
 impl Ctx<'_, '_> {
@@ -583,7 +583,7 @@ fn df_ops(d: &Decl<'_>, fix: DfFix) -> Vec<Op> {
 /// creating the table when it is missing.
 fn plan_new_ws_entries(
     root: &Manifest,
-    plan: &mut Plan,
+    plan: &mut AlignmentPlan,
     lines: Vec<(String, String, String)>,
 ) -> anyhow::Result<()> {
     if lines.is_empty() {

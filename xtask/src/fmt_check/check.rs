@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 
-use super::files::{ConfigRef, ConfigResolver, NewlineStyle, Plan};
+use super::files::{ConfigRef, ConfigResolver, FileInventory, NewlineStyle};
 use super::rustfmt::{Checked, Rustfmt};
 use crate::rust_src::modscan;
 
@@ -60,7 +60,7 @@ pub enum Verdict {
 /// One checked file.
 #[derive(Debug, Clone)]
 pub struct FileReport {
-    /// Index into [`Plan::files`].
+    /// Index into [`FileInventory::files`].
     pub file: usize,
     /// The file's text as read (empty on a read error).
     pub original: String,
@@ -110,7 +110,7 @@ struct Assigned {
 /// rustfmt cannot be started, or a rustfmt config is malformed.
 pub fn check(
     rustfmt: &Rustfmt,
-    plan: &Plan,
+    plan: &FileInventory,
     configs: &mut ConfigResolver,
     notes: &mut Vec<String>,
     timing: &mut crate::report::Timing,
@@ -469,7 +469,10 @@ pub fn verdict(original: &str, formatted: &str, style: NewlineStyle) -> Verdict 
 
 /// Files `cargo fmt` never formats: the targets of `#[rustfmt::skip] mod x;`
 /// and every module below them. Value: why (for the report).
-fn skipped_files(plan: &Plan, texts: &[Result<String, String>]) -> BTreeMap<usize, String> {
+fn skipped_files(
+    plan: &FileInventory,
+    texts: &[Result<String, String>],
+) -> BTreeMap<usize, String> {
     let roots: HashSet<&Path> = plan.crate_roots.iter().map(|r| r.path.as_path()).collect();
     let mut out = BTreeMap::new();
     let mut queue: Vec<(PathBuf, bool, String)> = Vec::new();
@@ -520,7 +523,7 @@ fn is_mod_rs(path: &Path, roots: &HashSet<&Path>) -> bool {
 /// alone (and editors) would pick the config nearest the file. Say so where
 /// the two differ, so nobody is surprised that a deeper rustfmt.toml "does nothing".
 fn note_config_divergence(
-    plan: &Plan,
+    plan: &FileInventory,
     assigned: &[Option<Assigned>],
     configs: &mut ConfigResolver,
     notes: &mut Vec<String>,

@@ -159,7 +159,7 @@ pub struct RsFile {
     pub path: PathBuf,
     /// Path relative to the workspace root, `/`-separated (for reports).
     pub rel: String,
-    /// Index into [`Plan::packages`] of the deepest package directory holding it.
+    /// Index into [`FileInventory::packages`] of the deepest package directory holding it.
     pub owner: Option<usize>,
 }
 
@@ -168,7 +168,7 @@ pub struct RsFile {
 pub struct CrateRoot {
     /// Absolute path of the target's `src_path`.
     pub path: PathBuf,
-    /// Index into [`Plan::packages`].
+    /// Index into [`FileInventory::packages`].
     pub package: usize,
     /// The target's edition (what `cargo fmt` passes as `--edition`).
     pub edition: String,
@@ -176,7 +176,7 @@ pub struct CrateRoot {
 
 /// Everything fmt-check decided before running rustfmt.
 #[derive(Debug)]
-pub struct Plan {
+pub struct FileInventory {
     /// Canonical workspace root.
     pub root: PathBuf,
     /// `[workspace.package] edition` of the root manifest.
@@ -193,7 +193,7 @@ pub struct Plan {
     pub notes: Vec<String>,
 }
 
-impl Plan {
+impl FileInventory {
     /// Index of the file at `path` (absolute, lexically normal), if checked.
     pub fn file_index(&self, path: &Path) -> Option<usize> {
         self.files
@@ -208,7 +208,10 @@ impl Plan {
 ///
 /// # Errors
 /// A bad glob, an unreadable directory, or a workspace manifest that cannot be read.
-pub fn plan(metadata: &cargo_metadata::Metadata, exclude: &[String]) -> anyhow::Result<Plan> {
+pub fn plan(
+    metadata: &cargo_metadata::Metadata,
+    exclude: &[String],
+) -> anyhow::Result<FileInventory> {
     let root = metadata
         .workspace_root
         .as_std_path()
@@ -317,7 +320,7 @@ pub fn plan(metadata: &cargo_metadata::Metadata, exclude: &[String]) -> anyhow::
             .find_map(|a| by_dir.get(a).copied());
     }
     files.sort_by(|a, b| a.path.cmp(&b.path));
-    Ok(Plan {
+    Ok(FileInventory {
         root,
         default_edition,
         packages,

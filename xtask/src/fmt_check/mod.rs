@@ -82,7 +82,7 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
 }
 
 struct Report<'a> {
-    plan: &'a files::Plan,
+    plan: &'a files::FileInventory,
     reports: &'a [FileReport],
     notes: Vec<String>,
     format: Format,
@@ -161,7 +161,7 @@ impl Report<'_> {
         }
         // --fix: plan every file, apply all or nothing, and only then report.
         let wrote = if self.fix && errors.is_empty() {
-            let mut edits = crate::edit::Plan::new();
+            let mut edits = crate::edit::WriteSet::new();
             for r in &unformatted {
                 if let Verdict::Unformatted { fixed, .. } = &r.verdict {
                     let f = &plan.files[r.file];
@@ -348,7 +348,7 @@ fn edition_source_str(s: &EditionSource) -> &'static str {
     }
 }
 
-fn describe(plan: &files::Plan, r: &FileReport) -> String {
+fn describe(plan: &files::FileInventory, r: &FileReport) -> String {
     let config = r.config.as_ref().map_or_else(
         || "default config".to_string(),
         |c| crate::fsutil::rel(&plan.root, c),
