@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::report::Format;
+use crate::diag::Format;
 
 /// `--workspace`, `--policy`: where a command looks.
 #[derive(Debug, Clone, Args, Default)]

@@ -7,15 +7,16 @@ pub mod align_deps;
 pub mod args;
 pub mod ci;
 pub mod cli;
+pub mod diag;
 pub mod edit;
 pub mod fmt_check;
 pub mod fsutil;
 pub mod gpu_test;
 pub mod policy;
-pub mod report;
 pub mod rust_src;
 pub mod text;
 pub mod thiserror_src;
+pub mod timing;
 pub mod workspace;
 
 /// What a command found.

@@ -1,5 +1,5 @@
-//! Text helpers shared by the commands: positions in a text and one-line
-//! renderings. A leaf: it imports nothing from the crate.
+//! Text helpers shared by the commands: positions in a text, one-line
+//! renderings, unified diffs. A leaf: it imports nothing from the crate.
 
 /// 1-based line and column of byte offset `offset` in `text`.
 pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
@@ -19,4 +19,26 @@ pub fn one_line(s: &str, sep: &str) -> String {
         .filter(|l| !l.is_empty())
         .collect::<Vec<_>>()
         .join(sep)
+}
+
+/// A unified diff of `old` -> `new`, labelled `a/<path>` / `b/<path>`, three lines of context.
+pub fn unified_diff(path: &str, old: &str, new: &str) -> String {
+    similar::TextDiff::from_lines(old, new)
+        .unified_diff()
+        .context_radius(3)
+        .header(&format!("a/{path}"), &format!("b/{path}"))
+        .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn diff_has_headers_and_hunks() {
+        let d = unified_diff("Cargo.toml", "a\nb\n", "a\nc\n");
+        assert!(d.contains("--- a/Cargo.toml"));
+        assert!(d.contains("+++ b/Cargo.toml"));
+        assert!(d.contains("-b\n+c\n"));
+    }
 }

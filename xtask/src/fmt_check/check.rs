@@ -113,7 +113,7 @@ pub fn check(
     plan: &FileInventory,
     configs: &mut ConfigResolver,
     notes: &mut Vec<String>,
-    timing: &mut crate::report::Timing,
+    timing: &mut crate::timing::Timing,
 ) -> anyhow::Result<Vec<FileReport>> {
     let texts: Vec<Result<String, String>> = plan
         .files
