@@ -294,8 +294,44 @@ impl<'a> Ctx<'_, 'a> {
         adds: bool,
         new_ws_lines: &mut Vec<(String, String, String)>,
     ) -> anyhow::Result<(bool, NewUser)> {
+        let converting = match self.inheritable(key, existing, converting, adds) {
+            Ok(c) => c,
+            Err(blocked) => return Ok((false, blocked)),
+        };
+        let df = DefaultFeatures::of(existing, &converting, &inheriting);
+        let ws_say = if df.needs_false && df.ws != Some(false) {
+            format!(
+                "; [workspace.dependencies] `{key}` gets default-features = false because a member disables them, so crates that had them keep them with default-features = true"
+            )
+        } else {
+            String::new()
+        };
+        let has_converting = !converting.is_empty();
+        self.convert_users(key, converting, df, &ws_say)?;
+        self.fix_inheriting_users(key, inheriting, df, &ws_say)?;
+        if existing.is_none() && (has_converting || adds) {
+            new_ws_lines.push(self.new_ws_entry(key, df.needs_false));
+        }
+        Ok((
+            df.needs_false,
+            NewUser::Inherit {
+                default_features_true: df.needs_false,
+            },
+        ))
+    }
+
+    /// The users of `converting` that can inherit the workspace entry; the
+    /// others get an unfixable finding. `Err`: nobody can (no workspace
+    /// entry can be added, or the entry is another package or source), and
+    /// what blocks a new user.
+    fn inheritable<'u>(
+        &mut self,
+        key: &str,
+        existing: Option<&Decl<'a>>,
+        converting: Vec<Use<'u>>,
+        adds: bool,
+    ) -> Result<Vec<Use<'u>>, NewUser> {
         let name = self.name;
-        let version = &self.rule.version;
         let mut converting = converting;
         if existing.is_none() && (adds || !converting.is_empty()) && !can_add_ws_entry(self.root) {
             let msg = "[workspace.dependencies] is not written as a standard `[workspace.dependencies]` table, so align-deps cannot add the entry members would inherit; add it by hand, then run align-deps again";
@@ -303,7 +339,7 @@ impl<'a> Ctx<'_, 'a> {
                 let f = self.unfixable(&u, "workspace-entry", "workspace = true", msg);
                 self.plan.push_finding(f);
             }
-            return Ok((false, NewUser::Blocked(msg.into())));
+            return Err(NewUser::Blocked(msg.into()));
         }
         if let Some(w) = existing {
             let problem = if w.package() != name {
@@ -322,7 +358,7 @@ impl<'a> Ctx<'_, 'a> {
                     let f = self.unfixable(&u, rule, "workspace = true", &msg);
                     self.plan.push_finding(f);
                 }
-                return Ok((false, NewUser::Blocked(msg)));
+                return Err(NewUser::Blocked(msg));
             }
             let ws_features = w.features();
             let (ok, lacking): (Vec<_>, Vec<_>) = converting
@@ -341,40 +377,20 @@ impl<'a> Ctx<'_, 'a> {
             }
             converting = ok;
         }
-        // Effective default-features of each user today (see the module docs).
-        let ws_df = existing.and_then(|w| w.default_features()).map(|(_, v)| v);
-        let eff_inherited = |d: &Decl<'_>| match ws_df {
-            Some(false) => d.default_features().is_none_or(|(_, v)| v),
-            _ => true,
-        };
-        let eff_own = |d: &Decl<'_>| d.default_features().is_none_or(|(_, v)| v);
-        let needs_false = ws_df == Some(false)
-            || converting.iter().any(|u| !eff_own(&u.decl))
-            || inheriting.iter().any(|u| !eff_inherited(&u.decl));
-        let df_fix = |d: &Decl<'_>, eff: bool| -> DfFix {
-            let written = d.default_features().map(|(_, v)| v);
-            if needs_false {
-                if eff && written != Some(true) {
-                    DfFix::SetTrue
-                } else {
-                    DfFix::Keep
-                }
-            } else if written == Some(false) {
-                DfFix::Remove // ignored by cargo (a warning; an error on edition 2024)
-            } else {
-                DfFix::Keep
-            }
-        };
-        let ws_say = if needs_false && ws_df != Some(false) {
-            format!(
-                "; [workspace.dependencies] `{key}` gets default-features = false because a member disables them, so crates that had them keep them with default-features = true"
-            )
-        } else {
-            String::new()
-        };
-        let has_converting = !converting.is_empty();
+        Ok(converting)
+    }
+
+    /// Rewrites each of `converting` to `workspace = true`.
+    fn convert_users(
+        &mut self,
+        key: &str,
+        converting: Vec<Use<'_>>,
+        df: DefaultFeatures,
+        ws_say: &str,
+    ) -> anyhow::Result<()> {
+        let (name, version) = (self.name, &self.rule.version);
         for u in converting {
-            let fix = df_fix(&u.decl, eff_own(&u.decl));
+            let fix = df.fix(&u.decl, DefaultFeatures::own(&u.decl));
             let splices = match u.decl.form {
                 Form::Simple => {
                     let text = if fix == DfFix::SetTrue {
@@ -409,8 +425,21 @@ impl<'a> Ctx<'_, 'a> {
             );
             self.record(u.m, u.table, splices, "inherit", msg)?;
         }
+        Ok(())
+    }
+
+    /// Fixes `default-features` (and drops an ignored `version`) on each of
+    /// `inheriting`, which already has `workspace = true`.
+    fn fix_inheriting_users(
+        &mut self,
+        key: &str,
+        inheriting: Vec<Use<'_>>,
+        df: DefaultFeatures,
+        ws_say: &str,
+    ) -> anyhow::Result<()> {
+        let name = self.name;
         for u in inheriting {
-            let fix = df_fix(&u.decl, eff_inherited(&u.decl));
+            let fix = df.fix(&u.decl, df.inherited(&u.decl));
             let mut ops = df_ops(&u.decl, fix);
             if u.decl.has("version") {
                 ops.push(Op::Remove("version"));
@@ -435,33 +464,31 @@ impl<'a> Ctx<'_, 'a> {
             };
             self.record(u.m, u.table, splices, "default-features", msg)?;
         }
-        if existing.is_none() && (has_converting || adds) {
-            let mut fields = Vec::new();
-            if key != name {
-                fields.push(format!("package = \"{name}\""));
-            }
-            let simple = fields.is_empty() && !needs_false;
-            fields.push(format!("version = \"{version}\""));
-            if needs_false {
-                fields.push("default-features = false".into());
-            }
-            let value = if simple {
-                format!("\"{version}\"")
-            } else {
-                format!("{{ {} }}", fields.join(", "))
-            };
-            new_ws_lines.push((
-                name.to_string(),
-                key.to_string(),
-                format!("{} = {value}", super::manifest::display_key(key)),
-            ));
+        Ok(())
+    }
+
+    /// The missing `[workspace.dependencies]` line for `key`: (package, key, line).
+    fn new_ws_entry(&self, key: &str, needs_false: bool) -> (String, String, String) {
+        let (name, version) = (self.name, &self.rule.version);
+        let mut fields = Vec::new();
+        if key != name {
+            fields.push(format!("package = \"{name}\""));
         }
-        Ok((
-            needs_false,
-            NewUser::Inherit {
-                default_features_true: needs_false,
-            },
-        ))
+        let simple = fields.is_empty() && !needs_false;
+        fields.push(format!("version = \"{version}\""));
+        if needs_false {
+            fields.push("default-features = false".into());
+        }
+        let value = if simple {
+            format!("\"{version}\"")
+        } else {
+            format!("{{ {} }}", fields.join(", "))
+        };
+        (
+            name.to_string(),
+            key.to_string(),
+            format!("{} = {value}", super::manifest::display_key(key)),
+        )
     }
 
     /// Fixes one `[workspace.dependencies]` entry of the package: its
@@ -702,5 +729,58 @@ fn describe(m: &Manifest, splices: &[Splice]) -> Finding {
         fixable: true,
         message: String::new(),
         fixed_in: None,
+    }
+}
+/// The `default-features` of one `[workspace.dependencies]` key: what the
+/// workspace entry says, and whether it must say `false` (see the module
+/// docs on effective default features).
+#[derive(Debug, Clone, Copy)]
+struct DefaultFeatures {
+    /// The entry's `default-features`, if written.
+    ws: Option<bool>,
+    /// A user disables them: the entry must have `default-features = false`.
+    needs_false: bool,
+}
+
+impl DefaultFeatures {
+    fn of(existing: Option<&Decl<'_>>, converting: &[Use<'_>], inheriting: &[Use<'_>]) -> Self {
+        let ws = existing.and_then(|w| w.default_features()).map(|(_, v)| v);
+        let mut df = DefaultFeatures {
+            ws,
+            needs_false: false,
+        };
+        df.needs_false = ws == Some(false)
+            || converting.iter().any(|u| !Self::own(&u.decl))
+            || inheriting.iter().any(|u| !df.inherited(&u.decl));
+        df
+    }
+
+    /// A user's effective default features today, declared on its own.
+    fn own(d: &Decl<'_>) -> bool {
+        d.default_features().is_none_or(|(_, v)| v)
+    }
+
+    /// A user's effective default features today, inheriting the entry.
+    fn inherited(self, d: &Decl<'_>) -> bool {
+        match self.ws {
+            Some(false) => d.default_features().is_none_or(|(_, v)| v),
+            _ => true,
+        }
+    }
+
+    /// What to do to a user's `default-features` whose effective value is `eff`.
+    fn fix(self, d: &Decl<'_>, eff: bool) -> DfFix {
+        let written = d.default_features().map(|(_, v)| v);
+        if self.needs_false {
+            if eff && written != Some(true) {
+                DfFix::SetTrue
+            } else {
+                DfFix::Keep
+            }
+        } else if written == Some(false) {
+            DfFix::Remove // ignored by cargo (a warning; an error on edition 2024)
+        } else {
+            DfFix::Keep
+        }
     }
 }
