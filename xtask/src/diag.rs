@@ -157,11 +157,6 @@ impl<'w> Printer<'w> {
         }
     }
 
-    /// The format it prints.
-    pub fn format(&self) -> Format {
-        self.format
-    }
-
     /// Prints `d` as its format shows it (or not at all).
     ///
     /// # Errors
@@ -188,17 +183,6 @@ impl<'w> Printer<'w> {
                 writeln!(self.out, "{line}")
             }
         }
-    }
-
-    /// Prints each of `diagnostics`.
-    ///
-    /// # Errors
-    /// Write errors.
-    pub fn diagnostics<'d>(
-        &mut self,
-        diagnostics: impl IntoIterator<Item = &'d Diagnostic>,
-    ) -> std::io::Result<()> {
-        diagnostics.into_iter().try_for_each(|d| self.diagnostic(d))
     }
 
     /// Text only people read (a heading, a diff): printed as is in the human

@@ -59,10 +59,10 @@
 //! warning. A converting declaration that would gain `features` from an
 //! existing workspace entry is reported (`features`, not fixable).
 
-pub mod lockfile;
-pub mod manifest;
+pub(crate) mod lockfile;
+pub(crate) mod manifest;
 pub mod plan;
-pub mod planner;
+pub(crate) mod planner;
 pub mod sources;
 
 use std::collections::BTreeSet;

@@ -57,15 +57,8 @@ pub enum NewUser {
     Blocked(String),
 }
 
-/// Plans every manifest edit and finding for `policy` on `ws`.
-///
-/// # Errors
-/// Conflicting edits (a bug or an impossible manifest): nothing may be written.
-pub fn plan(ws: &Loaded, policy: &Policy) -> anyhow::Result<AlignmentPlan> {
-    Ok(plan_with_new_users(ws, policy, &BTreeSet::new())?.0)
-}
-
-/// [`plan`], for a workspace where some members will gain a new declaration
+/// Plans every manifest edit and finding for `policy` on `ws`, for a
+/// workspace where some members will gain a new declaration
 /// of the policy dependencies named in `new_users` (under the package's own
 /// name). The `[workspace.dependencies]` entry they inherit is planned with
 /// the others (created when missing, its requirement and `default-features`
@@ -73,7 +66,7 @@ pub fn plan(ws: &Loaded, policy: &Policy) -> anyhow::Result<AlignmentPlan> {
 /// be written.
 ///
 /// # Errors
-/// As [`plan`].
+/// Conflicting edits (a bug or an impossible manifest): nothing may be written.
 pub fn plan_with_new_users(
     ws: &Loaded,
     policy: &Policy,

@@ -148,8 +148,6 @@ pub struct Package {
     pub dir: PathBuf,
     /// Its edition.
     pub edition: String,
-    /// A member of the workspace (else a `Cargo.toml` found by the walk).
-    pub member: bool,
 }
 
 /// A `.rs` file to check.
@@ -245,7 +243,6 @@ pub fn plan(
             name: p.name.to_string(),
             dir,
             edition: p.edition.as_str().to_string(),
-            member: true,
         });
         for t in &p.targets {
             let path = t.src_path.as_std_path();
@@ -400,12 +397,7 @@ fn foreign_package(
         None => "2015".to_string(),
     };
     let dir = manifest.parent().unwrap_or(manifest).to_path_buf();
-    Ok(Some(Package {
-        name,
-        dir,
-        edition,
-        member: false,
-    }))
+    Ok(Some(Package { name, dir, edition }))
 }
 
 #[cfg(test)]

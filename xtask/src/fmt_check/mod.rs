@@ -9,10 +9,10 @@
 //! - [`modscan`]: `mod` declarations (`#[rustfmt::skip]`, module following).
 //! - [`verify`], [`lexer`], [`tokens`]: `--verify-formatting-only REV`.
 
-pub mod check;
-pub mod files;
+pub(crate) mod check;
+pub(crate) mod files;
 pub mod rustfmt;
-pub mod verify;
+pub(crate) mod verify;
 
 use std::io::Write;
 

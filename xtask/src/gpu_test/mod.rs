@@ -19,10 +19,10 @@
 //! library to probe; [`RUNNER_ENV`] (`RTX_GPU_TEST_RUNNER` = `nextest` or
 //! `cargo-test`) picks the test runner instead of "nextest when installed".
 
-pub mod archive;
+pub(crate) mod archive;
 pub mod probe;
-pub mod process;
-pub mod results;
+pub(crate) mod process;
+pub(crate) mod results;
 
 use std::io::Write;
 use std::path::PathBuf;

@@ -6,6 +6,6 @@
 //! rustfmt changed only layout) and `align-deps`' thiserror source scan
 //! (which files to read). It imports only [`crate::fsutil`].
 
-pub mod lexer;
-pub mod modscan;
-pub mod tokens;
+pub(crate) mod lexer;
+pub(crate) mod modscan;
+pub(crate) mod tokens;
