@@ -224,14 +224,41 @@ pub fn plan(
     let default_edition = workspace_default_edition(&root.join("Cargo.toml"))?;
     let target_dir = metadata.target_directory.as_std_path().canonicalize().ok();
 
+    let globs = exclude_globs(exclude)?;
+    let (mut packages, crate_roots) = members_and_crate_roots(metadata);
+    let walk = Walk {
+        root: &root,
+        target_dir: target_dir.as_deref(),
+        globs: &globs,
+        default_edition: default_edition.as_deref(),
+    };
+    let (mut files, excluded) = walk.run(&mut packages, &mut notes)?;
+    assign_owners(&mut files, &packages);
+    files.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(FileInventory {
+        root,
+        default_edition,
+        packages,
+        files,
+        crate_roots,
+        excluded,
+        notes,
+    })
+}
+
+/// The `[fmt] exclude` globs.
+fn exclude_globs(exclude: &[String]) -> anyhow::Result<GlobSet> {
     let mut globs = GlobSetBuilder::new();
     for g in exclude {
         globs.add(Glob::new(g).with_context(|| format!("[fmt] exclude: bad glob `{g}`"))?);
     }
-    let globs: GlobSet = globs
+    globs
         .build()
-        .context("[fmt] exclude: cannot build the glob set")?;
+        .context("[fmt] exclude: cannot build the glob set")
+}
 
+/// The workspace members (sorted by manifest path) and their targets' crate roots.
+fn members_and_crate_roots(metadata: &cargo_metadata::Metadata) -> (Vec<Package>, Vec<CrateRoot>) {
     let mut packages: Vec<Package> = Vec::new();
     let mut crate_roots = Vec::new();
     let mut members: Vec<&cargo_metadata::Package> = metadata.workspace_packages();
@@ -258,74 +285,89 @@ pub fn plan(
     }
     crate_roots.sort_by(|a, b| a.path.cmp(&b.path));
     crate_roots.dedup_by(|a, b| a.path == b.path && a.edition == b.edition);
+    (packages, crate_roots)
+}
 
-    let mut files = Vec::new();
-    let mut excluded = 0;
-    let mut walk = walkdir::WalkDir::new(&root)
-        .follow_links(false)
-        .sort_by_file_name()
-        .into_iter();
-    while let Some(entry) = walk.next() {
-        let entry =
-            entry.with_context(|| format!("{}: cannot walk the workspace", root.display()))?;
-        let path = entry.path();
-        if entry.file_type().is_dir() {
-            if entry.depth() > 0 && skip_dir(path, target_dir.as_deref()) {
-                walk.skip_current_dir();
+/// The walk over the workspace for `.rs` files.
+struct Walk<'a> {
+    root: &'a Path,
+    target_dir: Option<&'a Path>,
+    globs: &'a GlobSet,
+    default_edition: Option<&'a str>,
+}
+
+impl Walk<'_> {
+    /// Every `.rs` file not excluded (and how many were), skipping hidden
+    /// and target directories; a `Cargo.toml` of no member adds its package.
+    fn run(
+        &self,
+        packages: &mut Vec<Package>,
+        notes: &mut Vec<String>,
+    ) -> anyhow::Result<(Vec<RsFile>, usize)> {
+        let (root, target_dir, globs, default_edition) =
+            (self.root, self.target_dir, self.globs, self.default_edition);
+        let mut files = Vec::new();
+        let mut excluded = 0;
+        let mut walk = walkdir::WalkDir::new(root)
+            .follow_links(false)
+            .sort_by_file_name()
+            .into_iter();
+        while let Some(entry) = walk.next() {
+            let entry =
+                entry.with_context(|| format!("{}: cannot walk the workspace", root.display()))?;
+            let path = entry.path();
+            if entry.file_type().is_dir() {
+                if entry.depth() > 0 && skip_dir(path, target_dir) {
+                    walk.skip_current_dir();
+                }
+                continue;
             }
-            continue;
-        }
-        if !entry.file_type().is_file() {
-            continue;
-        }
-        let name = entry.file_name().to_string_lossy();
-        let rel = crate::fsutil::rel(&root, path);
-        if name == "Cargo.toml" && entry.depth() > 0 {
-            let dir = path.parent().unwrap_or(&root).to_path_buf();
-            if !packages.iter().any(|p| p.dir == dir) {
-                match foreign_package(path, default_edition.as_deref()) {
-                    Ok(Some(p)) => packages.push(p),
-                    Ok(None) => {}
-                    Err(e) => notes.push(format!("{rel}: not read as a package ({e:#}); its files count as outside any package")),
+            if !entry.file_type().is_file() {
+                continue;
+            }
+            let name = entry.file_name().to_string_lossy();
+            let rel = crate::fsutil::rel(root, path);
+            if name == "Cargo.toml" && entry.depth() > 0 {
+                let dir = path.parent().unwrap_or(root).to_path_buf();
+                if !packages.iter().any(|p| p.dir == dir) {
+                    match foreign_package(path, default_edition) {
+                        Ok(Some(p)) => packages.push(p),
+                        Ok(None) => {}
+                        Err(e) => notes.push(format!("{rel}: not read as a package ({e:#}); its files count as outside any package")),
+                    }
                 }
             }
+            if !name.ends_with(".rs") {
+                continue;
+            }
+            if globs.is_match(&rel) {
+                excluded += 1;
+                continue;
+            }
+            files.push(RsFile {
+                path: path.to_path_buf(),
+                rel,
+                owner: None,
+            });
         }
-        if !name.ends_with(".rs") {
-            continue;
-        }
-        if globs.is_match(&rel) {
-            excluded += 1;
-            continue;
-        }
-        files.push(RsFile {
-            path: path.to_path_buf(),
-            rel,
-            owner: None,
-        });
+        Ok((files, excluded))
     }
-    // Deepest package directory containing the file.
+}
+
+/// Each file's owner: the deepest package directory containing it.
+fn assign_owners(files: &mut [RsFile], packages: &[Package]) {
     let by_dir: BTreeMap<&Path, usize> = packages
         .iter()
         .enumerate()
         .map(|(i, p)| (p.dir.as_path(), i))
         .collect();
-    for f in &mut files {
+    for f in files.iter_mut() {
         f.owner = f
             .path
             .ancestors()
             .skip(1)
             .find_map(|a| by_dir.get(a).copied());
     }
-    files.sort_by(|a, b| a.path.cmp(&b.path));
-    Ok(FileInventory {
-        root,
-        default_edition,
-        packages,
-        files,
-        crate_roots,
-        excluded,
-        notes,
-    })
 }
 
 fn canonical_parent(manifest: &Path) -> PathBuf {
