@@ -9,6 +9,9 @@ use super::plan::{AlignmentPlan, Finding, Splice};
 use crate::edit::try_apply_splices;
 use crate::policy::{DependencyRule, Policy};
 use crate::text::one_line;
+use default_features::{DefaultFeatures, DfFix, df_ops};
+
+mod default_features;
 
 /// The manifests of one workspace, parsed.
 #[derive(Debug)]
@@ -29,14 +32,6 @@ struct Use<'a> {
     decl: Decl<'a>,
 }
 
-/// What a member declaration needs about `default-features`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum DfFix {
-    Keep,
-    SetTrue,
-    Remove,
-}
-
 /// How a member that gains a new declaration of a policy dependency (the
 /// thiserror source planner's rule 4: a crate that derives thiserror's `Error`
 /// through a re-export) must write it, once the manifest plan is known.
@@ -55,6 +50,39 @@ pub enum NewUser {
     },
     /// No form works: the workspace entry cannot be inherited or written (why).
     Blocked(String),
+}
+
+/// The members' declarations of the package `name`: (declared on their
+/// own, inheriting a `[workspace.dependencies]` entry of that package).
+fn users_of<'m>(
+    ws: &'m Loaded,
+    tables: &'m [(usize, Vec<DepTable<'m>>)],
+    ws_decls: &[Decl<'_>],
+    name: &str,
+) -> (Vec<Use<'m>>, Vec<Use<'m>>) {
+    let mut own: Vec<Use<'m>> = Vec::new();
+    let mut inherited: Vec<Use<'m>> = Vec::new();
+    for (i, ts) in tables {
+        let m = &ws.manifests[*i];
+        for t in ts {
+            for decl in Decl::all(t.table) {
+                let u = Use {
+                    m,
+                    table: &t.name,
+                    decl,
+                };
+                if decl.inherited() {
+                    let ws_entry = ws_decls.iter().find(|w| w.key.get() == decl.key.get());
+                    if ws_entry.is_some_and(|w| w.package() == name) {
+                        inherited.push(u);
+                    }
+                } else if decl.package() == name {
+                    own.push(u);
+                }
+            }
+        }
+    }
+    (own, inherited)
 }
 
 /// Plans every manifest edit and finding for `policy` on `ws`, for a
@@ -87,28 +115,7 @@ pub fn plan_with_new_users(
         .unwrap_or_default();
     let mut new_ws_lines: Vec<(String, String, String)> = Vec::new(); // (dependency, key, line)
     for (name, rule) in &policy.dependencies {
-        let mut own: Vec<Use<'_>> = Vec::new();
-        let mut inherited: Vec<Use<'_>> = Vec::new();
-        for (i, ts) in &tables {
-            let m = &ws.manifests[*i];
-            for t in ts {
-                for decl in Decl::all(t.table) {
-                    let u = Use {
-                        m,
-                        table: &t.name,
-                        decl,
-                    };
-                    if decl.inherited() {
-                        let ws_entry = ws_decls.iter().find(|w| w.key.get() == decl.key.get());
-                        if ws_entry.is_some_and(|w| w.package() == name) {
-                            inherited.push(u);
-                        }
-                    } else if decl.package() == name {
-                        own.push(u);
-                    }
-                }
-            }
-        }
+        let (own, inherited) = users_of(ws, &tables, &ws_decls, name);
         let mut ctx = Ctx {
             name,
             rule,
@@ -126,25 +133,7 @@ pub fn plan_with_new_users(
             );
         }
         let mut ws_needs_df_false: BTreeMap<&str, bool> = BTreeMap::new();
-        let mut convert: Vec<Use<'_>> = Vec::new();
-        for u in own {
-            if let Some(src) = u.decl.source() {
-                let f = ctx.unfixable(
-                    &u,
-                    "source",
-                    &format!("version \"{}\" from crates.io", rule.version),
-                    &format!(
-                        "[{}] {name} is a `{src}` dependency; align-deps does not touch git, path or registry sources: move it to crates.io {name} \"{}\" by hand, or drop the policy rule",
-                        u.table, rule.version
-                    ),
-                );
-                ctx.plan.push_finding(f);
-            } else if inherit {
-                convert.push(u);
-            } else {
-                ctx.plan_own_version(&u)?;
-            }
-        }
+        let convert = ctx.triage_own(own, inherit)?;
         if inherit {
             let mut by_key: BTreeMap<&str, (Vec<Use<'_>>, Vec<Use<'_>>)> = BTreeMap::new();
             for u in convert {
@@ -241,6 +230,33 @@ impl Ctx<'_, '_> {
 }
 
 impl<'a> Ctx<'_, 'a> {
+    /// Sorts the members' own declarations: one from another source gets
+    /// an unfixable finding; with `inherit` the rest are returned to be
+    /// converted, else each gets its version aligned here.
+    fn triage_own<'u>(&mut self, own: Vec<Use<'u>>, inherit: bool) -> anyhow::Result<Vec<Use<'u>>> {
+        let (name, rule) = (self.name, self.rule);
+        let mut convert: Vec<Use<'u>> = Vec::new();
+        for u in own {
+            if let Some(src) = u.decl.source() {
+                let f = self.unfixable(
+                    &u,
+                    "source",
+                    &format!("version \"{}\" from crates.io", rule.version),
+                    &format!(
+                        "[{}] {name} is a `{src}` dependency; align-deps does not touch git, path or registry sources: move it to crates.io {name} \"{}\" by hand, or drop the policy rule",
+                        u.table, rule.version
+                    ),
+                );
+                self.plan.push_finding(f);
+            } else if inherit {
+                convert.push(u);
+            } else {
+                self.plan_own_version(&u)?;
+            }
+        }
+        Ok(convert)
+    }
+
     /// Version rewrite for an own declaration.
     fn version_splices(&self, u: &Use<'_>) -> Vec<Splice> {
         let quote = u.decl.quote(u.m.text());
@@ -584,21 +600,6 @@ fn can_add_ws_entry(root: &Manifest) -> bool {
     }
 }
 
-fn df_ops(d: &Decl<'_>, fix: DfFix) -> Vec<Op> {
-    let key = match d.default_features() {
-        Some(("default_features", _)) => "default_features",
-        _ => "default-features",
-    };
-    match fix {
-        DfFix::Keep => Vec::new(),
-        DfFix::Remove => vec![Op::Remove(key)],
-        DfFix::SetTrue if d.default_features().is_some() => {
-            vec![Op::ReplaceValue(key, "true".into())]
-        }
-        DfFix::SetTrue => vec![Op::InsertLast("default-features = true".into())],
-    }
-}
-
 /// Adds the queued `[workspace.dependencies]` entries to the root manifest,
 /// creating the table when it is missing.
 fn plan_new_ws_entries(
@@ -722,58 +723,5 @@ fn describe(m: &Manifest, splices: &[Splice]) -> Finding {
         fixable: true,
         message: String::new(),
         fixed_in: None,
-    }
-}
-/// The `default-features` of one `[workspace.dependencies]` key: what the
-/// workspace entry says, and whether it must say `false` (see the module
-/// docs on effective default features).
-#[derive(Debug, Clone, Copy)]
-struct DefaultFeatures {
-    /// The entry's `default-features`, if written.
-    ws: Option<bool>,
-    /// A user disables them: the entry must have `default-features = false`.
-    needs_false: bool,
-}
-
-impl DefaultFeatures {
-    fn of(existing: Option<&Decl<'_>>, converting: &[Use<'_>], inheriting: &[Use<'_>]) -> Self {
-        let ws = existing.and_then(|w| w.default_features()).map(|(_, v)| v);
-        let mut df = DefaultFeatures {
-            ws,
-            needs_false: false,
-        };
-        df.needs_false = ws == Some(false)
-            || converting.iter().any(|u| !Self::own(&u.decl))
-            || inheriting.iter().any(|u| !df.inherited(&u.decl));
-        df
-    }
-
-    /// A user's effective default features today, declared on its own.
-    fn own(d: &Decl<'_>) -> bool {
-        d.default_features().is_none_or(|(_, v)| v)
-    }
-
-    /// A user's effective default features today, inheriting the entry.
-    fn inherited(self, d: &Decl<'_>) -> bool {
-        match self.ws {
-            Some(false) => d.default_features().is_none_or(|(_, v)| v),
-            _ => true,
-        }
-    }
-
-    /// What to do to a user's `default-features` whose effective value is `eff`.
-    fn fix(self, d: &Decl<'_>, eff: bool) -> DfFix {
-        let written = d.default_features().map(|(_, v)| v);
-        if self.needs_false {
-            if eff && written != Some(true) {
-                DfFix::SetTrue
-            } else {
-                DfFix::Keep
-            }
-        } else if written == Some(false) {
-            DfFix::Remove // ignored by cargo (a warning; an error on edition 2024)
-        } else {
-            DfFix::Keep
-        }
     }
 }

@@ -246,6 +246,42 @@ fn name_from_expr(value: &[TokenTree]) -> Option<String> {
     usable_name(&name).then_some(name)
 }
 
+/// A name for each positional argument of a message, clashing with nothing
+/// in it: the argument's own name where it is a plain one, else `argN`.
+fn positional_names(phs: &[Placeholder], args: &[FmtArg], positional: &[&FmtArg]) -> Vec<String> {
+    let mut taken: BTreeSet<String> = args
+        .iter()
+        .filter_map(|a| a.name.as_ref().map(|(n, _)| n.clone()))
+        .collect();
+    taken.extend(
+        phs.iter()
+            .flat_map(Placeholder::refs)
+            .filter_map(|r| r.unraw_name().map(str::to_string)),
+    );
+    let mut names = Vec::new();
+    for (i, a) in positional.iter().enumerate() {
+        let name = match name_from_expr(&a.value) {
+            Some(n) if !taken.contains(&n) => n,
+            _ => {
+                let base = format!("arg{}", i + 1);
+                (1..)
+                    .map(|k| {
+                        if k == 1 {
+                            base.clone()
+                        } else {
+                            format!("{base}_{k}")
+                        }
+                    })
+                    .find(|n| !taken.contains(n))
+                    .expect("unbounded")
+            }
+        };
+        taken.insert(name.clone());
+        names.push(name);
+    }
+    names
+}
+
 impl Scanner<'_> {
     fn fail(&mut self, msg: String) {
         self.out.error.get_or_insert(msg);
@@ -617,37 +653,7 @@ impl Scanner<'_> {
             return unfixable(self, "an argument contains a closure or generics");
         }
 
-        // names for the positional arguments, clashing with nothing in this message
-        let mut taken: BTreeSet<String> = args
-            .iter()
-            .filter_map(|a| a.name.as_ref().map(|(n, _)| n.clone()))
-            .collect();
-        taken.extend(
-            phs.iter()
-                .flat_map(Placeholder::refs)
-                .filter_map(|r| r.unraw_name().map(str::to_string)),
-        );
-        let mut names = Vec::new();
-        for (i, a) in positional.iter().enumerate() {
-            let name = match name_from_expr(&a.value) {
-                Some(n) if !taken.contains(&n) => n,
-                _ => {
-                    let base = format!("arg{}", i + 1);
-                    (1..)
-                        .map(|k| {
-                            if k == 1 {
-                                base.clone()
-                            } else {
-                                format!("{base}_{k}")
-                            }
-                        })
-                        .find(|n| !taken.contains(n))
-                        .expect("unbounded")
-                }
-            };
-            taken.insert(name.clone());
-            names.push(name);
-        }
+        let names = positional_names(phs, args, &positional);
 
         let mut edits = Vec::new();
         let mut implicit = 0;
