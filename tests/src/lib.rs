@@ -1,4 +1,4 @@
-//! Workspace-level integration tests live in `tests/tests/`.
+//! Workspace-level integration tests live in `tests/tests/it/` (one binary).
 //!
 //! The README's Rust examples are compiled and run as doctests from here, so
 //! the README cannot drift from the API.

@@ -2,11 +2,9 @@
 
 use std::ffi::OsString;
 use std::io::Write;
-use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Parser, Subcommand};
 
-use crate::report::Format;
 use crate::{EXIT_ERROR, Outcome};
 
 /// The rtx fleet tool: keeps a Cargo workspace consistent with its policy.
@@ -31,25 +29,6 @@ enum Command {
     FmtCheck(crate::fmt_check::Args),
     /// Build the GPU tests everywhere; run them where a CUDA device is.
     GpuTest(crate::gpu_test::Args),
-}
-
-/// `--workspace`, `--policy`: where a command looks.
-#[derive(Debug, Clone, Args, Default)]
-pub struct Target {
-    /// The Cargo workspace (or single-package directory) to work on [default: the current one].
-    #[arg(long, value_name = "DIR")]
-    pub workspace: Option<PathBuf>,
-    /// The policy file [default: WORKSPACE/policy/fleet.toml].
-    #[arg(long, value_name = "FILE")]
-    pub policy: Option<PathBuf>,
-}
-
-/// `--format`.
-#[derive(Debug, Clone, Args, Default)]
-pub struct FormatArg {
-    /// Output format for findings.
-    #[arg(long, value_enum, default_value_t = Format::Human)]
-    pub format: Format,
 }
 
 /// Runs `cargo xtask` with `args` (without the program name), writing normal
@@ -122,6 +101,13 @@ mod tests {
         assert_eq!(code, 2);
         assert!(err.contains("--no-such-flag"), "{err}");
         assert_eq!(run(&["no-such-command"]).0, 2);
+    }
+
+    #[test]
+    fn unknown_ci_skip_is_exit_2() {
+        let (code, _, err) = run(&["ci", "--skip", "lint"]);
+        assert_eq!(code, 2);
+        assert!(err.contains("unknown step `lint`"), "{err}");
     }
 
     #[test]

@@ -1,10 +1,10 @@
 //! The all-or-nothing edit plan of every xtask command that writes files
 //! (`align-deps`' manifest and source fixes, `fmt-check --fix`).
 //!
-//! A [`Plan`] holds, per file, the [`Splice`]s to make. Splices are byte
+//! A [`WriteSet`] holds, per file, the [`Splice`]s to make. Splices are byte
 //! ranges of the file's text *as it was read*, so two planners that looked at
 //! the same file can merge their work; overlapping splices are a conflict (an
-//! error, nothing written). Nothing touches the disk until [`Plan::apply`],
+//! error, nothing written). Nothing touches the disk until [`WriteSet::apply`],
 //! which first checks that no planned file changed since it was read,
 //! validates every new `.toml` and `.rs` text, stages every file
 //! ([`crate::fsutil::stage`]) and only then renames them into place.
@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, bail};
 
-use crate::policy::line_col;
+use crate::text::line_col;
 
 /// Replace the bytes `range` of the original text with `text` (an insertion
 /// when the range is empty).
@@ -116,16 +116,16 @@ impl FileEdit {
 
 /// Every edit of every file, computed before anything is written.
 #[derive(Debug, Default)]
-pub struct Plan {
+pub struct WriteSet {
     files: BTreeMap<PathBuf, FileEdit>,
-    /// Do not parse new `.rs` texts with syn in [`Plan::validate`].
+    /// Do not parse new `.rs` texts with syn in [`WriteSet::validate`].
     skip_rust_validation: bool,
 }
 
-impl Plan {
+impl WriteSet {
     /// An empty plan.
-    pub fn new() -> Plan {
-        Plan::default()
+    pub fn new() -> WriteSet {
+        WriteSet::default()
     }
 
     /// Adds `splices` to the edits of `path`, whose text as read is `old_text`.
@@ -183,7 +183,7 @@ impl Plan {
     /// Replaces the whole text of `path` (for planners that rewrite a file).
     ///
     /// # Errors
-    /// As [`Plan::add_splices`].
+    /// As [`WriteSet::add_splices`].
     pub fn replace_file(
         &mut self,
         path: &Path,
@@ -205,8 +205,8 @@ impl Plan {
     /// Merges `other` (e.g. the source planner's plan) into this one.
     ///
     /// # Errors
-    /// Conflicting edits of one file (see [`Plan::add_splices`]).
-    pub fn merge(&mut self, other: Plan) -> anyhow::Result<()> {
+    /// Conflicting edits of one file (see [`WriteSet::add_splices`]).
+    pub fn merge(&mut self, other: WriteSet) -> anyhow::Result<()> {
         for (path, edit) in other.files {
             self.add_splices(&path, &edit.rel, &edit.old_text, edit.splices)?;
         }
@@ -218,7 +218,7 @@ impl Plan {
         self.files.values().filter(|e| !e.splices.is_empty())
     }
 
-    /// Leaves new `.rs` texts out of [`Plan::validate`], for a caller that
+    /// Leaves new `.rs` texts out of [`WriteSet::validate`], for a caller that
     /// checks them its own way (`fmt-check --fix` compares tokens and
     /// comments with the original; rustfmt may accept syntax syn does not).
     pub fn skip_rust_validation(&mut self) {
@@ -390,7 +390,7 @@ mod tests {
 
     #[test]
     fn overlapping_splices_conflict_and_identical_ones_merge() {
-        let mut p = Plan::new();
+        let mut p = WriteSet::new();
         let path = Path::new("/x/Cargo.toml");
         p.add_splices(
             path,
@@ -433,7 +433,7 @@ mod tests {
 
     #[test]
     fn different_old_text_is_refused() {
-        let mut p = Plan::new();
+        let mut p = WriteSet::new();
         let path = Path::new("/x/a.rs");
         p.add_splices(path, "a.rs", "one", vec![Splice::insert(0, "x")])
             .unwrap();
@@ -445,7 +445,7 @@ mod tests {
 
     #[test]
     fn merge_combines_files() {
-        let mut a = Plan::new();
+        let mut a = WriteSet::new();
         a.add_splices(
             Path::new("/w/Cargo.toml"),
             "Cargo.toml",
@@ -453,7 +453,7 @@ mod tests {
             vec![Splice::replace(4..5, "2")],
         )
         .unwrap();
-        let mut b = Plan::new();
+        let mut b = WriteSet::new();
         b.replace_file(Path::new("/w/src/lib.rs"), "src/lib.rs", "old", "new")
             .unwrap();
         a.merge(b).unwrap();
@@ -465,7 +465,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("Cargo.toml");
         std::fs::write(&path, "a = 1\n").unwrap();
-        let mut p = Plan::new();
+        let mut p = WriteSet::new();
         p.add_splices(
             &path,
             "Cargo.toml",
@@ -483,7 +483,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("Cargo.toml");
         std::fs::write(&path, "a = 1\n").unwrap();
-        let mut p = Plan::new();
+        let mut p = WriteSet::new();
         p.add_splices(
             &path,
             "Cargo.toml",

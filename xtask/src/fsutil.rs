@@ -1,7 +1,7 @@
 //! File helpers shared by every xtask command.
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Component, Path, PathBuf};
 
 use anyhow::Context as _;
 
@@ -70,6 +70,21 @@ pub fn rel(root: &Path, path: &Path) -> String {
     }
 }
 
+/// `path` with `.` and `..` resolved lexically (no filesystem access).
+pub fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -102,5 +117,13 @@ mod tests {
         assert_eq!(mode, 0o644);
         drop(stage(&p, b"y").unwrap());
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn normalize_resolves_dots() {
+        assert_eq!(
+            normalize(Path::new("/a/b/../c/./d.rs")),
+            Path::new("/a/c/d.rs")
+        );
     }
 }

@@ -4,15 +4,19 @@
 //! [`cli::run`] maps them to exit codes and prints errors.
 
 pub mod align_deps;
-pub mod ci;
+pub(crate) mod args;
+pub(crate) mod ci;
 pub mod cli;
-pub mod edit;
+pub(crate) mod diag;
+pub(crate) mod edit;
 pub mod fmt_check;
-pub mod fsutil;
+pub(crate) mod fsutil;
 pub mod gpu_test;
 pub mod policy;
-pub mod report;
+pub(crate) mod rust_src;
+pub(crate) mod text;
 pub mod thiserror_src;
+pub(crate) mod timing;
 pub mod workspace;
 
 /// What a command found.

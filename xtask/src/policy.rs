@@ -23,6 +23,8 @@ use cargo_metadata::semver::VersionReq;
 use serde::Deserialize;
 use toml::Spanned;
 
+use crate::text::line_col;
+
 /// The whole policy file, validated.
 #[derive(Debug, Clone, Default)]
 pub struct Policy {
@@ -223,15 +225,6 @@ impl Policy {
             gpu_test,
         })
     }
-}
-
-/// 1-based line and column of byte offset `offset` in `text`.
-pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
-    let offset = offset.min(text.len());
-    let before = &text[..offset];
-    let line = before.matches('\n').count() + 1;
-    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
-    (line, column)
 }
 
 #[cfg(test)]

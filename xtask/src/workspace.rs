@@ -5,7 +5,6 @@ use std::process::Command;
 
 use anyhow::{Context as _, bail};
 
-use crate::cli::Target;
 use crate::policy::Policy;
 
 /// The cargo to run: `$CARGO` when cargo started us, else `cargo` from PATH.
@@ -89,13 +88,13 @@ pub struct LoadedPolicy {
 impl LoadedPolicy {
     /// `path:line:column` of byte offset `span.start` in the policy.
     pub fn at(&self, span: &std::ops::Range<usize>) -> String {
-        let (line, col) = crate::policy::line_col(&self.text, span.start);
+        let (line, col) = crate::text::line_col(&self.text, span.start);
         format!("{}:{line}:{col}", self.path.display())
     }
 
     /// `path:line` of byte offset `span.start` in the policy.
     pub fn at_line(&self, span: &std::ops::Range<usize>) -> String {
-        let (line, _) = crate::policy::line_col(&self.text, span.start);
+        let (line, _) = crate::text::line_col(&self.text, span.start);
         format!("{}:{line}", self.path.display())
     }
 }
@@ -105,7 +104,7 @@ pub fn default_policy_path(workspace_root: &Path) -> PathBuf {
     workspace_root.join("policy").join("fleet.toml")
 }
 
-/// The policy for `target`: `--policy FILE`, else `<workspace root>/policy/fleet.toml`.
+/// The policy to use: `explicit` (`--policy FILE`), else `<workspace root>/policy/fleet.toml`.
 ///
 /// One rule for every command: a missing policy is an error (exit 2) whose
 /// message says to create `policy/fleet.toml` or pass `--policy`. (Only
@@ -113,12 +112,9 @@ pub fn default_policy_path(workspace_root: &Path) -> PathBuf {
 ///
 /// # Errors
 /// A missing or malformed policy (path and line in the message).
-pub fn load_policy(target: &Target, workspace_root: &Path) -> anyhow::Result<LoadedPolicy> {
-    let path = target
-        .policy
-        .clone()
-        .unwrap_or_else(|| default_policy_path(workspace_root));
-    if target.policy.is_none() && !path.exists() {
+pub fn load_policy(explicit: Option<&Path>, workspace_root: &Path) -> anyhow::Result<LoadedPolicy> {
+    let path = explicit.map_or_else(|| default_policy_path(workspace_root), Path::to_path_buf);
+    if explicit.is_none() && !path.exists() {
         bail!(
             "{}: no fleet policy in this workspace: create policy/fleet.toml (see README) or pass --policy FILE",
             path.display()
@@ -140,11 +136,11 @@ pub fn load_policy(target: &Target, workspace_root: &Path) -> anyhow::Result<Loa
 /// # Errors
 /// As [`load_policy`].
 pub fn load_policy_or_default(
-    target: &Target,
+    explicit: Option<&Path>,
     workspace_root: &Path,
 ) -> anyhow::Result<(LoadedPolicy, Option<String>)> {
     let path = default_policy_path(workspace_root);
-    if target.policy.is_none() && !path.exists() {
+    if explicit.is_none() && !path.exists() {
         let note = "no policy/fleet.toml: no [fmt] exclude globs".to_string();
         let empty = LoadedPolicy {
             path,
@@ -153,5 +149,5 @@ pub fn load_policy_or_default(
         };
         return Ok((empty, Some(note)));
     }
-    Ok((load_policy(target, workspace_root)?, None))
+    Ok((load_policy(explicit, workspace_root)?, None))
 }

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use toml_edit::{Document, Item, Key, TableLike, Value};
 
 use super::plan::Splice;
-use crate::policy::line_col;
+use crate::text::line_col;
 
 /// A manifest that is not valid TOML or cannot be read.
 #[derive(Debug, thiserror::Error)]
@@ -330,90 +330,116 @@ impl Manifest {
             })
             .collect();
         match decl.form {
-            Form::Inline => {
-                let span = decl.item.span().expect("parsed items have spans");
-                let kept: Vec<&Kv> = kvs
-                    .iter()
-                    .zip(&removed)
-                    .filter(|(_, r)| !**r)
-                    .map(|(kv, _)| kv)
-                    .collect();
-                if kept.is_empty() {
-                    // Nothing of the old table survives: write it anew.
-                    let all: Vec<&str> = firsts.iter().chain(&lasts).map(|s| s.as_str()).collect();
-                    let body = if all.is_empty() {
-                        "{}".to_string()
-                    } else {
-                        format!("{{ {} }}", all.join(", "))
-                    };
-                    return vec![Splice::replace(span, body)];
-                }
-                // runs of removed keys
-                let mut i = 0;
-                while i < kvs.len() {
-                    if !removed[i] {
-                        i += 1;
-                        continue;
-                    }
-                    let mut j = i;
-                    while j + 1 < kvs.len() && removed[j + 1] {
-                        j += 1;
-                    }
-                    if j + 1 < kvs.len() {
-                        splices.push(Splice::delete(
-                            kvs[i].key_span.start..kvs[j + 1].key_span.start,
-                        ));
-                    } else {
-                        splices.push(Splice::delete(
-                            kvs[i - 1].value_span.end..kvs[j].value_span.end,
-                        ));
-                    }
-                    i = j + 1;
-                }
-                for t in firsts {
-                    splices.push(Splice::insert(kvs[0].key_span.start, format!("{t}, ")));
-                }
-                let last = kept.last().expect("kept is not empty");
-                for t in lasts {
-                    splices.push(Splice::insert(last.value_span.end, format!(", {t}")));
-                }
-            }
+            Form::Inline => self.inline_splices(decl, &kvs, &removed, &firsts, &lasts, splices),
             Form::Table | Form::Dotted => {
-                for (kv, r) in kvs.iter().zip(&removed) {
-                    if *r {
-                        let start = self.line_start(kv.key_span.start);
-                        let end = self.next_line_start(kv.value_span.end);
-                        splices.push(Splice::delete(start..end));
-                    }
-                }
-                let prefix = |kv: &Kv| {
-                    self.text()[self.line_start(kv.key_span.start)..kv.key_span.start].to_string()
-                };
-                if let Some(first) = kvs.first() {
-                    let p = prefix(first);
-                    for t in firsts {
-                        let at = self.line_start(first.key_span.start);
-                        splices.push(Splice::insert(at, format!("{p}{t}{}", self.eol)));
-                    }
-                    let last = kvs
-                        .iter()
-                        .max_by_key(|kv| kv.value_span.end)
-                        .expect("not empty");
-                    let p = prefix(last);
-                    for t in lasts {
-                        splices
-                            .push(self.insert_lines_after(last.value_span.end, &format!("{p}{t}")));
-                    }
-                } else {
-                    // an empty `[dependencies.thiserror]`: after its header
-                    let header_end = decl.item.span().map_or(0, |s| s.end);
-                    let all: Vec<&str> = firsts.iter().chain(&lasts).map(|s| s.as_str()).collect();
-                    if !all.is_empty() {
-                        splices.push(self.insert_lines_after(header_end, &all.join("\n")));
-                    }
-                }
+                self.table_splices(decl, &kvs, &removed, &firsts, &lasts, splices)
             }
             Form::Simple => panic!("decl_splices called on a simple declaration"),
+        }
+    }
+
+    /// [`Manifest::decl_splices`] for an inline table: `splices` (the
+    /// replacements) plus the removals and insertions inside the braces.
+    fn inline_splices(
+        &self,
+        decl: &Decl<'_>,
+        kvs: &[Kv],
+        removed: &[bool],
+        firsts: &[&String],
+        lasts: &[&String],
+        mut splices: Vec<Splice>,
+    ) -> Vec<Splice> {
+        let span = decl.item.span().expect("parsed items have spans");
+        let kept: Vec<&Kv> = kvs
+            .iter()
+            .zip(removed)
+            .filter(|(_, r)| !**r)
+            .map(|(kv, _)| kv)
+            .collect();
+        if kept.is_empty() {
+            // Nothing of the old table survives: write it anew.
+            let all: Vec<&str> = firsts.iter().chain(lasts).map(|s| s.as_str()).collect();
+            let body = if all.is_empty() {
+                "{}".to_string()
+            } else {
+                format!("{{ {} }}", all.join(", "))
+            };
+            return vec![Splice::replace(span, body)];
+        }
+        // runs of removed keys
+        let mut i = 0;
+        while i < kvs.len() {
+            if !removed[i] {
+                i += 1;
+                continue;
+            }
+            let mut j = i;
+            while j + 1 < kvs.len() && removed[j + 1] {
+                j += 1;
+            }
+            if j + 1 < kvs.len() {
+                splices.push(Splice::delete(
+                    kvs[i].key_span.start..kvs[j + 1].key_span.start,
+                ));
+            } else {
+                splices.push(Splice::delete(
+                    kvs[i - 1].value_span.end..kvs[j].value_span.end,
+                ));
+            }
+            i = j + 1;
+        }
+        for t in firsts.iter() {
+            splices.push(Splice::insert(kvs[0].key_span.start, format!("{t}, ")));
+        }
+        let last = kept.last().expect("kept is not empty");
+        for t in lasts.iter() {
+            splices.push(Splice::insert(last.value_span.end, format!(", {t}")));
+        }
+        splices
+    }
+
+    /// [`Manifest::decl_splices`] for a `[table]` or dotted keys: whole
+    /// lines removed and inserted.
+    fn table_splices(
+        &self,
+        decl: &Decl<'_>,
+        kvs: &[Kv],
+        removed: &[bool],
+        firsts: &[&String],
+        lasts: &[&String],
+        mut splices: Vec<Splice>,
+    ) -> Vec<Splice> {
+        for (kv, r) in kvs.iter().zip(removed) {
+            if *r {
+                let start = self.line_start(kv.key_span.start);
+                let end = self.next_line_start(kv.value_span.end);
+                splices.push(Splice::delete(start..end));
+            }
+        }
+        let prefix = |kv: &Kv| {
+            self.text()[self.line_start(kv.key_span.start)..kv.key_span.start].to_string()
+        };
+        if let Some(first) = kvs.first() {
+            let p = prefix(first);
+            for t in firsts.iter() {
+                let at = self.line_start(first.key_span.start);
+                splices.push(Splice::insert(at, format!("{p}{t}{}", self.eol)));
+            }
+            let last = kvs
+                .iter()
+                .max_by_key(|kv| kv.value_span.end)
+                .expect("not empty");
+            let p = prefix(last);
+            for t in lasts.iter() {
+                splices.push(self.insert_lines_after(last.value_span.end, &format!("{p}{t}")));
+            }
+        } else {
+            // an empty `[dependencies.thiserror]`: after its header
+            let header_end = decl.item.span().map_or(0, |s| s.end);
+            let all: Vec<&str> = firsts.iter().chain(lasts).map(|s| s.as_str()).collect();
+            if !all.is_empty() {
+                splices.push(self.insert_lines_after(header_end, &all.join("\n")));
+            }
         }
         splices
     }

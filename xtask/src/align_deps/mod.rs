@@ -21,7 +21,7 @@
 //!    new manifest lines; the two plans merge into one. Nothing is written yet.
 //! 5. `--check` prints the findings and the unified diff of the plan
 //!    (manifests and sources); a fix run applies the whole plan through
-//!    [`plan::Plan::apply`] (re-check that no file changed, validate TOML and
+//!    [`crate::edit::WriteSet::apply`] (re-check that no file changed, validate TOML and
 //!    Rust, atomic writes, roll back on failure).
 //! 6. [`lockfile::older_majors`] reports, as information, which packages of
 //!    `Cargo.lock` still pull an older major of a policy dependency.
@@ -59,10 +59,10 @@
 //! warning. A converting declaration that would gain `features` from an
 //! existing workspace entry is reported (`features`, not fixable).
 
-pub mod lockfile;
-pub mod manifest;
+pub(crate) mod lockfile;
+pub(crate) mod manifest;
 pub mod plan;
-pub mod planner;
+pub(crate) mod planner;
 pub mod sources;
 
 use std::collections::BTreeSet;
@@ -72,10 +72,11 @@ use std::path::{Path, PathBuf};
 use anyhow::Context as _;
 
 use crate::Outcome;
-use crate::cli::{FormatArg, Target};
-use crate::report::{Format, print_note, print_summary, unified_diff};
+use crate::args::{FormatArg, Target};
+use crate::diag::{Diagnostic, Level, Printer};
+use crate::text::unified_diff;
 use manifest::Manifest;
-use plan::{Plan, print_findings};
+use plan::AlignmentPlan;
 use planner::Loaded;
 
 /// Arguments of `cargo xtask align-deps`.
@@ -98,12 +99,12 @@ pub struct Args {
 /// malformed or unreadable manifest or policy (nothing is written), an I/O
 /// error while writing (files already written are restored).
 pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Result<Outcome> {
-    let mut timing = crate::report::Timing::new("XTASK_ALIGN_TIMING");
+    let mut timing = crate::timing::Timing::new("XTASK_ALIGN_TIMING");
     let manifest = crate::workspace::manifest_path(args.target.workspace.as_deref())?;
     let meta = load_metadata(&manifest)?;
     timing.mark("cargo metadata");
     let root: PathBuf = meta.workspace_root.clone().into_std_path_buf();
-    let policy = crate::workspace::load_policy(&args.target, &root)?.policy;
+    let policy = crate::workspace::load_policy(args.target.policy.as_deref(), &root)?.policy;
     let (loaded, member_names) = load_manifests(&meta, &root)?;
     timing.mark("manifests parsed");
     // the source side only reads: a file that does not parse stops the run here
@@ -132,14 +133,14 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
     timing.mark("planned");
     let mut info = held_back;
     info.extend(lockfile::older_majors(&root, &policy, &member_names));
-    let format = args.format.format;
+    let mut printer = Printer::new(args.format.format, "align-deps", out, err);
     let outcome = if args.check {
-        // (a fix run validates in `Plan::apply`)
+        // (a fix run validates in `WriteSet::apply`)
         plan.edits.validate()?;
         timing.mark("validated");
-        report_check(&plan, &info, loaded.manifests.len(), format, out, err)
+        report_check(&plan, &info, loaded.manifests.len(), &mut printer)
     } else {
-        apply_and_report(&plan, &info, format, out, err)
+        apply_and_report(&plan, &info, &mut printer)
     };
     timing.mark("reported");
     timing.write_to(err)?;
@@ -147,20 +148,20 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
 }
 
 fn report_check(
-    plan: &Plan,
+    plan: &AlignmentPlan,
     info: &[String],
     n_manifests: usize,
-    format: Format,
-    out: &mut dyn Write,
-    err: &mut dyn Write,
+    printer: &mut Printer<'_>,
 ) -> anyhow::Result<Outcome> {
-    print_findings(&plan.findings, format, false, out)?;
-    if format == Format::Human {
-        for e in plan.edits.edits() {
-            write!(out, "{}", unified_diff(&e.rel, &e.old_text, &e.new_text()))?;
-        }
+    for f in &plan.findings {
+        printer.diagnostic(&f.diagnostic(false))?;
     }
-    print_notes(info, format, out, err)?;
+    for e in plan.edits.edits() {
+        printer.human_only(&unified_diff(&e.rel, &e.old_text, &e.new_text()))?;
+    }
+    for line in info {
+        printer.note("info", line)?;
+    }
     let fixable = plan.findings.iter().filter(|f| f.fixable).count();
     let files: BTreeSet<&str> = plan.findings.iter().map(|f| f.file.as_str()).collect();
     let line = if plan.findings.is_empty() {
@@ -178,7 +179,7 @@ fn report_check(
         "fixable": fixable,
         "files": files.len(),
     });
-    print_summary(format, "align-deps", &line, fields, out)?;
+    printer.summary(&line, fields)?;
     Ok(if plan.findings.is_empty() {
         Outcome::Holds
     } else {
@@ -187,84 +188,70 @@ fn report_check(
 }
 
 fn apply_and_report(
-    plan: &Plan,
+    plan: &AlignmentPlan,
     info: &[String],
-    format: Format,
-    out: &mut dyn Write,
-    err: &mut dyn Write,
+    printer: &mut Printer<'_>,
 ) -> anyhow::Result<Outcome> {
     let applied = plan.edits.apply()?;
-    let unfixable: Vec<_> = plan
-        .findings
-        .iter()
-        .filter(|f| !f.fixable)
-        .cloned()
-        .collect();
-    match format {
-        Format::Human => {
-            for e in &applied {
-                let n = plan
-                    .findings
-                    .iter()
-                    .filter(|f| f.fixable && f.fixed_in.as_ref().unwrap_or(&f.file) == &e.rel)
-                    .count();
-                writeln!(
-                    out,
-                    "fixed {}: {n} change{}",
-                    e.rel,
-                    if n == 1 { "" } else { "s" }
-                )?;
-            }
-            print_findings(&unfixable, format, true, out)?;
-        }
-        Format::Json => print_findings(&plan.findings, format, true, out)?,
-        Format::Github => print_findings(&unfixable, format, true, out)?,
+    // People read one line per written file, then what is left for them.
+    for e in &applied {
+        let n = plan
+            .findings
+            .iter()
+            .filter(|f| f.fixable && f.fixed_in.as_ref().unwrap_or(&f.file) == &e.rel)
+            .count();
+        printer.diagnostic(&Diagnostic {
+            level: Level::Notice,
+            file: Some(e.rel.clone()),
+            line: 1,
+            column: None,
+            title: "align-deps".into(),
+            message: format!("fixed: {n} changes"),
+            human: Some(format!(
+                "fixed {}: {n} change{}",
+                e.rel,
+                if n == 1 { "" } else { "s" }
+            )),
+            json: None,
+            github: false,
+        })?;
     }
-    print_notes(info, format, out, err)?;
-    let fixed = plan.findings.len() - unfixable.len();
+    for f in &plan.findings {
+        printer.diagnostic(&f.diagnostic(true))?;
+    }
+    for line in info {
+        printer.note("info", line)?;
+    }
+    let unfixable = plan.findings.iter().filter(|f| !f.fixable).count();
+    let fixed = plan.findings.len() - unfixable;
     let line = if plan.findings.is_empty() {
         "align-deps: nothing to change; the workspace holds the policy".to_string()
-    } else if unfixable.is_empty() {
+    } else if unfixable == 0 {
         format!(
             "align-deps: fixed {fixed} findings in {} files; the workspace holds the policy",
             applied.len()
         )
     } else if fixed == 0 {
         format!(
-            "align-deps: nothing to fix automatically; {} need a person (listed above)",
-            unfixable.len()
+            "align-deps: nothing to fix automatically; {unfixable} need a person (listed above)"
         )
     } else {
         format!(
-            "align-deps: fixed {fixed} findings in {} files; {} need a person (listed above)",
-            applied.len(),
-            unfixable.len()
+            "align-deps: fixed {fixed} findings in {} files; {unfixable} need a person (listed above)",
+            applied.len()
         )
     };
     let fields = serde_json::json!({
         "fixed": fixed,
         "files_written": applied.len(),
-        "need_a_person": unfixable.len(),
+        "need_a_person": unfixable,
     });
-    print_summary(format, "align-deps", &line, fields, out)?;
-    Ok(if unfixable.is_empty() {
+    printer.summary(&line, fields)?;
+    Ok(if unfixable == 0 {
         Outcome::Holds
     } else {
         Outcome::Violations
     })
-}
-
-/// The `info:` lines (see [`print_note`]).
-fn print_notes(
-    info: &[String],
-    format: Format,
-    out: &mut dyn Write,
-    err: &mut dyn Write,
-) -> std::io::Result<()> {
-    for line in info {
-        print_note(format, "align-deps", "info", line, out, err)?;
-    }
-    Ok(())
 }
 
 /// `cargo metadata --no-deps --offline`; when cargo rejects a manifest, the

@@ -1,17 +1,16 @@
 //! The findings of `align-deps`, and its plan: findings plus the
-//! all-or-nothing file edits ([`crate::edit::Plan`]) that fix the fixable ones.
-
-use std::io::Write;
+//! all-or-nothing file edits ([`crate::edit::WriteSet`]) that fix the fixable ones.
 
 use serde::Serialize;
 
+use crate::diag::{Diagnostic, Level};
 pub use crate::edit::{FileEdit, Splice, apply_splices};
-use crate::report::{Format, github_error};
 
 /// What a planner found: one violation at one place.
 ///
-/// Printed as `file:line: found -> wanted` (human), one JSON object per line
-/// (json) or an `::error` annotation (github).
+/// Reported as a [`Diagnostic`] ([`Finding::diagnostic`]): `file:line:
+/// found -> wanted` (human), one JSON object per line (json) or an `::error`
+/// annotation (github).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Finding {
     /// Path relative to the workspace root, `/`-separated.
@@ -57,7 +56,7 @@ impl Finding {
 
     /// `file:line: found -> wanted (message)`; for a Rust source file
     /// `file:line:column: [rule] found -> wanted (message)`.
-    pub fn human(&self) -> String {
+    fn human(&self) -> String {
         let found = if self.found.is_empty() {
             "(nothing)"
         } else {
@@ -80,25 +79,9 @@ impl Finding {
         )
     }
 
-    /// A GitHub Actions `::error` annotation.
-    pub fn github(&self) -> String {
-        let found = if self.found.is_empty() {
-            "(nothing)"
-        } else {
-            &self.found
-        };
-        github_error(
-            &self.file,
-            self.line,
-            Some(self.column),
-            &format!("align-deps: {}", self.rule),
-            &format!("{found} -> {} ({})", self.wanted, self.message),
-        )
-    }
-
     /// One line of JSON: the finding's fields after `kind` (`fixed` for a
     /// fixable finding of a fix run, else `violation`).
-    pub fn json(&self, fix_run: bool) -> String {
+    fn json(&self, fix_run: bool) -> String {
         #[derive(Serialize)]
         struct Row<'a> {
             kind: &'static str,
@@ -118,52 +101,45 @@ impl Finding {
     }
 }
 
-/// `s` on one line (a finding is one line of output): its lines trimmed,
-/// blank ones dropped, joined with `sep` (`"; "` for manifest lines, `" "`
-/// for Rust source).
-pub fn one_line(s: &str, sep: &str) -> String {
-    s.lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .collect::<Vec<_>>()
-        .join(sep)
-}
-
-/// Prints `findings` in `format` (one per line; human lines, JSON objects or
-/// annotations); `fix_run`: the fixable ones were just fixed.
-///
-/// # Errors
-/// Write errors.
-pub fn print_findings(
-    findings: &[Finding],
-    format: Format,
-    fix_run: bool,
-    out: &mut dyn Write,
-) -> std::io::Result<()> {
-    for f in findings {
-        match format {
-            Format::Human => writeln!(out, "{}", f.human())?,
-            Format::Json => writeln!(out, "{}", f.json(fix_run))?,
-            Format::Github => writeln!(out, "{}", f.github())?,
+impl Finding {
+    /// The finding as a diagnostic. In a fix run (`fix_run`) a fixable
+    /// finding was just fixed: it stays in the JSON stream (as `fixed`) but
+    /// is no longer shown to people or annotated.
+    pub fn diagnostic(&self, fix_run: bool) -> Diagnostic {
+        let found = if self.found.is_empty() {
+            "(nothing)"
+        } else {
+            &self.found
+        };
+        let shown = !(fix_run && self.fixable);
+        Diagnostic {
+            level: Level::Error,
+            file: Some(self.file.clone()),
+            line: self.line,
+            column: Some(self.column),
+            title: format!("align-deps: {}", self.rule),
+            message: format!("{found} -> {} ({})", self.wanted, self.message),
+            human: shown.then(|| self.human()),
+            json: Some(self.json(fix_run)),
+            github: shown,
         }
     }
-    Ok(())
 }
 
 /// Every finding and every edit, computed before anything is written.
 #[derive(Debug, Default)]
-pub struct Plan {
+pub struct AlignmentPlan {
     /// The file edits: splices and whole-file replacements, validated and
-    /// applied all-or-nothing by [`crate::edit::Plan`].
-    pub edits: crate::edit::Plan,
+    /// applied all-or-nothing by [`crate::edit::WriteSet`].
+    pub edits: crate::edit::WriteSet,
     /// All findings, fixable or not, in the order found.
     pub findings: Vec<Finding>,
 }
 
-impl Plan {
+impl AlignmentPlan {
     /// An empty plan.
-    pub fn new() -> Plan {
-        Plan::default()
+    pub fn new() -> AlignmentPlan {
+        AlignmentPlan::default()
     }
 
     /// Adds a finding.
@@ -175,7 +151,7 @@ impl Plan {
     ///
     /// # Errors
     /// Conflicting edits of one file.
-    pub fn merge(&mut self, other: Plan) -> anyhow::Result<()> {
+    pub fn merge(&mut self, other: AlignmentPlan) -> anyhow::Result<()> {
         self.edits.merge(other.edits)?;
         self.findings.extend(other.findings);
         Ok(())
@@ -211,9 +187,12 @@ mod tests {
         assert_eq!(j["line"], 7);
         assert_eq!(j["table"], "dependencies");
         assert_eq!(j["fixable"], true);
-        assert!(
-            f.github()
-                .starts_with("::error file=crates/a/Cargo.toml,line=7,col=13,")
-        );
+        let d = f.diagnostic(false);
+        assert_eq!(d.human.as_deref(), Some(f.human().as_str()));
+        assert_eq!((d.line, d.column), (7, Some(13)));
+        assert_eq!(d.title, "align-deps: inherit");
+        let fixed = f.diagnostic(true);
+        assert_eq!((fixed.human, fixed.github), (None, false));
+        assert!(fixed.json.unwrap().contains("\"kind\":\"fixed\""));
     }
 }

@@ -5,9 +5,13 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::manifest::{Decl, DepTable, Form, Manifest, Op};
-use super::plan::{Finding, Plan, Splice, one_line};
+use super::plan::{AlignmentPlan, Finding, Splice};
 use crate::edit::try_apply_splices;
 use crate::policy::{DependencyRule, Policy};
+use crate::text::one_line;
+use default_features::{DefaultFeatures, DfFix, df_ops};
+
+mod default_features;
 
 /// The manifests of one workspace, parsed.
 #[derive(Debug)]
@@ -26,14 +30,6 @@ struct Use<'a> {
     m: &'a Manifest,
     table: &'a str,
     decl: Decl<'a>,
-}
-
-/// What a member declaration needs about `default-features`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum DfFix {
-    Keep,
-    SetTrue,
-    Remove,
 }
 
 /// How a member that gains a new declaration of a policy dependency (the
@@ -56,15 +52,41 @@ pub enum NewUser {
     Blocked(String),
 }
 
-/// Plans every manifest edit and finding for `policy` on `ws`.
-///
-/// # Errors
-/// Conflicting edits (a bug or an impossible manifest): nothing may be written.
-pub fn plan(ws: &Loaded, policy: &Policy) -> anyhow::Result<Plan> {
-    Ok(plan_with_new_users(ws, policy, &BTreeSet::new())?.0)
+/// The members' declarations of the package `name`: (declared on their
+/// own, inheriting a `[workspace.dependencies]` entry of that package).
+fn users_of<'m>(
+    ws: &'m Loaded,
+    tables: &'m [(usize, Vec<DepTable<'m>>)],
+    ws_decls: &[Decl<'_>],
+    name: &str,
+) -> (Vec<Use<'m>>, Vec<Use<'m>>) {
+    let mut own: Vec<Use<'m>> = Vec::new();
+    let mut inherited: Vec<Use<'m>> = Vec::new();
+    for (i, ts) in tables {
+        let m = &ws.manifests[*i];
+        for t in ts {
+            for decl in Decl::all(t.table) {
+                let u = Use {
+                    m,
+                    table: &t.name,
+                    decl,
+                };
+                if decl.inherited() {
+                    let ws_entry = ws_decls.iter().find(|w| w.key.get() == decl.key.get());
+                    if ws_entry.is_some_and(|w| w.package() == name) {
+                        inherited.push(u);
+                    }
+                } else if decl.package() == name {
+                    own.push(u);
+                }
+            }
+        }
+    }
+    (own, inherited)
 }
 
-/// [`plan`], for a workspace where some members will gain a new declaration
+/// Plans every manifest edit and finding for `policy` on `ws`, for a
+/// workspace where some members will gain a new declaration
 /// of the policy dependencies named in `new_users` (under the package's own
 /// name). The `[workspace.dependencies]` entry they inherit is planned with
 /// the others (created when missing, its requirement and `default-features`
@@ -72,14 +94,14 @@ pub fn plan(ws: &Loaded, policy: &Policy) -> anyhow::Result<Plan> {
 /// be written.
 ///
 /// # Errors
-/// As [`plan`].
+/// Conflicting edits (a bug or an impossible manifest): nothing may be written.
 pub fn plan_with_new_users(
     ws: &Loaded,
     policy: &Policy,
     new_users: &BTreeSet<String>,
-) -> anyhow::Result<(Plan, BTreeMap<String, NewUser>)> {
+) -> anyhow::Result<(AlignmentPlan, BTreeMap<String, NewUser>)> {
     let mut new_forms = BTreeMap::new();
-    let mut plan = Plan::new();
+    let mut plan = AlignmentPlan::new();
     let root = &ws.manifests[ws.root];
     let tables: Vec<(usize, Vec<DepTable<'_>>)> = ws
         .members
@@ -93,28 +115,7 @@ pub fn plan_with_new_users(
         .unwrap_or_default();
     let mut new_ws_lines: Vec<(String, String, String)> = Vec::new(); // (dependency, key, line)
     for (name, rule) in &policy.dependencies {
-        let mut own: Vec<Use<'_>> = Vec::new();
-        let mut inherited: Vec<Use<'_>> = Vec::new();
-        for (i, ts) in &tables {
-            let m = &ws.manifests[*i];
-            for t in ts {
-                for decl in Decl::all(t.table) {
-                    let u = Use {
-                        m,
-                        table: &t.name,
-                        decl,
-                    };
-                    if decl.inherited() {
-                        let ws_entry = ws_decls.iter().find(|w| w.key.get() == decl.key.get());
-                        if ws_entry.is_some_and(|w| w.package() == name) {
-                            inherited.push(u);
-                        }
-                    } else if decl.package() == name {
-                        own.push(u);
-                    }
-                }
-            }
-        }
+        let (own, inherited) = users_of(ws, &tables, &ws_decls, name);
         let mut ctx = Ctx {
             name,
             rule,
@@ -132,25 +133,7 @@ pub fn plan_with_new_users(
             );
         }
         let mut ws_needs_df_false: BTreeMap<&str, bool> = BTreeMap::new();
-        let mut convert: Vec<Use<'_>> = Vec::new();
-        for u in own {
-            if let Some(src) = u.decl.source() {
-                let f = ctx.unfixable(
-                    &u,
-                    "source",
-                    &format!("version \"{}\" from crates.io", rule.version),
-                    &format!(
-                        "[{}] {name} is a `{src}` dependency; align-deps does not touch git, path or registry sources: move it to crates.io {name} \"{}\" by hand, or drop the policy rule",
-                        u.table, rule.version
-                    ),
-                );
-                ctx.plan.push_finding(f);
-            } else if inherit {
-                convert.push(u);
-            } else {
-                ctx.plan_own_version(&u)?;
-            }
-        }
+        let convert = ctx.triage_own(own, inherit)?;
         if inherit {
             let mut by_key: BTreeMap<&str, (Vec<Use<'_>>, Vec<Use<'_>>)> = BTreeMap::new();
             for u in convert {
@@ -194,7 +177,7 @@ struct Ctx<'p, 'a> {
     name: &'a str,
     rule: &'a DependencyRule,
     root: &'a Manifest,
-    plan: &'p mut Plan,
+    plan: &'p mut AlignmentPlan,
 }
 
 impl Ctx<'_, '_> {
@@ -247,6 +230,33 @@ impl Ctx<'_, '_> {
 }
 
 impl<'a> Ctx<'_, 'a> {
+    /// Sorts the members' own declarations: one from another source gets
+    /// an unfixable finding; with `inherit` the rest are returned to be
+    /// converted, else each gets its version aligned here.
+    fn triage_own<'u>(&mut self, own: Vec<Use<'u>>, inherit: bool) -> anyhow::Result<Vec<Use<'u>>> {
+        let (name, rule) = (self.name, self.rule);
+        let mut convert: Vec<Use<'u>> = Vec::new();
+        for u in own {
+            if let Some(src) = u.decl.source() {
+                let f = self.unfixable(
+                    &u,
+                    "source",
+                    &format!("version \"{}\" from crates.io", rule.version),
+                    &format!(
+                        "[{}] {name} is a `{src}` dependency; align-deps does not touch git, path or registry sources: move it to crates.io {name} \"{}\" by hand, or drop the policy rule",
+                        u.table, rule.version
+                    ),
+                );
+                self.plan.push_finding(f);
+            } else if inherit {
+                convert.push(u);
+            } else {
+                self.plan_own_version(&u)?;
+            }
+        }
+        Ok(convert)
+    }
+
     /// Version rewrite for an own declaration.
     fn version_splices(&self, u: &Use<'_>) -> Vec<Splice> {
         let quote = u.decl.quote(u.m.text());
@@ -293,8 +303,44 @@ impl<'a> Ctx<'_, 'a> {
         adds: bool,
         new_ws_lines: &mut Vec<(String, String, String)>,
     ) -> anyhow::Result<(bool, NewUser)> {
+        let converting = match self.inheritable(key, existing, converting, adds) {
+            Ok(c) => c,
+            Err(blocked) => return Ok((false, blocked)),
+        };
+        let df = DefaultFeatures::of(existing, &converting, &inheriting);
+        let ws_say = if df.needs_false && df.ws != Some(false) {
+            format!(
+                "; [workspace.dependencies] `{key}` gets default-features = false because a member disables them, so crates that had them keep them with default-features = true"
+            )
+        } else {
+            String::new()
+        };
+        let has_converting = !converting.is_empty();
+        self.convert_users(key, converting, df, &ws_say)?;
+        self.fix_inheriting_users(key, inheriting, df, &ws_say)?;
+        if existing.is_none() && (has_converting || adds) {
+            new_ws_lines.push(self.new_ws_entry(key, df.needs_false));
+        }
+        Ok((
+            df.needs_false,
+            NewUser::Inherit {
+                default_features_true: df.needs_false,
+            },
+        ))
+    }
+
+    /// The users of `converting` that can inherit the workspace entry; the
+    /// others get an unfixable finding. `Err`: nobody can (no workspace
+    /// entry can be added, or the entry is another package or source), and
+    /// what blocks a new user.
+    fn inheritable<'u>(
+        &mut self,
+        key: &str,
+        existing: Option<&Decl<'a>>,
+        converting: Vec<Use<'u>>,
+        adds: bool,
+    ) -> Result<Vec<Use<'u>>, NewUser> {
         let name = self.name;
-        let version = &self.rule.version;
         let mut converting = converting;
         if existing.is_none() && (adds || !converting.is_empty()) && !can_add_ws_entry(self.root) {
             let msg = "[workspace.dependencies] is not written as a standard `[workspace.dependencies]` table, so align-deps cannot add the entry members would inherit; add it by hand, then run align-deps again";
@@ -302,7 +348,7 @@ impl<'a> Ctx<'_, 'a> {
                 let f = self.unfixable(&u, "workspace-entry", "workspace = true", msg);
                 self.plan.push_finding(f);
             }
-            return Ok((false, NewUser::Blocked(msg.into())));
+            return Err(NewUser::Blocked(msg.into()));
         }
         if let Some(w) = existing {
             let problem = if w.package() != name {
@@ -321,7 +367,7 @@ impl<'a> Ctx<'_, 'a> {
                     let f = self.unfixable(&u, rule, "workspace = true", &msg);
                     self.plan.push_finding(f);
                 }
-                return Ok((false, NewUser::Blocked(msg)));
+                return Err(NewUser::Blocked(msg));
             }
             let ws_features = w.features();
             let (ok, lacking): (Vec<_>, Vec<_>) = converting
@@ -340,40 +386,20 @@ impl<'a> Ctx<'_, 'a> {
             }
             converting = ok;
         }
-        // Effective default-features of each user today (see the module docs).
-        let ws_df = existing.and_then(|w| w.default_features()).map(|(_, v)| v);
-        let eff_inherited = |d: &Decl<'_>| match ws_df {
-            Some(false) => d.default_features().is_none_or(|(_, v)| v),
-            _ => true,
-        };
-        let eff_own = |d: &Decl<'_>| d.default_features().is_none_or(|(_, v)| v);
-        let needs_false = ws_df == Some(false)
-            || converting.iter().any(|u| !eff_own(&u.decl))
-            || inheriting.iter().any(|u| !eff_inherited(&u.decl));
-        let df_fix = |d: &Decl<'_>, eff: bool| -> DfFix {
-            let written = d.default_features().map(|(_, v)| v);
-            if needs_false {
-                if eff && written != Some(true) {
-                    DfFix::SetTrue
-                } else {
-                    DfFix::Keep
-                }
-            } else if written == Some(false) {
-                DfFix::Remove // ignored by cargo (a warning; an error on edition 2024)
-            } else {
-                DfFix::Keep
-            }
-        };
-        let ws_say = if needs_false && ws_df != Some(false) {
-            format!(
-                "; [workspace.dependencies] `{key}` gets default-features = false because a member disables them, so crates that had them keep them with default-features = true"
-            )
-        } else {
-            String::new()
-        };
-        let has_converting = !converting.is_empty();
+        Ok(converting)
+    }
+
+    /// Rewrites each of `converting` to `workspace = true`.
+    fn convert_users(
+        &mut self,
+        key: &str,
+        converting: Vec<Use<'_>>,
+        df: DefaultFeatures,
+        ws_say: &str,
+    ) -> anyhow::Result<()> {
+        let (name, version) = (self.name, &self.rule.version);
         for u in converting {
-            let fix = df_fix(&u.decl, eff_own(&u.decl));
+            let fix = df.fix(&u.decl, DefaultFeatures::own(&u.decl));
             let splices = match u.decl.form {
                 Form::Simple => {
                     let text = if fix == DfFix::SetTrue {
@@ -408,8 +434,21 @@ impl<'a> Ctx<'_, 'a> {
             );
             self.record(u.m, u.table, splices, "inherit", msg)?;
         }
+        Ok(())
+    }
+
+    /// Fixes `default-features` (and drops an ignored `version`) on each of
+    /// `inheriting`, which already has `workspace = true`.
+    fn fix_inheriting_users(
+        &mut self,
+        key: &str,
+        inheriting: Vec<Use<'_>>,
+        df: DefaultFeatures,
+        ws_say: &str,
+    ) -> anyhow::Result<()> {
+        let name = self.name;
         for u in inheriting {
-            let fix = df_fix(&u.decl, eff_inherited(&u.decl));
+            let fix = df.fix(&u.decl, df.inherited(&u.decl));
             let mut ops = df_ops(&u.decl, fix);
             if u.decl.has("version") {
                 ops.push(Op::Remove("version"));
@@ -434,33 +473,31 @@ impl<'a> Ctx<'_, 'a> {
             };
             self.record(u.m, u.table, splices, "default-features", msg)?;
         }
-        if existing.is_none() && (has_converting || adds) {
-            let mut fields = Vec::new();
-            if key != name {
-                fields.push(format!("package = \"{name}\""));
-            }
-            let simple = fields.is_empty() && !needs_false;
-            fields.push(format!("version = \"{version}\""));
-            if needs_false {
-                fields.push("default-features = false".into());
-            }
-            let value = if simple {
-                format!("\"{version}\"")
-            } else {
-                format!("{{ {} }}", fields.join(", "))
-            };
-            new_ws_lines.push((
-                name.to_string(),
-                key.to_string(),
-                format!("{} = {value}", super::manifest::display_key(key)),
-            ));
+        Ok(())
+    }
+
+    /// The missing `[workspace.dependencies]` line for `key`: (package, key, line).
+    fn new_ws_entry(&self, key: &str, needs_false: bool) -> (String, String, String) {
+        let (name, version) = (self.name, &self.rule.version);
+        let mut fields = Vec::new();
+        if key != name {
+            fields.push(format!("package = \"{name}\""));
         }
-        Ok((
-            needs_false,
-            NewUser::Inherit {
-                default_features_true: needs_false,
-            },
-        ))
+        let simple = fields.is_empty() && !needs_false;
+        fields.push(format!("version = \"{version}\""));
+        if needs_false {
+            fields.push("default-features = false".into());
+        }
+        let value = if simple {
+            format!("\"{version}\"")
+        } else {
+            format!("{{ {} }}", fields.join(", "))
+        };
+        (
+            name.to_string(),
+            key.to_string(),
+            format!("{} = {value}", super::manifest::display_key(key)),
+        )
     }
 
     /// Fixes one `[workspace.dependencies]` entry of the package: its
@@ -563,26 +600,11 @@ fn can_add_ws_entry(root: &Manifest) -> bool {
     }
 }
 
-fn df_ops(d: &Decl<'_>, fix: DfFix) -> Vec<Op> {
-    let key = match d.default_features() {
-        Some(("default_features", _)) => "default_features",
-        _ => "default-features",
-    };
-    match fix {
-        DfFix::Keep => Vec::new(),
-        DfFix::Remove => vec![Op::Remove(key)],
-        DfFix::SetTrue if d.default_features().is_some() => {
-            vec![Op::ReplaceValue(key, "true".into())]
-        }
-        DfFix::SetTrue => vec![Op::InsertLast("default-features = true".into())],
-    }
-}
-
 /// Adds the queued `[workspace.dependencies]` entries to the root manifest,
 /// creating the table when it is missing.
 fn plan_new_ws_entries(
     root: &Manifest,
-    plan: &mut Plan,
+    plan: &mut AlignmentPlan,
     lines: Vec<(String, String, String)>,
 ) -> anyhow::Result<()> {
     if lines.is_empty() {

@@ -1,6 +1,6 @@
 //! The source side of `align-deps` (issue 4): when the policy moves
 //! `thiserror` to major 2 or later, the code thiserror 2 rejects is found and
-//! fixed in the same run, in the same all-or-nothing [`Plan`] as the manifest
+//! fixed in the same run, in the same all-or-nothing [`AlignmentPlan`] as the manifest
 //! edits.
 //!
 //! 1. [`analyze`] picks the members (see [`needs_source_scan`]) and runs
@@ -11,10 +11,10 @@
 //!    gain a declaration (rule 4), so that the `[workspace.dependencies]`
 //!    entry they inherit is planned once, with the others
 //!    ([`planner::plan_with_new_users`]).
-//! 3. [`plan`] turns the analyses into a [`Plan`]: each finding becomes a
+//! 3. [`plan`] turns the analyses into an [`AlignmentPlan`]: each finding becomes a
 //!    [`Finding`] (rule `thiserror2-...`, `path:line:column`, the line before
 //!    and after the fix, or what a person must do), each fixed file a
-//!    whole-file replacement (so [`Plan::apply`] re-checks that the file still
+//!    whole-file replacement (so [`WriteSet::apply`](crate::edit::WriteSet::apply) re-checks that the file still
 //!    holds the text analysed), and each missing dependency a line added to
 //!    the member's manifest in the policy's form (`thiserror = { workspace =
 //!    true }` under inheritance, else `thiserror = "R"`), creating the table
@@ -29,9 +29,10 @@ use cargo_metadata::semver::{Op, VersionReq};
 use cargo_metadata::{Metadata, Package};
 
 use super::manifest::Manifest;
-use super::plan::{Finding, Plan, Splice, one_line};
+use super::plan::{AlignmentPlan, Finding, Splice};
 use super::planner::{Loaded, NewUser};
 use crate::policy::{DependencyRule, Policy};
+use crate::text::one_line;
 use crate::thiserror_src::{
     self, CrateAnalysis, MissingDependency, Rule, SourceError, SourceFinding,
 };
@@ -135,7 +136,7 @@ pub fn analyze(
 /// would not compile. Returns an information line for each.
 pub fn hold_back(
     analyses: Vec<CrateAnalysis>,
-    manifest_plan: &Plan,
+    manifest_plan: &AlignmentPlan,
     root: &Path,
 ) -> (Vec<CrateAnalysis>, Vec<String>) {
     let blocked: BTreeSet<&str> = manifest_plan
@@ -215,8 +216,8 @@ pub fn plan(
     loaded: &Loaded,
     form: Option<&NewUser>,
     root: &Path,
-) -> anyhow::Result<Plan> {
-    let mut plan = Plan::new();
+) -> anyhow::Result<AlignmentPlan> {
+    let mut plan = AlignmentPlan::new();
     for a in analyses {
         for (path, old, new) in a.source_edits() {
             plan.edits
@@ -300,7 +301,7 @@ fn missing_of(a: &CrateAnalysis, sf: &SourceFinding, used: &[bool]) -> Option<us
 /// into `plan`; `finding` gets what is wanted, or becomes unfixable when the
 /// manifest cannot take it.
 fn plan_missing(
-    plan: &mut Plan,
+    plan: &mut AlignmentPlan,
     finding: &mut Finding,
     a: &CrateAnalysis,
     missing: Option<&MissingDependency>,

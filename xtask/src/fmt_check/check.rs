@@ -13,9 +13,9 @@ use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 
-use super::files::{ConfigRef, ConfigResolver, NewlineStyle, Plan};
-use super::modscan;
+use super::files::{ConfigRef, ConfigResolver, FileInventory, NewlineStyle};
 use super::rustfmt::{Checked, Rustfmt};
+use crate::rust_src::modscan;
 
 /// Where a file's edition came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,7 +60,7 @@ pub enum Verdict {
 /// One checked file.
 #[derive(Debug, Clone)]
 pub struct FileReport {
-    /// Index into [`Plan::files`].
+    /// Index into [`FileInventory::files`].
     pub file: usize,
     /// The file's text as read (empty on a read error).
     pub original: String,
@@ -110,29 +110,57 @@ struct Assigned {
 /// rustfmt cannot be started, or a rustfmt config is malformed.
 pub fn check(
     rustfmt: &Rustfmt,
-    plan: &Plan,
+    plan: &FileInventory,
     configs: &mut ConfigResolver,
     notes: &mut Vec<String>,
-    timing: &mut crate::report::Timing,
+    timing: &mut crate::timing::Timing,
 ) -> anyhow::Result<Vec<FileReport>> {
-    let texts: Vec<Result<String, String>> = plan
-        .files
+    let texts = read_texts(plan);
+    timing.mark("read files");
+    let mut run = Run {
+        rustfmt,
+        plan,
+        texts: &texts,
+        assigned: (0..plan.files.len()).map(|_| None).collect(),
+        to_format: Vec::new(),
+    };
+    let units = pass1_units(plan, &texts, configs)?;
+    run.pass1(&units)?;
+    timing.mark("pass 1 (crate roots, as cargo fmt)");
+    note_config_divergence(plan, &run.assigned, configs, notes)?;
+
+    // Files behind `#[rustfmt::skip] mod`: cargo fmt never formats them.
+    let skipped = skipped_files(plan, &texts);
+    let pending = pass2_pending(plan, &run.assigned, &skipped, &texts, configs)?;
+    run.pass2(pending)?;
+    run.format_unformatted()?;
+    timing.mark("pass 2 (files cargo fmt does not reach)");
+    Ok(reports(plan, &texts, run.assigned, &skipped))
+}
+
+/// Every file's text, or why it cannot be read.
+fn read_texts(plan: &FileInventory) -> Vec<Result<String, String>> {
+    plan.files
         .par_iter()
         .map(|f| match std::fs::read(&f.path) {
             Ok(b) => String::from_utf8(b)
                 .map_err(|_| "not valid UTF-8; rustfmt cannot read it".to_string()),
             Err(e) => Err(format!("cannot read: {e}")),
         })
-        .collect();
-    let mut assigned: Vec<Option<Assigned>> = (0..plan.files.len()).map(|_| None).collect();
+        .collect()
+}
 
-    timing.mark("read files");
-
-    // Pass 1: cargo fmt's inputs. Roots sharing (edition, config) are packed
-    // into at most `threads` rustfmt processes, balanced by package size:
-    // few spawns (cargo fmt spawns one per edition) and every core busy.
+/// Pass 1's rustfmt processes: cargo fmt's inputs. Roots sharing (edition,
+/// config) are packed into at most `threads` rustfmt processes, balanced by
+/// package size: few spawns (cargo fmt spawns one per edition) and every
+/// core busy.
+fn pass1_units(
+    plan: &FileInventory,
+    texts: &[Result<String, String>],
+    configs: &mut ConfigResolver,
+) -> anyhow::Result<Vec<Unit>> {
     let mut weight = vec![0u64; plan.packages.len()];
-    for (f, t) in plan.files.iter().zip(&texts) {
+    for (f, t) in plan.files.iter().zip(texts) {
         if let (Some(o), Ok(t)) = (f.owner, t) {
             weight[o] += t.len() as u64;
         }
@@ -175,62 +203,44 @@ pub fn check(
             units[bin].roots.extend(roots.into_iter().map(|r| (r, pkg)));
         }
     }
-    let mut by_weight: Vec<usize> = (0..units.len()).collect();
-    by_weight.sort_by_key(|&u| std::cmp::Reverse(units[u].weight));
-    let mut pass1: Vec<(usize, anyhow::Result<Checked>)> = by_weight
-        .par_iter()
-        .with_max_len(1)
-        .map(|&u| {
-            let unit = &units[u];
-            let roots: Vec<PathBuf> = unit.roots.iter().map(|(r, _)| r.clone()).collect();
-            let cfg = unit.config.as_ref().map(|c| c.path.as_path());
-            (
-                u,
-                rustfmt.check_files(&plan.root, Some(&unit.edition), cfg, &roots),
-            )
-        })
-        .collect();
-    pass1.sort_by_key(|(u, _)| *u); // deterministic merge order
-    // Files rustfmt found unformatted: (file, the directory rustfmt ran its
-    // config lookup from) for the stdin pass that gets their formatted text.
-    let mut to_format: Vec<(usize, PathBuf)> = Vec::new();
-    for (u, checked) in pass1 {
-        let unit = &units[u];
-        let checked = checked?;
-        for path in &checked.reached {
-            let Some(i) = plan.file_index(path) else {
-                continue;
-            };
-            if assigned[i].is_some() {
-                continue;
-            }
-            // the root whose directory holds the file most closely
-            let (root, pkg) = unit
-                .roots
-                .iter()
-                .filter(|(r, _)| path.starts_with(r.parent().unwrap_or(r)))
-                .max_by_key(|(r, _)| r.components().count())
-                .unwrap_or(&unit.roots[0]);
-            if checked.differ.contains(path) {
-                to_format.push((i, root.parent().unwrap_or(&plan.root).to_path_buf()));
-            }
-            assigned[i] = Some(Assigned {
-                formatted: Ok(None),
-                edition: unit.edition.clone(),
-                edition_source: EditionSource::Package(plan.packages[*pkg].name.clone()),
-                config: unit.config.clone(),
-                via: Via::CrateRoot(root.clone()),
-            });
+    Ok(units)
+}
+
+/// Files without out-of-line modules can share a rustfmt process (file mode
+/// follows modules, so the others go through stdin one by one): the batches
+/// by (edition, config) and the singles, as indices into `pending`.
+fn pass2_batches(
+    pending: &[Pending],
+    texts: &[Result<String, String>],
+) -> (BTreeMap<BatchKey, Vec<usize>>, Vec<usize>) {
+    let mut batches: BTreeMap<BatchKey, Vec<usize>> = BTreeMap::new();
+    let mut singles = Vec::new();
+    for (k, (i, edition, _, config)) in pending.iter().enumerate() {
+        let text = texts[*i].as_deref().unwrap_or("");
+        let no_mods =
+            !text.contains("mod") || modscan::mod_decls(text).is_some_and(|d| d.is_empty());
+        if no_mods {
+            batches
+                .entry((edition.clone(), config.as_ref().map(|c| c.path.clone())))
+                .or_default()
+                .push(k);
+        } else {
+            singles.push(k);
         }
     }
-    timing.mark("pass 1 (crate roots, as cargo fmt)");
-    note_config_divergence(plan, &assigned, configs, notes)?;
+    (batches, singles)
+}
 
-    // Files behind `#[rustfmt::skip] mod`: cargo fmt never formats them.
-    let skipped = skipped_files(plan, &texts);
-
-    // Pass 2: everything else, on its own.
-    let mut pending: Vec<(usize, String, EditionSource, ConfigRef)> = Vec::new();
+/// The files pass 1 did not reach and that are not skipped, each with the
+/// edition and config it is formatted with on its own.
+fn pass2_pending(
+    plan: &FileInventory,
+    assigned: &[Option<Assigned>],
+    skipped: &BTreeMap<usize, String>,
+    texts: &[Result<String, String>],
+    configs: &mut ConfigResolver,
+) -> anyhow::Result<Vec<Pending>> {
+    let mut pending: Vec<Pending> = Vec::new();
     for (i, f) in plan.files.iter().enumerate() {
         if assigned[i].is_some() || skipped.contains_key(&i) || texts[i].is_err() {
             continue;
@@ -252,127 +262,203 @@ pub fn check(
         };
         pending.push((i, edition, source, config));
     }
-    // Files without out-of-line modules can share a rustfmt process (file mode
-    // follows modules, so the others go through stdin one by one).
-    let mut batches: BTreeMap<BatchKey, Vec<usize>> = BTreeMap::new();
-    let mut singles = Vec::new();
-    for (k, (i, edition, _, config)) in pending.iter().enumerate() {
-        let text = texts[*i].as_deref().unwrap_or("");
-        let no_mods =
-            !text.contains("mod") || modscan::mod_decls(text).is_some_and(|d| d.is_empty());
-        if no_mods {
-            batches
-                .entry((edition.clone(), config.as_ref().map(|c| c.path.clone())))
-                .or_default()
-                .push(k);
-        } else {
-            singles.push(k);
-        }
-    }
-    let chunk = (pending.len() / (threads * 4)).clamp(8, 128);
-    let jobs: Vec<(&BatchKey, &[usize])> = batches
-        .iter()
-        .flat_map(|(key, ks)| ks.chunks(chunk).map(move |c| (key, c)))
-        .collect();
-    let pass2: Vec<anyhow::Result<Checked>> = jobs
-        .par_iter()
-        .with_max_len(1)
-        .map(|((edition, config), ks)| {
-            let files: Vec<PathBuf> = ks
-                .iter()
-                .map(|&k| plan.files[pending[k].0].path.clone())
-                .collect();
-            rustfmt.check_files(&plan.root, Some(edition), config.as_deref(), &files)
-        })
-        .collect();
-    let mut reached: HashSet<usize> = HashSet::new();
-    let mut differ: HashSet<usize> = HashSet::new();
-    for r in pass2 {
-        let checked = r?;
-        for path in &checked.reached {
-            if let Some(i) = plan.file_index(path) {
-                reached.insert(i);
+    Ok(pending)
+}
+
+/// A pass-2 file: (file index, edition, where the edition came from, config).
+type Pending = (usize, String, EditionSource, ConfigRef);
+
+/// The state of one check: who formats which file, and which files need
+/// their formatted text.
+struct Run<'a> {
+    rustfmt: &'a Rustfmt,
+    plan: &'a FileInventory,
+    texts: &'a [Result<String, String>],
+    assigned: Vec<Option<Assigned>>,
+    /// Files rustfmt found unformatted: (file, the directory rustfmt ran its
+    /// config lookup from) for the stdin pass that gets their formatted text.
+    to_format: Vec<(usize, PathBuf)>,
+}
+
+impl Run<'_> {
+    /// Runs the pass-1 units and assigns every file they reach.
+    fn pass1(&mut self, units: &[Unit]) -> anyhow::Result<()> {
+        let (plan, rustfmt) = (self.plan, self.rustfmt);
+        let mut by_weight: Vec<usize> = (0..units.len()).collect();
+        by_weight.sort_by_key(|&u| std::cmp::Reverse(units[u].weight));
+        let mut pass1: Vec<(usize, anyhow::Result<Checked>)> = by_weight
+            .par_iter()
+            .with_max_len(1)
+            .map(|&u| {
+                let unit = &units[u];
+                let roots: Vec<PathBuf> = unit.roots.iter().map(|(r, _)| r.clone()).collect();
+                let cfg = unit.config.as_ref().map(|c| c.path.as_path());
+                (
+                    u,
+                    rustfmt.check_files(&plan.root, Some(&unit.edition), cfg, &roots),
+                )
+            })
+            .collect();
+        pass1.sort_by_key(|(u, _)| *u); // deterministic merge order
+        for (u, checked) in pass1 {
+            let unit = &units[u];
+            let checked = checked?;
+            for path in &checked.reached {
+                let Some(i) = plan.file_index(path) else {
+                    continue;
+                };
+                if self.assigned[i].is_some() {
+                    continue;
+                }
+                // the root whose directory holds the file most closely
+                let (root, pkg) = unit
+                    .roots
+                    .iter()
+                    .filter(|(r, _)| path.starts_with(r.parent().unwrap_or(r)))
+                    .max_by_key(|(r, _)| r.components().count())
+                    .unwrap_or(&unit.roots[0]);
                 if checked.differ.contains(path) {
-                    differ.insert(i);
+                    self.to_format
+                        .push((i, root.parent().unwrap_or(&plan.root).to_path_buf()));
+                }
+                self.assigned[i] = Some(Assigned {
+                    formatted: Ok(None),
+                    edition: unit.edition.clone(),
+                    edition_source: EditionSource::Package(plan.packages[*pkg].name.clone()),
+                    config: unit.config.clone(),
+                    via: Via::CrateRoot(root.clone()),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Formats the `pending` files on their own: in batches where they
+    /// declare no modules, else (and where a batch failed) one by one.
+    fn pass2(&mut self, pending: Vec<Pending>) -> anyhow::Result<()> {
+        let (plan, rustfmt, texts) = (self.plan, self.rustfmt, self.texts);
+        let (batches, mut singles) = pass2_batches(&pending, texts);
+        let threads = rayon::current_num_threads().max(1);
+        let chunk = (pending.len() / (threads * 4)).clamp(8, 128);
+        let jobs: Vec<(&BatchKey, &[usize])> = batches
+            .iter()
+            .flat_map(|(key, ks)| ks.chunks(chunk).map(move |c| (key, c)))
+            .collect();
+        let pass2: Vec<anyhow::Result<Checked>> = jobs
+            .par_iter()
+            .with_max_len(1)
+            .map(|((edition, config), ks)| {
+                let files: Vec<PathBuf> = ks
+                    .iter()
+                    .map(|&k| plan.files[pending[k].0].path.clone())
+                    .collect();
+                rustfmt.check_files(&plan.root, Some(edition), config.as_deref(), &files)
+            })
+            .collect();
+        let mut reached: HashSet<usize> = HashSet::new();
+        let mut differ: HashSet<usize> = HashSet::new();
+        for r in pass2 {
+            let checked = r?;
+            for path in &checked.reached {
+                if let Some(i) = plan.file_index(path) {
+                    reached.insert(i);
+                    if checked.differ.contains(path) {
+                        differ.insert(i);
+                    }
                 }
             }
         }
-    }
-    for (k, (i, ..)) in pending.iter().enumerate() {
-        if !reached.contains(i) && !singles.contains(&k) {
-            singles.push(k); // failed in a batch: redo alone for its own message
-        }
-    }
-    let single_results: Vec<anyhow::Result<(usize, Result<String, String>)>> = singles
-        .par_iter()
-        .with_max_len(1)
-        .map(|&k| {
-            let (i, edition, _, config) = &pending[k];
-            let f = &plan.files[*i];
-            let dir = f.path.parent().unwrap_or(&plan.root);
-            let cfg = config.as_ref().map(|c| c.path.as_path());
-            let r = rustfmt.format_text(
-                dir,
-                Some(edition),
-                cfg,
-                texts[*i].as_deref().unwrap_or(""),
-                &f.rel,
-            )?;
-            Ok((k, r))
-        })
-        .collect();
-    let mut single_map: BTreeMap<usize, Result<String, String>> = BTreeMap::new();
-    for r in single_results {
-        let (k, res) = r?;
-        single_map.insert(k, res);
-    }
-    for (k, (i, edition, source, config)) in pending.into_iter().enumerate() {
-        let formatted = match single_map.remove(&k) {
-            Some(r) => r.map(Some),
-            None => {
-                if differ.contains(&i) {
-                    to_format.push((i, plan.files[i].path.parent().unwrap_or(&plan.root).into()));
-                }
-                Ok(None)
+        for (k, (i, ..)) in pending.iter().enumerate() {
+            if !reached.contains(i) && !singles.contains(&k) {
+                singles.push(k); // failed in a batch: redo alone for its own message
             }
-        };
-        assigned[i] = Some(Assigned {
-            formatted,
-            edition,
-            edition_source: source,
-            config,
-            via: Via::Standalone,
-        });
-    }
-
-    // The formatted text of every file rustfmt found unformatted, one file
-    // through stdin each, with the edition and config its check used.
-    let texts_of: Vec<anyhow::Result<(usize, Result<String, String>)>> = to_format
-        .par_iter()
-        .with_max_len(1)
-        .map(|(i, dir)| {
-            let a = assigned[*i].as_ref().expect("assigned before formatting");
-            let cfg = a.config.as_ref().map(|c| c.path.as_path());
-            let r = rustfmt.format_text(
-                dir,
-                Some(&a.edition),
-                cfg,
-                texts[*i].as_deref().unwrap_or(""),
-                &plan.files[*i].rel,
-            )?;
-            Ok((*i, r))
-        })
-        .collect();
-    for r in texts_of {
-        let (i, res) = r?;
-        if let Some(a) = assigned[i].as_mut() {
-            a.formatted = res.map(Some);
         }
+        let single_results: Vec<anyhow::Result<(usize, Result<String, String>)>> = singles
+            .par_iter()
+            .with_max_len(1)
+            .map(|&k| {
+                let (i, edition, _, config) = &pending[k];
+                let f = &plan.files[*i];
+                let dir = f.path.parent().unwrap_or(&plan.root);
+                let cfg = config.as_ref().map(|c| c.path.as_path());
+                let r = rustfmt.format_text(
+                    dir,
+                    Some(edition),
+                    cfg,
+                    texts[*i].as_deref().unwrap_or(""),
+                    &f.rel,
+                )?;
+                Ok((k, r))
+            })
+            .collect();
+        let mut single_map: BTreeMap<usize, Result<String, String>> = BTreeMap::new();
+        for r in single_results {
+            let (k, res) = r?;
+            single_map.insert(k, res);
+        }
+        for (k, (i, edition, source, config)) in pending.into_iter().enumerate() {
+            let formatted = match single_map.remove(&k) {
+                Some(r) => r.map(Some),
+                None => {
+                    if differ.contains(&i) {
+                        self.to_format
+                            .push((i, plan.files[i].path.parent().unwrap_or(&plan.root).into()));
+                    }
+                    Ok(None)
+                }
+            };
+            self.assigned[i] = Some(Assigned {
+                formatted,
+                edition,
+                edition_source: source,
+                config,
+                via: Via::Standalone,
+            });
+        }
+
+        Ok(())
     }
 
-    timing.mark("pass 2 (files cargo fmt does not reach)");
-    let reports = plan
-        .files
+    /// The formatted text of every file rustfmt found unformatted, one file
+    /// through stdin each, with the edition and config its check used.
+    fn format_unformatted(&mut self) -> anyhow::Result<()> {
+        let (plan, rustfmt, texts, assigned) =
+            (self.plan, self.rustfmt, self.texts, &self.assigned);
+        let texts_of: Vec<anyhow::Result<(usize, Result<String, String>)>> = self
+            .to_format
+            .par_iter()
+            .with_max_len(1)
+            .map(|(i, dir)| {
+                let a = assigned[*i].as_ref().expect("assigned before formatting");
+                let cfg = a.config.as_ref().map(|c| c.path.as_path());
+                let r = rustfmt.format_text(
+                    dir,
+                    Some(&a.edition),
+                    cfg,
+                    texts[*i].as_deref().unwrap_or(""),
+                    &plan.files[*i].rel,
+                )?;
+                Ok((*i, r))
+            })
+            .collect();
+        for r in texts_of {
+            let (i, res) = r?;
+            if let Some(a) = self.assigned[i].as_mut() {
+                a.formatted = res.map(Some);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The verdicts, in `plan.files` order.
+fn reports(
+    plan: &FileInventory,
+    texts: &[Result<String, String>],
+    mut assigned: Vec<Option<Assigned>>,
+    skipped: &BTreeMap<usize, String>,
+) -> Vec<FileReport> {
+    plan.files
         .iter()
         .enumerate()
         .map(|(i, _)| {
@@ -418,8 +504,7 @@ pub fn check(
                 }
             }
         })
-        .collect();
-    Ok(reports)
+        .collect()
 }
 
 /// Compares a file with rustfmt's output the way `rustfmt --check` does.
@@ -469,7 +554,10 @@ pub fn verdict(original: &str, formatted: &str, style: NewlineStyle) -> Verdict 
 
 /// Files `cargo fmt` never formats: the targets of `#[rustfmt::skip] mod x;`
 /// and every module below them. Value: why (for the report).
-fn skipped_files(plan: &Plan, texts: &[Result<String, String>]) -> BTreeMap<usize, String> {
+fn skipped_files(
+    plan: &FileInventory,
+    texts: &[Result<String, String>],
+) -> BTreeMap<usize, String> {
     let roots: HashSet<&Path> = plan.crate_roots.iter().map(|r| r.path.as_path()).collect();
     let mut out = BTreeMap::new();
     let mut queue: Vec<(PathBuf, bool, String)> = Vec::new();
@@ -520,7 +608,7 @@ fn is_mod_rs(path: &Path, roots: &HashSet<&Path>) -> bool {
 /// alone (and editors) would pick the config nearest the file. Say so where
 /// the two differ, so nobody is surprised that a deeper rustfmt.toml "does nothing".
 fn note_config_divergence(
-    plan: &Plan,
+    plan: &FileInventory,
     assigned: &[Option<Assigned>],
     configs: &mut ConfigResolver,
     notes: &mut Vec<String>,

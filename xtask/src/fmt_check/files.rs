@@ -2,7 +2,7 @@
 //! rustfmt config applies to them.
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::Context as _;
@@ -84,7 +84,7 @@ impl ConfigResolver {
         let table: toml::Table = toml::from_str(&text).map_err(|e| {
             let (line, col) = e
                 .span()
-                .map_or((1, 1), |s| crate::policy::line_col(&text, s.start));
+                .map_or((1, 1), |s| crate::text::line_col(&text, s.start));
             anyhow::anyhow!(
                 "{}:{line}:{col}: malformed rustfmt config: {}",
                 path.display(),
@@ -148,8 +148,6 @@ pub struct Package {
     pub dir: PathBuf,
     /// Its edition.
     pub edition: String,
-    /// A member of the workspace (else a `Cargo.toml` found by the walk).
-    pub member: bool,
 }
 
 /// A `.rs` file to check.
@@ -159,7 +157,7 @@ pub struct RsFile {
     pub path: PathBuf,
     /// Path relative to the workspace root, `/`-separated (for reports).
     pub rel: String,
-    /// Index into [`Plan::packages`] of the deepest package directory holding it.
+    /// Index into [`FileInventory::packages`] of the deepest package directory holding it.
     pub owner: Option<usize>,
 }
 
@@ -168,7 +166,7 @@ pub struct RsFile {
 pub struct CrateRoot {
     /// Absolute path of the target's `src_path`.
     pub path: PathBuf,
-    /// Index into [`Plan::packages`].
+    /// Index into [`FileInventory::packages`].
     pub package: usize,
     /// The target's edition (what `cargo fmt` passes as `--edition`).
     pub edition: String,
@@ -176,7 +174,7 @@ pub struct CrateRoot {
 
 /// Everything fmt-check decided before running rustfmt.
 #[derive(Debug)]
-pub struct Plan {
+pub struct FileInventory {
     /// Canonical workspace root.
     pub root: PathBuf,
     /// `[workspace.package] edition` of the root manifest.
@@ -193,7 +191,7 @@ pub struct Plan {
     pub notes: Vec<String>,
 }
 
-impl Plan {
+impl FileInventory {
     /// Index of the file at `path` (absolute, lexically normal), if checked.
     pub fn file_index(&self, path: &Path) -> Option<usize> {
         self.files
@@ -202,28 +200,16 @@ impl Plan {
     }
 }
 
-/// `path` with `.` and `..` resolved lexically (no filesystem access).
-pub fn normalize(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for c in path.components() {
-        match c {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other),
-        }
-    }
-    out
-}
-
 /// Builds the plan: walks `root` for `.rs` files (skipping hidden
 /// directories, cargo target directories and `exclude` globs), assigns each
 /// to its package, and lists the members' crate roots.
 ///
 /// # Errors
 /// A bad glob, an unreadable directory, or a workspace manifest that cannot be read.
-pub fn plan(metadata: &cargo_metadata::Metadata, exclude: &[String]) -> anyhow::Result<Plan> {
+pub fn plan(
+    metadata: &cargo_metadata::Metadata,
+    exclude: &[String],
+) -> anyhow::Result<FileInventory> {
     let root = metadata
         .workspace_root
         .as_std_path()
@@ -238,14 +224,41 @@ pub fn plan(metadata: &cargo_metadata::Metadata, exclude: &[String]) -> anyhow::
     let default_edition = workspace_default_edition(&root.join("Cargo.toml"))?;
     let target_dir = metadata.target_directory.as_std_path().canonicalize().ok();
 
+    let globs = exclude_globs(exclude)?;
+    let (mut packages, crate_roots) = members_and_crate_roots(metadata);
+    let walk = Walk {
+        root: &root,
+        target_dir: target_dir.as_deref(),
+        globs: &globs,
+        default_edition: default_edition.as_deref(),
+    };
+    let (mut files, excluded) = walk.run(&mut packages, &mut notes)?;
+    assign_owners(&mut files, &packages);
+    files.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(FileInventory {
+        root,
+        default_edition,
+        packages,
+        files,
+        crate_roots,
+        excluded,
+        notes,
+    })
+}
+
+/// The `[fmt] exclude` globs.
+fn exclude_globs(exclude: &[String]) -> anyhow::Result<GlobSet> {
     let mut globs = GlobSetBuilder::new();
     for g in exclude {
         globs.add(Glob::new(g).with_context(|| format!("[fmt] exclude: bad glob `{g}`"))?);
     }
-    let globs: GlobSet = globs
+    globs
         .build()
-        .context("[fmt] exclude: cannot build the glob set")?;
+        .context("[fmt] exclude: cannot build the glob set")
+}
 
+/// The workspace members (sorted by manifest path) and their targets' crate roots.
+fn members_and_crate_roots(metadata: &cargo_metadata::Metadata) -> (Vec<Package>, Vec<CrateRoot>) {
     let mut packages: Vec<Package> = Vec::new();
     let mut crate_roots = Vec::new();
     let mut members: Vec<&cargo_metadata::Package> = metadata.workspace_packages();
@@ -257,11 +270,12 @@ pub fn plan(metadata: &cargo_metadata::Metadata, exclude: &[String]) -> anyhow::
             name: p.name.to_string(),
             dir,
             edition: p.edition.as_str().to_string(),
-            member: true,
         });
         for t in &p.targets {
             let path = t.src_path.as_std_path();
-            let path = path.canonicalize().unwrap_or_else(|_| normalize(path));
+            let path = path
+                .canonicalize()
+                .unwrap_or_else(|_| crate::fsutil::normalize(path));
             crate_roots.push(CrateRoot {
                 path,
                 package: idx,
@@ -271,79 +285,95 @@ pub fn plan(metadata: &cargo_metadata::Metadata, exclude: &[String]) -> anyhow::
     }
     crate_roots.sort_by(|a, b| a.path.cmp(&b.path));
     crate_roots.dedup_by(|a, b| a.path == b.path && a.edition == b.edition);
+    (packages, crate_roots)
+}
 
-    let mut files = Vec::new();
-    let mut excluded = 0;
-    let mut walk = walkdir::WalkDir::new(&root)
-        .follow_links(false)
-        .sort_by_file_name()
-        .into_iter();
-    while let Some(entry) = walk.next() {
-        let entry =
-            entry.with_context(|| format!("{}: cannot walk the workspace", root.display()))?;
-        let path = entry.path();
-        if entry.file_type().is_dir() {
-            if entry.depth() > 0 && skip_dir(path, target_dir.as_deref()) {
-                walk.skip_current_dir();
+/// The walk over the workspace for `.rs` files.
+struct Walk<'a> {
+    root: &'a Path,
+    target_dir: Option<&'a Path>,
+    globs: &'a GlobSet,
+    default_edition: Option<&'a str>,
+}
+
+impl Walk<'_> {
+    /// Every `.rs` file not excluded (and how many were), skipping hidden
+    /// and target directories; a `Cargo.toml` of no member adds its package.
+    fn run(
+        &self,
+        packages: &mut Vec<Package>,
+        notes: &mut Vec<String>,
+    ) -> anyhow::Result<(Vec<RsFile>, usize)> {
+        let (root, target_dir, globs, default_edition) =
+            (self.root, self.target_dir, self.globs, self.default_edition);
+        let mut files = Vec::new();
+        let mut excluded = 0;
+        let mut walk = walkdir::WalkDir::new(root)
+            .follow_links(false)
+            .sort_by_file_name()
+            .into_iter();
+        while let Some(entry) = walk.next() {
+            let entry =
+                entry.with_context(|| format!("{}: cannot walk the workspace", root.display()))?;
+            let path = entry.path();
+            if entry.file_type().is_dir() {
+                if entry.depth() > 0 && skip_dir(path, target_dir) {
+                    walk.skip_current_dir();
+                }
+                continue;
             }
-            continue;
-        }
-        if !entry.file_type().is_file() {
-            continue;
-        }
-        let name = entry.file_name().to_string_lossy();
-        let rel = crate::fsutil::rel(&root, path);
-        if name == "Cargo.toml" && entry.depth() > 0 {
-            let dir = path.parent().unwrap_or(&root).to_path_buf();
-            if !packages.iter().any(|p| p.dir == dir) {
-                match foreign_package(path, default_edition.as_deref()) {
-                    Ok(Some(p)) => packages.push(p),
-                    Ok(None) => {}
-                    Err(e) => notes.push(format!("{rel}: not read as a package ({e:#}); its files count as outside any package")),
+            if !entry.file_type().is_file() {
+                continue;
+            }
+            let name = entry.file_name().to_string_lossy();
+            let rel = crate::fsutil::rel(root, path);
+            if name == "Cargo.toml" && entry.depth() > 0 {
+                let dir = path.parent().unwrap_or(root).to_path_buf();
+                if !packages.iter().any(|p| p.dir == dir) {
+                    match foreign_package(path, default_edition) {
+                        Ok(Some(p)) => packages.push(p),
+                        Ok(None) => {}
+                        Err(e) => notes.push(format!("{rel}: not read as a package ({e:#}); its files count as outside any package")),
+                    }
                 }
             }
+            if !name.ends_with(".rs") {
+                continue;
+            }
+            if globs.is_match(&rel) {
+                excluded += 1;
+                continue;
+            }
+            files.push(RsFile {
+                path: path.to_path_buf(),
+                rel,
+                owner: None,
+            });
         }
-        if !name.ends_with(".rs") {
-            continue;
-        }
-        if globs.is_match(&rel) {
-            excluded += 1;
-            continue;
-        }
-        files.push(RsFile {
-            path: path.to_path_buf(),
-            rel,
-            owner: None,
-        });
+        Ok((files, excluded))
     }
-    // Deepest package directory containing the file.
+}
+
+/// Each file's owner: the deepest package directory containing it.
+fn assign_owners(files: &mut [RsFile], packages: &[Package]) {
     let by_dir: BTreeMap<&Path, usize> = packages
         .iter()
         .enumerate()
         .map(|(i, p)| (p.dir.as_path(), i))
         .collect();
-    for f in &mut files {
+    for f in files.iter_mut() {
         f.owner = f
             .path
             .ancestors()
             .skip(1)
             .find_map(|a| by_dir.get(a).copied());
     }
-    files.sort_by(|a, b| a.path.cmp(&b.path));
-    Ok(Plan {
-        root,
-        default_edition,
-        packages,
-        files,
-        crate_roots,
-        excluded,
-        notes,
-    })
 }
 
 fn canonical_parent(manifest: &Path) -> PathBuf {
     let dir = manifest.parent().unwrap_or(manifest);
-    dir.canonicalize().unwrap_or_else(|_| normalize(dir))
+    dir.canonicalize()
+        .unwrap_or_else(|_| crate::fsutil::normalize(dir))
 }
 
 /// Hidden directories, the workspace's target directory, and any directory
@@ -409,25 +439,12 @@ fn foreign_package(
         None => "2015".to_string(),
     };
     let dir = manifest.parent().unwrap_or(manifest).to_path_buf();
-    Ok(Some(Package {
-        name,
-        dir,
-        edition,
-        member: false,
-    }))
+    Ok(Some(Package { name, dir, edition }))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn normalize_resolves_dots() {
-        assert_eq!(
-            normalize(Path::new("/a/b/../c/./d.rs")),
-            Path::new("/a/c/d.rs")
-        );
-    }
 
     #[test]
     fn resolver_prefers_dot_file_and_walks_up() {

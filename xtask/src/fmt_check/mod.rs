@@ -9,21 +9,19 @@
 //! - [`modscan`]: `mod` declarations (`#[rustfmt::skip]`, module following).
 //! - [`verify`], [`lexer`], [`tokens`]: `--verify-formatting-only REV`.
 
-pub mod check;
-pub mod files;
-pub mod lexer;
-pub mod modscan;
+pub(crate) mod check;
+pub(crate) mod files;
 pub mod rustfmt;
-pub mod tokens;
-pub mod verify;
+pub(crate) mod verify;
 
 use std::io::Write;
 
 use serde_json::json;
 
 use crate::Outcome;
-use crate::cli::{FormatArg, Target};
-use crate::report::{Format, github_error, github_notice, print_note, print_summary, unified_diff};
+use crate::args::{FormatArg, Target};
+use crate::diag::{Diagnostic, Level, Printer};
+use crate::text::unified_diff;
 use check::{EditionSource, FileReport, Verdict, Via};
 
 /// Arguments of `cargo xtask fmt-check`.
@@ -54,14 +52,15 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
     if let Some(rev) = &args.verify_formatting_only {
         return verify::run(args, rev, out, err);
     }
-    let mut timing = crate::report::Timing::new("XTASK_FMT_TIMING");
+    let mut timing = crate::timing::Timing::new("XTASK_FMT_TIMING");
     // `rustfmt --version` runs while cargo metadata does.
     let probe = std::thread::spawn(rustfmt::Rustfmt::locate);
     let manifest = crate::workspace::manifest_path(args.target.workspace.as_deref())?;
     let metadata = crate::workspace::metadata_no_deps(&manifest)?;
     let root = metadata.workspace_root.as_std_path();
     let mut notes = Vec::new();
-    let (policy, note) = crate::workspace::load_policy_or_default(&args.target, root)?;
+    let (policy, note) =
+        crate::workspace::load_policy_or_default(args.target.policy.as_deref(), root)?;
     notes.extend(note);
     let policy = policy.policy;
     let mut plan = files::plan(&metadata, &policy.fmt.exclude)?;
@@ -73,204 +72,252 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
     let mut configs = files::ConfigResolver::default();
     let reports = check::check(&rustfmt, &plan, &mut configs, &mut notes, &mut timing)?;
     timing.write_to(err)?;
+    let mut printer = Printer::new(args.format.format, "fmt-check", out, err);
     Report {
         plan: &plan,
         reports: &reports,
         notes,
-        format: args.format.format,
         fix: args.fix,
     }
-    .emit(out, err)
+    .emit(&mut printer)
 }
 
 struct Report<'a> {
-    plan: &'a files::Plan,
+    plan: &'a files::FileInventory,
     reports: &'a [FileReport],
     notes: Vec<String>,
-    format: Format,
     fix: bool,
 }
 
-impl Report<'_> {
-    fn emit(mut self, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Result<Outcome> {
-        let plan = self.plan;
-        let rel = |r: &FileReport| plan.files[r.file].rel.as_str();
-        let unformatted: Vec<&FileReport> = self
-            .reports
-            .iter()
-            .filter(|r| matches!(r.verdict, Verdict::Unformatted { .. }))
-            .collect();
-        let errors: Vec<&FileReport> = self
-            .reports
-            .iter()
-            .filter(|r| matches!(r.verdict, Verdict::Error(_)))
-            .collect();
-        let skipped = self
-            .reports
-            .iter()
-            .filter(|r| matches!(r.verdict, Verdict::Skipped(_)))
-            .count();
-        let standalone = self
-            .reports
-            .iter()
-            .filter(|r| {
-                r.via == Via::Standalone
-                    && !matches!(r.verdict, Verdict::Skipped(_) | Verdict::Error(_))
-            })
-            .count();
-        self.edition_notes();
+/// The reports sorted by verdict.
+struct Tally<'a> {
+    unformatted: Vec<&'a FileReport>,
+    errors: Vec<&'a FileReport>,
+    skipped: usize,
+    /// Checked files `cargo fmt` does not reach.
+    standalone: usize,
+}
 
-        // Safety net: rustfmt's output must keep every token and comment of
-        // the file; a file where it does not is never written.
-        let unsafe_fixes: Vec<verify::Failure> = if self.fix {
-            use rayon::prelude::*;
-            unformatted
-                .par_iter()
-                .filter_map(|r| match &r.verdict {
-                    Verdict::Unformatted { fixed, .. } => {
-                        verify::compare(rel(r), r.original.as_bytes(), fixed.as_bytes())
-                    }
-                    _ => None,
+impl<'a> Tally<'a> {
+    fn of(reports: &'a [FileReport]) -> Tally<'a> {
+        let with = |f: fn(&Verdict) -> bool| reports.iter().filter(move |r| f(&r.verdict));
+        Tally {
+            unformatted: with(|v| matches!(v, Verdict::Unformatted { .. })).collect(),
+            errors: with(|v| matches!(v, Verdict::Error(_))).collect(),
+            skipped: with(|v| matches!(v, Verdict::Skipped(_))).count(),
+            standalone: reports
+                .iter()
+                .filter(|r| {
+                    r.via == Via::Standalone
+                        && !matches!(r.verdict, Verdict::Skipped(_) | Verdict::Error(_))
                 })
-                .collect()
-        } else {
-            Vec::new()
-        };
-        if !unsafe_fixes.is_empty() {
-            for f in &unsafe_fixes {
-                let msg = format!(
-                    "rustfmt's output changes more than formatting ({}); not written",
-                    f.message
-                );
-                match self.format {
-                    Format::Human => writeln!(out, "{}:{}: error: {msg}", f.path, f.line)?,
-                    Format::Json => writeln!(
-                        out,
-                        "{}",
-                        json!({"kind": "error", "file": f.path, "line": f.line, "message": msg})
-                    )?,
-                    Format::Github => writeln!(
-                        out,
-                        "{}",
-                        github_error(&f.path, f.line, None, "fmt-check", &msg)
-                    )?,
-                }
-            }
-            anyhow::bail!(
-                "{} file(s) would change beyond formatting; --fix wrote nothing",
-                unsafe_fixes.len()
-            );
+                .count(),
         }
-        // --fix: plan every file, apply all or nothing, and only then report.
-        let wrote = if self.fix && errors.is_empty() {
-            let mut edits = crate::edit::Plan::new();
-            for r in &unformatted {
-                if let Verdict::Unformatted { fixed, .. } = &r.verdict {
-                    let f = &plan.files[r.file];
-                    edits.replace_file(&f.path, &f.rel, &r.original, fixed)?;
-                }
-            }
-            // verify::compare above stands in for the edit plan's syn check:
-            // rustfmt may accept syntax syn does not know yet
-            edits.skip_rust_validation();
-            edits.apply()?.len()
-        } else {
-            0
-        };
+    }
+}
 
-        for r in &unformatted {
-            let Verdict::Unformatted {
-                fixed,
-                line_endings_only,
-            } = &r.verdict
-            else {
-                continue;
-            };
-            let old = r.original.replace("\r\n", "\n");
-            let new = fixed.replace("\r\n", "\n");
-            let line = first_changed_line(&old, &new);
-            let what = if *line_endings_only {
-                "line endings differ from the config's newline_style".to_string()
-            } else if self.fix {
-                "reformatted".to_string()
-            } else {
-                "not formatted".to_string()
-            };
-            let context = describe(plan, r);
-            match self.format {
-                Format::Human => {
-                    writeln!(out, "{}:{line}: {what} ({context})", rel(r))?;
-                    if !*line_endings_only && !self.fix {
-                        write!(out, "{}", unified_diff(rel(r), &old, &new))?;
-                    }
-                }
-                Format::Json => {
-                    let obj = json!({
-                        "kind": if self.fix { "fixed" } else { "unformatted" },
-                        "file": rel(r),
-                        "line": line,
-                        "line_endings_only": line_endings_only,
-                        "edition": r.edition,
-                        "edition_source": edition_source_str(&r.edition_source),
-                        "config": r.config.as_ref().map(|c| crate::fsutil::rel(&plan.root, c)),
-                        "reached_by_cargo_fmt": matches!(r.via, Via::CrateRoot(_)),
-                        "diff": if self.fix { String::new() } else { unified_diff(rel(r), &old, &new) },
-                    });
-                    writeln!(out, "{obj}")?;
-                }
-                Format::Github if !self.fix => {
-                    let msg = format!("{what} ({context}); run `cargo xtask fmt-check --fix`");
-                    writeln!(
-                        out,
-                        "{}",
-                        github_error(rel(r), line, None, "fmt-check", &msg)
-                    )?;
-                }
-                Format::Github => writeln!(
-                    out,
-                    "{}",
-                    github_notice(Some(rel(r)), "fmt-check", "reformatted")
-                )?,
-            }
+impl Report<'_> {
+    /// Reports every verdict (writing the fixes first on `--fix`), the notes
+    /// and the summary; a file rustfmt cannot format is an error (exit 2).
+    fn emit(mut self, printer: &mut Printer<'_>) -> anyhow::Result<Outcome> {
+        let tally = Tally::of(self.reports);
+        self.edition_notes();
+        self.refuse_unsafe_fixes(&tally, printer)?;
+        let wrote = self.write_fixes(&tally)?;
+        for r in &tally.unformatted {
+            printer.diagnostic(&self.unformatted(r))?;
         }
-        for r in &errors {
-            let Verdict::Error(msg) = &r.verdict else {
-                continue;
-            };
-            let line = error_line(msg).unwrap_or(1);
-            match self.format {
-                Format::Human => {
-                    writeln!(out, "{}:{line}: error: rustfmt cannot format it:", rel(r))?;
-                    for l in msg.lines() {
-                        writeln!(out, "    {l}")?;
-                    }
-                }
-                Format::Json => writeln!(
-                    out,
-                    "{}",
-                    json!({"kind": "error", "file": rel(r), "line": line, "message": msg})
-                )?,
-                Format::Github => writeln!(
-                    out,
-                    "{}",
-                    github_error(
-                        rel(r),
-                        line,
-                        None,
-                        "fmt-check: rustfmt cannot format it",
-                        msg
-                    )
-                )?,
-            }
+        for r in &tally.errors {
+            printer.diagnostic(&self.cannot_format(r))?;
         }
         for n in &self.notes {
-            print_note(self.format, "fmt-check", "note", n, out, err)?;
+            printer.note("note", n)?;
         }
+        self.summary(&tally, wrote, printer)?;
+        if !tally.errors.is_empty() {
+            let mut msg = format!(
+                "{} file(s) cannot be formatted by rustfmt (see above)",
+                tally.errors.len()
+            );
+            if self.fix && !tally.unformatted.is_empty() {
+                msg.push_str("; --fix wrote nothing: fix or exclude them first");
+            }
+            anyhow::bail!(msg);
+        }
+        Ok(if tally.unformatted.is_empty() || self.fix {
+            Outcome::Holds
+        } else {
+            Outcome::Violations
+        })
+    }
 
+    fn rel(&self, r: &FileReport) -> &str {
+        &self.plan.files[r.file].rel
+    }
+
+    /// Safety net of `--fix`: rustfmt's output must keep every token and
+    /// comment of the file; if it does not for some file, those files are
+    /// reported and nothing is written.
+    fn refuse_unsafe_fixes(
+        &self,
+        tally: &Tally<'_>,
+        printer: &mut Printer<'_>,
+    ) -> anyhow::Result<()> {
+        if !self.fix {
+            return Ok(());
+        }
+        use rayon::prelude::*;
+        let unsafe_fixes: Vec<verify::Failure> = tally
+            .unformatted
+            .par_iter()
+            .filter_map(|r| match &r.verdict {
+                Verdict::Unformatted { fixed, .. } => {
+                    verify::compare(self.rel(r), r.original.as_bytes(), fixed.as_bytes())
+                }
+                _ => None,
+            })
+            .collect();
+        if unsafe_fixes.is_empty() {
+            return Ok(());
+        }
+        for f in &unsafe_fixes {
+            let msg = format!(
+                "rustfmt's output changes more than formatting ({}); not written",
+                f.message
+            );
+            printer.diagnostic(&Diagnostic::error(
+                &f.path,
+                f.line,
+                "fmt-check",
+                msg.clone(),
+                format!("{}:{}: error: {msg}", f.path, f.line),
+                &json!({"kind": "error", "file": f.path, "line": f.line, "message": msg}),
+            ))?;
+        }
+        anyhow::bail!(
+            "{} file(s) would change beyond formatting; --fix wrote nothing",
+            unsafe_fixes.len()
+        );
+    }
+
+    /// `--fix` with no file rustfmt cannot format: writes every fix, all or
+    /// nothing; returns how many files were written.
+    fn write_fixes(&self, tally: &Tally<'_>) -> anyhow::Result<usize> {
+        if !self.fix || !tally.errors.is_empty() {
+            return Ok(0);
+        }
+        let mut edits = crate::edit::WriteSet::new();
+        for r in &tally.unformatted {
+            if let Verdict::Unformatted { fixed, .. } = &r.verdict {
+                let f = &self.plan.files[r.file];
+                edits.replace_file(&f.path, &f.rel, &r.original, fixed)?;
+            }
+        }
+        // refuse_unsafe_fixes stands in for the write set's syn check:
+        // rustfmt may accept syntax syn does not know yet
+        edits.skip_rust_validation();
+        Ok(edits.apply()?.len())
+    }
+
+    /// An unformatted (or, on `--fix`, reformatted) file.
+    fn unformatted(&self, r: &FileReport) -> Diagnostic {
+        let Verdict::Unformatted {
+            fixed,
+            line_endings_only,
+        } = &r.verdict
+        else {
+            unreachable!("only unformatted files are reported as such");
+        };
+        let rel = self.rel(r);
+        let old = r.original.replace("\r\n", "\n");
+        let new = fixed.replace("\r\n", "\n");
+        let line = first_changed_line(&old, &new);
+        let what = if *line_endings_only {
+            "line endings differ from the config's newline_style"
+        } else if self.fix {
+            "reformatted"
+        } else {
+            "not formatted"
+        };
+        let context = describe(self.plan, r);
+        let diff = if self.fix {
+            String::new()
+        } else {
+            unified_diff(rel, &old, &new)
+        };
+        let mut human = format!("{rel}:{line}: {what} ({context})");
+        if !*line_endings_only && !self.fix {
+            human = format!("{human}\n{diff}");
+        }
+        let json = json!({
+            "kind": if self.fix { "fixed" } else { "unformatted" },
+            "file": rel,
+            "line": line,
+            "line_endings_only": line_endings_only,
+            "edition": r.edition,
+            "edition_source": edition_source_str(&r.edition_source),
+            "config": r.config.as_ref().map(|c| crate::fsutil::rel(&self.plan.root, c)),
+            "reached_by_cargo_fmt": matches!(r.via, Via::CrateRoot(_)),
+            "diff": diff,
+        });
+        let (level, message) = if self.fix {
+            (Level::Notice, "reformatted".to_string())
+        } else {
+            (
+                Level::Error,
+                format!("{what} ({context}); run `cargo xtask fmt-check --fix`"),
+            )
+        };
+        Diagnostic {
+            level,
+            file: Some(rel.to_string()),
+            line,
+            column: None,
+            title: "fmt-check".into(),
+            message,
+            human: Some(human),
+            json: Some(json.to_string()),
+            github: true,
+        }
+    }
+
+    /// A file rustfmt cannot format, with rustfmt's message.
+    fn cannot_format(&self, r: &FileReport) -> Diagnostic {
+        let Verdict::Error(msg) = &r.verdict else {
+            unreachable!("only errors are reported as such");
+        };
+        let rel = self.rel(r);
+        let line = error_line(msg).unwrap_or(1);
+        let mut human = format!("{rel}:{line}: error: rustfmt cannot format it:");
+        for l in msg.lines() {
+            human.push_str(&format!("\n    {l}"));
+        }
+        Diagnostic::error(
+            rel,
+            line,
+            "fmt-check: rustfmt cannot format it",
+            msg.clone(),
+            human,
+            &json!({"kind": "error", "file": rel, "line": line, "message": msg}),
+        )
+    }
+
+    fn summary(
+        &self,
+        tally: &Tally<'_>,
+        wrote: usize,
+        printer: &mut Printer<'_>,
+    ) -> std::io::Result<()> {
+        let Tally {
+            unformatted,
+            errors,
+            skipped,
+            standalone,
+        } = tally;
         let checked = self.reports.len() - skipped;
         let summary = format!(
             "{checked} files checked ({standalone} beyond cargo fmt's reach, {skipped} behind #[rustfmt::skip], {} excluded by policy): {} {}, {} cannot be formatted",
-            plan.excluded,
+            self.plan.excluded,
             unformatted.len(),
             if self.fix {
                 "reformatted"
@@ -279,30 +326,12 @@ impl Report<'_> {
             },
             errors.len()
         );
-        print_summary(
-            self.format,
-            "fmt-check",
+        printer.summary(
             &format!("fmt-check: {summary}"),
             json!({"checked": checked, "standalone": standalone, "skipped": skipped,
-                   "excluded": plan.excluded, "unformatted": if self.fix { 0 } else { unformatted.len() },
+                   "excluded": self.plan.excluded, "unformatted": if self.fix { 0 } else { unformatted.len() },
                    "fixed": wrote, "errors": errors.len()}),
-            out,
-        )?;
-        if !errors.is_empty() {
-            let mut msg = format!(
-                "{} file(s) cannot be formatted by rustfmt (see above)",
-                errors.len()
-            );
-            if self.fix && !unformatted.is_empty() {
-                msg.push_str("; --fix wrote nothing: fix or exclude them first");
-            }
-            anyhow::bail!(msg);
-        }
-        Ok(if unformatted.is_empty() || self.fix {
-            Outcome::Holds
-        } else {
-            Outcome::Violations
-        })
+        )
     }
 
     /// "N files outside any package were formatted with edition E (why)".
@@ -350,7 +379,7 @@ fn edition_source_str(s: &EditionSource) -> &'static str {
     }
 }
 
-fn describe(plan: &files::Plan, r: &FileReport) -> String {
+fn describe(plan: &files::FileInventory, r: &FileReport) -> String {
     let config = r.config.as_ref().map_or_else(
         || "default config".to_string(),
         |c| crate::fsutil::rel(&plan.root, c),

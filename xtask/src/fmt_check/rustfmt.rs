@@ -123,7 +123,7 @@ impl Rustfmt {
             .with_context(|| format!("cannot run {}", self.path.display()))?;
         let stdout = String::from_utf8_lossy(&out.stdout);
         let parsed = parse_check_stdout(&stdout);
-        let norm = |p: PathBuf| super::files::normalize(&cwd.join(p));
+        let norm = |p: PathBuf| crate::fsutil::normalize(&cwd.join(p));
         Ok(Checked {
             reached: parsed.reached.into_iter().map(norm).collect(),
             differ: parsed.differ.into_iter().map(norm).collect(),

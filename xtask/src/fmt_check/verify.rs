@@ -13,10 +13,10 @@ use anyhow::{Context as _, bail};
 use rayon::prelude::*;
 use serde_json::json;
 
-use super::lexer::{Comment, split_comments};
-use super::tokens::{Tok, normalized_tokens};
 use crate::Outcome;
-use crate::report::{Format, github_error, github_notice, print_summary};
+use crate::diag::{Diagnostic, Level, Printer};
+use crate::rust_src::lexer::{Comment, split_comments};
+use crate::rust_src::tokens::{Tok, normalized_tokens};
 
 /// Why a changed file is not formatting-only.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,7 +37,7 @@ pub fn run(
     args: &super::Args,
     rev: &str,
     out: &mut dyn Write,
-    _err: &mut dyn Write,
+    err: &mut dyn Write,
 ) -> anyhow::Result<Outcome> {
     let dir = match &args.target.workspace {
         Some(d) if d.is_file() => d
@@ -101,66 +101,65 @@ pub fn run(
     failures.sort_by(|a, b| a.path.cmp(&b.path));
 
     let short = &commit[..commit.len().min(12)];
-    let format = args.format.format;
+    let mut printer = Printer::new(args.format.format, "verify-formatting-only", out, err);
     for f in &failures {
-        match format {
-            Format::Human => writeln!(
-                out,
-                "{}:{}: not formatting-only: {}",
-                f.path, f.line, f.message
-            )?,
-            Format::Json => writeln!(
-                out,
-                "{}",
-                json!({"kind": "not_formatting_only", "file": f.path, "line": f.line, "message": f.message})
-            )?,
-            Format::Github => writeln!(
-                out,
-                "{}",
-                github_error(&f.path, f.line, None, "not formatting-only", &f.message)
-            )?,
-        }
+        printer.diagnostic(&f.diagnostic())?;
     }
-    if format == Format::Human && !other.is_empty() {
-        writeln!(out, "non-Rust files changed by {short} (not verified):")?;
+    if !other.is_empty() {
+        printer.human_only(&format!(
+            "non-Rust files changed by {short} (not verified):\n"
+        ))?;
     }
     for o in &other {
-        let (status, path) = o.split_once(' ').unwrap_or(("?", o));
-        match format {
-            Format::Human => writeln!(out, "  {o}")?,
-            Format::Json => writeln!(
-                out,
-                "{}",
-                json!({"kind": "non_rust_change", "status": status, "file": path})
-            )?,
-            Format::Github => writeln!(
-                out,
-                "{}",
-                github_notice(
-                    Some(path),
-                    "verify-formatting-only",
-                    &format!("non-Rust file changed: {o}")
-                )
-            )?,
-        }
+        printer.diagnostic(&non_rust_change(o))?;
     }
     let n_rust = rust.len() + failures.iter().filter(|f| !rust.contains(&f.path)).count();
-    print_summary(
-        format,
-        "verify-formatting-only",
+    printer.summary(
         &format!(
             "verify-formatting-only {short} ({subject}): {n_rust} Rust files changed, {} not formatting-only, {} non-Rust files changed",
             failures.len(),
             other.len()
         ),
         json!({"commit": commit, "rust_files": rust.len(), "failures": failures.len(), "non_rust_files": other.len()}),
-        out,
     )?;
     Ok(if failures.is_empty() {
         Outcome::Holds
     } else {
         Outcome::Violations
     })
+}
+
+impl Failure {
+    /// The failure as a diagnostic: `path:line: not formatting-only: ..`.
+    pub fn diagnostic(&self) -> Diagnostic {
+        Diagnostic::error(
+            &self.path,
+            self.line,
+            "not formatting-only",
+            self.message.clone(),
+            format!(
+                "{}:{}: not formatting-only: {}",
+                self.path, self.line, self.message
+            ),
+            &json!({"kind": "not_formatting_only", "file": self.path, "line": self.line, "message": self.message}),
+        )
+    }
+}
+
+/// A non-Rust file the commit changed (`"M path"`): listed, not verified.
+fn non_rust_change(change: &str) -> Diagnostic {
+    let (status, path) = change.split_once(' ').unwrap_or(("?", change));
+    Diagnostic {
+        level: Level::Notice,
+        file: Some(path.to_string()),
+        line: 1,
+        column: None,
+        title: "verify-formatting-only".into(),
+        message: format!("non-Rust file changed: {change}"),
+        human: Some(format!("  {change}")),
+        json: Some(json!({"kind": "non_rust_change", "status": status, "file": path}).to_string()),
+        github: true,
+    }
 }
 
 /// Compares the two versions of one file; `None` when only formatting differs.

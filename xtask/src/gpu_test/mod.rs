@@ -19,10 +19,10 @@
 //! library to probe; [`RUNNER_ENV`] (`RTX_GPU_TEST_RUNNER` = `nextest` or
 //! `cargo-test`) picks the test runner instead of "nextest when installed".
 
-pub mod archive;
+pub(crate) mod archive;
 pub mod probe;
-pub mod process;
-pub mod results;
+pub(crate) mod process;
+pub(crate) mod results;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -30,7 +30,7 @@ use std::path::PathBuf;
 use anyhow::bail;
 
 use crate::Outcome;
-use crate::cli::Target;
+use crate::args::Target;
 use crate::policy::GpuTestEntry;
 use crate::workspace::{cargo_command, load_policy, manifest_path, metadata_no_deps};
 pub use probe::{DeviceInfo, NoDevice, REQUIRED_DRIVER_API, probe};
@@ -88,7 +88,7 @@ impl Matrix {
         let manifest = manifest_path(target.workspace.as_deref())?;
         let meta = metadata_no_deps(&manifest)?;
         let root = meta.workspace_root.clone().into_std_path_buf();
-        let loaded = load_policy(target, &root)?;
+        let loaded = load_policy(target.policy.as_deref(), &root)?;
         let members = meta.workspace_packages();
         for entry in &loaded.policy.gpu_test {
             let Some(pkg) = members.iter().find(|p| p.name.as_str() == entry.package) else {

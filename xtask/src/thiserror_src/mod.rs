@@ -52,9 +52,11 @@
 //! a file (so a 500-crate run does not keep every file's text alive): spans
 //! from earlier parses in the same thread become invalid.
 
+mod bounds;
 mod fmt;
 mod lit;
 mod scan;
+mod scope;
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -361,7 +363,7 @@ pub fn has_direct_thiserror(package: &Package, kind: DepKind) -> bool {
 /// Walks the module tree of every target of `package` (roots from cargo
 /// metadata: lib, bins, tests, examples, benches, build script), calling
 /// `visit` on each file once. Children are found with the module resolver
-/// `fmt-check` uses ([`crate::fmt_check::modscan`]: `mod name;`, `#[path]`,
+/// `fmt-check` uses ([`crate::rust_src::modscan`]: `mod name;`, `#[path]`,
 /// modules declared inside macro invocations such as `cfg_if!`), and through
 /// `include!("file")` with a string literal (relative to the including
 /// file's directory; the included file's own `mod` items are resolved as if
@@ -372,7 +374,7 @@ fn walk_crate(
     package: &Package,
     mut visit: impl FnMut(&Path, &str, &scan::Source<'_>, &syn::File) -> Result<(), SourceError>,
 ) -> anyhow::Result<(Vec<CrateFile>, Vec<PathBuf>)> {
-    use crate::fmt_check::modscan;
+    use crate::rust_src::modscan;
     let mut roots: Vec<(PathBuf, DepKind)> = package
         .targets
         .iter()
@@ -420,11 +422,7 @@ fn walk_crate(
             }
             let dir = path.parent().unwrap_or(Path::new("."));
             for inc in modscan::include_paths(&text) {
-                children.push((
-                    crate::fmt_check::files::normalize(&dir.join(inc)),
-                    true,
-                    true,
-                ));
+                children.push((crate::fsutil::normalize(&dir.join(inc)), true, true));
             }
             with_parsed(&path, &text, |src, file| visit(&path, &text, src, file))?;
             index.insert(key, files.len());
@@ -563,49 +561,9 @@ pub fn analyze_crate(package: &Package) -> anyhow::Result<CrateAnalysis> {
         {
             continue;
         }
-        let renamed_as = thiserror_dependencies(package)
-            .iter()
-            .find_map(|d| d.rename.clone());
-        let how = match &site.via {
-            DeriveVia::ReExport { path } => format!(" through `{path}`"),
-            _ => String::new(),
-        };
-        let table = kind.table();
-        let manifest = manifest_path.display();
-        let (message, suggestion) = match &renamed_as {
-            None => (
-                format!(
-                    "`{}` derives thiserror's Error{how} but has no direct `thiserror` in [{table}]: \
-                     thiserror 2's derive expands to `::thiserror::` paths and needs the crate as a direct dependency",
-                    package.name
-                ),
-                format!("add `thiserror = {{ workspace = true }}` to [{table}] of {manifest}"),
-            ),
-            Some(r) => (
-                format!(
-                    "`{}` derives thiserror's Error{how} but depends on thiserror only as `{r}`: \
-                     thiserror 2's derive expands to `::thiserror::` paths",
-                    package.name
-                ),
-                format!(
-                    "rename the dependency `{r}` to `thiserror` in {manifest} (and its uses), or add `extern crate {r} as thiserror;` at the crate root"
-                ),
-            ),
-        };
-        findings.push(SourceFinding {
-            path: site.path.clone(),
-            line: site.line,
-            column: site.column,
-            rule: Rule::MissingDirectDependency,
-            message,
-            suggestion: Some(suggestion),
-            fixable: renamed_as.is_none(),
-        });
-        missing_dependencies.push(MissingDependency {
-            manifest_path: manifest_path.clone(),
-            kind,
-            renamed_as,
-        });
+        let (finding, missing) = missing_dependency(package, kind, site, &manifest_path);
+        findings.push(finding);
+        missing_dependencies.push(missing);
     }
     findings.sort_by(|a, b| {
         (&a.path, a.line, a.column, a.rule).cmp(&(&b.path, b.line, b.column, b.rule))
@@ -618,4 +576,58 @@ pub fn analyze_crate(package: &Package) -> anyhow::Result<CrateAnalysis> {
         missing_dependencies,
         unresolved_modules,
     })
+}
+
+/// Rule 4 for one dependency kind: `package` derives thiserror's `Error` at
+/// `site` in code of that kind but has no direct `thiserror` dependency.
+fn missing_dependency(
+    package: &Package,
+    kind: DepKind,
+    site: &DeriveSite,
+    manifest_path: &Path,
+) -> (SourceFinding, MissingDependency) {
+    let renamed_as = thiserror_dependencies(package)
+        .iter()
+        .find_map(|d| d.rename.clone());
+    let how = match &site.via {
+        DeriveVia::ReExport { path } => format!(" through `{path}`"),
+        _ => String::new(),
+    };
+    let table = kind.table();
+    let manifest = manifest_path.display();
+    let (message, suggestion) = match &renamed_as {
+        None => (
+            format!(
+                "`{}` derives thiserror's Error{how} but has no direct `thiserror` in [{table}]: \
+                 thiserror 2's derive expands to `::thiserror::` paths and needs the crate as a direct dependency",
+                package.name
+            ),
+            format!("add `thiserror = {{ workspace = true }}` to [{table}] of {manifest}"),
+        ),
+        Some(r) => (
+            format!(
+                "`{}` derives thiserror's Error{how} but depends on thiserror only as `{r}`: \
+                 thiserror 2's derive expands to `::thiserror::` paths",
+                package.name
+            ),
+            format!(
+                "rename the dependency `{r}` to `thiserror` in {manifest} (and its uses), or add `extern crate {r} as thiserror;` at the crate root"
+            ),
+        ),
+    };
+    let finding = SourceFinding {
+        path: site.path.clone(),
+        line: site.line,
+        column: site.column,
+        rule: Rule::MissingDirectDependency,
+        message,
+        suggestion: Some(suggestion),
+        fixable: renamed_as.is_none(),
+    };
+    let missing = MissingDependency {
+        manifest_path: manifest_path.to_path_buf(),
+        kind,
+        renamed_as,
+    };
+    (finding, missing)
 }

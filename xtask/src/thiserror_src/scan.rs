@@ -2,7 +2,7 @@
 //! `Error` (however it was imported), their `#[error(...)]` attributes, and
 //! rules 1-3 on those attributes' format strings.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::ops::Range;
 use std::path::Path;
 
@@ -10,9 +10,11 @@ use proc_macro2::{Span, TokenTree};
 use syn::punctuated::Punctuated;
 use syn::spanned::Spanned as _;
 use syn::visit::{self, Visit};
-use syn::{Attribute, Fields, Generics, Ident, Item, Meta, MetaList, Token, UseTree};
+use syn::{Attribute, Fields, Generics, Ident, Meta, MetaList, Token};
 
+use super::bounds::{bound_trait, has_bound, mentions_type_param};
 use super::fmt::{self, ArgKind, ArgRef, Placeholder};
+use super::scope::Scope;
 use super::{CrateContext, DeriveSite, DeriveVia, Rule, SourceFinding, lit};
 use crate::edit::{Splice, try_apply_splices};
 
@@ -88,67 +90,6 @@ pub(crate) fn scan(path: &Path, src: &Source<'_>, file: &syn::File, ctx: &CrateC
     };
     s.visit_file(file);
     s.out
-}
-
-/// The names a module or block brings into scope with `use` / `extern crate`.
-#[derive(Debug, Default)]
-struct Scope {
-    module: bool,
-    names: HashMap<String, Vec<String>>,
-    globs: Vec<Vec<String>>,
-}
-
-impl Scope {
-    fn of_items<'a>(module: bool, items: impl Iterator<Item = &'a Item>) -> Scope {
-        let mut scope = Scope {
-            module,
-            ..Scope::default()
-        };
-        for item in items {
-            match item {
-                Item::Use(u) => collect_use(&u.tree, &mut Vec::new(), &mut scope),
-                Item::ExternCrate(e) => {
-                    let name = e.rename.as_ref().map_or(&e.ident, |(_, r)| r).to_string();
-                    scope.names.insert(name, vec![e.ident.to_string()]);
-                }
-                _ => {}
-            }
-        }
-        scope
-    }
-}
-
-fn collect_use(tree: &UseTree, prefix: &mut Vec<String>, scope: &mut Scope) {
-    match tree {
-        UseTree::Path(p) => {
-            prefix.push(p.ident.to_string());
-            collect_use(&p.tree, prefix, scope);
-            prefix.pop();
-        }
-        UseTree::Name(n) if n.ident == "self" => {
-            if let Some(last) = prefix.last() {
-                scope.names.insert(last.clone(), prefix.clone());
-            }
-        }
-        UseTree::Name(n) => {
-            let mut p = prefix.clone();
-            p.push(n.ident.to_string());
-            scope.names.insert(n.ident.to_string(), p);
-        }
-        UseTree::Rename(r) => {
-            let mut p = prefix.clone();
-            if r.ident != "self" {
-                p.push(r.ident.to_string());
-            }
-            scope.names.insert(r.rename.to_string(), p);
-        }
-        UseTree::Glob(_) => scope.globs.push(prefix.clone()),
-        UseTree::Group(g) => {
-            for t in &g.items {
-                collect_use(t, prefix, scope);
-            }
-        }
-    }
 }
 
 /// Crates whose `Error` derives are not thiserror's, even with `#[error]` helpers.
@@ -305,67 +246,40 @@ fn name_from_expr(value: &[TokenTree]) -> Option<String> {
     usable_name(&name).then_some(name)
 }
 
-/// The trait thiserror 1 inferred for a placeholder (its last spec character).
-fn bound_trait(spec_last: Option<char>) -> &'static str {
-    match spec_last {
-        Some('?') => "Debug",
-        Some('o') => "Octal",
-        Some('x') => "LowerHex",
-        Some('X') => "UpperHex",
-        Some('p') => "Pointer",
-        Some('b') => "Binary",
-        Some('e') => "LowerExp",
-        Some('E') => "UpperExp",
-        _ => "Display",
-    }
-}
-
-/// Whether `ty` mentions one of `generics`' type parameters.
-fn mentions_type_param(ty: &syn::Type, generics: &Generics) -> bool {
-    struct Finder<'g> {
-        params: Vec<&'g Ident>,
-        found: bool,
-    }
-    impl<'ast> Visit<'ast> for Finder<'_> {
-        fn visit_path(&mut self, p: &'ast syn::Path) {
-            if p.leading_colon.is_none()
-                && let Some(first) = p.segments.first()
-                && self.params.contains(&&first.ident)
-            {
-                self.found = true;
+/// A name for each positional argument of a message, clashing with nothing
+/// in it: the argument's own name where it is a plain one, else `argN`.
+fn positional_names(phs: &[Placeholder], args: &[FmtArg], positional: &[&FmtArg]) -> Vec<String> {
+    let mut taken: BTreeSet<String> = args
+        .iter()
+        .filter_map(|a| a.name.as_ref().map(|(n, _)| n.clone()))
+        .collect();
+    taken.extend(
+        phs.iter()
+            .flat_map(Placeholder::refs)
+            .filter_map(|r| r.unraw_name().map(str::to_string)),
+    );
+    let mut names = Vec::new();
+    for (i, a) in positional.iter().enumerate() {
+        let name = match name_from_expr(&a.value) {
+            Some(n) if !taken.contains(&n) => n,
+            _ => {
+                let base = format!("arg{}", i + 1);
+                (1..)
+                    .map(|k| {
+                        if k == 1 {
+                            base.clone()
+                        } else {
+                            format!("{base}_{k}")
+                        }
+                    })
+                    .find(|n| !taken.contains(n))
+                    .expect("unbounded")
             }
-            visit::visit_path(self, p);
-        }
+        };
+        taken.insert(name.clone());
+        names.push(name);
     }
-    let params: Vec<&Ident> = generics.type_params().map(|p| &p.ident).collect();
-    if params.is_empty() {
-        return false;
-    }
-    let mut f = Finder {
-        params,
-        found: false,
-    };
-    f.visit_type(ty);
-    f.found
-}
-
-/// Whether `generics` already bounds `ty` by a trait named `trait_name`.
-fn has_bound(generics: &Generics, ty: &syn::Type, trait_name: &str) -> bool {
-    let names_trait = |b: &syn::TypeParamBound| matches!(b, syn::TypeParamBound::Trait(t) if t.path.segments.last().is_some_and(|s| s.ident == trait_name));
-    if let syn::Type::Path(tp) = ty
-        && tp.qself.is_none()
-        && let Some(ident) = tp.path.get_ident()
-        && generics
-            .type_params()
-            .any(|p| p.ident == *ident && p.bounds.iter().any(names_trait))
-    {
-        return true;
-    }
-    generics.where_clause.as_ref().is_some_and(|w| {
-        w.predicates.iter().any(|p| {
-            matches!(p, syn::WherePredicate::Type(pt) if pt.bounded_ty == *ty && pt.bounds.iter().any(names_trait))
-        })
-    })
+    names
 }
 
 impl Scanner<'_> {
@@ -739,37 +653,7 @@ impl Scanner<'_> {
             return unfixable(self, "an argument contains a closure or generics");
         }
 
-        // names for the positional arguments, clashing with nothing in this message
-        let mut taken: BTreeSet<String> = args
-            .iter()
-            .filter_map(|a| a.name.as_ref().map(|(n, _)| n.clone()))
-            .collect();
-        taken.extend(
-            phs.iter()
-                .flat_map(Placeholder::refs)
-                .filter_map(|r| r.unraw_name().map(str::to_string)),
-        );
-        let mut names = Vec::new();
-        for (i, a) in positional.iter().enumerate() {
-            let name = match name_from_expr(&a.value) {
-                Some(n) if !taken.contains(&n) => n,
-                _ => {
-                    let base = format!("arg{}", i + 1);
-                    (1..)
-                        .map(|k| {
-                            if k == 1 {
-                                base.clone()
-                            } else {
-                                format!("{base}_{k}")
-                            }
-                        })
-                        .find(|n| !taken.contains(n))
-                        .expect("unbounded")
-                }
-            };
-            taken.insert(name.clone());
-            names.push(name);
-        }
+        let names = positional_names(phs, args, &positional);
 
         let mut edits = Vec::new();
         let mut implicit = 0;

@@ -617,7 +617,7 @@ fn a_source_file_changed_after_planning_is_not_overwritten() {
     let policy = xtask::policy::Policy::parse(POLICY, Path::new("p")).unwrap();
     let analyses = xtask::align_deps::sources::analyze(&meta, ws, &policy).unwrap();
     assert_eq!(analyses.len(), 5);
-    let mut plan = xtask::align_deps::plan::Plan::new();
+    let mut plan = xtask::align_deps::plan::AlignmentPlan::new();
     for a in &analyses {
         for (p, old, new) in a.source_edits() {
             plan.edits.replace_file(p, "x.rs", old, new).unwrap();

@@ -181,7 +181,7 @@ pub fn resolve(file: &Path, mod_rs: bool, decl: &ModDecl) -> Vec<(PathBuf, bool)
         };
         let mut b = origin;
         b.extend(&decl.inline);
-        return vec![(super::files::normalize(&b.join(p)), true)];
+        return vec![(crate::fsutil::normalize(&b.join(p)), true)];
     }
     base.extend(&decl.inline);
     vec![

@@ -1,0 +1,210 @@
+//! Workspace conventions, checked on every crate's sources:
+//!
+//! - no import cycles between sibling modules ([`modgraph`]);
+//! - no file under a `src/` over [`sizes::MAX_LINES`] lines ([`sizes`]).
+//!
+//! Both checkers are unit-tested on in-memory fixtures in their modules, so
+//! these tests cannot pass by reading nothing.
+
+mod modgraph;
+mod sizes;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Import cycles tolerated for now, as `<target root> <parent>: <members>`.
+///
+/// Being renovated in #12, remove when the branch lands.
+const ALLOWED_CYCLES: &[&str] = &[];
+
+/// Long files tolerated for now (workspace-relative paths).
+///
+/// Being renovated in #12, remove when the branch lands.
+const ALLOWED_LONG_FILES: &[&str] = &[
+    "crates/rtx-backend-cuda/src/device/mod.rs",
+    "crates/rtx-backend/src/conformance.rs",
+    "crates/rtx-backend/src/ops.rs",
+];
+
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the tests package sits in the workspace root")
+        .to_path_buf()
+}
+
+/// Every member directory of the workspace (workspace-relative), from the root `Cargo.toml`.
+fn members(root: &Path) -> Vec<PathBuf> {
+    let text = std::fs::read_to_string(root.join("Cargo.toml")).expect("root Cargo.toml");
+    let manifest: toml::Table = text.parse().expect("root Cargo.toml parses");
+    let list = manifest["workspace"]["members"]
+        .as_array()
+        .expect("[workspace] members");
+    let mut out = Vec::new();
+    for m in list {
+        let m = m.as_str().expect("a member is a string");
+        if let Some(dir) = m.strip_suffix("/*") {
+            for e in std::fs::read_dir(root.join(dir)).expect("member glob directory") {
+                let p = e.expect("directory entry").path();
+                if p.join("Cargo.toml").is_file() {
+                    out.push(p.strip_prefix(root).expect("under the root").to_path_buf());
+                }
+            }
+        } else {
+            out.push(PathBuf::from(m));
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The root files of a member's targets: lib, bins, tests, examples, benches, build script.
+fn target_roots(root: &Path, member: &Path) -> Vec<PathBuf> {
+    let dir = root.join(member);
+    let mut roots: Vec<PathBuf> = ["src/lib.rs", "src/main.rs", "build.rs"]
+        .iter()
+        .map(|f| dir.join(f))
+        .filter(|p| p.is_file())
+        .collect();
+    for sub in ["src/bin", "tests", "examples", "benches"] {
+        let Ok(entries) = std::fs::read_dir(dir.join(sub)) else {
+            continue;
+        };
+        for e in entries {
+            let p = e.expect("directory entry").path();
+            if p.extension().is_some_and(|x| x == "rs") {
+                roots.push(p);
+            } else if p.join("main.rs").is_file() {
+                roots.push(p.join("main.rs"));
+            }
+        }
+    }
+    roots.sort();
+    roots
+        .into_iter()
+        .map(|p| p.strip_prefix(root).expect("under the root").to_path_buf())
+        .collect()
+}
+
+fn rust_files_under(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries {
+        let p = e.expect("directory entry").path();
+        if p.is_dir() {
+            rust_files_under(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+/// Offenders not in `allowed`, and `allowed` entries that no longer offend.
+fn judge(found: &[(String, String)], allowed: &[&str]) -> Vec<String> {
+    let mut problems: Vec<String> = found
+        .iter()
+        .filter(|(key, _)| !allowed.contains(&key.as_str()))
+        .map(|(_, message)| message.clone())
+        .collect();
+    for a in allowed {
+        if !found.iter().any(|(key, _)| key == a) {
+            problems.push(format!(
+                "allowlisted `{a}` no longer offends: remove it from the allowlist"
+            ));
+        }
+    }
+    problems
+}
+
+#[test]
+fn no_import_cycles_in_any_crate() {
+    let root = workspace_root();
+    let source = |p: &Path| std::fs::read_to_string(root.join(p)).ok();
+    let mut found = Vec::new();
+    let mut unreadable = Vec::new();
+    let mut modules = 0;
+    for member in members(&root) {
+        for target in target_roots(&root, &member) {
+            let tree = modgraph::read_tree(&target, &source);
+            modules += tree.modules.len();
+            unreadable.extend(tree.unreadable.iter().cloned());
+            for c in tree.cycles() {
+                let key = format!("{} {}", target.display(), c.key());
+                found.push((key.clone(), format!("{key}\n{c}")));
+            }
+        }
+    }
+    assert!(
+        unreadable.is_empty(),
+        "module files not read:\n{}",
+        unreadable.join("\n")
+    );
+    // Not vacuous: xtask alone has dozens of modules.
+    assert!(modules > 50, "only {modules} modules read");
+    let problems = judge(&found, ALLOWED_CYCLES);
+    assert!(problems.is_empty(), "\n{}\n", problems.join("\n\n"));
+}
+
+#[test]
+fn no_long_source_files_in_any_crate() {
+    let root = workspace_root();
+    let mut files = BTreeMap::new();
+    for member in members(&root) {
+        let mut list = Vec::new();
+        rust_files_under(&root.join(&member).join("src"), &mut list);
+        for p in list {
+            let text = std::fs::read_to_string(&p).expect("readable source");
+            files.insert(
+                p.strip_prefix(&root).expect("under the root").to_path_buf(),
+                text,
+            );
+        }
+    }
+    assert!(files.len() > 50, "only {} files read", files.len());
+    let found: Vec<(String, String)> = sizes::long_files(&files, sizes::MAX_LINES)
+        .into_iter()
+        .map(|(p, n)| {
+            let key = p.display().to_string();
+            let message = format!(
+                "{key}: {n} lines (at most {}): cut it into modules by what each part does",
+                sizes::MAX_LINES
+            );
+            (key, message)
+        })
+        .collect();
+    let problems = judge(&found, ALLOWED_LONG_FILES);
+    assert!(problems.is_empty(), "\n{}\n", problems.join("\n"));
+}
+
+#[test]
+fn every_member_is_seen() {
+    let root = workspace_root();
+    let members = members(&root);
+    for m in [
+        "xtask",
+        "tests",
+        "crates/rtx-backend-cuda",
+        "crates/rtx-tensor",
+    ] {
+        assert!(
+            members.contains(&PathBuf::from(m)),
+            "{m} not in {members:?}"
+        );
+    }
+    assert!(
+        target_roots(&root, Path::new("xtask")).contains(&PathBuf::from("xtask/tests/it/main.rs"))
+    );
+}
+
+#[test]
+fn judge_reports_new_offenders_and_stale_allowlist_entries() {
+    let found = vec![
+        ("a".to_string(), "a is bad".to_string()),
+        ("b".to_string(), "b is bad".to_string()),
+    ];
+    let problems = judge(&found, &["a", "c"]);
+    assert_eq!(problems.len(), 2, "{problems:?}");
+    assert_eq!(problems[0], "b is bad");
+    assert!(problems[1].contains("`c` no longer offends"));
+}

@@ -1,0 +1,4 @@
+//! Workspace-level integration tests: one test binary (one link), a module
+//! per subject.
+
+mod conventions;

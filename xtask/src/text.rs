@@ -1,0 +1,44 @@
+//! Text helpers shared by the commands: positions in a text, one-line
+//! renderings, unified diffs. A leaf: it imports nothing from the crate.
+
+/// 1-based line and column of byte offset `offset` in `text`.
+pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let offset = offset.min(text.len());
+    let before = &text[..offset];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, column)
+}
+
+/// `s` on one line (a finding is one line of output): its lines trimmed,
+/// blank ones dropped, joined with `sep` (`"; "` for manifest lines, `" "`
+/// for Rust source).
+pub fn one_line(s: &str, sep: &str) -> String {
+    s.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(sep)
+}
+
+/// A unified diff of `old` -> `new`, labelled `a/<path>` / `b/<path>`, three lines of context.
+pub fn unified_diff(path: &str, old: &str, new: &str) -> String {
+    similar::TextDiff::from_lines(old, new)
+        .unified_diff()
+        .context_radius(3)
+        .header(&format!("a/{path}"), &format!("b/{path}"))
+        .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn diff_has_headers_and_hunks() {
+        let d = unified_diff("Cargo.toml", "a\nb\n", "a\nc\n");
+        assert!(d.contains("--- a/Cargo.toml"));
+        assert!(d.contains("+++ b/Cargo.toml"));
+        assert!(d.contains("-b\n+c\n"));
+    }
+}
