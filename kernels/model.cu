@@ -5,7 +5,7 @@
 // Exactness. Every floating operation is an explicit round-to-nearest
 // intrinsic (__fadd_rn, __fmul_rn, ...) and the unit is compiled with
 // --fmad=false, so each result is the IEEE result of the reference's
-// operations in the reference's order (crates/rtx-backend/src/ops.rs): the
+// operations in the reference's order (crates/rtx-backend/src/ops/rows.rs and ops/reference.rs): the
 // matrix product, the row sums and the per-head dots follow the canonical
 // order (blocks of 256 terms left to right from the first, then the block sums
 // the same way), so they are bit-identical to the CPU backend. `exp` is the
