@@ -261,11 +261,11 @@ pub fn dot<T: Element>(a: &[T], b: &[T]) -> T {
 /// head, so the CPU overlaps them); each head's sum is still [`dot`]'s
 /// sequence of operations, so the bits are the same.
 pub fn head_dot_row<T: Element>(a: &[T], b: &[T], c: usize, out: &mut [T]) {
-    let h = out.len();
-    match h {
-        4 if c >= 1 && c <= CANONICAL_BLOCK => head_dot_interleaved::<T, 4>(a, b, c, out),
-        8 if c >= 1 && c <= CANONICAL_BLOCK => head_dot_interleaved::<T, 8>(a, b, c, out),
-        2 if c >= 1 && c <= CANONICAL_BLOCK => head_dot_interleaved::<T, 2>(a, b, c, out),
+    let one_block = (1..=CANONICAL_BLOCK).contains(&c);
+    match out.len() {
+        4 if one_block => head_dot_interleaved::<T, 4>(a, b, c, out),
+        8 if one_block => head_dot_interleaved::<T, 8>(a, b, c, out),
+        2 if one_block => head_dot_interleaved::<T, 2>(a, b, c, out),
         _ => {
             for (h, o) in out.iter_mut().enumerate() {
                 *o = dot(&a[h * c..(h + 1) * c], &b[h * c..(h + 1) * c]);
