@@ -4,10 +4,10 @@ use rtx_backend::prelude::*;
 use rtx_backend::{BTensor, Element, Error, Result, Tensor, try_copy};
 use rtx_tensor::Layout;
 
-use crate::{CpuBackend, zeroed};
+use crate::{CpuBackend, CpuBuffer};
 
 impl BackendCore for CpuBackend {
-    type Buffer<T: Element> = Vec<T>;
+    type Buffer<T: Element> = CpuBuffer<T>;
 
     fn name(&self) -> String {
         "cpu".into()
@@ -22,21 +22,21 @@ impl BackendCore for CpuBackend {
                 expected: layout.numel(),
             });
         }
-        Ok(Tensor::new(try_copy(data)?, layout))
+        Ok(Tensor::new(self.buffers.copy(data)?, layout))
     }
 
     fn download<T: Element>(&self, t: &BTensor<Self, T>) -> Result<Vec<T>> {
-        try_copy(t.storage())
+        try_copy(&t.storage()[..])
     }
 
     fn zeros<T: Element>(&self, shape: &[usize]) -> Result<BTensor<Self, T>> {
         let layout = Layout::contiguous(shape)?;
-        Ok(Tensor::new(zeroed(&layout)?, layout))
+        Ok(Tensor::new(self.zeroed(&layout)?, layout))
     }
 
     fn make_unique<T: Element>(&self, t: &mut BTensor<Self, T>) -> Result<()> {
         if !t.is_unique() {
-            *t = Tensor::new(try_copy(t.storage())?, t.layout().clone());
+            *t = Tensor::new(self.buffers.copy(t.storage())?, t.layout().clone());
         }
         Ok(())
     }

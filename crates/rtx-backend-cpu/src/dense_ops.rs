@@ -1,7 +1,10 @@
 //! [`DenseOps`] of the CPU backend: the [`rtx_backend::ops`] row kernels run in
-//! parallel. Every output element is computed by exactly the reference's
-//! operations in the reference's order; rayon only decides which thread does
-//! it, so results are bit-identical for any thread count.
+//! parallel, and `matmul` on the fast GEMM ([`gemm`]) unless the backend's
+//! [`DenseKernels`] is `Reference`. The reference kernels compute every
+//! output element by exactly the reference's operations in the reference's
+//! order; the fast GEMM by a sequence that depends on the shapes alone. Rayon
+//! only decides which thread computes an element, so results are
+//! bit-identical for any thread count.
 
 use rayon::prelude::*;
 use rtx_backend::order::{CANONICAL_BLOCK, canonical_accumulate, reduce_blocks};
@@ -10,7 +13,7 @@ use rtx_backend::{BTensor, Binary, Element, Error, Result, Tensor, Unary, dims2,
 use rtx_tensor::Layout;
 
 use crate::tasks::{ELEMS_PER_TASK, MIN_ROWS_PER_TASK};
-use crate::{CpuBackend, zeroed};
+use crate::{CpuBackend, DenseKernels, gemm};
 
 impl DenseOps for CpuBackend {
     fn matmul<T: Element>(
@@ -22,15 +25,26 @@ impl DenseOps for CpuBackend {
     ) -> Result<BTensor<Self, T>> {
         let (m, k, n) = ops::check_matmul(a.shape(), trans_a, b.shape(), trans_b)?;
         let layout = Layout::contiguous(&[m, n])?;
-        let mut out = zeroed(&layout)?;
         let (xa, xb) = (a.storage(), b.storage());
-        self.install(|| par_matmul(xa, trans_a, xb, trans_b, m, k, n, &mut out))?;
+        let out = match self.dense {
+            DenseKernels::Fast => {
+                // every element written (`k == 0`: zeros)
+                let mut out = self.for_overwrite(&layout)?;
+                self.install(|| gemm::matmul(xa, trans_a, xb, trans_b, m, k, n, &mut out));
+                out
+            }
+            DenseKernels::Reference => {
+                let mut out = self.zeroed(&layout)?;
+                self.install(|| par_matmul(xa, trans_a, xb, trans_b, m, k, n, &mut out))?;
+                out
+            }
+        };
         Ok(Tensor::new(out, layout))
     }
 
     fn unary<T: Element>(&self, op: Unary, x: &BTensor<Self, T>) -> Result<BTensor<Self, T>> {
         let xs = x.storage();
-        let mut out = zeroed(x.layout())?;
+        let mut out = self.for_overwrite(x.layout())?;
         self.install(|| {
             out.par_chunks_mut(ELEMS_PER_TASK)
                 .zip(xs.par_chunks(ELEMS_PER_TASK))
@@ -47,7 +61,7 @@ impl DenseOps for CpuBackend {
     ) -> Result<BTensor<Self, T>> {
         ops::check_same("unary_backward", x.shape(), grad.shape())?;
         let (xs, gs) = (x.storage(), grad.storage());
-        let mut out = zeroed(x.layout())?;
+        let mut out = self.for_overwrite(x.layout())?;
         let c = ELEMS_PER_TASK;
         self.install(|| {
             out.par_chunks_mut(c)
@@ -66,7 +80,7 @@ impl DenseOps for CpuBackend {
     ) -> Result<BTensor<Self, T>> {
         let (f, broadcast) = ops::check_binary(op, a.shape(), b.shape())?;
         let (xa, xb) = (a.storage(), b.storage());
-        let mut out = zeroed(a.layout())?;
+        let mut out = self.for_overwrite(a.layout())?;
         self.install(|| {
             if broadcast {
                 if let Some(rows) = ELEMS_PER_TASK.checked_div(f) {
@@ -111,7 +125,7 @@ impl DenseOps for CpuBackend {
         let (n, f) = dims2("sum_rows", "x", x.layout())?;
         let layout = Layout::contiguous(&[1, f])?;
         let xs = x.storage();
-        let mut out = zeroed(&layout)?;
+        let mut out = self.for_overwrite(&layout)?;
         self.install(|| {
             par_accumulate(n, &mut out, |p, acc, first| {
                 let r = &xs[p * f..(p + 1) * f];
@@ -137,7 +151,7 @@ impl DenseOps for CpuBackend {
         let (xa, xb) = (a.storage(), b.storage());
         let f = h * c;
         let layout = Layout::contiguous(&[n, h])?;
-        let mut out = zeroed(&layout)?;
+        let mut out = self.for_overwrite(&layout)?;
         self.install(|| {
             out.par_chunks_mut(h)
                 .with_min_len(MIN_ROWS_PER_TASK)
@@ -159,7 +173,7 @@ impl DenseOps for CpuBackend {
         let (xa, xs) = (a.storage(), s.storage());
         let f = h * c;
         let layout = Layout::contiguous(&[n, f])?;
-        let mut out = zeroed(&layout)?;
+        let mut out = self.for_overwrite(&layout)?;
         if f > 0 {
             self.install(|| {
                 out.par_chunks_mut(f)

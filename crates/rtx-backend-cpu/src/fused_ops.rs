@@ -8,7 +8,7 @@ use rtx_backend::{BTensor, Element, IndexPlan, Result, Tensor, ops, try_vec};
 use rtx_tensor::Layout;
 
 use crate::tasks::{ELEMS_PER_TASK, MIN_ROWS_PER_TASK};
-use crate::{CpuBackend, zeroed};
+use crate::{CpuBackend, CpuBuffer};
 
 impl FusedOps for CpuBackend {
     fn gather_scale_scatter<T: Element>(
@@ -22,13 +22,17 @@ impl FusedOps for CpuBackend {
         let (xs, ws) = (x.storage(), weights.storage());
         let f = h * c;
         let layout = Layout::contiguous(&[plan.rows(), f])?;
-        let mut out = zeroed(&layout)?;
+        let mut out = self.for_overwrite(&layout)?;
         if f > 0 {
             self.install(|| {
                 out.par_chunks_mut(f)
                     .with_min_len(MIN_ROWS_PER_TASK)
                     .enumerate()
                     .for_each_init(Vec::new, |scratch, (r, o)| {
+                        // the row kernel leaves an empty row as it is
+                        if plan.row(r).is_empty() {
+                            o.fill(T::ZERO);
+                        }
                         ops::gather_scale_scatter_row(
                             plan.row(r),
                             gather,
@@ -57,7 +61,7 @@ impl FusedOps for CpuBackend {
         let (xa, xb) = (a.storage(), b.storage());
         let f = h * c;
         let layout = Layout::contiguous(&[a_idx.len(), h])?;
-        let mut out = zeroed(&layout)?;
+        let mut out = self.for_overwrite(&layout)?;
         self.install(|| {
             out.par_chunks_mut(h)
                 .with_min_len(4 * MIN_ROWS_PER_TASK)
@@ -78,8 +82,11 @@ impl FusedOps for CpuBackend {
         let (_, f) = ops::check_segment("segment_softmax", x.shape(), plan)?;
         let xs = x.storage();
         let row = |p: u32| &xs[p as usize * f..(p as usize + 1) * f];
-        let out = self
-            .install(|| per_segment(plan, f, |ps, o, s| ops::softmax_segment(ps, row, f, o, s)))?;
+        let out = self.install(|| {
+            per_segment(self, plan, f, |ps, o, s| {
+                ops::softmax_segment(ps, row, f, o, s)
+            })
+        })?;
         Ok(Tensor::new(out, x.layout().clone()))
     }
 
@@ -95,7 +102,7 @@ impl FusedOps for CpuBackend {
         let a = |p: u32| &xa[p as usize * f..(p as usize + 1) * f];
         let g = |p: u32| &xg[p as usize * f..(p as usize + 1) * f];
         let out = self.install(|| {
-            per_segment(plan, f, |ps, o, s| {
+            per_segment(self, plan, f, |ps, o, s| {
                 ops::softmax_backward_segment(ps, a, g, f, o, s);
             })
         })?;
@@ -107,13 +114,17 @@ impl FusedOps for CpuBackend {
 /// parallel, each writing its segment's rows in segment order into a buffer
 /// laid out in plan order, then moves every row to its entry's position.
 fn per_segment<T: Element>(
+    b: &CpuBackend,
     plan: &IndexPlan,
     f: usize,
     kernel: impl Fn(&[u32], &mut [T], &mut ops::SegmentScratch<T>) + Sync,
-) -> Result<Vec<T>> {
+) -> Result<CpuBuffer<T>> {
     let e = plan.len();
-    // `[e, f]` is the caller's checked input shape: the product fits
-    let mut sorted = try_vec(e * f, T::ZERO)?;
+    // `[e, f]` is the caller's checked input shape: the product fits, and
+    // the plan's rows cover every position once, so both buffers are
+    // written whole
+    let layout = Layout::contiguous(&[e, f])?;
+    let mut sorted = b.for_overwrite(&layout)?;
     if f == 0 || e == 0 {
         return Ok(sorted);
     }
@@ -151,7 +162,7 @@ fn per_segment<T: Element>(
     for (q, &p) in plan.positions().iter().enumerate() {
         inv[p as usize] = q as u32;
     }
-    let mut out = try_vec(e * f, T::ZERO)?;
+    let mut out = b.for_overwrite(&layout)?;
     out.par_chunks_mut(f)
         .with_min_len(256)
         .zip(inv.par_iter())

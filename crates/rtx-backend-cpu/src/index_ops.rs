@@ -9,8 +9,8 @@ use rtx_backend::{
 };
 use rtx_tensor::Layout;
 
+use crate::CpuBackend;
 use crate::tasks::MIN_ROWS_PER_TASK;
-use crate::{CpuBackend, zeroed};
 
 impl IndexOps for CpuBackend {
     fn index_select<T: Element>(
@@ -22,7 +22,7 @@ impl IndexOps for CpuBackend {
         reference::check_indices(idx, rows)?;
         let layout = Layout::contiguous(&[idx.len(), f])?;
         let s = src.storage();
-        let mut out = zeroed(&layout)?;
+        let mut out = self.for_overwrite(&layout)?;
         if f > 0 {
             self.install(|| {
                 out.par_chunks_mut(f)
@@ -68,7 +68,7 @@ impl IndexOps for CpuBackend {
         let (_, f) = ops::check_segment("segment_max", x.shape(), plan)?;
         let layout = Layout::contiguous(&[plan.rows(), f])?;
         let xs = x.storage();
-        let mut out = zeroed(&layout)?;
+        let mut out = self.for_overwrite(&layout)?;
         if f > 0 {
             self.install(|| {
                 out.par_chunks_mut(f)

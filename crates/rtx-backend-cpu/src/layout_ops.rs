@@ -3,7 +3,7 @@
 
 use rayon::prelude::*;
 use rtx_backend::prelude::*;
-use rtx_backend::{BTensor, Element, Result, Tensor, try_vec};
+use rtx_backend::{BTensor, Element, Result, Tensor};
 use rtx_tensor::PermuteKind;
 
 use crate::CpuBackend;
@@ -21,7 +21,7 @@ impl LayoutOps for CpuBackend {
             PermuteKind::Transpose {
                 rows, cols, inner, ..
             } => {
-                let mut out = try_vec(data.len(), T::ZERO)?;
+                let mut out = self.for_overwrite(&plan.output)?;
                 // one output row (b, c) per task: out[b][c][r][:] = in[b][r][c][:]
                 self.install(|| {
                     out.par_chunks_mut(rows * inner)
@@ -36,7 +36,9 @@ impl LayoutOps for CpuBackend {
                 });
                 out
             }
-            PermuteKind::Permute { shape, perm } => rtx_tensor::permute_host(data, &shape, &perm)?,
+            PermuteKind::Permute { shape, perm } => self
+                .buffers
+                .adopt(rtx_tensor::permute_host(data, &shape, &perm)?),
         };
         Ok(Tensor::new(out, plan.output))
     }

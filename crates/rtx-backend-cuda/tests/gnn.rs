@@ -85,7 +85,7 @@ fn training_is_close_to_the_cpu_backend() {
     // bit-identical except `exp` (the device's expf vs the host's libm)
     let g = harris_like(300, 150, [2000, 1200, 1100], 5).unwrap();
     let dev = training_bits::<_, f32>(&backend(), &g, 3).unwrap();
-    let cpu = training_bits::<_, f32>(&CpuBackend::new(), &g, 3).unwrap();
+    let cpu = training_bits::<_, f32>(&CpuBackend::reference(), &g, 3).unwrap();
     for (d, c) in dev.0.iter().zip(&cpu.0) {
         let (d, c) = (f32::from_bits(*d as u32), f32::from_bits(*c as u32));
         assert!(
@@ -106,7 +106,7 @@ fn bits<T: Element>(v: &[T]) -> Vec<u64> {
 #[test]
 fn dense_ops_bit_identical_to_the_cpu_backend() {
     let g = backend();
-    let c = CpuBackend::new();
+    let c = CpuBackend::reference();
     // inner dims below, at and past one canonical block, and two levels past it
     for (m, k, n) in [
         (37, 300, 9),

@@ -6,7 +6,7 @@
 use rtx_backend::prelude::*;
 use rtx_backend::workload::values;
 use rtx_backend::{BTensor, Element, HostIndexOps};
-use rtx_backend_cpu::CpuBackend;
+use rtx_backend_cpu::{CpuBackend, DenseKernels};
 use rtx_gnn::graph::RelationSpec;
 use rtx_gnn::{HetGat, HetGatConfig, HeteroGraph, NodeType};
 
@@ -180,18 +180,31 @@ fn train<B: Backend>(b: &B, steps: usize) -> (Vec<u64>, Vec<Vec<u64>>) {
     rtx_gnn::testing::training_bits::<B, f32>(b, &g, steps).unwrap()
 }
 
+/// The loss and parameter bits of every step are the same on every run and
+/// every thread count (1, 2, 3, 7, 16), with the fast dense kernels (the
+/// default) and with the reference ones; and the two settings differ (else
+/// this would not test the fast GEMM).
 #[test]
 fn training_is_deterministic_across_runs_and_thread_counts() {
-    let one = train(&CpuBackend::with_threads(1).unwrap(), 4);
-    assert_eq!(
-        train(&CpuBackend::with_threads(1).unwrap(), 4),
-        one,
-        "two runs differ"
-    );
-    assert_eq!(
-        train(&CpuBackend::with_threads(3).unwrap(), 4),
-        one,
-        "1 vs 3 threads differ"
+    for dense in [DenseKernels::Fast, DenseKernels::Reference] {
+        let on = |threads: usize| {
+            train(
+                &CpuBackend::with_threads(threads).unwrap().with_dense(dense),
+                4,
+            )
+        };
+        let one = on(1);
+        assert_eq!(on(1), one, "{dense:?}: two runs differ");
+        for threads in [2, 3, 7, 16] {
+            assert_eq!(on(threads), one, "{dense:?}: 1 vs {threads} threads differ");
+        }
+        let global = CpuBackend::new().with_dense(dense);
+        assert_eq!(train(&global, 4), one, "{dense:?}: the global pool differs");
+    }
+    assert_ne!(
+        train(&CpuBackend::new(), 2).0,
+        train(&CpuBackend::reference(), 2).0,
+        "the fast kernels give the reference bits: is the fast GEMM in use?"
     );
 }
 
@@ -206,10 +219,12 @@ fn loss_decreases() {
 /// defaults give the same loss bits, step after step, and the same parameters.
 #[test]
 fn host_round_trip_index_ops_give_identical_training() {
-    let native = train(&CpuBackend::new(), 5);
-    let host = train(&HostIndexOps::new(CpuBackend::new()), 5);
-    assert_eq!(host.0, native.0, "losses differ");
-    assert_eq!(host.1, native.1, "parameters differ");
+    for dense in [DenseKernels::Fast, DenseKernels::Reference] {
+        let native = train(&CpuBackend::new().with_dense(dense), 5);
+        let host = train(&HostIndexOps::new(CpuBackend::new().with_dense(dense)), 5);
+        assert_eq!(host.0, native.0, "{dense:?}: losses differ");
+        assert_eq!(host.1, native.1, "{dense:?}: parameters differ");
+    }
 }
 
 #[test]

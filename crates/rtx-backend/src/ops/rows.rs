@@ -255,10 +255,38 @@ pub fn dot<T: Element>(a: &[T], b: &[T]) -> T {
 }
 
 /// One row of [`head_dot`](crate::DenseOps::head_dot): `out[h] = dot(a[h*c..(h+1)*c], b[h*c..(h+1)*c])`.
+///
+/// Rows of 2, 4 or 8 heads of at most [`CANONICAL_BLOCK`] channels run
+/// their sums side by side (one independent chain of additions per
+/// head, so the CPU overlaps them); each head's sum is still [`dot`]'s
+/// sequence of operations, so the bits are the same.
 pub fn head_dot_row<T: Element>(a: &[T], b: &[T], c: usize, out: &mut [T]) {
-    for (h, o) in out.iter_mut().enumerate() {
-        *o = dot(&a[h * c..(h + 1) * c], &b[h * c..(h + 1) * c]);
+    let one_block = (1..=CANONICAL_BLOCK).contains(&c);
+    match out.len() {
+        4 if one_block => head_dot_interleaved::<T, 4>(a, b, c, out),
+        8 if one_block => head_dot_interleaved::<T, 8>(a, b, c, out),
+        2 if one_block => head_dot_interleaved::<T, 2>(a, b, c, out),
+        _ => {
+            for (h, o) in out.iter_mut().enumerate() {
+                *o = dot(&a[h * c..(h + 1) * c], &b[h * c..(h + 1) * c]);
+            }
+        }
     }
+}
+
+/// [`head_dot_row`] for `H` heads of `1 <= c <= CANONICAL_BLOCK` channels:
+/// per head `s = a0*b0; s = s + a1*b1; ...` (one level-0 block, as [`dot`]).
+#[inline(always)]
+fn head_dot_interleaved<T: Element, const H: usize>(a: &[T], b: &[T], c: usize, out: &mut [T]) {
+    let ah: [&[T]; H] = std::array::from_fn(|h| &a[h * c..(h + 1) * c]);
+    let bh: [&[T]; H] = std::array::from_fn(|h| &b[h * c..(h + 1) * c]);
+    let mut s: [T; H] = std::array::from_fn(|h| ah[h][0] * bh[h][0]);
+    for j in 1..c {
+        for h in 0..H {
+            s[h] = s[h] + ah[h][j] * bh[h][j];
+        }
+    }
+    out.copy_from_slice(&s);
 }
 
 /// One row of [`head_scale`](crate::DenseOps::head_scale): `out[h*c + j] = a[h*c + j] * s[h]`.
@@ -433,4 +461,33 @@ pub fn plan_indices(plan: &IndexPlan) -> Vec<u32> {
         }
     }
     idx
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::values;
+
+    /// The interleaved head sums are `dot`'s bits, for every head count
+    /// (interleaved or not) and channel counts around the block size.
+    #[test]
+    fn head_dot_row_is_dot_per_head() {
+        for h in 1..=9usize {
+            for c in [0usize, 1, 3, 16, 255, 256, 257] {
+                let a: Vec<f32> = values(h as u64, h * c);
+                let b: Vec<f32> = values(100 + c as u64, h * c);
+                let mut out = vec![f32::NAN; h];
+                head_dot_row(&a, &b, c, &mut out);
+                for (hh, o) in out.iter().enumerate() {
+                    let want = dot(&a[hh * c..(hh + 1) * c], &b[hh * c..(hh + 1) * c]);
+                    assert_eq!(o.to_bits(), want.to_bits(), "h {h} c {c} head {hh}");
+                }
+                if c <= CANONICAL_BLOCK && c > 0 {
+                    // and dot is the left-to-right sum from the first product
+                    let seq = (1..c).fold(a[0] * b[0], |s, j| s + a[j] * b[j]);
+                    assert_eq!(out[0].to_bits(), seq.to_bits(), "h {h} c {c}");
+                }
+            }
+        }
+    }
 }
