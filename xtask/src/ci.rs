@@ -87,6 +87,7 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
                     target: Target::default(),
                     format: FormatArg::default(),
                     fix: false,
+                    allow_ignored_options: false,
                     verify_formatting_only: None,
                 };
                 in_process(crate::fmt_check::run(&args, out, err), err)?

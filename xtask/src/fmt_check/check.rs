@@ -13,8 +13,9 @@ use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 
+use super::batch::{BatchResult, run_batch};
 use super::files::{ConfigRef, ConfigResolver, FileInventory, NewlineStyle};
-use super::rustfmt::{Checked, Rustfmt};
+use super::rustfmt::{Mode, Rustfmt, looks_like_rustfmt_output};
 use crate::rust_src::modscan;
 
 /// Where a file's edition came from.
@@ -104,7 +105,31 @@ struct Assigned {
     via: Via,
 }
 
+/// A warning rustfmt printed, with the config of the run that printed it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct RustfmtWarning {
+    /// The config passed to that run (`None`: rustfmt's own lookup).
+    pub config: Option<PathBuf>,
+    /// The warning, without `Warning: `.
+    pub text: String,
+}
+
+/// What a check found: every file's verdict, and rustfmt's warnings (each once).
+#[derive(Debug, Default)]
+pub struct CheckResult {
+    /// The verdicts, in `plan.files` order.
+    pub reports: Vec<FileReport>,
+    /// rustfmt's warnings, deduplicated, sorted.
+    pub warnings: Vec<RustfmtWarning>,
+}
+
 /// Runs rustfmt over the plan. Reports come in `plan.files` order.
+///
+/// Each batch is one rustfmt run that gives both the verdict and the
+/// formatted text ([`Mode::Emit`]); only when some file's text holds lines
+/// that look like rustfmt's own output is the check done the slower way
+/// ([`Mode::Check`], then one stdin run per unformatted file), so that no
+/// file's text can be mistaken for the output's structure.
 ///
 /// # Errors
 /// rustfmt cannot be started, or a rustfmt config is malformed.
@@ -114,15 +139,25 @@ pub fn check(
     configs: &mut ConfigResolver,
     notes: &mut Vec<String>,
     timing: &mut crate::timing::Timing,
-) -> anyhow::Result<Vec<FileReport>> {
+) -> anyhow::Result<CheckResult> {
     let texts = read_texts(plan);
     timing.mark("read files");
+    let mode = if texts
+        .par_iter()
+        .any(|t| t.as_deref().is_ok_and(looks_like_rustfmt_output))
+    {
+        Mode::Check
+    } else {
+        Mode::Emit
+    };
     let mut run = Run {
         rustfmt,
         plan,
         texts: &texts,
+        mode,
         assigned: (0..plan.files.len()).map(|_| None).collect(),
         to_format: Vec::new(),
+        warnings: std::collections::BTreeSet::new(),
     };
     let units = pass1_units(plan, &texts, configs)?;
     run.pass1(&units)?;
@@ -135,7 +170,11 @@ pub fn check(
     run.pass2(pending)?;
     run.format_unformatted()?;
     timing.mark("pass 2 (files cargo fmt does not reach)");
-    Ok(reports(plan, &texts, run.assigned, &skipped))
+    let warnings = run.warnings.into_iter().collect();
+    Ok(CheckResult {
+        reports: reports(plan, &texts, run.assigned, &skipped),
+        warnings,
+    })
 }
 
 /// Every file's text, or why it cannot be read.
@@ -274,19 +313,24 @@ struct Run<'a> {
     rustfmt: &'a Rustfmt,
     plan: &'a FileInventory,
     texts: &'a [Result<String, String>],
+    /// How batches run.
+    mode: Mode,
     assigned: Vec<Option<Assigned>>,
-    /// Files rustfmt found unformatted: (file, the directory rustfmt ran its
-    /// config lookup from) for the stdin pass that gets their formatted text.
+    /// [`Mode::Check`]: files rustfmt found unformatted: (file, the directory
+    /// rustfmt ran its config lookup from) for the stdin pass that gets their
+    /// formatted text.
     to_format: Vec<(usize, PathBuf)>,
+    /// rustfmt's warnings, each once.
+    warnings: std::collections::BTreeSet<RustfmtWarning>,
 }
 
 impl Run<'_> {
     /// Runs the pass-1 units and assigns every file they reach.
     fn pass1(&mut self, units: &[Unit]) -> anyhow::Result<()> {
-        let (plan, rustfmt) = (self.plan, self.rustfmt);
+        let (plan, rustfmt, mode) = (self.plan, self.rustfmt, self.mode);
         let mut by_weight: Vec<usize> = (0..units.len()).collect();
         by_weight.sort_by_key(|&u| std::cmp::Reverse(units[u].weight));
-        let mut pass1: Vec<(usize, anyhow::Result<Checked>)> = by_weight
+        let mut pass1: Vec<(usize, anyhow::Result<BatchResult>)> = by_weight
             .par_iter()
             .with_max_len(1)
             .map(|&u| {
@@ -295,15 +339,18 @@ impl Run<'_> {
                 let cfg = unit.config.as_ref().map(|c| c.path.as_path());
                 (
                     u,
-                    rustfmt.check_files(&plan.root, Some(&unit.edition), cfg, &roots),
+                    run_batch(rustfmt, &plan.root, Some(&unit.edition), cfg, &roots, mode),
                 )
             })
             .collect();
         pass1.sort_by_key(|(u, _)| *u); // deterministic merge order
         for (u, checked) in pass1 {
             let unit = &units[u];
-            let checked = checked?;
-            for path in &checked.reached {
+            let mut checked = checked?;
+            self.keep_warnings(&unit.config, std::mem::take(&mut checked.warnings));
+            let crashed = checked.crashed.iter().map(|(p, m)| (p, Err(m.clone())));
+            let reached = checked.reached.iter().map(|p| (p, Ok(())));
+            for (path, crash) in crashed.chain(reached) {
                 let Some(i) = plan.file_index(path) else {
                     continue;
                 };
@@ -317,12 +364,16 @@ impl Run<'_> {
                     .filter(|(r, _)| path.starts_with(r.parent().unwrap_or(r)))
                     .max_by_key(|(r, _)| r.components().count())
                     .unwrap_or(&unit.roots[0]);
+                let formatted = match crash {
+                    Err(m) => Err(m),
+                    Ok(()) => Ok(checked.texts.remove(path)),
+                };
                 if checked.differ.contains(path) {
                     self.to_format
                         .push((i, root.parent().unwrap_or(&plan.root).to_path_buf()));
                 }
                 self.assigned[i] = Some(Assigned {
-                    formatted: Ok(None),
+                    formatted,
                     edition: unit.edition.clone(),
                     edition_source: EditionSource::Package(plan.packages[*pkg].name.clone()),
                     config: unit.config.clone(),
@@ -333,10 +384,18 @@ impl Run<'_> {
         Ok(())
     }
 
+    fn keep_warnings(&mut self, config: &ConfigRef, warnings: Vec<String>) {
+        let config = config.as_ref().map(|c| c.path.clone());
+        self.warnings.extend(warnings.into_iter().map(|text| RustfmtWarning {
+            config: config.clone(),
+            text,
+        }));
+    }
+
     /// Formats the `pending` files on their own: in batches where they
     /// declare no modules, else (and where a batch failed) one by one.
     fn pass2(&mut self, pending: Vec<Pending>) -> anyhow::Result<()> {
-        let (plan, rustfmt, texts) = (self.plan, self.rustfmt, self.texts);
+        let (plan, rustfmt, texts, mode) = (self.plan, self.rustfmt, self.texts, self.mode);
         let (batches, mut singles) = pass2_batches(&pending, texts);
         let threads = rayon::current_num_threads().max(1);
         let chunk = (pending.len() / (threads * 4)).clamp(8, 128);
@@ -344,7 +403,7 @@ impl Run<'_> {
             .iter()
             .flat_map(|(key, ks)| ks.chunks(chunk).map(move |c| (key, c)))
             .collect();
-        let pass2: Vec<anyhow::Result<Checked>> = jobs
+        let pass2: Vec<anyhow::Result<BatchResult>> = jobs
             .par_iter()
             .with_max_len(1)
             .map(|((edition, config), ks)| {
@@ -352,18 +411,30 @@ impl Run<'_> {
                     .iter()
                     .map(|&k| plan.files[pending[k].0].path.clone())
                     .collect();
-                rustfmt.check_files(&plan.root, Some(edition), config.as_deref(), &files)
+                run_batch(rustfmt, &plan.root, Some(edition), config.as_deref(), &files, mode)
             })
             .collect();
         let mut reached: HashSet<usize> = HashSet::new();
         let mut differ: HashSet<usize> = HashSet::new();
-        for r in pass2 {
-            let checked = r?;
+        let mut emitted: BTreeMap<usize, Result<String, String>> = BTreeMap::new();
+        for (r, (_, ks)) in pass2.into_iter().zip(&jobs) {
+            let mut checked = r?;
+            let config = ks.first().and_then(|&k| pending[k].3.clone());
+            self.keep_warnings(&config, std::mem::take(&mut checked.warnings));
+            for (path, crash) in &checked.crashed {
+                if let Some(i) = plan.file_index(path) {
+                    reached.insert(i);
+                    emitted.insert(i, Err(crash.clone()));
+                }
+            }
             for path in &checked.reached {
                 if let Some(i) = plan.file_index(path) {
                     reached.insert(i);
                     if checked.differ.contains(path) {
                         differ.insert(i);
+                    }
+                    if let Some(t) = checked.texts.remove(path) {
+                        emitted.insert(i, Ok(t));
                     }
                 }
             }
@@ -373,7 +444,7 @@ impl Run<'_> {
                 singles.push(k); // failed in a batch: redo alone for its own message
             }
         }
-        let single_results: Vec<anyhow::Result<(usize, Result<String, String>)>> = singles
+        let single_results: Vec<anyhow::Result<(usize, super::rustfmt::Formatted)>> = singles
             .par_iter()
             .with_max_len(1)
             .map(|&k| {
@@ -394,10 +465,11 @@ impl Run<'_> {
         let mut single_map: BTreeMap<usize, Result<String, String>> = BTreeMap::new();
         for r in single_results {
             let (k, res) = r?;
-            single_map.insert(k, res);
+            self.keep_warnings(&pending[k].3, res.warnings);
+            single_map.insert(k, res.result);
         }
         for (k, (i, edition, source, config)) in pending.into_iter().enumerate() {
-            let formatted = match single_map.remove(&k) {
+            let formatted = match single_map.remove(&k).or_else(|| emitted.remove(&i)) {
                 Some(r) => r.map(Some),
                 None => {
                     if differ.contains(&i) {
@@ -424,7 +496,7 @@ impl Run<'_> {
     fn format_unformatted(&mut self) -> anyhow::Result<()> {
         let (plan, rustfmt, texts, assigned) =
             (self.plan, self.rustfmt, self.texts, &self.assigned);
-        let texts_of: Vec<anyhow::Result<(usize, Result<String, String>)>> = self
+        let texts_of: Vec<anyhow::Result<(usize, super::rustfmt::Formatted)>> = self
             .to_format
             .par_iter()
             .with_max_len(1)
@@ -444,7 +516,9 @@ impl Run<'_> {
         for r in texts_of {
             let (i, res) = r?;
             if let Some(a) = self.assigned[i].as_mut() {
-                a.formatted = res.map(Some);
+                a.formatted = res.result.map(Some);
+                let config = a.config.clone();
+                self.keep_warnings(&config, res.warnings);
             }
         }
         Ok(())

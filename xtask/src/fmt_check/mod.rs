@@ -9,10 +9,13 @@
 //! - [`modscan`]: `mod` declarations (`#[rustfmt::skip]`, module following).
 //! - [`verify`], [`lexer`], [`tokens`]: `--verify-formatting-only REV`.
 
+pub(crate) mod batch;
 pub(crate) mod check;
 pub(crate) mod files;
 pub mod rustfmt;
+pub(crate) mod toolchain;
 pub(crate) mod verify;
+pub(crate) mod warnings;
 
 use std::io::Write;
 
@@ -22,7 +25,7 @@ use crate::Outcome;
 use crate::args::{FormatArg, Target};
 use crate::diag::{Diagnostic, Level, Printer};
 use crate::text::unified_diff;
-use check::{EditionSource, FileReport, Verdict, Via};
+use check::{EditionSource, FileReport, RustfmtWarning, Verdict, Via};
 
 /// Arguments of `cargo xtask fmt-check`.
 #[derive(Debug, Clone, clap::Args)]
@@ -35,6 +38,11 @@ pub struct Args {
     /// what changed. Writes nothing if any file cannot be formatted.
     #[arg(long, conflicts_with = "verify_formatting_only")]
     pub fix: bool,
+    /// With --fix: write even though the rustfmt in use ignores options the
+    /// rustfmt config sets (nightly-only options under a stable rustfmt), i.e.
+    /// format away from the project's configured style.
+    #[arg(long, requires = "fix")]
+    pub allow_ignored_options: bool,
     /// Prove that commit REV only reformats: every `.rs` file it changed keeps
     /// its tokens and comments. Lists the files where that fails (exit 1) and the
     /// non-Rust files the commit changed.
@@ -53,9 +61,13 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
         return verify::run(args, rev, out, err);
     }
     let mut timing = crate::timing::Timing::new("XTASK_FMT_TIMING");
-    // `rustfmt --version` runs while cargo metadata does.
-    let probe = std::thread::spawn(rustfmt::Rustfmt::locate);
     let manifest = crate::workspace::manifest_path(args.target.workspace.as_deref())?;
+    // The rustfmt `cargo fmt` would run there (the workspace's pinned
+    // toolchain), probed while cargo metadata runs.
+    let dir = manifest
+        .parent()
+        .map_or_else(|| std::path::PathBuf::from("."), std::path::Path::to_path_buf);
+    let probe = std::thread::spawn(move || rustfmt::Rustfmt::locate_for(Some(&dir)));
     let metadata = crate::workspace::metadata_no_deps(&manifest)?;
     let root = metadata.workspace_root.as_std_path();
     let mut notes = Vec::new();
@@ -70,14 +82,17 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
         .map_err(|_| anyhow::anyhow!("rustfmt probe panicked"))??;
     timing.mark("cargo metadata, policy, walk");
     let mut configs = files::ConfigResolver::default();
-    let reports = check::check(&rustfmt, &plan, &mut configs, &mut notes, &mut timing)?;
+    let checked = check::check(&rustfmt, &plan, &mut configs, &mut notes, &mut timing)?;
     timing.write_to(err)?;
     let mut printer = Printer::new(args.format.format, "fmt-check", out, err);
     Report {
         plan: &plan,
-        reports: &reports,
+        reports: &checked.reports,
+        warnings: &checked.warnings,
+        rustfmt: &rustfmt,
         notes,
         fix: args.fix,
+        allow_ignored: args.allow_ignored_options,
     }
     .emit(&mut printer)
 }
@@ -85,8 +100,11 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
 struct Report<'a> {
     plan: &'a files::FileInventory,
     reports: &'a [FileReport],
+    warnings: &'a [RustfmtWarning],
+    rustfmt: &'a rustfmt::Rustfmt,
     notes: Vec<String>,
     fix: bool,
+    allow_ignored: bool,
 }
 
 /// The reports sorted by verdict.
@@ -122,10 +140,14 @@ impl Report<'_> {
     fn emit(mut self, printer: &mut Printer<'_>) -> anyhow::Result<Outcome> {
         let tally = Tally::of(self.reports);
         self.edition_notes();
+        for d in warnings::diagnostics(self.warnings, &self.plan.root, &self.rustfmt.describe()) {
+            printer.diagnostic(&d)?;
+        }
+        self.refuse_ignored_options(&tally)?;
         self.refuse_unsafe_fixes(&tally, printer)?;
         let wrote = self.write_fixes(&tally)?;
         for r in &tally.unformatted {
-            printer.diagnostic(&self.unformatted(r))?;
+            printer.diagnostic(&self.unformatted(r, wrote > 0))?;
         }
         for r in &tally.errors {
             printer.diagnostic(&self.cannot_format(r))?;
@@ -153,6 +175,30 @@ impl Report<'_> {
 
     fn rel(&self, r: &FileReport) -> &str {
         &self.plan.files[r.file].rel
+    }
+
+    /// `--fix` does not format away from the configured style: when the
+    /// rustfmt in use ignores options the config sets, nothing is written
+    /// unless `--allow-ignored-options` says so.
+    fn refuse_ignored_options(&self, tally: &Tally<'_>) -> anyhow::Result<()> {
+        let ignored = warnings::ignored_options(self.warnings);
+        if !self.fix || self.allow_ignored || ignored.is_empty() || tally.unformatted.is_empty() {
+            return Ok(());
+        }
+        let list: Vec<String> = ignored.iter().map(|o| format!("`{o}`")).collect();
+        let how = match &self.rustfmt.pin {
+            Some(p) if !self.rustfmt.is_nightly() => format!(
+                "pin a nightly toolchain in {} (or run `cargo +nightly xtask fmt-check --fix`, with `rustup toolchain install nightly --component rustfmt`)",
+                p.file.display()
+            ),
+            _ => "run `cargo +nightly xtask fmt-check --fix` (install it with `rustup toolchain install nightly --component rustfmt`), or pin nightly in rust-toolchain.toml".to_string(),
+        };
+        anyhow::bail!(
+            "--fix wrote nothing: {} ignores {} (nightly-only options set in the rustfmt config; see the warnings above),              so {} file(s) would be formatted away from the project's style; a nightly rustfmt honours them: {how};              or pass --allow-ignored-options to format without them",
+            self.rustfmt.describe(),
+            list.join(", "),
+            tally.unformatted.len()
+        );
     }
 
     /// Safety net of `--fix`: rustfmt's output must keep every token and
@@ -219,38 +265,39 @@ impl Report<'_> {
         Ok(edits.apply()?.len())
     }
 
-    /// An unformatted (or, on `--fix`, reformatted) file.
-    fn unformatted(&self, r: &FileReport) -> Diagnostic {
+    /// An unformatted (or, when `--fix` wrote it, reformatted) file.
+    fn unformatted(&self, r: &FileReport, written: bool) -> Diagnostic {
         let Verdict::Unformatted {
-            fixed,
+            fixed: text,
             line_endings_only,
         } = &r.verdict
         else {
             unreachable!("only unformatted files are reported as such");
         };
+        let fixed = self.fix && written;
         let rel = self.rel(r);
         let old = r.original.replace("\r\n", "\n");
-        let new = fixed.replace("\r\n", "\n");
+        let new = text.replace("\r\n", "\n");
         let line = first_changed_line(&old, &new);
         let what = if *line_endings_only {
             "line endings differ from the config's newline_style"
-        } else if self.fix {
+        } else if fixed {
             "reformatted"
         } else {
             "not formatted"
         };
         let context = describe(self.plan, r);
-        let diff = if self.fix {
+        let diff = if fixed {
             String::new()
         } else {
             unified_diff(rel, &old, &new)
         };
         let mut human = format!("{rel}:{line}: {what} ({context})");
-        if !*line_endings_only && !self.fix {
+        if !*line_endings_only && !fixed {
             human = format!("{human}\n{diff}");
         }
         let json = json!({
-            "kind": if self.fix { "fixed" } else { "unformatted" },
+            "kind": if fixed { "fixed" } else { "unformatted" },
             "file": rel,
             "line": line,
             "line_endings_only": line_endings_only,
@@ -260,7 +307,7 @@ impl Report<'_> {
             "reached_by_cargo_fmt": matches!(r.via, Via::CrateRoot(_)),
             "diff": diff,
         });
-        let (level, message) = if self.fix {
+        let (level, message) = if fixed {
             (Level::Notice, "reformatted".to_string())
         } else {
             (
@@ -319,7 +366,7 @@ impl Report<'_> {
             "{checked} files checked ({standalone} beyond cargo fmt's reach, {skipped} behind #[rustfmt::skip], {} excluded by policy): {} {}, {} cannot be formatted",
             self.plan.excluded,
             unformatted.len(),
-            if self.fix {
+            if self.fix && wrote > 0 {
                 "reformatted"
             } else {
                 "not formatted"
@@ -329,7 +376,7 @@ impl Report<'_> {
         printer.summary(
             &format!("fmt-check: {summary}"),
             json!({"checked": checked, "standalone": standalone, "skipped": skipped,
-                   "excluded": self.plan.excluded, "unformatted": if self.fix { 0 } else { unformatted.len() },
+                   "excluded": self.plan.excluded, "unformatted": if self.fix && wrote > 0 { 0 } else { unformatted.len() },
                    "fixed": wrote, "errors": errors.len()}),
         )
     }

@@ -1,0 +1,133 @@
+//! Which rustfmt `cargo fmt` would run in a workspace: the toolchain a
+//! `rust-toolchain.toml` / `rust-toolchain` file pins (found from the
+//! workspace directory upwards, as rustup looks for it), resolved once through
+//! `rustup which rustfmt` run in that directory. A pinned toolchain that is
+//! not installed is one error naming it and the command that installs it.
+//!
+//! A leaf: it imports nothing from the crate.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// A toolchain pinned by a toolchain file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pin {
+    /// The `rust-toolchain.toml` or `rust-toolchain` file.
+    pub file: PathBuf,
+    /// Its channel (`nightly-2025-01-01`, `1.80.0`, `stable`), as written.
+    pub channel: String,
+}
+
+/// The toolchain file that applies to `dir`: the nearest `rust-toolchain.toml`
+/// or `rust-toolchain` in `dir` or a parent (rustup's lookup; in one
+/// directory the legacy `rust-toolchain` wins, as with rustup). Its channel is
+/// the `[toolchain] channel` of the TOML form or the legacy single line.
+pub fn find_pin(dir: &Path) -> Option<Pin> {
+    let mut d = Some(dir);
+    while let Some(here) = d {
+        for name in ["rust-toolchain", "rust-toolchain.toml"] {
+            let file = here.join(name);
+            if let Ok(text) = std::fs::read_to_string(&file) {
+                return channel_of(&text).map(|channel| Pin { file, channel });
+            }
+        }
+        d = here.parent();
+    }
+    None
+}
+
+/// The channel of a toolchain file's text (TOML `[toolchain] channel`, or a
+/// legacy file holding only the name).
+fn channel_of(text: &str) -> Option<String> {
+    let trimmed = text.trim();
+    if !trimmed.is_empty() && !trimmed.contains(['\n', '=', '[']) {
+        return Some(trimmed.to_string());
+    }
+    let value: toml::Table = toml::from_str(text).ok()?;
+    value
+        .get("toolchain")?
+        .get("channel")?
+        .as_str()
+        .map(str::to_string)
+}
+
+/// Whether the caller chose the toolchain explicitly (`cargo +nightly`,
+/// `RUSTUP_TOOLCHAIN=...`): then it wins over the workspace's pin, as it does
+/// for `cargo fmt`. Otherwise rustup's choice for the caller's directory is
+/// dropped so the workspace's own pin applies.
+fn caller_overrides() -> bool {
+    matches!(
+        std::env::var("RUSTUP_TOOLCHAIN_SOURCE").as_deref(),
+        Ok("cli" | "env")
+    )
+}
+
+/// The rustfmt binary of the toolchain pinned for `dir`, when `dir` (or a
+/// parent) pins one and the caller did not choose a toolchain explicitly.
+/// `Ok(None)`: nothing pinned (or rustup absent): the caller's rustfmt is used.
+///
+/// # Errors
+/// The pinned toolchain is not installed (or lacks rustfmt): one message
+/// naming the toolchain file, the toolchain and the command that installs it.
+pub fn pinned_rustfmt(dir: &Path) -> anyhow::Result<Option<(PathBuf, Pin)>> {
+    let Some(pin) = find_pin(dir) else {
+        return Ok(None);
+    };
+    if caller_overrides() {
+        return Ok(None);
+    }
+    let out = Command::new("rustup")
+        .args(["which", "rustfmt"])
+        .current_dir(dir)
+        .env_remove("RUSTUP_TOOLCHAIN")
+        .env_remove("RUSTUP_TOOLCHAIN_SOURCE")
+        // one probe, no download behind the user's back
+        .env("RUSTUP_AUTO_INSTALL", "0")
+        .env("RUST_BACKTRACE", "0")
+        .stdin(Stdio::null())
+        .output();
+    let out = match out {
+        Ok(o) => o,
+        // no rustup: the toolchain file means nothing to this installation
+        Err(_) => return Ok(None),
+    };
+    if out.status.success() {
+        let path = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        return Ok(Some((PathBuf::from(path), pin)));
+    }
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let first = stderr
+        .lines()
+        .find(|l| l.starts_with("error:"))
+        .unwrap_or("")
+        .trim_start_matches("error:")
+        .trim();
+    let ch = &pin.channel;
+    if stderr.contains("is not installed") {
+        anyhow::bail!(
+            "{}: pins the toolchain `{ch}`, which is not installed ({first}); cargo fmt formats this workspace with it: \
+             install it with `rustup toolchain install {ch} --component rustfmt`",
+            pin.file.display()
+        );
+    }
+    anyhow::bail!(
+        "{}: pins the toolchain `{ch}`, whose rustfmt is not available ({first}): \
+         install it with `rustup component add rustfmt --toolchain {ch}`",
+        pin.file.display()
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn channels_of_both_file_forms() {
+        assert_eq!(channel_of("nightly-2025-01-01\n").as_deref(), Some("nightly-2025-01-01"));
+        assert_eq!(
+            channel_of("[toolchain]\nchannel = \"1.80.0\"\ncomponents = [\"rustfmt\"]\n").as_deref(),
+            Some("1.80.0")
+        );
+        assert_eq!(channel_of("[toolchain]\nprofile = \"minimal\"\n"), None);
+    }
+}
