@@ -105,7 +105,7 @@ pub fn pinned_rustfmt(dir: &Path) -> anyhow::Result<Option<(PathBuf, Pin)>> {
     let ch = &pin.channel;
     if stderr.contains("is not installed") {
         anyhow::bail!(
-            "{}: pins the toolchain `{ch}`, which is not installed ({first}); cargo fmt formats this workspace with it: \
+            "{}: pins the toolchain `{ch}`, which is not installed here; cargo fmt formats this workspace with it: \
              install it with `rustup toolchain install {ch} --component rustfmt`",
             pin.file.display()
         );

@@ -6,6 +6,7 @@
 mod align_deps;
 mod align_deps_sources;
 mod fmt_check;
+mod fmt_rustfmt;
 mod gpu_test;
 mod support;
 mod thiserror_src;
