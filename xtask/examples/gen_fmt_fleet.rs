@@ -2,9 +2,13 @@
 //! against `cargo fmt --all --check`:
 //!
 //! ```text
-//! cargo run -p xtask --example gen_fmt_fleet -- DIR [CRATES] [MODULES_PER_CRATE] [INCLUDED_PER_CRATE]
+//! cargo run -p xtask --example gen_fmt_fleet -- DIR [CRATES] [MODULES_PER_CRATE] [INCLUDED_PER_CRATE] [UNFORMATTED_EVERY]
 //! (cd DIR && cargo fmt --all)   # start from a formatted tree
 //! ```
+//!
+//! With `UNFORMATTED_EVERY = N > 0` every Nth module file ends with an
+//! unformatted function (for timing a tree with many unformatted files; do
+//! not run `cargo fmt --all` on it then).
 //!
 //! Each crate has a `lib.rs` declaring its modules (half of them in
 //! subdirectories with their own children), an integration test, and
@@ -60,12 +64,19 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let Some(dir) = args.first() else {
         eprintln!(
-            "usage: gen_fmt_fleet DIR [CRATES=20] [MODULES_PER_CRATE=150] [INCLUDED_PER_CRATE=0]"
+            "usage: gen_fmt_fleet DIR [CRATES=20] [MODULES_PER_CRATE=150] [INCLUDED_PER_CRATE=0] [UNFORMATTED_EVERY=0]"
         );
         std::process::exit(2);
     };
     let num = |i: usize, d: usize| args.get(i).map_or(d, |s| s.parse().expect("a number"));
-    let (crates, modules, included) = (num(1, 20), num(2, 150), num(3, 0));
+    let (crates, modules, included, every) = (num(1, 20), num(2, 150), num(3, 0), num(4, 0));
+    let module = |seed: usize| {
+        let mut text = module(seed);
+        if every > 0 && seed.is_multiple_of(every) {
+            text.push_str("pub fn  drift( a:u32,b :u32)->u32{a+b}\n");
+        }
+        text
+    };
     let root = Path::new(dir);
     let members: Vec<String> = (0..crates).map(|c| format!("\"crates/c{c}\"")).collect();
     write(

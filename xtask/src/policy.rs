@@ -46,6 +46,8 @@ pub struct DependencyRule {
     pub req: VersionReq,
     /// Byte range of the `version` value in the policy text.
     pub version_span: Range<usize>,
+    /// Byte range of the rule's name (`thiserror` of `[dependencies.thiserror]`).
+    pub name_span: Range<usize>,
     /// Members inherit from `[workspace.dependencies]` with `workspace = true`.
     pub inherit: bool,
 }
@@ -80,7 +82,7 @@ fn default_true() -> bool {
 #[serde(deny_unknown_fields)]
 struct RawPolicy {
     #[serde(default)]
-    dependencies: BTreeMap<String, RawRule>,
+    dependencies: BTreeMap<Spanned<String>, RawRule>,
     #[serde(default)]
     fmt: RawFmt,
     #[serde(default, rename = "gpu-test")]
@@ -171,8 +173,11 @@ impl Policy {
                 e.message().trim_end().to_string(),
             )
         })?;
+        validate_not_empty(text).map_err(|(at, m)| malformed(at, m))?;
         let mut dependencies = BTreeMap::new();
         for (name, rule) in raw.dependencies {
+            let name_span = name.span();
+            let name = name.into_inner();
             let span = rule.version.span();
             let version = rule.version.into_inner();
             if version.trim().is_empty() {
@@ -181,6 +186,7 @@ impl Policy {
                     format!("dependencies.{name}.version is empty"),
                 ));
             }
+            validate_spacing(&name, &version, span.start).map_err(|(at, m)| malformed(at, m))?;
             let req = VersionReq::parse(&version).map_err(|e| {
                 malformed(
                     span.start,
@@ -189,12 +195,14 @@ impl Policy {
                     ),
                 )
             })?;
+            validate_satisfiable(&name, &version, &req).map_err(|m| malformed(span.start, m))?;
             dependencies.insert(
                 name,
                 DependencyRule {
                     version,
                     req,
                     version_span: span,
+                    name_span,
                     inherit: rule.inherit,
                 },
             );
@@ -224,6 +232,115 @@ impl Policy {
             fmt: FmtPolicy { exclude },
             gpu_test,
         })
+    }
+}
+
+// ---- validation beyond the schema (issue 13 item 7) ------------------------------------------
+// Each returns the byte offset to point at and the message.
+
+/// A policy with no table or key at all says nothing: surely a mistake
+/// (an emptied or truncated file), never a silent pass.
+fn validate_not_empty(text: &str) -> Result<(), (usize, String)> {
+    let says_something = text.lines().any(|l| {
+        let l = l.trim();
+        !l.is_empty() && !l.starts_with('#')
+    });
+    if says_something {
+        Ok(())
+    } else {
+        Err((
+            0,
+            "the policy is empty: it enforces nothing; write at least one rule such as `[dependencies.thiserror]` with `version = \"2\"`".into(),
+        ))
+    }
+}
+
+/// A requirement is written without stray spaces: no leading or trailing
+/// space, none between an operator and its version, exactly one after each
+/// comma (the form every manifest gets).
+fn validate_spacing(name: &str, version: &str, value_start: usize) -> Result<(), (usize, String)> {
+    let canonical = version
+        .split(',')
+        .map(|c| c.chars().filter(|ch| !ch.is_whitespace()).collect::<String>())
+        .collect::<Vec<_>>()
+        .join(", ");
+    if canonical == version {
+        return Ok(());
+    }
+    let at = version
+        .bytes()
+        .zip(canonical.bytes().chain(std::iter::repeat(0)))
+        .position(|(a, b)| a != b)
+        .unwrap_or(0);
+    Err((
+        value_start + 1 + at,
+        format!(
+            "dependencies.{name}.version = \"{version}\" has stray spaces (it is written into every manifest as is); write \"{canonical}\""
+        ),
+    ))
+}
+
+/// (major, minor, patch) as one ordered number.
+type Triple = (u64, u64, u64);
+
+/// The versions (pre-releases aside) one comparator accepts: `[low, high)`.
+fn comparator_range(c: &cargo_metadata::semver::Comparator) -> (Triple, Option<Triple>) {
+    use cargo_metadata::semver::Op;
+    let (ma, mi, pa) = (c.major, c.minor, c.patch);
+    let at = (ma, mi.unwrap_or(0), pa.unwrap_or(0));
+    // the first version above everything `ma[.mi[.pa]]` names
+    let after = match (mi, pa) {
+        (None, _) => (ma + 1, 0, 0),
+        (Some(mi), None) => (ma, mi + 1, 0),
+        (Some(mi), Some(pa)) => (ma, mi, pa + 1),
+    };
+    match c.op {
+        Op::Exact | Op::Wildcard => (at, Some(after)),
+        Op::Greater => (after, None),
+        Op::GreaterEq => (at, None),
+        Op::Less => ((0, 0, 0), Some(at)),
+        Op::LessEq => ((0, 0, 0), Some(after)),
+        Op::Tilde => match mi {
+            None => (at, Some((ma + 1, 0, 0))),
+            Some(mi) => (at, Some((ma, mi + 1, 0))),
+        },
+        _ => {
+            // caret (and anything newer: treated as caret, its closest kin)
+            let high = match (ma, mi, pa) {
+                (0, None, _) => (1, 0, 0),
+                (0, Some(0), None) => (0, 1, 0),
+                (0, Some(0), Some(p)) => (0, 0, p + 1),
+                (0, Some(m), _) => (0, m + 1, 0),
+                (m, _, _) => (m + 1, 0, 0),
+            };
+            (at, Some(high))
+        }
+    }
+}
+
+/// A requirement that no version satisfies (`">=2, <1"`) would be written
+/// into every manifest and break every build.
+fn validate_satisfiable(
+    name: &str,
+    version: &str,
+    req: &VersionReq,
+) -> Result<(), String> {
+    let mut low: Triple = (0, 0, 0);
+    let mut high: Option<Triple> = None;
+    for c in &req.comparators {
+        let (l, h) = comparator_range(c);
+        low = low.max(l);
+        high = match (high, h) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+    }
+    match high {
+        Some(h) if h <= low => Err(format!(
+            "dependencies.{name}.version = \"{version}\" is satisfied by no version (it asks for >= {}.{}.{} and < {}.{}.{} at once); write one requirement such as \"2\"",
+            low.0, low.1, low.2, h.0, h.1, h.2
+        )),
+        _ => Ok(()),
     }
 }
 
@@ -287,6 +404,27 @@ mod tests {
         assert!(e.starts_with("p:3:12: "), "{e}");
         let p = Policy::parse("[dependencies.a]\nversion = \"^2.0.1\"\n", Path::new("p")).unwrap();
         assert!(p.dependencies["a"].req.matches(&"2.1.0".parse().unwrap()));
+    }
+
+    #[test]
+    fn policy_mistakes_are_errors_at_line_and_column() {
+        let e = |t: &str| Policy::parse(t, Path::new("p")).unwrap_err().to_string();
+        let empty = e("# nothing here\n\n");
+        assert!(empty.starts_with("p:1:1: ") && empty.contains("empty"), "{empty}");
+        let never = e("[dependencies.a]\nversion = \">=2, <1\"\n");
+        assert!(never.starts_with("p:2:11: ") && never.contains("satisfied by no version"), "{never}");
+        let spaced = e("[dependencies.a]\nversion = \" 2\"\n");
+        assert!(spaced.starts_with("p:2:12: ") && spaced.contains("stray spaces"), "{spaced}");
+        let spaced = e("[dependencies.a]\nversion = \">= 2\"\n");
+        assert!(spaced.starts_with("p:2:14: ") && spaced.contains("write \">=2\""), "{spaced}");
+        for ok in ["2", ">=2, <3", "^0.0.3", "~1.2", "=1.0.0", "*", "0.*"] {
+            Policy::parse(&format!("[dependencies.a]\nversion = \"{ok}\"\n"), Path::new("p"))
+                .unwrap_or_else(|e| panic!("{ok}: {e}"));
+        }
+        for never in [">=1.2.4, <=1.2.3", "^1, ^2", ">2, <3", "=1.0.0, >1.0.0"] {
+            let m = e(&format!("[dependencies.a]\nversion = \"{never}\"\n"));
+            assert!(m.contains("satisfied by no version"), "{never}: {m}");
+        }
     }
 
     #[test]

@@ -104,8 +104,10 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
     let meta = load_metadata(&manifest)?;
     timing.mark("cargo metadata");
     let root: PathBuf = meta.workspace_root.clone().into_std_path_buf();
-    let policy = crate::workspace::load_policy(args.target.policy.as_deref(), &root)?.policy;
+    let loaded_policy = crate::workspace::load_policy(args.target.policy.as_deref(), &root)?;
     let (loaded, member_names) = load_manifests(&meta, &root)?;
+    check_rules_match(&loaded, &loaded_policy)?;
+    let policy = loaded_policy.policy;
     timing.mark("manifests parsed");
     // the source side only reads: a file that does not parse stops the run here
     let analyses = sources::analyze(&meta, &root, &policy)?;
@@ -251,6 +253,70 @@ fn apply_and_report(
         Outcome::Holds
     } else {
         Outcome::Violations
+    })
+}
+
+/// Every policy rule must be about a package the workspace declares: a rule
+/// for a name no manifest declares (`[dependencies.thiserorr]`) is a typo or
+/// a stale rule, and a policy without rules enforces nothing; both are exit 2
+/// at the policy's line and column, before anything is planned or written.
+fn check_rules_match(
+    loaded: &Loaded,
+    lp: &crate::workspace::LoadedPolicy,
+) -> anyhow::Result<()> {
+    if lp.policy.dependencies.is_empty() {
+        anyhow::bail!(
+            "{}:1:1: the policy has no [dependencies.<name>] rule: align-deps has nothing to enforce; nothing written",
+            lp.path.display()
+        );
+    }
+    let mut declared = BTreeSet::new();
+    for m in &loaded.manifests {
+        let mut tables = m.dependency_tables();
+        tables.extend(m.workspace_dependencies());
+        for t in tables {
+            for d in manifest::Decl::all(t.table) {
+                declared.insert(d.package().to_string());
+            }
+        }
+    }
+    for (name, rule) in &lp.policy.dependencies {
+        if !declared.contains(name) {
+            let close: Vec<&String> = declared
+                .iter()
+                .filter(|d| d.replace('-', "_") == name.replace('-', "_") || similar(d, name))
+                .collect();
+            let hint = match close.first() {
+                Some(c) => format!(" (did you mean `{c}`?)"),
+                None => String::new(),
+            };
+            anyhow::bail!(
+                "{}: [dependencies.{name}]: no manifest of the workspace declares the package `{name}`{hint}; \
+                 fix the name or drop the rule; nothing written",
+                lp.at(&rule.name_span)
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Same length within one, and at most two characters differ in place or
+/// one is dropped (a typo).
+fn similar(a: &str, b: &str) -> bool {
+    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    if a.len().abs_diff(b.len()) > 1 || a.len() < 3 {
+        return false;
+    }
+    if a.len() == b.len() {
+        return a.iter().zip(&b).filter(|(x, y)| x != y).count() <= 2;
+    }
+    let (long, short) = if a.len() > b.len() { (&a, &b) } else { (&b, &a) };
+    (0..long.len()).any(|skip| {
+        long.iter()
+            .enumerate()
+            .filter(|(i, _)| *i != skip)
+            .map(|(_, c)| c)
+            .eq(short.iter())
     })
 }
 

@@ -8,5 +8,6 @@ mod align_deps_sources;
 mod fmt_check;
 mod fmt_rustfmt;
 mod gpu_test;
+mod policy_mistakes;
 mod support;
 mod thiserror_src;
