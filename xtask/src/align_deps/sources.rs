@@ -105,10 +105,13 @@ pub fn analyze(
         .into_iter()
         .filter(|p| needs_source_scan(p))
         .collect();
-    let results: Vec<anyhow::Result<CrateAnalysis>> = members
-        .par_iter()
-        .map(|p| thiserror_src::analyze_crate(p))
-        .collect();
+    // syn recurses per nesting level: parse on threads with a deep stack
+    let results: Vec<anyhow::Result<CrateAnalysis>> = thiserror_src::parse_pool().install(|| {
+        members
+            .par_iter()
+            .map(|p| thiserror_src::analyze_crate(p))
+            .collect()
+    });
     let mut out = Vec::with_capacity(results.len());
     for r in results {
         match r {

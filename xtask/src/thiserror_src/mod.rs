@@ -219,6 +219,76 @@ impl CrateContext {
     }
 }
 
+/// The deepest nesting of `(`, `[` and `{` the source side parses: syn (and
+/// the visitors after it) recurse once or more per level; at this depth they
+/// stay within [`PARSE_STACK`] even in a debug build (a test checks it).
+/// Anything deeper is exit 2 naming the file, never a crash.
+pub const MAX_NESTING: usize = 4096;
+
+/// The stack of the threads that parse and analyse sources (syn's parser and
+/// visitors are recursive): deep but valid nesting must not overflow it.
+pub const PARSE_STACK: usize = 512 << 20;
+
+/// Where and how deep a text's bracket nesting passes [`MAX_NESTING`].
+struct Depth {
+    at: usize,
+    levels: usize,
+}
+
+/// The first place where nesting (outside comments) passes [`MAX_NESTING`];
+/// `None` when it never does. Nesting counts `(`, `[`, `{` and generic `<`
+/// (a `<` counts until its `>` or the end of the statement: `;`, `{`, `}`
+/// reset it, so comparisons cannot add up across statements).
+fn too_deep(text: &str) -> Option<Depth> {
+    if text.len() < MAX_NESTING {
+        return None;
+    }
+    let (_, blank) = crate::rust_src::lexer::split_comments(text);
+    let bytes = blank.as_bytes();
+    let (mut brackets, mut angles) = (0usize, 0usize);
+    let mut max = (0usize, 0usize);
+    for (i, &b) in bytes.iter().enumerate() {
+        match b {
+            b'(' | b'[' | b'{' => {
+                brackets += 1;
+                if b == b'{' {
+                    angles = 0;
+                }
+            }
+            b')' | b']' | b'}' => {
+                brackets = brackets.saturating_sub(1);
+                if b == b'}' {
+                    angles = 0;
+                }
+            }
+            b';' => angles = 0,
+            b'<' => angles += 1,
+            b'>' if i > 0 && matches!(bytes[i - 1], b'-' | b'=') => {}
+            b'>' => angles = angles.saturating_sub(1),
+            _ => continue,
+        }
+        if brackets + angles > max.0 {
+            max = (brackets + angles, i);
+        }
+    }
+    (max.0 > MAX_NESTING).then_some(Depth {
+        at: max.1,
+        levels: max.0,
+    })
+}
+
+/// A thread pool whose threads have a [`PARSE_STACK`] stack, for parsing.
+pub fn parse_pool() -> &'static rayon::ThreadPool {
+    static POOL: std::sync::OnceLock<rayon::ThreadPool> = std::sync::OnceLock::new();
+    POOL.get_or_init(|| {
+        rayon::ThreadPoolBuilder::new()
+            .stack_size(PARSE_STACK)
+            .thread_name(|i| format!("xtask-parse-{i}"))
+            .build()
+            .expect("cannot start the parsing threads")
+    })
+}
+
 /// Parses `text` (the contents of `path`), runs `f` on it, then frees the
 /// thread's span table.
 fn with_parsed<T>(
@@ -226,6 +296,18 @@ fn with_parsed<T>(
     text: &str,
     f: impl FnOnce(&scan::Source<'_>, &syn::File) -> Result<T, SourceError>,
 ) -> Result<T, SourceError> {
+    if let Some(depth) = too_deep(text) {
+        let (line, column) = crate::text::line_col(text, depth.at);
+        return Err(SourceError {
+            path: path.to_path_buf(),
+            line,
+            column,
+            message: format!(
+                "nested too deeply to parse: {} levels of brackets and generics here, the most align-deps parses is {MAX_NESTING}",
+                depth.levels
+            ),
+        });
+    }
     let src = scan::Source::new(text);
     let result = match syn::parse_file(text) {
         Ok(file) => f(&src, &file),

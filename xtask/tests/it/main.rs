@@ -5,6 +5,7 @@
 
 mod align_deps;
 mod align_deps_sources;
+mod deep_nesting;
 mod fmt_check;
 mod fmt_rustfmt;
 mod gpu_test;
