@@ -39,6 +39,13 @@ where
     T: Into<OsString> + Clone,
 {
     let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+    if args.len() == 1 && args[0] == crate::gpu_test::isolate::PROBE_SUBCOMMAND {
+        // the child of `gpu-test`'s isolated driver probe
+        let answer = crate::gpu_test::isolate::encode(&crate::gpu_test::probe());
+        let _ = writeln!(out, "{answer}");
+        let _ = out.flush();
+        return 0;
+    }
     if args.is_empty() {
         // matklad's xtask convention: no arguments lists the commands.
         let mut cmd = <Cli as clap::CommandFactory>::command();

@@ -261,7 +261,11 @@ fn validate_not_empty(text: &str) -> Result<(), (usize, String)> {
 fn validate_spacing(name: &str, version: &str, value_start: usize) -> Result<(), (usize, String)> {
     let canonical = version
         .split(',')
-        .map(|c| c.chars().filter(|ch| !ch.is_whitespace()).collect::<String>())
+        .map(|c| {
+            c.chars()
+                .filter(|ch| !ch.is_whitespace())
+                .collect::<String>()
+        })
         .collect::<Vec<_>>()
         .join(", ");
     if canonical == version {
@@ -320,11 +324,7 @@ fn comparator_range(c: &cargo_metadata::semver::Comparator) -> (Triple, Option<T
 
 /// A requirement that no version satisfies (`">=2, <1"`) would be written
 /// into every manifest and break every build.
-fn validate_satisfiable(
-    name: &str,
-    version: &str,
-    req: &VersionReq,
-) -> Result<(), String> {
+fn validate_satisfiable(name: &str, version: &str, req: &VersionReq) -> Result<(), String> {
     let mut low: Triple = (0, 0, 0);
     let mut high: Option<Triple> = None;
     for c in &req.comparators {
@@ -410,16 +410,31 @@ mod tests {
     fn policy_mistakes_are_errors_at_line_and_column() {
         let e = |t: &str| Policy::parse(t, Path::new("p")).unwrap_err().to_string();
         let empty = e("# nothing here\n\n");
-        assert!(empty.starts_with("p:1:1: ") && empty.contains("empty"), "{empty}");
+        assert!(
+            empty.starts_with("p:1:1: ") && empty.contains("empty"),
+            "{empty}"
+        );
         let never = e("[dependencies.a]\nversion = \">=2, <1\"\n");
-        assert!(never.starts_with("p:2:11: ") && never.contains("satisfied by no version"), "{never}");
+        assert!(
+            never.starts_with("p:2:11: ") && never.contains("satisfied by no version"),
+            "{never}"
+        );
         let spaced = e("[dependencies.a]\nversion = \" 2\"\n");
-        assert!(spaced.starts_with("p:2:12: ") && spaced.contains("stray spaces"), "{spaced}");
+        assert!(
+            spaced.starts_with("p:2:12: ") && spaced.contains("stray spaces"),
+            "{spaced}"
+        );
         let spaced = e("[dependencies.a]\nversion = \">= 2\"\n");
-        assert!(spaced.starts_with("p:2:14: ") && spaced.contains("write \">=2\""), "{spaced}");
+        assert!(
+            spaced.starts_with("p:2:14: ") && spaced.contains("write \">=2\""),
+            "{spaced}"
+        );
         for ok in ["2", ">=2, <3", "^0.0.3", "~1.2", "=1.0.0", "*", "0.*"] {
-            Policy::parse(&format!("[dependencies.a]\nversion = \"{ok}\"\n"), Path::new("p"))
-                .unwrap_or_else(|e| panic!("{ok}: {e}"));
+            Policy::parse(
+                &format!("[dependencies.a]\nversion = \"{ok}\"\n"),
+                Path::new("p"),
+            )
+            .unwrap_or_else(|e| panic!("{ok}: {e}"));
         }
         for never in [">=1.2.4, <=1.2.3", "^1, ^2", ">2, <3", "=1.0.0, >1.0.0"] {
             let m = e(&format!("[dependencies.a]\nversion = \"{never}\"\n"));

@@ -10,6 +10,23 @@ pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
     (line, column)
 }
 
+/// The name of a Unix signal number, for "killed by signal 11 (SIGSEGV)".
+pub fn signal_name(sig: i32) -> &'static str {
+    match sig {
+        1 => "SIGHUP",
+        2 => "SIGINT",
+        4 => "SIGILL",
+        6 => "SIGABRT",
+        7 => "SIGBUS",
+        8 => "SIGFPE",
+        9 => "SIGKILL",
+        11 => "SIGSEGV",
+        13 => "SIGPIPE",
+        15 => "SIGTERM",
+        _ => "a signal",
+    }
+}
+
 /// `s` on one line (a finding is one line of output): its lines trimmed,
 /// blank ones dropped, joined with `sep` (`"; "` for manifest lines, `" "`
 /// for Rust source).

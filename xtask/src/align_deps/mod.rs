@@ -260,10 +260,7 @@ fn apply_and_report(
 /// for a name no manifest declares (`[dependencies.thiserorr]`) is a typo or
 /// a stale rule, and a policy without rules enforces nothing; both are exit 2
 /// at the policy's line and column, before anything is planned or written.
-fn check_rules_match(
-    loaded: &Loaded,
-    lp: &crate::workspace::LoadedPolicy,
-) -> anyhow::Result<()> {
+fn check_rules_match(loaded: &Loaded, lp: &crate::workspace::LoadedPolicy) -> anyhow::Result<()> {
     if lp.policy.dependencies.is_empty() {
         anyhow::bail!(
             "{}:1:1: the policy has no [dependencies.<name>] rule: align-deps has nothing to enforce; nothing written",
@@ -310,7 +307,11 @@ fn similar(a: &str, b: &str) -> bool {
     if a.len() == b.len() {
         return a.iter().zip(&b).filter(|(x, y)| x != y).count() <= 2;
     }
-    let (long, short) = if a.len() > b.len() { (&a, &b) } else { (&b, &a) };
+    let (long, short) = if a.len() > b.len() {
+        (&a, &b)
+    } else {
+        (&b, &a)
+    };
     (0..long.len()).any(|skip| {
         long.iter()
             .enumerate()

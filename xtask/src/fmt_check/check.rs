@@ -386,10 +386,11 @@ impl Run<'_> {
 
     fn keep_warnings(&mut self, config: &ConfigRef, warnings: Vec<String>) {
         let config = config.as_ref().map(|c| c.path.clone());
-        self.warnings.extend(warnings.into_iter().map(|text| RustfmtWarning {
-            config: config.clone(),
-            text,
-        }));
+        self.warnings
+            .extend(warnings.into_iter().map(|text| RustfmtWarning {
+                config: config.clone(),
+                text,
+            }));
     }
 
     /// Formats the `pending` files on their own: in batches where they
@@ -411,7 +412,14 @@ impl Run<'_> {
                     .iter()
                     .map(|&k| plan.files[pending[k].0].path.clone())
                     .collect();
-                run_batch(rustfmt, &plan.root, Some(edition), config.as_deref(), &files, mode)
+                run_batch(
+                    rustfmt,
+                    &plan.root,
+                    Some(edition),
+                    config.as_deref(),
+                    &files,
+                    mode,
+                )
             })
             .collect();
         let mut reached: HashSet<usize> = HashSet::new();

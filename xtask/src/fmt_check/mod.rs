@@ -64,9 +64,10 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
     let manifest = crate::workspace::manifest_path(args.target.workspace.as_deref())?;
     // The rustfmt `cargo fmt` would run there (the workspace's pinned
     // toolchain), probed while cargo metadata runs.
-    let dir = manifest
-        .parent()
-        .map_or_else(|| std::path::PathBuf::from("."), std::path::Path::to_path_buf);
+    let dir = manifest.parent().map_or_else(
+        || std::path::PathBuf::from("."),
+        std::path::Path::to_path_buf,
+    );
     let probe = std::thread::spawn(move || rustfmt::Rustfmt::locate_for(Some(&dir)));
     let metadata = crate::workspace::metadata_no_deps(&manifest)?;
     let root = metadata.workspace_root.as_std_path();

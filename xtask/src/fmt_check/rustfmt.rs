@@ -34,7 +34,10 @@ pub const INSTALL_HINT: &str = "rustup component add rustfmt";
 pub fn crash_of(status: ExitStatus, stderr: &str) -> Option<String> {
     use std::os::unix::process::ExitStatusExt as _;
     if let Some(sig) = status.signal() {
-        return Some(format!("rustfmt was killed by signal {sig} ({})", signal_name(sig)));
+        return Some(format!(
+            "rustfmt was killed by signal {sig} ({})",
+            crate::text::signal_name(sig)
+        ));
     }
     let panic = stderr.lines().find(|l| l.contains("panicked at"));
     if status.code() == Some(101) || panic.is_some() {
@@ -54,20 +57,6 @@ pub fn crash_of(status: ExitStatus, stderr: &str) -> Option<String> {
         ));
     }
     None
-}
-
-fn signal_name(sig: i32) -> &'static str {
-    match sig {
-        4 => "SIGILL",
-        6 => "SIGABRT",
-        7 => "SIGBUS",
-        8 => "SIGFPE",
-        9 => "SIGKILL",
-        11 => "SIGSEGV",
-        13 => "SIGPIPE",
-        15 => "SIGTERM",
-        _ => "a signal",
-    }
 }
 
 /// rustfmt's `Warning: ...` lines on stderr, without the prefix.
@@ -181,7 +170,12 @@ impl Rustfmt {
     /// The toolchain this rustfmt comes from, in words.
     pub fn describe(&self) -> String {
         match &self.pin {
-            Some(p) => format!("{} (toolchain `{}` pinned by {})", self.version, p.channel, p.file.display()),
+            Some(p) => format!(
+                "{} (toolchain `{}` pinned by {})",
+                self.version,
+                p.channel,
+                p.file.display()
+            ),
             None => self.version.clone(),
         }
     }

@@ -123,9 +123,13 @@ mod tests {
 
     #[test]
     fn channels_of_both_file_forms() {
-        assert_eq!(channel_of("nightly-2025-01-01\n").as_deref(), Some("nightly-2025-01-01"));
         assert_eq!(
-            channel_of("[toolchain]\nchannel = \"1.80.0\"\ncomponents = [\"rustfmt\"]\n").as_deref(),
+            channel_of("nightly-2025-01-01\n").as_deref(),
+            Some("nightly-2025-01-01")
+        );
+        assert_eq!(
+            channel_of("[toolchain]\nchannel = \"1.80.0\"\ncomponents = [\"rustfmt\"]\n")
+                .as_deref(),
             Some("1.80.0")
         );
         assert_eq!(channel_of("[toolchain]\nprofile = \"minimal\"\n"), None);

@@ -99,7 +99,12 @@ pub fn diagnostics(warnings: &[RustfmtWarning], root: &Path, rustfmt: &str) -> V
     for (kind, configs) in grouped(warnings) {
         let rels: Vec<String> = configs
             .iter()
-            .map(|c| c.as_ref().map_or_else(|| "rustfmt's config".into(), |c| crate::fsutil::rel(root, c)))
+            .map(|c| {
+                c.as_ref().map_or_else(
+                    || "rustfmt's config".into(),
+                    |c| crate::fsutil::rel(root, c),
+                )
+            })
             .collect();
         let first = configs.first().cloned().flatten();
         let (option, message) = match &kind {
@@ -156,7 +161,9 @@ mod tests {
     #[test]
     fn classifies_rustfmt_warnings() {
         assert_eq!(
-            classify("can't set `imports_granularity = Crate`, unstable features are only available in nightly channel."),
+            classify(
+                "can't set `imports_granularity = Crate`, unstable features are only available in nightly channel."
+            ),
             Kind::Ignored {
                 option: "imports_granularity".into(),
                 value: "Crate".into()
@@ -173,8 +180,12 @@ mod tests {
             text: t.into(),
         };
         let ws = [
-            w("can't set `group_imports = One`, unstable features are only available in nightly channel."),
-            w("can't set `group_imports = StdExternalCrate`, unstable features are only available in nightly channel."),
+            w(
+                "can't set `group_imports = One`, unstable features are only available in nightly channel.",
+            ),
+            w(
+                "can't set `group_imports = StdExternalCrate`, unstable features are only available in nightly channel.",
+            ),
             w("Unknown configuration option `x`"),
         ];
         assert_eq!(ignored_options(&ws), ["group_imports"]);

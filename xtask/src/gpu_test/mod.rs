@@ -5,7 +5,9 @@
 //!    checked against `cargo metadata`: an unknown package or feature is exit 2.
 //! 2. Every entry's tests are built with its features (`cargo test --no-run`),
 //!    on every machine: a GPU-only compile error is exit 1 on a CPU-only CI.
-//! 3. [`probe()`] asks the CUDA driver, in-process, whether a device is usable.
+//! 3. [`probe()`] asks the CUDA driver whether a device is usable, in a child
+//!    process with a time limit ([`isolate`]): a driver that crashes or hangs
+//!    is a skip reason (exit 2 with `--require-device`), never xtask's end.
 //! 4. Device: each entry's tests run (cargo-nextest when installed, else
 //!    `cargo test`), the counts are summed into `gpu-test: N passed, N failed`
 //!    (`, N skipped`), exit 1 on any failure or when no test ran at all.
@@ -20,6 +22,7 @@
 //! `cargo-test`) picks the test runner instead of "nextest when installed".
 
 pub(crate) mod archive;
+pub mod isolate;
 pub mod probe;
 pub(crate) mod process;
 pub(crate) mod results;
@@ -332,7 +335,9 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
         return Ok(Outcome::Violations);
     }
 
-    let device = match probe() {
+    // in a child process with a time limit: a crashing or hanging driver
+    // cannot take xtask down
+    let device = match isolate::probe_isolated() {
         Ok(d) => d,
         Err(reason) if args.require_device => {
             bail!("gpu-test: no usable CUDA device, and --require-device was given: {reason}")

@@ -110,6 +110,27 @@ pub enum NoDevice {
     /// No CUDA driver exists for this platform.
     #[error("CUDA is not available on this platform ({0})")]
     Unsupported(&'static str),
+    /// The probe (run in a child process) crashed inside the driver library.
+    #[error(
+        "the CUDA driver probe crashed: {how} while loading the driver library or calling cuDriverGetVersion/cuInit/cuDeviceGetCount \
+         (a broken or mismatched NVIDIA driver; try `nvidia-smi`)"
+    )]
+    ProbeCrashed {
+        /// How it ended.
+        how: String,
+    },
+    /// The probe did not answer within its time limit (a driver call hangs).
+    #[error(
+        "the CUDA driver probe did not answer within {seconds} s: a driver call (cuInit?) hangs; it was killed \
+         (a wedged GPU or driver; try `nvidia-smi`; the limit is set by RTX_GPU_TEST_PROBE_TIMEOUT)"
+    )]
+    ProbeHung {
+        /// The time limit, in seconds.
+        seconds: u64,
+    },
+    /// What the probe in the child process reported.
+    #[error("{0}")]
+    Reported(String),
 }
 
 fn display_list(paths: &[PathBuf]) -> String {

@@ -60,12 +60,20 @@ fn nightly_only_options_under_stable_rustfmt_are_named_and_block_fix() {
         "rustfmt.toml",
         "edition = \"2021\"\nimports_granularity = \"Crate\"\ngroup_imports = \"StdExternalCrate\"\nno_such_option = true\n",
     );
-    write(&root, "rust-toolchain.toml", "[toolchain]\nchannel = \"stable\"\n");
+    write(
+        &root,
+        "rust-toolchain.toml",
+        "[toolchain]\nchannel = \"stable\"\n",
+    );
     let before = read(&root.join("a/src/lib.rs"));
-    let (code, out, err) = crate::support::xtask(&["fmt-check", "--workspace", root.to_str().unwrap()]);
+    let (code, out, err) =
+        crate::support::xtask(&["fmt-check", "--workspace", root.to_str().unwrap()]);
     assert_eq!(code, 1, "{out}{err}");
     for option in ["imports_granularity", "group_imports"] {
-        let lines: Vec<&str> = out.lines().filter(|l| l.contains(&format!("rustfmt ignores `{option}`"))).collect();
+        let lines: Vec<&str> = out
+            .lines()
+            .filter(|l| l.contains(&format!("rustfmt ignores `{option}`")))
+            .collect();
         assert_eq!(lines.len(), 1, "{option} once:\n{out}");
         assert!(lines[0].starts_with("rustfmt.toml:"), "{out}");
         assert!(lines[0].contains("nightly-only"), "{out}");
@@ -76,7 +84,10 @@ fn nightly_only_options_under_stable_rustfmt_are_named_and_block_fix() {
         crate::support::xtask(&["fmt-check", "--fix", "--workspace", root.to_str().unwrap()]);
     assert_eq!(code, 2, "{out}{err}");
     assert!(err.contains("--fix wrote nothing"), "{err}");
-    assert!(err.contains("`imports_granularity`") && err.contains("`group_imports`"), "{err}");
+    assert!(
+        err.contains("`imports_granularity`") && err.contains("`group_imports`"),
+        "{err}"
+    );
     assert!(err.contains("nightly"), "{err}");
     assert!(err.contains("--allow-ignored-options"), "{err}");
     assert!(!out.contains("reformatted"), "{out}");
@@ -101,14 +112,22 @@ fn pinned_toolchain_that_is_not_installed_is_one_clear_error() {
         return; // no rustup: toolchain files mean nothing here
     }
     let (_d, root) = workspace();
-    write(&root, "rust-toolchain.toml", "[toolchain]\nchannel = \"1.61.0\"\n");
-    let (code, out, err) = crate::support::xtask(&["fmt-check", "--workspace", root.to_str().unwrap()]);
+    write(
+        &root,
+        "rust-toolchain.toml",
+        "[toolchain]\nchannel = \"1.61.0\"\n",
+    );
+    let (code, out, err) =
+        crate::support::xtask(&["fmt-check", "--workspace", root.to_str().unwrap()]);
     assert_eq!(code, 2, "{out}{err}");
     assert_eq!(err.matches("not installed").count(), 1, "{err}");
     assert!(err.contains("rust-toolchain.toml"), "{err}");
     assert!(err.contains("`1.61.0`"), "{err}");
     assert!(err.contains("rustup toolchain install 1.61.0"), "{err}");
-    assert!(!err.contains("backtrace") && !err.contains("Stack"), "{err}");
+    assert!(
+        !err.contains("backtrace") && !err.contains("Stack"),
+        "{err}"
+    );
     assert_eq!(err.lines().count(), 1, "{err}");
 }
 
@@ -134,8 +153,10 @@ fn crash_case(how: &str, expect: &str) {
     let fake = fake_rustfmt(d.path(), how);
     let (code, out, err) = xtask_bin(&root, &["--format", "json"], &[("RUSTFMT", &fake)]);
     assert_eq!(code, 2, "{out}{err}");
-    let lines: Vec<serde_json::Value> =
-        out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let lines: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     for c in ["a", "b"] {
         let f = lines
             .iter()
@@ -148,7 +169,10 @@ fn crash_case(how: &str, expect: &str) {
     assert_eq!(c["kind"], "error", "{out}");
     assert!(c["message"].as_str().unwrap().contains(expect), "{out}");
     let summary = lines.iter().find(|v| v["kind"] == "summary").unwrap();
-    assert_eq!(summary["standalone"], 0, "nothing labelled beyond cargo fmt's reach: {out}");
+    assert_eq!(
+        summary["standalone"], 0,
+        "nothing labelled beyond cargo fmt's reach: {out}"
+    );
 }
 
 /// rustfmt panicking on one crate root of a batch: the crash is that file's

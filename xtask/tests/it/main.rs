@@ -8,6 +8,7 @@ mod align_deps_sources;
 mod deep_nesting;
 mod fmt_check;
 mod fmt_rustfmt;
+mod gpu_probe;
 mod gpu_test;
 mod policy_mistakes;
 mod support;

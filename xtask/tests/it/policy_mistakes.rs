@@ -31,7 +31,11 @@ fn a_rule_for_a_package_nobody_declares_is_an_error() {
 #[test]
 fn an_empty_policy_is_an_error() {
     case("# to do\n\n", "1:1", "the policy is empty");
-    case("[fmt]\nexclude = []\n", "1:1", "no [dependencies.<name>] rule");
+    case(
+        "[fmt]\nexclude = []\n",
+        "1:1",
+        "no [dependencies.<name>] rule",
+    );
 }
 
 #[test]
