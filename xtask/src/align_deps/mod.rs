@@ -108,10 +108,17 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
     let (loaded, member_names) = load_manifests(&meta, &root)?;
     check_rules_match(&loaded, &loaded_policy)?;
     let policy = loaded_policy.policy;
+    let mut loaded = loaded;
     timing.mark("manifests parsed");
     // the source side only reads: a file that does not parse stops the run here
-    let analyses = sources::analyze(&meta, &root, &policy)?;
+    let mut analyses = sources::analyze(&meta, &root, &policy)?;
     timing.mark("sources analysed");
+    // crates on a renamed thiserror stay as they are (their build would break)
+    let (held, renamed_info) = sources::hold_renamed(&mut analyses, &root);
+    let manifests = &loaded.manifests;
+    loaded
+        .members
+        .retain(|&i| !held.contains(&manifests[i].path));
     let (mut plan, new_forms) =
         planner::plan_with_new_users(&loaded, &policy, &sources::new_users(&analyses))?;
     let not_scanned: Vec<String> = analyses
@@ -128,6 +135,7 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
         .collect();
     let (analyses, mut held_back) = sources::hold_back(analyses, &plan, &root);
     held_back.extend(not_scanned);
+    held_back.extend(renamed_info);
     let source_plan = sources::plan(&analyses, &loaded, new_forms.get(sources::THISERROR), &root)?;
     plan.merge(source_plan)?;
     plan.findings

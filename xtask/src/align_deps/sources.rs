@@ -168,6 +168,43 @@ pub fn hold_back(
     (kept, info)
 }
 
+/// Members that derive thiserror's `Error` but depend on thiserror only
+/// under another name (`errors = { package = "thiserror", ... }`): moving
+/// them to thiserror 2 would break their build (its derive names
+/// `::thiserror`, and cargo refuses a second, direct `thiserror` dependency on
+/// the same package), so they are left untouched: their manifests are taken
+/// out of the manifest plan (returned), their source fixes dropped, their
+/// rule-4 finding kept for a person; an information line says so.
+pub fn hold_renamed(
+    analyses: &mut [CrateAnalysis],
+    root: &Path,
+) -> (BTreeSet<std::path::PathBuf>, Vec<String>) {
+    let mut held = BTreeSet::new();
+    let mut info = Vec::new();
+    for a in analyses.iter_mut() {
+        let Some(name) = a
+            .missing_dependencies
+            .iter()
+            .find_map(|m| m.renamed_as.clone())
+        else {
+            continue;
+        };
+        held.insert(a.manifest_path.clone());
+        for f in &mut a.files {
+            f.analysis.fixed_text = None;
+        }
+        a.findings
+            .retain(|f| f.rule == Rule::MissingDirectDependency);
+        info.push(format!(
+            "{}: `{}` is left untouched (its thiserror declarations and sources): it derives thiserror's Error through the renamed dependency `{name}`, \
+             which thiserror 2's derive cannot use; rename `{name}` to `thiserror` (and its uses), then run align-deps again",
+            crate::fsutil::rel(root, &a.manifest_path),
+            a.package
+        ));
+    }
+    (held, info)
+}
+
 /// The policy dependencies that rule 4 will add to some manifest.
 pub fn new_users(analyses: &[CrateAnalysis]) -> BTreeSet<String> {
     analyses

@@ -11,5 +11,6 @@ mod fmt_rustfmt;
 mod gpu_probe;
 mod gpu_test;
 mod policy_mistakes;
+mod renamed_thiserror;
 mod support;
 mod thiserror_src;
