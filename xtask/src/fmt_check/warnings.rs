@@ -32,20 +32,21 @@ pub enum Kind {
 /// Classifies one warning text.
 pub fn classify(text: &str) -> Kind {
     let ticked = text.split('`').nth(1);
-    if text.starts_with("can't set") && text.contains("nightly") {
-        if let Some((option, value)) = ticked.and_then(|t| t.split_once(" = ")) {
-            return Kind::Ignored {
-                option: option.trim().to_string(),
-                value: value.trim().to_string(),
-            };
-        }
+    if text.starts_with("can't set")
+        && text.contains("nightly")
+        && let Some((option, value)) = ticked.and_then(|t| t.split_once(" = "))
+    {
+        return Kind::Ignored {
+            option: option.trim().to_string(),
+            value: value.trim().to_string(),
+        };
     }
-    if text.starts_with("Unknown configuration option") {
-        if let Some(option) = ticked {
-            return Kind::Unknown {
-                option: option.to_string(),
-            };
-        }
+    if text.starts_with("Unknown configuration option")
+        && let Some(option) = ticked
+    {
+        return Kind::Unknown {
+            option: option.to_string(),
+        };
     }
     Kind::Other(text.to_string())
 }
