@@ -91,12 +91,12 @@ pub(crate) struct TileParams {
 }
 
 /// The kernel for one transpose or permute.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Choice {
     /// `transpose_{planes,rows,cols}_b*`.
     Span(SpanKind, Word, SpanParams),
     /// `transpose{TR}x{TC}_b*`.
-    Tiled(Word, Tile, TileParams),
+    Tiled(Word, Tile, Box<TileParams>),
     /// `transpose_runs_b*` / `permute_b*`.
     Fallback,
 }
@@ -113,7 +113,13 @@ fn log2_floor(x: u64) -> u32 {
 
 /// The kernel for `[batch, rows, cols]` -> `[batch, cols, rows]` of elements
 /// of `elem_bytes` bytes (`force32`: the classic 32x32 tile for every shape).
-pub(crate) fn transpose(batch: u64, rows: u64, cols: u64, elem_bytes: u64, force32: bool) -> Choice {
+pub(crate) fn transpose(
+    batch: u64,
+    rows: u64,
+    cols: u64,
+    elem_bytes: u64,
+    force32: bool,
+) -> Choice {
     let Some(elem) = Word::exact(elem_bytes) else {
         return Choice::Fallback;
     };
@@ -151,11 +157,17 @@ fn span(batch: u64, rows: u64, cols: u64, elem: Word) -> Option<Choice> {
     } else if cols <= NARROW {
         let per = log2_floor(cap / cols);
         let tpp = rows.div_ceil(1 << per);
-        (SpanKind::Rows, p(batch.checked_mul(tpp)?, u64::from(per), tpp))
+        (
+            SpanKind::Rows,
+            p(batch.checked_mul(tpp)?, u64::from(per), tpp),
+        )
     } else if rows <= NARROW {
         let per = log2_floor(cap / rows);
         let tpp = cols.div_ceil(1 << per);
-        (SpanKind::Cols, p(batch.checked_mul(tpp)?, u64::from(per), tpp))
+        (
+            SpanKind::Cols,
+            p(batch.checked_mul(tpp)?, u64::from(per), tpp),
+        )
     } else {
         return None;
     };
@@ -204,7 +216,7 @@ fn tiled(
         p.bin[k] = i;
         p.bout[k] = o;
     }
-    Choice::Tiled(elem, tile, p)
+    Choice::Tiled(elem, tile, Box::new(p))
 }
 
 /// The kernel for permuting contiguous `shape` by `perm` (rtx-tensor's
@@ -216,7 +228,7 @@ pub(crate) fn permute(shape: &[usize], perm: &[usize], elem_bytes: u64, force32:
         Some(w @ (Word::B4 | Word::B8)) => w,
         _ => return Choice::Fallback,
     };
-    if n < 2 || n > MAX_RANK + 2 || perm[n - 1] == n - 1 {
+    if !(2..=MAX_RANK + 2).contains(&n) || perm[n - 1] == n - 1 {
         return Choice::Fallback;
     }
     let shape: Vec<u64> = shape.iter().map(|&s| s as u64).collect();

@@ -16,7 +16,14 @@ fn fast_division_is_exact() {
     let ds = [1u64, 2, 3, 5, 7, 15, 64, 4095, 4096, 65_537, (1 << 31) - 1];
     for &d in &ds {
         let f = FastDiv::new(d);
-        for n in [0u32, 1, (d - 1) as u32, d as u32, (1 << 31) - 1, (1 << 31) - 2] {
+        for n in [
+            0u32,
+            1,
+            (d - 1) as u32,
+            d as u32,
+            (1 << 31) - 1,
+            (1 << 31) - 2,
+        ] {
             assert_eq!(f.div(n), n / d as u32, "{n} / {d}");
         }
     }
@@ -34,12 +41,30 @@ fn issue_17_shapes_get_their_class() {
         Choice::Span(k, _, _) => Some(k),
         _ => None,
     };
-    assert_eq!(kind(transpose(2_000_000, 4, 16, 4, false)), Some(SpanKind::Planes));
-    assert_eq!(kind(transpose(500_000, 16, 4, 4, false)), Some(SpanKind::Planes));
-    assert_eq!(kind(transpose(70_000, 3, 5, 4, false)), Some(SpanKind::Planes));
-    assert_eq!(kind(transpose(8, 4_194_304, 2, 4, false)), Some(SpanKind::Rows));
-    assert_eq!(kind(transpose(7, 2_097_187, 2, 4, false)), Some(SpanKind::Rows));
-    assert_eq!(kind(transpose(8, 2, 4_194_304, 8, false)), Some(SpanKind::Cols));
+    assert_eq!(
+        kind(transpose(2_000_000, 4, 16, 4, false)),
+        Some(SpanKind::Planes)
+    );
+    assert_eq!(
+        kind(transpose(500_000, 16, 4, 4, false)),
+        Some(SpanKind::Planes)
+    );
+    assert_eq!(
+        kind(transpose(70_000, 3, 5, 4, false)),
+        Some(SpanKind::Planes)
+    );
+    assert_eq!(
+        kind(transpose(8, 4_194_304, 2, 4, false)),
+        Some(SpanKind::Rows)
+    );
+    assert_eq!(
+        kind(transpose(7, 2_097_187, 2, 4, false)),
+        Some(SpanKind::Rows)
+    );
+    assert_eq!(
+        kind(transpose(8, 2, 4_194_304, 8, false)),
+        Some(SpanKind::Cols)
+    );
     assert!(matches!(
         transpose(1, 8192, 8192, 4, false),
         Choice::Tiled(Word::B4, Tile::T64x64, _)
@@ -131,7 +156,12 @@ fn nd_pair_matches_the_host_permute() {
 
 #[test]
 fn batched_transpose_matches_the_host() {
-    for (b, r, c) in [(1u64, 70u64, 130u64), (3, 129, 65), (2, 65, 200), (5, 65, 65)] {
+    for (b, r, c) in [
+        (1u64, 70u64, 130u64),
+        (3, 129, 65),
+        (2, 65, 200),
+        (5, 65, 65),
+    ] {
         let n = (b * r * c) as usize;
         let input: Vec<u32> = (0..n as u32).collect();
         let shape = [b as usize, r as usize, c as usize];

@@ -71,6 +71,10 @@ def main():
     x = torch.zeros(n, dtype=torch.float32, device="cuda")
     emit("copy-256MiB", "torch-copy", bench(lambda: x.clone(), a.reps), 2 * n * 4)
     del x
+    m = 1 << 23
+    x = torch.zeros(m, dtype=torch.float32, device="cuda")
+    emit("copy-32MiB", "torch-copy", bench(lambda: x.clone(), a.reps), 2 * m * 4)
+    del x
     for name, shape, perm, ty in CASES:
         dt = torch.float32 if ty == "f32" else torch.float64
         x = torch.rand(shape, dtype=torch.float32, device="cuda").to(dt)

@@ -6,7 +6,8 @@
 //!
 //! Rows: `rtx-cuda-permute` per case (with `pct_copy`: its bandwidth as a
 //! percentage of the copy row's, and `correct` when checked against
-//! `permute_host`), and `rtx-cuda-copy` (`copy-256MiB`, the ceiling).
+//! `permute_host`), and `rtx-cuda-copy` (`copy-256MiB`, the ceiling; `copy-32MiB`, the ceiling
+//! at the size of the smallest cases).
 
 use rtx_backend::prelude::*;
 use rtx_backend::{Element, Result as BResult};
@@ -25,7 +26,12 @@ pub enum Ty {
 /// `CASES` of peers/torch_permute.py.
 pub const CASES: &[(&str, &[usize], &[usize], Ty)] = &[
     // the five
-    ("b2000000x4x16-021", &[2_000_000, 4, 16], &[0, 2, 1], Ty::F32),
+    (
+        "b2000000x4x16-021",
+        &[2_000_000, 4, 16],
+        &[0, 2, 1],
+        Ty::F32,
+    ),
     ("b500000x16x4-021", &[500_000, 16, 4], &[0, 2, 1], Ty::F32),
     ("b70000x3x5-021", &[70_000, 3, 5], &[0, 2, 1], Ty::F32),
     ("b8x4194304x2-021", &[8, 4_194_304, 2], &[0, 2, 1], Ty::F32),
@@ -33,7 +39,12 @@ pub const CASES: &[(&str, &[usize], &[usize], Ty)] = &[
     // tiny-matrix batches
     ("b1000000x8x8-021", &[1_000_000, 8, 8], &[0, 2, 1], Ty::F32),
     ("b4000000x3x5-021", &[4_000_000, 3, 5], &[0, 2, 1], Ty::F32),
-    ("b1000000x4x8-021-f64", &[1_000_000, 4, 8], &[0, 2, 1], Ty::F64),
+    (
+        "b1000000x4x8-021-f64",
+        &[1_000_000, 4, 8],
+        &[0, 2, 1],
+        Ty::F64,
+    ),
     // narrow / wide sides
     ("16777216x3", &[16_777_216, 3], &[1, 0], Ty::F32),
     ("3x16777216", &[3, 16_777_216], &[1, 0], Ty::F32),
@@ -50,12 +61,37 @@ pub const CASES: &[(&str, &[usize], &[usize], Ty)] = &[
     ("b256x384x256-021", &[256, 384, 256], &[0, 2, 1], Ty::F32),
     ("b2048x2048x2-021", &[2048, 2048, 2], &[0, 2, 1], Ty::F32),
     // N-D, the last dim moves
-    ("64x128x256x32-0321", &[64, 128, 256, 32], &[0, 3, 2, 1], Ty::F32),
-    ("32x256x128x64-3021", &[32, 256, 128, 64], &[3, 0, 2, 1], Ty::F32),
-    ("16x32x64x128-3210-f64", &[16, 32, 64, 128], &[3, 2, 1, 0], Ty::F64),
-    ("8x16x32x64x32-40312", &[8, 16, 32, 64, 32], &[4, 0, 3, 1, 2], Ty::F32),
+    (
+        "64x128x256x32-0321",
+        &[64, 128, 256, 32],
+        &[0, 3, 2, 1],
+        Ty::F32,
+    ),
+    (
+        "32x256x128x64-3021",
+        &[32, 256, 128, 64],
+        &[3, 0, 2, 1],
+        Ty::F32,
+    ),
+    (
+        "16x32x64x128-3210-f64",
+        &[16, 32, 64, 128],
+        &[3, 2, 1, 0],
+        Ty::F64,
+    ),
+    (
+        "8x16x32x64x32-40312",
+        &[8, 16, 32, 64, 32],
+        &[4, 0, 3, 1, 2],
+        Ty::F32,
+    ),
     // N-D, the last dim stays (runs)
-    ("64x128x256x32-2103", &[64, 128, 256, 32], &[2, 1, 0, 3], Ty::F32),
+    (
+        "64x128x256x32-2103",
+        &[64, 128, 256, 32],
+        &[2, 1, 0, 3],
+        Ty::F32,
+    ),
 ];
 
 /// Times every case (median of `reps`) and emits its row; `check`: compare
@@ -81,6 +117,22 @@ pub fn run(g: &CudaBackend, reps: usize, check: bool) -> anyhow::Result<()> {
         &[],
     );
     let copy_gbps = copy_bytes / copy_ms / 1e6;
+    // the copy of a 32 MiB tensor: the ceiling at the small cases' size
+    let m = 1usize << 23;
+    let x = g.zeros::<f32>(&[m])?;
+    let ms = time_cuda(g, 3, reps, || {
+        let mut y = x.clone();
+        g.make_unique(&mut y)
+    })?;
+    drop(x);
+    emit(
+        "permute",
+        "copy-32MiB",
+        "rtx-cuda-copy",
+        ms,
+        Some(2.0 * m as f64 * 4.0),
+        &[],
+    );
     for &(name, shape, perm, ty) in CASES {
         let numel: usize = shape.iter().product();
         let v = values_par(4, numel);

@@ -125,10 +125,15 @@ impl CudaBackend {
                 unsafe { b.launch(cfg) }?;
             }
             Choice::Tiled(elem, tile, params) => {
+                let params: TileParams = *params;
                 let kernel = Kernel::transpose(elem, tile);
                 let wave = self.wave(&k, kernel);
                 let cfg = LaunchConfig {
-                    grid_dim: (u64::from(params.tiles).min(wave).clamp(1, MAX_GRID_X) as u32, 1, 1),
+                    grid_dim: (
+                        u64::from(params.tiles).min(wave).clamp(1, MAX_GRID_X) as u32,
+                        1,
+                        1,
+                    ),
                     block_dim: (32, 8, 1),
                     shared_mem_bytes: 0,
                 };
@@ -160,7 +165,9 @@ impl CudaBackend {
             .dev
             .ctx
             .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
-        let per_sm = k.get(kernel).occupancy_max_active_blocks_per_multiprocessor(256, 0, None);
+        let per_sm = k
+            .get(kernel)
+            .occupancy_max_active_blocks_per_multiprocessor(256, 0, None);
         let w = match (sms, per_sm) {
             (Ok(s), Ok(b)) if s > 0 && b > 0 => u64::from(s.unsigned_abs()) * u64::from(b),
             _ => u64::MAX,
