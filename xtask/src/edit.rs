@@ -272,10 +272,7 @@ impl WriteSet {
         self.apply_inner(Some(guard))
     }
 
-    fn apply_inner(
-        &self,
-        guard: Option<&crate::journal::Guard>,
-    ) -> anyhow::Result<Vec<&FileEdit>> {
+    fn apply_inner(&self, guard: Option<&crate::journal::Guard>) -> anyhow::Result<Vec<&FileEdit>> {
         self.validate()?;
         let edits: Vec<&FileEdit> = self.edits().collect();
         let planned: Vec<crate::journal::txn::Planned<'_>> = edits

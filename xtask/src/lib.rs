@@ -63,7 +63,12 @@ impl Written {
         if files.is_empty() {
             return anyhow::Error::new(error).context("cannot print the report; nothing written");
         }
-        let mut list = files.iter().take(10).copied().collect::<Vec<_>>().join(", ");
+        let mut list = files
+            .iter()
+            .take(10)
+            .copied()
+            .collect::<Vec<_>>()
+            .join(", ");
         if files.len() > 10 {
             list.push_str(&format!(" and {} more", files.len() - 10));
         }

@@ -77,7 +77,7 @@ pub fn recover(dir: &Path, err: &mut dyn Write) -> anyhow::Result<()> {
     }
     let _ = writeln!(
         err,
-        "xtask: recovered: {} file(s) {verb}, {already} already done, {} left alone; removed {removed} temporary file(s) and the journal",
+        "xtask: recovered: {} file(s) {verb}, {already} already done, {} left alone; removed {removed} leftover temporary file(s) and the journal",
         moved.len(),
         neither.len()
     );
@@ -117,11 +117,17 @@ fn settle(e: &Entry, state: State) -> Fate {
         Ok(m) => m.permissions(),
         Err(err) => return Fate::Neither(format!("{}: cannot read it: {err}", e.rel)),
     };
-    // the journal's own temporary name: a kill now leaves the journal, and
-    // the next recovery does this again
-    match write_temp(&e.temp, to.as_bytes(), &perms, false)
-        .and_then(|()| std::fs::rename(&e.temp, &e.target))
-    {
+    // the staged file when it holds the text, else the journal's own
+    // temporary name rewritten: a kill now leaves the journal, and the next
+    // recovery does this again
+    let staged =
+        state == State::Committed && std::fs::read(&e.temp).is_ok_and(|t| t == to.as_bytes());
+    let ready = if staged {
+        Ok(())
+    } else {
+        write_temp(&e.temp, to.as_bytes(), &perms, false)
+    };
+    match ready.and_then(|()| std::fs::rename(&e.temp, &e.target)) {
         Ok(()) => Fate::Moved,
         Err(err) => Fate::Neither(format!("{}: cannot write it: {err}", e.rel)),
     }
@@ -178,7 +184,10 @@ mod tests {
         assert!(msg.contains("rolled forward a"), "{msg}");
         assert!(msg.contains("1 file(s) rolled forward, 1 already done, 1 left alone"));
         assert_eq!(std::fs::read_to_string(d.join("a")).unwrap(), "new a");
-        assert_eq!(std::fs::read_to_string(d.join("c")).unwrap(), "someone else's");
+        assert_eq!(
+            std::fs::read_to_string(d.join("c")).unwrap(),
+            "someone else's"
+        );
         assert!(!d.join(".xtask-r-a.tmp").exists());
         assert!(d.join(".xtask-other.tmp").exists());
         assert!(!record::exists(state.path()));

@@ -59,11 +59,7 @@ impl Target<'_> {
         if self.real == self.plan.path {
             self.plan.rel.to_string()
         } else {
-            format!(
-                "{} (a link to {})",
-                self.plan.rel,
-                self.real.display()
-            )
+            format!("{} (a link to {})", self.plan.rel, self.real.display())
         }
     }
 }
@@ -224,8 +220,7 @@ fn check_writable(t: &Target<'_>) -> anyhow::Result<()> {
         .with_context(|| format!("{}: cannot read its directory; nothing written", t.name()))?
         .permissions()
         .mode();
-    if dmode & 0o222 == 0 || rustix::fs::access(dir, Access::WRITE_OK | Access::EXEC_OK).is_err()
-    {
+    if dmode & 0o222 == 0 || rustix::fs::access(dir, Access::WRITE_OK | Access::EXEC_OK).is_err() {
         bail!(
             "{}: its directory {} is read-only (mode {:o}), so the file cannot be replaced there; nothing written",
             t.name(),
@@ -245,14 +240,15 @@ fn stage(targets: &[Target<'_>], entries: &[Entry]) -> anyhow::Result<()> {
         .build()
         .context("cannot start the writer threads")?;
     pool.install(|| {
-        targets
-            .par_iter()
-            .zip(entries)
-            .try_for_each(|(t, e)| {
-                write_temp(&e.temp, t.plan.new.as_bytes(), &t.perms, true).with_context(|| {
-                    format!("{}: cannot write its temporary file {}", t.name(), e.temp.display())
-                })
+        targets.par_iter().zip(entries).try_for_each(|(t, e)| {
+            write_temp(&e.temp, t.plan.new.as_bytes(), &t.perms, true).with_context(|| {
+                format!(
+                    "{}: cannot write its temporary file {}",
+                    t.name(),
+                    e.temp.display()
+                )
             })
+        })
     })
 }
 
@@ -347,10 +343,23 @@ fn restore(t: &Target<'_>, e: &Entry) -> Result<(), String> {
         .map_err(|err| format!("{}: cannot restore it: {err}", t.name()))
 }
 
-/// fsyncs the directory of every target (makes the renames durable).
+/// fsyncs the directory of every target (makes the renames durable), on a
+/// small I/O pool as the staging does.
 fn sync_dirs(targets: &[Target<'_>]) -> std::io::Result<()> {
-    let dirs: BTreeSet<&Path> = targets.iter().map(|t| parent(&t.real)).collect();
-    dirs.into_iter().try_for_each(record::sync_dir)
+    use rayon::prelude::*;
+    let dirs: Vec<&Path> = targets
+        .iter()
+        .map(|t| parent(&t.real))
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    match rayon::ThreadPoolBuilder::new()
+        .num_threads(dirs.len().clamp(1, 8))
+        .build()
+    {
+        Ok(pool) => pool.install(|| dirs.par_iter().try_for_each(|d| record::sync_dir(d))),
+        Err(_) => dirs.into_iter().try_for_each(record::sync_dir),
+    }
 }
 
 /// The directory of `path` (`.` for a bare name).
