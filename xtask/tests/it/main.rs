@@ -5,6 +5,9 @@
 
 mod align_deps;
 mod align_deps_sources;
+mod child;
+mod field_safety;
+mod field_safety_io;
 mod fmt_check;
 mod gpu_test;
 mod support;
