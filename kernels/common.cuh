@@ -38,6 +38,10 @@ typedef unsigned long long u64;
 #ifndef RTX_MAX_RANK
 #error "RTX_MAX_RANK must be defined by rtx-backend-cuda (src/abi.rs)"
 #endif
+// Bytes of the shared span of the span transpose kernels (permute.cu).
+#ifndef RTX_PERMUTE_SPAN_BYTES
+#error "RTX_PERMUTE_SPAN_BYTES must be defined by rtx-backend-cuda (src/abi.rs)"
+#endif
 // Edge of the output tile of one matmul block.
 #ifndef RTX_MATMUL_TILE
 #error "RTX_MATMUL_TILE must be defined by rtx-backend-cuda (src/abi.rs)"

@@ -4,61 +4,393 @@
 // with that shape: never with the input's strides.
 #include "common.cuh"
 
-// Batched 2-D transpose through a TR x TC shared-memory tile:
-// in [batch, rows, cols] -> out [batch, cols, rows], elements of type E
-// (4, 8 or 16 bytes: a 16-byte element is a run of 4 f32 / 2 f64 values).
-// Tiles are numbered along grid.x (column tiles fastest) and visited by a
-// grid-stride loop, so any number of rows, columns and batches is valid
-// (grid.y and grid.z stay 1). Block: 32 x 8 threads; each thread moves
-// TR*TC/256 elements, all loads issued before the barrier. Tile rows are
-// padded by one element against bank conflicts when reading columns. The host
-// picks 64x64 for large matrices, 128x32 when there are few columns and
-// 32x128 when there are few rows (so no lanes idle on a 32-wide side), and
-// 32x32 for 16-byte elements.
-template <typename E, int TR, int TC>
-__device__ __forceinline__ void transpose_tiled(const E* __restrict__ in, E* __restrict__ out,
-                                                u64 batch, u64 rows, u64 cols) {
-    __shared__ E tile[TR][TC + 1];
-    const u64 tr_n = (rows + TR - 1) / TR;
-    const u64 tc_n = (cols + TC - 1) / TC;
-    const u64 tiles = batch * tr_n * tc_n;
-    const u64 plane = rows * cols;
-    for (u64 t = blockIdx.x; t < tiles; t += gridDim.x) {
-        const u64 tc = t % tc_n;
-        const u64 rest = t / tc_n;
-        const u64 tr = rest % tr_n;
-        const u64 b = rest / tr_n;
-        const E* __restrict__ ib = in + b * plane;
-        E* __restrict__ ob = out + b * plane;
-        const u64 r0 = tr * TR, c0 = tc * TC;
-        const bool full = r0 + TR <= rows && c0 + TC <= cols;
-        // load: tile[k][x] = in[r0 + k][c0 + x]
+//
+// The kernel choice (crates/rtx-backend-cuda/src/device/permute_plan.rs):
+// * transpose_planes_b*: batches of small matrices; a block moves k whole
+//   planes (one contiguous span in the input and in the output);
+// * transpose_rows_b*: few columns; a tile is whole rows (a contiguous input
+//   span, `cols` contiguous output runs);
+// * transpose_cols_b*: few rows; a tile is whole columns (`rows` contiguous
+//   input runs, a contiguous output span);
+// * transpose{TR}x{TC}_b*: larger matrices and the tiled inner pair of N-D
+//   permutes whose last dim moves, software-pipelined over one wave of blocks;
+// * transpose_runs_b* / permute_b*: copy_rows with 64-bit decodes, for what
+//   the others do not take (runs of other sizes, counts past 2^31, N-D
+//   permutes that keep the last dim).
+
+// Division by d of n < 2^31 (1 <= d < 2^31): q = (n * m) >> s with
+// s = 31 + ceil(log2 d) and m = ceil(2^s / d) < 2^32, set by the host.
+struct FastDiv {
+    u32 d, m, s, pad;
+};
+__device__ __forceinline__ u32 fdiv(const FastDiv& f, u32 n) {
+    return (u32)(((u64)n * f.m) >> f.s);
+}
+
+// Shared-memory index of span element i: one pad element per 32, so a warp
+// reading or writing with a stride that is a multiple of 32 has no conflicts.
+__device__ __forceinline__ u32 sk(u32 i) { return i + (i >> 5); }
+
+__device__ __forceinline__ void parts(const uint4& v, u32 (&e)[4]) {
+    e[0] = v.x;
+    e[1] = v.y;
+    e[2] = v.z;
+    e[3] = v.w;
+}
+__device__ __forceinline__ void parts(const uint4& v, u64 (&e)[2]) {
+    e[0] = ((u64)v.y << 32) | v.x;
+    e[1] = ((u64)v.w << 32) | v.z;
+}
+__device__ __forceinline__ uint4 pack(const u32 (&e)[4]) { return make_uint4(e[0], e[1], e[2], e[3]); }
+__device__ __forceinline__ uint4 pack(const u64 (&e)[2]) {
+    return make_uint4((u32)e[0], (u32)(e[0] >> 32), (u32)e[1], (u32)(e[1] >> 32));
+}
+
+// buf[sk(i)] = src[i] for i < n, the span read as aligned 16-byte vectors
+// (all loads of a thread issued before its shared-memory writes). The first
+// and last vectors may cover a few elements outside the span: they lie in
+// the same 16-byte block as span elements, so within the allocation (device
+// allocations are 256-byte aligned), and are never written.
+template <typename E, int U>
+__device__ __forceinline__ void load_span(const E* __restrict__ src, u32 n, E* buf) {
+    constexpr u32 VE = 16 / sizeof(E);
+    const u64 a = (u64)src;
+    const u32 head = (u32)(a & 15) / (u32)sizeof(E);
+    const uint4* __restrict__ v = (const uint4*)(a - (a & 15));
+    const u32 nv = (head + n + VE - 1) / VE;
+    for (u32 base = threadIdx.x; base < nv; base += U * blockDim.x) {
+        uint4 x[U];
 #pragma unroll
-        for (int i = 0; i < TR / 8; ++i)
+        for (int u = 0; u < U; ++u) {
+            const u32 i = base + u * blockDim.x;
+            if (i < nv) x[u] = __ldg(v + i);
+        }
 #pragma unroll
-            for (int xi = 0; xi < TC / 32; ++xi) {
-                const int k = threadIdx.y + 8 * i, x = threadIdx.x + 32 * xi;
-                if (full || (r0 + k < rows && c0 + x < cols))
-                    tile[k][x] = __ldg(ib + (r0 + k) * cols + c0 + x);
+        for (int u = 0; u < U; ++u) {
+            const u32 i = base + u * blockDim.x;
+            if (i < nv) {
+                E e[VE];
+                parts(x[u], e);
+#pragma unroll
+                for (u32 j = 0; j < VE; ++j) {
+                    const u32 k = i * VE + j - head;  // wraps past n when before the span
+                    if (k < n) buf[sk(k)] = e[j];
+                }
             }
+        }
+    }
+}
+
+// dst[o] = buf[map(o)] for o < n: aligned 16-byte vector stores, single
+// elements for the unaligned head and the tail.
+template <typename E, typename Map>
+__device__ __forceinline__ void store_span(E* __restrict__ dst, u32 n, const E* buf,
+                                           const Map& map) {
+    constexpr u32 VE = 16 / sizeof(E);
+    const u64 a = (u64)dst;
+    u32 head = (u32)((16 - (a & 15)) & 15) / (u32)sizeof(E);
+    if (head > n) head = n;
+    const u32 nv = (n - head) / VE;
+    const u32 tail0 = head + nv * VE;
+    uint4* __restrict__ v = (uint4*)(dst + head);
+#pragma unroll 4
+    for (u32 i = threadIdx.x; i < nv; i += blockDim.x) {
+        E e[VE];
+#pragma unroll
+        for (u32 j = 0; j < VE; ++j) e[j] = buf[map(head + i * VE + j)];
+        __stcs(v + i, pack(e));
+    }
+    const u32 t = threadIdx.x;
+    if (t < head) __stcs(dst + t, buf[map(t)]);
+    if (t < n - tail0) __stcs(dst + tail0 + t, buf[map(tail0 + t)]);
+}
+
+// Elements of the shared span of the span kernels.
+#define RTX_SPAN(E) (RTX_PERMUTE_SPAN_BYTES / (int)sizeof(E))
+
+// Parameters of the span kernels: `batch` matrices of rows x cols (every
+// count below 2^31 but batch; the host checks). Planes: `per` matrices per
+// tile. Rows / cols: 2^per rows / columns per tile, `tiles_d` tiles per plane.
+struct SpanParams {
+    u64 batch, tiles;
+    u32 rows, cols, per, pad;
+    FastDiv plane_d, rows_d, tiles_d;
+};
+
+// Output element o of a span of whole planes: (plane p, column c, row r),
+// read from input element (p, r, c) of the span.
+struct PlanesMap {
+    FastDiv plane_d, rows_d;
+    u32 R, C, P;
+    __device__ __forceinline__ u32 operator()(u32 o) const {
+        const u32 p = fdiv(plane_d, o);
+        const u32 rem = o - p * P;
+        const u32 c = fdiv(rows_d, rem);
+        const u32 r = rem - c * R;
+        return sk(p * P + r * C + c);
+    }
+};
+
+template <typename E>
+__device__ __forceinline__ void transpose_planes(const E* __restrict__ in, E* __restrict__ out,
+                                                 const SpanParams& q) {
+    __shared__ E buf[RTX_SPAN(E) + RTX_SPAN(E) / 32];
+    const u32 P = q.rows * q.cols;
+    const PlanesMap m{q.plane_d, q.rows_d, q.rows, q.cols, P};
+    for (u64 s = blockIdx.x; s < q.tiles; s += gridDim.x) {
+        const u64 p0 = s * q.per;
+        const u64 left = q.batch - p0;
+        const u32 n = (u32)(left < q.per ? left : q.per) * P;
+        load_span<E, 4>(in + p0 * P, n, buf);
         __syncthreads();
-        // store: out[c0 + k][r0 + x] = in[r0 + x][c0 + k] = tile[x][k]
-#pragma unroll
-        for (int i = 0; i < TC / 8; ++i)
-#pragma unroll
-            for (int xi = 0; xi < TR / 32; ++xi) {
-                const int k = threadIdx.y + 8 * i, x = threadIdx.x + 32 * xi;
-                if (full || (c0 + k < cols && r0 + x < rows))
-                    __stcs(ob + (c0 + k) * rows + r0 + x, tile[x][k]);
-            }
+        store_span<E>(out + p0 * P, n, buf, m);
         __syncthreads();
     }
 }
 
-#define RTX_TRANSPOSE(NAME, E, TR, TC)                                                        \
-    extern "C" __global__ void __launch_bounds__(256)                                         \
-        NAME(const E* __restrict__ in, E* __restrict__ out, u64 batch, u64 rows, u64 cols) { \
-        transpose_tiled<E, TR, TC>(in, out, batch, rows, cols);                               \
+// A tile of whole rows: rows r0 .. r0 + T of plane b (T = 2^per), loaded as
+// one span; column c of the tile is the output run at (b, c, r0).
+template <typename E>
+__device__ __forceinline__ void transpose_rows(const E* __restrict__ in, E* __restrict__ out,
+                                               const SpanParams& q) {
+    constexpr u32 VE = 16 / sizeof(E);
+    constexpr u32 LV = sizeof(E) == 4 ? 2 : 1;
+    __shared__ E buf[RTX_SPAN(E) + RTX_SPAN(E) / 32];
+    const u32 R = q.rows, C = q.cols, T = 1u << q.per;
+    const u64 P = (u64)R * C;
+    const u32 tpp = q.tiles_d.d;
+    const bool vec = R % VE == 0 && ((u64)out & 15) == 0;
+    for (u64 s64 = blockIdx.x; s64 < q.tiles; s64 += gridDim.x) {
+        const u32 s = (u32)s64;
+        const u32 b = fdiv(q.tiles_d, s);
+        const u32 r0 = (s - b * tpp) << q.per;
+        const u32 tn = R - r0 < T ? R - r0 : T;
+        load_span<E, 4>(in + b * P + (u64)r0 * C, tn * C, buf);
+        __syncthreads();
+        E* __restrict__ ob = out + b * P + r0;
+        if (vec) {
+            // tn is a multiple of VE (R and r0 are)
+            const u32 pv = q.per - LV;
+#pragma unroll 4
+            for (u32 i = threadIdx.x; i < (C << pv); i += blockDim.x) {
+                const u32 c = i >> pv;
+                const u32 t0 = (i & ((1u << pv) - 1)) * VE;
+                if (t0 < tn) {
+                    E e[VE];
+#pragma unroll
+                    for (u32 j = 0; j < VE; ++j) e[j] = buf[sk((t0 + j) * C + c)];
+                    __stcs((uint4*)(ob + (u64)c * R + t0), pack(e));
+                }
+            }
+        } else {
+#pragma unroll 4
+            for (u32 i = threadIdx.x; i < (C << q.per); i += blockDim.x) {
+                const u32 c = i >> q.per;
+                const u32 t = i & (T - 1);
+                if (t < tn) __stcs(ob + (u64)c * R + t, buf[sk(t * C + c)]);
+            }
+        }
+        __syncthreads();
+    }
+}
+
+// Output element o of a tile of whole columns: (column t, row r) of the tile,
+// shared layout [rows][T + 1].
+struct ColsMap {
+    FastDiv rows_d;
+    u32 R, T1;
+    __device__ __forceinline__ u32 operator()(u32 o) const {
+        const u32 t = fdiv(rows_d, o);
+        return (o - t * R) * T1 + t;
+    }
+};
+
+// A tile of whole columns: columns c0 .. c0 + T of plane b (T = 2^per), read
+// as `rows` runs; the output is one span.
+template <typename E, int U = 4>
+__device__ __forceinline__ void transpose_cols(const E* __restrict__ in, E* __restrict__ out,
+                                               const SpanParams& q) {
+    constexpr u32 VE = 16 / sizeof(E);
+    constexpr u32 LV = sizeof(E) == 4 ? 2 : 1;
+    __shared__ E buf[RTX_SPAN(E) + RTX_SPAN(E) / 32];
+    const u32 R = q.rows, C = q.cols, T = 1u << q.per, T1 = T + 1;
+    const u64 P = (u64)R * C;
+    const u32 tpp = q.tiles_d.d;
+    const bool vec = C % VE == 0 && ((u64)in & 15) == 0;
+    const ColsMap m{q.rows_d, R, T1};
+    for (u64 s64 = blockIdx.x; s64 < q.tiles; s64 += gridDim.x) {
+        const u32 s = (u32)s64;
+        const u32 b = fdiv(q.tiles_d, s);
+        const u32 c0 = (s - b * tpp) << q.per;
+        const u32 tn = C - c0 < T ? C - c0 : T;
+        const E* __restrict__ ib = in + b * P + c0;
+        if (vec) {
+            const u32 pv = q.per - LV;
+            const u32 items = R << pv;
+            for (u32 base = threadIdx.x; base < items; base += U * blockDim.x) {
+                uint4 x[U];
+#pragma unroll
+                for (int u = 0; u < U; ++u) {
+                    const u32 i = base + u * blockDim.x;
+                    const u32 t0 = (i & ((1u << pv) - 1)) * VE;
+                    if (i < items && t0 < tn)
+                        x[u] = __ldg((const uint4*)(ib + (u64)(i >> pv) * C + t0));
+                }
+#pragma unroll
+                for (int u = 0; u < U; ++u) {
+                    const u32 i = base + u * blockDim.x;
+                    const u32 t0 = (i & ((1u << pv) - 1)) * VE;
+                    if (i < items && t0 < tn) {
+                        E e[VE];
+                        parts(x[u], e);
+#pragma unroll
+                        for (u32 j = 0; j < VE; ++j) buf[(i >> pv) * T1 + t0 + j] = e[j];
+                    }
+                }
+            }
+        } else {
+            const u32 items = R << q.per;
+            for (u32 base = threadIdx.x; base < items; base += U * blockDim.x) {
+                E x[U];
+#pragma unroll
+                for (int u = 0; u < U; ++u) {
+                    const u32 i = base + u * blockDim.x;
+                    if (i < items && (i & (T - 1)) < tn)
+                        x[u] = __ldg(ib + (u64)(i >> q.per) * C + (i & (T - 1)));
+                }
+#pragma unroll
+                for (int u = 0; u < U; ++u) {
+                    const u32 i = base + u * blockDim.x;
+                    if (i < items && (i & (T - 1)) < tn) buf[(i >> q.per) * T1 + (i & (T - 1))] = x[u];
+                }
+            }
+        }
+        __syncthreads();
+        store_span<E>(out + b * P + (u64)c0 * R, tn * R, buf, m);
+        __syncthreads();
+    }
+}
+
+#define RTX_TRANSPOSE_SPAN(NAME, FN, E)                                                  \
+    extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                              \
+        NAME(const E* __restrict__ in, E* __restrict__ out, const SpanParams q) {        \
+        FN<E>(in, out, q);                                                               \
+    }
+RTX_TRANSPOSE_SPAN(transpose_planes_b4, transpose_planes, u32)
+RTX_TRANSPOSE_SPAN(transpose_planes_b8, transpose_planes, u64)
+RTX_TRANSPOSE_SPAN(transpose_rows_b4, transpose_rows, u32)
+RTX_TRANSPOSE_SPAN(transpose_rows_b8, transpose_rows, u64)
+RTX_TRANSPOSE_SPAN(transpose_cols_b4, transpose_cols, u32)
+RTX_TRANSPOSE_SPAN(transpose_cols_b8, transpose_cols, u64)
+
+// Tiled transpose of a batch of row-strided matrices: matrix q (decoded over
+// up to RTX_MAX_RANK batch dims, last fastest, each with an input and an
+// output stride) has `rows` input rows of stride in_rs, each of `cols`
+// contiguous elements; output row c (stride out_rs) holds column c
+// contiguously. A batched 2-D transpose is one batch dim; an N-D permute whose
+// last dim moves is the pair (input last dim = cols, dim that becomes the
+// output's last = rows) with the other dims as the batch. Tile count, rows,
+// cols and every batch dim are below 2^31 (the host checks).
+struct TileParams {
+    u64 in_rs, out_rs;
+    u64 bin[RTX_MAX_RANK], bout[RTX_MAX_RANK];
+    FastDiv bdim[RTX_MAX_RANK];
+    FastDiv tc_n, tr_n;
+    u32 rows, cols, tiles, rank;
+};
+
+// Tile t: first row r0, first column c0, input and output offsets of (r0, c0).
+template <int TR, int TC>
+__device__ __forceinline__ void tile_origin(const TileParams& p, u32 t, u64& ioff, u64& ooff,
+                                            u32& r0, u32& c0) {
+    const u32 a = fdiv(p.tc_n, t);
+    const u32 tc = t - a * p.tc_n.d;
+    u32 q = fdiv(p.tr_n, a);
+    const u32 tr = a - q * p.tr_n.d;
+    r0 = tr * TR;
+    c0 = tc * TC;
+    u64 i = 0, o = 0;
+    for (int k = (int)p.rank - 1; k >= 0; --k) {
+        const u32 qq = fdiv(p.bdim[k], q);
+        const u32 x = q - qq * p.bdim[k].d;
+        i += (u64)x * p.bin[k];
+        o += (u64)x * p.bout[k];
+        q = qq;
+    }
+    ioff = i + (u64)r0 * p.in_rs + c0;
+    ooff = o + (u64)c0 * p.out_rs + r0;
+}
+
+// v[i * (TC / 32) + xi] = in[ioff + k * in_rs + x] (k = ty + 8 i, x = tx + 32 xi)
+// for the elements inside the matrix.
+template <typename E, int TR, int TC>
+__device__ __forceinline__ void load_tile(const E* __restrict__ in, const TileParams& p, u64 ioff,
+                                          u32 r0, u32 c0, E (&v)[(TR / 8) * (TC / 32)]) {
+    const bool full = r0 + TR <= p.rows && c0 + TC <= p.cols;
+    const E* __restrict__ ib = in + ioff;
+#pragma unroll
+    for (int i = 0; i < TR / 8; ++i)
+#pragma unroll
+        for (int xi = 0; xi < TC / 32; ++xi) {
+            const u32 k = threadIdx.y + 8 * i, x = threadIdx.x + 32 * xi;
+            if (full || (r0 + k < p.rows && c0 + x < p.cols))
+                v[i * (TC / 32) + xi] = __ldg(ib + (u64)k * p.in_rs + x);
+        }
+}
+
+// Block 32 x 8; each thread moves TR*TC/256 elements per tile. The host
+// launches about one wave of resident blocks, each walking tiles t,
+// t + grid, ...: the loads of a block's next tile are issued (into
+// registers) before the stores of the current one, so loads and stores
+// overlap. Tile rows are padded by one element against bank conflicts.
+template <typename E, int TR, int TC>
+__device__ __forceinline__ void transpose_tiled(const E* __restrict__ in, E* __restrict__ out,
+                                                const TileParams& p) {
+    __shared__ E tile[TR][TC + 1];
+    constexpr int NV = (TR / 8) * (TC / 32);
+    u32 t = blockIdx.x;
+    if (t >= p.tiles) return;  // the whole block: no barrier is skipped by part of it
+    E v[NV];
+    u64 ioff, ooff;
+    u32 r0, c0;
+    tile_origin<TR, TC>(p, t, ioff, ooff, r0, c0);
+    load_tile<E, TR, TC>(in, p, ioff, r0, c0, v);
+    for (;;) {
+#pragma unroll
+        for (int i = 0; i < TR / 8; ++i)
+#pragma unroll
+            for (int xi = 0; xi < TC / 32; ++xi)
+                tile[threadIdx.y + 8 * i][threadIdx.x + 32 * xi] = v[i * (TC / 32) + xi];
+        __syncthreads();
+        const u64 so = ooff;
+        const u32 sr0 = r0, sc0 = c0;
+        const u32 tn = t + gridDim.x;
+        const bool more = tn < p.tiles;
+        if (more) {
+            tile_origin<TR, TC>(p, tn, ioff, ooff, r0, c0);
+            load_tile<E, TR, TC>(in, p, ioff, r0, c0, v);
+        }
+        const bool full = sr0 + TR <= p.rows && sc0 + TC <= p.cols;
+        E* __restrict__ ob = out + so;
+        // out[so + k * out_rs + x] = tile[x][k]
+#pragma unroll
+        for (int i = 0; i < TC / 8; ++i)
+#pragma unroll
+            for (int xi = 0; xi < TR / 32; ++xi) {
+                const u32 k = threadIdx.y + 8 * i, x = threadIdx.x + 32 * xi;
+                if (full || (sc0 + k < p.cols && sr0 + x < p.rows))
+                    __stcs(ob + (u64)k * p.out_rs + x, tile[x][k]);
+            }
+        __syncthreads();
+        if (!more) break;
+        t = tn;
+    }
+}
+
+#define RTX_TRANSPOSE(NAME, E, TR, TC)                                                    \
+    extern "C" __global__ void __launch_bounds__(256)                                     \
+        NAME(const E* __restrict__ in, E* __restrict__ out, const TileParams p) {         \
+        transpose_tiled<E, TR, TC>(in, out, p);                                           \
     }
 RTX_TRANSPOSE(transpose32x32_b4, u32, 32, 32)
 RTX_TRANSPOSE(transpose64x64_b4, u32, 64, 64)

@@ -5,13 +5,15 @@ use std::io::Write;
 
 use clap::{Parser, Subcommand};
 
-use crate::{EXIT_ERROR, Outcome};
+use crate::{EXIT_ERROR, EXIT_WRITTEN, Outcome, Written};
 
 /// The rtx fleet tool: keeps a Cargo workspace consistent with its policy.
 ///
 /// Exit codes: 0 = holds (or everything fixed), 1 = violation or test failure
-/// found, 2 = could not run (bad arguments, malformed policy or manifest,
-/// missing tool or required device).
+/// found, 2 = could not run, nothing written (bad arguments, malformed policy
+/// or manifest, missing tool or required device, a file changed, read-only
+/// or a broken link), 3 = files were written but the run then failed (its
+/// report could not be printed).
 #[derive(Debug, Parser)]
 #[command(name = "cargo xtask", bin_name = "cargo xtask", version)]
 pub struct Cli {
@@ -66,17 +68,89 @@ where
             return code;
         }
     };
-    let result: anyhow::Result<Outcome> = match cli.command {
-        Command::Ci(a) => crate::ci::run(&a, out, err),
-        Command::AlignDeps(a) => crate::align_deps::run(&a, out, err),
-        Command::FmtCheck(a) => crate::fmt_check::run(&a, out, err),
-        Command::GpuTest(a) => crate::gpu_test::run(&a, out, err),
+    let mut out = Stdout {
+        inner: out,
+        closed: false,
     };
+    let out: &mut dyn Write = &mut out;
+    let result: anyhow::Result<Outcome> = match cli.command {
+        Command::Ci(a) => settle(None, err).and_then(|()| crate::ci::run(&a, out, err)),
+        Command::AlignDeps(a) => crate::align_deps::run(&a, out, err),
+        Command::FmtCheck(a) if a.verify_formatting_only.is_some() => {
+            settle(a.target.workspace.as_deref(), err)
+                .and_then(|()| crate::fmt_check::run(&a, out, err))
+        }
+        Command::FmtCheck(a) => crate::fmt_check::run(&a, out, err),
+        Command::GpuTest(a) => settle(a.target.workspace.as_deref(), err)
+            .and_then(|()| crate::gpu_test::run(&a, out, err)),
+    };
+    // a report that could not be printed at the very end: nothing was
+    // written (a fix run flushes, and says so, itself)
+    let result = result.and_then(|o| {
+        out.flush()
+            .map(|()| o)
+            .map_err(|e| anyhow::Error::new(e).context("cannot print the report"))
+    });
     match result {
         Ok(outcome) => outcome.code(),
+        Err(e) if e.chain().any(|c| c.is::<Written>()) => {
+            let _ = writeln!(err, "error: {e:#}");
+            EXIT_WRITTEN
+        }
         Err(e) => {
             let _ = writeln!(err, "error: {e:#}");
             EXIT_ERROR
+        }
+    }
+}
+
+/// For the commands that write nothing themselves (`ci`, `gpu-test`,
+/// `fmt-check --verify-formatting-only`): recover an interrupted fix of the
+/// workspace first (see [`crate::journal`]). A workspace cargo cannot read is
+/// left to the command to report.
+fn settle(workspace: Option<&std::path::Path>, err: &mut dyn Write) -> anyhow::Result<()> {
+    let Ok(manifest) = crate::workspace::manifest_path(workspace) else {
+        return Ok(());
+    };
+    let Ok(meta) = crate::workspace::metadata_no_deps(&manifest) else {
+        return Ok(());
+    };
+    crate::journal::Guard::settle(meta.target_directory.as_std_path(), err)
+}
+
+/// Standard output as the commands see it: a closed pipe (`| head -1`,
+/// `EPIPE`; Rust ignores `SIGPIPE`, so it is an `ErrorKind::BrokenPipe`
+/// error) is not an error: printing stops and the run ends with the exit code
+/// of its result, as ripgrep does. Any other write error reaches the command.
+struct Stdout<'w> {
+    inner: &'w mut dyn Write,
+    closed: bool,
+}
+
+impl Write for Stdout<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.closed {
+            return Ok(buf.len());
+        }
+        match self.inner.write(buf) {
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+                self.closed = true;
+                Ok(buf.len())
+            }
+            r => r,
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        if self.closed {
+            return Ok(());
+        }
+        match self.inner.flush() {
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+                self.closed = true;
+                Ok(())
+            }
+            r => r,
         }
     }
 }

@@ -210,6 +210,14 @@ impl<'w> Printer<'w> {
         }
     }
 
+    /// Flushes the output (so that a failing stdout is seen by the command).
+    ///
+    /// # Errors
+    /// Write errors.
+    pub fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
+    }
+
     /// The one summary of a run, on `out` in every format: `line` (human), a
     /// `{"kind": "summary", "message": line, ..fields}` object (json), a
     /// `::notice` (github).

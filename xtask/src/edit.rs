@@ -4,16 +4,16 @@
 //! A [`WriteSet`] holds, per file, the [`Splice`]s to make. Splices are byte
 //! ranges of the file's text *as it was read*, so two planners that looked at
 //! the same file can merge their work; overlapping splices are a conflict (an
-//! error, nothing written). Nothing touches the disk until [`WriteSet::apply`],
-//! which first checks that no planned file changed since it was read,
-//! validates every new `.toml` and `.rs` text, stages every file
-//! ([`crate::fsutil::stage`]) and only then renames them into place.
+//! error, nothing written). Nothing touches the disk until
+//! [`WriteSet::apply_with`], which validates every new `.toml` and `.rs` text
+//! and hands the files to [`crate::journal::txn`] (links, read-only files,
+//! concurrent edits, the journal).
 
 use std::collections::BTreeMap;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context as _, bail};
+use anyhow::bail;
 
 use crate::text::line_col;
 
@@ -245,77 +245,47 @@ impl WriteSet {
     }
 
     /// Writes every planned edit, all or nothing as far as the file system
-    /// allows:
-    /// 1. checks that the results are valid and that no file changed on disk
-    ///    since it was read;
-    /// 2. stages each new text in a temporary file beside its target, with the
-    ///    target's permissions, fsynced (in parallel, on a wide I/O pool, so the
-    ///    file system batches the syncs); any failure here deletes the
-    ///    temporaries and leaves every file untouched;
-    /// 3. renames each temporary over its target (atomic per file). Should a
-    ///    rename fail, the files already replaced are restored.
+    /// allows, without the journal and the workspace lock (see
+    /// [`WriteSet::apply_with`], which the commands use).
+    ///
+    /// # Errors
+    /// As [`WriteSet::apply_with`].
+    pub fn apply(&self) -> anyhow::Result<Vec<&FileEdit>> {
+        self.apply_inner(None)
+    }
+
+    /// Writes every planned edit, all or nothing as far as the file system
+    /// allows (see [`crate::journal::txn`]): validates the new texts, then
+    /// resolves links (written through), refuses read-only files and
+    /// directories, stages every file beside its target and replaces them
+    /// one by one, each compared with the text planned from right before;
+    /// the journal in `guard`'s directory makes a killed run recoverable.
     ///
     /// Returns the edited files.
     ///
     /// # Errors
-    /// A file changed on disk since planning, an invalid result, or an I/O
-    /// error while staging (all: nothing written); an I/O error while renaming
-    /// (earlier renames rolled back).
-    pub fn apply(&self) -> anyhow::Result<Vec<&FileEdit>> {
-        use rayon::prelude::*;
+    /// An invalid result, a file changed on disk, a link that does not
+    /// resolve, a read-only file or an I/O error (nothing written; files
+    /// already replaced are restored), or a failure after files were
+    /// written ([`crate::Written`]).
+    pub fn apply_with(&self, guard: &crate::journal::Guard) -> anyhow::Result<Vec<&FileEdit>> {
+        self.apply_inner(Some(guard))
+    }
+
+    fn apply_inner(&self, guard: Option<&crate::journal::Guard>) -> anyhow::Result<Vec<&FileEdit>> {
         self.validate()?;
         let edits: Vec<&FileEdit> = self.edits().collect();
-        if edits.is_empty() {
-            return Ok(edits);
-        }
-        for e in &edits {
-            let now = std::fs::read(&e.path)
-                .with_context(|| format!("{}: cannot re-read before writing", e.rel))?;
-            if now != e.old_text.as_bytes() {
-                bail!(
-                    "{}: changed on disk since it was read; nothing written (run it again)",
-                    e.rel
-                );
-            }
-        }
-        // staging is I/O-bound (create, write, fsync): a few more threads than cores
-        // overlap the waits and let the file system batch the syncs.
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(edits.len().clamp(1, 8))
-            .build()
-            .context("cannot start the writer threads")?;
-        let staged: Vec<anyhow::Result<tempfile::NamedTempFile>> = pool.install(|| {
-            edits
-                .par_iter()
-                .map(|e| crate::fsutil::stage(&e.path, e.new_text().as_bytes()))
-                .collect()
-        });
-        let mut temps = Vec::with_capacity(staged.len());
-        for r in staged {
-            temps.push(r.context("nothing written")?);
-        }
-        let mut done: Vec<&FileEdit> = Vec::with_capacity(edits.len());
-        for (e, tmp) in edits.iter().zip(temps) {
-            if let Err(err) = tmp.persist(&e.path) {
-                let err = anyhow::Error::new(err.error)
-                    .context(format!("{}: cannot replace file", e.rel));
-                let mut restore_errors = Vec::new();
-                for d in &done {
-                    if let Err(re) = crate::fsutil::atomic_write(&d.path, d.old_text.as_bytes()) {
-                        restore_errors.push(format!("{re:#}"));
-                    }
-                }
-                if restore_errors.is_empty() {
-                    return Err(err.context("the files already replaced were restored"));
-                }
-                return Err(err.context(format!(
-                    "restoring the files already replaced failed too: {}",
-                    restore_errors.join("; ")
-                )));
-            }
-            done.push(e);
-        }
-        Ok(done)
+        let planned: Vec<crate::journal::txn::Planned<'_>> = edits
+            .iter()
+            .map(|e| crate::journal::txn::Planned {
+                path: &e.path,
+                rel: &e.rel,
+                old: &e.old_text,
+                new: e.new_text(),
+            })
+            .collect();
+        crate::journal::txn::write_all(&planned, guard)?;
+        Ok(edits)
     }
 }
 

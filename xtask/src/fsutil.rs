@@ -6,21 +6,13 @@ use std::path::{Component, Path, PathBuf};
 use anyhow::Context as _;
 
 /// Writes `contents` to a new temporary file beside `path` (same directory,
-/// so a rename replaces `path` atomically), with `path`'s permissions (or
-/// `0o644` when `path` does not exist yet), fsynced. Persist it over `path`
-/// to replace the file; dropping it deletes it.
+/// so a rename replaces `path` atomically), with `perms` (`None`: `0o644`),
+/// fsynced. Persist it over `path` to replace the file; dropping it deletes
+/// it. (The fleet commands' multi-file writes go through
+/// [`crate::journal::txn`] instead.)
 ///
 /// # Errors
 /// Any I/O error, with the path and the operation in the message.
-pub fn stage(path: &Path, contents: &[u8]) -> anyhow::Result<tempfile::NamedTempFile> {
-    let perms = std::fs::metadata(path).ok().map(|m| m.permissions());
-    stage_with_permissions(path, contents, perms)
-}
-
-/// [`stage`] with the given permissions (`None`: `0o644`) instead of `path`'s.
-///
-/// # Errors
-/// As [`stage`].
 pub fn stage_with_permissions(
     path: &Path,
     contents: &[u8],
@@ -42,19 +34,6 @@ pub fn stage_with_permissions(
         .and_then(|()| tmp.as_file().sync_all())
         .with_context(|| format!("{}: cannot write its temporary file", path.display()))?;
     Ok(tmp)
-}
-
-/// Replaces `path` with `contents` atomically: [`stage`], then a rename over
-/// the original. Readers see the old file or the new one, never a mix.
-///
-/// # Errors
-/// Any I/O error, with the path and the operation in the message.
-pub fn atomic_write(path: &Path, contents: &[u8]) -> anyhow::Result<()> {
-    stage(path, contents)?
-        .persist(path)
-        .map_err(|e| e.error)
-        .with_context(|| format!("{}: cannot replace file", path.display()))?;
-    Ok(())
 }
 
 /// `path` relative to `root`, `/`-separated (for messages and reports); a
@@ -90,32 +69,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn replaces_contents_and_keeps_permissions() {
-        use std::os::unix::fs::PermissionsExt as _;
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("f.txt");
-        std::fs::write(&p, "old").unwrap();
-        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o640)).unwrap();
-        atomic_write(&p, b"new").unwrap();
-        assert_eq!(std::fs::read_to_string(&p).unwrap(), "new");
-        let mode = std::fs::metadata(&p).unwrap().permissions().mode() & 0o777;
-        assert_eq!(mode, 0o640);
-        // no temporary file left behind
-        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
-    }
-
-    #[test]
     fn stage_leaves_the_target_alone_until_persisted() {
         use std::os::unix::fs::PermissionsExt as _;
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("new.txt");
-        let tmp = stage(&p, b"x").unwrap();
+        let tmp = stage_with_permissions(&p, b"x", None).unwrap();
         assert!(!p.exists());
         tmp.persist(&p).unwrap();
         assert_eq!(std::fs::read(&p).unwrap(), b"x");
         let mode = std::fs::metadata(&p).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o644);
-        drop(stage(&p, b"y").unwrap());
+        drop(stage_with_permissions(&p, b"y", None).unwrap());
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
     }
 

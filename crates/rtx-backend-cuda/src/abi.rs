@@ -20,6 +20,8 @@ pub(crate) const BLOCK: u32 = 256;
 pub(crate) const ROWS_PER_GROUP: u64 = 4;
 /// Largest rank of the N-D permute kernel (`RTX_MAX_RANK`).
 pub(crate) const MAX_RANK: usize = 8;
+/// Bytes of the shared span of the span transpose kernels (`RTX_PERMUTE_SPAN_BYTES`).
+pub(crate) const PERMUTE_SPAN_BYTES: u64 = 16384;
 /// Edge of the output tile of one block of the matrix product (`RTX_MATMUL_TILE`).
 pub(crate) const MATMUL_TILE: usize = 64;
 /// Resident blocks per SM the fused level-0 kernels are built for (`RTX_FUSED_MIN_BLOCKS`).
@@ -73,6 +75,7 @@ pub(crate) fn defines() -> Vec<(&'static str, String)> {
         ("RTX_BLOCK", BLOCK.to_string()),
         ("RTX_ROWS_PER_GROUP", ROWS_PER_GROUP.to_string()),
         ("RTX_MAX_RANK", MAX_RANK.to_string()),
+        ("RTX_PERMUTE_SPAN_BYTES", PERMUTE_SPAN_BYTES.to_string()),
         ("RTX_MATMUL_TILE", MATMUL_TILE.to_string()),
         ("RTX_FUSED_MIN_BLOCKS", FUSED_MIN_BLOCKS.to_string()),
         ("RTX_CANONICAL_BLOCK", CANONICAL_BLOCK.to_string()),

@@ -83,6 +83,8 @@ mod hash;
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 mod levels;
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+mod permute_plan;
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 mod settings;
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 mod source;

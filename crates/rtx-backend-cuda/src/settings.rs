@@ -3,7 +3,7 @@
 
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 
-use crate::table::{ChunkSum, Tile, Word};
+use crate::table::ChunkSum;
 
 /// Default byte budget of each thread's index cache, per backend: 512 MiB
 /// (host copy of the key plus device index list and plan).
@@ -16,11 +16,12 @@ pub const PIPELINED_SCATTER_MAX_ENTRIES: usize = 1 << 20;
 /// Tile of the 2-D transpose kernel (a tuning knob for benchmarks).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum TransposeTile {
-    /// Picked by shape (the default): 64x64, 128x32 for few columns, 32x128
-    /// for few rows, 32x32 for 16-byte elements.
+    /// Picked by shape (the default): the span kernels for batches of small
+    /// matrices and sides of at most 64, else the tiles 64x64, 128x32 for few
+    /// columns, 32x128 for few rows, 32x32 for 16-byte elements.
     #[default]
     ByShape,
-    /// The classic 32x32 tile for every shape.
+    /// The classic 32x32 tile for every shape (no span kernels).
     Force32,
 }
 
@@ -58,9 +59,9 @@ impl ScatterForm {
 }
 
 impl TransposeTile {
-    /// The tile for a `rows x cols` matrix of `elem` elements.
-    pub(crate) fn resolve(self, rows: u64, cols: u64, elem: Word) -> Tile {
-        Tile::pick(rows, cols, elem, self == TransposeTile::Force32)
+    /// Whether every transpose takes the classic 32x32 tile.
+    pub(crate) fn force32(self) -> bool {
+        self == TransposeTile::Force32
     }
 }
 
@@ -152,13 +153,7 @@ mod tests {
             ScatterForm::Pipelined.resolve(n + 1, 1),
             ChunkSum::Pipelined
         );
-        assert_eq!(
-            TransposeTile::Force32.resolve(8192, 8192, Word::B4),
-            Tile::T32x32
-        );
-        assert_eq!(
-            TransposeTile::ByShape.resolve(8192, 8192, Word::B4),
-            Tile::T64x64
-        );
+        assert!(TransposeTile::Force32.force32());
+        assert!(!TransposeTile::ByShape.force32());
     }
 }

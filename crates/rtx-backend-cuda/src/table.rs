@@ -71,15 +71,21 @@ kernels! {
     ScatterNpF64x2 = "scatterNp_f64x2" / 10,
     ScatterNpF64x1 = "scatterNp_f64x1" / 10,
     // permute.cu
-    Transpose32x32B4 = "transpose32x32_b4" / 5,
-    Transpose64x64B4 = "transpose64x64_b4" / 5,
-    Transpose128x32B4 = "transpose128x32_b4" / 5,
-    Transpose32x128B4 = "transpose32x128_b4" / 5,
-    Transpose32x32B8 = "transpose32x32_b8" / 5,
-    Transpose64x64B8 = "transpose64x64_b8" / 5,
-    Transpose128x32B8 = "transpose128x32_b8" / 5,
-    Transpose32x128B8 = "transpose32x128_b8" / 5,
-    Transpose32x32B16 = "transpose32x32_b16" / 5,
+    TransposePlanesB4 = "transpose_planes_b4" / 3,
+    TransposePlanesB8 = "transpose_planes_b8" / 3,
+    TransposeRowsB4 = "transpose_rows_b4" / 3,
+    TransposeRowsB8 = "transpose_rows_b8" / 3,
+    TransposeColsB4 = "transpose_cols_b4" / 3,
+    TransposeColsB8 = "transpose_cols_b8" / 3,
+    Transpose32x32B4 = "transpose32x32_b4" / 3,
+    Transpose64x64B4 = "transpose64x64_b4" / 3,
+    Transpose128x32B4 = "transpose128x32_b4" / 3,
+    Transpose32x128B4 = "transpose32x128_b4" / 3,
+    Transpose32x32B8 = "transpose32x32_b8" / 3,
+    Transpose64x64B8 = "transpose64x64_b8" / 3,
+    Transpose128x32B8 = "transpose128x32_b8" / 3,
+    Transpose32x128B8 = "transpose32x128_b8" / 3,
+    Transpose32x32B16 = "transpose32x32_b16" / 3,
     TransposeRunsB16 = "transpose_runs_b16" / 7,
     TransposeRunsB8 = "transpose_runs_b8" / 7,
     TransposeRunsB4 = "transpose_runs_b4" / 7,
@@ -293,6 +299,17 @@ pub(crate) enum Typed {
     SoftmaxBwd,
 }
 
+/// The span transpose kernels (`transpose_{planes,rows,cols}_b*`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SpanKind {
+    /// Whole planes of a batch of small matrices.
+    Planes,
+    /// Whole rows of a matrix with few columns.
+    Rows,
+    /// Whole columns of a matrix with few rows.
+    Cols,
+}
+
 /// The shared-memory tile of the 2-D transpose kernel, `(rows, cols)`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Tile {
@@ -348,6 +365,19 @@ impl Kernel {
             Word::B16 => Kernel::TransposeRunsB16,
             Word::B8 => Kernel::TransposeRunsB8,
             Word::B4 => Kernel::TransposeRunsB4,
+        }
+    }
+
+    /// `transpose_{planes,rows,cols}_b*` (4- and 8-byte elements; the
+    /// choice never gives 16-byte ones a span kernel).
+    pub(crate) fn transpose_span(kind: SpanKind, w: Word) -> Kernel {
+        match (kind, w) {
+            (SpanKind::Planes, Word::B4) => Kernel::TransposePlanesB4,
+            (SpanKind::Planes, _) => Kernel::TransposePlanesB8,
+            (SpanKind::Rows, Word::B4) => Kernel::TransposeRowsB4,
+            (SpanKind::Rows, _) => Kernel::TransposeRowsB8,
+            (SpanKind::Cols, Word::B4) => Kernel::TransposeColsB4,
+            (SpanKind::Cols, _) => Kernel::TransposeColsB8,
         }
     }
 

@@ -276,6 +276,118 @@ fn four_d_swap02_with_contiguous_inner_runs() {
     }
 }
 
+/// `permute(shape, perm)` of f32 and f64 values against `permute_host`, bit
+/// for bit, with the output's shape and contiguous strides.
+fn check_permute(g: &CudaBackend, shape: &[usize], perm: &[usize]) {
+    fn one<T: rtx_backend::Element + PartialEq + std::fmt::Debug>(
+        g: &CudaBackend,
+        x: &[T],
+        shape: &[usize],
+        perm: &[usize],
+    ) {
+        let s = g.permute(&g.upload(x, shape).unwrap(), perm).unwrap();
+        let out_shape: Vec<usize> = perm.iter().map(|&p| shape[p]).collect();
+        assert_eq!(s.shape(), &out_shape[..], "{shape:?} {perm:?}");
+        assert!(s.layout().is_contiguous(), "{shape:?} {perm:?}");
+        let got = g.download(&s).unwrap();
+        let want = rtx_tensor::permute_host(x, shape, perm).unwrap();
+        if let Some(i) = (0..got.len()).find(|&i| got[i].to_bits_u64() != want[i].to_bits_u64()) {
+            panic!(
+                "permute {shape:?} {perm:?} ({}): element {i}: got {:?}, want {:?}",
+                std::any::type_name::<T>(),
+                got[i],
+                want[i]
+            );
+        }
+    }
+    let n: usize = shape.iter().product();
+    one::<f32>(g, &values(11, n), shape, perm);
+    one::<f64>(g, &values(12, n), shape, perm);
+}
+
+/// A permutation of `0..n` from `seed` (Fisher-Yates on splitmix64).
+fn shuffled(n: usize, seed: u64) -> Vec<usize> {
+    let mut p: Vec<usize> = (0..n).collect();
+    for i in (1..n).rev() {
+        let j = (splitmix64(seed, i as u64) % (i as u64 + 1)) as usize;
+        p.swap(i, j);
+    }
+    p
+}
+
+#[test]
+fn issue_17_shapes_match_the_host() {
+    let g = shared();
+    for shape in [
+        [2_000_000usize, 4, 16],
+        [500_000, 16, 4],
+        [70_000, 3, 5],
+        [8, 4_194_304, 2],
+        [7, 2_097_187, 2],
+    ] {
+        check_permute(g, &shape, &[0, 2, 1]);
+    }
+}
+
+#[test]
+fn span_kernels_at_their_edges() {
+    let g = shared();
+    for shape in [
+        // planes: one plane, one plane filling the span, odd planes (unaligned
+        // spans), a last span of fewer planes, f64 planes past the f64 span
+        [1usize, 4, 16],
+        [1, 64, 64],
+        [3, 64, 64],
+        [1001, 3, 5],
+        [333, 7, 9],
+        [5, 45, 45],
+        [2, 1, 3],
+        // rows (<= 64 columns): odd rows, unaligned planes, partial last tile
+        [5, 1001, 3],
+        [3, 4099, 2],
+        [2, 2049, 64],
+        [1, 100_003, 7],
+        [4, 70, 64],
+        // cols (<= 64 rows): the same the other way
+        [5, 3, 1001],
+        [3, 2, 4099],
+        [2, 64, 2049],
+        [1, 7, 100_003],
+        [4, 64, 70],
+        // tiled: planes past the span, odd sizes
+        [2, 65, 65],
+        [3, 129, 67],
+        [1, 1000, 777],
+    ] {
+        check_permute(g, &shape, &[0, 2, 1]);
+    }
+    for shape in [[4099usize, 2], [2, 4099], [65, 65], [3, 5], [100_003, 64]] {
+        check_permute(g, &shape, &[1, 0]);
+    }
+}
+
+#[test]
+fn nd_permutes_whose_last_dim_moves() {
+    let g = shared();
+    for (shape, perm) in [
+        (vec![6usize, 70, 5, 130], vec![0usize, 3, 2, 1]),
+        (vec![6, 70, 5, 130], vec![3, 2, 1, 0]),
+        (vec![6, 70, 5, 130], vec![2, 0, 3, 1]),
+        (vec![3, 5, 7], vec![2, 1, 0]),
+        (vec![2, 3, 2, 3, 2, 3, 2, 3], vec![7, 5, 3, 1, 6, 4, 2, 0]),
+        (vec![33, 2, 65, 3], vec![1, 3, 0, 2]),
+        (vec![64, 128, 16, 32], vec![0, 3, 2, 1]),
+    ] {
+        check_permute(g, &shape, &perm);
+    }
+    // the classic 32x32 tile on the same shapes
+    let g = backend();
+    g.set_transpose_tile(TransposeTile::Force32);
+    check_permute(&g, &[6, 70, 5, 130], &[2, 0, 3, 1]);
+    check_permute(&g, &[2_000, 4, 16], &[0, 2, 1]);
+    check_permute(&g, &[7, 20_011, 2], &[0, 2, 1]);
+}
+
 #[test]
 fn every_transpose_tile_matches() {
     // by shape: 64x64, 128x32 or 32x128; Force32: 32x32
@@ -402,6 +514,21 @@ mod properties {
             let want = rtx_tensor::permute_host(&x, &shape, &perm).unwrap();
             prop_assert!(s.layout().is_contiguous());
             prop_assert_eq!(bits32(&g.download(&s).unwrap()), bits32(&want));
+        }
+
+        #[test]
+        fn random_permutes_match_the_host(
+            shape in prop_oneof![
+                proptest::collection::vec(1usize..6, 1..9),
+                proptest::collection::vec(1usize..80, 2..5),
+                proptest::collection::vec(1usize..3000, 1..3),
+            ],
+            seed in 0u64..100_000,
+        ) {
+            let n: usize = shape.iter().product();
+            prop_assume!(n <= 1 << 22);
+            let perm = shuffled(shape.len(), seed);
+            check_permute(shared(), &shape, &perm);
         }
 
         #[test]

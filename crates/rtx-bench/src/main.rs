@@ -12,6 +12,7 @@ mod cuda_timing;
 mod gat;
 mod hetgat;
 mod index;
+mod permute;
 mod transpose;
 
 /// rtx benchmarks and demo.

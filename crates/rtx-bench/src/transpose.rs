@@ -30,6 +30,24 @@ pub struct Args {
     /// Skip the slow host rows.
     #[arg(long)]
     pub no_host: bool,
+    /// Which cases: `anchors` (the anchors' transpose workloads), `permute`
+    /// (issue 17's classes, suite `permute`) or `all`.
+    #[arg(long, default_value = "all")]
+    pub set: Set,
+    /// Skip the check of the `permute` cases against `permute_host`.
+    #[arg(long)]
+    pub no_check: bool,
+}
+
+/// The case sets of `rtx-bench transpose`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Set {
+    /// The anchors' transpose workloads.
+    Anchors,
+    /// Issue 17's permute classes.
+    Permute,
+    /// Both.
+    All,
 }
 
 const CASES: [(&str, &[usize], (usize, usize)); 5] = [
@@ -46,6 +64,15 @@ const CASES: [(&str, &[usize], (usize, usize)); 5] = [
 /// Backend errors.
 pub fn run(args: &Args) -> anyhow::Result<()> {
     let gpu = cuda_or_note(args.device);
+    if args.set == Set::Permute {
+        let Some(g) = &gpu else { return Ok(()) };
+        g.load_kernels()?;
+        println!(
+            "{}",
+            json!({"device": g.device_name(), "impl": "rtx", "arch": g.arch()})
+        );
+        return crate::permute::run(g, args.reps, !args.no_check);
+    }
     let cpu = CpuBackend::new();
     if let Some(g) = &gpu {
         g.load_kernels()?;
@@ -133,6 +160,9 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
                 &[],
             );
         }
+    }
+    if let (Set::All, Some(g)) = (args.set, &gpu) {
+        crate::permute::run(g, args.reps, !args.no_check)?;
     }
     Ok(())
 }

@@ -102,6 +102,9 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
     let mut timing = crate::timing::Timing::new("XTASK_ALIGN_TIMING");
     let manifest = crate::workspace::manifest_path(args.target.workspace.as_deref())?;
     let meta = load_metadata(&manifest)?;
+    // one run at a time; an interrupted run is recovered before anything is read
+    let guard =
+        crate::journal::Guard::acquire(meta.target_directory.as_std_path(), !args.check, err)?;
     timing.mark("cargo metadata");
     let root: PathBuf = meta.workspace_root.clone().into_std_path_buf();
     let loaded_policy = crate::workspace::load_policy(args.target.policy.as_deref(), &root)?;
@@ -150,7 +153,7 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
         timing.mark("validated");
         report_check(&plan, &info, loaded.manifests.len(), &mut printer)
     } else {
-        apply_and_report(&plan, &info, &mut printer)
+        apply_and_report(&plan, &info, &mut printer, &guard)
     };
     timing.mark("reported");
     timing.write_to(err)?;
@@ -201,10 +204,24 @@ fn apply_and_report(
     plan: &AlignmentPlan,
     info: &[String],
     printer: &mut Printer<'_>,
+    guard: &crate::journal::Guard,
 ) -> anyhow::Result<Outcome> {
-    let applied = plan.edits.apply()?;
+    let applied = plan.edits.apply_with(guard)?;
+    report_fix(plan, info, &applied, printer).map_err(|e| {
+        let files: Vec<&str> = applied.iter().map(|e| e.rel.as_str()).collect();
+        crate::Written::report_failed("align-deps", &files, e)
+    })
+}
+
+/// The report of a fix run, once the files are written.
+fn report_fix(
+    plan: &AlignmentPlan,
+    info: &[String],
+    applied: &[&crate::edit::FileEdit],
+    printer: &mut Printer<'_>,
+) -> std::io::Result<Outcome> {
     // People read one line per written file, then what is left for them.
-    for e in &applied {
+    for e in applied {
         let n = plan
             .findings
             .iter()
@@ -257,6 +274,7 @@ fn apply_and_report(
         "need_a_person": unfixable,
     });
     printer.summary(&line, fields)?;
+    printer.flush()?;
     Ok(if unfixable == 0 {
         Outcome::Holds
     } else {

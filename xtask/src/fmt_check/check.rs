@@ -184,6 +184,9 @@ fn read_texts(plan: &FileInventory) -> Vec<Result<String, String>> {
         .map(|f| match std::fs::read(&f.path) {
             Ok(b) => String::from_utf8(b)
                 .map_err(|_| "not valid UTF-8; rustfmt cannot read it".to_string()),
+            Err(e) if f.path.is_symlink() => Err(format!(
+                "a symbolic link that does not resolve (dangling, or a loop): {e}"
+            )),
             Err(e) => Err(format!("cannot read: {e}")),
         })
         .collect()

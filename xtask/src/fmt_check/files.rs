@@ -272,10 +272,10 @@ fn members_and_crate_roots(metadata: &cargo_metadata::Metadata) -> (Vec<Package>
             edition: p.edition.as_str().to_string(),
         });
         for t in &p.targets {
-            let path = t.src_path.as_std_path();
-            let path = path
-                .canonicalize()
-                .unwrap_or_else(|_| crate::fsutil::normalize(path));
+            // the directory canonical, the file name as it is: a crate root
+            // that is a link stays the link, as the walk lists it
+            let path = canonical_parent(t.src_path.as_std_path())
+                .join(t.src_path.file_name().unwrap_or_default());
             crate_roots.push(CrateRoot {
                 path,
                 package: idx,
@@ -322,7 +322,13 @@ impl Walk<'_> {
                 }
                 continue;
             }
-            if !entry.file_type().is_file() {
+            // a link to a file is checked as the file (cargo fmt follows it);
+            // one that does not resolve is kept, to be reported when read
+            if entry.file_type().is_symlink() {
+                if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
+                    continue;
+                }
+            } else if !entry.file_type().is_file() {
                 continue;
             }
             let name = entry.file_name().to_string_lossy();

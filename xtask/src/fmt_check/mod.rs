@@ -70,6 +70,9 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
     );
     let probe = std::thread::spawn(move || rustfmt::Rustfmt::locate_for(Some(&dir)));
     let metadata = crate::workspace::metadata_no_deps(&manifest)?;
+    // one run at a time; an interrupted run is recovered before anything is read
+    let guard =
+        crate::journal::Guard::acquire(metadata.target_directory.as_std_path(), args.fix, err)?;
     let root = metadata.workspace_root.as_std_path();
     let mut notes = Vec::new();
     let (policy, note) =
@@ -94,6 +97,7 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
         notes,
         fix: args.fix,
         allow_ignored: args.allow_ignored_options,
+        guard: &guard,
     }
     .emit(&mut printer)
 }
@@ -106,6 +110,7 @@ struct Report<'a> {
     notes: Vec<String>,
     fix: bool,
     allow_ignored: bool,
+    guard: &'a crate::journal::Guard,
 }
 
 /// The reports sorted by verdict.
@@ -147,16 +152,8 @@ impl Report<'_> {
         self.refuse_ignored_options(&tally)?;
         self.refuse_unsafe_fixes(&tally, printer)?;
         let wrote = self.write_fixes(&tally)?;
-        for r in &tally.unformatted {
-            printer.diagnostic(&self.unformatted(r, wrote > 0))?;
-        }
-        for r in &tally.errors {
-            printer.diagnostic(&self.cannot_format(r))?;
-        }
-        for n in &self.notes {
-            printer.note("note", n)?;
-        }
-        self.summary(&tally, wrote, printer)?;
+        self.print(&tally, wrote.len(), printer)
+            .map_err(|e| crate::Written::report_failed("fmt-check --fix", &wrote, e))?;
         if !tally.errors.is_empty() {
             let mut msg = format!(
                 "{} file(s) cannot be formatted by rustfmt (see above)",
@@ -172,6 +169,26 @@ impl Report<'_> {
         } else {
             Outcome::Violations
         })
+    }
+
+    /// Every verdict, the notes and the summary.
+    fn print(
+        &self,
+        tally: &Tally<'_>,
+        wrote: usize,
+        printer: &mut Printer<'_>,
+    ) -> std::io::Result<()> {
+        for r in &tally.unformatted {
+            printer.diagnostic(&self.unformatted(r, wrote > 0))?;
+        }
+        for r in &tally.errors {
+            printer.diagnostic(&self.cannot_format(r))?;
+        }
+        for n in &self.notes {
+            printer.note("note", n)?;
+        }
+        self.summary(tally, wrote, printer)?;
+        printer.flush()
     }
 
     fn rel(&self, r: &FileReport) -> &str {
@@ -248,10 +265,10 @@ impl Report<'_> {
     }
 
     /// `--fix` with no file rustfmt cannot format: writes every fix, all or
-    /// nothing; returns how many files were written.
-    fn write_fixes(&self, tally: &Tally<'_>) -> anyhow::Result<usize> {
+    /// nothing; returns the files written.
+    fn write_fixes(&self, tally: &Tally<'_>) -> anyhow::Result<Vec<&str>> {
         if !self.fix || !tally.errors.is_empty() {
-            return Ok(0);
+            return Ok(Vec::new());
         }
         let mut edits = crate::edit::WriteSet::new();
         for r in &tally.unformatted {
@@ -263,7 +280,8 @@ impl Report<'_> {
         // refuse_unsafe_fixes stands in for the write set's syn check:
         // rustfmt may accept syntax syn does not know yet
         edits.skip_rust_validation();
-        Ok(edits.apply()?.len())
+        edits.apply_with(self.guard)?;
+        Ok(tally.unformatted.iter().map(|r| self.rel(r)).collect())
     }
 
     /// An unformatted (or, when `--fix` wrote it, reformatted) file.

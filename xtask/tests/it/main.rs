@@ -6,6 +6,9 @@
 mod align_deps;
 mod align_deps_sources;
 mod deep_nesting;
+mod child;
+mod field_safety;
+mod field_safety_io;
 mod fmt_check;
 mod fmt_rustfmt;
 mod gpu_probe;

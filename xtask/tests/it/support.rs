@@ -33,6 +33,15 @@ pub fn align(root: &Path, extra: &[&str]) -> (i32, String, String) {
 
 // ---- file trees ----------------------------------------------------------------------------
 
+/// `p` relative to `root`, `/`-separated.
+pub fn rel_to(root: &Path, p: &Path) -> String {
+    let r = p.strip_prefix(root).unwrap();
+    r.components()
+        .map(|c| c.as_os_str().to_string_lossy())
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
 pub fn read(p: &Path) -> String {
     std::fs::read_to_string(p).unwrap()
 }

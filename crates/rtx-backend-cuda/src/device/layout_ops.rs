@@ -1,16 +1,22 @@
 //! [`LayoutOps`] on the device: `permute` (and through it `swap_dims` /
 //! `transpose`) following rtx-tensor's plan: relabels share the buffer,
-//! (batched) 2-D transposes use the tiled kernels, anything else the N-D
-//! permute kernel up to [`MAX_RANK`], a host round trip past it.
+//! (batched) 2-D transposes and N-D permutes whose last dim moves use the
+//! kernel [`permute_plan`] picks (span kernels for small planes and narrow
+//! sides, the pipelined tiled kernel otherwise), anything else the N-D
+//! copy_rows permute kernel up to [`MAX_RANK`], a host round trip past it.
 
-use cudarc::driver::{DeviceRepr, LaunchConfig};
+use std::sync::Mutex;
+
+use cudarc::driver::{DeviceRepr, LaunchConfig, sys};
 use rtx_backend::prelude::*;
 use rtx_backend::{BTensor, Element, Result as BResult};
 use rtx_tensor::PermuteKind;
 
 use super::backend::{CudaBackend, ptr};
+use super::kernels::Kernels;
 use super::launch::{MAX_GRID_X, builder, cfg1, lanes_log2, rows_grid};
 use crate::abi::MAX_RANK;
+use crate::permute_plan::{self, Choice, SpanParams, TileParams};
 use crate::table::{Kernel, Word};
 
 impl LayoutOps for CudaBackend {
@@ -35,7 +41,11 @@ impl LayoutOps for CudaBackend {
             }
             PermuteKind::Permute { shape, perm: p } if shape.len() <= MAX_RANK => {
                 let out = self.alloc_tensor::<T>(plan.output)?;
-                self.permute_nd(t, &out, &shape, &p)?;
+                let choice =
+                    permute_plan::permute(&shape, &p, T::DTYPE.size() as u64, self.force32());
+                if !self.launch_choice(t, &out, choice)? {
+                    self.permute_nd(t, &out, &shape, &p)?;
+                }
                 Ok(out)
             }
             PermuteKind::Permute { .. } => {
@@ -49,6 +59,11 @@ impl LayoutOps for CudaBackend {
 }
 
 impl CudaBackend {
+    /// Whether the benchmark knob asks for the classic 32x32 tile.
+    fn force32(&self) -> bool {
+        self.settings.transpose_tile().force32()
+    }
+
     fn transpose<T: Element>(
         &self,
         t: &BTensor<Self, T>,
@@ -59,44 +74,106 @@ impl CudaBackend {
         inner: usize,
     ) -> BResult<()> {
         let run_bytes = (inner * T::DTYPE.size()) as u64;
-        let (i, o) = (ptr(t), ptr(out));
         let (batch, rows, cols) = (batch as u64, rows as u64, cols as u64);
-        let k = self.dev.kernels()?;
-        if let Some(elem) = Word::exact(run_bytes) {
-            let tile = self.settings.transpose_tile().resolve(rows, cols, elem);
-            let (tr, tc) = tile.dims();
-            let tiles = batch * rows.div_ceil(tr) * cols.div_ceil(tc);
-            let cfg = LaunchConfig {
-                grid_dim: (tiles.clamp(1, MAX_GRID_X) as u32, 1, 1),
-                block_dim: (32, 8, 1),
-                shared_mem_bytes: 0,
-            };
-            let mut b = builder(&self.dev, &k, Kernel::transpose(elem, tile));
-            b.arg(&i).arg(&o).arg(&batch).arg(&rows).arg(&cols);
-            // SAFETY: transpose{TR}x{TC}_b*(const E* in, E* out, u64 batch, u64 rows,
-            // u64 cols): in and out each hold batch * rows * cols elements of
-            // run_bytes bytes (the tensors' sizes); tiles are bounds-checked.
-            unsafe { b.launch(cfg) }?;
-        } else {
-            let word = Word::dividing(run_bytes);
-            let w = run_bytes / word.bytes();
-            let lanes_log2 = lanes_log2(w);
-            let nruns = batch * rows * cols;
-            let cfg = cfg1(rows_grid(nruns, lanes_log2));
-            let mut b = builder(&self.dev, &k, Kernel::transpose_runs(word));
-            b.arg(&i)
-                .arg(&o)
-                .arg(&nruns)
-                .arg(&w)
-                .arg(&lanes_log2)
-                .arg(&rows)
-                .arg(&cols);
-            // SAFETY: transpose_runs_b*(const V* in, V* out, u64 nruns, u64 W,
-            // u32 lanes_log2, u64 rows, u64 cols): both tensors hold nruns runs of
-            // W vectors; the map sends run (b, c, r) to (b, r, c), within range.
-            unsafe { b.launch(cfg) }?;
+        let choice = permute_plan::transpose(batch, rows, cols, run_bytes, self.force32());
+        if self.launch_choice(t, out, choice)? {
+            return Ok(());
         }
+        let (i, o) = (ptr(t), ptr(out));
+        let k = self.dev.kernels()?;
+        let word = Word::dividing(run_bytes);
+        let w = run_bytes / word.bytes();
+        let lanes_log2 = lanes_log2(w);
+        let nruns = batch * rows * cols;
+        let cfg = cfg1(rows_grid(nruns, lanes_log2));
+        let mut b = builder(&self.dev, &k, Kernel::transpose_runs(word));
+        b.arg(&i)
+            .arg(&o)
+            .arg(&nruns)
+            .arg(&w)
+            .arg(&lanes_log2)
+            .arg(&rows)
+            .arg(&cols);
+        // SAFETY: transpose_runs_b*(const V* in, V* out, u64 nruns, u64 W,
+        // u32 lanes_log2, u64 rows, u64 cols): both tensors hold nruns runs of
+        // W vectors; the map sends run (b, c, r) to (b, r, c), within range.
+        unsafe { b.launch(cfg) }?;
         Ok(())
+    }
+
+    /// Launches a span or tiled kernel of `choice` from `t` into `out`;
+    /// `false` (nothing launched) for [`Choice::Fallback`].
+    fn launch_choice<T: Element>(
+        &self,
+        t: &BTensor<Self, T>,
+        out: &BTensor<Self, T>,
+        choice: Choice,
+    ) -> BResult<bool> {
+        let (i, o) = (ptr(t), ptr(out));
+        let k = self.dev.kernels()?;
+        match choice {
+            Choice::Span(kind, elem, params) => {
+                let cfg = cfg1(params.tiles.clamp(1, MAX_GRID_X) as u32);
+                let mut b = builder(&self.dev, &k, Kernel::transpose_span(kind, elem));
+                b.arg(&i).arg(&o).arg(&params);
+                // SAFETY: transpose_{planes,rows,cols}_b*(const E* in, E* out,
+                // SpanParams q), SpanParams #[repr(C)] as in kernels/permute.cu;
+                // both tensors hold batch * rows * cols elements of E (the
+                // plan's sizes), every tile stays within its plane, and the
+                // 16-byte vectors read past a span's ends stay in the same
+                // 16-byte block of the (256-byte aligned) allocation.
+                unsafe { b.launch(cfg) }?;
+            }
+            Choice::Tiled(elem, tile, params) => {
+                let params: TileParams = *params;
+                let kernel = Kernel::transpose(elem, tile);
+                let wave = self.wave(&k, kernel);
+                let cfg = LaunchConfig {
+                    grid_dim: (
+                        u64::from(params.tiles).min(wave).clamp(1, MAX_GRID_X) as u32,
+                        1,
+                        1,
+                    ),
+                    block_dim: (32, 8, 1),
+                    shared_mem_bytes: 0,
+                };
+                let mut b = builder(&self.dev, &k, kernel);
+                b.arg(&i).arg(&o).arg(&params);
+                // SAFETY: transpose{TR}x{TC}_b*(const E* in, E* out, TileParams p),
+                // TileParams #[repr(C)] as in kernels/permute.cu; its strides and
+                // dims describe the permutation of the tensors' own element
+                // count (permute_plan's tests check every element is written
+                // once from within the input); tiles are bounds-checked.
+                unsafe { b.launch(cfg) }?;
+            }
+            Choice::Fallback => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// Resident blocks of `kernel` (32 x 8 threads) on the whole device: the
+    /// grid of the pipelined tiled kernels (`u64::MAX`, one block per tile,
+    /// when the driver cannot say). Cached per device and kernel.
+    fn wave(&self, k: &Kernels, kernel: Kernel) -> u64 {
+        static WAVES: Mutex<Vec<((u64, Kernel), u64)>> = Mutex::new(Vec::new());
+        let key = (self.dev.id, kernel);
+        let mut g = WAVES.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(&(_, w)) = g.iter().find(|(k, _)| *k == key) {
+            return w;
+        }
+        let sms = self
+            .dev
+            .ctx
+            .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+        let per_sm = k
+            .get(kernel)
+            .occupancy_max_active_blocks_per_multiprocessor(256, 0, None);
+        let w = match (sms, per_sm) {
+            (Ok(s), Ok(b)) if s > 0 && b > 0 => u64::from(s.unsigned_abs()) * u64::from(b),
+            _ => u64::MAX,
+        };
+        g.push((key, w));
+        w
     }
 
     fn permute_nd<T: Element>(
@@ -143,6 +220,11 @@ struct KernelPermuteParams {
 
 // SAFETY: #[repr(C)] plain u64s, laid out exactly as the CUDA struct.
 unsafe impl DeviceRepr for KernelPermuteParams {}
+// SAFETY: #[repr(C)] plain integers (FastDiv: four u32), laid out exactly as
+// the CUDA structs of kernels/permute.cu.
+unsafe impl DeviceRepr for SpanParams {}
+// SAFETY: as above.
+unsafe impl DeviceRepr for TileParams {}
 
 /// Kernel parameters for permuting contiguous `shape` by `perm`, with the run
 /// (contiguous trailing elements copied together) they imply.

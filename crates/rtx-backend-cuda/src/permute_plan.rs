@@ -1,0 +1,263 @@
+//! The kernel choice of `permute` (plain host code, tested without a
+//! device): which kernel of kernels/permute.cu moves a transpose or an N-D
+//! permute planned by rtx-tensor, with the parameter structs it takes,
+//! `#[repr(C)]` exactly as `SpanParams` / `TileParams` / `FastDiv` in
+//! kernels/permute.cu.
+//!
+//! * [`Choice::Span`] `Planes`: batches of small matrices (a plane fits the
+//!   shared span): a block moves whole planes, one contiguous span in and out;
+//! * `Rows`: at most 64 columns: a tile is whole rows (a contiguous input span);
+//! * `Cols`: at most 64 rows: a tile is whole columns (a contiguous output span);
+//! * [`Choice::Tiled`]: anything larger, and N-D permutes whose last dim moves
+//!   (the inner pair tiled, the other dims a strided batch);
+//! * [`Choice::Fallback`]: the copy_rows kernels with 64-bit decodes, when a
+//!   count does not fit the 32-bit index math (dims or tiles past 2^31) or
+//!   the elements are runs of another size.
+
+use crate::abi::{MAX_RANK, PERMUTE_SPAN_BYTES};
+use crate::table::{SpanKind, Tile, Word};
+
+/// Counts the kernels' 32-bit index math takes: below 2^31.
+const LIMIT: u64 = 1 << 31;
+
+/// Widest side of a `Rows` / `Cols` tile's narrow dim.
+pub(crate) const NARROW: u64 = 64;
+
+/// Division by `d` of `n < 2^31` as the kernels do it: `(n * m) >> s`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct FastDiv {
+    pub d: u32,
+    pub m: u32,
+    pub s: u32,
+    pad: u32,
+}
+
+impl FastDiv {
+    /// The divisor `d` (`1 <= d < 2^31`): `s = 31 + ceil(log2 d)`,
+    /// `m = ceil(2^s / d)`, which is below 2^32.
+    pub(crate) fn new(d: u64) -> FastDiv {
+        assert!((1..LIMIT).contains(&d), "FastDiv of {d}");
+        let l = 64 - (d - 1).leading_zeros();
+        let s = 31 + l;
+        let m = (1u64 << s).div_ceil(d);
+        FastDiv {
+            d: d as u32,
+            m: u32::try_from(m).expect("m < 2^32"),
+            s,
+            pad: 0,
+        }
+    }
+
+    /// `n / d` for `n < 2^31`, as the kernels compute it (the host model of
+    /// the tests).
+    #[cfg(test)]
+    pub(crate) fn div(self, n: u32) -> u32 {
+        ((u64::from(n) * u64::from(self.m)) >> self.s) as u32
+    }
+}
+
+/// `SpanParams` of kernels/permute.cu.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SpanParams {
+    pub batch: u64,
+    pub tiles: u64,
+    pub rows: u32,
+    pub cols: u32,
+    /// Planes per tile (`Planes`), log2 of the rows / columns per tile.
+    pub per: u32,
+    pad: u32,
+    pub plane_d: FastDiv,
+    pub rows_d: FastDiv,
+    pub tiles_d: FastDiv,
+}
+
+/// `TileParams` of kernels/permute.cu.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct TileParams {
+    pub in_rs: u64,
+    pub out_rs: u64,
+    pub bin: [u64; MAX_RANK],
+    pub bout: [u64; MAX_RANK],
+    pub bdim: [FastDiv; MAX_RANK],
+    pub tc_n: FastDiv,
+    pub tr_n: FastDiv,
+    pub rows: u32,
+    pub cols: u32,
+    pub tiles: u32,
+    pub rank: u32,
+}
+
+/// The kernel for one transpose or permute.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Choice {
+    /// `transpose_{planes,rows,cols}_b*`.
+    Span(SpanKind, Word, SpanParams),
+    /// `transpose{TR}x{TC}_b*`.
+    Tiled(Word, Tile, Box<TileParams>),
+    /// `transpose_runs_b*` / `permute_b*`.
+    Fallback,
+}
+
+/// Elements of `elem` in the shared span.
+fn span_elems(elem: Word) -> u64 {
+    PERMUTE_SPAN_BYTES / elem.bytes()
+}
+
+/// The largest power of two at most `x` (`x >= 1`), as its log2.
+fn log2_floor(x: u64) -> u32 {
+    63 - x.leading_zeros()
+}
+
+/// The kernel for `[batch, rows, cols]` -> `[batch, cols, rows]` of elements
+/// of `elem_bytes` bytes (`force32`: the classic 32x32 tile for every shape).
+pub(crate) fn transpose(
+    batch: u64,
+    rows: u64,
+    cols: u64,
+    elem_bytes: u64,
+    force32: bool,
+) -> Choice {
+    let Some(elem) = Word::exact(elem_bytes) else {
+        return Choice::Fallback;
+    };
+    if rows >= LIMIT || cols >= LIMIT || batch == 0 || rows == 0 || cols == 0 {
+        return Choice::Fallback;
+    }
+    if !force32
+        && elem != Word::B16
+        && let Some(c) = span(batch, rows, cols, elem)
+    {
+        return c;
+    }
+    let bdim = [(batch, rows * cols, rows * cols)];
+    tiled(elem, rows, cols, cols, rows, &bdim, force32)
+}
+
+/// The span kernel for a transpose, if one fits it.
+fn span(batch: u64, rows: u64, cols: u64, elem: Word) -> Option<Choice> {
+    let cap = span_elems(elem);
+    let plane = rows * cols;
+    let p = |tiles: u64, per: u64, tiles_d: u64| SpanParams {
+        batch,
+        tiles,
+        rows: rows as u32,
+        cols: cols as u32,
+        per: per as u32,
+        pad: 0,
+        plane_d: FastDiv::new(plane.min(LIMIT - 1)),
+        rows_d: FastDiv::new(rows),
+        tiles_d: FastDiv::new(tiles_d),
+    };
+    let (kind, params) = if plane <= cap {
+        let k = cap / plane;
+        (SpanKind::Planes, p(batch.div_ceil(k), k, 1))
+    } else if cols <= NARROW {
+        let per = log2_floor(cap / cols);
+        let tpp = rows.div_ceil(1 << per);
+        (
+            SpanKind::Rows,
+            p(batch.checked_mul(tpp)?, u64::from(per), tpp),
+        )
+    } else if rows <= NARROW {
+        let per = log2_floor(cap / rows);
+        let tpp = cols.div_ceil(1 << per);
+        (
+            SpanKind::Cols,
+            p(batch.checked_mul(tpp)?, u64::from(per), tpp),
+        )
+    } else {
+        return None;
+    };
+    (params.tiles < LIMIT && u64::from(params.tiles_d.d) < LIMIT)
+        .then_some(Choice::Span(kind, elem, params))
+}
+
+/// The tiled kernel over `bdim` (size, input stride, output stride; last
+/// fastest) matrices of `rows x cols`.
+fn tiled(
+    elem: Word,
+    rows: u64,
+    cols: u64,
+    in_rs: u64,
+    out_rs: u64,
+    bdim: &[(u64, u64, u64)],
+    force32: bool,
+) -> Choice {
+    let tile = Tile::pick(rows, cols, elem, force32);
+    let (tr, tc) = tile.dims();
+    let (tr_n, tc_n) = (rows.div_ceil(tr), cols.div_ceil(tc));
+    let tiles = bdim
+        .iter()
+        .try_fold(tr_n * tc_n, |acc, &(d, _, _)| acc.checked_mul(d));
+    let Some(tiles) = tiles.filter(|&t| t < LIMIT) else {
+        return Choice::Fallback;
+    };
+    if bdim.len() > MAX_RANK || rows >= LIMIT || cols >= LIMIT {
+        return Choice::Fallback;
+    }
+    let mut p = TileParams {
+        in_rs,
+        out_rs,
+        bin: [0; MAX_RANK],
+        bout: [0; MAX_RANK],
+        bdim: [FastDiv::new(1); MAX_RANK],
+        tc_n: FastDiv::new(tc_n),
+        tr_n: FastDiv::new(tr_n),
+        rows: rows as u32,
+        cols: cols as u32,
+        tiles: tiles as u32,
+        rank: bdim.len() as u32,
+    };
+    for (k, &(d, i, o)) in bdim.iter().enumerate() {
+        p.bdim[k] = FastDiv::new(d);
+        p.bin[k] = i;
+        p.bout[k] = o;
+    }
+    Choice::Tiled(elem, tile, Box::new(p))
+}
+
+/// The kernel for permuting contiguous `shape` by `perm` (rtx-tensor's
+/// simplified `Permute`): the tiled inner pair when the last dim moves and
+/// the elements are 4 or 8 bytes, else [`Choice::Fallback`].
+pub(crate) fn permute(shape: &[usize], perm: &[usize], elem_bytes: u64, force32: bool) -> Choice {
+    let n = shape.len();
+    let elem = match Word::exact(elem_bytes) {
+        Some(w @ (Word::B4 | Word::B8)) => w,
+        _ => return Choice::Fallback,
+    };
+    if !(2..=MAX_RANK + 2).contains(&n) || perm[n - 1] == n - 1 {
+        return Choice::Fallback;
+    }
+    let shape: Vec<u64> = shape.iter().map(|&s| s as u64).collect();
+    if shape.iter().any(|&s| s == 0 || s >= LIMIT) {
+        return Choice::Fallback;
+    }
+    let mut s_in = vec![1u64; n];
+    let mut s_out = vec![1u64; n];
+    for d in (0..n - 1).rev() {
+        s_in[d] = s_in[d + 1] * shape[d + 1];
+        s_out[d] = s_out[d + 1] * shape[perm[d + 1]];
+    }
+    let (a, b) = (n - 1, perm[n - 1]);
+    let out_of_a = perm.iter().position(|&p| p == a).expect("a permutation");
+    let bdim: Vec<(u64, u64, u64)> = (0..n)
+        .filter(|&i| perm[i] != a && perm[i] != b)
+        .map(|i| (shape[perm[i]], s_in[perm[i]], s_out[i]))
+        .collect();
+    tiled(
+        elem,
+        shape[b],
+        shape[a],
+        s_in[b],
+        s_out[out_of_a],
+        &bdim,
+        force32,
+    )
+}
+
+#[cfg(test)]
+#[path = "permute_plan_tests.rs"]
+mod tests;

@@ -1,0 +1,174 @@
+//! The permute kernel choice: fast division, the class of each shape of
+//! issue 17, the fallbacks past the 32-bit envelope, and the N-D pair's
+//! strides checked against a host model of the tiled kernel.
+
+use super::*;
+
+#[test]
+fn fast_division_is_exact() {
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let ds = [1u64, 2, 3, 5, 7, 15, 64, 4095, 4096, 65_537, (1 << 31) - 1];
+    for &d in &ds {
+        let f = FastDiv::new(d);
+        for n in [
+            0u32,
+            1,
+            (d - 1) as u32,
+            d as u32,
+            (1 << 31) - 1,
+            (1 << 31) - 2,
+        ] {
+            assert_eq!(f.div(n), n / d as u32, "{n} / {d}");
+        }
+    }
+    for _ in 0..200_000 {
+        let d = next() % ((1 << 31) - 1) + 1;
+        let d = if next() % 2 == 0 { d % 5000 + 1 } else { d };
+        let n = (next() % (1 << 31)) as u32;
+        assert_eq!(FastDiv::new(d).div(n), n / d as u32, "{n} / {d}");
+    }
+}
+
+#[test]
+fn issue_17_shapes_get_their_class() {
+    let kind = |c: Choice| match c {
+        Choice::Span(k, _, _) => Some(k),
+        _ => None,
+    };
+    assert_eq!(
+        kind(transpose(2_000_000, 4, 16, 4, false)),
+        Some(SpanKind::Planes)
+    );
+    assert_eq!(
+        kind(transpose(500_000, 16, 4, 4, false)),
+        Some(SpanKind::Planes)
+    );
+    assert_eq!(
+        kind(transpose(70_000, 3, 5, 4, false)),
+        Some(SpanKind::Planes)
+    );
+    assert_eq!(
+        kind(transpose(8, 4_194_304, 2, 4, false)),
+        Some(SpanKind::Rows)
+    );
+    assert_eq!(
+        kind(transpose(7, 2_097_187, 2, 4, false)),
+        Some(SpanKind::Rows)
+    );
+    assert_eq!(
+        kind(transpose(8, 2, 4_194_304, 8, false)),
+        Some(SpanKind::Cols)
+    );
+    assert!(matches!(
+        transpose(1, 8192, 8192, 4, false),
+        Choice::Tiled(Word::B4, Tile::T64x64, _)
+    ));
+    assert!(matches!(
+        transpose(1, 8192, 8192, 4, true),
+        Choice::Tiled(Word::B4, Tile::T32x32, _)
+    ));
+    assert!(matches!(
+        transpose(3, 100, 100, 16, false),
+        Choice::Tiled(Word::B16, Tile::T32x32, _)
+    ));
+    assert_eq!(transpose(3, 100, 100, 12, false), Choice::Fallback);
+    // past the 32-bit envelope: the 64-bit copy_rows kernels
+    assert_eq!(transpose(1, 1 << 31, 3, 4, false), Choice::Fallback);
+    assert!(matches!(
+        transpose(1 << 32, 2, 3, 4, false),
+        Choice::Span(SpanKind::Planes, _, _)
+    ));
+    assert_eq!(transpose(1 << 42, 2, 3, 4, false), Choice::Fallback);
+    // planes: k whole planes in the span
+    let Choice::Span(_, _, p) = transpose(70_000, 3, 5, 4, false) else {
+        unreachable!()
+    };
+    assert_eq!(p.per, 4096 / 15);
+    assert_eq!(p.tiles, 70_000u64.div_ceil(4096 / 15));
+    let Choice::Span(_, _, p) = transpose(7, 2_097_187, 2, 4, false) else {
+        unreachable!()
+    };
+    assert_eq!(1u64 << p.per, 2048);
+    assert_eq!(u64::from(p.tiles_d.d), 2_097_187u64.div_ceil(2048));
+    assert_eq!(p.tiles, 7 * 2_097_187u64.div_ceil(2048));
+}
+
+/// The tiled kernel run on the host: every output element written once with
+/// the input element the permutation puts there.
+fn run_tiled(p: &TileParams, tile: Tile, input: &[u32]) -> Vec<u32> {
+    let (tr, tc) = tile.dims();
+    let mut out = vec![u32::MAX; input.len()];
+    for t in 0..p.tiles {
+        let a = p.tc_n.div(t);
+        let tcol = t - a * p.tc_n.d;
+        let mut q = p.tr_n.div(a);
+        let trow = a - q * p.tr_n.d;
+        let (r0, c0) = (u64::from(trow) * tr, u64::from(tcol) * tc);
+        let (mut i, mut o) = (0u64, 0u64);
+        for k in (0..p.rank as usize).rev() {
+            let qq = p.bdim[k].div(q);
+            let x = u64::from(q - qq * p.bdim[k].d);
+            i += x * p.bin[k];
+            o += x * p.bout[k];
+            q = qq;
+        }
+        for r in r0..(r0 + tr).min(u64::from(p.rows)) {
+            for c in c0..(c0 + tc).min(u64::from(p.cols)) {
+                let dst = (o + c * p.out_rs + r) as usize;
+                assert_eq!(out[dst], u32::MAX, "written twice");
+                out[dst] = input[(i + r * p.in_rs + c) as usize];
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn nd_pair_matches_the_host_permute() {
+    let cases: [(&[usize], &[usize]); 6] = [
+        (&[3, 5, 7], &[2, 1, 0]),
+        (&[4, 6, 5, 3], &[0, 3, 2, 1]),
+        (&[2, 3, 4, 5, 6], &[4, 0, 3, 1, 2]),
+        (&[7, 70, 3], &[1, 2, 0]),
+        (&[5, 3, 130], &[2, 0, 1]),
+        (&[2, 2, 2, 2, 2, 2, 2, 3], &[7, 6, 5, 4, 3, 2, 1, 0]),
+    ];
+    for (shape, perm) in cases {
+        let n: usize = shape.iter().product();
+        let input: Vec<u32> = (0..n as u32).collect();
+        let want = rtx_tensor::permute_host(&input, shape, perm).unwrap();
+        for force in [false, true] {
+            let Choice::Tiled(_, tile, p) = permute(shape, perm, 4, force) else {
+                panic!("{shape:?} {perm:?}: not tiled")
+            };
+            assert_eq!(run_tiled(&p, tile, &input), want, "{shape:?} {perm:?}");
+        }
+    }
+    assert_eq!(permute(&[3, 4, 5], &[1, 0, 2], 4, false), Choice::Fallback);
+    assert_eq!(permute(&[3, 4, 5], &[2, 1, 0], 16, false), Choice::Fallback);
+}
+
+#[test]
+fn batched_transpose_matches_the_host() {
+    for (b, r, c) in [
+        (1u64, 70u64, 130u64),
+        (3, 129, 65),
+        (2, 65, 200),
+        (5, 65, 65),
+    ] {
+        let n = (b * r * c) as usize;
+        let input: Vec<u32> = (0..n as u32).collect();
+        let shape = [b as usize, r as usize, c as usize];
+        let want = rtx_tensor::permute_host(&input, &shape, &[0, 2, 1]).unwrap();
+        let Choice::Tiled(_, tile, p) = transpose(b, r, c, 4, false) else {
+            panic!("{shape:?}: not tiled")
+        };
+        assert_eq!(run_tiled(&p, tile, &input), want, "{shape:?}");
+    }
+}

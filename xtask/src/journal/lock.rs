@@ -1,0 +1,125 @@
+//! The workspace lock: an exclusive `flock` on `<state dir>/lock`.
+//!
+//! The kernel drops a `flock` when its holder dies (even by SIGKILL), so a
+//! killed run never leaves the workspace locked; the lock file itself stays
+//! (deleting it would let a waiting run lock a file nobody else sees).
+
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, bail};
+use rustix::fs::FlockOperation;
+
+/// How long a run waits for another run's lock before it gives up (exit 2,
+/// nothing written). A fix of a few hundred crates takes seconds.
+pub const WAIT: Duration = Duration::from_secs(120);
+
+/// How often a waiting run tries again.
+const POLL: Duration = Duration::from_millis(50);
+
+/// The lock file, opened but not yet locked.
+#[derive(Debug)]
+pub struct Unlocked {
+    file: File,
+    path: PathBuf,
+}
+
+/// The held lock; dropping it (closing the file) releases it.
+#[derive(Debug)]
+pub struct Lock {
+    _file: File,
+}
+
+impl Lock {
+    /// Creates `dir` and opens (creating) `dir/lock`.
+    ///
+    /// # Errors
+    /// The directory or the file cannot be created.
+    pub fn open(dir: &Path) -> anyhow::Result<Unlocked> {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("{}: cannot create xtask's state directory", dir.display()))?;
+        let path = dir.join("lock");
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .with_context(|| format!("{}: cannot open the workspace lock", path.display()))?;
+        Ok(Unlocked { file, path })
+    }
+}
+
+impl Unlocked {
+    /// Locks, waiting up to [`WAIT`] (saying so on `err`) while another run
+    /// holds the lock.
+    ///
+    /// # Errors
+    /// Another run held it for [`WAIT`], or `flock` failed.
+    pub fn wait(self, err: &mut dyn Write) -> anyhow::Result<Lock> {
+        let start = Instant::now();
+        let mut said = false;
+        loop {
+            match rustix::fs::flock(&self.file, FlockOperation::NonBlockingLockExclusive) {
+                Ok(()) => {
+                    if said {
+                        let _ = writeln!(
+                            err,
+                            "xtask: got the workspace lock after {:.1} s",
+                            start.elapsed().as_secs_f64()
+                        );
+                    }
+                    return Ok(Lock { _file: self.file });
+                }
+                Err(rustix::io::Errno::WOULDBLOCK) | Err(rustix::io::Errno::INTR) => {}
+                Err(e) => {
+                    return Err(std::io::Error::from(e)).with_context(|| {
+                        format!("{}: cannot lock the workspace", self.path.display())
+                    });
+                }
+            }
+            if !said {
+                let _ = writeln!(
+                    err,
+                    "xtask: another xtask run is working on this workspace (it holds {}); waiting for it (up to {} s)",
+                    self.path.display(),
+                    WAIT.as_secs()
+                );
+                said = true;
+            }
+            if start.elapsed() >= WAIT {
+                bail!(
+                    "{}: another xtask run has held the workspace lock for {} s; gave up, nothing written (is a run stuck? the process holding the lock is still alive)",
+                    self.path.display(),
+                    WAIT.as_secs()
+                );
+            }
+            std::thread::sleep(POLL);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_second_lock_waits_until_the_first_is_dropped() {
+        let d = tempfile::tempdir().unwrap();
+        let first = Lock::open(d.path()).unwrap().wait(&mut Vec::new()).unwrap();
+        let dir = d.path().to_path_buf();
+        let waiter = std::thread::spawn(move || {
+            let mut msg = Vec::new();
+            let l = Lock::open(&dir).unwrap().wait(&mut msg);
+            (l.is_ok(), String::from_utf8(msg).unwrap())
+        });
+        std::thread::sleep(Duration::from_millis(300));
+        drop(first);
+        let (ok, msg) = waiter.join().unwrap();
+        assert!(ok);
+        assert!(msg.contains("waiting for it"), "{msg}");
+        assert!(msg.contains("got the workspace lock"), "{msg}");
+    }
+}

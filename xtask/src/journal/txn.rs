@@ -1,0 +1,378 @@
+//! The multi-file write: all or nothing, as far as a file system allows.
+//!
+//! 1. Each planned path is resolved: a symbolic link is written through to
+//!    its target (the temporary file goes beside the target and is renamed
+//!    over it; the link stays a link); a dangling or looping link, a file
+//!    without write permission (or whose mode grants write to no one, which
+//!    even root respects here) and a read-only directory are refused, and
+//!    so is a file changed since it was read. Nothing is written yet.
+//! 2. The journal records the temporary file names (state "staging"); the
+//!    temporary files `.xtask-<run>-<n>.tmp` are written and fsynced.
+//! 3. The journal is rewritten "committed", with each file's text before and
+//!    after: from here on a killed run is rolled forward by the next one.
+//! 4. Each file in turn is compared with the text planned from, immediately
+//!    before its temporary file is renamed over it. A difference (someone
+//!    else wrote it meanwhile) or a failed rename rolls back the files
+//!    already replaced (journal state "rolling-back") and is an error naming
+//!    the file.
+//! 5. The directories are fsynced and the journal deleted.
+//!
+//! What remains: a write by another program in the instant between the
+//! comparison and the rename of that one file is not seen.
+
+use std::collections::{BTreeSet, HashMap};
+use std::fs::Permissions;
+use std::io::Write as _;
+use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _, PermissionsExt as _};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context as _, anyhow, bail};
+
+use super::Guard;
+use super::hook;
+use super::record::{self, Entry, Journal, State};
+
+/// One file to write.
+#[derive(Debug)]
+pub struct Planned<'a> {
+    /// The path planned on (maybe a symbolic link).
+    pub path: &'a Path,
+    /// Relative to the workspace root, for messages.
+    pub rel: &'a str,
+    /// The text planned from.
+    pub old: &'a str,
+    /// The text to write.
+    pub new: String,
+}
+
+/// A planned file, resolved.
+struct Target<'a> {
+    plan: &'a Planned<'a>,
+    /// The file to replace (a link's target).
+    real: PathBuf,
+    perms: Permissions,
+}
+
+impl Target<'_> {
+    /// The file for messages: `rel`, and where a link points.
+    fn name(&self) -> String {
+        if self.real == self.plan.path {
+            self.plan.rel.to_string()
+        } else {
+            format!("{} (a link to {})", self.plan.rel, self.real.display())
+        }
+    }
+}
+
+/// Writes every planned file (see the module docs); with `guard` (holding
+/// the workspace lock) through the journal.
+///
+/// # Errors
+/// Anything that stops the write, with the file named; the message says
+/// "nothing written" only where that is true.
+pub fn write_all(files: &[Planned<'_>], guard: Option<&Guard>) -> anyhow::Result<()> {
+    let targets = resolve(files)?;
+    if targets.is_empty() {
+        return Ok(());
+    }
+    for t in &targets {
+        check_writable(t)?;
+        if std::fs::read(&t.real).ok().as_deref() != Some(t.plan.old.as_bytes()) {
+            bail!(
+                "{}: changed on disk since it was read; nothing written (run it again)",
+                t.name()
+            );
+        }
+    }
+    let journal_dir = guard.filter(|g| g.locked()).map(Guard::dir);
+    let run = run_id();
+    let mut journal = Journal {
+        version: 1,
+        run: run.clone(),
+        state: State::Staging,
+        files: targets
+            .iter()
+            .enumerate()
+            .map(|(n, t)| Entry {
+                rel: t.plan.rel.to_string(),
+                target: t.real.clone(),
+                temp: parent(&t.real).join(format!(".xtask-{run}-{n}.tmp")),
+                old: None,
+                new: None,
+            })
+            .collect(),
+    };
+    if let Some(dir) = journal_dir {
+        record::write(dir, &journal).context("nothing written")?;
+    }
+    if let Err(e) = stage(&targets, &journal.files) {
+        for e in &journal.files {
+            let _ = std::fs::remove_file(&e.temp);
+        }
+        if let Some(dir) = journal_dir {
+            let _ = record::remove(dir);
+        }
+        return Err(e.context("nothing written"));
+    }
+    hook::point("after-staging");
+    if let Some(dir) = journal_dir {
+        journal.state = State::Committed;
+        for (e, t) in journal.files.iter_mut().zip(&targets) {
+            e.old = Some(t.plan.old.to_string());
+            e.new = Some(t.plan.new.clone());
+        }
+        if let Err(err) = record::write(dir, &journal) {
+            for e in &journal.files {
+                let _ = std::fs::remove_file(&e.temp);
+            }
+            let _ = record::remove(dir);
+            return Err(err.context("nothing written"));
+        }
+    }
+    hook::point("after-journal");
+    for (k, (t, e)) in targets.iter().zip(&journal.files).enumerate() {
+        hook::point(&format!("before-replace:{k}"));
+        if std::fs::read(&t.real).ok().as_deref() != Some(t.plan.old.as_bytes()) {
+            let cause = format!(
+                "{}: changed on disk while the fix ran (another program wrote it)",
+                t.name()
+            );
+            return Err(roll_back(&targets, &mut journal, k, journal_dir, &cause));
+        }
+        if let Err(err) = std::fs::rename(&e.temp, &t.real) {
+            let cause = format!("{}: cannot replace it: {err}", t.name());
+            return Err(roll_back(&targets, &mut journal, k, journal_dir, &cause));
+        }
+    }
+    let written = || format!("every file ({}) was written", targets.len());
+    sync_dirs(&targets).map_err(|e| {
+        crate::Written(format!(
+            "{}, but syncing their directories failed: {e}",
+            written()
+        ))
+    })?;
+    hook::point("after-replaces");
+    if let Some(dir) = journal_dir {
+        record::remove(dir).map_err(|e| crate::Written(format!("{}, but {e:#}", written())))?;
+    }
+    Ok(())
+}
+
+/// Resolves links and merges planned paths that are one file (a link and
+/// its target, hard links): one write where they agree, an error where not.
+fn resolve<'a>(files: &'a [Planned<'a>]) -> anyhow::Result<Vec<Target<'a>>> {
+    let mut out: Vec<Target<'a>> = Vec::with_capacity(files.len());
+    let mut seen: HashMap<(u64, u64), usize> = HashMap::new();
+    for p in files {
+        let link = std::fs::symlink_metadata(p.path)
+            .with_context(|| format!("{}: cannot read it; nothing written", p.rel))?;
+        let real = if link.file_type().is_symlink() {
+            std::fs::canonicalize(p.path).map_err(|e| {
+                anyhow!(
+                    "{}: a symbolic link that does not resolve (dangling, or a loop): {e}; nothing written",
+                    p.rel
+                )
+            })?
+        } else {
+            p.path.to_path_buf()
+        };
+        let md = std::fs::metadata(&real)
+            .with_context(|| format!("{}: cannot read it; nothing written", p.rel))?;
+        if !md.is_file() {
+            bail!("{}: not a regular file; nothing written", p.rel);
+        }
+        if let Some(&i) = seen.get(&(md.dev(), md.ino())) {
+            let first = &out[i];
+            if first.plan.old == p.old && first.plan.new == p.new {
+                continue;
+            }
+            bail!(
+                "{} and {} are one file (a link); their fixes differ; nothing written",
+                first.plan.rel,
+                p.rel
+            );
+        }
+        seen.insert((md.dev(), md.ino()), out.len());
+        out.push(Target {
+            plan: p,
+            real,
+            perms: md.permissions(),
+        });
+    }
+    Ok(out)
+}
+
+/// Refuses a file we may not write, or whose mode grants write to no one
+/// (root may write anything, but a file made read-only says "not this one"),
+/// and a directory where the temporary file cannot be created.
+fn check_writable(t: &Target<'_>) -> anyhow::Result<()> {
+    use rustix::fs::Access;
+    let mode = t.perms.mode();
+    if mode & 0o222 == 0 || rustix::fs::access(&t.real, Access::WRITE_OK).is_err() {
+        bail!(
+            "{}: read-only (mode {:o}); not replaced, nothing written (make it writable to fix it)",
+            t.name(),
+            mode & 0o7777
+        );
+    }
+    let dir = parent(&t.real);
+    let dmode = std::fs::metadata(dir)
+        .with_context(|| format!("{}: cannot read its directory; nothing written", t.name()))?
+        .permissions()
+        .mode();
+    if dmode & 0o222 == 0 || rustix::fs::access(dir, Access::WRITE_OK | Access::EXEC_OK).is_err() {
+        bail!(
+            "{}: its directory {} is read-only (mode {:o}), so the file cannot be replaced there; nothing written",
+            t.name(),
+            dir.display(),
+            dmode & 0o7777
+        );
+    }
+    Ok(())
+}
+
+/// Writes every temporary file (in parallel, on a small I/O pool: the file
+/// system batches the syncs).
+fn stage(targets: &[Target<'_>], entries: &[Entry]) -> anyhow::Result<()> {
+    use rayon::prelude::*;
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(targets.len().clamp(1, 8))
+        .build()
+        .context("cannot start the writer threads")?;
+    pool.install(|| {
+        targets.par_iter().zip(entries).try_for_each(|(t, e)| {
+            write_temp(&e.temp, t.plan.new.as_bytes(), &t.perms, true).with_context(|| {
+                format!(
+                    "{}: cannot write its temporary file {}",
+                    t.name(),
+                    e.temp.display()
+                )
+            })
+        })
+    })
+}
+
+/// Writes `contents` to `temp` with `perms`, fsynced; `fresh`: the file must
+/// not exist yet (a run's own new name).
+///
+/// # Errors
+/// Any I/O error.
+pub fn write_temp(
+    temp: &Path,
+    contents: &[u8],
+    perms: &Permissions,
+    fresh: bool,
+) -> std::io::Result<()> {
+    let mut opts = std::fs::OpenOptions::new();
+    opts.write(true).mode(0o600);
+    if fresh {
+        opts.create_new(true);
+    } else {
+        opts.create(true).truncate(true);
+    }
+    let mut f = opts.open(temp)?;
+    f.write_all(contents)?;
+    f.set_permissions(perms.clone())?;
+    f.sync_all()
+}
+
+/// Restores the `replaced` files already replaced (those still holding the
+/// new text), deletes the other temporary files and the journal; the error
+/// names the file that stopped the write (`cause`) and says what happened.
+fn roll_back(
+    targets: &[Target<'_>],
+    journal: &mut Journal,
+    replaced: usize,
+    journal_dir: Option<&Path>,
+    cause: &str,
+) -> anyhow::Error {
+    let mut problems = Vec::new();
+    if let Some(dir) = journal_dir
+        && replaced > 0
+    {
+        journal.state = State::RollingBack;
+        if let Err(e) = record::write(dir, journal) {
+            problems.push(format!("{e:#}"));
+        }
+    }
+    for k in (0..replaced).rev() {
+        if let Err(p) = restore(&targets[k], &journal.files[k]) {
+            problems.push(p);
+        }
+    }
+    for e in &journal.files[replaced..] {
+        let _ = std::fs::remove_file(&e.temp);
+    }
+    if let Err(e) = sync_dirs(&targets[..replaced]) {
+        problems.push(format!("syncing the restored files' directories: {e}"));
+    }
+    if problems.is_empty() {
+        if let Some(dir) = journal_dir {
+            let _ = record::remove(dir);
+        }
+        return if replaced == 0 {
+            anyhow!("{cause}; nothing written (run it again)")
+        } else {
+            anyhow!(
+                "{cause}; nothing written: the {replaced} file(s) already replaced were restored (run it again)"
+            )
+        };
+    }
+    crate::Written(format!(
+        "{cause}; {replaced} file(s) were already replaced and restoring them failed: {}",
+        problems.join("; ")
+    ))
+    .into()
+}
+
+/// Puts the planned-from text back into a replaced file that still holds
+/// the new text.
+fn restore(t: &Target<'_>, e: &Entry) -> Result<(), String> {
+    let now = std::fs::read(&t.real).map_err(|err| format!("{}: {err}", t.name()))?;
+    if now == t.plan.old.as_bytes() {
+        return Ok(());
+    }
+    if now != t.plan.new.as_bytes() {
+        return Err(format!(
+            "{}: changed again after it was replaced; left as it is",
+            t.name()
+        ));
+    }
+    write_temp(&e.temp, t.plan.old.as_bytes(), &t.perms, false)
+        .and_then(|()| std::fs::rename(&e.temp, &t.real))
+        .map_err(|err| format!("{}: cannot restore it: {err}", t.name()))
+}
+
+/// fsyncs the directory of every target (makes the renames durable), on a
+/// small I/O pool as the staging does.
+fn sync_dirs(targets: &[Target<'_>]) -> std::io::Result<()> {
+    use rayon::prelude::*;
+    let dirs: Vec<&Path> = targets
+        .iter()
+        .map(|t| parent(&t.real))
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    match rayon::ThreadPoolBuilder::new()
+        .num_threads(dirs.len().clamp(1, 8))
+        .build()
+    {
+        Ok(pool) => pool.install(|| dirs.par_iter().try_for_each(|d| record::sync_dir(d))),
+        Err(_) => dirs.into_iter().try_for_each(record::sync_dir),
+    }
+}
+
+/// The directory of `path` (`.` for a bare name).
+pub fn parent(path: &Path) -> &Path {
+    path.parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+}
+
+/// A run id, unique on this machine: the process id and the time.
+fn run_id() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!("{}-{nanos:x}", std::process::id())
+}
