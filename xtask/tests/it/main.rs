@@ -5,8 +5,8 @@
 
 mod align_deps;
 mod align_deps_sources;
-mod deep_nesting;
 mod child;
+mod deep_nesting;
 mod field_safety;
 mod field_safety_io;
 mod fmt_check;
