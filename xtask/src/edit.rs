@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
-use anyhow::bail;
+use anyhow::{Context as _, bail};
 
 use crate::text::line_col;
 
@@ -234,10 +234,19 @@ impl WriteSet {
     pub fn validate(&self) -> anyhow::Result<()> {
         use rayon::prelude::*;
         let edits: Vec<&FileEdit> = self.edits().collect();
-        let problems: Vec<Option<String>> = edits
-            .par_iter()
-            .map(|e| invalid(e, !self.skip_rust_validation))
-            .collect();
+        // syn recurses once per nesting level: parse on threads with the
+        // same large stack the planners parse with (valid but deeply nested
+        // Rust must not overflow here either).
+        let pool = rayon::ThreadPoolBuilder::new()
+            .stack_size(VALIDATE_STACK)
+            .build()
+            .context("cannot start the validation threads")?;
+        let problems: Vec<Option<String>> = pool.install(|| {
+            edits
+                .par_iter()
+                .map(|e| invalid(e, !self.skip_rust_validation))
+                .collect()
+        });
         match problems.into_iter().flatten().next() {
             Some(p) => bail!("{p}; nothing written"),
             None => Ok(()),
@@ -290,6 +299,10 @@ impl WriteSet {
 }
 
 /// Why `e`'s new text is not valid TOML (`.toml`) or Rust (`.rs`), if it is not.
+/// Stack of the threads that parse new `.rs` texts (reserved, not touched
+/// unless a deep file needs it); equal to the planners' parse stack.
+const VALIDATE_STACK: usize = 512 << 20;
+
 fn invalid(e: &FileEdit, rust: bool) -> Option<String> {
     let ext = e.path.extension()?;
     if ext == "rs" && rust {
