@@ -14,6 +14,7 @@ mod fmt_rustfmt;
 mod gpu_probe;
 mod gpu_test;
 mod policy_mistakes;
+mod prefilter;
 mod renamed_thiserror;
 mod support;
 mod thiserror_src;

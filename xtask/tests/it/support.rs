@@ -363,3 +363,175 @@ pub fn add_sources(fleet: &Fleet, n: usize) -> io::Result<()> {
     }
     Ok(())
 }
+
+// ---- a large real workspace (issue 14) ----------------------------------------------------
+
+/// The shape of [`real_workspace`].
+#[derive(Debug, Clone, Copy)]
+pub struct RealShape {
+    /// Member crates.
+    pub crates: usize,
+    /// Module files per crate (besides `lib.rs` and, in thiserror crates, `error.rs`).
+    pub modules: usize,
+    /// Approximate size of a module file in bytes.
+    pub file_bytes: usize,
+    /// Every `thiserror_every`-th crate uses thiserror.
+    pub thiserror_every: usize,
+}
+
+impl RealShape {
+    /// Issue 14's "large real workspace": 80 crates, about 1,300 files of
+    /// about 20 KB (26 MB), a sixth of the crates using thiserror.
+    pub const LARGE: RealShape = RealShape {
+        crates: 80,
+        modules: 15,
+        file_bytes: 20_000,
+        thiserror_every: 6,
+    };
+}
+
+/// One module of ordinary Rust (no thiserror): derives, `Error` types with
+/// hand-written `Display`/`std::error::Error` impls, `Result<_, Error>`,
+/// logging macros, matches and iterator chains, doc comments; about `bytes`
+/// long.
+pub fn real_module(seed: usize, bytes: usize) -> String {
+    let mut s = format!(
+        "//! Module {seed}: generated to look like the code of a large workspace.\n\n\
+         use std::collections::{{BTreeMap, HashMap}};\nuse std::fmt;\n\n\
+         /// What can go wrong in module {seed}.\n#[derive(Debug, Clone, PartialEq, Eq)]\n\
+         pub enum Error {{\n    Missing(String),\n    Invalid {{ at: usize, why: String }},\n}}\n\n\
+         impl fmt::Display for Error {{\n    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {{\n\
+         \x20       match self {{\n            Error::Missing(k) => write!(f, \"missing {{k}}\"),\n\
+         \x20           Error::Invalid {{ at, why }} => write!(f, \"invalid at {{at}}: {{why}}\"),\n\
+         \x20       }}\n    }}\n}}\n\nimpl std::error::Error for Error {{}}\n\n\
+         pub type Result<T, E = Error> = std::result::Result<T, E>;\n\n"
+    );
+    let mut k = 0;
+    while s.len() < bytes {
+        s.push_str(&format!(
+            r#"/// Record {k} of module {seed}, with its index.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Record{k} {{
+    pub name: String,
+    pub values: Vec<u64>,
+    pub index: BTreeMap<String, usize>,
+    pub tags: HashMap<u32, Vec<String>>,
+}}
+
+impl Record{k} {{
+    /// Sums the values above `floor`, saturating.
+    pub fn total(&self, floor: u64) -> u64 {{
+        self.values
+            .iter()
+            .filter(|v| **v > floor)
+            .fold(0u64, |acc, v| acc.saturating_add(*v))
+    }}
+
+    /// Looks `key` up, or says what is missing.
+    pub fn lookup(&self, key: &str) -> Result<usize> {{
+        match self.index.get(key) {{
+            Some(&i) if i < self.values.len() => Ok(i),
+            Some(&i) => Err(Error::Invalid {{
+                at: i,
+                why: format!("index {{i}} past {{}} values", self.values.len()),
+            }}),
+            None => {{
+                log::error!("record {k}: no key {{key}}");
+                Err(Error::Missing(key.to_string()))
+            }}
+        }}
+    }}
+
+    pub fn describe(&self) -> String {{
+        let tags: Vec<String> = self.tags.values().flatten().cloned().collect();
+        match self.values.len() {{
+            0 => format!("{{}}: empty", self.name),
+            1 => format!("{{}}: one value ({{}}); tags {{tags:?}}", self.name, self.values[0]),
+            n => format!("{{}}: {{n}} values, total {{}}", self.name, self.total({seed})),
+        }}
+    }}
+}}
+
+"#
+        ));
+        k += 1;
+    }
+    s
+}
+
+/// The `error.rs` of a thiserror crate: `variants` variants with
+/// `#[error("...")]` messages in the styles real code uses; with `drift`,
+/// one message uses `{{r#type}}` (rule 1) and one `{{0}}` with an extra
+/// positional argument (rule 3).
+pub fn real_error_module(seed: usize, variants: usize, drift: bool) -> String {
+    let mut s = format!(
+        "//! Errors of crate {seed}.\n\nuse thiserror::Error;\n\n/// Everything that fails here.\n#[derive(Debug, Error)]\npub enum Error {{\n"
+    );
+    for v in 0..variants {
+        let line = match v % 5 {
+            0 => format!("    #[error(\"cannot open {{path}}\")]\n    Open{v} {{ path: String }},\n"),
+            1 => format!("    #[error(\"io error\")]\n    Io{v}(#[source] std::io::Error),\n"),
+            2 => format!("    #[error(\"bad value {{0}} (at {{1}})\")]\n    Value{v}(u64, usize),\n"),
+            3 => format!("    #[error(transparent)]\n    Other{v}(Box<dyn std::error::Error + Send + Sync>),\n"),
+            _ => format!("    #[error(\"{{kind}}: {{message}}\", kind = \"kind\")]\n    Kind{v} {{ message: String }},\n"),
+        };
+        s.push_str(&line);
+    }
+    if drift {
+        s.push_str("    #[error(\"unknown type {r#type}\")]\n    UnknownType { r#type: String },\n");
+        s.push_str("    #[error(\"{0} (code {})\", .1)]\n    Coded(String, u32),\n");
+    }
+    s.push_str("}\n");
+    s
+}
+
+/// A workspace shaped like [`RealShape`]: `crates/k{i}` each with `lib.rs`
+/// declaring `modules` modules of [`real_module`]; every
+/// `thiserror_every`-th crate also has `error.rs` ([`real_error_module`],
+/// 60 variants; the first one also has two drifted messages) and inherits `thiserror` from the
+/// root, which still asks for `"1.0"`; [`POLICY`] asks for 2.
+///
+/// # Errors
+/// I/O errors.
+pub fn real_workspace(root: &Path, shape: RealShape) -> io::Result<Fleet> {
+    let members: Vec<String> = (0..shape.crates)
+        .map(|c| format!("\"crates/k{c}\""))
+        .collect();
+    let fleet = Fleet::new(
+        root,
+        &format!(
+            "[workspace]\nresolver = \"2\"\nmembers = [{}]\n\n[workspace.package]\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace.dependencies]\nthiserror = \"1.0\"\nlog = \"0.4\"\n",
+            members.join(", ")
+        ),
+    )?;
+    let mut drifted = 0;
+    for c in 0..shape.crates {
+        let dir = format!("crates/k{c}");
+        let uses = c.is_multiple_of(shape.thiserror_every.max(1));
+        let mut deps = String::from("[dependencies]\nlog = { workspace = true }\n");
+        let mut lib = format!("//! Crate {c}.\n\n");
+        if uses {
+            deps.push_str("thiserror = { workspace = true }\n");
+            lib.push_str("pub mod error;\n");
+            let drift = drifted < 1;
+            drifted += usize::from(drift);
+            fleet.write(
+                &format!("{dir}/src/error.rs"),
+                &real_error_module(c, 60, drift),
+            )?;
+        }
+        for m in 0..shape.modules {
+            lib.push_str(&format!("pub mod m{m};\n"));
+            fleet.write(
+                &format!("{dir}/src/m{m}.rs"),
+                &real_module(c * 1000 + m, shape.file_bytes),
+            )?;
+        }
+        fleet.write(&format!("{dir}/src/lib.rs"), &lib)?;
+        fleet.write(
+            &format!("{dir}/Cargo.toml"),
+            &format!("{}\n{deps}", package_header(&format!("k{c}"))),
+        )?;
+    }
+    Ok(fleet)
+}

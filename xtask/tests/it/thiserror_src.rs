@@ -551,7 +551,7 @@ pub struct Boom {
 }
 "#;
 
-fn fixture(root: &Path) {
+pub(crate) fn fixture(root: &Path) {
     write(
         root,
         "Cargo.toml",
@@ -589,7 +589,7 @@ fn fixture(root: &Path) {
     write(root, "reexp/src/lib.rs", REEXP_LIB);
 }
 
-fn packages(root: &Path) -> Vec<cargo_metadata::Package> {
+pub(crate) fn packages(root: &Path) -> Vec<cargo_metadata::Package> {
     let meta = xtask::workspace::metadata_no_deps(&root.join("Cargo.toml")).unwrap();
     let mut p = meta
         .workspace_packages()
@@ -760,9 +760,26 @@ fn unparsable_file_in_a_module_tree_is_an_error_with_location() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     fixture(root);
-    write(root, "app/src/nested.rs", "pub mod deeper;\nfn (\n");
+    // a file that may hold a thiserror derive is parsed: not parsing is an error
+    write(
+        root,
+        "app/src/nested.rs",
+        "pub mod deeper;\n#[derive(thiserror::Error)]\nfn (\n",
+    );
     let e = analyze_crate(&packages(root)[0]).unwrap_err().to_string();
+    assert!(e.contains("app/src/nested.rs:3:"), "{e}");
+    // one that cannot hold a finding is not parsed (cargo reports it when it builds)
+    write(root, "app/src/nested.rs", "pub mod deeper;\nfn (\n");
+    let a = analyze_crate(&packages(root)[0]).unwrap();
+    let parse_all = xtask::thiserror_src::AnalyzeOptions {
+        parse_all: true,
+        ..Default::default()
+    };
+    let e = xtask::thiserror_src::analyze_crate_with(&packages(root)[0], &parse_all)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("app/src/nested.rs:2:"), "{e}");
+    assert!(a.files.iter().any(|f| f.path.ends_with("nested.rs")));
 }
 
 /// The issue's "done when": thiserror 1 code does not compile against thiserror 2;

@@ -1,0 +1,168 @@
+//! The source side's textual prefilter (issue 14, item 2) changes what is
+//! parsed, never what is found: over the generated fleets, the crate fixture
+//! and a crate of every way to reach thiserror's derive, the filtered analysis
+//! equals the parse-everything one, file by file.
+
+use std::path::Path;
+
+use crate::support::{RealShape, add_sources, drifted_fleet, real_workspace, write};
+use crate::thiserror_src::{fixture, packages};
+use xtask::thiserror_src::{AnalyzeOptions, CrateContext, analyze_crate, analyze_crate_with};
+
+/// Each file reaches thiserror's derive in another way; every one of them
+/// has a finding when parsed (so a prefilter that clears it fails the test).
+const TRICKY: &[(&str, &str)] = &[
+    (
+        "alias.rs",
+        "use thiserror::Error as E;\n#[derive(Debug, E)]\n#[error(\"{r#type}\")]\npub struct A { r#type: u8 }\n",
+    ),
+    (
+        "path.rs",
+        "#[derive(Debug, thiserror::Error)]\npub enum B {\n    #[error(\"{0} {}\", .1)]\n    X(u8, u8),\n}\n",
+    ),
+    (
+        "glob.rs",
+        "use thiserror::*;\n#[derive(Debug, Error)]\n#[error(\"{r#type}\")]\npub struct G { r#type: u8 }\n",
+    ),
+    (
+        "extern_alias.rs",
+        "extern crate thiserror as t2;\n#[derive(Debug, t2::Error)]\n#[error(\"{r#type}\")]\npub struct I { r#type: u8 }\n",
+    ),
+    (
+        "block.rs",
+        "pub fn f() {\n    use thiserror::Error;\n    #[derive(Debug, Error)]\n    #[error(\"{r#type}\")]\n    struct J { r#type: u8 }\n}\n",
+    ),
+    (
+        "cfg_attr.rs",
+        "use thiserror::Error;\n#[cfg_attr(all(), derive(Debug, Error), error(\"{r#type}\"))]\npub struct K { r#type: u8 }\n",
+    ),
+    (
+        "reexport.rs",
+        "#[derive(Debug, helper::Error)]\n#[error /* a comment */ (\"{r#type}\")]\npub struct L { r#type: u8 }\n",
+    ),
+    (
+        "renamed.rs",
+        "#[derive(Debug, te::Error)]\n#[error(\"{r#type}\")]\npub struct M { r#type: u8 }\n",
+    ),
+    (
+        "spaced.rs",
+        "#[derive(Debug, helper::Error)]\n#[error\n\t(\"{r#type}\")]\npub struct N { r#type: u8 }\n",
+    ),
+];
+
+/// Files the scan never reports on, parsed or not: a derive inside a macro
+/// definition, words in comments and strings only.
+const INERT: &[(&str, &str)] = &[
+    (
+        "macro_made.rs",
+        "macro_rules! mk {\n    ($n:ident) => {\n        #[derive(Debug, thiserror::Error)]\n        #[error(\"{r#type}\")]\n        pub struct $n { r#type: u8 }\n    };\n}\nmk!(Made);\n",
+    ),
+    (
+        "words.rs",
+        "// derive Error thiserror error(\npub const S: &str = \"#[derive(Error)] #[error(\\\"x\\\")]\";\n",
+    ),
+    (
+        "std_error.rs",
+        "#[derive(Debug)]\npub struct MyError;\nimpl std::fmt::Display for MyError {\n    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result { f.write_str(\"x\") }\n}\nimpl std::error::Error for MyError {}\n",
+    ),
+];
+
+fn tricky_workspace(root: &Path) {
+    write(
+        root,
+        "Cargo.toml",
+        "[workspace]\nresolver = \"2\"\nmembers = [\"t\", \"r\"]\n",
+    );
+    let mut lib = String::new();
+    for (file, text) in TRICKY.iter().chain(INERT) {
+        let name = file.trim_end_matches(".rs");
+        lib.push_str(&format!("pub mod {name};\n"));
+        write(root, &format!("t/src/{file}"), text);
+        write(root, &format!("r/src/{file}"), text);
+    }
+    write(root, "t/src/lib.rs", &lib);
+    write(root, "r/src/lib.rs", &lib);
+    write(
+        root,
+        "t/Cargo.toml",
+        "[package]\nname = \"t\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\nthiserror = \"1\"\n",
+    );
+    // renamed: `te` is a thiserror name here
+    write(
+        root,
+        "r/Cargo.toml",
+        "[package]\nname = \"r\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\nte = { package = \"thiserror\", version = \"1\" }\n",
+    );
+}
+
+/// Compares both analyses of every member; returns (files, files the
+/// prefilter clears, findings).
+fn compare(root: &Path) -> (usize, usize, usize) {
+    let all = AnalyzeOptions {
+        parse_all: true,
+        ..AnalyzeOptions::default()
+    };
+    let (mut files, mut cleared, mut findings) = (0, 0, 0);
+    for p in packages(root) {
+        let filtered = analyze_crate(&p).unwrap();
+        let full = analyze_crate_with(&p, &all).unwrap();
+        assert_eq!(filtered, full, "{}: the prefilter changed the analysis", p.name);
+        let ctx = CrateContext::for_package(&p);
+        files += full.files.len();
+        cleared += full
+            .files
+            .iter()
+            .filter(|f| !xtask::thiserror_src::prefilter::may_hold_a_finding(&f.original, &ctx))
+            .count();
+        findings += full.findings.len();
+    }
+    (files, cleared, findings)
+}
+
+#[test]
+fn prefilter_is_exact() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().canonicalize().unwrap();
+
+    let tricky = base.join("tricky");
+    tricky_workspace(&tricky);
+    let (files, cleared, findings) = compare(&tricky);
+    assert_eq!(files, 2 * (TRICKY.len() + INERT.len() + 1));
+    // every tricky file is reported in both crates (rule 4 aside: both depend on thiserror)
+    assert!(findings >= 2 * TRICKY.len(), "{findings}");
+    for p in packages(&tricky) {
+        let a = analyze_crate(&p).unwrap();
+        for (file, _) in TRICKY {
+            let hit = a.findings.iter().any(|f| f.path.ends_with(file));
+            // `te::Error` is thiserror's only where `te` is the renamed dependency;
+            // elsewhere it is a re-export, reported because of its helper
+            assert!(hit, "{}: no finding in {file}: {:?}", p.name, a.findings);
+        }
+        for (file, _) in INERT {
+            assert!(!a.findings.iter().any(|f| f.path.ends_with(file)), "{file}");
+        }
+    }
+    assert!(cleared >= 2, "{cleared}");
+
+    let fixture_root = base.join("fixture");
+    fixture(&fixture_root);
+    let (_, _, findings) = compare(&fixture_root);
+    assert!(findings > 0);
+
+    let fleet = drifted_fleet(&base.join("drifted"), 27).unwrap();
+    add_sources(&fleet, 27).unwrap();
+    let (_, _, findings) = compare(&fleet.root);
+    assert!(findings >= 27, "{findings}");
+
+    // the large workspace's shape, scaled down: most files are not parsed
+    let shape = RealShape {
+        crates: 12,
+        modules: 6,
+        file_bytes: 3000,
+        thiserror_every: 6,
+    };
+    let real = real_workspace(&base.join("real"), shape).unwrap();
+    let (files, cleared, findings) = compare(&real.root);
+    assert_eq!(findings, 2, "the two drifted messages");
+    assert!(cleared * 10 >= files * 8, "{cleared} of {files} cleared");
+}
