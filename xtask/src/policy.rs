@@ -13,6 +13,10 @@
 //! [[gpu-test]]
 //! package = "rtx-backend-cuda"
 //! features = ["cuda"]
+//!
+//! [[exempt]]                 # see [`exempt`]: a package, a declaration or a source
+//! package = "enclave-shim"
+//! reason = "builds with the thiserror-sgx fork"
 //! ```
 
 use std::collections::BTreeMap;
@@ -25,6 +29,10 @@ use toml::Spanned;
 
 use crate::text::line_col;
 
+pub mod exempt;
+
+pub use exempt::{ExemptKind, Exemption};
+
 /// The whole policy file, validated.
 #[derive(Debug, Clone, Default)]
 pub struct Policy {
@@ -34,6 +42,8 @@ pub struct Policy {
     pub fmt: FmtPolicy,
     /// The GPU test matrix for `gpu-test`.
     pub gpu_test: Vec<GpuTestEntry>,
+    /// `[[exempt]]`: what `align-deps` leaves alone, and why.
+    pub exemptions: Vec<Exemption>,
 }
 
 /// One `[dependencies.<name>]` rule.
@@ -87,6 +97,8 @@ struct RawPolicy {
     fmt: RawFmt,
     #[serde(default, rename = "gpu-test")]
     gpu_test: Vec<RawGpuTest>,
+    #[serde(default)]
+    exempt: Vec<Spanned<exempt::RawExempt>>,
 }
 
 #[derive(Deserialize)]
@@ -227,10 +239,13 @@ impl Policy {
                 features: e.features.into_iter().map(Spanned::into_inner).collect(),
             })
             .collect();
+        let rules: Vec<&str> = dependencies.keys().map(String::as_str).collect();
+        let exemptions = exempt::validate(raw.exempt, &rules).map_err(|(at, m)| malformed(at, m))?;
         Ok(Policy {
             dependencies,
             fmt: FmtPolicy { exclude },
             gpu_test,
+            exemptions,
         })
     }
 }
