@@ -10,6 +10,11 @@ pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
     (line, column)
 }
 
+/// `n` and the noun for it: `1 file`, `2 files`, `0 files`.
+pub fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 /// The name of a Unix signal number, for "killed by signal 11 (SIGSEGV)".
 pub fn signal_name(sig: i32) -> &'static str {
     match sig {

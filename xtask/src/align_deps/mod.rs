@@ -59,8 +59,10 @@
 //! warning. A converting declaration that would gain `features` from an
 //! existing workspace entry is reported (`features`, not fixable).
 
+pub(crate) mod exempt;
 pub(crate) mod lockfile;
 pub(crate) mod manifest;
+pub(crate) mod msrv;
 pub mod plan;
 pub(crate) mod planner;
 pub mod sources;
@@ -74,7 +76,8 @@ use anyhow::Context as _;
 use crate::Outcome;
 use crate::args::{FormatArg, Target};
 use crate::diag::{Diagnostic, Level, Printer};
-use crate::text::unified_diff;
+use crate::text::{plural, unified_diff};
+use crate::thiserror_src;
 use manifest::Manifest;
 use plan::AlignmentPlan;
 use planner::Loaded;
@@ -108,89 +111,211 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
     timing.mark("cargo metadata");
     let root: PathBuf = meta.workspace_root.clone().into_std_path_buf();
     let loaded_policy = crate::workspace::load_policy(args.target.policy.as_deref(), &root)?;
-    let (loaded, member_names) = load_manifests(&meta, &root)?;
+    let (mut loaded, member_names) = load_manifests(&meta, &root)?;
     check_rules_match(&loaded, &loaded_policy)?;
-    let policy = loaded_policy.policy;
-    let mut loaded = loaded;
+    let policy = &loaded_policy.policy;
     timing.mark("manifests parsed");
     // the source side only reads: a file that does not parse stops the run here
-    let mut analyses = sources::analyze(&meta, &root, &policy)?;
+    let analyses = sources::analyze(&meta, &root, policy)?;
     timing.mark("sources analysed");
-    // crates on a renamed thiserror stay as they are (their build would break)
-    let (held, renamed_info) = sources::hold_renamed(&mut analyses, &root);
+    let members = exempt_view(&meta, &analyses, &root);
+    // what the exemptions cover: the findings of the plan made without them
+    let full = if policy
+        .exemptions
+        .iter()
+        .any(|e| !matches!(e.kind, crate::policy::ExemptKind::Source(_)))
+    {
+        let mut bare = policy.clone();
+        bare.exemptions.clear();
+        Some(plan_once(&mut loaded, analyses.clone(), &bare, &root)?.0.findings)
+    } else {
+        None
+    };
+    // exempt packages: their manifests and sources are left out of the plan
+    let exempt_packages = exempt::packages(&policy.exemptions);
+    let exempt_manifests: BTreeSet<PathBuf> = meta
+        .workspace_packages()
+        .iter()
+        .filter(|p| exempt_packages.contains(p.name.as_str()))
+        .map(|p| p.manifest_path.clone().into_std_path_buf())
+        .collect();
     let manifests = &loaded.manifests;
     loaded
         .members
-        .retain(|&i| !held.contains(&manifests[i].path));
-    let (mut plan, new_forms) =
-        planner::plan_with_new_users(&loaded, &policy, &sources::new_users(&analyses))?;
-    let not_scanned: Vec<String> = analyses
-        .iter()
-        .flat_map(|a| {
-            a.unresolved_modules.iter().map(|p| {
-                format!(
-                    "{}: a module or include!d file of `{}` that was not scanned for thiserror 2 (no such file, e.g. behind #[cfg], or not a list of items)",
-                    crate::fsutil::rel(&root, p),
-                    a.package
-                )
-            })
-        })
+        .retain(|&i| !exempt_manifests.contains(&manifests[i].path));
+    let analyses: Vec<_> = analyses
+        .into_iter()
+        .filter(|a| !exempt_packages.contains(a.package.as_str()))
         .collect();
-    let (analyses, mut held_back) = sources::hold_back(analyses, &plan, &root);
-    held_back.extend(not_scanned);
-    held_back.extend(renamed_info);
-    let source_plan = sources::plan(&analyses, &loaded, new_forms.get(sources::THISERROR), &root)?;
-    plan.merge(source_plan)?;
+    let (mut plan, mut info) = plan_once(&mut loaded, analyses, policy, &root)?;
+    let judged = exempt::judge(
+        &loaded_policy,
+        &root,
+        full.as_deref().unwrap_or(&plan.findings),
+        &members,
+    );
+    let floor = msrv::findings(&meta, &loaded, &plan, policy, &root);
+    let blocked = !floor.is_empty();
+    plan.findings.extend(floor);
+    plan.findings.extend(judged.stale);
     plan.findings
         .sort_by(|a, b| (&a.file, a.line, a.column).cmp(&(&b.file, b.line, b.column)));
     timing.mark("planned");
-    let mut info = held_back;
-    info.extend(lockfile::older_majors(&root, &policy, &member_names));
+    info.extend(lockfile::older_majors(&root, policy, &member_names));
     let mut printer = Printer::new(args.format.format, "align-deps", out, err);
-    let outcome = if args.check {
+    let report = Report {
+        plan: &plan,
+        info: &info,
+        exempt: &judged.notes,
+        n_manifests: loaded.manifests.len(),
+    };
+    let outcome = if args.check || blocked {
         // (a fix run validates in `WriteSet::apply`)
         plan.edits.validate()?;
         timing.mark("validated");
-        report_check(&plan, &info, loaded.manifests.len(), &mut printer)
+        report_check(&report, !args.check, &mut printer)
     } else {
-        apply_and_report(&plan, &info, &mut printer, &guard)
+        apply_and_report(&report, &mut printer, &guard)
     };
     timing.mark("reported");
     timing.write_to(err)?;
     outcome
 }
 
-fn report_check(
-    plan: &AlignmentPlan,
-    info: &[String],
+/// Everything a report shows.
+struct Report<'a> {
+    plan: &'a AlignmentPlan,
+    info: &'a [String],
+    exempt: &'a [Diagnostic],
     n_manifests: usize,
+}
+
+/// The members as the exemptions see them (names, manifests, source files).
+fn exempt_view(
+    meta: &cargo_metadata::Metadata,
+    analyses: &[thiserror_src::CrateAnalysis],
+    root: &Path,
+) -> exempt::Members {
+    let rel = |p: &Path| crate::fsutil::rel(root, p);
+    let mut m = exempt::Members::default();
+    for p in meta.workspace_packages() {
+        m.manifests
+            .insert(p.name.to_string(), rel(p.manifest_path.as_std_path()));
+    }
+    for a in analyses {
+        m.sources.insert(
+            a.package.clone(),
+            a.files.iter().map(|f| rel(&f.path)).collect(),
+        );
+        for (p, n) in &a.exempted {
+            m.exempt_sources.insert(rel(p), *n);
+        }
+    }
+    m
+}
+
+/// The plan for `loaded`'s members and `analyses` under `policy`: manifest
+/// and source findings and edits, and the information lines.
+fn plan_once(
+    loaded: &mut Loaded,
+    mut analyses: Vec<thiserror_src::CrateAnalysis>,
+    policy: &crate::policy::Policy,
+    root: &Path,
+) -> anyhow::Result<(AlignmentPlan, Vec<String>)> {
+    // crates on a renamed thiserror stay as they are (their build would break)
+    let (held, renamed_info) = sources::hold_renamed(&mut analyses, root);
+    let all_members = loaded.members.clone();
+    let manifests = &loaded.manifests;
+    loaded
+        .members
+        .retain(|&i| !held.contains(&manifests[i].path));
+    let planned = plan_members(loaded, analyses, policy, root);
+    loaded.members = all_members;
+    let (plan, mut info) = planned?;
+    info.extend(renamed_info);
+    Ok((plan, info))
+}
+
+fn plan_members(
+    loaded: &Loaded,
+    analyses: Vec<thiserror_src::CrateAnalysis>,
+    policy: &crate::policy::Policy,
+    root: &Path,
+) -> anyhow::Result<(AlignmentPlan, Vec<String>)> {
+    let (mut plan, new_forms) =
+        planner::plan_with_new_users(loaded, policy, &sources::new_users(&analyses))?;
+    let not_scanned: Vec<String> = analyses
+        .iter()
+        .flat_map(|a| {
+            a.unresolved_modules.iter().map(|p| {
+                format!(
+                    "{}: a module or include!d file of `{}` that was not scanned for thiserror 2 (no such file, e.g. behind #[cfg], or not a list of items)",
+                    crate::fsutil::rel(root, p),
+                    a.package
+                )
+            })
+        })
+        .collect();
+    let (analyses, mut held_back) = sources::hold_back(analyses, &plan, root);
+    held_back.extend(not_scanned);
+    let source_plan = sources::plan(&analyses, loaded, new_forms.get(sources::THISERROR), root)?;
+    plan.merge(source_plan)?;
+    Ok((plan, held_back))
+}
+
+/// The report of `--check`, or of a fix run that writes nothing because the
+/// workspace's toolchain floor is below what the fix needs (`blocked`).
+fn report_check(
+    r: &Report<'_>,
+    blocked: bool,
     printer: &mut Printer<'_>,
 ) -> anyhow::Result<Outcome> {
+    let plan = r.plan;
     for f in &plan.findings {
         printer.diagnostic(&f.diagnostic(false))?;
     }
-    for e in plan.edits.edits() {
-        printer.human_only(&unified_diff(&e.rel, &e.old_text, &e.new_text()))?;
+    if !blocked {
+        for e in plan.edits.edits() {
+            printer.human_only(&unified_diff(&e.rel, &e.old_text, &e.new_text()))?;
+        }
     }
-    for line in info {
+    for d in r.exempt {
+        printer.diagnostic(d)?;
+    }
+    for line in r.info {
         printer.note("info", line)?;
     }
     let fixable = plan.findings.iter().filter(|f| f.fixable).count();
     let files: BTreeSet<&str> = plan.findings.iter().map(|f| f.file.as_str()).collect();
+    let violations = plural(plan.findings.len(), "violation", "violations");
+    let in_files = plural(files.len(), "file", "files");
     let line = if plan.findings.is_empty() {
-        format!("align-deps: {n_manifests} manifests hold the policy")
+        format!(
+            "align-deps: {} hold the policy",
+            plural(r.n_manifests, "manifest", "manifests")
+        )
+    } else if blocked {
+        format!(
+            "align-deps: nothing written: {violations} in {in_files}; the toolchain floor findings above must be settled first"
+        )
+    } else if fixable == 0 {
+        format!("align-deps: {violations} in {in_files}, none fixable automatically (listed above)")
+    } else if fixable == plan.findings.len() {
+        format!(
+            "align-deps: {violations} in {in_files}, all fixable; run `cargo xtask align-deps` to fix them"
+        )
     } else {
         format!(
-            "align-deps: {} violations ({fixable} fixable) in {} files; run `cargo xtask align-deps` to fix the fixable ones",
-            plan.findings.len(),
-            files.len()
+            "align-deps: {violations} in {in_files}, {fixable} fixable; run `cargo xtask align-deps` to fix those, the rest need a person"
         )
     };
     let fields = serde_json::json!({
-        "manifests": n_manifests,
+        "manifests": r.n_manifests,
         "violations": plan.findings.len(),
         "fixable": fixable,
         "files": files.len(),
+        "exemptions": r.exempt.len(),
+        "written": false,
     });
     printer.summary(&line, fields)?;
     Ok(if plan.findings.is_empty() {
@@ -201,13 +326,12 @@ fn report_check(
 }
 
 fn apply_and_report(
-    plan: &AlignmentPlan,
-    info: &[String],
+    r: &Report<'_>,
     printer: &mut Printer<'_>,
     guard: &crate::journal::Guard,
 ) -> anyhow::Result<Outcome> {
-    let applied = plan.edits.apply_with(guard)?;
-    report_fix(plan, info, &applied, printer).map_err(|e| {
+    let applied = r.plan.edits.apply_with(guard)?;
+    report_fix(r, &applied, printer).map_err(|e| {
         let files: Vec<&str> = applied.iter().map(|e| e.rel.as_str()).collect();
         crate::Written::report_failed("align-deps", &files, e)
     })
@@ -215,11 +339,11 @@ fn apply_and_report(
 
 /// The report of a fix run, once the files are written.
 fn report_fix(
-    plan: &AlignmentPlan,
-    info: &[String],
+    r: &Report<'_>,
     applied: &[&crate::edit::FileEdit],
     printer: &mut Printer<'_>,
 ) -> std::io::Result<Outcome> {
+    let plan = r.plan;
     // People read one line per written file, then what is left for them.
     for e in applied {
         let n = plan
@@ -227,18 +351,15 @@ fn report_fix(
             .iter()
             .filter(|f| f.fixable && f.fixed_in.as_ref().unwrap_or(&f.file) == &e.rel)
             .count();
+        let changes = plural(n, "change", "changes");
         printer.diagnostic(&Diagnostic {
             level: Level::Notice,
             file: Some(e.rel.clone()),
             line: 1,
             column: None,
             title: "align-deps".into(),
-            message: format!("fixed: {n} changes"),
-            human: Some(format!(
-                "fixed {}: {n} change{}",
-                e.rel,
-                if n == 1 { "" } else { "s" }
-            )),
+            message: format!("fixed: {changes}"),
+            human: Some(format!("fixed {}: {changes}", e.rel)),
             json: None,
             github: false,
         })?;
@@ -246,32 +367,44 @@ fn report_fix(
     for f in &plan.findings {
         printer.diagnostic(&f.diagnostic(true))?;
     }
-    for line in info {
+    for d in r.exempt {
+        printer.diagnostic(d)?;
+    }
+    for line in r.info {
         printer.note("info", line)?;
     }
     let unfixable = plan.findings.iter().filter(|f| !f.fixable).count();
     let fixed = plan.findings.len() - unfixable;
+    let fixed_in = || {
+        format!(
+            "fixed {} in {}",
+            plural(fixed, "finding", "findings"),
+            plural(applied.len(), "file", "files")
+        )
+    };
     let line = if plan.findings.is_empty() {
         "align-deps: nothing to change; the workspace holds the policy".to_string()
     } else if unfixable == 0 {
-        format!(
-            "align-deps: fixed {fixed} findings in {} files; the workspace holds the policy",
-            applied.len()
-        )
+        format!("align-deps: {}; the workspace holds the policy", fixed_in())
     } else if fixed == 0 {
         format!(
-            "align-deps: nothing to fix automatically; {unfixable} need a person (listed above)"
+            "align-deps: nothing to fix automatically; {} {} a person (listed above)",
+            plural(unfixable, "finding", "findings"),
+            if unfixable == 1 { "needs" } else { "need" }
         )
     } else {
         format!(
-            "align-deps: fixed {fixed} findings in {} files; {unfixable} need a person (listed above)",
-            applied.len()
+            "align-deps: {}; {} {} a person (listed above)",
+            fixed_in(),
+            plural(unfixable, "finding", "findings"),
+            if unfixable == 1 { "needs" } else { "need" }
         )
     };
     let fields = serde_json::json!({
         "fixed": fixed,
         "files_written": applied.len(),
         "need_a_person": unfixable,
+        "exemptions": r.exempt.len(),
     });
     printer.summary(&line, fields)?;
     printer.flush()?;

@@ -83,9 +83,10 @@ pub fn needs_source_scan(package: &Package) -> bool {
         })
 }
 
-/// Runs [`thiserror_src::analyze_crate`] on every member that
+/// Runs [`thiserror_src::analyze_crate_with`] on every member that
 /// [`needs_source_scan`], in parallel, when the policy asks for thiserror 2
-/// (else returns nothing). Results are in member order.
+/// (else returns nothing), with the policy's exempt source files set aside.
+/// Results are in member order.
 ///
 /// # Errors
 /// An unreadable source file or one that does not parse (the first, in member
@@ -105,11 +106,23 @@ pub fn analyze(
         .into_iter()
         .filter(|p| needs_source_scan(p))
         .collect();
+    // exempt source files are analysed (to tell a stale exemption), then set aside
+    let options = thiserror_src::AnalyzeOptions {
+        parse_all: false,
+        exempt: policy
+            .exemptions
+            .iter()
+            .filter_map(|e| match &e.kind {
+                crate::policy::ExemptKind::Source(s) => Some(root.join(s)),
+                _ => None,
+            })
+            .collect(),
+    };
     // syn recurses per nesting level: parse on threads with a deep stack
     let results: Vec<anyhow::Result<CrateAnalysis>> = thiserror_src::parse_pool().install(|| {
         members
             .par_iter()
-            .map(|p| thiserror_src::analyze_crate(p))
+            .map(|p| thiserror_src::analyze_crate_with(p, &options))
             .collect()
     });
     let mut out = Vec::with_capacity(results.len());

@@ -32,6 +32,47 @@ pub fn mod_decls(text: &str) -> Option<Vec<ModDecl>> {
     Some(out)
 }
 
+/// Whether `text` may hold an out-of-line `mod name;` item: the word `mod`,
+/// whitespace, an identifier, optional whitespace, `;` (a `/` where
+/// whitespace may be lets a comment through). `false` means [`mod_decls`]
+/// finds nothing (or the text does not lex), without lexing it: most files
+/// of a large workspace declare no module, and lexing costs far more than
+/// this search.
+pub fn may_declare_modules(text: &str) -> bool {
+    let b = text.as_bytes();
+    let ident = |c: u8| c.is_ascii_alphanumeric() || c == b'_' || c >= 0x80;
+    let skip_ws = |mut i: usize| {
+        while i < b.len() && (b[i].is_ascii_whitespace() || b[i] == 0x0b) {
+            i += 1;
+        }
+        i
+    };
+    // a non-ASCII byte where whitespace may be: Unicode whitespace or an
+    // identifier; `/`: a comment. Either lets the file through.
+    let unsure = |i: usize| b.get(i).is_some_and(|&c| c >= 0x80 || c == b'/');
+    memchr::memmem::find_iter(b, b"mod").any(|at| {
+        if at > 0 && ident(b[at - 1]) {
+            return false;
+        }
+        let mut i = skip_ws(at + 3);
+        if unsure(i) {
+            return true;
+        }
+        if i == at + 3 {
+            return false; // part of a longer word (`modules`), or `mod{`
+        }
+        if b.get(i) == Some(&b'r') && b.get(i + 1) == Some(&b'#') {
+            i += 2;
+        }
+        let start = i;
+        while i < b.len() && ident(b[i]) {
+            i += 1;
+        }
+        let end = skip_ws(i);
+        i > start && (unsure(end) || b.get(end) == Some(&b';'))
+    })
+}
+
 fn scan(ts: TokenStream, inline: &mut Vec<String>, skip_all: bool, out: &mut Vec<ModDecl>) {
     let tts: Vec<TokenTree> = ts.into_iter().collect();
     let mut attrs: Vec<String> = Vec::new();
@@ -121,7 +162,7 @@ fn path_attr(attr: &str) -> Option<String> {
 /// ignored, macro bodies included), as written; an `include!` whose argument
 /// is not one string literal (`concat!(env!("OUT_DIR"), ..)`) is skipped.
 pub fn include_paths(text: &str) -> Vec<String> {
-    if !text.contains("include") {
+    if memchr::memmem::find(text.as_bytes(), b"include").is_none() {
         return Vec::new();
     }
     let (_, blanked) = super::lexer::split_comments(text);
@@ -193,6 +234,34 @@ pub fn resolve(file: &Path, mod_rs: bool, decl: &ModDecl) -> Vec<(PathBuf, bool)
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn may_declare_modules_is_a_superset_of_mod_decls() {
+        for text in [
+            "mod a;",
+            "pub mod b ;",
+            "pub(crate) mod r#type;",
+            "mod /* c */ d;",
+            "mod e /* c */;",
+            "mod\n\tf\n;",
+            "mod \u{e9}t\u{e9};",
+            "cfg_if! { if #[cfg(unix)] { mod unix; } }",
+            "#[path = \"x.rs\"] mod g;",
+        ] {
+            assert!(!mod_decls(text).unwrap().is_empty(), "{text}");
+            assert!(may_declare_modules(text), "{text}");
+        }
+        for text in [
+            "fn f() {}",
+            "mod tests { fn t() {} }",
+            "#[cfg(test)]\nmod tests {\n}\n",
+            "// modules: none\nlet modulo = 3;",
+            "use crate::model;",
+        ] {
+            assert!(mod_decls(text).unwrap_or_default().is_empty(), "{text}");
+            assert!(!may_declare_modules(text), "{text}");
+        }
+    }
 
     #[test]
     fn finds_decls_skip_and_path() {

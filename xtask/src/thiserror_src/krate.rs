@@ -57,11 +57,13 @@ pub fn has_direct_thiserror(package: &Package, kind: DepKind) -> bool {
 /// it were a `mod.rs` in that directory).
 /// Returns the files and the module or include paths that lead to no file
 /// (typically platform modules behind `#[cfg]`), which are skipped.
-fn walk_crate(
+#[allow(clippy::type_complexity)]
+fn walk_crate<T>(
     package: &Package,
     parse: impl Fn(&Path, &str) -> bool,
-    mut visit: impl FnMut(&Path, &str, Option<(&scan::Source<'_>, &syn::File)>) -> Result<(), SourceError>,
-) -> anyhow::Result<(Vec<CrateFile>, Vec<PathBuf>)> {
+    mut analyze: impl FnMut(&Path, &scan::Source<'_>, &syn::File) -> Result<T, SourceError>,
+) -> anyhow::Result<(Vec<(CrateFile, Option<(String, T)>)>, Vec<PathBuf>)> {
+    use std::os::unix::fs::MetadataExt as _;
     use crate::rust_src::modscan;
     let mut roots: Vec<(PathBuf, DepKind)> = package
         .targets
@@ -74,21 +76,24 @@ fn walk_crate(
         })
         .collect();
     roots.sort_by_key(|(_, k)| *k);
-    let mut files: Vec<CrateFile> = Vec::new();
-    let mut index: HashMap<PathBuf, usize> = HashMap::new();
+    let mut files: Vec<(CrateFile, Option<(String, T)>)> = Vec::new();
+    // a file is itself (device, inode): reached twice (a symlink, `#[path]`), read once
+    let mut index: HashMap<(u64, u64), usize> = HashMap::new();
     let mut missing = BTreeSet::new();
     for (root, kind) in roots {
         let mut stack = vec![(root, true, false)];
         while let Some((path, mod_rs, included)) = stack.pop() {
-            let key = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
-            if let Some(&i) = index.get(&key) {
-                if !files[i].needs.contains(&kind) {
-                    files[i].needs.push(kind);
+            let key = match std::fs::metadata(&path) {
+                Ok(md) if md.is_file() => (md.dev(), md.ino()),
+                _ => {
+                    missing.insert(path);
+                    continue;
                 }
-                continue;
-            }
-            if !path.is_file() {
-                missing.insert(path);
+            };
+            if let Some(&i) = index.get(&key) {
+                if !files[i].0.needs.contains(&kind) {
+                    files[i].0.needs.push(kind);
+                }
                 continue;
             }
             let text = std::fs::read_to_string(&path)
@@ -101,7 +106,12 @@ fn walk_crate(
                 continue;
             }
             let mut children = Vec::new();
-            for decl in modscan::mod_decls(&text).unwrap_or_default() {
+            let decls = if modscan::may_declare_modules(&text) {
+                modscan::mod_decls(&text).unwrap_or_default()
+            } else {
+                Vec::new()
+            };
+            for decl in decls {
                 let candidates = modscan::resolve(&path, mod_rs, &decl);
                 match candidates.iter().find(|(p, _)| p.is_file()) {
                     Some((p, m)) => children.push((p.clone(), *m, false)),
@@ -112,16 +122,21 @@ fn walk_crate(
             for inc in modscan::include_paths(&text) {
                 children.push((crate::fsutil::normalize(&dir.join(inc)), true, true));
             }
-            if parse(&path, &text) {
-                with_parsed(&path, &text, |src, file| visit(&path, &text, Some((src, file))))?;
+            // a file the prefilter clears is not parsed, and its text not kept
+            let analysed = if parse(&path, &text) {
+                let a = with_parsed(&path, &text, |src, file| analyze(&path, src, file))?;
+                Some((text, a))
             } else {
-                visit(&path, &text, None)?;
-            }
+                None
+            };
             index.insert(key, files.len());
-            files.push(CrateFile {
-                path,
-                needs: vec![kind],
-            });
+            files.push((
+                CrateFile {
+                    path,
+                    needs: vec![kind],
+                },
+                analysed,
+            ));
             stack.extend(children.into_iter().rev());
         }
     }
@@ -135,7 +150,8 @@ fn walk_crate(
 /// # Errors
 /// An unreadable file, or one that is too deeply nested to parse.
 pub fn crate_source_files(package: &Package) -> anyhow::Result<Vec<CrateFile>> {
-    Ok(walk_crate(package, |_, _| false, |_, _, _| Ok(()))?.0)
+    let (files, _) = walk_crate(package, |_, _| false, |_, _, _| Ok(()))?;
+    Ok(files.into_iter().map(|(f, _)| f).collect())
 }
 
 /// One analysed file of a crate.
@@ -143,7 +159,9 @@ pub fn crate_source_files(package: &Package) -> anyhow::Result<Vec<CrateFile>> {
 pub struct AnalyzedFile {
     pub path: PathBuf,
     pub needs: Vec<DepKind>,
-    /// The text that was analysed (compare before writing `fixed_text`).
+    /// The text that was analysed (compare before writing `fixed_text`);
+    /// empty for a file the prefilter cleared (not parsed: nothing to find
+    /// or fix there).
     pub original: String,
     pub analysis: FileAnalysis,
 }
@@ -179,8 +197,8 @@ pub struct CrateAnalysis {
     /// `mod x;` declarations whose file does not exist (skipped).
     pub unresolved_modules: Vec<PathBuf>,
     /// The exempt files ([`AnalyzeOptions::exempt`]) that would have been
-    /// reported: their findings are not in `findings`.
-    pub exempted: Vec<PathBuf>,
+    /// reported, with how many findings: those are not in `findings`.
+    pub exempted: Vec<(PathBuf, usize)>,
 }
 
 impl CrateAnalysis {
@@ -244,26 +262,19 @@ pub fn analyze_crate_with(
         .iter()
         .map(|p| crate::fsutil::normalize(p))
         .collect();
-    let is_exempt = |p: &Path| exempt.contains(&crate::fsutil::normalize(p));
-    let mut analyzed = Vec::new();
+    let is_exempt = |p: &Path| !exempt.is_empty() && exempt.contains(&crate::fsutil::normalize(p));
     let parse = |path: &Path, text: &str| {
         options.parse_all || is_exempt(path) || prefilter::may_hold_a_finding(text, &ctx)
     };
-    let (files, unresolved_modules) = walk_crate(package, parse, |path, text, parsed| {
-        let analysis = match parsed {
-            Some((src, file)) => analyze_parsed(path, src, file, &ctx)?,
-            None => FileAnalysis::default(),
-        };
-        analyzed.push((path.to_path_buf(), text.to_string(), analysis));
-        Ok(())
+    let (files, unresolved_modules) = walk_crate(package, parse, |path, src, file| {
+        analyze_parsed(path, src, file, &ctx)
     })?;
     let mut files: Vec<AnalyzedFile> = files
         .into_iter()
-        .zip(analyzed)
-        .map(|(cf, (path, original, analysis))| {
-            debug_assert_eq!(cf.path, path);
+        .map(|(cf, analysed)| {
+            let (original, analysis) = analysed.unwrap_or_default();
             AnalyzedFile {
-                path,
+                path: cf.path,
                 needs: cf.needs,
                 original,
                 analysis,
@@ -276,8 +287,9 @@ pub fn analyze_crate_with(
         // what the exempt files would have been reported for, then without them
         let (all, _) = crate_findings(package, &files, &manifest_path);
         for f in files.iter_mut().filter(|f| is_exempt(&f.path)) {
-            if all.iter().any(|x| x.path == f.path) {
-                exempted.push(f.path.clone());
+            let n = all.iter().filter(|x| x.path == f.path).count();
+            if n > 0 {
+                exempted.push((f.path.clone(), n));
             }
             f.analysis = FileAnalysis::default();
         }

@@ -36,20 +36,26 @@ use super::CrateContext;
 /// the scan could take for thiserror's `Error` (see the module docs). `false`
 /// means the file's analysis is empty without parsing it.
 pub fn may_hold_a_finding(text: &str, ctx: &CrateContext) -> bool {
-    text.contains("derive")
-        && text.contains("Error")
-        && (ctx
-            .thiserror_names
-            .iter()
-            .any(|n| text.contains(n.as_str()))
-            || has_error_list(text))
+    let b = text.as_bytes();
+    let has = |needle: &str| memchr::memmem::find(b, needle.as_bytes()).is_some();
+    has("derive")
+        && has("Error")
+        && (thiserror_or_error_list(text)
+            || ctx
+                .thiserror_names
+                .iter()
+                .any(|n| n != "thiserror" && has(n)))
 }
 
-/// Whether `text` has the identifier `error` followed, after whitespace
-/// (Rust's: Unicode `Pattern_White_Space`), by `(` or `/`.
-fn has_error_list(text: &str) -> bool {
+/// Whether `text` contains `thiserror` (always a thiserror name), or the
+/// identifier `error` followed, after whitespace (Rust's: Unicode
+/// `Pattern_White_Space`), by `(` or `/`. One pass over the `error`s.
+fn thiserror_or_error_list(text: &str) -> bool {
     let bytes = text.as_bytes();
-    text.match_indices("error").any(|(i, _)| {
+    memchr::memmem::find_iter(bytes, b"error").any(|i| {
+        if i >= 4 && &bytes[i - 4..i] == b"this" {
+            return true;
+        }
         // a byte of an ASCII identifier before it: another identifier
         // (a non-ASCII byte may end a whitespace character: let it through)
         let starts_ident = i == 0 || {

@@ -375,7 +375,7 @@ fn one_run_moves_thiserror_1_code_to_thiserror_2_and_it_compiles() {
         "{out}"
     );
     assert!(
-        out.contains("align-deps: 14 violations (13 fixable) in 9 files"),
+        out.contains("align-deps: 14 violations in 9 files, 13 fixable; run `cargo xtask align-deps` to fix those, the rest need a person"),
         "{out}"
     );
     assert_unchanged(&before, &ws, "--check");
@@ -402,7 +402,7 @@ fn one_run_moves_thiserror_1_code_to_thiserror_2_and_it_compiles() {
         "{out}"
     );
     assert!(
-        out.contains("align-deps: fixed 13 findings in 10 files; 1 need a person"),
+        out.contains("align-deps: fixed 13 findings in 10 files; 1 finding needs a person (listed above)"),
         "{out}"
     );
     for (rel, want) in fixed_manifests() {

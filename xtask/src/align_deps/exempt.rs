@@ -1,0 +1,191 @@
+//! The policy's `[[exempt]]` entries in a run of `align-deps` (issue 14,
+//! item 3). Each entry sets something aside before planning (a package's
+//! manifest and sources, one manifest's declarations of a dependency, one
+//! Rust source file); this module judges them afterwards: an exemption that
+//! covers at least one finding of the plan made without exemptions is shown,
+//! with its reason, in every report (a notice); one that covers nothing is
+//! stale, itself a finding (`stale-exemption`, exit 1) at its policy line.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use super::plan::Finding;
+use crate::diag::{Diagnostic, Level};
+use crate::policy::{ExemptKind, Exemption};
+use crate::text::plural;
+use crate::workspace::LoadedPolicy;
+
+/// What the run knows about the members, for judging exemptions.
+#[derive(Debug, Default)]
+pub struct Members {
+    /// Package name -> its manifest, relative to the workspace root.
+    pub manifests: BTreeMap<String, String>,
+    /// Package name -> its Rust source files read by the source side (relative).
+    pub sources: BTreeMap<String, BTreeSet<String>>,
+    /// Exempt source file (relative) -> the findings it would have had.
+    pub exempt_sources: BTreeMap<String, usize>,
+}
+
+/// The judged exemptions: notices for those in use, findings for the stale.
+#[derive(Debug, Default)]
+pub struct Judged {
+    /// One notice per exemption in use (every format shows it).
+    pub notes: Vec<Diagnostic>,
+    /// One `stale-exemption` finding per exemption that covers nothing.
+    pub stale: Vec<Finding>,
+}
+
+/// The names of the exempt packages.
+pub fn packages(exemptions: &[Exemption]) -> BTreeSet<&str> {
+    exemptions
+        .iter()
+        .filter_map(|e| match &e.kind {
+            ExemptKind::Package(p) => Some(p.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// How many of `full` (the findings of the plan made without exemptions)
+/// exemption `e` covers; `Err(why)` when none.
+fn covered(e: &Exemption, full: &[Finding], m: &Members, root: &Path) -> Result<usize, String> {
+    match &e.kind {
+        ExemptKind::Package(p) => {
+            let Some(manifest) = m.manifests.get(p) else {
+                let names: Vec<&String> = m.manifests.keys().collect();
+                let hint = names
+                    .iter()
+                    .find(|n| n.replace('-', "_") == p.replace('-', "_"))
+                    .map(|n| format!(" (did you mean `{n}`?)"))
+                    .unwrap_or_default();
+                return Err(format!(
+                    "no member of the workspace is the package `{p}`{hint}"
+                ));
+            };
+            let sources = m.sources.get(p);
+            let n = full
+                .iter()
+                .filter(|f| {
+                    &f.file == manifest
+                        || f.fixed_in.as_ref() == Some(manifest)
+                        || (f.is_source() && sources.is_some_and(|s| s.contains(&f.file)))
+                })
+                .count()
+                + sources.map_or(0, |s| {
+                    s.iter()
+                        .filter_map(|f| m.exempt_sources.get(f))
+                        .sum::<usize>()
+                });
+            if n == 0 {
+                Err(format!("`{p}` ({manifest}) holds the policy"))
+            } else {
+                Ok(n)
+            }
+        }
+        ExemptKind::Declaration {
+            manifest,
+            dependency,
+        } => {
+            if !m.manifests.values().any(|x| x == manifest) && manifest != "Cargo.toml" {
+                return Err(if root.join(manifest).is_file() {
+                    format!("{manifest} is not the manifest of a workspace member")
+                } else {
+                    format!("there is no {manifest}")
+                });
+            }
+            let n = full
+                .iter()
+                .filter(|f| !f.is_source() && &f.file == manifest && &f.dependency == dependency)
+                .count();
+            if n == 0 {
+                Err(format!(
+                    "its declarations of `{dependency}` hold the policy (or it declares none)"
+                ))
+            } else {
+                Ok(n)
+            }
+        }
+        ExemptKind::Source(s) => match m.exempt_sources.get(s) {
+            Some(&n) => Ok(n),
+            None if !root.join(s).is_file() => Err(format!("there is no {s}")),
+            None if !m.sources.values().any(|files| files.contains(s)) => Err(format!(
+                "{s} is in no member's module tree that the thiserror source side reads"
+            )),
+            None => Err(format!("{s} has no thiserror 2 finding")),
+        },
+    }
+}
+
+/// Judges every exemption of `lp` against `full`, the findings of the plan
+/// made without any exemption.
+pub fn judge(lp: &LoadedPolicy, root: &Path, full: &[Finding], m: &Members) -> Judged {
+    let policy_rel = crate::fsutil::rel(root, &lp.path);
+    let mut judged = Judged::default();
+    for e in &lp.policy.exemptions {
+        let (line, column) = crate::text::line_col(&lp.text, e.span.start);
+        let kind = e.kind.name();
+        let what = e.kind.what();
+        match covered(e, full, m, root) {
+            Ok(n) => {
+                let not_reported = plural(n, "finding", "findings");
+                let human = format!(
+                    "exempt: {what} ({kind} exemption, {policy_rel}:{line}): {}; {not_reported} not reported",
+                    e.reason
+                );
+                let json = serde_json::json!({
+                    "kind": "exempt",
+                    "exemption": kind,
+                    "what": what,
+                    "reason": e.reason,
+                    "findings": n,
+                    "policy": policy_rel,
+                    "line": line,
+                });
+                judged.notes.push(Diagnostic {
+                    level: Level::Notice,
+                    file: Some(policy_rel.clone()),
+                    line,
+                    column: Some(column),
+                    title: "align-deps: exempt".into(),
+                    message: format!(
+                        "{what} ({kind} exemption): {}; {not_reported} not reported",
+                        e.reason
+                    ),
+                    human: Some(human),
+                    json: Some(json.to_string()),
+                    github: true,
+                });
+            }
+            Err(why) => {
+                let found = crate::text::one_line(
+                    lp.text[..e.span.end]
+                        .rsplit('\n')
+                        .next()
+                        .unwrap_or_default(),
+                    " ",
+                );
+                let dependency = match &e.kind {
+                    ExemptKind::Declaration { dependency, .. } => dependency.clone(),
+                    _ => String::new(),
+                };
+                judged.stale.push(Finding {
+                    file: policy_rel.clone(),
+                    line,
+                    column,
+                    rule: "stale-exemption".into(),
+                    dependency,
+                    table: None,
+                    found,
+                    wanted: "(no such entry)".into(),
+                    fixable: false,
+                    message: format!(
+                        "this {kind} exemption matches nothing: {why}; drop the [[exempt]] entry (its reason: {})",
+                        e.reason
+                    ),
+                    fixed_in: None,
+                });
+            }
+        }
+    }
+    judged
+}

@@ -1,0 +1,286 @@
+//! The toolchain floor (issue 14, item 3): what a fix run writes can need a
+//! newer Rust than the workspace says it supports. `workspace = true` and
+//! `[workspace.dependencies]` need Cargo 1.64; thiserror 2 declares its own
+//! `rust-version` ([`THISERROR2_RUST`]). A crate whose `rust-version` (its
+//! own, or `rust-version.workspace = true` from `[workspace.package]`) or a
+//! workspace whose pinned toolchain (`rust-toolchain.toml`,
+//! `rust-toolchain`) is below what the plan needs gets a `toolchain-floor`
+//! finding at that key, and a fix run then writes nothing: raise the floor
+//! (or exempt the crate) first.
+//!
+//! A pinned channel is read as a version: `1.70`, `1.70.0`,
+//! `1.70.0-x86_64-unknown-linux-gnu`; `nightly-YYYY-MM-DD` /
+//! `beta-YYYY-MM-DD` by the six-week release train (a nightly is two minor
+//! versions ahead of the stable of its day, a beta one); `stable`, `beta`,
+//! `nightly` without a date always meet the floor.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use cargo_metadata::Metadata;
+use cargo_metadata::semver::Version;
+
+use super::manifest::Manifest;
+use super::plan::{AlignmentPlan, Finding};
+use super::planner::Loaded;
+use super::sources::{THISERROR, thiserror2_rule};
+use crate::policy::Policy;
+
+/// Cargo 1.64 stabilized `workspace = true` and `[workspace.dependencies]`.
+pub const INHERIT_CARGO: (u64, u64) = (1, 64);
+
+/// The `rust-version` thiserror 2 releases declare, from the first patch
+/// release that declares it (crates.io index, read 2026-12-03): 2.0.0-2.0.17
+/// 1.61, 2.0.18 1.68, 2.0.19-2.0.20 1.71, 2.0.21 1.77.
+pub const THISERROR2_RUST: &[(u64, (u64, u64))] =
+    &[(0, (1, 61)), (18, (1, 68)), (19, (1, 71)), (21, (1, 77))];
+
+/// The lowest Rust that some thiserror release matching `req` supports
+/// (the floor of the oldest matching release), and whether `req` also
+/// accepts releases that need more.
+fn thiserror_floor(req: &cargo_metadata::semver::VersionReq) -> (u64, u64) {
+    let newest = THISERROR2_RUST.last().map_or(0, |e| e.0);
+    (0..=newest)
+        .find(|p| req.matches(&Version::new(2, 0, *p)))
+        .map_or(THISERROR2_RUST[THISERROR2_RUST.len() - 1].1, |p| {
+            THISERROR2_RUST
+                .iter()
+                .rev()
+                .find(|(from, _)| *from <= p)
+                .map_or(THISERROR2_RUST[0].1, |e| e.1)
+        })
+}
+
+/// What the plan needs, and why.
+#[derive(Debug, Default)]
+struct Needs {
+    /// Manifest (relative) -> the floor and the reason.
+    crates: BTreeMap<String, ((u64, u64), String)>,
+}
+
+impl Needs {
+    fn add(&mut self, manifest: &str, floor: (u64, u64), why: String) {
+        let e = self
+            .crates
+            .entry(manifest.to_string())
+            .or_insert(((0, 0), String::new()));
+        if floor > e.0 {
+            *e = (floor, why);
+        } else if floor == e.0 && !e.1.contains(&why) {
+            e.1 = format!("{} and {why}", e.1);
+        }
+    }
+
+    fn max(&self) -> Option<((u64, u64), &str)> {
+        self.crates
+            .values()
+            .max_by_key(|(f, _)| *f)
+            .map(|(f, w)| (*f, w.as_str()))
+    }
+}
+
+/// The `toolchain-floor` findings of `plan` (empty when the workspace's
+/// declared and pinned toolchains meet what the fix needs).
+pub fn findings(
+    meta: &Metadata,
+    loaded: &Loaded,
+    plan: &AlignmentPlan,
+    policy: &Policy,
+    root: &Path,
+) -> Vec<Finding> {
+    let rel = |p: &Path| crate::fsutil::rel(root, p);
+    let mut needs = Needs::default();
+    let inherit = format!(
+        "`workspace = true` needs Cargo {}.{}",
+        INHERIT_CARGO.0, INHERIT_CARGO.1
+    );
+    let root_rel = loaded.manifests[loaded.root].rel.clone();
+    let mut moves_root = false;
+    for f in plan.findings.iter().filter(|f| f.fixable) {
+        let target = f.fixed_in.as_deref().unwrap_or(&f.file);
+        if !target.ends_with("Cargo.toml") {
+            continue;
+        }
+        if f.rule == "inherit" || f.wanted.contains("workspace = true") {
+            needs.add(target, INHERIT_CARGO, inherit.clone());
+        }
+        if f.dependency == THISERROR && target == root_rel {
+            moves_root = true;
+        }
+    }
+    if let Some(rule) = thiserror2_rule(policy) {
+        let floor = thiserror_floor(&rule.req);
+        let why = format!(
+            "thiserror \"{}\" needs Rust {}.{} (its releases declare rust-version 1.61 to 1.77)",
+            rule.version, floor.0, floor.1
+        );
+        for p in meta.workspace_packages() {
+            let manifest = rel(p.manifest_path.as_std_path());
+            let moved = plan.findings.iter().any(|f| {
+                f.fixable
+                    && f.dependency == THISERROR
+                    && f.fixed_in.as_deref().unwrap_or(&f.file) == manifest
+            });
+            let inherits = moves_root
+                && p.dependencies
+                    .iter()
+                    .any(|d| d.name == THISERROR && d.path.is_none() && d.source.is_some());
+            if moved || inherits {
+                needs.add(&manifest, floor, why.clone());
+            }
+        }
+    }
+    let mut out = Vec::new();
+    let Some((top, top_why)) = needs.max() else {
+        return out;
+    };
+    let mut reported = std::collections::BTreeSet::new();
+    for p in meta.workspace_packages() {
+        let manifest = rel(p.manifest_path.as_std_path());
+        let (Some((floor, why)), Some(declared)) = (needs.crates.get(&manifest), &p.rust_version)
+        else {
+            continue;
+        };
+        if (declared.major, declared.minor) >= *floor {
+            continue;
+        }
+        let Some((m, offset)) = rust_version_key(loaded, &manifest) else {
+            continue;
+        };
+        if !reported.insert((m.rel.clone(), offset)) {
+            continue;
+        }
+        let (line, column) = m.line_col(offset);
+        out.push(Finding {
+            file: m.rel.clone(),
+            line,
+            column,
+            rule: "toolchain-floor".into(),
+            dependency: THISERROR.into(),
+            table: None,
+            found: format!("rust-version = \"{declared}\""),
+            wanted: format!("rust-version = \"{}.{}\" or later", floor.0, floor.1),
+            fixable: false,
+            message: format!(
+                "`{}` declares Rust {declared}, but the fix needs {}.{}: {why}; raise rust-version, or exempt `{}` in the policy; align-deps writes nothing until then",
+                p.name, floor.0, floor.1, p.name
+            ),
+            fixed_in: None,
+        });
+    }
+    if let Some(pin) = crate::fmt_check::toolchain::find_pin(root)
+        && let Some(v) = channel_version(&pin.channel)
+        && v < top
+    {
+        let text = std::fs::read_to_string(&pin.file).unwrap_or_default();
+        let offset = text.find(pin.channel.as_str()).unwrap_or(0);
+        let (line, column) = crate::text::line_col(&text, offset);
+        out.push(Finding {
+            file: rel(&pin.file),
+            line,
+            column,
+            rule: "toolchain-floor".into(),
+            dependency: THISERROR.into(),
+            table: None,
+            found: pin.channel.clone(),
+            wanted: format!("a toolchain of Rust {}.{} or later", top.0, top.1),
+            fixable: false,
+            message: format!(
+                "the workspace pins toolchain `{}` (Rust {}.{}), but the fix needs {}.{}: {top_why}; pin a newer toolchain first; align-deps writes nothing until then",
+                pin.channel, v.0, v.1, top.0, top.1
+            ),
+            fixed_in: None,
+        });
+    }
+    out
+}
+
+/// Where the `rust-version` of the member with manifest `rel` is written:
+/// its own `package.rust-version`, or the root's
+/// `workspace.package.rust-version` when it inherits it.
+fn rust_version_key<'m>(loaded: &'m Loaded, rel: &str) -> Option<(&'m Manifest, usize)> {
+    let m = loaded.manifests.iter().find(|m| m.rel == rel)?;
+    let item = m.root().get("package")?.get("rust-version")?;
+    if item.is_str() {
+        return Some((m, item.span()?.start));
+    }
+    // `rust-version.workspace = true` / `rust-version = { workspace = true }`
+    let root = &loaded.manifests[loaded.root];
+    let item = root
+        .root()
+        .get("workspace")?
+        .get("package")?
+        .get("rust-version")?;
+    Some((root, item.span()?.start))
+}
+
+/// The Rust (major, minor) a pinned channel stands for; `None` for a
+/// channel without a version (`stable`, `nightly`): it meets any floor.
+fn channel_version(channel: &str) -> Option<(u64, u64)> {
+    let c = channel.trim();
+    let mut parts = c.split(['.', '-']);
+    if let (Some(ma), Some(mi)) = (parts.next(), parts.next())
+        && let (Ok(ma), Ok(mi)) = (ma.parse::<u64>(), mi.parse::<u64>())
+    {
+        return Some((ma, mi));
+    }
+    let (train, date) = c.split_once('-')?;
+    let ahead = match train {
+        "nightly" => 2,
+        "beta" => 1,
+        _ => return None,
+    };
+    // `YYYY-MM-DD`, maybe followed by `-<host triple>`
+    let mut d = date.splitn(3, '-');
+    let (y, m, day) = (d.next()?, d.next()?, d.next()?.get(..2)?);
+    let (y, m, day): (i64, i64, i64) = (y.parse().ok()?, m.parse().ok()?, day.parse().ok()?);
+    // Rust 1.0 was released on 2015-05-15; a stable every 42 days since
+    let days = days_from_civil(y, m, day) - days_from_civil(2015, 5, 15);
+    let minor = u64::try_from(days.max(0) / 42).ok()? + ahead;
+    Some((1, minor))
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cargo_metadata::semver::VersionReq;
+
+    #[test]
+    fn channels_as_versions() {
+        assert_eq!(channel_version("1.60"), Some((1, 60)));
+        assert_eq!(channel_version("1.63.0"), Some((1, 63)));
+        assert_eq!(
+            channel_version("1.70.0-x86_64-unknown-linux-gnu"),
+            Some((1, 70))
+        );
+        assert_eq!(channel_version("stable"), None);
+        assert_eq!(channel_version("nightly"), None);
+        // 1.64.0 was released on 2022-09-22: that day's nightly was 1.66, beta 1.65
+        assert_eq!(channel_version("nightly-2022-09-23"), Some((1, 66)));
+        assert_eq!(channel_version("beta-2022-09-23"), Some((1, 65)));
+        // 1.83.0: 2024-11-28
+        assert_eq!(channel_version("nightly-2024-11-29"), Some((1, 85)));
+    }
+
+    #[test]
+    fn thiserror_floors() {
+        let f = |r: &str| thiserror_floor(&VersionReq::parse(r).unwrap());
+        assert_eq!(f("2"), (1, 61));
+        assert_eq!(f("^2.0.12"), (1, 61));
+        assert_eq!(f("^2.0.18"), (1, 68));
+        assert_eq!(f("=2.0.20"), (1, 71));
+        assert_eq!(f("^2.0.21"), (1, 77));
+        assert_eq!(f("^2.1"), (1, 77));
+    }
+}
