@@ -38,8 +38,8 @@ pub fn mod_decls(text: &str) -> Option<Vec<ModDecl>> {
 /// finds nothing (or the text does not lex), without lexing it: most files
 /// of a large workspace declare no module, and lexing costs far more than
 /// this search.
-pub fn may_declare_modules(text: &str) -> bool {
-    let b = text.as_bytes();
+pub fn may_declare_modules(text: &[u8]) -> bool {
+    let b = text;
     let ident = |c: u8| c.is_ascii_alphanumeric() || c == b'_' || c >= 0x80;
     let skip_ws = |mut i: usize| {
         while i < b.len() && (b[i].is_ascii_whitespace() || b[i] == 0x0b) {
@@ -249,7 +249,7 @@ mod tests {
             "#[path = \"x.rs\"] mod g;",
         ] {
             assert!(!mod_decls(text).unwrap().is_empty(), "{text}");
-            assert!(may_declare_modules(text), "{text}");
+            assert!(may_declare_modules(text.as_bytes()), "{text}");
         }
         for text in [
             "fn f() {}",
@@ -259,7 +259,7 @@ mod tests {
             "use crate::model;",
         ] {
             assert!(mod_decls(text).unwrap_or_default().is_empty(), "{text}");
-            assert!(!may_declare_modules(text), "{text}");
+            assert!(!may_declare_modules(text.as_bytes()), "{text}");
         }
     }
 

@@ -60,10 +60,12 @@ pub fn has_direct_thiserror(package: &Package, kind: DepKind) -> bool {
 #[allow(clippy::type_complexity)]
 fn walk_crate<T>(
     package: &Package,
-    parse: impl Fn(&Path, &str) -> bool,
+    parse: impl Fn(&Path, &[u8]) -> bool,
     mut analyze: impl FnMut(&Path, &scan::Source<'_>, &syn::File) -> Result<T, SourceError>,
 ) -> anyhow::Result<(Vec<(CrateFile, Option<(String, T)>)>, Vec<PathBuf>)> {
+    use std::io::ErrorKind;
     use std::os::unix::fs::MetadataExt as _;
+
     use crate::rust_src::modscan;
     let mut roots: Vec<(PathBuf, DepKind)> = package
         .targets
@@ -80,15 +82,32 @@ fn walk_crate<T>(
     // a file is itself (device, inode): reached twice (a symlink, `#[path]`), read once
     let mut index: HashMap<(u64, u64), usize> = HashMap::new();
     let mut missing = BTreeSet::new();
+    let mut buf = Vec::new();
     for (root, kind) in roots {
-        let mut stack = vec![(root, true, false)];
-        while let Some((path, mod_rs, included)) = stack.pop() {
-            let key = match std::fs::metadata(&path) {
-                Ok(md) if md.is_file() => (md.dev(), md.ino()),
-                _ => {
-                    missing.insert(path);
-                    continue;
+        // each entry: the candidate files of one module, in order, and
+        // whether it is `include!`d
+        let mut stack = vec![(vec![(root, true)], false)];
+        while let Some((candidates, included)) = stack.pop() {
+            // the first candidate that is a file; its metadata names it
+            let mut found = None;
+            for (p, m) in &candidates {
+                let opened = std::fs::File::open(p).and_then(|f| Ok((f.metadata()?, f)));
+                match opened {
+                    Ok((md, f)) if md.is_file() => {
+                        found = Some((p.clone(), *m, (md.dev(), md.ino()), md.len(), f));
+                        break;
+                    }
+                    Ok(_) => {}
+                    Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => {}
+                    Err(e) => {
+                        return Err(anyhow::Error::new(e)
+                            .context(format!("{}: cannot read", p.display())));
+                    }
                 }
+            }
+            let Some((path, mod_rs, key, size, mut file)) = found else {
+                missing.extend(candidates.into_iter().next().map(|c| c.0));
+                continue;
             };
             if let Some(&i) = index.get(&key) {
                 if !files[i].0.needs.contains(&kind) {
@@ -96,9 +115,22 @@ fn walk_crate<T>(
                 }
                 continue;
             }
-            let text = std::fs::read_to_string(&path)
+            read_all(&mut file, &mut buf, size)
                 .with_context(|| format!("{}: cannot read", path.display()))?;
-            if included && syn::parse_file(&text).is_err() {
+            drop(file);
+            let bytes = buf.as_slice();
+            let has_mods = modscan::may_declare_modules(bytes);
+            let has_includes = memchr::memmem::find(bytes, b"include").is_some();
+            let wanted = parse(&path, bytes);
+            // text only where it is needed (most files: none of these)
+            let text = if included || has_mods || has_includes || wanted {
+                std::str::from_utf8(bytes).with_context(|| {
+                    format!("{}: cannot read: not UTF-8 text", path.display())
+                })?
+            } else {
+                ""
+            };
+            if included && syn::parse_file(text).is_err() {
                 // `include!`d in expression position (not a list of items):
                 // not a place for a derive; reported as not scanned
                 proc_macro2::extra::invalidate_current_thread_spans();
@@ -106,26 +138,24 @@ fn walk_crate<T>(
                 continue;
             }
             let mut children = Vec::new();
-            let decls = if modscan::may_declare_modules(&text) {
-                modscan::mod_decls(&text).unwrap_or_default()
+            let decls = if has_mods {
+                modscan::mod_decls(text).unwrap_or_default()
             } else {
                 Vec::new()
             };
             for decl in decls {
-                let candidates = modscan::resolve(&path, mod_rs, &decl);
-                match candidates.iter().find(|(p, _)| p.is_file()) {
-                    Some((p, m)) => children.push((p.clone(), *m, false)),
-                    None => missing.extend(candidates.into_iter().next().map(|c| c.0)),
-                }
+                children.push((modscan::resolve(&path, mod_rs, &decl), false));
             }
             let dir = path.parent().unwrap_or(Path::new("."));
-            for inc in modscan::include_paths(&text) {
-                children.push((crate::fsutil::normalize(&dir.join(inc)), true, true));
+            if has_includes {
+                for inc in modscan::include_paths(text) {
+                    children.push((vec![(crate::fsutil::normalize(&dir.join(inc)), true)], true));
+                }
             }
             // a file the prefilter clears is not parsed, and its text not kept
-            let analysed = if parse(&path, &text) {
-                let a = with_parsed(&path, &text, |src, file| analyze(&path, src, file))?;
-                Some((text, a))
+            let analysed = if wanted {
+                let a = with_parsed(&path, text, |src, file| analyze(&path, src, file))?;
+                Some((text.to_string(), a))
             } else {
                 None
             };
@@ -141,6 +171,29 @@ fn walk_crate<T>(
         }
     }
     Ok((files, missing.into_iter().collect()))
+}
+
+/// Reads `file` (of `size` bytes when opened) into `buf`, replacing its
+/// contents: plain `read` calls into one reused buffer (no allocation, no
+/// size query per file).
+fn read_all(file: &mut std::fs::File, buf: &mut Vec<u8>, size: u64) -> std::io::Result<()> {
+    use std::io::Read as _;
+    buf.clear();
+    let mut filled = 0;
+    loop {
+        if buf.len() < filled + 4096 {
+            let want = (filled + 4096).max(usize::try_from(size).unwrap_or(0) + 1);
+            buf.resize(want, 0);
+        }
+        match file.read(&mut buf[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    buf.truncate(filled);
+    Ok(())
 }
 
 /// The Rust source files of every target of `package`, following each
@@ -263,8 +316,8 @@ pub fn analyze_crate_with(
         .map(|p| crate::fsutil::normalize(p))
         .collect();
     let is_exempt = |p: &Path| !exempt.is_empty() && exempt.contains(&crate::fsutil::normalize(p));
-    let parse = |path: &Path, text: &str| {
-        options.parse_all || is_exempt(path) || prefilter::may_hold_a_finding(text, &ctx)
+    let parse = |path: &Path, text: &[u8]| {
+        options.parse_all || is_exempt(path) || prefilter::may_hold_a_finding_in(text, &ctx)
     };
     let (files, unresolved_modules) = walk_crate(package, parse, |path, src, file| {
         analyze_parsed(path, src, file, &ctx)

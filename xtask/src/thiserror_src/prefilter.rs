@@ -36,8 +36,13 @@ use super::CrateContext;
 /// the scan could take for thiserror's `Error` (see the module docs). `false`
 /// means the file's analysis is empty without parsing it.
 pub fn may_hold_a_finding(text: &str, ctx: &CrateContext) -> bool {
-    let b = text.as_bytes();
-    let has = |needle: &str| memchr::memmem::find(b, needle.as_bytes()).is_some();
+    may_hold_a_finding_in(text.as_bytes(), ctx)
+}
+
+/// [`may_hold_a_finding`] on a file's bytes (before they are known to be
+/// UTF-8: a file that is not cannot hold a finding either way).
+pub fn may_hold_a_finding_in(text: &[u8], ctx: &CrateContext) -> bool {
+    let has = |needle: &str| memchr::memmem::find(text, needle.as_bytes()).is_some();
     has("derive")
         && has("Error")
         && (thiserror_or_error_list(text)
@@ -48,42 +53,26 @@ pub fn may_hold_a_finding(text: &str, ctx: &CrateContext) -> bool {
 }
 
 /// Whether `text` contains `thiserror` (always a thiserror name), or the
-/// identifier `error` followed, after whitespace (Rust's: Unicode
-/// `Pattern_White_Space`), by `(` or `/`. One pass over the `error`s.
-fn thiserror_or_error_list(text: &str) -> bool {
-    let bytes = text.as_bytes();
-    memchr::memmem::find_iter(bytes, b"error").any(|i| {
-        if i >= 4 && &bytes[i - 4..i] == b"this" {
+/// identifier `error` followed, after whitespace, by `(` or `/`. One pass
+/// over the `error`s. Rust's whitespace outside ASCII (Unicode
+/// `Pattern_White_Space`: U+0085, U+200E, U+200F, U+2028, U+2029) is not
+/// decoded: any non-ASCII byte there lets the file through.
+fn thiserror_or_error_list(text: &[u8]) -> bool {
+    memchr::memmem::find_iter(text, b"error").any(|i| {
+        if i >= 4 && &text[i - 4..i] == b"this" {
             return true;
         }
         // a byte of an ASCII identifier before it: another identifier
         // (a non-ASCII byte may end a whitespace character: let it through)
         let starts_ident = i == 0 || {
-            let b = bytes[i - 1];
+            let b = text[i - 1];
             !(b.is_ascii_alphanumeric() || b == b'_')
         };
-        starts_ident
-            && text[i + "error".len()..]
-                .trim_start_matches(is_rust_whitespace)
-                .starts_with(['(', '/'])
+        let after = text[i + "error".len()..]
+            .iter()
+            .find(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c));
+        starts_ident && after.is_some_and(|&b| b == b'(' || b == b'/' || b >= 0x80)
     })
-}
-
-/// Unicode `Pattern_White_Space`, what the Rust lexer skips.
-fn is_rust_whitespace(c: char) -> bool {
-    matches!(
-        c,
-        '\t' | '\n'
-            | '\u{000B}'
-            | '\u{000C}'
-            | '\r'
-            | ' '
-            | '\u{0085}'
-            | '\u{200E}'
-            | '\u{200F}'
-            | '\u{2028}'
-            | '\u{2029}'
-    )
 }
 
 #[cfg(test)]

@@ -585,18 +585,28 @@ fn a_source_file_that_does_not_parse_is_exit_2_and_nothing_is_written() {
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path();
     fixture(ws);
-    // in app's module tree (reached through `pub mod codes;`)
+    // in app's module tree (reached through `pub mod codes;`); a file that
+    // cannot hold a thiserror derive is not parsed (issue 14): cargo reports it
     write(
         ws,
         "app/src/codes.rs",
         "pub struct Code(u8);\nfn broken( {\n",
+    );
+    let (code, out, err) = align(ws, &["--check"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(!err.contains("codes.rs"), "{err}");
+    // one that may hold one is parsed, and not parsing stops the run
+    write(
+        ws,
+        "app/src/codes.rs",
+        "#[derive(Debug, thiserror::Error)]\n#[error(\"code\")]\npub struct Code(u8);\nfn broken( {\n",
     );
     let before = snapshot(ws);
     for extra in [&["--check"][..], &[]] {
         let (code, out, err) = align(ws, extra);
         assert_eq!(code, 2, "{out}{err}");
         assert!(
-            err.contains("app/src/codes.rs:2:"),
+            err.contains("app/src/codes.rs:4:"),
             "no path:line:col in {err}"
         );
         assert!(err.contains("nothing written"), "{err}");
