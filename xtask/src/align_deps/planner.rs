@@ -12,6 +12,9 @@ use crate::text::one_line;
 use default_features::{DefaultFeatures, DfFix, df_ops};
 
 mod default_features;
+mod set_aside;
+
+pub(crate) use set_aside::hakari_sections;
 
 /// The manifests of one workspace, parsed.
 #[derive(Debug)]
@@ -120,8 +123,11 @@ pub fn plan_with_new_users(
             name,
             rule,
             root,
+            exemptions: &policy.exemptions,
             plan: &mut plan,
         };
+        // exempt declarations and hakari-managed ones stay as they are
+        let (own, inherited) = (ctx.set_aside(own), ctx.set_aside(inherited));
         let inherit = rule.inherit && root.has_workspace();
         let adds_user = new_users.contains(name);
         if adds_user && !inherit {
@@ -177,6 +183,7 @@ struct Ctx<'p, 'a> {
     name: &'a str,
     rule: &'a DependencyRule,
     root: &'a Manifest,
+    exemptions: &'a [crate::policy::Exemption],
     plan: &'p mut AlignmentPlan,
 }
 

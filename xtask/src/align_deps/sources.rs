@@ -411,7 +411,20 @@ fn plan_missing(
             format!("{THISERROR} = {{ {} }}", kv.join(", "))
         }
     };
+    let in_hakari = |at: usize| {
+        super::planner::hakari_sections(manifest.text())
+            .iter()
+            .any(|s| s.start < at && at < s.end)
+    };
     match add_dependency_line(manifest, table, &line, &fields) {
+        Ok(splice) if in_hakari(splice.range.start) => unfixable(
+            finding,
+            table,
+            &manifest_rel,
+            &format!(
+                "its [{table}] is inside the section cargo-hakari manages; add it outside that section by hand"
+            ),
+        ),
         Ok(splice) => {
             plan.edits
                 .add_splices(&manifest.path, &manifest.rel, manifest.text(), vec![splice])?;
