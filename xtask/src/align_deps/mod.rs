@@ -291,8 +291,12 @@ fn report_check(
     let in_files = plural(files.len(), "file", "files");
     let line = if plan.findings.is_empty() {
         format!(
-            "align-deps: {} hold the policy",
-            plural(r.n_manifests, "manifest", "manifests")
+            "align-deps: {} the policy",
+            if r.n_manifests == 1 {
+                "1 manifest holds".to_string()
+            } else {
+                format!("{} manifests hold", r.n_manifests)
+            }
         )
     } else if blocked {
         format!(

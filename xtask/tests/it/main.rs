@@ -13,6 +13,7 @@ mod fmt_check;
 mod fmt_rustfmt;
 mod gpu_probe;
 mod gpu_test;
+mod large_fleets;
 mod policy_mistakes;
 mod prefilter;
 mod renamed_thiserror;
