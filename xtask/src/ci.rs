@@ -2,11 +2,18 @@
 //! reported (ok, FAILED, could not run); every step runs; exit 2 if any step
 //! could not run, else 1 if any failed. The fleet commands run in-process on
 //! the current workspace with its own policy.
+//!
+//! `--format github` (for GitHub Actions) hands the format to `fmt-check`,
+//! `align-deps` and `gpu-test` (their findings become annotations on the
+//! files), folds each step's output into a `::group::`, and annotates each
+//! step that fails or cannot run. Clippy's and the tests' own output is
+//! cargo's, shown in the step's group.
 
 use std::io::Write;
 
 use crate::Outcome;
 use crate::args::{FormatArg, Target};
+use crate::diag::{Format, Level, status_annotation};
 use crate::workspace::cargo_command;
 
 /// Arguments of `cargo xtask ci`.
@@ -15,6 +22,8 @@ pub struct Args {
     /// Skip the named step (repeatable): fmt, clippy, tests, align-deps, gpu-test.
     #[arg(long, value_name = "STEP")]
     pub skip: Vec<String>,
+    #[command(flatten)]
+    pub format: FormatArg,
 }
 
 /// How a step runs.
@@ -62,11 +71,16 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
             STEPS.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
         );
     }
+    let format = args.format.format;
+    let github = format == Format::Github;
     let mut verdicts: Vec<(&str, Verdict)> = Vec::new();
     for (name, step) in STEPS {
         if args.skip.iter().any(|s| s == name) {
             writeln!(out, "ci: {name}: skipped (--skip)")?;
             continue;
+        }
+        if github {
+            writeln!(out, "::group::ci: {name}")?;
         }
         let verdict = match step {
             Step::Cargo(cargo_args) => {
@@ -85,7 +99,7 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
                 writeln!(out, "ci: {name}: cargo xtask fmt-check")?;
                 let args = crate::fmt_check::Args {
                     target: Target::default(),
-                    format: FormatArg::default(),
+                    format: args.format.clone(),
                     fix: false,
                     allow_ignored_options: false,
                     verify_formatting_only: None,
@@ -97,7 +111,7 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
                 let args = crate::align_deps::Args {
                     check: true,
                     target: Target::default(),
-                    format: FormatArg::default(),
+                    format: args.format.clone(),
                 };
                 in_process(crate::align_deps::run(&args, out, err), err)?
             }
@@ -108,6 +122,8 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
                     require_device: false,
                     archive: None,
                     test_args: Vec::new(),
+                    // (json: the step's own lines; the findings formats are the others')
+                    format: if github { Format::Github } else { Format::Human },
                 };
                 in_process(crate::gpu_test::run(&args, out, err), err)?
             }
@@ -118,6 +134,13 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
             Verdict::CouldNotRun => "could not run",
         };
         writeln!(out, "ci: {name}: {word}")?;
+        if github {
+            writeln!(out, "::endgroup::")?;
+            if verdict != Verdict::Passed {
+                let a = status_annotation(format, Level::Error, "ci", &format!("{name}: {word}"));
+                writeln!(out, "{}", a.unwrap_or_default())?;
+            }
+        }
         verdicts.push((name, verdict));
     }
     let (summary, result) = conclude(&verdicts);
@@ -185,6 +208,29 @@ fn in_process(result: anyhow::Result<Outcome>, err: &mut dyn Write) -> anyhow::R
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn github_format_groups_each_step_and_reaches_the_fleet_commands() {
+        let skip = ["fmt", "clippy", "tests", "gpu-test"].map(String::from).to_vec();
+        let args = Args {
+            skip,
+            format: FormatArg {
+                format: Format::Github,
+            },
+        };
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let outcome = run(&args, &mut out, &mut err).unwrap();
+        let out = String::from_utf8(out).unwrap();
+        assert_eq!(outcome, Outcome::Holds, "{out}");
+        assert!(
+            out.contains("::group::ci: align-deps\nci: align-deps: cargo xtask align-deps --check\n"),
+            "{out}"
+        );
+        // align-deps itself speaks GitHub: its summary is a notice
+        assert!(out.contains("::notice title=align-deps::align-deps: "), "{out}");
+        assert!(out.contains("ci: align-deps: ok\n::endgroup::\n"), "{out}");
+        assert!(!out.contains("::error"), "{out}");
+    }
 
     #[test]
     fn could_not_run_is_exit_2_failed_is_exit_1() {

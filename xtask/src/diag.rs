@@ -109,6 +109,24 @@ fn github_error(file: &str, line: usize, col: Option<usize>, title: &str, messag
     )
 }
 
+/// A GitHub annotation without a file for a command's own status line
+/// (`gpu-test: skipped: ...`, `ci: clippy: FAILED`): `::error title=..::..`
+/// or `::notice title=..::..` with `--format github`, `None` otherwise.
+pub fn status_annotation(format: Format, level: Level, title: &str, message: &str) -> Option<String> {
+    if format != Format::Github {
+        return None;
+    }
+    let kind = match level {
+        Level::Error => "error",
+        Level::Notice => "notice",
+    };
+    Some(format!(
+        "::{kind} title={}::{}",
+        github_escape_property(title),
+        github_escape_message(message)
+    ))
+}
+
 /// A GitHub `::notice` annotation (on `file` when given).
 fn github_notice(file: Option<&str>, title: &str, message: &str) -> String {
     let file = file
@@ -249,6 +267,20 @@ mod tests {
             github_error("a,b.rs", 3, Some(2), "t:x", "50%\nnext"),
             "::error file=a%2Cb.rs,line=3,col=2,title=t%3Ax::50%25%0Anext"
         );
+    }
+
+    #[test]
+    fn status_annotations_only_for_github() {
+        assert_eq!(
+            status_annotation(Format::Github, Level::Error, "ci", "clippy: FAILED, 50%"),
+            Some("::error title=ci::clippy: FAILED, 50%25".into())
+        );
+        assert_eq!(
+            status_annotation(Format::Github, Level::Notice, "gpu-test", "skipped: no device"),
+            Some("::notice title=gpu-test::skipped: no device".into())
+        );
+        assert_eq!(status_annotation(Format::Human, Level::Error, "ci", "x"), None);
+        assert_eq!(status_annotation(Format::Json, Level::Error, "ci", "x"), None);
     }
 
     #[test]

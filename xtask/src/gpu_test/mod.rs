@@ -34,6 +34,7 @@ use anyhow::bail;
 
 use crate::Outcome;
 use crate::args::Target;
+use crate::diag::{Format, Level};
 use crate::policy::GpuTestEntry;
 use crate::workspace::{cargo_command, load_policy, manifest_path, metadata_no_deps};
 pub use probe::{DeviceInfo, NoDevice, REQUIRED_DRIVER_API, probe};
@@ -64,6 +65,20 @@ pub struct Args {
     /// printed command.
     #[arg(last = true, value_name = "TEST ARGS")]
     pub test_args: Vec<String>,
+    /// `human` (the default) or `github`: the same lines, plus a GitHub
+    /// annotation for a skip, a failure and a missing required device.
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    pub format: Format,
+}
+
+/// Writes the status line `gpu-test: {text}`, and its GitHub annotation
+/// with `--format github`.
+fn status(out: &mut dyn Write, format: Format, level: Level, text: &str) -> std::io::Result<()> {
+    writeln!(out, "gpu-test: {text}")?;
+    if let Some(a) = crate::diag::status_annotation(format, level, "gpu-test", text) {
+        writeln!(out, "{a}")?;
+    }
+    Ok(())
 }
 
 /// The validated matrix of one workspace.
@@ -287,6 +302,12 @@ fn run_entry(
 /// policy, an unknown package or feature, a missing tool, and with
 /// `--require-device` the absence of a usable CUDA device.
 pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Result<Outcome> {
+    let format = args.format;
+    if format == Format::Json {
+        bail!(
+            "gpu-test: --format json is not supported (its output is the test runner's); use --format human or --format github"
+        );
+    }
     let matrix = Matrix::load(&args.target)?;
     if matrix.entries.is_empty() {
         // a GPU runner (--require-device) or an archive for one must never
@@ -327,11 +348,8 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
         }
     }
     if !broken.is_empty() {
-        writeln!(
-            out,
-            "gpu-test: FAILED: the GPU tests do not compile: {}",
-            broken.join("; ")
-        )?;
+        let text = format!("FAILED: the GPU tests do not compile: {}", broken.join("; "));
+        status(out, format, Level::Error, &text)?;
         return Ok(Outcome::Violations);
     }
 
@@ -340,10 +358,14 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
     let device = match isolate::probe_isolated() {
         Ok(d) => d,
         Err(reason) if args.require_device => {
-            bail!("gpu-test: no usable CUDA device, and --require-device was given: {reason}")
+            let text = format!("no usable CUDA device, and --require-device was given: {reason}");
+            if let Some(a) = crate::diag::status_annotation(format, Level::Error, "gpu-test", &text) {
+                writeln!(out, "{a}")?;
+            }
+            bail!("gpu-test: {text}")
         }
         Err(reason) => {
-            writeln!(out, "gpu-test: skipped: {reason}")?;
+            status(out, format, Level::Notice, &format!("skipped: {reason}"))?;
             return Ok(Outcome::Holds);
         }
     };
@@ -375,7 +397,13 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
         );
     }
     for p in &problems {
-        writeln!(out, "gpu-test: FAILED: {p}")?;
+        status(out, format, Level::Error, &format!("FAILED: {p}"))?;
+    }
+    if total.failed > 0 {
+        let text = format!("FAILED: {} GPU test(s) failed (see above)", total.failed);
+        if let Some(a) = crate::diag::status_annotation(format, Level::Error, "gpu-test", &text) {
+            writeln!(out, "{a}")?;
+        }
     }
     // The last line, always: what ran and how it went.
     writeln!(out, "gpu-test: {total}")?;

@@ -139,6 +139,22 @@ fn no_device_skips_with_the_reason_and_exit_0() {
     // it built the GPU tests before deciding to skip
     assert!(out.contains("--features gpu-crate/gpu"), "{out}");
     assert!(!out.contains("passed"), "{out}");
+    // for GitHub Actions, the skip is also an annotation
+    let (code, out, err) = xtask_bin(
+        &["gpu-test", "--format", "github", "--workspace", &fx.ws()],
+        &[NO_DRIVER],
+    );
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(
+        out.contains(&format!("\n::notice title=gpu-test::skipped: {reason}\n")),
+        "{out}"
+    );
+    let (code, _, err) = xtask_bin(
+        &["gpu-test", "--format", "json", "--workspace", &fx.ws()],
+        &[NO_DRIVER],
+    );
+    assert_eq!(code, 2);
+    assert!(err.contains("--format json is not supported"), "{err}");
 }
 
 #[test]
@@ -155,6 +171,22 @@ fn require_device_without_one_is_exit_2_with_the_reason() {
         "{err}"
     );
     assert!(!out.contains("skipped"), "{out}");
+    let (code, out, err) = xtask_bin(
+        &[
+            "gpu-test",
+            "--require-device",
+            "--format",
+            "github",
+            "--workspace",
+            &fx.ws(),
+        ],
+        &[NO_DRIVER],
+    );
+    assert_eq!(code, 2, "{out}\n{err}");
+    assert!(
+        out.contains("::error title=gpu-test::no usable CUDA device, and --require-device was given: "),
+        "{out}"
+    );
 }
 
 /// An empty matrix never passes where GPU tests are required: with
@@ -401,6 +433,12 @@ fn a_failing_gpu_test_is_exit_1() {
             "{runner}"
         );
     }
+    let (code, out, err) = run_with_fake_device(&fx, "cargo-test", &["--format", "github"]);
+    assert_eq!(code, 1, "{out}\n{err}");
+    assert!(
+        out.contains("::error title=gpu-test::FAILED: 1 GPU test(s) failed (see above)"),
+        "{out}"
+    );
 }
 
 #[test]
