@@ -6,6 +6,7 @@
 mod align_deps;
 mod align_deps_sources;
 mod child;
+mod ci_wiring;
 mod deep_nesting;
 mod field_safety;
 mod field_safety_io;
