@@ -115,10 +115,10 @@ fn walk_crate<T>(
                 }
                 continue;
             }
-            read_all(&mut file, &mut buf, size)
+            let n = read_all(&mut file, &mut buf, size)
                 .with_context(|| format!("{}: cannot read", path.display()))?;
             drop(file);
-            let bytes = buf.as_slice();
+            let bytes = &buf[..n];
             let has_mods = modscan::may_declare_modules(bytes);
             let has_includes = memchr::memmem::find(bytes, b"include").is_some();
             let wanted = parse(&path, bytes);
@@ -173,17 +173,19 @@ fn walk_crate<T>(
     Ok((files, missing.into_iter().collect()))
 }
 
-/// Reads `file` (of `size` bytes when opened) into `buf`, replacing its
-/// contents: plain `read` calls into one reused buffer (no allocation, no
-/// size query per file).
-fn read_all(file: &mut std::fs::File, buf: &mut Vec<u8>, size: u64) -> std::io::Result<()> {
+/// Reads `file` (of `size` bytes when opened) into the start of `buf`, and
+/// returns how many bytes it read: plain `read` calls into one buffer that
+/// only grows (no allocation or zeroing per file, no size query), stopping
+/// at `size` bytes (a file that grows meanwhile is read as it was when
+/// opened; nothing is written from it unchecked: a fix compares every file
+/// with its planned-from text).
+fn read_all(file: &mut std::fs::File, buf: &mut Vec<u8>, size: u64) -> std::io::Result<usize> {
     use std::io::Read as _;
-    buf.clear();
+    let size = usize::try_from(size).unwrap_or(usize::MAX);
     let mut filled = 0;
-    loop {
+    while filled < size || size == 0 {
         if buf.len() < filled + 4096 {
-            let want = (filled + 4096).max(usize::try_from(size).unwrap_or(0) + 1);
-            buf.resize(want, 0);
+            buf.resize((filled + 4096).max(size.saturating_add(1)), 0);
         }
         match file.read(&mut buf[filled..]) {
             Ok(0) => break,
@@ -192,8 +194,7 @@ fn read_all(file: &mut std::fs::File, buf: &mut Vec<u8>, size: u64) -> std::io::
             Err(e) => return Err(e),
         }
     }
-    buf.truncate(filled);
-    Ok(())
+    Ok(filled)
 }
 
 /// The Rust source files of every target of `package`, following each
