@@ -156,8 +156,8 @@ impl Report<'_> {
             .map_err(|e| crate::Written::report_failed("fmt-check --fix", &wrote, e))?;
         if !tally.errors.is_empty() {
             let mut msg = format!(
-                "{} file(s) cannot be formatted by rustfmt (see above)",
-                tally.errors.len()
+                "{} cannot be formatted by rustfmt (see above)",
+                crate::text::plural(tally.errors.len(), "file", "files")
             );
             if self.fix && !tally.unformatted.is_empty() {
                 msg.push_str("; --fix wrote nothing: fix or exclude them first");
@@ -259,8 +259,8 @@ impl Report<'_> {
             ))?;
         }
         anyhow::bail!(
-            "{} file(s) would change beyond formatting; --fix wrote nothing",
-            unsafe_fixes.len()
+            "{} would change beyond formatting; --fix wrote nothing",
+            crate::text::plural(unsafe_fixes.len(), "file", "files")
         );
     }
 
@@ -382,7 +382,8 @@ impl Report<'_> {
         } = tally;
         let checked = self.reports.len() - skipped;
         let summary = format!(
-            "{checked} files checked ({standalone} beyond cargo fmt's reach, {skipped} behind #[rustfmt::skip], {} excluded by policy): {} {}, {} cannot be formatted",
+            "{} checked ({standalone} beyond cargo fmt's reach, {skipped} behind #[rustfmt::skip], {} excluded by policy): {} {}, {} cannot be formatted",
+            crate::text::plural(checked, "file", "files"),
             self.plan.excluded,
             unformatted.len(),
             if self.fix && wrote > 0 {

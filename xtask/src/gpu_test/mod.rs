@@ -400,7 +400,10 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
         status(out, format, Level::Error, &format!("FAILED: {p}"))?;
     }
     if total.failed > 0 {
-        let text = format!("FAILED: {} GPU test(s) failed (see above)", total.failed);
+        let text = format!(
+            "FAILED: {} failed (see above)",
+            crate::text::plural(total.failed, "GPU test", "GPU tests")
+        );
         if let Some(a) = crate::diag::status_annotation(format, Level::Error, "gpu-test", &text) {
             writeln!(out, "{a}")?;
         }

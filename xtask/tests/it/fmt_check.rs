@@ -263,7 +263,7 @@ fn a_file_that_does_not_parse_is_an_error_and_the_rest_is_still_reported() {
     assert!(out.contains("--> a/src/broken.rs:1:"), "{out}");
     assert!(out.contains("a/src/fine.rs:1: not formatted"), "{out}");
     assert!(out.contains("a/src/stray.rs:1: not formatted"), "{out}");
-    assert!(err.contains("1 file(s) cannot be formatted"), "{err}");
+    assert!(err.contains("1 file cannot be formatted"), "{err}");
     // --fix writes nothing while any file cannot be formatted
     let (code, _, err) = f.run(&["--fix"]);
     assert_eq!(code, 2);
@@ -333,7 +333,7 @@ fn excluded_globs_and_hidden_and_target_dirs_are_skipped() {
         );
     let (code, out, _) = f.run(&[]);
     assert_eq!(code, 0, "{out}");
-    assert!(out.contains("1 files checked (0 beyond cargo fmt's reach, 0 behind #[rustfmt::skip], 2 excluded by policy)"), "{out}");
+    assert!(out.contains("1 file checked (0 beyond cargo fmt's reach, 0 behind #[rustfmt::skip], 2 excluded by policy)"), "{out}");
     f.file("policy/fleet.toml", "[fmt]\nexclude = [\"[\"]\n");
     let (code, _, err) = f.run(&[]);
     assert_eq!(code, 2);

@@ -436,7 +436,7 @@ fn a_failing_gpu_test_is_exit_1() {
     let (code, out, err) = run_with_fake_device(&fx, "cargo-test", &["--format", "github"]);
     assert_eq!(code, 1, "{out}\n{err}");
     assert!(
-        out.contains("::error title=gpu-test::FAILED: 1 GPU test(s) failed (see above)"),
+        out.contains("::error title=gpu-test::FAILED: 1 GPU test failed (see above)"),
         "{out}"
     );
 }
