@@ -402,7 +402,7 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
     if total.failed > 0 {
         let text = format!(
             "FAILED: {} failed (see above)",
-            crate::text::plural(total.failed, "GPU test", "GPU tests")
+            crate::text::plural(usize::try_from(total.failed).unwrap_or(usize::MAX), "GPU test", "GPU tests")
         );
         if let Some(a) = crate::diag::status_annotation(format, Level::Error, "gpu-test", &text) {
             writeln!(out, "{a}")?;
