@@ -123,7 +123,11 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
                     archive: None,
                     test_args: Vec::new(),
                     // (json: the step's own lines; the findings formats are the others')
-                    format: if github { Format::Github } else { Format::Human },
+                    format: if github {
+                        Format::Github
+                    } else {
+                        Format::Human
+                    },
                 };
                 in_process(crate::gpu_test::run(&args, out, err), err)?
             }
@@ -211,7 +215,9 @@ mod tests {
 
     #[test]
     fn github_format_groups_each_step_and_reaches_the_fleet_commands() {
-        let skip = ["fmt", "clippy", "tests", "gpu-test"].map(String::from).to_vec();
+        let skip = ["fmt", "clippy", "tests", "gpu-test"]
+            .map(String::from)
+            .to_vec();
         let args = Args {
             skip,
             format: FormatArg {
@@ -223,11 +229,16 @@ mod tests {
         let out = String::from_utf8(out).unwrap();
         assert_eq!(outcome, Outcome::Holds, "{out}");
         assert!(
-            out.contains("::group::ci: align-deps\nci: align-deps: cargo xtask align-deps --check\n"),
+            out.contains(
+                "::group::ci: align-deps\nci: align-deps: cargo xtask align-deps --check\n"
+            ),
             "{out}"
         );
         // align-deps itself speaks GitHub: its summary is a notice
-        assert!(out.contains("::notice title=align-deps::align-deps: "), "{out}");
+        assert!(
+            out.contains("::notice title=align-deps::align-deps: "),
+            "{out}"
+        );
         assert!(out.contains("ci: align-deps: ok\n::endgroup::\n"), "{out}");
         assert!(!out.contains("::error"), "{out}");
     }

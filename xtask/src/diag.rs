@@ -112,7 +112,12 @@ fn github_error(file: &str, line: usize, col: Option<usize>, title: &str, messag
 /// A GitHub annotation without a file for a command's own status line
 /// (`gpu-test: skipped: ...`, `ci: clippy: FAILED`): `::error title=..::..`
 /// or `::notice title=..::..` with `--format github`, `None` otherwise.
-pub fn status_annotation(format: Format, level: Level, title: &str, message: &str) -> Option<String> {
+pub fn status_annotation(
+    format: Format,
+    level: Level,
+    title: &str,
+    message: &str,
+) -> Option<String> {
     if format != Format::Github {
         return None;
     }
@@ -276,11 +281,22 @@ mod tests {
             Some("::error title=ci::clippy: FAILED, 50%25".into())
         );
         assert_eq!(
-            status_annotation(Format::Github, Level::Notice, "gpu-test", "skipped: no device"),
+            status_annotation(
+                Format::Github,
+                Level::Notice,
+                "gpu-test",
+                "skipped: no device"
+            ),
             Some("::notice title=gpu-test::skipped: no device".into())
         );
-        assert_eq!(status_annotation(Format::Human, Level::Error, "ci", "x"), None);
-        assert_eq!(status_annotation(Format::Json, Level::Error, "ci", "x"), None);
+        assert_eq!(
+            status_annotation(Format::Human, Level::Error, "ci", "x"),
+            None
+        );
+        assert_eq!(
+            status_annotation(Format::Json, Level::Error, "ci", "x"),
+            None
+        );
     }
 
     #[test]

@@ -240,7 +240,8 @@ impl Policy {
             })
             .collect();
         let rules: Vec<&str> = dependencies.keys().map(String::as_str).collect();
-        let exemptions = exempt::validate(raw.exempt, &rules).map_err(|(at, m)| malformed(at, m))?;
+        let exemptions =
+            exempt::validate(raw.exempt, &rules).map_err(|(at, m)| malformed(at, m))?;
         Ok(Policy {
             dependencies,
             fmt: FmtPolicy { exclude },

@@ -127,7 +127,11 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
     {
         let mut bare = policy.clone();
         bare.exemptions.clear();
-        Some(plan_once(&mut loaded, analyses.clone(), &bare, &root)?.0.findings)
+        Some(
+            plan_once(&mut loaded, analyses.clone(), &bare, &root)?
+                .0
+                .findings,
+        )
     } else {
         None
     };

@@ -348,7 +348,10 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
         }
     }
     if !broken.is_empty() {
-        let text = format!("FAILED: the GPU tests do not compile: {}", broken.join("; "));
+        let text = format!(
+            "FAILED: the GPU tests do not compile: {}",
+            broken.join("; ")
+        );
         status(out, format, Level::Error, &text)?;
         return Ok(Outcome::Violations);
     }
@@ -359,7 +362,8 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
         Ok(d) => d,
         Err(reason) if args.require_device => {
             let text = format!("no usable CUDA device, and --require-device was given: {reason}");
-            if let Some(a) = crate::diag::status_annotation(format, Level::Error, "gpu-test", &text) {
+            if let Some(a) = crate::diag::status_annotation(format, Level::Error, "gpu-test", &text)
+            {
                 writeln!(out, "{a}")?;
             }
             bail!("gpu-test: {text}")
@@ -402,7 +406,11 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
     if total.failed > 0 {
         let text = format!(
             "FAILED: {} failed (see above)",
-            crate::text::plural(usize::try_from(total.failed).unwrap_or(usize::MAX), "GPU test", "GPU tests")
+            crate::text::plural(
+                usize::try_from(total.failed).unwrap_or(usize::MAX),
+                "GPU test",
+                "GPU tests"
+            )
         );
         if let Some(a) = crate::diag::status_annotation(format, Level::Error, "gpu-test", &text) {
             writeln!(out, "{a}")?;

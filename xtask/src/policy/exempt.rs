@@ -150,7 +150,9 @@ pub(super) fn validate(
                 let Some(dep) = &e.dependency else {
                     return Err((
                         at,
-                        format!("[[exempt]] manifest = \"{text}\" needs `dependency = \"<name>\"`: the package whose declaration there is exempt"),
+                        format!(
+                            "[[exempt]] manifest = \"{text}\" needs `dependency = \"<name>\"`: the package whose declaration there is exempt"
+                        ),
                     ));
                 };
                 if !rules.contains(&dep.get_ref().as_str()) {
@@ -199,10 +201,7 @@ pub(super) fn validate(
             }
         };
         if out.iter().any(|x| x.kind == kind) {
-            return Err((
-                at,
-                format!("[[exempt]] {} is exempted twice", kind.what()),
-            ));
+            return Err((at, format!("[[exempt]] {} is exempted twice", kind.what())));
         }
         out.push(Exemption {
             kind,
@@ -281,7 +280,12 @@ mod tests {
         assert_eq!(
             kinds,
             [
-                ("package", "package `shim`".to_string(), "SGX fork", "\"shim\""),
+                (
+                    "package",
+                    "package `shim`".to_string(),
+                    "SGX fork",
+                    "\"shim\""
+                ),
                 (
                     "declaration",
                     "crates/e/Cargo.toml: thiserror".to_string(),
@@ -301,7 +305,11 @@ mod tests {
     #[test]
     fn mistakes_are_errors_at_line_and_column() {
         let cases: &[(&str, &str, &str)] = &[
-            ("[[exempt]]\npackage = \"shim\"\n", "p.toml:5:11: ", "has no reason"),
+            (
+                "[[exempt]]\npackage = \"shim\"\n",
+                "p.toml:5:11: ",
+                "has no reason",
+            ),
             (
                 "[[exempt]]\npackage = \"shim\"\nreason = \"  \"\n",
                 "p.toml:6:10: ",
@@ -312,7 +320,11 @@ mod tests {
                 "p.toml:7:1: ",
                 "unknown field `why`",
             ),
-            ("[[exempt]]\nreason = \"x\"\n", "p.toml:5:10: ", "names nothing"),
+            (
+                "[[exempt]]\nreason = \"x\"\n",
+                "p.toml:5:10: ",
+                "names nothing",
+            ),
             (
                 "[[exempt]]\npackage = \"a\"\nsource = \"a/b.rs\"\nreason = \"x\"\n",
                 "p.toml:6:10: ",

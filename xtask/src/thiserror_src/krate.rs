@@ -9,8 +9,8 @@ use anyhow::Context as _;
 use cargo_metadata::{DependencyKind, Package};
 
 use super::{
-    CrateContext, DepKind, DeriveSite, DeriveVia, FileAnalysis, Rule, SourceError,
-    SourceFinding, analyze_parsed, prefilter, scan, with_parsed,
+    CrateContext, DepKind, DeriveSite, DeriveVia, FileAnalysis, Rule, SourceError, SourceFinding,
+    analyze_parsed, prefilter, scan, with_parsed,
 };
 
 /// A source file of a crate and the dependency kinds its targets need.
@@ -98,10 +98,12 @@ fn walk_crate<T>(
                         break;
                     }
                     Ok(_) => {}
-                    Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => {}
+                    Err(e)
+                        if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => {}
                     Err(e) => {
-                        return Err(anyhow::Error::new(e)
-                            .context(format!("{}: cannot read", p.display())));
+                        return Err(
+                            anyhow::Error::new(e).context(format!("{}: cannot read", p.display()))
+                        );
                     }
                 }
             }
@@ -124,9 +126,8 @@ fn walk_crate<T>(
             let wanted = parse(&path, bytes);
             // text only where it is needed (most files: none of these)
             let text = if included || has_mods || has_includes || wanted {
-                std::str::from_utf8(bytes).with_context(|| {
-                    format!("{}: cannot read: not UTF-8 text", path.display())
-                })?
+                std::str::from_utf8(bytes)
+                    .with_context(|| format!("{}: cannot read: not UTF-8 text", path.display()))?
             } else {
                 ""
             };

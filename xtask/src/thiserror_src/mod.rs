@@ -412,4 +412,3 @@ impl DepKind {
         }
     }
 }
-

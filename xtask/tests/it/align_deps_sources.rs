@@ -402,7 +402,9 @@ fn one_run_moves_thiserror_1_code_to_thiserror_2_and_it_compiles() {
         "{out}"
     );
     assert!(
-        out.contains("align-deps: fixed 13 findings in 10 files; 1 finding needs a person (listed above)"),
+        out.contains(
+            "align-deps: fixed 13 findings in 10 files; 1 finding needs a person (listed above)"
+        ),
         "{out}"
     );
     for (rel, want) in fixed_manifests() {

@@ -184,7 +184,9 @@ fn require_device_without_one_is_exit_2_with_the_reason() {
     );
     assert_eq!(code, 2, "{out}\n{err}");
     assert!(
-        out.contains("::error title=gpu-test::no usable CUDA device, and --require-device was given: "),
+        out.contains(
+            "::error title=gpu-test::no usable CUDA device, and --require-device was given: "
+        ),
         "{out}"
     );
 }

@@ -25,7 +25,8 @@ fn fleet(root: &Path, root_manifest: &str, crates: &[(&str, &str, &str)]) -> Fle
     fleet
 }
 
-const RAW_IDENT: &str = "#[derive(Debug, thiserror::Error)]\n#[error(\"bad {r#type}\")]\npub struct E { r#type: u8 }\n";
+const RAW_IDENT: &str =
+    "#[derive(Debug, thiserror::Error)]\n#[error(\"bad {r#type}\")]\npub struct E { r#type: u8 }\n";
 
 /// enclave: a git fork (declaration); shim: thiserror 1 (package); legacy:
 /// a rule-1 message in `src/error.rs` (source); ok: holds the policy.
@@ -45,7 +46,11 @@ fn exempt_fleet(root: &Path) -> Fleet {
                 "[dependencies]\nthiserror = { workspace = true }\n",
                 "mod error;\n",
             ),
-            ("ok", "[dependencies]\nthiserror = { workspace = true }\n", ""),
+            (
+                "ok",
+                "[dependencies]\nthiserror = { workspace = true }\n",
+                "",
+            ),
         ],
     )
 }
@@ -91,7 +96,10 @@ fn exemptions_of_each_kind_hold_with_their_reasons_shown() {
         .filter(|v| v["kind"] == "exempt")
         .collect();
     assert_eq!(exempt.len(), 3, "{json}");
-    assert_eq!(exempt[1]["reason"], "vendored shim, upgraded upstream first");
+    assert_eq!(
+        exempt[1]["reason"],
+        "vendored shim, upgraded upstream first"
+    );
     assert_eq!(exempt[1]["exemption"], "package");
     let (_, gh, _) = align(&root, &["--check", "--format", "github"]);
     assert!(
@@ -157,12 +165,18 @@ fn policy_mistakes_in_exemptions_are_exit_2_at_their_place() {
         ),
     ] {
         fleet
-            .write("policy/fleet.toml", &format!("{POLICY}\n[[exempt]]\n{entry}"))
+            .write(
+                "policy/fleet.toml",
+                &format!("{POLICY}\n[[exempt]]\n{entry}"),
+            )
             .unwrap();
         let (code, out, err) = align(&root, &["--check"]);
         assert_eq!(code, 2, "{out}{err}");
         let want = format!("{}:{at}: ", root.join("policy/fleet.toml").display());
-        assert!(err.contains(&want) && err.contains(says), "{want} {says}: {err}");
+        assert!(
+            err.contains(&want) && err.contains(says),
+            "{want} {says}: {err}"
+        );
     }
     fleet.write("policy/fleet.toml", POLICY).unwrap();
     let mut after = snapshot(&root);
@@ -267,14 +281,20 @@ fn a_pinned_toolchain_below_the_floor_is_a_finding() {
         (
             "rust-toolchain",
             "1.63.0\n",
-            Some("rust-toolchain:1: 1.63.0 -> a toolchain of Rust 1.64 or later [needs a person] (the workspace pins toolchain `1.63.0` (Rust 1.63), but the fix needs 1.64: `workspace = true` needs Cargo 1.64; pin a newer toolchain first"),
+            Some(
+                "rust-toolchain:1: 1.63.0 -> a toolchain of Rust 1.64 or later [needs a person] (the workspace pins toolchain `1.63.0` (Rust 1.63), but the fix needs 1.64: `workspace = true` needs Cargo 1.64; pin a newer toolchain first",
+            ),
         ),
         (
             "rust-toolchain.toml",
             "[toolchain]\nchannel = \"nightly-2022-06-01\"\n",
             Some("rust-toolchain.toml:2: nightly-2022-06-01 -> a toolchain of Rust 1.64 or later"),
         ),
-        ("rust-toolchain.toml", "[toolchain]\nchannel = \"stable\"\n", None),
+        (
+            "rust-toolchain.toml",
+            "[toolchain]\nchannel = \"stable\"\n",
+            None,
+        ),
         (
             "rust-toolchain.toml",
             "[toolchain]\nchannel = \"1.80.0\"\n",
@@ -330,7 +350,10 @@ fn a_hakari_section_is_left_alone_with_the_command_to_run() {
         hack.starts_with(&HAKARI[..HAKARI.find("thiserror = \"1.0\"").unwrap()]),
         "{hack}"
     );
-    assert!(hack.contains("[dev-dependencies]\nthiserror = { workspace = true }\n"), "{hack}");
+    assert!(
+        hack.contains("[dev-dependencies]\nthiserror = { workspace = true }\n"),
+        "{hack}"
+    );
     // once `cargo hakari generate` wrote thiserror 2 there, it holds
     f.write(
         "crates/workspace-hack/Cargo.toml",
@@ -355,13 +378,17 @@ fn summary_lines_count_right() {
     let (code, out, _) = align(&root, &["--check"]);
     assert_eq!(code, 1);
     assert!(
-        out.contains("align-deps: 1 violation in 1 file, none fixable automatically (listed above)"),
+        out.contains(
+            "align-deps: 1 violation in 1 file, none fixable automatically (listed above)"
+        ),
         "{out}"
     );
     let (code, out, _) = align(&root, &[]);
     assert_eq!(code, 1);
     assert!(
-        out.contains("align-deps: nothing to fix automatically; 1 finding needs a person (listed above)"),
+        out.contains(
+            "align-deps: nothing to fix automatically; 1 finding needs a person (listed above)"
+        ),
         "{out}"
     );
     f.write(
@@ -384,5 +411,8 @@ fn summary_lines_count_right() {
     );
     let (code, out, _) = align(&root, &["--check"]);
     assert_eq!(code, 0);
-    assert!(out.contains("align-deps: 1 manifest holds the policy"), "{out}");
+    assert!(
+        out.contains("align-deps: 1 manifest holds the policy"),
+        "{out}"
+    );
 }

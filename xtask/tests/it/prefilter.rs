@@ -119,7 +119,11 @@ fn compare(root: &Path) -> (usize, usize, usize) {
                 f.original.clear();
             }
         }
-        assert_eq!(filtered, full, "{}: the prefilter changed the analysis", p.name);
+        assert_eq!(
+            filtered, full,
+            "{}: the prefilter changed the analysis",
+            p.name
+        );
     }
     (files, cleared, findings)
 }

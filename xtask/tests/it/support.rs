@@ -469,16 +469,26 @@ pub fn real_error_module(seed: usize, variants: usize, drift: bool) -> String {
     );
     for v in 0..variants {
         let line = match v % 5 {
-            0 => format!("    #[error(\"cannot open {{path}}\")]\n    Open{v} {{ path: String }},\n"),
+            0 => {
+                format!("    #[error(\"cannot open {{path}}\")]\n    Open{v} {{ path: String }},\n")
+            }
             1 => format!("    #[error(\"io error\")]\n    Io{v}(#[source] std::io::Error),\n"),
-            2 => format!("    #[error(\"bad value {{0}} (at {{1}})\")]\n    Value{v}(u64, usize),\n"),
-            3 => format!("    #[error(transparent)]\n    Other{v}(Box<dyn std::error::Error + Send + Sync>),\n"),
-            _ => format!("    #[error(\"{{kind}}: {{message}}\", kind = \"kind\")]\n    Kind{v} {{ message: String }},\n"),
+            2 => {
+                format!("    #[error(\"bad value {{0}} (at {{1}})\")]\n    Value{v}(u64, usize),\n")
+            }
+            3 => format!(
+                "    #[error(transparent)]\n    Other{v}(Box<dyn std::error::Error + Send + Sync>),\n"
+            ),
+            _ => format!(
+                "    #[error(\"{{kind}}: {{message}}\", kind = \"kind\")]\n    Kind{v} {{ message: String }},\n"
+            ),
         };
         s.push_str(&line);
     }
     if drift {
-        s.push_str("    #[error(\"unknown type {r#type}\")]\n    UnknownType { r#type: String },\n");
+        s.push_str(
+            "    #[error(\"unknown type {r#type}\")]\n    UnknownType { r#type: String },\n",
+        );
         s.push_str("    #[error(\"{0} (code {})\", .1)]\n    Coded(String, u32),\n");
     }
     s.push_str("}\n");

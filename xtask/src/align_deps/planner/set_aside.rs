@@ -91,14 +91,14 @@ impl<'a> Ctx<'_, 'a> {
                 continue;
             }
             let at = u.decl.key_offset();
-            if !hakari_sections(u.m.text())
-                .iter()
-                .any(|s| s.contains(&at))
-            {
+            if !hakari_sections(u.m.text()).iter().any(|s| s.contains(&at)) {
                 kept.push(u);
                 continue;
             }
-            let declared = u.decl.version().and_then(|(v, _)| VersionReq::parse(v).ok());
+            let declared = u
+                .decl
+                .version()
+                .and_then(|(v, _)| VersionReq::parse(v).ok());
             if declared.is_none_or(|d| overlap(&d, &self.rule.req)) {
                 continue;
             }
