@@ -251,7 +251,6 @@ fn check_path(key: &str, p: &str, suffix: &str) -> Result<(), String> {
 mod tests {
     use std::path::Path;
 
-    use super::*;
     use crate::policy::Policy;
 
     const RULE: &str = "[dependencies.thiserror]\nversion = \"2\"\n\n";

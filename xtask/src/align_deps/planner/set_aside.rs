@@ -141,7 +141,7 @@ mod tests {
         assert!(text[s[0].clone()].starts_with("### BEGIN"));
         assert!(text[s[0].clone()].ends_with("### END HAKARI SECTION\n"));
         let open = "# BEGIN HAKARI SECTION\nx = 1\n";
-        assert_eq!(hakari_sections(open), [0..open.len()]);
+        assert_eq!(hakari_sections(open), vec![(0..open.len())]);
         assert!(hakari_sections("# BEGIN HAKARI SECTIONS\n").is_empty());
     }
 
