@@ -251,7 +251,9 @@ impl BackendCore for CudaBackend {
     }
 }
 
-impl IndexOps for CudaBackend {}
+impl IndexOps for CudaBackend {
+    rtx_backend::host_index_list!();
+}
 
 impl LayoutOps for CudaBackend {}
 

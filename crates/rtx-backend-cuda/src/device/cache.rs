@@ -9,8 +9,9 @@ use std::sync::{Arc, Mutex};
 use rtx_backend::{Error as BError, IndexPlan, Result as BResult, reference};
 
 use super::context::Device;
-use super::entry::{DevicePlan, IndexEntry, Source};
+use super::entry::{IndexEntry, Source};
 use super::pins::{self, PinKey};
+use super::plan::DevicePlan;
 use crate::hash::hash_and_max;
 
 /// One thread's cache for one backend: entries by hash, least recently used evicted first.
@@ -174,7 +175,7 @@ pub(crate) fn with_idx_entry<R>(
         len: idx.len(),
     };
     if let Some(e) = pins::pinned(&key) {
-        check_max(&e, rows)?;
+        e.max(dev, Some(rows))?;
         return f(&e);
     }
     let (hash, max) = idx_key(idx);
@@ -207,9 +208,9 @@ pub(crate) fn plan_of(dev: &Device, limit: usize, plan: &IndexPlan) -> BResult<A
         len: plan.len(),
     };
     if let Some(e) = pins::pinned(&key) {
-        return e.plan(dev);
+        return e.plan(dev, plan.rows());
     }
-    plan_entry(dev, limit, plan)?.plan(dev)
+    plan_entry(dev, limit, plan)?.plan(dev, plan.rows())
 }
 
 /// The cache entry of `plan` with its device plan uploaded.
@@ -221,18 +222,8 @@ pub(crate) fn plan_entry(dev: &Device, limit: usize, plan: &IndexPlan) -> BResul
         |e| matches!(&e.source, Source::Plan(p) if **p == *plan),
         || IndexEntry::from_plan(Arc::new(plan.clone())),
         |e| {
-            e.plan(dev)?;
+            e.plan(dev, plan.rows())?;
             Ok(Arc::clone(e))
         },
     )
-}
-
-/// `Err(IndexOutOfRange)` for the first index `>= rows` of an entry.
-pub(crate) fn check_max(entry: &IndexEntry, rows: usize) -> BResult<()> {
-    if entry.max.is_some_and(|m| m as usize >= rows)
-        && let Source::Idx(idx) = &entry.source
-    {
-        reference::check_indices(idx, rows)?;
-    }
-    Ok(())
 }
