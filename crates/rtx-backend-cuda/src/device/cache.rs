@@ -6,13 +6,13 @@ use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
-use rtx_backend::{Error as BError, IndexPlan, Result as BResult, reference};
+use rtx_backend::{IndexPlan, Result as BResult, check_len};
 
 use super::context::Device;
 use super::entry::{IndexEntry, Source};
 use super::pins::{self, PinKey};
 use super::plan::DevicePlan;
-use crate::hash::hash_and_max;
+use crate::hash::{hash_and_max, max_of, same_list, sample_key};
 
 /// One thread's cache for one backend: entries by hash, least recently used evicted first.
 #[derive(Debug, Default)]
@@ -143,11 +143,6 @@ pub(crate) fn stats(id: u64) -> (usize, usize) {
     })
 }
 
-/// The cache key of an index list: its hash and largest value.
-pub(crate) fn idx_key(idx: &[u32]) -> (u64, Option<u32>) {
-    hash_and_max(idx)
-}
-
 /// The cache key of a plan.
 pub(crate) fn plan_key(plan: &IndexPlan) -> u64 {
     let (h, _) = hash_and_max(plan.positions());
@@ -159,8 +154,8 @@ pub(crate) fn plan_key(plan: &IndexPlan) -> u64 {
 /// to `f`. Every index must be below `rows` (`usize::MAX`: no bound).
 ///
 /// # Errors
-/// [`BError::IndexOutOfRange`] (through [`reference::check_indices`]),
-/// [`BError::TooManyIndices`] past `u32::MAX` entries, and `f`'s errors.
+/// [`rtx_backend::Error::IndexOutOfRange`] naming the first bad index,
+/// [`rtx_backend::Error::TooManyIndices`] past `u32::MAX` entries, and `f`'s errors.
 pub(crate) fn with_idx_entry<R>(
     dev: &Device,
     limit: usize,
@@ -178,23 +173,22 @@ pub(crate) fn with_idx_entry<R>(
         e.max(dev, Some(rows))?;
         return f(&e);
     }
-    let (hash, max) = idx_key(idx);
-    if max.is_some_and(|m| m as usize >= rows) {
-        reference::check_indices(idx, rows)?;
-    }
-    if idx.len() > u32::MAX as usize {
-        return Err(BError::TooManyIndices {
-            len: idx.len(),
-            max: u32::MAX as usize,
-        });
-    }
+    check_len(idx.len())?;
+    // a sampled key, then an exact comparison with the candidates: a hit
+    // reads the list once (on the rayon pool), a miss also finds its maximum
+    let hash = sample_key(idx);
+    let max = std::cell::OnceCell::new();
+    let max_now = || *max.get_or_init(|| max_of(idx));
     with_entry(
         dev.id,
         limit,
         hash,
-        |e| matches!(&e.source, Source::Idx(k) if **k == *idx),
-        || IndexEntry::from_idx(idx.into(), max),
-        f,
+        |e| matches!(&e.source, Source::Idx(k) if same_list(k, idx)),
+        || IndexEntry::from_idx(idx.into(), max_now()),
+        |e| {
+            e.max(dev, Some(rows))?;
+            f(e)
+        },
     )
 }
 

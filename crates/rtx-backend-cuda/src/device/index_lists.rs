@@ -10,7 +10,6 @@ use std::sync::Arc;
 use rtx_backend::{Result as BResult, check_len};
 
 use super::backend::CudaBackend;
-use super::cache;
 use super::context::Device;
 use super::entry::{IndexEntry, Source};
 use super::launch::{builder, cfg1, grid_for};
@@ -86,8 +85,7 @@ impl CudaBackend {
     /// [`rtx_backend::Error::TooManyIndices`] past `u32::MAX` entries; device errors.
     pub fn index(&self, idx: &[u32]) -> BResult<CudaIndex> {
         check_len(idx.len())?;
-        let (_, max) = cache::idx_key(idx);
-        let entry = IndexEntry::from_idx(idx.into(), max);
+        let entry = IndexEntry::from_idx(idx.into(), crate::hash::max_of(idx));
         entry.dev_idx(&self.dev)?;
         Ok(self.wrap(entry))
     }
