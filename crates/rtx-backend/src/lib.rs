@@ -23,6 +23,7 @@ mod check;
 pub mod conformance;
 mod element;
 mod error;
+pub mod exp;
 mod host_alloc;
 mod host_index;
 mod index_list;
