@@ -13,8 +13,8 @@
 //! rare halfway cases). kernels/model.cu's `rexp64` is the same code line
 //! for line; a GPU test compares the two over a sweep of inputs.
 
-/// `log2(e)`.
-const LOG2E: f64 = 1.4426950408889634;
+/// `log2(e)` (1.4426950408889634, the literal kernels/model.cu spells out).
+const LOG2E: f64 = std::f64::consts::LOG2_E;
 /// `ln 2` split in two: the high part has trailing zeros, so `k * LN2_HI` is exact.
 const LN2_HI: f64 = 0.6931471803691238;
 const LN2_LO: f64 = 1.9082149292705877e-10;
