@@ -261,3 +261,41 @@ fn same_bits_twice_and_a_dynamic_graph_loop() {
     }
     same_bits("same bits twice", &runs[0], &runs[1]);
 }
+
+#[test]
+fn a_long_host_list_that_differs_only_between_samples_is_not_taken_for_a_cached_one() {
+    // the cache keys long lists by a sample and, for gathers, runs the kernel
+    // before the exact comparison: a list equal at every sampled entry but
+    // one unsampled entry must still gather its own rows
+    let g = backend();
+    let cpu = CpuBackend::reference();
+    let (rows, f) = (1000usize, 4usize);
+    let idx = indices(70, 1 << 20, rows, true);
+    let mut other = idx.clone();
+    other[257] = (other[257] + 1) % rows as u32; // not a sampled position
+    let src: Vec<f32> = values(71, rows * f);
+    let (gs, cs) = (
+        g.upload(&src, &[rows, f]).unwrap(),
+        cpu.upload(&src, &[rows, f]).unwrap(),
+    );
+    for (k, list) in [&idx, &other, &idx, &other].into_iter().enumerate() {
+        let got = g.download(&g.index_select(&gs, list).unwrap()).unwrap();
+        let want = cpu.download(&cpu.index_select(&cs, list).unwrap()).unwrap();
+        same_bits(&format!("gather {k}"), &got, &want);
+        let mut d = g.zeros::<f32>(&[rows, f]).unwrap();
+        let m = g
+            .upload(&values::<f32>(72, list.len() * f), &[list.len(), f])
+            .unwrap();
+        g.index_add(&mut d, list, &m).unwrap();
+        let mut c = cpu.zeros::<f32>(&[rows, f]).unwrap();
+        let cm = cpu
+            .upload(&values::<f32>(72, list.len() * f), &[list.len(), f])
+            .unwrap();
+        cpu.index_add(&mut c, list, &cm).unwrap();
+        same_bits(
+            &format!("scatter {k}"),
+            &g.download(&d).unwrap(),
+            &cpu.download(&c).unwrap(),
+        );
+    }
+}

@@ -271,13 +271,21 @@ impl IndexOps for CudaBackend {
         chain::max_chain::<T>(&self.dev, &dp, f, ptr(x), ptr(&out))?;
         Ok(out)
     }
-    /// Device gather; the index list is cached per thread (see the crate docs).
+    /// Device gather; the index list is cached per thread (see the crate
+    /// docs). A long list already cached is gathered before it is confirmed
+    /// equal to the cached one, so the host's comparison overlaps the kernel.
     fn index_select<T: Element>(
         &self,
         src: &BTensor<Self, T>,
         idx: &[u32],
     ) -> BResult<BTensor<Self, T>> {
         let (rows, f) = dims2("index_select", "src", src.layout())?;
+        // a long list seen before: gather first, confirm the list meanwhile
+        if let Some(out) =
+            cache::run_then_confirm(&self.dev, idx, rows, |e| self.gather(src, e, f))?
+        {
+            return Ok(out);
+        }
         self.with_idx_entry(idx, rows, |e| self.gather(src, e, f))
     }
 
