@@ -178,46 +178,56 @@ pub(crate) fn build(
     );
     let hi = base + 4 * (n64 + 3 * c0 + 1);
 
-    // ---- the radix sort: sorted keys in `keys`, positions in the plan ----
+    // ---- scratch: one allocation, carved ----
     let (passes, dbits) = radix(sort_rows);
     let ntiles = tiles(n64);
     let ncounts = (1u64 << dbits) * ntiles;
-    let counts = alloc_u32(dev, ncounts)?;
-    let offs = alloc_u32(dev, ncounts)?;
-    let sums = alloc_u32(dev, tiles(ncounts))?;
-    let keys = [alloc_u32(dev, n64)?, alloc_u32(dev, n64)?];
-    let vals = [alloc_u32(dev, n64)?, alloc_u32(dev, n64)?];
+    let t0 = tiles(sort_rows);
+    let sizes = [
+        4 * ncounts,            // counts
+        4 * ncounts,            // offs
+        4 * tiles(ncounts),     // sums
+        4 * n64,                // keys[0]
+        4 * n64,                // keys[1]
+        4 * n64,                // vals[0]
+        4 * n64,                // vals[1]
+        4 * (sort_rows + 1),    // off
+        12 * t0,                // sums3
+        12 * sort_rows,         // scan3
+        12 * list_len(n64),     // list a
+        12 * list_len(n64),     // list b
+    ];
+    let (total, at) = carve(&sizes);
+    let scratch = dev.alloc(usize::try_from(total).map_err(|_| Error::SizeOverflow {
+        what: "device plan scratch",
+        count: n,
+        size: 4,
+    })?)?;
+    let p = |i: usize| scratch.ptr() + at[i];
+    let (counts, offs, sums) = (p(0), p(1), p(2));
+    let keys = [p(3), p(4)];
+    let vals = [p(5), p(6)];
+
+    // ---- the radix sort: sorted keys in `keys`, positions in the plan ----
     let zero = 0u64;
-    for p in 0..passes {
-        let shift = p * dbits;
-        let kin = if p == 0 {
-            idx
-        } else {
-            keys[(p as usize - 1) % 2].ptr()
-        };
-        let vin = if p == 0 {
-            zero
-        } else {
-            vals[(p as usize - 1) % 2].ptr()
-        };
-        let kout = keys[p as usize % 2].ptr();
-        let vout = if p + 1 == passes {
-            positions
-        } else {
-            vals[p as usize % 2].ptr()
-        };
-        let (c, o, s) = (counts.ptr(), offs.ptr(), sums.ptr());
+    for pass in 0..passes {
+        let shift = pass * dbits;
+        let last = pass + 1 == passes;
+        let kin = if pass == 0 { idx } else { keys[(pass as usize - 1) % 2] };
+        let vin = if pass == 0 { zero } else { vals[(pass as usize - 1) % 2] };
+        let kout = keys[pass as usize % 2];
+        let vout = if last { positions } else { vals[pass as usize % 2] };
         let mut b = builder(dev, &k, Kernel::PlanHist);
         b.arg(&kin)
             .arg(&n64)
             .arg(&shift)
             .arg(&dbits)
             .arg(&ntiles)
-            .arg(&c);
+            .arg(&counts);
         // SAFETY: plan_hist(const u32* keys, u64 n, u32 shift, u32 dbits, u64 ntiles,
         // u32* counts): keys holds n u32, counts (1 << dbits) * ntiles.
         unsafe { b.launch(cfg1(tile_grid(ntiles))) }?;
-        scan_u32(dev, c, ncounts, s, o)?;
+        scan_u32(dev, counts, ncounts, sums, offs)?;
         let mut b = builder(dev, &k, Kernel::PlanRank);
         b.arg(&kin)
             .arg(&vin)
@@ -225,7 +235,7 @@ pub(crate) fn build(
             .arg(&shift)
             .arg(&dbits)
             .arg(&ntiles)
-            .arg(&o)
+            .arg(&offs)
             .arg(&kout)
             .arg(&vout);
         // SAFETY: plan_rank(const u32* keys, const u32* vals, u64 n, u32 shift, u32
@@ -234,20 +244,16 @@ pub(crate) fn build(
         // scan of this pass's counts, so every item lands at a distinct place below n.
         unsafe { b.launch(cfg1(tile_grid(ntiles))) }?;
     }
-    let sorted = keys[(passes as usize - 1) % 2].ptr();
+    let sorted = keys[(passes as usize - 1) % 2];
 
     // ---- offsets and level 0 ----
-    let off = alloc_u32(dev, sort_rows + 1)?;
-    let offp = off.ptr();
+    let offp = p(7);
     let mut b = builder(dev, &k, Kernel::PlanOffsets);
     b.arg(&sorted).arg(&n64).arg(&sort_rows).arg(&offp);
     // SAFETY: plan_offsets(const u32* skeys, u64 n, u64 rows, u32* off): skeys holds n
     // u32, off rows + 1.
     unsafe { b.launch(cfg1(grid_for(sort_rows + 1))) }?;
-    let t0 = tiles(sort_rows);
-    let sums3 = dev.alloc(12 * t0 as usize)?;
-    let scan3 = dev.alloc(12 * sort_rows as usize)?;
-    let (s3, sc3, infop) = (sums3.ptr(), scan3.ptr(), info.ptr());
+    let (s3, sc3, infop) = (p(8), p(9), info.ptr());
     let mut b = builder(dev, &k, Kernel::Lvl0Sums);
     b.arg(&offp).arg(&sort_rows).arg(&s3);
     // SAFETY: lvl0_sums(const u32* off, u64 rows, U3* sums): off holds rows + 1 u32,
@@ -263,11 +269,7 @@ pub(crate) fn build(
     // SAFETY: lvl0_apply(const u32* off, u64 rows, const U3* sums, U3* out): out holds
     // rows triples.
     unsafe { b.launch(cfg1(tile_grid(t0))) }?;
-    let lists = [
-        alloc_u32(dev, 3 * list_len(n64))?,
-        alloc_u32(dev, 3 * list_len(n64))?,
-    ];
-    let la = lists[0].ptr();
+    let la = p(10);
     let mut b = builder(dev, &k, Kernel::Lvl0Fill);
     b.arg(&offp)
         .arg(&sort_rows)
@@ -283,7 +285,7 @@ pub(crate) fn build(
     // most level0_bound(n, rows) = c0 (plan_layout's tests), the tables hold c0 + 1,
     // c0 and c0 u32, the list 3 * list_len(n).
     unsafe { b.launch(cfg1(grid_for(c0))) }?;
-    let lb = lists[1].ptr();
+    let lb = p(11);
     let mut b = builder(dev, &k, Kernel::PlanLevels);
     b.arg(&la).arg(&lb).arg(&hi).arg(&n64).arg(&infop);
     // SAFETY: plan_levels(u32* list_a, u32* list_b, u32* hi, u64 n, u64* info): one
@@ -324,6 +326,18 @@ pub(crate) fn build(
         plan: DevicePlan::from_parts(mem, positions, idx, tables, values),
         max: Some(max),
     })
+}
+
+/// Offsets of regions of `sizes` bytes in one allocation, each aligned to
+/// 256 bytes, and the total.
+fn carve(sizes: &[u64]) -> (u64, Vec<u64>) {
+    let mut at = Vec::with_capacity(sizes.len());
+    let mut total = 0u64;
+    for &s in sizes {
+        at.push(total);
+        total += s.div_ceil(256) * 256;
+    }
+    (total, at)
 }
 
 /// Exclusive scan of the `n` u32 at `input` into `out`, with `sums` holding
