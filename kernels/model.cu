@@ -35,7 +35,8 @@ __device__ __forceinline__ double rdiv(double a, double b) { return __ddiv_rn(a,
 // It is rtx-backend's portable exp (crates/rtx-backend/src/exp.rs), line for line in
 // explicit round-to-nearest operations, so the host and the device get the same bits:
 // Cody-Waite reduction x = k ln2 + r, the Taylor polynomial of degree 13 of e^r by
-// Horner, scaling by 2^k; f32 is computed in f64 and rounded once.
+// Horner (degree 13 in f64; degree 7 in f32 arithmetic for f32, a short chain for the
+// latency-bound fused softmax), scaling by 2^k.
 __device__ __forceinline__ double rexp_pow2(long long k) {
     return __longlong_as_double((long long)((unsigned long long)(k + 1023) << 52));
 }
@@ -60,7 +61,27 @@ __device__ __forceinline__ double rexp64(double x) {
     if (ki < -1000) return __dmul_rn(__dmul_rn(p, rexp_pow2(ki + 600)), rexp_pow2(-600));
     return __dmul_rn(p, rexp_pow2(ki));
 }
-__device__ __forceinline__ float rexp(float a) { return __double2float_rn(rexp64((double)a)); }
+__device__ __forceinline__ float rexp_pow2f(int k) { return __int_as_float((k + 127) << 23); }
+__device__ __forceinline__ float rexp32(float x) {
+    if (x != x) return x;
+    if (x > 88.72284f) return __int_as_float(0x7f800000);
+    if (x < -104.0f) return 0.0f;
+    const float k = floorf(__fadd_rn(__fmul_rn(x, 1.4426950216293335f), 0.5f));
+    const float r = __fsub_rn(__fsub_rn(x, __fmul_rn(k, 0.693145751953125f)),
+                              __fmul_rn(k, 1.428606765330187e-06f));
+    const float c[6] = {0.00019841270113829523f, 0.0013888889225199819f, 0.008333333767950535f,
+                        0.0416666679084301f, 0.1666666716337204f, 0.5f};
+    float p = c[0];
+#pragma unroll
+    for (int i = 1; i < 6; ++i) p = __fadd_rn(__fmul_rn(p, r), c[i]);
+    p = __fadd_rn(__fmul_rn(p, r), 1.0f);
+    p = __fadd_rn(__fmul_rn(p, r), 1.0f);
+    const int ki = (int)k;
+    if (ki > 126) return __fmul_rn(__fmul_rn(p, rexp_pow2f(64)), rexp_pow2f(ki - 64));
+    if (ki < -126) return __fmul_rn(__fmul_rn(p, rexp_pow2f(ki + 64)), rexp_pow2f(-64));
+    return __fmul_rn(p, rexp_pow2f(ki));
+}
+__device__ __forceinline__ float rexp(float a) { return rexp32(a); }
 __device__ __forceinline__ double rexp(double a) { return rexp64(a); }
 
 // Components of the vector types the scatter machinery moves.

@@ -7,11 +7,12 @@
 //! library in the last bit).
 //!
 //! Cody-Waite reduction `x = k ln2 + r`, `|r| <= ln2 / 2`, then the Taylor
-//! polynomial of degree 13 of `e^r` by Horner (truncation error below
-//! `2^-57` relative) and the scaling by `2^k`. Error: about 1 ulp in f64;
-//! `f32` is computed in `f64` and rounded once (correctly rounded but for
-//! rare halfway cases). kernels/model.cu's `rexp64` is the same code line
-//! for line; a GPU test compares the two over a sweep of inputs.
+//! polynomial of `e^r` by Horner and the scaling by `2^k`: degree 13 in
+//! `f64` (truncation below `2^-57` relative; about 1 ulp), degree 7 in `f32`
+//! arithmetic for `f32` (truncation below `2^-27`; at most 2 ulp), so the
+//! `f32` chain stays short in the device's latency-bound fused softmax.
+//! kernels/model.cu's `rexp64` / `rexp32` are the same code line for line;
+//! a GPU test compares them with these over a sweep of inputs.
 
 /// `log2(e)` (1.4426950408889634, the literal kernels/model.cu spells out).
 const LOG2E: f64 = std::f64::consts::LOG2_E;
@@ -68,9 +69,54 @@ pub fn exp64(x: f64) -> f64 {
     }
 }
 
-/// `e^x` in `f32`: [`exp64`] rounded once.
+/// `log2(e)` in `f32` (1.4426950216293335).
+const LOG2E_F: f32 = std::f32::consts::LOG2_E;
+/// `ln 2` split for `f32`: 16 significant bits in the high part, so
+/// `k * LN2_HI_F` is exact for every `|k| <= 256`.
+const LN2_HI_F: f32 = 0.693145751953125;
+const LN2_LO_F: f32 = 1.428606765330187e-06;
+/// `1 / n!` in `f32` for n = 7 down to 2.
+const INV_FACT_F: [f32; 6] = [
+    0.00019841270113829523,
+    0.0013888889225199819,
+    0.008333333767950535,
+    0.0416666679084301,
+    0.1666666716337204,
+    0.5,
+];
+
+/// `2^k` in `f32` for `-126 <= k <= 127`.
+fn pow2f(k: i32) -> f32 {
+    f32::from_bits(((k + 127) as u32) << 23)
+}
+
+/// `e^x` in `f32`, in `f32` arithmetic (see the module docs).
 pub fn exp32(x: f32) -> f32 {
-    exp64(f64::from(x)) as f32
+    if x.is_nan() {
+        return x;
+    }
+    if x > 88.72284 {
+        return f32::INFINITY;
+    }
+    if x < -104.0 {
+        return 0.0;
+    }
+    let k = (x * LOG2E_F + 0.5).floor();
+    let r = (x - k * LN2_HI_F) - k * LN2_LO_F;
+    let mut p = INV_FACT_F[0];
+    for c in &INV_FACT_F[1..] {
+        p = p * r + c;
+    }
+    p = p * r + 1.0;
+    p = p * r + 1.0;
+    let k = k as i32;
+    if k > 126 {
+        p * pow2f(64) * pow2f(k - 64)
+    } else if k < -126 {
+        p * pow2f(k + 64) * pow2f(-64)
+    } else {
+        p * pow2f(k)
+    }
 }
 
 #[cfg(test)]
@@ -116,7 +162,12 @@ mod tests {
         assert!(exp64(709.7).is_finite());
         assert!(exp64(f64::NAN).is_nan());
         assert_eq!(exp32(89.0), f32::INFINITY);
-        assert_eq!(exp32(-104.0), 0.0);
+        assert_eq!(exp32(88.72284), f32::INFINITY);
+        assert!(exp32(88.7228).is_finite());
+        assert_eq!(exp32(-105.0), 0.0);
+        assert!(exp32(-100.0) > 0.0 && exp32(-100.0) < f32::MIN_POSITIVE);
         assert_eq!(exp32(0.0), 1.0);
+        assert!(exp32(f32::NAN).is_nan());
+        assert_eq!(exp32(f32::NEG_INFINITY), 0.0);
     }
 }

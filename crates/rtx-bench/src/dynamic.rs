@@ -199,9 +199,26 @@ fn hetgat_sampled(g: &CudaBackend, args: &Args) -> anyhow::Result<()> {
             same &= lc.to_bits() == loss.to_bits();
         }
     }
-    let extra = [("edges", json!(edges.iter().sum::<usize>())), ("nodes", json!(na + nb))];
-    emit("dynamic", "hetgat-sampled", "rtx-cuda-train-step", median(t_step), None, &extra);
-    emit("dynamic", "hetgat-sampled", "rtx-host-graph-build", median(t_build), None, &extra);
+    let extra = [
+        ("edges", json!(edges.iter().sum::<usize>())),
+        ("nodes", json!(na + nb)),
+    ];
+    emit(
+        "dynamic",
+        "hetgat-sampled",
+        "rtx-cuda-train-step",
+        median(t_step),
+        None,
+        &extra,
+    );
+    emit(
+        "dynamic",
+        "hetgat-sampled",
+        "rtx-host-graph-build",
+        median(t_build),
+        None,
+        &extra,
+    );
     if let Some(c) = check {
         c?;
         emit(
@@ -212,7 +229,10 @@ fn hetgat_sampled(g: &CudaBackend, args: &Args) -> anyhow::Result<()> {
             None,
             &[("loss_bits_equal_cpu_first_3_steps", json!(same))],
         );
-        anyhow::ensure!(same, "hetgat-sampled: a loss differs between CUDA and the CPU");
+        anyhow::ensure!(
+            same,
+            "hetgat-sampled: a loss differs between CUDA and the CPU"
+        );
     }
     Ok(())
 }

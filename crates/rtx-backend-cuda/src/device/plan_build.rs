@@ -184,18 +184,18 @@ pub(crate) fn build(
     let ncounts = (1u64 << dbits) * ntiles;
     let t0 = tiles(sort_rows);
     let sizes = [
-        4 * ncounts,            // counts
-        4 * ncounts,            // offs
-        4 * tiles(ncounts),     // sums
-        4 * n64,                // keys[0]
-        4 * n64,                // keys[1]
-        4 * n64,                // vals[0]
-        4 * n64,                // vals[1]
-        4 * (sort_rows + 1),    // off
-        12 * t0,                // sums3
-        12 * sort_rows,         // scan3
-        12 * list_len(n64),     // list a
-        12 * list_len(n64),     // list b
+        4 * ncounts,         // counts
+        4 * ncounts,         // offs
+        4 * tiles(ncounts),  // sums
+        4 * n64,             // keys[0]
+        4 * n64,             // keys[1]
+        4 * n64,             // vals[0]
+        4 * n64,             // vals[1]
+        4 * (sort_rows + 1), // off
+        12 * t0,             // sums3
+        12 * sort_rows,      // scan3
+        12 * list_len(n64),  // list a
+        12 * list_len(n64),  // list b
     ];
     let (total, at) = carve(&sizes);
     let scratch = dev.alloc(usize::try_from(total).map_err(|_| Error::SizeOverflow {
@@ -213,10 +213,22 @@ pub(crate) fn build(
     for pass in 0..passes {
         let shift = pass * dbits;
         let last = pass + 1 == passes;
-        let kin = if pass == 0 { idx } else { keys[(pass as usize - 1) % 2] };
-        let vin = if pass == 0 { zero } else { vals[(pass as usize - 1) % 2] };
+        let kin = if pass == 0 {
+            idx
+        } else {
+            keys[(pass as usize - 1) % 2]
+        };
+        let vin = if pass == 0 {
+            zero
+        } else {
+            vals[(pass as usize - 1) % 2]
+        };
         let kout = keys[pass as usize % 2];
-        let vout = if last { positions } else { vals[pass as usize % 2] };
+        let vout = if last {
+            positions
+        } else {
+            vals[pass as usize % 2]
+        };
         let mut b = builder(dev, &k, Kernel::PlanHist);
         b.arg(&kin)
             .arg(&n64)
