@@ -71,11 +71,16 @@ pub fn exp64(x: f64) -> f64 {
 
 /// `log2(e)` in `f32` (1.4426950216293335).
 const LOG2E_F: f32 = std::f32::consts::LOG2_E;
+// The f32 literals below are the exact values of the f32 constants, spelled
+// in full (as kernels/model.cu spells them), hence more digits than f32 needs.
 /// `ln 2` split for `f32`: 16 significant bits in the high part, so
 /// `k * LN2_HI_F` is exact for every `|k| <= 256`.
+#[allow(clippy::excessive_precision)]
 const LN2_HI_F: f32 = 0.693145751953125;
+#[allow(clippy::excessive_precision)]
 const LN2_LO_F: f32 = 1.428606765330187e-06;
 /// `1 / n!` in `f32` for n = 7 down to 2.
+#[allow(clippy::excessive_precision)]
 const INV_FACT_F: [f32; 6] = [
     0.00019841270113829523,
     0.0013888889225199819,
