@@ -58,6 +58,18 @@ typedef unsigned long long u64;
 #ifndef RTX_FINAL
 #error "RTX_FINAL must be defined by rtx-backend-cuda (src/abi.rs)"
 #endif
+// Largest digit (bits) of one pass of the device plan's radix sort (plan.cu).
+#ifndef RTX_PLAN_DIGIT_BITS
+#error "RTX_PLAN_DIGIT_BITS must be defined by rtx-backend-cuda (src/abi.rs)"
+#endif
+// Items per thread of a tile of the device plan's sort and scans.
+#ifndef RTX_PLAN_ITEMS
+#error "RTX_PLAN_ITEMS must be defined by rtx-backend-cuda (src/abi.rs)"
+#endif
+// Levels past level 0 a device plan has room for.
+#ifndef RTX_PLAN_HI_LEVELS
+#error "RTX_PLAN_HI_LEVELS must be defined by rtx-backend-cuda (src/abi.rs)"
+#endif
 // Op codes of rtx_backend::Unary.
 #ifndef RTX_UNARY_RELU
 #error "RTX_UNARY_RELU must be defined by rtx-backend-cuda (src/abi.rs)"

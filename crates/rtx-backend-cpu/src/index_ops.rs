@@ -13,6 +13,8 @@ use crate::CpuBackend;
 use crate::tasks::MIN_ROWS_PER_TASK;
 
 impl IndexOps for CpuBackend {
+    rtx_backend::host_index_list!();
+
     fn index_select<T: Element>(
         &self,
         src: &BTensor<Self, T>,

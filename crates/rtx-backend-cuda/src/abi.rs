@@ -31,6 +31,15 @@ pub(crate) const CANONICAL_BLOCK: usize = rtx_backend::CANONICAL_BLOCK;
 /// Slot of a scatter chunk whose sum goes into its row (`RTX_FINAL`).
 pub(crate) const FINAL: u32 = crate::levels::FINAL;
 
+/// Largest digit of one pass of the device plan's radix sort, in bits
+/// (`RTX_PLAN_DIGIT_BITS`): two passes sort the indices of up to 4M rows.
+pub(crate) const PLAN_DIGIT_BITS: u32 = 11;
+/// Items per thread of a tile of the device plan's sort and scans (`RTX_PLAN_ITEMS`).
+pub(crate) const PLAN_ITEMS: u64 = 16;
+/// Levels past level 0 the device plan has room for (`RTX_PLAN_HI_LEVELS`):
+/// a list of fewer than 2^32 entries needs at most 3 (256^4 = 2^32).
+pub(crate) const PLAN_HI_LEVELS: u32 = 4;
+
 /// Op code of [`Unary::Relu`] (`RTX_UNARY_RELU`).
 pub(crate) const UNARY_RELU: u32 = 0;
 /// Op code of [`Unary::LeakyRelu`] (`RTX_UNARY_LEAKY_RELU`).
@@ -80,6 +89,9 @@ pub(crate) fn defines() -> Vec<(&'static str, String)> {
         ("RTX_FUSED_MIN_BLOCKS", FUSED_MIN_BLOCKS.to_string()),
         ("RTX_CANONICAL_BLOCK", CANONICAL_BLOCK.to_string()),
         ("RTX_FINAL", format!("{FINAL:#X}u").replace("0X", "0x")),
+        ("RTX_PLAN_DIGIT_BITS", PLAN_DIGIT_BITS.to_string()),
+        ("RTX_PLAN_ITEMS", PLAN_ITEMS.to_string()),
+        ("RTX_PLAN_HI_LEVELS", PLAN_HI_LEVELS.to_string()),
         ("RTX_UNARY_RELU", UNARY_RELU.to_string()),
         ("RTX_UNARY_LEAKY_RELU", UNARY_LEAKY_RELU.to_string()),
         ("RTX_UNARY_EXP", UNARY_EXP.to_string()),

@@ -117,6 +117,13 @@ pub enum Error {
         /// Parameters the kernel takes.
         takes: usize,
     },
+    /// The device plan builder reported a state it can never reach for a
+    /// valid list (a bug of this crate, which its tests look for).
+    #[error("building a scatter plan on the device failed: {detail} (a bug of rtx-backend-cuda)")]
+    DevicePlan {
+        /// What the builder reported.
+        detail: String,
+    },
     /// A CUDA driver call failed.
     #[cfg(feature = "cuda")]
     #[error("CUDA driver: {0}")]

@@ -1,5 +1,7 @@
-//! Hashing of index lists for the per-thread index cache: one pass that also
-//! finds the largest index (the range check of a cache hit).
+//! Keys and comparisons of index lists for the per-thread index cache: a
+//! sampled key (a few thousand entries, whatever the length), the exact
+//! comparison of a hit and the largest index of a miss, both spread over
+//! the rayon pool for long lists, and a full hash of host plans.
 
 /// A 64-bit hash of `idx` and its largest value (`None` when empty).
 ///
@@ -31,6 +33,59 @@ pub(crate) fn hash_and_max(idx: &[u32]) -> (u64, Option<u32>) {
     (t ^ (t >> 31), (!idx.is_empty()).then_some(max))
 }
 
+/// Entries sampled by [`sample_key`] past the first and last [`EDGE`].
+const SAMPLES: usize = 4096;
+/// Entries at each end that [`sample_key`] always reads.
+const EDGE: usize = 256;
+/// Lists at least this long are compared and scanned on the rayon pool.
+const PAR_MIN: usize = 1 << 18;
+/// Entries per rayon task of the comparisons and scans.
+const PAR_CHUNK: usize = 1 << 16;
+
+/// A key of `idx` from its length, its ends and [`SAMPLES`] evenly spaced
+/// entries (every entry of a short list): O(1) in the length. Lists with
+/// equal keys are told apart by [`same_list`], so a list differing only
+/// between samples costs a comparison, never a wrong result.
+pub(crate) fn sample_key(idx: &[u32]) -> u64 {
+    let n = idx.len();
+    if n <= 2 * EDGE + SAMPLES {
+        return hash_and_max(idx).0;
+    }
+    let mut s = Vec::with_capacity(2 * EDGE + SAMPLES + 2);
+    s.extend_from_slice(&idx[..EDGE]);
+    s.extend_from_slice(&idx[n - EDGE..]);
+    let step = (n - 2 * EDGE) / SAMPLES;
+    s.extend((0..SAMPLES).map(|k| idx[EDGE + k * step]));
+    s.push(n as u32);
+    s.push((n as u64 >> 32) as u32);
+    hash_and_max(&s).0
+}
+
+/// Whether `a == b`, compared on the rayon pool when long.
+pub(crate) fn same_list(a: &[u32], b: &[u32]) -> bool {
+    use rayon::prelude::*;
+    if a.len() != b.len() {
+        return false;
+    }
+    if a.len() < PAR_MIN {
+        return a == b;
+    }
+    a.par_chunks(PAR_CHUNK)
+        .zip(b.par_chunks(PAR_CHUNK))
+        .all(|(x, y)| x == y)
+}
+
+/// The largest entry of `idx` (`None` when empty), on the rayon pool when long.
+pub(crate) fn max_of(idx: &[u32]) -> Option<u32> {
+    use rayon::prelude::*;
+    if idx.len() < PAR_MIN {
+        return idx.iter().copied().max();
+    }
+    idx.par_chunks(PAR_CHUNK)
+        .map(|c| c.iter().copied().max().unwrap_or(0))
+        .max()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -49,5 +104,33 @@ mod tests {
         // a list and its prefix differ
         assert_ne!(hash_and_max(&v[..1000]).0, h);
         assert_ne!(hash_and_max(&[0, 0]).0, hash_and_max(&[0]).0);
+    }
+
+    #[test]
+    fn sampled_keys_compare_and_max() {
+        let v: Vec<u32> = (0..3_000_000u32)
+            .map(|i| i.wrapping_mul(2_654_435_761) % 1_000_003)
+            .collect();
+        let k = sample_key(&v);
+        let mut w = v.clone();
+        assert_eq!(sample_key(&w), k);
+        assert!(same_list(&v, &w));
+        // a change at an end or at a sampled entry changes the key
+        w[0] ^= 1;
+        assert_ne!(sample_key(&w), k);
+        assert!(!same_list(&v, &w));
+        w[0] ^= 1;
+        // a change between samples keeps the key but not the comparison
+        let between = 256 + 1;
+        w[between] ^= 1;
+        assert_eq!(sample_key(&w), k);
+        assert!(!same_list(&v, &w));
+        assert!(!same_list(&v, &v[1..]));
+        assert_eq!(max_of(&v), v.iter().copied().max());
+        assert_eq!(max_of(&v[..10]), v[..10].iter().copied().max());
+        assert_eq!(max_of(&[]), None);
+        // short lists: every entry is in the key
+        assert_ne!(sample_key(&[1, 2, 3]), sample_key(&[1, 2, 4]));
+        assert_ne!(sample_key(&v[..1000]), sample_key(&v[..999]));
     }
 }

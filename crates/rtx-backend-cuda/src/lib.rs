@@ -85,6 +85,8 @@ mod levels;
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 mod permute_plan;
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+mod plan_layout;
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 mod settings;
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 mod source;

@@ -3,6 +3,7 @@
 //! [`CudaBackend::new`] returns [`Error::FeatureDisabled`], so no value of
 //! these types can exist and none of their methods can run.
 
+use std::borrow::Cow;
 use std::convert::Infallible;
 use std::marker::PhantomData;
 
@@ -184,6 +185,53 @@ impl CudaBackend {
         match self.never {}
     }
 
+    /// `n` indices made on the device by the anchors' generator.
+    ///
+    /// # Errors
+    /// Never returns.
+    pub fn index_random(
+        &self,
+        _seed: u64,
+        _start: u64,
+        _n: usize,
+        _rows: usize,
+        _hub: bool,
+    ) -> BResult<CudaIndex> {
+        match self.never {}
+    }
+
+    /// `parents * times` indices `offset + i / times` made on the device.
+    ///
+    /// # Errors
+    /// Never returns.
+    pub fn index_repeat(&self, _parents: usize, _times: usize, _offset: u32) -> BResult<CudaIndex> {
+        match self.never {}
+    }
+
+    /// The largest index of `index`.
+    ///
+    /// # Errors
+    /// Never returns.
+    pub fn index_max(&self, _index: &CudaIndex) -> BResult<Option<u32>> {
+        match self.never {}
+    }
+
+    /// The entries of `index` on the host.
+    ///
+    /// # Errors
+    /// Never returns.
+    pub fn index_download<'a>(&self, _index: &'a CudaIndex) -> BResult<Cow<'a, [u32]>> {
+        match self.never {}
+    }
+
+    /// The lists one after another, each shifted by its offset, on the device.
+    ///
+    /// # Errors
+    /// Never returns.
+    pub fn index_concat_device(&self, _parts: &[(&CudaIndex, u32)]) -> BResult<CudaIndex> {
+        match self.never {}
+    }
+
     /// Builds `index`'s scatter plan now.
     ///
     /// # Errors
@@ -251,7 +299,21 @@ impl BackendCore for CudaBackend {
     }
 }
 
-impl IndexOps for CudaBackend {}
+impl IndexOps for CudaBackend {
+    type Index = CudaIndex;
+
+    fn index_from_host(&self, _idx: &[u32]) -> BResult<CudaIndex> {
+        match self.never {}
+    }
+
+    fn index_to_host<'a>(&self, _idx: &'a CudaIndex) -> BResult<Cow<'a, [u32]>> {
+        match self.never {}
+    }
+
+    fn index_len(&self, _idx: &CudaIndex) -> usize {
+        match self.never {}
+    }
+}
 
 impl LayoutOps for CudaBackend {}
 

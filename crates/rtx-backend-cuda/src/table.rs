@@ -135,6 +135,22 @@ kernels! {
     Gss0F32x1 = "gss0_f32x1" / 14,
     Gss0F64x2 = "gss0_f64x2" / 14,
     Gss0F64x1 = "gss0_f64x1" / 14,
+    // plan.cu: device scatter plans and device index lists
+    IndexBounds = "index_bounds" / 5,
+    PlanHist = "plan_hist" / 6,
+    PlanRank = "plan_rank" / 9,
+    ScanSumsU32 = "scan_sums_u32" / 3,
+    ScanSpineU32 = "scan_spine_u32" / 2,
+    ScanApplyU32 = "scan_apply_u32" / 4,
+    PlanOffsets = "plan_offsets" / 4,
+    Lvl0Sums = "lvl0_sums" / 3,
+    Lvl0Spine = "lvl0_spine" / 3,
+    Lvl0Apply = "lvl0_apply" / 4,
+    Lvl0Fill = "lvl0_fill" / 9,
+    PlanLevels = "plan_levels" / 5,
+    IndexRandom = "index_random" / 6,
+    IndexRepeat = "index_repeat" / 4,
+    IndexShift = "index_shift" / 4,
 }
 
 /// The unsigned word a copy kernel moves (`u32`, `uint2`/`u64`, `uint4`).

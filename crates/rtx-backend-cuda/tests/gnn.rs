@@ -81,16 +81,108 @@ fn two_modes_train_bit_identically_on_harris() {
 }
 
 #[test]
-fn training_is_close_to_the_cpu_backend() {
-    // bit-identical except `exp` (the device's expf vs the host's libm)
+fn training_is_bit_identical_to_the_cpu_backend() {
+    // one exp everywhere (rtx_backend::exp), the canonical order for sums,
+    // the reference order for the dense ops: the same loss and parameter bits
     let g = harris_like(300, 150, [2000, 1200, 1100], 5).unwrap();
-    let dev = training_bits::<_, f32>(&backend(), &g, 3).unwrap();
-    let cpu = training_bits::<_, f32>(&CpuBackend::reference(), &g, 3).unwrap();
-    for (d, c) in dev.0.iter().zip(&cpu.0) {
-        let (d, c) = (f32::from_bits(*d as u32), f32::from_bits(*c as u32));
+    for f64_too in [false, true] {
+        let (dev, cpu) = if f64_too {
+            (
+                training_bits::<_, f64>(&backend(), &g, 3).unwrap(),
+                training_bits::<_, f64>(&CpuBackend::reference(), &g, 3).unwrap(),
+            )
+        } else {
+            (
+                training_bits::<_, f32>(&backend(), &g, 3).unwrap(),
+                training_bits::<_, f32>(&CpuBackend::reference(), &g, 3).unwrap(),
+            )
+        };
+        assert_eq!(
+            dev.0, cpu.0,
+            "loss bits per step, cuda vs cpu (f64: {f64_too})"
+        );
         assert!(
-            (d - c).abs() <= 1e-5 * c.abs(),
-            "loss {d} on cuda vs {c} on cpu"
+            dev.1 == cpu.1,
+            "final parameters, cuda vs cpu (f64: {f64_too})"
+        );
+    }
+}
+
+#[test]
+fn exp_is_the_hosts_bit_for_bit() {
+    let g = backend();
+    let c = CpuBackend::reference();
+    let xs: Vec<f64> = (-8000..8000)
+        .map(|i| f64::from(i) * 0.0931 + 1e-3 * f64::from(i % 7))
+        .chain([
+            0.0,
+            -0.0,
+            1.0,
+            709.7,
+            710.0,
+            -745.0,
+            -746.0,
+            88.7,
+            -103.9,
+            f64::NAN,
+        ])
+        .collect();
+    let n = xs.len();
+    let d = g
+        .download(&g.unary(Unary::Exp, &up(&g, &xs, &[n])).unwrap())
+        .unwrap();
+    let h = c
+        .download(&c.unary(Unary::Exp, &up(&c, &xs, &[n])).unwrap())
+        .unwrap();
+    assert_eq!(bits(&d), bits(&h), "f64 exp");
+    let x32: Vec<f32> = xs.iter().map(|&x| x as f32).collect();
+    let d = g
+        .download(&g.unary(Unary::Exp, &up(&g, &x32, &[n])).unwrap())
+        .unwrap();
+    let h = c
+        .download(&c.unary(Unary::Exp, &up(&c, &x32, &[n])).unwrap())
+        .unwrap();
+    assert_eq!(bits(&d), bits(&h), "f32 exp");
+}
+
+/// A HetGAT trained on a freshly sampled subgraph every step (new edge
+/// lists, so new plans, each step) of a large two-type graph: the loss bits
+/// of every step equal on the CUDA and CPU backends.
+#[test]
+fn training_on_freshly_sampled_subgraphs_matches_the_cpu_bit_for_bit() {
+    use rtx_gnn::HetGat;
+    let (na, nb) = (200_000usize, 100_000usize);
+    let cfg = HetGatConfig {
+        in_features: vec![32, 32],
+        ..HetGatConfig::harris()
+    };
+    let g0 = harris_like(na, nb, [30_000, 20_000, 25_000], 1000).unwrap();
+    let (dev, cpu) = (backend(), CpuBackend::reference());
+    let mut md = HetGat::<CudaBackend, f32>::new(&dev, &g0, cfg.clone(), 42).unwrap();
+    let mut mc = HetGat::<CpuBackend, f32>::new(&cpu, &g0, cfg, 42).unwrap();
+    let xs = |t: u64, n: usize| values::<f32>(40 + t, n * 32);
+    let xd = [
+        up(&dev, &xs(0, na), &[na, 32]),
+        up(&dev, &xs(1, nb), &[nb, 32]),
+    ];
+    let xc = [
+        up(&cpu, &xs(0, na), &[na, 32]),
+        up(&cpu, &xs(1, nb), &[nb, 32]),
+    ];
+    for step in 0..4u64 {
+        let sub = harris_like(
+            na,
+            nb,
+            [30_000 + 11 * step as usize, 20_000, 25_000],
+            2000 + 97 * step,
+        )
+        .unwrap();
+        let ld = md.train_step(&dev, &sub, &xd, 1e-2).unwrap();
+        let lc = mc.train_step(&cpu, &sub, &xc, 1e-2).unwrap();
+        assert_eq!(
+            ld.to_bits(),
+            lc.to_bits(),
+            "step {step}: loss {ld} on cuda, {lc} on cpu"
         );
     }
 }

@@ -64,7 +64,8 @@ pub trait Element:
     fn to_f64(self) -> f64;
     /// The bits, widened to `u64`, for bit-exact comparisons.
     fn to_bits_u64(self) -> u64;
-    /// `e^self`, as the platform's math library computes it (host ops).
+    /// `e^self` by the portable algorithm of [`crate::exp`], the same bits
+    /// as the CUDA kernels' `rexp`.
     fn exp(self) -> Self;
     /// Whether `self` is NaN.
     fn is_nan(self) -> bool;
@@ -83,7 +84,7 @@ impl Element for f32 {
         u64::from(self.to_bits())
     }
     fn exp(self) -> Self {
-        f32::exp(self)
+        crate::exp::exp32(self)
     }
     fn is_nan(self) -> bool {
         f32::is_nan(self)
@@ -103,7 +104,7 @@ impl Element for f64 {
         self.to_bits()
     }
     fn exp(self) -> Self {
-        f64::exp(self)
+        crate::exp::exp64(self)
     }
     fn is_nan(self) -> bool {
         f64::is_nan(self)

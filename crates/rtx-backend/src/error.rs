@@ -51,6 +51,19 @@ pub enum Error {
         /// The maximum.
         max: usize,
     },
+    /// An index list shifted by an offset (a concatenation) would pass `u32::MAX`.
+    #[error(
+        "index list {part} of the concatenation: its largest index {max} plus the offset \
+         {offset} does not fit in u32"
+    )]
+    IndexOffsetOverflow {
+        /// Which part (0-based).
+        part: usize,
+        /// Its largest index.
+        max: u32,
+        /// The offset asked for.
+        offset: u32,
+    },
     /// A size derived from the arguments (other than a shape's element count,
     /// which is [`Error::Layout`]) does not fit in `usize`.
     #[error("{op}: {what} overflows 64 bits")]

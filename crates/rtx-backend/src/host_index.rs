@@ -18,8 +18,9 @@ use crate::{
 /// gathers and maxima) and every other op is the inner backend's own, a model
 /// run on `HostIndexOps<B>` gives the same bits as on `B`, step after step.
 ///
-/// The index and fused defaults are taken by construction (their `impl`s are
-/// empty); the delegating `impl`s of the other three capabilities must list
+/// The index and fused defaults are taken by construction (their `impl`s
+/// override no op: the index one only names its host index list type with
+/// [`host_index_list!`](crate::host_index_list)); the delegating `impl`s of the other three capabilities must list
 /// every op of their trait, which the test below checks by name.
 #[derive(Debug, Clone, Default)]
 pub struct HostIndexOps<B> {
@@ -71,7 +72,9 @@ impl<B: Backend> BackendCore for HostIndexOps<B> {
     }
 }
 
-impl<B: Backend> IndexOps for HostIndexOps<B> {}
+impl<B: Backend> IndexOps for HostIndexOps<B> {
+    crate::host_index_list!();
+}
 
 impl<B: Backend> LayoutOps for HostIndexOps<B> {
     fn swap_dims<T: Element>(
@@ -201,12 +204,15 @@ mod tests {
         }
     }
 
-    /// The index and fused impls stay empty: those ops run on the defaults.
+    /// The index and fused impls override nothing: the fused one is empty,
+    /// the index one holds only the host index list items (no op), so every
+    /// op runs on the defaults.
     #[test]
     fn index_and_fused_ops_take_the_defaults() {
-        for name in ["IndexOps", "FusedOps"] {
-            let block = impl_block(name);
-            assert!(block.trim_end().ends_with("{}"), "{block}");
-        }
+        let block = impl_block("FusedOps");
+        assert!(block.trim_end().ends_with("{}"), "{block}");
+        let block = impl_block("IndexOps");
+        let body = block[block.find('{').unwrap() + 1..block.rfind('}').unwrap()].trim();
+        assert_eq!(body, "crate::host_index_list!();", "{block}");
     }
 }

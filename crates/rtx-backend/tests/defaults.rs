@@ -38,7 +38,9 @@ impl BackendCore for CoreOnly {
     }
 }
 
-impl IndexOps for CoreOnly {}
+impl IndexOps for CoreOnly {
+    rtx_backend::host_index_list!();
+}
 
 impl LayoutOps for CoreOnly {}
 

@@ -123,7 +123,9 @@ impl BackendCore for HostRoundTrip<'_> {
     }
 }
 
-impl IndexOps for HostRoundTrip<'_> {}
+impl IndexOps for HostRoundTrip<'_> {
+    rtx_backend::host_index_list!();
+}
 
 impl LayoutOps for HostRoundTrip<'_> {}
 

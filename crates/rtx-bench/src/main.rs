@@ -9,6 +9,8 @@ use clap::{Parser, Subcommand};
 #[cfg(feature = "cuda")]
 mod cuda;
 mod cuda_timing;
+#[cfg(feature = "cuda")]
+mod dynamic;
 mod gat;
 mod hetgat;
 mod index;
@@ -33,6 +35,9 @@ enum Command {
     Transpose(transpose::Args),
     /// HetGAT train / inference timings (JSON lines).
     Gat(gat::Args),
+    /// Message passing on index lists made fresh on the device every call (JSON lines; `cuda` feature).
+    #[cfg(feature = "cuda")]
+    Dynamic(dynamic::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -42,6 +47,8 @@ fn main() -> std::process::ExitCode {
         Command::Index(a) => index::run(&a),
         Command::Transpose(a) => transpose::run(&a),
         Command::Gat(a) => gat::run(&a),
+        #[cfg(feature = "cuda")]
+        Command::Dynamic(a) => dynamic::run(&a),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -176,6 +176,21 @@ fn case<T: Element>(
     let bytes = 2.0 * (x.len() * T::DTYPE.size()) as f64;
     let pct = (bytes / ms / 1e6 / copy_gbps * 1000.0).round() / 10.0;
     extra.push(("pct_copy", pct.into()));
+    // a device copy of the same bytes: the ceiling at this size (launch and
+    // tail included), and the same permute with the 32x32 tile forced
+    let copy_ms = time_cuda(g, 3, reps, || -> BResult<()> {
+        let mut y = t.clone();
+        g.make_unique(&mut y)
+    })?;
+    let same = (copy_ms / ms * 1000.0).round() / 10.0;
+    extra.push(("pct_same_size_copy", same.into()));
     emit("permute", name, "rtx-cuda-permute", ms, Some(bytes), &extra);
+    emit("permute", name, "rtx-cuda-copy-same-size", copy_ms, Some(bytes), &[]);
+    g.set_transpose_tile(rtx_backend_cuda::TransposeTile::Force32);
+    let ms32 = time_cuda(g, 3, reps, || -> BResult<()> {
+        g.permute(&t, perm).map(|_| ())
+    });
+    g.set_transpose_tile(rtx_backend_cuda::TransposeTile::ByShape);
+    emit("permute", name, "rtx-cuda-permute-tile32", ms32?, Some(bytes), &[]);
     Ok(())
 }

@@ -6,12 +6,13 @@ use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
-use rtx_backend::{Error as BError, IndexPlan, Result as BResult, reference};
+use rtx_backend::{IndexPlan, Result as BResult, check_len};
 
 use super::context::Device;
-use super::entry::{DevicePlan, IndexEntry, Source};
+use super::entry::{IndexEntry, Source};
 use super::pins::{self, PinKey};
-use crate::hash::hash_and_max;
+use super::plan::DevicePlan;
+use crate::hash::{hash_and_max, max_of, same_list, sample_key};
 
 /// One thread's cache for one backend: entries by hash, least recently used evicted first.
 #[derive(Debug, Default)]
@@ -142,11 +143,6 @@ pub(crate) fn stats(id: u64) -> (usize, usize) {
     })
 }
 
-/// The cache key of an index list: its hash and largest value.
-pub(crate) fn idx_key(idx: &[u32]) -> (u64, Option<u32>) {
-    hash_and_max(idx)
-}
-
 /// The cache key of a plan.
 pub(crate) fn plan_key(plan: &IndexPlan) -> u64 {
     let (h, _) = hash_and_max(plan.positions());
@@ -158,8 +154,8 @@ pub(crate) fn plan_key(plan: &IndexPlan) -> u64 {
 /// to `f`. Every index must be below `rows` (`usize::MAX`: no bound).
 ///
 /// # Errors
-/// [`BError::IndexOutOfRange`] (through [`reference::check_indices`]),
-/// [`BError::TooManyIndices`] past `u32::MAX` entries, and `f`'s errors.
+/// [`rtx_backend::Error::IndexOutOfRange`] naming the first bad index,
+/// [`rtx_backend::Error::TooManyIndices`] past `u32::MAX` entries, and `f`'s errors.
 pub(crate) fn with_idx_entry<R>(
     dev: &Device,
     limit: usize,
@@ -174,27 +170,82 @@ pub(crate) fn with_idx_entry<R>(
         len: idx.len(),
     };
     if let Some(e) = pins::pinned(&key) {
-        check_max(&e, rows)?;
+        e.max(dev, Some(rows))?;
         return f(&e);
     }
-    let (hash, max) = idx_key(idx);
-    if max.is_some_and(|m| m as usize >= rows) {
-        reference::check_indices(idx, rows)?;
-    }
-    if idx.len() > u32::MAX as usize {
-        return Err(BError::TooManyIndices {
-            len: idx.len(),
-            max: u32::MAX as usize,
-        });
-    }
+    check_len(idx.len())?;
+    // a sampled key, then an exact comparison with the candidates: a hit
+    // reads the list once (on the rayon pool), a miss also finds its maximum
+    let hash = sample_key(idx);
+    let max = std::cell::OnceCell::new();
+    let max_now = || *max.get_or_init(|| max_of(idx));
     with_entry(
         dev.id,
         limit,
         hash,
-        |e| matches!(&e.source, Source::Idx(k) if **k == *idx),
-        || IndexEntry::from_idx(idx.into(), max),
-        f,
+        |e| matches!(&e.source, Source::Idx(k) if same_list(k, idx)),
+        || IndexEntry::from_idx(idx.into(), max_now()),
+        |e| {
+            e.max(dev, Some(rows))?;
+            f(e)
+        },
     )
+}
+
+/// Lists at least this long take [`run_then_confirm`] in a gather: the
+/// comparison (about 1 ms for 16M entries on 16 cores) overlaps the kernel.
+pub(crate) const CONFIRM_AFTER_MIN: usize = 1 << 20;
+
+/// For an op whose output is new (a gather): when `idx` is not pinned and
+/// this thread's cache holds a list with its sampled key, length and a
+/// largest index below `rows`, runs `f` on that entry **before** comparing,
+/// so the device works while the host confirms the list is the same; the
+/// result is returned only when it is (else it is dropped: its memory is
+/// freed in stream order, nothing else was written) and `None` lets the
+/// caller take the ordinary path.
+pub(crate) fn run_then_confirm<R>(
+    dev: &Device,
+    idx: &[u32],
+    rows: usize,
+    f: impl Fn(&Arc<IndexEntry>) -> BResult<R>,
+) -> BResult<Option<R>> {
+    let key = PinKey {
+        backend: dev.id,
+        plan: false,
+        addr: idx.as_ptr() as usize,
+        len: idx.len(),
+    };
+    if idx.len() < CONFIRM_AFTER_MIN || pins::pinned(&key).is_some() {
+        return Ok(None);
+    }
+    let hash = sample_key(idx);
+    let candidates: Vec<Arc<IndexEntry>> = CACHE.with(|c| {
+        let mut c = c.borrow_mut();
+        let Some(lru) = c.get_mut(&dev.id) else {
+            return Vec::new();
+        };
+        lru.tick += 1;
+        let tick = lru.tick;
+        lru.entries.get_mut(&hash).map_or_else(Vec::new, |v| {
+            v.iter_mut()
+                .filter(|(e, _)| {
+                    matches!(&e.source, Source::Idx(k) if k.len() == idx.len())
+                        && e.known_max().flatten().is_some_and(|m| (m as usize) < rows)
+                })
+                .map(|(e, t)| {
+                    *t = tick;
+                    Arc::clone(e)
+                })
+                .collect()
+        })
+    });
+    for e in candidates {
+        let r = f(&e)?;
+        if matches!(&e.source, Source::Idx(k) if same_list(k, idx)) {
+            return Ok(Some(r));
+        }
+    }
+    Ok(None)
 }
 
 /// The device plan of `plan`: pinned (no lookup cost), else from this
@@ -207,9 +258,9 @@ pub(crate) fn plan_of(dev: &Device, limit: usize, plan: &IndexPlan) -> BResult<A
         len: plan.len(),
     };
     if let Some(e) = pins::pinned(&key) {
-        return e.plan(dev);
+        return e.plan(dev, plan.rows());
     }
-    plan_entry(dev, limit, plan)?.plan(dev)
+    plan_entry(dev, limit, plan)?.plan(dev, plan.rows())
 }
 
 /// The cache entry of `plan` with its device plan uploaded.
@@ -221,18 +272,8 @@ pub(crate) fn plan_entry(dev: &Device, limit: usize, plan: &IndexPlan) -> BResul
         |e| matches!(&e.source, Source::Plan(p) if **p == *plan),
         || IndexEntry::from_plan(Arc::new(plan.clone())),
         |e| {
-            e.plan(dev)?;
+            e.plan(dev, plan.rows())?;
             Ok(Arc::clone(e))
         },
     )
-}
-
-/// `Err(IndexOutOfRange)` for the first index `>= rows` of an entry.
-pub(crate) fn check_max(entry: &IndexEntry, rows: usize) -> BResult<()> {
-    if entry.max.is_some_and(|m| m as usize >= rows)
-        && let Source::Idx(idx) = &entry.source
-    {
-        reference::check_indices(idx, rows)?;
-    }
-    Ok(())
 }

@@ -9,8 +9,8 @@ use rtx_backend::Element;
 
 use super::buffer::DevMem;
 use super::context::Device;
-use super::entry::DevicePlan;
 use super::launch::{builder, cfg1, chunks_grid, grid_for, lanes_log2};
+use super::plan::DevicePlan;
 use crate::error::{Error, Result};
 use crate::settings::ScatterForm;
 use crate::table::{Float, Fused0, Kernel, Level, SumVec, Typed};

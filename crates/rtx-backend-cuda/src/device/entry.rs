@@ -1,103 +1,33 @@
-//! Device-resident index lists and scatter plans: what the index cache and
-//! the pins hold, and what the gathers and the level chains read.
+//! Device-resident index lists with their scatter plans: what the index
+//! cache, the pins and a `CudaIndex` hold, and what the gathers read.
 
 use std::sync::{Arc, Mutex, OnceLock};
 
-use rtx_backend::{IndexPlan, Result as BResult};
+use rtx_backend::{IndexPlan, Result as BResult, reference};
 
 use super::buffer::DevMem;
 use super::context::Device;
-use crate::levels::build_levels;
-
-/// A scatter plan on the device: the plan's positions and every level's chunk
-/// tables, in one allocation of `u32`s.
-#[derive(Debug)]
-pub(crate) struct DevicePlan {
-    mem: DevMem,
-    /// Device address of the positions (level 0 values).
-    pub positions: u64,
-    /// Device address of the destination row of every plan entry (the index
-    /// list the plan was built from), for the segment ops' elementwise steps.
-    pub rowof: u64,
-    /// Per level: (start, row, slot, chunks).
-    pub levels: Vec<(u64, u64, u64, u64)>,
-    /// Values each level reads (`values[0]` = entries; `values[l]` = scratch slots of level l).
-    pub values: Vec<usize>,
-}
-
-impl DevicePlan {
-    /// Uploads `plan` and its chunk tables.
-    pub fn upload(dev: &Device, plan: &IndexPlan) -> BResult<DevicePlan> {
-        let lv = build_levels(plan);
-        let total = 2 * plan.len()
-            + lv.levels
-                .iter()
-                .map(|l| l.start.len() + 2 * l.len())
-                .sum::<usize>();
-        let mut host: Vec<u32> = Vec::with_capacity(total);
-        host.extend_from_slice(plan.positions());
-        host.resize(2 * plan.len(), 0);
-        {
-            let rowof = &mut host[plan.len()..];
-            for r in 0..plan.rows() {
-                for &p in plan.row(r) {
-                    rowof[p as usize] = r as u32;
-                }
-            }
-        }
-        let mut at = Vec::new();
-        for l in &lv.levels {
-            let s = host.len();
-            host.extend_from_slice(&l.start);
-            let r = host.len();
-            host.extend_from_slice(&l.row);
-            let o = host.len();
-            host.extend_from_slice(&l.slot);
-            at.push((s, r, o, l.len()));
-        }
-        let mem = dev.upload_bytes(u32_bytes(&host))?;
-        let base = mem.ptr();
-        let a = |i: usize| base + 4 * i as u64;
-        Ok(DevicePlan {
-            positions: base,
-            rowof: a(plan.len()),
-            levels: at
-                .into_iter()
-                .map(|(s, r, o, n)| (a(s), a(r), a(o), n as u64))
-                .collect(),
-            values: lv.values,
-            mem,
-        })
-    }
-
-    /// Device bytes held.
-    pub fn bytes(&self) -> usize {
-        self.mem.bytes()
-    }
-}
-
-/// The bytes of a `u32` slice.
-pub(crate) fn u32_bytes(v: &[u32]) -> &[u8] {
-    // SAFETY: u32 has no padding and every byte is initialized; u8 has
-    // alignment 1 and the length covers exactly the slice's bytes.
-    unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
-}
+use super::plan::{DevicePlan, u32_bytes};
+use super::plan_build;
 
 /// What an entry was made from (and is compared with on a hash hit).
 #[derive(Debug)]
 pub(crate) enum Source {
-    /// An index list.
+    /// A host index list (kept to compare with on a cache hit).
     Idx(Arc<[u32]>),
     /// A host plan.
     Plan(Arc<IndexPlan>),
+    /// An index list made on the device, of this many entries (no host copy).
+    Device(usize),
 }
 
 /// A device-resident index list and/or scatter plan, built lazily.
 #[derive(Debug)]
 pub(crate) struct IndexEntry {
     pub source: Source,
-    /// Largest index (`None` when empty).
-    pub max: Option<u32>,
+    /// Largest index (`None` when empty): known at creation for host lists,
+    /// found on the device at first use for device lists.
+    max: OnceLock<Option<u32>>,
     dev_idx: OnceLock<DevMem>,
     plan: Mutex<Option<Arc<DevicePlan>>>,
 }
@@ -106,7 +36,7 @@ impl IndexEntry {
     pub fn from_idx(idx: Arc<[u32]>, max: Option<u32>) -> IndexEntry {
         IndexEntry {
             source: Source::Idx(idx),
-            max,
+            max: OnceLock::from(max),
             dev_idx: OnceLock::new(),
             plan: Mutex::new(None),
         }
@@ -114,9 +44,19 @@ impl IndexEntry {
 
     pub fn from_plan(plan: Arc<IndexPlan>) -> IndexEntry {
         IndexEntry {
-            max: None,
+            max: OnceLock::from(None),
             source: Source::Plan(plan),
             dev_idx: OnceLock::new(),
+            plan: Mutex::new(None),
+        }
+    }
+
+    /// A list of `len` indices already on the device in `mem` (`max` when known).
+    pub fn from_device(mem: DevMem, len: usize, max: Option<Option<u32>>) -> IndexEntry {
+        IndexEntry {
+            source: Source::Device(len),
+            max: max.map_or_else(OnceLock::new, OnceLock::from),
+            dev_idx: OnceLock::from(mem),
             plan: Mutex::new(None),
         }
     }
@@ -126,7 +66,40 @@ impl IndexEntry {
         match &self.source {
             Source::Idx(i) => i.len(),
             Source::Plan(p) => p.len(),
+            Source::Device(n) => *n,
         }
+    }
+
+    /// The largest index if already known (`Some(None)`: empty).
+    pub fn known_max(&self) -> Option<Option<u32>> {
+        self.max.get().copied()
+    }
+
+    /// The largest index (`None` when empty), found on the device with one
+    /// readback the first time for a device list. With `rows`, an index
+    /// `>= rows` is [`rtx_backend::Error::IndexOutOfRange`] naming the first one.
+    pub fn max(&self, dev: &Device, rows: Option<usize>) -> BResult<Option<u32>> {
+        let m = match self.max.get() {
+            Some(&m) => m,
+            None if self.len() == 0 => *self.max.get_or_init(|| None),
+            None => {
+                let ptr = self.dev_idx(dev)?;
+                let m = plan_build::index_max(dev, ptr, self.len(), None)?;
+                *self.max.get_or_init(|| Some(m))
+            }
+        };
+        if let (Some(m), Some(r)) = (m, rows)
+            && m as usize >= r
+        {
+            match &self.source {
+                Source::Idx(idx) => reference::check_indices(idx, r)?,
+                _ => {
+                    let ptr = self.dev_idx(dev)?;
+                    plan_build::index_max(dev, ptr, self.len(), Some(r))?;
+                }
+            }
+        }
+        Ok(m)
     }
 
     /// The index list on the device (uploaded on first use).
@@ -145,16 +118,26 @@ impl IndexEntry {
         Ok(self.dev_idx.get_or_init(|| m).ptr())
     }
 
-    /// The scatter plan on the device (built and uploaded on first use).
-    pub fn plan(&self, dev: &Device) -> BResult<Arc<DevicePlan>> {
+    /// The scatter plan on the device, built at first use: on the device for
+    /// index lists (every index checked against `rows` there unless the
+    /// largest is already known and checked), uploaded for host plans.
+    pub fn plan(&self, dev: &Device, rows: usize) -> BResult<Arc<DevicePlan>> {
         let mut g = self.plan.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(p) = &*g {
+            // built before, so the largest index is known: a host comparison
+            self.max(dev, Some(rows))?;
             return Ok(Arc::clone(p));
         }
         let p = Arc::new(match &self.source {
-            Source::Idx(idx) => {
-                let rows = self.max.map_or(0, |m| m as usize + 1);
-                DevicePlan::upload(dev, &IndexPlan::new(idx, rows)?)?
+            Source::Idx(_) | Source::Device(_) => {
+                let known = match self.known_max() {
+                    Some(_) => self.max(dev, Some(rows))?,
+                    None => None,
+                };
+                let ptr = self.dev_idx(dev)?;
+                let built = plan_build::build(dev, ptr, self.len(), rows, known)?;
+                let _ = self.max.set(built.max);
+                built.plan
             }
             Source::Plan(plan) => DevicePlan::upload(dev, plan)?,
         });
@@ -167,6 +150,7 @@ impl IndexEntry {
         let host = match &self.source {
             Source::Idx(i) => 4 * i.len(),
             Source::Plan(p) => 4 * p.len() + 8 * p.offsets().len(),
+            Source::Device(_) => 0,
         };
         let dev = self.dev_idx.get().map_or(0, DevMem::bytes)
             + self

@@ -4,13 +4,15 @@
 //! gathered per-head dot in one kernel; each with exactly its composition's bits.
 
 use rtx_backend::prelude::*;
-use rtx_backend::{BTensor, Element, IndexPlan, Result as BResult, dims2, ops};
+use rtx_backend::{BTensor, Element, Error as BError, IndexPlan, Result as BResult, dims2, ops};
+use rtx_tensor::Layout;
 
 use super::backend::{CudaBackend, ptr};
 use super::cache;
 use super::chain::{self, Level0};
-use super::entry::DevicePlan;
+use super::index_lists::CudaIndex;
 use super::launch::{builder, cfg1, grid_for};
+use super::plan::DevicePlan;
 use crate::table::{Float, Fused0, Kernel, Typed};
 
 impl CudaBackend {
@@ -32,28 +34,23 @@ impl CudaBackend {
         chain::sum_chain::<T>(&self.dev, dp, f, align, form, level0, ptr(dst))?;
         Ok(())
     }
-}
 
-impl FusedOps for CudaBackend {
-    /// Fused: segment max, the exp-sum (level 0 computes `exp(x - max)` on the
-    /// fly), and `exp(x - max) / sum`; the composition's bits.
-    fn segment_softmax<T: Element>(
+    /// The segment softmax of `x: [e, f]` (e, f > 0) by the device plan `dp`
+    /// into `rows` rows, written to `out`.
+    fn softmax_by<T: Element>(
         &self,
         x: &BTensor<Self, T>,
-        plan: &IndexPlan,
+        dp: &DevicePlan,
+        rows: usize,
+        out: BTensor<Self, T>,
     ) -> BResult<BTensor<Self, T>> {
-        let (e, f) = ops::check_segment("segment_softmax", x.shape(), plan)?;
-        let out = self.out::<T>(&[e, f])?;
-        if e == 0 || f == 0 {
-            return Ok(out);
-        }
-        let dp = cache::plan_of(&self.dev, self.index_cache_limit(), plan)?;
-        let m = self.out::<T>(&[plan.rows(), f])?;
+        let (e, f) = (out.shape()[0], out.shape()[1]);
+        let m = self.out::<T>(&[rows, f])?;
         self.zero(&m)?;
-        chain::max_chain::<T>(&self.dev, &dp, f, ptr(x), ptr(&m))?;
-        let s = self.out::<T>(&[plan.rows(), f])?;
+        chain::max_chain::<T>(&self.dev, dp, f, ptr(x), ptr(&m))?;
+        let s = self.out::<T>(&[rows, f])?;
         let lead = [ptr(x), ptr(&m)];
-        self.fused_sum(&dp, f, f, Fused0::SoftmaxExp, &lead, &s)?;
+        self.fused_sum(dp, f, f, Fused0::SoftmaxExp, &lead, &s)?;
         let (px, pm, ps, po) = (ptr(x), ptr(&m), ptr(&s), ptr(&out));
         let (ee, ff) = (e as u64, f as u64);
         let kern = self.dev.kernels()?;
@@ -71,29 +68,25 @@ impl FusedOps for CudaBackend {
             .arg(&ff);
         // SAFETY: softmax_div_T(const T* x, const T* m, const T* s, const u32* rowof, T*
         // out, u64 e, u64 f): x and out hold e*f, m and s rows*f elements; rowof holds e
-        // rows below plan.rows().
+        // rows below rows.
         unsafe { l.launch(cfg1(grid_for(ee * ff))) }?;
         Ok(out)
     }
 
-    /// Fused: the sums of `alpha * grad` (computed on the fly), then
-    /// `alpha * (grad - sum)`; the composition's bits.
-    fn segment_softmax_backward<T: Element>(
+    /// The segment softmax backward of `alpha`, `grad: [e, f]` (e, f > 0) by
+    /// the device plan `dp` into `rows` rows, written to `out`.
+    fn softmax_backward_by<T: Element>(
         &self,
         alpha: &BTensor<Self, T>,
         grad: &BTensor<Self, T>,
-        plan: &IndexPlan,
+        dp: &DevicePlan,
+        rows: usize,
+        out: BTensor<Self, T>,
     ) -> BResult<BTensor<Self, T>> {
-        let (e, f) = ops::check_segment("segment_softmax_backward", alpha.shape(), plan)?;
-        ops::check_same("segment_softmax_backward", alpha.shape(), grad.shape())?;
-        let out = self.out::<T>(&[e, f])?;
-        if e == 0 || f == 0 {
-            return Ok(out);
-        }
-        let dp = cache::plan_of(&self.dev, self.index_cache_limit(), plan)?;
-        let s = self.out::<T>(&[plan.rows(), f])?;
+        let (e, f) = (out.shape()[0], out.shape()[1]);
+        let s = self.out::<T>(&[rows, f])?;
         let lead = [ptr(alpha), ptr(grad)];
-        self.fused_sum(&dp, f, f, Fused0::SoftmaxBwd, &lead, &s)?;
+        self.fused_sum(dp, f, f, Fused0::SoftmaxBwd, &lead, &s)?;
         let (pa, pg, ps, po) = (ptr(alpha), ptr(grad), ptr(&s), ptr(&out));
         let (ee, ff) = (e as u64, f as u64);
         let kern = self.dev.kernels()?;
@@ -111,9 +104,111 @@ impl FusedOps for CudaBackend {
             .arg(&ff);
         // SAFETY: softmax_bwd_T(const T* alpha, const T* g, const T* s, const u32* rowof,
         // T* out, u64 e, u64 f): alpha, g and out hold e*f, s rows*f elements; rowof holds
-        // e rows below plan.rows().
+        // e rows below rows.
         unsafe { l.launch(cfg1(grid_for(ee * ff))) }?;
         Ok(out)
+    }
+
+    /// gather_scale_scatter's output `[rows, heads*c]` from `x`, the gather
+    /// list at `gi`, `weights` and the scatter plan `dp` (`None`: nothing to
+    /// sum, the output is zeros).
+    #[allow(clippy::too_many_arguments)]
+    fn gss_by<T: Element>(
+        &self,
+        x: &BTensor<Self, T>,
+        gi: u64,
+        weights: &BTensor<Self, T>,
+        heads: usize,
+        c: usize,
+        dp: Option<&DevicePlan>,
+        rows: usize,
+    ) -> BResult<BTensor<Self, T>> {
+        let fx = heads * c;
+        let out = self.out::<T>(&[rows, fx])?;
+        let Some(dp) = dp else {
+            self.zero(&out)?;
+            return Ok(out);
+        };
+        let lead = [ptr(x), gi, ptr(weights), heads as u64];
+        self.fused_sum(dp, fx, c, Fused0::GatherScale, &lead, &out)?;
+        Ok(out)
+    }
+
+    /// gather_head_dot's `[e, heads]` from `a` and `b` gathered by the lists
+    /// at `ia` and `ib` (checked against their rows by the callers).
+    #[allow(clippy::too_many_arguments)]
+    fn ghd_by<T: Element>(
+        &self,
+        a: &BTensor<Self, T>,
+        ia: u64,
+        b: &BTensor<Self, T>,
+        ib: u64,
+        e: usize,
+        heads: usize,
+        c: usize,
+    ) -> BResult<BTensor<Self, T>> {
+        let out = self.out::<T>(&[e, heads])?;
+        if e == 0 {
+            return Ok(out);
+        }
+        let (pa, pb, po) = (ptr(a), ptr(b), ptr(&out));
+        let (ee, hh, cc) = (e as u64, heads as u64, c as u64);
+        let kern = self.dev.kernels()?;
+        let mut l = builder(
+            &self.dev,
+            &kern,
+            Kernel::typed(Typed::GatherHeadDot, Float::of(T::DTYPE)),
+        );
+        l.arg(&pa)
+            .arg(&ia)
+            .arg(&pb)
+            .arg(&ib)
+            .arg(&po)
+            .arg(&ee)
+            .arg(&hh)
+            .arg(&cc);
+        // SAFETY: gather_head_dot_T(const T* a, const u32* ai, const T* b, const
+        // u32* bi, T* out, u64 e, u64 heads, u64 c): every ai below a's rows and
+        // every bi below b's rows (checked by the callers through the lists'
+        // maxima), rows of heads*c elements; out holds e*heads.
+        unsafe { l.launch(cfg1(grid_for(ee * hh))) }?;
+        Ok(out)
+    }
+}
+
+impl FusedOps for CudaBackend {
+    /// Fused: segment max, the exp-sum (level 0 computes `exp(x - max)` on the
+    /// fly), and `exp(x - max) / sum`; the composition's bits.
+    fn segment_softmax<T: Element>(
+        &self,
+        x: &BTensor<Self, T>,
+        plan: &IndexPlan,
+    ) -> BResult<BTensor<Self, T>> {
+        let (e, f) = ops::check_segment("segment_softmax", x.shape(), plan)?;
+        let out = self.out::<T>(&[e, f])?;
+        if e == 0 || f == 0 {
+            return Ok(out);
+        }
+        let dp = cache::plan_of(&self.dev, self.index_cache_limit(), plan)?;
+        self.softmax_by(x, &dp, plan.rows(), out)
+    }
+
+    /// Fused: the sums of `alpha * grad` (computed on the fly), then
+    /// `alpha * (grad - sum)`; the composition's bits.
+    fn segment_softmax_backward<T: Element>(
+        &self,
+        alpha: &BTensor<Self, T>,
+        grad: &BTensor<Self, T>,
+        plan: &IndexPlan,
+    ) -> BResult<BTensor<Self, T>> {
+        let (e, f) = ops::check_segment("segment_softmax_backward", alpha.shape(), plan)?;
+        ops::check_same("segment_softmax_backward", alpha.shape(), grad.shape())?;
+        let out = self.out::<T>(&[e, f])?;
+        if e == 0 || f == 0 {
+            return Ok(out);
+        }
+        let dp = cache::plan_of(&self.dev, self.index_cache_limit(), plan)?;
+        self.softmax_backward_by(alpha, grad, &dp, plan.rows(), out)
     }
 
     /// Fused: level 0 of the canonical scatter computes `x[gather[e]] * w[e, h]`
@@ -135,16 +230,13 @@ impl FusedOps for CudaBackend {
         let c = fx / heads;
         let limit = self.index_cache_limit();
         cache::with_idx_entry(&self.dev, limit, gather, n, |ge| {
-            let out = self.out::<T>(&[plan.rows(), fx])?;
-            if e == 0 || fx == 0 {
-                self.zero(&out)?;
-                return Ok(out);
-            }
             let gi = ge.dev_idx(&self.dev)?;
-            let dp = cache::plan_of(&self.dev, limit, plan)?;
-            let lead = [ptr(x), gi, ptr(weights), heads as u64];
-            self.fused_sum(&dp, fx, c, Fused0::GatherScale, &lead, &out)?;
-            Ok(out)
+            let dp = if e == 0 || fx == 0 {
+                None
+            } else {
+                Some(cache::plan_of(&self.dev, limit, plan)?)
+            };
+            self.gss_by(x, gi, weights, heads, c, dp.as_deref(), plan.rows())
         })
     }
 
@@ -168,34 +260,123 @@ impl FusedOps for CudaBackend {
         let limit = self.index_cache_limit();
         cache::with_idx_entry(&self.dev, limit, a_idx, na, |ae| {
             cache::with_idx_entry(&self.dev, limit, b_idx, nb, |be| {
-                let out = self.out::<T>(&[e, heads])?;
-                if e == 0 {
-                    return Ok(out);
-                }
                 let (ia, ib) = (ae.dev_idx(&self.dev)?, be.dev_idx(&self.dev)?);
-                let (pa, pb, po) = (ptr(a), ptr(b), ptr(&out));
-                let (ee, hh, cc) = (e as u64, heads as u64, c as u64);
-                let kern = self.dev.kernels()?;
-                let mut l = builder(
-                    &self.dev,
-                    &kern,
-                    Kernel::typed(Typed::GatherHeadDot, Float::of(T::DTYPE)),
-                );
-                l.arg(&pa)
-                    .arg(&ia)
-                    .arg(&pb)
-                    .arg(&ib)
-                    .arg(&po)
-                    .arg(&ee)
-                    .arg(&hh)
-                    .arg(&cc);
-                // SAFETY: gather_head_dot_T(const T* a, const u32* ai, const T* b, const
-                // u32* bi, T* out, u64 e, u64 heads, u64 c): every ai below a's rows and
-                // every bi below b's rows (checked through the entries' maxima), rows of
-                // heads*c elements; out holds e*heads.
-                unsafe { l.launch(cfg1(grid_for(ee * hh))) }?;
-                Ok(out)
+                self.ghd_by(a, ia, b, ib, e, heads, c)
             })
         })
+    }
+
+    fn segment_softmax_idx<T: Element>(
+        &self,
+        x: &BTensor<Self, T>,
+        idx: &CudaIndex,
+        rows: usize,
+    ) -> BResult<BTensor<Self, T>> {
+        let (e, f) = self.check_segment_idx("segment_softmax", x, idx, rows)?;
+        let out = self.out::<T>(&[e, f])?;
+        if e == 0 || f == 0 {
+            return Ok(out);
+        }
+        let dp = idx.entry.plan(&self.dev, rows)?;
+        self.softmax_by(x, &dp, rows, out)
+    }
+
+    fn segment_softmax_backward_idx<T: Element>(
+        &self,
+        alpha: &BTensor<Self, T>,
+        grad: &BTensor<Self, T>,
+        idx: &CudaIndex,
+        rows: usize,
+    ) -> BResult<BTensor<Self, T>> {
+        let op = "segment_softmax_backward";
+        let (e, f) = self.check_segment_idx(op, alpha, idx, rows)?;
+        ops::check_same(op, alpha.shape(), grad.shape())?;
+        let out = self.out::<T>(&[e, f])?;
+        if e == 0 || f == 0 {
+            return Ok(out);
+        }
+        let dp = idx.entry.plan(&self.dev, rows)?;
+        self.softmax_backward_by(alpha, grad, &dp, rows, out)
+    }
+
+    fn gather_scale_scatter_idx<T: Element>(
+        &self,
+        x: &BTensor<Self, T>,
+        gather: &CudaIndex,
+        weights: &BTensor<Self, T>,
+        scatter: &CudaIndex,
+        rows: usize,
+    ) -> BResult<BTensor<Self, T>> {
+        let op = "gather_scale_scatter";
+        self.check_own(gather)?;
+        self.check_own(scatter)?;
+        let (n, fx) = dims2(op, "x", x.layout())?;
+        let (e, heads) = dims2(op, "weights", weights.layout())?;
+        if heads == 0 || fx % heads != 0 || e != gather.len() || e != scatter.len() {
+            return Err(BError::ShapeMismatch {
+                op,
+                detail: format!(
+                    "x {:?}, {} gather indices, weights {:?}, {} scatter indices \
+                     (want x [N, H*C], weights [E, H] with E gather and E scatter indices, H > 0)",
+                    x.shape(),
+                    gather.len(),
+                    weights.shape(),
+                    scatter.len()
+                ),
+            });
+        }
+        Layout::contiguous(&[rows, fx])?;
+        gather.entry.max(&self.dev, Some(n))?;
+        let dp = if e == 0 || fx == 0 {
+            None
+        } else {
+            Some(scatter.entry.plan(&self.dev, rows)?)
+        };
+        let gi = if e == 0 {
+            0
+        } else {
+            gather.entry.dev_idx(&self.dev)?
+        };
+        self.gss_by(x, gi, weights, heads, fx / heads, dp.as_deref(), rows)
+    }
+
+    fn gather_head_dot_idx<T: Element>(
+        &self,
+        a: &BTensor<Self, T>,
+        a_idx: &CudaIndex,
+        b: &BTensor<Self, T>,
+        b_idx: &CudaIndex,
+        heads: usize,
+    ) -> BResult<BTensor<Self, T>> {
+        let op = "gather_head_dot";
+        self.check_own(a_idx)?;
+        self.check_own(b_idx)?;
+        let (na, f) = dims2(op, "a", a.layout())?;
+        let (nb, fb) = dims2(op, "b", b.layout())?;
+        if heads == 0 || f % heads != 0 || f != fb || a_idx.len() != b_idx.len() {
+            return Err(BError::ShapeMismatch {
+                op,
+                detail: format!(
+                    "a {:?} with {} indices and b {:?} with {} indices, {heads} heads \
+                     (want a [Na, H*C], b [Nb, H*C], equal index counts, H > 0)",
+                    a.shape(),
+                    a_idx.len(),
+                    b.shape(),
+                    b_idx.len()
+                ),
+            });
+        }
+        a_idx.entry.max(&self.dev, Some(na))?;
+        b_idx.entry.max(&self.dev, Some(nb))?;
+        let e = a_idx.len();
+        let (ia, ib) = if e == 0 {
+            (0, 0)
+        } else {
+            (
+                a_idx.entry.dev_idx(&self.dev)?,
+                b_idx.entry.dev_idx(&self.dev)?,
+            )
+        };
+        self.ghd_by(a, ia, b, ib, e, heads, f / heads)
     }
 }

@@ -1,7 +1,9 @@
 //! [`IndexOps`] on the device: gather (`index_select`), the deterministic
-//! scatter-add (`index_add`) and the segment max / sum, with the index cache
-//! and pins behind them; [`CudaIndex`] and the prepared-index API.
+//! scatter-add (`index_add`) and the segment max / sum, for host lists (with
+//! the index cache and pins behind them) and device lists ([`CudaIndex`],
+//! made in `index_lists`).
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use rtx_backend::prelude::*;
@@ -13,94 +15,21 @@ use rtx_tensor::Layout;
 use super::backend::{CudaBackend, ptr};
 use super::cache;
 use super::chain::{self, Level0};
-use super::entry::{DevicePlan, IndexEntry};
+use super::entry::IndexEntry;
+use super::index_lists::CudaIndex;
 use super::launch::{builder, cfg1, lanes_log2, rows_grid};
 use super::pins::{self, PinKey};
-use crate::error::{Error, Result};
+use super::plan::DevicePlan;
+#[allow(unused_imports)] // rustdoc links
+use crate::error::Error;
 use crate::table::{Kernel, Word};
 
-/// A device-resident index list with its scatter plan: validated and uploaded
-/// once, then used by [`CudaBackend::index_select_with`] and
-/// [`CudaBackend::index_add_with`] with no per-call hashing or copying.
-/// Cheap to clone (shared).
-#[derive(Debug, Clone)]
-pub struct CudaIndex {
-    entry: Arc<IndexEntry>,
-    backend: u64,
-}
-
-impl CudaIndex {
-    /// Number of indices.
-    pub fn len(&self) -> usize {
-        self.entry.len()
-    }
-
-    /// Whether the list is empty.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// The largest index (`None` when empty).
-    pub fn max_index(&self) -> Option<u32> {
-        self.entry.max
-    }
-
-    /// Host and device bytes held.
-    pub fn bytes(&self) -> usize {
-        self.entry.bytes()
-    }
-}
-
 impl CudaBackend {
-    /// Validates `idx` once and keeps it on the device, for repeated
-    /// [`CudaBackend::index_select_with`] / [`CudaBackend::index_add_with`]
-    /// calls with no per-call hashing. The index list is uploaded now; the
-    /// scatter plan is built (host counting sort) and uploaded at the first
-    /// scatter.
+    /// [`IndexOps::index_select`] with a device list (its largest index is
+    /// found on the device once, for a device-made list).
     ///
     /// # Errors
-    /// [`BError::TooManyIndices`] past `u32::MAX` entries; device errors.
-    pub fn index(&self, idx: &[u32]) -> BResult<CudaIndex> {
-        if idx.len() > u32::MAX as usize {
-            return Err(BError::TooManyIndices {
-                len: idx.len(),
-                max: u32::MAX as usize,
-            });
-        }
-        let (_, max) = cache::idx_key(idx);
-        let entry = Arc::new(IndexEntry::from_idx(idx.into(), max));
-        entry.dev_idx(&self.dev)?;
-        Ok(CudaIndex {
-            entry,
-            backend: self.dev.id,
-        })
-    }
-
-    /// Builds and uploads `index`'s scatter plan now rather than at its first scatter.
-    ///
-    /// # Errors
-    /// Device errors.
-    pub fn prepare_scatter(&self, index: &CudaIndex) -> BResult<()> {
-        self.check_own(index)?;
-        index.entry.plan(&self.dev)?;
-        Ok(())
-    }
-
-    fn check_own(&self, index: &CudaIndex) -> Result<()> {
-        if index.backend == self.dev.id {
-            Ok(())
-        } else {
-            Err(Error::ForeignIndex {
-                made_by: index.backend,
-                used_with: self.dev.id,
-            })
-        }
-    }
-
-    /// [`IndexOps::index_select`] with a prepared index.
-    ///
-    /// # Errors
-    /// As [`IndexOps::index_select`].
+    /// As [`IndexOps::index_select`]; [`Error::ForeignIndex`].
     pub fn index_select_with<T: Element>(
         &self,
         src: &BTensor<Self, T>,
@@ -108,14 +37,16 @@ impl CudaBackend {
     ) -> BResult<BTensor<Self, T>> {
         self.check_own(index)?;
         let (rows, f) = dims2("index_select", "src", src.layout())?;
-        cache::check_max(&index.entry, rows)?;
+        index.entry.max(&self.dev, Some(rows))?;
         self.gather(src, &index.entry, f)
     }
 
-    /// [`IndexOps::index_add`] with a prepared index.
+    /// [`IndexOps::index_add`] with a device list, its plan built on the
+    /// device at the first scatter (every index checked against `dst`'s rows
+    /// there, before any write).
     ///
     /// # Errors
-    /// As [`IndexOps::index_add`].
+    /// As [`IndexOps::index_add`]; [`Error::ForeignIndex`].
     pub fn index_add_with<T: Element>(
         &self,
         dst: &mut BTensor<Self, T>,
@@ -124,9 +55,8 @@ impl CudaBackend {
     ) -> BResult<()> {
         self.check_own(index)?;
         let (rows, f) = dims2("index_add", "dst", dst.layout())?;
-        cache::check_max(&index.entry, rows)?;
         check_src(dst.layout(), index.len(), src.layout())?;
-        let plan = index.entry.plan(&self.dev)?;
+        let plan = index.entry.plan(&self.dev, rows)?;
         self.scatter(dst, &plan, src, f)
     }
 
@@ -270,13 +200,92 @@ impl CudaBackend {
 }
 
 impl IndexOps for CudaBackend {
-    /// Device gather; the index list is cached per thread (see the crate docs).
+    type Index = CudaIndex;
+
+    fn index_from_host(&self, idx: &[u32]) -> BResult<CudaIndex> {
+        self.index(idx)
+    }
+
+    fn index_to_host<'a>(&self, idx: &'a CudaIndex) -> BResult<Cow<'a, [u32]>> {
+        self.index_download(idx)
+    }
+
+    fn index_len(&self, idx: &CudaIndex) -> usize {
+        idx.len()
+    }
+
+    /// On the device: one copy kernel per part.
+    fn index_concat(&self, parts: &[(&CudaIndex, u32)]) -> BResult<CudaIndex> {
+        self.index_concat_device(parts)
+    }
+
+    /// Device gather by a device list (its largest index found once).
+    fn index_select_idx<T: Element>(
+        &self,
+        src: &BTensor<Self, T>,
+        idx: &CudaIndex,
+    ) -> BResult<BTensor<Self, T>> {
+        self.index_select_with(src, idx)
+    }
+
+    /// Device scatter-add by a device list, its plan built on the device at
+    /// the first use (every index checked there first).
+    fn index_add_idx<T: Element>(
+        &self,
+        dst: &mut BTensor<Self, T>,
+        idx: &CudaIndex,
+        src: &BTensor<Self, T>,
+    ) -> BResult<()> {
+        self.index_add_with(dst, idx, src)
+    }
+
+    fn segment_sum_idx<T: Element>(
+        &self,
+        x: &BTensor<Self, T>,
+        idx: &CudaIndex,
+        rows: usize,
+    ) -> BResult<BTensor<Self, T>> {
+        let (e, f) = self.check_segment_idx("segment_sum", x, idx, rows)?;
+        let mut out = self.zeros::<T>(&[rows, f])?;
+        if e == 0 || f == 0 {
+            return Ok(out);
+        }
+        let dp = idx.entry.plan(&self.dev, rows)?;
+        self.scatter(&mut out, &dp, x, f)?;
+        Ok(out)
+    }
+
+    fn segment_max_idx<T: Element>(
+        &self,
+        x: &BTensor<Self, T>,
+        idx: &CudaIndex,
+        rows: usize,
+    ) -> BResult<BTensor<Self, T>> {
+        let (e, f) = self.check_segment_idx("segment_max", x, idx, rows)?;
+        let out = self.out::<T>(&[rows, f])?;
+        self.zero(&out)?;
+        if e == 0 || f == 0 {
+            return Ok(out);
+        }
+        let dp = idx.entry.plan(&self.dev, rows)?;
+        chain::max_chain::<T>(&self.dev, &dp, f, ptr(x), ptr(&out))?;
+        Ok(out)
+    }
+    /// Device gather; the index list is cached per thread (see the crate
+    /// docs). A long list already cached is gathered before it is confirmed
+    /// equal to the cached one, so the host's comparison overlaps the kernel.
     fn index_select<T: Element>(
         &self,
         src: &BTensor<Self, T>,
         idx: &[u32],
     ) -> BResult<BTensor<Self, T>> {
         let (rows, f) = dims2("index_select", "src", src.layout())?;
+        // a long list seen before: gather first, confirm the list meanwhile
+        if let Some(out) =
+            cache::run_then_confirm(&self.dev, idx, rows, |e| self.gather(src, e, f))?
+        {
+            return Ok(out);
+        }
         self.with_idx_entry(idx, rows, |e| self.gather(src, e, f))
     }
 
@@ -294,7 +303,7 @@ impl IndexOps for CudaBackend {
             if f == 0 || idx.is_empty() {
                 return Ok(());
             }
-            let plan = e.plan(&self.dev)?;
+            let plan = e.plan(&self.dev, rows)?;
             self.scatter(dst, &plan, src, f)
         })
     }
@@ -343,6 +352,34 @@ impl IndexOps for CudaBackend {
         let dp = self.plan_of(plan)?;
         self.scatter(&mut out, &dp, x, f)?;
         Ok(out)
+    }
+}
+
+impl CudaBackend {
+    /// `(entries, f)` of a segment op by a device list: `x` must be
+    /// `[idx.len(), f]` and `[rows, f]` must not overflow.
+    pub(super) fn check_segment_idx<T: Element>(
+        &self,
+        op: &'static str,
+        x: &BTensor<Self, T>,
+        idx: &CudaIndex,
+        rows: usize,
+    ) -> BResult<(usize, usize)> {
+        self.check_own(idx)?;
+        let (e, f) = dims2(op, "x", x.layout())?;
+        if e != idx.len() {
+            return Err(BError::ShapeMismatch {
+                op,
+                detail: format!(
+                    "x {:?} with an index list of {} entries into {rows} rows (want x [{}, F])",
+                    x.shape(),
+                    idx.len(),
+                    idx.len()
+                ),
+            });
+        }
+        Layout::contiguous(&[rows, f])?;
+        Ok((e, f))
     }
 }
 

@@ -5,13 +5,16 @@
 //! * `kernels`: NVRTC compilation, the disk cache, the loaded table of kernels.
 //! * `context`: one opened device: context, stream, pool, kernels.
 //! * `launch`: launch geometry, scalar arguments, typed launches of a `Kernel`.
-//! * `entry`: device-resident index lists and scatter plans (chunk tables).
+//! * `plan`: a scatter plan on the device (positions and chunk tables).
+//! * `plan_build`: scatter plans built on the device from a device list (kernels/plan.cu).
+//! * `entry`: device-resident index lists with their plans, built lazily.
 //! * `pins`: index lists and plans pinned by address on a thread.
 //! * `cache`: the per-thread index cache and the lookups (pins, then cache).
 //! * `chain`: the one level-chain runner of every segment sum (and the segment max).
 //! * `backend`: [`CudaBackend`], opening the device, its settings.
 //! * `core_ops`: `BackendCore` (upload, download, zeros, make_unique).
-//! * `index_ops`: `IndexOps` (gather, scatter-add, segment max / sum) and [`CudaIndex`].
+//! * `index_lists`: [`CudaIndex`], device index lists and their producers.
+//! * `index_ops`: `IndexOps` (gather, scatter-add, segment max / sum, host and device lists).
 //! * `layout_ops`: `LayoutOps` (transpose and permute launches).
 //! * `dense_ops`: `DenseOps` (matmul, elementwise, row sums, per-head ops).
 //! * `fused_ops`: `FusedOps` (segment softmax and its backward,
@@ -26,12 +29,15 @@ mod core_ops;
 mod dense_ops;
 mod entry;
 mod fused_ops;
+mod index_lists;
 mod index_ops;
 mod kernels;
 mod launch;
 mod layout_ops;
 mod pins;
+mod plan;
+mod plan_build;
 
 pub use backend::CudaBackend;
 pub use buffer::CudaBuffer;
-pub use index_ops::CudaIndex;
+pub use index_lists::CudaIndex;

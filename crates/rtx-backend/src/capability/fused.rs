@@ -104,4 +104,65 @@ pub trait FusedOps: IndexOps + DenseOps {
         let gb = self.index_select(b, b_idx)?;
         self.head_dot(&ga, &gb, heads)
     }
+
+    /// [`FusedOps::segment_softmax`] by the plan of `idx` into `rows` rows.
+    ///
+    /// # Errors
+    /// As [`IndexPlan::new`] and [`FusedOps::segment_softmax`].
+    fn segment_softmax_idx<T: Element>(
+        &self,
+        x: &BTensor<Self, T>,
+        idx: &Self::Index,
+        rows: usize,
+    ) -> Result<BTensor<Self, T>> {
+        self.segment_softmax(x, &IndexPlan::new(&self.index_to_host(idx)?, rows)?)
+    }
+
+    /// [`FusedOps::segment_softmax_backward`] by the plan of `idx` into `rows` rows.
+    ///
+    /// # Errors
+    /// As [`IndexPlan::new`] and [`FusedOps::segment_softmax_backward`].
+    fn segment_softmax_backward_idx<T: Element>(
+        &self,
+        alpha: &BTensor<Self, T>,
+        grad: &BTensor<Self, T>,
+        idx: &Self::Index,
+        rows: usize,
+    ) -> Result<BTensor<Self, T>> {
+        let plan = IndexPlan::new(&self.index_to_host(idx)?, rows)?;
+        self.segment_softmax_backward(alpha, grad, &plan)
+    }
+
+    /// [`FusedOps::gather_scale_scatter`] with backend index lists: gather by
+    /// `gather`, scatter by the plan of `scatter` into `rows` rows.
+    ///
+    /// # Errors
+    /// As [`IndexPlan::new`] and [`FusedOps::gather_scale_scatter`].
+    fn gather_scale_scatter_idx<T: Element>(
+        &self,
+        x: &BTensor<Self, T>,
+        gather: &Self::Index,
+        weights: &BTensor<Self, T>,
+        scatter: &Self::Index,
+        rows: usize,
+    ) -> Result<BTensor<Self, T>> {
+        let plan = IndexPlan::new(&self.index_to_host(scatter)?, rows)?;
+        self.gather_scale_scatter(x, &self.index_to_host(gather)?, weights, &plan)
+    }
+
+    /// [`FusedOps::gather_head_dot`] with backend index lists.
+    ///
+    /// # Errors
+    /// As [`FusedOps::gather_head_dot`].
+    fn gather_head_dot_idx<T: Element>(
+        &self,
+        a: &BTensor<Self, T>,
+        a_idx: &Self::Index,
+        b: &BTensor<Self, T>,
+        b_idx: &Self::Index,
+        heads: usize,
+    ) -> Result<BTensor<Self, T>> {
+        let (ai, bi) = (self.index_to_host(a_idx)?, self.index_to_host(b_idx)?);
+        self.gather_head_dot(a, &ai, b, &bi, heads)
+    }
 }

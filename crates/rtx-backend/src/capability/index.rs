@@ -1,8 +1,10 @@
 //! [`IndexOps`]: gather, scatter-add and the segment reductions along dim 0,
 //! each exact on every backend (the canonical order for sums).
 
+use std::borrow::Cow;
+
 use crate::check::{check_index_add, dims2};
-use crate::{BTensor, BackendCore, Element, IndexPlan, Result, ops, reference};
+use crate::{BTensor, BackendCore, Element, IndexPlan, Result, concat_shifted, ops, reference};
 use rtx_tensor::Layout;
 
 /// Index ops along dim 0 of 2-D tensors `[rows, features]`, with host index
@@ -12,9 +14,111 @@ use rtx_tensor::Layout;
 /// [canonical order](crate::order) for sums).
 ///
 /// The defaults are host round trips over [`reference`](mod@crate::reference) and [`ops`](crate::ops); a
-/// backend that takes them all (an empty `impl IndexOps for B {}`) is correct
-/// everywhere, and [`HostIndexOps`](crate::HostIndexOps) does exactly that.
+/// backend that takes them all (`impl IndexOps for B { rtx_backend::host_index_list!(); }`)
+/// is correct everywhere, and [`HostIndexOps`](crate::HostIndexOps) does exactly that.
+///
+/// **Backend index lists.** Every op that takes a host `&[u32]` or a host
+/// [`IndexPlan`] has a twin with the suffix `_idx` that takes a
+/// [`IndexOps::Index`]: a list held by the backend (device memory on a device
+/// backend), made once with [`IndexOps::index_from_host`] or by backend code
+/// (a sampler, [`IndexOps::index_concat`]), whose scatter plan the backend
+/// builds where the list lives. Plan-taking ops take the list and the
+/// destination row count instead: the plan of `idx` into `rows` rows is
+/// [`IndexPlan::new`]`(idx, rows)`. The twins give the same bits as the host
+/// ops; their defaults download the list and call them.
 pub trait IndexOps: BackendCore {
+    /// An index list held by the backend. Cheap to clone (shared); ops hold
+    /// what they use, so dropping a list while work that reads it is still
+    /// queued is safe.
+    type Index: Clone + Send + Sync + std::fmt::Debug;
+
+    /// Copies `idx` into a backend index list.
+    ///
+    /// # Errors
+    /// [`Error::TooManyIndices`](crate::Error::TooManyIndices) past `u32::MAX`
+    /// entries; backend errors.
+    fn index_from_host(&self, idx: &[u32]) -> Result<Self::Index>;
+
+    /// The entries of a backend index list, on the host (borrowed when they
+    /// already are).
+    ///
+    /// # Errors
+    /// Backend errors.
+    fn index_to_host<'a>(&self, idx: &'a Self::Index) -> Result<Cow<'a, [u32]>>;
+
+    /// Number of entries of a backend index list.
+    fn index_len(&self, idx: &Self::Index) -> usize;
+
+    /// The lists one after another, each shifted by its offset: part `i`
+    /// contributes `parts[i].0[j] + parts[i].1` (e.g. node ids of several
+    /// graphs batched into one).
+    ///
+    /// Default: through the host ([`concat_shifted`]).
+    ///
+    /// # Errors
+    /// [`Error::IndexOffsetOverflow`](crate::Error::IndexOffsetOverflow) naming
+    /// the part whose largest index plus offset passes `u32::MAX`;
+    /// [`Error::TooManyIndices`](crate::Error::TooManyIndices); backend errors.
+    fn index_concat(&self, parts: &[(&Self::Index, u32)]) -> Result<Self::Index> {
+        let host = parts
+            .iter()
+            .map(|&(p, o)| Ok((self.index_to_host(p)?, o)))
+            .collect::<Result<Vec<_>>>()?;
+        let borrowed: Vec<(&[u32], u32)> = host.iter().map(|(p, o)| (&**p, *o)).collect();
+        self.index_from_host(&concat_shifted(&borrowed)?)
+    }
+
+    /// [`IndexOps::index_select`] with a backend index list.
+    ///
+    /// # Errors
+    /// As [`IndexOps::index_select`].
+    fn index_select_idx<T: Element>(
+        &self,
+        src: &BTensor<Self, T>,
+        idx: &Self::Index,
+    ) -> Result<BTensor<Self, T>> {
+        self.index_select(src, &self.index_to_host(idx)?)
+    }
+
+    /// [`IndexOps::index_add`] with a backend index list.
+    ///
+    /// # Errors
+    /// As [`IndexOps::index_add`].
+    fn index_add_idx<T: Element>(
+        &self,
+        dst: &mut BTensor<Self, T>,
+        idx: &Self::Index,
+        src: &BTensor<Self, T>,
+    ) -> Result<()> {
+        self.index_add(dst, &self.index_to_host(idx)?, src)
+    }
+
+    /// [`IndexOps::segment_sum`] by the plan of `idx` into `rows` rows.
+    ///
+    /// # Errors
+    /// As [`IndexPlan::new`] and [`IndexOps::segment_sum`].
+    fn segment_sum_idx<T: Element>(
+        &self,
+        x: &BTensor<Self, T>,
+        idx: &Self::Index,
+        rows: usize,
+    ) -> Result<BTensor<Self, T>> {
+        self.segment_sum(x, &IndexPlan::new(&self.index_to_host(idx)?, rows)?)
+    }
+
+    /// [`IndexOps::segment_max`] by the plan of `idx` into `rows` rows.
+    ///
+    /// # Errors
+    /// As [`IndexPlan::new`] and [`IndexOps::segment_max`].
+    fn segment_max_idx<T: Element>(
+        &self,
+        x: &BTensor<Self, T>,
+        idx: &Self::Index,
+        rows: usize,
+    ) -> Result<BTensor<Self, T>> {
+        self.segment_max(x, &IndexPlan::new(&self.index_to_host(idx)?, rows)?)
+    }
+
     /// Gather along dim 0: `out[i, :] = src[idx[i], :]`, `src: [R, F]`, `out: [E, F]`.
     ///
     /// Default: a host round trip (download `src`, [`reference::index_select`],

@@ -20,6 +20,7 @@ mod fused;
 mod harness;
 mod index;
 mod layout;
+mod lists;
 
 use crate::Backend;
 
@@ -31,6 +32,7 @@ pub use index::{
     repeatable, scatter_duplicates_untouched, scatter_matches_reference,
 };
 pub use layout::{all_permutations, odd_transposes, swap_dims_2x3x4, vector_swap_shares_buffer};
+pub use lists::{index_list_edges, index_lists_match_host_lists};
 
 /// Every case above, in order.
 pub fn run_all<B: Backend>(b: &B) {
@@ -52,6 +54,8 @@ pub fn run_all<B: Backend>(b: &B) {
     fused_gathers(b);
     model_ops_empty(b);
     model_op_errors(b);
+    index_lists_match_host_lists(b);
+    index_list_edges(b);
 }
 
 /// Declares one `#[test]` per conformance case for a backend built by `$make`.
@@ -67,7 +71,7 @@ macro_rules! conformance_tests {
             out_of_range empty_indices scatter_matches_reference repeatable concurrent_use
             swap_dims_2x3x4 vector_swap_shares_buffer all_permutations odd_transposes
             model_ops_match_reference segment_ops fused_gathers model_ops_empty
-            model_op_errors);
+            model_op_errors index_lists_match_host_lists index_list_edges);
     };
     (@cases $make:expr; $($case:ident)*) => {
         $(

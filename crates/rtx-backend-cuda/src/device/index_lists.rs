@@ -1,0 +1,244 @@
+//! [`CudaIndex`]: index lists that live on the device, the CUDA backend's
+//! [`IndexOps::Index`](rtx_backend::IndexOps::Index). Uploaded once from the
+//! host, or produced by device code (kernels/plan.cu: the anchors' generator,
+//! repeats, concatenations with offsets); their scatter plans are built on
+//! the device (`plan_build`) at the first scatter and kept with them.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use rtx_backend::{Result as BResult, check_len};
+
+use super::backend::CudaBackend;
+use super::context::Device;
+use super::entry::{IndexEntry, Source};
+use super::launch::{builder, cfg1, grid_for};
+use super::plan_build::read_words;
+use crate::error::{Error, Result};
+use crate::table::Kernel;
+
+/// A device-resident index list with its scatter plan: validated and placed
+/// on the device once, then used by the `_idx` ops of
+/// [`IndexOps`](rtx_backend::IndexOps) and [`FusedOps`](rtx_backend::FusedOps)
+/// (and [`CudaBackend::index_select_with`] / [`CudaBackend::index_add_with`])
+/// with no per-call hashing or copying. Its scatter plan is built on the
+/// device at the first scatter (every index checked against the destination
+/// there) and kept. Cheap to clone (shared); dropping it while work that
+/// reads it is queued is safe (the memory is freed in stream order).
+#[derive(Debug, Clone)]
+pub struct CudaIndex {
+    pub(super) entry: Arc<IndexEntry>,
+    pub(super) backend: u64,
+}
+
+impl CudaIndex {
+    /// Number of indices.
+    pub fn len(&self) -> usize {
+        self.entry.len()
+    }
+
+    /// Whether the list is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The largest index, when known without device work (`None` when empty
+    /// or not yet found: see [`CudaBackend::index_max`]).
+    pub fn max_index(&self) -> Option<u32> {
+        self.entry.known_max().flatten()
+    }
+
+    /// Host and device bytes held.
+    pub fn bytes(&self) -> usize {
+        self.entry.bytes()
+    }
+}
+
+/// A new list of `n` indices written by one launch of `kernel` into fresh memory.
+fn produce(
+    dev: &Device,
+    n: usize,
+    max: Option<Option<u32>>,
+    launch: impl FnOnce(u64) -> Result<()>,
+) -> BResult<IndexEntry> {
+    check_len(n)?;
+    let mem = dev.alloc(4 * n)?;
+    if n > 0 {
+        launch(mem.ptr())?;
+    }
+    Ok(IndexEntry::from_device(mem, n, max))
+}
+
+impl CudaBackend {
+    fn wrap(&self, entry: IndexEntry) -> CudaIndex {
+        CudaIndex {
+            entry: Arc::new(entry),
+            backend: self.dev.id,
+        }
+    }
+
+    /// Validates `idx` once and keeps it on the device, for repeated `_idx`
+    /// ops with no per-call hashing. The list is uploaded now; the scatter
+    /// plan is built on the device at the first scatter.
+    ///
+    /// # Errors
+    /// [`rtx_backend::Error::TooManyIndices`] past `u32::MAX` entries; device errors.
+    pub fn index(&self, idx: &[u32]) -> BResult<CudaIndex> {
+        check_len(idx.len())?;
+        let entry = IndexEntry::from_idx(idx.into(), crate::hash::max_of(idx));
+        entry.dev_idx(&self.dev)?;
+        Ok(self.wrap(entry))
+    }
+
+    /// `n` indices made on the device: entry `i` is
+    /// [`rtx_backend::workload::index`]`(seed, start + i, rows, hub)`, bit for
+    /// bit (a device sampler of the anchors' workloads; `hub` skews toward
+    /// row 0).
+    ///
+    /// # Errors
+    /// [`rtx_backend::Error::TooManyIndices`]; device errors.
+    pub fn index_random(
+        &self,
+        seed: u64,
+        start: u64,
+        n: usize,
+        rows: usize,
+        hub: bool,
+    ) -> BResult<CudaIndex> {
+        let entry = produce(&self.dev, n, None, |out| {
+            let k = self.dev.kernels()?;
+            let (nn, r, h) = (n as u64, rows as u64, u32::from(hub));
+            let mut b = builder(&self.dev, &k, Kernel::IndexRandom);
+            b.arg(&out).arg(&nn).arg(&seed).arg(&start).arg(&r).arg(&h);
+            // SAFETY: index_random(u32* out, u64 n, u64 seed, u64 start, u64 rows, u32
+            // hub): out holds n u32.
+            unsafe { b.launch(cfg1(grid_for(nn))) }
+        })?;
+        Ok(self.wrap(entry))
+    }
+
+    /// `parents * times` indices made on the device: entry `i` is
+    /// `offset + i / times` (each of `parents` consecutive rows from `offset`
+    /// repeated `times` times: the destinations of a sampled hop whose
+    /// parents each drew `times` neighbours).
+    ///
+    /// # Errors
+    /// [`rtx_backend::Error::SizeOverflow`] when `parents * times` overflows
+    /// or the largest entry passes `u32::MAX`; too many indices; device errors.
+    pub fn index_repeat(&self, parents: usize, times: usize, offset: u32) -> BResult<CudaIndex> {
+        let overflow = || rtx_backend::Error::SizeOverflow {
+            op: "index_repeat",
+            what: format!("{parents} parents x {times} from offset {offset}"),
+        };
+        let n = parents.checked_mul(times).ok_or_else(overflow)?;
+        let max = if n == 0 {
+            None
+        } else {
+            let last = u64::from(offset) + parents as u64 - 1;
+            Some(u32::try_from(last).map_err(|_| overflow())?)
+        };
+        let entry = produce(&self.dev, n, Some(max), |out| {
+            let k = self.dev.kernels()?;
+            let (nn, t, o) = (n as u64, times as u64, u64::from(offset));
+            let mut b = builder(&self.dev, &k, Kernel::IndexRepeat);
+            b.arg(&out).arg(&nn).arg(&t).arg(&o);
+            // SAFETY: index_repeat(u32* out, u64 n, u64 times, u64 offset): out holds n u32.
+            unsafe { b.launch(cfg1(grid_for(nn))) }
+        })?;
+        Ok(self.wrap(entry))
+    }
+
+    /// The largest index of `index` (`None` when empty): found on the device
+    /// with one readback the first time for a device-made list, then known.
+    ///
+    /// # Errors
+    /// [`Error::ForeignIndex`]; device errors.
+    pub fn index_max(&self, index: &CudaIndex) -> BResult<Option<u32>> {
+        self.check_own(index)?;
+        index.entry.max(&self.dev, None)
+    }
+
+    /// The entries of `index`, on the host.
+    ///
+    /// # Errors
+    /// [`Error::ForeignIndex`]; device errors.
+    pub fn index_download<'a>(&self, index: &'a CudaIndex) -> BResult<Cow<'a, [u32]>> {
+        self.check_own(index)?;
+        Ok(match &index.entry.source {
+            Source::Idx(h) => Cow::Borrowed(h),
+            _ => {
+                let mut out = vec![0u32; index.len()];
+                if !out.is_empty() {
+                    let p = index.entry.dev_idx(&self.dev)?;
+                    read_words(&self.dev, p, &mut out)?;
+                }
+                Cow::Owned(out)
+            }
+        })
+    }
+
+    /// [`IndexOps::index_concat`](rtx_backend::IndexOps::index_concat) on the
+    /// device: one copy kernel per part.
+    ///
+    /// # Errors
+    /// [`rtx_backend::Error::IndexOffsetOverflow`] naming the part;
+    /// [`Error::ForeignIndex`]; too many indices; device errors.
+    pub fn index_concat_device(&self, parts: &[(&CudaIndex, u32)]) -> BResult<CudaIndex> {
+        let mut max: Option<u32> = None;
+        for (part, &(p, offset)) in parts.iter().enumerate() {
+            self.check_own(p)?;
+            if let Some(m) = p.entry.max(&self.dev, None)? {
+                let shifted =
+                    m.checked_add(offset)
+                        .ok_or(rtx_backend::Error::IndexOffsetOverflow {
+                            part,
+                            max: m,
+                            offset,
+                        })?;
+                max = Some(max.map_or(shifted, |x| x.max(shifted)));
+            }
+        }
+        let n: usize = parts.iter().map(|(p, _)| p.len()).sum();
+        let srcs = parts
+            .iter()
+            .filter(|(p, _)| !p.is_empty())
+            .map(|&(p, offset)| Ok((p.entry.dev_idx(&self.dev)?, p.len() as u64, offset)))
+            .collect::<BResult<Vec<_>>>()?;
+        let entry = produce(&self.dev, n, Some(max), |out| {
+            let k = self.dev.kernels()?;
+            let mut dst = out;
+            for (src, len, offset) in &srcs {
+                let mut b = builder(&self.dev, &k, Kernel::IndexShift);
+                b.arg(src).arg(len).arg(offset).arg(&dst);
+                // SAFETY: index_shift(const u32* src, u64 n, u32 offset, u32* out): src
+                // holds len u32, out (the new list from this part's place on) len more;
+                // no sum passes u32::MAX (checked above through the parts' maxima).
+                unsafe { b.launch(cfg1(grid_for(*len))) }?;
+                dst += 4 * len;
+            }
+            Ok(())
+        })?;
+        Ok(self.wrap(entry))
+    }
+
+    /// Builds `index`'s scatter plan now rather than at its first scatter.
+    ///
+    /// # Errors
+    /// Device errors.
+    pub fn prepare_scatter(&self, index: &CudaIndex) -> BResult<()> {
+        self.check_own(index)?;
+        index.entry.plan(&self.dev, usize::MAX)?;
+        Ok(())
+    }
+
+    pub(super) fn check_own(&self, index: &CudaIndex) -> Result<()> {
+        if index.backend == self.dev.id {
+            Ok(())
+        } else {
+            Err(Error::ForeignIndex {
+                made_by: index.backend,
+                used_with: self.dev.id,
+            })
+        }
+    }
+}

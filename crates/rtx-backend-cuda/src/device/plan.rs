@@ -1,0 +1,100 @@
+//! A scatter plan on the device: the plan's positions and every level's
+//! chunk tables (uploaded from a host `IndexPlan`, or written by
+//! `plan_build`), what the level chains (`chain`) read.
+
+use rtx_backend::{IndexPlan, Result as BResult};
+
+use super::buffer::DevMem;
+use super::context::Device;
+use crate::levels::build_levels;
+
+/// A scatter plan on the device: the plan's positions and every level's chunk
+/// tables, in one allocation of `u32`s.
+#[derive(Debug)]
+pub(crate) struct DevicePlan {
+    mem: DevMem,
+    /// Device address of the positions (level 0 values).
+    pub positions: u64,
+    /// Device address of the destination row of every plan entry (the index
+    /// list the plan was built from), for the segment ops' elementwise steps.
+    pub rowof: u64,
+    /// Per level: (start, row, slot, chunks).
+    pub levels: Vec<(u64, u64, u64, u64)>,
+    /// Values each level reads (`values[0]` = entries; `values[l]` = scratch slots of level l).
+    pub values: Vec<usize>,
+}
+
+impl DevicePlan {
+    /// Uploads `plan` and its chunk tables.
+    pub fn upload(dev: &Device, plan: &IndexPlan) -> BResult<DevicePlan> {
+        let lv = build_levels(plan);
+        let total = 2 * plan.len()
+            + lv.levels
+                .iter()
+                .map(|l| l.start.len() + 2 * l.len())
+                .sum::<usize>();
+        let mut host: Vec<u32> = Vec::with_capacity(total);
+        host.extend_from_slice(plan.positions());
+        host.resize(2 * plan.len(), 0);
+        {
+            let rowof = &mut host[plan.len()..];
+            for r in 0..plan.rows() {
+                for &p in plan.row(r) {
+                    rowof[p as usize] = r as u32;
+                }
+            }
+        }
+        let mut at = Vec::new();
+        for l in &lv.levels {
+            let s = host.len();
+            host.extend_from_slice(&l.start);
+            let r = host.len();
+            host.extend_from_slice(&l.row);
+            let o = host.len();
+            host.extend_from_slice(&l.slot);
+            at.push((s, r, o, l.len()));
+        }
+        let mem = dev.upload_bytes(u32_bytes(&host))?;
+        let base = mem.ptr();
+        let a = |i: usize| base + 4 * i as u64;
+        Ok(DevicePlan {
+            positions: base,
+            rowof: a(plan.len()),
+            levels: at
+                .into_iter()
+                .map(|(s, r, o, n)| (a(s), a(r), a(o), n as u64))
+                .collect(),
+            values: lv.values,
+            mem,
+        })
+    }
+
+    /// A plan whose tables were written on the device into `mem`.
+    pub fn from_parts(
+        mem: DevMem,
+        positions: u64,
+        rowof: u64,
+        levels: Vec<(u64, u64, u64, u64)>,
+        values: Vec<usize>,
+    ) -> DevicePlan {
+        DevicePlan {
+            mem,
+            positions,
+            rowof,
+            levels,
+            values,
+        }
+    }
+
+    /// Device bytes held.
+    pub fn bytes(&self) -> usize {
+        self.mem.bytes()
+    }
+}
+
+/// The bytes of a `u32` slice.
+pub(crate) fn u32_bytes(v: &[u32]) -> &[u8] {
+    // SAFETY: u32 has no padding and every byte is initialized; u8 has
+    // alignment 1 and the length covers exactly the slice's bytes.
+    unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
+}

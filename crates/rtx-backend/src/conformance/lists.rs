@@ -1,0 +1,200 @@
+//! The backend-index-list cases: every `_idx` op bit-identical to its
+//! host-list twin on the same backend (itself checked against the reference
+//! by the other cases), over lists of every shape the suite covers, and the
+//! errors of bad lists.
+
+use super::harness::{assert_bits, down, up};
+use crate::order::CANONICAL_BLOCK;
+use crate::workload::{indices, values};
+use crate::{Backend, Error, IndexPlan, concat_shifted};
+
+/// The lists: `(name, idx, rows)`.
+fn cases() -> Vec<(&'static str, Vec<u32>, usize)> {
+    vec![
+        ("repeats", vec![5, 5, 0, 36, 5, 17, 0, 36, 2], 37),
+        ("empty", Vec::new(), 9),
+        ("one row", vec![0; 700], 1),
+        ("all into one row of many", vec![3; 5000], 1000),
+        (
+            "one row at three levels",
+            vec![1; CANONICAL_BLOCK * CANONICAL_BLOCK + 17],
+            3,
+        ),
+        (
+            "one full block, and one past",
+            vec![0; CANONICAL_BLOCK + 1],
+            2,
+        ),
+        ("hub", indices(21, 40_000, 300, true), 300),
+        ("uniform, empty rows", indices(22, 3000, 5000, false), 5000),
+        (
+            "hub into 70k rows",
+            indices(23, 120_000, 70_000, true),
+            70_000,
+        ),
+        ("sorted", (0..4000u32).map(|i| i / 7).collect(), 600),
+    ]
+}
+
+/// Every `_idx` op against its host-list twin, bit for bit, f32 and f64.
+pub fn index_lists_match_host_lists<B: Backend>(b: &B) {
+    for (name, idx, rows) in cases() {
+        let list = b.index_from_host(&idx).expect("index_from_host");
+        assert_eq!(b.index_len(&list), idx.len(), "{name}: len");
+        assert_eq!(
+            &*b.index_to_host(&list).expect("to_host"),
+            &idx[..],
+            "{name}"
+        );
+        let e = idx.len();
+        let plan = IndexPlan::new(&idx, rows).expect("plan");
+        for f in [1usize, 4, 6] {
+            let case = format!("{name} (rows {rows}, e {e}, f {f})");
+            let src: Vec<f32> = values(31, rows * f);
+            let st = up(b, &src, &[rows, f]);
+            let g = b.index_select_idx(&st, &list).expect("index_select_idx");
+            let want = b.index_select(&st, &idx).expect("index_select");
+            assert_bits(&format!("gather {case}"), &down(b, &g), &down(b, &want));
+
+            let msg: Vec<f32> = values(32, e * f);
+            let mt = up(b, &msg, &[e, f]);
+            let dst: Vec<f32> = values(33, rows * f);
+            let mut d1 = up(b, &dst, &[rows, f]);
+            b.index_add_idx(&mut d1, &list, &mt).expect("index_add_idx");
+            let mut d2 = up(b, &dst, &[rows, f]);
+            b.index_add(&mut d2, &idx, &mt).expect("index_add");
+            assert_bits(&format!("scatter {case}"), &down(b, &d1), &down(b, &d2));
+
+            let s1 = b
+                .segment_sum_idx(&mt, &list, rows)
+                .expect("segment_sum_idx");
+            let s2 = b.segment_sum(&mt, &plan).expect("segment_sum");
+            assert_bits(&format!("segment_sum {case}"), &down(b, &s1), &down(b, &s2));
+            let m1 = b
+                .segment_max_idx(&mt, &list, rows)
+                .expect("segment_max_idx");
+            let m2 = b.segment_max(&mt, &plan).expect("segment_max");
+            assert_bits(&format!("segment_max {case}"), &down(b, &m1), &down(b, &m2));
+            let a1 = b
+                .segment_softmax_idx(&mt, &list, rows)
+                .expect("segment_softmax_idx");
+            let a2 = b.segment_softmax(&mt, &plan).expect("segment_softmax");
+            assert_bits(&format!("softmax {case}"), &down(b, &a1), &down(b, &a2));
+            let gr: Vec<f32> = values(34, e * f);
+            let gt = up(b, &gr, &[e, f]);
+            let k1 = b
+                .segment_softmax_backward_idx(&a1, &gt, &list, rows)
+                .expect("backward_idx");
+            let k2 = b
+                .segment_softmax_backward(&a2, &gt, &plan)
+                .expect("backward");
+            assert_bits(&format!("softmax bwd {case}"), &down(b, &k1), &down(b, &k2));
+        }
+        // the fused gathers: gather from `rows` rows by the list, scatter by it too
+        let (heads, c) = (2usize, 3usize);
+        let x: Vec<f64> = values(35, rows * heads * c);
+        let xt = up(b, &x, &[rows, heads * c]);
+        let w: Vec<f64> = values(36, e * heads);
+        let wt = up(b, &w, &[e, heads]);
+        let g1 = b
+            .gather_scale_scatter_idx(&xt, &list, &wt, &list, rows)
+            .expect("gather_scale_scatter_idx");
+        let g2 = b
+            .gather_scale_scatter(&xt, &idx, &wt, &plan)
+            .expect("gather_scale_scatter");
+        assert_bits(&format!("gss {name}"), &down(b, &g1), &down(b, &g2));
+        let h1 = b
+            .gather_head_dot_idx(&xt, &list, &xt, &list, heads)
+            .expect("gather_head_dot_idx");
+        let h2 = b
+            .gather_head_dot(&xt, &idx, &xt, &idx, heads)
+            .expect("gather_head_dot");
+        assert_bits(&format!("ghd {name}"), &down(b, &h1), &down(b, &h2));
+    }
+}
+
+/// Concatenation with offsets, the same bits twice, one list into
+/// destinations of different sizes, and the errors: out of range (position,
+/// value, bound; destination untouched), shapes, offset overflow.
+pub fn index_list_edges<B: Backend>(b: &B) {
+    let a = indices(41, 3000, 40, true);
+    let c = indices(42, 500, 10, false);
+    let (la, lc) = (
+        b.index_from_host(&a).unwrap(),
+        b.index_from_host(&c).unwrap(),
+    );
+    let cat = b
+        .index_concat(&[(&la, 0), (&lc, 40), (&la, 50)])
+        .expect("concat");
+    let want = concat_shifted(&[(&a, 0), (&c, 40), (&a, 50)]).unwrap();
+    assert_eq!(&*b.index_to_host(&cat).unwrap(), &want[..], "concat");
+    let e = b
+        .index_concat(&[(&la, 1), (&b.index_from_host(&[u32::MAX - 1]).unwrap(), 2)])
+        .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::IndexOffsetOverflow {
+                part: 1,
+                offset: 2,
+                ..
+            }
+        ),
+        "{e}"
+    );
+
+    // one list, scattered twice (the same bits) and into a larger destination
+    let f = 3;
+    let msg: Vec<f32> = values(43, want.len() * f);
+    let mt = up(b, &msg, &[want.len(), f]);
+    let mut outs = Vec::new();
+    for rows in [90usize, 90, 200] {
+        let mut d = b.zeros::<f32>(&[rows, f]).unwrap();
+        b.index_add_idx(&mut d, &cat, &mt).expect("index_add_idx");
+        let mut h = b.zeros::<f32>(&[rows, f]).unwrap();
+        b.index_add(&mut h, &want, &mt).expect("index_add");
+        let got = down(b, &d);
+        assert_bits(&format!("concat scatter into {rows}"), &got, &down(b, &h));
+        outs.push(got);
+    }
+    assert_bits("same bits twice", &outs[0], &outs[1]);
+
+    // out of range: into fewer rows than the largest index (89 of `cat`)
+    let dst: Vec<f32> = values(44, 60 * f);
+    let mut d = up(b, &dst, &[60, f]);
+    let err = b.index_add_idx(&mut d, &cat, &mt).unwrap_err();
+    let first = want.iter().position(|&i| i >= 60).unwrap();
+    assert!(
+        matches!(err, Error::IndexOutOfRange { position, value, bound: 60 }
+            if position == first && value == u64::from(want[first])),
+        "{err}"
+    );
+    assert_bits("dst untouched", &down(b, &d), &dst);
+    let src = up(b, &dst, &[60, f]);
+    let err = b.index_select_idx(&src, &cat).unwrap_err();
+    assert!(
+        matches!(err, Error::IndexOutOfRange { position, bound: 60, .. } if position == first),
+        "{err}"
+    );
+    let err = b.segment_sum_idx(&mt, &cat, 60).unwrap_err();
+    assert!(
+        matches!(err, Error::IndexOutOfRange { bound: 60, .. }),
+        "{err}"
+    );
+    // a fresh list whose first use is the failing scatter
+    let fresh = b.index_from_host(&want).unwrap();
+    let mut d = up(b, &dst, &[60, f]);
+    let err = b.index_add_idx(&mut d, &fresh, &mt).unwrap_err();
+    assert!(
+        matches!(err, Error::IndexOutOfRange { position, .. } if position == first),
+        "{err}"
+    );
+    assert_bits("dst untouched (fresh list)", &down(b, &d), &dst);
+    // shapes
+    let short = up(b, &msg[..f * 10], &[10, f]);
+    let mut d = b.zeros::<f32>(&[200, f]).unwrap();
+    let err = b.index_add_idx(&mut d, &cat, &short).unwrap_err();
+    assert!(matches!(err, Error::ShapeMismatch { .. }), "{err}");
+    let err = b.segment_sum_idx(&short, &cat, 200).unwrap_err();
+    assert!(matches!(err, Error::ShapeMismatch { .. }), "{err}");
+}
