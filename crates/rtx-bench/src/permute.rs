@@ -185,12 +185,26 @@ fn case<T: Element>(
     let same = (copy_ms / ms * 1000.0).round() / 10.0;
     extra.push(("pct_same_size_copy", same.into()));
     emit("permute", name, "rtx-cuda-permute", ms, Some(bytes), &extra);
-    emit("permute", name, "rtx-cuda-copy-same-size", copy_ms, Some(bytes), &[]);
+    emit(
+        "permute",
+        name,
+        "rtx-cuda-copy-same-size",
+        copy_ms,
+        Some(bytes),
+        &[],
+    );
     g.set_transpose_tile(rtx_backend_cuda::TransposeTile::Force32);
     let ms32 = time_cuda(g, 3, reps, || -> BResult<()> {
         g.permute(&t, perm).map(|_| ())
     });
     g.set_transpose_tile(rtx_backend_cuda::TransposeTile::ByShape);
-    emit("permute", name, "rtx-cuda-permute-tile32", ms32?, Some(bytes), &[]);
+    emit(
+        "permute",
+        name,
+        "rtx-cuda-permute-tile32",
+        ms32?,
+        Some(bytes),
+        &[],
+    );
     Ok(())
 }
