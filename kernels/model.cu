@@ -8,19 +8,21 @@
 // operations in the reference's order (crates/rtx-backend/src/ops/rows.rs and ops/reference.rs): the
 // matrix product, the row sums and the per-head dots follow the canonical
 // order (blocks of 256 terms left to right from the first, then the block sums
-// the same way), so they are bit-identical to the CPU backend. `exp` is the
-// device's expf / exp, one function everywhere it appears, so the fused
-// segment softmax reproduces its composition (segment_max, gather, sub, exp,
-// segment_sum, gather, div) bit for bit.
+// the same way), so they are bit-identical to the CPU backend. `exp` is
+// rtx-backend's portable exp (rexp below, the same operations as the host's),
+// so it too is bit-identical to the CPU backend, and the segment softmax
+// reproduces its composition (segment_max, gather, sub, exp, segment_sum,
+// gather, div) bit for bit.
 //
 // Segment ops reuse the scatter machinery of index.cu: a plan's level-0
 // chunks (at most 256 consecutive positions of one destination row) are
 // summed by a group of lanes each (a lane per column vector), each chunk's sum
 // goes into its row (last level: slot == RTX_FINAL) or into the next level's
 // scratch, which index.cu's scatterN kernels reduce. The fused level-0 kernels
-// here compute each value on the fly (softmax: exp(x - max); its backward:
-// alpha * grad; gather_scale_scatter: x[gather[e]] * w[e, head]) instead of
-// reading it, in exactly the order index.cu sums stored values.
+// here compute each value on the fly (the softmax backward: alpha * grad;
+// gather_scale_scatter: x[gather[e]] * w[e, head]) instead of reading it, in
+// exactly the order index.cu sums stored values. The softmax's exps are not
+// fused: computed in one parallel pass (softmax_exp) they stay off the chains.
 #include "common.cuh"
 
 __device__ __forceinline__ float radd(float a, float b) { return __fadd_rn(a, b); }
@@ -567,24 +569,6 @@ struct ReadSrc {
     __device__ __forceinline__ T value(Key e, u64, u64 j) const { return __ldg(vals + (u64)e * W + j); }
 };
 
-// softmax: exp(x[e] - m[row]), componentwise.
-template <typename V>
-struct SoftmaxExp {
-    typedef u32 Key;
-    const V* __restrict__ x;
-    const V* __restrict__ m;
-    u64 W;
-    __device__ __forceinline__ Key key(u32 e) const { return e; }
-    __device__ __forceinline__ V value(Key e, u64 row, u64 j) const {
-        const V xv = __ldg(x + (u64)e * W + j);
-        const V mv = __ldg(m + row * W + j);
-        V r;
-#pragma unroll
-        for (int i = 0; i < VecT<V>::N; ++i) comps(r)[i] = rexp(rsub(comps(xv)[i], comps(mv)[i]));
-        return r;
-    }
-};
-
 // softmax backward: alpha[e] * grad[e], componentwise.
 template <typename V>
 struct SoftmaxBwd {
@@ -642,13 +626,6 @@ struct GatherScale {
     const u32 *__restrict__ pos, const u32 *__restrict__ cstart, const u32 *__restrict__ crow, \
         const u32 *__restrict__ cslot, u64 nchunks, u64 W, u32 lanes_log2
 
-#define RTX_SMX0(NAME, V)                                                                   \
-    extern "C" __global__ void __launch_bounds__(RTX_BLOCK, RTX_FUSED_MIN_BLOCKS)                                 \
-        NAME(const V* __restrict__ x, const V* __restrict__ m, RTX_FUSED_ARGS,             \
-             V* __restrict__ dst, V* __restrict__ next) {                                   \
-        SoftmaxExp<V> s{x, m, W};                                                           \
-        fused_level0<V, false>(s, pos, cstart, crow, cslot, nchunks, W, lanes_log2, dst, next);   \
-    }
 #define RTX_SMB0(NAME, V)                                                                   \
     extern "C" __global__ void __launch_bounds__(RTX_BLOCK, RTX_FUSED_MIN_BLOCKS)                                 \
         NAME(const V* __restrict__ alpha, const V* __restrict__ g, RTX_FUSED_ARGS,         \
@@ -675,10 +652,11 @@ struct GatherScale {
 RTX_SEGMAX0(segmax0_f32, float)
 RTX_SEGMAX0(segmax0_f64, double)
 
-// {smx0,smb0,gss0}_{type}x{lanes}: level 0 of the softmax denominators, of the
-// softmax backward's sums, of gather_scale_scatter; the vector types as index.cu's.
+// {smb0,gss0}_{type}x{lanes}: level 0 of the softmax backward's sums and of
+// gather_scale_scatter; the vector types as index.cu's. (The softmax
+// denominators sum stored numerators with index.cu's scatter kernels: the
+// exps are computed in one parallel pass, softmax_exp, off the chains.)
 #define RTX_FUSED_ALL(SUFFIX, V) \
-    RTX_SMX0(smx0_##SUFFIX, V)   \
     RTX_SMB0(smb0_##SUFFIX, V)   \
     RTX_GSS0(gss0_##SUFFIX, V)
 RTX_FUSED_ALL(f32x4, float4)
@@ -687,17 +665,33 @@ RTX_FUSED_ALL(f32x1, float)
 RTX_FUSED_ALL(f64x2, double2)
 RTX_FUSED_ALL(f64x1, double)
 
-// alpha[e, j] = exp(x[e, j] - m[row, j]) / s[row, j], row = rowof[e]: the last
-// two steps of the softmax composition (exp recomputed: the same bits).
-#define RTX_SOFTMAX_DIV(NAME, T)                                                            \
+// ex[e, j] = exp(x[e, j] - m[row, j]), row = rowof[e]: the softmax's numerators,
+// one parallel pass (the sums then add stored values, like a scatter).
+#define RTX_SOFTMAX_EXP(NAME, T)                                                            \
     extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
-        NAME(const T* __restrict__ x, const T* __restrict__ m, const T* __restrict__ s,    \
-             const u32* __restrict__ rowof, T* __restrict__ out, u64 e, u64 f) {            \
+        NAME(const T* __restrict__ x, const T* __restrict__ m, const u32* __restrict__ rowof, \
+             T* __restrict__ out, u64 e, u64 f) {                                           \
         const u64 total = e * f;                                                            \
         for (u64 t = thread_id(); t < total; t += grid_stride()) {                          \
             const u64 p = t / f, j = t - p * f;                                             \
             const u64 r = (u64)__ldg(rowof + p) * f + j;                                    \
-            out[t] = rdiv(rexp(rsub(x[t], m[r])), s[r]);                                    \
+            out[t] = rexp(rsub(x[t], m[r]));                                                \
+        }                                                                                   \
+    }
+RTX_SOFTMAX_EXP(softmax_exp_f32, float)
+RTX_SOFTMAX_EXP(softmax_exp_f64, double)
+
+// alpha[e, j] = ex[e, j] / s[row, j], row = rowof[e]: the last step of the
+// softmax composition.
+#define RTX_SOFTMAX_DIV(NAME, T)                                                            \
+    extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
+        NAME(const T* __restrict__ ex, const T* __restrict__ s, const u32* __restrict__ rowof, \
+             T* __restrict__ out, u64 e, u64 f) {                                           \
+        const u64 total = e * f;                                                            \
+        for (u64 t = thread_id(); t < total; t += grid_stride()) {                          \
+            const u64 p = t / f, j = t - p * f;                                             \
+            const u64 r = (u64)__ldg(rowof + p) * f + j;                                    \
+            out[t] = rdiv(ex[t], s[r]);                                                     \
         }                                                                                   \
     }
 RTX_SOFTMAX_DIV(softmax_div_f32, float)

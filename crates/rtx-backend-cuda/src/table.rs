@@ -115,16 +115,13 @@ kernels! {
     Segmax0F64 = "segmax0_f64" / 10,
     SegmaxF32 = "segmax_f32" / 9,
     SegmaxF64 = "segmax_f64" / 9,
-    SoftmaxDivF32 = "softmax_div_f32" / 7,
-    SoftmaxDivF64 = "softmax_div_f64" / 7,
+    SoftmaxExpF32 = "softmax_exp_f32" / 6,
+    SoftmaxExpF64 = "softmax_exp_f64" / 6,
+    SoftmaxDivF32 = "softmax_div_f32" / 6,
+    SoftmaxDivF64 = "softmax_div_f64" / 6,
     SoftmaxBwdF32 = "softmax_bwd_f32" / 7,
     SoftmaxBwdF64 = "softmax_bwd_f64" / 7,
     // model.cu: fused level-0 kernels of the segment sums, vector-typed
-    Smx0F32x4 = "smx0_f32x4" / 11,
-    Smx0F32x2 = "smx0_f32x2" / 11,
-    Smx0F32x1 = "smx0_f32x1" / 11,
-    Smx0F64x2 = "smx0_f64x2" / 11,
-    Smx0F64x1 = "smx0_f64x1" / 11,
     Smb0F32x4 = "smb0_f32x4" / 11,
     Smb0F32x2 = "smb0_f32x2" / 11,
     Smb0F32x1 = "smb0_f32x1" / 11,
@@ -276,8 +273,6 @@ pub(crate) enum ChunkSum {
 /// A fused level-0 kernel of a segment sum, computing its values on the fly.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Fused0 {
-    /// `smx0`: `exp(x - max)` of the segment softmax.
-    SoftmaxExp,
     /// `smb0`: `alpha * grad` of the segment softmax's backward.
     SoftmaxBwd,
     /// `gss0`: `x[gather[e]] * w[e, head]` of gather_scale_scatter.
@@ -309,6 +304,8 @@ pub(crate) enum Typed {
     Segmax0,
     /// `segmax_*`: the levels past 0 of a segment max.
     Segmax,
+    /// `softmax_exp_*`.
+    SoftmaxExp,
     /// `softmax_div_*`.
     SoftmaxDiv,
     /// `softmax_bwd_*`.
@@ -450,15 +447,10 @@ impl Kernel {
         }
     }
 
-    /// `{smx0,smb0,gss0}_*`.
+    /// `{smb0,gss0}_*`.
     pub(crate) fn fused0(op: Fused0, v: SumVec) -> Kernel {
-        use Fused0::{GatherScale, SoftmaxBwd, SoftmaxExp};
+        use Fused0::{GatherScale, SoftmaxBwd};
         match (op, v) {
-            (SoftmaxExp, SumVec::F32x4) => Kernel::Smx0F32x4,
-            (SoftmaxExp, SumVec::F32x2) => Kernel::Smx0F32x2,
-            (SoftmaxExp, SumVec::F32x1) => Kernel::Smx0F32x1,
-            (SoftmaxExp, SumVec::F64x2) => Kernel::Smx0F64x2,
-            (SoftmaxExp, SumVec::F64x1) => Kernel::Smx0F64x1,
             (SoftmaxBwd, SumVec::F32x4) => Kernel::Smb0F32x4,
             (SoftmaxBwd, SumVec::F32x2) => Kernel::Smb0F32x2,
             (SoftmaxBwd, SumVec::F32x1) => Kernel::Smb0F32x1,
@@ -498,6 +490,8 @@ impl Kernel {
             (Typed::Segmax0, F64) => Kernel::Segmax0F64,
             (Typed::Segmax, F32) => Kernel::SegmaxF32,
             (Typed::Segmax, F64) => Kernel::SegmaxF64,
+            (Typed::SoftmaxExp, F32) => Kernel::SoftmaxExpF32,
+            (Typed::SoftmaxExp, F64) => Kernel::SoftmaxExpF64,
             (Typed::SoftmaxDiv, F32) => Kernel::SoftmaxDivF32,
             (Typed::SoftmaxDiv, F64) => Kernel::SoftmaxDivF64,
             (Typed::SoftmaxBwd, F32) => Kernel::SoftmaxBwdF32,

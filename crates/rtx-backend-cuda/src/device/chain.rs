@@ -116,7 +116,7 @@ pub(crate) fn sum_chain<T: Element>(
             .arg(&dst)
             .arg(&next);
         // SAFETY: level 0: scatter0{,p}_V(const V* vals, const u32* pos, ...) or
-        // {smx0,smb0,gss0}_V(lead..., [u64 vecs_per_head,] const u32* pos, ...);
+        // {smb0,gss0}_V(lead..., [u64 vecs_per_head,] const u32* pos, ...);
         // higher levels: scatterN{,p}_V(const V* vals, const u32* pos = 0, ...); all
         // continue (const u32* cstart, const u32* crow, const u32* cslot, u64 nchunks,
         // u64 W, u32 lanes_log2, V* dst, V* next). The tables come from a validated

@@ -36,7 +36,10 @@ impl CudaBackend {
     }
 
     /// The segment softmax of `x: [e, f]` (e, f > 0) by the device plan `dp`
-    /// into `rows` rows, written to `out`.
+    /// into `rows` rows, written to `out`: the segment max, the numerators
+    /// `exp(x - max)` in one parallel pass (off the latency-bound chains),
+    /// their segment sums (index.cu's scatter chain, into zeros) and the
+    /// division; exactly the composition's operations.
     fn softmax_by<T: Element>(
         &self,
         x: &BTensor<Self, T>,
@@ -48,27 +51,36 @@ impl CudaBackend {
         let m = self.out::<T>(&[rows, f])?;
         self.zero(&m)?;
         chain::max_chain::<T>(&self.dev, dp, f, ptr(x), ptr(&m))?;
-        let s = self.out::<T>(&[rows, f])?;
-        let lead = [ptr(x), ptr(&m)];
-        self.fused_sum(dp, f, f, Fused0::SoftmaxExp, &lead, &s)?;
-        let (px, pm, ps, po) = (ptr(x), ptr(&m), ptr(&s), ptr(&out));
+        let ex = self.out::<T>(&[e, f])?;
         let (ee, ff) = (e as u64, f as u64);
         let kern = self.dev.kernels()?;
-        let mut l = builder(
-            &self.dev,
-            &kern,
-            Kernel::typed(Typed::SoftmaxDiv, Float::of(T::DTYPE)),
-        );
+        let t = Float::of(T::DTYPE);
+        let (px, pm, pe) = (ptr(x), ptr(&m), ptr(&ex));
+        let mut l = builder(&self.dev, &kern, Kernel::typed(Typed::SoftmaxExp, t));
         l.arg(&px)
             .arg(&pm)
+            .arg(&dp.rowof)
+            .arg(&pe)
+            .arg(&ee)
+            .arg(&ff);
+        // SAFETY: softmax_exp_T(const T* x, const T* m, const u32* rowof, T* out, u64 e,
+        // u64 f): x and out hold e*f, m rows*f elements; rowof holds e rows below rows.
+        unsafe { l.launch(cfg1(grid_for(ee * ff))) }?;
+        let s = self.out::<T>(&[rows, f])?;
+        self.zero(&s)?;
+        let form = self.settings.scatter_form();
+        let level0 = Level0::Stored { src: pe };
+        chain::sum_chain::<T>(&self.dev, dp, f, f, form, level0, ptr(&s))?;
+        let (ps, po) = (ptr(&s), ptr(&out));
+        let mut l = builder(&self.dev, &kern, Kernel::typed(Typed::SoftmaxDiv, t));
+        l.arg(&pe)
             .arg(&ps)
             .arg(&dp.rowof)
             .arg(&po)
             .arg(&ee)
             .arg(&ff);
-        // SAFETY: softmax_div_T(const T* x, const T* m, const T* s, const u32* rowof, T*
-        // out, u64 e, u64 f): x and out hold e*f, m and s rows*f elements; rowof holds e
-        // rows below rows.
+        // SAFETY: softmax_div_T(const T* ex, const T* s, const u32* rowof, T* out, u64 e,
+        // u64 f): ex and out hold e*f, s rows*f elements; rowof holds e rows below rows.
         unsafe { l.launch(cfg1(grid_for(ee * ff))) }?;
         Ok(out)
     }
@@ -177,8 +189,8 @@ impl CudaBackend {
 }
 
 impl FusedOps for CudaBackend {
-    /// Fused: segment max, the exp-sum (level 0 computes `exp(x - max)` on the
-    /// fly), and `exp(x - max) / sum`; the composition's bits.
+    /// Segment max, the numerators in one pass, their sums, the division:
+    /// the composition's bits in four launches past the max chain.
     fn segment_softmax<T: Element>(
         &self,
         x: &BTensor<Self, T>,
