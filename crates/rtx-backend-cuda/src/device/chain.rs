@@ -2,8 +2,9 @@
 //! device: one launch per level of a plan's chunk tables (crate `levels`),
 //! each level reading the scratch its predecessor wrote. [`sum_chain`] is the
 //! one runner of every segment sum (the scatter-add of `index_add` and
-//! `segment_sum` and the segment softmax's denominators, and the fused sums of the softmax backward and
-//! gather_scale_scatter); [`max_chain`] runs the segment max the same way.
+//! `segment_sum`, the segment softmax's denominators, and the fused sums of
+//! the softmax backward and gather_scale_scatter); [`max_chain`] runs the
+//! segment max the same way.
 
 use rtx_backend::Element;
 
