@@ -38,8 +38,9 @@ pub trait DenseOps: BackendCore {
     }
 
     /// `op(x)` elementwise (relu, leaky relu, exp, scale); same shape out.
-    /// Relu, leaky relu and scale are bit-exact; `exp` is the backend's own
-    /// (held to the host's within a tolerance).
+    /// Relu, leaky relu and scale are bit-exact; `exp` is held to
+    /// [`crate::exp`] within a tolerance (the CPU and CUDA backends give its
+    /// bits exactly).
     ///
     /// Default: a host round trip over [`ops::unary`]. Device backends override it.
     ///

@@ -33,10 +33,11 @@
 //! * **Fused gathers** ([`gather_scale_scatter`], [`gather_head_dot`]) are
 //!   defined as their unfused compositions (see each) and give the same bits.
 //!
-//! Elementwise ops round once per operation, as IEEE-754 does. `exp` is the
-//! backend's own: the host's libm on the host, the device's `exp` on a device;
-//! so host and device results of `exp` may differ in the last bit, while any
-//! two runs of one backend agree.
+//! Elementwise ops round once per operation, as IEEE-754 does. `exp` is
+//! [`crate::exp`]'s portable algorithm (plain IEEE operations, no libm): the
+//! CPU and CUDA backends compute exactly its bits, so they train the HetGAT
+//! to the same loss bits; the trait still holds another backend's `exp` to
+//! it only within a tolerance.
 //!
 //! # What is bit-exact across backends
 //! Index ops (gather, scatter-add, [`segment_max`], `segment_sum`) and the
