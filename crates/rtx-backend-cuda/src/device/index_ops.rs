@@ -199,6 +199,11 @@ impl CudaBackend {
     }
 }
 
+/// A scatter by a long host list seen before works on a copy of `dst` while
+/// the list is confirmed, when `dst` is at most this many times the list's
+/// bytes (the copy moves at device bandwidth, the comparison at the host's).
+const CONFIRM_COPY_RATIO: usize = 8;
+
 impl IndexOps for CudaBackend {
     type Index = CudaIndex;
 
@@ -289,7 +294,10 @@ impl IndexOps for CudaBackend {
         self.with_idx_entry(idx, rows, |e| self.gather(src, e, f))
     }
 
-    /// Device scatter-add in the canonical order; the plan is cached per thread.
+    /// Device scatter-add in the canonical order; the plan is cached per
+    /// thread. A long list already cached is scattered into a copy of `dst`
+    /// before it is confirmed equal to the cached one, so the host's
+    /// comparison overlaps the copy and the kernels.
     fn index_add<T: Element>(
         &self,
         dst: &mut BTensor<Self, T>,
@@ -298,6 +306,27 @@ impl IndexOps for CudaBackend {
     ) -> BResult<()> {
         let (rows, f) = dims2("index_add", "dst", dst.layout())?;
         dims2("index_add", "src", src.layout())?;
+        // a long list seen before: scatter into a device copy of `dst` while
+        // the host confirms the list; `dst` takes the copy only once it has
+        // (the copy is dropped otherwise: `dst` was never written)
+        let dst_bytes = dst.numel().saturating_mul(T::DTYPE.size());
+        if f > 0
+            && dst_bytes <= CONFIRM_COPY_RATIO.saturating_mul(4 * idx.len())
+            && check_src(dst.layout(), idx.len(), src.layout()).is_ok()
+        {
+            let optimistic = cache::run_then_confirm(&self.dev, idx, rows, |e| {
+                let mut copy = dst.clone();
+                self.make_unique(&mut copy)?;
+                let plan = e.plan(&self.dev, rows)?;
+                self.scatter(&mut copy, &plan, src, f)?;
+                Ok(copy)
+            });
+            // a device error (out of memory for the copy) falls back to the plain path
+            if let Ok(Some(copy)) = optimistic {
+                *dst = copy;
+                return Ok(());
+            }
+        }
         self.with_idx_entry(idx, rows, |e| {
             check_src(dst.layout(), idx.len(), src.layout())?;
             if f == 0 || idx.is_empty() {
