@@ -73,6 +73,18 @@ pub(crate) fn rows_direct_limit(n: u64) -> u64 {
     (1u64 << 24).max(4 * n)
 }
 
+/// Offsets of regions of `sizes` bytes in one allocation, each aligned to
+/// 256 bytes, and the total: the build's scratch in one allocation.
+pub(crate) fn carve(sizes: &[u64]) -> (u64, Vec<u64>) {
+    let mut at = Vec::with_capacity(sizes.len());
+    let mut total = 0u64;
+    for &s in sizes {
+        at.push(total);
+        total += s.div_ceil(256) * 256;
+    }
+    (total, at)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -131,5 +143,18 @@ mod tests {
         }
         assert_eq!(hi_offset(1 << 20, 1), 0);
         assert_eq!(hi_offset(1 << 20, 2), 3 * ((1 << 13) + 1) + 1);
+    }
+
+    #[test]
+    fn carved_regions_are_aligned_and_disjoint() {
+        let sizes = [4u64, 0, 1000, 256, 12 * 7, 1];
+        let (total, at) = carve(&sizes);
+        assert_eq!(at, [0, 256, 256, 1280, 1536, 1792]);
+        assert_eq!(total, 2048);
+        for (i, (&a, &s)) in at.iter().zip(&sizes).enumerate() {
+            assert_eq!(a % 256, 0);
+            let end = at.get(i + 1).copied().unwrap_or(total);
+            assert!(a + s <= end, "region {i}");
+        }
     }
 }

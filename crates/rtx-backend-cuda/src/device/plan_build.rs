@@ -14,8 +14,8 @@ use super::launch::{MAX_GRID_X, builder, cfg1, grid_for};
 use super::plan::DevicePlan;
 use crate::error::{Error, Result};
 use crate::plan_layout::{
-    INFO_BAD, INFO_CHUNKS, INFO_LEVELS, INFO_MAX, INFO_OVERFLOW, INFO_VALUES, INFO_WORDS, hi_len,
-    hi_offset, hi_vb, level0_bound, list_len, radix, rows_direct_limit, tiles,
+    INFO_BAD, INFO_CHUNKS, INFO_LEVELS, INFO_MAX, INFO_OVERFLOW, INFO_VALUES, INFO_WORDS, carve,
+    hi_len, hi_offset, hi_vb, level0_bound, list_len, radix, rows_direct_limit, tiles,
 };
 use crate::table::Kernel;
 
@@ -338,18 +338,6 @@ pub(crate) fn build(
         plan: DevicePlan::from_parts(mem, positions, idx, tables, values),
         max: Some(max),
     })
-}
-
-/// Offsets of regions of `sizes` bytes in one allocation, each aligned to
-/// 256 bytes, and the total.
-fn carve(sizes: &[u64]) -> (u64, Vec<u64>) {
-    let mut at = Vec::with_capacity(sizes.len());
-    let mut total = 0u64;
-    for &s in sizes {
-        at.push(total);
-        total += s.div_ceil(256) * 256;
-    }
-    (total, at)
 }
 
 /// Exclusive scan of the `n` u32 at `input` into `out`, with `sums` holding
