@@ -10,8 +10,8 @@
 //!   features (global ids) and sum them into their parents (16,384 local
 //!   rows), F = 64.
 //! * `1M-2M-f64-hub`, `1M-16M-f64-hub`: the anchors' 1M-row hub lists of 2M
-//!   and 16M entries (WORKLOADS.md, seed 1 for the first call), F = 64.
-//!
+//!   and 16M entries as destinations (WORKLOADS.md, seed `1 + k` for draw
+//!   `k`), uniform sources, F = 64.
 //! * `hetgat-sampled`: the HetGAT (2 layers x 3 relations, 4 heads x 16
 //!   channels) trained one step per freshly sampled edge set of a two-type
 //!   graph of 200,000 + 100,000 nodes (75,000 edges per step, new plans every
@@ -20,8 +20,9 @@
 //! Rows: `rtx-plan-build-device` (the plan alone), `rtx-fresh-scatter`
 //! (plan + scatter), `rtx-fresh-layer` (gather + plan + scatter), the
 //! `rtx-handle-*` rows with the plan already built, and `rtx-trait-host-seen-*`
-//! (the trait with a host list seen before). Each fresh row also reports
-//! whether its result is bit-identical to the CPU backend's.
+//! (the trait with a host list seen before); unless `--no-check`, a
+//! `rtx-fresh-layer-check` row says whether a fresh layer's result is
+//! bit-identical to the CPU backend's.
 
 use std::time::Instant;
 
