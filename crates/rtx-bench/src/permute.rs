@@ -102,10 +102,7 @@ pub const CASES: &[(&str, &[usize], &[usize], Ty)] = &[
 pub fn run(g: &CudaBackend, reps: usize, check: bool) -> anyhow::Result<()> {
     let n = 1usize << 26;
     let x = g.zeros::<f32>(&[n])?;
-    let copy_ms = time_cuda(g, 3, reps, || {
-        let mut y = x.clone();
-        g.make_unique(&mut y)
-    })?;
+    let copy_ms = time_copy(g, &x, reps)?;
     drop(x);
     let copy_bytes = 2.0 * n as f64 * 4.0;
     emit(
@@ -120,10 +117,7 @@ pub fn run(g: &CudaBackend, reps: usize, check: bool) -> anyhow::Result<()> {
     // the copy of a 32 MiB tensor: the ceiling at the small cases' size
     let m = 1usize << 23;
     let x = g.zeros::<f32>(&[m])?;
-    let ms = time_cuda(g, 3, reps, || {
-        let mut y = x.clone();
-        g.make_unique(&mut y)
-    })?;
+    let ms = time_copy(g, &x, reps)?;
     drop(x);
     emit(
         "permute",
@@ -177,11 +171,8 @@ fn case<T: Element>(
     let pct = (bytes / ms / 1e6 / copy_gbps * 1000.0).round() / 10.0;
     extra.push(("pct_copy", pct.into()));
     // a device copy of the same bytes: the ceiling at this size (launch and
-    // tail included), and the same permute with the 32x32 tile forced
-    let copy_ms = time_cuda(g, 3, reps, || -> BResult<()> {
-        let mut y = t.clone();
-        g.make_unique(&mut y)
-    })?;
+    // tail included)
+    let copy_ms = time_copy(g, &t, reps)?;
     let same = (copy_ms / ms * 1000.0).round() / 10.0;
     extra.push(("pct_same_size_copy", same.into()));
     emit("permute", name, "rtx-cuda-permute", ms, Some(bytes), &extra);
@@ -193,18 +184,17 @@ fn case<T: Element>(
         Some(bytes),
         &[],
     );
-    g.set_transpose_tile(rtx_backend_cuda::TransposeTile::Force32);
-    let ms32 = time_cuda(g, 3, reps, || -> BResult<()> {
-        g.permute(&t, perm).map(|_| ())
-    });
-    g.set_transpose_tile(rtx_backend_cuda::TransposeTile::ByShape);
-    emit(
-        "permute",
-        name,
-        "rtx-cuda-permute-tile32",
-        ms32?,
-        Some(bytes),
-        &[],
-    );
     Ok(())
+}
+
+/// Device ms of a copy of `t` (a fresh buffer each time), median of `reps`.
+fn time_copy<T: Element>(
+    g: &CudaBackend,
+    t: &rtx_backend::BTensor<CudaBackend, T>,
+    reps: usize,
+) -> anyhow::Result<f64> {
+    time_cuda(g, 3, reps, || -> BResult<()> {
+        let mut y = t.clone();
+        g.make_unique(&mut y)
+    })
 }

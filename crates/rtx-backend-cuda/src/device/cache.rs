@@ -163,12 +163,7 @@ pub(crate) fn with_idx_entry<R>(
     rows: usize,
     f: impl FnOnce(&Arc<IndexEntry>) -> BResult<R>,
 ) -> BResult<R> {
-    let key = PinKey {
-        backend: dev.id,
-        plan: false,
-        addr: idx.as_ptr() as usize,
-        len: idx.len(),
-    };
+    let key = PinKey::list(dev.id, idx);
     if let Some(e) = pins::pinned(&key) {
         e.max(dev, Some(rows))?;
         return f(&e);
@@ -209,12 +204,7 @@ pub(crate) fn run_then_confirm<R>(
     rows: usize,
     f: impl Fn(&Arc<IndexEntry>) -> BResult<R>,
 ) -> BResult<Option<R>> {
-    let key = PinKey {
-        backend: dev.id,
-        plan: false,
-        addr: idx.as_ptr() as usize,
-        len: idx.len(),
-    };
+    let key = PinKey::list(dev.id, idx);
     if idx.len() < CONFIRM_AFTER_MIN || pins::pinned(&key).is_some() {
         return Ok(None);
     }

@@ -4,8 +4,7 @@
 //! gathered per-head dot in one kernel; each with exactly its composition's bits.
 
 use rtx_backend::prelude::*;
-use rtx_backend::{BTensor, Element, Error as BError, IndexPlan, Result as BResult, dims2, ops};
-use rtx_tensor::Layout;
+use rtx_backend::{BTensor, Element, IndexPlan, Result as BResult, ops};
 
 use super::backend::{CudaBackend, ptr};
 use super::cache;
@@ -232,18 +231,18 @@ impl FusedOps for CudaBackend {
         weights: &BTensor<Self, T>,
         plan: &IndexPlan,
     ) -> BResult<BTensor<Self, T>> {
-        let op = "gather_scale_scatter";
-        let (n, fx) = dims2(op, "x", x.layout())?;
-        let (e, heads) = dims2(op, "weights", weights.layout())?;
-        if heads == 0 || fx % heads != 0 || e != gather.len() || e != plan.len() {
-            // the shape error, named as the host check names it
-            ops::check_gather_scale_scatter(x.shape(), gather, weights.shape(), plan)?;
-        }
-        let c = fx / heads;
+        // the indices are checked through the cache entry's maximum
+        let (n, heads, c) = ops::gather_scale_scatter_shapes(
+            x.shape(),
+            gather.len(),
+            weights.shape(),
+            plan.len(),
+            plan.rows(),
+        )?;
         let limit = self.index_cache_limit();
         cache::with_idx_entry(&self.dev, limit, gather, n, |ge| {
             let gi = ge.dev_idx(&self.dev)?;
-            let dp = if e == 0 || fx == 0 {
+            let dp = if gather.is_empty() || c == 0 {
                 None
             } else {
                 Some(cache::plan_of(&self.dev, limit, plan)?)
@@ -261,14 +260,10 @@ impl FusedOps for CudaBackend {
         b_idx: &[u32],
         heads: usize,
     ) -> BResult<BTensor<Self, T>> {
-        let op = "gather_head_dot";
-        let (na, f) = dims2(op, "a", a.layout())?;
-        let (nb, fb) = dims2(op, "b", b.layout())?;
-        if heads == 0 || f % heads != 0 || f != fb || a_idx.len() != b_idx.len() {
-            ops::check_gather_head_dot(a.shape(), a_idx, b.shape(), b_idx, heads)?;
-        }
+        // the indices are checked through the cache entries' maxima
+        let (na, nb, c) =
+            ops::gather_head_dot_shapes(a.shape(), a_idx.len(), b.shape(), b_idx.len(), heads)?;
         let e = a_idx.len();
-        let c = f / heads;
         let limit = self.index_cache_limit();
         cache::with_idx_entry(&self.dev, limit, a_idx, na, |ae| {
             cache::with_idx_entry(&self.dev, limit, b_idx, nb, |be| {
@@ -319,27 +314,18 @@ impl FusedOps for CudaBackend {
         scatter: &CudaIndex,
         rows: usize,
     ) -> BResult<BTensor<Self, T>> {
-        let op = "gather_scale_scatter";
         self.check_own(gather)?;
         self.check_own(scatter)?;
-        let (n, fx) = dims2(op, "x", x.layout())?;
-        let (e, heads) = dims2(op, "weights", weights.layout())?;
-        if heads == 0 || fx % heads != 0 || e != gather.len() || e != scatter.len() {
-            return Err(BError::ShapeMismatch {
-                op,
-                detail: format!(
-                    "x {:?}, {} gather indices, weights {:?}, {} scatter indices \
-                     (want x [N, H*C], weights [E, H] with E gather and E scatter indices, H > 0)",
-                    x.shape(),
-                    gather.len(),
-                    weights.shape(),
-                    scatter.len()
-                ),
-            });
-        }
-        Layout::contiguous(&[rows, fx])?;
+        let (n, heads, c) = ops::gather_scale_scatter_shapes(
+            x.shape(),
+            gather.len(),
+            weights.shape(),
+            scatter.len(),
+            rows,
+        )?;
+        let e = gather.len();
         gather.entry.max(&self.dev, Some(n))?;
-        let dp = if e == 0 || fx == 0 {
+        let dp = if e == 0 || c == 0 {
             None
         } else {
             Some(scatter.entry.plan(&self.dev, rows)?)
@@ -349,7 +335,7 @@ impl FusedOps for CudaBackend {
         } else {
             gather.entry.dev_idx(&self.dev)?
         };
-        self.gss_by(x, gi, weights, heads, fx / heads, dp.as_deref(), rows)
+        self.gss_by(x, gi, weights, heads, c, dp.as_deref(), rows)
     }
 
     fn gather_head_dot_idx<T: Element>(
@@ -360,24 +346,10 @@ impl FusedOps for CudaBackend {
         b_idx: &CudaIndex,
         heads: usize,
     ) -> BResult<BTensor<Self, T>> {
-        let op = "gather_head_dot";
         self.check_own(a_idx)?;
         self.check_own(b_idx)?;
-        let (na, f) = dims2(op, "a", a.layout())?;
-        let (nb, fb) = dims2(op, "b", b.layout())?;
-        if heads == 0 || f % heads != 0 || f != fb || a_idx.len() != b_idx.len() {
-            return Err(BError::ShapeMismatch {
-                op,
-                detail: format!(
-                    "a {:?} with {} indices and b {:?} with {} indices, {heads} heads \
-                     (want a [Na, H*C], b [Nb, H*C], equal index counts, H > 0)",
-                    a.shape(),
-                    a_idx.len(),
-                    b.shape(),
-                    b_idx.len()
-                ),
-            });
-        }
+        let (na, nb, c) =
+            ops::gather_head_dot_shapes(a.shape(), a_idx.len(), b.shape(), b_idx.len(), heads)?;
         a_idx.entry.max(&self.dev, Some(na))?;
         b_idx.entry.max(&self.dev, Some(nb))?;
         let e = a_idx.len();
@@ -389,6 +361,6 @@ impl FusedOps for CudaBackend {
                 b_idx.entry.dev_idx(&self.dev)?,
             )
         };
-        self.ghd_by(a, ia, b, ib, e, heads, f / heads)
+        self.ghd_by(a, ia, b, ib, e, heads, c)
     }
 }

@@ -98,12 +98,7 @@ impl CudaBackend {
                 e.dev_idx(&self.dev)?;
                 Ok(Arc::clone(e))
             })?;
-            let key = PinKey {
-                backend: self.dev.id,
-                plan: false,
-                addr: idx.as_ptr() as usize,
-                len: idx.len(),
-            };
+            let key = PinKey::list(self.dev.id, idx);
             pins::pin(key, entry);
             guard.0.push(key);
         }
@@ -395,20 +390,7 @@ impl CudaBackend {
         rows: usize,
     ) -> BResult<(usize, usize)> {
         self.check_own(idx)?;
-        let (e, f) = dims2(op, "x", x.layout())?;
-        if e != idx.len() {
-            return Err(BError::ShapeMismatch {
-                op,
-                detail: format!(
-                    "x {:?} with an index list of {} entries into {rows} rows (want x [{}, F])",
-                    x.shape(),
-                    idx.len(),
-                    idx.len()
-                ),
-            });
-        }
-        Layout::contiguous(&[rows, f])?;
-        Ok((e, f))
+        ops::check_segment_len(op, x.shape(), idx.len(), rows)
     }
 }
 

@@ -22,6 +22,18 @@ pub(crate) struct PinKey {
     pub len: usize,
 }
 
+impl PinKey {
+    /// The key of the index list `idx` of backend `backend`.
+    pub(crate) fn list(backend: u64, idx: &[u32]) -> PinKey {
+        PinKey {
+            backend,
+            plan: false,
+            addr: idx.as_ptr() as usize,
+            len: idx.len(),
+        }
+    }
+}
+
 /// The pinned entry of `key` on this thread, if any.
 pub(crate) fn pinned(key: &PinKey) -> Option<Arc<IndexEntry>> {
     PINS.with(|p| {

@@ -1,6 +1,7 @@
 //! [`FusedOps`]: ops defined as a composition of index and dense ops, which
 //! a backend may fuse as long as it gives the composition's bits.
 
+use super::index::host_plan;
 use crate::{BTensor, Binary, DenseOps, Element, IndexOps, IndexPlan, Result, Unary, ops};
 
 /// Fused ops: each is defined as a composition of [`IndexOps`] and
@@ -115,7 +116,7 @@ pub trait FusedOps: IndexOps + DenseOps {
         idx: &Self::Index,
         rows: usize,
     ) -> Result<BTensor<Self, T>> {
-        self.segment_softmax(x, &IndexPlan::new(&self.index_to_host(idx)?, rows)?)
+        self.segment_softmax(x, &host_plan(self, idx, rows)?)
     }
 
     /// [`FusedOps::segment_softmax_backward`] by the plan of `idx` into `rows` rows.
@@ -129,7 +130,7 @@ pub trait FusedOps: IndexOps + DenseOps {
         idx: &Self::Index,
         rows: usize,
     ) -> Result<BTensor<Self, T>> {
-        let plan = IndexPlan::new(&self.index_to_host(idx)?, rows)?;
+        let plan = host_plan(self, idx, rows)?;
         self.segment_softmax_backward(alpha, grad, &plan)
     }
 
@@ -146,7 +147,7 @@ pub trait FusedOps: IndexOps + DenseOps {
         scatter: &Self::Index,
         rows: usize,
     ) -> Result<BTensor<Self, T>> {
-        let plan = IndexPlan::new(&self.index_to_host(scatter)?, rows)?;
+        let plan = host_plan(self, scatter, rows)?;
         self.gather_scale_scatter(x, &self.index_to_host(gather)?, weights, &plan)
     }
 

@@ -103,7 +103,7 @@ pub trait IndexOps: BackendCore {
         idx: &Self::Index,
         rows: usize,
     ) -> Result<BTensor<Self, T>> {
-        self.segment_sum(x, &IndexPlan::new(&self.index_to_host(idx)?, rows)?)
+        self.segment_sum(x, &host_plan(self, idx, rows)?)
     }
 
     /// [`IndexOps::segment_max`] by the plan of `idx` into `rows` rows.
@@ -116,7 +116,7 @@ pub trait IndexOps: BackendCore {
         idx: &Self::Index,
         rows: usize,
     ) -> Result<BTensor<Self, T>> {
-        self.segment_max(x, &IndexPlan::new(&self.index_to_host(idx)?, rows)?)
+        self.segment_max(x, &host_plan(self, idx, rows)?)
     }
 
     /// Gather along dim 0: `out[i, :] = src[idx[i], :]`, `src: [R, F]`, `out: [E, F]`.
@@ -221,4 +221,14 @@ pub trait IndexOps: BackendCore {
         self.index_add_planned(&mut out, plan, x)?;
         Ok(out)
     }
+}
+
+/// The host [`IndexPlan`] of a backend index list into `rows` rows: what the
+/// `_idx` defaults run their host-plan twins with.
+pub(super) fn host_plan<B: IndexOps + ?Sized>(
+    b: &B,
+    idx: &B::Index,
+    rows: usize,
+) -> Result<IndexPlan> {
+    IndexPlan::new(&b.index_to_host(idx)?, rows)
 }

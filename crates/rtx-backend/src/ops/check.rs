@@ -112,18 +112,32 @@ pub fn check_head_scale(a: &[usize], s: &[usize]) -> Result<(usize, usize, usize
 /// # Errors
 /// [`Error::Rank`]; [`Error::ShapeMismatch`] naming the shape and the plan.
 pub fn check_segment(op: &'static str, x: &[usize], plan: &IndexPlan) -> Result<(usize, usize)> {
+    check_segment_len(op, x, plan.len(), plan.rows())
+}
+
+/// [`check_segment`] for the plan of an index list of `entries` entries into
+/// `rows` rows (a backend list, whose plan the backend builds itself); also
+/// checks that the `[rows, f]` output's size does not overflow.
+///
+/// # Errors
+/// [`Error::Rank`]; [`Error::ShapeMismatch`]; [`Error::Layout`].
+pub fn check_segment_len(
+    op: &'static str,
+    x: &[usize],
+    entries: usize,
+    rows: usize,
+) -> Result<(usize, usize)> {
     let (e, f) = rank2(op, "x", x)?;
-    if e != plan.len() {
+    if e != entries {
         return Err(mismatch(
             op,
             format!(
-                "x {x:?} with an index plan of {} entries into {} rows (want x [{}, F])",
-                plan.len(),
-                plan.rows(),
-                plan.len()
+                "x {x:?} with an index plan of {entries} entries into {rows} rows \
+                 (want x [{entries}, F])"
             ),
         ));
     }
+    rtx_tensor::numel(&[rows, f])?;
     Ok((e, f))
 }
 
@@ -141,22 +155,40 @@ pub fn check_gather_scale_scatter(
     weights: &[usize],
     plan: &IndexPlan,
 ) -> Result<(usize, usize)> {
+    let (n, heads, c) =
+        gather_scale_scatter_shapes(x, gather.len(), weights, plan.len(), plan.rows())?;
+    crate::reference::check_indices(gather, n)?;
+    Ok((heads, c))
+}
+
+/// The shape part of [`check_gather_scale_scatter`], from the lengths of the
+/// gather list and of the scatter list (or plan) into `rows` rows: `(n,
+/// heads, channels)`, `n` the rows the gather indices must stay below.
+///
+/// # Errors
+/// [`Error::Rank`]; [`Error::ShapeMismatch`] naming the shapes and lengths;
+/// [`Error::Layout`] when the output `[rows, heads * c]` overflows.
+pub fn gather_scale_scatter_shapes(
+    x: &[usize],
+    gather_len: usize,
+    weights: &[usize],
+    scatter_len: usize,
+    rows: usize,
+) -> Result<(usize, usize, usize)> {
     let (n, f) = rank2("gather_scale_scatter", "x", x)?;
     let (e, heads) = rank2("gather_scale_scatter", "weights", weights)?;
-    if heads == 0 || f % heads != 0 || e != gather.len() || e != plan.len() {
+    if heads == 0 || f % heads != 0 || e != gather_len || e != scatter_len {
         return Err(mismatch(
             "gather_scale_scatter",
             format!(
-                "x {x:?}, {} gather indices, weights {weights:?}, a plan of {} entries \
-                 (want x [N, H*C], weights [E, H] with E indices and E plan entries, H > 0)",
-                gather.len(),
-                plan.len()
+                "x {x:?}, {gather_len} gather indices, weights {weights:?}, {scatter_len} \
+                 scatter entries (want x [N, H*C], weights [E, H] with E gather indices and \
+                 E scatter entries, H > 0)"
             ),
         ));
     }
-    crate::reference::check_indices(gather, n)?;
-    rtx_tensor::numel(&[plan.rows(), f])?;
-    Ok((heads, f / heads))
+    rtx_tensor::numel(&[rows, f])?;
+    Ok((n, heads, f / heads))
 }
 
 /// `(heads, channels)` of [`gather_head_dot`](crate::FusedOps::gather_head_dot): `a: [na, heads*c]`,
@@ -172,23 +204,38 @@ pub fn check_gather_head_dot(
     b_idx: &[u32],
     heads: usize,
 ) -> Result<(usize, usize)> {
+    let (na, nb, c) = gather_head_dot_shapes(a, a_idx.len(), b, b_idx.len(), heads)?;
+    crate::reference::check_indices(a_idx, na)?;
+    crate::reference::check_indices(b_idx, nb)?;
+    Ok((heads, c))
+}
+
+/// The shape part of [`check_gather_head_dot`], from the index lists'
+/// lengths: `(na, nb, channels)`, the rows each list must stay below.
+///
+/// # Errors
+/// [`Error::Rank`]; [`Error::ShapeMismatch`]; [`Error::Layout`] when the
+/// output `[a_len, heads]` overflows.
+pub fn gather_head_dot_shapes(
+    a: &[usize],
+    a_len: usize,
+    b: &[usize],
+    b_len: usize,
+    heads: usize,
+) -> Result<(usize, usize, usize)> {
     let (na, f) = rank2("gather_head_dot", "a", a)?;
     let (nb, fb) = rank2("gather_head_dot", "b", b)?;
-    if heads == 0 || f % heads != 0 || f != fb || a_idx.len() != b_idx.len() {
+    if heads == 0 || f % heads != 0 || f != fb || a_len != b_len {
         return Err(mismatch(
             "gather_head_dot",
             format!(
-                "a {a:?} with {} indices and b {b:?} with {} indices, {heads} heads \
-                 (want a [Na, H*C], b [Nb, H*C], equal index counts, H > 0)",
-                a_idx.len(),
-                b_idx.len()
+                "a {a:?} with {a_len} indices and b {b:?} with {b_len} indices, {heads} heads \
+                 (want a [Na, H*C], b [Nb, H*C], equal index counts, H > 0)"
             ),
         ));
     }
-    crate::reference::check_indices(a_idx, na)?;
-    crate::reference::check_indices(b_idx, nb)?;
-    rtx_tensor::numel(&[a_idx.len(), heads])?;
-    Ok((heads, f / heads))
+    rtx_tensor::numel(&[a_len, heads])?;
+    Ok((na, nb, f / heads))
 }
 
 /// Checks that two tensors have one shape (for [`DenseOps::axpy`](crate::DenseOps::axpy) and backward ops).
