@@ -285,24 +285,55 @@ RTX_GATHER_HEAD_DOT(gather_head_dot_f64, double)
 // One level of the canonical column sums of a row-major [n, f]: out[g, j] is
 // the sum of rows 256g .. min(n, 256g + 256) of column j, left to right from
 // the first. Levels repeat until one row is left (sum_rows; the inner
-// dimension of matmul past 256).
+// dimension of matmul past 256). A block takes one group of rows and RR_COLS
+// columns: it loads the [rows, cols] tile into shared memory with all its
+// threads (independent loads, whole rows when cols == f), then one thread per
+// column adds the column up from shared memory. (A thread per column reading
+// global memory had one load latency per 32 rows.)
+#define RR_COLS(T) (128 / (int)sizeof(T))
 #define RTX_REDUCE_ROWS(NAME, T)                                                            \
     extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
         NAME(const T* __restrict__ in, T* __restrict__ out, u64 n, u64 f) {                 \
+        constexpr u32 C = RR_COLS(T);                                                       \
+        __shared__ T tile[RTX_CANONICAL_BLOCK][C + 1];                                      \
         const u64 ng = (n + (RTX_CANONICAL_BLOCK - 1)) / RTX_CANONICAL_BLOCK;               \
-        const u64 total = ng * f;                                                           \
-        for (u64 t = thread_id(); t < total; t += grid_stride()) {                          \
-            const u64 g = t / f, j = t - g * f;                                             \
-            const u64 r0 = g * RTX_CANONICAL_BLOCK, r1 = min(n, r0 + RTX_CANONICAL_BLOCK);  \
-            T acc = __ldg(in + r0 * f + j);                                                 \
-            for (u64 r = r0 + 1; r < r1; r += 32) {                                         \
-                T v[32];                                                                    \
-                _Pragma("unroll") for (u64 q = 0; q < 32; ++q) if (r + q < r1) v[q] =       \
-                    __ldg(in + (r + q) * f + j);                                            \
-                _Pragma("unroll") for (u64 q = 0; q < 32; ++q) if (r + q < r1) acc =        \
-                    radd(acc, v[q]);                                                        \
+        const u64 ct = (f + C - 1) / C;                                                     \
+        for (u64 t = blockIdx.x; t < ng * ct; t += gridDim.x) {                             \
+            const u64 g = t / ct, c0 = (t - g * ct) * C;                                    \
+            const u64 r0 = g * RTX_CANONICAL_BLOCK;                                         \
+            const u32 rows = (u32)min((u64)RTX_CANONICAL_BLOCK, n - r0);                    \
+            const u32 cols = (u32)min((u64)C, f - c0);                                      \
+            const u32 total = rows * cols;                                                  \
+            for (u32 base = 0; base < total; base += 8 * RTX_BLOCK) {                       \
+                T v[8];                                                                     \
+                _Pragma("unroll") for (u32 q = 0; q < 8; ++q) {                             \
+                    const u32 i = base + q * RTX_BLOCK + threadIdx.x;                       \
+                    if (i < total) {                                                        \
+                        const u32 r = i / cols;                                             \
+                        v[q] = __ldg(in + (r0 + r) * f + c0 + (i - r * cols));              \
+                    }                                                                       \
+                }                                                                           \
+                _Pragma("unroll") for (u32 q = 0; q < 8; ++q) {                             \
+                    const u32 i = base + q * RTX_BLOCK + threadIdx.x;                       \
+                    if (i < total) {                                                        \
+                        const u32 r = i / cols;                                             \
+                        tile[r][i - r * cols] = v[q];                                       \
+                    }                                                                       \
+                }                                                                           \
             }                                                                               \
-            out[t] = acc;                                                                   \
+            __syncthreads();                                                                \
+            if (threadIdx.x < cols) {                                                       \
+                T acc = tile[0][threadIdx.x];                                               \
+                for (u32 r = 1; r < rows; r += 8) {                                         \
+                    T v[8];                                                                 \
+                    _Pragma("unroll") for (u32 q = 0; q < 8; ++q) if (r + q < rows) v[q] =  \
+                        tile[r + q][threadIdx.x];                                           \
+                    _Pragma("unroll") for (u32 q = 0; q < 8; ++q) if (r + q < rows) acc =   \
+                        radd(acc, v[q]);                                                    \
+                }                                                                           \
+                out[g * f + c0 + threadIdx.x] = acc;                                        \
+            }                                                                               \
+            __syncthreads();                                                                \
         }                                                                                   \
     }
 RTX_REDUCE_ROWS(reduce_rows_f32, float)
@@ -320,6 +351,30 @@ RTX_REDUCE_ROWS(reduce_rows_f64, double)
 #define MM_T RTX_MATMUL_TILE
 #define MM_K 16
 static_assert(MM_T == 16 * 4, "matmul: 16 x 16 threads of 4 x 4 outputs cover the tile");
+// Where element q of this thread's share of a K-tile goes: A as As[kk][ii]
+// and B as Bs[kk][jj], read along the operand's contiguous dimension.
+struct TileSlot {
+    u32 akk, aii, bkk, bjj;
+};
+__device__ __forceinline__ TileSlot tile_slot(u32 e, u64 a_ps, u64 b_js) {
+    TileSlot s;
+    if (a_ps == 1) {
+        s.akk = e % MM_K;
+        s.aii = e / MM_K;
+    } else {
+        s.aii = e % MM_T;
+        s.akk = e / MM_T;
+    }
+    if (b_js == 1) {
+        s.bjj = e % MM_T;
+        s.bkk = e / MM_T;
+    } else {
+        s.bkk = e % MM_K;
+        s.bjj = e / MM_K;
+    }
+    return s;
+}
+
 template <typename T>
 __device__ __forceinline__ void matmul_level0(const T* __restrict__ a, const T* __restrict__ b,
                                               T* __restrict__ out, u64 m, u64 n, u64 k,
@@ -333,52 +388,51 @@ __device__ __forceinline__ void matmul_level0(const T* __restrict__ a, const T* 
         const u64 tm = t % tiles_m, rest = t / tiles_m;
         const u64 tn = rest % tiles_n, ch = rest / tiles_n;
         const u64 p0 = ch * RTX_CANONICAL_BLOCK, p1 = min(k, p0 + RTX_CANONICAL_BLOCK);
+        // -0.0 + x == x for every x (signed zeros and NaNs included): starting the
+        // chains at -0.0 gives the reference's "first product, then add" bits
+        // without a select per product
         T acc[4][4];
 #pragma unroll
         for (int r = 0; r < 4; ++r)
 #pragma unroll
-            for (int c = 0; c < 4; ++c) acc[r][c] = T(0);
+            for (int c = 0; c < 4; ++c) acc[r][c] = T(-0.0);
+        // the next K-tile is loaded into registers while this one is used
+        T ra[4], rb[4];
+        auto fetch = [&](u64 pb) {
+            const u32 kc = (u32)min((u64)MM_K, p1 - pb);
+#pragma unroll
+            for (int q = 0; q < 4; ++q) {
+                const TileSlot s = tile_slot(threadIdx.x + 256 * q, a_ps, b_js);
+                const u64 gi = tm * MM_T + s.aii;
+                ra[q] = (gi < m && s.akk < kc) ? a[gi * a_rs + (pb + s.akk) * a_ps] : T(0);
+                const u64 gj = tn * MM_T + s.bjj;
+                rb[q] = (gj < n && s.bkk < kc) ? b[(pb + s.bkk) * b_ps + gj * b_js] : T(0);
+            }
+        };
+        fetch(p0);
         for (u64 pb = p0; pb < p1; pb += MM_K) {
             const u32 kc = (u32)min((u64)MM_K, p1 - pb);
 #pragma unroll
             for (int q = 0; q < 4; ++q) {
-                const u32 e = threadIdx.x + 256 * q;
-                u32 kk, ii;
-                if (a_ps == 1) {
-                    kk = e % MM_K;
-                    ii = e / MM_K;
-                } else {
-                    ii = e % MM_T;
-                    kk = e / MM_T;
-                }
-                const u64 gi = tm * MM_T + ii;
-                As[kk][ii] = (gi < m && kk < kc) ? a[gi * a_rs + (pb + kk) * a_ps] : T(0);
-                u32 jj;
-                if (b_js == 1) {
-                    jj = e % MM_T;
-                    kk = e / MM_T;
-                } else {
-                    kk = e % MM_K;
-                    jj = e / MM_K;
-                }
-                const u64 gj = tn * MM_T + jj;
-                Bs[kk][jj] = (gj < n && kk < kc) ? b[(pb + kk) * b_ps + gj * b_js] : T(0);
+                const TileSlot s = tile_slot(threadIdx.x + 256 * q, a_ps, b_js);
+                As[s.akk][s.aii] = ra[q];
+                Bs[s.bkk][s.bjj] = rb[q];
             }
             __syncthreads();
-            for (u32 kk = 0; kk < kc; ++kk) {
-                const bool first = pb == p0 && kk == 0;
-                T av[4], bv[4];
+            if (pb + MM_K < p1) fetch(pb + MM_K);
 #pragma unroll
-                for (int r = 0; r < 4; ++r) av[r] = As[kk][ty + 16 * r];
+            for (u32 kk = 0; kk < MM_K; ++kk) {
+                if (kk < kc) {
+                    T av[4], bv[4];
 #pragma unroll
-                for (int c = 0; c < 4; ++c) bv[c] = Bs[kk][tx + 16 * c];
+                    for (int r = 0; r < 4; ++r) av[r] = As[kk][ty + 16 * r];
 #pragma unroll
-                for (int r = 0; r < 4; ++r)
+                    for (int c = 0; c < 4; ++c) bv[c] = Bs[kk][tx + 16 * c];
 #pragma unroll
-                    for (int c = 0; c < 4; ++c) {
-                        const T prod = rmul(av[r], bv[c]);
-                        acc[r][c] = first ? prod : radd(acc[r][c], prod);
-                    }
+                    for (int r = 0; r < 4; ++r)
+#pragma unroll
+                        for (int c = 0; c < 4; ++c) acc[r][c] = radd(acc[r][c], rmul(av[r], bv[c]));
+                }
             }
             __syncthreads();
         }
@@ -447,6 +501,9 @@ __device__ __forceinline__ T max_step(T m, T v) {
 RTX_SEGMAX(segmax_f32, float)
 RTX_SEGMAX(segmax_f64, double)
 
+// Bytes of values a block of the fused level-0 kernels stages per window.
+#define RTX_WINDOW_BYTES 32768
+
 template <typename V, bool MAX>
 __device__ __forceinline__ V combine(V acc, V v) {
     if constexpr (MAX) {
@@ -476,7 +533,8 @@ __device__ __forceinline__ V staged_reduce(const Src& src, const typename Src::K
     return acc;
 }
 
-// Level 0 of a segment sum (or max) whose values Src computes: a group of L
+// Level 0 of a segment sum (or max) whose values Src computes, for rows of
+// more than 32 vectors (windowed_level0 below takes the others): a group of L
 // lanes per chunk, lane j reduces column vectors j, j + L, ...; a sum is
 // added into its row (dst, zeroed by the host: written as `0 + t`), a max
 // stored there, or either goes to the next level's scratch (reduced by
@@ -487,15 +545,16 @@ __device__ __forceinline__ V staged_reduce(const Src& src, const typename Src::K
 // at most one column (W <= L), whose sum continues across stages. The order
 // of every addition is the one of index.cu.
 template <typename V, bool MAX, typename Src>
-__device__ __forceinline__ void fused_level0(const Src& src, const u32* __restrict__ pos,
-                                             const u32* __restrict__ cstart,
-                                             const u32* __restrict__ crow,
-                                             const u32* __restrict__ cslot, u64 nchunks, u64 W,
-                                             u32 lanes_log2, V* __restrict__ dst,
-                                             V* __restrict__ next) {
+__device__ __forceinline__ void grouped_level0(const Src& src, const u32* __restrict__ pos,
+                                               const u32* __restrict__ cstart,
+                                               const u32* __restrict__ crow,
+                                               const u32* __restrict__ cslot, u64 nchunks, u64 W,
+                                               u32 lanes_log2, V* __restrict__ dst,
+                                               V* __restrict__ next, unsigned char* smem) {
     typedef typename Src::Key K;
     constexpr u32 PER_LANE = 8;
-    __shared__ K stage_all[PER_LANE * RTX_BLOCK];
+    static_assert(PER_LANE * RTX_BLOCK * sizeof(K) <= RTX_WINDOW_BYTES, "stage fits the window");
+    K* stage_all = reinterpret_cast<K*>(smem);
     const u32 L = 1u << lanes_log2;
     const u32 lane = threadIdx.x & (L - 1);
     const u32 cap = PER_LANE * L;
@@ -559,7 +618,160 @@ __device__ __forceinline__ void fused_level0(const Src& src, const u32* __restri
     }
 }
 
-// segment max, level 0: the stored value of the entry.
+
+// A chunk's value or its slot in the next level, written once its chain is done:
+// a sum goes into its row as `0 + t` (dst zeroed by the host), a max as is.
+template <typename V, bool MAX>
+__device__ __forceinline__ void put_chunk(V t, u32 slot, u64 row, u64 W, u64 j,
+                                          V* __restrict__ dst, V* __restrict__ next) {
+    if (slot == RTX_FINAL) {
+        if constexpr (MAX) {
+            dst[row * W + j] = t;
+        } else {
+            dst[row * W + j] = vadd(V{}, t);
+        }
+    } else {
+        next[(u64)slot * W + j] = t;
+    }
+}
+
+// The first chunk c in [0, nchunks] whose start cstart[c] is >= target
+// (cstart ascending; c = nchunks when none is), found by the calling warp
+// with a 32-ary search: about four load latencies for 100,000 chunks.
+__device__ __forceinline__ u64 first_chunk_from(const u32* __restrict__ cstart, u64 nchunks,
+                                                u64 target) {
+    const u32 lane = threadIdx.x & 31;
+    u64 lo = 0, hi = nchunks;  // the answer is in [lo, hi]
+    while (lo < hi) {
+        const u64 step = (hi - lo + 30) / 31;
+        const u64 q = min(hi, lo + lane * step);
+        const bool ge = q == nchunks || (u64)__ldg(cstart + q) >= target;
+        const u32 f = __ffs(__ballot_sync(0xFFFFFFFFu, ge)) - 1;  // lane 31 probes hi: ge
+        const u64 qf = min(hi, lo + f * step);
+        if (f == 0) {
+            hi = lo;
+        } else {
+            lo = min(hi, lo + (f - 1) * step) + 1;
+            hi = qf;
+        }
+    }
+    return lo;
+}
+
+// Positions per window of windowed_level0, and the bytes of one entry's
+// column slice it stages.
+#define RTX_WIN 256
+#define RTX_SLICE_BYTES 64
+
+// Level 0 of a segment sum (or max) whose values Src computes, for rows of at
+// most 32 vectors. Block t takes window b of RTX_WIN positions and a slice of
+// at most RTX_SLICE_BYTES of the columns: the chunks that start inside the
+// window (two warps find them with first_chunk_from), whose positions span at
+// most RTX_WIN + 255 entries since no chunk is longer than 256. The whole
+// block loads those entries' keys, then their values in the slice (up to 8
+// independent loads per thread), into shared memory; then a group of lanes
+// per chunk (a lane per column vector of the slice) adds the chunk up from
+// shared memory, in position order. Every block has the same bounded work,
+// however the chunks are spread: a hub row's 256-entry chunk costs a few load
+// latencies, not one per 8 entries along its chain. The additions and their
+// order are index.cu's: the first value of a chunk starts its chain, every
+// later one is added to it.
+template <typename V, bool MAX, typename Src>
+__device__ __forceinline__ void windowed_level0(const Src& src, const u32* __restrict__ pos,
+                                                const u32* __restrict__ cstart,
+                                                const u32* __restrict__ crow,
+                                                const u32* __restrict__ cslot, u64 nchunks,
+                                                u32 W, V* __restrict__ dst, V* __restrict__ next,
+                                                unsigned char* smem) {
+    typedef typename Src::Key K;
+    constexpr u32 BATCH = 8;
+    constexpr u32 SPAN = 2 * RTX_WIN;  // entries staged, at most RTX_WIN + 255
+    constexpr u32 CW = RTX_SLICE_BYTES / sizeof(V);
+    static_assert(SPAN * RTX_SLICE_BYTES <= RTX_WINDOW_BYTES, "a window's slice fits");
+    static_assert(RTX_BLOCK >= 64, "two warps search");
+    V* vals = reinterpret_cast<V*>(smem);
+    K* keys = reinterpret_cast<K*>(smem + RTX_WINDOW_BYTES);
+    __shared__ u64 range[2];
+    const u64 entries = __ldg(cstart + nchunks);
+    const u64 windows = (entries + RTX_WIN - 1) / RTX_WIN;
+    const u32 slices = (W + CW - 1) / CW;
+    for (u64 t = blockIdx.x; t < windows * slices; t += gridDim.x) {
+        const u64 b = t / slices;
+        const u32 j0 = (u32)(t - b * slices) * CW, cw = min(CW, W - j0);
+        if (threadIdx.x < 64)
+            range[threadIdx.x >> 5] =
+                first_chunk_from(cstart, nchunks, (b + (threadIdx.x >> 5)) * RTX_WIN);
+        __syncthreads();
+        const u64 cb = range[0], nc = range[1] - cb;
+        const u32 p0 = __ldg(cstart + cb), n = __ldg(cstart + range[1]) - p0;
+#pragma unroll
+        for (u32 q = 0; q < SPAN / RTX_BLOCK; ++q) {
+            const u32 i = q * RTX_BLOCK + threadIdx.x;
+            if (i < n) keys[i] = src.key(__ldg(pos + p0 + i));
+        }
+        __syncthreads();
+        const u32 total = n * cw;
+        for (u32 base = 0; base < total; base += BATCH * RTX_BLOCK) {
+            V v[BATCH];
+#pragma unroll
+            for (u32 q = 0; q < BATCH; ++q) {
+                const u32 i = base + q * RTX_BLOCK + threadIdx.x;
+                if (i < total) {
+                    const u32 e = i / cw;
+                    v[q] = src.value(keys[e], 0, j0 + i - e * cw);
+                }
+            }
+#pragma unroll
+            for (u32 q = 0; q < BATCH; ++q) {
+                const u32 i = base + q * RTX_BLOCK + threadIdx.x;
+                if (i < total) vals[i] = v[q];
+            }
+        }
+        __syncthreads();
+        // a group of L lanes per chunk, lane j on column vector j0 + j
+        const u32 lanes_log2 = 32 - __clz(cw - 1);  // log2 of cw's next power of two
+        const u32 lane = threadIdx.x & ((1u << lanes_log2) - 1);
+        const u32 groups = RTX_BLOCK >> lanes_log2;
+        if (lane < cw) {
+            for (u64 c = threadIdx.x >> lanes_log2; c < nc; c += groups) {
+                const u32 a = __ldg(cstart + cb + c) - p0, e = __ldg(cstart + cb + c + 1) - p0;
+                V acc = vals[a * cw + lane];
+                for (u32 p = a + 1; p < e; p += BATCH) {
+                    V v[BATCH];
+#pragma unroll
+                    for (u32 q = 0; q < BATCH; ++q)
+                        if (p + q < e) v[q] = vals[(p + q) * cw + lane];
+#pragma unroll
+                    for (u32 q = 0; q < BATCH; ++q)
+                        if (p + q < e) acc = combine<V, MAX>(acc, v[q]);
+                }
+                put_chunk<V, MAX>(acc, __ldg(cslot + cb + c), __ldg(crow + cb + c), W, j0 + lane,
+                                  dst, next);
+            }
+        }
+        __syncthreads();  // range, keys and vals are rewritten by the next window
+    }
+}
+
+// Level 0 of a segment sum (or max) whose values Src computes (see
+// windowed_level0 and grouped_level0).
+template <typename V, bool MAX, typename Src>
+__device__ __forceinline__ void fused_level0(const Src& src, const u32* __restrict__ pos,
+                                             const u32* __restrict__ cstart,
+                                             const u32* __restrict__ crow,
+                                             const u32* __restrict__ cslot, u64 nchunks, u64 W,
+                                             u32 lanes_log2, V* __restrict__ dst,
+                                             V* __restrict__ next) {
+    __shared__ __align__(16) unsigned char
+        smem[RTX_WINDOW_BYTES + 2 * RTX_WIN * sizeof(typename Src::Key)];
+    if (W <= 32)
+        windowed_level0<V, MAX>(src, pos, cstart, crow, cslot, nchunks, (u32)W, dst, next, smem);
+    else
+        grouped_level0<V, MAX>(src, pos, cstart, crow, cslot, nchunks, W, lanes_log2, dst, next,
+                               smem);
+}
+
+// segment max and sum0, level 0: the stored value of the entry.
 template <typename T>
 struct ReadSrc {
     typedef u32 Key;
@@ -626,6 +838,13 @@ struct GatherScale {
     const u32 *__restrict__ pos, const u32 *__restrict__ cstart, const u32 *__restrict__ crow, \
         const u32 *__restrict__ cslot, u64 nchunks, u64 W, u32 lanes_log2
 
+#define RTX_SUM0(NAME, V)                                                                   \
+    extern "C" __global__ void __launch_bounds__(RTX_BLOCK, RTX_FUSED_MIN_BLOCKS)          \
+        NAME(const V* __restrict__ vals, RTX_FUSED_ARGS, V* __restrict__ dst,              \
+             V* __restrict__ next) {                                                        \
+        ReadSrc<V> s{vals, W};                                                              \
+        fused_level0<V, false>(s, pos, cstart, crow, cslot, nchunks, W, lanes_log2, dst, next); \
+    }
 #define RTX_SMB0(NAME, V)                                                                   \
     extern "C" __global__ void __launch_bounds__(RTX_BLOCK, RTX_FUSED_MIN_BLOCKS)                                 \
         NAME(const V* __restrict__ alpha, const V* __restrict__ g, RTX_FUSED_ARGS,         \
@@ -652,11 +871,12 @@ struct GatherScale {
 RTX_SEGMAX0(segmax0_f32, float)
 RTX_SEGMAX0(segmax0_f64, double)
 
-// {smb0,gss0}_{type}x{lanes}: level 0 of the softmax backward's sums and of
-// gather_scale_scatter; the vector types as index.cu's. (The softmax
-// denominators sum stored numerators with index.cu's scatter kernels: the
-// exps are computed in one parallel pass, softmax_exp, off the chains.)
+// {sum0,smb0,gss0}_{type}x{lanes}: level 0 of the model's segment sums of
+// stored values (segment_sum, the softmax's denominators: index.cu's scatter0
+// stays index_add's), of the softmax backward's sums and of
+// gather_scale_scatter; the vector types as index.cu's.
 #define RTX_FUSED_ALL(SUFFIX, V) \
+    RTX_SUM0(sum0_##SUFFIX, V)   \
     RTX_SMB0(smb0_##SUFFIX, V)   \
     RTX_GSS0(gss0_##SUFFIX, V)
 RTX_FUSED_ALL(f32x4, float4)

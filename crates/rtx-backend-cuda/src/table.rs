@@ -122,6 +122,11 @@ kernels! {
     SoftmaxBwdF32 = "softmax_bwd_f32" / 7,
     SoftmaxBwdF64 = "softmax_bwd_f64" / 7,
     // model.cu: fused level-0 kernels of the segment sums, vector-typed
+    Sum0F32x4 = "sum0_f32x4" / 10,
+    Sum0F32x2 = "sum0_f32x2" / 10,
+    Sum0F32x1 = "sum0_f32x1" / 10,
+    Sum0F64x2 = "sum0_f64x2" / 10,
+    Sum0F64x1 = "sum0_f64x1" / 10,
     Smb0F32x4 = "smb0_f32x4" / 11,
     Smb0F32x2 = "smb0_f32x2" / 11,
     Smb0F32x1 = "smb0_f32x1" / 11,
@@ -273,6 +278,9 @@ pub(crate) enum ChunkSum {
 /// A fused level-0 kernel of a segment sum, computing its values on the fly.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Fused0 {
+    /// `sum0`: the stored value of the entry (the model's segment sums; a
+    /// hub row's chunks are loaded by the whole block, see model.cu).
+    Read,
     /// `smb0`: `alpha * grad` of the segment softmax's backward.
     SoftmaxBwd,
     /// `gss0`: `x[gather[e]] * w[e, head]` of gather_scale_scatter.
@@ -447,10 +455,15 @@ impl Kernel {
         }
     }
 
-    /// `{smb0,gss0}_*`.
+    /// `{sum0,smb0,gss0}_*`.
     pub(crate) fn fused0(op: Fused0, v: SumVec) -> Kernel {
-        use Fused0::{GatherScale, SoftmaxBwd};
+        use Fused0::{GatherScale, Read, SoftmaxBwd};
         match (op, v) {
+            (Read, SumVec::F32x4) => Kernel::Sum0F32x4,
+            (Read, SumVec::F32x2) => Kernel::Sum0F32x2,
+            (Read, SumVec::F32x1) => Kernel::Sum0F32x1,
+            (Read, SumVec::F64x2) => Kernel::Sum0F64x2,
+            (Read, SumVec::F64x1) => Kernel::Sum0F64x1,
             (SoftmaxBwd, SumVec::F32x4) => Kernel::Smb0F32x4,
             (SoftmaxBwd, SumVec::F32x2) => Kernel::Smb0F32x2,
             (SoftmaxBwd, SumVec::F32x1) => Kernel::Smb0F32x1,

@@ -300,7 +300,7 @@ fn every_kernel_has_one_table_entry_and_every_entry_one_kernel() {
         absent.is_empty(),
         "table entries no .cu file defines: {absent:?}"
     );
-    assert_eq!(s.kernels.len(), 97);
+    assert_eq!(s.kernels.len(), 102);
 }
 
 #[test]
@@ -414,7 +414,11 @@ fn pickers_give_the_kernels_of_old() {
                 );
             }
         }
-        for (op, b) in [(Fused0::SoftmaxBwd, "smb0"), (Fused0::GatherScale, "gss0")] {
+        for (op, b) in [
+            (Fused0::Read, "sum0"),
+            (Fused0::SoftmaxBwd, "smb0"),
+            (Fused0::GatherScale, "gss0"),
+        ] {
             assert_eq!(Kernel::fused0(op, v).name(), format!("{b}_{s}"));
         }
     }

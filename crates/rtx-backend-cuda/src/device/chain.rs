@@ -10,7 +10,7 @@ use rtx_backend::Element;
 
 use super::buffer::DevMem;
 use super::context::Device;
-use super::launch::{builder, cfg1, chunks_grid, grid_for, lanes_log2};
+use super::launch::{builder, cfg1, chunks_grid, fused0_grid, grid_for, lanes_log2};
 use super::plan::DevicePlan;
 use crate::error::{Error, Result};
 use crate::settings::ScatterForm;
@@ -127,7 +127,13 @@ pub(crate) fn sum_chain<T: Element>(
         // slots below the next level's scratch (sized from plan.values, rows of
         // row_bytes = W vectors). Levels run in stream order, so each reads the
         // scratch its predecessor wrote; dst is used by this chain alone.
-        unsafe { b.launch(cfg1(chunks_grid(n, lanes))) }?;
+        let grid = match level0 {
+            Level0::Fused { .. } if l == 0 => {
+                fused0_grid(dp.values[0] as u64, n, w, vb as u64)
+            }
+            _ => chunks_grid(n, lanes),
+        };
+        unsafe { b.launch(cfg1(grid)) }?;
     }
     Ok(())
 }
@@ -168,7 +174,8 @@ pub(crate) fn max_chain<T: Element>(
             // SAFETY: segmax0_T(const T* vals, const u32* pos, const u32* cstart, const
             // u32* crow, const u32* cslot, u64 nchunks, u64 W, u32 lanes_log2, T* dst, T*
             // next): as below, with W = f scalar columns.
-            unsafe { b.launch(cfg1(chunks_grid(n, lanes))) }?;
+            let grid = fused0_grid(dp.values[0] as u64, n, ff, T::DTYPE.size() as u64);
+            unsafe { b.launch(cfg1(grid)) }?;
             continue;
         }
         let vals = scratch[l - 1].ptr();

@@ -289,9 +289,11 @@ impl CudaBackend {
             let (nn, ff) = (n as u64, f as u64);
             let mut l = builder(&self.dev, &kern, name);
             l.arg(&cur).arg(&next).arg(&nn).arg(&ff);
+            // a block per group of rows and RR_COLS (128 bytes of) columns
+            let tiles = ng as u64 * f.div_ceil(128 / T::DTYPE.size()) as u64;
             // SAFETY: reduce_rows_T(const T* in, T* out, u64 n, u64 f): in holds n*f
             // elements, out ceil(n/256)*f.
-            unsafe { l.launch(cfg1(grid_for((ng * f) as u64))) }?;
+            unsafe { l.launch(cfg1(tiles.clamp(1, MAX_GRID_X) as u32)) }?;
             if ng == 1 {
                 return Ok(());
             }

@@ -18,7 +18,7 @@ impl CudaBackend {
     /// A segment sum by the plan `dp` into `dst` (zeroed here first: each row
     /// is `0 + its sum`) whose level 0 is the fused kernel `op` with leading
     /// arguments `lead`; rows of `f` elements, vectors dividing `align`.
-    fn fused_sum<T: Element>(
+    pub(super) fn fused_sum<T: Element>(
         &self,
         dp: &DevicePlan,
         f: usize,
@@ -34,10 +34,23 @@ impl CudaBackend {
         Ok(())
     }
 
+    /// The segment sums of `x: [plan entries, f]` by the device plan `dp`
+    /// into `out: [rows, f]`: model.cu's `sum0` level 0 (a hub row's chunks
+    /// loaded by a whole block), then index.cu's higher levels.
+    pub(super) fn segment_sum_by<T: Element>(
+        &self,
+        x: &BTensor<Self, T>,
+        dp: &DevicePlan,
+        f: usize,
+        out: &BTensor<Self, T>,
+    ) -> BResult<()> {
+        self.fused_sum(dp, f, f, Fused0::Read, &[ptr(x)], out)
+    }
+
     /// The segment softmax of `x: [e, f]` (e, f > 0) by the device plan `dp`
     /// into `rows` rows, written to `out`: the segment max, the numerators
     /// `exp(x - max)` in one parallel pass (off the latency-bound chains),
-    /// their segment sums (index.cu's scatter chain, into zeros) and the
+    /// their segment sums (`sum0` and the scatter chain, into zeros) and the
     /// division; exactly the composition's operations.
     fn softmax_by<T: Element>(
         &self,
@@ -66,10 +79,7 @@ impl CudaBackend {
         // u64 f): x and out hold e*f, m rows*f elements; rowof holds e rows below rows.
         unsafe { l.launch(cfg1(grid_for(ee * ff))) }?;
         let s = self.out::<T>(&[rows, f])?;
-        self.zero(&s)?;
-        let form = self.settings.scatter_form();
-        let level0 = Level0::Stored { src: pe };
-        chain::sum_chain::<T>(&self.dev, dp, f, f, form, level0, ptr(&s))?;
+        self.fused_sum(dp, f, f, Fused0::Read, &[pe], &s)?;
         let (ps, po) = (ptr(&s), ptr(&out));
         let mut l = builder(&self.dev, &kern, Kernel::typed(Typed::SoftmaxDiv, t));
         l.arg(&pe)

@@ -246,12 +246,12 @@ impl IndexOps for CudaBackend {
         rows: usize,
     ) -> BResult<BTensor<Self, T>> {
         let (e, f) = self.check_segment_idx("segment_sum", x, idx, rows)?;
-        let mut out = self.zeros::<T>(&[rows, f])?;
         if e == 0 || f == 0 {
-            return Ok(out);
+            return self.zeros::<T>(&[rows, f]);
         }
         let dp = idx.entry.plan(&self.dev, rows)?;
-        self.scatter(&mut out, &dp, x, f)?;
+        let out = self.out::<T>(&[rows, f])?;
+        self.segment_sum_by(x, &dp, f, &out)?;
         Ok(out)
     }
 
@@ -369,12 +369,12 @@ impl IndexOps for CudaBackend {
         plan: &IndexPlan,
     ) -> BResult<BTensor<Self, T>> {
         let (_, f) = ops::check_segment("segment_sum", x.shape(), plan)?;
-        let mut out = self.zeros::<T>(&[plan.rows(), f])?;
         if plan.is_empty() || f == 0 {
-            return Ok(out);
+            return self.zeros::<T>(&[plan.rows(), f]);
         }
         let dp = self.plan_of(plan)?;
-        self.scatter(&mut out, &dp, x, f)?;
+        let out = self.out::<T>(&[plan.rows(), f])?;
+        self.segment_sum_by(x, &dp, f, &out)?;
         Ok(out)
     }
 }

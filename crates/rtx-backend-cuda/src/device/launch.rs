@@ -83,6 +83,25 @@ pub(crate) fn chunks_grid(n: u64, lanes_log2: u32) -> u32 {
     n.div_ceil(groups).clamp(1, MAX_GRID_X) as u32
 }
 
+/// Positions per window of model.cu's windowed level 0 (`RTX_WIN`).
+const WINDOW: u64 = 256;
+/// Bytes of a column slice of model.cu's windowed level 0 (`RTX_SLICE_BYTES`).
+const SLICE_BYTES: u64 = 64;
+
+/// Blocks for a fused level 0 of model.cu (`fused_level0`) over a plan of
+/// `entries` positions in `n` chunks, rows of `w` vectors of `vec_bytes`:
+/// rows of at most 32 vectors take the windowed form (a block per window of
+/// 256 positions and slice of 64 bytes of columns), wider rows a group of
+/// lanes per chunk.
+pub(crate) fn fused0_grid(entries: u64, n: u64, w: u64, vec_bytes: u64) -> u32 {
+    if w <= 32 {
+        let slices = w.div_ceil(SLICE_BYTES / vec_bytes);
+        (entries.div_ceil(WINDOW) * slices).clamp(1, MAX_GRID_X) as u32
+    } else {
+        chunks_grid(n, lanes_log2(w))
+    }
+}
+
 /// Blocks for a grid-stride loop over `n` items, a thread each.
 pub(crate) fn grid_for(n: u64) -> u32 {
     n.div_ceil(u64::from(BLOCK)).clamp(1, MAX_GRID_X) as u32
@@ -140,6 +159,12 @@ mod tests {
         assert_eq!(chunks_grid(9, 5), 2);
         assert_eq!(chunks_grid(u64::MAX, 0), MAX_GRID_X as u32);
         assert_eq!(grid_for(257), 2);
+        // windows of 256 positions times 64-byte column slices
+        assert_eq!(fused0_grid(20_000, 7_000, 16, 16), 79 * 4);
+        assert_eq!(fused0_grid(20_000, 7_000, 1, 16), 79);
+        assert_eq!(fused0_grid(1, 1, 4, 4), 1);
+        assert_eq!(fused0_grid(256, 9, 32, 8), 4);
+        assert_eq!(fused0_grid(1000, 100, 33, 16), chunks_grid(100, 5));
         assert_eq!(grid_for(u64::MAX), MAX_GRID_X as u32);
     }
 }
