@@ -42,6 +42,10 @@ pub enum Error {
         /// Devices the driver reports.
         count: usize,
     },
+    /// [`CudaBackend::record`](crate::CudaBackend::record) could not record
+    /// the work; the message says why.
+    #[error("recording a CUDA graph: {0}")]
+    Recording(String),
     /// NVRTC (the run-time compiler of the kernels) could not be loaded.
     #[error(
         "NVRTC (libnvrtc.so.13) was not found on the loader path; the CUDA backend compiles \

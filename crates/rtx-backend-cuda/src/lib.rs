@@ -100,14 +100,14 @@ mod stub;
 
 pub use abi::REQUIRED_DRIVER_VERSION;
 #[cfg(feature = "cuda")]
-pub use device::{CudaBackend, CudaBuffer, CudaIndex};
+pub use device::{CudaBackend, CudaBuffer, CudaIndex, Recorded};
 pub use error::{Error, NvrtcError, Result};
 pub use settings::{
     DEFAULT_INDEX_CACHE_BYTES, PIPELINED_SCATTER_MAX_ENTRIES, ScatterForm, TransposeTile,
 };
 pub use source::{KERNEL_FILES, translation_unit as kernel_source};
 #[cfg(not(feature = "cuda"))]
-pub use stub::{CudaBackend, CudaBuffer, CudaIndex};
+pub use stub::{CudaBackend, CudaBuffer, CudaIndex, Recorded};
 
 #[cfg(test)]
 mod tests {

@@ -13,6 +13,28 @@ use rtx_backend::{BTensor, Element, IndexPlan, Result as BResult};
 use crate::error::{Error, Result};
 use crate::settings::{ScatterForm, TransposeTile};
 
+/// Recorded work (uninhabited without the `cuda` feature).
+#[derive(Debug)]
+pub struct Recorded<R> {
+    never: Infallible,
+    _r: PhantomData<R>,
+}
+
+impl<R> Recorded<R> {
+    /// Replays the recorded work.
+    ///
+    /// # Errors
+    /// Never returns.
+    pub fn replay(&mut self) -> Result<&R> {
+        match self.never {}
+    }
+
+    /// The outputs of the last run.
+    pub fn outputs(&self) -> &R {
+        match self.never {}
+    }
+}
+
 /// A device buffer (uninhabited without the `cuda` feature).
 pub struct CudaBuffer<T> {
     never: Infallible,
@@ -126,6 +148,17 @@ impl CudaBackend {
     /// # Errors
     /// Never returns.
     pub fn time_ms<R>(&self, _f: impl FnOnce() -> R) -> Result<(R, f32)> {
+        match self.never {}
+    }
+
+    /// Records `f`'s work into a CUDA graph.
+    ///
+    /// # Errors
+    /// Never returns.
+    pub fn record<R, E: std::fmt::Display>(
+        &self,
+        _f: impl FnOnce(&Self) -> std::result::Result<R, E>,
+    ) -> Result<Recorded<R>> {
         match self.never {}
     }
 

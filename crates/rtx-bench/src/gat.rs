@@ -19,7 +19,6 @@
 
 use std::time::Instant;
 
-use rtx_backend::prelude::*;
 use rtx_backend_cpu::CpuBackend;
 use serde_json::json;
 
@@ -33,6 +32,8 @@ pub enum Which {
     Cpu,
     /// CUDA with device index ops, and CUDA with index ops on the host round trip.
     Cuda,
+    /// CUDA with device index ops only (eager and recorded).
+    CudaDevice,
     /// Both.
     All,
 }
@@ -64,8 +65,8 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     } else {
         Which::Cpu
     });
-    if matches!(which, Which::Cuda | Which::All) {
-        run_cuda(args)?;
+    if matches!(which, Which::Cuda | Which::CudaDevice | Which::All) {
+        run_cuda(args, which != Which::CudaDevice)?;
     }
     if matches!(which, Which::Cpu | Which::All) {
         let cpu = CpuBackend::new();
@@ -81,7 +82,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
 }
 
 #[cfg(feature = "cuda")]
-fn run_cuda(args: &Args) -> anyhow::Result<()> {
+fn run_cuda(args: &Args, host_too: bool) -> anyhow::Result<()> {
     let cuda = crate::cuda::cuda_backend()?;
     let device = Opts {
         prefix: "rtx-cuda-device-index",
@@ -90,6 +91,9 @@ fn run_cuda(args: &Args) -> anyhow::Result<()> {
         util_seconds: Some(args.util_seconds),
     };
     suite(&cuda, args, &device)?;
+    if !host_too {
+        return Ok(());
+    }
     let host = rtx_backend::HostIndexOps::new(cuda);
     // the host round trip is slow (tens to hundreds of ms a step): fewer reps
     let roundtrip = Opts {
@@ -102,7 +106,7 @@ fn run_cuda(args: &Args) -> anyhow::Result<()> {
 }
 
 #[cfg(not(feature = "cuda"))]
-fn run_cuda(_args: &Args) -> anyhow::Result<()> {
+fn run_cuda(_args: &Args, _host_too: bool) -> anyhow::Result<()> {
     Err(crate::hetgat::no_cuda())
 }
 
@@ -119,7 +123,7 @@ fn emit(v: serde_json::Value) {
 }
 
 /// The median; of an even count, the mean of the two middle values; 0 for none.
-fn median(mut v: Vec<f64>) -> f64 {
+pub(crate) fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     let n = v.len();
     match n {
@@ -146,7 +150,7 @@ fn suite<B: StaticGraph>(b: &B, args: &Args, o: &Opts) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn case<B: Backend>(
+fn case<B: StaticGraph>(
     b: &B,
     args: &Args,
     o: &Opts,
@@ -192,6 +196,17 @@ fn case<B: Backend>(
             json!({"suite": "gat", "case": case, "impl": format!("{}-infer-enqueue", o.prefix),
                     "ms": round4(median(enq)), "backend": b.name(), "reps": infer_reps}),
         );
+    }
+    // the same step and forward replayed from a recording (a CUDA graph): the
+    // host enqueues one launch instead of one per op
+    if let Some((train, infer, loss)) = b.time_recorded(w, reps, infer_reps)? {
+        emit(json!({"suite": "gat", "case": case,
+            "impl": format!("{}-graph-train-step", o.prefix), "ms": round4(train),
+            "loss": loss, "backend": b.name(), "reps": reps}));
+        emit(json!({"suite": "gat", "case": case,
+            "impl": format!("{}-graph-infer", o.prefix), "ms": round4(infer),
+            "per_scenario_ms": round4(infer / batch as f64), "backend": b.name(),
+            "reps": infer_reps}));
     }
     if let Some(secs) = o.util_seconds
         && batch == *args.batches.iter().max().unwrap_or(&batch)

@@ -108,10 +108,22 @@ fn harris_batch(graph: &HeteroGraph) -> anyhow::Result<usize> {
 /// closure as is.
 ///
 /// [`with_static_indices`]: rtx_backend_cuda::CudaBackend::with_static_indices
-pub(crate) trait StaticGraph: Backend {
+pub(crate) trait StaticGraph: Backend + Sized {
     /// Runs `f` with `graph`'s topology held where the backend can hold it.
     fn with_graph<R>(&self, _graph: &HeteroGraph, f: impl FnOnce() -> R) -> anyhow::Result<R> {
         Ok(f())
+    }
+
+    /// Medians of `reps` train steps and `infer_reps` forwards (finished on
+    /// the device) replayed from a recording (a CUDA graph), when the backend
+    /// can record work: `(train ms, infer ms, loss of the last replayed step)`.
+    fn time_recorded(
+        &self,
+        _w: &mut Workload<'_, Self>,
+        _reps: usize,
+        _infer_reps: usize,
+    ) -> anyhow::Result<Option<(f64, f64, f32)>> {
+        Ok(None)
     }
 }
 
@@ -134,6 +146,39 @@ impl StaticGraph for rtx_backend_cuda::CudaBackend {
             .flat_map(|r| [r.dst_plan(), r.src_plan()])
             .collect();
         Ok(self.with_static_indices(&lists, &plans, f)?)
+    }
+
+    fn time_recorded(
+        &self,
+        w: &mut Workload<'_, Self>,
+        reps: usize,
+        infer_reps: usize,
+    ) -> anyhow::Result<Option<(f64, f64, f32)>> {
+        let (graph, x) = (w.graph, &w.x);
+        let model = &mut w.model;
+        // recording runs the step once (one more SGD update)
+        let mut step = self.record(|b| model.train_step_enqueued(b, graph, x, 1e-3))?;
+        let mut loss = 0.0;
+        let mut train = Vec::with_capacity(reps);
+        for _ in 0..reps {
+            let t = Instant::now();
+            loss = step.replay()?.read(self)?;
+            train.push(t.elapsed().as_secs_f64() * 1e3);
+        }
+        drop(step);
+        let mut fwd = self.record(|b| model.forward(b, graph, x))?;
+        let mut infer = Vec::with_capacity(infer_reps);
+        for _ in 0..infer_reps {
+            let t = Instant::now();
+            fwd.replay()?;
+            self.synchronize()?;
+            infer.push(t.elapsed().as_secs_f64() * 1e3);
+        }
+        Ok(Some((
+            crate::gat::median(train),
+            crate::gat::median(infer),
+            loss,
+        )))
     }
 }
 

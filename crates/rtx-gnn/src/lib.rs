@@ -45,7 +45,7 @@ pub mod model;
 pub mod testing;
 
 pub use graph::{HeteroGraph, NodeType, Relation, harris_features};
-pub use model::{Grads, HetGat, HetGatConfig, LossAndGrads};
+pub use model::{DeviceLoss, Grads, HetGat, HetGatConfig, LossAndGrads};
 
 /// Errors of the model crate.
 #[derive(Debug, thiserror::Error)]

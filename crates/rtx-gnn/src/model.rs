@@ -106,14 +106,38 @@ struct RelationKey {
     dst_type: usize,
 }
 
+/// The MSE loss still on the device: the sum of squares of the output, and
+/// the row count it is divided by when read. Steps that return it leave
+/// reading it (a synchronization) to the caller, so they can be recorded into
+/// a device graph (see `rtx_backend_cuda::CudaBackend::record`).
+#[derive(Debug)]
+pub struct DeviceLoss<B: Backend, T: Element> {
+    /// `sum(y^2)`, `[1, 1]`.
+    pub sum_sq: BTensor<B, T>,
+    /// Rows of `y`.
+    pub rows: usize,
+}
+
+impl<B: Backend, T: Element> DeviceLoss<B, T> {
+    /// Reads the loss: `sum_sq / rows` (downloads, so it waits for the work).
+    ///
+    /// # Errors
+    /// Backend errors.
+    pub fn read(&self, b: &B) -> Result<T> {
+        let s = b.download(&self.sum_sq)?;
+        Ok(s[0] / T::from_f64(self.rows.max(1) as f64))
+    }
+}
+
 /// Gradients of every parameter, in [`HetGat::params`] order; `None` is zero.
 pub type Grads<B, T> = Vec<Option<BTensor<B, T>>>;
 
-/// What [`HetGat::loss_and_grads`] returns.
+/// What [`HetGat::loss_and_grads`] returns (`L = T`) and
+/// [`HetGat::loss_and_grads_enqueued`] (`L = DeviceLoss`).
 #[derive(Debug)]
-pub struct LossAndGrads<B: Backend, T: Element> {
+pub struct LossAndGrads<B: Backend, T: Element, L = T> {
     /// The MSE loss against zeros.
-    pub loss: T,
+    pub loss: L,
     /// Gradients of the parameters.
     pub grads: Grads<B, T>,
     /// Gradients of the inputs per node type (when asked for).
@@ -419,7 +443,7 @@ impl<B: Backend, T: Element> HetGat<B, T> {
     /// As [`HetGat::forward`].
     pub fn loss(&self, b: &B, graph: &HeteroGraph, x: &[BTensor<B, T>]) -> Result<T> {
         let y = self.forward(b, graph, x)?;
-        mse(b, &y)
+        mse(b, &y)?.read(b)
     }
 
     /// Loss, gradients of every parameter and (when `input_grads`) of the inputs.
@@ -433,6 +457,30 @@ impl<B: Backend, T: Element> HetGat<B, T> {
         x: &[BTensor<B, T>],
         input_grads: bool,
     ) -> Result<LossAndGrads<B, T>> {
+        let LossAndGrads {
+            loss,
+            grads,
+            input_grads,
+        } = self.loss_and_grads_enqueued(b, graph, x, input_grads)?;
+        Ok(LossAndGrads {
+            loss: loss.read(b)?,
+            grads,
+            input_grads,
+        })
+    }
+
+    /// [`HetGat::loss_and_grads`] with the loss left on the device: nothing
+    /// here waits for the device.
+    ///
+    /// # Errors
+    /// As [`HetGat::forward`].
+    pub fn loss_and_grads_enqueued(
+        &self,
+        b: &B,
+        graph: &HeteroGraph,
+        x: &[BTensor<B, T>],
+        input_grads: bool,
+    ) -> Result<LossAndGrads<B, T, DeviceLoss<B, T>>> {
         let fw = self.run_forward(b, graph, x)?;
         let loss = mse(b, &fw.y)?;
         let n = fw.y.shape()[0];
@@ -555,17 +603,36 @@ impl<B: Backend, T: Element> HetGat<B, T> {
         x: &[BTensor<B, T>],
         lr: f64,
     ) -> Result<T> {
-        let LossAndGrads { loss, grads, .. } = self.loss_and_grads(b, graph, x, false)?;
+        self.train_step_enqueued(b, graph, x, lr)?.read(b)
+    }
+
+    /// [`HetGat::train_step`] with the loss (before the update) left on the
+    /// device: nothing here waits for the device, so a device backend can
+    /// record the whole step once and replay it (the parameters are updated
+    /// in place, where they are).
+    ///
+    /// # Errors
+    /// As [`HetGat::forward`].
+    pub fn train_step_enqueued(
+        &mut self,
+        b: &B,
+        graph: &HeteroGraph,
+        x: &[BTensor<B, T>],
+        lr: f64,
+    ) -> Result<DeviceLoss<B, T>> {
+        let LossAndGrads { loss, grads, .. } = self.loss_and_grads_enqueued(b, graph, x, false)?;
         self.sgd(b, &grads, lr)?;
         Ok(loss)
     }
 }
 
-/// `mean(y^2)` of a `[n, 1]` output: canonical sum of squares over `n`.
-fn mse<B: Backend, T: Element>(b: &B, y: &BTensor<B, T>) -> Result<T> {
-    let n = y.shape()[0];
-    let s = b.download(&b.sum_rows(&b.binary(Binary::Mul, y, y)?)?)?;
-    Ok(s[0] / T::from_f64(n.max(1) as f64))
+/// `mean(y^2)` of a `[n, 1]` output, still on the device: the canonical sum
+/// of squares, divided by `n` when read.
+fn mse<B: Backend, T: Element>(b: &B, y: &BTensor<B, T>) -> Result<DeviceLoss<B, T>> {
+    Ok(DeviceLoss {
+        sum_sq: b.sum_rows(&b.binary(Binary::Mul, y, y)?)?,
+        rows: y.shape()[0],
+    })
 }
 
 /// Which relations of which layer reach the head (see [`HetGat`]), and a

@@ -46,6 +46,20 @@ pub fn harris_like(na: usize, nb: usize, edges: [usize; 3], seed: u64) -> Result
     HeteroGraph::new(types, rels)
 }
 
+/// The seed of [`training_bits`]'s model.
+pub const TRAINING_SEED: u64 = 42;
+/// The learning rate of [`training_bits`].
+pub const TRAINING_LR: f64 = 1e-2;
+
+/// The configuration of [`training_bits`]'s model on `graph`: the Harris
+/// model with 32 input features per node type.
+pub fn training_config(graph: &HeteroGraph) -> HetGatConfig {
+    HetGatConfig {
+        in_features: vec![32; graph.node_types().len()],
+        ..HetGatConfig::harris()
+    }
+}
+
 /// Trains the 4x16-head, 2-layer model for `steps` SGD steps (lr 1e-2) on
 /// `graph` (two node types of 32 features, from streams 40 and 41) and
 /// returns the bits of every step's loss and of every final parameter.
@@ -57,15 +71,12 @@ pub fn training_bits<B: Backend, T: Element>(
     graph: &HeteroGraph,
     steps: usize,
 ) -> Result<(Vec<u64>, Vec<Vec<u64>>)> {
-    let cfg = HetGatConfig {
-        in_features: vec![32; graph.node_types().len()],
-        ..HetGatConfig::harris()
-    };
-    let mut model = HetGat::<B, T>::new(b, graph, cfg, 42)?;
+    let cfg = training_config(graph);
+    let mut model = HetGat::<B, T>::new(b, graph, cfg, TRAINING_SEED)?;
     let x = inputs::<B, T>(b, graph, &model.config().in_features)?;
     let mut losses = Vec::with_capacity(steps);
     for _ in 0..steps {
-        losses.push(model.train_step(b, graph, &x, 1e-2)?.to_bits_u64());
+        losses.push(model.train_step(b, graph, &x, TRAINING_LR)?.to_bits_u64());
     }
     let params = model
         .params()
@@ -75,8 +86,12 @@ pub fn training_bits<B: Backend, T: Element>(
     Ok((losses, params))
 }
 
-/// Inputs per node type `t`: `[nodes, features[t]]` from stream `40 + t`.
-fn inputs<B: Backend, T: Element>(
+/// Inputs per node type `t`: `[nodes, features[t]]` from stream `40 + t`
+/// (the inputs of [`training_bits`]).
+///
+/// # Errors
+/// Sizes that overflow; backend errors.
+pub fn inputs<B: Backend, T: Element>(
     b: &B,
     graph: &HeteroGraph,
     features: &[usize],

@@ -128,9 +128,7 @@ pub(crate) fn sum_chain<T: Element>(
         // row_bytes = W vectors). Levels run in stream order, so each reads the
         // scratch its predecessor wrote; dst is used by this chain alone.
         let grid = match level0 {
-            Level0::Fused { .. } if l == 0 => {
-                fused0_grid(dp.values[0] as u64, n, w, vb as u64)
-            }
+            Level0::Fused { .. } if l == 0 => fused0_grid(dp.values[0] as u64, n, w, vb as u64),
             _ => chunks_grid(n, lanes),
         };
         unsafe { b.launch(cfg1(grid)) }?;

@@ -35,6 +35,7 @@ impl Device {
 
     /// A new allocation holding `bytes` (copied from the host).
     pub(crate) fn upload_bytes(&self, bytes: &[u8]) -> Result<DevMem> {
+        self.refuse_while_recording("an upload from host memory")?;
         let m = self.alloc(bytes.len())?;
         if !bytes.is_empty() {
             self.ctx.bind_to_thread()?;

@@ -30,6 +30,7 @@ impl BackendCore for CudaBackend {
     }
 
     fn download<T: Element>(&self, t: &BTensor<Self, T>) -> BResult<Vec<T>> {
+        self.dev.refuse_while_recording("a download")?;
         let mut out = vec![T::ZERO; t.numel()];
         if !out.is_empty() {
             let bytes = std::mem::size_of_val(out.as_slice());
@@ -60,6 +61,10 @@ impl BackendCore for CudaBackend {
         if t.is_unique() {
             return Ok(());
         }
+        // recorded, the copy would live in graph memory that each replay
+        // allocates afresh, and the in-place update would not carry over
+        self.dev
+            .refuse_while_recording("writing in place to a tensor whose buffer is shared")?;
         let copy = self.alloc_tensor::<T>(t.layout().clone())?;
         let bytes = copy.storage().bytes();
         if bytes > 0 {

@@ -19,6 +19,8 @@
 //! * `dense_ops`: `DenseOps` (matmul, elementwise, row sums, per-head ops).
 //! * `fused_ops`: `FusedOps` (segment softmax and its backward,
 //!   gather_scale_scatter, gather_head_dot).
+//! * `graph`: [`CudaBackend::record`] and [`Recorded`]: work captured once
+//!   into a CUDA graph and replayed with one launch.
 
 mod backend;
 mod buffer;
@@ -29,6 +31,7 @@ mod core_ops;
 mod dense_ops;
 mod entry;
 mod fused_ops;
+mod graph;
 mod index_lists;
 mod index_ops;
 mod kernels;
@@ -40,4 +43,5 @@ mod plan_build;
 
 pub use backend::CudaBackend;
 pub use buffer::CudaBuffer;
+pub use graph::Recorded;
 pub use index_lists::CudaIndex;

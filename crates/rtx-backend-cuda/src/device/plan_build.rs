@@ -53,6 +53,7 @@ pub(crate) fn read_words<W: Copy>(dev: &Device, src: u64, out: &mut [W]) -> Resu
     let bytes = std::mem::size_of_val(out);
     // SAFETY: W is u32 or u64 here: plain data, every bit pattern valid; the
     // byte view covers exactly `out`.
+    dev.refuse_while_recording("reading a device plan's sizes back")?;
     let view = unsafe { std::slice::from_raw_parts_mut(out.as_mut_ptr().cast::<u8>(), bytes) };
     dev.ctx.bind_to_thread()?;
     // SAFETY: `src` holds at least `bytes` bytes (the callers' contract); the
