@@ -285,59 +285,104 @@ RTX_GATHER_HEAD_DOT(gather_head_dot_f64, double)
 // One level of the canonical column sums of a row-major [n, f]: out[g, j] is
 // the sum of rows 256g .. min(n, 256g + 256) of column j, left to right from
 // the first. Levels repeat until one row is left (sum_rows; the inner
-// dimension of matmul past 256). A block takes one group of rows and RR_COLS
-// columns: it loads the [rows, cols] tile into shared memory with all its
+// dimension of matmul past 256; head_scale_rows's level 0). A block takes
+// one group of rows and RR_COLS columns: it loads the [rows, cols] tile into shared memory with all its
 // threads (independent loads, whole rows when cols == f), then one thread per
 // column adds the column up from shared memory. (A thread per column reading
 // global memory had one load latency per 32 rows.)
 #define RR_COLS(T) (128 / (int)sizeof(T))
+template <typename T, typename Load>
+__device__ __forceinline__ void reduce_rows_level(const Load& load, T* __restrict__ out, u64 n,
+                                                  u64 f) {
+    constexpr u32 C = RR_COLS(T);
+    __shared__ T tile[RTX_CANONICAL_BLOCK][C + 1];
+    const u64 ng = (n + (RTX_CANONICAL_BLOCK - 1)) / RTX_CANONICAL_BLOCK;
+    const u64 ct = (f + C - 1) / C;
+    for (u64 t = blockIdx.x; t < ng * ct; t += gridDim.x) {
+        const u64 g = t / ct, c0 = (t - g * ct) * C;
+        const u64 r0 = g * RTX_CANONICAL_BLOCK;
+        const u32 rows = (u32)min((u64)RTX_CANONICAL_BLOCK, n - r0);
+        const u32 cols = (u32)min((u64)C, f - c0);
+        const u32 total = rows * cols;
+        // the tile's loads in batches of 8 independent ones per thread
+        for (u32 base = 0; base < total; base += 8 * RTX_BLOCK) {
+            T v[8];
+#pragma unroll
+            for (u32 q = 0; q < 8; ++q) {
+                const u32 i = base + q * RTX_BLOCK + threadIdx.x;
+                if (i < total) {
+                    const u32 r = i / cols;
+                    v[q] = load(r0 + r, c0 + (i - r * cols));
+                }
+            }
+#pragma unroll
+            for (u32 q = 0; q < 8; ++q) {
+                const u32 i = base + q * RTX_BLOCK + threadIdx.x;
+                if (i < total) {
+                    const u32 r = i / cols;
+                    tile[r][i - r * cols] = v[q];
+                }
+            }
+        }
+        __syncthreads();
+        if (threadIdx.x < cols) {
+            T acc = tile[0][threadIdx.x];
+            for (u32 r = 1; r < rows; r += 8) {
+                T w[8];
+#pragma unroll
+                for (u32 q = 0; q < 8; ++q)
+                    if (r + q < rows) w[q] = tile[r + q][threadIdx.x];
+#pragma unroll
+                for (u32 q = 0; q < 8; ++q)
+                    if (r + q < rows) acc = radd(acc, w[q]);
+            }
+            out[g * f + c0 + threadIdx.x] = acc;
+        }
+        __syncthreads();
+    }
+}
+
+// in[r, j] of a row-major [n, f].
+template <typename T>
+struct RowsLoad {
+    const T* __restrict__ in;
+    u64 f;
+    __device__ __forceinline__ T operator()(u64 r, u64 j) const { return __ldg(in + r * f + j); }
+};
+
+// a[r or 0, j] * s[r, j / c]: head_scale's product, computed as it is summed.
+template <typename T>
+struct HeadScaleLoad {
+    const T* __restrict__ a;
+    const T* __restrict__ s;
+    u64 f, heads;
+    u32 c;
+    u64 a_rs;
+    // j < f, a row of a tensor: the head in 32-bit arithmetic
+    __device__ __forceinline__ T operator()(u64 r, u64 j) const {
+        return rmul(__ldg(a + r * a_rs + j), __ldg(s + r * heads + (u32)j / c));
+    }
+};
+
 #define RTX_REDUCE_ROWS(NAME, T)                                                            \
     extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
         NAME(const T* __restrict__ in, T* __restrict__ out, u64 n, u64 f) {                 \
-        constexpr u32 C = RR_COLS(T);                                                       \
-        __shared__ T tile[RTX_CANONICAL_BLOCK][C + 1];                                      \
-        const u64 ng = (n + (RTX_CANONICAL_BLOCK - 1)) / RTX_CANONICAL_BLOCK;               \
-        const u64 ct = (f + C - 1) / C;                                                     \
-        for (u64 t = blockIdx.x; t < ng * ct; t += gridDim.x) {                             \
-            const u64 g = t / ct, c0 = (t - g * ct) * C;                                    \
-            const u64 r0 = g * RTX_CANONICAL_BLOCK;                                         \
-            const u32 rows = (u32)min((u64)RTX_CANONICAL_BLOCK, n - r0);                    \
-            const u32 cols = (u32)min((u64)C, f - c0);                                      \
-            const u32 total = rows * cols;                                                  \
-            for (u32 base = 0; base < total; base += 8 * RTX_BLOCK) {                       \
-                T v[8];                                                                     \
-                _Pragma("unroll") for (u32 q = 0; q < 8; ++q) {                             \
-                    const u32 i = base + q * RTX_BLOCK + threadIdx.x;                       \
-                    if (i < total) {                                                        \
-                        const u32 r = i / cols;                                             \
-                        v[q] = __ldg(in + (r0 + r) * f + c0 + (i - r * cols));              \
-                    }                                                                       \
-                }                                                                           \
-                _Pragma("unroll") for (u32 q = 0; q < 8; ++q) {                             \
-                    const u32 i = base + q * RTX_BLOCK + threadIdx.x;                       \
-                    if (i < total) {                                                        \
-                        const u32 r = i / cols;                                             \
-                        tile[r][i - r * cols] = v[q];                                       \
-                    }                                                                       \
-                }                                                                           \
-            }                                                                               \
-            __syncthreads();                                                                \
-            if (threadIdx.x < cols) {                                                       \
-                T acc = tile[0][threadIdx.x];                                               \
-                for (u32 r = 1; r < rows; r += 8) {                                         \
-                    T v[8];                                                                 \
-                    _Pragma("unroll") for (u32 q = 0; q < 8; ++q) if (r + q < rows) v[q] =  \
-                        tile[r + q][threadIdx.x];                                           \
-                    _Pragma("unroll") for (u32 q = 0; q < 8; ++q) if (r + q < rows) acc =   \
-                        radd(acc, v[q]);                                                    \
-                }                                                                           \
-                out[g * f + c0 + threadIdx.x] = acc;                                        \
-            }                                                                               \
-            __syncthreads();                                                                \
-        }                                                                                   \
+        reduce_rows_level<T>(RowsLoad<T>{in, f}, out, n, f);                                \
     }
 RTX_REDUCE_ROWS(reduce_rows_f32, float)
 RTX_REDUCE_ROWS(reduce_rows_f64, double)
+
+// Level 0 of head_scale_sum_rows: reduce_rows of head_scale(a, s) without
+// storing the products (a_rs = 0 broadcasts a's one row); the levels after it
+// are reduce_rows.
+#define RTX_HEAD_SCALE_ROWS(NAME, T)                                                        \
+    extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
+        NAME(const T* __restrict__ a, const T* __restrict__ s, T* __restrict__ out, u64 n,  \
+             u64 f, u64 c, u64 a_rs) {                                                      \
+        reduce_rows_level<T>(HeadScaleLoad<T>{a, s, f, f / c, (u32)c, a_rs}, out, n, f);         \
+    }
+RTX_HEAD_SCALE_ROWS(head_scale_rows_f32, float)
+RTX_HEAD_SCALE_ROWS(head_scale_rows_f64, double)
 
 // ---------------------------------------------------------------- matrix product
 
@@ -346,11 +391,26 @@ RTX_REDUCE_ROWS(reduce_rows_f64, double)
 // from the chunk's first product, with A(i, p) = a[i*a_rs + p*a_ps] and
 // B(p, j) = b[p*b_ps + j*b_js] (strides express the transposes). One block
 // per 64x64 output tile and chunk; each thread owns a 4x4 register tile
-// (rows ty + 16r, columns tx + 16c). With one chunk (k <= 256) this is the
+// (rows 4ty + r, columns 4tx + c: one vector load of each operand per step,
+// the K-tile after it loaded meanwhile). With one chunk (k <= 256) this is the
 // product; otherwise reduce_rows sums the chunks in the canonical order.
 #define MM_T RTX_MATMUL_TILE
 #define MM_K 16
+// row padding of the shared tiles: keeps rows 16-byte aligned for load4
+#define MM_PAD 4
 static_assert(MM_T == 16 * 4, "matmul: 16 x 16 threads of 4 x 4 outputs cover the tile");
+// Four consecutive shared-memory values at p (16-byte aligned for float):
+// one vector load for float, two for double.
+__device__ __forceinline__ void load4(const float* p, float (&v)[4]) {
+    const float4 x = *reinterpret_cast<const float4*>(p);
+    v[0] = x.x; v[1] = x.y; v[2] = x.z; v[3] = x.w;
+}
+__device__ __forceinline__ void load4(const double* p, double (&v)[4]) {
+    const double2 x = reinterpret_cast<const double2*>(p)[0];
+    const double2 y = reinterpret_cast<const double2*>(p)[1];
+    v[0] = x.x; v[1] = x.y; v[2] = y.x; v[3] = y.y;
+}
+
 // Where element q of this thread's share of a K-tile goes: A as As[kk][ii]
 // and B as Bs[kk][jj], read along the operand's contiguous dimension.
 struct TileSlot {
@@ -379,7 +439,7 @@ template <typename T>
 __device__ __forceinline__ void matmul_level0(const T* __restrict__ a, const T* __restrict__ b,
                                               T* __restrict__ out, u64 m, u64 n, u64 k,
                                               u64 a_rs, u64 a_ps, u64 b_ps, u64 b_js,
-                                              T (*As)[MM_T + 1], T (*Bs)[MM_T + 1]) {
+                                              T (*As)[MM_T + MM_PAD], T (*Bs)[MM_T + MM_PAD]) {
     const u64 tiles_m = (m + MM_T - 1) / MM_T, tiles_n = (n + MM_T - 1) / MM_T;
     const u64 chunks = (k + (RTX_CANONICAL_BLOCK - 1)) / RTX_CANONICAL_BLOCK;
     const u64 total = tiles_m * tiles_n * chunks;
@@ -424,10 +484,8 @@ __device__ __forceinline__ void matmul_level0(const T* __restrict__ a, const T* 
             for (u32 kk = 0; kk < MM_K; ++kk) {
                 if (kk < kc) {
                     T av[4], bv[4];
-#pragma unroll
-                    for (int r = 0; r < 4; ++r) av[r] = As[kk][ty + 16 * r];
-#pragma unroll
-                    for (int c = 0; c < 4; ++c) bv[c] = Bs[kk][tx + 16 * c];
+                    load4(&As[kk][ty * 4], av);
+                    load4(&Bs[kk][tx * 4], bv);
 #pragma unroll
                     for (int r = 0; r < 4; ++r)
 #pragma unroll
@@ -439,11 +497,11 @@ __device__ __forceinline__ void matmul_level0(const T* __restrict__ a, const T* 
         T* o = out + ch * m * n;
 #pragma unroll
         for (int r = 0; r < 4; ++r) {
-            const u64 gi = tm * MM_T + ty + 16 * r;
+            const u64 gi = tm * MM_T + ty * 4 + r;
             if (gi >= m) continue;
 #pragma unroll
             for (int c = 0; c < 4; ++c) {
-                const u64 gj = tn * MM_T + tx + 16 * c;
+                const u64 gj = tn * MM_T + tx * 4 + c;
                 if (gj < n) o[gi * n + gj] = acc[r][c];
             }
         }
@@ -454,8 +512,8 @@ __device__ __forceinline__ void matmul_level0(const T* __restrict__ a, const T* 
     extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
         NAME(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ out, u64 m, \
              u64 n, u64 k, u64 a_rs, u64 a_ps, u64 b_ps, u64 b_js) {                        \
-        __shared__ T As[MM_K][MM_T + 1];                                                    \
-        __shared__ T Bs[MM_K][MM_T + 1];                                                    \
+        __shared__ __align__(16) T As[MM_K][MM_T + MM_PAD];                                 \
+        __shared__ __align__(16) T Bs[MM_K][MM_T + MM_PAD];                                 \
         matmul_level0<T>(a, b, out, m, n, k, a_rs, a_ps, b_ps, b_js, As, Bs);               \
     }
 RTX_MATMUL(matmul_f32, float)

@@ -109,6 +109,8 @@ kernels! {
     GatherHeadDotF64 = "gather_head_dot_f64" / 8,
     ReduceRowsF32 = "reduce_rows_f32" / 4,
     ReduceRowsF64 = "reduce_rows_f64" / 4,
+    HeadScaleRowsF32 = "head_scale_rows_f32" / 7,
+    HeadScaleRowsF64 = "head_scale_rows_f64" / 7,
     MatmulF32 = "matmul_f32" / 10,
     MatmulF64 = "matmul_f64" / 10,
     Segmax0F32 = "segmax0_f32" / 10,
@@ -306,6 +308,8 @@ pub(crate) enum Typed {
     GatherHeadDot,
     /// `reduce_rows_*`.
     ReduceRows,
+    /// `head_scale_rows_*`.
+    HeadScaleRows,
     /// `matmul_*`.
     Matmul,
     /// `segmax0_*`: level 0 of a segment max.
@@ -497,6 +501,8 @@ impl Kernel {
             (Typed::GatherHeadDot, F64) => Kernel::GatherHeadDotF64,
             (Typed::ReduceRows, F32) => Kernel::ReduceRowsF32,
             (Typed::ReduceRows, F64) => Kernel::ReduceRowsF64,
+            (Typed::HeadScaleRows, F32) => Kernel::HeadScaleRowsF32,
+            (Typed::HeadScaleRows, F64) => Kernel::HeadScaleRowsF64,
             (Typed::Matmul, F32) => Kernel::MatmulF32,
             (Typed::Matmul, F64) => Kernel::MatmulF64,
             (Typed::Segmax0, F32) => Kernel::Segmax0F32,

@@ -354,6 +354,32 @@ fn fused_ops_equal_their_compositions_at_harris_scale() {
         bits(&g.download(&composed).unwrap()),
         "gather_head_dot"
     );
+    // head_scale_sum_rows: [80,000, 64] (three levels of row sums), a row of
+    // a broadcast, and a short one (one level); also against the host reference
+    let s = up(&g, &values::<f32>(16, n * heads), &[n, heads]);
+    let row = up(&g, &values::<f32>(17, f), &[1, f]);
+    for (what, a, rows) in [("[n, f]", &x, n), ("[1, f] broadcast", &row, n), ("200 rows", &x, 200)] {
+        let s = if rows == n {
+            s.clone()
+        } else {
+            up(&g, &values::<f32>(18, rows * heads), &[rows, heads])
+        };
+        let a = if rows == n || what.contains("broadcast") {
+            a.clone()
+        } else {
+            up(&g, &values::<f32>(19, rows * f), &[rows, f])
+        };
+        let fused = g.download(&g.head_scale_sum_rows(&a, &s).unwrap()).unwrap();
+        let composed = g
+            .download(&g.sum_rows(&g.head_scale(&a, &s).unwrap()).unwrap())
+            .unwrap();
+        assert_eq!(bits(&fused), bits(&composed), "head_scale_sum_rows, a {what}");
+        let (ha, hs) = (g.download(&a).unwrap(), g.download(&s).unwrap());
+        let a_rows = a.shape()[0];
+        let prod = rtx_backend::ops::head_scale(&ha, &hs, rows, heads, ch, a_rows);
+        let want = rtx_backend::ops::sum_rows(&prod, rows, f);
+        assert_eq!(bits(&fused), bits(&want), "head_scale_sum_rows vs host, a {what}");
+    }
 }
 
 #[test]

@@ -530,8 +530,8 @@ impl<B: Backend, T: Element> HetGat<B, T> {
                 let dz = b.unary_backward(slope, &c.z, &dl)?;
                 let das = b.segment_sum(&dz, src_plan)?;
                 let dad = b.segment_sum(&dz, dst_plan)?;
-                grads[self.pi(l, r, ATT_SRC)] = Some(b.sum_rows(&b.head_scale(&c.hs, &das)?)?);
-                grads[self.pi(l, r, ATT_DST)] = Some(b.sum_rows(&b.head_scale(&c.hd, &dad)?)?);
+                grads[self.pi(l, r, ATT_SRC)] = Some(b.head_scale_sum_rows(&c.hs, &das)?);
+                grads[self.pi(l, r, ATT_DST)] = Some(b.head_scale_sum_rows(&c.hd, &dad)?);
                 dhs = b.binary(
                     Binary::Add,
                     &dhs,

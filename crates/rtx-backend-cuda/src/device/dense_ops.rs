@@ -270,7 +270,13 @@ impl DenseOps for CudaBackend {
 impl CudaBackend {
     /// Canonical column sums of the row-major `[rows, f]` at `src` (rows > 0)
     /// into the `f` values at `dst`: reduce_rows levels until one row is left.
-    fn reduce_rows<T: Element>(&self, src: u64, rows: usize, f: usize, dst: u64) -> BResult<()> {
+    pub(super) fn reduce_rows<T: Element>(
+        &self,
+        src: u64,
+        rows: usize,
+        f: usize,
+        dst: u64,
+    ) -> BResult<()> {
         let kern = self.dev.kernels()?;
         let name = Kernel::typed(Typed::ReduceRows, Float::of(T::DTYPE));
         let mut cur = src;

@@ -10,7 +10,8 @@ use super::backend::{CudaBackend, ptr};
 use super::cache;
 use super::chain::{self, Level0};
 use super::index_lists::CudaIndex;
-use super::launch::{builder, cfg1, grid_for};
+use super::launch::{MAX_GRID_X, builder, cfg1, grid_for};
+use crate::abi::CANONICAL_BLOCK;
 use super::plan::DevicePlan;
 use crate::table::{Float, Fused0, Kernel, Typed};
 
@@ -259,6 +260,58 @@ impl FusedOps for CudaBackend {
             };
             self.gss_by(x, gi, weights, heads, c, dp.as_deref(), plan.rows())
         })
+    }
+
+    /// Fused: the products summed as they are made (reduce_rows's first level
+    /// loads `a * s`), then reduce_rows's levels.
+    fn head_scale_sum_rows<T: Element>(
+        &self,
+        a: &BTensor<Self, T>,
+        s: &BTensor<Self, T>,
+    ) -> BResult<BTensor<Self, T>> {
+        let (n, h, c, a_rows) = ops::check_head_scale(a.shape(), s.shape())?;
+        let f = h * c;
+        if n == 0 || f == 0 {
+            return self.zeros::<T>(&[1, f]);
+        }
+        if u32::try_from(f).is_err() {
+            // the kernel finds a column's head in 32-bit arithmetic
+            return self.sum_rows(&self.head_scale(a, s)?);
+        }
+        let out = self.out::<T>(&[1, f])?;
+        let ng = n.div_ceil(CANONICAL_BLOCK);
+        let part = if ng > 1 {
+            Some(self.out::<T>(&[ng, f])?)
+        } else {
+            None
+        };
+        let dst = part.as_ref().map_or(ptr(&out), |p| ptr(p));
+        let (pa, ps) = (ptr(a), ptr(s));
+        let (nn, ff, cc) = (n as u64, f as u64, c as u64);
+        let a_rs = if a_rows == 1 { 0 } else { ff };
+        let kern = self.dev.kernels()?;
+        let mut l = builder(
+            &self.dev,
+            &kern,
+            Kernel::typed(Typed::HeadScaleRows, Float::of(T::DTYPE)),
+        );
+        l.arg(&pa)
+            .arg(&ps)
+            .arg(&dst)
+            .arg(&nn)
+            .arg(&ff)
+            .arg(&cc)
+            .arg(&a_rs);
+        // a block per group of 256 rows and 128 bytes of columns, as reduce_rows
+        let tiles = (ng * f.div_ceil(128 / T::DTYPE.size())) as u64;
+        // SAFETY: head_scale_rows_T(const T* a, const T* s, T* out, u64 n, u64 f, u64 c,
+        // u64 a_rs): a holds n*f elements (a_rs = f) or f (a_rs = 0), s n*(f/c) (checked
+        // shapes), out ceil(n/256)*f.
+        unsafe { l.launch(cfg1(tiles.clamp(1, MAX_GRID_X) as u32)) }?;
+        if let Some(p) = part {
+            self.reduce_rows::<T>(ptr(&p), ng, f, ptr(&out))?;
+        }
+        Ok(out)
     }
 
     /// Fused: one kernel, each edge's per-head dot of the two gathered rows.

@@ -106,6 +106,24 @@ pub trait FusedOps: IndexOps + DenseOps {
         self.head_dot(&ga, &gb, heads)
     }
 
+    /// Column sums of [`DenseOps::head_scale`]: `sum_rows(head_scale(a, s))`,
+    /// `a: [n, heads*c]` (or `[1, heads*c]`, broadcast), `s: [n, heads]`, out
+    /// `[1, heads*c]` (the gradient of an attention vector). A dense op: held
+    /// to that composition's reference within a tolerance, like its parts.
+    ///
+    /// Default: that composition on this backend; a fused override computes
+    /// each product as it sums (no `[n, heads*c]` intermediate).
+    ///
+    /// # Errors
+    /// As [`DenseOps::head_scale`].
+    fn head_scale_sum_rows<T: Element>(
+        &self,
+        a: &BTensor<Self, T>,
+        s: &BTensor<Self, T>,
+    ) -> Result<BTensor<Self, T>> {
+        self.sum_rows(&self.head_scale(a, s)?)
+    }
+
     /// [`FusedOps::segment_softmax`] by the plan of `idx` into `rows` rows.
     ///
     /// # Errors
