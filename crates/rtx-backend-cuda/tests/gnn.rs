@@ -358,7 +358,11 @@ fn fused_ops_equal_their_compositions_at_harris_scale() {
     // a broadcast, and a short one (one level); also against the host reference
     let s = up(&g, &values::<f32>(16, n * heads), &[n, heads]);
     let row = up(&g, &values::<f32>(17, f), &[1, f]);
-    for (what, a, rows) in [("[n, f]", &x, n), ("[1, f] broadcast", &row, n), ("200 rows", &x, 200)] {
+    for (what, a, rows) in [
+        ("[n, f]", &x, n),
+        ("[1, f] broadcast", &row, n),
+        ("200 rows", &x, 200),
+    ] {
         let s = if rows == n {
             s.clone()
         } else {
@@ -373,12 +377,20 @@ fn fused_ops_equal_their_compositions_at_harris_scale() {
         let composed = g
             .download(&g.sum_rows(&g.head_scale(&a, &s).unwrap()).unwrap())
             .unwrap();
-        assert_eq!(bits(&fused), bits(&composed), "head_scale_sum_rows, a {what}");
+        assert_eq!(
+            bits(&fused),
+            bits(&composed),
+            "head_scale_sum_rows, a {what}"
+        );
         let (ha, hs) = (g.download(&a).unwrap(), g.download(&s).unwrap());
         let a_rows = a.shape()[0];
         let prod = rtx_backend::ops::head_scale(&ha, &hs, rows, heads, ch, a_rows);
         let want = rtx_backend::ops::sum_rows(&prod, rows, f);
-        assert_eq!(bits(&fused), bits(&want), "head_scale_sum_rows vs host, a {what}");
+        assert_eq!(
+            bits(&fused),
+            bits(&want),
+            "head_scale_sum_rows vs host, a {what}"
+        );
     }
 }
 

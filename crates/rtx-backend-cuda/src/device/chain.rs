@@ -116,8 +116,13 @@ pub(crate) fn sum_chain<T: Element>(
             .arg(&lanes)
             .arg(&dst)
             .arg(&next);
+        // a fused level 0 walks windows of positions (model.cu), the others chunks
+        let grid = match level0 {
+            Level0::Fused { .. } if l == 0 => fused0_grid(dp.values[0] as u64, n, w, vb as u64),
+            _ => chunks_grid(n, lanes),
+        };
         // SAFETY: level 0: scatter0{,p}_V(const V* vals, const u32* pos, ...) or
-        // {smb0,gss0}_V(lead..., [u64 vecs_per_head,] const u32* pos, ...);
+        // {sum0,smb0,gss0}_V(lead..., [u64 vecs_per_head,] const u32* pos, ...);
         // higher levels: scatterN{,p}_V(const V* vals, const u32* pos = 0, ...); all
         // continue (const u32* cstart, const u32* crow, const u32* cslot, u64 nchunks,
         // u64 W, u32 lanes_log2, V* dst, V* next). The tables come from a validated
@@ -127,10 +132,6 @@ pub(crate) fn sum_chain<T: Element>(
         // slots below the next level's scratch (sized from plan.values, rows of
         // row_bytes = W vectors). Levels run in stream order, so each reads the
         // scratch its predecessor wrote; dst is used by this chain alone.
-        let grid = match level0 {
-            Level0::Fused { .. } if l == 0 => fused0_grid(dp.values[0] as u64, n, w, vb as u64),
-            _ => chunks_grid(n, lanes),
-        };
         unsafe { b.launch(cfg1(grid)) }?;
     }
     Ok(())
@@ -169,10 +170,10 @@ pub(crate) fn max_chain<T: Element>(
                 .arg(&lanes)
                 .arg(&dst)
                 .arg(&next);
+            let grid = fused0_grid(dp.values[0] as u64, n, ff, T::DTYPE.size() as u64);
             // SAFETY: segmax0_T(const T* vals, const u32* pos, const u32* cstart, const
             // u32* crow, const u32* cslot, u64 nchunks, u64 W, u32 lanes_log2, T* dst, T*
             // next): as below, with W = f scalar columns.
-            let grid = fused0_grid(dp.values[0] as u64, n, ff, T::DTYPE.size() as u64);
             unsafe { b.launch(cfg1(grid)) }?;
             continue;
         }

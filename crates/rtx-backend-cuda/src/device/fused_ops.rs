@@ -11,8 +11,8 @@ use super::cache;
 use super::chain::{self, Level0};
 use super::index_lists::CudaIndex;
 use super::launch::{MAX_GRID_X, builder, cfg1, grid_for};
-use crate::abi::CANONICAL_BLOCK;
 use super::plan::DevicePlan;
+use crate::abi::CANONICAL_BLOCK;
 use crate::table::{Float, Fused0, Kernel, Typed};
 
 impl CudaBackend {

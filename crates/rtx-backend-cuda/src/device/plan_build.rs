@@ -51,9 +51,9 @@ fn read_info(dev: &Device, info: &DevMem) -> Result<[u64; INFO_WORDS]> {
 /// Copies `out.len()` words from device address `src` (synchronizes the stream).
 pub(crate) fn read_words<W: Copy>(dev: &Device, src: u64, out: &mut [W]) -> Result<()> {
     let bytes = std::mem::size_of_val(out);
+    dev.refuse_while_recording("reading a device plan's sizes back")?;
     // SAFETY: W is u32 or u64 here: plain data, every bit pattern valid; the
     // byte view covers exactly `out`.
-    dev.refuse_while_recording("reading a device plan's sizes back")?;
     let view = unsafe { std::slice::from_raw_parts_mut(out.as_mut_ptr().cast::<u8>(), bytes) };
     dev.ctx.bind_to_thread()?;
     // SAFETY: `src` holds at least `bytes` bytes (the callers' contract); the
