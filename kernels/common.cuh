@@ -50,6 +50,14 @@ typedef unsigned long long u64;
 #ifndef RTX_FUSED_MIN_BLOCKS
 #error "RTX_FUSED_MIN_BLOCKS must be defined by rtx-backend-cuda (src/abi.rs)"
 #endif
+// Positions per window, and bytes of the column slice, of model.cu's
+// windowed fused level 0 (levels::window_table has the same windows).
+#ifndef RTX_WIN
+#error "RTX_WIN must be defined by rtx-backend-cuda (src/abi.rs)"
+#endif
+#ifndef RTX_SLICE_BYTES
+#error "RTX_SLICE_BYTES must be defined by rtx-backend-cuda (src/abi.rs)"
+#endif
 // Terms of one block of rtx_backend::order's canonical sums.
 #ifndef RTX_CANONICAL_BLOCK
 #error "RTX_CANONICAL_BLOCK must be defined by rtx-backend-cuda (src/abi.rs)"

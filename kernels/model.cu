@@ -716,15 +716,11 @@ __device__ __forceinline__ u64 first_chunk_from(const u32* __restrict__ cstart, 
     return lo;
 }
 
-// Positions per window of windowed_level0, and the bytes of one entry's
-// column slice it stages.
-#define RTX_WIN 256
-#define RTX_SLICE_BYTES 64
-
 // Level 0 of a segment sum (or max) whose values Src computes, for rows of at
 // most 32 vectors. Block t takes window b of RTX_WIN positions and a slice of
 // at most RTX_SLICE_BYTES of the columns: the chunks that start inside the
-// window (two warps find them with first_chunk_from), whose positions span at
+// window (from the plan's window table, or two warps find them with
+// first_chunk_from when it has none), whose positions span at
 // most RTX_WIN + 255 entries since no chunk is longer than 256. The whole
 // block loads those entries' keys, then their values in the slice (up to 8
 // independent loads per thread), into shared memory; then a group of lanes
@@ -736,6 +732,7 @@ __device__ __forceinline__ u64 first_chunk_from(const u32* __restrict__ cstart, 
 // later one is added to it.
 template <typename V, bool MAX, typename Src>
 __device__ __forceinline__ void windowed_level0(const Src& src, const u32* __restrict__ pos,
+                                                const u32* __restrict__ wfirst,
                                                 const u32* __restrict__ cstart,
                                                 const u32* __restrict__ crow,
                                                 const u32* __restrict__ cslot, u64 nchunks,
@@ -756,9 +753,12 @@ __device__ __forceinline__ void windowed_level0(const Src& src, const u32* __res
     for (u64 t = blockIdx.x; t < windows * slices; t += gridDim.x) {
         const u64 b = t / slices;
         const u32 j0 = (u32)(t - b * slices) * CW, cw = min(CW, W - j0);
-        if (threadIdx.x < 64)
+        if (wfirst) {  // the plan's window table (levels::window_table)
+            if (threadIdx.x < 2) range[threadIdx.x] = __ldg(wfirst + b + threadIdx.x);
+        } else if (threadIdx.x < 64) {
             range[threadIdx.x >> 5] =
                 first_chunk_from(cstart, nchunks, (b + (threadIdx.x >> 5)) * RTX_WIN);
+        }
         __syncthreads();
         const u64 cb = range[0], nc = range[1] - cb;
         const u32 p0 = __ldg(cstart + cb), n = __ldg(cstart + range[1]) - p0;
@@ -815,6 +815,7 @@ __device__ __forceinline__ void windowed_level0(const Src& src, const u32* __res
 // windowed_level0 and grouped_level0).
 template <typename V, bool MAX, typename Src>
 __device__ __forceinline__ void fused_level0(const Src& src, const u32* __restrict__ pos,
+                                             const u32* __restrict__ wfirst,
                                              const u32* __restrict__ cstart,
                                              const u32* __restrict__ crow,
                                              const u32* __restrict__ cslot, u64 nchunks, u64 W,
@@ -823,7 +824,8 @@ __device__ __forceinline__ void fused_level0(const Src& src, const u32* __restri
     __shared__ __align__(16) unsigned char
         smem[RTX_WINDOW_BYTES + 2 * RTX_WIN * sizeof(typename Src::Key)];
     if (W <= 32)
-        windowed_level0<V, MAX>(src, pos, cstart, crow, cslot, nchunks, (u32)W, dst, next, smem);
+        windowed_level0<V, MAX>(src, pos, wfirst, cstart, crow, cslot, nchunks, (u32)W, dst, next,
+                                smem);
     else
         grouped_level0<V, MAX>(src, pos, cstart, crow, cslot, nchunks, W, lanes_log2, dst, next,
                                smem);
@@ -893,22 +895,23 @@ struct GatherScale {
 // per SM (registers capped accordingly): their chunks are short dependent load
 // chains, so their speed is the number of chains in flight.
 #define RTX_FUSED_ARGS                                                                      \
-    const u32 *__restrict__ pos, const u32 *__restrict__ cstart, const u32 *__restrict__ crow, \
-        const u32 *__restrict__ cslot, u64 nchunks, u64 W, u32 lanes_log2
+    const u32 *__restrict__ pos, const u32 *__restrict__ wfirst, const u32 *__restrict__ cstart, \
+        const u32 *__restrict__ crow, const u32 *__restrict__ cslot, u64 nchunks, u64 W,       \
+        u32 lanes_log2
 
 #define RTX_SUM0(NAME, V)                                                                   \
     extern "C" __global__ void __launch_bounds__(RTX_BLOCK, RTX_FUSED_MIN_BLOCKS)          \
         NAME(const V* __restrict__ vals, RTX_FUSED_ARGS, V* __restrict__ dst,              \
              V* __restrict__ next) {                                                        \
         ReadSrc<V> s{vals, W};                                                              \
-        fused_level0<V, false>(s, pos, cstart, crow, cslot, nchunks, W, lanes_log2, dst, next); \
+        fused_level0<V, false>(s, pos, wfirst, cstart, crow, cslot, nchunks, W, lanes_log2, dst, next); \
     }
 #define RTX_SMB0(NAME, V)                                                                   \
     extern "C" __global__ void __launch_bounds__(RTX_BLOCK, RTX_FUSED_MIN_BLOCKS)                                 \
         NAME(const V* __restrict__ alpha, const V* __restrict__ g, RTX_FUSED_ARGS,         \
              V* __restrict__ dst, V* __restrict__ next) {                                   \
         SoftmaxBwd<V> s{alpha, g, W};                                                       \
-        fused_level0<V, false>(s, pos, cstart, crow, cslot, nchunks, W, lanes_log2, dst, next);   \
+        fused_level0<V, false>(s, pos, wfirst, cstart, crow, cslot, nchunks, W, lanes_log2, dst, next);   \
     }
 #define RTX_GSS0(NAME, V)                                                                   \
     extern "C" __global__ void __launch_bounds__(RTX_BLOCK, RTX_FUSED_MIN_BLOCKS)                                 \
@@ -916,7 +919,7 @@ struct GatherScale {
              const VecT<V>::T* __restrict__ w, u64 heads, u64 vecs_per_head,      \
              RTX_FUSED_ARGS, V* __restrict__ dst, V* __restrict__ next) {                   \
         GatherScale<V> s{x, gather, w, W, heads, vecs_per_head};                            \
-        fused_level0<V, false>(s, pos, cstart, crow, cslot, nchunks, W, lanes_log2, dst, next);   \
+        fused_level0<V, false>(s, pos, wfirst, cstart, crow, cslot, nchunks, W, lanes_log2, dst, next);   \
     }
 // segmax0_{f32,f64}: level 0 of a segment max, keys staged (levels past it: segmax).
 #define RTX_SEGMAX0(NAME, T)                                                                \
@@ -924,7 +927,7 @@ struct GatherScale {
         NAME(const T* __restrict__ vals, RTX_FUSED_ARGS, T* __restrict__ dst,              \
              T* __restrict__ next) {                                                        \
         ReadSrc<T> s{vals, W};                                                              \
-        fused_level0<T, true>(s, pos, cstart, crow, cslot, nchunks, W, lanes_log2, dst, next); \
+        fused_level0<T, true>(s, pos, wfirst, cstart, crow, cslot, nchunks, W, lanes_log2, dst, next); \
     }
 RTX_SEGMAX0(segmax0_f32, float)
 RTX_SEGMAX0(segmax0_f64, double)

@@ -26,6 +26,10 @@ pub(crate) const PERMUTE_SPAN_BYTES: u64 = 16384;
 pub(crate) const MATMUL_TILE: usize = 64;
 /// Resident blocks per SM the fused level-0 kernels are built for (`RTX_FUSED_MIN_BLOCKS`).
 pub(crate) const FUSED_MIN_BLOCKS: u32 = 3;
+/// Positions per window of the windowed fused level 0 (`RTX_WIN`).
+pub(crate) const WINDOW: u64 = crate::levels::WINDOW as u64;
+/// Bytes of one entry's column slice the windowed fused level 0 stages (`RTX_SLICE_BYTES`).
+pub(crate) const SLICE_BYTES: u64 = 64;
 /// Terms of one block of the canonical order (`RTX_CANONICAL_BLOCK`).
 pub(crate) const CANONICAL_BLOCK: usize = rtx_backend::CANONICAL_BLOCK;
 /// Slot of a scatter chunk whose sum goes into its row (`RTX_FINAL`).
@@ -87,6 +91,8 @@ pub(crate) fn defines() -> Vec<(&'static str, String)> {
         ("RTX_PERMUTE_SPAN_BYTES", PERMUTE_SPAN_BYTES.to_string()),
         ("RTX_MATMUL_TILE", MATMUL_TILE.to_string()),
         ("RTX_FUSED_MIN_BLOCKS", FUSED_MIN_BLOCKS.to_string()),
+        ("RTX_WIN", WINDOW.to_string()),
+        ("RTX_SLICE_BYTES", SLICE_BYTES.to_string()),
         ("RTX_CANONICAL_BLOCK", CANONICAL_BLOCK.to_string()),
         ("RTX_FINAL", format!("{FINAL:#X}u").replace("0X", "0x")),
         ("RTX_PLAN_DIGIT_BITS", PLAN_DIGIT_BITS.to_string()),

@@ -28,6 +28,30 @@ pub(crate) struct ChunkLevel {
     pub slot: Vec<u32>,
 }
 
+/// Positions per window of the windowed level-0 kernels (model.cu's `RTX_WIN`).
+pub(crate) const WINDOW: usize = 256;
+
+/// The window table of a level whose chunks start at `start` (`nchunks + 1`
+/// ascending entries, the last the level's value count): entry `b` of
+/// `windows + 1` is the first chunk starting at or after position `b * WINDOW`
+/// (`nchunks` when none does), so window `b`'s chunks are `first[b] ..
+/// first[b + 1]` (model.cu's `windowed_level0` reads them instead of
+/// searching).
+pub(crate) fn window_table(start: &[u32]) -> Vec<u32> {
+    let nchunks = start.len().saturating_sub(1);
+    let entries = start.last().map_or(0, |&e| e as usize);
+    let windows = entries.div_ceil(WINDOW);
+    let mut first = Vec::with_capacity(windows + 1);
+    let mut c = 0;
+    for b in 0..=windows {
+        while c < nchunks && (start[c] as usize) < b * WINDOW {
+            c += 1;
+        }
+        first.push(c as u32);
+    }
+    first
+}
+
 impl ChunkLevel {
     /// Number of chunks.
     pub fn len(&self) -> usize {
@@ -191,5 +215,29 @@ pub(crate) mod tests {
         assert_eq!(lv.levels[0].row, [1, 5]);
         assert_eq!(lv.levels[0].start, [0, 1, 3]);
         assert_eq!(lv.levels[0].slot, [FINAL, FINAL]);
+    }
+
+    #[test]
+    fn window_table_lists_the_chunks_starting_in_each_window() {
+        // chunks of a hub row (256 + 256 + 100), then rows of 1-3 entries
+        let g = |v: &[u32]| window_table(v);
+        let mut start = vec![0u32, 256, 512, 612];
+        for k in 0..200u32 {
+            start.push(start.last().unwrap() + 1 + k % 3);
+        }
+        let t = g(&start);
+        let entries = *start.last().unwrap() as usize;
+        assert_eq!(t.len(), entries.div_ceil(WINDOW) + 1);
+        let nchunks = start.len() - 1;
+        for (b, &f) in t.iter().enumerate() {
+            // the naive definition: the first chunk starting at or after b * 256
+            let want = (0..nchunks)
+                .find(|&c| start[c] as usize >= b * WINDOW)
+                .unwrap_or(nchunks);
+            assert_eq!(f as usize, want, "window {b}");
+        }
+        assert_eq!(g(&[0]), vec![0]);
+        assert_eq!(g(&[0, 256]), vec![0, 1]);
+        assert_eq!(g(&[0, 3, 257]), vec![0, 2, 2]);
     }
 }

@@ -105,7 +105,7 @@ pub(crate) fn sum_chain<T: Element>(
                 if op == Fused0::GatherScale {
                     b.arg(&vph);
                 }
-                b.arg(&dp.positions);
+                b.arg(&dp.positions).arg(&dp.windows);
             }
         }
         b.arg(&start)
@@ -122,7 +122,9 @@ pub(crate) fn sum_chain<T: Element>(
             _ => chunks_grid(n, lanes),
         };
         // SAFETY: level 0: scatter0{,p}_V(const V* vals, const u32* pos, ...) or
-        // {sum0,smb0,gss0}_V(lead..., [u64 vecs_per_head,] const u32* pos, ...);
+        // {sum0,smb0,gss0}_V(lead..., [u64 vecs_per_head,] const u32* pos, const u32*
+        // wfirst, ...) with wfirst the plan's window table (windows + 1 chunk
+        // indices, levels::window_table) or 0;
         // higher levels: scatterN{,p}_V(const V* vals, const u32* pos = 0, ...); all
         // continue (const u32* cstart, const u32* crow, const u32* cslot, u64 nchunks,
         // u64 W, u32 lanes_log2, V* dst, V* next). The tables come from a validated
@@ -162,6 +164,7 @@ pub(crate) fn max_chain<T: Element>(
             let mut b = builder(dev, &kernels, Kernel::typed(Typed::Segmax0, t));
             b.arg(&x)
                 .arg(&dp.positions)
+                .arg(&dp.windows)
                 .arg(&start)
                 .arg(&row)
                 .arg(&slot)
@@ -171,9 +174,10 @@ pub(crate) fn max_chain<T: Element>(
                 .arg(&dst)
                 .arg(&next);
             let grid = fused0_grid(dp.values[0] as u64, n, ff, T::DTYPE.size() as u64);
-            // SAFETY: segmax0_T(const T* vals, const u32* pos, const u32* cstart, const
-            // u32* crow, const u32* cslot, u64 nchunks, u64 W, u32 lanes_log2, T* dst, T*
-            // next): as below, with W = f scalar columns.
+            // SAFETY: segmax0_T(const T* vals, const u32* pos, const u32* wfirst, const
+            // u32* cstart, const u32* crow, const u32* cslot, u64 nchunks, u64 W, u32
+            // lanes_log2, T* dst, T* next): as below, with W = f scalar columns and
+            // wfirst the plan's window table or 0.
             unsafe { b.launch(cfg1(grid)) }?;
             continue;
         }

@@ -7,7 +7,7 @@ use rtx_backend::{DType, Element};
 
 use super::context::Device;
 use super::kernels::Kernels;
-use crate::abi::{BLOCK, ROWS_PER_GROUP};
+use crate::abi::{BLOCK, ROWS_PER_GROUP, SLICE_BYTES, WINDOW};
 use crate::error::{Error, Result};
 use crate::table::Kernel;
 
@@ -82,11 +82,6 @@ pub(crate) fn chunks_grid(n: u64, lanes_log2: u32) -> u32 {
     let groups = u64::from(BLOCK >> lanes_log2);
     n.div_ceil(groups).clamp(1, MAX_GRID_X) as u32
 }
-
-/// Positions per window of model.cu's windowed level 0 (`RTX_WIN`).
-const WINDOW: u64 = 256;
-/// Bytes of a column slice of model.cu's windowed level 0 (`RTX_SLICE_BYTES`).
-const SLICE_BYTES: u64 = 64;
 
 /// Blocks for a fused level 0 of model.cu (`fused_level0`) over a plan of
 /// `entries` positions in `n` chunks, rows of `w` vectors of `vec_bytes`:

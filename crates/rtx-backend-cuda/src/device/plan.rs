@@ -6,7 +6,7 @@ use rtx_backend::{IndexPlan, Result as BResult};
 
 use super::buffer::DevMem;
 use super::context::Device;
-use crate::levels::build_levels;
+use crate::levels::{build_levels, window_table};
 
 /// A scatter plan on the device: the plan's positions and every level's chunk
 /// tables, in one allocation of `u32`s.
@@ -22,6 +22,9 @@ pub(crate) struct DevicePlan {
     pub levels: Vec<(u64, u64, u64, u64)>,
     /// Values each level reads (`values[0]` = entries; `values[l]` = scratch slots of level l).
     pub values: Vec<usize>,
+    /// Device address of level 0's window table (`levels::window_table`), or
+    /// 0 when the plan has none (built on the device: the kernels search).
+    pub windows: u64,
 }
 
 impl DevicePlan {
@@ -54,6 +57,12 @@ impl DevicePlan {
             host.extend_from_slice(&l.slot);
             at.push((s, r, o, l.len()));
         }
+        let win = host.len();
+        host.extend(
+            lv.levels
+                .first()
+                .map_or(Vec::new(), |l| window_table(&l.start)),
+        );
         let mem = dev.upload_bytes(u32_bytes(&host))?;
         let base = mem.ptr();
         let a = |i: usize| base + 4 * i as u64;
@@ -65,6 +74,7 @@ impl DevicePlan {
                 .map(|(s, r, o, n)| (a(s), a(r), a(o), n as u64))
                 .collect(),
             values: lv.values,
+            windows: if lv.levels.is_empty() { 0 } else { a(win) },
             mem,
         })
     }
@@ -83,6 +93,7 @@ impl DevicePlan {
             rowof,
             levels,
             values,
+            windows: 0,
         }
     }
 
