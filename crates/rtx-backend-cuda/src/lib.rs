@@ -58,6 +58,13 @@
 //!   (batched) transposes use a tiled shared-memory kernel, anything else an
 //!   N-D kernel decoding output indices with the output shape (rank <= 8
 //!   after simplification; beyond, a host round trip).
+//! * **Recorded work.** [`CudaBackend::record`] captures what a closure
+//!   enqueues (a HetGAT forward or training step on a static graph) into a
+//!   CUDA graph once; [`Recorded::replay`] runs it again with one launch, so
+//!   the host no longer enqueues op by op (the batch-1 step was host-bound).
+//!   Replays give the eager run's bits; what a graph cannot hold (downloads,
+//!   uploads from host memory, in-place writes to a shared buffer) is an
+//!   error while recording.
 //! * **Settings** are enums: [`TransposeTile`] and [`ScatterForm`] (tuning
 //!   knobs for benchmarks; every choice gives the same bits).
 //!
@@ -69,7 +76,8 @@
 //! chunk tables of the canonical order), `hash`, `settings`, `error`.
 //! Device code (`cuda` feature), one room per capability in `device/`:
 //! `backend` (the backend, opening the device), `core_ops`, `index_ops`,
-//! `layout_ops`, `dense_ops`, `fused_ops`, over the leaves `buffer`,
+//! `layout_ops`, `dense_ops`, `fused_ops`, `graph` (recorded work), over the
+//! leaves `buffer`,
 //! `kernels`, `context`, `launch`, `entry`, `pins`, `cache` and `chain` (the
 //! one level-chain runner of every segment sum). Without the feature, `stub`
 //! stands in for `device` with the same public surface.
