@@ -123,7 +123,7 @@ fn emit(v: serde_json::Value) {
 }
 
 /// The median; of an even count, the mean of the two middle values; 0 for none.
-pub(crate) fn median(mut v: Vec<f64>) -> f64 {
+fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     let n = v.len();
     match n {
@@ -200,6 +200,7 @@ fn case<B: StaticGraph>(
     // the same step and forward replayed from a recording (a CUDA graph): the
     // host enqueues one launch instead of one per op
     if let Some((train, infer, loss)) = b.time_recorded(w, reps, infer_reps)? {
+        let (train, infer) = (median(train), median(infer));
         emit(json!({"suite": "gat", "case": case,
             "impl": format!("{}-graph-train-step", o.prefix), "ms": round4(train),
             "loss": loss, "backend": b.name(), "reps": reps}));

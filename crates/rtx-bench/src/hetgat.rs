@@ -102,6 +102,10 @@ fn harris_batch(graph: &HeteroGraph) -> anyhow::Result<usize> {
     Ok(batch)
 }
 
+/// What [`StaticGraph::time_recorded`] measures: `(train step ms, forward
+/// ms, loss of the last replayed step)`.
+pub(crate) type Recorded = (Vec<f64>, Vec<f64>, f32);
+
 /// A backend that can hold a static graph's index lists and plans on the
 /// device for the duration of a closure (CUDA: [`with_static_indices`], so
 /// index ops find them by address with no per-call hashing); others run the
@@ -114,15 +118,16 @@ pub(crate) trait StaticGraph: Backend + Sized {
         Ok(f())
     }
 
-    /// Medians of `reps` train steps and `infer_reps` forwards (finished on
-    /// the device) replayed from a recording (a CUDA graph), when the backend
-    /// can record work: `(train ms, infer ms, loss of the last replayed step)`.
+    /// Wall times (ms) of `reps` train steps and `infer_reps` forwards
+    /// (finished on the device) replayed from a recording (a CUDA graph),
+    /// when the backend can record work: `(train, infer, loss of the last
+    /// replayed step)`.
     fn time_recorded(
         &self,
         _w: &mut Workload<'_, Self>,
         _reps: usize,
         _infer_reps: usize,
-    ) -> anyhow::Result<Option<(f64, f64, f32)>> {
+    ) -> anyhow::Result<Option<Recorded>> {
         Ok(None)
     }
 }
@@ -153,7 +158,7 @@ impl StaticGraph for rtx_backend_cuda::CudaBackend {
         w: &mut Workload<'_, Self>,
         reps: usize,
         infer_reps: usize,
-    ) -> anyhow::Result<Option<(f64, f64, f32)>> {
+    ) -> anyhow::Result<Option<Recorded>> {
         let (graph, x) = (w.graph, &w.x);
         let model = &mut w.model;
         // recording runs the step once (one more SGD update)
@@ -174,11 +179,7 @@ impl StaticGraph for rtx_backend_cuda::CudaBackend {
             self.synchronize()?;
             infer.push(t.elapsed().as_secs_f64() * 1e3);
         }
-        Ok(Some((
-            crate::gat::median(train),
-            crate::gat::median(infer),
-            loss,
-        )))
+        Ok(Some((train, infer, loss)))
     }
 }
 
