@@ -571,6 +571,22 @@ __device__ __forceinline__ V combine(V acc, V v) {
     }
 }
 
+// A chunk's value or its slot in the next level, written once its chain is done:
+// a sum goes into its row as `0 + t` (dst zeroed by the host), a max as is.
+template <typename V, bool MAX>
+__device__ __forceinline__ void put_chunk(V t, u32 slot, u64 row, u64 W, u64 j,
+                                          V* __restrict__ dst, V* __restrict__ next) {
+    if (slot == RTX_FINAL) {
+        if constexpr (MAX) {
+            dst[row * W + j] = t;
+        } else {
+            dst[row * W + j] = vadd(V{}, t);
+        }
+    } else {
+        next[(u64)slot * W + j] = t;
+    }
+}
+
 // Sum (or, MAX, segment max) of the values of the n staged keys ks[0..n),
 // column vector j, continuing acc unless `first` (then from ks[0]'s value),
 // left to right (index.cu's order). Keys come from shared memory, so each
@@ -646,50 +662,14 @@ __device__ __forceinline__ void grouped_level0(const Src& src, const u32* __rest
             if (n == b - a) {  // the whole chunk in one stage
                 for (u64 j = lane; j < W; j += L) {
                     const V t = staged_reduce<V, MAX, Src>(src, ks, n, row, j, acc, true);
-                    if (slot == RTX_FINAL) {
-                        if constexpr (MAX) {
-                            dst[row * W + j] = t;
-                        } else {
-                            dst[row * W + j] = vadd(V{}, t);
-                        }
-                    } else {
-                        next[(u64)slot * W + j] = t;
-                    }
+                    put_chunk<V, MAX>(t, slot, row, W, j, dst, next);
                 }
             } else if (lane < W) {  // L < 16: one column per lane, across stages
                 acc = staged_reduce<V, MAX, Src>(src, ks, n, row, lane, acc, s0 == a);
             }
             __syncwarp(mask);
         }
-        if (b - a > cap && lane < W) {
-            const u64 j = lane;
-            if (slot == RTX_FINAL) {
-                if constexpr (MAX) {
-                    dst[row * W + j] = acc;
-                } else {
-                    dst[row * W + j] = vadd(V{}, acc);
-                }
-            } else {
-                next[(u64)slot * W + j] = acc;
-            }
-        }
-    }
-}
-
-
-// A chunk's value or its slot in the next level, written once its chain is done:
-// a sum goes into its row as `0 + t` (dst zeroed by the host), a max as is.
-template <typename V, bool MAX>
-__device__ __forceinline__ void put_chunk(V t, u32 slot, u64 row, u64 W, u64 j,
-                                          V* __restrict__ dst, V* __restrict__ next) {
-    if (slot == RTX_FINAL) {
-        if constexpr (MAX) {
-            dst[row * W + j] = t;
-        } else {
-            dst[row * W + j] = vadd(V{}, t);
-        }
-    } else {
-        next[(u64)slot * W + j] = t;
+        if (b - a > cap && lane < W) put_chunk<V, MAX>(acc, slot, row, W, lane, dst, next);
     }
 }
 
