@@ -3,7 +3,7 @@
 //! place; a recorded forward reads the parameters where they are; what cannot
 //! be recorded (downloads, uploads from host memory, in-place writes to a
 //! shared buffer) is refused with a message saying what, and the backend
-//! stays usable.
+//! stays usable, also after a closure that panics.
 //!
 //! Without a device every test here FAILS with a message saying so.
 #![cfg(feature = "cuda")]
@@ -123,6 +123,14 @@ fn what_cannot_be_recorded_is_refused_and_the_backend_stays_usable() {
         dev.record(|b| b.binary(Binary::Add, &t, &bad)).unwrap_err(),
         "the recorded work failed",
     );
+    // a closure that panics: the panic goes on, the recording is ended
+    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        dev.record(|b| -> rtx_backend::Result<()> {
+            let _half_done = b.binary(Binary::Add, &t, &t)?;
+            panic!("a bug in the recorded closure")
+        })
+    }));
+    assert!(caught.is_err(), "the panic reaches the caller");
     // nothing was left recorded: the stream runs eager work
     let y = dev.binary(Binary::Add, &t, &t).unwrap();
     assert_eq!(dev.download(&y).unwrap(), vec![2.0, 4.0]);

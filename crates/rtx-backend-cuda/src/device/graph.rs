@@ -14,7 +14,7 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{CudaGraph, sys};
+use cudarc::driver::{CudaGraph, CudaStream, sys};
 
 use super::backend::CudaBackend;
 use super::context::Device;
@@ -85,7 +85,20 @@ impl CudaBackend {
         self.dev.kernels()?;
         let stream = &self.dev.stream;
         stream.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
+        // should `f` panic, the recording still ends (and is discarded) as the
+        // panic leaves: the stream must not stay in capture mode
+        struct EndOnUnwind<'a>(&'a Arc<CudaStream>);
+        impl Drop for EndOnUnwind<'_> {
+            fn drop(&mut self) {
+                if std::thread::panicking() {
+                    let none = sys::CUgraphInstantiate_flags(0);
+                    drop(self.0.end_capture(none));
+                }
+            }
+        }
+        let guard = EndOnUnwind(stream);
         let run = f(self);
+        drop(guard);
         let flags = sys::CUgraphInstantiate_flags::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH;
         let graph = stream.end_capture(flags);
         match (run, graph) {
