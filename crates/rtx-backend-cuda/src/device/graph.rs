@@ -103,7 +103,11 @@ impl CudaBackend {
         let graph = stream.end_capture(flags);
         match (run, graph) {
             (Ok(out), Ok(Some(graph))) => {
-                graph.launch()?;
+                if let Err(e) = graph.launch() {
+                    // never allocated: the outputs must not be freed (below too)
+                    std::mem::forget(out);
+                    return Err(e.into());
+                }
                 Ok(Recorded {
                     out,
                     graph,
