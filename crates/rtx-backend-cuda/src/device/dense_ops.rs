@@ -8,7 +8,7 @@ use rtx_backend::{BTensor, Binary, Element, Result as BResult, Unary, dims2, ops
 use super::backend::{CudaBackend, ptr};
 use super::buffer::DevMem;
 use super::context::Device;
-use super::launch::{MAX_GRID_X, Scalar, builder, cfg1, grid_for};
+use super::launch::{MAX_GRID_X, Scalar, builder, cfg1, col_sums_grid, grid_for};
 use crate::abi::{CANONICAL_BLOCK, MATMUL_TILE, binary_code, unary_code};
 use crate::error::{Error, Result};
 use crate::table::{Float, Kernel, Typed};
@@ -295,11 +295,9 @@ impl CudaBackend {
             let (nn, ff) = (n as u64, f as u64);
             let mut l = builder(&self.dev, &kern, name);
             l.arg(&cur).arg(&next).arg(&nn).arg(&ff);
-            // a block per group of rows and RR_COLS (128 bytes of) columns
-            let tiles = ng as u64 * f.div_ceil(128 / T::DTYPE.size()) as u64;
             // SAFETY: reduce_rows_T(const T* in, T* out, u64 n, u64 f): in holds n*f
             // elements, out ceil(n/256)*f.
-            unsafe { l.launch(cfg1(tiles.clamp(1, MAX_GRID_X) as u32)) }?;
+            unsafe { l.launch(cfg1(col_sums_grid(n, f, T::DTYPE.size()))) }?;
             if ng == 1 {
                 return Ok(());
             }

@@ -10,7 +10,7 @@ use super::backend::{CudaBackend, ptr};
 use super::cache;
 use super::chain::{self, Level0};
 use super::index_lists::CudaIndex;
-use super::launch::{MAX_GRID_X, builder, cfg1, grid_for};
+use super::launch::{builder, cfg1, col_sums_grid, grid_for};
 use super::plan::DevicePlan;
 use crate::abi::CANONICAL_BLOCK;
 use crate::table::{Float, Fused0, Kernel, Typed};
@@ -80,7 +80,7 @@ impl CudaBackend {
         // u64 f): x and out hold e*f, m rows*f elements; rowof holds e rows below rows.
         unsafe { l.launch(cfg1(grid_for(ee * ff))) }?;
         let s = self.out::<T>(&[rows, f])?;
-        self.fused_sum(dp, f, f, Fused0::Read, &[pe], &s)?;
+        self.segment_sum_by(&ex, dp, f, &s)?;
         let (ps, po) = (ptr(&s), ptr(&out));
         let mut l = builder(&self.dev, &kern, Kernel::typed(Typed::SoftmaxDiv, t));
         l.arg(&pe)
@@ -302,12 +302,10 @@ impl FusedOps for CudaBackend {
             .arg(&ff)
             .arg(&cc)
             .arg(&a_rs);
-        // a block per group of 256 rows and 128 bytes of columns, as reduce_rows
-        let tiles = (ng * f.div_ceil(128 / T::DTYPE.size())) as u64;
         // SAFETY: head_scale_rows_T(const T* a, const T* s, T* out, u64 n, u64 f, u64 c,
         // u64 a_rs): a holds n*f elements (a_rs = f) or f (a_rs = 0), s n*(f/c) (checked
         // shapes), out ceil(n/256)*f.
-        unsafe { l.launch(cfg1(tiles.clamp(1, MAX_GRID_X) as u32)) }?;
+        unsafe { l.launch(cfg1(col_sums_grid(n, f, T::DTYPE.size()))) }?;
         if let Some(p) = part {
             self.reduce_rows::<T>(ptr(&p), ng, f, ptr(&out))?;
         }

@@ -7,7 +7,7 @@ use rtx_backend::{DType, Element};
 
 use super::context::Device;
 use super::kernels::Kernels;
-use crate::abi::{BLOCK, ROWS_PER_GROUP, SLICE_BYTES, WINDOW};
+use crate::abi::{BLOCK, CANONICAL_BLOCK, ROWS_PER_GROUP, SLICE_BYTES, WINDOW};
 use crate::error::{Error, Result};
 use crate::table::Kernel;
 
@@ -97,6 +97,19 @@ pub(crate) fn fused0_grid(entries: u64, n: u64, w: u64, vec_bytes: u64) -> u32 {
     }
 }
 
+/// Bytes of the column tile of one block of model.cu's column sums
+/// (`reduce_rows_level`: `RR_COLS(T)` = 128 / sizeof(T) columns).
+const COL_SUM_TILE_BYTES: usize = 128;
+
+/// Blocks for a level of model.cu's column sums (`reduce_rows`,
+/// `head_scale_rows`) over `rows` rows of `f` elements of `elem_bytes`: a
+/// block per group of 256 rows and tile of 128 bytes of columns.
+pub(crate) fn col_sums_grid(rows: usize, f: usize, elem_bytes: usize) -> u32 {
+    let tiles =
+        rows.div_ceil(CANONICAL_BLOCK) as u64 * f.div_ceil(COL_SUM_TILE_BYTES / elem_bytes) as u64;
+    tiles.clamp(1, MAX_GRID_X) as u32
+}
+
 /// Blocks for a grid-stride loop over `n` items, a thread each.
 pub(crate) fn grid_for(n: u64) -> u32 {
     n.div_ceil(u64::from(BLOCK)).clamp(1, MAX_GRID_X) as u32
@@ -160,6 +173,11 @@ mod tests {
         assert_eq!(fused0_grid(1, 1, 4, 4), 1);
         assert_eq!(fused0_grid(256, 9, 32, 8), 4);
         assert_eq!(fused0_grid(1000, 100, 33, 16), chunks_grid(100, 5));
+        // groups of 256 rows times 128-byte column tiles
+        assert_eq!(col_sums_grid(80_000, 64, 4), 313 * 2);
+        assert_eq!(col_sums_grid(80_000, 64, 8), 313 * 4);
+        assert_eq!(col_sums_grid(313, 4, 4), 2);
+        assert_eq!(col_sums_grid(1, 1, 8), 1);
         assert_eq!(grid_for(u64::MAX), MAX_GRID_X as u32);
     }
 }
