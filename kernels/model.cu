@@ -183,16 +183,49 @@ RTX_AXPY(axpy_f32, float)
 RTX_AXPY(axpy_f64, double)
 
 // out[i, h*c + q] = a[i or 0, h*c + q] * s[i, h], over n rows of heads*c.
+// 16 bytes of T.
+template <typename T> struct Vec16;
+template <> struct Vec16<float> { typedef float4 V; };
+template <> struct Vec16<double> { typedef double2 V; };
+__device__ __forceinline__ bool aligned16(const void* p) { return ((u64)p & 15) == 0; }
+
+// out[i, h*c + j] = a[i or 0, h*c + j] * s[i, h]. When a head's c columns are
+// whole 16-byte vectors (and the sizes fit 32 bits), a thread takes one
+// vector: one row and one head, two 32-bit divisions per vector (the scalar
+// loop's two 64-bit divisions per element made it twice its bandwidth floor).
+template <typename T>
+__device__ __forceinline__ void head_scale_body(const T* __restrict__ a, const T* __restrict__ s,
+                                                T* __restrict__ out, u64 n, u64 heads, u64 c,
+                                                u32 a_bcast) {
+    typedef typename Vec16<T>::V V;
+    constexpr u32 N = VecT<V>::N;
+    const u64 f = heads * c;
+    const u64 total = n * f;
+    if (c % N == 0 && total / N < (1ull << 32) && aligned16(a) && aligned16(out)) {
+        const u32 fv = (u32)(f / N), cv = (u32)(c / N), tv = (u32)(total / N);
+        const V* __restrict__ av = reinterpret_cast<const V*>(a);
+        V* __restrict__ ov = reinterpret_cast<V*>(out);
+        for (u64 t = thread_id(); t < tv; t += grid_stride()) {
+            const u32 i = (u32)t / fv, col = (u32)t - i * fv;
+            const T sc = __ldg(s + (u64)i * heads + col / cv);
+            V x = __ldg(av + (a_bcast ? (u64)col : t));
+#pragma unroll
+            for (u32 k = 0; k < N; ++k) comps(x)[k] = rmul(comps(x)[k], sc);
+            ov[t] = x;
+        }
+        return;
+    }
+    for (u64 t = thread_id(); t < total; t += grid_stride()) {
+        const u64 i = t / f, col = t - i * f;
+        out[t] = rmul(a[a_bcast ? col : t], s[i * heads + col / c]);
+    }
+}
+
 #define RTX_HEAD_SCALE(NAME, T)                                                             \
     extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
         NAME(const T* __restrict__ a, const T* __restrict__ s, T* __restrict__ out, u64 n, \
              u64 heads, u64 c, u32 a_bcast) {                                               \
-        const u64 f = heads * c;                                                            \
-        const u64 total = n * f;                                                            \
-        for (u64 t = thread_id(); t < total; t += grid_stride()) {                          \
-            const u64 i = t / f, col = t - i * f;                                           \
-            out[t] = rmul(a[a_bcast ? col : t], s[i * heads + col / c]);                    \
-        }                                                                                   \
+        head_scale_body<T>(a, s, out, n, heads, c, a_bcast);                                \
     }
 RTX_HEAD_SCALE(head_scale_f32, float)
 RTX_HEAD_SCALE(head_scale_f64, double)
@@ -206,6 +239,25 @@ RTX_HEAD_SCALE(head_scale_f64, double)
 template <typename T>
 __device__ __forceinline__ T canon_dot(const T* __restrict__ a, const T* __restrict__ b, u64 c) {
     if (c == 0) return T(0);
+    typedef typename Vec16<T>::V V;
+    constexpr u32 N = VecT<V>::N;
+    if (c <= RTX_CANONICAL_BLOCK && c % N == 0 && aligned16(a) && aligned16(b)) {
+        // the same products and additions, read as 16-byte vectors
+        const V* __restrict__ av = reinterpret_cast<const V*>(a);
+        const V* __restrict__ bv = reinterpret_cast<const V*>(b);
+        V x = __ldg(av), y = __ldg(bv);
+        T s = rmul(comps(x)[0], comps(y)[0]);
+#pragma unroll
+        for (u32 k = 1; k < N; ++k) s = radd(s, rmul(comps(x)[k], comps(y)[k]));
+#pragma unroll 4
+        for (u64 q = 1; q < c / N; ++q) {
+            x = __ldg(av + q);
+            y = __ldg(bv + q);
+#pragma unroll
+            for (u32 k = 0; k < N; ++k) s = radd(s, rmul(comps(x)[k], comps(y)[k]));
+        }
+        return s;
+    }
     T s = rmul(a[0], b[0]);
     if (c <= RTX_CANONICAL_BLOCK) {
         for (u64 q = 1; q < c; ++q) s = radd(s, rmul(a[q], b[q]));
@@ -286,15 +338,19 @@ RTX_GATHER_HEAD_DOT(gather_head_dot_f64, double)
 // the sum of rows 256g .. min(n, 256g + 256) of column j, left to right from
 // the first. Levels repeat until one row is left (sum_rows; the inner
 // dimension of matmul past 256; head_scale_rows's level 0). A block takes
-// one group of rows and RR_COLS columns: it loads the [rows, cols] tile into shared memory with all its
-// threads (independent loads, whole rows when cols == f), then one thread per
-// column adds the column up from shared memory. (A thread per column reading
-// global memory had one load latency per 32 rows.)
+// one group of rows and RR_COLS columns: it loads the [rows, cols] tile into
+// shared memory with all its threads, then one thread per column adds the
+// column up from shared memory. (A thread per column reading global memory
+// had one load latency per 32 rows.) In the load, a thread keeps one column
+// and strides over the rows: no division per element (a u32 division per
+// element made a [80000, 64] sum take ~7x its bandwidth floor), and the
+// loads go out 16 at a time.
 #define RR_COLS(T) (128 / (int)sizeof(T))
 template <typename T, typename Load>
 __device__ __forceinline__ void reduce_rows_level(const Load& load, T* __restrict__ out, u64 n,
                                                   u64 f) {
     constexpr u32 C = RR_COLS(T);
+    constexpr u32 BATCH = 8;
     __shared__ T tile[RTX_CANONICAL_BLOCK][C + 1];
     const u64 ng = (n + (RTX_CANONICAL_BLOCK - 1)) / RTX_CANONICAL_BLOCK;
     const u64 ct = (f + C - 1) / C;
@@ -303,25 +359,18 @@ __device__ __forceinline__ void reduce_rows_level(const Load& load, T* __restric
         const u64 r0 = g * RTX_CANONICAL_BLOCK;
         const u32 rows = (u32)min((u64)RTX_CANONICAL_BLOCK, n - r0);
         const u32 cols = (u32)min((u64)C, f - c0);
-        const u32 total = rows * cols;
-        // the tile's loads in batches of 8 independent ones per thread
-        for (u32 base = 0; base < total; base += 8 * RTX_BLOCK) {
-            T v[8];
+        // thread -> column tc, rows tr, tr + P, tr + 2P, ... (P rows per pass)
+        const u32 P = RTX_BLOCK / cols;
+        const u32 tr = threadIdx.x / cols, tc = threadIdx.x - tr * cols;
+        if (tr < P) {
+            for (u32 r = tr; r < rows; r += BATCH * P) {
+                T v[BATCH];
 #pragma unroll
-            for (u32 q = 0; q < 8; ++q) {
-                const u32 i = base + q * RTX_BLOCK + threadIdx.x;
-                if (i < total) {
-                    const u32 r = i / cols;
-                    v[q] = load(r0 + r, c0 + (i - r * cols));
-                }
-            }
+                for (u32 q = 0; q < BATCH; ++q)
+                    if (r + q * P < rows) v[q] = load(r0 + r + q * P, c0 + tc);
 #pragma unroll
-            for (u32 q = 0; q < 8; ++q) {
-                const u32 i = base + q * RTX_BLOCK + threadIdx.x;
-                if (i < total) {
-                    const u32 r = i / cols;
-                    tile[r][i - r * cols] = v[q];
-                }
+                for (u32 q = 0; q < BATCH; ++q)
+                    if (r + q * P < rows) tile[r + q * P][tc] = v[q];
             }
         }
         __syncthreads();
@@ -390,15 +439,19 @@ RTX_HEAD_SCALE_ROWS(head_scale_rows_f64, double)
 // out[ch, i, j] = sum over p in the chunk of A(i, p) * B(p, j), left to right
 // from the chunk's first product, with A(i, p) = a[i*a_rs + p*a_ps] and
 // B(p, j) = b[p*b_ps + j*b_js] (strides express the transposes). One block
-// per 64x64 output tile and chunk; each thread owns a 4x4 register tile
-// (rows 4ty + r, columns 4tx + c: one vector load of each operand per step,
-// the K-tile after it loaded meanwhile). With one chunk (k <= 256) this is the
-// product; otherwise reduce_rows sums the chunks in the canonical order.
+// per TM x TN output tile and chunk (TM, TN in {32, 64}: the host sizes the
+// tile to the product, so a 32-row operand does not leave half a tile idle
+// and a product of few tiles and long chunks still spreads over every SM);
+// each of its TM*TN/16 threads owns a 4x4 register tile (rows 4ty + r,
+// columns 4tx + c: one vector load of each operand per step, the next K-tile
+// loaded meanwhile). The tile changes which thread computes an output, never
+// the order of its additions. With one chunk (k <= 256) this is the product;
+// otherwise reduce_rows sums the chunks in the canonical order.
 #define MM_T RTX_MATMUL_TILE
 #define MM_K 16
 // row padding of the shared tiles: keeps rows 16-byte aligned for load4
 #define MM_PAD 4
-static_assert(MM_T == 16 * 4, "matmul: 16 x 16 threads of 4 x 4 outputs cover the tile");
+static_assert(MM_T == 64, "matmul: the largest tile edge sizes the shared tiles");
 // Four consecutive shared-memory values at p (16-byte aligned for float):
 // one vector load for float, two for double.
 __device__ __forceinline__ void load4(const float* p, float (&v)[4]) {
@@ -411,39 +464,31 @@ __device__ __forceinline__ void load4(const double* p, double (&v)[4]) {
     v[0] = x.x; v[1] = x.y; v[2] = y.x; v[3] = y.y;
 }
 
-// Where element q of this thread's share of a K-tile goes: A as As[kk][ii]
-// and B as Bs[kk][jj], read along the operand's contiguous dimension.
+// Where element e of a K-tile goes: A's as As[kk][ii] (E = TM rows), B's as
+// Bs[kk][jj] (E = TN columns). Consecutive e run along the operand's
+// contiguous dimension: k when along_k, else the tile's E side.
 struct TileSlot {
-    u32 akk, aii, bkk, bjj;
+    u32 kk, x;
 };
-__device__ __forceinline__ TileSlot tile_slot(u32 e, u64 a_ps, u64 b_js) {
-    TileSlot s;
-    if (a_ps == 1) {
-        s.akk = e % MM_K;
-        s.aii = e / MM_K;
-    } else {
-        s.aii = e % MM_T;
-        s.akk = e / MM_T;
-    }
-    if (b_js == 1) {
-        s.bjj = e % MM_T;
-        s.bkk = e / MM_T;
-    } else {
-        s.bkk = e % MM_K;
-        s.bjj = e / MM_K;
-    }
-    return s;
+template <int E>
+__device__ __forceinline__ TileSlot tile_slot(u32 e, bool along_k) {
+    return along_k ? TileSlot{e % MM_K, e / MM_K} : TileSlot{e / E, e % E};
 }
 
-template <typename T>
+template <typename T, int TM, int TN>
 __device__ __forceinline__ void matmul_level0(const T* __restrict__ a, const T* __restrict__ b,
                                               T* __restrict__ out, u64 m, u64 n, u64 k,
                                               u64 a_rs, u64 a_ps, u64 b_ps, u64 b_js,
                                               T (*As)[MM_T + MM_PAD], T (*Bs)[MM_T + MM_PAD]) {
-    const u64 tiles_m = (m + MM_T - 1) / MM_T, tiles_n = (n + MM_T - 1) / MM_T;
+    constexpr u32 NT = (TM / 4) * (TN / 4);  // threads
+    constexpr u32 PA = TM * MM_K / NT, PB = TN * MM_K / NT;  // K-tile loads per thread
+    static_assert(TM <= MM_T && TN <= MM_T && NT <= RTX_BLOCK, "tile fits the block");
+    static_assert(PA * NT == TM * MM_K && PB * NT == TN * MM_K, "loads cover the K-tile");
+    const u64 tiles_m = (m + TM - 1) / TM, tiles_n = (n + TN - 1) / TN;
     const u64 chunks = (k + (RTX_CANONICAL_BLOCK - 1)) / RTX_CANONICAL_BLOCK;
     const u64 total = tiles_m * tiles_n * chunks;
-    const u32 tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
+    const u32 tx = threadIdx.x % (TN / 4), ty = threadIdx.x / (TN / 4);
+    const bool a_along_k = a_ps == 1, b_along_k = b_js != 1;
     for (u64 t = blockIdx.x; t < total; t += gridDim.x) {
         const u64 tm = t % tiles_m, rest = t / tiles_m;
         const u64 tn = rest % tiles_n, ch = rest / tiles_n;
@@ -457,26 +502,34 @@ __device__ __forceinline__ void matmul_level0(const T* __restrict__ a, const T* 
 #pragma unroll
             for (int c = 0; c < 4; ++c) acc[r][c] = T(-0.0);
         // the next K-tile is loaded into registers while this one is used
-        T ra[4], rb[4];
+        T ra[PA], rb[PB];
         auto fetch = [&](u64 pb) {
             const u32 kc = (u32)min((u64)MM_K, p1 - pb);
 #pragma unroll
-            for (int q = 0; q < 4; ++q) {
-                const TileSlot s = tile_slot(threadIdx.x + 256 * q, a_ps, b_js);
-                const u64 gi = tm * MM_T + s.aii;
-                ra[q] = (gi < m && s.akk < kc) ? a[gi * a_rs + (pb + s.akk) * a_ps] : T(0);
-                const u64 gj = tn * MM_T + s.bjj;
-                rb[q] = (gj < n && s.bkk < kc) ? b[(pb + s.bkk) * b_ps + gj * b_js] : T(0);
+            for (u32 q = 0; q < PA; ++q) {
+                const TileSlot s = tile_slot<TM>(threadIdx.x + NT * q, a_along_k);
+                const u64 gi = tm * TM + s.x;
+                ra[q] = (gi < m && s.kk < kc) ? a[gi * a_rs + (pb + s.kk) * a_ps] : T(0);
+            }
+#pragma unroll
+            for (u32 q = 0; q < PB; ++q) {
+                const TileSlot s = tile_slot<TN>(threadIdx.x + NT * q, b_along_k);
+                const u64 gj = tn * TN + s.x;
+                rb[q] = (gj < n && s.kk < kc) ? b[(pb + s.kk) * b_ps + gj * b_js] : T(0);
             }
         };
         fetch(p0);
         for (u64 pb = p0; pb < p1; pb += MM_K) {
             const u32 kc = (u32)min((u64)MM_K, p1 - pb);
 #pragma unroll
-            for (int q = 0; q < 4; ++q) {
-                const TileSlot s = tile_slot(threadIdx.x + 256 * q, a_ps, b_js);
-                As[s.akk][s.aii] = ra[q];
-                Bs[s.bkk][s.bjj] = rb[q];
+            for (u32 q = 0; q < PA; ++q) {
+                const TileSlot s = tile_slot<TM>(threadIdx.x + NT * q, a_along_k);
+                As[s.kk][s.x] = ra[q];
+            }
+#pragma unroll
+            for (u32 q = 0; q < PB; ++q) {
+                const TileSlot s = tile_slot<TN>(threadIdx.x + NT * q, b_along_k);
+                Bs[s.kk][s.x] = rb[q];
             }
             __syncthreads();
             if (pb + MM_K < p1) fetch(pb + MM_K);
@@ -497,27 +550,35 @@ __device__ __forceinline__ void matmul_level0(const T* __restrict__ a, const T* 
         T* o = out + ch * m * n;
 #pragma unroll
         for (int r = 0; r < 4; ++r) {
-            const u64 gi = tm * MM_T + ty * 4 + r;
+            const u64 gi = tm * TM + ty * 4 + r;
             if (gi >= m) continue;
 #pragma unroll
             for (int c = 0; c < 4; ++c) {
-                const u64 gj = tn * MM_T + tx * 4 + c;
+                const u64 gj = tn * TN + tx * 4 + c;
                 if (gj < n) o[gi * n + gj] = acc[r][c];
             }
         }
     }
 }
 
-#define RTX_MATMUL(NAME, T)                                                                 \
-    extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
+// One entry point per element type and tile (each with its own registers:
+// one kernel switching over the four tiles took 190 registers, a block per SM).
+#define RTX_MATMUL(NAME, T, TM, TN)                                                         \
+    extern "C" __global__ void __launch_bounds__((TM / 4) * (TN / 4))                       \
         NAME(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ out, u64 m, \
              u64 n, u64 k, u64 a_rs, u64 a_ps, u64 b_ps, u64 b_js) {                        \
         __shared__ __align__(16) T As[MM_K][MM_T + MM_PAD];                                 \
         __shared__ __align__(16) T Bs[MM_K][MM_T + MM_PAD];                                 \
-        matmul_level0<T>(a, b, out, m, n, k, a_rs, a_ps, b_ps, b_js, As, Bs);               \
+        matmul_level0<T, TM, TN>(a, b, out, m, n, k, a_rs, a_ps, b_ps, b_js, As, Bs);       \
     }
-RTX_MATMUL(matmul_f32, float)
-RTX_MATMUL(matmul_f64, double)
+RTX_MATMUL(matmul64x64_f32, float, 64, 64)
+RTX_MATMUL(matmul32x64_f32, float, 32, 64)
+RTX_MATMUL(matmul64x32_f32, float, 64, 32)
+RTX_MATMUL(matmul32x32_f32, float, 32, 32)
+RTX_MATMUL(matmul64x64_f64, double, 64, 64)
+RTX_MATMUL(matmul32x64_f64, double, 32, 64)
+RTX_MATMUL(matmul64x32_f64, double, 64, 32)
+RTX_MATMUL(matmul32x32_f64, double, 32, 32)
 
 // ---------------------------------------------------------------- segment ops
 
@@ -748,21 +809,22 @@ __device__ __forceinline__ void windowed_level0(const Src& src, const u32* __res
             if (i < n) keys[i] = src.key(__ldg(pos + p0 + i));
         }
         __syncthreads();
-        const u32 total = n * cw;
-        for (u32 base = 0; base < total; base += BATCH * RTX_BLOCK) {
-            V v[BATCH];
+        // thread -> column vector tc of the slice, entries te, te + P, ...: no
+        // division per value (Src's own per-column arithmetic, such as a
+        // vector's head, is the same for all of a thread's values)
+        {
+            const u32 P = RTX_BLOCK / cw;
+            const u32 te = threadIdx.x / cw, tc = threadIdx.x - te * cw;
+            if (te < P) {
+                for (u32 e0 = te; e0 < n; e0 += BATCH * P) {
+                    V v[BATCH];
 #pragma unroll
-            for (u32 q = 0; q < BATCH; ++q) {
-                const u32 i = base + q * RTX_BLOCK + threadIdx.x;
-                if (i < total) {
-                    const u32 e = i / cw;
-                    v[q] = src.value(keys[e], 0, j0 + i - e * cw);
+                    for (u32 q = 0; q < BATCH; ++q)
+                        if (e0 + q * P < n) v[q] = src.value(keys[e0 + q * P], 0, j0 + tc);
+#pragma unroll
+                    for (u32 q = 0; q < BATCH; ++q)
+                        if (e0 + q * P < n) vals[(e0 + q * P) * cw + tc] = v[q];
                 }
-            }
-#pragma unroll
-            for (u32 q = 0; q < BATCH; ++q) {
-                const u32 i = base + q * RTX_BLOCK + threadIdx.x;
-                if (i < total) vals[i] = v[q];
             }
         }
         __syncthreads();

@@ -22,7 +22,8 @@ pub(crate) const ROWS_PER_GROUP: u64 = 4;
 pub(crate) const MAX_RANK: usize = 8;
 /// Bytes of the shared span of the span transpose kernels (`RTX_PERMUTE_SPAN_BYTES`).
 pub(crate) const PERMUTE_SPAN_BYTES: u64 = 16384;
-/// Edge of the output tile of one block of the matrix product (`RTX_MATMUL_TILE`).
+/// Largest edge of the output tile of one block of the matrix product
+/// (`RTX_MATMUL_TILE`; tiles are 32 or 64 on a side, see `launch::MatmulTile`).
 pub(crate) const MATMUL_TILE: usize = 64;
 /// Resident blocks per SM the fused level-0 kernels are built for (`RTX_FUSED_MIN_BLOCKS`).
 pub(crate) const FUSED_MIN_BLOCKS: u32 = 3;

@@ -111,7 +111,8 @@ pub use abi::REQUIRED_DRIVER_VERSION;
 pub use device::{CudaBackend, CudaBuffer, CudaIndex, Recorded};
 pub use error::{Error, NvrtcError, Result};
 pub use settings::{
-    DEFAULT_INDEX_CACHE_BYTES, PIPELINED_SCATTER_MAX_ENTRIES, ScatterForm, TransposeTile,
+    DEFAULT_INDEX_CACHE_BYTES, MatmulTiles, PIPELINED_SCATTER_MAX_ENTRIES, ScatterForm,
+    TransposeTile,
 };
 pub use source::{KERNEL_FILES, translation_unit as kernel_source};
 #[cfg(not(feature = "cuda"))]

@@ -25,6 +25,19 @@ pub enum TransposeTile {
     Force32,
 }
 
+/// Output tiles of the matrix product (a tuning knob for benchmarks). Every
+/// tile makes the same additions in the same order, so the results are the
+/// same bits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MatmulTiles {
+    /// Picked by shape (the default): a 32-wide side for products of at
+    /// most 32 rows or columns, else 64.
+    #[default]
+    ByShape,
+    /// The 64x64 tile for every product.
+    Force64,
+}
+
 /// Form of the scatter chunk sums (a tuning knob for benchmarks). Both forms
 /// make the same additions in the same order, so the results are the same bits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -71,6 +84,7 @@ pub(crate) struct Settings {
     cache_limit: AtomicUsize,
     transpose_tile: AtomicU8,
     scatter_form: AtomicU8,
+    matmul_tiles: AtomicU8,
 }
 
 impl Default for Settings {
@@ -79,6 +93,7 @@ impl Default for Settings {
             cache_limit: AtomicUsize::new(DEFAULT_INDEX_CACHE_BYTES),
             transpose_tile: AtomicU8::new(TransposeTile::ByShape as u8),
             scatter_form: AtomicU8::new(ScatterForm::Auto as u8),
+            matmul_tiles: AtomicU8::new(MatmulTiles::ByShape as u8),
         }
     }
 }
@@ -114,6 +129,17 @@ impl Settings {
     pub(crate) fn set_scatter_form(&self, form: ScatterForm) {
         self.scatter_form.store(form as u8, Ordering::Relaxed);
     }
+
+    pub(crate) fn matmul_tiles(&self) -> MatmulTiles {
+        match self.matmul_tiles.load(Ordering::Relaxed) {
+            x if x == MatmulTiles::Force64 as u8 => MatmulTiles::Force64,
+            _ => MatmulTiles::ByShape,
+        }
+    }
+
+    pub(crate) fn set_matmul_tiles(&self, tiles: MatmulTiles) {
+        self.matmul_tiles.store(tiles as u8, Ordering::Relaxed);
+    }
 }
 
 #[cfg(test)]
@@ -137,6 +163,11 @@ mod tests {
         ] {
             s.set_scatter_form(f);
             assert_eq!(s.scatter_form(), f);
+        }
+        assert_eq!(s.matmul_tiles(), MatmulTiles::ByShape);
+        for t in [MatmulTiles::Force64, MatmulTiles::ByShape] {
+            s.set_matmul_tiles(t);
+            assert_eq!(s.matmul_tiles(), t);
         }
         s.set_index_cache_limit(7);
         assert_eq!(s.index_cache_limit(), 7);

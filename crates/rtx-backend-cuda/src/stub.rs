@@ -11,7 +11,7 @@ use rtx_backend::prelude::*;
 use rtx_backend::{BTensor, Element, IndexPlan, Result as BResult};
 
 use crate::error::{Error, Result};
-use crate::settings::{ScatterForm, TransposeTile};
+use crate::settings::{MatmulTiles, ScatterForm, TransposeTile};
 
 /// Recorded work (uninhabited without the `cuda` feature).
 #[derive(Debug)]
@@ -197,6 +197,16 @@ impl CudaBackend {
 
     /// The tile setting of the 2-D transpose kernel.
     pub fn transpose_tile(&self) -> TransposeTile {
+        match self.never {}
+    }
+
+    /// Sets the output tiles of the matrix product.
+    pub fn set_matmul_tiles(&self, _tiles: MatmulTiles) {
+        match self.never {}
+    }
+
+    /// The tile setting of the matrix product.
+    pub fn matmul_tiles(&self) -> MatmulTiles {
         match self.never {}
     }
 

@@ -111,8 +111,14 @@ kernels! {
     ReduceRowsF64 = "reduce_rows_f64" / 4,
     HeadScaleRowsF32 = "head_scale_rows_f32" / 7,
     HeadScaleRowsF64 = "head_scale_rows_f64" / 7,
-    MatmulF32 = "matmul_f32" / 10,
-    MatmulF64 = "matmul_f64" / 10,
+    Matmul64x64F32 = "matmul64x64_f32" / 10,
+    Matmul32x64F32 = "matmul32x64_f32" / 10,
+    Matmul64x32F32 = "matmul64x32_f32" / 10,
+    Matmul32x32F32 = "matmul32x32_f32" / 10,
+    Matmul64x64F64 = "matmul64x64_f64" / 10,
+    Matmul32x64F64 = "matmul32x64_f64" / 10,
+    Matmul64x32F64 = "matmul64x32_f64" / 10,
+    Matmul32x32F64 = "matmul32x32_f64" / 10,
     Segmax0F32 = "segmax0_f32" / 11,
     Segmax0F64 = "segmax0_f64" / 11,
     SegmaxF32 = "segmax_f32" / 9,
@@ -289,6 +295,44 @@ pub(crate) enum Fused0 {
     GatherScale,
 }
 
+/// The output tile of one block of model.cu's matmul (`matmul{TM}x{TN}_*`):
+/// `tm x tn` outputs, a 4x4 register tile for each of `tm * tn / 16` threads.
+/// Which tile computes an output never changes the order of its additions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum MatmulTile {
+    /// 64 x 64, 256 threads.
+    T64x64,
+    /// 32 x 64, 128 threads: products of at most 32 rows.
+    T32x64,
+    /// 64 x 32, 128 threads: products of at most 32 columns.
+    T64x32,
+    /// 32 x 32, 64 threads: products of at most 32 rows and columns.
+    T32x32,
+}
+
+impl MatmulTile {
+    /// Output rows of the tile.
+    pub(crate) fn tm(self) -> u32 {
+        match self {
+            MatmulTile::T64x64 | MatmulTile::T64x32 => 64,
+            MatmulTile::T32x64 | MatmulTile::T32x32 => 32,
+        }
+    }
+
+    /// Output columns of the tile.
+    pub(crate) fn tn(self) -> u32 {
+        match self {
+            MatmulTile::T64x64 | MatmulTile::T32x64 => 64,
+            MatmulTile::T64x32 | MatmulTile::T32x32 => 32,
+        }
+    }
+
+    /// Threads per block.
+    pub(crate) fn threads(self) -> u32 {
+        self.tm() * self.tn() / 16
+    }
+}
+
 /// An element-typed kernel family of model.cu.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Typed {
@@ -310,8 +354,6 @@ pub(crate) enum Typed {
     ReduceRows,
     /// `head_scale_rows_*`.
     HeadScaleRows,
-    /// `matmul_*`.
-    Matmul,
     /// `segmax0_*`: level 0 of a segment max.
     Segmax0,
     /// `segmax_*`: the levels past 0 of a segment max.
@@ -481,6 +523,22 @@ impl Kernel {
         }
     }
 
+    /// The matmul kernel of `tile` for `t`.
+    pub(crate) fn matmul(t: Float, tile: MatmulTile) -> Kernel {
+        use Float::{F32, F64};
+        use MatmulTile::{T32x32, T32x64, T64x32, T64x64};
+        match (t, tile) {
+            (F32, T64x64) => Kernel::Matmul64x64F32,
+            (F32, T32x64) => Kernel::Matmul32x64F32,
+            (F32, T64x32) => Kernel::Matmul64x32F32,
+            (F32, T32x32) => Kernel::Matmul32x32F32,
+            (F64, T64x64) => Kernel::Matmul64x64F64,
+            (F64, T32x64) => Kernel::Matmul32x64F64,
+            (F64, T64x32) => Kernel::Matmul64x32F64,
+            (F64, T32x32) => Kernel::Matmul32x32F64,
+        }
+    }
+
     /// The element-typed kernel `family` for `t`.
     pub(crate) fn typed(family: Typed, t: Float) -> Kernel {
         use Float::{F32, F64};
@@ -503,8 +561,6 @@ impl Kernel {
             (Typed::ReduceRows, F64) => Kernel::ReduceRowsF64,
             (Typed::HeadScaleRows, F32) => Kernel::HeadScaleRowsF32,
             (Typed::HeadScaleRows, F64) => Kernel::HeadScaleRowsF64,
-            (Typed::Matmul, F32) => Kernel::MatmulF32,
-            (Typed::Matmul, F64) => Kernel::MatmulF64,
             (Typed::Segmax0, F32) => Kernel::Segmax0F32,
             (Typed::Segmax0, F64) => Kernel::Segmax0F64,
             (Typed::Segmax, F32) => Kernel::SegmaxF32,

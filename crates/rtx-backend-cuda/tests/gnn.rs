@@ -199,12 +199,17 @@ fn bits<T: Element>(v: &[T]) -> Vec<u64> {
 fn dense_ops_bit_identical_to_the_cpu_backend() {
     let g = backend();
     let c = CpuBackend::reference();
-    // inner dims below, at and past one canonical block, and two levels past it
+    // inner dims below, at and past one canonical block, and two levels past
+    // it; every output tile (launch::matmul_tile: 32 or 64 wide by side),
+    // with ragged edges
     for (m, k, n) in [
         (37, 300, 9),
         (80_000 / 50, 32, 64),
         (64, 70_000, 33),
         (5, 256, 1),
+        (70_001, 20, 65),
+        (70_000, 40, 31),
+        (17, 300, 70_000),
     ] {
         let a: Vec<f32> = values(1, m * k);
         let b: Vec<f32> = values(2, k * n);

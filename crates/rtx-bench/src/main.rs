@@ -10,6 +10,8 @@ use clap::{Parser, Subcommand};
 mod cuda;
 mod cuda_timing;
 #[cfg(feature = "cuda")]
+mod dense;
+#[cfg(feature = "cuda")]
 mod dynamic;
 mod gat;
 mod hetgat;
@@ -38,6 +40,9 @@ enum Command {
     /// Message passing on index lists made fresh on the device every call (JSON lines; `cuda` feature).
     #[cfg(feature = "cuda")]
     Dynamic(dynamic::Args),
+    /// The HetGAT's dense ops at the batch-8 shapes, one at a time (JSON lines; `cuda` feature).
+    #[cfg(feature = "cuda")]
+    Dense(dense::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -49,6 +54,8 @@ fn main() -> std::process::ExitCode {
         Command::Gat(a) => gat::run(&a),
         #[cfg(feature = "cuda")]
         Command::Dynamic(a) => dynamic::run(&a),
+        #[cfg(feature = "cuda")]
+        Command::Dense(a) => dense::run(&a),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

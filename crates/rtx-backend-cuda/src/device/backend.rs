@@ -16,7 +16,7 @@ use super::context::Device;
 use super::kernels::Origin;
 use crate::abi::REQUIRED_DRIVER_VERSION;
 use crate::error::{Error, Result};
-use crate::settings::{ScatterForm, Settings, TransposeTile};
+use crate::settings::{MatmulTiles, ScatterForm, Settings, TransposeTile};
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -204,6 +204,18 @@ impl CudaBackend {
     /// The tile setting of the 2-D transpose kernel.
     pub fn transpose_tile(&self) -> TransposeTile {
         self.settings.transpose_tile()
+    }
+
+    /// Sets the output tiles of the matrix product (default
+    /// [`MatmulTiles::ByShape`]). Every tile gives the same bits. A tuning
+    /// knob for benchmarks.
+    pub fn set_matmul_tiles(&self, tiles: MatmulTiles) {
+        self.settings.set_matmul_tiles(tiles);
+    }
+
+    /// The tile setting of the matrix product.
+    pub fn matmul_tiles(&self) -> MatmulTiles {
+        self.settings.matmul_tiles()
     }
 
     /// Sets the form of the scatter chunk sums, for `index_add` and every

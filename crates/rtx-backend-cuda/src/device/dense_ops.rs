@@ -8,10 +8,11 @@ use rtx_backend::{BTensor, Binary, Element, Result as BResult, Unary, dims2, ops
 use super::backend::{CudaBackend, ptr};
 use super::buffer::DevMem;
 use super::context::Device;
-use super::launch::{MAX_GRID_X, Scalar, builder, cfg1, col_sums_grid, grid_for};
-use crate::abi::{CANONICAL_BLOCK, MATMUL_TILE, binary_code, unary_code};
+use super::launch::{Scalar, builder, cfg1, col_sums_grid, grid_for, matmul_config, matmul_tile};
+use crate::abi::{CANONICAL_BLOCK, binary_code, unary_code};
 use crate::error::{Error, Result};
-use crate::table::{Float, Kernel, Typed};
+use crate::settings::MatmulTiles;
+use crate::table::{Float, Kernel, MatmulTile, Typed};
 
 /// Scratch for `n` elements of `T`, its size checked.
 fn scratch<T: Element>(dev: &Device, n: usize) -> Result<DevMem> {
@@ -53,15 +54,14 @@ impl DenseOps for CudaBackend {
             None
         };
         let dst = part.as_ref().map_or(ptr(&out), DevMem::ptr);
-        let tiles = (m.div_ceil(MATMUL_TILE) * n.div_ceil(MATMUL_TILE) * chunks) as u64;
+        let tile = match self.settings.matmul_tiles() {
+            MatmulTiles::ByShape => matmul_tile(m, n),
+            MatmulTiles::Force64 => MatmulTile::T64x64,
+        };
         let (pa, pb) = (ptr(a), ptr(b));
         let (mm, nn, kk) = (m as u64, n as u64, k as u64);
         let kern = self.dev.kernels()?;
-        let mut l = builder(
-            &self.dev,
-            &kern,
-            Kernel::typed(Typed::Matmul, Float::of(T::DTYPE)),
-        );
+        let mut l = builder(&self.dev, &kern, Kernel::matmul(Float::of(T::DTYPE), tile));
         l.arg(&pa)
             .arg(&pb)
             .arg(&dst)
@@ -72,10 +72,12 @@ impl DenseOps for CudaBackend {
             .arg(&a_ps)
             .arg(&b_ps)
             .arg(&b_js);
-        // SAFETY: matmul_T(const T* a, const T* b, T* out, u64 m, u64 n, u64 k, u64 a_rs,
-        // u64 a_ps, u64 b_ps, u64 b_js): a holds m*k and b k*n elements (checked shapes),
-        // the strides address them in range; out holds chunks*m*n elements.
-        unsafe { l.launch(cfg1(tiles.clamp(1, MAX_GRID_X) as u32)) }?;
+        let cfg = matmul_config(tile, m, n, chunks);
+        // SAFETY: matmul{TM}x{TN}_T(const T* a, const T* b, T* out, u64 m, u64 n, u64 k,
+        // u64 a_rs, u64 a_ps, u64 b_ps, u64 b_js): a holds m*k and b k*n elements (checked
+        // shapes), the strides address them in range; out holds chunks*m*n elements; the
+        // block has the tile's threads.
+        unsafe { l.launch(cfg) }?;
         if let Some(part) = part {
             self.reduce_rows::<T>(part.ptr(), chunks, m * n, ptr(&out))?;
         }

@@ -9,7 +9,7 @@ use super::context::Device;
 use super::kernels::Kernels;
 use crate::abi::{BLOCK, CANONICAL_BLOCK, ROWS_PER_GROUP, SLICE_BYTES, WINDOW};
 use crate::error::{Error, Result};
-use crate::table::Kernel;
+use crate::table::{Kernel, MatmulTile};
 
 /// Largest grid.x the driver accepts.
 pub(crate) const MAX_GRID_X: u64 = (1 << 31) - 1;
@@ -110,6 +110,33 @@ pub(crate) fn col_sums_grid(rows: usize, f: usize, elem_bytes: usize) -> u32 {
     tiles.clamp(1, MAX_GRID_X) as u32
 }
 
+/// The tile for an `m x n` product: a side of at most 32 takes a 32-wide
+/// tile, so a product of 32 rows or columns (the layer-0 weight gradients)
+/// leaves no half of its tiles idle. (32x32 tiles for products of few 64x64
+/// units, to spread them over more SMs, measured no faster on the H200:
+/// docs/PERFORMANCE.md.)
+pub(crate) fn matmul_tile(m: usize, n: usize) -> MatmulTile {
+    match (m <= 32, n <= 32) {
+        (true, true) => MatmulTile::T32x32,
+        (true, false) => MatmulTile::T32x64,
+        (false, true) => MatmulTile::T64x32,
+        (false, false) => MatmulTile::T64x64,
+    }
+}
+
+/// The launch of an `m x n` product of `chunks` chunks with `tile`: a block
+/// of the tile's threads per output tile and chunk.
+pub(crate) fn matmul_config(tile: MatmulTile, m: usize, n: usize, chunks: usize) -> LaunchConfig {
+    let tiles = (m.div_ceil(tile.tm() as usize) as u64)
+        .saturating_mul(n.div_ceil(tile.tn() as usize) as u64)
+        .saturating_mul(chunks as u64);
+    LaunchConfig {
+        grid_dim: (tiles.clamp(1, MAX_GRID_X) as u32, 1, 1),
+        block_dim: (tile.threads(), 1, 1),
+        shared_mem_bytes: 0,
+    }
+}
+
 /// Blocks for a grid-stride loop over `n` items, a thread each.
 pub(crate) fn grid_for(n: u64) -> u32 {
     n.div_ceil(u64::from(BLOCK)).clamp(1, MAX_GRID_X) as u32
@@ -179,5 +206,33 @@ mod tests {
         assert_eq!(col_sums_grid(313, 4, 4), 2);
         assert_eq!(col_sums_grid(1, 1, 8), 1);
         assert_eq!(grid_for(u64::MAX), MAX_GRID_X as u32);
+    }
+
+    #[test]
+    fn matmul_tiles_fit_the_product() {
+        use MatmulTile::{T32x32, T32x64, T64x32, T64x64};
+        // 64-wide sides, 32 where the side is at most 32
+        assert_eq!(matmul_tile(80_000, 64), T64x64);
+        assert_eq!(matmul_tile(80_000, 32), T64x32);
+        assert_eq!(matmul_tile(20, 100_000), T32x64);
+        assert_eq!(matmul_tile(80_000, 65), T64x64);
+        assert_eq!(matmul_tile(32, 64), T32x64);
+        assert_eq!(matmul_tile(33, 64), T64x64);
+        assert_eq!(matmul_tile(1, 1), T32x32);
+        // the shapes of tests/gnn.rs's bit-identity test take every tile
+        assert_eq!(matmul_tile(37, 9), T64x32);
+        assert_eq!(matmul_tile(5, 1), T32x32);
+        assert_eq!(matmul_tile(70_001, 65), T64x64);
+        assert_eq!(matmul_tile(17, 70_000), T32x64);
+        for tile in [T32x32, T32x64, T64x32, T64x64] {
+            assert_eq!(tile.threads() * 16, tile.tm() * tile.tn());
+            assert!(tile.threads() <= BLOCK);
+        }
+        let blocks = |tile, m, n, c| matmul_config(tile, m, n, c).grid_dim.0;
+        assert_eq!(matmul_config(T32x32, 1, 1, 1).block_dim.0, 64);
+        assert_eq!(blocks(T64x64, 80_000, 64, 1), 1250);
+        assert_eq!(blocks(T32x32, 64, 64, 313), 4 * 313);
+        assert_eq!(blocks(T32x64, 33, 64, 2), 4);
+        assert_eq!(blocks(T64x64, usize::MAX, usize::MAX, 2), MAX_GRID_X as u32);
     }
 }

@@ -1,0 +1,213 @@
+//! `rtx-bench dense`: the HetGAT's dense ops at the Harris batch-8 shapes
+//! (80,000 `a` and 40,000 `b` nodes, 32 input and 64 hidden features, 4
+//! heads), one op at a time on the device (JSON lines, suite `dense`).
+//!
+//! Each row is the median over `--reps` of the device time of `--inner`
+//! back-to-back calls divided by `--inner` (CUDA events; the output's
+//! stream-ordered allocation included). The products also run with every
+//! product on the 64x64 tile (`impl` `...-tile64`, the tile choice before
+//! issue 16's shape-sized tiles), and their outputs are checked bit for bit
+//! against each other. `tflops` counts a multiply and an add per term:
+//! the H200's f32 CUDA cores without FMA (which the bit-identity with the
+//! CPU reference rules out) do about 33.5 T of those per second.
+
+use rtx_backend::prelude::*;
+use rtx_backend::workload::values;
+use rtx_backend::{BTensor, Result};
+use rtx_backend_cuda::{CudaBackend, MatmulTiles};
+use serde_json::json;
+
+use crate::cuda_timing::{emit, time_cuda};
+
+/// Arguments of `rtx-bench dense`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Args {
+    /// CUDA device ordinal.
+    #[arg(long, default_value_t = 0)]
+    pub device: usize,
+    /// Timed repetitions (median reported).
+    #[arg(long, default_value_t = 20)]
+    pub reps: usize,
+    /// Back-to-back calls per timed repetition.
+    #[arg(long, default_value_t = 20)]
+    pub inner: usize,
+}
+
+/// A product `op(a) @ op(b)` of the model: name, `[m, k, n]`, transposes.
+struct Product {
+    name: &'static str,
+    m: usize,
+    k: usize,
+    n: usize,
+    ta: bool,
+    tb: bool,
+}
+
+/// The model's products at batch 8: the forward projections, the weight
+/// gradients (inner dimension = nodes) and the input gradients.
+const PRODUCTS: [Product; 7] = [
+    Product {
+        name: "fwd-80000x32x64",
+        m: 80_000,
+        k: 32,
+        n: 64,
+        ta: false,
+        tb: false,
+    },
+    Product {
+        name: "fwd-80000x64x64",
+        m: 80_000,
+        k: 64,
+        n: 64,
+        ta: false,
+        tb: false,
+    },
+    Product {
+        name: "fwd-40000x64x64",
+        m: 40_000,
+        k: 64,
+        n: 64,
+        ta: false,
+        tb: false,
+    },
+    Product {
+        name: "wgrad-32x80000x64",
+        m: 32,
+        k: 80_000,
+        n: 64,
+        ta: true,
+        tb: false,
+    },
+    Product {
+        name: "wgrad-64x80000x64",
+        m: 64,
+        k: 80_000,
+        n: 64,
+        ta: true,
+        tb: false,
+    },
+    Product {
+        name: "wgrad-64x40000x64",
+        m: 64,
+        k: 40_000,
+        n: 64,
+        ta: true,
+        tb: false,
+    },
+    Product {
+        name: "xgrad-80000x64x64",
+        m: 80_000,
+        k: 64,
+        n: 64,
+        ta: false,
+        tb: true,
+    },
+];
+
+/// Runs `rtx-bench dense`.
+///
+/// # Errors
+/// Backend errors; a tile whose product differs from the 64x64 tile's bits.
+pub fn run(args: &Args) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        args.reps > 0 && args.inner > 0,
+        "--reps and --inner must be > 0"
+    );
+    let g = crate::cuda::cuda_backend()?;
+    g.load_kernels()?;
+    println!(
+        "{}",
+        json!({"device": g.device_name(), "impl": "rtx", "arch": g.arch()})
+    );
+    for p in &PRODUCTS {
+        let a_shape = if p.ta { [p.k, p.m] } else { [p.m, p.k] };
+        let b_shape = if p.tb { [p.n, p.k] } else { [p.k, p.n] };
+        let a = g.upload(&values::<f32>(1, p.m * p.k), &a_shape)?;
+        let b = g.upload(&values::<f32>(2, p.k * p.n), &b_shape)?;
+        let mut bits = Vec::new();
+        for (tiles, imp) in [
+            (MatmulTiles::ByShape, "rtx-cuda-matmul"),
+            (MatmulTiles::Force64, "rtx-cuda-matmul-tile64"),
+        ] {
+            g.set_matmul_tiles(tiles);
+            let ms = per_call(&g, args, || g.matmul(&a, p.ta, &b, p.tb).map(drop))?;
+            let flops = 2.0 * (p.m * p.k * p.n) as f64;
+            emit(
+                "dense",
+                p.name,
+                imp,
+                ms,
+                None,
+                &[("tflops", json!(round2(flops / ms / 1e9)))],
+            );
+            bits.push(
+                g.download(&g.matmul(&a, p.ta, &b, p.tb)?)?
+                    .iter()
+                    .map(|x| x.to_bits())
+                    .collect::<Vec<_>>(),
+            );
+        }
+        g.set_matmul_tiles(MatmulTiles::ByShape);
+        anyhow::ensure!(bits[0] == bits[1], "{}: the tiles' products differ", p.name);
+    }
+    column_sums(&g, args)
+}
+
+/// The column sums of the backward pass: `sum_rows` (bias gradients) and
+/// `head_scale_sum_rows` (attention-vector gradients) over `[80000, 64]`.
+fn column_sums(g: &CudaBackend, args: &Args) -> anyhow::Result<()> {
+    let (n, f, heads) = (80_000usize, 64usize, 4usize);
+    let x: BTensor<CudaBackend, f32> = g.upload(&values::<f32>(3, n * f), &[n, f])?;
+    let s = g.upload(&values::<f32>(4, n * heads), &[n, heads])?;
+    let bytes = (n * f * 4) as f64;
+    let ms = per_call(g, args, || g.sum_rows(&x).map(drop))?;
+    emit(
+        "dense",
+        "sum-rows-80000x64",
+        "rtx-cuda-sum-rows",
+        ms,
+        Some(bytes),
+        &[],
+    );
+    let ms = per_call(g, args, || g.head_scale_sum_rows(&x, &s).map(drop))?;
+    let bytes = bytes + (n * heads * 4) as f64;
+    emit(
+        "dense",
+        "head-scale-sum-rows-80000x64",
+        "rtx-cuda-head-scale-sum-rows",
+        ms,
+        Some(bytes),
+        &[],
+    );
+    let ms = per_call(g, args, || {
+        g.binary(rtx_backend::Binary::Add, &x, &x).map(drop)
+    })?;
+    emit(
+        "dense",
+        "add-80000x64",
+        "rtx-cuda-add",
+        ms,
+        Some(3.0 * (n * f * 4) as f64),
+        &[],
+    );
+    Ok(())
+}
+
+/// Median device ms of one call of `f`: `inner` calls per timed rep.
+fn per_call(
+    g: &CudaBackend,
+    args: &Args,
+    mut f: impl FnMut() -> Result<()>,
+) -> anyhow::Result<f64> {
+    let ms = time_cuda(g, 2, args.reps, || {
+        for _ in 0..args.inner {
+            f()?;
+        }
+        Ok(())
+    })?;
+    Ok(ms / args.inner as f64)
+}
+
+fn round2(x: f64) -> f64 {
+    (x * 100.0).round() / 100.0
+}
