@@ -42,9 +42,13 @@ typedef unsigned long long u64;
 #ifndef RTX_PERMUTE_SPAN_BYTES
 #error "RTX_PERMUTE_SPAN_BYTES must be defined by rtx-backend-cuda (src/abi.rs)"
 #endif
-// Edge of the output tile of one matmul block.
+// Largest edge of the output tile of one matmul block.
 #ifndef RTX_MATMUL_TILE
 #error "RTX_MATMUL_TILE must be defined by rtx-backend-cuda (src/abi.rs)"
+#endif
+// Most columns of a product that matmul_dot takes (a thread per output row).
+#ifndef RTX_MATMUL_DOT_N
+#error "RTX_MATMUL_DOT_N must be defined by rtx-backend-cuda (src/abi.rs)"
 #endif
 // Resident blocks per SM the fused level-0 kernels are built for.
 #ifndef RTX_FUSED_MIN_BLOCKS

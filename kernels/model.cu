@@ -580,6 +580,87 @@ RTX_MATMUL(matmul32x64_f64, double, 32, 64)
 RTX_MATMUL(matmul64x32_f64, double, 64, 32)
 RTX_MATMUL(matmul32x32_f64, double, 32, 32)
 
+// Level 0 of op(a) @ op(b) for products of few columns (at most MMD_N =
+// RTX_MATMUL_DOT_N, 8; the attention logits' [nodes, heads] products and their
+// gradients, the linear head): a thread per output row and chunk, keeping
+// the row's n sums, each added left to right from -0.0 over the chunk's
+// products (the same additions, in the same order, as matmul_level0; a
+// 32-wide tile would leave most of its columns idle). The block first stages
+// the chunk of B ([<= 256, n]) in shared memory; every thread reads it
+// there (the same address across the warp). Out is [chunks, m, n] like
+// matmul_level0's.
+#define MMD_N RTX_MATMUL_DOT_N
+template <typename T>
+__device__ __forceinline__ void matmul_dot(const T* __restrict__ a, const T* __restrict__ b,
+                                           T* __restrict__ out, u64 m, u64 n, u64 k, u64 a_rs,
+                                           u64 a_ps, u64 b_ps, u64 b_js) {
+    __shared__ T bs[RTX_CANONICAL_BLOCK][MMD_N];
+    const u64 chunks = (k + (RTX_CANONICAL_BLOCK - 1)) / RTX_CANONICAL_BLOCK;
+    const u64 mb = (m + RTX_BLOCK - 1) / RTX_BLOCK;  // blocks of rows per chunk
+    const u32 nn = (u32)n;                           // <= MMD_N (the host checks)
+    for (u64 t = blockIdx.x; t < chunks * mb; t += gridDim.x) {
+        const u64 ch = t / mb, i = (t - ch * mb) * RTX_BLOCK + threadIdx.x;
+        const u64 p0 = ch * RTX_CANONICAL_BLOCK;
+        const u32 kc = (u32)min((u64)RTX_CANONICAL_BLOCK, k - p0);
+        for (u32 e = threadIdx.x; e < kc * nn; e += RTX_BLOCK) {
+            const u32 p = e / nn, j = e - p * nn;
+            bs[p][j] = b[(p0 + p) * b_ps + j * b_js];
+        }
+        __syncthreads();
+        if (i < m) {
+            T acc[MMD_N];
+#pragma unroll
+            for (u32 j = 0; j < MMD_N; ++j) acc[j] = T(-0.0);
+            const T* __restrict__ ap = a + i * a_rs + p0 * a_ps;
+            // a row of A read along itself (a_ps == 1, aligned): 16-byte
+            // vectors, a quarter of the load instructions (each lane reads its
+            // own row: the lanes' loads never share a line); read across rows
+            // (a transposed A: the weight gradients, few rows, long chunks):
+            // the lanes' loads share lines, and 32 of them go out at once, so
+            // a chunk costs 8 load latencies
+            const bool vec = a_ps == 1 && aligned16(ap);
+            constexpr u32 B = 32;
+            for (u32 p = 0; p < kc; p += B) {
+                T x[B];
+                if (vec && p + B <= kc) {
+                    typedef typename Vec16<T>::V V;
+                    constexpr u32 N = VecT<V>::N;
+#pragma unroll
+                    for (u32 q = 0; q < B / N; ++q) {
+                        const V v = __ldg(reinterpret_cast<const V*>(ap + p) + q);
+#pragma unroll
+                        for (u32 c = 0; c < N; ++c) x[q * N + c] = comps(v)[c];
+                    }
+                } else {
+#pragma unroll
+                    for (u32 q = 0; q < B; ++q)
+                        if (p + q < kc) x[q] = __ldg(ap + (u64)(p + q) * a_ps);
+                }
+#pragma unroll
+                for (u32 q = 0; q < B; ++q)
+                    if (p + q < kc)
+#pragma unroll
+                        for (u32 j = 0; j < MMD_N; ++j)
+                            if (j < nn) acc[j] = radd(acc[j], rmul(x[q], bs[p + q][j]));
+            }
+            T* __restrict__ o = out + (ch * m + i) * n;
+#pragma unroll
+            for (u32 j = 0; j < MMD_N; ++j)
+                if (j < nn) o[j] = acc[j];
+        }
+        __syncthreads();  // bs is rewritten for the next chunk
+    }
+}
+
+#define RTX_MATMUL_DOT(NAME, T)                                                             \
+    extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
+        NAME(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ out, u64 m, \
+             u64 n, u64 k, u64 a_rs, u64 a_ps, u64 b_ps, u64 b_js) {                        \
+        matmul_dot<T>(a, b, out, m, n, k, a_rs, a_ps, b_ps, b_js);                          \
+    }
+RTX_MATMUL_DOT(matmul_dot_f32, float)
+RTX_MATMUL_DOT(matmul_dot_f64, double)
+
 // ---------------------------------------------------------------- segment ops
 
 // One level of a segment max over a plan's chunk tables, a thread per (chunk,

@@ -25,6 +25,9 @@ pub(crate) const PERMUTE_SPAN_BYTES: u64 = 16384;
 /// Largest edge of the output tile of one block of the matrix product
 /// (`RTX_MATMUL_TILE`; tiles are 32 or 64 on a side, see `launch::MatmulTile`).
 pub(crate) const MATMUL_TILE: usize = 64;
+/// Most columns of a product that `matmul_dot_*` takes, a thread per output
+/// row and chunk, instead of a tile (`RTX_MATMUL_DOT_N`).
+pub(crate) const MATMUL_DOT_MAX_N: usize = 8;
 /// Resident blocks per SM the fused level-0 kernels are built for (`RTX_FUSED_MIN_BLOCKS`).
 pub(crate) const FUSED_MIN_BLOCKS: u32 = 3;
 /// Positions per window of the windowed fused level 0 (`RTX_WIN`).
@@ -91,6 +94,7 @@ pub(crate) fn defines() -> Vec<(&'static str, String)> {
         ("RTX_MAX_RANK", MAX_RANK.to_string()),
         ("RTX_PERMUTE_SPAN_BYTES", PERMUTE_SPAN_BYTES.to_string()),
         ("RTX_MATMUL_TILE", MATMUL_TILE.to_string()),
+        ("RTX_MATMUL_DOT_N", MATMUL_DOT_MAX_N.to_string()),
         ("RTX_FUSED_MIN_BLOCKS", FUSED_MIN_BLOCKS.to_string()),
         ("RTX_WIN", WINDOW.to_string()),
         ("RTX_SLICE_BYTES", SLICE_BYTES.to_string()),

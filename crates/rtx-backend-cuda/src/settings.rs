@@ -30,8 +30,9 @@ pub enum TransposeTile {
 /// same bits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum MatmulTiles {
-    /// Picked by shape (the default): a 32-wide side for products of at
-    /// most 32 rows or columns, else 64.
+    /// Picked by shape (the default): a thread per output for products of
+    /// at most 8 columns, else tiles with a 32-wide side for at most 32 rows
+    /// or columns and 64 otherwise.
     #[default]
     ByShape,
     /// The 64x64 tile for every product.

@@ -119,6 +119,8 @@ kernels! {
     Matmul32x64F64 = "matmul32x64_f64" / 10,
     Matmul64x32F64 = "matmul64x32_f64" / 10,
     Matmul32x32F64 = "matmul32x32_f64" / 10,
+    MatmulDotF32 = "matmul_dot_f32" / 10,
+    MatmulDotF64 = "matmul_dot_f64" / 10,
     Segmax0F32 = "segmax0_f32" / 11,
     Segmax0F64 = "segmax0_f64" / 11,
     SegmaxF32 = "segmax_f32" / 9,
@@ -354,6 +356,8 @@ pub(crate) enum Typed {
     ReduceRows,
     /// `head_scale_rows_*`.
     HeadScaleRows,
+    /// `matmul_dot_*`: products of few columns, a thread per output.
+    MatmulDot,
     /// `segmax0_*`: level 0 of a segment max.
     Segmax0,
     /// `segmax_*`: the levels past 0 of a segment max.
@@ -561,6 +565,8 @@ impl Kernel {
             (Typed::ReduceRows, F64) => Kernel::ReduceRowsF64,
             (Typed::HeadScaleRows, F32) => Kernel::HeadScaleRowsF32,
             (Typed::HeadScaleRows, F64) => Kernel::HeadScaleRowsF64,
+            (Typed::MatmulDot, F32) => Kernel::MatmulDotF32,
+            (Typed::MatmulDot, F64) => Kernel::MatmulDotF64,
             (Typed::Segmax0, F32) => Kernel::Segmax0F32,
             (Typed::Segmax0, F64) => Kernel::Segmax0F64,
             (Typed::Segmax, F32) => Kernel::SegmaxF32,

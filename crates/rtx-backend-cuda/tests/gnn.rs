@@ -201,7 +201,7 @@ fn dense_ops_bit_identical_to_the_cpu_backend() {
     let c = CpuBackend::reference();
     // inner dims below, at and past one canonical block, and two levels past
     // it; every output tile (launch::matmul_tile: 32 or 64 wide by side),
-    // with ragged edges
+    // with ragged edges; products of at most 8 columns (matmul_dot)
     for (m, k, n) in [
         (37, 300, 9),
         (80_000 / 50, 32, 64),
@@ -210,6 +210,10 @@ fn dense_ops_bit_identical_to_the_cpu_backend() {
         (70_001, 20, 65),
         (70_000, 40, 31),
         (17, 300, 70_000),
+        (70_000, 32, 4),
+        (64, 70_000, 4),
+        (7_001, 64, 1),
+        (33, 600, 8),
     ] {
         let a: Vec<f32> = values(1, m * k);
         let b: Vec<f32> = values(2, k * n);

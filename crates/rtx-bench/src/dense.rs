@@ -45,7 +45,7 @@ struct Product {
 
 /// The model's products at batch 8: the forward projections, the weight
 /// gradients (inner dimension = nodes) and the input gradients.
-const PRODUCTS: [Product; 7] = [
+const PRODUCTS: [Product; 10] = [
     Product {
         name: "fwd-80000x32x64",
         m: 80_000,
@@ -93,6 +93,31 @@ const PRODUCTS: [Product; 7] = [
         n: 64,
         ta: true,
         tb: false,
+    },
+    // the destination attention logits x @ head_dot(W, att) and their gradients
+    Product {
+        name: "logits-80000x64x4",
+        m: 80_000,
+        k: 64,
+        n: 4,
+        ta: false,
+        tb: false,
+    },
+    Product {
+        name: "logits-wgrad-64x80000x4",
+        m: 64,
+        k: 80_000,
+        n: 4,
+        ta: true,
+        tb: false,
+    },
+    Product {
+        name: "logits-xgrad-80000x4x64",
+        m: 80_000,
+        k: 4,
+        n: 64,
+        ta: false,
+        tb: true,
     },
     Product {
         name: "xgrad-80000x64x64",

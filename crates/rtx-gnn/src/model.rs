@@ -146,7 +146,12 @@ pub struct LossAndGrads<B: Backend, T: Element, L = T> {
 
 struct RelCache<B: Backend, T: Element> {
     hs: BTensor<B, T>,
-    hd: BTensor<B, T>,
+    /// `head_dot(W_src, att_src)`, `[in_src, heads]`: the source logits are
+    /// `x_src @ w_att_src` (see [`HetGat::run_forward`]).
+    w_att_src: BTensor<B, T>,
+    /// `head_dot(W_dst, att_dst)`, `[in_dst, heads]`: the destination logits
+    /// are `x_dst @ w_att_dst`.
+    w_att_dst: BTensor<B, T>,
     z: BTensor<B, T>,
     alpha: BTensor<B, T>,
 }
@@ -390,9 +395,16 @@ impl<B: Backend, T: Element> HetGat<B, T> {
                     )));
                 };
                 let hs = b.matmul(xs, false, self.p(l, r, W_SRC), false)?;
-                let hd = b.matmul(xd, false, self.p(l, r, W_DST), false)?;
-                let a_s = b.head_dot(&hs, self.p(l, r, ATT_SRC), heads)?;
-                let a_d = b.head_dot(&hd, self.p(l, r, ATT_DST), heads)?;
+                // The attention logits head_dot(x @ W, att) are
+                // x @ head_dot(W, att): the same function, summed in another
+                // order, from an [in, heads] product of the weights instead
+                // of a pass over [nodes, hidden] (and, on the destination
+                // side, without the x_dst @ W_dst product that only the
+                // logits read: GATConv's lin_dst output).
+                let w_att_src = b.head_dot(self.p(l, r, W_SRC), self.p(l, r, ATT_SRC), heads)?;
+                let a_s = b.matmul(xs, false, &w_att_src, false)?;
+                let w_att_dst = b.head_dot(self.p(l, r, W_DST), self.p(l, r, ATT_DST), heads)?;
+                let a_d = b.matmul(xd, false, &w_att_dst, false)?;
                 let z = b.binary(
                     Binary::Add,
                     &b.index_select(&a_s, rel.src())?,
@@ -404,7 +416,13 @@ impl<B: Backend, T: Element> HetGat<B, T> {
                 let out = b.gather_scale_scatter(&hs, rel.src(), &alpha, rel.dst_plan())?;
                 let out = b.binary(Binary::Add, &out, self.p(l, r, BIAS))?;
                 add_into(b, &mut pre[rel.dst_type()], out)?;
-                rels.push(Some(RelCache { hs, hd, z, alpha }));
+                rels.push(Some(RelCache {
+                    hs,
+                    w_att_src,
+                    w_att_dst,
+                    z,
+                    alpha,
+                }));
             }
             let next = pre
                 .iter()
@@ -525,26 +543,40 @@ impl<B: Backend, T: Element> HetGat<B, T> {
                 //   dalpha[e] = g[dst[e]] . hs[src[e]] (per head)
                 //   dhs = scatter_src(alpha * gather_dst(g))
                 let dalpha = b.gather_head_dot(g, dst, &c.hs, src, heads)?;
-                let mut dhs = b.gather_scale_scatter(g, dst, &c.alpha, src_plan)?;
+                let dhs = b.gather_scale_scatter(g, dst, &c.alpha, src_plan)?;
                 let dl = b.segment_softmax_backward(&c.alpha, &dalpha, dst_plan)?;
                 let dz = b.unary_backward(slope, &c.z, &dl)?;
                 let das = b.segment_sum(&dz, src_plan)?;
                 let dad = b.segment_sum(&dz, dst_plan)?;
-                grads[self.pi(l, r, ATT_SRC)] = Some(b.head_scale_sum_rows(&c.hs, &das)?);
-                grads[self.pi(l, r, ATT_DST)] = Some(b.head_scale_sum_rows(&c.hd, &dad)?);
-                dhs = b.binary(
+                // a = x @ w, w[k, h] = sum_j W[k, hc+j] att[hc+j] (each side):
+                //   dw = x^T @ da
+                //   dW[k, hc+j] += dw[k, h] att[hc+j]
+                //   datt[hc+j] = sum_k W[k, hc+j] dw[k, h]
+                //   dx += da @ w^T
+                let (w_src, att_src) = (self.p(l, r, W_SRC), self.p(l, r, ATT_SRC));
+                let (w_dst, att_dst) = (self.p(l, r, W_DST), self.p(l, r, ATT_DST));
+                let dws = b.matmul(xs, true, &das, false)?;
+                let dwd = b.matmul(xd, true, &dad, false)?;
+                grads[self.pi(l, r, ATT_SRC)] = Some(b.head_scale_sum_rows(w_src, &dws)?);
+                grads[self.pi(l, r, ATT_DST)] = Some(b.head_scale_sum_rows(w_dst, &dwd)?);
+                grads[self.pi(l, r, W_SRC)] = Some(b.binary(
                     Binary::Add,
-                    &dhs,
-                    &b.head_scale(self.p(l, r, ATT_SRC), &das)?,
-                )?;
-                let dhd = b.head_scale(self.p(l, r, ATT_DST), &dad)?;
-                grads[self.pi(l, r, W_SRC)] = Some(b.matmul(xs, true, &dhs, false)?);
-                grads[self.pi(l, r, W_DST)] = Some(b.matmul(xd, true, &dhd, false)?);
+                    &b.matmul(xs, true, &dhs, false)?,
+                    &b.head_scale(att_src, &dws)?,
+                )?);
+                grads[self.pi(l, r, W_DST)] = Some(b.head_scale(att_dst, &dwd)?);
                 if want_dx {
-                    let gs = b.matmul(&dhs, false, self.p(l, r, W_SRC), true)?;
-                    add_into(b, &mut dx_in[st], gs)?;
-                    let gd = b.matmul(&dhd, false, self.p(l, r, W_DST), true)?;
-                    add_into(b, &mut dx_in[dt], gd)?;
+                    add_into(b, &mut dx_in[st], b.matmul(&dhs, false, w_src, true)?)?;
+                    add_into(
+                        b,
+                        &mut dx_in[st],
+                        b.matmul(&das, false, &c.w_att_src, true)?,
+                    )?;
+                    add_into(
+                        b,
+                        &mut dx_in[dt],
+                        b.matmul(&dad, false, &c.w_att_dst, true)?,
+                    )?;
                 }
             }
             dx = dx_in;

@@ -8,7 +8,10 @@ use rtx_backend::{BTensor, Binary, Element, Result as BResult, Unary, dims2, ops
 use super::backend::{CudaBackend, ptr};
 use super::buffer::DevMem;
 use super::context::Device;
-use super::launch::{Scalar, builder, cfg1, col_sums_grid, grid_for, matmul_config, matmul_tile};
+use super::launch::{
+    MATMUL_DOT_MAX_N, Scalar, builder, cfg1, col_sums_grid, grid_for, matmul_config,
+    matmul_dot_grid, matmul_tile,
+};
 use crate::abi::{CANONICAL_BLOCK, binary_code, unary_code};
 use crate::error::{Error, Result};
 use crate::settings::MatmulTiles;
@@ -55,13 +58,25 @@ impl DenseOps for CudaBackend {
         };
         let dst = part.as_ref().map_or(ptr(&out), DevMem::ptr);
         let tile = match self.settings.matmul_tiles() {
-            MatmulTiles::ByShape => matmul_tile(m, n),
-            MatmulTiles::Force64 => MatmulTile::T64x64,
+            MatmulTiles::ByShape if n <= MATMUL_DOT_MAX_N => None,
+            MatmulTiles::ByShape => Some(matmul_tile(m, n)),
+            MatmulTiles::Force64 => Some(MatmulTile::T64x64),
         };
         let (pa, pb) = (ptr(a), ptr(b));
         let (mm, nn, kk) = (m as u64, n as u64, k as u64);
         let kern = self.dev.kernels()?;
-        let mut l = builder(&self.dev, &kern, Kernel::matmul(Float::of(T::DTYPE), tile));
+        let float = Float::of(T::DTYPE);
+        let (kernel, cfg) = match tile {
+            Some(tile) => (
+                Kernel::matmul(float, tile),
+                matmul_config(tile, m, n, chunks),
+            ),
+            None => (
+                Kernel::typed(Typed::MatmulDot, float),
+                cfg1(matmul_dot_grid(m, chunks)),
+            ),
+        };
+        let mut l = builder(&self.dev, &kern, kernel);
         l.arg(&pa)
             .arg(&pb)
             .arg(&dst)
@@ -72,11 +87,10 @@ impl DenseOps for CudaBackend {
             .arg(&a_ps)
             .arg(&b_ps)
             .arg(&b_js);
-        let cfg = matmul_config(tile, m, n, chunks);
-        // SAFETY: matmul{TM}x{TN}_T(const T* a, const T* b, T* out, u64 m, u64 n, u64 k,
-        // u64 a_rs, u64 a_ps, u64 b_ps, u64 b_js): a holds m*k and b k*n elements (checked
-        // shapes), the strides address them in range; out holds chunks*m*n elements; the
-        // block has the tile's threads.
+        // SAFETY: matmul{TM}x{TN}_T / matmul_dot_T(const T* a, const T* b, T* out, u64 m,
+        // u64 n, u64 k, u64 a_rs, u64 a_ps, u64 b_ps, u64 b_js): a holds m*k and b k*n
+        // elements (checked shapes), the strides address them in range; out holds
+        // chunks*m*n elements; a tile's block has the tile's threads.
         unsafe { l.launch(cfg) }?;
         if let Some(part) = part {
             self.reduce_rows::<T>(part.ptr(), chunks, m * n, ptr(&out))?;

@@ -7,6 +7,7 @@ use rtx_backend::{DType, Element};
 
 use super::context::Device;
 use super::kernels::Kernels;
+pub(crate) use crate::abi::MATMUL_DOT_MAX_N;
 use crate::abi::{BLOCK, CANONICAL_BLOCK, ROWS_PER_GROUP, SLICE_BYTES, WINDOW};
 use crate::error::{Error, Result};
 use crate::table::{Kernel, MatmulTile};
@@ -108,6 +109,14 @@ pub(crate) fn col_sums_grid(rows: usize, f: usize, elem_bytes: usize) -> u32 {
     let tiles =
         rows.div_ceil(CANONICAL_BLOCK) as u64 * f.div_ceil(COL_SUM_TILE_BYTES / elem_bytes) as u64;
     tiles.clamp(1, MAX_GRID_X) as u32
+}
+
+/// Blocks of `matmul_dot_*` for `m` rows and `chunks` chunks: a block per
+/// chunk and group of [`BLOCK`] rows.
+pub(crate) fn matmul_dot_grid(m: usize, chunks: usize) -> u32 {
+    (m.div_ceil(BLOCK as usize) as u64)
+        .saturating_mul(chunks as u64)
+        .clamp(1, MAX_GRID_X) as u32
 }
 
 /// The tile for an `m x n` product: a side of at most 32 takes a 32-wide
@@ -234,5 +243,9 @@ mod tests {
         assert_eq!(blocks(T32x32, 64, 64, 313), 4 * 313);
         assert_eq!(blocks(T32x64, 33, 64, 2), 4);
         assert_eq!(blocks(T64x64, usize::MAX, usize::MAX, 2), MAX_GRID_X as u32);
+        assert_eq!(matmul_dot_grid(80_000, 1), 313);
+        assert_eq!(matmul_dot_grid(64, 313), 313);
+        assert_eq!(matmul_dot_grid(257, 2), 4);
+        assert_eq!(matmul_dot_grid(usize::MAX, 2), MAX_GRID_X as u32);
     }
 }
