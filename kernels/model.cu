@@ -581,17 +581,19 @@ RTX_MATMUL(matmul64x32_f64, double, 64, 32)
 RTX_MATMUL(matmul32x32_f64, double, 32, 32)
 
 // Level 0 of op(a) @ op(b) for products of few columns (at most MMD_N =
-// RTX_MATMUL_DOT_N, 8; the attention logits' [nodes, heads] products and their
-// gradients, the linear head): a thread per output row and chunk, keeping
-// the row's n sums, each added left to right from -0.0 over the chunk's
-// products (the same additions, in the same order, as matmul_level0; a
-// 32-wide tile would leave most of its columns idle). The block first stages
-// the chunk of B ([<= 256, n]) in shared memory; every thread reads it
-// there (the same address across the warp). Out is [chunks, m, n] like
-// matmul_level0's.
+// RTX_MATMUL_DOT_N, 8: the attention logits x @ head_dot(W, att), their
+// weight gradients x^T @ da, the linear head). Every output is added left to
+// right from -0.0 over its chunk's products: the same additions, in the same
+// order, as matmul_level0, whose 32-wide tile would leave most of its
+// columns idle. Out is [chunks, m, n] like matmul_level0's.
+//
+// matmul_dot_rows, for an A read along its rows (a_ps == 1): a thread per
+// output row and chunk keeps the row's n sums; the block first stages the
+// chunk of B ([<= 256, n]) in shared memory, where every thread reads the
+// same address; the row is read in 16-byte vectors when aligned.
 #define MMD_N RTX_MATMUL_DOT_N
 template <typename T>
-__device__ __forceinline__ void matmul_dot(const T* __restrict__ a, const T* __restrict__ b,
+__device__ __forceinline__ void matmul_dot_rows(const T* __restrict__ a, const T* __restrict__ b,
                                            T* __restrict__ out, u64 m, u64 n, u64 k, u64 a_rs,
                                            u64 a_ps, u64 b_ps, u64 b_js) {
     __shared__ T bs[RTX_CANONICAL_BLOCK][MMD_N];
@@ -612,14 +614,10 @@ __device__ __forceinline__ void matmul_dot(const T* __restrict__ a, const T* __r
 #pragma unroll
             for (u32 j = 0; j < MMD_N; ++j) acc[j] = T(-0.0);
             const T* __restrict__ ap = a + i * a_rs + p0 * a_ps;
-            // a row of A read along itself (a_ps == 1, aligned): 16-byte
-            // vectors, a quarter of the load instructions (each lane reads its
-            // own row: the lanes' loads never share a line); read across rows
-            // (a transposed A: the weight gradients, few rows, long chunks):
-            // the lanes' loads share lines, and 32 of them go out at once, so
-            // a chunk costs 8 load latencies
-            const bool vec = a_ps == 1 && aligned16(ap);
-            constexpr u32 B = 32;
+            // 16-byte vectors: a quarter of the load instructions (each lane
+            // reads its own row, so the lanes' loads never share a line)
+            const bool vec = aligned16(ap);
+            constexpr u32 B = 16;
             for (u32 p = 0; p < kc; p += B) {
                 T x[B];
                 if (vec && p + B <= kc) {
@@ -652,11 +650,49 @@ __device__ __forceinline__ void matmul_dot(const T* __restrict__ a, const T* __r
     }
 }
 
+// matmul_dot_outputs, for a transposed A (a_ps != 1: the weight gradients,
+// few rows and long inner dimensions): a thread per output and chunk, so a
+// product of 64 x 4 outputs still has 256 threads per chunk; the lanes'
+// loads of A share lines.
+template <typename T>
+__device__ __forceinline__ void matmul_dot_outputs(const T* __restrict__ a,
+                                                   const T* __restrict__ b, T* __restrict__ out,
+                                                   u64 m, u64 n, u64 k, u64 a_rs, u64 a_ps,
+                                                   u64 b_ps, u64 b_js) {
+    const u64 chunks = (k + (RTX_CANONICAL_BLOCK - 1)) / RTX_CANONICAL_BLOCK;
+    const u64 total = chunks * m * n;
+    for (u64 t = thread_id(); t < total; t += grid_stride()) {
+        const u64 r = t / n, j = t - r * n;
+        const u64 ch = r / m, i = r - ch * m;
+        const u64 p0 = ch * RTX_CANONICAL_BLOCK, p1 = min(k, p0 + RTX_CANONICAL_BLOCK);
+        const T* __restrict__ ap = a + i * a_rs;
+        const T* __restrict__ bp = b + j * b_js;
+        T acc = T(-0.0);
+        u64 p = p0;
+        for (; p + 8 <= p1; p += 8) {
+            T x[8], y[8];
+#pragma unroll
+            for (u32 q = 0; q < 8; ++q) {
+                x[q] = __ldg(ap + (p + q) * a_ps);
+                y[q] = __ldg(bp + (p + q) * b_ps);
+            }
+#pragma unroll
+            for (u32 q = 0; q < 8; ++q) acc = radd(acc, rmul(x[q], y[q]));
+        }
+        for (; p < p1; ++p) acc = radd(acc, rmul(__ldg(ap + p * a_ps), __ldg(bp + p * b_ps)));
+        out[t] = acc;
+    }
+}
+
+// The host's grid: matmul_dot_grid (rows) or a thread per output (outputs).
 #define RTX_MATMUL_DOT(NAME, T)                                                             \
     extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
         NAME(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ out, u64 m, \
              u64 n, u64 k, u64 a_rs, u64 a_ps, u64 b_ps, u64 b_js) {                        \
-        matmul_dot<T>(a, b, out, m, n, k, a_rs, a_ps, b_ps, b_js);                          \
+        if (a_ps == 1)                                                                      \
+            matmul_dot_rows<T>(a, b, out, m, n, k, a_rs, a_ps, b_ps, b_js);                 \
+        else                                                                                \
+            matmul_dot_outputs<T>(a, b, out, m, n, k, a_rs, a_ps, b_ps, b_js);              \
     }
 RTX_MATMUL_DOT(matmul_dot_f32, float)
 RTX_MATMUL_DOT(matmul_dot_f64, double)

@@ -73,7 +73,7 @@ impl DenseOps for CudaBackend {
             ),
             None => (
                 Kernel::typed(Typed::MatmulDot, float),
-                cfg1(matmul_dot_grid(m, chunks)),
+                cfg1(matmul_dot_grid(m, n, chunks, a_ps == 1)),
             ),
         };
         let mut l = builder(&self.dev, &kern, kernel);

@@ -111,12 +111,21 @@ pub(crate) fn col_sums_grid(rows: usize, f: usize, elem_bytes: usize) -> u32 {
     tiles.clamp(1, MAX_GRID_X) as u32
 }
 
-/// Blocks of `matmul_dot_*` for `m` rows and `chunks` chunks: a block per
-/// chunk and group of [`BLOCK`] rows.
-pub(crate) fn matmul_dot_grid(m: usize, chunks: usize) -> u32 {
-    (m.div_ceil(BLOCK as usize) as u64)
-        .saturating_mul(chunks as u64)
-        .clamp(1, MAX_GRID_X) as u32
+/// Blocks of `matmul_dot_*` for an `m x n` product of `chunks` chunks: with
+/// A read along its rows (`rows`), a block per chunk and group of [`BLOCK`]
+/// rows; else a thread per output and chunk.
+pub(crate) fn matmul_dot_grid(m: usize, n: usize, chunks: usize, rows: bool) -> u32 {
+    if rows {
+        (m.div_ceil(BLOCK as usize) as u64)
+            .saturating_mul(chunks as u64)
+            .clamp(1, MAX_GRID_X) as u32
+    } else {
+        grid_for(
+            (m as u64)
+                .saturating_mul(n as u64)
+                .saturating_mul(chunks as u64),
+        )
+    }
 }
 
 /// The tile for an `m x n` product: a side of at most 32 takes a 32-wide
@@ -243,9 +252,12 @@ mod tests {
         assert_eq!(blocks(T32x32, 64, 64, 313), 4 * 313);
         assert_eq!(blocks(T32x64, 33, 64, 2), 4);
         assert_eq!(blocks(T64x64, usize::MAX, usize::MAX, 2), MAX_GRID_X as u32);
-        assert_eq!(matmul_dot_grid(80_000, 1), 313);
-        assert_eq!(matmul_dot_grid(64, 313), 313);
-        assert_eq!(matmul_dot_grid(257, 2), 4);
-        assert_eq!(matmul_dot_grid(usize::MAX, 2), MAX_GRID_X as u32);
+        assert_eq!(matmul_dot_grid(80_000, 4, 1, true), 313);
+        assert_eq!(matmul_dot_grid(64, 4, 313, true), 313);
+        assert_eq!(matmul_dot_grid(257, 8, 2, true), 4);
+        assert_eq!(matmul_dot_grid(usize::MAX, 1, 2, true), MAX_GRID_X as u32);
+        assert_eq!(matmul_dot_grid(64, 4, 313, false), 313);
+        assert_eq!(matmul_dot_grid(64, 4, 1, false), 1);
+        assert_eq!(matmul_dot_grid(usize::MAX, 8, 2, false), MAX_GRID_X as u32);
     }
 }
