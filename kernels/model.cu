@@ -182,7 +182,6 @@ RTX_BINARY(binary_f64, double)
 RTX_AXPY(axpy_f32, float)
 RTX_AXPY(axpy_f64, double)
 
-// out[i, h*c + q] = a[i or 0, h*c + q] * s[i, h], over n rows of heads*c.
 // 16 bytes of T.
 template <typename T> struct Vec16;
 template <> struct Vec16<float> { typedef float4 V; };
@@ -342,9 +341,9 @@ RTX_GATHER_HEAD_DOT(gather_head_dot_f64, double)
 // shared memory with all its threads, then one thread per column adds the
 // column up from shared memory. (A thread per column reading global memory
 // had one load latency per 32 rows.) In the load, a thread keeps one column
-// and strides over the rows: no division per element (a u32 division per
-// element made a [80000, 64] sum take ~7x its bandwidth floor), and the
-// loads go out 16 at a time.
+// and strides over the rows, 8 loads at a time: no division per element (a
+// u32 division per element made the sum of a [80000, 64] take 35.6 us on
+// the H200, 22.5 us without).
 #define RR_COLS(T) (128 / (int)sizeof(T))
 template <typename T, typename Load>
 __device__ __forceinline__ void reduce_rows_level(const Load& load, T* __restrict__ out, u64 n,
@@ -440,8 +439,8 @@ RTX_HEAD_SCALE_ROWS(head_scale_rows_f64, double)
 // from the chunk's first product, with A(i, p) = a[i*a_rs + p*a_ps] and
 // B(p, j) = b[p*b_ps + j*b_js] (strides express the transposes). One block
 // per TM x TN output tile and chunk (TM, TN in {32, 64}: the host sizes the
-// tile to the product, so a 32-row operand does not leave half a tile idle
-// and a product of few tiles and long chunks still spreads over every SM);
+// tile to the product, so a product of 32 rows or columns does not leave
+// half of every tile idle);
 // each of its TM*TN/16 threads owns a 4x4 register tile (rows 4ty + r,
 // columns 4tx + c: one vector load of each operand per step, the next K-tile
 // loaded meanwhile). The tile changes which thread computes an output, never
@@ -594,8 +593,8 @@ RTX_MATMUL(matmul32x32_f64, double, 32, 32)
 #define MMD_N RTX_MATMUL_DOT_N
 template <typename T>
 __device__ __forceinline__ void matmul_dot_rows(const T* __restrict__ a, const T* __restrict__ b,
-                                           T* __restrict__ out, u64 m, u64 n, u64 k, u64 a_rs,
-                                           u64 a_ps, u64 b_ps, u64 b_js) {
+                                                T* __restrict__ out, u64 m, u64 n, u64 k,
+                                                u64 a_rs, u64 a_ps, u64 b_ps, u64 b_js) {
     __shared__ T bs[RTX_CANONICAL_BLOCK][MMD_N];
     const u64 chunks = (k + (RTX_CANONICAL_BLOCK - 1)) / RTX_CANONICAL_BLOCK;
     const u64 mb = (m + RTX_BLOCK - 1) / RTX_BLOCK;  // blocks of rows per chunk

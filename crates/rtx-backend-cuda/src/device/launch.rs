@@ -238,10 +238,12 @@ mod tests {
         assert_eq!(matmul_tile(33, 64), T64x64);
         assert_eq!(matmul_tile(1, 1), T32x32);
         // the shapes of tests/gnn.rs's bit-identity test take every tile
+        // (and, with at most MATMUL_DOT_MAX_N columns, matmul_dot)
         assert_eq!(matmul_tile(37, 9), T64x32);
-        assert_eq!(matmul_tile(5, 1), T32x32);
+        assert_eq!(matmul_tile(20, 24), T32x32);
         assert_eq!(matmul_tile(70_001, 65), T64x64);
         assert_eq!(matmul_tile(17, 70_000), T32x64);
+        const { assert!(9 > MATMUL_DOT_MAX_N && 24 > MATMUL_DOT_MAX_N) };
         for tile in [T32x32, T32x64, T64x32, T64x64] {
             assert_eq!(tile.threads() * 16, tile.tm() * tile.tn());
             assert!(tile.threads() <= BLOCK);
