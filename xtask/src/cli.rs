@@ -115,7 +115,11 @@ fn settle(workspace: Option<&std::path::Path>, err: &mut dyn Write) -> anyhow::R
     let Ok(meta) = crate::workspace::metadata_no_deps(&manifest) else {
         return Ok(());
     };
-    crate::journal::Guard::settle(meta.target_directory.as_std_path(), err)
+    crate::journal::Guard::settle(
+        meta.target_directory.as_std_path(),
+        meta.workspace_root.as_std_path(),
+        err,
+    )
 }
 
 /// Standard output as the commands see it: a closed pipe (`| head -1`,

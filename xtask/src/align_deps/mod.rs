@@ -106,8 +106,12 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
     let manifest = crate::workspace::manifest_path(args.target.workspace.as_deref())?;
     let meta = load_metadata(&manifest)?;
     // one run at a time; an interrupted run is recovered before anything is read
-    let guard =
-        crate::journal::Guard::acquire(meta.target_directory.as_std_path(), !args.check, err)?;
+    let guard = crate::journal::Guard::acquire(
+        meta.target_directory.as_std_path(),
+        meta.workspace_root.as_std_path(),
+        !args.check,
+        err,
+    )?;
     timing.mark("cargo metadata");
     let root: PathBuf = meta.workspace_root.clone().into_std_path_buf();
     let loaded_policy = crate::workspace::load_policy(args.target.policy.as_deref(), &root)?;

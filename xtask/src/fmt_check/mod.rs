@@ -71,8 +71,12 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
     let probe = std::thread::spawn(move || rustfmt::Rustfmt::locate_for(Some(&dir)));
     let metadata = crate::workspace::metadata_no_deps(&manifest)?;
     // one run at a time; an interrupted run is recovered before anything is read
-    let guard =
-        crate::journal::Guard::acquire(metadata.target_directory.as_std_path(), args.fix, err)?;
+    let guard = crate::journal::Guard::acquire(
+        metadata.target_directory.as_std_path(),
+        metadata.workspace_root.as_std_path(),
+        args.fix,
+        err,
+    )?;
     let root = metadata.workspace_root.as_std_path();
     let mut notes = Vec::new();
     let (policy, note) =

@@ -24,6 +24,12 @@
 //! journal (its temporary files stay, named in the journal it left), and
 //! `cargo clean` after a kill deletes the journal.
 //!
+//! A target directory outside the workspace may be shared by several
+//! workspaces (`CARGO_TARGET_DIR` set once for all of them): there each
+//! workspace has its own `<target dir>/xtask/ws-<name>-<hash>/`, keyed by its
+//! canonical root ([`state_dir`]), so runs in different workspaces neither
+//! wait for each other nor recover each other's journals.
+//!
 //! A leaf apart from [`crate::fsutil`]: the commands and [`crate::edit`] use it.
 
 pub(crate) mod hook;
@@ -35,10 +41,47 @@ pub(crate) mod txn;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-/// The directory of the lock and the journal for a workspace whose target
-/// directory is `target_directory`.
-pub fn state_dir(target_directory: &Path) -> PathBuf {
-    target_directory.join("xtask")
+/// The directory of the lock and the journal for the workspace at
+/// `workspace_root` whose target directory is `target_directory`:
+/// `<target>/xtask` when the target directory is inside the workspace, else
+/// `<target>/xtask/ws-<root's last name>-<FNV-1a of the canonical root>`.
+pub fn state_dir(target_directory: &Path, workspace_root: &Path) -> PathBuf {
+    let base = target_directory.join("xtask");
+    let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.into());
+    let root = canonical(workspace_root);
+    // as cargo reports them first (the default `<root>/target` is inside even
+    // before it exists), then with links resolved
+    if target_directory.starts_with(workspace_root)
+        || canonical(target_directory).starts_with(&root)
+    {
+        return base;
+    }
+    let name: String = root
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(40)
+        .collect();
+    base.join(format!(
+        "ws-{name}-{:016x}",
+        fnv1a(root.as_os_str().as_encoded_bytes())
+    ))
+}
+
+/// FNV-1a 64: a hash that stays the same across Rust versions and machines
+/// (the state directory of a workspace must not move between runs).
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 /// The workspace lock, held by a running command, with any interrupted run
@@ -52,9 +95,10 @@ pub struct Guard {
 }
 
 impl Guard {
-    /// Takes the lock of the workspace whose target directory is
-    /// `target_directory` (waiting for another run to finish, with a message
-    /// on `err`), then recovers an interrupted run, saying on `err` what it did.
+    /// Takes the lock of the workspace at `workspace_root` whose target
+    /// directory is `target_directory` ([`state_dir`]; waiting for another run
+    /// to finish, with a message on `err`), then recovers an interrupted run,
+    /// saying on `err` what it did.
     ///
     /// `writing`: the command may write files. A run that only reads goes
     /// on without the lock when the state directory cannot be created (a
@@ -65,10 +109,11 @@ impl Guard {
     /// the recovery found a file it cannot settle (exit 2, naming it).
     pub fn acquire(
         target_directory: &Path,
+        workspace_root: &Path,
         writing: bool,
         err: &mut dyn Write,
     ) -> anyhow::Result<Guard> {
-        let dir = state_dir(target_directory);
+        let dir = state_dir(target_directory, workspace_root);
         let lock = match lock::Lock::open(&dir) {
             Ok(l) => l,
             Err(_) if !writing && !record::exists(&dir) => return Ok(Guard { dir, lock: None }),
@@ -87,8 +132,12 @@ impl Guard {
     ///
     /// # Errors
     /// As [`Guard::acquire`].
-    pub fn settle(target_directory: &Path, err: &mut dyn Write) -> anyhow::Result<()> {
-        Guard::acquire(target_directory, false, err).map(drop)
+    pub fn settle(
+        target_directory: &Path,
+        workspace_root: &Path,
+        err: &mut dyn Write,
+    ) -> anyhow::Result<()> {
+        Guard::acquire(target_directory, workspace_root, false, err).map(drop)
     }
 
     /// The state directory (lock and journal).
@@ -99,5 +148,44 @@ impl Guard {
     /// Whether the lock is held (a journal may be written).
     pub fn locked(&self) -> bool {
         self.lock.is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_shared_target_directory_gives_each_workspace_its_own_state() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (a, b, shared) = (
+            tmp.path().join("a"),
+            tmp.path().join("b c"),
+            tmp.path().join("t"),
+        );
+        for d in [&a, &b, &shared] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        // inside the workspace, existing or not yet: the plain <target>/xtask
+        assert_eq!(state_dir(&a.join("target"), &a), a.join("target/xtask"));
+        std::fs::create_dir_all(a.join("target")).unwrap();
+        assert_eq!(state_dir(&a.join("target"), &a), a.join("target/xtask"));
+        // a target directory outside: one state directory per workspace,
+        // the same on every run, named after the root
+        let (sa, sb) = (state_dir(&shared, &a), state_dir(&shared, &b));
+        assert_ne!(sa, sb);
+        assert_eq!(sa, state_dir(&shared, &a));
+        assert_eq!(sa.parent(), Some(shared.join("xtask").as_path()));
+        let name = sb.file_name().unwrap().to_str().unwrap();
+        assert!(
+            name.starts_with("ws-b_c-") && name.len() == "ws-b_c-".len() + 16,
+            "{name}"
+        );
+        // a link to the workspace is the same workspace
+        let link = tmp.path().join("link");
+        std::os::unix::fs::symlink(&a, &link).unwrap();
+        assert_eq!(state_dir(&shared, &link), sa);
+        assert_eq!(fnv1a(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv1a(b"a"), 0xaf63_dc4c_8601_ec8c);
     }
 }

@@ -150,7 +150,13 @@ pub fn xtask_files(root: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// The journal a run leaves in the fixture's target directory.
+/// The journal a run leaves for the fixture at `root`: in its state
+/// directory under the target directory cargo reports (`CARGO_TARGET_DIR`,
+/// inherited by the runs, when set; else `<root>/target`).
 pub fn journal(root: &Path) -> PathBuf {
-    root.join("target/xtask/journal.json")
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .filter(|t| t.is_absolute())
+        .unwrap_or_else(|| root.join("target"));
+    xtask::journal::state_dir(&target, root).join("journal.json")
 }
