@@ -378,6 +378,25 @@ fn the_translation_unit_defines_before_it_checks() {
 }
 
 #[test]
+fn every_matmul_tile_names_its_kernel() {
+    use MatmulTile::{T32x32, T32x64, T64x32, T64x64};
+    for (f, suffix) in [(Float::F32, "f32"), (Float::F64, "f64")] {
+        for tile in [T64x64, T32x64, T64x32, T32x32] {
+            let (tm, tn) = (tile.tm(), tile.tn());
+            assert_eq!(
+                Kernel::matmul(f, tile).name(),
+                format!("matmul{tm}x{tn}_{suffix}")
+            );
+            assert_eq!(tile.threads(), tm * tn / 16);
+        }
+        assert_eq!(
+            Kernel::typed(Typed::MatmulDot, f).name(),
+            format!("matmul_dot_{suffix}")
+        );
+    }
+}
+
+#[test]
 fn pickers_give_the_kernels_of_old() {
     // the names the host assembled before the table, for every choice
     for (w, b) in [(Word::B4, 4), (Word::B8, 8), (Word::B16, 16)] {
