@@ -65,8 +65,9 @@
 //!   Replays give the eager run's bits; what a graph cannot hold (downloads,
 //!   uploads from host memory, in-place writes to a shared buffer) is an
 //!   error while recording.
-//! * **Settings** are enums: [`TransposeTile`] and [`ScatterForm`] (tuning
-//!   knobs for benchmarks; every choice gives the same bits).
+//! * **Settings** are enums: [`TransposeTile`], [`ScatterForm`] and
+//!   [`MatmulTiles`] (tuning knobs for benchmarks; every choice gives the
+//!   same bits).
 //!
 //! # Modules
 //! Host code, built and tested with or without the feature: `abi` (the
@@ -77,9 +78,8 @@
 //! Device code (`cuda` feature), one room per capability in `device/`:
 //! `backend` (the backend, opening the device), `core_ops`, `index_ops`,
 //! `layout_ops`, `dense_ops`, `fused_ops`, `graph` (recorded work), over the
-//! leaves `buffer`,
-//! `kernels`, `context`, `launch`, `entry`, `pins`, `cache` and `chain` (the
-//! one level-chain runner of every segment sum). Without the feature, `stub`
+//! leaves `buffer`, `kernels`, `context`, `launch`, `entry`, `pins`, `cache`
+//! and `chain` (the one level-chain runner of every segment sum). Without the feature, `stub`
 //! stands in for `device` with the same public surface.
 
 mod error;

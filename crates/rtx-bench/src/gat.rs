@@ -25,6 +25,9 @@ use serde_json::json;
 use crate::hetgat::{StaticGraph, Workload};
 use rtx_gnn::HeteroGraph;
 
+/// The SGD learning rate of every timed step (eager and recorded).
+const LR: f64 = 1e-3;
+
 /// Which backends to time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Which {
@@ -161,9 +164,9 @@ fn case<B: StaticGraph>(
     let infer_reps = o.infer_reps.max(1);
     let case = format!("harris-batch{batch}");
     // warm up: kernels compiled, buffers allocated, caches filled
-    w.train_step(b, 1e-3)?;
+    w.train_step(b, LR)?;
     w.infer(b)?;
-    let mut step = || w.train_step(b, 1e-3).map(|_| ());
+    let mut step = || w.train_step(b, LR).map(|_| ());
     let train: Vec<f64> = (0..reps)
         .map(|_| ms_of(&mut step))
         .collect::<anyhow::Result<_>>()?;
@@ -199,7 +202,7 @@ fn case<B: StaticGraph>(
     }
     // the same step and forward replayed from a recording (a CUDA graph): the
     // host enqueues one launch instead of one per op
-    if let Some((train, infer, loss)) = b.time_recorded(w, reps, infer_reps)? {
+    if let Some((train, infer, loss)) = b.time_recorded(w, LR, reps, infer_reps)? {
         let (train, infer) = (median(train), median(infer));
         emit(json!({"suite": "gat", "case": case,
             "impl": format!("{}-graph-train-step", o.prefix), "ms": round4(train),
@@ -216,7 +219,7 @@ fn case<B: StaticGraph>(
             std::env::var("CUDA_VISIBLE_DEVICES").ok().as_deref(),
             std::env::var("CUDA_DEVICE_ORDER").ok().as_deref(),
         );
-        let (samples, util) = gpu_util_while(secs, &id, || w.train_step(b, 1e-3).map(|_| ()))?;
+        let (samples, util) = gpu_util_while(secs, &id, || w.train_step(b, LR).map(|_| ()))?;
         match util {
             Some((med, p90)) => emit(json!({"suite": "gat", "case": case,
                 "impl": format!("{}-gpu-util", o.prefix), "ms": 0.0,

@@ -118,13 +118,14 @@ pub(crate) trait StaticGraph: Backend + Sized {
         Ok(f())
     }
 
-    /// Wall times (ms) of `reps` train steps and `infer_reps` forwards
-    /// (finished on the device) replayed from a recording (a CUDA graph),
-    /// when the backend can record work: `(train, infer, loss of the last
-    /// replayed step)`.
+    /// Wall times (ms) of `reps` train steps (SGD at `lr`) and `infer_reps`
+    /// forwards (finished on the device) replayed from a recording (a CUDA
+    /// graph), when the backend can record work: `(train, infer, loss of the
+    /// last replayed step)`.
     fn time_recorded(
         &self,
         _w: &mut Workload<'_, Self>,
+        _lr: f64,
         _reps: usize,
         _infer_reps: usize,
     ) -> anyhow::Result<Option<Recorded>> {
@@ -156,13 +157,14 @@ impl StaticGraph for rtx_backend_cuda::CudaBackend {
     fn time_recorded(
         &self,
         w: &mut Workload<'_, Self>,
+        lr: f64,
         reps: usize,
         infer_reps: usize,
     ) -> anyhow::Result<Option<Recorded>> {
         let (graph, x) = (w.graph, &w.x);
         let model = &mut w.model;
         // recording runs the step once (one more SGD update)
-        let mut step = self.record(|b| model.train_step_enqueued(b, graph, x, 1e-3))?;
+        let mut step = self.record(|b| model.train_step_enqueued(b, graph, x, lr))?;
         let mut loss = 0.0;
         let mut train = Vec::with_capacity(reps);
         for _ in 0..reps {

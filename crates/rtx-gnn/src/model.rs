@@ -496,7 +496,7 @@ impl<B: Backend, T: Element> HetGat<B, T> {
     ) -> Result<LossAndGrads<B, T, DeviceLoss<B, T>>> {
         let fw = self.run_forward(b, graph, x)?;
         let loss = mse(b, &fw.y)?;
-        let n = fw.y.shape()[0];
+        let n = loss.rows;
         let heads = self.config.heads;
         let slope = Unary::LeakyRelu(self.config.negative_slope);
         let mut grads: Grads<B, T> = vec![None; self.params.len()];

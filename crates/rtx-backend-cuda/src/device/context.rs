@@ -46,6 +46,30 @@ impl Device {
         Ok(m)
     }
 
+    /// Copies `out.len()` values from device address `src` into `out` and
+    /// waits for the stream (so for all work queued before). `what` names the
+    /// copy in the error while the stream is being recorded (a copy to host
+    /// memory cannot be part of a graph).
+    ///
+    /// Callers pass plain data (`u32`, `u64`, `f32`, `f64`); `src` holds at
+    /// least `size_of_val(out)` bytes.
+    pub(crate) fn read<W: Copy>(&self, src: u64, out: &mut [W], what: &str) -> Result<()> {
+        self.refuse_while_recording(what)?;
+        let bytes = std::mem::size_of_val(out);
+        if bytes > 0 {
+            // SAFETY: W is plain data (see above): every bit pattern is valid;
+            // the byte view covers exactly `out`.
+            let view =
+                unsafe { std::slice::from_raw_parts_mut(out.as_mut_ptr().cast::<u8>(), bytes) };
+            self.ctx.bind_to_thread()?;
+            // SAFETY: `src` holds at least `bytes` bytes (the callers' contract);
+            // the stream is synchronized below before `out` is read or dropped.
+            unsafe { result::memcpy_dtoh_async(view, src, self.stream.cu_stream()) }?;
+        }
+        self.stream.synchronize()?;
+        Ok(())
+    }
+
     /// Zeroes all of `m` on the backend's stream.
     pub(crate) fn zero(&self, m: &DevMem) -> Result<()> {
         if m.bytes() > 0 {

@@ -30,23 +30,10 @@ impl BackendCore for CudaBackend {
     }
 
     fn download<T: Element>(&self, t: &BTensor<Self, T>) -> BResult<Vec<T>> {
-        self.dev.refuse_while_recording("a download")?;
         let mut out = vec![T::ZERO; t.numel()];
-        if !out.is_empty() {
-            let bytes = std::mem::size_of_val(out.as_slice());
-            // SAFETY: T is f32 or f64 (sealed Element): plain data, every bit
-            // pattern valid; the byte view covers exactly `out`'s elements.
-            let view =
-                unsafe { std::slice::from_raw_parts_mut(out.as_mut_ptr().cast::<u8>(), bytes) };
-            self.dev.ctx.bind_to_thread().map_err(Error::from)?;
-            // SAFETY: the buffer holds `bytes` bytes; the stream is synchronized
-            // below before `out` is read or dropped.
-            unsafe {
-                result::memcpy_dtoh_async(view, t.storage().mem.ptr(), self.dev.stream.cu_stream())
-            }
-            .map_err(Error::from)?;
-        }
-        self.dev.stream.synchronize().map_err(Error::from)?;
+        // T is f32 or f64 (sealed Element); the buffer holds numel elements
+        self.dev
+            .read(t.storage().mem.ptr(), &mut out, "a download")?;
         Ok(out)
     }
 

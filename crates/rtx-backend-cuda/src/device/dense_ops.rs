@@ -51,12 +51,6 @@ impl DenseOps for CudaBackend {
             (n as u64, 1)
         };
         let chunks = k.div_ceil(CANONICAL_BLOCK);
-        let part = if chunks > 1 {
-            Some(scratch::<T>(&self.dev, chunks * m * n)?)
-        } else {
-            None
-        };
-        let dst = part.as_ref().map_or(ptr(&out), DevMem::ptr);
         let tile = match self.settings.matmul_tiles() {
             MatmulTiles::ByShape if n <= MATMUL_DOT_MAX_N => None,
             MatmulTiles::ByShape => Some(matmul_tile(m, n)),
@@ -76,25 +70,25 @@ impl DenseOps for CudaBackend {
                 cfg1(matmul_dot_grid(m, n, chunks, a_ps == 1)),
             ),
         };
-        let mut l = builder(&self.dev, &kern, kernel);
-        l.arg(&pa)
-            .arg(&pb)
-            .arg(&dst)
-            .arg(&mm)
-            .arg(&nn)
-            .arg(&kk)
-            .arg(&a_rs)
-            .arg(&a_ps)
-            .arg(&b_ps)
-            .arg(&b_js);
-        // SAFETY: matmul{TM}x{TN}_T / matmul_dot_T(const T* a, const T* b, T* out, u64 m,
-        // u64 n, u64 k, u64 a_rs, u64 a_ps, u64 b_ps, u64 b_js): a holds m*k and b k*n
-        // elements (checked shapes), the strides address them in range; out holds
-        // chunks*m*n elements; a tile's block has the tile's threads.
-        unsafe { l.launch(cfg) }?;
-        if let Some(part) = part {
-            self.reduce_rows::<T>(part.ptr(), chunks, m * n, ptr(&out))?;
-        }
+        // level 0 writes each chunk's products summed: [chunks, m, n]
+        self.col_sums_after::<T>(chunks, m * n, ptr(&out), |dst| {
+            let mut l = builder(&self.dev, &kern, kernel);
+            l.arg(&pa)
+                .arg(&pb)
+                .arg(&dst)
+                .arg(&mm)
+                .arg(&nn)
+                .arg(&kk)
+                .arg(&a_rs)
+                .arg(&a_ps)
+                .arg(&b_ps)
+                .arg(&b_js);
+            // SAFETY: matmul{TM}x{TN}_T / matmul_dot_T(const T* a, const T* b, T* out, u64 m,
+            // u64 n, u64 k, u64 a_rs, u64 a_ps, u64 b_ps, u64 b_js): a holds m*k and b k*n
+            // elements (checked shapes), the strides address them in range; out holds
+            // chunks*m*n elements; a tile's block has the tile's threads.
+            Ok(unsafe { l.launch(cfg) }?)
+        })?;
         Ok(out)
     }
 
@@ -284,6 +278,25 @@ impl DenseOps for CudaBackend {
 }
 
 impl CudaBackend {
+    /// Canonical column sums whose first level is another kernel's: `first`
+    /// enqueues it, writing `groups` rows of `f` partial sums at the address
+    /// it is given (`out` itself when `groups` is 1, else scratch), then the
+    /// reduce_rows levels sum those rows into the `f` values at `out`.
+    pub(super) fn col_sums_after<T: Element>(
+        &self,
+        groups: usize,
+        f: usize,
+        out: u64,
+        first: impl FnOnce(u64) -> BResult<()>,
+    ) -> BResult<()> {
+        if groups <= 1 {
+            return first(out);
+        }
+        let part = scratch::<T>(&self.dev, groups * f)?;
+        first(part.ptr())?;
+        self.reduce_rows::<T>(part.ptr(), groups, f, out)
+    }
+
     /// Canonical column sums of the row-major `[rows, f]` at `src` (rows > 0)
     /// into the `f` values at `dst`: reduce_rows levels until one row is left.
     pub(super) fn reduce_rows<T: Element>(

@@ -279,36 +279,29 @@ impl FusedOps for CudaBackend {
             return self.sum_rows(&self.head_scale(a, s)?);
         }
         let out = self.out::<T>(&[1, f])?;
-        let ng = n.div_ceil(CANONICAL_BLOCK);
-        let part = if ng > 1 {
-            Some(self.out::<T>(&[ng, f])?)
-        } else {
-            None
-        };
-        let dst = part.as_ref().map_or(ptr(&out), |p| ptr(p));
         let (pa, ps) = (ptr(a), ptr(s));
         let (nn, ff, cc) = (n as u64, f as u64, c as u64);
         let a_rs = if a_rows == 1 { 0 } else { ff };
         let kern = self.dev.kernels()?;
-        let mut l = builder(
-            &self.dev,
-            &kern,
-            Kernel::typed(Typed::HeadScaleRows, Float::of(T::DTYPE)),
-        );
-        l.arg(&pa)
-            .arg(&ps)
-            .arg(&dst)
-            .arg(&nn)
-            .arg(&ff)
-            .arg(&cc)
-            .arg(&a_rs);
-        // SAFETY: head_scale_rows_T(const T* a, const T* s, T* out, u64 n, u64 f, u64 c,
-        // u64 a_rs): a holds n*f elements (a_rs = f) or f (a_rs = 0), s n*(f/c) (checked
-        // shapes), out ceil(n/256)*f.
-        unsafe { l.launch(cfg1(col_sums_grid(n, f, T::DTYPE.size()))) }?;
-        if let Some(p) = part {
-            self.reduce_rows::<T>(ptr(&p), ng, f, ptr(&out))?;
-        }
+        let groups = n.div_ceil(CANONICAL_BLOCK);
+        self.col_sums_after::<T>(groups, f, ptr(&out), |dst| {
+            let mut l = builder(
+                &self.dev,
+                &kern,
+                Kernel::typed(Typed::HeadScaleRows, Float::of(T::DTYPE)),
+            );
+            l.arg(&pa)
+                .arg(&ps)
+                .arg(&dst)
+                .arg(&nn)
+                .arg(&ff)
+                .arg(&cc)
+                .arg(&a_rs);
+            // SAFETY: head_scale_rows_T(const T* a, const T* s, T* out, u64 n, u64 f, u64 c,
+            // u64 a_rs): a holds n*f elements (a_rs = f) or f (a_rs = 0), s n*(f/c) (checked
+            // shapes), out ceil(n/256)*f.
+            Ok(unsafe { l.launch(cfg1(col_sums_grid(n, f, T::DTYPE.size()))) }?)
+        })?;
         Ok(out)
     }
 

@@ -13,7 +13,6 @@ use super::backend::CudaBackend;
 use super::context::Device;
 use super::entry::{IndexEntry, Source};
 use super::launch::{builder, cfg1, grid_for};
-use super::plan_build::read_words;
 use crate::error::{Error, Result};
 use crate::table::Kernel;
 
@@ -170,7 +169,7 @@ impl CudaBackend {
                 let mut out = vec![0u32; index.len()];
                 if !out.is_empty() {
                     let p = index.entry.dev_idx(&self.dev)?;
-                    read_words(&self.dev, p, &mut out)?;
+                    self.dev.read(p, &mut out, "a download of an index list")?;
                 }
                 Cow::Owned(out)
             }

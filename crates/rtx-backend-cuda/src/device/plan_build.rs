@@ -44,29 +44,14 @@ fn alloc_u32(dev: &Device, n: u64) -> Result<DevMem> {
 /// Reads the info block back (synchronizes the stream).
 fn read_info(dev: &Device, info: &DevMem) -> Result<[u64; INFO_WORDS]> {
     let mut out = [0u64; INFO_WORDS];
-    read_words(dev, info.ptr(), &mut out)?;
+    dev.read(info.ptr(), &mut out, "reading a device plan's sizes back")?;
     Ok(out)
-}
-
-/// Copies `out.len()` words from device address `src` (synchronizes the stream).
-pub(crate) fn read_words<W: Copy>(dev: &Device, src: u64, out: &mut [W]) -> Result<()> {
-    let bytes = std::mem::size_of_val(out);
-    dev.refuse_while_recording("reading a device plan's sizes back")?;
-    // SAFETY: W is u32 or u64 here: plain data, every bit pattern valid; the
-    // byte view covers exactly `out`.
-    let view = unsafe { std::slice::from_raw_parts_mut(out.as_mut_ptr().cast::<u8>(), bytes) };
-    dev.ctx.bind_to_thread()?;
-    // SAFETY: `src` holds at least `bytes` bytes (the callers' contract); the
-    // stream is synchronized below before `out` is read.
-    unsafe { cudarc::driver::result::memcpy_dtoh_async(view, src, dev.stream.cu_stream()) }?;
-    dev.stream.synchronize()?;
-    Ok(())
 }
 
 /// The index at position `p` of the device list `idx` (for error messages).
 fn index_at(dev: &Device, idx: u64, p: u64) -> Result<u32> {
     let mut v = [0u32];
-    read_words(dev, idx + 4 * p, &mut v)?;
+    dev.read(idx + 4 * p, &mut v, "reading a bad index back")?;
     Ok(v[0])
 }
 
