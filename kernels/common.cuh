@@ -66,6 +66,14 @@ typedef unsigned long long u64;
 #ifndef RTX_CANONICAL_BLOCK
 #error "RTX_CANONICAL_BLOCK must be defined by rtx-backend-cuda (src/abi.rs)"
 #endif
+// Most parts of one sum_bias_relu launch (model.cu's BiasParts).
+#ifndef RTX_SUM_BIAS_PARTS
+#error "RTX_SUM_BIAS_PARTS must be defined by rtx-backend-cuda (src/abi.rs)"
+#endif
+// Most levels one column-sum launch computes (model.cu's RrClimb).
+#ifndef RTX_COL_SUM_LEVELS
+#error "RTX_COL_SUM_LEVELS must be defined by rtx-backend-cuda (src/abi.rs)"
+#endif
 // Slot value of a scatter chunk whose sum goes into the destination row.
 #ifndef RTX_FINAL
 #error "RTX_FINAL must be defined by rtx-backend-cuda (src/abi.rs)"

@@ -220,6 +220,81 @@ __device__ __forceinline__ void head_scale_body(const T* __restrict__ a, const T
     }
 }
 
+// sum_bias_relu: out = relu(((x0 + b0) + (x1 + b1)) + ...) over p.k parts
+// (1 <= k <= RTX_SUM_BIAS_PARTS) of a row-major [n, f], each bias one row of
+// f values. (#[repr(C)] BiasParts in src/device/fused_ops.rs.) A thread
+// takes a 16-byte vector when rows are whole vectors and every pointer is
+// aligned, with one 32-bit division for its column; else an element.
+struct BiasParts {
+    u64 x[RTX_SUM_BIAS_PARTS];
+    u64 b[RTX_SUM_BIAS_PARTS];
+    u64 k;
+};
+
+template <typename T>
+__device__ __forceinline__ T bias_relu_step(const BiasParts& p, u32 i, T acc, u64 at, u64 col) {
+    const T v = radd(__ldg(reinterpret_cast<const T*>(p.x[i]) + at),
+                     __ldg(reinterpret_cast<const T*>(p.b[i]) + col));
+    return i == 0 ? v : radd(acc, v);
+}
+
+template <typename T>
+__device__ __forceinline__ T relu(T v) {
+    return unary_op<T>(RTX_UNARY_RELU, v, T(0));
+}
+
+template <typename T>
+__device__ __forceinline__ void sum_bias_relu_body(const BiasParts& p, T* __restrict__ out,
+                                                   u64 n, u64 f) {
+    typedef typename Vec16<T>::V V;
+    constexpr u32 N = VecT<V>::N;
+    const u64 total = n * f;
+    bool vec = f % N == 0 && total / N < (1ull << 32) && aligned16(out);
+    for (u32 i = 0; i < p.k; ++i)
+        vec = vec && aligned16((const void*)p.x[i]) && aligned16((const void*)p.b[i]);
+    if (vec) {
+        const u32 fv = (u32)(f / N), tv = (u32)(total / N);
+        for (u64 t = thread_id(); t < tv; t += grid_stride()) {
+            const u32 col = (u32)t % fv;
+            V acc;
+            // unrolled over the room, so the parts' pointers stay in registers
+#pragma unroll
+            for (u32 i = 0; i < RTX_SUM_BIAS_PARTS; ++i) {
+                if (i >= p.k) break;
+                V x = __ldg(reinterpret_cast<const V*>(p.x[i]) + t);
+                const V b = __ldg(reinterpret_cast<const V*>(p.b[i]) + col);
+#pragma unroll
+                for (u32 q = 0; q < N; ++q) {
+                    const T v = radd(comps(x)[q], comps(b)[q]);
+                    comps(acc)[q] = i == 0 ? v : radd(comps(acc)[q], v);
+                }
+            }
+#pragma unroll
+            for (u32 q = 0; q < N; ++q) comps(acc)[q] = relu(comps(acc)[q]);
+            reinterpret_cast<V*>(out)[t] = acc;
+        }
+        return;
+    }
+    for (u64 t = thread_id(); t < total; t += grid_stride()) {
+        const u64 col = t % f;
+        T acc = T(0);
+#pragma unroll
+        for (u32 i = 0; i < RTX_SUM_BIAS_PARTS; ++i) {
+            if (i >= p.k) break;
+            acc = bias_relu_step<T>(p, i, acc, t, col);
+        }
+        out[t] = relu(acc);
+    }
+}
+
+#define RTX_SUM_BIAS_RELU(NAME, T)                                                          \
+    extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
+        NAME(BiasParts p, T* __restrict__ out, u64 n, u64 f) {                              \
+        sum_bias_relu_body<T>(p, out, n, f);                                                \
+    }
+RTX_SUM_BIAS_RELU(sum_bias_relu_f32, float)
+RTX_SUM_BIAS_RELU(sum_bias_relu_f64, double)
+
 #define RTX_HEAD_SCALE(NAME, T)                                                             \
     extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
         NAME(const T* __restrict__ a, const T* __restrict__ s, T* __restrict__ out, u64 n, \
@@ -333,60 +408,119 @@ RTX_HEAD_DOT(head_dot_f64, double)
 RTX_GATHER_HEAD_DOT(gather_head_dot_f32, float)
 RTX_GATHER_HEAD_DOT(gather_head_dot_f64, double)
 
-// One level of the canonical column sums of a row-major [n, f]: out[g, j] is
-// the sum of rows 256g .. min(n, 256g + 256) of column j, left to right from
-// the first. Levels repeat until one row is left (sum_rows; the inner
-// dimension of matmul past 256; head_scale_rows's level 0). A block takes
-// one group of rows and RR_COLS columns: it loads the [rows, cols] tile into
-// shared memory with all its threads, then one thread per column adds the
-// column up from shared memory. (A thread per column reading global memory
-// had one load latency per 32 rows.) In the load, a thread keeps one column
-// and strides over the rows, 8 loads at a time: no division per element (a
-// u32 division per element made the sum of a [80000, 64] take 35.6 us on
-// the H200, 22.5 us without).
+// The canonical column sums of a row-major [n, f]: level 0's row g, column
+// j, is the sum of rows 256g .. min(n, 256g + 256) of column j, left to right
+// from the first; each next level sums the rows of the one before the same
+// way, until one row is left (sum_rows; the inner dimension of matmul past
+// 256; head_scale_sum_rows).
+//
+// One launch computes level 0 from its load and climbs through the levels
+// after it (RrClimb): the block that writes the last row of a next-level
+// group (a counter per group and column tile; "threadfence reduction") sums
+// that group, and so on up. Which block sums a group never changes the order
+// of its additions, so the bits are those of one launch per level.
+//
+// A tile is a group of rows and RR_COLS columns: the block loads it into
+// shared memory with all its threads (a thread keeps one column and strides
+// over the rows, RR_BATCH loads at a time: no division per element, which
+// made the sum of a [80000, 64] take 35.6 us on the H200 instead of 22.5 us),
+// then one thread per column adds the column up from shared memory.
 #define RR_COLS(T) (128 / (int)sizeof(T))
+#define RR_BATCH 16
+// The levels a column-sum launch climbs (#[repr(C)] ClimbParams in
+// src/device/dense_ops.rs): out[i] holds rows[i] rows of f columns (a T*;
+// out[levels - 1] is the one row of sums), and level i's group G (i >= 1)
+// counts its finished rows in counters[cnt[i] + G * column tiles + tile].
+// The counters are zero between launches: the block that sums a group puts
+// its counter back to zero.
+struct RrClimb {
+    u64 out[RTX_COL_SUM_LEVELS];
+    u64 rows[RTX_COL_SUM_LEVELS];
+    u64 cnt[RTX_COL_SUM_LEVELS];
+    u64 counters;
+    u64 levels;
+};
+
+// The tile of rows r0 .. r0 + rows, columns c0 .. c0 + cols, summed down its
+// columns into dst[0 .. cols].
 template <typename T, typename Load>
-__device__ __forceinline__ void reduce_rows_level(const Load& load, T* __restrict__ out, u64 n,
-                                                  u64 f) {
+__device__ __forceinline__ void rr_tile(T (*tile)[RR_COLS(T) + 1], const Load& load, u64 r0,
+                                        u32 rows, u64 c0, u32 cols, T* __restrict__ dst) {
+    // thread -> column tc, rows tr, tr + P, tr + 2P, ... (P rows per pass)
+    const u32 P = RTX_BLOCK / cols;
+    const u32 tr = threadIdx.x / cols, tc = threadIdx.x - tr * cols;
+    if (tr < P) {
+        for (u32 r = tr; r < rows; r += RR_BATCH * P) {
+            T v[RR_BATCH];
+#pragma unroll
+            for (u32 q = 0; q < RR_BATCH; ++q)
+                if (r + q * P < rows) v[q] = load(r0 + r + q * P, c0 + tc);
+#pragma unroll
+            for (u32 q = 0; q < RR_BATCH; ++q)
+                if (r + q * P < rows) tile[r + q * P][tc] = v[q];
+        }
+    }
+    __syncthreads();
+    if (threadIdx.x < cols) {
+        T acc = tile[0][threadIdx.x];
+        for (u32 r = 1; r < rows; r += 8) {
+            T w[8];
+#pragma unroll
+            for (u32 q = 0; q < 8; ++q)
+                if (r + q < rows) w[q] = tile[r + q][threadIdx.x];
+#pragma unroll
+            for (u32 q = 0; q < 8; ++q)
+                if (r + q < rows) acc = radd(acc, w[q]);
+        }
+        dst[threadIdx.x] = acc;
+    }
+    __syncthreads();
+}
+
+// in[r, j] of a row-major [n, f] another block of this launch wrote: read
+// past the SM's L1 (__ldcg), which may hold no copy of it.
+template <typename T>
+struct FreshRowsLoad {
+    const T* in;
+    u64 f;
+    __device__ __forceinline__ T operator()(u64 r, u64 j) const { return __ldcg(in + r * f + j); }
+};
+
+template <typename T, typename Load>
+__device__ __forceinline__ void reduce_rows_level(const Load& load, u64 n, u64 f,
+                                                  const RrClimb& cl) {
     constexpr u32 C = RR_COLS(T);
-    constexpr u32 BATCH = 8;
     __shared__ T tile[RTX_CANONICAL_BLOCK][C + 1];
+    __shared__ u32 last;
     const u64 ng = (n + (RTX_CANONICAL_BLOCK - 1)) / RTX_CANONICAL_BLOCK;
     const u64 ct = (f + C - 1) / C;
+    u32* counters = reinterpret_cast<u32*>(cl.counters);
     for (u64 t = blockIdx.x; t < ng * ct; t += gridDim.x) {
-        const u64 g = t / ct, c0 = (t - g * ct) * C;
+        const u64 g = t / ct, tile_j = t - g * ct, c0 = tile_j * C;
         const u64 r0 = g * RTX_CANONICAL_BLOCK;
-        const u32 rows = (u32)min((u64)RTX_CANONICAL_BLOCK, n - r0);
         const u32 cols = (u32)min((u64)C, f - c0);
-        // thread -> column tc, rows tr, tr + P, tr + 2P, ... (P rows per pass)
-        const u32 P = RTX_BLOCK / cols;
-        const u32 tr = threadIdx.x / cols, tc = threadIdx.x - tr * cols;
-        if (tr < P) {
-            for (u32 r = tr; r < rows; r += BATCH * P) {
-                T v[BATCH];
-#pragma unroll
-                for (u32 q = 0; q < BATCH; ++q)
-                    if (r + q * P < rows) v[q] = load(r0 + r + q * P, c0 + tc);
-#pragma unroll
-                for (u32 q = 0; q < BATCH; ++q)
-                    if (r + q * P < rows) tile[r + q * P][tc] = v[q];
+        rr_tile<T>(tile, load, r0, (u32)min((u64)RTX_CANONICAL_BLOCK, n - r0), c0, cols,
+                   reinterpret_cast<T*>(cl.out[0]) + g * f + c0);
+        // climb while this block finished a group's last row
+        u64 child = g;
+        for (u64 i = 0; i + 1 < cl.levels; ++i) {
+            const u64 grp = child / RTX_CANONICAL_BLOCK;
+            const u64 first = grp * RTX_CANONICAL_BLOCK;
+            const u32 rows = (u32)min((u64)RTX_CANONICAL_BLOCK, cl.rows[i] - first);
+            __threadfence();  // this block's row, before its count
+            __syncthreads();
+            if (threadIdx.x == 0) {
+                u32* c = counters + cl.cnt[i + 1] + grp * ct + tile_j;
+                last = atomicAdd(c, 1u) + 1 == rows;
+                if (last) *c = 0;  // every row has counted: zero for the next launch
             }
+            __syncthreads();
+            if (!last) break;
+            __threadfence();  // the counts, before the rows they count
+            rr_tile<T>(tile, FreshRowsLoad<T>{reinterpret_cast<const T*>(cl.out[i]), f}, first,
+                       rows, c0, cols, reinterpret_cast<T*>(cl.out[i + 1]) + grp * f + c0);
+            child = grp;
         }
-        __syncthreads();
-        if (threadIdx.x < cols) {
-            T acc = tile[0][threadIdx.x];
-            for (u32 r = 1; r < rows; r += 8) {
-                T w[8];
-#pragma unroll
-                for (u32 q = 0; q < 8; ++q)
-                    if (r + q < rows) w[q] = tile[r + q][threadIdx.x];
-#pragma unroll
-                for (u32 q = 0; q < 8; ++q)
-                    if (r + q < rows) acc = radd(acc, w[q]);
-            }
-            out[g * f + c0 + threadIdx.x] = acc;
-        }
-        __syncthreads();
     }
 }
 
@@ -414,20 +548,19 @@ struct HeadScaleLoad {
 
 #define RTX_REDUCE_ROWS(NAME, T)                                                            \
     extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
-        NAME(const T* __restrict__ in, T* __restrict__ out, u64 n, u64 f) {                 \
-        reduce_rows_level<T>(RowsLoad<T>{in, f}, out, n, f);                                \
+        NAME(const T* __restrict__ in, u64 n, u64 f, RrClimb cl) {                          \
+        reduce_rows_level<T>(RowsLoad<T>{in, f}, n, f, cl);                                 \
     }
 RTX_REDUCE_ROWS(reduce_rows_f32, float)
 RTX_REDUCE_ROWS(reduce_rows_f64, double)
 
-// Level 0 of head_scale_sum_rows: reduce_rows of head_scale(a, s) without
-// storing the products (a_rs = 0 broadcasts a's one row); the levels after it
-// are reduce_rows.
+// head_scale_sum_rows: reduce_rows of head_scale(a, s) without storing the
+// products (a_rs = 0 broadcasts a's one row).
 #define RTX_HEAD_SCALE_ROWS(NAME, T)                                                        \
     extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
-        NAME(const T* __restrict__ a, const T* __restrict__ s, T* __restrict__ out, u64 n,  \
-             u64 f, u64 c, u64 a_rs) {                                                      \
-        reduce_rows_level<T>(HeadScaleLoad<T>{a, s, f, f / c, (u32)c, a_rs}, out, n, f);         \
+        NAME(const T* __restrict__ a, const T* __restrict__ s, u64 n, u64 f, u64 c, u64 a_rs, \
+             RrClimb cl) {                                                                  \
+        reduce_rows_level<T>(HeadScaleLoad<T>{a, s, f, f / c, (u32)c, a_rs}, n, f, cl);     \
     }
 RTX_HEAD_SCALE_ROWS(head_scale_rows_f32, float)
 RTX_HEAD_SCALE_ROWS(head_scale_rows_f64, double)

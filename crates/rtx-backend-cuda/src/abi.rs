@@ -36,6 +36,16 @@ pub(crate) const WINDOW: u64 = crate::levels::WINDOW as u64;
 pub(crate) const SLICE_BYTES: u64 = 64;
 /// Terms of one block of the canonical order (`RTX_CANONICAL_BLOCK`).
 pub(crate) const CANONICAL_BLOCK: usize = rtx_backend::CANONICAL_BLOCK;
+/// Most parts one `sum_bias_relu` launch sums (`RTX_SUM_BIAS_PARTS`); more
+/// take the composition.
+pub(crate) const SUM_BIAS_PARTS: usize = 8;
+/// Most levels one column-sum launch computes (`RTX_COL_SUM_LEVELS`): the
+/// canonical sum of 2^64 rows has 8 (256^8 = 2^64).
+pub(crate) const COL_SUM_LEVELS: usize = 8;
+/// Counters of the device's column-sum climb (one per group of a level past
+/// the first and column tile of a launch); a launch needing more climbs fewer
+/// levels at a time.
+pub(crate) const COL_SUM_COUNTERS: usize = 1 << 16;
 /// Slot of a scatter chunk whose sum goes into its row (`RTX_FINAL`).
 pub(crate) const FINAL: u32 = crate::levels::FINAL;
 
@@ -99,6 +109,8 @@ pub(crate) fn defines() -> Vec<(&'static str, String)> {
         ("RTX_WIN", WINDOW.to_string()),
         ("RTX_SLICE_BYTES", SLICE_BYTES.to_string()),
         ("RTX_CANONICAL_BLOCK", CANONICAL_BLOCK.to_string()),
+        ("RTX_COL_SUM_LEVELS", COL_SUM_LEVELS.to_string()),
+        ("RTX_SUM_BIAS_PARTS", SUM_BIAS_PARTS.to_string()),
         ("RTX_FINAL", format!("{FINAL:#X}u").replace("0X", "0x")),
         ("RTX_PLAN_DIGIT_BITS", PLAN_DIGIT_BITS.to_string()),
         ("RTX_PLAN_ITEMS", PLAN_ITEMS.to_string()),

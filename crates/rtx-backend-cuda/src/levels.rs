@@ -52,6 +52,41 @@ pub(crate) fn window_table(start: &[u32]) -> Vec<u32> {
     first
 }
 
+/// The levels of a canonical column sum (`sum_rows`, a matrix product's
+/// inner dimension) of `rows` rows (> 0) whose columns are cut into `tiles`
+/// tiles, as one launch climbs them (model.cu's `RrClimb`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ColSumLevels {
+    /// Rows of each level's output: the first level's groups of
+    /// [`CANONICAL_BLOCK`] rows, then each level's groups of the one before,
+    /// down to the one row of sums.
+    pub rows: Vec<u64>,
+    /// First climb counter of each level (the first level has none: 0).
+    pub cnt: Vec<u64>,
+    /// Counters the climb uses: one per group of a level past the first and
+    /// column tile.
+    pub counters: u64,
+}
+
+pub(crate) fn col_sum_levels(rows: usize, tiles: u64) -> ColSumLevels {
+    let block = CANONICAL_BLOCK as u64;
+    let mut out = vec![(rows as u64).div_ceil(block)];
+    while let Some(&last) = out.last().filter(|&&r| r > 1) {
+        out.push(last.div_ceil(block));
+    }
+    let mut cnt = vec![0u64; out.len()];
+    let mut next = 0;
+    for i in 1..out.len() {
+        cnt[i] = next;
+        next += out[i] * tiles;
+    }
+    ColSumLevels {
+        rows: out,
+        cnt,
+        counters: next,
+    }
+}
+
 impl ChunkLevel {
     /// Number of chunks.
     pub fn len(&self) -> usize {
@@ -239,5 +274,109 @@ pub(crate) mod tests {
         assert_eq!(g(&[0]), vec![0]);
         assert_eq!(g(&[0, 256]), vec![0, 1]);
         assert_eq!(g(&[0, 3, 257]), vec![0, 2, 2]);
+    }
+
+    #[test]
+    fn col_sum_levels_count_groups_and_counters() {
+        // one group: the first level is the sums, no counter
+        let one = col_sum_levels(256, 2);
+        assert_eq!((one.rows, one.counters), (vec![1], 0));
+        // [80000, 64] f32 (two column tiles): 313 groups, then 2, then 1
+        let l = col_sum_levels(80_000, 2);
+        assert_eq!(l.rows, vec![313, 2, 1]);
+        assert_eq!(l.cnt, vec![0, 0, 4]);
+        assert_eq!(l.counters, 2 * 2 + 2);
+        // 256^2 * 256 + 256 rows: three levels past the first
+        let l = col_sum_levels(65_537 * 256, 2);
+        assert_eq!(l.rows, vec![65_537, 257, 2, 1]);
+        assert_eq!(l.cnt, vec![0, 0, 257 * 2, 259 * 2]);
+        assert_eq!(l.counters, 260 * 2);
+        // the kernel has room for the levels of the largest sum
+        assert!(col_sum_levels(usize::MAX, 1).rows.len() <= crate::abi::COL_SUM_LEVELS);
+    }
+
+    /// model.cu's climb, run on the host with the tiles finishing in a
+    /// random order: the last tile of each group sums it, and the sums are
+    /// the canonical column sums; every counter ends at zero.
+    #[test]
+    fn col_sum_climb_in_any_order_gives_the_canonical_sums() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for (n, f, tile) in [
+            (1usize, 3usize, 2usize),
+            (300, 5, 2),
+            (70_000, 3, 2),
+            (65_536, 1, 1),
+        ] {
+            let x: Vec<f32> = (0..n * f)
+                .map(|_| (next() % 2001) as f32 / 7.0 - 140.0)
+                .collect();
+            let tiles = f.div_ceil(tile);
+            let lv = col_sum_levels(n, tiles as u64);
+            let mut out: Vec<Vec<f32>> = lv
+                .rows
+                .iter()
+                .map(|&r| vec![f32::NAN; r as usize * f])
+                .collect();
+            let mut counters = vec![0u32; lv.counters as usize];
+            // one tile's canonical sum of rows r0.. (at most 256) of src into dst row g
+            let sum = |src: &[f32],
+                       r0: usize,
+                       rows: usize,
+                       c0: usize,
+                       cols: usize,
+                       dst: &mut [f32],
+                       g: usize| {
+                for j in c0..c0 + cols {
+                    let mut acc = src[r0 * f + j];
+                    for r in r0 + 1..r0 + rows {
+                        acc += src[r * f + j];
+                    }
+                    dst[g * f + j] = acc;
+                }
+            };
+            let ng = lv.rows[0] as usize;
+            let mut order: Vec<usize> = (0..ng * tiles).collect();
+            for i in (1..order.len()).rev() {
+                order.swap(i, next() as usize % (i + 1));
+            }
+            for t in order {
+                let (g, tj) = (t / tiles, t % tiles);
+                let (c0, cols) = (tj * tile, tile.min(f - tj * tile));
+                let rows = CANONICAL_BLOCK.min(n - g * CANONICAL_BLOCK);
+                sum(&x, g * CANONICAL_BLOCK, rows, c0, cols, &mut out[0], g);
+                let mut child = g;
+                for i in 0..lv.rows.len() - 1 {
+                    let grp = child / CANONICAL_BLOCK;
+                    let first = grp * CANONICAL_BLOCK;
+                    let rows = CANONICAL_BLOCK.min(lv.rows[i] as usize - first);
+                    let c = &mut counters[(lv.cnt[i + 1] as usize) + grp * tiles + tj];
+                    *c += 1;
+                    if *c as usize != rows {
+                        break;
+                    }
+                    *c = 0;
+                    let (lo, hi) = out.split_at_mut(i + 1);
+                    sum(&lo[i], first, rows, c0, cols, &mut hi[0], grp);
+                    child = grp;
+                }
+            }
+            let want = rtx_backend::ops::sum_rows(&x, n, f);
+            let got = out.last().unwrap();
+            assert_eq!(
+                got.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                want.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                "[{n}, {f}]"
+            );
+            assert!(
+                counters.iter().all(|&c| c == 0),
+                "[{n}, {f}]: counters left"
+            );
+        }
     }
 }

@@ -65,8 +65,8 @@
 //!   Replays give the eager run's bits; what a graph cannot hold (downloads,
 //!   uploads from host memory, in-place writes to a shared buffer) is an
 //!   error while recording.
-//! * **Settings** are enums: [`TransposeTile`], [`ScatterForm`] and
-//!   [`MatmulTiles`] (tuning knobs for benchmarks; every choice gives the
+//! * **Settings** are enums: [`TransposeTile`], [`ScatterForm`],
+//!   [`MatmulTiles`] and [`ColSums`] (tuning knobs for benchmarks; every choice gives the
 //!   same bits).
 //!
 //! # Modules
@@ -111,7 +111,7 @@ pub use abi::REQUIRED_DRIVER_VERSION;
 pub use device::{CudaBackend, CudaBuffer, CudaIndex, Recorded};
 pub use error::{Error, NvrtcError, Result};
 pub use settings::{
-    DEFAULT_INDEX_CACHE_BYTES, MatmulTiles, PIPELINED_SCATTER_MAX_ENTRIES, ScatterForm,
+    ColSums, DEFAULT_INDEX_CACHE_BYTES, MatmulTiles, PIPELINED_SCATTER_MAX_ENTRIES, ScatterForm,
     TransposeTile,
 };
 pub use source::{KERNEL_FILES, translation_unit as kernel_source};

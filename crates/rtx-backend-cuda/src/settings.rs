@@ -39,6 +39,20 @@ pub enum MatmulTiles {
     Force64,
 }
 
+/// Launches of the canonical column sums (`sum_rows`, the inner dimension
+/// of a matrix product past 256, `head_scale_sum_rows`; a tuning knob for
+/// benchmarks). Both make the same additions in the same order, so the
+/// results are the same bits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ColSums {
+    /// One launch for every level (the default): the block that finishes the
+    /// last row of a next-level group sums that group.
+    #[default]
+    Climb,
+    /// One launch per level.
+    PerLevel,
+}
+
 /// Form of the scatter chunk sums (a tuning knob for benchmarks). Both forms
 /// make the same additions in the same order, so the results are the same bits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -86,6 +100,7 @@ pub(crate) struct Settings {
     transpose_tile: AtomicU8,
     scatter_form: AtomicU8,
     matmul_tiles: AtomicU8,
+    col_sums: AtomicU8,
 }
 
 impl Default for Settings {
@@ -95,6 +110,7 @@ impl Default for Settings {
             transpose_tile: AtomicU8::new(TransposeTile::ByShape as u8),
             scatter_form: AtomicU8::new(ScatterForm::Auto as u8),
             matmul_tiles: AtomicU8::new(MatmulTiles::ByShape as u8),
+            col_sums: AtomicU8::new(ColSums::Climb as u8),
         }
     }
 }
@@ -141,6 +157,17 @@ impl Settings {
     pub(crate) fn set_matmul_tiles(&self, tiles: MatmulTiles) {
         self.matmul_tiles.store(tiles as u8, Ordering::Relaxed);
     }
+
+    pub(crate) fn col_sums(&self) -> ColSums {
+        match self.col_sums.load(Ordering::Relaxed) {
+            x if x == ColSums::PerLevel as u8 => ColSums::PerLevel,
+            _ => ColSums::Climb,
+        }
+    }
+
+    pub(crate) fn set_col_sums(&self, form: ColSums) {
+        self.col_sums.store(form as u8, Ordering::Relaxed);
+    }
 }
 
 #[cfg(test)]
@@ -166,6 +193,11 @@ mod tests {
             assert_eq!(s.scatter_form(), f);
         }
         assert_eq!(s.matmul_tiles(), MatmulTiles::ByShape);
+        assert_eq!(s.col_sums(), ColSums::Climb);
+        for c in [ColSums::PerLevel, ColSums::Climb] {
+            s.set_col_sums(c);
+            assert_eq!(s.col_sums(), c);
+        }
         for t in [MatmulTiles::Force64, MatmulTiles::ByShape] {
             s.set_matmul_tiles(t);
             assert_eq!(s.matmul_tiles(), t);

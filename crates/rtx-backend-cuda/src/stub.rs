@@ -11,7 +11,7 @@ use rtx_backend::prelude::*;
 use rtx_backend::{BTensor, Element, IndexPlan, Result as BResult};
 
 use crate::error::{Error, Result};
-use crate::settings::{MatmulTiles, ScatterForm, TransposeTile};
+use crate::settings::{ColSums, MatmulTiles, ScatterForm, TransposeTile};
 
 /// Recorded work (uninhabited without the `cuda` feature).
 #[derive(Debug)]
@@ -207,6 +207,16 @@ impl CudaBackend {
 
     /// The tile setting of the matrix product.
     pub fn matmul_tiles(&self) -> MatmulTiles {
+        match self.never {}
+    }
+
+    /// Sets the launches of the column sums.
+    pub fn set_col_sums(&self, _form: ColSums) {
+        match self.never {}
+    }
+
+    /// The launch setting of the column sums.
+    pub fn col_sums(&self) -> ColSums {
         match self.never {}
     }
 

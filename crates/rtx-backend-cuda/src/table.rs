@@ -101,6 +101,8 @@ kernels! {
     BinaryF64 = "binary_f64" / 6,
     AxpyF32 = "axpy_f32" / 4,
     AxpyF64 = "axpy_f64" / 4,
+    SumBiasReluF32 = "sum_bias_relu_f32" / 4,
+    SumBiasReluF64 = "sum_bias_relu_f64" / 4,
     HeadScaleF32 = "head_scale_f32" / 7,
     HeadScaleF64 = "head_scale_f64" / 7,
     HeadDotF32 = "head_dot_f32" / 7,
@@ -346,6 +348,8 @@ pub(crate) enum Typed {
     Binary,
     /// `axpy_*`.
     Axpy,
+    /// `sum_bias_relu_*`.
+    SumBiasRelu,
     /// `head_scale_*`.
     HeadScale,
     /// `head_dot_*`.
@@ -555,6 +559,8 @@ impl Kernel {
             (Typed::Binary, F64) => Kernel::BinaryF64,
             (Typed::Axpy, F32) => Kernel::AxpyF32,
             (Typed::Axpy, F64) => Kernel::AxpyF64,
+            (Typed::SumBiasRelu, F32) => Kernel::SumBiasReluF32,
+            (Typed::SumBiasRelu, F64) => Kernel::SumBiasReluF64,
             (Typed::HeadScale, F32) => Kernel::HeadScaleF32,
             (Typed::HeadScale, F64) => Kernel::HeadScaleF64,
             (Typed::HeadDot, F32) => Kernel::HeadDotF32,

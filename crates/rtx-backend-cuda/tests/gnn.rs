@@ -12,7 +12,7 @@ use rtx_backend::prelude::*;
 use rtx_backend::workload::{indices, values};
 use rtx_backend::{BTensor, Binary, Element, HostIndexOps, IndexPlan, Unary};
 use rtx_backend_cpu::CpuBackend;
-use rtx_backend_cuda::CudaBackend;
+use rtx_backend_cuda::{ColSums, CudaBackend};
 use rtx_gnn::testing::{check_gradients, harris_like, training_bits};
 use rtx_gnn::{HetGatConfig, HeteroGraph};
 
@@ -272,6 +272,76 @@ fn dense_ops_bit_identical_to_the_cpu_backend() {
             )
             .unwrap();
         assert_eq!(bits(&gd), bits(&cd), "head_dot {n}x{heads}x{ch}");
+    }
+}
+
+/// The column sums climb their levels in one launch (ColSums::Climb, the
+/// default): the same bits as one launch per level and as the CPU backend,
+/// for one to four levels, ragged column tiles and both element types; again
+/// on a second run and in recorded replays (the climb counters return to
+/// zero after each launch).
+#[test]
+fn column_sums_in_one_launch_give_the_per_level_bits() {
+    fn case<T: Element>(g: &CudaBackend, c: &CpuBackend, n: usize, f: usize) {
+        let x: Vec<T> = values(21, n * f);
+        let (a, s) = (values::<T>(22, n * f), values::<T>(23, n * 2));
+        let (gx, ga, gs) = (up(g, &x, &[n, f]), up(g, &a, &[n, f]), up(g, &s, &[n, 2]));
+        let want_sum = bits(
+            &c.download(&c.sum_rows(&up(c, &x, &[n, f])).unwrap())
+                .unwrap(),
+        );
+        let want_hs = bits(
+            &c.download(
+                &c.head_scale_sum_rows(&up(c, &a, &[n, f]), &up(c, &s, &[n, 2]))
+                    .unwrap(),
+            )
+            .unwrap(),
+        );
+        for form in [ColSums::Climb, ColSums::Climb, ColSums::PerLevel] {
+            g.set_col_sums(form);
+            let got = bits(&g.download(&g.sum_rows(&gx).unwrap()).unwrap());
+            assert_eq!(got, want_sum, "sum_rows [{n}, {f}] {form:?}");
+            let got = bits(
+                &g.download(&g.head_scale_sum_rows(&ga, &gs).unwrap())
+                    .unwrap(),
+            );
+            assert_eq!(got, want_hs, "head_scale_sum_rows [{n}, {f}] {form:?}");
+        }
+        g.set_col_sums(ColSums::Climb);
+        let mut rec = g.record(|b| b.sum_rows(&gx)).unwrap();
+        for replay in 0..3 {
+            let got = bits(&g.download(rec.replay().unwrap()).unwrap());
+            assert_eq!(got, want_sum, "sum_rows [{n}, {f}] replay {replay}");
+        }
+    }
+    let g = backend();
+    let c = CpuBackend::reference();
+    // levels past the first: 0, 1, 2 (ragged tiles: 34 columns of f32 are
+    // two tiles, the second of 2), 2 (f64: 16-column tiles), 3
+    case::<f32>(&g, &c, 200, 34);
+    case::<f32>(&g, &c, 70_001, 34);
+    case::<f64>(&g, &c, 65_537 * 2 + 3, 18);
+    case::<f32>(&g, &c, 256 * 256 * 256 + 5, 2);
+    // a product's inner dimension past 256: its chunk sums, then one climb
+    let (m, k, n) = (33, 256 * 300 + 7, 40);
+    let (a, b) = (values::<f32>(24, m * k), values::<f32>(25, k * n));
+    let want = bits(
+        &c.download(
+            &c.matmul(&up(&c, &a, &[k, m]), true, &up(&c, &b, &[k, n]), false)
+                .unwrap(),
+        )
+        .unwrap(),
+    );
+    for form in [ColSums::Climb, ColSums::PerLevel] {
+        g.set_col_sums(form);
+        let got = g
+            .matmul(&up(&g, &a, &[k, m]), true, &up(&g, &b, &[k, n]), false)
+            .unwrap();
+        assert_eq!(
+            bits(&g.download(&got).unwrap()),
+            want,
+            "matmul {m}x{k}x{n} {form:?}"
+        );
     }
 }
 

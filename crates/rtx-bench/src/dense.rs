@@ -14,7 +14,7 @@
 use rtx_backend::prelude::*;
 use rtx_backend::workload::values;
 use rtx_backend::{BTensor, Result};
-use rtx_backend_cuda::{CudaBackend, MatmulTiles};
+use rtx_backend_cuda::{ColSums, CudaBackend, MatmulTiles};
 use serde_json::json;
 
 use crate::cuda_timing::{emit, time_cuda};
@@ -178,32 +178,47 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     column_sums(&g, args)
 }
 
-/// The column sums of the backward pass: `sum_rows` (bias gradients) and
-/// `head_scale_sum_rows` (attention-vector gradients) over `[80000, 64]`.
+/// The column sums of the backward pass, each in one launch (the default)
+/// and one launch per level: `sum_rows` (bias gradients) over `[80000, 64]`
+/// and over a weight gradient's chunk sums `[313, 4096]`,
+/// `head_scale_sum_rows` (attention-vector gradients) over `[80000, 64]`;
+/// then a node type's layer output, `sum_bias_relu` of two relations, fused
+/// and composed.
 fn column_sums(g: &CudaBackend, args: &Args) -> anyhow::Result<()> {
     let (n, f, heads) = (80_000usize, 64usize, 4usize);
     let x: BTensor<CudaBackend, f32> = g.upload(&values::<f32>(3, n * f), &[n, f])?;
     let s = g.upload(&values::<f32>(4, n * heads), &[n, heads])?;
+    let chunks: BTensor<CudaBackend, f32> =
+        g.upload(&values::<f32>(5, 313 * 4096), &[313, 4096])?;
     let bytes = (n * f * 4) as f64;
-    let ms = per_call(g, args, || g.sum_rows(&x).map(drop))?;
-    emit(
-        "dense",
-        "sum-rows-80000x64",
-        "rtx-cuda-sum-rows",
-        ms,
-        Some(bytes),
-        &[],
-    );
-    let ms = per_call(g, args, || g.head_scale_sum_rows(&x, &s).map(drop))?;
-    let bytes = bytes + (n * heads * 4) as f64;
-    emit(
-        "dense",
-        "head-scale-sum-rows-80000x64",
-        "rtx-cuda-head-scale-sum-rows",
-        ms,
-        Some(bytes),
-        &[],
-    );
+    for (form, suffix) in [(ColSums::Climb, ""), (ColSums::PerLevel, "-per-level")] {
+        g.set_col_sums(form);
+        let ms = per_call(g, args, || g.sum_rows(&x).map(drop))?;
+        let imp = format!("rtx-cuda-sum-rows{suffix}");
+        emit("dense", "sum-rows-80000x64", &imp, ms, Some(bytes), &[]);
+        let ms = per_call(g, args, || g.sum_rows(&chunks).map(drop))?;
+        let chunk_bytes = (313 * 4096 * 4) as f64;
+        emit(
+            "dense",
+            "sum-rows-313x4096",
+            &imp,
+            ms,
+            Some(chunk_bytes),
+            &[],
+        );
+        let ms = per_call(g, args, || g.head_scale_sum_rows(&x, &s).map(drop))?;
+        let hs_bytes = bytes + (n * heads * 4) as f64;
+        let imp = format!("rtx-cuda-head-scale-sum-rows{suffix}");
+        emit(
+            "dense",
+            "head-scale-sum-rows-80000x64",
+            &imp,
+            ms,
+            Some(hs_bytes),
+            &[],
+        );
+    }
+    g.set_col_sums(ColSums::Climb);
     let ms = per_call(g, args, || {
         g.binary(rtx_backend::Binary::Add, &x, &x).map(drop)
     })?;
@@ -212,8 +227,49 @@ fn column_sums(g: &CudaBackend, args: &Args) -> anyhow::Result<()> {
         "add-80000x64",
         "rtx-cuda-add",
         ms,
-        Some(3.0 * (n * f * 4) as f64),
+        Some(3.0 * bytes),
         &[],
+    );
+    let y = g.upload(&values::<f32>(6, n * f), &[n, f])?;
+    let (b0, b1) = (
+        g.upload(&values::<f32>(7, f), &[1, f])?,
+        g.upload(&values::<f32>(8, f), &[1, f])?,
+    );
+    let parts = [(&x, &b0), (&y, &b1)];
+    let ms = per_call(g, args, || g.sum_bias_relu(&parts).map(drop))?;
+    let case = "sum-bias-relu-2x80000x64";
+    emit(
+        "dense",
+        case,
+        "rtx-cuda-sum-bias-relu",
+        ms,
+        Some(3.0 * bytes),
+        &[],
+    );
+    let composed = || -> Result<BTensor<CudaBackend, f32>> {
+        use rtx_backend::{Binary, Unary};
+        let s = g.binary(
+            Binary::Add,
+            &g.binary(Binary::Add, &x, &b0)?,
+            &g.binary(Binary::Add, &y, &b1)?,
+        )?;
+        g.unary(Unary::Relu, &s)
+    };
+    let ms = per_call(g, args, || composed().map(drop))?;
+    emit(
+        "dense",
+        case,
+        "rtx-cuda-composed",
+        ms,
+        Some(3.0 * bytes),
+        &[],
+    );
+    let bits = |t: &BTensor<CudaBackend, f32>| -> anyhow::Result<Vec<u32>> {
+        Ok(g.download(t)?.iter().map(|v| v.to_bits()).collect())
+    };
+    anyhow::ensure!(
+        bits(&g.sum_bias_relu(&parts)?)? == bits(&composed()?)?,
+        "sum_bias_relu differs from its composition"
     );
     Ok(())
 }

@@ -156,8 +156,8 @@ struct RelCache<B: Backend, T: Element> {
 struct LayerCache<B: Backend, T: Element> {
     /// The layer's input per node type.
     x: Vec<Option<BTensor<B, T>>>,
-    /// The layer's output before ReLU per node type.
-    pre: Vec<Option<BTensor<B, T>>>,
+    /// The layer's output per node type: relu of its relations' biased sum.
+    act: Vec<Option<BTensor<B, T>>>,
     rels: Vec<Option<RelCache<B, T>>>,
 }
 
@@ -378,7 +378,8 @@ impl<B: Backend, T: Element> HetGat<B, T> {
         let mut cur: Vec<Option<BTensor<B, T>>> = x.iter().cloned().map(Some).collect();
         let mut layers = Vec::with_capacity(self.config.layers);
         for l in 0..self.config.layers {
-            let mut pre: Vec<Option<BTensor<B, T>>> = vec![None; cur.len()];
+            // per node type, its relations' aggregations and bias indices
+            let mut parts: Vec<Vec<(BTensor<B, T>, usize)>> = vec![Vec::new(); cur.len()];
             let mut rels = Vec::with_capacity(self.relations.len());
             for (r, rel) in graph.relations().iter().enumerate() {
                 if !self.live[l][r] {
@@ -410,8 +411,7 @@ impl<B: Backend, T: Element> HetGat<B, T> {
                 // messages alpha[e] * hs[src[e]] summed per destination (fused
                 // index_select + head_scale + canonical scatter-add)
                 let out = b.gather_scale_scatter(&hs, rel.src(), &alpha, rel.dst_plan())?;
-                let out = b.binary(Binary::Add, &out, self.p(l, r, BIAS))?;
-                add_into(b, &mut pre[rel.dst_type()], out)?;
+                parts[rel.dst_type()].push((out, self.pi(l, r, BIAS)));
                 rels.push(Some(RelCache {
                     hs,
                     w_att_dst,
@@ -419,11 +419,22 @@ impl<B: Backend, T: Element> HetGat<B, T> {
                     alpha,
                 }));
             }
-            let next = pre
+            // relu(sum over the relations of (aggregation + bias)), in
+            // relation order, in one pass per node type
+            let next = parts
                 .iter()
-                .map(|p| p.as_ref().map(|p| b.unary(Unary::Relu, p)).transpose())
+                .map(|ps| {
+                    let refs: Vec<_> = ps.iter().map(|(o, bi)| (o, &self.params[*bi])).collect();
+                    (!refs.is_empty())
+                        .then(|| b.sum_bias_relu(&refs))
+                        .transpose()
+                })
                 .collect::<rtx_backend::Result<Vec<_>>>()?;
-            layers.push(LayerCache { x: cur, pre, rels });
+            layers.push(LayerCache {
+                x: cur,
+                act: next.clone(),
+                rels,
+            });
             cur = next;
         }
         let h = cur[self.config.target]
@@ -510,8 +521,9 @@ impl<B: Backend, T: Element> HetGat<B, T> {
         for l in (0..self.config.layers).rev() {
             let cache = &fw.layers[l];
             // through the ReLU after the layer
+            // relu's backward at its output (positive where the sum is)
             let dpre = cache
-                .pre
+                .act
                 .iter()
                 .zip(&dx)
                 .map(|(p, d)| match (p, d) {

@@ -10,13 +10,13 @@ use cudarc::driver::{CudaContext, DriverError, result, sys};
 use rtx_backend::{BTensor, Element, Result as BResult, Tensor};
 use rtx_tensor::Layout;
 
-use super::buffer::{CudaBuffer, Pool};
+use super::buffer::{CudaBuffer, DevMem, Pool};
 use super::cache;
 use super::context::Device;
 use super::kernels::Origin;
-use crate::abi::REQUIRED_DRIVER_VERSION;
+use crate::abi::{COL_SUM_COUNTERS, REQUIRED_DRIVER_VERSION};
 use crate::error::{Error, Result};
-use crate::settings::{MatmulTiles, ScatterForm, Settings, TransposeTile};
+use crate::settings::{ColSums, MatmulTiles, ScatterForm, Settings, TransposeTile};
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -89,6 +89,13 @@ impl CudaBackend {
         let stream = ctx.new_stream()?;
         let pool = Pool::default_of(ctx.cu_device())?;
         pool.set_release_threshold(u64::MAX)?;
+        let counters = DevMem::alloc(&stream, pool, COL_SUM_COUNTERS * 4)?;
+        ctx.bind_to_thread()?;
+        // SAFETY: counters holds COL_SUM_COUNTERS * 4 bytes of this context.
+        unsafe {
+            result::memset_d8_async(counters.ptr(), 0, counters.bytes(), stream.cu_stream())
+        }?;
+        stream.synchronize()?;
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
         cache::register_backend(id);
         Ok(CudaBackend {
@@ -102,6 +109,7 @@ impl CudaBackend {
                 stream,
                 pool,
                 kernels: Mutex::new(None),
+                counters,
             }),
             settings: Settings::default(),
         })
@@ -216,6 +224,17 @@ impl CudaBackend {
     /// The tile setting of the matrix product.
     pub fn matmul_tiles(&self) -> MatmulTiles {
         self.settings.matmul_tiles()
+    }
+
+    /// Sets the launches of the column sums (default [`ColSums::Climb`]).
+    /// Both forms give the same bits. A tuning knob for benchmarks.
+    pub fn set_col_sums(&self, form: ColSums) {
+        self.settings.set_col_sums(form);
+    }
+
+    /// The launch setting of the column sums.
+    pub fn col_sums(&self) -> ColSums {
+        self.settings.col_sums()
     }
 
     /// Sets the form of the scatter chunk sums, for `index_add` and every

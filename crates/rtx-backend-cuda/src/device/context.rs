@@ -25,6 +25,10 @@ pub(crate) struct Device {
     pub stream: Arc<CudaStream>,
     pub pool: Pool,
     pub kernels: Mutex<Option<Arc<Kernels>>>,
+    /// The column sums' climb counters (`abi::COL_SUM_COUNTERS` u32s): zero
+    /// between launches, and only this stream's kernels use them, one at a
+    /// time.
+    pub counters: DevMem,
 }
 
 impl Device {

@@ -2,6 +2,7 @@
 //! [`rtx_backend::ops`] in the canonical order, bit-identical to the CPU
 //! backend (`exp` excepted: the device's `expf` / `exp`).
 
+use cudarc::driver::DeviceRepr;
 use rtx_backend::prelude::*;
 use rtx_backend::{BTensor, Binary, Element, Result as BResult, Unary, dims2, ops};
 
@@ -9,12 +10,13 @@ use super::backend::{CudaBackend, ptr};
 use super::buffer::DevMem;
 use super::context::Device;
 use super::launch::{
-    MATMUL_DOT_MAX_N, Scalar, builder, cfg1, col_sums_grid, grid_for, matmul_config,
+    MATMUL_DOT_MAX_N, Scalar, builder, cfg1, col_sum_tiles, col_sums_grid, grid_for, matmul_config,
     matmul_dot_grid, matmul_tile,
 };
-use crate::abi::{CANONICAL_BLOCK, binary_code, unary_code};
+use crate::abi::{CANONICAL_BLOCK, COL_SUM_COUNTERS, COL_SUM_LEVELS, binary_code, unary_code};
 use crate::error::{Error, Result};
-use crate::settings::MatmulTiles;
+use crate::levels::col_sum_levels;
+use crate::settings::{ColSums, MatmulTiles};
 use crate::table::{Float, Kernel, MatmulTile, Typed};
 
 /// Scratch for `n` elements of `T`, its size checked.
@@ -298,7 +300,7 @@ impl CudaBackend {
     }
 
     /// Canonical column sums of the row-major `[rows, f]` at `src` (rows > 0)
-    /// into the `f` values at `dst`: reduce_rows levels until one row is left.
+    /// into the `f` values at `dst`.
     pub(super) fn reduce_rows<T: Element>(
         &self,
         src: u64,
@@ -308,30 +310,76 @@ impl CudaBackend {
     ) -> BResult<()> {
         let kern = self.dev.kernels()?;
         let name = Kernel::typed(Typed::ReduceRows, Float::of(T::DTYPE));
-        let mut cur = src;
-        let mut n = rows;
-        let mut keep: Vec<DevMem> = Vec::new();
-        loop {
-            let ng = n.div_ceil(CANONICAL_BLOCK);
-            let next = if ng == 1 {
+        let (nn, ff) = (rows as u64, f as u64);
+        self.column_sums::<T>(rows, f, dst, |climb| {
+            let mut l = builder(&self.dev, &kern, name);
+            l.arg(&src).arg(&nn).arg(&ff).arg(climb);
+            // SAFETY: reduce_rows_T(const T* in, u64 n, u64 f, RrClimb cl): in holds n*f
+            // elements; the climb's buffers and counters are column_sums's.
+            Ok(unsafe { l.launch(cfg1(col_sums_grid(rows, f, T::DTYPE.size()))) }?)
+        })
+    }
+
+    /// Canonical column sums of `rows` rows (> 0) of `f` columns into the `f`
+    /// values at `dst`, by one launch of a kernel of model.cu's
+    /// `reduce_rows_level` family that `launch` enqueues with the climb it is
+    /// given: one launch for every level (the default, [`ColSums::Climb`]),
+    /// or, with [`ColSums::PerLevel`] or more counters than the device has, a
+    /// launch of the first level and then reduce_rows on its rows.
+    pub(super) fn column_sums<T: Element>(
+        &self,
+        rows: usize,
+        f: usize,
+        dst: u64,
+        launch: impl FnOnce(&ClimbParams) -> BResult<()>,
+    ) -> BResult<()> {
+        let lv = col_sum_levels(rows, col_sum_tiles(f, T::DTYPE.size()));
+        let climb = lv.rows.len() == 1
+            || (self.settings.col_sums() == ColSums::Climb
+                && lv.counters <= COL_SUM_COUNTERS as u64);
+        let levels = if climb { lv.rows.len() } else { 1 };
+        // every level's rows before the last (the sums at dst)
+        let inner: u64 = lv.rows[..lv.rows.len() - 1].iter().take(levels).sum();
+        let part = scratch::<T>(&self.dev, (inner as usize).saturating_mul(f))?;
+        let mut p = ClimbParams {
+            out: [0; COL_SUM_LEVELS],
+            rows: [0; COL_SUM_LEVELS],
+            cnt: [0; COL_SUM_LEVELS],
+            counters: self.dev.counters.ptr(),
+            levels: levels as u64,
+        };
+        let mut at = part.ptr();
+        for i in 0..levels {
+            p.rows[i] = lv.rows[i];
+            p.cnt[i] = lv.cnt[i];
+            p.out[i] = if lv.rows[i] == 1 {
                 dst
             } else {
-                let m = scratch::<T>(&self.dev, ng * f)?;
-                let p = m.ptr();
-                keep.push(m);
-                p
+                let here = at;
+                at += lv.rows[i] * f as u64 * T::DTYPE.size() as u64;
+                here
             };
-            let (nn, ff) = (n as u64, f as u64);
-            let mut l = builder(&self.dev, &kern, name);
-            l.arg(&cur).arg(&next).arg(&nn).arg(&ff);
-            // SAFETY: reduce_rows_T(const T* in, T* out, u64 n, u64 f): in holds n*f
-            // elements, out ceil(n/256)*f.
-            unsafe { l.launch(cfg1(col_sums_grid(n, f, T::DTYPE.size()))) }?;
-            if ng == 1 {
-                return Ok(());
-            }
-            cur = next;
-            n = ng;
         }
+        launch(&p)?;
+        if climb {
+            return Ok(());
+        }
+        self.reduce_rows::<T>(p.out[0], lv.rows[0] as usize, f, dst)
     }
 }
+
+/// The levels one column-sum launch climbs (`RrClimb` in kernels/model.cu):
+/// `out[i]` holds `rows[i]` rows (the last level's one row is the sums), the
+/// counters of level `i`'s groups start at `counters + 4 * cnt[i]`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub(super) struct ClimbParams {
+    out: [u64; COL_SUM_LEVELS],
+    rows: [u64; COL_SUM_LEVELS],
+    cnt: [u64; COL_SUM_LEVELS],
+    counters: u64,
+    levels: u64,
+}
+
+// SAFETY: #[repr(C)] plain u64s, laid out exactly as the CUDA struct.
+unsafe impl DeviceRepr for ClimbParams {}

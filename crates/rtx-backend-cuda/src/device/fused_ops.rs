@@ -3,8 +3,9 @@
 //! its values on the fly (one runner with the scatter-add: `chain`), and the
 //! gathered per-head dot in one kernel; each with exactly its composition's bits.
 
+use cudarc::driver::DeviceRepr;
 use rtx_backend::prelude::*;
-use rtx_backend::{BTensor, Element, IndexPlan, Result as BResult, ops};
+use rtx_backend::{BTensor, Binary, Element, IndexPlan, Result as BResult, Unary, ops};
 
 use super::backend::{CudaBackend, ptr};
 use super::cache;
@@ -12,7 +13,7 @@ use super::chain::{self, Level0};
 use super::index_lists::CudaIndex;
 use super::launch::{builder, cfg1, col_sums_grid, grid_for};
 use super::plan::DevicePlan;
-use crate::abi::CANONICAL_BLOCK;
+use crate::abi::SUM_BIAS_PARTS;
 use crate::table::{Float, Fused0, Kernel, Typed};
 
 impl CudaBackend {
@@ -198,7 +199,72 @@ impl CudaBackend {
     }
 }
 
+/// The parts of one `sum_bias_relu` launch (`BiasParts` in kernels/model.cu):
+/// the first `k` of `x` and `b` are the parts' inputs and biases.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+struct BiasParts {
+    x: [u64; SUM_BIAS_PARTS],
+    b: [u64; SUM_BIAS_PARTS],
+    k: u64,
+}
+
+// SAFETY: #[repr(C)] plain u64s, laid out exactly as the CUDA struct.
+unsafe impl DeviceRepr for BiasParts {}
+
 impl FusedOps for CudaBackend {
+    /// Fused: one pass reading each part once (up to 8 parts; more take the
+    /// composition); the composition's bits.
+    fn sum_bias_relu<T: Element>(
+        &self,
+        parts: &[(&BTensor<Self, T>, &BTensor<Self, T>)],
+    ) -> BResult<BTensor<Self, T>> {
+        let shapes: Vec<(&[usize], &[usize])> =
+            parts.iter().map(|(x, b)| (x.shape(), b.shape())).collect();
+        let (n, f) = ops::check_sum_bias_relu(&shapes)?;
+        if parts.len() > SUM_BIAS_PARTS {
+            let sum = parts
+                .iter()
+                .try_fold(None::<BTensor<Self, T>>, |acc, (x, b)| {
+                    let t = self.binary(Binary::Add, x, b)?;
+                    Ok::<_, rtx_backend::Error>(Some(match acc {
+                        None => t,
+                        Some(s) => self.binary(Binary::Add, &s, &t)?,
+                    }))
+                })?
+                .expect("checked: at least one part");
+            return self.unary(Unary::Relu, &sum);
+        }
+        let out = self.out::<T>(&[n, f])?;
+        let total = (n * f) as u64;
+        if total == 0 {
+            return Ok(out);
+        }
+        let mut p = BiasParts {
+            x: [0; SUM_BIAS_PARTS],
+            b: [0; SUM_BIAS_PARTS],
+            k: parts.len() as u64,
+        };
+        for (i, (x, b)) in parts.iter().enumerate() {
+            (p.x[i], p.b[i]) = (ptr(x), ptr(b));
+        }
+        let (po, nn, ff) = (ptr(&out), n as u64, f as u64);
+        let kern = self.dev.kernels()?;
+        let mut l = builder(
+            &self.dev,
+            &kern,
+            Kernel::typed(Typed::SumBiasRelu, Float::of(T::DTYPE)),
+        );
+        l.arg(&p).arg(&po).arg(&nn).arg(&ff);
+        // a thread per 16-byte vector (the kernel strides when rows are not)
+        let per_vector = (16 / T::DTYPE.size()) as u64;
+        // SAFETY: sum_bias_relu_T(BiasParts p, T* out, u64 n, u64 f), BiasParts
+        // #[repr(C)] as in kernels/model.cu: its first k inputs hold n*f elements and
+        // its first k biases f (checked shapes), out n*f.
+        unsafe { l.launch(cfg1(grid_for(total.div_ceil(per_vector)))) }?;
+        Ok(out)
+    }
+
     /// Segment max, the numerators in one pass, their sums, the division:
     /// the composition's bits in four launches past the max chain.
     fn segment_softmax<T: Element>(
@@ -263,7 +329,7 @@ impl FusedOps for CudaBackend {
     }
 
     /// Fused: the products summed as they are made (reduce_rows's first level
-    /// loads `a * s`), then reduce_rows's levels.
+    /// loads `a * s`), every level in one launch.
     fn head_scale_sum_rows<T: Element>(
         &self,
         a: &BTensor<Self, T>,
@@ -283,8 +349,7 @@ impl FusedOps for CudaBackend {
         let (nn, ff, cc) = (n as u64, f as u64, c as u64);
         let a_rs = if a_rows == 1 { 0 } else { ff };
         let kern = self.dev.kernels()?;
-        let groups = n.div_ceil(CANONICAL_BLOCK);
-        self.col_sums_after::<T>(groups, f, ptr(&out), |dst| {
+        self.column_sums::<T>(n, f, ptr(&out), |climb| {
             let mut l = builder(
                 &self.dev,
                 &kern,
@@ -292,14 +357,14 @@ impl FusedOps for CudaBackend {
             );
             l.arg(&pa)
                 .arg(&ps)
-                .arg(&dst)
                 .arg(&nn)
                 .arg(&ff)
                 .arg(&cc)
-                .arg(&a_rs);
-            // SAFETY: head_scale_rows_T(const T* a, const T* s, T* out, u64 n, u64 f, u64 c,
-            // u64 a_rs): a holds n*f elements (a_rs = f) or f (a_rs = 0), s n*(f/c) (checked
-            // shapes), out ceil(n/256)*f.
+                .arg(&a_rs)
+                .arg(climb);
+            // SAFETY: head_scale_rows_T(const T* a, const T* s, u64 n, u64 f, u64 c, u64 a_rs,
+            // RrClimb cl): a holds n*f elements (a_rs = f) or f (a_rs = 0), s n*(f/c) (checked
+            // shapes); the climb's buffers and counters are column_sums's.
             Ok(unsafe { l.launch(cfg1(col_sums_grid(n, f, T::DTYPE.size()))) }?)
         })?;
         Ok(out)

@@ -111,6 +111,11 @@ pub(crate) fn col_sums_grid(rows: usize, f: usize, elem_bytes: usize) -> u32 {
     tiles.clamp(1, MAX_GRID_X) as u32
 }
 
+/// Column tiles of `f` columns of `elem_bytes` in model.cu's column sums.
+pub(crate) fn col_sum_tiles(f: usize, elem_bytes: usize) -> u64 {
+    f.div_ceil(COL_SUM_TILE_BYTES / elem_bytes) as u64
+}
+
 /// Blocks of `matmul_dot_*` for an `m x n` product of `chunks` chunks: with
 /// A read along its rows (`rows`), a block per chunk and group of [`BLOCK`]
 /// rows; else a thread per output and chunk.
@@ -223,6 +228,13 @@ mod tests {
         assert_eq!(col_sums_grid(80_000, 64, 8), 313 * 4);
         assert_eq!(col_sums_grid(313, 4, 4), 2);
         assert_eq!(col_sums_grid(1, 1, 8), 1);
+    }
+
+    #[test]
+    fn col_sum_tiles_are_128_bytes() {
+        assert_eq!(col_sum_tiles(64, 4), 2);
+        assert_eq!(col_sum_tiles(17, 8), 2);
+        assert_eq!(col_sum_tiles(1, 4), 1);
         assert_eq!(grid_for(u64::MAX), MAX_GRID_X as u32);
     }
 

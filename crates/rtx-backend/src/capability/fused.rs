@@ -124,6 +124,39 @@ pub trait FusedOps: IndexOps + DenseOps {
         self.sum_rows(&self.head_scale(a, s)?)
     }
 
+    /// A heterogeneous layer's output: each relation's aggregation plus its
+    /// bias, summed over the relations into one node type, then relu:
+    /// `relu(((x_0 + b_0) + (x_1 + b_1)) + ...)` for parts `(x_i: [n, f],
+    /// b_i: [1, f])` in order, each bias broadcast over the rows. Elementwise
+    /// and bit-exact, like its parts. (Relu's backward at this output is its
+    /// backward at the sum: both are positive at the same elements.)
+    ///
+    /// Default: that composition ([`DenseOps::binary`], [`DenseOps::unary`]);
+    /// a fused override must give the same bits.
+    ///
+    /// # Errors
+    /// [`Error::ShapeMismatch`](crate::Error::ShapeMismatch) naming the part
+    /// whose shapes do not fit, or when there is no part;
+    /// [`Error::Rank`](crate::Error::Rank).
+    fn sum_bias_relu<T: Element>(
+        &self,
+        parts: &[(&BTensor<Self, T>, &BTensor<Self, T>)],
+    ) -> Result<BTensor<Self, T>> {
+        let shapes: Vec<(&[usize], &[usize])> =
+            parts.iter().map(|(x, b)| (x.shape(), b.shape())).collect();
+        ops::check_sum_bias_relu(&shapes)?;
+        let mut acc: Option<BTensor<Self, T>> = None;
+        for (x, b) in parts {
+            let t = self.binary(Binary::Add, x, b)?;
+            acc = Some(match acc {
+                None => t,
+                Some(s) => self.binary(Binary::Add, &s, &t)?,
+            });
+        }
+        let sum = acc.expect("checked: at least one part");
+        self.unary(Unary::Relu, &sum)
+    }
+
     /// [`FusedOps::segment_softmax`] by the plan of `idx` into `rows` rows.
     ///
     /// # Errors

@@ -130,3 +130,84 @@ pub fn fused_gathers<B: Backend>(b: &B) {
         Err(Error::IndexOutOfRange { position: 17, .. })
     ));
 }
+
+/// `sum_bias_relu` bit-identical to its composition on the same backend and
+/// to the host reference, for one to nine parts (past any fused kernel's
+/// room), rows of whole and of partial 16-byte vectors, and inputs with NaN,
+/// -0.0 and sums that cancel; its shape errors name the part.
+pub fn fused_dense<B: Backend>(b: &B) {
+    for (n, f, k) in [
+        (300usize, 8usize, 1usize),
+        (257, 5, 2),
+        (64, 64, 3),
+        (3, 4, 9),
+    ] {
+        let mut xs: Vec<Vec<f32>> = (0..k).map(|i| values(80 + i as u64, n * f)).collect();
+        let bs: Vec<Vec<f32>> = (0..k).map(|i| values(90 + i as u64, f)).collect();
+        // specials: a NaN (kept by relu), -0.0 sums, exact cancellation
+        xs[0][0] = f32::NAN;
+        xs[0][1] = -0.0;
+        if k > 1 {
+            xs[1][2] = -(xs[0][2] + bs[0][2]) - bs[1][2];
+        }
+        let xt: Vec<_> = xs.iter().map(|x| up(b, x, &[n, f])).collect();
+        let bt: Vec<_> = bs.iter().map(|v| up(b, v, &[1, f])).collect();
+        let parts: Vec<_> = xt.iter().zip(&bt).collect();
+        let got = b.sum_bias_relu(&parts).expect("sum_bias_relu");
+        assert_eq!(got.shape(), &[n, f]);
+        let mut acc: Option<_> = None;
+        for (x, bias) in &parts {
+            let t = b.binary(Binary::Add, x, bias).expect("add");
+            acc = Some(match acc {
+                None => t,
+                Some(s) => b.binary(Binary::Add, &s, &t).expect("add"),
+            });
+        }
+        let composed = b.unary(Unary::Relu, &acc.expect("parts")).expect("relu");
+        let got = down(b, &got);
+        assert_bits(
+            &format!("sum_bias_relu [{n}, {f}] x{k} vs its composition"),
+            &got,
+            &down(b, &composed),
+        );
+        let mut want = vec![0.0f32; n * f];
+        for (r, w) in want.iter_mut().enumerate() {
+            let j = r % f;
+            let mut s = xs[0][r] + bs[0][j];
+            for i in 1..k {
+                s = s + (xs[i][r] + bs[i][j]);
+            }
+            *w = if s > 0.0 || s.is_nan() { s } else { 0.0 };
+        }
+        // arithmetic on a NaN gives a NaN whose payload is the device's own
+        let quiet = |v: &[f32]| -> Vec<f32> {
+            v.iter()
+                .map(|&x| if x.is_nan() { f32::NAN } else { x })
+                .collect()
+        };
+        assert_bits(
+            &format!("sum_bias_relu [{n}, {f}] x{k} vs reference (any NaN alike)"),
+            &quiet(&got),
+            &quiet(&want),
+        );
+    }
+    let x = up(b, &values::<f32>(95, 12), &[3, 4]);
+    let (b4, b3) = (
+        up(b, &values::<f32>(96, 4), &[1, 4]),
+        up(b, &values::<f32>(97, 3), &[1, 3]),
+    );
+    let other = up(b, &values::<f32>(98, 8), &[2, 4]);
+    let shape_error = |r: crate::Result<_>, part: &str| match r {
+        Err(Error::ShapeMismatch {
+            op: "sum_bias_relu",
+            detail,
+        }) => {
+            assert!(detail.contains(part), "{detail}")
+        }
+        other => panic!("want a shape error naming {part}, got {other:?}"),
+    };
+    shape_error(b.sum_bias_relu::<f32>(&[]), "no parts");
+    shape_error(b.sum_bias_relu(&[(&x, &b4), (&x, &b3)]), "part 1");
+    shape_error(b.sum_bias_relu(&[(&x, &b4), (&other, &b4)]), "part 1");
+    shape_error(b.sum_bias_relu(&[(&x, &x)]), "part 0");
+}

@@ -26,7 +26,7 @@ use crate::Backend;
 
 pub use crate::workload::{indices, splitmix64, value, values};
 pub use dense::{model_op_errors, model_ops_empty, model_ops_match_reference};
-pub use fused::{fused_gathers, segment_ops};
+pub use fused::{fused_dense, fused_gathers, segment_ops};
 pub use index::{
     adjoint_identity, concurrent_use, empty_indices, gather_with_repeats, hub_heavy, out_of_range,
     repeatable, scatter_duplicates_untouched, scatter_matches_reference,
@@ -52,6 +52,7 @@ pub fn run_all<B: Backend>(b: &B) {
     model_ops_match_reference(b);
     segment_ops(b);
     fused_gathers(b);
+    fused_dense(b);
     model_ops_empty(b);
     model_op_errors(b);
     index_lists_match_host_lists(b);
@@ -70,7 +71,7 @@ macro_rules! conformance_tests {
             gather_with_repeats scatter_duplicates_untouched adjoint_identity hub_heavy
             out_of_range empty_indices scatter_matches_reference repeatable concurrent_use
             swap_dims_2x3x4 vector_swap_shares_buffer all_permutations odd_transposes
-            model_ops_match_reference segment_ops fused_gathers model_ops_empty
+            model_ops_match_reference segment_ops fused_gathers fused_dense model_ops_empty
             model_op_errors index_lists_match_host_lists index_list_edges);
     };
     (@cases $make:expr; $($case:ident)*) => {

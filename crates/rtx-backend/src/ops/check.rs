@@ -62,6 +62,31 @@ pub fn check_binary(op: Binary, a: &[usize], b: &[usize]) -> Result<(usize, bool
     ))
 }
 
+/// `(n, f)` of [`sum_bias_relu`](crate::FusedOps::sum_bias_relu): at least
+/// one part, every `x` of one shape `[n, f]` and every bias `[1, f]`.
+///
+/// # Errors
+/// [`Error::Rank`] naming the part; [`Error::ShapeMismatch`] naming the part
+/// and its shapes, or saying that there is none.
+pub fn check_sum_bias_relu(parts: &[(&[usize], &[usize])]) -> Result<(usize, usize)> {
+    const OP: &str = "sum_bias_relu";
+    let Some(&(first, _)) = parts.first() else {
+        return Err(mismatch(OP, "no parts to sum".into()));
+    };
+    let (n, f) = rank2(OP, "x of part 0", first)?;
+    for (i, &(x, b)) in parts.iter().enumerate() {
+        if x != first || b != [1, f] {
+            return Err(mismatch(
+                OP,
+                format!(
+                    "part {i}: x {x:?} and bias {b:?} (want x {first:?} as part 0's, bias [1, {f}])"
+                ),
+            ));
+        }
+    }
+    Ok((n, f))
+}
+
 /// `(n, heads, channels, b_rows)` of [`head_dot`](crate::DenseOps::head_dot): `a: [n, heads * channels]`,
 /// `b: [n or 1, heads * channels]`.
 ///
