@@ -145,7 +145,7 @@ __device__ __forceinline__ T binary_op(u32 op, T a, T b) {
 
 #define RTX_UNARY(NAME, T)                                                                  \
     extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
-        NAME(const T* __restrict__ x, T* __restrict__ out, u64 n, u32 op, T s) {           \
+        NAME(const T* __restrict__ x, T* __restrict__ out, u64 n, u32 op, T s) {            \
         for (u64 i = thread_id(); i < n; i += grid_stride()) out[i] = unary_op(op, x[i], s); \
     }
 RTX_UNARY(unary_f32, float)
@@ -153,9 +153,9 @@ RTX_UNARY(unary_f64, double)
 
 #define RTX_UNARY_BWD(NAME, T)                                                              \
     extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
-        NAME(const T* __restrict__ x, const T* __restrict__ g, T* __restrict__ out, u64 n, \
+        NAME(const T* __restrict__ x, const T* __restrict__ g, T* __restrict__ out, u64 n,  \
              u32 op, T s) {                                                                 \
-        for (u64 i = thread_id(); i < n; i += grid_stride())                               \
+        for (u64 i = thread_id(); i < n; i += grid_stride())                                \
             out[i] = unary_bwd_op(op, x[i], g[i], s);                                       \
     }
 RTX_UNARY_BWD(unary_bwd_f32, float)
@@ -164,9 +164,9 @@ RTX_UNARY_BWD(unary_bwd_f64, double)
 // out = a op b; b is one row of f values repeated over a's rows when f > 0.
 #define RTX_BINARY(NAME, T)                                                                 \
     extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
-        NAME(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ out, u64 n, \
+        NAME(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ out, u64 n,  \
              u32 op, u64 f) {                                                               \
-        for (u64 i = thread_id(); i < n; i += grid_stride())                               \
+        for (u64 i = thread_id(); i < n; i += grid_stride())                                \
             out[i] = binary_op(op, a[i], b[f ? i % f : i]);                                 \
     }
 RTX_BINARY(binary_f32, float)
@@ -176,7 +176,7 @@ RTX_BINARY(binary_f64, double)
 #define RTX_AXPY(NAME, T)                                                                   \
     extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
         NAME(T* __restrict__ y, const T* __restrict__ x, u64 n, T alpha) {                  \
-        for (u64 i = thread_id(); i < n; i += grid_stride())                               \
+        for (u64 i = thread_id(); i < n; i += grid_stride())                                \
             y[i] = radd(y[i], rmul(alpha, x[i]));                                           \
     }
 RTX_AXPY(axpy_f32, float)
@@ -188,35 +188,45 @@ template <> struct Vec16<float> { typedef float4 V; };
 template <> struct Vec16<double> { typedef double2 V; };
 __device__ __forceinline__ bool aligned16(const void* p) { return ((u64)p & 15) == 0; }
 
-// out[i, h*c + j] = a[i or 0, h*c + j] * s[i, h]. When a head's c columns are
-// whole 16-byte vectors (and the sizes fit 32 bits), a thread takes one
-// vector: one row and one head, two 32-bit divisions per vector (the scalar
-// loop's two 64-bit divisions per element made it twice its bandwidth floor).
+// out[i, h*c + j] = a[i or 0, h*c + j] * s[i, h], plus x[i, h*c + j] first
+// when x is not null (add_head_scale: x + the product). When a head's c
+// columns are whole 16-byte vectors (and the sizes fit 32 bits), a thread
+// takes one vector: one row and one head, two 32-bit divisions per vector
+// (the scalar loop's two 64-bit divisions per element made it twice its
+// bandwidth floor).
 template <typename T>
-__device__ __forceinline__ void head_scale_body(const T* __restrict__ a, const T* __restrict__ s,
-                                                T* __restrict__ out, u64 n, u64 heads, u64 c,
-                                                u32 a_bcast) {
+__device__ __forceinline__ void head_scale_body(const T* __restrict__ x, const T* __restrict__ a,
+                                                const T* __restrict__ s, T* __restrict__ out,
+                                                u64 n, u64 heads, u64 c, u32 a_bcast) {
     typedef typename Vec16<T>::V V;
     constexpr u32 N = VecT<V>::N;
     const u64 f = heads * c;
     const u64 total = n * f;
-    if (c % N == 0 && total / N < (1ull << 32) && aligned16(a) && aligned16(out)) {
+    if (c % N == 0 && total / N < (1ull << 32) && aligned16(a) && aligned16(out) &&
+        aligned16(x)) {
         const u32 fv = (u32)(f / N), cv = (u32)(c / N), tv = (u32)(total / N);
         const V* __restrict__ av = reinterpret_cast<const V*>(a);
+        const V* __restrict__ xv = reinterpret_cast<const V*>(x);
         V* __restrict__ ov = reinterpret_cast<V*>(out);
         for (u64 t = thread_id(); t < tv; t += grid_stride()) {
             const u32 i = (u32)t / fv, col = (u32)t - i * fv;
             const T sc = __ldg(s + (u64)i * heads + col / cv);
-            V x = __ldg(av + (a_bcast ? (u64)col : t));
+            V v = __ldg(av + (a_bcast ? (u64)col : t));
 #pragma unroll
-            for (u32 k = 0; k < N; ++k) comps(x)[k] = rmul(comps(x)[k], sc);
-            ov[t] = x;
+            for (u32 k = 0; k < N; ++k) comps(v)[k] = rmul(comps(v)[k], sc);
+            if (x) {
+                const V w = __ldg(xv + t);
+#pragma unroll
+                for (u32 k = 0; k < N; ++k) comps(v)[k] = radd(comps(w)[k], comps(v)[k]);
+            }
+            ov[t] = v;
         }
         return;
     }
     for (u64 t = thread_id(); t < total; t += grid_stride()) {
         const u64 i = t / f, col = t - i * f;
-        out[t] = rmul(a[a_bcast ? col : t], s[i * heads + col / c]);
+        const T v = rmul(a[a_bcast ? col : t], s[i * heads + col / c]);
+        out[t] = x ? radd(x[t], v) : v;
     }
 }
 
@@ -295,11 +305,51 @@ __device__ __forceinline__ void sum_bias_relu_body(const BiasParts& p, T* __rest
 RTX_SUM_BIAS_RELU(sum_bias_relu_f32, float)
 RTX_SUM_BIAS_RELU(sum_bias_relu_f64, double)
 
+// gather_add: out[p, :] = a[ai[p], :] + b[bi[p], :] over rows of f
+// elements (every ai below a's rows and bi below b's, checked by the host).
+// A thread takes a 16-byte vector when rows are whole vectors (one 32-bit
+// division for its entry), else an element.
+template <typename T>
+__device__ __forceinline__ void gather_add_body(const T* __restrict__ a, const u32* __restrict__ ai,
+                                                const T* __restrict__ b, const u32* __restrict__ bi,
+                                                T* __restrict__ out, u64 e, u64 f) {
+    typedef typename Vec16<T>::V V;
+    constexpr u32 N = VecT<V>::N;
+    const u64 total = e * f;
+    if (f % N == 0 && total / N < (1ull << 32) && aligned16(a) && aligned16(b) && aligned16(out)) {
+        const u32 fv = (u32)(f / N), tv = (u32)(total / N);
+        const V* __restrict__ av = reinterpret_cast<const V*>(a);
+        const V* __restrict__ bv = reinterpret_cast<const V*>(b);
+        for (u64 t = thread_id(); t < tv; t += grid_stride()) {
+            const u32 p = (u32)t / fv, j = (u32)t - p * fv;
+            V x = __ldg(av + (u64)__ldg(ai + p) * fv + j);
+            const V y = __ldg(bv + (u64)__ldg(bi + p) * fv + j);
+#pragma unroll
+            for (u32 q = 0; q < N; ++q) comps(x)[q] = radd(comps(x)[q], comps(y)[q]);
+            reinterpret_cast<V*>(out)[t] = x;
+        }
+        return;
+    }
+    for (u64 t = thread_id(); t < total; t += grid_stride()) {
+        const u64 p = t / f, j = t - p * f;
+        out[t] = radd(__ldg(a + (u64)__ldg(ai + p) * f + j), __ldg(b + (u64)__ldg(bi + p) * f + j));
+    }
+}
+
+#define RTX_GATHER_ADD(NAME, T)                                                             \
+    extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
+        NAME(const T* __restrict__ a, const u32* __restrict__ ai, const T* __restrict__ b,  \
+             const u32* __restrict__ bi, T* __restrict__ out, u64 e, u64 f) {               \
+        gather_add_body<T>(a, ai, b, bi, out, e, f);                                        \
+    }
+RTX_GATHER_ADD(gather_add_f32, float)
+RTX_GATHER_ADD(gather_add_f64, double)
+
 #define RTX_HEAD_SCALE(NAME, T)                                                             \
     extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
-        NAME(const T* __restrict__ a, const T* __restrict__ s, T* __restrict__ out, u64 n, \
-             u64 heads, u64 c, u32 a_bcast) {                                               \
-        head_scale_body<T>(a, s, out, n, heads, c, a_bcast);                                \
+        NAME(const T* __restrict__ x, const T* __restrict__ a, const T* __restrict__ s,     \
+             T* __restrict__ out, u64 n, u64 heads, u64 c, u32 a_bcast) {                   \
+        head_scale_body<T>(x, a, s, out, n, heads, c, a_bcast);                             \
     }
 RTX_HEAD_SCALE(head_scale_f32, float)
 RTX_HEAD_SCALE(head_scale_f64, double)
@@ -379,7 +429,7 @@ __device__ __forceinline__ T canon_dot(const T* __restrict__ a, const T* __restr
 // out[i, h] = canonical dot of a[i, h*c..] and b[i or 0, h*c..].
 #define RTX_HEAD_DOT(NAME, T)                                                               \
     extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
-        NAME(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ out, u64 n, \
+        NAME(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ out, u64 n,  \
              u64 heads, u64 c, u32 b_bcast) {                                               \
         const u64 f = heads * c;                                                            \
         const u64 total = n * heads;                                                        \
@@ -395,8 +445,8 @@ RTX_HEAD_DOT(head_dot_f64, double)
 // head_dot of the two gathers.
 #define RTX_GATHER_HEAD_DOT(NAME, T)                                                        \
     extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
-        NAME(const T* __restrict__ a, const u32* __restrict__ ai, const T* __restrict__ b, \
-             const u32* __restrict__ bi, T* __restrict__ out, u64 e, u64 heads, u64 c) {   \
+        NAME(const T* __restrict__ a, const u32* __restrict__ ai, const T* __restrict__ b,  \
+             const u32* __restrict__ bi, T* __restrict__ out, u64 e, u64 heads, u64 c) {    \
         const u64 f = heads * c;                                                            \
         const u64 total = e * heads;                                                        \
         for (u64 t = thread_id(); t < total; t += grid_stride()) {                          \
@@ -422,11 +472,13 @@ RTX_GATHER_HEAD_DOT(gather_head_dot_f64, double)
 //
 // A tile is a group of rows and RR_COLS columns: the block loads it into
 // shared memory with all its threads (a thread keeps one column and strides
-// over the rows, RR_BATCH loads at a time: no division per element, which
-// made the sum of a [80000, 64] take 35.6 us on the H200 instead of 22.5 us),
-// then one thread per column adds the column up from shared memory.
+// over the rows, BATCH loads at a time: no division per element, which made
+// the sum of a [80000, 64] take 35.6 us on the H200 instead of 22.5 us), then
+// one thread per column adds the column up from shared memory. reduce_rows
+// loads 16 rows at a time (64 registers for f32: 17.2 us for that sum);
+// head_scale_rows, two loads per element, 8 (48 registers: five blocks per
+// SM, so a [80000, 64] is one wave).
 #define RR_COLS(T) (128 / (int)sizeof(T))
-#define RR_BATCH 16
 // The levels a column-sum launch climbs (#[repr(C)] ClimbParams in
 // src/device/dense_ops.rs): out[i] holds rows[i] rows of f columns (a T*;
 // out[levels - 1] is the one row of sums), and level i's group G (i >= 1)
@@ -443,20 +495,20 @@ struct RrClimb {
 
 // The tile of rows r0 .. r0 + rows, columns c0 .. c0 + cols, summed down its
 // columns into dst[0 .. cols].
-template <typename T, typename Load>
+template <u32 BATCH, typename T, typename Load>
 __device__ __forceinline__ void rr_tile(T (*tile)[RR_COLS(T) + 1], const Load& load, u64 r0,
                                         u32 rows, u64 c0, u32 cols, T* __restrict__ dst) {
     // thread -> column tc, rows tr, tr + P, tr + 2P, ... (P rows per pass)
     const u32 P = RTX_BLOCK / cols;
     const u32 tr = threadIdx.x / cols, tc = threadIdx.x - tr * cols;
     if (tr < P) {
-        for (u32 r = tr; r < rows; r += RR_BATCH * P) {
-            T v[RR_BATCH];
+        for (u32 r = tr; r < rows; r += BATCH * P) {
+            T v[BATCH];
 #pragma unroll
-            for (u32 q = 0; q < RR_BATCH; ++q)
+            for (u32 q = 0; q < BATCH; ++q)
                 if (r + q * P < rows) v[q] = load(r0 + r + q * P, c0 + tc);
 #pragma unroll
-            for (u32 q = 0; q < RR_BATCH; ++q)
+            for (u32 q = 0; q < BATCH; ++q)
                 if (r + q * P < rows) tile[r + q * P][tc] = v[q];
         }
     }
@@ -486,7 +538,7 @@ struct FreshRowsLoad {
     __device__ __forceinline__ T operator()(u64 r, u64 j) const { return __ldcg(in + r * f + j); }
 };
 
-template <typename T, typename Load>
+template <u32 BATCH, typename T, typename Load>
 __device__ __forceinline__ void reduce_rows_level(const Load& load, u64 n, u64 f,
                                                   const RrClimb& cl) {
     constexpr u32 C = RR_COLS(T);
@@ -499,7 +551,7 @@ __device__ __forceinline__ void reduce_rows_level(const Load& load, u64 n, u64 f
         const u64 g = t / ct, tile_j = t - g * ct, c0 = tile_j * C;
         const u64 r0 = g * RTX_CANONICAL_BLOCK;
         const u32 cols = (u32)min((u64)C, f - c0);
-        rr_tile<T>(tile, load, r0, (u32)min((u64)RTX_CANONICAL_BLOCK, n - r0), c0, cols,
+        rr_tile<BATCH, T>(tile, load, r0, (u32)min((u64)RTX_CANONICAL_BLOCK, n - r0), c0, cols,
                    reinterpret_cast<T*>(cl.out[0]) + g * f + c0);
         // climb while this block finished a group's last row
         u64 child = g;
@@ -517,7 +569,7 @@ __device__ __forceinline__ void reduce_rows_level(const Load& load, u64 n, u64 f
             __syncthreads();
             if (!last) break;
             __threadfence();  // the counts, before the rows they count
-            rr_tile<T>(tile, FreshRowsLoad<T>{reinterpret_cast<const T*>(cl.out[i]), f}, first,
+            rr_tile<BATCH, T>(tile, FreshRowsLoad<T>{reinterpret_cast<const T*>(cl.out[i]), f}, first,
                        rows, c0, cols, reinterpret_cast<T*>(cl.out[i + 1]) + grp * f + c0);
             child = grp;
         }
@@ -549,7 +601,7 @@ struct HeadScaleLoad {
 #define RTX_REDUCE_ROWS(NAME, T)                                                            \
     extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
         NAME(const T* __restrict__ in, u64 n, u64 f, RrClimb cl) {                          \
-        reduce_rows_level<T>(RowsLoad<T>{in, f}, n, f, cl);                                 \
+        reduce_rows_level<16, T>(RowsLoad<T>{in, f}, n, f, cl);                             \
     }
 RTX_REDUCE_ROWS(reduce_rows_f32, float)
 RTX_REDUCE_ROWS(reduce_rows_f64, double)
@@ -560,7 +612,7 @@ RTX_REDUCE_ROWS(reduce_rows_f64, double)
     extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
         NAME(const T* __restrict__ a, const T* __restrict__ s, u64 n, u64 f, u64 c, u64 a_rs, \
              RrClimb cl) {                                                                  \
-        reduce_rows_level<T>(HeadScaleLoad<T>{a, s, f, f / c, (u32)c, a_rs}, n, f, cl);     \
+        reduce_rows_level<8, T>(HeadScaleLoad<T>{a, s, f, f / c, (u32)c, a_rs}, n, f, cl);  \
     }
 RTX_HEAD_SCALE_ROWS(head_scale_rows_f32, float)
 RTX_HEAD_SCALE_ROWS(head_scale_rows_f64, double)
@@ -697,7 +749,7 @@ __device__ __forceinline__ void matmul_level0(const T* __restrict__ a, const T* 
 // one kernel switching over the four tiles took 190 registers, a block per SM).
 #define RTX_MATMUL(NAME, T, TM, TN)                                                         \
     extern "C" __global__ void __launch_bounds__((TM / 4) * (TN / 4))                       \
-        NAME(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ out, u64 m, \
+        NAME(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ out, u64 m,  \
              u64 n, u64 k, u64 a_rs, u64 a_ps, u64 b_ps, u64 b_js) {                        \
         __shared__ __align__(16) T As[MM_K][MM_T + MM_PAD];                                 \
         __shared__ __align__(16) T Bs[MM_K][MM_T + MM_PAD];                                 \
@@ -819,7 +871,7 @@ __device__ __forceinline__ void matmul_dot_outputs(const T* __restrict__ a,
 // The host's grid: matmul_dot_grid (rows) or a thread per output (outputs).
 #define RTX_MATMUL_DOT(NAME, T)                                                             \
     extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
-        NAME(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ out, u64 m, \
+        NAME(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ out, u64 m,  \
              u64 n, u64 k, u64 a_rs, u64 a_ps, u64 b_ps, u64 b_js) {                        \
         if (a_ps == 1)                                                                      \
             matmul_dot_rows<T>(a, b, out, m, n, k, a_rs, a_ps, b_ps, b_js);                 \
@@ -843,9 +895,9 @@ __device__ __forceinline__ T max_step(T m, T v) {
 
 #define RTX_SEGMAX(NAME, T)                                                                 \
     extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
-        NAME(const T* __restrict__ vals, const u32* __restrict__ pos,                      \
-             const u32* __restrict__ cstart, const u32* __restrict__ crow,                 \
-             const u32* __restrict__ cslot, u64 nchunks, u64 f, T* __restrict__ dst,       \
+        NAME(const T* __restrict__ vals, const u32* __restrict__ pos,                       \
+             const u32* __restrict__ cstart, const u32* __restrict__ crow,                  \
+             const u32* __restrict__ cslot, u64 nchunks, u64 f, T* __restrict__ dst,        \
              T* __restrict__ next) {                                                        \
         const u64 total = nchunks * f;                                                      \
         for (u64 t = thread_id(); t < total; t += grid_stride()) {                          \
@@ -1187,35 +1239,35 @@ struct GatherScale {
 // chains, so their speed is the number of chains in flight.
 #define RTX_FUSED_ARGS                                                                      \
     const u32 *__restrict__ pos, const u32 *__restrict__ wfirst, const u32 *__restrict__ cstart, \
-        const u32 *__restrict__ crow, const u32 *__restrict__ cslot, u64 nchunks, u64 W,       \
+        const u32 *__restrict__ crow, const u32 *__restrict__ cslot, u64 nchunks, u64 W,    \
         u32 lanes_log2
 
 #define RTX_SUM0(NAME, V)                                                                   \
-    extern "C" __global__ void __launch_bounds__(RTX_BLOCK, RTX_FUSED_MIN_BLOCKS)          \
-        NAME(const V* __restrict__ vals, RTX_FUSED_ARGS, V* __restrict__ dst,              \
+    extern "C" __global__ void __launch_bounds__(RTX_BLOCK, RTX_FUSED_MIN_BLOCKS)           \
+        NAME(const V* __restrict__ vals, RTX_FUSED_ARGS, V* __restrict__ dst,               \
              V* __restrict__ next) {                                                        \
         ReadSrc<V> s{vals, W};                                                              \
         fused_level0<V, false>(s, pos, wfirst, cstart, crow, cslot, nchunks, W, lanes_log2, dst, next); \
     }
 #define RTX_SMB0(NAME, V)                                                                   \
-    extern "C" __global__ void __launch_bounds__(RTX_BLOCK, RTX_FUSED_MIN_BLOCKS)                                 \
-        NAME(const V* __restrict__ alpha, const V* __restrict__ g, RTX_FUSED_ARGS,         \
+    extern "C" __global__ void __launch_bounds__(RTX_BLOCK, RTX_FUSED_MIN_BLOCKS)           \
+        NAME(const V* __restrict__ alpha, const V* __restrict__ g, RTX_FUSED_ARGS,          \
              V* __restrict__ dst, V* __restrict__ next) {                                   \
         SoftmaxBwd<V> s{alpha, g, W};                                                       \
         fused_level0<V, false>(s, pos, wfirst, cstart, crow, cslot, nchunks, W, lanes_log2, dst, next);   \
     }
 #define RTX_GSS0(NAME, V)                                                                   \
-    extern "C" __global__ void __launch_bounds__(RTX_BLOCK, RTX_FUSED_MIN_BLOCKS)                                 \
-        NAME(const V* __restrict__ x, const u32* __restrict__ gather,                      \
-             const VecT<V>::T* __restrict__ w, u64 heads, u64 vecs_per_head,      \
+    extern "C" __global__ void __launch_bounds__(RTX_BLOCK, RTX_FUSED_MIN_BLOCKS)           \
+        NAME(const V* __restrict__ x, const u32* __restrict__ gather,                       \
+             const VecT<V>::T* __restrict__ w, u64 heads, u64 vecs_per_head,                \
              RTX_FUSED_ARGS, V* __restrict__ dst, V* __restrict__ next) {                   \
         GatherScale<V> s{x, gather, w, W, heads, vecs_per_head};                            \
         fused_level0<V, false>(s, pos, wfirst, cstart, crow, cslot, nchunks, W, lanes_log2, dst, next);   \
     }
 // segmax0_{f32,f64}: level 0 of a segment max, keys staged (levels past it: segmax).
 #define RTX_SEGMAX0(NAME, T)                                                                \
-    extern "C" __global__ void __launch_bounds__(RTX_BLOCK, RTX_FUSED_MIN_BLOCKS)                                 \
-        NAME(const T* __restrict__ vals, RTX_FUSED_ARGS, T* __restrict__ dst,              \
+    extern "C" __global__ void __launch_bounds__(RTX_BLOCK, RTX_FUSED_MIN_BLOCKS)           \
+        NAME(const T* __restrict__ vals, RTX_FUSED_ARGS, T* __restrict__ dst,               \
              T* __restrict__ next) {                                                        \
         ReadSrc<T> s{vals, W};                                                              \
         fused_level0<T, true>(s, pos, wfirst, cstart, crow, cslot, nchunks, W, lanes_log2, dst, next); \
@@ -1227,9 +1279,9 @@ RTX_SEGMAX0(segmax0_f64, double)
 // stored values (segment_sum, the softmax's denominators: index.cu's scatter0
 // stays index_add's), of the softmax backward's sums and of
 // gather_scale_scatter; the vector types as index.cu's.
-#define RTX_FUSED_ALL(SUFFIX, V) \
-    RTX_SUM0(sum0_##SUFFIX, V)   \
-    RTX_SMB0(smb0_##SUFFIX, V)   \
+#define RTX_FUSED_ALL(SUFFIX, V)                                                            \
+    RTX_SUM0(sum0_##SUFFIX, V)                                                              \
+    RTX_SMB0(smb0_##SUFFIX, V)                                                              \
     RTX_GSS0(gss0_##SUFFIX, V)
 RTX_FUSED_ALL(f32x4, float4)
 RTX_FUSED_ALL(f32x2, float2)
@@ -1272,7 +1324,7 @@ RTX_SOFTMAX_DIV(softmax_div_f64, double)
 // out[e, j] = alpha[e, j] * (g[e, j] - s[row, j]), row = rowof[e].
 #define RTX_SOFTMAX_BWD(NAME, T)                                                            \
     extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
-        NAME(const T* __restrict__ alpha, const T* __restrict__ g, const T* __restrict__ s,\
+        NAME(const T* __restrict__ alpha, const T* __restrict__ g, const T* __restrict__ s, \
              const u32* __restrict__ rowof, T* __restrict__ out, u64 e, u64 f) {            \
         const u64 total = e * f;                                                            \
         for (u64 t = thread_id(); t < total; t += grid_stride()) {                          \

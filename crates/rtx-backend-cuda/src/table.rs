@@ -101,10 +101,12 @@ kernels! {
     BinaryF64 = "binary_f64" / 6,
     AxpyF32 = "axpy_f32" / 4,
     AxpyF64 = "axpy_f64" / 4,
+    GatherAddF32 = "gather_add_f32" / 7,
+    GatherAddF64 = "gather_add_f64" / 7,
     SumBiasReluF32 = "sum_bias_relu_f32" / 4,
     SumBiasReluF64 = "sum_bias_relu_f64" / 4,
-    HeadScaleF32 = "head_scale_f32" / 7,
-    HeadScaleF64 = "head_scale_f64" / 7,
+    HeadScaleF32 = "head_scale_f32" / 8,
+    HeadScaleF64 = "head_scale_f64" / 8,
     HeadDotF32 = "head_dot_f32" / 7,
     HeadDotF64 = "head_dot_f64" / 7,
     GatherHeadDotF32 = "gather_head_dot_f32" / 8,
@@ -350,6 +352,8 @@ pub(crate) enum Typed {
     Axpy,
     /// `sum_bias_relu_*`.
     SumBiasRelu,
+    /// `gather_add_*`.
+    GatherAdd,
     /// `head_scale_*`.
     HeadScale,
     /// `head_dot_*`.
@@ -559,6 +563,8 @@ impl Kernel {
             (Typed::Binary, F64) => Kernel::BinaryF64,
             (Typed::Axpy, F32) => Kernel::AxpyF32,
             (Typed::Axpy, F64) => Kernel::AxpyF64,
+            (Typed::GatherAdd, F32) => Kernel::GatherAddF32,
+            (Typed::GatherAdd, F64) => Kernel::GatherAddF64,
             (Typed::SumBiasRelu, F32) => Kernel::SumBiasReluF32,
             (Typed::SumBiasRelu, F64) => Kernel::SumBiasReluF64,
             (Typed::HeadScale, F32) => Kernel::HeadScaleF32,

@@ -402,11 +402,8 @@ impl<B: Backend, T: Element> HetGat<B, T> {
                 // no faster at batch 8 and slower at batch 1.)
                 let w_att_dst = b.head_dot(self.p(l, r, W_DST), self.p(l, r, ATT_DST), heads)?;
                 let a_d = b.matmul(xd, false, &w_att_dst, false)?;
-                let z = b.binary(
-                    Binary::Add,
-                    &b.index_select(&a_s, rel.src())?,
-                    &b.index_select(&a_d, rel.dst())?,
-                )?;
+                // the edge logits a_s[src] + a_d[dst] (fused gathers and add)
+                let z = b.gather_add(&a_s, rel.src(), &a_d, rel.dst())?;
                 let alpha = b.segment_softmax(&b.unary(slope, &z)?, rel.dst_plan())?;
                 // messages alpha[e] * hs[src[e]] summed per destination (fused
                 // index_select + head_scale + canonical scatter-add)
@@ -556,11 +553,7 @@ impl<B: Backend, T: Element> HetGat<B, T> {
                 let das = b.segment_sum(&dz, src_plan)?;
                 let dad = b.segment_sum(&dz, dst_plan)?;
                 grads[self.pi(l, r, ATT_SRC)] = Some(b.head_scale_sum_rows(&c.hs, &das)?);
-                dhs = b.binary(
-                    Binary::Add,
-                    &dhs,
-                    &b.head_scale(self.p(l, r, ATT_SRC), &das)?,
-                )?;
+                dhs = b.add_head_scale(&dhs, self.p(l, r, ATT_SRC), &das)?;
                 grads[self.pi(l, r, W_SRC)] = Some(b.matmul(xs, true, &dhs, false)?);
                 // a_d = x_dst @ w, w[k, h] = sum_j W_dst[k, hc+j] att_dst[hc+j]:
                 //   dw = x_dst^T @ da_d

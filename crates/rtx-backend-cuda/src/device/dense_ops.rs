@@ -252,12 +252,28 @@ impl DenseOps for CudaBackend {
         a: &BTensor<Self, T>,
         s: &BTensor<Self, T>,
     ) -> BResult<BTensor<Self, T>> {
+        self.head_scale_plus(None, a, s)
+    }
+}
+
+impl CudaBackend {
+    /// `head_scale(a, s)`, added to `x` first when given (`add_head_scale`):
+    /// one kernel, the composition's bits.
+    pub(super) fn head_scale_plus<T: Element>(
+        &self,
+        x: Option<&BTensor<Self, T>>,
+        a: &BTensor<Self, T>,
+        s: &BTensor<Self, T>,
+    ) -> BResult<BTensor<Self, T>> {
         let (n, h, c, a_rows) = ops::check_head_scale(a.shape(), s.shape())?;
+        if let Some(x) = x {
+            ops::check_same("add_head_scale", x.shape(), &[n, h * c])?;
+        }
         let out = self.out::<T>(&[n, h * c])?;
         if n * h * c == 0 {
             return Ok(out);
         }
-        let (pa, ps, po) = (ptr(a), ptr(s), ptr(&out));
+        let (px, pa, ps, po) = (x.map_or(0, ptr), ptr(a), ptr(s), ptr(&out));
         let (nn, hh, cc, ab) = (n as u64, h as u64, c as u64, u32::from(a_rows == 1));
         let kern = self.dev.kernels()?;
         let mut l = builder(
@@ -265,21 +281,21 @@ impl DenseOps for CudaBackend {
             &kern,
             Kernel::typed(Typed::HeadScale, Float::of(T::DTYPE)),
         );
-        l.arg(&pa)
+        l.arg(&px)
+            .arg(&pa)
             .arg(&ps)
             .arg(&po)
             .arg(&nn)
             .arg(&hh)
             .arg(&cc)
             .arg(&ab);
-        // SAFETY: head_scale_T(const T* a, const T* s, T* out, u64 n, u64 heads, u64 c,
-        // u32 a_bcast): a holds (a_rows)*h*c, s n*h, out n*h*c elements (checked).
+        // SAFETY: head_scale_T(const T* x, const T* a, const T* s, T* out, u64 n,
+        // u64 heads, u64 c, u32 a_bcast): x null or n*h*c elements, a (a_rows)*h*c,
+        // s n*h, out n*h*c (checked shapes).
         unsafe { l.launch(cfg1(grid_for((n * h * c) as u64))) }?;
         Ok(out)
     }
-}
 
-impl CudaBackend {
     /// Canonical column sums whose first level is another kernel's: `first`
     /// enqueues it, writing `groups` rows of `f` partial sums at the address
     /// it is given (`out` itself when `groups` is 1, else scratch), then the

@@ -157,6 +157,47 @@ impl CudaBackend {
         Ok(out)
     }
 
+    /// gather_add's `[e, f]` from `a` and `b` gathered by the lists at `ia`
+    /// and `ib` (checked against their rows by the callers).
+    fn gather_add_by<T: Element>(
+        &self,
+        a: &BTensor<Self, T>,
+        ia: u64,
+        b: &BTensor<Self, T>,
+        ib: u64,
+        e: usize,
+        f: usize,
+    ) -> BResult<BTensor<Self, T>> {
+        let out = self.out::<T>(&[e, f])?;
+        let total = (e * f) as u64;
+        if total == 0 {
+            return Ok(out);
+        }
+        let (pa, pb, po) = (ptr(a), ptr(b), ptr(&out));
+        let (ee, ff) = (e as u64, f as u64);
+        let kern = self.dev.kernels()?;
+        let mut l = builder(
+            &self.dev,
+            &kern,
+            Kernel::typed(Typed::GatherAdd, Float::of(T::DTYPE)),
+        );
+        l.arg(&pa)
+            .arg(&ia)
+            .arg(&pb)
+            .arg(&ib)
+            .arg(&po)
+            .arg(&ee)
+            .arg(&ff);
+        // a thread per 16-byte vector (the kernel strides when rows are not)
+        let per_vector = (16 / T::DTYPE.size()) as u64;
+        // SAFETY: gather_add_T(const T* a, const u32* ai, const T* b, const u32* bi,
+        // T* out, u64 e, u64 f): every ai below a's rows and every bi below b's rows
+        // (checked by the callers through the lists' maxima), rows of f elements;
+        // out holds e*f.
+        unsafe { l.launch(cfg1(grid_for(total.div_ceil(per_vector)))) }?;
+        Ok(out)
+    }
+
     /// gather_head_dot's `[e, heads]` from `a` and `b` gathered by the lists
     /// at `ia` and `ib` (checked against their rows by the callers).
     #[allow(clippy::too_many_arguments)]
@@ -368,6 +409,63 @@ impl FusedOps for CudaBackend {
             Ok(unsafe { l.launch(cfg1(col_sums_grid(n, f, T::DTYPE.size()))) }?)
         })?;
         Ok(out)
+    }
+
+    /// Fused: head_scale's kernel adds `x` to each product as it stores it.
+    fn add_head_scale<T: Element>(
+        &self,
+        x: &BTensor<Self, T>,
+        a: &BTensor<Self, T>,
+        s: &BTensor<Self, T>,
+    ) -> BResult<BTensor<Self, T>> {
+        self.head_scale_plus(Some(x), a, s)
+    }
+
+    /// Fused: one kernel, each entry's two gathered rows added.
+    fn gather_add<T: Element>(
+        &self,
+        a: &BTensor<Self, T>,
+        a_idx: &[u32],
+        b: &BTensor<Self, T>,
+        b_idx: &[u32],
+    ) -> BResult<BTensor<Self, T>> {
+        // the indices are checked through the cache entries' maxima
+        let (na, nb, f) = ops::gather_add_shapes(a.shape(), a_idx.len(), b.shape(), b_idx.len())?;
+        let e = a_idx.len();
+        if e == 0 {
+            return self.gather_add_by(a, 0, b, 0, 0, f);
+        }
+        let limit = self.index_cache_limit();
+        cache::with_idx_entry(&self.dev, limit, a_idx, na, |ae| {
+            cache::with_idx_entry(&self.dev, limit, b_idx, nb, |be| {
+                let (ia, ib) = (ae.dev_idx(&self.dev)?, be.dev_idx(&self.dev)?);
+                self.gather_add_by(a, ia, b, ib, e, f)
+            })
+        })
+    }
+
+    fn gather_add_idx<T: Element>(
+        &self,
+        a: &BTensor<Self, T>,
+        a_idx: &CudaIndex,
+        b: &BTensor<Self, T>,
+        b_idx: &CudaIndex,
+    ) -> BResult<BTensor<Self, T>> {
+        self.check_own(a_idx)?;
+        self.check_own(b_idx)?;
+        let (na, nb, f) = ops::gather_add_shapes(a.shape(), a_idx.len(), b.shape(), b_idx.len())?;
+        a_idx.entry.max(&self.dev, Some(na))?;
+        b_idx.entry.max(&self.dev, Some(nb))?;
+        let e = a_idx.len();
+        let (ia, ib) = if e == 0 {
+            (0, 0)
+        } else {
+            (
+                a_idx.entry.dev_idx(&self.dev)?,
+                b_idx.entry.dev_idx(&self.dev)?,
+            )
+        };
+        self.gather_add_by(a, ia, b, ib, e, f)
     }
 
     /// Fused: one kernel, each edge's per-head dot of the two gathered rows.

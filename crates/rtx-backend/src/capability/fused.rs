@@ -106,6 +106,49 @@ pub trait FusedOps: IndexOps + DenseOps {
         self.head_dot(&ga, &gb, heads)
     }
 
+    /// Gathered sums: `index_select(a, a_idx) + index_select(b, b_idx)`, out
+    /// `[E, f]` with `out[p] = a[a_idx[p]] + b[b_idx[p]]` for `a: [na, f]`,
+    /// `b: [nb, f]`. (A GAT's edge logits from the source and destination
+    /// nodes' logits.) An index op: bit-exact.
+    ///
+    /// Default: that composition on this backend; a fused override must give
+    /// the same bits.
+    ///
+    /// # Errors
+    /// [`Error::Rank`](crate::Error::Rank); [`Error::ShapeMismatch`](crate::Error::ShapeMismatch); [`Error::IndexOutOfRange`](crate::Error::IndexOutOfRange);
+    /// [`Error::Layout`](crate::Error::Layout) when `[E, f]` overflows (all before any work).
+    fn gather_add<T: Element>(
+        &self,
+        a: &BTensor<Self, T>,
+        a_idx: &[u32],
+        b: &BTensor<Self, T>,
+        b_idx: &[u32],
+    ) -> Result<BTensor<Self, T>> {
+        ops::check_gather_add(a.shape(), a_idx, b.shape(), b_idx)?;
+        let ga = self.index_select(a, a_idx)?;
+        let gb = self.index_select(b, b_idx)?;
+        self.binary(Binary::Add, &ga, &gb)
+    }
+
+    /// `x + head_scale(a, s)`: a gradient that gathers a head-scaled term
+    /// (an attention logit's share of its node's gradient), `x: [n, heads*c]`,
+    /// `a` and `s` as for [`DenseOps::head_scale`]. Elementwise and bit-exact.
+    ///
+    /// Default: that composition; a fused override must give the same bits.
+    ///
+    /// # Errors
+    /// As [`DenseOps::head_scale`]; [`Error::ShapeMismatch`](crate::Error::ShapeMismatch) unless `x` has its output's shape.
+    fn add_head_scale<T: Element>(
+        &self,
+        x: &BTensor<Self, T>,
+        a: &BTensor<Self, T>,
+        s: &BTensor<Self, T>,
+    ) -> Result<BTensor<Self, T>> {
+        let (n, h, c, _) = ops::check_head_scale(a.shape(), s.shape())?;
+        ops::check_same("add_head_scale", x.shape(), &[n, h * c])?;
+        self.binary(Binary::Add, x, &self.head_scale(a, s)?)
+    }
+
     /// Column sums of [`DenseOps::head_scale`]: `sum_rows(head_scale(a, s))`,
     /// `a: [n, heads*c]` (or `[1, heads*c]`, broadcast), `s: [n, heads]`, out
     /// `[1, heads*c]` (the gradient of an attention vector). A dense op: held
@@ -200,6 +243,21 @@ pub trait FusedOps: IndexOps + DenseOps {
     ) -> Result<BTensor<Self, T>> {
         let plan = host_plan(self, scatter, rows)?;
         self.gather_scale_scatter(x, &self.index_to_host(gather)?, weights, &plan)
+    }
+
+    /// [`FusedOps::gather_add`] with backend index lists.
+    ///
+    /// # Errors
+    /// As [`FusedOps::gather_add`].
+    fn gather_add_idx<T: Element>(
+        &self,
+        a: &BTensor<Self, T>,
+        a_idx: &Self::Index,
+        b: &BTensor<Self, T>,
+        b_idx: &Self::Index,
+    ) -> Result<BTensor<Self, T>> {
+        let (ai, bi) = (self.index_to_host(a_idx)?, self.index_to_host(b_idx)?);
+        self.gather_add(a, &ai, b, &bi)
     }
 
     /// [`FusedOps::gather_head_dot`] with backend index lists.

@@ -117,6 +117,56 @@ pub fn fused_gathers<B: Backend>(b: &B) {
         &down(b, &got),
         &down(b, &composed),
     );
+    let got = b
+        .gather_add(&xt, &gather, &yt, &scatter)
+        .expect("gather_add");
+    assert_eq!(got.shape(), &[e, f]);
+    let composed = b
+        .binary(
+            Binary::Add,
+            &b.index_select(&xt, &gather).expect("gather"),
+            &b.index_select(&yt, &scatter).expect("gather"),
+        )
+        .expect("add");
+    let got = down(b, &got);
+    assert_bits("gather_add vs its composition", &got, &down(b, &composed));
+    let want: Vec<f32> = (0..e * f)
+        .map(|i| x[gather[i / f] as usize * f + i % f] + y[scatter[i / f] as usize * f + i % f])
+        .collect();
+    assert_bits("gather_add vs reference", &got, &want);
+    // one column (a GAT's one-head logits), the widths between, empty lists
+    for w in [1usize, 3, 4, 6] {
+        let (xa, ya) = (values::<f32>(75, n * w), values::<f32>(76, rows * w));
+        let (xat, yat) = (up(b, &xa, &[n, w]), up(b, &ya, &[rows, w]));
+        let got = down(
+            b,
+            &b.gather_add(&xat, &gather, &yat, &scatter)
+                .expect("gather_add"),
+        );
+        let want: Vec<f32> = (0..e * w)
+            .map(|i| {
+                xa[gather[i / w] as usize * w + i % w] + ya[scatter[i / w] as usize * w + i % w]
+            })
+            .collect();
+        assert_bits(&format!("gather_add width {w}"), &got, &want);
+        let none = b
+            .gather_add(&xat, &[], &yat, &[])
+            .expect("empty gather_add");
+        assert_eq!(none.shape(), &[0, w]);
+    }
+    let mut bad = scatter.clone();
+    bad[29] = rows as u32;
+    assert!(matches!(
+        b.gather_add(&xt, &gather, &yt, &bad),
+        Err(Error::IndexOutOfRange { position: 29, .. })
+    ));
+    assert!(matches!(
+        b.gather_add(&xt, &gather, &yt, &scatter[1..]),
+        Err(Error::ShapeMismatch {
+            op: "gather_add",
+            ..
+        })
+    ));
     let mut bad = gather.clone();
     bad[17] = n as u32;
     assert!(matches!(
@@ -131,10 +181,11 @@ pub fn fused_gathers<B: Backend>(b: &B) {
     ));
 }
 
-/// `sum_bias_relu` bit-identical to its composition on the same backend and
-/// to the host reference, for one to nine parts (past any fused kernel's
-/// room), rows of whole and of partial 16-byte vectors, and inputs with NaN,
-/// -0.0 and sums that cancel; its shape errors name the part.
+/// `sum_bias_relu` and `add_head_scale` bit-identical to their compositions
+/// on the same backend and to the host reference: `sum_bias_relu` for one to
+/// nine parts (past any fused kernel's room), rows of whole and of partial
+/// 16-byte vectors, and inputs with NaN, -0.0 and sums that cancel (its shape
+/// errors name the part); `add_head_scale` with a full and a broadcast `a`.
 pub fn fused_dense<B: Backend>(b: &B) {
     for (n, f, k) in [
         (300usize, 8usize, 1usize),
@@ -191,6 +242,53 @@ pub fn fused_dense<B: Backend>(b: &B) {
             &quiet(&want),
         );
     }
+    // add_head_scale: a full and a broadcast `a`, whole and partial vectors
+    for (n, heads, c, a_rows) in [
+        (500usize, 4usize, 16usize, 500usize),
+        (70, 3, 5, 1),
+        (9, 1, 2, 9),
+    ] {
+        let f = heads * c;
+        let (x, a, s) = (
+            values::<f32>(100, n * f),
+            values::<f32>(101, a_rows * f),
+            values::<f32>(102, n * heads),
+        );
+        let (xt, at, st) = (
+            up(b, &x, &[n, f]),
+            up(b, &a, &[a_rows, f]),
+            up(b, &s, &[n, heads]),
+        );
+        let got = down(b, &b.add_head_scale(&xt, &at, &st).expect("add_head_scale"));
+        let composed = b
+            .binary(Binary::Add, &xt, &b.head_scale(&at, &st).expect("scale"))
+            .expect("add");
+        let name = format!("add_head_scale [{n}, {heads}x{c}] a rows {a_rows}");
+        assert_bits(
+            &format!("{name} vs its composition"),
+            &got,
+            &down(b, &composed),
+        );
+        let want: Vec<f32> = (0..n * f)
+            .map(|i| {
+                let (r, j) = (i / f, i % f);
+                x[i] + a[if a_rows == 1 { j } else { i }] * s[r * heads + j / c]
+            })
+            .collect();
+        assert_bits(&format!("{name} vs reference"), &got, &want);
+    }
+    let (at, st) = (
+        up(b, &values::<f32>(103, 12), &[3, 4]),
+        up(b, &values::<f32>(104, 6), &[3, 2]),
+    );
+    let wrong = up(b, &values::<f32>(105, 8), &[2, 4]);
+    assert!(matches!(
+        b.add_head_scale(&wrong, &at, &st),
+        Err(Error::ShapeMismatch {
+            op: "add_head_scale",
+            ..
+        })
+    ));
     let x = up(b, &values::<f32>(95, 12), &[3, 4]);
     let (b4, b3) = (
         up(b, &values::<f32>(96, 4), &[1, 4]),

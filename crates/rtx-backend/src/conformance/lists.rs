@@ -110,6 +110,11 @@ pub fn index_lists_match_host_lists<B: Backend>(b: &B) {
             .gather_head_dot(&xt, &idx, &xt, &idx, heads)
             .expect("gather_head_dot");
         assert_bits(&format!("ghd {name}"), &down(b, &h1), &down(b, &h2));
+        let a1 = b
+            .gather_add_idx(&xt, &list, &xt, &list)
+            .expect("gather_add_idx");
+        let a2 = b.gather_add(&xt, &idx, &xt, &idx).expect("gather_add");
+        assert_bits(&format!("gather_add {name}"), &down(b, &a1), &down(b, &a2));
     }
 }
 

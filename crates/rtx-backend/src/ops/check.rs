@@ -263,6 +263,52 @@ pub fn gather_head_dot_shapes(
     Ok((na, nb, f / heads))
 }
 
+/// The arguments of [`gather_add`](crate::FusedOps::gather_add):
+/// `(na, nb, f)` for `a: [na, f]`, `b: [nb, f]` and index lists of one
+/// length, every index below its tensor's rows.
+///
+/// # Errors
+/// As [`gather_add_shapes`]; [`Error::IndexOutOfRange`] naming the first
+/// index past its tensor's rows.
+pub fn check_gather_add(
+    a: &[usize],
+    a_idx: &[u32],
+    b: &[usize],
+    b_idx: &[u32],
+) -> Result<(usize, usize, usize)> {
+    let (na, nb, f) = gather_add_shapes(a, a_idx.len(), b, b_idx.len())?;
+    crate::reference::check_indices(a_idx, na)?;
+    crate::reference::check_indices(b_idx, nb)?;
+    Ok((na, nb, f))
+}
+
+/// The shape part of [`check_gather_add`], from the index lists' lengths:
+/// `(na, nb, f)`, the rows each list must stay below and the row length.
+///
+/// # Errors
+/// [`Error::Rank`]; [`Error::ShapeMismatch`] naming both shapes and lengths;
+/// [`Error::Layout`] when the output `[a_len, f]` overflows.
+pub fn gather_add_shapes(
+    a: &[usize],
+    a_len: usize,
+    b: &[usize],
+    b_len: usize,
+) -> Result<(usize, usize, usize)> {
+    let (na, f) = rank2("gather_add", "a", a)?;
+    let (nb, fb) = rank2("gather_add", "b", b)?;
+    if f != fb || a_len != b_len {
+        return Err(mismatch(
+            "gather_add",
+            format!(
+                "a {a:?} with {a_len} indices and b {b:?} with {b_len} indices \
+                 (want a [Na, F], b [Nb, F], equal index counts)"
+            ),
+        ));
+    }
+    rtx_tensor::numel(&[a_len, f])?;
+    Ok((na, nb, f))
+}
+
 /// Checks that two tensors have one shape (for [`DenseOps::axpy`](crate::DenseOps::axpy) and backward ops).
 ///
 /// # Errors

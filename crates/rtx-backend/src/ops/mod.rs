@@ -71,9 +71,9 @@ mod rows;
 
 pub use crate::order::{canonical_accumulate, reduce_blocks};
 pub use check::{
-    check_binary, check_gather_head_dot, check_gather_scale_scatter, check_head_dot,
-    check_head_scale, check_matmul, check_same, check_segment, check_segment_len,
-    check_sum_bias_relu, gather_head_dot_shapes, gather_scale_scatter_shapes,
+    check_binary, check_gather_add, check_gather_head_dot, check_gather_scale_scatter,
+    check_head_dot, check_head_scale, check_matmul, check_same, check_segment, check_segment_len,
+    check_sum_bias_relu, gather_add_shapes, gather_head_dot_shapes, gather_scale_scatter_shapes,
 };
 pub use kind::{Binary, Unary};
 pub use reference::{
