@@ -1064,8 +1064,10 @@ __device__ __forceinline__ u64 first_chunk_from(const u32* __restrict__ cstart, 
 // window (from the plan's window table, or two warps find them with
 // first_chunk_from when it has none), whose positions span at
 // most RTX_WIN + 255 entries since no chunk is longer than 256. The whole
-// block loads those entries' keys, then their values in the slice (up to 8
-// independent loads per thread), into shared memory; then a group of lanes
+// block loads those entries' keys, then their values in the slice (4
+// independent loads per thread at a time: 8 spilled 136 bytes of gss0_f32x4
+// under its 80 registers, and the batch-8 HetGAT step ran 8% slower on the
+// H200), into shared memory; then a group of lanes
 // per chunk (a lane per column vector of the slice) adds the chunk up from
 // shared memory, in position order. Every block has the same bounded work,
 // however the chunks are spread: a hub row's 256-entry chunk costs a few load
@@ -1081,7 +1083,7 @@ __device__ __forceinline__ void windowed_level0(const Src& src, const u32* __res
                                                 u32 W, V* __restrict__ dst, V* __restrict__ next,
                                                 unsigned char* smem) {
     typedef typename Src::Key K;
-    constexpr u32 BATCH = 8;
+    constexpr u32 BATCH = 4;
     constexpr u32 SPAN = 2 * RTX_WIN;  // entries staged, at most RTX_WIN + 255
     constexpr u32 CW = RTX_SLICE_BYTES / sizeof(V);
     static_assert(SPAN * RTX_SLICE_BYTES <= RTX_WINDOW_BYTES, "a window's slice fits");
