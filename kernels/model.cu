@@ -1065,9 +1065,8 @@ __device__ __forceinline__ u64 first_chunk_from(const u32* __restrict__ cstart, 
 // first_chunk_from when it has none), whose positions span at
 // most RTX_WIN + 255 entries since no chunk is longer than 256. The whole
 // block loads those entries' keys, then their values in the slice (4
-// independent loads per thread at a time: 8 spilled 136 bytes of gss0_f32x4
-// under its 80 registers, and the batch-8 HetGAT step ran 8% slower on the
-// H200), into shared memory; then a group of lanes
+// independent loads per thread at a time: with 8, the batch-8 HetGAT step
+// ran 8% slower on the H200), into shared memory; then a group of lanes
 // per chunk (a lane per column vector of the slice) adds the chunk up from
 // shared memory, in position order. Every block has the same bounded work,
 // however the chunks are spread: a hub row's 256-entry chunk costs a few load
@@ -1238,7 +1237,9 @@ struct GatherScale {
 
 // The fused level-0 kernels are built for RTX_FUSED_MIN_BLOCKS resident blocks
 // per SM (registers capped accordingly): their chunks are short dependent load
-// chains, so their speed is the number of chains in flight.
+// chains, so their speed is the number of chains in flight. At 4 blocks (64
+// registers) the 16-byte-vector forms spill 80-170 bytes, and still ran the
+// batch-8 HetGAT step faster on the H200 than at 3 or 2 (src/abi.rs).
 #define RTX_FUSED_ARGS                                                                      \
     const u32 *__restrict__ pos, const u32 *__restrict__ wfirst, const u32 *__restrict__ cstart, \
         const u32 *__restrict__ crow, const u32 *__restrict__ cslot, u64 nchunks, u64 W,    \
