@@ -34,7 +34,9 @@ pub mod reference;
 mod tensor;
 pub mod workload;
 
-pub use capability::{Backend, BackendCore, DenseOps, FusedOps, IndexOps, LayoutOps};
+pub use capability::{
+    Backend, BackendCore, BiasPart, DenseOps, FusedOps, IndexOps, LayoutOps, sum_bias_relu_composed,
+};
 pub use check::{check_index_add, dims2};
 pub use element::{DType, Element, bytes_of, vec_from_bytes};
 pub use error::{Error, Result};

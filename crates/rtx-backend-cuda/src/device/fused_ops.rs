@@ -5,7 +5,7 @@
 
 use cudarc::driver::DeviceRepr;
 use rtx_backend::prelude::*;
-use rtx_backend::{BTensor, Binary, Element, IndexPlan, Result as BResult, Unary, ops};
+use rtx_backend::{BTensor, BiasPart, Element, IndexPlan, Result as BResult, ops};
 
 use super::backend::{CudaBackend, ptr};
 use super::cache;
@@ -258,23 +258,13 @@ impl FusedOps for CudaBackend {
     /// composition); the composition's bits.
     fn sum_bias_relu<T: Element>(
         &self,
-        parts: &[(&BTensor<Self, T>, &BTensor<Self, T>)],
+        parts: &[BiasPart<'_, Self, T>],
     ) -> BResult<BTensor<Self, T>> {
         let shapes: Vec<(&[usize], &[usize])> =
             parts.iter().map(|(x, b)| (x.shape(), b.shape())).collect();
         let (n, f) = ops::check_sum_bias_relu(&shapes)?;
         if parts.len() > SUM_BIAS_PARTS {
-            let sum = parts
-                .iter()
-                .try_fold(None::<BTensor<Self, T>>, |acc, (x, b)| {
-                    let t = self.binary(Binary::Add, x, b)?;
-                    Ok::<_, rtx_backend::Error>(Some(match acc {
-                        None => t,
-                        Some(s) => self.binary(Binary::Add, &s, &t)?,
-                    }))
-                })?
-                .expect("checked: at least one part");
-            return self.unary(Unary::Relu, &sum);
+            return rtx_backend::sum_bias_relu_composed(self, parts);
         }
         let out = self.out::<T>(&[n, f])?;
         let total = (n * f) as u64;

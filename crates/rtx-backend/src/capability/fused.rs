@@ -4,6 +4,37 @@
 use super::index::host_plan;
 use crate::{BTensor, Binary, DenseOps, Element, IndexOps, IndexPlan, Result, Unary, ops};
 
+/// One part of [`FusedOps::sum_bias_relu`]: a relation's aggregation
+/// `[n, f]` and its bias `[1, f]`.
+pub type BiasPart<'a, B, T> = (&'a BTensor<B, T>, &'a BTensor<B, T>);
+
+/// [`FusedOps::sum_bias_relu`] as its composition of [`DenseOps::binary`]
+/// and [`DenseOps::unary`] on `b` (its default; a fused override may call
+/// it for what its kernel has no room for), shapes checked first.
+///
+/// # Errors
+/// As [`FusedOps::sum_bias_relu`].
+pub fn sum_bias_relu_composed<B: DenseOps + ?Sized, T: Element>(
+    b: &B,
+    parts: &[BiasPart<'_, B, T>],
+) -> Result<BTensor<B, T>> {
+    let shapes: Vec<(&[usize], &[usize])> = parts
+        .iter()
+        .map(|(x, bias)| (x.shape(), bias.shape()))
+        .collect();
+    ops::check_sum_bias_relu(&shapes)?;
+    let mut acc: Option<BTensor<B, T>> = None;
+    for (x, bias) in parts {
+        let t = b.binary(Binary::Add, x, bias)?;
+        acc = Some(match acc {
+            None => t,
+            Some(s) => b.binary(Binary::Add, &s, &t)?,
+        });
+    }
+    let sum = acc.expect("checked: at least one part");
+    b.unary(Unary::Relu, &sum)
+}
+
 /// Fused ops: each is defined as a composition of [`IndexOps`] and
 /// [`DenseOps`] on the same backend, and its default is that composition (no
 /// round trip beyond those ops' own). A fused override must give the same
@@ -183,21 +214,9 @@ pub trait FusedOps: IndexOps + DenseOps {
     /// [`Error::Rank`](crate::Error::Rank).
     fn sum_bias_relu<T: Element>(
         &self,
-        parts: &[(&BTensor<Self, T>, &BTensor<Self, T>)],
+        parts: &[BiasPart<'_, Self, T>],
     ) -> Result<BTensor<Self, T>> {
-        let shapes: Vec<(&[usize], &[usize])> =
-            parts.iter().map(|(x, b)| (x.shape(), b.shape())).collect();
-        ops::check_sum_bias_relu(&shapes)?;
-        let mut acc: Option<BTensor<Self, T>> = None;
-        for (x, b) in parts {
-            let t = self.binary(Binary::Add, x, b)?;
-            acc = Some(match acc {
-                None => t,
-                Some(s) => self.binary(Binary::Add, &s, &t)?,
-            });
-        }
-        let sum = acc.expect("checked: at least one part");
-        self.unary(Unary::Relu, &sum)
+        sum_bias_relu_composed(self, parts)
     }
 
     /// [`FusedOps::segment_softmax`] by the plan of `idx` into `rows` rows.

@@ -226,7 +226,7 @@ pub fn fused_dense<B: Backend>(b: &B) {
             let j = r % f;
             let mut s = xs[0][r] + bs[0][j];
             for i in 1..k {
-                s = s + (xs[i][r] + bs[i][j]);
+                s += xs[i][r] + bs[i][j];
             }
             *w = if s > 0.0 || s.is_nan() { s } else { 0.0 };
         }
