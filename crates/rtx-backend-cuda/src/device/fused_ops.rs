@@ -157,86 +157,88 @@ impl CudaBackend {
         Ok(out)
     }
 
-    /// gather_add's `[e, f]` from `a` and `b` gathered by the lists at `ia`
-    /// and `ib` (checked against their rows by the callers).
-    fn gather_add_by<T: Element>(
+    /// `[e, out_cols]` from a kernel over `a` and `b` gathered by the lists at
+    /// `ia` and `ib` (checked against their rows by the callers; 0 when
+    /// `e == 0`): `gather_add_T` (`extra` = `[f]`, a thread per 16-byte
+    /// vector) or `gather_head_dot_T` (`extra` = `[heads, c]`, a thread per
+    /// output).
+    #[allow(clippy::too_many_arguments)]
+    fn two_gathers<T: Element>(
         &self,
+        kernel: Typed,
         a: &BTensor<Self, T>,
         ia: u64,
         b: &BTensor<Self, T>,
         ib: u64,
         e: usize,
-        f: usize,
+        out_cols: usize,
+        extra: &[u64],
     ) -> BResult<BTensor<Self, T>> {
-        let out = self.out::<T>(&[e, f])?;
-        let total = (e * f) as u64;
+        let out = self.out::<T>(&[e, out_cols])?;
+        let total = (e * out_cols) as u64;
         if total == 0 {
             return Ok(out);
         }
-        let (pa, pb, po) = (ptr(a), ptr(b), ptr(&out));
-        let (ee, ff) = (e as u64, f as u64);
+        let (pa, pb, po, ee) = (ptr(a), ptr(b), ptr(&out), e as u64);
         let kern = self.dev.kernels()?;
-        let mut l = builder(
-            &self.dev,
-            &kern,
-            Kernel::typed(Typed::GatherAdd, Float::of(T::DTYPE)),
-        );
-        l.arg(&pa)
-            .arg(&ia)
-            .arg(&pb)
-            .arg(&ib)
-            .arg(&po)
-            .arg(&ee)
-            .arg(&ff);
-        // a thread per 16-byte vector (the kernel strides when rows are not)
-        let per_vector = (16 / T::DTYPE.size()) as u64;
+        let mut l = builder(&self.dev, &kern, Kernel::typed(kernel, Float::of(T::DTYPE)));
+        l.arg(&pa).arg(&ia).arg(&pb).arg(&ib).arg(&po).arg(&ee);
+        for x in extra {
+            l.arg(x);
+        }
+        let threads = match kernel {
+            Typed::GatherAdd => total.div_ceil((16 / T::DTYPE.size()) as u64),
+            _ => total,
+        };
         // SAFETY: gather_add_T(const T* a, const u32* ai, const T* b, const u32* bi,
-        // T* out, u64 e, u64 f): every ai below a's rows and every bi below b's rows
-        // (checked by the callers through the lists' maxima), rows of f elements;
-        // out holds e*f.
-        unsafe { l.launch(cfg1(grid_for(total.div_ceil(per_vector)))) }?;
+        // T* out, u64 e, u64 f) / gather_head_dot_T(..., T* out, u64 e, u64 heads,
+        // u64 c): every ai below a's rows and every bi below b's rows (checked by the
+        // callers through the lists' maxima), rows of f = heads*c elements; out holds
+        // e * out_cols (the launch's arity is checked against the kernel's).
+        unsafe { l.launch(cfg1(grid_for(threads))) }?;
         Ok(out)
     }
 
-    /// gather_head_dot's `[e, heads]` from `a` and `b` gathered by the lists
-    /// at `ia` and `ib` (checked against their rows by the callers).
-    #[allow(clippy::too_many_arguments)]
-    fn ghd_by<T: Element>(
+    /// `f(ia, ib)` with the device addresses of two host lists, each checked
+    /// against its rows (`na`, `nb`) through the index cache's maxima (0, 0
+    /// for empty lists).
+    fn with_two_lists<R>(
         &self,
-        a: &BTensor<Self, T>,
-        ia: u64,
-        b: &BTensor<Self, T>,
-        ib: u64,
-        e: usize,
-        heads: usize,
-        c: usize,
-    ) -> BResult<BTensor<Self, T>> {
-        let out = self.out::<T>(&[e, heads])?;
-        if e == 0 {
-            return Ok(out);
+        a_idx: &[u32],
+        na: usize,
+        b_idx: &[u32],
+        nb: usize,
+        f: impl FnOnce(u64, u64) -> BResult<R>,
+    ) -> BResult<R> {
+        if a_idx.is_empty() && b_idx.is_empty() {
+            return f(0, 0);
         }
-        let (pa, pb, po) = (ptr(a), ptr(b), ptr(&out));
-        let (ee, hh, cc) = (e as u64, heads as u64, c as u64);
-        let kern = self.dev.kernels()?;
-        let mut l = builder(
-            &self.dev,
-            &kern,
-            Kernel::typed(Typed::GatherHeadDot, Float::of(T::DTYPE)),
-        );
-        l.arg(&pa)
-            .arg(&ia)
-            .arg(&pb)
-            .arg(&ib)
-            .arg(&po)
-            .arg(&ee)
-            .arg(&hh)
-            .arg(&cc);
-        // SAFETY: gather_head_dot_T(const T* a, const u32* ai, const T* b, const
-        // u32* bi, T* out, u64 e, u64 heads, u64 c): every ai below a's rows and
-        // every bi below b's rows (checked by the callers through the lists'
-        // maxima), rows of heads*c elements; out holds e*heads.
-        unsafe { l.launch(cfg1(grid_for(ee * hh))) }?;
-        Ok(out)
+        let limit = self.index_cache_limit();
+        cache::with_idx_entry(&self.dev, limit, a_idx, na, |ae| {
+            cache::with_idx_entry(&self.dev, limit, b_idx, nb, |be| {
+                f(ae.dev_idx(&self.dev)?, be.dev_idx(&self.dev)?)
+            })
+        })
+    }
+
+    /// The device addresses of two of this backend's lists (`check_own`
+    /// done), each checked against its rows (0, 0 for empty lists).
+    fn two_dev_lists(
+        &self,
+        a_idx: &CudaIndex,
+        na: usize,
+        b_idx: &CudaIndex,
+        nb: usize,
+    ) -> BResult<(u64, u64)> {
+        a_idx.entry.max(&self.dev, Some(na))?;
+        b_idx.entry.max(&self.dev, Some(nb))?;
+        if a_idx.is_empty() {
+            return Ok((0, 0));
+        }
+        Ok((
+            a_idx.entry.dev_idx(&self.dev)?,
+            b_idx.entry.dev_idx(&self.dev)?,
+        ))
     }
 }
 
@@ -422,15 +424,8 @@ impl FusedOps for CudaBackend {
         // the indices are checked through the cache entries' maxima
         let (na, nb, f) = ops::gather_add_shapes(a.shape(), a_idx.len(), b.shape(), b_idx.len())?;
         let e = a_idx.len();
-        if e == 0 {
-            return self.gather_add_by(a, 0, b, 0, 0, f);
-        }
-        let limit = self.index_cache_limit();
-        cache::with_idx_entry(&self.dev, limit, a_idx, na, |ae| {
-            cache::with_idx_entry(&self.dev, limit, b_idx, nb, |be| {
-                let (ia, ib) = (ae.dev_idx(&self.dev)?, be.dev_idx(&self.dev)?);
-                self.gather_add_by(a, ia, b, ib, e, f)
-            })
+        self.with_two_lists(a_idx, na, b_idx, nb, |ia, ib| {
+            self.two_gathers(Typed::GatherAdd, a, ia, b, ib, e, f, &[f as u64])
         })
     }
 
@@ -444,18 +439,9 @@ impl FusedOps for CudaBackend {
         self.check_own(a_idx)?;
         self.check_own(b_idx)?;
         let (na, nb, f) = ops::gather_add_shapes(a.shape(), a_idx.len(), b.shape(), b_idx.len())?;
-        a_idx.entry.max(&self.dev, Some(na))?;
-        b_idx.entry.max(&self.dev, Some(nb))?;
+        let (ia, ib) = self.two_dev_lists(a_idx, na, b_idx, nb)?;
         let e = a_idx.len();
-        let (ia, ib) = if e == 0 {
-            (0, 0)
-        } else {
-            (
-                a_idx.entry.dev_idx(&self.dev)?,
-                b_idx.entry.dev_idx(&self.dev)?,
-            )
-        };
-        self.gather_add_by(a, ia, b, ib, e, f)
+        self.two_gathers(Typed::GatherAdd, a, ia, b, ib, e, f, &[f as u64])
     }
 
     /// Fused: one kernel, each edge's per-head dot of the two gathered rows.
@@ -471,12 +457,9 @@ impl FusedOps for CudaBackend {
         let (na, nb, c) =
             ops::gather_head_dot_shapes(a.shape(), a_idx.len(), b.shape(), b_idx.len(), heads)?;
         let e = a_idx.len();
-        let limit = self.index_cache_limit();
-        cache::with_idx_entry(&self.dev, limit, a_idx, na, |ae| {
-            cache::with_idx_entry(&self.dev, limit, b_idx, nb, |be| {
-                let (ia, ib) = (ae.dev_idx(&self.dev)?, be.dev_idx(&self.dev)?);
-                self.ghd_by(a, ia, b, ib, e, heads, c)
-            })
+        let extra = [heads as u64, c as u64];
+        self.with_two_lists(a_idx, na, b_idx, nb, |ia, ib| {
+            self.two_gathers(Typed::GatherHeadDot, a, ia, b, ib, e, heads, &extra)
         })
     }
 
@@ -557,17 +540,17 @@ impl FusedOps for CudaBackend {
         self.check_own(b_idx)?;
         let (na, nb, c) =
             ops::gather_head_dot_shapes(a.shape(), a_idx.len(), b.shape(), b_idx.len(), heads)?;
-        a_idx.entry.max(&self.dev, Some(na))?;
-        b_idx.entry.max(&self.dev, Some(nb))?;
-        let e = a_idx.len();
-        let (ia, ib) = if e == 0 {
-            (0, 0)
-        } else {
-            (
-                a_idx.entry.dev_idx(&self.dev)?,
-                b_idx.entry.dev_idx(&self.dev)?,
-            )
-        };
-        self.ghd_by(a, ia, b, ib, e, heads, c)
+        let (ia, ib) = self.two_dev_lists(a_idx, na, b_idx, nb)?;
+        let extra = [heads as u64, c as u64];
+        self.two_gathers(
+            Typed::GatherHeadDot,
+            a,
+            ia,
+            b,
+            ib,
+            a_idx.len(),
+            heads,
+            &extra,
+        )
     }
 }
