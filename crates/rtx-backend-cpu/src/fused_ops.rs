@@ -1,16 +1,119 @@
 //! [`FusedOps`] of the CPU backend: the fused gathers and the segment
-//! softmax, parallel over destination rows (segments), bit-identical to the
-//! reference for any thread count.
+//! softmax, parallel over destination rows (segments), and the fused
+//! elementwise ops (`sum_bias_relu`, `add_head_scale`: one pass instead of
+//! the composition's two or four); bit-identical to the reference for any
+//! thread count.
 
 use rayon::prelude::*;
 use rtx_backend::prelude::*;
-use rtx_backend::{BTensor, Element, IndexPlan, Result, Tensor, ops, try_vec};
+use rtx_backend::{BTensor, BiasPart, Binary, Element, IndexPlan, Result, Tensor, ops, try_vec};
 use rtx_tensor::Layout;
 
 use crate::tasks::{ELEMS_PER_TASK, MIN_ROWS_PER_TASK};
 use crate::{CpuBackend, CpuBuffer};
 
 impl FusedOps for CpuBackend {
+    /// One pass over the rows, each part read once; the composition's bits.
+    fn sum_bias_relu<T: Element>(
+        &self,
+        parts: &[BiasPart<'_, Self, T>],
+    ) -> Result<BTensor<Self, T>> {
+        let shapes: Vec<(&[usize], &[usize])> =
+            parts.iter().map(|(x, b)| (x.shape(), b.shape())).collect();
+        let (n, f) = ops::check_sum_bias_relu(&shapes)?;
+        let layout = Layout::contiguous(&[n, f])?;
+        let mut out = self.for_overwrite(&layout)?;
+        let ins: Vec<(&[T], &[T])> = parts
+            .iter()
+            .map(|(x, b)| (&x.storage()[..], &b.storage()[..]))
+            .collect();
+        if let Some(rows) = ELEMS_PER_TASK.checked_div(f) {
+            self.install(|| {
+                out.par_chunks_mut(f)
+                    .with_min_len(rows.max(1))
+                    .enumerate()
+                    .for_each(|(r, o)| {
+                        let at = r * f;
+                        let (x0, b0) = ins[0];
+                        for ((o, &x), &b) in o.iter_mut().zip(&x0[at..at + f]).zip(b0) {
+                            *o = x + b;
+                        }
+                        for &(x, b) in &ins[1..] {
+                            for ((o, &x), &b) in o.iter_mut().zip(&x[at..at + f]).zip(b) {
+                                *o = *o + (x + b);
+                            }
+                        }
+                        // relu as ops::unary_slice has it (NaN kept)
+                        for o in o.iter_mut() {
+                            if !(*o > T::ZERO || o.is_nan()) {
+                                *o = T::ZERO;
+                            }
+                        }
+                    });
+            });
+        }
+        Ok(Tensor::new(out, layout))
+    }
+
+    fn gather_add<T: Element>(
+        &self,
+        a: &BTensor<Self, T>,
+        a_idx: &[u32],
+        b: &BTensor<Self, T>,
+        b_idx: &[u32],
+    ) -> Result<BTensor<Self, T>> {
+        let (_, _, f) = ops::check_gather_add(a.shape(), a_idx, b.shape(), b_idx)?;
+        let (xa, xb) = (a.storage(), b.storage());
+        let layout = Layout::contiguous(&[a_idx.len(), f])?;
+        let mut out = self.for_overwrite(&layout)?;
+        if f > 0 {
+            self.install(|| {
+                out.par_chunks_mut(f)
+                    .with_min_len(4 * MIN_ROWS_PER_TASK)
+                    .zip(a_idx.par_iter().zip(b_idx.par_iter()))
+                    .for_each(|(o, (&i, &j))| {
+                        let (i, j) = (i as usize * f, j as usize * f);
+                        ops::binary_slice(Binary::Add, &xa[i..i + f], &xb[j..j + f], o);
+                    });
+            });
+        }
+        Ok(Tensor::new(out, layout))
+    }
+
+    fn add_head_scale<T: Element>(
+        &self,
+        x: &BTensor<Self, T>,
+        a: &BTensor<Self, T>,
+        s: &BTensor<Self, T>,
+    ) -> Result<BTensor<Self, T>> {
+        let (n, h, c, a_rows) = ops::check_head_scale(a.shape(), s.shape())?;
+        let f = h * c;
+        ops::check_same("add_head_scale", x.shape(), &[n, f])?;
+        let (xx, xa, xs) = (x.storage(), a.storage(), s.storage());
+        let layout = Layout::contiguous(&[n, f])?;
+        let mut out = self.for_overwrite(&layout)?;
+        if f > 0 {
+            self.install(|| {
+                out.par_chunks_mut(f)
+                    .with_min_len(MIN_ROWS_PER_TASK)
+                    .enumerate()
+                    .for_each(|(i, o)| {
+                        let ar = if a_rows == 1 { 0 } else { i };
+                        ops::head_scale_row(
+                            &xa[ar * f..(ar + 1) * f],
+                            &xs[i * h..(i + 1) * h],
+                            c,
+                            o,
+                        );
+                        for (o, &v) in o.iter_mut().zip(&xx[i * f..(i + 1) * f]) {
+                            *o = v + *o;
+                        }
+                    });
+            });
+        }
+        Ok(Tensor::new(out, layout))
+    }
+
     fn gather_scale_scatter<T: Element>(
         &self,
         x: &BTensor<Self, T>,
