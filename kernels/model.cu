@@ -530,7 +530,8 @@ __device__ __forceinline__ void rr_tile(T (*tile)[RR_COLS(T) + 1], const Load& l
 }
 
 // in[r, j] of a row-major [n, f] another block of this launch wrote: read
-// past the SM's L1 (__ldcg), which may hold no copy of it.
+// from L2 (__ldcg), where the other blocks' writes are visible; this SM's L1
+// could hold a stale copy.
 template <typename T>
 struct FreshRowsLoad {
     const T* in;

@@ -43,11 +43,8 @@ impl FusedOps for CpuBackend {
                                 *o = *o + (x + b);
                             }
                         }
-                        // relu as ops::unary_slice has it (NaN kept)
                         for o in o.iter_mut() {
-                            if !(*o > T::ZERO || o.is_nan()) {
-                                *o = T::ZERO;
-                            }
+                            *o = ops::relu(*o);
                         }
                     });
             });

@@ -42,7 +42,8 @@
 //! segment max), `layout_ops.rs` ([`LayoutOps`]: permute), `dense_ops.rs`
 //! ([`DenseOps`]: matmul, elementwise, row sums, per-head ops, with the
 //! parallel canonical sum), `gemm.rs` (the fast matrix product),
-//! `fused_ops.rs` ([`FusedOps`]: fused gathers, segment softmax), `pool.rs`
+//! `fused_ops.rs` ([`FusedOps`]: fused gathers, segment softmax, the fused
+//! elementwise ops), `pool.rs`
 //! (the buffer pool) and `tasks.rs` (how work is cut into rayon tasks).
 //!
 //! [`BackendCore`]: rtx_backend::BackendCore

@@ -46,8 +46,8 @@ pub(crate) const SUM_BIAS_PARTS: usize = 8;
 /// canonical sum of 2^64 rows has 8 (256^8 = 2^64).
 pub(crate) const COL_SUM_LEVELS: usize = 8;
 /// Counters of the device's column-sum climb (one per group of a level past
-/// the first and column tile of a launch); a launch needing more climbs fewer
-/// levels at a time.
+/// the first and column tile of a launch); a sum needing more computes its
+/// first level alone, then sums that level's rows the same way.
 pub(crate) const COL_SUM_COUNTERS: usize = 1 << 16;
 /// Slot of a scatter chunk whose sum goes into its row (`RTX_FINAL`).
 pub(crate) const FINAL: u32 = crate::levels::FINAL;

@@ -246,15 +246,7 @@ fn column_sums(g: &CudaBackend, args: &Args) -> anyhow::Result<()> {
         Some(3.0 * bytes),
         &[],
     );
-    let composed = || -> Result<BTensor<CudaBackend, f32>> {
-        use rtx_backend::{Binary, Unary};
-        let s = g.binary(
-            Binary::Add,
-            &g.binary(Binary::Add, &x, &b0)?,
-            &g.binary(Binary::Add, &y, &b1)?,
-        )?;
-        g.unary(Unary::Relu, &s)
-    };
+    let composed = || rtx_backend::sum_bias_relu_composed(g, &parts);
     let ms = per_call(g, args, || composed().map(drop))?;
     emit(
         "dense",

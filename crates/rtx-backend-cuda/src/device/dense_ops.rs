@@ -356,7 +356,15 @@ impl CudaBackend {
         let levels = if climb { lv.rows.len() } else { 1 };
         // every level's rows before the last (the sums at dst)
         let inner: u64 = lv.rows[..lv.rows.len() - 1].iter().take(levels).sum();
-        let part = scratch::<T>(&self.dev, (inner as usize).saturating_mul(f))?;
+        let inner = usize::try_from(inner).unwrap_or(usize::MAX);
+        let part = scratch::<T>(
+            &self.dev,
+            inner.checked_mul(f).ok_or(Error::SizeOverflow {
+                what: "column-sum levels",
+                count: inner,
+                size: f,
+            })?,
+        )?;
         let mut p = ClimbParams {
             out: [0; COL_SUM_LEVELS],
             rows: [0; COL_SUM_LEVELS],

@@ -1,7 +1,9 @@
 //! [`FusedOps`] on the device (kernels/model.cu): the segment softmax, its
 //! backward and gather_scale_scatter as level chains whose level 0 computes
-//! its values on the fly (one runner with the scatter-add: `chain`), and the
-//! gathered per-head dot in one kernel; each with exactly its composition's bits.
+//! its values on the fly (one runner with the scatter-add: `chain`); the
+//! two-gather ops (`gather_head_dot`, `gather_add`), `add_head_scale` and
+//! `sum_bias_relu` in one kernel each; `head_scale_sum_rows` as one climbing
+//! column sum; each with exactly its composition's bits.
 
 use cudarc::driver::DeviceRepr;
 use rtx_backend::prelude::*;
@@ -159,9 +161,9 @@ impl CudaBackend {
 
     /// `[e, out_cols]` from a kernel over `a` and `b` gathered by the lists at
     /// `ia` and `ib` (checked against their rows by the callers; 0 when
-    /// `e == 0`): `gather_add_T` (`extra` = `[f]`, a thread per 16-byte
-    /// vector) or `gather_head_dot_T` (`extra` = `[heads, c]`, a thread per
-    /// output).
+    /// `e == 0`): `gather_add_T` (`extra` = `[f]`, `per_thread` a 16-byte
+    /// vector's elements) or `gather_head_dot_T` (`extra` = `[heads, c]`,
+    /// `per_thread` 1), a thread per `per_thread` outputs.
     #[allow(clippy::too_many_arguments)]
     fn two_gathers<T: Element>(
         &self,
@@ -173,6 +175,7 @@ impl CudaBackend {
         e: usize,
         out_cols: usize,
         extra: &[u64],
+        per_thread: u64,
     ) -> BResult<BTensor<Self, T>> {
         let out = self.out::<T>(&[e, out_cols])?;
         let total = (e * out_cols) as u64;
@@ -186,10 +189,7 @@ impl CudaBackend {
         for x in extra {
             l.arg(x);
         }
-        let threads = match kernel {
-            Typed::GatherAdd => total.div_ceil((16 / T::DTYPE.size()) as u64),
-            _ => total,
-        };
+        let threads = total.div_ceil(per_thread.max(1));
         // SAFETY: gather_add_T(const T* a, const u32* ai, const T* b, const u32* bi,
         // T* out, u64 e, u64 f) / gather_head_dot_T(..., T* out, u64 e, u64 heads,
         // u64 c): every ai below a's rows and every bi below b's rows (checked by the
@@ -242,6 +242,12 @@ impl CudaBackend {
     }
 }
 
+/// Elements of `T` in a 16-byte vector: what a thread of the vectorized
+/// elementwise kernels (`gather_add`, `sum_bias_relu`) takes.
+fn per_vector<T: Element>() -> u64 {
+    (16 / T::DTYPE.size()) as u64
+}
+
 /// The parts of one `sum_bias_relu` launch (`BiasParts` in kernels/model.cu):
 /// the first `k` of `x` and `b` are the parts' inputs and biases.
 #[repr(C)]
@@ -289,12 +295,11 @@ impl FusedOps for CudaBackend {
             Kernel::typed(Typed::SumBiasRelu, Float::of(T::DTYPE)),
         );
         l.arg(&p).arg(&po).arg(&nn).arg(&ff);
-        // a thread per 16-byte vector (the kernel strides when rows are not)
-        let per_vector = (16 / T::DTYPE.size()) as u64;
         // SAFETY: sum_bias_relu_T(BiasParts p, T* out, u64 n, u64 f), BiasParts
         // #[repr(C)] as in kernels/model.cu: its first k inputs hold n*f elements and
         // its first k biases f (checked shapes), out n*f.
-        unsafe { l.launch(cfg1(grid_for(total.div_ceil(per_vector)))) }?;
+        // a thread per 16-byte vector (the kernel strides when rows are not)
+        unsafe { l.launch(cfg1(grid_for(total.div_ceil(per_vector::<T>())))) }?;
         Ok(out)
     }
 
@@ -423,9 +428,9 @@ impl FusedOps for CudaBackend {
     ) -> BResult<BTensor<Self, T>> {
         // the indices are checked through the cache entries' maxima
         let (na, nb, f) = ops::gather_add_shapes(a.shape(), a_idx.len(), b.shape(), b_idx.len())?;
-        let e = a_idx.len();
+        let (e, vec16) = (a_idx.len(), per_vector::<T>());
         self.with_two_lists(a_idx, na, b_idx, nb, |ia, ib| {
-            self.two_gathers(Typed::GatherAdd, a, ia, b, ib, e, f, &[f as u64])
+            self.two_gathers(Typed::GatherAdd, a, ia, b, ib, e, f, &[f as u64], vec16)
         })
     }
 
@@ -440,8 +445,8 @@ impl FusedOps for CudaBackend {
         self.check_own(b_idx)?;
         let (na, nb, f) = ops::gather_add_shapes(a.shape(), a_idx.len(), b.shape(), b_idx.len())?;
         let (ia, ib) = self.two_dev_lists(a_idx, na, b_idx, nb)?;
-        let e = a_idx.len();
-        self.two_gathers(Typed::GatherAdd, a, ia, b, ib, e, f, &[f as u64])
+        let (e, vec16) = (a_idx.len(), per_vector::<T>());
+        self.two_gathers(Typed::GatherAdd, a, ia, b, ib, e, f, &[f as u64], vec16)
     }
 
     /// Fused: one kernel, each edge's per-head dot of the two gathered rows.
@@ -459,7 +464,7 @@ impl FusedOps for CudaBackend {
         let e = a_idx.len();
         let extra = [heads as u64, c as u64];
         self.with_two_lists(a_idx, na, b_idx, nb, |ia, ib| {
-            self.two_gathers(Typed::GatherHeadDot, a, ia, b, ib, e, heads, &extra)
+            self.two_gathers(Typed::GatherHeadDot, a, ia, b, ib, e, heads, &extra, 1)
         })
     }
 
@@ -541,16 +546,7 @@ impl FusedOps for CudaBackend {
         let (na, nb, c) =
             ops::gather_head_dot_shapes(a.shape(), a_idx.len(), b.shape(), b_idx.len(), heads)?;
         let (ia, ib) = self.two_dev_lists(a_idx, na, b_idx, nb)?;
-        let extra = [heads as u64, c as u64];
-        self.two_gathers(
-            Typed::GatherHeadDot,
-            a,
-            ia,
-            b,
-            ib,
-            a_idx.len(),
-            heads,
-            &extra,
-        )
+        let (e, extra) = (a_idx.len(), [heads as u64, c as u64]);
+        self.two_gathers(Typed::GatherHeadDot, a, ia, b, ib, e, heads, &extra, 1)
     }
 }

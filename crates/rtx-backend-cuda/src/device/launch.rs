@@ -106,9 +106,10 @@ const COL_SUM_TILE_BYTES: usize = 128;
 /// `head_scale_rows`) over `rows` rows of `f` elements of `elem_bytes`: a
 /// block per group of 256 rows and tile of 128 bytes of columns.
 pub(crate) fn col_sums_grid(rows: usize, f: usize, elem_bytes: usize) -> u32 {
-    let tiles =
-        rows.div_ceil(CANONICAL_BLOCK) as u64 * f.div_ceil(COL_SUM_TILE_BYTES / elem_bytes) as u64;
-    tiles.clamp(1, MAX_GRID_X) as u32
+    let groups = rows.div_ceil(CANONICAL_BLOCK) as u64;
+    groups
+        .saturating_mul(col_sum_tiles(f, elem_bytes))
+        .clamp(1, MAX_GRID_X) as u32
 }
 
 /// Column tiles of `f` columns of `elem_bytes` in model.cu's column sums.
@@ -228,6 +229,7 @@ mod tests {
         assert_eq!(col_sums_grid(80_000, 64, 8), 313 * 4);
         assert_eq!(col_sums_grid(313, 4, 4), 2);
         assert_eq!(col_sums_grid(1, 1, 8), 1);
+        assert_eq!(grid_for(u64::MAX), MAX_GRID_X as u32);
     }
 
     #[test]
@@ -235,7 +237,6 @@ mod tests {
         assert_eq!(col_sum_tiles(64, 4), 2);
         assert_eq!(col_sum_tiles(17, 8), 2);
         assert_eq!(col_sum_tiles(1, 4), 1);
-        assert_eq!(grid_for(u64::MAX), MAX_GRID_X as u32);
     }
 
     #[test]

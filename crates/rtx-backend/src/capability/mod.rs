@@ -8,7 +8,7 @@
 //! | [`IndexOps`] | `index_select`, `index_add`, `index_add_planned`, `segment_max`, `segment_sum` | `index.rs` |
 //! | [`LayoutOps`] | `swap_dims`, `permute` | `layout.rs` |
 //! | [`DenseOps`] | `matmul`, `unary`, `unary_backward`, `binary`, `axpy`, `sum_rows`, `head_dot`, `head_scale` | `dense.rs` |
-//! | [`FusedOps`] | `segment_softmax`, `segment_softmax_backward`, `gather_scale_scatter`, `gather_head_dot` | `fused.rs` |
+//! | [`FusedOps`] | `segment_softmax`, `segment_softmax_backward`, `gather_scale_scatter`, `gather_head_dot`, `gather_add`, `head_scale_sum_rows`, `add_head_scale`, `sum_bias_relu` | `fused.rs` |
 
 mod core;
 mod dense;

@@ -5,6 +5,21 @@ use super::harness::{assert_bits, assert_close, down, up};
 use crate::workload::{indices, values};
 use crate::{Backend, Binary, Error, IndexPlan, Unary, ops, reference};
 
+/// Two quiet NaNs told apart by their payloads: where both meet in one
+/// addition, the result's payload shows which operand came first (on hosts
+/// that keep the first operand's, as x86 does), so an override that swaps
+/// the composition's operands differs from it in bits.
+const NAN_A: u32 = 0x7fc0_0001;
+const NAN_B: u32 = 0x7fc0_0002;
+
+/// Any NaN made one: arithmetic on a NaN gives a NaN whose payload is the
+/// device's own, so comparisons with the host reference treat NaNs alike.
+fn nan_alike(v: &[f32]) -> Vec<f32> {
+    v.iter()
+        .map(|&x| if x.is_nan() { f32::NAN } else { x })
+        .collect()
+}
+
 /// Segment ops: `segment_max` and `segment_sum` exact against the reference;
 /// `segment_softmax` and its backward bit-identical to their defining
 /// composition on the same backend, and close to the host reference.
@@ -117,6 +132,12 @@ pub fn fused_gathers<B: Backend>(b: &B) {
         &down(b, &got),
         &down(b, &composed),
     );
+    // entry 0's first column adds two NaNs of different payloads
+    let (mut xn, mut yn) = (x.clone(), y.clone());
+    xn[gather[0] as usize * f] = f32::from_bits(NAN_A);
+    yn[scatter[0] as usize * f] = f32::from_bits(NAN_B);
+    let (x, y) = (xn, yn);
+    let (xt, yt) = (up(b, &x, &[n, f]), up(b, &y, &[rows, f]));
     let got = b
         .gather_add(&xt, &gather, &yt, &scatter)
         .expect("gather_add");
@@ -133,7 +154,11 @@ pub fn fused_gathers<B: Backend>(b: &B) {
     let want: Vec<f32> = (0..e * f)
         .map(|i| x[gather[i / f] as usize * f + i % f] + y[scatter[i / f] as usize * f + i % f])
         .collect();
-    assert_bits("gather_add vs reference", &got, &want);
+    assert_bits(
+        "gather_add vs reference (any NaN alike)",
+        &nan_alike(&got),
+        &nan_alike(&want),
+    );
     // one column (a GAT's one-head logits), the widths between, empty lists
     for w in [1usize, 3, 4, 6] {
         let (xa, ya) = (values::<f32>(75, n * w), values::<f32>(76, rows * w));
@@ -183,21 +208,31 @@ pub fn fused_gathers<B: Backend>(b: &B) {
 
 /// `sum_bias_relu` and `add_head_scale` bit-identical to their compositions
 /// on the same backend and to the host reference: `sum_bias_relu` for one to
-/// nine parts (past any fused kernel's room), rows of whole and of partial
-/// 16-byte vectors, and inputs with NaN, -0.0 and sums that cancel (its shape
-/// errors name the part); `add_head_scale` with a full and a broadcast `a`.
+/// nine parts (8, a CUDA kernel's room, and past it), rows of whole and of
+/// partial 16-byte vectors, and inputs with NaN, NaNs of two payloads in one
+/// addition, -0.0 sums and sums that cancel (its shape errors name the
+/// part); `add_head_scale` with a full and a broadcast `a`, whole and partial
+/// vectors, NaNs of two payloads in one addition.
 pub fn fused_dense<B: Backend>(b: &B) {
     for (n, f, k) in [
         (300usize, 8usize, 1usize),
         (257, 5, 2),
         (64, 64, 3),
+        (40, 4, 8),
         (3, 4, 9),
     ] {
         let mut xs: Vec<Vec<f32>> = (0..k).map(|i| values(80 + i as u64, n * f)).collect();
-        let bs: Vec<Vec<f32>> = (0..k).map(|i| values(90 + i as u64, f)).collect();
-        // specials: a NaN (kept by relu), -0.0 sums, exact cancellation
+        let mut bs: Vec<Vec<f32>> = (0..k).map(|i| values(90 + i as u64, f)).collect();
+        // specials: a NaN (kept by relu); two NaN payloads meeting in one
+        // addition (row 1, column 1); an exact -0.0 sum (column 2 of row 2:
+        // every part's input and bias -0.0); exact cancellation
         xs[0][0] = f32::NAN;
-        xs[0][1] = -0.0;
+        xs[0][f + 1] = f32::from_bits(NAN_A);
+        bs[0][1] = f32::from_bits(NAN_B);
+        for i in 0..k {
+            xs[i][2 * f + 2] = -0.0;
+            bs[i][2] = -0.0;
+        }
         if k > 1 {
             xs[1][2] = -(xs[0][2] + bs[0][2]) - bs[1][2];
         }
@@ -228,32 +263,31 @@ pub fn fused_dense<B: Backend>(b: &B) {
             for i in 1..k {
                 s += xs[i][r] + bs[i][j];
             }
-            *w = if s > 0.0 || s.is_nan() { s } else { 0.0 };
+            *w = ops::relu(s);
         }
-        // arithmetic on a NaN gives a NaN whose payload is the device's own
-        let quiet = |v: &[f32]| -> Vec<f32> {
-            v.iter()
-                .map(|&x| if x.is_nan() { f32::NAN } else { x })
-                .collect()
-        };
+        assert_eq!(got[2 * f + 2].to_bits(), 0, "relu of a -0.0 sum is +0.0");
         assert_bits(
             &format!("sum_bias_relu [{n}, {f}] x{k} vs reference (any NaN alike)"),
-            &quiet(&got),
-            &quiet(&want),
+            &nan_alike(&got),
+            &nan_alike(&want),
         );
     }
     // add_head_scale: a full and a broadcast `a`, whole and partial vectors
     for (n, heads, c, a_rows) in [
         (500usize, 4usize, 16usize, 500usize),
+        (300, 4, 16, 1),
         (70, 3, 5, 1),
         (9, 1, 2, 9),
     ] {
         let f = heads * c;
-        let (x, a, s) = (
+        let (mut x, mut a, s) = (
             values::<f32>(100, n * f),
             values::<f32>(101, a_rows * f),
             values::<f32>(102, n * heads),
         );
+        // element 1 adds two NaNs of different payloads: x's and a's product
+        x[1] = f32::from_bits(NAN_A);
+        a[1] = f32::from_bits(NAN_B);
         let (xt, at, st) = (
             up(b, &x, &[n, f]),
             up(b, &a, &[a_rows, f]),
@@ -275,7 +309,11 @@ pub fn fused_dense<B: Backend>(b: &B) {
                 x[i] + a[if a_rows == 1 { j } else { i }] * s[r * heads + j / c]
             })
             .collect();
-        assert_bits(&format!("{name} vs reference"), &got, &want);
+        assert_bits(
+            &format!("{name} vs reference (any NaN alike)"),
+            &nan_alike(&got),
+            &nan_alike(&want),
+        );
     }
     let (at, st) = (
         up(b, &values::<f32>(103, 12), &[3, 4]),

@@ -66,8 +66,9 @@ pub fn check_binary(op: Binary, a: &[usize], b: &[usize]) -> Result<(usize, bool
 /// one part, every `x` of one shape `[n, f]` and every bias `[1, f]`.
 ///
 /// # Errors
-/// [`Error::Rank`] naming the part; [`Error::ShapeMismatch`] naming the part
-/// and its shapes, or saying that there is none.
+/// [`Error::Rank`] when part 0's `x` is not 2-D; [`Error::ShapeMismatch`]
+/// naming the part and its shapes (a later part of another rank included),
+/// or saying that there is none.
 pub fn check_sum_bias_relu(parts: &[(&[usize], &[usize])]) -> Result<(usize, usize)> {
     const OP: &str = "sum_bias_relu";
     let Some(&(first, _)) = parts.first() else {

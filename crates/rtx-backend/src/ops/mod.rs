@@ -82,6 +82,7 @@ pub use reference::{
 };
 pub use rows::{
     SegmentScratch, axpy_row, axpy_slice, binary_slice, dot, gather_scale_scatter_row,
-    head_dot_row, head_scale_row, matmul_row, mm_block, outer_term, plan_indices, segment_max_row,
-    softmax_backward_segment, softmax_segment, transpose2, unary_backward_slice, unary_slice,
+    head_dot_row, head_scale_row, matmul_row, mm_block, outer_term, plan_indices, relu,
+    segment_max_row, softmax_backward_segment, softmax_segment, transpose2, unary_backward_slice,
+    unary_slice,
 };

@@ -157,16 +157,21 @@ pub fn transpose2<T: Element>(x: &[T], r: usize, c: usize) -> Vec<T> {
     out
 }
 
+/// Relu of one value: `v` when positive or NaN (a NaN is kept), else `+0.0`.
+pub fn relu<T: Element>(v: T) -> T {
+    if v > T::ZERO || v.is_nan() {
+        v
+    } else {
+        T::ZERO
+    }
+}
+
 /// Applies `op` to every element: `out[i] = op(x[i])`.
 pub fn unary_slice<T: Element>(op: Unary, x: &[T], out: &mut [T]) {
     match op {
         Unary::Relu => {
             for (o, &v) in out.iter_mut().zip(x) {
-                *o = if v > T::ZERO || v.is_nan() {
-                    v
-                } else {
-                    T::ZERO
-                };
+                *o = relu(v);
             }
         }
         Unary::LeakyRelu(s) => {
