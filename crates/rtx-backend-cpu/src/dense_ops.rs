@@ -169,9 +169,25 @@ impl DenseOps for CpuBackend {
         a: &BTensor<Self, T>,
         s: &BTensor<Self, T>,
     ) -> Result<BTensor<Self, T>> {
+        self.head_scale_plus(None, a, s)
+    }
+}
+
+impl CpuBackend {
+    /// `head_scale(a, s)`, added to `x` when given (`x + product`, the
+    /// composition's order: `add_head_scale`), in one pass over the rows.
+    pub(crate) fn head_scale_plus<T: Element>(
+        &self,
+        x: Option<&BTensor<Self, T>>,
+        a: &BTensor<Self, T>,
+        s: &BTensor<Self, T>,
+    ) -> Result<BTensor<Self, T>> {
         let (n, h, c, a_rows) = ops::check_head_scale(a.shape(), s.shape())?;
-        let (xa, xs) = (a.storage(), s.storage());
         let f = h * c;
+        if let Some(x) = x {
+            ops::check_same("add_head_scale", x.shape(), &[n, f])?;
+        }
+        let (xx, xa, xs) = (x.map(|x| &x.storage()[..]), a.storage(), s.storage());
         let layout = Layout::contiguous(&[n, f])?;
         let mut out = self.for_overwrite(&layout)?;
         if f > 0 {
@@ -187,6 +203,11 @@ impl DenseOps for CpuBackend {
                             c,
                             o,
                         );
+                        if let Some(xx) = xx {
+                            for (o, &v) in o.iter_mut().zip(&xx[i * f..(i + 1) * f]) {
+                                *o = v + *o;
+                            }
+                        }
                     });
             });
         }

@@ -18,9 +18,7 @@ impl FusedOps for CpuBackend {
         &self,
         parts: &[BiasPart<'_, Self, T>],
     ) -> Result<BTensor<Self, T>> {
-        let shapes: Vec<(&[usize], &[usize])> =
-            parts.iter().map(|(x, b)| (x.shape(), b.shape())).collect();
-        let (n, f) = ops::check_sum_bias_relu(&shapes)?;
+        let (n, f) = rtx_backend::check_bias_parts::<Self, T>(parts)?;
         let layout = Layout::contiguous(&[n, f])?;
         let mut out = self.for_overwrite(&layout)?;
         let ins: Vec<(&[T], &[T])> = parts
@@ -83,32 +81,7 @@ impl FusedOps for CpuBackend {
         a: &BTensor<Self, T>,
         s: &BTensor<Self, T>,
     ) -> Result<BTensor<Self, T>> {
-        let (n, h, c, a_rows) = ops::check_head_scale(a.shape(), s.shape())?;
-        let f = h * c;
-        ops::check_same("add_head_scale", x.shape(), &[n, f])?;
-        let (xx, xa, xs) = (x.storage(), a.storage(), s.storage());
-        let layout = Layout::contiguous(&[n, f])?;
-        let mut out = self.for_overwrite(&layout)?;
-        if f > 0 {
-            self.install(|| {
-                out.par_chunks_mut(f)
-                    .with_min_len(MIN_ROWS_PER_TASK)
-                    .enumerate()
-                    .for_each(|(i, o)| {
-                        let ar = if a_rows == 1 { 0 } else { i };
-                        ops::head_scale_row(
-                            &xa[ar * f..(ar + 1) * f],
-                            &xs[i * h..(i + 1) * h],
-                            c,
-                            o,
-                        );
-                        for (o, &v) in o.iter_mut().zip(&xx[i * f..(i + 1) * f]) {
-                            *o = v + *o;
-                        }
-                    });
-            });
-        }
-        Ok(Tensor::new(out, layout))
+        self.head_scale_plus(Some(x), a, s)
     }
 
     fn gather_scale_scatter<T: Element>(

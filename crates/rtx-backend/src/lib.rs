@@ -35,7 +35,8 @@ mod tensor;
 pub mod workload;
 
 pub use capability::{
-    Backend, BackendCore, BiasPart, DenseOps, FusedOps, IndexOps, LayoutOps, sum_bias_relu_composed,
+    Backend, BackendCore, BiasPart, DenseOps, FusedOps, IndexOps, LayoutOps, check_bias_parts,
+    sum_bias_relu_composed,
 };
 pub use check::{check_index_add, dims2};
 pub use element::{DType, Element, bytes_of, vec_from_bytes};

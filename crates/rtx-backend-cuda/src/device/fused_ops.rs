@@ -268,9 +268,7 @@ impl FusedOps for CudaBackend {
         &self,
         parts: &[BiasPart<'_, Self, T>],
     ) -> BResult<BTensor<Self, T>> {
-        let shapes: Vec<(&[usize], &[usize])> =
-            parts.iter().map(|(x, b)| (x.shape(), b.shape())).collect();
-        let (n, f) = ops::check_sum_bias_relu(&shapes)?;
+        let (n, f) = rtx_backend::check_bias_parts::<Self, T>(parts)?;
         if parts.len() > SUM_BIAS_PARTS {
             return rtx_backend::sum_bias_relu_composed(self, parts);
         }

@@ -8,6 +8,21 @@ use crate::{BTensor, Binary, DenseOps, Element, IndexOps, IndexPlan, Result, Una
 /// `[n, f]` and its bias `[1, f]`.
 pub type BiasPart<'a, B, T> = (&'a BTensor<B, T>, &'a BTensor<B, T>);
 
+/// `(n, f)` of [`FusedOps::sum_bias_relu`]'s parts (see
+/// [`ops::check_sum_bias_relu`]).
+///
+/// # Errors
+/// As [`ops::check_sum_bias_relu`].
+pub fn check_bias_parts<B: DenseOps + ?Sized, T: Element>(
+    parts: &[BiasPart<'_, B, T>],
+) -> Result<(usize, usize)> {
+    let shapes: Vec<(&[usize], &[usize])> = parts
+        .iter()
+        .map(|(x, bias)| (x.shape(), bias.shape()))
+        .collect();
+    ops::check_sum_bias_relu(&shapes)
+}
+
 /// [`FusedOps::sum_bias_relu`] as its composition of [`DenseOps::binary`]
 /// and [`DenseOps::unary`] on `b` (its default; a fused override may call
 /// it for what its kernel has no room for), shapes checked first.
@@ -18,11 +33,7 @@ pub fn sum_bias_relu_composed<B: DenseOps + ?Sized, T: Element>(
     b: &B,
     parts: &[BiasPart<'_, B, T>],
 ) -> Result<BTensor<B, T>> {
-    let shapes: Vec<(&[usize], &[usize])> = parts
-        .iter()
-        .map(|(x, bias)| (x.shape(), bias.shape()))
-        .collect();
-    ops::check_sum_bias_relu(&shapes)?;
+    check_bias_parts::<B, T>(parts)?;
     let mut acc: Option<BTensor<B, T>> = None;
     for (x, bias) in parts {
         let t = b.binary(Binary::Add, x, bias)?;

@@ -18,7 +18,7 @@ mod layout;
 
 pub use self::core::BackendCore;
 pub use dense::DenseOps;
-pub use fused::{BiasPart, FusedOps, sum_bias_relu_composed};
+pub use fused::{BiasPart, FusedOps, check_bias_parts, sum_bias_relu_composed};
 pub use index::IndexOps;
 pub use layout::LayoutOps;
 
