@@ -156,7 +156,8 @@ struct RelCache<B: Backend, T: Element> {
 struct LayerCache<B: Backend, T: Element> {
     /// The layer's input per node type.
     x: Vec<Option<BTensor<B, T>>>,
-    /// The layer's output per node type: relu of its relations' biased sum.
+    /// The layer's output per node type: relu of its relations' biased sum
+    /// (the same buffers as the next layer's input; relu's backward reads it).
     act: Vec<Option<BTensor<B, T>>>,
     rels: Vec<Option<RelCache<B, T>>>,
 }

@@ -90,15 +90,9 @@ impl CudaBackend {
         let pool = Pool::default_of(ctx.cu_device())?;
         pool.set_release_threshold(u64::MAX)?;
         let counters = DevMem::alloc(&stream, pool, COL_SUM_COUNTERS * 4)?;
-        ctx.bind_to_thread()?;
-        // SAFETY: counters holds COL_SUM_COUNTERS * 4 bytes of this context.
-        unsafe {
-            result::memset_d8_async(counters.ptr(), 0, counters.bytes(), stream.cu_stream())
-        }?;
-        stream.synchronize()?;
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
         cache::register_backend(id);
-        Ok(CudaBackend {
+        let backend = CudaBackend {
             dev: Arc::new(Device {
                 id,
                 ordinal,
@@ -112,7 +106,11 @@ impl CudaBackend {
                 counters,
             }),
             settings: Settings::default(),
-        })
+        };
+        // the climb counters start at zero (ordered before any kernel on the
+        // stream; on an error the backend drops and unregisters)
+        backend.dev.zero(&backend.dev.counters)?;
+        Ok(backend)
     }
 
     /// The device ordinal.

@@ -268,10 +268,10 @@ impl FusedOps for CudaBackend {
         &self,
         parts: &[BiasPart<'_, Self, T>],
     ) -> BResult<BTensor<Self, T>> {
-        let (n, f) = rtx_backend::check_bias_parts::<Self, T>(parts)?;
         if parts.len() > SUM_BIAS_PARTS {
             return rtx_backend::sum_bias_relu_composed(self, parts);
         }
+        let (n, f) = rtx_backend::check_bias_parts::<Self, T>(parts)?;
         let out = self.out::<T>(&[n, f])?;
         let total = (n * f) as u64;
         if total == 0 {
