@@ -42,6 +42,10 @@ typedef unsigned long long u64;
 #ifndef RTX_PERMUTE_SPAN_BYTES
 #error "RTX_PERMUTE_SPAN_BYTES must be defined by rtx-backend-cuda (src/abi.rs)"
 #endif
+// Input tiles in flight per block of the bulk-copy transpose (permute.cu).
+#ifndef RTX_BULK_STAGES
+#error "RTX_BULK_STAGES must be defined by rtx-backend-cuda (src/abi.rs)"
+#endif
 // Largest edge of the output tile of one matmul block.
 #ifndef RTX_MATMUL_TILE
 #error "RTX_MATMUL_TILE must be defined by rtx-backend-cuda (src/abi.rs)"

@@ -5,7 +5,7 @@
 #include "common.cuh"
 
 //
-// The kernel choice (crates/rtx-backend-cuda/src/device/permute_plan.rs):
+// The kernel choice (crates/rtx-backend-cuda/src/permute_plan.rs):
 // * transpose_planes_b*: batches of small matrices; a block moves k whole
 //   planes (one contiguous span in the input and in the output);
 // * transpose_rows_b*: few columns; a tile is whole rows (a contiguous input
@@ -14,6 +14,8 @@
 //   input runs, a contiguous output span);
 // * transpose{TR}x{TC}_b*: larger matrices and the tiled inner pair of N-D
 //   permutes whose last dim moves, software-pipelined over one wave of blocks;
+// * transpose_bulk_b4: the same 64x64 f32 tiles through Hopper's bulk tensor
+//   copies (sm_90+), when the tensor maps can describe the matrices;
 // * transpose_runs_b* / permute_b*: copy_rows with 64-bit decodes, for what
 //   the others do not take (runs of other sizes, counts past 2^31, N-D
 //   permutes that keep the last dim).
@@ -299,14 +301,21 @@ struct TileParams {
     u32 rows, cols, tiles, rank;
 };
 
+// Tile t's tile row tr, tile column tc and matrix q of the batch (tiles row
+// by row, matrix by matrix).
+__device__ __forceinline__ void tile_pos(const TileParams& p, u32 t, u32& tr, u32& tc, u32& q) {
+    const u32 a = fdiv(p.tc_n, t);
+    tc = t - a * p.tc_n.d;
+    q = fdiv(p.tr_n, a);
+    tr = a - q * p.tr_n.d;
+}
+
 // Tile t: first row r0, first column c0, input and output offsets of (r0, c0).
 template <int TR, int TC>
 __device__ __forceinline__ void tile_origin(const TileParams& p, u32 t, u64& ioff, u64& ooff,
                                             u32& r0, u32& c0) {
-    const u32 a = fdiv(p.tc_n, t);
-    const u32 tc = t - a * p.tc_n.d;
-    u32 q = fdiv(p.tr_n, a);
-    const u32 tr = a - q * p.tr_n.d;
+    u32 tr, tc, q;
+    tile_pos(p, t, tr, tc, q);
     r0 = tr * TR;
     c0 = tc * TC;
     u64 i = 0, o = 0;
@@ -401,6 +410,196 @@ RTX_TRANSPOSE(transpose64x64_b8, u64, 64, 64)
 RTX_TRANSPOSE(transpose128x32_b8, u64, 128, 32)
 RTX_TRANSPOSE(transpose32x128_b8, u64, 32, 128)
 RTX_TRANSPOSE(transpose32x32_b16, uint4, 32, 32)
+
+// A CUtensorMap (cuda.h; NVRTC has no driver headers): 128 opaque bytes the
+// host encodes with cuTensorMapEncodeTiled.
+struct __align__(64) TensorMap {
+    u64 w[16];
+};
+
+// Hopper's bulk tensor copies (sm_90+). Shared-memory operands are 32-bit
+// shared-window addresses; a map is the address of a __grid_constant__
+// parameter. Coordinates: x[0] innermost, `rank` of them (2..5).
+__device__ __forceinline__ u32 smem_addr(const void* p) { return (u32)__cvta_generic_to_shared(p); }
+
+__device__ __forceinline__ void tma_load(u32 dst, const TensorMap* m, u32 bar, const int (&x)[5],
+                                         u32 rank) {
+#if __CUDA_ARCH__ >= 900
+    const u64 mp = (u64)m;
+    switch (rank) {
+        case 2:
+            asm volatile(
+                "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                " [%0], [%1, {%2, %3}], [%4];" ::"r"(dst),
+                "l"(mp), "r"(x[0]), "r"(x[1]), "r"(bar)
+                : "memory");
+            break;
+        case 3:
+            asm volatile(
+                "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                " [%0], [%1, {%2, %3, %4}], [%5];" ::"r"(dst),
+                "l"(mp), "r"(x[0]), "r"(x[1]), "r"(x[2]), "r"(bar)
+                : "memory");
+            break;
+        case 4:
+            asm volatile(
+                "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                " [%0], [%1, {%2, %3, %4, %5}], [%6];" ::"r"(dst),
+                "l"(mp), "r"(x[0]), "r"(x[1]), "r"(x[2]), "r"(x[3]), "r"(bar)
+                : "memory");
+            break;
+        default:
+            asm volatile(
+                "cp.async.bulk.tensor.5d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                " [%0], [%1, {%2, %3, %4, %5, %6}], [%7];" ::"r"(dst),
+                "l"(mp), "r"(x[0]), "r"(x[1]), "r"(x[2]), "r"(x[3]), "r"(x[4]), "r"(bar)
+                : "memory");
+            break;
+    }
+#endif
+}
+
+__device__ __forceinline__ void tma_store(const TensorMap* m, u32 src, const int (&x)[5], u32 rank) {
+#if __CUDA_ARCH__ >= 900
+    const u64 mp = (u64)m;
+    switch (rank) {
+        case 2:
+            asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%1, %2}], [%3];"
+                         ::"l"(mp), "r"(x[0]), "r"(x[1]), "r"(src)
+                         : "memory");
+            break;
+        case 3:
+            asm volatile(
+                "cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group [%0, {%1, %2, %3}], [%4];"
+                ::"l"(mp), "r"(x[0]), "r"(x[1]), "r"(x[2]), "r"(src)
+                : "memory");
+            break;
+        case 4:
+            asm volatile(
+                "cp.async.bulk.tensor.4d.global.shared::cta.tile.bulk_group [%0, {%1, %2, %3, %4}], "
+                "[%5];" ::"l"(mp),
+                "r"(x[0]), "r"(x[1]), "r"(x[2]), "r"(x[3]), "r"(src)
+                : "memory");
+            break;
+        default:
+            asm volatile(
+                "cp.async.bulk.tensor.5d.global.shared::cta.tile.bulk_group [%0, {%1, %2, %3, %4, "
+                "%5}], [%6];" ::"l"(mp),
+                "r"(x[0]), "r"(x[1]), "r"(x[2]), "r"(x[3]), "r"(x[4]), "r"(src)
+                : "memory");
+            break;
+    }
+#endif
+}
+
+__device__ __forceinline__ void mbar_wait(u32 bar, u32 parity) {
+#if __CUDA_ARCH__ >= 900
+    u32 done;
+    do {
+        asm volatile(
+            "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+            " selp.u32 %0, 1, 0, p;\n}" : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+    } while (!done);
+#endif
+}
+
+// The tensor coordinates of tile t: x[0] its first column, x[1] its first
+// row, x[2..] its batch coordinates (innermost batch dim first).
+template <int TR, int TC>
+__device__ __forceinline__ void tile_coords(const TileParams& p, u32 t, int (&x)[5]) {
+    u32 tr, tc, q;
+    tile_pos(p, t, tr, tc, q);
+    x[0] = (int)(tc * TC);
+    x[1] = (int)(tr * TR);
+    x[2] = x[3] = x[4] = 0;
+    for (u32 j = 0; j < p.rank && j < 3; ++j) {
+        const int k = (int)p.rank - 1 - (int)j;
+        const u32 qq = fdiv(p.bdim[k], q);
+        x[2 + j] = (int)(q - qq * p.bdim[k].d);
+        q = qq;
+    }
+}
+
+// Tiled transpose through Hopper's bulk tensor copies (measured on the H200
+// at 2-3 points of copy bandwidth above the register tile, 89-92% of the
+// same-size copy: docs/PERFORMANCE.md, issue 17). The input map has
+// dims (cols, rows, batch...) and box (TC, TR), the output map (rows, cols,
+// batch...) and box (TR, TC); both clip the matrix edges (loads fill zeros,
+// stores skip what lies outside). A block walks tiles t, t + grid, ... with S
+// input tiles in flight (one mbarrier each) and two output tiles, which the
+// block's threads transpose from input to output in shared memory along
+// diagonals (conflict-free: banks (d + lane) % 32 read, lane written). One
+// thread issues every copy. Dynamic shared memory: (S + 2) tiles and S
+// mbarriers.
+template <typename E, int TR, int TC, int S>
+__device__ __forceinline__ void transpose_bulk(const TensorMap* min, const TensorMap* mout,
+                                               const TileParams& p) {
+#if __CUDA_ARCH__ >= 900
+    extern __shared__ __align__(128) unsigned char smem[];
+    constexpr u32 TB = TR * TC * sizeof(E);
+    E* ins = (E*)smem;
+    E* outs = (E*)(smem + S * TB);
+    u64* bars = (u64*)(smem + (S + 2) * TB);
+    const u32 tid = threadIdx.x + 32 * threadIdx.y;
+    if (blockIdx.x >= p.tiles) return;
+    const u32 n = (p.tiles - 1 - blockIdx.x) / gridDim.x + 1;
+    const u32 rank = p.rank + 2;
+    if (tid == 0) {
+        for (int s = 0; s < S; ++s)
+            asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_addr(bars + s)) : "memory");
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    }
+    __syncthreads();
+    auto issue = [&](u32 i) {  // tile i of this block into stage i % S (thread 0)
+        const u32 s = i % S;
+        const u32 bar = smem_addr(bars + s);
+        int x[5];
+        tile_coords<TR, TC>(p, blockIdx.x + i * gridDim.x, x);
+        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(TB)
+                     : "memory");
+        tma_load(smem_addr(ins + s * TR * TC), min, bar, x, rank);
+    };
+    if (tid == 0)
+        for (u32 i = 0; i < S && i < n; ++i) issue(i);
+    for (u32 i = 0; i < n; ++i) {
+        const u32 s = i % S;
+        E* ot = outs + (i & 1) * TR * TC;
+        if (tid == 0 && i >= 2) asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory");
+        __syncthreads();  // output tile i % 2 is free again
+        mbar_wait(smem_addr(bars + s), (i / S) & 1);
+        const E* it = ins + s * TR * TC;
+#pragma unroll
+        for (int k = 0; k < TR * TC / 256; ++k) {
+            const u32 q = k * 8 + threadIdx.y;
+            const u32 r = threadIdx.x + 32 * (q % (TR / 32));
+            const u32 c = (q / (TR / 32) + threadIdx.x) % TC;
+            ot[c * TR + r] = it[r * TC + c];
+        }
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+        __syncthreads();  // the tile is written, and stage s read
+        if (tid == 0) {
+            int x[5];
+            tile_coords<TR, TC>(p, blockIdx.x + i * gridDim.x, x);
+            const int y[5] = {x[1], x[0], x[2], x[3], x[4]};
+            tma_store(mout, smem_addr(ot), y, rank);
+            asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+            if (i + S < n) issue(i + S);
+        }
+    }
+    if (tid == 0) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+#else
+    __trap();
+#endif
+}
+
+#define RTX_TRANSPOSE_BULK(NAME, E, TR, TC, S)                                               \
+    extern "C" __global__ void __launch_bounds__(256)                                        \
+        NAME(const __grid_constant__ TensorMap min, const __grid_constant__ TensorMap mout, \
+             const TileParams p) {                                                           \
+        transpose_bulk<E, TR, TC, S>(&min, &mout, p);                                        \
+    }
+RTX_TRANSPOSE_BULK(transpose_bulk_b4, u32, 64, 64, RTX_BULK_STAGES)
 
 // Batched transpose of runs: in [batch, rows, cols, run] -> out [batch, cols, rows, run],
 // a run being W vectors. Output run o = (b, c, r) copies input run (b, r, c).

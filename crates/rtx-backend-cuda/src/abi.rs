@@ -22,6 +22,11 @@ pub(crate) const ROWS_PER_GROUP: u64 = 4;
 pub(crate) const MAX_RANK: usize = 8;
 /// Bytes of the shared span of the span transpose kernels (`RTX_PERMUTE_SPAN_BYTES`).
 pub(crate) const PERMUTE_SPAN_BYTES: u64 = 16384;
+/// Input tiles in flight per block of the bulk-copy transpose
+/// (`RTX_BULK_STAGES`; `transpose_bulk_b4`'s dynamic shared memory is these
+/// and 2 output tiles of 64x64 f32, and one mbarrier per stage: 96 KiB, two
+/// blocks per SM on the H200).
+pub(crate) const BULK_STAGES: u32 = 4;
 /// Largest edge of the output tile of one block of the matrix product
 /// (`RTX_MATMUL_TILE`; tiles are 32 or 64 on a side, see `launch::MatmulTile`).
 pub(crate) const MATMUL_TILE: usize = 64;
@@ -106,6 +111,7 @@ pub(crate) fn defines() -> Vec<(&'static str, String)> {
         ("RTX_ROWS_PER_GROUP", ROWS_PER_GROUP.to_string()),
         ("RTX_MAX_RANK", MAX_RANK.to_string()),
         ("RTX_PERMUTE_SPAN_BYTES", PERMUTE_SPAN_BYTES.to_string()),
+        ("RTX_BULK_STAGES", BULK_STAGES.to_string()),
         ("RTX_MATMUL_TILE", MATMUL_TILE.to_string()),
         ("RTX_MATMUL_DOT_N", MATMUL_DOT_MAX_N.to_string()),
         ("RTX_FUSED_MIN_BLOCKS", FUSED_MIN_BLOCKS.to_string()),

@@ -9,7 +9,9 @@
 //! * `Rows`: at most 64 columns: a tile is whole rows (a contiguous input span);
 //! * `Cols`: at most 64 rows: a tile is whole columns (a contiguous output span);
 //! * [`Choice::Tiled`]: anything larger, and N-D permutes whose last dim moves
-//!   (the inner pair tiled, the other dims a strided batch);
+//!   (the inner pair tiled, the other dims a strided batch); on sm_90+ its
+//!   64x64 f32 tiles move through Hopper's bulk tensor copies when the
+//!   tensor maps can describe the matrices ([`bulk`]);
 //! * [`Choice::Fallback`]: the copy_rows kernels with 64-bit decodes, when a
 //!   count does not fit the 32-bit index math (dims or tiles past 2^31) or
 //!   the elements are runs of another size.
@@ -217,6 +219,96 @@ fn tiled(
         p.bout[k] = o;
     }
     Choice::Tiled(elem, tile, Box::new(p))
+}
+
+/// Most batch dims of the bulk-copy kernel: its tensor maps have at most 5
+/// dims, the matrix's two and these.
+pub(crate) const BULK_MAX_BATCH: usize = 3;
+
+/// The tile of the bulk-copy kernel `transpose_bulk_b4`, `(rows, cols)`.
+pub(crate) const BULK_TILE: (u64, u64) = (64, 64);
+
+/// One tensor map of the bulk-copy kernel: `dims` innermost first, the byte
+/// `strides` of dims 1.. (dim 0 is contiguous), the box of one tile.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct MapShape {
+    pub dims: Vec<u64>,
+    pub strides: Vec<u64>,
+    pub boxd: [u32; 2],
+}
+
+/// The bulk-copy kernel's view of a tiled choice: its parameters (the same
+/// matrices in [`BULK_TILE`]s) and its input and output tensor maps. The
+/// input map is (cols, rows, batch dims innermost first) with box (TC, TR);
+/// the output map (rows, cols, batch dims) with box (TR, TC).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Bulk {
+    pub params: TileParams,
+    pub input: MapShape,
+    pub output: MapShape,
+}
+
+/// Largest byte stride a tensor map takes.
+const MAP_STRIDE_LIMIT: u64 = 1 << 40;
+
+/// The bulk-copy form of the tiled choice `p` of 4-byte elements, when its
+/// maps can describe it: at most [`BULK_MAX_BATCH`] batch dims and every
+/// byte stride a multiple of 16 below 2^40 (the maps' rules; the tensors'
+/// own addresses are checked at launch).
+pub(crate) fn bulk(p: &TileParams, elem: Word) -> Option<Bulk> {
+    const E: u64 = 4;
+    let rank = p.rank as usize;
+    if elem != Word::B4 || rank > BULK_MAX_BATCH {
+        return None;
+    }
+    let (tr, tc) = BULK_TILE;
+    let (tr_n, tc_n) = (
+        u64::from(p.rows).div_ceil(tr),
+        u64::from(p.cols).div_ceil(tc),
+    );
+    let tiles = p.bdim[..rank]
+        .iter()
+        .try_fold(tr_n * tc_n, |acc, d| acc.checked_mul(u64::from(d.d)))
+        .filter(|&t| t < LIMIT)?;
+    let params = TileParams {
+        tc_n: FastDiv::new(tc_n),
+        tr_n: FastDiv::new(tr_n),
+        tiles: tiles as u32,
+        ..*p
+    };
+    let batch = (0..rank).rev();
+    let input = MapShape {
+        dims: [p.cols, p.rows]
+            .map(u64::from)
+            .into_iter()
+            .chain(batch.clone().map(|k| u64::from(p.bdim[k].d)))
+            .collect(),
+        strides: std::iter::once(p.in_rs * E)
+            .chain(batch.clone().map(|k| p.bin[k] * E))
+            .collect(),
+        boxd: [tc as u32, tr as u32],
+    };
+    let output = MapShape {
+        dims: [p.rows, p.cols]
+            .map(u64::from)
+            .into_iter()
+            .chain(batch.clone().map(|k| u64::from(p.bdim[k].d)))
+            .collect(),
+        strides: std::iter::once(p.out_rs * E)
+            .chain(batch.map(|k| p.bout[k] * E))
+            .collect(),
+        boxd: [tr as u32, tc as u32],
+    };
+    let ok = |m: &MapShape| {
+        m.strides
+            .iter()
+            .all(|&s| s.is_multiple_of(16) && s < MAP_STRIDE_LIMIT)
+    };
+    (ok(&input) && ok(&output)).then_some(Bulk {
+        params,
+        input,
+        output,
+    })
 }
 
 /// The kernel for permuting contiguous `shape` by `perm` (rtx-tensor's

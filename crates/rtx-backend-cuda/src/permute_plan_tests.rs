@@ -172,3 +172,101 @@ fn batched_transpose_matches_the_host() {
         assert_eq!(run_tiled(&p, tile, &input), want, "{shape:?}");
     }
 }
+
+/// The element of map `m` at tensor coordinates `x` (innermost first), as
+/// Hopper's bulk tensor copies address it; `None` outside the map's dims
+/// (loads fill those elements, stores skip them).
+fn map_index(m: &MapShape, x: &[u64]) -> Option<usize> {
+    if x.iter().zip(&m.dims).any(|(&c, &d)| c >= d) {
+        return None;
+    }
+    let bytes = x[0] * 4
+        + x[1..]
+            .iter()
+            .zip(&m.strides)
+            .map(|(c, s)| c * s)
+            .sum::<u64>();
+    Some((bytes / 4) as usize)
+}
+
+/// `transpose_bulk_b4` run on the host through its maps: each tile's box
+/// loaded (zeros outside the input map), transposed, and stored (clipped
+/// to the output map). Every output element must be written once.
+fn run_bulk(b: &Bulk, input: &[u32]) -> Vec<u32> {
+    let p = &b.params;
+    let (tr, tc) = BULK_TILE;
+    let mut out = vec![u32::MAX; input.len()];
+    for t in 0..p.tiles {
+        let a = p.tc_n.div(t);
+        let tcol = t - a * p.tc_n.d;
+        let mut q = p.tr_n.div(a);
+        let trow = a - q * p.tr_n.d;
+        let mut batch = Vec::new();
+        for k in (0..p.rank as usize).rev() {
+            let qq = p.bdim[k].div(q);
+            batch.push(u64::from(q - qq * p.bdim[k].d));
+            q = qq;
+        }
+        let (r0, c0) = (u64::from(trow) * tr, u64::from(tcol) * tc);
+        for r in 0..tr {
+            for c in 0..tc {
+                let at = |x0: u64, x1: u64| [vec![x0, x1], batch.clone()].concat();
+                let v = map_index(&b.input, &at(c0 + c, r0 + r)).map_or(0, |i| input[i]);
+                if let Some(o) = map_index(&b.output, &at(r0 + r, c0 + c)) {
+                    assert_eq!(out[o], u32::MAX, "written twice");
+                    out[o] = v;
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn bulk_maps_move_every_element_once() {
+    // (shape, perm, whether the maps can describe it)
+    let cases: [(&[usize], &[usize], bool); 11] = [
+        (&[6, 68, 5, 132], &[0, 3, 2, 1], true),
+        (&[2, 3, 4, 52, 56], &[1, 0, 2, 4, 3], true),
+        (&[128, 192], &[1, 0], true),
+        (&[100, 68], &[1, 0], true),
+        (&[3, 100, 132], &[0, 2, 1], true),
+        (&[4, 8, 12, 16], &[0, 3, 2, 1], true),
+        (&[2, 3, 4, 8, 12], &[4, 0, 3, 1, 2], true),
+        (&[2, 2, 2, 2, 8, 12], &[1, 0, 3, 2, 5, 4], false), // 4 batch dims
+        (&[65, 132], &[1, 0], false),                       // output rows of 260 bytes
+        (&[132, 70], &[1, 0], false),                       // input rows of 280 bytes
+        (&[2, 3, 8, 12], &[3, 1, 2, 0], false),             // output rows of 8 bytes
+    ];
+    for (shape, perm, ok) in cases {
+        let n: usize = shape.iter().product();
+        let input: Vec<u32> = (1..=n as u32).collect();
+        let want = rtx_tensor::permute_host(&input, shape, perm).unwrap();
+        let choice = if shape.len() == 2 {
+            transpose(1, shape[0] as u64, shape[1] as u64, 4, false)
+        } else if perm[..shape.len() - 2] == (0..shape.len() - 2).collect::<Vec<_>>()[..]
+            && perm[shape.len() - 2..] == [shape.len() - 1, shape.len() - 2]
+        {
+            let b: usize = shape[..shape.len() - 2].iter().product();
+            let (r, c) = (shape[shape.len() - 2], shape[shape.len() - 1]);
+            transpose(b as u64, r as u64, c as u64, 4, false)
+        } else {
+            permute(shape, perm, 4, false)
+        };
+        let Choice::Tiled(elem, tile, p) = choice else {
+            panic!("{shape:?} {perm:?}: not tiled")
+        };
+        let Some(b) = bulk(&p, elem).filter(|_| tile == Tile::T64x64) else {
+            assert!(!ok, "{shape:?} {perm:?}: no bulk form");
+            continue;
+        };
+        assert!(ok, "{shape:?} {perm:?}: a bulk form");
+        assert_eq!(run_bulk(&b, &input), want, "{shape:?} {perm:?}");
+        assert!(b.input.dims.len() <= 2 + BULK_MAX_BATCH);
+    }
+    // 8-byte elements keep the register tile.
+    let Choice::Tiled(elem, _, p) = transpose(1, 128, 128, 8, false) else {
+        panic!("not tiled")
+    };
+    assert_eq!(bulk(&p, elem), None);
+}

@@ -18,11 +18,16 @@ pub const PIPELINED_SCATTER_MAX_ENTRIES: usize = 1 << 20;
 pub enum TransposeTile {
     /// Picked by shape (the default): the span kernels for batches of small
     /// matrices and sides of at most 64, else the tiles 64x64, 128x32 for few
-    /// columns, 32x128 for few rows, 32x32 for 16-byte elements.
+    /// columns, 32x128 for few rows, 32x32 for 16-byte elements. On sm_90+
+    /// the 64x64 f32 tiles move through Hopper's bulk tensor copies where
+    /// their tensor maps can describe the matrices.
     #[default]
     ByShape,
     /// The classic 32x32 tile for every shape (no span kernels).
     Force32,
+    /// As `ByShape`, with every tile moved through registers (no bulk
+    /// tensor copies): the form of devices before sm_90.
+    NoBulk,
 }
 
 /// Output tiles of the matrix product (a tuning knob for benchmarks). Every
@@ -91,6 +96,11 @@ impl TransposeTile {
     pub(crate) fn force32(self) -> bool {
         self == TransposeTile::Force32
     }
+
+    /// Whether the 64x64 f32 tiles may take the bulk tensor copies (sm_90+).
+    pub(crate) fn bulk(self) -> bool {
+        self == TransposeTile::ByShape
+    }
 }
 
 /// The settings of one backend, changeable through a shared reference.
@@ -127,6 +137,7 @@ impl Settings {
     pub(crate) fn transpose_tile(&self) -> TransposeTile {
         match self.transpose_tile.load(Ordering::Relaxed) {
             x if x == TransposeTile::Force32 as u8 => TransposeTile::Force32,
+            x if x == TransposeTile::NoBulk as u8 => TransposeTile::NoBulk,
             _ => TransposeTile::ByShape,
         }
     }
@@ -180,7 +191,11 @@ mod tests {
         assert_eq!(s.index_cache_limit(), DEFAULT_INDEX_CACHE_BYTES);
         assert_eq!(s.transpose_tile(), TransposeTile::ByShape);
         assert_eq!(s.scatter_form(), ScatterForm::Auto);
-        for t in [TransposeTile::Force32, TransposeTile::ByShape] {
+        for t in [
+            TransposeTile::Force32,
+            TransposeTile::NoBulk,
+            TransposeTile::ByShape,
+        ] {
             s.set_transpose_tile(t);
             assert_eq!(s.transpose_tile(), t);
         }
@@ -219,5 +234,8 @@ mod tests {
         );
         assert!(TransposeTile::Force32.force32());
         assert!(!TransposeTile::ByShape.force32());
+        assert!(!TransposeTile::NoBulk.force32());
+        assert!(TransposeTile::ByShape.bulk());
+        assert!(!TransposeTile::NoBulk.bulk() && !TransposeTile::Force32.bulk());
     }
 }

@@ -86,6 +86,7 @@ kernels! {
     Transpose128x32B8 = "transpose128x32_b8" / 3,
     Transpose32x128B8 = "transpose32x128_b8" / 3,
     Transpose32x32B16 = "transpose32x32_b16" / 3,
+    TransposeBulkB4 = "transpose_bulk_b4" / 3,
     TransposeRunsB16 = "transpose_runs_b16" / 7,
     TransposeRunsB8 = "transpose_runs_b8" / 7,
     TransposeRunsB4 = "transpose_runs_b4" / 7,

@@ -389,6 +389,34 @@ fn nd_permutes_whose_last_dim_moves() {
 }
 
 #[test]
+fn bulk_copies_and_register_tiles_match_the_host() {
+    // On sm_90+ the 64x64 f32 tiles of the first six take Hopper's bulk
+    // tensor copies (rows and batch strides of multiples of 16 bytes, at most
+    // 3 batch dims; ragged edges clipped by the maps); the last two keep the
+    // register tile (4 batch dims; output rows of 260 bytes), as does every
+    // f64 case and the NoBulk knob.
+    let cases: [(&[usize], &[usize]); 8] = [
+        (&[1000, 776], &[1, 0]),
+        (&[132, 260], &[1, 0]),
+        (&[3, 100, 132], &[0, 2, 1]),
+        (&[6, 68, 5, 132], &[0, 3, 2, 1]),
+        (&[4, 8, 12, 16], &[0, 3, 2, 1]),
+        (&[2, 3, 4, 52, 56], &[1, 0, 2, 4, 3]),
+        (&[2, 2, 2, 2, 68, 132], &[1, 0, 3, 2, 5, 4]),
+        (&[65, 132], &[1, 0]),
+    ];
+    for tile in [TransposeTile::ByShape, TransposeTile::NoBulk] {
+        let g = backend();
+        g.set_transpose_tile(tile);
+        for (shape, perm) in cases {
+            check_permute(&g, shape, perm);
+        }
+        // the same launch again on the same buffers' sizes (cached wave)
+        check_permute(&g, &[1000, 776], &[1, 0]);
+    }
+}
+
+#[test]
 fn every_transpose_tile_matches() {
     // by shape: 64x64, 128x32 or 32x128; Force32: 32x32
     let g = backend();

@@ -5,13 +5,14 @@
 //! times torch on the same cases (the same names), in the same JSON rows.
 //!
 //! Rows: `rtx-cuda-permute` per case (with `pct_copy`: its bandwidth as a
-//! percentage of the copy row's, and `correct` when checked against
+//! percentage of the copy row's, `ms_no_bulk`: its time with the
+//! `TransposeTile::NoBulk` knob, and `correct` when checked against
 //! `permute_host`), and `rtx-cuda-copy` (`copy-256MiB`, the ceiling; `copy-32MiB`, the ceiling
 //! at the size of the smallest cases).
 
 use rtx_backend::prelude::*;
 use rtx_backend::{Element, Result as BResult};
-use rtx_backend_cuda::CudaBackend;
+use rtx_backend_cuda::{CudaBackend, TransposeTile};
 
 use crate::cuda_timing::{emit, time_cuda, values_par};
 
@@ -167,6 +168,16 @@ fn case<T: Element>(
     let ms = time_cuda(g, 3, reps, || -> BResult<()> {
         g.permute(&t, perm).map(|_| ())
     })?;
+    if g.transpose_tile() == TransposeTile::ByShape {
+        // the same choice with every tile through registers (no bulk tensor
+        // copies): the same time where the bulk kernel does not apply
+        g.set_transpose_tile(TransposeTile::NoBulk);
+        let regs = time_cuda(g, 3, reps, || -> BResult<()> {
+            g.permute(&t, perm).map(|_| ())
+        });
+        g.set_transpose_tile(TransposeTile::ByShape);
+        extra.push(("ms_no_bulk", regs?.into()));
+    }
     let bytes = 2.0 * (x.len() * T::DTYPE.size()) as f64;
     let pct = (bytes / ms / 1e6 / copy_gbps * 1000.0).round() / 10.0;
     extra.push(("pct_copy", pct.into()));

@@ -98,6 +98,7 @@ impl CudaBackend {
                 ordinal,
                 name: ctx.name()?,
                 arch: format!("sm_{major}{minor}"),
+                major,
                 driver,
                 ctx,
                 stream,

@@ -19,6 +19,9 @@ pub(crate) struct Device {
     pub name: String,
     /// The NVRTC target, e.g. `sm_90`.
     pub arch: String,
+    /// The compute capability's major version (9 for sm_90: Hopper's bulk
+    /// tensor copies).
+    pub major: i32,
     /// `cuDriverGetVersion`.
     pub driver: i32,
     pub ctx: Arc<CudaContext>,

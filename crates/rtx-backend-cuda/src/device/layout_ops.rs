@@ -15,9 +15,9 @@ use rtx_tensor::PermuteKind;
 use super::backend::{CudaBackend, ptr};
 use super::kernels::Kernels;
 use super::launch::{MAX_GRID_X, builder, cfg1, lanes_log2, rows_grid};
-use crate::abi::MAX_RANK;
-use crate::permute_plan::{self, Choice, SpanParams, TileParams};
-use crate::table::{Kernel, Word};
+use crate::abi::{BULK_STAGES, MAX_RANK};
+use crate::permute_plan::{self, Choice, MapShape, SpanParams, TileParams};
+use crate::table::{Kernel, Tile, Word};
 
 impl LayoutOps for CudaBackend {
     /// Relabel: shares the buffer. Transpose: tiled kernel. Permute: N-D kernel.
@@ -125,9 +125,12 @@ impl CudaBackend {
                 unsafe { b.launch(cfg) }?;
             }
             Choice::Tiled(elem, tile, params) => {
+                if tile == Tile::T64x64 && self.launch_bulk(t, out, elem, &params)? {
+                    return Ok(true);
+                }
                 let params: TileParams = *params;
                 let kernel = Kernel::transpose(elem, tile);
-                let wave = self.wave(&k, kernel);
+                let wave = self.wave(&k, kernel, 0).unwrap_or(u64::MAX);
                 let cfg = LaunchConfig {
                     grid_dim: (
                         u64::from(params.tiles).min(wave).clamp(1, MAX_GRID_X) as u32,
@@ -151,27 +154,91 @@ impl CudaBackend {
         Ok(true)
     }
 
-    /// Resident blocks of `kernel` (32 x 8 threads) on the whole device: the
-    /// grid of the pipelined tiled kernels (`u64::MAX`, one block per tile,
-    /// when the driver cannot say). Cached per device and kernel.
-    fn wave(&self, k: &Kernels, kernel: Kernel) -> u64 {
-        static WAVES: Mutex<Vec<((u64, Kernel), u64)>> = Mutex::new(Vec::new());
-        let key = (self.dev.id, kernel);
+    /// The 64x64 f32 tiles of `p` through Hopper's bulk tensor copies
+    /// (`transpose_bulk_b4`), when the device has them (sm_90+), the knob
+    /// allows them and [`permute_plan::bulk`]'s maps describe the matrices
+    /// at the tensors' addresses; `false` (nothing launched) otherwise.
+    fn launch_bulk<T: Element>(
+        &self,
+        t: &BTensor<Self, T>,
+        out: &BTensor<Self, T>,
+        elem: Word,
+        p: &TileParams,
+    ) -> BResult<bool> {
+        if self.dev.major < 9 || !self.settings.transpose_tile().bulk() {
+            return Ok(false);
+        }
+        let Some(bulk) = permute_plan::bulk(p, elem) else {
+            return Ok(false);
+        };
+        let dt = sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_UINT32;
+        let (i, o) = (ptr(t), ptr(out));
+        let (Some(min), Some(mout)) = (
+            encode_map(i, dt, &bulk.input),
+            encode_map(o, dt, &bulk.output),
+        ) else {
+            return Ok(false);
+        };
+        let kernel = Kernel::TransposeBulkB4;
+        let k = self.dev.kernels()?;
+        let Some(wave) = self.wave(&k, kernel, BULK_SMEM) else {
+            return Ok(false);
+        };
+        let q = bulk.params;
+        let cfg = LaunchConfig {
+            grid_dim: (
+                u64::from(q.tiles).min(wave).clamp(1, MAX_GRID_X) as u32,
+                1,
+                1,
+            ),
+            block_dim: (32, 8, 1),
+            shared_mem_bytes: BULK_SMEM,
+        };
+        let (min, mout) = (Map(min), Map(mout));
+        let mut b = builder(&self.dev, &k, kernel);
+        b.arg(&min).arg(&mout).arg(&q);
+        // SAFETY: transpose_bulk_b4(TensorMap in, TensorMap out, TileParams p):
+        // the maps describe the tensors' matrices exactly (permute_plan's
+        // tests check every element is written once from within the input)
+        // and the copies clip at their edges; BULK_SMEM is the kernel's
+        // dynamic shared memory ((S + 2) tiles and S mbarriers), allowed by
+        // `wave`; the device is sm_90+.
+        unsafe { b.launch(cfg) }?;
+        Ok(true)
+    }
+
+    /// Resident blocks of `kernel` (32 x 8 threads, `smem` bytes of dynamic
+    /// shared memory, which the kernel is first allowed when past the
+    /// default 48 KiB) on the whole device: the grid of the pipelined tiled
+    /// kernels (`u64::MAX`, one block per tile, when the driver cannot say).
+    /// `None` when the kernel cannot have `smem`. Cached per device, kernel
+    /// and size.
+    fn wave(&self, k: &Kernels, kernel: Kernel, smem: u32) -> Option<u64> {
+        type Key = (u64, Kernel, u32);
+        static WAVES: Mutex<Vec<(Key, Option<u64>)>> = Mutex::new(Vec::new());
+        let key = (self.dev.id, kernel, smem);
         let mut g = WAVES.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(&(_, w)) = g.iter().find(|(k, _)| *k == key) {
             return w;
         }
-        let sms = self
-            .dev
-            .ctx
-            .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
-        let per_sm = k
-            .get(kernel)
-            .occupancy_max_active_blocks_per_multiprocessor(256, 0, None);
-        let w = match (sms, per_sm) {
-            (Ok(s), Ok(b)) if s > 0 && b > 0 => u64::from(s.unsigned_abs()) * u64::from(b),
-            _ => u64::MAX,
-        };
+        let f = k.get(kernel);
+        let allowed = smem <= 48 * 1024
+            || f.set_attribute(
+                sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                smem as i32,
+            )
+            .is_ok();
+        let w = allowed.then(|| {
+            let sms = self
+                .dev
+                .ctx
+                .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+            let per_sm = f.occupancy_max_active_blocks_per_multiprocessor(256, smem as usize, None);
+            match (sms, per_sm) {
+                (Ok(s), Ok(b)) if s > 0 && b > 0 => u64::from(s.unsigned_abs()) * u64::from(b),
+                _ => u64::MAX,
+            }
+        });
         g.push((key, w));
         w
     }
@@ -207,6 +274,49 @@ impl CudaBackend {
         unsafe { b.launch(cfg) }?;
         Ok(())
     }
+}
+
+/// Dynamic shared memory of `transpose_bulk_b4` (kernels/permute.cu):
+/// S + 2 tiles of 64x64 f32 and S mbarriers, S = [`BULK_STAGES`].
+const BULK_SMEM: u32 = (BULK_STAGES + 2) * 64 * 64 * 4 + BULK_STAGES * 8;
+
+/// A `CUtensorMap` as a kernel parameter (`TensorMap` of kernels/permute.cu).
+#[repr(transparent)]
+struct Map(sys::CUtensorMap);
+
+// SAFETY: the 128 bytes of a CUtensorMap, which the kernel takes by value.
+unsafe impl DeviceRepr for Map {}
+
+/// The tiled tensor map `m` of 4-byte elements at `addr`; `None` when the
+/// address is not 16-byte aligned or the driver refuses the map.
+fn encode_map(addr: u64, dt: sys::CUtensorMapDataType, m: &MapShape) -> Option<sys::CUtensorMap> {
+    if !addr.is_multiple_of(16) {
+        return None;
+    }
+    let rank = m.dims.len();
+    let mut bx = [1u32; 5];
+    bx[..2].copy_from_slice(&m.boxd);
+    let es = [1u32; 5];
+    let mut map = sys::CUtensorMap { opaque: [0; 16] };
+    // SAFETY: dims has `rank` (2..=5) entries, strides `rank - 1`, box and
+    // element strides 5; the driver writes only `map`.
+    let r = unsafe {
+        sys::cuTensorMapEncodeTiled(
+            &mut map,
+            dt,
+            rank as u32,
+            addr as *mut std::ffi::c_void,
+            m.dims.as_ptr(),
+            m.strides.as_ptr(),
+            bx.as_ptr(),
+            es.as_ptr(),
+            sys::CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
+            sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_NONE,
+            sys::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+            sys::CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+        )
+    };
+    (r == sys::CUresult::CUDA_SUCCESS).then_some(map)
 }
 
 /// The N-D permute kernel's parameters (`PermuteParams` in kernels/permute.cu).
