@@ -253,8 +253,9 @@ const MAP_STRIDE_LIMIT: u64 = 1 << 40;
 
 /// The bulk-copy form of the tiled choice `p` of 4-byte elements, when its
 /// maps can describe it: at most [`BULK_MAX_BATCH`] batch dims and every
-/// byte stride a multiple of 16 below 2^40 (the maps' rules; the tensors'
-/// own addresses are checked at launch).
+/// byte stride a multiple of 16 below 2^40 (the maps' rules; a stride past
+/// u64 saturates and fails them). The tensors' own addresses are checked at
+/// launch.
 pub(crate) fn bulk(p: &TileParams, elem: Word) -> Option<Bulk> {
     const E: u64 = 4;
     let rank = p.rank as usize;
@@ -283,8 +284,8 @@ pub(crate) fn bulk(p: &TileParams, elem: Word) -> Option<Bulk> {
             .into_iter()
             .chain(batch.clone().map(|k| u64::from(p.bdim[k].d)))
             .collect(),
-        strides: std::iter::once(p.in_rs * E)
-            .chain(batch.clone().map(|k| p.bin[k] * E))
+        strides: std::iter::once(p.in_rs.saturating_mul(E))
+            .chain(batch.clone().map(|k| p.bin[k].saturating_mul(E)))
             .collect(),
         boxd: [tc as u32, tr as u32],
     };
@@ -294,8 +295,8 @@ pub(crate) fn bulk(p: &TileParams, elem: Word) -> Option<Bulk> {
             .into_iter()
             .chain(batch.clone().map(|k| u64::from(p.bdim[k].d)))
             .collect(),
-        strides: std::iter::once(p.out_rs * E)
-            .chain(batch.map(|k| p.bout[k] * E))
+        strides: std::iter::once(p.out_rs.saturating_mul(E))
+            .chain(batch.map(|k| p.bout[k].saturating_mul(E)))
             .collect(),
         boxd: [tr as u32, tc as u32],
     };
