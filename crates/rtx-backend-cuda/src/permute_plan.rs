@@ -277,29 +277,23 @@ pub(crate) fn bulk(p: &TileParams, elem: Word) -> Option<Bulk> {
         tiles: tiles as u32,
         ..*p
     };
-    let batch = (0..rank).rev();
-    let input = MapShape {
-        dims: [p.cols, p.rows]
-            .map(u64::from)
-            .into_iter()
-            .chain(batch.clone().map(|k| u64::from(p.bdim[k].d)))
-            .collect(),
-        strides: std::iter::once(p.in_rs.saturating_mul(E))
-            .chain(batch.clone().map(|k| p.bin[k].saturating_mul(E)))
-            .collect(),
-        boxd: [tc as u32, tr as u32],
+    // dims (inner, outer, batch dims innermost first), their byte strides
+    let map = |inner: u32, outer: u32, rs: u64, bs: &[u64; MAX_RANK], boxd: [u32; 2]| {
+        let batch = (0..rank).rev();
+        MapShape {
+            dims: [inner, outer]
+                .map(u64::from)
+                .into_iter()
+                .chain(batch.clone().map(|k| u64::from(p.bdim[k].d)))
+                .collect(),
+            strides: std::iter::once(rs.saturating_mul(E))
+                .chain(batch.map(|k| bs[k].saturating_mul(E)))
+                .collect(),
+            boxd,
+        }
     };
-    let output = MapShape {
-        dims: [p.rows, p.cols]
-            .map(u64::from)
-            .into_iter()
-            .chain(batch.clone().map(|k| u64::from(p.bdim[k].d)))
-            .collect(),
-        strides: std::iter::once(p.out_rs.saturating_mul(E))
-            .chain(batch.map(|k| p.bout[k].saturating_mul(E)))
-            .collect(),
-        boxd: [tr as u32, tc as u32],
-    };
+    let input = map(p.cols, p.rows, p.in_rs, &p.bin, [tc as u32, tr as u32]);
+    let output = map(p.rows, p.cols, p.out_rs, &p.bout, [tr as u32, tc as u32]);
     let ok = |m: &MapShape| {
         m.strides
             .iter()

@@ -99,25 +99,33 @@ fn issue_17_shapes_get_their_class() {
     assert_eq!(p.tiles, 7 * 2_097_187u64.div_ceil(2048));
 }
 
+/// Tile `t` as the kernels decode it (`tile_pos` and the batch decode of
+/// kernels/permute.cu): tile row, tile column and the batch coordinate of
+/// each batch dim `k` (`x[k]`, last fastest).
+fn tile_at(p: &TileParams, t: u32) -> (u64, u64, Vec<u64>) {
+    let a = p.tc_n.div(t);
+    let tcol = t - a * p.tc_n.d;
+    let mut q = p.tr_n.div(a);
+    let trow = a - q * p.tr_n.d;
+    let mut x = vec![0; p.rank as usize];
+    for k in (0..p.rank as usize).rev() {
+        let qq = p.bdim[k].div(q);
+        x[k] = u64::from(q - qq * p.bdim[k].d);
+        q = qq;
+    }
+    (u64::from(trow), u64::from(tcol), x)
+}
+
 /// The tiled kernel run on the host: every output element written once with
 /// the input element the permutation puts there.
 fn run_tiled(p: &TileParams, tile: Tile, input: &[u32]) -> Vec<u32> {
     let (tr, tc) = tile.dims();
     let mut out = vec![u32::MAX; input.len()];
     for t in 0..p.tiles {
-        let a = p.tc_n.div(t);
-        let tcol = t - a * p.tc_n.d;
-        let mut q = p.tr_n.div(a);
-        let trow = a - q * p.tr_n.d;
-        let (r0, c0) = (u64::from(trow) * tr, u64::from(tcol) * tc);
-        let (mut i, mut o) = (0u64, 0u64);
-        for k in (0..p.rank as usize).rev() {
-            let qq = p.bdim[k].div(q);
-            let x = u64::from(q - qq * p.bdim[k].d);
-            i += x * p.bin[k];
-            o += x * p.bout[k];
-            q = qq;
-        }
+        let (trow, tcol, x) = tile_at(p, t);
+        let (r0, c0) = (trow * tr, tcol * tc);
+        let i: u64 = x.iter().zip(&p.bin).map(|(x, s)| x * s).sum();
+        let o: u64 = x.iter().zip(&p.bout).map(|(x, s)| x * s).sum();
         for r in r0..(r0 + tr).min(u64::from(p.rows)) {
             for c in c0..(c0 + tc).min(u64::from(p.cols)) {
                 let dst = (o + c * p.out_rs + r) as usize;
@@ -197,17 +205,9 @@ fn run_bulk(b: &Bulk, input: &[u32]) -> Vec<u32> {
     let (tr, tc) = BULK_TILE;
     let mut out = vec![u32::MAX; input.len()];
     for t in 0..p.tiles {
-        let a = p.tc_n.div(t);
-        let tcol = t - a * p.tc_n.d;
-        let mut q = p.tr_n.div(a);
-        let trow = a - q * p.tr_n.d;
-        let mut batch = Vec::new();
-        for k in (0..p.rank as usize).rev() {
-            let qq = p.bdim[k].div(q);
-            batch.push(u64::from(q - qq * p.bdim[k].d));
-            q = qq;
-        }
-        let (r0, c0) = (u64::from(trow) * tr, u64::from(tcol) * tc);
+        let (trow, tcol, mut batch) = tile_at(p, t);
+        batch.reverse(); // the maps' batch dims: innermost first
+        let (r0, c0) = (trow * tr, tcol * tc);
         for r in 0..tr {
             for c in 0..tc {
                 let at = |x0: u64, x1: u64| [vec![x0, x1], batch.clone()].concat();
