@@ -7,7 +7,7 @@
 // compile builds every kernel. Each .cu file still includes it, so the files
 // also compile on their own with nvcc.
 //
-// Conventions (see docs/parts/cuda.md):
+// Conventions (ARCHITECTURE.md, "Invariants", has the rest):
 // * All sizes and index arithmetic are 64-bit (`u64`); only stored indices
 //   (index lists, plan positions, chunk tables) are 32-bit.
 // * Every kernel uses a 1-D grid and a grid-stride loop, so any problem size
