@@ -225,9 +225,6 @@ fn tiled(
 /// dims, the matrix's two and these.
 pub(crate) const BULK_MAX_BATCH: usize = 3;
 
-/// The tile of the bulk-copy kernel `transpose_bulk_b4`, `(rows, cols)`.
-pub(crate) const BULK_TILE: (u64, u64) = (64, 64);
-
 /// One tensor map of the bulk-copy kernel: `dims` innermost first, the byte
 /// `strides` of dims 1.. (dim 0 is contiguous), the box of one tile.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -237,13 +234,12 @@ pub(crate) struct MapShape {
     pub boxd: [u32; 2],
 }
 
-/// The bulk-copy kernel's view of a tiled choice: its parameters (the same
-/// matrices in [`BULK_TILE`]s) and its input and output tensor maps. The
-/// input map is (cols, rows, batch dims innermost first) with box (TC, TR);
-/// the output map (rows, cols, batch dims) with box (TR, TC).
+/// The bulk-copy kernel's tensor maps of a tiled choice (whose
+/// `TileParams` it takes unchanged). The input map is (cols, rows, batch
+/// dims innermost first) with box (TC, TR); the output map (rows, cols,
+/// batch dims) with box (TR, TC).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Bulk {
-    pub params: TileParams,
     pub input: MapShape,
     pub output: MapShape,
 }
@@ -251,32 +247,19 @@ pub(crate) struct Bulk {
 /// Largest byte stride a tensor map takes.
 const MAP_STRIDE_LIMIT: u64 = 1 << 40;
 
-/// The bulk-copy form of the tiled choice `p` of 4-byte elements, when its
-/// maps can describe it: at most [`BULK_MAX_BATCH`] batch dims and every
+/// The bulk-copy form of the tiled choice `p` (tile `tile`) of 4-byte
+/// elements, when the kernel has that tile (64x64) and its maps can
+/// describe the matrices: at most [`BULK_MAX_BATCH`] batch dims and every
 /// byte stride a multiple of 16 below 2^40 (the maps' rules; a stride past
 /// u64 saturates and fails them). The tensors' own addresses are checked at
 /// launch.
-pub(crate) fn bulk(p: &TileParams, elem: Word) -> Option<Bulk> {
+pub(crate) fn bulk(p: &TileParams, elem: Word, tile: Tile) -> Option<Bulk> {
     const E: u64 = 4;
     let rank = p.rank as usize;
-    if elem != Word::B4 || rank > BULK_MAX_BATCH {
+    if elem != Word::B4 || tile != Tile::T64x64 || rank > BULK_MAX_BATCH {
         return None;
     }
-    let (tr, tc) = BULK_TILE;
-    let (tr_n, tc_n) = (
-        u64::from(p.rows).div_ceil(tr),
-        u64::from(p.cols).div_ceil(tc),
-    );
-    let tiles = p.bdim[..rank]
-        .iter()
-        .try_fold(tr_n * tc_n, |acc, d| acc.checked_mul(u64::from(d.d)))
-        .filter(|&t| t < LIMIT)?;
-    let params = TileParams {
-        tc_n: FastDiv::new(tc_n),
-        tr_n: FastDiv::new(tr_n),
-        tiles: tiles as u32,
-        ..*p
-    };
+    let (tr, tc) = tile.dims();
     // dims (inner, outer, batch dims innermost first), their byte strides
     let map = |inner: u32, outer: u32, rs: u64, bs: &[u64; MAX_RANK], boxd: [u32; 2]| {
         let batch = (0..rank).rev();
@@ -299,11 +282,7 @@ pub(crate) fn bulk(p: &TileParams, elem: Word) -> Option<Bulk> {
             .iter()
             .all(|&s| s.is_multiple_of(16) && s < MAP_STRIDE_LIMIT)
     };
-    (ok(&input) && ok(&output)).then_some(Bulk {
-        params,
-        input,
-        output,
-    })
+    (ok(&input) && ok(&output)).then_some(Bulk { input, output })
 }
 
 /// The kernel for permuting contiguous `shape` by `perm` (rtx-tensor's

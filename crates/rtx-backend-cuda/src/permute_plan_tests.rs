@@ -200,9 +200,8 @@ fn map_index(m: &MapShape, x: &[u64]) -> Option<usize> {
 /// `transpose_bulk_b4` run on the host through its maps: each tile's box
 /// loaded (zeros outside the input map), transposed, and stored (clipped
 /// to the output map). Every output element must be written once.
-fn run_bulk(b: &Bulk, input: &[u32]) -> Vec<u32> {
-    let p = &b.params;
-    let (tr, tc) = BULK_TILE;
+fn run_bulk(p: &TileParams, b: &Bulk, input: &[u32]) -> Vec<u32> {
+    let (tr, tc) = Tile::T64x64.dims();
     let mut out = vec![u32::MAX; input.len()];
     for t in 0..p.tiles {
         let (trow, tcol, mut batch) = tile_at(p, t);
@@ -256,17 +255,17 @@ fn bulk_maps_move_every_element_once() {
         let Choice::Tiled(elem, tile, p) = choice else {
             panic!("{shape:?} {perm:?}: not tiled")
         };
-        let Some(b) = bulk(&p, elem).filter(|_| tile == Tile::T64x64) else {
+        let Some(b) = bulk(&p, elem, tile) else {
             assert!(!ok, "{shape:?} {perm:?}: no bulk form");
             continue;
         };
         assert!(ok, "{shape:?} {perm:?}: a bulk form");
-        assert_eq!(run_bulk(&b, &input), want, "{shape:?} {perm:?}");
+        assert_eq!(run_bulk(&p, &b, &input), want, "{shape:?} {perm:?}");
         assert!(b.input.dims.len() <= 2 + BULK_MAX_BATCH);
     }
     // 8-byte elements keep the register tile.
-    let Choice::Tiled(elem, _, p) = transpose(1, 128, 128, 8, false) else {
+    let Choice::Tiled(elem, tile, p) = transpose(1, 128, 128, 8, false) else {
         panic!("not tiled")
     };
-    assert_eq!(bulk(&p, elem), None);
+    assert_eq!(bulk(&p, elem, tile), None);
 }

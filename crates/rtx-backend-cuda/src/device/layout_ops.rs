@@ -125,7 +125,7 @@ impl CudaBackend {
                 unsafe { b.launch(cfg) }?;
             }
             Choice::Tiled(elem, tile, params) => {
-                if tile == Tile::T64x64 && self.launch_bulk(t, out, elem, &params)? {
+                if self.launch_bulk(t, out, elem, tile, &params)? {
                     return Ok(true);
                 }
                 let params: TileParams = *params;
@@ -154,7 +154,7 @@ impl CudaBackend {
         Ok(true)
     }
 
-    /// The 64x64 f32 tiles of `p` through Hopper's bulk tensor copies
+    /// The 64x64 f32 tiles of `p` (tile `tile`) through Hopper's bulk tensor copies
     /// (`transpose_bulk_b4`), when the device has them (sm_90+), the knob
     /// allows them and [`permute_plan::bulk`]'s maps describe the matrices
     /// at the tensors' addresses; `false` (nothing launched) otherwise.
@@ -163,12 +163,13 @@ impl CudaBackend {
         t: &BTensor<Self, T>,
         out: &BTensor<Self, T>,
         elem: Word,
+        tile: Tile,
         p: &TileParams,
     ) -> BResult<bool> {
         if self.dev.major < 9 || !self.settings.transpose_tile().bulk() {
             return Ok(false);
         }
-        let Some(bulk) = permute_plan::bulk(p, elem) else {
+        let Some(bulk) = permute_plan::bulk(p, elem, tile) else {
             return Ok(false);
         };
         let dt = sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_UINT32;
@@ -184,10 +185,9 @@ impl CudaBackend {
         let Some(wave) = self.wave(&k, kernel, BULK_SMEM) else {
             return Ok(false);
         };
-        let q = bulk.params;
         let cfg = LaunchConfig {
             grid_dim: (
-                u64::from(q.tiles).min(wave).clamp(1, MAX_GRID_X) as u32,
+                u64::from(p.tiles).min(wave).clamp(1, MAX_GRID_X) as u32,
                 1,
                 1,
             ),
@@ -196,7 +196,7 @@ impl CudaBackend {
         };
         let (min, mout) = (Map(min), Map(mout));
         let mut b = builder(&self.dev, &k, kernel);
-        b.arg(&min).arg(&mout).arg(&q);
+        b.arg(&min).arg(&mout).arg(p);
         // SAFETY: transpose_bulk_b4(TensorMap in, TensorMap out, TileParams p):
         // the maps describe the tensors' matrices exactly (permute_plan's
         // tests check every element is written once from within the input)
