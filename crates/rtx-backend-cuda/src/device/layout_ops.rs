@@ -172,12 +172,9 @@ impl CudaBackend {
         let Some(bulk) = permute_plan::bulk(p, elem, tile) else {
             return Ok(false);
         };
-        let dt = sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_UINT32;
         let (i, o) = (ptr(t), ptr(out));
-        let (Some(min), Some(mout)) = (
-            encode_map(i, dt, &bulk.input),
-            encode_map(o, dt, &bulk.output),
-        ) else {
+        let (Some(min), Some(mout)) = (encode_map(i, &bulk.input), encode_map(o, &bulk.output))
+        else {
             return Ok(false);
         };
         let kernel = Kernel::TransposeBulkB4;
@@ -289,7 +286,7 @@ unsafe impl DeviceRepr for Map {}
 
 /// The tiled tensor map `m` of 4-byte elements at `addr`; `None` when the
 /// address is not 16-byte aligned or the driver refuses the map.
-fn encode_map(addr: u64, dt: sys::CUtensorMapDataType, m: &MapShape) -> Option<sys::CUtensorMap> {
+fn encode_map(addr: u64, m: &MapShape) -> Option<sys::CUtensorMap> {
     if !addr.is_multiple_of(16) {
         return None;
     }
@@ -303,7 +300,7 @@ fn encode_map(addr: u64, dt: sys::CUtensorMapDataType, m: &MapShape) -> Option<s
     let r = unsafe {
         sys::cuTensorMapEncodeTiled(
             &mut map,
-            dt,
+            sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_UINT32,
             rank as u32,
             addr as *mut std::ffi::c_void,
             m.dims.as_ptr(),
