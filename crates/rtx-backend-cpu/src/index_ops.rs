@@ -88,3 +88,7 @@ impl IndexOps for CpuBackend {
         Ok(Tensor::new(out, layout))
     }
 }
+
+/// Sampling on the host: the reference sampler over the lists in place
+/// (`index_to_host` borrows them).
+impl rtx_backend::SampleOps for CpuBackend {}

@@ -373,3 +373,5 @@ impl LayoutOps for CudaBackend {}
 impl DenseOps for CudaBackend {}
 
 impl FusedOps for CudaBackend {}
+
+impl rtx_backend::SampleOps for CudaBackend {}

@@ -82,6 +82,10 @@ pub enum Error {
         /// Bytes per element.
         element_bytes: usize,
     },
+    /// A neighbour-sampling request that does not fit the graph (see
+    /// [`crate::sample::check_spec`]).
+    #[error("sample: {0}")]
+    Sample(String),
     /// A layout error (bad dims, a shape whose element count overflows).
     #[error(transparent)]
     Layout(#[from] rtx_tensor::Error),

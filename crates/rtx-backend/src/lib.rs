@@ -31,6 +31,7 @@ pub mod ops;
 pub mod order;
 mod plan;
 pub mod reference;
+pub mod sample;
 mod tensor;
 pub mod workload;
 
@@ -47,6 +48,7 @@ pub use index_list::{HostIndex, check_len, concat_shifted};
 pub use ops::{Binary, Unary};
 pub use order::CANONICAL_BLOCK;
 pub use plan::IndexPlan;
+pub use sample::SampleOps;
 pub use tensor::Tensor;
 
 /// The tensor type of backend `B` with elements `T`.

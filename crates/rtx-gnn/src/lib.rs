@@ -6,6 +6,11 @@
 //! * [`graph`]: [`HeteroGraph`] (node types, relations, index plans built
 //!   once for the static topology) and the Harris-shaped workload of
 //!   `anchors/WORKLOADS.md` ([`HeteroGraph::harris`], [`harris_features`]).
+//! * [`store`]: [`GraphStore`], a graph held by the backend (a CSR per
+//!   relation, features per type), and the mini-batches sampled from it on
+//!   the backend ([`MiniBatch`], [`SampledGraph`]); [`mag`]: a graph with
+//!   ogbn-mag's sizes. The model runs on any [`Topology`]: a static
+//!   [`HeteroGraph`] or a [`SampledGraph`].
 //! * [`testing`]: the training run the tests compare across backends and
 //!   modes ([`testing::training_bits`]), reusable by device backends.
 //! * [`model`]: [`HetGat`], the PyG `HeteroConv` of `GATConv((-1, -1),
@@ -41,11 +46,16 @@
 //! ```
 
 pub mod graph;
+pub mod mag;
 pub mod model;
+pub mod store;
 pub mod testing;
+pub mod topology;
 
 pub use graph::{HeteroGraph, NodeType, Relation, harris_features};
 pub use model::{DeviceLoss, Grads, HetGat, HetGatConfig, LossAndGrads};
+pub use store::{GraphStore, MiniBatch, SampledGraph, StoreRelation};
+pub use topology::{RelEdges, Topology};
 
 /// Errors of the model crate.
 #[derive(Debug, thiserror::Error)]

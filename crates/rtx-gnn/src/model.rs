@@ -4,7 +4,8 @@ use rtx_backend::prelude::*;
 use rtx_backend::workload::{splitmix64, unit};
 use rtx_backend::{BTensor, Binary, Element, Unary};
 
-use crate::graph::HeteroGraph;
+use crate::graph::NodeType;
+use crate::topology::Topology;
 use crate::{Error, Result};
 
 /// Hyper-parameters of a [`HetGat`].
@@ -194,8 +195,14 @@ impl<B: Backend, T: Element> HetGat<B, T> {
     /// [`Error::Model`] for a config that does not fit the graph (feature
     /// counts, target type, zero sizes, a node type the next layer reads that
     /// no relation writes); backend errors.
-    pub fn new(b: &B, graph: &HeteroGraph, config: HetGatConfig, seed: u64) -> Result<Self> {
-        let types = graph.node_types().len();
+    pub fn new<G: Topology<B> + ?Sized>(
+        b: &B,
+        graph: &G,
+        config: HetGatConfig,
+        seed: u64,
+    ) -> Result<Self> {
+        let (node_types, relations) = schema(graph);
+        let types = node_types.len();
         if config.in_features.len() != types
             || config.target >= types
             || config.heads == 0
@@ -208,8 +215,8 @@ impl<B: Backend, T: Element> HetGat<B, T> {
             )));
         }
         let hidden = config.hidden()?;
-        check_param_count::<T>(graph, &config, hidden)?;
-        let live = liveness(graph, &config)?;
+        check_param_count::<T>(&relations, &config, hidden)?;
+        let live = liveness(&node_types, &relations, &config)?;
         let mut params = Vec::new();
         let mut names = Vec::new();
         let mut draw = |name: String, shape: [usize; 2], bound: f64| -> Result<()> {
@@ -229,7 +236,7 @@ impl<B: Backend, T: Element> HetGat<B, T> {
             |fan_in: usize, fan_out: usize| (6.0 / (fan_in as f64 + fan_out as f64)).sqrt();
         let att = glorot(config.heads, config.channels);
         for l in 0..config.layers {
-            for rel in graph.relations() {
+            for rel in &relations {
                 let fin = |t: usize| {
                     if l == 0 {
                         config.in_features[t]
@@ -237,7 +244,7 @@ impl<B: Backend, T: Element> HetGat<B, T> {
                         hidden
                     }
                 };
-                let (fs, fd) = (fin(rel.src_type()), fin(rel.dst_type()));
+                let (fs, fd) = (fin(rel.src_type), fin(rel.dst_type));
                 // in CONV_PARAMS order: (shape, init bound)
                 let init = [
                     ([fs, hidden], glorot(fs, hidden)),
@@ -247,7 +254,7 @@ impl<B: Backend, T: Element> HetGat<B, T> {
                     ([1, hidden], 0.0),
                 ];
                 for (which, (shape, bound)) in CONV_PARAMS.iter().zip(init) {
-                    draw(format!("conv{l}.{}.{which}", rel.name()), shape, bound)?;
+                    draw(format!("conv{l}.{}.{which}", rel.name), shape, bound)?;
                 }
             }
         }
@@ -257,16 +264,8 @@ impl<B: Backend, T: Element> HetGat<B, T> {
         Ok(HetGat {
             config,
             hidden,
-            node_types: graph.node_types().iter().map(|t| t.name.clone()).collect(),
-            relations: graph
-                .relations()
-                .iter()
-                .map(|r| RelationKey {
-                    name: r.name().to_owned(),
-                    src_type: r.src_type(),
-                    dst_type: r.dst_type(),
-                })
-                .collect(),
+            node_types: node_types.into_iter().map(|t| t.name).collect(),
+            relations,
             params,
             names,
             live,
@@ -308,8 +307,8 @@ impl<B: Backend, T: Element> HetGat<B, T> {
     }
 
     /// Checks that `graph` has the model's schema and `x` fits it.
-    fn check_inputs(&self, graph: &HeteroGraph, x: &[BTensor<B, T>]) -> Result<()> {
-        let (types, rels) = (graph.node_types(), graph.relations());
+    fn check_inputs<G: Topology<B> + ?Sized>(&self, graph: &G, x: &[BTensor<B, T>]) -> Result<()> {
+        let (types, rels) = schema(graph);
         if rels.len() != self.relations.len()
             || x.len() != types.len()
             || types.len() != self.node_types.len()
@@ -337,24 +336,21 @@ impl<B: Backend, T: Element> HetGat<B, T> {
         }
         let type_name = |t: usize| self.node_types[t].as_str();
         for (r, (rel, key)) in rels.iter().zip(&self.relations).enumerate() {
-            if rel.name() != key.name
-                || rel.src_type() != key.src_type
-                || rel.dst_type() != key.dst_type
-            {
+            if rel != key {
                 return Err(Error::Model(format!(
                     "relation {r} of the graph is {} ({} -> {}), but the model was built for {} \
                      ({} -> {}) there: build the model on this graph, or give the relations \
                      in the model's order",
-                    rel.name(),
-                    type_name(rel.src_type()),
-                    type_name(rel.dst_type()),
+                    rel.name,
+                    type_name(rel.src_type),
+                    type_name(rel.dst_type),
                     key.name,
                     type_name(key.src_type),
                     type_name(key.dst_type)
                 )));
             }
         }
-        for (t, (xt, nt)) in x.iter().zip(types).enumerate() {
+        for (t, (xt, nt)) in x.iter().zip(&types).enumerate() {
             let want = [nt.nodes, self.config.in_features[t]];
             if xt.shape() != want {
                 return Err(Error::Model(format!(
@@ -367,10 +363,10 @@ impl<B: Backend, T: Element> HetGat<B, T> {
         Ok(())
     }
 
-    fn run_forward(
+    fn run_forward<G: Topology<B> + ?Sized>(
         &self,
         b: &B,
-        graph: &HeteroGraph,
+        graph: &G,
         x: &[BTensor<B, T>],
     ) -> Result<Forward<B, T>> {
         self.check_inputs(graph, x)?;
@@ -382,17 +378,18 @@ impl<B: Backend, T: Element> HetGat<B, T> {
             // per node type, its relations' aggregations and bias indices
             let mut parts: Vec<Vec<(BTensor<B, T>, usize)>> = vec![Vec::new(); cur.len()];
             let mut rels = Vec::with_capacity(self.relations.len());
-            for (r, rel) in graph.relations().iter().enumerate() {
+            for (r, rel) in self.relations.iter().enumerate() {
                 if !self.live[l][r] {
                     rels.push(None);
                     continue;
                 }
-                let (Some(xs), Some(xd)) = (&cur[rel.src_type()], &cur[rel.dst_type()]) else {
+                let (Some(xs), Some(xd)) = (&cur[rel.src_type], &cur[rel.dst_type]) else {
                     return Err(Error::Model(format!(
                         "relation {} reads a missing node type",
-                        rel.name()
+                        rel.name
                     )));
                 };
+                let edges = graph.edges(r);
                 let hs = b.matmul(xs, false, self.p(l, r, W_SRC), false)?;
                 let a_s = b.head_dot(&hs, self.p(l, r, ATT_SRC), heads)?;
                 // The destination logits head_dot(x_dst @ W_dst, att_dst) are
@@ -404,12 +401,12 @@ impl<B: Backend, T: Element> HetGat<B, T> {
                 let w_att_dst = b.head_dot(self.p(l, r, W_DST), self.p(l, r, ATT_DST), heads)?;
                 let a_d = b.matmul(xd, false, &w_att_dst, false)?;
                 // the edge logits a_s[src] + a_d[dst] (fused gathers and add)
-                let z = b.gather_add(&a_s, rel.src(), &a_d, rel.dst())?;
-                let alpha = b.segment_softmax(&b.unary(slope, &z)?, rel.dst_plan())?;
+                let z = edges.gather_add(b, &a_s, &a_d)?;
+                let alpha = edges.softmax_by_dst(b, &b.unary(slope, &z)?)?;
                 // messages alpha[e] * hs[src[e]] summed per destination (fused
                 // index_select + head_scale + canonical scatter-add)
-                let out = b.gather_scale_scatter(&hs, rel.src(), &alpha, rel.dst_plan())?;
-                parts[rel.dst_type()].push((out, self.pi(l, r, BIAS)));
+                let out = edges.src_to_dst(b, &hs, &alpha)?;
+                parts[rel.dst_type].push((out, self.pi(l, r, BIAS)));
                 rels.push(Some(RelCache {
                     hs,
                     w_att_dst,
@@ -449,10 +446,10 @@ impl<B: Backend, T: Element> HetGat<B, T> {
     ///
     /// # Errors
     /// [`Error::Model`] for inputs that do not fit; backend errors.
-    pub fn forward(
+    pub fn forward<G: Topology<B> + ?Sized>(
         &self,
         b: &B,
-        graph: &HeteroGraph,
+        graph: &G,
         x: &[BTensor<B, T>],
     ) -> Result<BTensor<B, T>> {
         Ok(self.run_forward(b, graph, x)?.y)
@@ -463,7 +460,12 @@ impl<B: Backend, T: Element> HetGat<B, T> {
     ///
     /// # Errors
     /// As [`HetGat::forward`].
-    pub fn loss(&self, b: &B, graph: &HeteroGraph, x: &[BTensor<B, T>]) -> Result<T> {
+    pub fn loss<G: Topology<B> + ?Sized>(
+        &self,
+        b: &B,
+        graph: &G,
+        x: &[BTensor<B, T>],
+    ) -> Result<T> {
         let y = self.forward(b, graph, x)?;
         mse(b, &y)?.read(b)
     }
@@ -472,10 +474,10 @@ impl<B: Backend, T: Element> HetGat<B, T> {
     ///
     /// # Errors
     /// As [`HetGat::forward`].
-    pub fn loss_and_grads(
+    pub fn loss_and_grads<G: Topology<B> + ?Sized>(
         &self,
         b: &B,
-        graph: &HeteroGraph,
+        graph: &G,
         x: &[BTensor<B, T>],
         input_grads: bool,
     ) -> Result<LossAndGrads<B, T>> {
@@ -496,10 +498,10 @@ impl<B: Backend, T: Element> HetGat<B, T> {
     ///
     /// # Errors
     /// As [`HetGat::forward`].
-    pub fn loss_and_grads_enqueued(
+    pub fn loss_and_grads_enqueued<G: Topology<B> + ?Sized>(
         &self,
         b: &B,
-        graph: &HeteroGraph,
+        graph: &G,
         x: &[BTensor<B, T>],
         input_grads: bool,
     ) -> Result<LossAndGrads<B, T, DeviceLoss<B, T>>> {
@@ -531,10 +533,8 @@ impl<B: Backend, T: Element> HetGat<B, T> {
                 .collect::<rtx_backend::Result<Vec<_>>>()?;
             let want_dx = l > 0 || input_grads;
             let mut dx_in: Vec<Option<BTensor<B, T>>> = vec![None; x.len()];
-            for (r, rel) in graph.relations().iter().enumerate() {
-                let (src, dst) = (rel.src(), rel.dst());
-                let (src_plan, dst_plan) = (rel.src_plan(), rel.dst_plan());
-                let (st, dt) = (rel.src_type(), rel.dst_type());
+            for (r, rel) in self.relations.iter().enumerate() {
+                let (st, dt) = (rel.src_type, rel.dst_type);
                 let (Some(c), Some(g)) = (&cache.rels[r], &dpre[dt]) else {
                     continue;
                 };
@@ -547,12 +547,13 @@ impl<B: Backend, T: Element> HetGat<B, T> {
                 // scatter-add by src:
                 //   dalpha[e] = g[dst[e]] . hs[src[e]] (per head)
                 //   dhs = scatter_src(alpha * gather_dst(g))
-                let dalpha = b.gather_head_dot(g, dst, &c.hs, src, heads)?;
-                let mut dhs = b.gather_scale_scatter(g, dst, &c.alpha, src_plan)?;
-                let dl = b.segment_softmax_backward(&c.alpha, &dalpha, dst_plan)?;
+                let edges = graph.edges(r);
+                let dalpha = edges.dst_src_head_dot(b, g, &c.hs, heads)?;
+                let mut dhs = edges.dst_to_src(b, g, &c.alpha)?;
+                let dl = edges.softmax_by_dst_backward(b, &c.alpha, &dalpha)?;
                 let dz = b.unary_backward(slope, &c.z, &dl)?;
-                let das = b.segment_sum(&dz, src_plan)?;
-                let dad = b.segment_sum(&dz, dst_plan)?;
+                let das = edges.sum_by_src(b, &dz)?;
+                let dad = edges.sum_by_dst(b, &dz)?;
                 grads[self.pi(l, r, ATT_SRC)] = Some(b.head_scale_sum_rows(&c.hs, &das)?);
                 dhs = b.add_head_scale(&dhs, self.p(l, r, ATT_SRC), &das)?;
                 grads[self.pi(l, r, W_SRC)] = Some(b.matmul(xs, true, &dhs, false)?);
@@ -621,10 +622,10 @@ impl<B: Backend, T: Element> HetGat<B, T> {
     ///
     /// # Errors
     /// As [`HetGat::forward`].
-    pub fn train_step(
+    pub fn train_step<G: Topology<B> + ?Sized>(
         &mut self,
         b: &B,
-        graph: &HeteroGraph,
+        graph: &G,
         x: &[BTensor<B, T>],
         lr: f64,
     ) -> Result<T> {
@@ -638,10 +639,10 @@ impl<B: Backend, T: Element> HetGat<B, T> {
     ///
     /// # Errors
     /// As [`HetGat::forward`].
-    pub fn train_step_enqueued(
+    pub fn train_step_enqueued<G: Topology<B> + ?Sized>(
         &mut self,
         b: &B,
-        graph: &HeteroGraph,
+        graph: &G,
         x: &[BTensor<B, T>],
         lr: f64,
     ) -> Result<DeviceLoss<B, T>> {
@@ -662,8 +663,11 @@ fn mse<B: Backend, T: Element>(b: &B, y: &BTensor<B, T>) -> Result<DeviceLoss<B,
 
 /// Which relations of which layer reach the head (see [`HetGat`]), and a
 /// check that every node type a live relation reads exists at that layer.
-fn liveness(graph: &HeteroGraph, config: &HetGatConfig) -> Result<Vec<Vec<bool>>> {
-    let (types, rels) = (graph.node_types(), graph.relations());
+fn liveness(
+    types: &[NodeType],
+    rels: &[RelationKey],
+    config: &HetGatConfig,
+) -> Result<Vec<Vec<bool>>> {
     let mut needed = vec![false; types.len()];
     needed[config.target] = true;
     // built from the last layer back, row by row: an error comes before any
@@ -673,15 +677,15 @@ fn liveness(graph: &HeteroGraph, config: &HetGatConfig) -> Result<Vec<Vec<bool>>
         let mut reads = vec![false; types.len()];
         let mut row = vec![false; rels.len()];
         for (r, rel) in rels.iter().enumerate() {
-            if needed[rel.dst_type()] {
+            if needed[rel.dst_type] {
                 row[r] = true;
-                reads[rel.src_type()] = true;
-                reads[rel.dst_type()] = true;
+                reads[rel.src_type] = true;
+                reads[rel.dst_type] = true;
             }
         }
         // every type written by this layer that is needed must have an incoming relation
         for (t, &need) in needed.iter().enumerate() {
-            if need && !rels.iter().any(|rel| rel.dst_type() == t) {
+            if need && !rels.iter().any(|rel| rel.dst_type == t) {
                 return Err(Error::Model(format!(
                     "node type {} is needed after layer {l} but no relation points to it \
                      (PyG's HeteroConv would drop it)",
@@ -701,14 +705,14 @@ fn liveness(graph: &HeteroGraph, config: &HetGatConfig) -> Result<Vec<Vec<bool>>
 /// `hidden + 1`) fit in memory an allocation can address, so building them
 /// cannot overflow or panic on capacity.
 fn check_param_count<T: Element>(
-    graph: &HeteroGraph,
+    rels: &[RelationKey],
     config: &HetGatConfig,
     hidden: usize,
 ) -> Result<()> {
     let too_big = || {
         Error::Model(format!(
             "config {config:?} on a graph of {} relations: the parameters do not fit in memory",
-            graph.relations().len()
+            rels.len()
         ))
     };
     let conv = |fs: usize, fd: usize| {
@@ -718,10 +722,10 @@ fn check_param_count<T: Element>(
     };
     let mut first = 0usize;
     let mut later = 0usize;
-    for rel in graph.relations() {
+    for rel in rels {
         let (fs, fd) = (
-            config.in_features[rel.src_type()],
-            config.in_features[rel.dst_type()],
+            config.in_features[rel.src_type],
+            config.in_features[rel.dst_type],
         );
         first = conv(fs, fd)
             .and_then(|n| first.checked_add(n))
@@ -740,4 +744,19 @@ fn check_param_count<T: Element>(
         return Err(too_big());
     }
     Ok(())
+}
+
+/// The node types and relation keys of a graph.
+fn schema<B: Backend, G: Topology<B> + ?Sized>(graph: &G) -> (Vec<NodeType>, Vec<RelationKey>) {
+    let rels = (0..graph.relation_count())
+        .map(|r| {
+            let (name, src_type, dst_type) = graph.relation_key(r);
+            RelationKey {
+                name: name.to_owned(),
+                src_type,
+                dst_type,
+            }
+        })
+        .collect();
+    (graph.node_types().to_vec(), rels)
 }

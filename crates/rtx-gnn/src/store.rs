@@ -1,0 +1,205 @@
+//! A heterogeneous graph held by the backend ([`GraphStore`]: per relation a
+//! CSR by destination, node counts and features per type, built once), and
+//! the mini-batches sampled from it ([`MiniBatch`], whose topology is a
+//! [`SampledGraph`] of backend index lists). On a device backend neither the
+//! topology nor a sample is ever copied to the host.
+
+use rtx_backend::prelude::*;
+use rtx_backend::sample::{Csr, SampleSpec};
+use rtx_backend::{BTensor, Element, SampleOps};
+
+use crate::graph::NodeType;
+use crate::{Error, Result};
+
+/// One relation given to [`GraphStore::new`]: `(name, src type, dst type,
+/// src, dst)` with backend index lists.
+pub type StoreRelation<I> = (String, usize, usize, I, I);
+
+/// A heterogeneous graph on backend `B` with `T` features: per relation the
+/// CSR of its incoming edges by destination (built by the backend from the
+/// edge lists: on a device, by the device sort), per node type its count and
+/// features `[nodes, in_features]`.
+#[derive(Debug)]
+pub struct GraphStore<B: SampleOps, T: Element> {
+    node_types: Vec<NodeType>,
+    keys: Vec<(String, usize, usize)>,
+    csrs: Vec<Csr<B::Index>>,
+    features: Vec<BTensor<B, T>>,
+    edges: usize,
+}
+
+/// A subgraph sampled from a [`GraphStore`]: node types with their local
+/// counts, the store's relations with local edge lists, the global id of
+/// every local node, and the local ids of the seeds. The model runs on it
+/// (it is a [`Topology`](crate::Topology)).
+#[derive(Debug)]
+pub struct SampledGraph<B: IndexOps> {
+    pub(crate) node_types: Vec<NodeType>,
+    pub(crate) relations: Vec<(String, usize, usize)>,
+    pub(crate) src: Vec<B::Index>,
+    pub(crate) dst: Vec<B::Index>,
+    nodes: Vec<B::Index>,
+    seeds: B::Index,
+    edges: usize,
+}
+
+impl<B: IndexOps> SampledGraph<B> {
+    /// Node types with their counts in this subgraph.
+    pub fn node_types(&self) -> &[NodeType] {
+        &self.node_types
+    }
+
+    /// The global id of every local node of type `t`.
+    pub fn nodes(&self, t: usize) -> &B::Index {
+        &self.nodes[t]
+    }
+
+    /// The local id of every seed, in the order given.
+    pub fn seeds(&self) -> &B::Index {
+        &self.seeds
+    }
+
+    /// The local source and destination lists of relation `r`.
+    pub fn relation_edges(&self, r: usize) -> (&B::Index, &B::Index) {
+        (&self.src[r], &self.dst[r])
+    }
+
+    /// Sampled edges over all relations.
+    pub fn edges(&self) -> usize {
+        self.edges
+    }
+}
+
+/// A sampled subgraph and its nodes' input features.
+#[derive(Debug)]
+pub struct MiniBatch<B: SampleOps, T: Element> {
+    /// The topology.
+    pub graph: SampledGraph<B>,
+    /// Per node type, the features of its local nodes `[count, in_features]`.
+    pub x: Vec<BTensor<B, T>>,
+}
+
+impl<B: Backend + SampleOps, T: Element> GraphStore<B, T> {
+    /// Builds the store: validates the schema, builds every relation's CSR
+    /// on the backend (every endpoint checked against its type's count).
+    ///
+    /// # Errors
+    /// [`Error::Graph`] for an unknown node type, a repeated relation key,
+    /// features whose shape does not fit (rows = the type's count), lists of
+    /// unequal length; backend errors (an endpoint out of range names its
+    /// position, value and bound).
+    pub fn new(
+        b: &B,
+        node_types: Vec<NodeType>,
+        relations: Vec<StoreRelation<B::Index>>,
+        features: Vec<BTensor<B, T>>,
+    ) -> Result<Self> {
+        if features.len() != node_types.len() {
+            return Err(Error::Graph(format!(
+                "{} feature tensors for {} node types",
+                features.len(),
+                node_types.len()
+            )));
+        }
+        for (t, (nt, x)) in node_types.iter().zip(&features).enumerate() {
+            if x.shape().len() != 2 || x.shape()[0] != nt.nodes {
+                return Err(Error::Graph(format!(
+                    "features of node type {t} ({}) have shape {:?}; want [{}, in_features]",
+                    nt.name,
+                    x.shape(),
+                    nt.nodes
+                )));
+            }
+        }
+        let mut keys: Vec<(String, usize, usize)> = Vec::with_capacity(relations.len());
+        let mut csrs = Vec::with_capacity(relations.len());
+        let mut edges = 0;
+        for (name, s, d, src, dst) in relations {
+            let (Some(ns), Some(nd)) = (node_types.get(s), node_types.get(d)) else {
+                return Err(Error::Graph(format!(
+                    "relation {name}: node types {s} -> {d}, but there are {} node types",
+                    node_types.len()
+                )));
+            };
+            if keys.iter().any(|k| k.0 == name && k.1 == s && k.2 == d) {
+                return Err(Error::Graph(format!(
+                    "relation {name} ({} -> {}) is given twice",
+                    ns.name, nd.name
+                )));
+            }
+            let (ls, ld) = (b.index_len(&src), b.index_len(&dst));
+            if ls != ld {
+                return Err(Error::Graph(format!(
+                    "relation {name}: {ls} sources but {ld} destinations"
+                )));
+            }
+            edges += ls;
+            csrs.push(b.csr_by_dst(&src, &dst, (s, ns.nodes), (d, nd.nodes))?);
+            keys.push((name, s, d));
+        }
+        Ok(GraphStore {
+            node_types,
+            keys,
+            csrs,
+            features,
+            edges,
+        })
+    }
+
+    /// Node types with their counts.
+    pub fn node_types(&self) -> &[NodeType] {
+        &self.node_types
+    }
+
+    /// `(name, src type, dst type)` of every relation, in order.
+    pub fn relations(&self) -> &[(String, usize, usize)] {
+        &self.keys
+    }
+
+    /// Edges over all relations.
+    pub fn edges(&self) -> usize {
+        self.edges
+    }
+
+    /// The features of node type `t`.
+    pub fn features(&self, t: usize) -> &BTensor<B, T> {
+        &self.features[t]
+    }
+
+    /// Samples the subgraph around `seeds` (global ids of type
+    /// `spec.seed_type`; see [`rtx_backend::sample`] for what is drawn) and
+    /// gathers its nodes' features.
+    ///
+    /// # Errors
+    /// A request that does not fit ([`rtx_backend::Error::Sample`]), a seed
+    /// out of range; backend errors.
+    pub fn sample(&self, b: &B, seeds: &B::Index, spec: &SampleSpec) -> Result<MiniBatch<B, T>> {
+        let counts: Vec<usize> = self.node_types.iter().map(|t| t.nodes).collect();
+        let s = b.sample_neighbors(&counts, &self.csrs, seeds, spec)?;
+        let x = self
+            .features
+            .iter()
+            .zip(&s.nodes)
+            .map(|(f, n)| b.index_select_idx(f, n))
+            .collect::<rtx_backend::Result<Vec<_>>>()?;
+        let edges = s.src.iter().map(|l| b.index_len(l)).sum();
+        let graph = SampledGraph {
+            node_types: self
+                .node_types
+                .iter()
+                .zip(&s.counts)
+                .map(|(t, &n)| NodeType {
+                    name: t.name.clone(),
+                    nodes: n,
+                })
+                .collect(),
+            relations: self.keys.clone(),
+            src: s.src,
+            dst: s.dst,
+            nodes: s.nodes,
+            seeds: s.seeds,
+            edges,
+        };
+        Ok(MiniBatch { graph, x })
+    }
+}
