@@ -2,12 +2,13 @@
 //! unit NVRTC compiles from them. Plain text handling: no device needed.
 
 /// `(file name, text)` of every file under `kernels/`, shared header first.
-pub const KERNEL_FILES: [(&str, &str); 5] = [
+pub const KERNEL_FILES: [(&str, &str); 6] = [
     ("common.cuh", include_str!("../../../kernels/common.cuh")),
     ("index.cu", include_str!("../../../kernels/index.cu")),
     ("permute.cu", include_str!("../../../kernels/permute.cu")),
     ("model.cu", include_str!("../../../kernels/model.cu")),
     ("plan.cu", include_str!("../../../kernels/plan.cu")),
+    ("sample.cu", include_str!("../../../kernels/sample.cu")),
 ];
 
 /// The files concatenated into one translation unit: first the `#define`s

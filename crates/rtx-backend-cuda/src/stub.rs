@@ -170,6 +170,14 @@ impl CudaBackend {
         match self.never {}
     }
 
+    /// Bytes of device memory in use.
+    ///
+    /// # Errors
+    /// Never returns.
+    pub fn memory_in_use(&self) -> Result<u64> {
+        match self.never {}
+    }
+
     /// Sets the index cache's byte budget.
     pub fn set_index_cache_limit(&self, _bytes: usize) {
         match self.never {}
@@ -374,4 +382,5 @@ impl DenseOps for CudaBackend {}
 
 impl FusedOps for CudaBackend {}
 
+/// Sampling: the host defaults (every list op of the stub is an error).
 impl rtx_backend::SampleOps for CudaBackend {}

@@ -168,6 +168,14 @@ kernels! {
     IndexRandom = "index_random" / 6,
     IndexRepeat = "index_repeat" / 4,
     IndexShift = "index_shift" / 4,
+    // sample.cu: CSRs and neighbour sampling
+    GatherU32 = "gather_u32" / 4,
+    SampleCount = "sample_count" / 5,
+    SamplePick = "sample_pick" / 10,
+    RelabelClaim = "relabel_claim" / 3,
+    RelabelFlag = "relabel_flag" / 4,
+    RelabelAssign = "relabel_assign" / 7,
+    RelabelApply = "relabel_apply" / 4,
 }
 
 /// The unsigned word a copy kernel moves (`u32`, `uint2`/`u64`, `uint4`).

@@ -200,3 +200,72 @@ pub fn check_gradients<B: Backend>(
     }
     Ok(report)
 }
+
+/// Mini-batch training on the ogbn-mag-shaped graph at `1 / div` of its
+/// size ([`crate::mag`]): `steps` steps of `batch` paper seeds
+/// ([`crate::mag::epoch_seeds`]), each on a fresh sample with fanouts
+/// `fanouts` per relation (run seed 99, the step as the draw counter), SGD
+/// at [`TRAINING_LR`]. Returns the loss bits of every step, the gradient
+/// bits of the first step and the final parameter bits: what the tests
+/// compare across backends and runs.
+///
+/// # Errors
+/// Backend errors.
+pub fn sampled_training_bits<B: Backend + rtx_backend::SampleOps, T: Element>(
+    b: &B,
+    div: usize,
+    batch: usize,
+    fanouts: &[u32],
+    steps: usize,
+) -> Result<SampledBits> {
+    use crate::mag::{epoch_seeds, mag_config, mag_store};
+    use rtx_backend::sample::SampleSpec;
+    let store = mag_store::<B, T>(b, div)?;
+    let papers = store.node_types()[0].nodes;
+    let rels = store.relations().len();
+    let mut out = SampledBits::default();
+    let mut model: Option<HetGat<B, T>> = None;
+    for step in 0..steps {
+        let per_epoch = papers.div_ceil(batch);
+        let seeds = b.index_from_host(&epoch_seeds(papers, batch, step % per_epoch)?)?;
+        let spec = SampleSpec::uniform(0, fanouts, rels, 99, step as u64);
+        let mb = store.sample(b, &seeds, &spec)?;
+        let model = match &mut model {
+            Some(m) => m,
+            None => model.insert(HetGat::new(b, &mb.graph, mag_config(), TRAINING_SEED)?),
+        };
+        if step == 0 {
+            let lg = model.loss_and_grads(b, &mb.graph, &mb.x, false)?;
+            for g in lg.grads.iter().flatten() {
+                out.grads
+                    .extend(b.download(g)?.iter().map(|v| v.to_bits_u64()));
+            }
+        }
+        out.losses.push(
+            model
+                .train_step(b, &mb.graph, &mb.x, TRAINING_LR)?
+                .to_bits_u64(),
+        );
+        out.edges.push(mb.graph.edges());
+    }
+    if let Some(m) = &model {
+        for p in m.params() {
+            out.params
+                .extend(b.download(p)?.iter().map(|v| v.to_bits_u64()));
+        }
+    }
+    Ok(out)
+}
+
+/// What [`sampled_training_bits`] returns.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct SampledBits {
+    /// Loss bits per step.
+    pub losses: Vec<u64>,
+    /// Sampled edges per step.
+    pub edges: Vec<usize>,
+    /// Bits of every gradient of the first step, in parameter order.
+    pub grads: Vec<u64>,
+    /// Bits of every parameter after the last step.
+    pub params: Vec<u64>,
+}

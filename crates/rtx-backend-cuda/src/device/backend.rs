@@ -180,6 +180,15 @@ impl CudaBackend {
         self.dev.pool.set_release_threshold(bytes)
     }
 
+    /// Bytes of device memory this backend's live allocations hold now (the
+    /// device pool's current use; freed memory it keeps is not counted).
+    ///
+    /// # Errors
+    /// Driver errors.
+    pub fn memory_in_use(&self) -> Result<u64> {
+        self.dev.pool.used()
+    }
+
     /// Sets the byte budget of each thread's index cache for this backend
     /// (default [`DEFAULT_INDEX_CACHE_BYTES`](crate::DEFAULT_INDEX_CACHE_BYTES);
     /// 0 disables caching). Applies at each thread's next lookup.

@@ -44,6 +44,22 @@ impl Pool {
         Ok(())
     }
 
+    /// Bytes of the pool's allocations that are live now
+    /// (`CU_MEMPOOL_ATTR_USED_MEM_CURRENT`).
+    pub fn used(&self) -> Result<u64> {
+        let mut v = 0u64;
+        // SAFETY: the attribute writes one cuuint64_t, which `v` is.
+        unsafe {
+            sys::cuMemPoolGetAttribute(
+                self.0,
+                sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_USED_MEM_CURRENT,
+                (&mut v as *mut u64).cast(),
+            )
+        }
+        .result()?;
+        Ok(v)
+    }
+
     /// Returns the pool's unused memory to the device.
     pub fn trim(&self) -> Result<()> {
         // SAFETY: self.0 is the device's default pool.

@@ -69,7 +69,7 @@ fn produce(
 }
 
 impl CudaBackend {
-    fn wrap(&self, entry: IndexEntry) -> CudaIndex {
+    pub(super) fn wrap(&self, entry: IndexEntry) -> CudaIndex {
         CudaIndex {
             entry: Arc::new(entry),
             backend: self.dev.id,

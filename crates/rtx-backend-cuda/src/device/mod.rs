@@ -40,6 +40,7 @@ mod layout_ops;
 mod pins;
 mod plan;
 mod plan_build;
+mod sample;
 
 pub use backend::CudaBackend;
 pub use buffer::CudaBuffer;

@@ -329,7 +329,7 @@ pub(crate) fn build(
 /// Exclusive scan of the `n` u32 at `input` into `out`, with `sums` holding
 /// `tiles(n)` u32 of scratch: tile sums, their scan by one block, then each
 /// tile's scan.
-fn scan_u32(dev: &Device, input: u64, n: u64, sums: u64, out: u64) -> Result<()> {
+pub(crate) fn scan_u32(dev: &Device, input: u64, n: u64, sums: u64, out: u64) -> Result<()> {
     let k = dev.kernels()?;
     let nt = tiles(n);
     let mut b = builder(dev, &k, Kernel::ScanSumsU32);

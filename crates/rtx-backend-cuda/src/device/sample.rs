@@ -1,0 +1,345 @@
+//! [`SampleOps`] on the device (kernels/sample.cu): a relation's CSR from its
+//! edge lists by the device plan's stable sort, and the neighbour sampler of
+//! `rtx_backend::sample`, bit for bit the host reference. Neither the
+//! topology nor a sample crosses to the host: a sample reads back one count
+//! per relabelling and one edge total per (hop, relation), the sizes its
+//! allocations need.
+
+use rtx_backend::sample::{Csr, SampleSpec, Sampled, check_spec, sample_key};
+use rtx_backend::{Error as BError, Result as BResult, SampleOps};
+
+use super::backend::CudaBackend;
+use super::buffer::DevMem;
+use super::context::Device;
+use super::entry::IndexEntry;
+use super::index_lists::CudaIndex;
+use super::launch::{builder, cfg1, grid_for};
+use super::plan_build::scan_u32;
+use crate::error::{Error, Result};
+use crate::plan_layout::tiles;
+use crate::table::Kernel;
+
+/// A list of `u32`s on the device and its length.
+type Chunk = (DevMem, usize);
+
+/// `n` `u32`s of fresh device memory.
+fn alloc_u32(dev: &Device, n: usize) -> Result<DevMem> {
+    let bytes = n.checked_mul(4).ok_or(Error::SizeOverflow {
+        what: "sampler buffer",
+        count: n,
+        size: 4,
+    })?;
+    dev.alloc(bytes)
+}
+
+/// The `u32` at device address `p` (synchronizes the stream).
+fn read_u32(dev: &Device, p: u64, what: &str) -> Result<u32> {
+    let mut v = [0u32];
+    dev.read(p, &mut v, what)?;
+    Ok(v[0])
+}
+
+/// The exclusive scan of the `n + 1` counts at `counts` (the last one 0), and
+/// its total (one readback).
+fn scan_total(dev: &Device, counts: u64, n: usize, what: &str) -> Result<(DevMem, usize)> {
+    let n1 = n as u64 + 1;
+    let out = alloc_u32(dev, n + 1)?;
+    let sums = alloc_u32(dev, tiles(n1) as usize)?;
+    scan_u32(dev, counts, n1, sums.ptr(), out.ptr())?;
+    let total = read_u32(dev, out.ptr() + 4 * n as u64, what)? as usize;
+    Ok((out, total))
+}
+
+/// The largest position the relabelling encodes (see kernels/sample.cu).
+const MAX_CANDIDATES: usize = (1 << 31) - 2;
+
+impl CudaBackend {
+    /// Numbers the `m` global ids of type `t` at `cand` against the type's
+    /// map (nodes assigned before keep their ids; new ones get `base..` in
+    /// order of first position). Returns every candidate's local id and the
+    /// new nodes' global ids.
+    fn relabel(&self, map: u64, cand: u64, m: usize, base: usize) -> BResult<(Chunk, Chunk)> {
+        if m > MAX_CANDIDATES {
+            return Err(BError::Sample(format!(
+                "{m} sampled nodes in one relabelling; the sampler takes at most {MAX_CANDIDATES}"
+            )));
+        }
+        let dev = &self.dev;
+        let k = dev.kernels()?;
+        let (m64, mp) = (m as u64, map);
+        let mut b = builder(dev, &k, Kernel::RelabelClaim);
+        b.arg(&cand).arg(&m64).arg(&mp);
+        // SAFETY: relabel_claim(const u32* cand, u64 m, u32* map): cand holds m ids,
+        // each below the map's node count (neighbours of a CSR built by csr_by_dst,
+        // or range-checked seeds).
+        unsafe { b.launch(cfg1(grid_for(m64))) }?;
+        let flags = alloc_u32(dev, m + 1)?;
+        let fp = flags.ptr();
+        let mut b = builder(dev, &k, Kernel::RelabelFlag);
+        b.arg(&cand).arg(&m64).arg(&mp).arg(&fp);
+        // SAFETY: relabel_flag(const u32* cand, u64 m, const u32* map, u32* flags):
+        // flags holds m + 1 u32.
+        unsafe { b.launch(cfg1(grid_for(m64 + 1))) }?;
+        let (pos, new) = scan_total(dev, fp, m, "reading a sample's node count back")?;
+        let fresh = alloc_u32(dev, new)?;
+        let (pp, frp, base64) = (pos.ptr(), fresh.ptr(), base as u64);
+        let mut b = builder(dev, &k, Kernel::RelabelAssign);
+        b.arg(&cand)
+            .arg(&m64)
+            .arg(&fp)
+            .arg(&pp)
+            .arg(&base64)
+            .arg(&mp)
+            .arg(&frp);
+        // SAFETY: relabel_assign(const u32* cand, u64 m, const u32* flags, const u32*
+        // pos, u64 base, u32* map, u32* fresh): pos is the exclusive scan of the
+        // flags, so flagged positions write distinct slots below `new`, fresh's length.
+        unsafe { b.launch(cfg1(grid_for(m64))) }?;
+        let local = alloc_u32(dev, m)?;
+        let lp = local.ptr();
+        let mut b = builder(dev, &k, Kernel::RelabelApply);
+        b.arg(&cand).arg(&m64).arg(&mp).arg(&lp);
+        // SAFETY: relabel_apply(const u32* cand, u64 m, const u32* map, u32* local):
+        // local holds m u32.
+        unsafe { b.launch(cfg1(grid_for(m64))) }?;
+        Ok(((local, m), (fresh, new)))
+    }
+
+    /// The chunks one after another in one new allocation.
+    fn concat(&self, chunks: &[Chunk]) -> BResult<DevMem> {
+        let n: usize = chunks.iter().map(|c| c.1).sum();
+        let out = alloc_u32(&self.dev, n)?;
+        let k = self.dev.kernels()?;
+        let (mut dst, zero) = (out.ptr(), 0u32);
+        for (c, len) in chunks.iter().filter(|c| c.1 > 0) {
+            let (src, l) = (c.ptr(), *len as u64);
+            let mut b = builder(&self.dev, &k, Kernel::IndexShift);
+            b.arg(&src).arg(&l).arg(&zero).arg(&dst);
+            // SAFETY: index_shift(const u32* src, u64 n, u32 offset, u32* out): src holds
+            // len u32, out from dst on the len more that this chunk fills.
+            unsafe { b.launch(cfg1(grid_for(l))) }?;
+            dst += 4 * l;
+        }
+        Ok(out)
+    }
+
+    /// The chunks one after another as one device list (no copy for one).
+    fn join(&self, mut chunks: Vec<Chunk>) -> BResult<CudaIndex> {
+        let n: usize = chunks.iter().map(|c| c.1).sum();
+        let mem = match chunks.len() {
+            1 => chunks.swap_remove(0).0,
+            _ => self.concat(&chunks)?,
+        };
+        Ok(self.wrap(IndexEntry::from_device(mem, n, None)))
+    }
+
+    /// The picks of one hop through relation `c` for the `n` frontier nodes
+    /// at `front` (local ids from `lo`): their global ids and local
+    /// destinations, `None` when nothing was drawn.
+    fn hop(
+        &self,
+        c: &Csr<CudaIndex>,
+        front: u64,
+        n: usize,
+        lo: usize,
+        fanout: u32,
+        key: u64,
+    ) -> BResult<Option<(Chunk, Chunk)>> {
+        let dev = &self.dev;
+        let k = dev.kernels()?;
+        let off = c.offsets().entry.dev_idx(dev)?;
+        let nbr = c.neighbors().entry.dev_idx(dev)?;
+        let n64 = n as u64;
+        let counts = alloc_u32(dev, n + 1)?;
+        let cp = counts.ptr();
+        let mut b = builder(dev, &k, Kernel::SampleCount);
+        b.arg(&off).arg(&front).arg(&n64).arg(&fanout).arg(&cp);
+        // SAFETY: sample_count(const u32* off, const u32* front, u64 n, u32 fanout, u32*
+        // counts): front holds n node ids below the CSR's dst_nodes, off dst_nodes + 1
+        // offsets, counts n + 1 u32.
+        unsafe { b.launch(cfg1(grid_for(n64 + 1))) }?;
+        let (eoff, m) = scan_total(dev, cp, n, "reading a hop's edge count back")?;
+        if m == 0 {
+            return Ok(None);
+        }
+        let (cand, dstl) = (alloc_u32(dev, m)?, alloc_u32(dev, m)?);
+        let (ep, cap, dp, lo64) = (eoff.ptr(), cand.ptr(), dstl.ptr(), lo as u64);
+        let mut b = builder(dev, &k, Kernel::SamplePick);
+        b.arg(&off)
+            .arg(&nbr)
+            .arg(&front)
+            .arg(&n64)
+            .arg(&lo64)
+            .arg(&fanout)
+            .arg(&key)
+            .arg(&ep)
+            .arg(&cap)
+            .arg(&dp);
+        // SAFETY: sample_pick(const u32* off, const u32* nbr, const u32* front, u64 n,
+        // u64 lo, u32 fanout, u64 key, const u32* eoff, u32* cand, u32* dstl): eoff is the
+        // exclusive scan of each node's min(degree, fanout), so node i writes slots
+        // eoff[i].. of its own, all below m, the length of cand and dstl; the CSR's
+        // offsets bound every neighbour read.
+        unsafe { b.launch(cfg1(grid_for(n64))) }?;
+        Ok(Some(((cand, m), (dstl, m))))
+    }
+}
+
+impl SampleOps for CudaBackend {
+    fn csr_by_dst(
+        &self,
+        src: &CudaIndex,
+        dst: &CudaIndex,
+        (src_type, src_nodes): (usize, usize),
+        (dst_type, dst_nodes): (usize, usize),
+    ) -> BResult<Csr<CudaIndex>> {
+        self.check_own(src)?;
+        self.check_own(dst)?;
+        let n = src.len();
+        if n != dst.len() {
+            return Err(BError::ShapeMismatch {
+                op: "csr_by_dst",
+                detail: format!("{n} sources but {} destinations", dst.len()),
+            });
+        }
+        let dev = &self.dev;
+        let src_max = src.entry.max(dev, Some(src_nodes))?;
+        let offsets = alloc_u32(dev, dst_nodes + 1)?;
+        let nbrs = alloc_u32(dev, n)?;
+        if n == 0 {
+            dev.zero(&offsets)?;
+        } else {
+            let plan = dst.entry.plan(dev, dst_nodes)?;
+            let k = dev.kernels()?;
+            let keys = alloc_u32(dev, n)?;
+            let (n64, rows) = (n as u64, dst_nodes as u64);
+            let (sp, dp, pos) = (
+                src.entry.dev_idx(dev)?,
+                dst.entry.dev_idx(dev)?,
+                plan.positions,
+            );
+            let (kp, op, np) = (keys.ptr(), offsets.ptr(), nbrs.ptr());
+            for (from, to) in [(&dp, &kp), (&sp, &np)] {
+                let mut b = builder(dev, &k, Kernel::GatherU32);
+                b.arg(from).arg(&pos).arg(&n64).arg(to);
+                // SAFETY: gather_u32(const u32* src, const u32* idx, u64 n, u32* out): the
+                // plan's positions are a permutation of 0..n, both lists hold n u32 and so
+                // does the output.
+                unsafe { b.launch(cfg1(grid_for(n64))) }?;
+            }
+            let mut b = builder(dev, &k, Kernel::PlanOffsets);
+            b.arg(&kp).arg(&n64).arg(&rows).arg(&op);
+            // SAFETY: plan_offsets(const u32* skeys, u64 n, u64 rows, u32* off): the keys
+            // are sorted (the destinations in plan order), off holds rows + 1 u32.
+            unsafe { b.launch(cfg1(grid_for(rows + 1))) }?;
+        }
+        let last = u32::try_from(n).map_err(|_| BError::TooManyIndices {
+            len: n,
+            max: u32::MAX as usize,
+        })?;
+        Ok(Csr::from_parts(
+            (src_type, src_nodes),
+            (dst_type, dst_nodes),
+            self.wrap(IndexEntry::from_device(
+                offsets,
+                dst_nodes + 1,
+                Some(Some(last)),
+            )),
+            self.wrap(IndexEntry::from_device(nbrs, n, Some(src_max))),
+        ))
+    }
+
+    fn sample_neighbors(
+        &self,
+        node_counts: &[usize],
+        relations: &[Csr<CudaIndex>],
+        seeds: &CudaIndex,
+        spec: &SampleSpec,
+    ) -> BResult<Sampled<CudaIndex>> {
+        check_spec(node_counts, relations, seeds.len(), spec)?;
+        self.check_own(seeds)?;
+        for c in relations {
+            self.check_own(c.offsets())?;
+            self.check_own(c.neighbors())?;
+        }
+        let dev = &self.dev;
+        let types = node_counts.len();
+        let t0 = spec.seed_type;
+        seeds.entry.max(dev, Some(node_counts[t0]))?;
+        // per type: the map of global ids to local ones, zeroed at first use
+        let mut maps: Vec<Option<DevMem>> = (0..types).map(|_| None).collect();
+        let mut map_of = |t: usize| -> BResult<u64> {
+            if let Some(m) = &maps[t] {
+                return Ok(m.ptr());
+            }
+            let m = alloc_u32(dev, node_counts[t])?;
+            dev.zero(&m)?;
+            let p = m.ptr();
+            maps[t] = Some(m);
+            Ok(p)
+        };
+        let mut nodes: Vec<Vec<Chunk>> = (0..types).map(|_| Vec::new()).collect();
+        let mut count = vec![0usize; types];
+        let (seed_local, fresh) =
+            self.relabel(map_of(t0)?, seeds.entry.dev_idx(dev)?, seeds.len(), 0)?;
+        count[t0] = fresh.1;
+        nodes[t0].push(fresh);
+        // per type: the frontier's nodes (a copy when they span chunks), its
+        // address, length and first local id
+        let mut frontier: Vec<Option<(Option<DevMem>, u64, usize, usize)>> =
+            (0..types).map(|_| None).collect();
+        frontier[t0] = Some((None, nodes[t0][0].0.ptr(), count[t0], 0));
+        let mut src: Vec<Vec<Chunk>> = (0..relations.len()).map(|_| Vec::new()).collect();
+        let mut dst: Vec<Vec<Chunk>> = (0..relations.len()).map(|_| Vec::new()).collect();
+        for fan in &spec.fanouts {
+            let before = count.clone();
+            let chunks_before: Vec<usize> = nodes.iter().map(Vec::len).collect();
+            for (r, c) in relations.iter().enumerate() {
+                let Some((_, fp, n, lo)) = frontier[c.dst_type()] else {
+                    continue;
+                };
+                if fan[r] == 0 {
+                    continue;
+                }
+                let key = sample_key(spec.seed, spec.step, r);
+                let Some((cand, dstl)) = self.hop(c, fp, n, lo, fan[r], key)? else {
+                    continue;
+                };
+                let st = c.src_type();
+                let (local, fresh) = self.relabel(map_of(st)?, cand.0.ptr(), cand.1, count[st])?;
+                count[st] += fresh.1;
+                if fresh.1 > 0 {
+                    nodes[st].push(fresh);
+                }
+                src[r].push(local);
+                dst[r].push(dstl);
+            }
+            for t in 0..types {
+                let added = &nodes[t][chunks_before[t]..];
+                frontier[t] = match added {
+                    [] => None,
+                    [one] => Some((None, one.0.ptr(), one.1, before[t])),
+                    _ => {
+                        let mem = self.concat(added)?;
+                        let p = mem.ptr();
+                        Some((Some(mem), p, count[t] - before[t], before[t]))
+                    }
+                };
+            }
+        }
+        drop(frontier);
+        let join_all = |lists: Vec<Vec<Chunk>>| {
+            lists
+                .into_iter()
+                .map(|c| self.join(c))
+                .collect::<BResult<Vec<_>>>()
+        };
+        Ok(Sampled {
+            nodes: join_all(nodes)?,
+            src: join_all(src)?,
+            dst: join_all(dst)?,
+            seeds: self.join(vec![seed_local])?,
+            counts: count,
+        })
+    }
+}
