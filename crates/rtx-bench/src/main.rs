@@ -17,6 +17,8 @@ mod gat;
 mod hetgat;
 mod index;
 mod permute;
+#[cfg(feature = "cuda")]
+mod sampled;
 mod transpose;
 
 /// rtx benchmarks and demo.
@@ -43,6 +45,9 @@ enum Command {
     /// The HetGAT's dense ops at the batch-8 shapes, one at a time (JSON lines; `cuda` feature).
     #[cfg(feature = "cuda")]
     Dense(dense::Args),
+    /// Neighbour-sampled mini-batch training on the ogbn-mag-shaped graph, on the device (JSON lines; `cuda` feature).
+    #[cfg(feature = "cuda")]
+    Sampled(sampled::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -56,6 +61,8 @@ fn main() -> std::process::ExitCode {
         Command::Dynamic(a) => dynamic::run(&a),
         #[cfg(feature = "cuda")]
         Command::Dense(a) => dense::run(&a),
+        #[cfg(feature = "cuda")]
+        Command::Sampled(a) => sampled::run(&a),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -8,9 +8,9 @@
 //!   `anchors/WORKLOADS.md` ([`HeteroGraph::harris`], [`harris_features`]).
 //! * [`store`]: [`GraphStore`], a graph held by the backend (a CSR per
 //!   relation, features per type), and the mini-batches sampled from it on
-//!   the backend ([`MiniBatch`], [`SampledGraph`]); [`mag`]: a graph with
+//!   the backend ([`MiniBatch`], whose topology is an [`IndexGraph`] of backend lists); [`mag`]: a graph with
 //!   ogbn-mag's sizes. The model runs on any [`Topology`]: a static
-//!   [`HeteroGraph`] or a [`SampledGraph`].
+//!   [`HeteroGraph`] or a [`IndexGraph`].
 //! * [`testing`]: the training run the tests compare across backends and
 //!   modes ([`testing::training_bits`]), reusable by device backends.
 //! * [`model`]: [`HetGat`], the PyG `HeteroConv` of `GATConv((-1, -1),
@@ -54,7 +54,7 @@ pub mod topology;
 
 pub use graph::{HeteroGraph, NodeType, Relation, harris_features};
 pub use model::{DeviceLoss, Grads, HetGat, HetGatConfig, LossAndGrads};
-pub use store::{GraphStore, MiniBatch, SampledGraph, StoreRelation};
+pub use store::{GraphStore, IndexGraph, MiniBatch, StoreRelation};
 pub use topology::{RelEdges, Topology};
 
 /// Errors of the model crate.

@@ -1,7 +1,7 @@
 //! A heterogeneous graph held by the backend ([`GraphStore`]: per relation a
 //! CSR by destination, node counts and features per type, built once), and
-//! the mini-batches sampled from it ([`MiniBatch`], whose topology is a
-//! [`SampledGraph`] of backend index lists). On a device backend neither the
+//! the mini-batches sampled from it ([`MiniBatch`], whose topology is an
+//! [`IndexGraph`] of backend index lists). On a device backend neither the
 //! topology nor a sample is ever copied to the host.
 
 use rtx_backend::prelude::*;
@@ -28,53 +28,107 @@ pub struct GraphStore<B: SampleOps, T: Element> {
     edges: usize,
 }
 
-/// A subgraph sampled from a [`GraphStore`]: node types with their local
-/// counts, the store's relations with local edge lists, the global id of
-/// every local node, and the local ids of the seeds. The model runs on it
-/// (it is a [`Topology`](crate::Topology)).
+/// A heterogeneous graph of backend index lists: node types with their
+/// counts and relations with their edge lists, whose plans the backend
+/// builds where the lists live, at first use (every endpoint checked there).
+/// The model runs on it (it is a [`Topology`](crate::Topology)); a sampled
+/// mini-batch is one.
 #[derive(Debug)]
-pub struct SampledGraph<B: IndexOps> {
+pub struct IndexGraph<B: IndexOps> {
     pub(crate) node_types: Vec<NodeType>,
     pub(crate) relations: Vec<(String, usize, usize)>,
     pub(crate) src: Vec<B::Index>,
     pub(crate) dst: Vec<B::Index>,
-    nodes: Vec<B::Index>,
-    seeds: B::Index,
     edges: usize,
 }
 
-impl<B: IndexOps> SampledGraph<B> {
-    /// Node types with their counts in this subgraph.
+impl<B: IndexOps> IndexGraph<B> {
+    /// A graph of the given lists (the backend checks every endpoint
+    /// against its type's count at the first op that plans or gathers it).
+    ///
+    /// # Errors
+    /// [`Error::Graph`] for an unknown node type, a repeated relation key or
+    /// lists of unequal length.
+    pub fn new(
+        b: &B,
+        node_types: Vec<NodeType>,
+        relations: Vec<StoreRelation<B::Index>>,
+    ) -> Result<Self> {
+        let mut keys: Vec<(String, usize, usize)> = Vec::with_capacity(relations.len());
+        let (mut src, mut dst) = (Vec::new(), Vec::new());
+        let mut edges = 0;
+        for (name, s, d, sl, dl) in relations {
+            check_relation(b, &node_types, &keys, (&name, s, d), (&sl, &dl))?;
+            edges += b.index_len(&sl);
+            keys.push((name, s, d));
+            src.push(sl);
+            dst.push(dl);
+        }
+        Ok(IndexGraph {
+            node_types,
+            relations: keys,
+            src,
+            dst,
+            edges,
+        })
+    }
+
+    /// Node types with their counts.
     pub fn node_types(&self) -> &[NodeType] {
         &self.node_types
     }
 
-    /// The global id of every local node of type `t`.
-    pub fn nodes(&self, t: usize) -> &B::Index {
-        &self.nodes[t]
-    }
-
-    /// The local id of every seed, in the order given.
-    pub fn seeds(&self) -> &B::Index {
-        &self.seeds
-    }
-
-    /// The local source and destination lists of relation `r`.
+    /// The source and destination lists of relation `r`.
     pub fn relation_edges(&self, r: usize) -> (&B::Index, &B::Index) {
         (&self.src[r], &self.dst[r])
     }
 
-    /// Sampled edges over all relations.
+    /// Edges over all relations.
     pub fn edges(&self) -> usize {
         self.edges
     }
 }
 
-/// A sampled subgraph and its nodes' input features.
+/// Checks one relation against the node types and the keys before it.
+fn check_relation<B: IndexOps>(
+    b: &B,
+    types: &[NodeType],
+    keys: &[(String, usize, usize)],
+    (name, s, d): (&str, usize, usize),
+    (src, dst): (&B::Index, &B::Index),
+) -> Result<()> {
+    let (Some(ns), Some(nd)) = (types.get(s), types.get(d)) else {
+        return Err(Error::Graph(format!(
+            "relation {name}: node types {s} -> {d}, but there are {} node types",
+            types.len()
+        )));
+    };
+    if keys.iter().any(|k| k.0 == name && k.1 == s && k.2 == d) {
+        return Err(Error::Graph(format!(
+            "relation {name} ({} -> {}) is given twice",
+            ns.name, nd.name
+        )));
+    }
+    let (ls, ld) = (b.index_len(src), b.index_len(dst));
+    if ls != ld {
+        return Err(Error::Graph(format!(
+            "relation {name}: {ls} sources but {ld} destinations"
+        )));
+    }
+    Ok(())
+}
+
+/// A subgraph sampled from a [`GraphStore`], and its nodes' input features.
 #[derive(Debug)]
 pub struct MiniBatch<B: SampleOps, T: Element> {
-    /// The topology.
-    pub graph: SampledGraph<B>,
+    /// The topology: node types with their local counts, the store's
+    /// relations with local edge lists.
+    pub graph: IndexGraph<B>,
+    /// Per node type, the global id of every local node, in local order.
+    pub nodes: Vec<B::Index>,
+    /// The local id of every seed, in the order given (distinct seeds are
+    /// the first local nodes of the seed type).
+    pub seeds: B::Index,
     /// Per node type, the features of its local nodes `[count, in_features]`.
     pub x: Vec<BTensor<B, T>>,
 }
@@ -115,26 +169,10 @@ impl<B: Backend + SampleOps, T: Element> GraphStore<B, T> {
         let mut csrs = Vec::with_capacity(relations.len());
         let mut edges = 0;
         for (name, s, d, src, dst) in relations {
-            let (Some(ns), Some(nd)) = (node_types.get(s), node_types.get(d)) else {
-                return Err(Error::Graph(format!(
-                    "relation {name}: node types {s} -> {d}, but there are {} node types",
-                    node_types.len()
-                )));
-            };
-            if keys.iter().any(|k| k.0 == name && k.1 == s && k.2 == d) {
-                return Err(Error::Graph(format!(
-                    "relation {name} ({} -> {}) is given twice",
-                    ns.name, nd.name
-                )));
-            }
-            let (ls, ld) = (b.index_len(&src), b.index_len(&dst));
-            if ls != ld {
-                return Err(Error::Graph(format!(
-                    "relation {name}: {ls} sources but {ld} destinations"
-                )));
-            }
-            edges += ls;
-            csrs.push(b.csr_by_dst(&src, &dst, (s, ns.nodes), (d, nd.nodes))?);
+            check_relation(b, &node_types, &keys, (&name, s, d), (&src, &dst))?;
+            let (ns, nd) = (node_types[s].nodes, node_types[d].nodes);
+            edges += b.index_len(&src);
+            csrs.push(b.csr_by_dst(&src, &dst, (s, ns), (d, nd))?);
             keys.push((name, s, d));
         }
         Ok(GraphStore {
@@ -183,7 +221,7 @@ impl<B: Backend + SampleOps, T: Element> GraphStore<B, T> {
             .map(|(f, n)| b.index_select_idx(f, n))
             .collect::<rtx_backend::Result<Vec<_>>>()?;
         let edges = s.src.iter().map(|l| b.index_len(l)).sum();
-        let graph = SampledGraph {
+        let graph = IndexGraph {
             node_types: self
                 .node_types
                 .iter()
@@ -196,10 +234,13 @@ impl<B: Backend + SampleOps, T: Element> GraphStore<B, T> {
             relations: self.keys.clone(),
             src: s.src,
             dst: s.dst,
-            nodes: s.nodes,
-            seeds: s.seeds,
             edges,
         };
-        Ok(MiniBatch { graph, x })
+        Ok(MiniBatch {
+            graph,
+            nodes: s.nodes,
+            seeds: s.seeds,
+            x,
+        })
     }
 }

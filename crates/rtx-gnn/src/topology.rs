@@ -1,6 +1,6 @@
 //! [`Topology`]: what the model reads of a graph. Two kinds implement it: a
 //! [`HeteroGraph`] (host edge lists with host plans built once, for a graph
-//! that stands still) and a [`SampledGraph`] (backend index lists, their
+//! that stands still) and a [`IndexGraph`] (backend index lists, their
 //! plans built where they live: a mini-batch sampled on the device never
 //! crosses to the host). The model's forward and backward are written once
 //! against [`RelEdges`], whose ops pick the host-list or `_idx` form.
@@ -8,7 +8,7 @@
 use rtx_backend::{BTensor, Backend, Element, IndexOps, Result};
 
 use crate::graph::{HeteroGraph, NodeType, Relation};
-use crate::store::SampledGraph;
+use crate::store::IndexGraph;
 
 /// A graph the model runs on: node types with their counts, and relations
 /// `(name, src type, dst type)` with their edges.
@@ -160,7 +160,7 @@ impl<B: Backend> Topology<B> for HeteroGraph {
     }
 }
 
-impl<B: Backend> Topology<B> for SampledGraph<B> {
+impl<B: Backend> Topology<B> for IndexGraph<B> {
     fn node_types(&self) -> &[NodeType] {
         &self.node_types
     }

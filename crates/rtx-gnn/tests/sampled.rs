@@ -1,5 +1,5 @@
 //! Mini-batch training on sampled subgraphs (CPU backend): the model on a
-//! [`SampledGraph`] of backend lists gives exactly what it gives on the same
+//! [`IndexGraph`] of backend lists gives exactly what it gives on the same
 //! subgraph built as a host [`HeteroGraph`] (host lists, host plans), and a
 //! run of steps repeats bit for bit.
 
@@ -54,7 +54,7 @@ fn spec(step: u64) -> SampleSpec {
 }
 
 /// The sampled subgraph as a host graph (host lists, host plans).
-fn host_graph(b: &CpuBackend, g: &rtx_gnn::SampledGraph<CpuBackend>) -> HeteroGraph {
+fn host_graph(b: &CpuBackend, g: &rtx_gnn::IndexGraph<CpuBackend>) -> HeteroGraph {
     let types: Vec<NodeType> = Topology::<CpuBackend>::node_types(g).to_vec();
     let rels = (0..Topology::<CpuBackend>::relation_count(g))
         .map(|r| {
@@ -100,12 +100,12 @@ fn a_sample_holds_seeds_first_and_features_of_its_nodes() {
         .sample(&b, &b.index_from_host(&seeds).unwrap(), &spec(1))
         .unwrap();
     let g = &batch.graph;
-    assert_eq!(&*b.index_to_host(g.seeds()).unwrap(), &[0, 1, 0, 2]);
-    let papers = b.index_to_host(g.nodes(0)).unwrap();
+    assert_eq!(&*b.index_to_host(&batch.seeds).unwrap(), &[0, 1, 0, 2]);
+    let papers = b.index_to_host(&batch.nodes[0]).unwrap();
     assert_eq!(&papers[..3], &[5, 9, 300]);
     assert!(g.edges() > 0);
     for t in 0..4 {
-        let ids = b.index_to_host(g.nodes(t)).unwrap();
+        let ids = b.index_to_host(&batch.nodes[t]).unwrap();
         let x = b.download(&batch.x[t]).unwrap();
         let full = b.download(store.features(t)).unwrap();
         assert_eq!(x.len(), ids.len() * 128);
