@@ -1,6 +1,13 @@
 //! `IndexPlan`: the CSR of the transposed selection matrix S^T.
 
+use rayon::prelude::*;
+
 use crate::{Error, Result, try_copy, try_vec};
+
+mod radix;
+
+/// Entries per part of a list sorted in parallel (shorter lists: one part).
+const PAR_CHUNK: usize = 1 << 16;
 
 /// Checks every index against `rows` before any work.
 ///
@@ -21,7 +28,8 @@ pub fn check_indices(idx: &[u32], rows: usize) -> Result<()> {
 /// increasing order: the CSR of S^T, where `S[i, idx[i]] = 1`.
 ///
 /// Built in O(E + R) by a stable counting sort that validates every index
-/// first. A static graph builds it once and reuses it for every
+/// first; long lists by a parallel stable radix sort (rayon) with the same
+/// result. A static graph builds it once and reuses it for every
 /// `index_add_planned` call.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IndexPlan {
@@ -40,7 +48,21 @@ impl IndexPlan {
     /// [`Error::SizeOverflow`] when `rows + 1` offsets overflow `usize`;
     /// [`Error::HostAllocation`] when the `rows + 1` offsets cannot be allocated.
     pub fn new(idx: &[u32], rows: usize) -> Result<IndexPlan> {
-        check_indices(idx, rows)?;
+        let chunks = (idx.len() / PAR_CHUNK).min(4 * rayon::current_num_threads());
+        IndexPlan::with_chunks(idx, rows, chunks)
+    }
+
+    /// [`IndexPlan::new`] with the list cut into `chunks` parts sorted in
+    /// parallel (0 or 1: the sequential counting sort). Every cut gives the
+    /// same plan: a stable sort by row is unique.
+    fn with_chunks(idx: &[u32], rows: usize, chunks: usize) -> Result<IndexPlan> {
+        if let Some(position) = idx.par_iter().position_first(|&i| i as usize >= rows) {
+            return Err(Error::IndexOutOfRange {
+                position,
+                value: u64::from(idx[position]),
+                bound: rows,
+            });
+        }
         if idx.len() > u32::MAX as usize {
             return Err(Error::TooManyIndices {
                 len: idx.len(),
@@ -51,6 +73,9 @@ impl IndexPlan {
             op: "IndexPlan::new",
             what: format!("the offsets of {rows} rows ({rows} + 1)"),
         })?;
+        if chunks > 1 {
+            return radix::plan(idx, rows, n_offsets, chunks);
+        }
         let mut offsets = try_vec(n_offsets, 0u64)?;
         for &i in idx {
             offsets[i as usize + 1] += 1;
@@ -114,6 +139,37 @@ impl IndexPlan {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_parallel_sort_builds_the_sequential_plan() {
+        use crate::workload::index;
+        for (n, rows, hub) in [
+            (100_000usize, 1usize, false),
+            (300_000, 7, true),
+            (200_000, 1 << 20, true),
+            (250_000, 5000, false),
+            (70_000, 3_000_000, false),
+            (0, 10, false),
+        ] {
+            let idx: Vec<u32> = (0..n as u64).map(|k| index(9, k, rows, hub)).collect();
+            let seq = IndexPlan::with_chunks(&idx, rows, 1).unwrap();
+            for chunks in [2, 3, 16, 61] {
+                let par = IndexPlan::with_chunks(&idx, rows, chunks).unwrap();
+                assert!(par == seq, "{n} entries into {rows} rows, {chunks} parts");
+            }
+        }
+        let mut idx = vec![3u32; 200_000];
+        idx[150_001] = 9;
+        let e = IndexPlan::with_chunks(&idx, 9, 8).unwrap_err();
+        assert!(matches!(
+            e,
+            Error::IndexOutOfRange {
+                position: 150_001,
+                value: 9,
+                bound: 9
+            }
+        ));
+    }
 
     #[test]
     fn csr_of_transpose() {

@@ -1,0 +1,109 @@
+//! The parallel plan build: a least-significant-digit radix sort of
+//! (row, position) pairs over parts of the list, stable in every pass (each
+//! part writes its items in order after the items of the same digit in the
+//! parts before it), so the positions of one row stay increasing: the
+//! sequential stable counting sort's plan exactly. Offsets by counting.
+
+use rayon::prelude::*;
+
+use super::IndexPlan;
+use crate::{Result, try_vec};
+
+/// Bits of a digit: 2^11 counters per part and pass.
+const DIGIT_BITS: u32 = 11;
+
+/// A pointer to an output that several parts write, each at places no
+/// other part writes.
+#[derive(Clone, Copy)]
+struct Shared(*mut u32);
+
+// SAFETY: the parts write disjoint places (see `plan`), so sharing the
+// pointer across the rayon tasks is sound.
+unsafe impl Send for Shared {}
+// SAFETY: as above.
+unsafe impl Sync for Shared {}
+
+impl Shared {
+    /// Writes `v` at `i`.
+    ///
+    /// # Safety
+    /// `i` is within the allocation, and no other thread reads or writes
+    /// place `i` during the pass.
+    unsafe fn write(self, i: usize, v: u32) {
+        // SAFETY: the caller's contract.
+        unsafe { *self.0.add(i) = v };
+    }
+}
+
+/// The plan of `idx` (every entry `< rows`, at most `u32::MAX` of them)
+/// into `rows` rows, sorted in `parts` parts.
+pub(super) fn plan(idx: &[u32], rows: usize, n_offsets: usize, parts: usize) -> Result<IndexPlan> {
+    let n = idx.len();
+    let part = n.div_ceil(parts).max(1);
+    let bits = usize::BITS - rows.saturating_sub(1).leading_zeros();
+    let passes = bits.div_ceil(DIGIT_BITS).max(1);
+    let radix = 1usize << DIGIT_BITS;
+    // each pass writes (keys, vals) from (prev_keys, prev_vals), then they swap
+    let (mut keys, mut vals) = (try_vec(n, 0u32)?, try_vec(n, 0u32)?);
+    let (mut prev_keys, mut prev_vals) = if passes > 1 {
+        (try_vec(n, 0u32)?, try_vec(n, 0u32)?)
+    } else {
+        (Vec::new(), Vec::new())
+    };
+    for pass in 0..passes {
+        let shift = pass * DIGIT_BITS;
+        let digit = |k: u32| ((k >> shift) as usize) & (radix - 1);
+        let (kin, vin): (&[u32], Option<&[u32]>) = if pass == 0 {
+            (idx, None)
+        } else {
+            (&prev_keys, Some(&prev_vals))
+        };
+        // per part, the count of each digit
+        let counts: Vec<Vec<u32>> = kin
+            .par_chunks(part)
+            .map(|c| {
+                let mut h = vec![0u32; radix];
+                for &k in c {
+                    h[digit(k)] += 1;
+                }
+                h
+            })
+            .collect();
+        // where part p's items of digit d start: digit-major, then part order
+        let mut starts = vec![vec![0usize; radix]; counts.len()];
+        let mut at = 0usize;
+        for d in 0..radix {
+            for (p, h) in counts.iter().enumerate() {
+                starts[p][d] = at;
+                at += h[d] as usize;
+            }
+        }
+        let (ko, vo) = (Shared(keys.as_mut_ptr()), Shared(vals.as_mut_ptr()));
+        kin.par_chunks(part)
+            .zip(starts.par_iter_mut())
+            .enumerate()
+            .for_each(|(p, (c, st))| {
+                for (j, &k) in c.iter().enumerate() {
+                    let d = digit(k);
+                    let v = vin.map_or((p * part + j) as u32, |v| v[p * part + j]);
+                    // SAFETY: st[d] runs over this part's own range of the
+                    // output for digit d (the counts' scan gives each (digit,
+                    // part) a disjoint range of the n places), below n.
+                    unsafe {
+                        ko.write(st[d], k);
+                        vo.write(st[d], v);
+                    }
+                    st[d] += 1;
+                }
+            });
+        std::mem::swap(&mut keys, &mut prev_keys);
+        std::mem::swap(&mut vals, &mut prev_vals);
+    }
+    let (sorted, positions) = (prev_keys, prev_vals);
+    // offsets[r] = the number of sorted keys below r
+    let mut offsets = try_vec(n_offsets, 0u64)?;
+    offsets.par_iter_mut().enumerate().for_each(|(r, o)| {
+        *o = sorted.partition_point(|&k| (k as usize) < r) as u64;
+    });
+    Ok(IndexPlan { offsets, positions })
+}
