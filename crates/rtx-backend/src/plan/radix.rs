@@ -7,29 +7,36 @@
 use rayon::prelude::*;
 
 use super::IndexPlan;
-use crate::{Result, try_vec};
+use crate::{Result, try_vec, try_with_capacity};
 
 /// Bits of a digit: 2^11 counters per part and pass.
 const DIGIT_BITS: u32 = 11;
 
 /// A pointer to an output that several parts write, each at places no
 /// other part writes.
-#[derive(Clone, Copy)]
-struct Shared(*mut u32);
+struct Shared<T>(*mut T);
+
+impl<T> Clone for Shared<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for Shared<T> {}
 
 // SAFETY: the parts write disjoint places (see `plan`), so sharing the
 // pointer across the rayon tasks is sound.
-unsafe impl Send for Shared {}
+unsafe impl<T> Send for Shared<T> {}
 // SAFETY: as above.
-unsafe impl Sync for Shared {}
+unsafe impl<T> Sync for Shared<T> {}
 
-impl Shared {
+impl<T> Shared<T> {
     /// Writes `v` at `i`.
     ///
     /// # Safety
-    /// `i` is within the allocation, and no other thread reads or writes
-    /// place `i` during the pass.
-    unsafe fn write(self, i: usize, v: u32) {
+    /// `i` is within the allocation's capacity, and no other thread reads or
+    /// writes place `i` during the pass.
+    unsafe fn write(self, i: usize, v: T) {
         // SAFETY: the caller's contract.
         unsafe { *self.0.add(i) = v };
     }
@@ -43,10 +50,12 @@ pub(super) fn plan(idx: &[u32], rows: usize, n_offsets: usize, parts: usize) -> 
     let bits = usize::BITS - rows.saturating_sub(1).leading_zeros();
     let passes = bits.div_ceil(DIGIT_BITS).max(1);
     let radix = 1usize << DIGIT_BITS;
-    // each pass writes (keys, vals) from (prev_keys, prev_vals), then they swap
-    let (mut keys, mut vals) = (try_vec(n, 0u32)?, try_vec(n, 0u32)?);
+    // each pass writes (keys, vals) from (prev_keys, prev_vals), then they
+    // swap; the outputs are not zeroed first (a pass writes every place:
+    // that is half the time of a long list, page faults included)
+    let (mut keys, mut vals) = (try_with_capacity::<u32>(n)?, try_with_capacity::<u32>(n)?);
     let (mut prev_keys, mut prev_vals) = if passes > 1 {
-        (try_vec(n, 0u32)?, try_vec(n, 0u32)?)
+        (try_with_capacity(n)?, try_with_capacity(n)?)
     } else {
         (Vec::new(), Vec::new())
     };
@@ -78,6 +87,8 @@ pub(super) fn plan(idx: &[u32], rows: usize, n_offsets: usize, parts: usize) -> 
                 at += h[d] as usize;
             }
         }
+        keys.clear();
+        vals.clear();
         let (ko, vo) = (Shared(keys.as_mut_ptr()), Shared(vals.as_mut_ptr()));
         kin.par_chunks(part)
             .zip(starts.par_iter_mut())
@@ -96,14 +107,42 @@ pub(super) fn plan(idx: &[u32], rows: usize, n_offsets: usize, parts: usize) -> 
                     st[d] += 1;
                 }
             });
+        // SAFETY: both have capacity n (allocated so, never shrunk), and the
+        // pass wrote all n places: the (digit, part) ranges tile 0..n and each
+        // part wrote all of its items into its ranges.
+        unsafe {
+            keys.set_len(n);
+            vals.set_len(n);
+        }
         std::mem::swap(&mut keys, &mut prev_keys);
         std::mem::swap(&mut vals, &mut prev_vals);
     }
     let (sorted, positions) = (prev_keys, prev_vals);
-    // offsets[r] = the number of sorted keys below r
+    // offsets[r] = the number of sorted keys below r: position i, where the
+    // key rises from a to b, is the offset of rows a + 1..=b (rows up to the
+    // first key get 0, rows past the last key n), so every row is written
+    // once, by the one place its range starts at
     let mut offsets = try_vec(n_offsets, 0u64)?;
-    offsets.par_iter_mut().enumerate().for_each(|(r, o)| {
-        *o = sorted.partition_point(|&k| (k as usize) < r) as u64;
+    let out = Shared(offsets.as_mut_ptr());
+    let fill = |from: usize, to: usize, v: u64| {
+        for r in from..to {
+            // SAFETY: the rows `from..to` of one rise of the sorted keys are
+            // written by this rise alone; r <= rows < n_offsets.
+            unsafe { out.write(r, v) };
+        }
+    };
+    sorted.par_chunks(part).enumerate().for_each(|(p, c)| {
+        for (j, &k) in c.iter().enumerate() {
+            let i = p * part + j;
+            let prev = if i == 0 {
+                0
+            } else {
+                sorted[i - 1] as usize + 1
+            };
+            fill(prev, k as usize + 1, i as u64);
+        }
     });
+    let tail = sorted.last().map_or(0, |&k| k as usize + 1);
+    fill(tail, n_offsets, n as u64);
     Ok(IndexPlan { offsets, positions })
 }
