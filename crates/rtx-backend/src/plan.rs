@@ -48,7 +48,9 @@ impl IndexPlan {
     /// [`Error::SizeOverflow`] when `rows + 1` offsets overflow `usize`;
     /// [`Error::HostAllocation`] when the `rows + 1` offsets cannot be allocated.
     pub fn new(idx: &[u32], rows: usize) -> Result<IndexPlan> {
-        let chunks = (idx.len() / PAR_CHUNK).min(4 * rayon::current_num_threads());
+        // below 4 parts the sequential sort is as fast
+        let parts = (idx.len() / PAR_CHUNK).min(4 * rayon::current_num_threads());
+        let chunks = if parts < 4 { 1 } else { parts };
         IndexPlan::with_chunks(idx, rows, chunks)
     }
 
