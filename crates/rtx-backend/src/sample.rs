@@ -383,19 +383,19 @@ pub trait SampleOps: IndexOps {
         seeds: &Self::Index,
         spec: &SampleSpec,
     ) -> Result<Sampled<Self::Index>> {
-        let host: Vec<(Cow<'_, [u32]>, Cow<'_, [u32]>)> = relations
+        let host: Vec<[Cow<'_, [u32]>; 2]> = relations
             .iter()
             .map(|c| {
-                Ok((
+                Ok([
                     self.index_to_host(&c.offsets)?,
                     self.index_to_host(&c.neighbors)?,
-                ))
+                ])
             })
             .collect::<Result<_>>()?;
         let csrs: Vec<Csr<&[u32]>> = relations
             .iter()
             .zip(&host)
-            .map(|(c, (o, n))| {
+            .map(|(c, [o, n])| {
                 Csr::from_parts(
                     (c.src_type, c.src_nodes),
                     (c.dst_type, c.dst_nodes),

@@ -16,14 +16,13 @@ struct Rel {
     dst: Vec<u32>,
 }
 
+/// What the naive sampler returns: per type the global ids in local order,
+/// per relation the local (source, destination) pairs, the seeds' local ids.
+type NaiveSample = (Vec<Vec<u32>>, Vec<Vec<(u32, u32)>>, Vec<u32>);
+
 /// The naive sampler: neighbours of `v` are the sources of the edges into
 /// `v` in edge order; picks by Floyd with a `HashSet`; ids in a `HashMap`.
-fn naive(
-    counts: &[usize],
-    rels: &[Rel],
-    seeds: &[u32],
-    spec: &SampleSpec,
-) -> (Vec<Vec<u32>>, Vec<Vec<(u32, u32)>>, Vec<u32>) {
+fn naive(counts: &[usize], rels: &[Rel], seeds: &[u32], spec: &SampleSpec) -> NaiveSample {
     let mut ids: Vec<HashMap<u32, u32>> = vec![HashMap::new(); counts.len()];
     let mut nodes: Vec<Vec<u32>> = vec![Vec::new(); counts.len()];
     let mut id = |t: usize, g: u32, nodes: &mut Vec<Vec<u32>>| {
@@ -146,13 +145,13 @@ fn the_sampler_is_the_naive_definition() {
         assert_eq!(got.nodes, nodes);
         assert_eq!(got.seeds, seed_ids);
         assert_eq!(got.seeds, [0, 1, 0, 2, 3, 1, 4]);
-        for r in 0..rels.len() {
+        for (r, want) in edges.iter().enumerate() {
             let pairs: Vec<(u32, u32)> = got.src[r]
                 .iter()
                 .copied()
                 .zip(got.dst[r].iter().copied())
                 .collect();
-            assert_eq!(pairs, edges[r], "relation {r}");
+            assert_eq!(&pairs, want, "relation {r}");
         }
         assert_eq!(got.counts, nodes.iter().map(Vec::len).collect::<Vec<_>>());
     }

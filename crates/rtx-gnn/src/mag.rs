@@ -17,7 +17,7 @@ use rtx_backend::prelude::*;
 use rtx_backend::workload::{index, values};
 use rtx_backend::{Element, SampleOps};
 
-use crate::graph::NodeType;
+use crate::graph::{NodeType, RelationSpec};
 use crate::model::HetGatConfig;
 use crate::store::GraphStore;
 use crate::{Error, Result};
@@ -61,9 +61,9 @@ pub fn mag_node_types(div: usize) -> Vec<NodeType> {
 
 /// The seven relations at `1 / div` of ogbn-mag's size, as host lists:
 /// `(name, src type, dst type, src, dst)`.
-pub fn mag_relations(div: usize) -> Vec<(String, usize, usize, Vec<u32>, Vec<u32>)> {
+pub fn mag_relations(div: usize) -> Vec<RelationSpec> {
     let types = mag_node_types(div);
-    let mut rels: Vec<(String, usize, usize, Vec<u32>, Vec<u32>)> = MAG_RELATIONS
+    let mut rels: Vec<RelationSpec> = MAG_RELATIONS
         .iter()
         .map(|&(name, s, d, e, seed)| {
             let e = (e / div.max(1)).max(1) as u64;

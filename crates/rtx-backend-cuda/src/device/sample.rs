@@ -22,6 +22,10 @@ use crate::table::Kernel;
 /// A list of `u32`s on the device and its length.
 type Chunk = (DevMem, usize);
 
+/// A hop's frontier of one node type: its nodes (a copy when they span
+/// chunks), their address, count and first local id.
+type Frontier = (Option<DevMem>, u64, usize, usize);
+
 /// `n` `u32`s of fresh device memory.
 fn alloc_u32(dev: &Device, n: usize) -> Result<DevMem> {
     let bytes = n.checked_mul(4).ok_or(Error::SizeOverflow {
@@ -284,10 +288,7 @@ impl SampleOps for CudaBackend {
             self.relabel(map_of(t0)?, seeds.entry.dev_idx(dev)?, seeds.len(), 0)?;
         count[t0] = fresh.1;
         nodes[t0].push(fresh);
-        // per type: the frontier's nodes (a copy when they span chunks), its
-        // address, length and first local id
-        let mut frontier: Vec<Option<(Option<DevMem>, u64, usize, usize)>> =
-            (0..types).map(|_| None).collect();
+        let mut frontier: Vec<Option<Frontier>> = (0..types).map(|_| None).collect();
         frontier[t0] = Some((None, nodes[t0][0].0.ptr(), count[t0], 0));
         let mut src: Vec<Vec<Chunk>> = (0..relations.len()).map(|_| Vec::new()).collect();
         let mut dst: Vec<Vec<Chunk>> = (0..relations.len()).map(|_| Vec::new()).collect();
