@@ -68,6 +68,25 @@ fn produce(
     Ok(IndexEntry::from_device(mem, n, max))
 }
 
+/// Copies the parts `(device list, length, offset)` one after another to
+/// `out`, each entry plus its part's offset (one `index_shift` per part).
+/// The caller guarantees that `out` holds the lengths' sum of `u32`s and
+/// that no entry plus its offset passes `u32::MAX`.
+pub(super) fn copy_parts(dev: &Device, parts: &[(u64, u64, u32)], out: u64) -> Result<()> {
+    let k = dev.kernels()?;
+    let mut dst = out;
+    for (src, len, offset) in parts.iter().filter(|p| p.1 > 0) {
+        let mut b = builder(dev, &k, Kernel::IndexShift);
+        b.arg(src).arg(len).arg(offset).arg(&dst);
+        // SAFETY: index_shift(const u32* src, u64 n, u32 offset, u32* out): src holds
+        // len u32, out (the new list from this part's place on) len more (the
+        // caller's contract), and no sum passes u32::MAX.
+        unsafe { b.launch(cfg1(grid_for(*len))) }?;
+        dst += 4 * len;
+    }
+    Ok(())
+}
+
 impl CudaBackend {
     pub(super) fn wrap(&self, entry: IndexEntry) -> CudaIndex {
         CudaIndex {
@@ -203,19 +222,9 @@ impl CudaBackend {
             .filter(|(p, _)| !p.is_empty())
             .map(|&(p, offset)| Ok((p.entry.dev_idx(&self.dev)?, p.len() as u64, offset)))
             .collect::<BResult<Vec<_>>>()?;
+        // no shifted entry passes u32::MAX: checked above through the maxima
         let entry = produce(&self.dev, n, Some(max), |out| {
-            let k = self.dev.kernels()?;
-            let mut dst = out;
-            for (src, len, offset) in &srcs {
-                let mut b = builder(&self.dev, &k, Kernel::IndexShift);
-                b.arg(src).arg(len).arg(offset).arg(&dst);
-                // SAFETY: index_shift(const u32* src, u64 n, u32 offset, u32* out): src
-                // holds len u32, out (the new list from this part's place on) len more;
-                // no sum passes u32::MAX (checked above through the parts' maxima).
-                unsafe { b.launch(cfg1(grid_for(*len))) }?;
-                dst += 4 * len;
-            }
-            Ok(())
+            copy_parts(&self.dev, &srcs, out)
         })?;
         Ok(self.wrap(entry))
     }

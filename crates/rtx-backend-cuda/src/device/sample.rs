@@ -12,7 +12,7 @@ use super::backend::CudaBackend;
 use super::buffer::DevMem;
 use super::context::Device;
 use super::entry::IndexEntry;
-use super::index_lists::CudaIndex;
+use super::index_lists::{CudaIndex, copy_parts};
 use super::launch::{builder, cfg1, grid_for};
 use super::plan_build::scan_u32;
 use crate::error::{Error, Result};
@@ -113,17 +113,11 @@ impl CudaBackend {
     fn concat(&self, chunks: &[Chunk]) -> BResult<DevMem> {
         let n: usize = chunks.iter().map(|c| c.1).sum();
         let out = alloc_u32(&self.dev, n)?;
-        let k = self.dev.kernels()?;
-        let (mut dst, zero) = (out.ptr(), 0u32);
-        for (c, len) in chunks.iter().filter(|c| c.1 > 0) {
-            let (src, l) = (c.ptr(), *len as u64);
-            let mut b = builder(&self.dev, &k, Kernel::IndexShift);
-            b.arg(&src).arg(&l).arg(&zero).arg(&dst);
-            // SAFETY: index_shift(const u32* src, u64 n, u32 offset, u32* out): src holds
-            // len u32, out from dst on the len more that this chunk fills.
-            unsafe { b.launch(cfg1(grid_for(l))) }?;
-            dst += 4 * l;
-        }
+        let parts: Vec<(u64, u64, u32)> = chunks
+            .iter()
+            .map(|(c, len)| (c.ptr(), *len as u64, 0))
+            .collect();
+        copy_parts(&self.dev, &parts, out.ptr())?;
         Ok(out)
     }
 
