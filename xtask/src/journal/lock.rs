@@ -1,8 +1,14 @@
-//! The workspace lock: an exclusive `flock` on `<state dir>/lock`.
+//! The workspace lock: an exclusive `flock` on the workspace root directory
+//! itself.
 //!
-//! The kernel drops a `flock` when its holder dies (even by SIGKILL), so a
-//! killed run never leaves the workspace locked; the lock file itself stays
-//! (deleting it would let a waiting run lock a file nobody else sees).
+//! Keyed by the workspace, not by where its state lives: two runs on one
+//! workspace take turns whatever target directories they were given
+//! (`CARGO_TARGET_DIR` differs between a shell and an IDE, a CI step and a
+//! cache), and a link to the workspace is the same directory. Nothing is
+//! created for it, so a read-only checkout locks too and `git status` shows
+//! nothing. The kernel drops a `flock` when its holder dies (even by
+//! SIGKILL), so a killed run never leaves the workspace locked. Cargo and
+//! git take no `flock` on a workspace directory, so no other tool waits on it.
 
 use std::fs::File;
 use std::io::Write;
@@ -33,22 +39,21 @@ pub struct Lock {
 }
 
 impl Lock {
-    /// Creates `dir` and opens (creating) `dir/lock`.
+    /// Opens the workspace root directory `root` for its lock.
     ///
     /// # Errors
-    /// The directory or the file cannot be created.
-    pub fn open(dir: &Path) -> anyhow::Result<Unlocked> {
-        std::fs::create_dir_all(dir)
-            .with_context(|| format!("{}: cannot create xtask's state directory", dir.display()))?;
-        let path = dir.join("lock");
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)
-            .with_context(|| format!("{}: cannot open the workspace lock", path.display()))?;
-        Ok(Unlocked { file, path })
+    /// The directory cannot be opened.
+    pub fn open(root: &Path) -> anyhow::Result<Unlocked> {
+        let file = std::fs::File::open(root).with_context(|| {
+            format!(
+                "{}: cannot open the workspace directory to lock it",
+                root.display()
+            )
+        })?;
+        Ok(Unlocked {
+            file,
+            path: root.to_path_buf(),
+        })
     }
 }
 
@@ -83,7 +88,7 @@ impl Unlocked {
             if !said {
                 let _ = writeln!(
                     err,
-                    "xtask: another xtask run is working on this workspace (it holds {}); waiting for it (up to {} s)",
+                    "xtask: another xtask run is working on this workspace ({}, locked); waiting for it (up to {} s)",
                     self.path.display(),
                     WAIT.as_secs()
                 );

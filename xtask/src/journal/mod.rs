@@ -36,10 +36,13 @@ pub(crate) mod hook;
 pub(crate) mod lock;
 pub(crate) mod record;
 pub(crate) mod recover;
+pub mod signals;
 pub(crate) mod txn;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
 
 /// The directory of the lock and the journal for the workspace at
 /// `workspace_root` whose target directory is `target_directory`:
@@ -89,20 +92,23 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 #[derive(Debug)]
 pub struct Guard {
     dir: PathBuf,
-    /// `None`: a read-only run that could not create the state directory
-    /// (and found no journal there), so it runs unlocked.
+    /// The workspace root, canonical.
+    root: PathBuf,
+    /// `None`: a read-only run that could not open the workspace directory
+    /// for its lock (and found no journal), so it runs unlocked.
     lock: Option<lock::Lock>,
 }
 
 impl Guard {
-    /// Takes the lock of the workspace at `workspace_root` whose target
-    /// directory is `target_directory` ([`state_dir`]; waiting for another run
-    /// to finish, with a message on `err`), then recovers an interrupted run,
-    /// saying on `err` what it did.
+    /// Takes the lock of the workspace at `workspace_root` (the directory
+    /// itself, see [`lock`]; waiting for another run to finish, with a
+    /// message on `err`), then recovers an interrupted run whose journal is
+    /// in the state directory for `target_directory` ([`state_dir`]), saying
+    /// on `err` what it did.
     ///
-    /// `writing`: the command may write files. A run that only reads goes
-    /// on without the lock when the state directory cannot be created (a
-    /// read-only checkout) and holds no journal.
+    /// `writing`: the command may write files (the state directory is
+    /// created). A run that only reads goes on without the lock when the
+    /// workspace directory cannot be opened and there is no journal.
     ///
     /// # Errors
     /// The lock cannot be taken (or was held too long by another run), or
@@ -114,15 +120,28 @@ impl Guard {
         err: &mut dyn Write,
     ) -> anyhow::Result<Guard> {
         let dir = state_dir(target_directory, workspace_root);
-        let lock = match lock::Lock::open(&dir) {
+        let root = std::fs::canonicalize(workspace_root).unwrap_or_else(|_| workspace_root.into());
+        let lock = match lock::Lock::open(&root) {
             Ok(l) => l,
-            Err(_) if !writing && !record::exists(&dir) => return Ok(Guard { dir, lock: None }),
+            Err(_) if !writing && !record::exists(&dir) => {
+                return Ok(Guard {
+                    dir,
+                    root,
+                    lock: None,
+                });
+            }
             Err(e) => return Err(e),
         };
         let lock = lock.wait(err)?;
-        recover::recover(&dir, err)?;
+        if writing {
+            std::fs::create_dir_all(&dir).with_context(|| {
+                format!("{}: cannot create xtask's state directory", dir.display())
+            })?;
+        }
+        recover::recover(&dir, &root, err)?;
         Ok(Guard {
             dir,
+            root,
             lock: Some(lock),
         })
     }
@@ -140,14 +159,20 @@ impl Guard {
         Guard::acquire(target_directory, workspace_root, false, err).map(drop)
     }
 
-    /// The state directory (lock and journal).
+    /// The state directory (the journal).
     pub fn dir(&self) -> &Path {
         &self.dir
     }
 
-    /// Whether the lock is held (a journal may be written).
+    /// The workspace root, canonical.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Whether the lock is held and the state directory exists (a journal
+    /// may be written).
     pub fn locked(&self) -> bool {
-        self.lock.is_some()
+        self.lock.is_some() && self.dir.is_dir()
     }
 }
 
