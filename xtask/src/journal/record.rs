@@ -158,11 +158,14 @@ pub fn read(dir: &Path) -> anyhow::Result<Option<Journal>> {
     let head: serde_json::Value =
         serde_json::from_slice(&text).map_err(|e| refuse(format!("not JSON ({e})")))?;
     let version = head.get("version").and_then(serde_json::Value::as_u64);
-    if head.get("tool").and_then(serde_json::Value::as_str) != Some(TOOL) || version != Some(u64::from(VERSION)) {
+    if head.get("tool").and_then(serde_json::Value::as_str) != Some(TOOL)
+        || version != Some(u64::from(VERSION))
+    {
         return Err(refuse(format!(
             "journal format {} of tool {}, this xtask writes and recovers format {VERSION}",
             version.map_or_else(|| "(none)".to_string(), |v| v.to_string()),
-            head.get("tool").map_or_else(|| "(none)".to_string(), ToString::to_string),
+            head.get("tool")
+                .map_or_else(|| "(none)".to_string(), ToString::to_string),
         )));
     }
     let j: Journal =

@@ -126,11 +126,7 @@ pub fn recover(dir: &Path, root: &Path, err: &mut dyn Write) -> anyhow::Result<(
         settled.changed.len()
     );
     if !settled.changed.is_empty() {
-        bail!(
-            "{}: {}",
-            settled.headline,
-            settled.changed.join("; ")
-        );
+        bail!("{}: {}", settled.headline, settled.changed.join("; "));
     }
     Ok(())
 }
@@ -182,19 +178,30 @@ impl<'j> Settled<'j> {
         };
         let md = match std::fs::metadata(&e.target) {
             Ok(m) => m,
-            Err(err) => return self.failed.push(format!("{}: cannot read it: {err}", e.rel)),
+            Err(err) => {
+                return self
+                    .failed
+                    .push(format!("{}: cannot read it: {err}", e.rel));
+            }
         };
         let staged = matches!(text, Text::New) && is_ours(&e.temp, e, false);
         let ready = if staged {
             Ok(())
         } else {
-            write_temp(&e.temp, to.as_bytes(), &md.permissions(), Owner::of(&md), false)
+            write_temp(
+                &e.temp,
+                to.as_bytes(),
+                &md.permissions(),
+                Owner::of(&md),
+                false,
+            )
         };
         match ready.and_then(|()| std::fs::rename(&e.temp, &e.target)) {
             Ok(()) => self.moved.push(&e.rel),
             Err(err) => {
                 let _ = std::fs::remove_file(&e.temp);
-                self.failed.push(format!("{}: cannot write it: {err}", e.rel));
+                self.failed
+                    .push(format!("{}: cannot write it: {err}", e.rel));
             }
         }
     }
@@ -275,7 +282,8 @@ fn is_ours(temp: &Path, e: &Entry, or_old: bool) -> bool {
     let Ok(text) = std::fs::read(temp) else {
         return false;
     };
-    record::hash(&text) == e.new_hash || (or_old && e.old.as_deref().map(str::as_bytes) == Some(&text[..]))
+    record::hash(&text) == e.new_hash
+        || (or_old && e.old.as_deref().map(str::as_bytes) == Some(&text[..]))
 }
 
 /// Deletes the temporary files the journal names that hold what it
@@ -320,7 +328,10 @@ pub fn vouch(journal: &Journal, root: &Path) -> Result<(), String> {
     for (n, e) in journal.files.iter().enumerate() {
         let rel = Path::new(&e.rel);
         if e.rel.is_empty() || !rel.components().all(|c| matches!(c, Component::Normal(_))) {
-            return Err(format!("file {:?} is not a path inside the workspace", e.rel));
+            return Err(format!(
+                "file {:?} is not a path inside the workspace",
+                e.rel
+            ));
         }
         if e.temp != temp_name(&e.target, &journal.run, n) {
             return Err(format!(
@@ -331,7 +342,10 @@ pub fn vouch(journal: &Journal, root: &Path) -> Result<(), String> {
             ));
         }
         let path = root.join(rel);
-        let leads_there = match (std::fs::canonicalize(&path), std::fs::canonicalize(&e.target)) {
+        let leads_there = match (
+            std::fs::canonicalize(&path),
+            std::fs::canonicalize(&e.target),
+        ) {
             (Ok(a), Ok(b)) => a == b,
             // a file of the workspace deleted since
             (Err(_), _) => e.target == path,

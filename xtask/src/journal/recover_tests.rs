@@ -48,7 +48,10 @@ fn committed_rolls_forward_when_every_file_is_the_one_planned_from() {
     let (_ws, d, state) = dirs();
     std::fs::write(d.join("a"), "old a").unwrap();
     std::fs::write(d.join("b"), "old b").unwrap();
-    let files = vec![entry(&d, 0, "a", "old a", "new a"), entry(&d, 1, "b", "old b", "new b")];
+    let files = vec![
+        entry(&d, 0, "a", "old a", "new a"),
+        entry(&d, 1, "b", "old b", "new b"),
+    ];
     std::fs::write(d.join("b"), "new b").unwrap(); // replaced before the kill
     std::fs::write(&files[0].temp, "new a").unwrap();
     std::fs::write(d.join(".xtask-other.tmp"), "not ours").unwrap();
@@ -56,7 +59,10 @@ fn committed_rolls_forward_when_every_file_is_the_one_planned_from() {
     let mut msg = Vec::new();
     recover(state.path(), &d, &mut msg).unwrap();
     let msg = String::from_utf8(msg).unwrap();
-    assert!(msg.contains("1 file(s) rolled forward, 1 already done, 0 left alone"), "{msg}");
+    assert!(
+        msg.contains("1 file(s) rolled forward, 1 already done, 0 left alone"),
+        "{msg}"
+    );
     assert_eq!(read(&d.join("a")), "new a");
     assert_eq!(read(&d.join("b")), "new b");
     assert!(!d.join(format!(".xtask-{RUN}-0.tmp")).exists());
@@ -103,7 +109,10 @@ fn a_recorded_decision_to_roll_back_is_finished_not_reversed() {
     let (_ws, d, state) = dirs();
     std::fs::write(d.join("a"), "old a").unwrap();
     std::fs::write(d.join("b"), "old b").unwrap();
-    let files = vec![entry(&d, 0, "a", "old a", "new a"), entry(&d, 1, "b", "old b", "new b")];
+    let files = vec![
+        entry(&d, 0, "a", "old a", "new a"),
+        entry(&d, 1, "b", "old b", "new b"),
+    ];
     std::fs::write(d.join("a"), "new a").unwrap();
     record::write(state.path(), &journal(&d, State::Committed, files)).unwrap();
     record::prepare_rollback(state.path(), RUN).unwrap();
@@ -169,7 +178,10 @@ fn a_temporary_file_is_deleted_only_when_it_holds_what_the_run_wrote() {
     let (_ws, d, state) = dirs();
     std::fs::write(d.join("a"), "old a").unwrap();
     std::fs::write(d.join("b"), "old b").unwrap();
-    let files = vec![entry(&d, 0, "a", "", "new a"), entry(&d, 1, "b", "", "new b")];
+    let files = vec![
+        entry(&d, 0, "a", "", "new a"),
+        entry(&d, 1, "b", "", "new b"),
+    ];
     std::fs::write(&files[0].temp, "new a").unwrap();
     std::fs::write(&files[1].temp, "someone's own file of that name").unwrap();
     let temps = (files[0].temp.clone(), files[1].temp.clone());
@@ -184,6 +196,9 @@ fn a_temporary_file_is_deleted_only_when_it_holds_what_the_run_wrote() {
     let msg = String::from_utf8(msg).unwrap();
     assert!(!temps.0.exists());
     assert_eq!(read(&temps.1), "someone's own file of that name");
-    assert!(msg.contains("not holding what the run wrote there"), "{msg}");
+    assert!(
+        msg.contains("not holding what the run wrote there"),
+        "{msg}"
+    );
     assert!(msg.contains("removed 1 leftover"), "{msg}");
 }

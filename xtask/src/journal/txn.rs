@@ -160,7 +160,8 @@ pub fn write_all(files: &[Planned<'_>], guard: Option<&Guard>) -> anyhow::Result
             e.old = Some(t.plan.old.to_string());
             e.new = Some(t.plan.new.clone());
         }
-        let commit = record::prepare_rollback(dir, &run).and_then(|()| record::write(dir, &journal));
+        let commit =
+            record::prepare_rollback(dir, &run).and_then(|()| record::write(dir, &journal));
         if let Err(err) = commit {
             return Err(abandon(&journal, err));
         }
