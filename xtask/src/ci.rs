@@ -203,7 +203,11 @@ fn in_process(result: anyhow::Result<Outcome>, err: &mut dyn Write) -> anyhow::R
         Ok(Outcome::Holds) => Verdict::Passed,
         Ok(Outcome::Violations) => Verdict::Failed,
         Err(e) => {
-            writeln!(err, "error: {e:#}")?;
+            writeln!(
+                err,
+                "error: {}",
+                crate::diag::escape_controls(&format!("{e:#}"))
+            )?;
             Verdict::CouldNotRun
         }
     })

@@ -306,3 +306,39 @@ fn a_hard_linked_manifest_is_refused_and_owner_and_group_are_kept() {
     assert_eq!(md.mode() & 0o7777, 0o640);
     assert!(read(&owned).contains("thiserror = { workspace = true }"));
 }
+
+#[test]
+fn terminal_control_bytes_from_a_source_are_escaped_in_human_and_github_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let fleet = drifted_fleet(dir.path(), 1).unwrap();
+    let root = &fleet.root;
+    let hostile = "\u{1b}]0;pwned\u{7}\u{1b}[2J";
+    std::fs::write(
+        root.join("crates/c0000/src/lib.rs"),
+        format!(
+            "#[derive(Debug, thiserror::Error)]\npub enum E {{\n    #[error(\"{hostile} {{r#type}}\")]\n    A {{ r#type: u8 }},\n}}\n"
+        ),
+    )
+    .unwrap();
+    let controls = |s: &str| {
+        s.chars()
+            .filter(|c| c.is_control() && !"\n\t".contains(*c))
+            .count()
+    };
+    for format in ["human", "github"] {
+        let (code, out, err) = align(root, &["--check", "--format", format]);
+        assert_eq!(code, 1, "{format}: {out}{err}");
+        assert!(
+            out.contains("thiserror2-raw-ident-in-format"),
+            "{format}: {out}"
+        );
+        assert_eq!(controls(&out), 0, "{format}: raw control bytes in {out:?}");
+        assert_eq!(controls(&err), 0, "{format}: raw control bytes in {err:?}");
+        // shown the way rustc shows them, never dropped
+        assert!(out.contains("␛]0;pwned␇␛[2J"), "{format}: {out}");
+    }
+    // JSON keeps the text exact (escaped by JSON itself)
+    let (_, out, _) = align(root, &["--check", "--format", "json"]);
+    assert_eq!(controls(&out), 0, "{out:?}");
+    assert!(out.contains("\\u001b]0;pwned\\u0007"), "{out}");
+}
