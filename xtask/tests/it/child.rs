@@ -142,6 +142,22 @@ impl Run {
         self.finish()
     }
 
+    /// Waits for the exit up to `limit`; past it, kills the run and panics
+    /// (a hang is a failure, never a test that waits forever).
+    pub fn finish_within(mut self, limit: Duration) -> Done {
+        let start = Instant::now();
+        while self.child.try_wait().unwrap().is_none() {
+            if start.elapsed() > limit {
+                let err = self.err_so_far();
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                panic!("still running after {limit:?} (hung), killed; stderr:\n{err}");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        self.finish()
+    }
+
     /// Waits for the exit.
     pub fn finish(mut self) -> Done {
         let st = self.child.wait().unwrap();

@@ -1,11 +1,14 @@
-//! The write path against a hostile but ordinary user: two runs on one
-//! workspace with different target directories, journals xtask did not
-//! write, Ctrl-C in the middle of a fix, a tree restored by `git checkout`
-//! after a kill, a full disk during a rollback, hard links and ownership.
+//! xtask against a hostile but ordinary user: two runs on one workspace
+//! with different target directories, journals xtask did not write, Ctrl-C
+//! in the middle of a fix, a tree restored by `git checkout` after a kill, a
+//! full disk during a rollback, hard links and ownership, terminal control
+//! bytes in a source, a rustfmt that never answers, a FIFO as a module.
 
+use std::ffi::OsStr;
 use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::Duration;
 
 use crate::child::{Run, align_args, journal, xtask_files};
 use crate::field_safety::{old_and_new, rel_manifests};
@@ -341,4 +344,68 @@ fn terminal_control_bytes_from_a_source_are_escaped_in_human_and_github_output()
     let (_, out, _) = align(root, &["--check", "--format", "json"]);
     assert_eq!(controls(&out), 0, "{out:?}");
     assert!(out.contains("\\u001b]0;pwned\\u0007"), "{out}");
+}
+
+#[test]
+fn a_rustfmt_that_never_answers_is_killed_at_the_time_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let fleet = drifted_fleet(&dir.path().join("ws"), 2).unwrap();
+    let real = xtask::fmt_check::rustfmt::Rustfmt::locate().unwrap().path;
+    let fake = dir.path().join("hung-rustfmt");
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\ncase \"$1\" in --version) exec '{}' --version;; esac\nexec sleep 600\n",
+            real.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let ws = fleet.root.to_str().unwrap();
+    let env = [
+        ("RUSTFMT", fake.as_os_str()),
+        ("XTASK_TOOL_TIMEOUT", OsStr::new("2")),
+    ];
+    let start = std::time::Instant::now();
+    let done = Run::start_env(&["fmt-check", "--workspace", ws], None, None, &env)
+        .finish_within(Duration::from_secs(90));
+    assert_eq!(done.code, Some(2), "{done:?}");
+    assert!(
+        done.err.contains("did not finish within 2 s"),
+        "{}",
+        done.err
+    );
+    assert!(done.err.contains("XTASK_TOOL_TIMEOUT"), "{}", done.err);
+    assert!(
+        start.elapsed() < Duration::from_secs(60),
+        "{:?}",
+        start.elapsed()
+    );
+}
+
+#[test]
+fn a_fifo_as_a_module_file_is_an_error_naming_it_not_a_hang() {
+    let dir = tempfile::tempdir().unwrap();
+    let fleet = drifted_fleet(dir.path(), 1).unwrap();
+    let root = &fleet.root;
+    std::fs::write(root.join("crates/c0000/src/lib.rs"), "mod stray;\n").unwrap();
+    let st = Command::new("mkfifo")
+        .arg(root.join("crates/c0000/src/stray.rs"))
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let ws = root.to_str().unwrap();
+    for args in [
+        &["align-deps", "--check", "--workspace", ws][..],
+        &["fmt-check", "--workspace", ws][..],
+    ] {
+        let done = Run::start(args, None).finish_within(Duration::from_secs(90));
+        assert_eq!(done.code, Some(2), "{args:?}: {done:?}");
+        assert!(
+            done.err
+                .contains("crates/c0000/src/stray.rs: a FIFO (named pipe), not a regular file"),
+            "{args:?}: {}",
+            done.err
+        );
+    }
 }
