@@ -79,6 +79,7 @@ pub fn output(
     input: Option<Vec<u8>>,
 ) -> anyhow::Result<Output> {
     let limit = kind.limit()?;
+    let start = Instant::now();
     let mut child = cmd
         .stdin(if input.is_some() {
             Stdio::piped()
@@ -114,7 +115,7 @@ pub fn output(
             .take()
             .map(|p| Box::new(p) as Box<dyn Read + Send>),
     );
-    let status = wait(&mut child, kind, limit, what)?;
+    let status = wait(&mut child, kind, (start, limit), what)?;
     if let Some(w) = writer {
         let _ = w.join();
     }
@@ -131,21 +132,22 @@ pub fn output(
 /// As [`output`].
 pub fn status(cmd: &mut Command, kind: Kind, what: &str) -> anyhow::Result<ExitStatus> {
     let limit = kind.limit()?;
+    let start = Instant::now();
     let mut child = cmd.spawn().with_context(|| format!("cannot run {what}"))?;
-    wait(&mut child, kind, limit, what)
+    wait(&mut child, kind, (start, limit), what)
 }
 
-/// Waits for `child` up to `limit`; kills it (SIGKILL) past it.
+/// Waits for `child`, started at `start`, up to `limit` after that; kills
+/// it (SIGKILL) past it.
 ///
 /// # Errors
 /// It ran past `limit` (killed), or waiting failed.
 pub fn wait(
     child: &mut Child,
     kind: Kind,
-    limit: Duration,
+    (start, limit): (Instant, Duration),
     what: &str,
 ) -> anyhow::Result<ExitStatus> {
-    let start = Instant::now();
     let mut pause = Duration::from_millis(1);
     loop {
         if let Some(st) = child
@@ -180,7 +182,7 @@ mod tests {
         let e = wait(
             &mut child,
             Kind::Tool,
-            Duration::from_millis(200),
+            (start, Duration::from_millis(200)),
             "`sleep 30`",
         )
         .unwrap_err()

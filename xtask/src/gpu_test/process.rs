@@ -90,7 +90,7 @@ pub fn run_within(
                 ended = Some(crate::child::wait(
                     &mut child,
                     crate::child::Kind::Build,
-                    left,
+                    (start, limit),
                     &what,
                 )?);
                 break;
@@ -117,12 +117,7 @@ pub fn run_within(
             for r in readers {
                 let _ = r.join();
             }
-            crate::child::wait(
-                &mut child,
-                crate::child::Kind::Build,
-                limit.saturating_sub(start.elapsed()),
-                &what,
-            )?
+            crate::child::wait(&mut child, crate::child::Kind::Build, (start, limit), &what)?
         }
     };
     Ok(Captured {

@@ -2,23 +2,32 @@
 //! `fmt-check --fix`): one run at a time per workspace, and a multi-file
 //! write that a kill at any instant cannot leave half done for good.
 //!
-//! - [`lock`]: the workspace lock (an exclusive `flock`); a second run waits
-//!   for it (saying so) and gives up after [`lock::WAIT`].
+//! - [`lock`]: the workspace lock (an exclusive `flock` on the workspace
+//!   directory itself); a second run waits for it (saying so) and gives up
+//!   after [`lock::WAIT`].
 //! - [`record`]: the journal (intent log): which temporary files a run
-//!   creates, and, once committed, each file's text before and after.
-//! - [`txn`]: the write itself: links resolved, read-only files refused,
-//!   every file compared with the text planned from right before it is
-//!   replaced, rollback on any failure.
+//!   creates (with the hash of what each holds), which file each path held,
+//!   and, once committed, each file's text before and after; the decision to
+//!   roll back, recorded by a rename.
+//! - [`txn`]: the write itself: links resolved, read-only and hard-linked
+//!   files refused, owner, group and mode kept, every file compared with the
+//!   text planned from right before it is replaced, rollback on any failure
+//!   and on SIGINT/SIGTERM ([`signals`]).
 //! - [`recover`]: what the next run of any command does with the journal of
-//!   a run that was killed.
+//!   a run that was killed: vouch for it first (a journal is an input like
+//!   any other), then finish what that run decided, never over a file
+//!   changed since.
 //! - [`hook`]: the test-only pause points (`XTASK_TEST_HOOK`).
 //!
 //! # Where the lock and the journal live
-//! In `<target dir>/xtask/` (the target directory `cargo metadata` reports:
-//! `target/` unless `CARGO_TARGET_DIR` or `build.target-dir` says otherwise).
-//! Every command already asks cargo for the workspace's metadata, so it
-//! finds the place with no extra work; version control ignores it in every
-//! Rust repository; cargo keeps its own build lock there. A dot directory in
+//! The lock is the workspace root directory itself (see [`lock`]): two runs
+//! on one workspace take turns whatever target directories they were given.
+//!
+//! The journal is in `<target dir>/xtask/` (the target directory `cargo
+//! metadata` reports: `target/` unless `CARGO_TARGET_DIR` or
+//! `build.target-dir` says otherwise). Every command already asks cargo for
+//! the workspace's metadata, so it finds the place with no extra work;
+//! version control ignores it in every Rust repository. A dot directory in
 //! the workspace root would show up in `git status` of every user. The price:
 //! a run killed and rerun with another target directory does not see the
 //! journal (its temporary files stay, named in the journal it left), and
@@ -27,8 +36,9 @@
 //! A target directory outside the workspace may be shared by several
 //! workspaces (`CARGO_TARGET_DIR` set once for all of them): there each
 //! workspace has its own `<target dir>/xtask/ws-<name>-<hash>/`, keyed by its
-//! canonical root ([`state_dir`]), so runs in different workspaces neither
-//! wait for each other nor recover each other's journals.
+//! canonical root ([`state_dir`]), so runs in different workspaces never
+//! recover each other's journals (and a journal naming another workspace is
+//! refused).
 //!
 //! A leaf apart from [`crate::fsutil`]: the commands and [`crate::edit`] use it.
 
@@ -44,7 +54,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 
-/// The directory of the lock and the journal for the workspace at
+/// The directory of the journal for the workspace at
 /// `workspace_root` whose target directory is `target_directory`:
 /// `<target>/xtask` when the target directory is inside the workspace, else
 /// `<target>/xtask/ws-<root's last name>-<FNV-1a of the canonical root>`.
