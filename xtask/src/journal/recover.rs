@@ -22,9 +22,10 @@
 //!   new text gets the old one back; one holding neither text is left alone
 //!   and named (exit 2).
 //!
-//! A temporary file is deleted only when it holds what the journal recorded
-//! (the new text's hash, or the old text a rollback was writing); a file of
-//! that name holding anything else is left and named. A file that cannot be
+//! A temporary file is deleted (or rewritten) only when it holds what the
+//! journal recorded (the new text's hash, or the old text a rollback was
+//! writing); a file of that name holding anything else (someone's, or a part
+//! written by a run killed in the middle of it) is left and named. A file that cannot be
 //! written now (a full disk) keeps the journal for the next run. Nothing
 //! else is touched: a stray `.xtask-*.tmp` that no journal names may be
 //! someone else's.
@@ -185,6 +186,16 @@ impl<'j> Settled<'j> {
             }
         };
         let staged = matches!(text, Text::New) && is_ours(&e.temp, e, false);
+        // a file of the temporary name that is not the run's is not
+        // overwritten (a run killed while writing it leaves a part)
+        if !staged && std::fs::symlink_metadata(&e.temp).is_ok() && !is_ours(&e.temp, e, true) {
+            return self.failed.push(format!(
+                "{}: its temporary file {} exists and does not hold what the run wrote there; \
+                 not overwritten (delete it if it is a leftover)",
+                e.rel,
+                e.temp.display()
+            ));
+        }
         let ready = if staged {
             Ok(())
         } else {

@@ -13,6 +13,7 @@
 //! so that such a write fails with an error the write path handles (`EFBIG`)
 //! instead of killing the process mid-write.
 
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicI32, Ordering};
 
 /// The signal received while caught (0: none).
@@ -26,45 +27,51 @@ extern "C" fn record(sig: libc::c_int) {
     PENDING.store(sig, Ordering::SeqCst);
 }
 
-/// The caught signals' handlers while alive; the previous ones come back
-/// on drop.
-pub struct Caught {
-    previous: Vec<(libc::c_int, libc::sigaction)>,
-}
+/// The handlers are installed while at least one [`Caught`] lives (writes
+/// on several threads of one process, as in xtask's tests, share them): how
+/// many live, and the actions to put back when the last one goes.
+static INSTALLED: Mutex<(usize, Vec<(libc::c_int, libc::sigaction)>)> = Mutex::new((0, Vec::new()));
 
-impl std::fmt::Debug for Caught {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Caught").finish_non_exhaustive()
-    }
-}
+/// SIGINT and SIGTERM caught while alive; the previous actions come back
+/// when the last one is dropped.
+#[derive(Debug)]
+pub struct Caught(());
 
 /// Catches SIGINT and SIGTERM until the result is dropped.
 pub fn catch() -> Caught {
-    let mut previous = Vec::new();
-    for sig in CAUGHT {
-        // SAFETY: `sigaction` is plain data, all-zero is a valid value (no
-        // handler, empty mask, no flags) that the fields below complete.
-        let mut action: libc::sigaction = unsafe { std::mem::zeroed() };
-        action.sa_sigaction = record as extern "C" fn(libc::c_int) as libc::sighandler_t;
-        action.sa_flags = libc::SA_RESTART;
-        // SAFETY: `action.sa_mask` is a valid, writable signal set.
-        unsafe { libc::sigemptyset(&mut action.sa_mask) };
-        // SAFETY: all-zero is a valid `sigaction` for the kernel to fill in.
-        let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
-        // SAFETY: both pointers are valid for the call; the handler only
-        // stores to an atomic, which is async-signal-safe.
-        if unsafe { libc::sigaction(sig, &action, &mut old) } == 0 {
-            previous.push((sig, old));
+    let mut installed = INSTALLED.lock().unwrap_or_else(|p| p.into_inner());
+    if installed.0 == 0 {
+        PENDING.store(0, Ordering::SeqCst);
+        for sig in CAUGHT {
+            // SAFETY: `sigaction` is plain data, all-zero is a valid value
+            // (no handler, empty mask, no flags) that the fields below complete.
+            let mut action: libc::sigaction = unsafe { std::mem::zeroed() };
+            action.sa_sigaction = record as extern "C" fn(libc::c_int) as libc::sighandler_t;
+            action.sa_flags = libc::SA_RESTART;
+            // SAFETY: `action.sa_mask` is a valid, writable signal set.
+            unsafe { libc::sigemptyset(&mut action.sa_mask) };
+            // SAFETY: all-zero is a valid `sigaction` for the kernel to fill in.
+            let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+            // SAFETY: both pointers are valid for the call; the handler only
+            // stores to an atomic, which is async-signal-safe.
+            if unsafe { libc::sigaction(sig, &action, &mut old) } == 0 {
+                installed.1.push((sig, old));
+            }
         }
     }
-    Caught { previous }
+    installed.0 += 1;
+    Caught(())
 }
 
 impl Drop for Caught {
     fn drop(&mut self) {
-        for (sig, old) in &self.previous {
-            // SAFETY: `old` is the action the kernel gave back for `sig`.
-            unsafe { libc::sigaction(*sig, old, std::ptr::null_mut()) };
+        let mut installed = INSTALLED.lock().unwrap_or_else(|p| p.into_inner());
+        installed.0 -= 1;
+        if installed.0 == 0 {
+            for (sig, old) in installed.1.drain(..) {
+                // SAFETY: `old` is the action the kernel gave back for `sig`.
+                unsafe { libc::sigaction(sig, &old, std::ptr::null_mut()) };
+            }
         }
     }
 }

@@ -371,7 +371,6 @@ fn roll_back(
     {
         problems.push(format!("{e:#}"));
     }
-    hook::point("rolling-back");
     for k in (0..replaced).rev() {
         if let Err(p) = restore(&targets[k], &journal.files[k]) {
             problems.push(p);
