@@ -325,12 +325,11 @@ impl Walk<'_> {
             let name = entry.file_name().to_string_lossy();
             // only regular files are read as sources: rustfmt would wait
             // forever on a FIFO a `mod` declaration reaches
-            let special = std::fs::metadata(path)
-                .ok()
+            let special = (name.ends_with(".rs") && !entry.file_type().is_file())
+                .then(|| std::fs::metadata(path).ok())
+                .flatten()
                 .and_then(|m| crate::fsutil::special_file(&m));
-            if let Some(what) = special
-                && name.ends_with(".rs")
-            {
+            if let Some(what) = special {
                 anyhow::bail!(
                     "{}: {what}, not a regular file: only regular files are read as Rust sources (remove it)",
                     crate::fsutil::rel(root, path)

@@ -105,11 +105,13 @@ pub fn recover(dir: &Path, root: &Path, err: &mut dyn Write) -> anyhow::Result<(
     for d in dirs {
         let _ = record::sync_dir(d);
     }
+    // names come from the journal: shown as the diagnostics show text
+    let shown = |s: &str| crate::diag::escape_controls(s).into_owned();
     for rel in &settled.moved {
-        let _ = writeln!(err, "xtask:   {} {rel}", settled.verb);
+        let _ = writeln!(err, "xtask:   {} {}", settled.verb, shown(rel));
     }
     for s in &strange {
-        let _ = writeln!(err, "xtask:   left {s}");
+        let _ = writeln!(err, "xtask:   left {}", shown(s));
     }
     if !settled.failed.is_empty() {
         bail!(
