@@ -69,6 +69,12 @@ pub fn state_dir(target_directory: &Path, workspace_root: &Path) -> PathBuf {
     {
         return base;
     }
+    base.join(workspace_key(&root))
+}
+
+/// `ws-<root's last name>-<FNV-1a of the root>`: a name for the workspace
+/// whose canonical root is `root`, the same on every run.
+pub fn workspace_key(root: &Path) -> String {
     let name: String = root
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -83,10 +89,10 @@ pub fn state_dir(target_directory: &Path, workspace_root: &Path) -> PathBuf {
         })
         .take(40)
         .collect();
-    base.join(format!(
+    format!(
         "ws-{name}-{:016x}",
         fnv1a(root.as_os_str().as_encoded_bytes())
-    ))
+    )
 }
 
 /// FNV-1a 64: a hash that stays the same across Rust versions and machines
