@@ -55,14 +55,18 @@ impl Kind {
             Kind::Tool => TOOL_DEFAULT,
             Kind::Build => BUILD_DEFAULT,
         };
-        let Some(v) = std::env::var_os(self.var()) else {
-            return Ok(default);
-        };
-        let v = v.to_string_lossy();
-        match v.trim().parse::<f64>() {
-            Ok(s) if s.is_finite() && s > 0.0 => Ok(Duration::from_secs_f64(s)),
-            _ => bail!("{}={v:?}: not a positive number of seconds", self.var()),
+        match std::env::var_os(self.var()) {
+            None => Ok(default),
+            Some(v) => parse_limit(self.var(), &v.to_string_lossy()),
         }
+    }
+}
+
+/// The value `v` of the limit variable `var`, in seconds.
+fn parse_limit(var: &str, v: &str) -> anyhow::Result<Duration> {
+    match v.trim().parse::<f64>() {
+        Ok(s) if s.is_finite() && s > 0.0 && s < 1e9 => Ok(Duration::from_secs_f64(s)),
+        _ => bail!("{var}={v:?}: not a positive number of seconds"),
     }
 }
 
@@ -202,6 +206,21 @@ mod tests {
         assert_eq!(o.status.code(), Some(3));
         assert_eq!(o.stdout, b"in\n");
         assert_eq!(o.stderr, b"err\n");
+    }
+
+    #[test]
+    fn limits_are_positive_seconds() {
+        assert_eq!(parse_limit("V", "2").unwrap(), Duration::from_secs(2));
+        assert_eq!(
+            parse_limit("V", " 0.5 ").unwrap(),
+            Duration::from_millis(500)
+        );
+        for bad in ["0", "-1", "abc", "", "inf", "NaN"] {
+            let e = parse_limit("XTASK_TOOL_TIMEOUT", bad)
+                .unwrap_err()
+                .to_string();
+            assert!(e.starts_with("XTASK_TOOL_TIMEOUT="), "{e}");
+        }
     }
 
     #[test]
