@@ -86,11 +86,16 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
             Step::Cargo(cargo_args) => {
                 writeln!(out, "ci: {name}: cargo {}", cargo_args.join(" "))?;
                 out.flush()?;
-                match cargo_command().args(*cargo_args).status() {
+                let what = format!("`cargo {}`", cargo_args.join(" "));
+                match crate::child::status(
+                    cargo_command().args(*cargo_args),
+                    crate::child::Kind::Build,
+                    &what,
+                ) {
                     Ok(st) if st.success() => Verdict::Passed,
                     Ok(_) => Verdict::Failed,
                     Err(e) => {
-                        writeln!(err, "error: ci step `{name}`: cannot start cargo: {e}")?;
+                        writeln!(err, "error: ci step `{name}`: {e:#}")?;
                         Verdict::CouldNotRun
                     }
                 }
@@ -203,7 +208,11 @@ fn in_process(result: anyhow::Result<Outcome>, err: &mut dyn Write) -> anyhow::R
         Ok(Outcome::Holds) => Verdict::Passed,
         Ok(Outcome::Violations) => Verdict::Failed,
         Err(e) => {
-            writeln!(err, "error: {e:#}")?;
+            writeln!(
+                err,
+                "error: {}",
+                crate::diag::escape_controls(&format!("{e:#}"))
+            )?;
             Verdict::CouldNotRun
         }
     })

@@ -94,11 +94,19 @@ where
     match result {
         Ok(outcome) => outcome.code(),
         Err(e) if e.chain().any(|c| c.is::<Written>()) => {
-            let _ = writeln!(err, "error: {e:#}");
+            let _ = writeln!(
+                err,
+                "error: {}",
+                crate::diag::escape_controls(&format!("{e:#}"))
+            );
             EXIT_WRITTEN
         }
         Err(e) => {
-            let _ = writeln!(err, "error: {e:#}");
+            let _ = writeln!(
+                err,
+                "error: {}",
+                crate::diag::escape_controls(&format!("{e:#}"))
+            );
             EXIT_ERROR
         }
     }

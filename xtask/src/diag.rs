@@ -84,9 +84,54 @@ impl Diagnostic {
     }
 }
 
-/// Escapes a GitHub Actions workflow-command message (`%`, CR, LF).
+/// `s` with the characters that would drive a terminal (or hide text)
+/// replaced as rustc's and cargo's emitters do (their `OUTPUT_REPLACEMENTS`):
+/// C0 control characters and DEL by their Unicode control pictures (ESC is
+/// `␛`, BEL `␇`), the bidirectional text controls by `�`. Also the C1
+/// controls (U+0080 to U+009F, which some terminals act on) by `�`. Kept: tab,
+/// line feed, and a carriage return before a line feed (a CRLF line ending).
+/// Source text reaches the output (an `#[error]` message, a diff), so a
+/// file must not be able to retitle a terminal or clear the screen.
+pub fn escape_controls(s: &str) -> std::borrow::Cow<'_, str> {
+    let harmful = |c: char, next: Option<char>| match c {
+        '\t' | '\n' => false,
+        '\r' => next != Some('\n'),
+        '\u{0}'..='\u{1f}' | '\u{7f}' | '\u{80}'..='\u{9f}' => true,
+        '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' => true,
+        _ => false,
+    };
+    let mut chars = s.chars().peekable();
+    let mut clean = true;
+    while let Some(c) = chars.next() {
+        if harmful(c, chars.peek().copied()) {
+            clean = false;
+            break;
+        }
+    }
+    if clean {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        if !harmful(c, chars.peek().copied()) {
+            out.push(c);
+            continue;
+        }
+        out.push(match c {
+            '\u{0}'..='\u{1f}' => char::from_u32(0x2400 + c as u32).unwrap_or('\u{fffd}'),
+            '\u{7f}' => '\u{2421}',
+            _ => '\u{fffd}',
+        });
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// Escapes a GitHub Actions workflow-command message (`%`, CR, LF; control
+/// characters as [`escape_controls`]).
 fn github_escape_message(s: &str) -> String {
-    s.replace('%', "%25")
+    escape_controls(s)
+        .replace('%', "%25")
         .replace('\r', "%0D")
         .replace('\n', "%0A")
 }
@@ -186,7 +231,7 @@ impl<'w> Printer<'w> {
     /// Write errors.
     pub fn diagnostic(&mut self, d: &Diagnostic) -> std::io::Result<()> {
         match self.format {
-            Format::Human => match &d.human {
+            Format::Human => match d.human.as_deref().map(escape_controls) {
                 Some(text) if text.ends_with('\n') => write!(self.out, "{text}"),
                 Some(text) => writeln!(self.out, "{text}"),
                 None => Ok(()),
@@ -215,7 +260,7 @@ impl<'w> Printer<'w> {
     /// Write errors.
     pub fn human_only(&mut self, text: &str) -> std::io::Result<()> {
         if self.format == Format::Human {
-            write!(self.out, "{text}")?;
+            write!(self.out, "{}", escape_controls(text))?;
         }
         Ok(())
     }
@@ -227,8 +272,8 @@ impl<'w> Printer<'w> {
     /// Write errors.
     pub fn note(&mut self, prefix: &str, text: &str) -> std::io::Result<()> {
         match self.format {
-            Format::Human => writeln!(self.out, "{prefix}: {text}"),
-            Format::Json => writeln!(self.err, "{prefix}: {text}"),
+            Format::Human => writeln!(self.out, "{prefix}: {}", escape_controls(text)),
+            Format::Json => writeln!(self.err, "{prefix}: {}", escape_controls(text)),
             Format::Github => writeln!(self.out, "{}", github_notice(None, self.command, text)),
         }
     }
@@ -249,7 +294,7 @@ impl<'w> Printer<'w> {
     /// Write errors.
     pub fn summary(&mut self, line: &str, fields: serde_json::Value) -> std::io::Result<()> {
         match self.format {
-            Format::Human => writeln!(self.out, "{line}"),
+            Format::Human => writeln!(self.out, "{}", escape_controls(line)),
             Format::Json => {
                 let mut obj = serde_json::json!({"kind": "summary", "message": line});
                 if let (Some(o), serde_json::Value::Object(f)) = (obj.as_object_mut(), fields) {
@@ -265,6 +310,36 @@ impl<'w> Printer<'w> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn control_characters_are_shown_as_rustc_shows_them() {
+        // rustc's and cargo's table: C0 and DEL as control pictures, the
+        // bidirectional controls as the replacement character
+        let pictures = "␀␁␂␃␄␅␆␇␈␉␊␋␌␍␎␏␐␑␒␓␔␕␖␗␘␙␚␛␜␝␞␟";
+        for (b, picture) in (0u8..0x20).zip(pictures.chars()) {
+            let c = char::from(b);
+            let s = format!("a{c}b");
+            let want = match c {
+                '\t' | '\n' => s.clone(),
+                _ => format!("a{picture}b"),
+            };
+            assert_eq!(escape_controls(&s), want, "{b:#x}");
+        }
+        assert_eq!(escape_controls("\u{7f}"), "␡");
+        assert_eq!(
+            escape_controls("x\u{202e}y\u{2066}\u{9b}"),
+            "x\u{fffd}y\u{fffd}\u{fffd}"
+        );
+        assert_eq!(escape_controls("crlf\r\nlone\r"), "crlf\r\nlone␍");
+        assert!(matches!(
+            escape_controls("plain é"),
+            std::borrow::Cow::Borrowed(_)
+        ));
+        assert_eq!(
+            github_escape_message("\u{1b}]0;pwned\u{7}\u{1b}[2J\n"),
+            "␛]0;pwned␇␛[2J%0A"
+        );
+    }
 
     #[test]
     fn github_annotation_escapes() {

@@ -36,6 +36,42 @@ pub fn stage_with_permissions(
     Ok(tmp)
 }
 
+/// Opens `path` to read it, with its metadata, never blocking: a FIFO is
+/// opened non-blocking (a plain open waits for a writer forever), so that
+/// the caller can see what it is and refuse it ([`special_file`]).
+///
+/// # Errors
+/// Any I/O error.
+pub fn open_nonblocking(path: &Path) -> std::io::Result<(std::fs::File, std::fs::Metadata)> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    let md = f.metadata()?;
+    Ok((f, md))
+}
+
+/// What a file that is neither a regular file nor a directory is (a FIFO,
+/// a socket, a device), in words; `None` for a regular file or a directory.
+/// Only regular files are read as sources: reading a FIFO waits for a
+/// writer forever, a device may never end.
+pub fn special_file(md: &std::fs::Metadata) -> Option<&'static str> {
+    use std::os::unix::fs::FileTypeExt as _;
+    let t = md.file_type();
+    if t.is_file() || t.is_dir() {
+        None
+    } else if t.is_fifo() {
+        Some("a FIFO (named pipe)")
+    } else if t.is_socket() {
+        Some("a socket")
+    } else if t.is_block_device() || t.is_char_device() {
+        Some("a device")
+    } else {
+        Some("not a regular file")
+    }
+}
+
 /// `path` relative to `root`, `/`-separated (for messages and reports); a
 /// path outside `root` is shown whole.
 pub fn rel(root: &Path, path: &Path) -> String {

@@ -35,10 +35,17 @@ pub fn manifest_path(dir: Option<&Path>) -> anyhow::Result<PathBuf> {
     if !manifest.is_file() {
         if dir.is_none() {
             // cargo xtask from a subdirectory: ask cargo for the workspace root.
-            let out = cargo_command()
-                .args(["locate-project", "--workspace", "--message-format", "plain"])
-                .output()
-                .context("cannot run `cargo locate-project`")?;
+            let out = crate::child::output(
+                cargo_command().args([
+                    "locate-project",
+                    "--workspace",
+                    "--message-format",
+                    "plain",
+                ]),
+                crate::child::Kind::Tool,
+                "`cargo locate-project`",
+                None,
+            )?;
             if out.status.success() {
                 return Ok(PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()));
             }
@@ -61,16 +68,29 @@ pub fn metadata_no_deps(manifest: &Path) -> anyhow::Result<cargo_metadata::Metad
         .manifest_path(manifest)
         .no_deps()
         .other_options(vec!["--offline".into()]);
-    cmd.exec().map_err(|e| match e {
-        cargo_metadata::Error::CargoMetadata { stderr } => {
-            anyhow::anyhow!(
-                "cargo metadata failed for {}:\n{}",
-                manifest.display(),
-                stderr.trim_end()
-            )
-        }
-        other => anyhow::anyhow!("cargo metadata failed for {}: {other}", manifest.display()),
-    })
+    // run with a time limit (`exec` waits forever), parsed as `exec` does
+    let out = crate::child::output(
+        &mut cmd.cargo_command(),
+        crate::child::Kind::Tool,
+        "`cargo metadata`",
+        None,
+    )
+    .with_context(|| format!("cargo metadata failed for {}", manifest.display()))?;
+    if !out.status.success() {
+        bail!(
+            "cargo metadata failed for {}:\n{}",
+            manifest.display(),
+            String::from_utf8_lossy(&out.stderr).trim_end()
+        );
+    }
+    let stdout = std::str::from_utf8(&out.stdout).with_context(|| {
+        format!(
+            "cargo metadata failed for {}: output not UTF-8",
+            manifest.display()
+        )
+    })?;
+    cargo_metadata::MetadataCommand::parse(stdout)
+        .map_err(|e| anyhow::anyhow!("cargo metadata failed for {}: {e}", manifest.display()))
 }
 
 /// A loaded policy: where it came from, its text, and the validated policy

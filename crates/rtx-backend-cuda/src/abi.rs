@@ -191,8 +191,14 @@ mod tests {
 
     #[test]
     fn required_driver_version_matches_the_cudarc_feature() {
-        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../Cargo.toml");
-        let text = std::fs::read_to_string(root).unwrap();
+        // the checkout the test runs in, not the build machine's: cargo and
+        // nextest set it at run time (nextest remaps it for an archive run
+        // from another directory)
+        let dir = std::env::var_os("CARGO_MANIFEST_DIR")
+            .expect("cargo and nextest set CARGO_MANIFEST_DIR when they run tests");
+        let root = std::path::Path::new(&dir).join("../../Cargo.toml");
+        let text =
+            std::fs::read_to_string(&root).unwrap_or_else(|e| panic!("{}: {e}", root.display()));
         let line = text
             .lines()
             .find(|l| l.trim_start().starts_with("cudarc ="))
@@ -200,8 +206,9 @@ mod tests {
         let want = format!("\"cuda-{REQUIRED_DRIVER_VERSION}\"");
         assert!(
             line.contains(&want),
-            "{root}: cudarc's features do not include {want}; \
-             REQUIRED_DRIVER_VERSION (src/abi.rs) must be that version"
+            "{}: cudarc's features do not include {want}; \
+             REQUIRED_DRIVER_VERSION (src/abi.rs) must be that version",
+            root.display()
         );
     }
 }

@@ -322,6 +322,19 @@ impl Walk<'_> {
                 }
                 continue;
             }
+            let name = entry.file_name().to_string_lossy();
+            // only regular files are read as sources: rustfmt would wait
+            // forever on a FIFO a `mod` declaration reaches
+            let special = (name.ends_with(".rs") && !entry.file_type().is_file())
+                .then(|| std::fs::metadata(path).ok())
+                .flatten()
+                .and_then(|m| crate::fsutil::special_file(&m));
+            if let Some(what) = special {
+                anyhow::bail!(
+                    "{}: {what}, not a regular file: only regular files are read as Rust sources (remove it)",
+                    crate::fsutil::rel(root, path)
+                );
+            }
             // a link to a file is checked as the file (cargo fmt follows it);
             // one that does not resolve is kept, to be reported when read
             if entry.file_type().is_symlink() {
@@ -331,7 +344,6 @@ impl Walk<'_> {
             } else if !entry.file_type().is_file() {
                 continue;
             }
-            let name = entry.file_name().to_string_lossy();
             let rel = crate::fsutil::rel(root, path);
             if name == "Cargo.toml" && entry.depth() > 0 {
                 let dir = path.parent().unwrap_or(root).to_path_buf();

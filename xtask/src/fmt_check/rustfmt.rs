@@ -7,11 +7,8 @@
 //! returned, never swallowed.
 
 use std::collections::HashMap;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus, Stdio};
-
-use anyhow::Context as _;
+use std::process::{Command, ExitStatus};
 
 use super::toolchain::{self, Pin};
 
@@ -141,11 +138,23 @@ impl Rustfmt {
         let missing = |why: String| {
             anyhow::anyhow!("rustfmt is not available ({why}): install it with `{INSTALL_HINT}`")
         };
-        let out = Command::new(path)
-            .arg("--version")
-            .stdin(Stdio::null())
-            .output()
-            .map_err(|e| missing(format!("cannot run `{}`: {e}", path.display())))?;
+        let mut cmd = Command::new(path);
+        cmd.arg("--version");
+        let out = crate::child::output(
+            &mut cmd,
+            crate::child::Kind::Tool,
+            &format!("`{} --version`", path.display()),
+            None,
+        )
+        .map_err(|e| {
+            if e.chain()
+                .any(|c| c.downcast_ref::<std::io::Error>().is_some())
+            {
+                missing(format!("cannot run `{}`: {e:#}", path.display()))
+            } else {
+                e
+            }
+        })?;
         if !out.status.success() {
             let msg = String::from_utf8_lossy(&out.stderr);
             return Err(missing(format!(
@@ -222,11 +231,20 @@ impl Rustfmt {
         if let Some(c) = config {
             cmd.arg("--config-path").arg(c);
         }
-        let out = cmd
-            .args(files)
-            .stdin(Stdio::null())
-            .output()
-            .with_context(|| format!("cannot run {}", self.path.display()))?;
+        cmd.args(files);
+        let out = crate::child::output(
+            &mut cmd,
+            crate::child::Kind::Tool,
+            &format!(
+                "rustfmt ({}) on {} file(s) from {}",
+                self.path.display(),
+                files.len(),
+                files
+                    .first()
+                    .map_or_else(String::new, |f| f.display().to_string())
+            ),
+            None,
+        )?;
         let stdout = String::from_utf8_lossy(&out.stdout);
         let stderr = String::from_utf8_lossy(&out.stderr);
         let norm = |p: PathBuf| crate::fsutil::normalize(&cwd.join(p));
@@ -269,19 +287,14 @@ impl Rustfmt {
         text: &str,
         display_path: &str,
     ) -> anyhow::Result<Formatted> {
-        let mut child = self
-            .stdin_command(cwd, edition, config)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .with_context(|| format!("cannot run {}", self.path.display()))?;
-        let mut stdin = child.stdin.take().context("rustfmt stdin")?;
-        let input = text.to_string();
-        // Write from a thread so a large file cannot deadlock against rustfmt's stdout.
-        let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
-        let out = child.wait_with_output().context("waiting for rustfmt")?;
-        let _ = writer.join();
+        // the text is written from a thread, so a large file cannot
+        // deadlock against rustfmt's stdout
+        let out = crate::child::output(
+            &mut self.stdin_command(cwd, edition, config),
+            crate::child::Kind::Tool,
+            &format!("rustfmt ({}) on {display_path}", self.path.display()),
+            Some(text.as_bytes().to_vec()),
+        )?;
         let stderr = String::from_utf8_lossy(&out.stderr).replace("<stdin>", display_path);
         let warnings = warnings_of(&stderr);
         let result = if let Some(crash) = crash_of(out.status, &stderr) {

@@ -7,7 +7,7 @@
 //! A leaf: it imports nothing from the crate.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 /// A toolchain pinned by a toolchain file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -76,20 +76,29 @@ pub fn pinned_rustfmt(dir: &Path) -> anyhow::Result<Option<(PathBuf, Pin)>> {
     if caller_overrides() {
         return Ok(None);
     }
-    let out = Command::new("rustup")
-        .args(["which", "rustfmt"])
+    let mut cmd = Command::new("rustup");
+    cmd.args(["which", "rustfmt"])
         .current_dir(dir)
         .env_remove("RUSTUP_TOOLCHAIN")
         .env_remove("RUSTUP_TOOLCHAIN_SOURCE")
         // one probe, no download behind the user's back
         .env("RUSTUP_AUTO_INSTALL", "0")
-        .env("RUST_BACKTRACE", "0")
-        .stdin(Stdio::null())
-        .output();
-    let out = match out {
+        .env("RUST_BACKTRACE", "0");
+    let out = match crate::child::output(
+        &mut cmd,
+        crate::child::Kind::Tool,
+        "`rustup which rustfmt`",
+        None,
+    ) {
         Ok(o) => o,
         // no rustup: the toolchain file means nothing to this installation
-        Err(_) => return Ok(None),
+        Err(e)
+            if e.chain()
+                .any(|c| c.downcast_ref::<std::io::Error>().is_some()) =>
+        {
+            return Ok(None);
+        }
+        Err(e) => return Err(e),
     };
     if out.status.success() {
         let path = String::from_utf8_lossy(&out.stdout).trim().to_string();

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::io::{BufRead as _, BufReader, Read as _, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use anyhow::{Context as _, bail};
 use rayon::prelude::*;
@@ -277,7 +277,12 @@ impl Git {
     }
 
     fn text(&self, args: &[&str]) -> anyhow::Result<String> {
-        let out = self.cmd().args(args).output().context("cannot run git")?;
+        let out = crate::child::output(
+            self.cmd().args(args),
+            crate::child::Kind::Tool,
+            &format!("`git {}`", args.join(" ")),
+            None,
+        )?;
         if !out.status.success() {
             bail!(
                 "git {} failed: {}",
@@ -290,11 +295,13 @@ impl Git {
 
     /// `git diff --name-status --no-renames -z FROM TO`: (status letter, path).
     fn name_status(&self, from: &str, to: &str) -> anyhow::Result<Vec<(String, String)>> {
-        let out = self
-            .cmd()
-            .args(["diff", "--name-status", "--no-renames", "-z", from, to])
-            .output()
-            .context("cannot run git diff")?;
+        let out = crate::child::output(
+            self.cmd()
+                .args(["diff", "--name-status", "--no-renames", "-z", from, to]),
+            crate::child::Kind::Tool,
+            "`git diff`",
+            None,
+        )?;
         if !out.status.success() {
             bail!(
                 "git diff failed: {}",
@@ -315,17 +322,20 @@ impl Git {
         if specs.is_empty() {
             return Ok(Vec::new());
         }
-        let mut child = self
-            .cmd()
-            .args(["cat-file", "--batch"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .context("cannot run git cat-file")?;
-        let mut stdin = child.stdin.take().context("git stdin")?;
         let input: String = specs.iter().map(|s| format!("{s}\n")).collect();
-        let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
-        let mut reader = BufReader::new(child.stdout.take().context("git stdout")?);
+        let out = crate::child::output(
+            self.cmd().args(["cat-file", "--batch"]),
+            crate::child::Kind::Tool,
+            "`git cat-file --batch`",
+            Some(input.into_bytes()),
+        )?;
+        if !out.status.success() {
+            bail!(
+                "git cat-file failed: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+        }
+        let mut reader = BufReader::new(&out.stdout[..]);
         let mut blobs = Vec::with_capacity(specs.len());
         for spec in specs {
             let mut header = String::new();
@@ -340,8 +350,6 @@ impl Git {
             buf.pop();
             blobs.push(buf);
         }
-        let _ = writer.join();
-        child.wait()?;
         Ok(blobs)
     }
 }

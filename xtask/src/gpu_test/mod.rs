@@ -192,12 +192,13 @@ pub enum Runner {
 
 /// Whether `cargo nextest` works here.
 pub fn nextest_installed() -> bool {
-    cargo_command()
-        .args(["nextest", "--version"])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
+    crate::child::output(
+        cargo_command().args(["nextest", "--version"]),
+        crate::child::Kind::Tool,
+        "`cargo nextest --version`",
+        None,
+    )
+    .is_ok_and(|o| o.status.success())
 }
 
 /// The runner [`RUNNER_ENV`] asks for, else nextest when installed.

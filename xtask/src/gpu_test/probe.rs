@@ -425,7 +425,12 @@ mod tests {
     fn required_version_matches_the_cudarc_feature() {
         // The workspace manifest selects cudarc's cuda-NNNNN feature; the probe's
         // floor must be that same version.
-        let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        // the checkout the test runs in (cargo and nextest set it at run time)
+        let root = std::env::var_os("CARGO_MANIFEST_DIR")
+            .map_or_else(
+                || env!("CARGO_MANIFEST_DIR").into(),
+                std::path::PathBuf::from,
+            )
             .join("..")
             .join("Cargo.toml");
         let text = std::fs::read_to_string(&root).unwrap();

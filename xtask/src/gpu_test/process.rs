@@ -1,5 +1,6 @@
 //! Running cargo as a child: output streamed to the caller's writers as it
-//! arrives (so users watch a long build) and captured (so it can be parsed).
+//! arrives (so users watch a long build) and captured (so it can be parsed),
+//! within the build time limit ([`crate::child::Kind::Build`]).
 
 use std::io::{BufRead as _, BufReader, Read, Write};
 use std::process::{Command, ExitStatus, Stdio};
@@ -36,13 +37,29 @@ enum Line {
 /// stdout to `out`, and returns both captured.
 ///
 /// # Errors
-/// When the child cannot be started or waited for, or a writer fails.
+/// When the child cannot be started or waited for, ran past the build time
+/// limit (killed), or a writer fails.
 pub fn run(
     cmd: &mut Command,
     stdout: Stdout,
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> anyhow::Result<Captured> {
+    run_within(cmd, stdout, out, err, crate::child::Kind::Build.limit()?)
+}
+
+/// [`run`] with the time limit `limit`.
+///
+/// # Errors
+/// As [`run`].
+pub fn run_within(
+    cmd: &mut Command,
+    stdout: Stdout,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+    limit: std::time::Duration,
+) -> anyhow::Result<Captured> {
+    let start = std::time::Instant::now();
     let program = cmd.get_program().to_string_lossy().into_owned();
     let mut child = cmd
         .stdin(Stdio::null())
@@ -58,8 +75,27 @@ pub fn run(
         spawn_reader(child_err, tx, Line::Err),
     ];
     let (mut cap_out, mut cap_err) = (Vec::new(), Vec::new());
-    // Ends when both readers have hung up (the child closed both pipes).
-    for line in rx {
+    // Ends when both readers have hung up (the child closed both pipes), or
+    // at the time limit.
+    let what = format!("`{program}`");
+    let mut ended = None;
+    loop {
+        let left = limit.saturating_sub(start.elapsed());
+        let line = match rx.recv_timeout(left) {
+            Ok(l) => l,
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                // killed past the limit (an error), or it ended just now
+                // and something it started keeps the pipes: stop reading
+                ended = Some(crate::child::wait(
+                    &mut child,
+                    crate::child::Kind::Build,
+                    (start, limit),
+                    &what,
+                )?);
+                break;
+            }
+        };
         match line {
             Line::Out(l) => {
                 if stdout == Stdout::Echo {
@@ -75,12 +111,15 @@ pub fn run(
             }
         }
     }
-    for r in readers {
-        let _ = r.join();
-    }
-    let status = child
-        .wait()
-        .with_context(|| format!("cannot wait for `{program}`"))?;
+    let status = match ended {
+        Some(st) => st,
+        None => {
+            for r in readers {
+                let _ = r.join();
+            }
+            crate::child::wait(&mut child, crate::child::Kind::Build, (start, limit), &what)?
+        }
+    };
     Ok(Captured {
         status,
         stdout: String::from_utf8_lossy(&cap_out).into_owned(),
@@ -155,6 +194,25 @@ mod tests {
         let c = run(&mut cmd, Stdout::Quiet, &mut out, &mut err).unwrap();
         assert_eq!(c.stdout, "json\n");
         assert!(out.is_empty());
+    }
+
+    #[test]
+    fn a_child_that_keeps_its_pipes_open_past_the_limit_is_killed() {
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", "echo started; exec sleep 30"]);
+        let start = std::time::Instant::now();
+        let e = run_within(
+            &mut cmd,
+            Stdout::Echo,
+            &mut Vec::new(),
+            &mut Vec::new(),
+            std::time::Duration::from_millis(300),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(start.elapsed() < std::time::Duration::from_secs(10));
+        assert!(e.contains("did not finish within 0.3 s"), "{e}");
+        assert!(e.contains("XTASK_BUILD_TIMEOUT"), "{e}");
     }
 
     #[test]

@@ -2,23 +2,32 @@
 //! `fmt-check --fix`): one run at a time per workspace, and a multi-file
 //! write that a kill at any instant cannot leave half done for good.
 //!
-//! - [`lock`]: the workspace lock (an exclusive `flock`); a second run waits
-//!   for it (saying so) and gives up after [`lock::WAIT`].
+//! - [`lock`]: the workspace lock (an exclusive `flock` on the workspace
+//!   directory itself); a second run waits for it (saying so) and gives up
+//!   after [`lock::WAIT`].
 //! - [`record`]: the journal (intent log): which temporary files a run
-//!   creates, and, once committed, each file's text before and after.
-//! - [`txn`]: the write itself: links resolved, read-only files refused,
-//!   every file compared with the text planned from right before it is
-//!   replaced, rollback on any failure.
+//!   creates (with the hash of what each holds), which file each path held,
+//!   and, once committed, each file's text before and after; the decision to
+//!   roll back, recorded by a rename.
+//! - [`txn`]: the write itself: links resolved, read-only and hard-linked
+//!   files refused, owner, group and mode kept, every file compared with the
+//!   text planned from right before it is replaced, rollback on any failure
+//!   and on SIGINT/SIGTERM ([`signals`]).
 //! - [`recover`]: what the next run of any command does with the journal of
-//!   a run that was killed.
+//!   a run that was killed: vouch for it first (a journal is an input like
+//!   any other), then finish what that run decided, never over a file
+//!   changed since.
 //! - [`hook`]: the test-only pause points (`XTASK_TEST_HOOK`).
 //!
 //! # Where the lock and the journal live
-//! In `<target dir>/xtask/` (the target directory `cargo metadata` reports:
-//! `target/` unless `CARGO_TARGET_DIR` or `build.target-dir` says otherwise).
-//! Every command already asks cargo for the workspace's metadata, so it
-//! finds the place with no extra work; version control ignores it in every
-//! Rust repository; cargo keeps its own build lock there. A dot directory in
+//! The lock is the workspace root directory itself (see [`lock`]): two runs
+//! on one workspace take turns whatever target directories they were given.
+//!
+//! The journal is in `<target dir>/xtask/` (the target directory `cargo
+//! metadata` reports: `target/` unless `CARGO_TARGET_DIR` or
+//! `build.target-dir` says otherwise). Every command already asks cargo for
+//! the workspace's metadata, so it finds the place with no extra work;
+//! version control ignores it in every Rust repository. A dot directory in
 //! the workspace root would show up in `git status` of every user. The price:
 //! a run killed and rerun with another target directory does not see the
 //! journal (its temporary files stay, named in the journal it left), and
@@ -27,8 +36,9 @@
 //! A target directory outside the workspace may be shared by several
 //! workspaces (`CARGO_TARGET_DIR` set once for all of them): there each
 //! workspace has its own `<target dir>/xtask/ws-<name>-<hash>/`, keyed by its
-//! canonical root ([`state_dir`]), so runs in different workspaces neither
-//! wait for each other nor recover each other's journals.
+//! canonical root ([`state_dir`]), so runs in different workspaces never
+//! recover each other's journals (and a journal naming another workspace is
+//! refused).
 //!
 //! A leaf apart from [`crate::fsutil`]: the commands and [`crate::edit`] use it.
 
@@ -36,12 +46,15 @@ pub(crate) mod hook;
 pub(crate) mod lock;
 pub(crate) mod record;
 pub(crate) mod recover;
+pub mod signals;
 pub(crate) mod txn;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-/// The directory of the lock and the journal for the workspace at
+use anyhow::Context as _;
+
+/// The directory of the journal for the workspace at
 /// `workspace_root` whose target directory is `target_directory`:
 /// `<target>/xtask` when the target directory is inside the workspace, else
 /// `<target>/xtask/ws-<root's last name>-<FNV-1a of the canonical root>`.
@@ -56,6 +69,12 @@ pub fn state_dir(target_directory: &Path, workspace_root: &Path) -> PathBuf {
     {
         return base;
     }
+    base.join(workspace_key(&root))
+}
+
+/// `ws-<root's last name>-<FNV-1a of the root>`: a name for the workspace
+/// whose canonical root is `root`, the same on every run.
+pub fn workspace_key(root: &Path) -> String {
     let name: String = root
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -70,10 +89,10 @@ pub fn state_dir(target_directory: &Path, workspace_root: &Path) -> PathBuf {
         })
         .take(40)
         .collect();
-    base.join(format!(
+    format!(
         "ws-{name}-{:016x}",
         fnv1a(root.as_os_str().as_encoded_bytes())
-    ))
+    )
 }
 
 /// FNV-1a 64: a hash that stays the same across Rust versions and machines
@@ -89,20 +108,23 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 #[derive(Debug)]
 pub struct Guard {
     dir: PathBuf,
-    /// `None`: a read-only run that could not create the state directory
-    /// (and found no journal there), so it runs unlocked.
+    /// The workspace root, canonical.
+    root: PathBuf,
+    /// `None`: a read-only run that could not open the workspace directory
+    /// for its lock (and found no journal), so it runs unlocked.
     lock: Option<lock::Lock>,
 }
 
 impl Guard {
-    /// Takes the lock of the workspace at `workspace_root` whose target
-    /// directory is `target_directory` ([`state_dir`]; waiting for another run
-    /// to finish, with a message on `err`), then recovers an interrupted run,
-    /// saying on `err` what it did.
+    /// Takes the lock of the workspace at `workspace_root` (the directory
+    /// itself, see [`lock`]; waiting for another run to finish, with a
+    /// message on `err`), then recovers an interrupted run whose journal is
+    /// in the state directory for `target_directory` ([`state_dir`]), saying
+    /// on `err` what it did.
     ///
-    /// `writing`: the command may write files. A run that only reads goes
-    /// on without the lock when the state directory cannot be created (a
-    /// read-only checkout) and holds no journal.
+    /// `writing`: the command may write files (the state directory is
+    /// created). A run that only reads goes on without the lock when the
+    /// workspace directory cannot be opened and there is no journal.
     ///
     /// # Errors
     /// The lock cannot be taken (or was held too long by another run), or
@@ -114,15 +136,28 @@ impl Guard {
         err: &mut dyn Write,
     ) -> anyhow::Result<Guard> {
         let dir = state_dir(target_directory, workspace_root);
-        let lock = match lock::Lock::open(&dir) {
+        let root = std::fs::canonicalize(workspace_root).unwrap_or_else(|_| workspace_root.into());
+        let lock = match lock::Lock::open(&root) {
             Ok(l) => l,
-            Err(_) if !writing && !record::exists(&dir) => return Ok(Guard { dir, lock: None }),
+            Err(_) if !writing && !record::exists(&dir) => {
+                return Ok(Guard {
+                    dir,
+                    root,
+                    lock: None,
+                });
+            }
             Err(e) => return Err(e),
         };
         let lock = lock.wait(err)?;
-        recover::recover(&dir, err)?;
+        if writing {
+            std::fs::create_dir_all(&dir).with_context(|| {
+                format!("{}: cannot create xtask's state directory", dir.display())
+            })?;
+        }
+        recover::recover(&dir, &root, err)?;
         Ok(Guard {
             dir,
+            root,
             lock: Some(lock),
         })
     }
@@ -140,14 +175,20 @@ impl Guard {
         Guard::acquire(target_directory, workspace_root, false, err).map(drop)
     }
 
-    /// The state directory (lock and journal).
+    /// The state directory (the journal).
     pub fn dir(&self) -> &Path {
         &self.dir
     }
 
-    /// Whether the lock is held (a journal may be written).
+    /// The workspace root, canonical.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Whether the lock is held and the state directory exists (a journal
+    /// may be written).
     pub fn locked(&self) -> bool {
-        self.lock.is_some()
+        self.lock.is_some() && self.dir.is_dir()
     }
 }
 

@@ -10,6 +10,18 @@ use serde::{Deserialize, Serialize};
 
 const FILE: &str = "journal.json";
 const TMP: &str = "journal.json.tmp";
+/// Written with the committed journal (holding the run id), renamed to
+/// [`ROLLBACK`] when the run decides to roll back: a rename needs no new
+/// space, so the decision is recorded even on a full disk.
+const ROLLBACK_PENDING: &str = "rollback.pending";
+/// The recorded decision to roll back (see [`ROLLBACK_PENDING`]).
+const ROLLBACK: &str = "rollback";
+
+/// The format this xtask writes and the only one it recovers.
+pub const VERSION: u32 = 2;
+
+/// The `tool` of every journal xtask writes.
+pub const TOOL: &str = "xtask";
 
 /// How far the run got.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -23,15 +35,45 @@ pub enum State {
     RollingBack,
 }
 
+/// Which file a path held when the run planned from it: a file rewritten
+/// since (even with the same text, as `git checkout` does) is another file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Ident {
+    pub dev: u64,
+    pub ino: u64,
+    pub size: u64,
+    /// Modification time, nanoseconds since the epoch.
+    pub mtime_ns: i128,
+}
+
+impl Ident {
+    /// The identity of the file `md` describes.
+    pub fn of(md: &std::fs::Metadata) -> Ident {
+        use std::os::unix::fs::MetadataExt as _;
+        Ident {
+            dev: md.dev(),
+            ino: md.ino(),
+            size: md.size(),
+            mtime_ns: i128::from(md.mtime()) * 1_000_000_000 + i128::from(md.mtime_nsec()),
+        }
+    }
+}
+
 /// One file of the run.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Entry {
-    /// Relative to the workspace root, for messages.
+    /// Relative to the workspace root, `/`-separated: the path planned on
+    /// (maybe a link), `<workspace>/<rel>`.
     pub rel: String,
-    /// The file replaced: a link's target, never the link.
+    /// The file replaced: the planned path, or a link's target (never the
+    /// link).
     pub target: PathBuf,
-    /// The run's temporary file beside `target`.
+    /// The run's temporary file beside `target`, `.xtask-<run>-<n>.tmp`.
     pub temp: PathBuf,
+    /// [`hash`] of the text to write (what the temporary file holds).
+    pub new_hash: String,
+    /// The file planned from.
+    pub before: Ident,
     /// The text planned from (in the committed journal).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub old: Option<String>,
@@ -43,14 +85,25 @@ pub struct Entry {
 /// The journal of one run.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Journal {
-    /// The format (1).
+    /// Who wrote it ([`TOOL`]).
+    pub tool: String,
+    /// The format ([`VERSION`]).
     pub version: u32,
+    /// The canonical root of the workspace the run wrote in.
+    pub workspace: PathBuf,
     /// The run's id (also in its temporary file names).
     pub run: String,
     /// How far it got.
     pub state: State,
     /// Its files, in the order they are replaced.
     pub files: Vec<Entry>,
+}
+
+/// The hash the journal keeps of a text: FNV-1a 64, in hex. Not a
+/// cryptographic hash: it tells the run's own temporary file from another
+/// file of the same name; recovery also checks the name and the place.
+pub fn hash(bytes: &[u8]) -> String {
+    format!("{:016x}", super::fnv1a(bytes))
 }
 
 /// Whether `dir` holds a journal.
@@ -95,16 +148,32 @@ pub fn read(dir: &Path) -> anyhow::Result<Option<Journal>> {
             return Err(e).with_context(|| format!("{}: cannot read the journal", p.display()));
         }
     };
-    let j: Journal = serde_json::from_slice(&text).with_context(|| {
-        format!(
-            "{}: not a journal xtask can read (move it away to go on, after checking the files it names)",
+    let refuse = |why: String| {
+        anyhow::anyhow!(
+            "{}: {why}; not a journal this xtask wrote, so nothing was touched (check the files it names, then move it away to go on)",
             p.display()
         )
-    })?;
+    };
+    // the version first, so that another format is named as such
+    let head: serde_json::Value =
+        serde_json::from_slice(&text).map_err(|e| refuse(format!("not JSON ({e})")))?;
+    let version = head.get("version").and_then(serde_json::Value::as_u64);
+    if head.get("tool").and_then(serde_json::Value::as_str) != Some(TOOL)
+        || version != Some(u64::from(VERSION))
+    {
+        return Err(refuse(format!(
+            "journal format {} of tool {}, this xtask writes and recovers format {VERSION}",
+            version.map_or_else(|| "(none)".to_string(), |v| v.to_string()),
+            head.get("tool")
+                .map_or_else(|| "(none)".to_string(), ToString::to_string),
+        )));
+    }
+    let j: Journal =
+        serde_json::from_value(head).map_err(|e| refuse(format!("not a journal ({e})")))?;
     Ok(Some(j))
 }
 
-/// Deletes the journal of `dir` (durably).
+/// Deletes the journal of `dir` (durably), then the rollback markers.
 ///
 /// # Errors
 /// An I/O error other than "not found".
@@ -117,7 +186,48 @@ pub fn remove(dir: &Path) -> anyhow::Result<()> {
                 .with_context(|| format!("{}: cannot delete the journal", path(dir).display()));
         }
     }
-    sync_dir(dir).with_context(|| format!("{}: cannot sync", dir.display()))
+    sync_dir(dir).with_context(|| format!("{}: cannot sync", dir.display()))?;
+    let _ = std::fs::remove_file(dir.join(ROLLBACK_PENDING));
+    let _ = std::fs::remove_file(dir.join(ROLLBACK));
+    Ok(())
+}
+
+/// Prepares the decision to roll back run `run` ([`ROLLBACK_PENDING`]),
+/// durably, while the run still has the space to write it.
+///
+/// # Errors
+/// Any I/O error.
+pub fn prepare_rollback(dir: &Path, run: &str) -> anyhow::Result<()> {
+    let _ = std::fs::remove_file(dir.join(ROLLBACK));
+    let p = dir.join(ROLLBACK_PENDING);
+    let io = || -> std::io::Result<()> {
+        let mut f = std::fs::File::create(&p)?;
+        f.write_all(run.as_bytes())?;
+        f.sync_all()?;
+        sync_dir(dir)
+    };
+    io().with_context(|| format!("{}: cannot write", p.display()))
+}
+
+/// Records the decision to roll back (a rename of the prepared marker,
+/// made durable).
+///
+/// # Errors
+/// Any I/O error (the decision is then not recorded).
+pub fn decide_rollback(dir: &Path) -> anyhow::Result<()> {
+    std::fs::rename(dir.join(ROLLBACK_PENDING), dir.join(ROLLBACK))
+        .and_then(|()| sync_dir(dir))
+        .with_context(|| {
+            format!(
+                "{}: cannot record the decision to roll back",
+                dir.join(ROLLBACK).display()
+            )
+        })
+}
+
+/// Whether the decision to roll back run `run` is recorded in `dir`.
+pub fn rollback_decided(dir: &Path, run: &str) -> bool {
+    std::fs::read(dir.join(ROLLBACK)).is_ok_and(|t| t == run.as_bytes())
 }
 
 /// fsyncs a directory (makes renames and deletions in it durable).
@@ -137,13 +247,17 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         assert!(read(d.path()).unwrap().is_none());
         let j = Journal {
-            version: 1,
+            tool: TOOL.into(),
+            version: VERSION,
+            workspace: d.path().into(),
             run: "r".into(),
             state: State::Committed,
             files: vec![Entry {
                 rel: "a.rs".into(),
                 target: d.path().join("a.rs"),
                 temp: d.path().join(".xtask-r-0.tmp"),
+                new_hash: hash(b"n"),
+                before: Ident::of(&std::fs::metadata(d.path()).unwrap()),
                 old: Some("o".into()),
                 new: Some("n".into()),
             }],
@@ -156,5 +270,12 @@ mod tests {
         assert!(!d.path().join(TMP).exists());
         remove(d.path()).unwrap();
         assert!(!exists(d.path()));
+        // another format, or another tool's file, is refused by name
+        std::fs::write(path(d.path()), r#"{"tool": "xtask", "version": 1}"#).unwrap();
+        let e = format!("{:#}", read(d.path()).unwrap_err());
+        assert!(e.contains("journal format 1 of tool \"xtask\""), "{e}");
+        assert!(e.contains("nothing was touched"), "{e}");
+        std::fs::write(path(d.path()), r#"{"version": 2}"#).unwrap();
+        assert!(read(d.path()).is_err());
     }
 }

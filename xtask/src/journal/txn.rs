@@ -4,17 +4,23 @@
 //!    its target (the temporary file goes beside the target and is renamed
 //!    over it; the link stays a link); a dangling or looping link, a file
 //!    without write permission (or whose mode grants write to no one, which
-//!    even root respects here) and a read-only directory are refused, and
-//!    so is a file changed since it was read. Nothing is written yet.
-//! 2. The journal records the temporary file names (state "staging"); the
-//!    temporary files `.xtask-<run>-<n>.tmp` are written and fsynced.
-//! 3. The journal is rewritten "committed", with each file's text before and
-//!    after: from here on a killed run is rolled forward by the next one.
+//!    even root respects here), a file with more than one hard link (a
+//!    rename would leave the other names with the old text) and a
+//!    read-only directory are refused, and so is a file changed since it
+//!    was read. Nothing is written yet.
+//! 2. The journal records the temporary file names, the hash of what each
+//!    will hold and which file each path held (state "staging"); the
+//!    temporary files `.xtask-<run>-<n>.tmp` are written with the file's
+//!    mode, owner and group, and fsynced.
+//! 3. The decision to roll back is prepared ([`record::prepare_rollback`]),
+//!    and the journal rewritten "committed", with each file's text before
+//!    and after: from here on a killed run is rolled forward by the next one.
 //! 4. Each file in turn is compared with the text planned from, immediately
 //!    before its temporary file is renamed over it. A difference (someone
-//!    else wrote it meanwhile) or a failed rename rolls back the files
-//!    already replaced (journal state "rolling-back") and is an error naming
-//!    the file.
+//!    else wrote it meanwhile), a failed rename or SIGINT/SIGTERM
+//!    ([`super::signals`]) records the decision to roll back (a rename: it
+//!    needs no space), rolls back the files already replaced and is an error
+//!    naming the file (or the signal).
 //! 5. The directories are fsynced and the journal deleted.
 //!
 //! What remains: a write by another program in the instant between the
@@ -29,8 +35,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context as _, anyhow, bail};
 
 use super::Guard;
-use super::hook;
-use super::record::{self, Entry, Journal, State};
+use super::record::{self, Entry, Ident, Journal, State};
+use super::{hook, signals};
 
 /// One file to write.
 #[derive(Debug)]
@@ -51,6 +57,27 @@ struct Target<'a> {
     /// The file to replace (a link's target).
     real: PathBuf,
     perms: Permissions,
+    /// Its owner and group, kept.
+    owner: Owner,
+    /// The file planned from.
+    ident: Ident,
+}
+
+/// A file's owner and group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Owner {
+    pub uid: u32,
+    pub gid: u32,
+}
+
+impl Owner {
+    /// The owner and group of the file `md` describes.
+    pub fn of(md: &std::fs::Metadata) -> Owner {
+        Owner {
+            uid: md.uid(),
+            gid: md.gid(),
+        }
+    }
 }
 
 impl Target<'_> {
@@ -87,7 +114,9 @@ pub fn write_all(files: &[Planned<'_>], guard: Option<&Guard>) -> anyhow::Result
     let journal_dir = guard.filter(|g| g.locked()).map(Guard::dir);
     let run = run_id();
     let mut journal = Journal {
-        version: 1,
+        tool: record::TOOL.into(),
+        version: record::VERSION,
+        workspace: guard.map(|g| g.root().to_path_buf()).unwrap_or_default(),
         run: run.clone(),
         state: State::Staging,
         files: targets
@@ -96,52 +125,64 @@ pub fn write_all(files: &[Planned<'_>], guard: Option<&Guard>) -> anyhow::Result
             .map(|(n, t)| Entry {
                 rel: t.plan.rel.to_string(),
                 target: t.real.clone(),
-                temp: parent(&t.real).join(format!(".xtask-{run}-{n}.tmp")),
+                temp: temp_name(&t.real, &run, n),
+                new_hash: record::hash(t.plan.new.as_bytes()),
+                before: t.ident,
                 old: None,
                 new: None,
             })
             .collect(),
     };
-    if let Some(dir) = journal_dir {
-        record::write(dir, &journal).context("nothing written")?;
-    }
-    if let Err(e) = stage(&targets, &journal.files) {
+    // from here to the last replace, SIGINT/SIGTERM roll back
+    let _caught = signals::catch();
+    let abandon = |journal: &Journal, err: anyhow::Error| {
         for e in &journal.files {
             let _ = std::fs::remove_file(&e.temp);
         }
         if let Some(dir) = journal_dir {
             let _ = record::remove(dir);
         }
-        return Err(e.context("nothing written"));
+        err.context("nothing written")
+    };
+    if let Some(dir) = journal_dir {
+        record::write(dir, &journal).context("nothing written")?;
+    }
+    if let Err(e) = stage(&targets, &journal.files) {
+        return Err(abandon(&journal, e));
     }
     hook::point("after-staging");
+    if let Some(sig) = signals::pending() {
+        return Err(abandon(&journal, interrupted(sig)));
+    }
     if let Some(dir) = journal_dir {
         journal.state = State::Committed;
         for (e, t) in journal.files.iter_mut().zip(&targets) {
             e.old = Some(t.plan.old.to_string());
             e.new = Some(t.plan.new.clone());
         }
-        if let Err(err) = record::write(dir, &journal) {
-            for e in &journal.files {
-                let _ = std::fs::remove_file(&e.temp);
-            }
-            let _ = record::remove(dir);
-            return Err(err.context("nothing written"));
+        let commit =
+            record::prepare_rollback(dir, &run).and_then(|()| record::write(dir, &journal));
+        if let Err(err) = commit {
+            return Err(abandon(&journal, err));
         }
     }
     hook::point("after-journal");
     for (k, (t, e)) in targets.iter().zip(&journal.files).enumerate() {
         hook::point(&format!("before-replace:{k}"));
+        if let Some(sig) = signals::pending() {
+            let cause = format!("{}", interrupted(sig));
+            return Err(roll_back(&targets, &journal, k, journal_dir, &cause));
+        }
         if std::fs::read(&t.real).ok().as_deref() != Some(t.plan.old.as_bytes()) {
             let cause = format!(
                 "{}: changed on disk while the fix ran (another program wrote it)",
                 t.name()
             );
-            return Err(roll_back(&targets, &mut journal, k, journal_dir, &cause));
+            return Err(roll_back(&targets, &journal, k, journal_dir, &cause));
         }
         if let Err(err) = std::fs::rename(&e.temp, &t.real) {
             let cause = format!("{}: cannot replace it: {err}", t.name());
-            return Err(roll_back(&targets, &mut journal, k, journal_dir, &cause));
+            return Err(roll_back(&targets, &journal, k, journal_dir, &cause));
         }
     }
     let written = || format!("every file ({}) was written", targets.len());
@@ -156,6 +197,16 @@ pub fn write_all(files: &[Planned<'_>], guard: Option<&Guard>) -> anyhow::Result
         record::remove(dir).map_err(|e| crate::Written(format!("{}, but {e:#}", written())))?;
     }
     Ok(())
+}
+
+/// The error of a write stopped by signal `sig`.
+fn interrupted(sig: i32) -> anyhow::Error {
+    anyhow!("interrupted by {}", signals::name(sig))
+}
+
+/// The temporary file of file `n` of run `run` whose target is `target`.
+pub fn temp_name(target: &Path, run: &str, n: usize) -> PathBuf {
+    parent(target).join(format!(".xtask-{run}-{n}.tmp"))
 }
 
 /// Resolves links and merges planned paths that are one file (a link and
@@ -181,6 +232,15 @@ fn resolve<'a>(files: &'a [Planned<'a>]) -> anyhow::Result<Vec<Target<'a>>> {
         if !md.is_file() {
             bail!("{}: not a regular file; nothing written", p.rel);
         }
+        if md.nlink() > 1 {
+            bail!(
+                "{}: has {} hard links; replacing it would leave the other names with the old text, \
+                 so it is not replaced, nothing written (make it a single file, e.g. `cp` it to a new \
+                 name and rename that over it, to fix it)",
+                p.rel,
+                md.nlink()
+            );
+        }
         if let Some(&i) = seen.get(&(md.dev(), md.ino())) {
             let first = &out[i];
             if first.plan.old == p.old && first.plan.new == p.new {
@@ -197,6 +257,8 @@ fn resolve<'a>(files: &'a [Planned<'a>]) -> anyhow::Result<Vec<Target<'a>>> {
             plan: p,
             real,
             perms: md.permissions(),
+            owner: Owner::of(&md),
+            ident: Ident::of(&md),
         });
     }
     Ok(out)
@@ -241,7 +303,7 @@ fn stage(targets: &[Target<'_>], entries: &[Entry]) -> anyhow::Result<()> {
         .context("cannot start the writer threads")?;
     pool.install(|| {
         targets.par_iter().zip(entries).try_for_each(|(t, e)| {
-            write_temp(&e.temp, t.plan.new.as_bytes(), &t.perms, true).with_context(|| {
+            write_temp(&e.temp, t.plan.new.as_bytes(), &t.perms, t.owner, true).with_context(|| {
                 format!(
                     "{}: cannot write its temporary file {}",
                     t.name(),
@@ -252,15 +314,17 @@ fn stage(targets: &[Target<'_>], entries: &[Entry]) -> anyhow::Result<()> {
     })
 }
 
-/// Writes `contents` to `temp` with `perms`, fsynced; `fresh`: the file must
-/// not exist yet (a run's own new name).
+/// Writes `contents` to `temp` with `perms`, `owner` and group, fsynced;
+/// `fresh`: the file must not exist yet (a run's own new name).
 ///
 /// # Errors
-/// Any I/O error.
+/// Any I/O error; the owner or group cannot be given to the file (the
+/// message says so).
 pub fn write_temp(
     temp: &Path,
     contents: &[u8],
     perms: &Permissions,
+    owner: Owner,
     fresh: bool,
 ) -> std::io::Result<()> {
     let mut opts = std::fs::OpenOptions::new();
@@ -272,28 +336,40 @@ pub fn write_temp(
     }
     let mut f = opts.open(temp)?;
     f.write_all(contents)?;
+    if Owner::of(&f.metadata()?) != owner {
+        std::os::unix::fs::fchown(&f, Some(owner.uid), Some(owner.gid)).map_err(|e| {
+            std::io::Error::new(
+                e.kind(),
+                format!(
+                    "cannot keep its owner and group (uid {}, gid {}): {e}",
+                    owner.uid, owner.gid
+                ),
+            )
+        })?;
+    }
+    // after the owner: chown clears set-user-ID and set-group-ID bits
     f.set_permissions(perms.clone())?;
     f.sync_all()
 }
 
-/// Restores the `replaced` files already replaced (those still holding the
-/// new text), deletes the other temporary files and the journal; the error
-/// names the file that stopped the write (`cause`) and says what happened.
+/// Records the decision to roll back, restores the `replaced` files
+/// already replaced (those still holding the new text), deletes the other
+/// temporary files and the journal; the error names the file that stopped
+/// the write (`cause`) and says what happened. The decision is recorded
+/// first, so that a rollback that cannot finish (a full disk) is finished
+/// by the next run, never turned into a roll forward.
 fn roll_back(
     targets: &[Target<'_>],
-    journal: &mut Journal,
+    journal: &Journal,
     replaced: usize,
     journal_dir: Option<&Path>,
     cause: &str,
 ) -> anyhow::Error {
     let mut problems = Vec::new();
     if let Some(dir) = journal_dir
-        && replaced > 0
+        && let Err(e) = record::decide_rollback(dir)
     {
-        journal.state = State::RollingBack;
-        if let Err(e) = record::write(dir, journal) {
-            problems.push(format!("{e:#}"));
-        }
+        problems.push(format!("{e:#}"));
     }
     for k in (0..replaced).rev() {
         if let Err(p) = restore(&targets[k], &journal.files[k]) {
@@ -318,8 +394,13 @@ fn roll_back(
             )
         };
     }
+    let next = if journal_dir.is_some() {
+        " (the journal is kept: the next run of any xtask command finishes the restore)"
+    } else {
+        ""
+    };
     crate::Written(format!(
-        "{cause}; {replaced} file(s) were already replaced and restoring them failed: {}",
+        "{cause}; {replaced} file(s) were already replaced and restoring them failed{next}: {}",
         problems.join("; ")
     ))
     .into()
@@ -338,9 +419,13 @@ fn restore(t: &Target<'_>, e: &Entry) -> Result<(), String> {
             t.name()
         ));
     }
-    write_temp(&e.temp, t.plan.old.as_bytes(), &t.perms, false)
+    write_temp(&e.temp, t.plan.old.as_bytes(), &t.perms, t.owner, false)
         .and_then(|()| std::fs::rename(&e.temp, &t.real))
-        .map_err(|err| format!("{}: cannot restore it: {err}", t.name()))
+        .map_err(|err| {
+            // a half-written temporary file helps nobody (a full disk)
+            let _ = std::fs::remove_file(&e.temp);
+            format!("{}: cannot restore it: {err}", t.name())
+        })
 }
 
 /// fsyncs the directory of every target (makes the renames durable), on a

@@ -91,11 +91,17 @@ fn walk_crate<T>(
             // the first candidate that is a file; its metadata names it
             let mut found = None;
             for (p, m) in &candidates {
-                let opened = std::fs::File::open(p).and_then(|f| Ok((f.metadata()?, f)));
+                let opened = crate::fsutil::open_nonblocking(p).map(|(f, md)| (md, f));
                 match opened {
                     Ok((md, f)) if md.is_file() => {
                         found = Some((p.clone(), *m, (md.dev(), md.ino()), md.len(), f));
                         break;
+                    }
+                    Ok((md, _)) if let Some(what) = crate::fsutil::special_file(&md) => {
+                        anyhow::bail!(
+                            "{}: {what}, not a regular file: only regular files are read as Rust sources",
+                            p.display()
+                        );
                     }
                     Ok(_) => {}
                     Err(e)

@@ -25,6 +25,8 @@ pub struct Run {
 pub struct Done {
     /// The exit code; `None` when killed by a signal.
     pub code: Option<i32>,
+    /// The signal that ended it, if one did.
+    pub signal: Option<i32>,
     pub out: String,
     pub err: String,
 }
@@ -38,6 +40,16 @@ impl Run {
 
     /// [`Run::start`] with the given stdout instead of a log file.
     pub fn start_with(args: &[&str], hook_point: Option<&str>, stdout: Option<Stdio>) -> Run {
+        Run::start_env(args, hook_point, stdout, &[])
+    }
+
+    /// [`Run::start_with`] with extra environment variables.
+    pub fn start_env(
+        args: &[&str],
+        hook_point: Option<&str>,
+        stdout: Option<Stdio>,
+        env: &[(&str, &std::ffi::OsStr)],
+    ) -> Run {
         let logs = tempfile::tempdir().unwrap();
         let out = std::fs::File::create(logs.path().join("out")).unwrap();
         let mut cmd = Command::new(bin());
@@ -45,7 +57,8 @@ impl Run {
             .stdin(Stdio::null())
             .stdout(stdout.unwrap_or_else(|| out.into()))
             .stderr(std::fs::File::create(logs.path().join("err")).unwrap())
-            .env_remove("XTASK_TEST_HOOK");
+            .env_remove("XTASK_TEST_HOOK")
+            .envs(env.iter().copied());
         let hook = hook_point.map(|p| {
             let dir = logs.path().join("hook");
             std::fs::create_dir(&dir).unwrap();
@@ -108,9 +121,40 @@ impl Run {
         std::fs::write(self.hook.as_ref().unwrap().join("go"), "").unwrap();
     }
 
+    /// Sends `signal` (`INT`, `TERM`) with kill(1).
+    pub fn signal(&self, signal: &str) {
+        let st = Command::new("kill")
+            .arg(format!("-{signal}"))
+            .arg(self.child.id().to_string())
+            .status()
+            .unwrap();
+        assert!(st.success());
+    }
+
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// SIGKILL (what `Child::kill` sends on Unix), then reaps it.
     pub fn kill9(mut self) -> Done {
         self.child.kill().unwrap();
+        self.finish()
+    }
+
+    /// Waits for the exit up to `limit`; past it, kills the run and panics
+    /// (a hang is a failure, never a test that waits forever).
+    pub fn finish_within(mut self, limit: Duration) -> Done {
+        let start = Instant::now();
+        while self.child.try_wait().unwrap().is_none() {
+            if start.elapsed() > limit {
+                let err = self.err_so_far();
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                panic!("still running after {limit:?} (hung), killed; stderr:\n{err}");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
         self.finish()
     }
 
@@ -120,6 +164,7 @@ impl Run {
         let read = |n: &str| std::fs::read_to_string(self.logs.path().join(n)).unwrap();
         Done {
             code: st.code(),
+            signal: std::os::unix::process::ExitStatusExt::signal(&st),
             out: read("out"),
             err: read("err"),
         }

@@ -215,9 +215,9 @@ fn a_fix_killed_at_any_stage_is_settled_by_the_next_run_of_any_command() {
 }
 
 #[test]
-fn recovery_names_a_file_edited_after_the_kill_and_leaves_it_alone() {
+fn recovery_does_not_finish_a_fix_over_a_file_edited_after_the_kill() {
     let n = 4;
-    let (_, new) = old_and_new(n);
+    let (old, _) = old_and_new(n);
     let dir = tempfile::tempdir().unwrap();
     let fleet = drifted_fleet(dir.path(), n).unwrap();
     let root = &fleet.root;
@@ -233,10 +233,12 @@ fn recovery_names_a_file_edited_after_the_kill_and_leaves_it_alone() {
         err.contains("crates/c0003/Cargo.toml: holds neither"),
         "{err}"
     );
+    assert!(err.contains("was not finished"), "{err}");
     assert_eq!(read(&victim), edited);
+    // the file the run had replaced got its text back; none was rolled forward
     for (rel, text) in rel_manifests(root, n) {
         if rel != "crates/c0003/Cargo.toml" {
-            assert_eq!(text, new[&rel], "{rel}");
+            assert_eq!(text, old[&rel], "{rel}");
         }
     }
     assert_eq!(xtask_files(root), Vec::<PathBuf>::new());

@@ -7,18 +7,26 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Mutex;
 
-use crate::support::xtask;
 use xtask::gpu_test::probe::{self, NoDevice, REQUIRED_DRIVER_API};
 
 /// Runs the xtask binary with extra environment: for what depends on the
 /// environment (driver override, runner choice), which in-process tests
-/// running in parallel must not change.
+/// running in parallel must not change. The fixture named by `--workspace`
+/// builds into its own `target/`, whatever `CARGO_TARGET_DIR` says: fixtures
+/// share a package name (`gpu-crate`) and layout, so in one target
+/// directory they would share cargo's fingerprints, and a fixture's build
+/// could be taken for fresh from another's.
 fn xtask_bin(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
-    let o = Command::new(env!("CARGO_BIN_EXE_xtask"))
-        .args(args)
-        .envs(env.iter().copied())
-        .output()
-        .unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_xtask"));
+    cmd.args(args).envs(env.iter().copied());
+    if let Some(ws) = args
+        .iter()
+        .position(|a| *a == "--workspace")
+        .and_then(|k| args.get(k + 1))
+    {
+        cmd.env("CARGO_TARGET_DIR", Path::new(ws).join("target"));
+    }
+    let o = cmd.output().unwrap();
     (
         o.status.code().unwrap_or(-1),
         String::from_utf8(o.stdout).unwrap(),
@@ -208,13 +216,16 @@ fn empty_matrix_is_exit_2_with_require_device_or_archive() {
     assert!(err.contains("no [[gpu-test]] entries"), "{err}");
     assert!(err.contains("--require-device"), "{err}");
     let file = fx.root().join("gpu.tar.zst");
-    let (code, out, err) = xtask(&[
-        "gpu-test",
-        "--archive",
-        file.to_str().unwrap(),
-        "--workspace",
-        &fx.ws(),
-    ]);
+    let (code, out, err) = xtask_bin(
+        &[
+            "gpu-test",
+            "--archive",
+            file.to_str().unwrap(),
+            "--workspace",
+            &fx.ws(),
+        ],
+        &[],
+    );
     assert_eq!(code, 2, "{out}{err}");
     assert!(
         err.contains("no [[gpu-test]] entries") && err.contains("--archive"),
@@ -272,7 +283,7 @@ fn driver_without_devices_is_exit_2_with_require_device() {
 #[test]
 fn gpu_code_that_does_not_compile_is_exit_1_with_the_compiler_output() {
     let fx = Fixture::with_features(BROKEN_GPU_CODE, "\"gpu\"");
-    let (code, out, err) = xtask(&["gpu-test", "--workspace", &fx.ws()]);
+    let (code, out, err) = xtask_bin(&["gpu-test", "--workspace", &fx.ws()], &[]);
     assert_eq!(code, 1, "{out}\n{err}");
     assert!(err.contains("error[E0308]: mismatched types"), "{err}");
     assert!(err.contains("gpu-crate/src/lib.rs:7"), "{err}");
@@ -303,7 +314,7 @@ fn unknown_package_in_policy_is_exit_2_naming_it_and_the_policy() {
         GPU_TESTS,
         "[fmt]\nexclude = []\n\n[[gpu-test]]\npackage = \"rtx-backend-cudaa\"\nfeatures = [\"gpu\"]\n",
     );
-    let (code, out, err) = xtask(&["gpu-test", "--workspace", &fx.ws()]);
+    let (code, out, err) = xtask_bin(&["gpu-test", "--workspace", &fx.ws()], &[]);
     assert_eq!(code, 2, "{out}\n{err}");
     let policy = fx.root().join("policy/fleet.toml");
     assert!(
@@ -323,7 +334,7 @@ fn unknown_package_in_policy_is_exit_2_naming_it_and_the_policy() {
 #[test]
 fn unknown_feature_in_policy_is_exit_2_naming_it_and_the_policy() {
     let fx = Fixture::with_features(GPU_TESTS, "\"gpu\", \"cudaa\"");
-    let (code, _, err) = xtask(&["gpu-test", "--workspace", &fx.ws()]);
+    let (code, _, err) = xtask_bin(&["gpu-test", "--workspace", &fx.ws()], &[]);
     assert_eq!(code, 2, "{err}");
     let policy = fx.root().join("policy/fleet.toml");
     assert!(
@@ -341,13 +352,16 @@ fn policy_given_with_dash_dash_policy_is_used() {
     let fx = Fixture::with_features(GPU_TESTS, "\"gpu\"");
     let other = fx.root().join("other.toml");
     std::fs::write(&other, "[[gpu-test]]\npackage = \"nope\"\n").unwrap();
-    let (code, _, err) = xtask(&[
-        "gpu-test",
-        "--workspace",
-        &fx.ws(),
-        "--policy",
-        other.to_str().unwrap(),
-    ]);
+    let (code, _, err) = xtask_bin(
+        &[
+            "gpu-test",
+            "--workspace",
+            &fx.ws(),
+            "--policy",
+            other.to_str().unwrap(),
+        ],
+        &[],
+    );
     assert_eq!(code, 2, "{err}");
     assert!(err.contains(&format!("{}:2:", other.display())), "{err}");
 }
@@ -355,14 +369,17 @@ fn policy_given_with_dash_dash_policy_is_used() {
 #[test]
 fn empty_matrix_says_so() {
     let fx = Fixture::new(GPU_TESTS, "[fmt]\nexclude = []\n");
-    let (code, out, err) = xtask(&["gpu-test", "--workspace", &fx.ws()]);
+    let (code, out, err) = xtask_bin(&["gpu-test", "--workspace", &fx.ws()], &[]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("has no [[gpu-test]] entries"), "{out}");
 }
 
 #[test]
 fn require_device_and_archive_conflict() {
-    let (code, _, err) = xtask(&["gpu-test", "--require-device", "--archive", "x.tar.zst"]);
+    let (code, _, err) = xtask_bin(
+        &["gpu-test", "--require-device", "--archive", "x.tar.zst"],
+        &[],
+    );
     assert_eq!(code, 2, "{err}");
 }
 
@@ -473,13 +490,16 @@ fn a_filter_selects_tests() {
 fn archive_is_produced_lists_the_gpu_tests_and_the_printed_command_runs_it() {
     let fx = Fixture::with_features(GPU_TESTS, "\"gpu\"");
     let archive = fx.root().join(".gpu/tests.tar.zst");
-    let (code, out, err) = xtask(&[
-        "gpu-test",
-        "--workspace",
-        &fx.ws(),
-        "--archive",
-        archive.to_str().unwrap(),
-    ]);
+    let (code, out, err) = xtask_bin(
+        &[
+            "gpu-test",
+            "--workspace",
+            &fx.ws(),
+            "--archive",
+            archive.to_str().unwrap(),
+        ],
+        &[],
+    );
     assert_eq!(code, 0, "{out}\n{err}");
     assert!(archive.is_file(), "{out}");
     let runner = fx.root().join(".gpu/cargo-nextest");
@@ -548,17 +568,97 @@ fn archive_is_produced_lists_the_gpu_tests_and_the_printed_command_runs_it() {
     assert_eq!(ran, 3);
 }
 
+/// A GPU test that reads the workspace manifest through the runtime
+/// `CARGO_MANIFEST_DIR`, as `rtx-backend-cuda`'s abi test does.
+const READS_THE_CHECKOUT: &str = r#"
+#[cfg(feature = "gpu")]
+#[test]
+fn reads_the_workspace_manifest() {
+    let dir = std::env::var("CARGO_MANIFEST_DIR").unwrap();
+    let root = std::path::Path::new(&dir).join("../Cargo.toml");
+    let text = std::fs::read_to_string(&root).unwrap();
+    assert!(text.contains("[workspace]"), "{}", root.display());
+}
+"#;
+
+#[test]
+fn an_archive_runs_from_a_checkout_at_another_path() {
+    let fx = Fixture::with_features(READS_THE_CHECKOUT, "\"gpu\"");
+    let archive = fx.root().join(".gpu/tests.tar.zst");
+    let (code, out, err) = xtask_bin(
+        &[
+            "gpu-test",
+            "--workspace",
+            &fx.ws(),
+            "--archive",
+            archive.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(code, 0, "{out}\n{err}");
+    // the GPU host: a checkout of the same commit at another path, with
+    // `.gpu/` copied there; the build's path is gone
+    let host = tempfile::tempdir().unwrap();
+    let checkout = host.path().join("runner/work/repo");
+    std::fs::create_dir_all(checkout.parent().unwrap()).unwrap();
+    std::fs::rename(fx.root(), &checkout).unwrap();
+    let command =
+        ".gpu/cargo-nextest nextest run --archive-file .gpu/tests.tar.zst --workspace-remap .";
+    let run = Command::new("sh")
+        .args(["-c", command])
+        .current_dir(&checkout)
+        .env("PATH", "/usr/bin:/bin")
+        .env_remove("CARGO")
+        .env_remove("CARGO_MANIFEST_DIR")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    std::fs::rename(&checkout, fx.root()).unwrap();
+    assert!(run.status.success(), "{stderr}");
+    assert!(stderr.contains("1 test run: 1 passed"), "{stderr}");
+}
+
+#[test]
+fn each_fixture_builds_in_its_own_target_directory_whatever_cargo_target_dir_says() {
+    let shared = tempfile::tempdir().unwrap();
+    let shared_dir = shared.path().to_str().unwrap();
+    let good = Fixture::with_features(GPU_TESTS, "\"gpu\"");
+    let env = [NO_DRIVER, ("CARGO_TARGET_DIR", shared_dir)];
+    let (code, out, err) = xtask_bin(&["gpu-test", "--workspace", &good.ws()], &env);
+    assert_eq!(code, 0, "{out}\n{err}");
+    // the same package at the same place in its workspace, with sources
+    // older than the build above: only its own build can fail it
+    let broken = Fixture::with_features(BROKEN_GPU_CODE, "\"gpu\"");
+    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    for rel in ["Cargo.toml", "gpu-crate/Cargo.toml", "gpu-crate/src/lib.rs"] {
+        let f = std::fs::File::options()
+            .write(true)
+            .open(broken.root().join(rel))
+            .unwrap();
+        f.set_modified(old).unwrap();
+    }
+    let (code, out, err) = xtask_bin(&["gpu-test", "--workspace", &broken.ws()], &env);
+    assert_eq!(code, 1, "{out}\n{err}");
+    assert!(err.contains("error[E0308]: mismatched types"), "{err}");
+    assert!(good.root().join("target").is_dir() && broken.root().join("target").is_dir());
+    let built_there: Vec<_> = std::fs::read_dir(shared.path()).unwrap().collect();
+    assert!(built_there.is_empty(), "{built_there:?}");
+}
+
 #[test]
 fn archive_of_code_that_does_not_compile_is_exit_1() {
     let fx = Fixture::with_features(BROKEN_GPU_CODE, "\"gpu\"");
     let archive = fx.root().join(".gpu/tests.tar.zst");
-    let (code, out, err) = xtask(&[
-        "gpu-test",
-        "--workspace",
-        &fx.ws(),
-        "--archive",
-        archive.to_str().unwrap(),
-    ]);
+    let (code, out, err) = xtask_bin(
+        &[
+            "gpu-test",
+            "--workspace",
+            &fx.ws(),
+            "--archive",
+            archive.to_str().unwrap(),
+        ],
+        &[],
+    );
     assert_eq!(code, 1, "{out}\n{err}");
     assert!(err.contains("error[E0308]: mismatched types"), "{err}");
     assert!(!archive.exists());
@@ -567,13 +667,16 @@ fn archive_of_code_that_does_not_compile_is_exit_1() {
 #[test]
 fn archive_name_must_be_tar_zst() {
     let fx = Fixture::with_features(GPU_TESTS, "\"gpu\"");
-    let (code, _, err) = xtask(&[
-        "gpu-test",
-        "--workspace",
-        &fx.ws(),
-        "--archive",
-        "tests.tar",
-    ]);
+    let (code, _, err) = xtask_bin(
+        &[
+            "gpu-test",
+            "--workspace",
+            &fx.ws(),
+            "--archive",
+            "tests.tar",
+        ],
+        &[],
+    );
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("must end in .tar.zst"), "{err}");
 }
@@ -766,7 +869,7 @@ fn one_entry_failing_to_compile_fails_the_build_but_the_others_are_built() {
     let broken_fail =
         "#[test]\nfn cpu_only() {}\n#[cfg(feature = \"gpu-fail\")]\npub fn f() -> u32 { \"x\" }\n";
     let fx = Fixture::new(broken_fail, TWO_ENTRIES);
-    let (code, out, err) = xtask(&["gpu-test", "--workspace", &fx.ws()]);
+    let (code, out, err) = xtask_bin(&["gpu-test", "--workspace", &fx.ws()], &[]);
     assert_eq!(code, 1, "{out}\n{err}");
     assert_eq!(out.matches("gpu-test: build: ").count(), 2, "{out}");
     assert!(
@@ -781,13 +884,16 @@ fn one_entry_failing_to_compile_fails_the_build_but_the_others_are_built() {
 fn archive_refuses_two_feature_sets_of_one_package() {
     let fx = Fixture::new(GPU_TESTS, TWO_ENTRIES);
     let archive = fx.root().join(".gpu/t.tar.zst");
-    let (code, _, err) = xtask(&[
-        "gpu-test",
-        "--workspace",
-        &fx.ws(),
-        "--archive",
-        archive.to_str().unwrap(),
-    ]);
+    let (code, _, err) = xtask_bin(
+        &[
+            "gpu-test",
+            "--workspace",
+            &fx.ws(),
+            "--archive",
+            archive.to_str().unwrap(),
+        ],
+        &[],
+    );
     assert_eq!(code, 2, "{err}");
     assert!(
         err.contains("package `gpu-crate` has several [[gpu-test]] entries"),
@@ -802,13 +908,16 @@ fn one_archive_holds_every_package_of_the_matrix() {
                   [[gpu-test]]\npackage = \"other-crate\"\nfeatures = [\"gpu-fail\"]\n";
     let fx = Fixture::with_members(&[("gpu-crate", GPU_TESTS), ("other-crate", other)], policy);
     let archive = fx.root().join("out/gpu tests.tar.zst");
-    let (code, out, err) = xtask(&[
-        "gpu-test",
-        "--workspace",
-        &fx.ws(),
-        "--archive",
-        archive.to_str().unwrap(),
-    ]);
+    let (code, out, err) = xtask_bin(
+        &[
+            "gpu-test",
+            "--workspace",
+            &fx.ws(),
+            "--archive",
+            archive.to_str().unwrap(),
+        ],
+        &[],
+    );
     assert_eq!(code, 0, "{out}\n{err}");
     assert!(
         out.contains("--features gpu-crate/gpu -p other-crate --features other-crate/gpu-fail"),

@@ -10,6 +10,7 @@ mod ci_wiring;
 mod deep_nesting;
 mod field_safety;
 mod field_safety_io;
+mod field_trust;
 mod fmt_check;
 mod fmt_rustfmt;
 mod gpu_probe;

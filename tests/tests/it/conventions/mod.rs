@@ -1,7 +1,10 @@
 //! Workspace conventions, checked on every crate's sources:
 //!
 //! - no import cycles between sibling modules ([`modgraph`]);
-//! - no file under a `src/` over [`sizes::MAX_LINES`] lines ([`sizes`]).
+//! - no file under a `src/` over [`sizes::MAX_LINES`] lines ([`sizes`]);
+//! - no backend crate reads files through the build machine's path
+//!   (`env!("CARGO_MANIFEST_DIR")`): its tests go into the GPU test archive,
+//!   which runs in a checkout at another path.
 //!
 //! Both checkers are unit-tested on in-memory fixtures in their modules, so
 //! these tests cannot pass by reading nothing.
@@ -169,6 +172,64 @@ fn no_long_source_files_in_any_crate() {
         .collect();
     let problems = judge(&found, ALLOWED_LONG_FILES);
     assert!(problems.is_empty(), "\n{}\n", problems.join("\n"));
+}
+
+/// `path:line` of every use of the compile-time manifest directory in `files`.
+fn compile_time_manifest_dirs(files: &BTreeMap<PathBuf, String>) -> Vec<(String, String)> {
+    let needle = ["env!(\"", "CARGO_MANIFEST_DIR\")"].concat();
+    let mut found = Vec::new();
+    for (p, text) in files {
+        for (n, line) in text.lines().enumerate() {
+            if line.contains(&needle) && !line.trim_start().starts_with("//") {
+                let key = format!("{}:{}", p.display(), n + 1);
+                let message = format!(
+                    "{key}: {needle} is where the crate was built; a test archive runs elsewhere: read \
+                     std::env::var_os(\"CARGO_MANIFEST_DIR\") at run time (cargo and nextest set it)"
+                );
+                found.push((key, message));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn backend_tests_read_files_through_the_run_time_manifest_dir() {
+    let root = workspace_root();
+    let mut files = BTreeMap::new();
+    let crates: Vec<PathBuf> = members(&root)
+        .into_iter()
+        .filter(|m| m.starts_with("crates"))
+        .collect();
+    for member in &crates {
+        let mut list = Vec::new();
+        for sub in ["src", "tests", "benches"] {
+            rust_files_under(&root.join(member).join(sub), &mut list);
+        }
+        for p in list {
+            let text = std::fs::read_to_string(&p).expect("readable source");
+            files.insert(
+                p.strip_prefix(&root).expect("under the root").to_path_buf(),
+                text,
+            );
+        }
+    }
+    assert!(files.len() > 50, "only {} files read", files.len());
+    let problems = judge(&compile_time_manifest_dirs(&files), &[]);
+    assert!(problems.is_empty(), "\n{}\n", problems.join("\n"));
+    // the checker finds what it looks for
+    let fixture = BTreeMap::from([(
+        PathBuf::from("crates/x/src/a.rs"),
+        [
+            "// env!(\"",
+            "CARGO_MANIFEST_DIR\")\nlet p = env!(\"",
+            "CARGO_MANIFEST_DIR\");\n",
+        ]
+        .concat(),
+    )]);
+    let found = compile_time_manifest_dirs(&fixture);
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].0, "crates/x/src/a.rs:2");
 }
 
 #[test]
