@@ -9,6 +9,30 @@ use rayon::prelude::*;
 use super::IndexPlan;
 use crate::{Result, try_vec, try_with_capacity};
 
+/// Asks the kernel to back the `cap` elements of `v`'s allocation with huge
+/// pages where it can (transparent huge pages in `madvise` mode, the common
+/// setting): a pass first-touches its outputs, and 4 KiB pages make that a
+/// fault per 1,024 entries. Only advice: nothing changes where it fails.
+fn advise_huge(v: &mut Vec<u32>) {
+    #[cfg(target_os = "linux")]
+    {
+        const HUGE: usize = 2 << 20;
+        let start = v.as_mut_ptr() as usize;
+        let end = start + v.capacity() * 4;
+        let (a, b) = (start.next_multiple_of(HUGE), end / HUGE * HUGE);
+        if b > a {
+            // SAFETY: [a, b) lies inside the vector's own allocation (its
+            // capacity), which no one else uses; MADV_HUGEPAGE changes how the
+            // pages are backed, never their contents or the mapping's validity.
+            let _ = unsafe {
+                rustix::mm::madvise(a as *mut _, b - a, rustix::mm::Advice::LinuxHugepage)
+            };
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = v;
+}
+
 /// Bits of a digit: 2^11 counters per part and pass.
 const DIGIT_BITS: u32 = 11;
 
@@ -59,6 +83,9 @@ pub(super) fn plan(idx: &[u32], rows: usize, n_offsets: usize, parts: usize) -> 
     } else {
         (Vec::new(), Vec::new())
     };
+    for v in [&mut keys, &mut vals, &mut prev_keys, &mut prev_vals] {
+        advise_huge(v);
+    }
     for pass in 0..passes {
         let shift = pass * DIGIT_BITS;
         let digit = |k: u32| ((k >> shift) as usize) & (radix - 1);
