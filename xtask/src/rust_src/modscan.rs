@@ -122,7 +122,11 @@ fn scan(ts: TokenStream, inline: &mut Vec<String>, skip_all: bool, out: &mut Vec
                             continue;
                         }
                         Some(TokenTree::Group(g)) if g.delimiter() == Delimiter::Brace => {
-                            inline.push(path_attr.unwrap_or_else(|| name.to_string()));
+                            inline.push(path_attr.unwrap_or_else(|| {
+                                let n = name.to_string();
+                                n.strip_prefix("r#")
+                                    .map_or_else(|| n.clone(), str::to_string)
+                            }));
                             scan(g.stream(), inline, skip, out);
                             inline.pop();
                             i = at + 3;
@@ -225,9 +229,11 @@ pub fn resolve(file: &Path, mod_rs: bool, decl: &ModDecl) -> Vec<(PathBuf, bool)
         return vec![(crate::fsutil::normalize(&b.join(p)), true)];
     }
     base.extend(&decl.inline);
+    // `mod r#trait;` lives in `trait.rs`
+    let name = decl.name.strip_prefix("r#").unwrap_or(&decl.name);
     vec![
-        (base.join(format!("{}.rs", decl.name)), false),
-        (base.join(&decl.name).join("mod.rs"), true),
+        (base.join(format!("{name}.rs")), false),
+        (base.join(name).join("mod.rs"), true),
     ]
 }
 
@@ -301,6 +307,9 @@ mod tests {
         assert_eq!(r[1].0, Path::new("/c/src/a/mod.rs"));
         let r = resolve(Path::new("/c/src/a.rs"), false, &decl("b"));
         assert_eq!(r[0].0, Path::new("/c/src/a/b.rs"));
+        let r = resolve(Path::new("/c/src/lib.rs"), true, &decl("r#trait"));
+        assert_eq!(r[0].0, Path::new("/c/src/trait.rs"));
+        assert_eq!(r[1].0, Path::new("/c/src/trait/mod.rs"));
         let p = ModDecl {
             path_attr: Some("../g.rs".into()),
             ..decl("g")

