@@ -4,10 +4,14 @@
 //! `rustup which rustfmt` run in that directory. A pinned toolchain that is
 //! not installed is one error naming it and the command that installs it.
 //!
-//! A leaf: it imports nothing from the crate.
+//! A leaf: it imports only [`crate::limit`].
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
+use std::time::Duration;
+
+/// How long `rustup which rustfmt` may take (it reads files only).
+const PROBE_LIMIT: Duration = Duration::from_secs(120);
 
 /// A toolchain pinned by a toolchain file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,10 +60,23 @@ fn channel_of(text: &str) -> Option<String> {
 /// for `cargo fmt`. Otherwise rustup's choice for the caller's directory is
 /// dropped so the workspace's own pin applies.
 fn caller_overrides() -> bool {
-    matches!(
-        std::env::var("RUSTUP_TOOLCHAIN_SOURCE").as_deref(),
-        Ok("cli" | "env")
+    overrides(
+        std::env::var("RUSTUP_TOOLCHAIN").ok().as_deref(),
+        std::env::var("RUSTUP_TOOLCHAIN_SOURCE").ok().as_deref(),
     )
+}
+
+/// [`caller_overrides`] on the two variables. A rustup proxy (`cargo
+/// xtask`) sets both, `RUSTUP_TOOLCHAIN_SOURCE` saying where its choice came
+/// from (`cli`: `+toolchain`; `env`: the user's `RUSTUP_TOOLCHAIN`; else a
+/// toolchain file, an override or the default). Without a source, nothing
+/// came through a proxy (the binary run directly): a `RUSTUP_TOOLCHAIN` there
+/// was set by the user.
+fn overrides(toolchain: Option<&str>, source: Option<&str>) -> bool {
+    match source {
+        Some(s) if !s.is_empty() => matches!(s, "cli" | "env"),
+        _ => toolchain.is_some_and(|t| !t.is_empty()),
+    }
 }
 
 /// The rustfmt binary of the toolchain pinned for `dir`, when `dir` (or a
@@ -76,16 +93,20 @@ pub fn pinned_rustfmt(dir: &Path) -> anyhow::Result<Option<(PathBuf, Pin)>> {
     if caller_overrides() {
         return Ok(None);
     }
-    let out = Command::new("rustup")
-        .args(["which", "rustfmt"])
+    let mut cmd = Command::new("rustup");
+    cmd.args(["which", "rustfmt"])
         .current_dir(dir)
         .env_remove("RUSTUP_TOOLCHAIN")
         .env_remove("RUSTUP_TOOLCHAIN_SOURCE")
         // one probe, no download behind the user's back
         .env("RUSTUP_AUTO_INSTALL", "0")
-        .env("RUST_BACKTRACE", "0")
-        .stdin(Stdio::null())
-        .output();
+        .env("RUST_BACKTRACE", "0");
+    let out = match crate::limit::output_within(&mut cmd, PROBE_LIMIT) {
+        Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {
+            anyhow::bail!("`rustup which rustfmt` in {}: {e}", dir.display())
+        }
+        other => other,
+    };
     let out = match out {
         Ok(o) => o,
         // no rustup: the toolchain file means nothing to this installation
@@ -120,6 +141,17 @@ pub fn pinned_rustfmt(dir: &Path) -> anyhow::Result<Option<(PathBuf, Pin)>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_users_toolchain_wins_whether_or_not_a_proxy_passed_it_on() {
+        assert!(overrides(Some("stable"), None));
+        assert!(overrides(Some("nightly"), Some("cli")));
+        assert!(overrides(Some("nightly"), Some("env")));
+        assert!(!overrides(Some("stable"), Some("default")));
+        assert!(!overrides(Some("stable"), Some("toolchain-file")));
+        assert!(!overrides(None, None));
+        assert!(!overrides(Some(""), None));
+    }
 
     #[test]
     fn channels_of_both_file_forms() {

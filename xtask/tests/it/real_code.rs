@@ -89,3 +89,54 @@ fn a_member_outside_the_root_is_named_with_one_leading_slash() {
     let (_, out, _) = align(&ws, &["--check"]);
     assert!(out.contains(&format!("--- {abs}\n+++ {abs}\n")), "{out}");
 }
+
+/// `RUSTUP_TOOLCHAIN` set by the user wins over the workspace's pin also when
+/// the binary runs directly (no rustup proxy, so no `RUSTUP_TOOLCHAIN_SOURCE`),
+/// as README says: a pin to a toolchain that is not installed is then no error.
+#[test]
+fn rustup_toolchain_set_by_the_user_wins_over_the_pin() {
+    if std::process::Command::new("rustup")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        return; // no rustup: toolchain files mean nothing here
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path();
+    write(
+        ws,
+        "Cargo.toml",
+        "[workspace]\nresolver = \"2\"\nmembers = [\"a\"]\n",
+    );
+    write(ws, "a/Cargo.toml", &package("a"));
+    write(ws, "a/src/lib.rs", "pub fn f() {}\n");
+    write(
+        ws,
+        "rust-toolchain.toml",
+        "[toolchain]\nchannel = \"1.61.0\"\n",
+    );
+    let run = |toolchain: Option<&str>| {
+        let mut cmd = std::process::Command::new(crate::child::bin());
+        cmd.args(["fmt-check", "--workspace", ws.to_str().unwrap()])
+            .env_remove("RUSTUP_TOOLCHAIN_SOURCE")
+            .env_remove("RUSTUP_TOOLCHAIN");
+        if let Some(t) = toolchain {
+            cmd.env("RUSTUP_TOOLCHAIN", t);
+        }
+        let out = cmd.output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned()
+                + &String::from_utf8_lossy(&out.stderr),
+        )
+    };
+    // without it the pin applies: 1.61.0 is not installed
+    let (code, text) = run(None);
+    assert_eq!(code, Some(2), "{text}");
+    assert!(text.contains("`1.61.0`"), "{text}");
+    // with it, the user's toolchain formats the workspace
+    let (code, text) = run(Some("stable"));
+    assert_eq!(code, Some(0), "{text}");
+    assert!(!text.contains("not installed"), "{text}");
+}
