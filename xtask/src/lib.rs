@@ -15,7 +15,7 @@ pub mod fmt_check;
 pub(crate) mod fsutil;
 pub mod gpu_test;
 pub mod journal;
-pub(crate) mod limit;
+pub mod limit;
 pub mod policy;
 pub(crate) mod rust_src;
 pub(crate) mod text;

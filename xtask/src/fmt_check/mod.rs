@@ -7,11 +7,13 @@
 //! - [`rustfmt`]: locating and running rustfmt, parsing its output.
 //! - [`check`]: which rustfmt run formats which file; verdicts (line endings).
 //! - [`modscan`]: `mod` declarations (`#[rustfmt::skip]`, module following).
+//! - [`modules`]: `mod name;` items that lead to no file (cargo fmt stops on them).
 //! - [`verify`], [`lexer`], [`tokens`]: `--verify-formatting-only REV`.
 
 pub(crate) mod batch;
 pub(crate) mod check;
 pub(crate) mod files;
+pub(crate) mod modules;
 pub mod rustfmt;
 pub(crate) mod toolchain;
 pub(crate) mod verify;
@@ -91,12 +93,20 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
     timing.mark("cargo metadata, policy, walk");
     let mut configs = files::ConfigResolver::default();
     let checked = check::check(&rustfmt, &plan, &mut configs, &mut notes, &mut timing)?;
+    let unresolved = modules::unresolved(&plan, |i| {
+        checked
+            .reports
+            .get(i)
+            .filter(|r| r.file == i)
+            .map(|r| r.original.as_str())
+    });
     timing.write_to(err)?;
     let mut printer = Printer::new(args.format.format, "fmt-check", out, err);
     Report {
         plan: &plan,
         reports: &checked.reports,
         warnings: &checked.warnings,
+        unresolved: &unresolved,
         rustfmt: &rustfmt,
         notes,
         fix: args.fix,
@@ -110,6 +120,8 @@ struct Report<'a> {
     plan: &'a files::FileInventory,
     reports: &'a [FileReport],
     warnings: &'a [RustfmtWarning],
+    /// `mod name;` items with no file (cargo fmt stops on them: exit 1).
+    unresolved: &'a [modules::Unresolved],
     rustfmt: &'a rustfmt::Rustfmt,
     notes: Vec<String>,
     fix: bool,
@@ -168,11 +180,13 @@ impl Report<'_> {
             }
             anyhow::bail!(msg);
         }
-        Ok(if tally.unformatted.is_empty() || self.fix {
-            Outcome::Holds
-        } else {
-            Outcome::Violations
-        })
+        Ok(
+            if (tally.unformatted.is_empty() || self.fix) && self.unresolved.is_empty() {
+                Outcome::Holds
+            } else {
+                Outcome::Violations
+            },
+        )
     }
 
     /// Every verdict, the notes and the summary.
@@ -187,6 +201,18 @@ impl Report<'_> {
         }
         for r in &tally.errors {
             printer.diagnostic(&self.cannot_format(r))?;
+        }
+        for u in self.unresolved {
+            let msg = u.message();
+            printer.diagnostic(&Diagnostic::error(
+                &u.file,
+                u.line,
+                "fmt-check: module without a file",
+                msg.clone(),
+                format!("{}:{}: error: {msg}", u.file, u.line),
+                &json!({"kind": "unresolved-module", "file": u.file, "line": u.line,
+                        "module": u.name, "candidates": u.candidates, "message": msg}),
+            ))?;
         }
         for n in &self.notes {
             printer.note("note", n)?;
@@ -385,7 +411,7 @@ impl Report<'_> {
             standalone,
         } = tally;
         let checked = self.reports.len() - skipped;
-        let summary = format!(
+        let mut summary = format!(
             "{} checked ({standalone} beyond cargo fmt's reach, {skipped} behind #[rustfmt::skip], {} excluded by policy): {} {}, {} cannot be formatted",
             crate::text::plural(checked, "file", "files"),
             self.plan.excluded,
@@ -397,11 +423,17 @@ impl Report<'_> {
             },
             errors.len()
         );
+        if !self.unresolved.is_empty() {
+            summary.push_str(&format!(
+                ", {} without a file (cargo fmt stops on them)",
+                crate::text::plural(self.unresolved.len(), "module", "modules")
+            ));
+        }
         printer.summary(
             &format!("fmt-check: {summary}"),
             json!({"checked": checked, "standalone": standalone, "skipped": skipped,
                    "excluded": self.plan.excluded, "unformatted": if self.fix && wrote > 0 { 0 } else { unformatted.len() },
-                   "fixed": wrote, "errors": errors.len()}),
+                   "fixed": wrote, "errors": errors.len(), "unresolved_modules": self.unresolved.len()}),
         )
     }
 

@@ -20,6 +20,11 @@ pub struct ModDecl {
     /// Inline modules around it (`mod a { mod b { mod name; } }` -> `["a", "b"]`),
     /// each its `#[path]` if it has one.
     pub inline: Vec<String>,
+    /// 1-based line of its name.
+    pub line: usize,
+    /// Inside a macro invocation or definition other than `cfg_if!` (rustfmt
+    /// follows `cfg_if!` bodies only; rustc only what the macro expands to).
+    pub in_macro: bool,
 }
 
 /// The out-of-line `mod` declarations of `text` (comments ignored), also
@@ -28,7 +33,7 @@ pub fn mod_decls(text: &str) -> Option<Vec<ModDecl>> {
     let (_, blanked) = super::lexer::split_comments(text);
     let ts = TokenStream::from_str(&blanked).ok()?;
     let mut out = Vec::new();
-    scan(ts, &mut Vec::new(), false, &mut out);
+    scan(ts, &mut Vec::new(), false, false, &mut out);
     Some(out)
 }
 
@@ -73,7 +78,13 @@ pub fn may_declare_modules(text: &[u8]) -> bool {
     })
 }
 
-fn scan(ts: TokenStream, inline: &mut Vec<String>, skip_all: bool, out: &mut Vec<ModDecl>) {
+fn scan(
+    ts: TokenStream,
+    inline: &mut Vec<String>,
+    skip_all: bool,
+    in_macro: bool,
+    out: &mut Vec<ModDecl>,
+) {
     let tts: Vec<TokenTree> = ts.into_iter().collect();
     let mut attrs: Vec<String> = Vec::new();
     let mut i = 0;
@@ -116,6 +127,8 @@ fn scan(ts: TokenStream, inline: &mut Vec<String>, skip_all: bool, out: &mut Vec
                                 path_attr,
                                 skip,
                                 inline: inline.clone(),
+                                line: name.span().start().line,
+                                in_macro,
                             });
                             i = at + 3;
                             attrs.clear();
@@ -127,7 +140,7 @@ fn scan(ts: TokenStream, inline: &mut Vec<String>, skip_all: bool, out: &mut Vec
                                 n.strip_prefix("r#")
                                     .map_or_else(|| n.clone(), str::to_string)
                             }));
-                            scan(g.stream(), inline, skip, out);
+                            scan(g.stream(), inline, skip, in_macro, out);
                             inline.pop();
                             i = at + 3;
                             attrs.clear();
@@ -140,12 +153,24 @@ fn scan(ts: TokenStream, inline: &mut Vec<String>, skip_all: bool, out: &mut Vec
             }
             TokenTree::Group(g) => {
                 // macro bodies (cfg_if!), blocks: keep looking, same directory
-                scan(g.stream(), inline, skip_all, out);
+                let macro_body = macro_name(&tts[..i]).is_some_and(|m| m != "cfg_if");
+                scan(g.stream(), inline, skip_all, in_macro || macro_body, out);
                 attrs.clear();
             }
             _ => attrs.clear(),
         }
         i += 1;
+    }
+}
+
+/// The name of the macro whose body follows `before`: `name! (..)` or
+/// `macro_rules! name {..}` (`macro_rules`); `None` for any other group.
+fn macro_name(before: &[TokenTree]) -> Option<String> {
+    let bang = |t: &TokenTree| matches!(t, TokenTree::Punct(p) if p.as_char() == '!');
+    match before {
+        [.., TokenTree::Ident(m), b] if bang(b) => Some(m.to_string()),
+        [.., TokenTree::Ident(m), b, TokenTree::Ident(_)] if bang(b) => Some(m.to_string()),
+        _ => None,
     }
 }
 
@@ -286,6 +311,13 @@ mod tests {
         );
         assert_eq!(d[1].path_attr.as_deref(), Some("x/y.rs"));
         assert_eq!(d[2].inline, ["inl"]);
+        assert_eq!(
+            d.iter().map(|m| m.line).collect::<Vec<_>>(),
+            [2, 4, 5, 6, 8]
+        );
+        assert!(d.iter().all(|m| !m.in_macro), "{d:?}");
+        let d = mod_decls("m! { mod a; }\nmacro_rules! n { () => { mod b; } }\n").unwrap();
+        assert!(d.iter().all(|m| m.in_macro), "{d:?}");
     }
 
     #[test]
@@ -301,6 +333,8 @@ mod tests {
             path_attr: None,
             skip: false,
             inline: vec![],
+            line: 1,
+            in_macro: false,
         };
         let r = resolve(Path::new("/c/src/lib.rs"), true, &decl("a"));
         assert_eq!(r[0].0, Path::new("/c/src/a.rs"));

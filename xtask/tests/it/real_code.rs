@@ -140,3 +140,51 @@ fn rustup_toolchain_set_by_the_user_wins_over_the_pin() {
     assert_eq!(code, Some(0), "{text}");
     assert!(!text.contains("not installed"), "{text}");
 }
+
+/// `cargo fmt --all --check` on `ws`: its exit code (the reference).
+fn cargo_fmt_check(ws: &Path) -> Option<i32> {
+    let mut cmd = xtask::workspace::cargo_command();
+    cmd.current_dir(ws).args(["fmt", "--all", "--check"]);
+    crate::support::output_within(&mut cmd).status.code()
+}
+
+/// `mod missing;` (no file) and `mod dir;` (a directory without `mod.rs`):
+/// `cargo fmt --check` fails on them; fmt-check names each one, exit 1.
+#[test]
+fn modules_without_a_file_are_named_and_fail_like_cargo_fmt() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path();
+    write(
+        ws,
+        "Cargo.toml",
+        "[workspace]\nresolver = \"2\"\nmembers = [\"a\"]\n",
+    );
+    write(ws, "a/Cargo.toml", &package("a"));
+    write(
+        ws,
+        "a/src/lib.rs",
+        "mod dir;\nmod fine;\n#[cfg(windows)]\nmod missing;\n\npub fn f() {}\n",
+    );
+    write(ws, "a/src/fine.rs", "pub fn g() {}\n");
+    write(ws, "a/src/dir/other.rs", "pub fn h() {}\n");
+    assert_eq!(cargo_fmt_check(ws), Some(1));
+    let (code, out, err) =
+        crate::support::xtask(&["fmt-check", "--workspace", ws.to_str().unwrap()]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        out.contains("a/src/lib.rs:1: error: `mod dir;` leads to no file (a/src/dir.rs and a/src/dir/mod.rs absent)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("a/src/lib.rs:4: error: `mod missing;`"),
+        "{out}"
+    );
+    assert!(out.contains("2 modules without a file"), "{out}");
+    // with the files there, both agree that the workspace is formatted
+    write(ws, "a/src/dir/mod.rs", "pub mod other;\n");
+    write(ws, "a/src/missing.rs", "pub fn m() {}\n");
+    assert_eq!(cargo_fmt_check(ws), Some(0));
+    let (code, out, err) =
+        crate::support::xtask(&["fmt-check", "--workspace", ws.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}{err}");
+}

@@ -545,3 +545,8 @@ pub fn real_workspace(root: &Path, shape: RealShape) -> io::Result<Fleet> {
     }
     Ok(fleet)
 }
+
+/// `cmd`'s output, the command killed (and the test failed) after five minutes.
+pub fn output_within(cmd: &mut std::process::Command) -> std::process::Output {
+    xtask::limit::output_within(cmd, std::time::Duration::from_secs(300)).unwrap()
+}
