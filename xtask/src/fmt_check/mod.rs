@@ -7,12 +7,14 @@
 //! - [`rustfmt`]: locating and running rustfmt, parsing its output.
 //! - [`check`]: which rustfmt run formats which file; verdicts (line endings).
 //! - [`modscan`]: `mod` declarations (`#[rustfmt::skip]`, module following).
+//! - [`included`]: `include!`d expression files (not formattable as items).
 //! - [`modules`]: `mod name;` items that lead to no file (cargo fmt stops on them).
 //! - [`verify`], [`lexer`], [`tokens`]: `--verify-formatting-only REV`.
 
 pub(crate) mod batch;
 pub(crate) mod check;
 pub(crate) mod files;
+pub(crate) mod included;
 pub(crate) mod modules;
 pub mod rustfmt;
 pub(crate) mod toolchain;
@@ -92,7 +94,8 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
         .map_err(|_| anyhow::anyhow!("rustfmt probe panicked"))??;
     timing.mark("cargo metadata, policy, walk");
     let mut configs = files::ConfigResolver::default();
-    let checked = check::check(&rustfmt, &plan, &mut configs, &mut notes, &mut timing)?;
+    let mut checked = check::check(&rustfmt, &plan, &mut configs, &mut notes, &mut timing)?;
+    included::set_aside(&plan, &mut checked.reports);
     let unresolved = modules::unresolved(&plan, |i| {
         checked
             .reports
@@ -134,6 +137,8 @@ struct Tally<'a> {
     unformatted: Vec<&'a FileReport>,
     errors: Vec<&'a FileReport>,
     skipped: usize,
+    /// `include!`d expression files (not formattable as items).
+    not_items: Vec<&'a FileReport>,
     /// Checked files `cargo fmt` does not reach.
     standalone: usize,
 }
@@ -145,11 +150,15 @@ impl<'a> Tally<'a> {
             unformatted: with(|v| matches!(v, Verdict::Unformatted { .. })).collect(),
             errors: with(|v| matches!(v, Verdict::Error(_))).collect(),
             skipped: with(|v| matches!(v, Verdict::Skipped(_))).count(),
+            not_items: with(|v| matches!(v, Verdict::NotItems(_))).collect(),
             standalone: reports
                 .iter()
                 .filter(|r| {
                     r.via == Via::Standalone
-                        && !matches!(r.verdict, Verdict::Skipped(_) | Verdict::Error(_))
+                        && !matches!(
+                            r.verdict,
+                            Verdict::Skipped(_) | Verdict::Error(_) | Verdict::NotItems(_)
+                        )
                 })
                 .count(),
         }
@@ -201,6 +210,17 @@ impl Report<'_> {
         }
         for r in &tally.errors {
             printer.diagnostic(&self.cannot_format(r))?;
+        }
+        for r in &tally.not_items {
+            if let Verdict::NotItems(by) = &r.verdict {
+                printer.note(
+                    "note",
+                    &format!(
+                        "{}: include!d by {by} as an expression: not formattable as items (rustfmt formats files of items; cargo fmt does not reach it); not checked",
+                        self.rel(r)
+                    ),
+                )?;
+            }
         }
         for u in self.unresolved {
             let msg = u.message();
@@ -408,9 +428,10 @@ impl Report<'_> {
             unformatted,
             errors,
             skipped,
+            not_items,
             standalone,
         } = tally;
-        let checked = self.reports.len() - skipped;
+        let checked = self.reports.len() - skipped - not_items.len();
         let mut summary = format!(
             "{} checked ({standalone} beyond cargo fmt's reach, {skipped} behind #[rustfmt::skip], {} excluded by policy): {} {}, {} cannot be formatted",
             crate::text::plural(checked, "file", "files"),
@@ -423,6 +444,12 @@ impl Report<'_> {
             },
             errors.len()
         );
+        if !not_items.is_empty() {
+            summary.push_str(&format!(
+                ", {} include!d as an expression, not formattable as items (not checked)",
+                crate::text::plural(not_items.len(), "file", "files")
+            ));
+        }
         if !self.unresolved.is_empty() {
             summary.push_str(&format!(
                 ", {} without a file (cargo fmt stops on them)",
@@ -433,7 +460,8 @@ impl Report<'_> {
             &format!("fmt-check: {summary}"),
             json!({"checked": checked, "standalone": standalone, "skipped": skipped,
                    "excluded": self.plan.excluded, "unformatted": if self.fix && wrote > 0 { 0 } else { unformatted.len() },
-                   "fixed": wrote, "errors": errors.len(), "unresolved_modules": self.unresolved.len()}),
+                   "fixed": wrote, "errors": errors.len(), "unresolved_modules": self.unresolved.len(),
+                   "not_items": not_items.len()}),
         )
     }
 
@@ -442,7 +470,10 @@ impl Report<'_> {
         let mut outside: std::collections::BTreeMap<(String, String), Vec<&str>> =
             Default::default();
         for r in self.reports {
-            if matches!(r.verdict, Verdict::Skipped(_) | Verdict::Error(_)) || r.edition.is_empty()
+            if matches!(
+                r.verdict,
+                Verdict::Skipped(_) | Verdict::Error(_) | Verdict::NotItems(_)
+            ) || r.edition.is_empty()
             {
                 continue;
             }

@@ -188,3 +188,44 @@ fn modules_without_a_file_are_named_and_fail_like_cargo_fmt() {
         crate::support::xtask(&["fmt-check", "--workspace", ws.to_str().unwrap()]);
     assert_eq!(code, 0, "{out}{err}");
 }
+
+/// A file `include!`d in expression position (a raw string literal):
+/// `cargo fmt --all --check` passes (it never reaches the file); fmt-check
+/// reports it as not formattable as items and does not fail on it.
+#[test]
+fn an_included_expression_is_set_aside_not_a_failure() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path();
+    write(
+        ws,
+        "Cargo.toml",
+        "[workspace]\nresolver = \"2\"\nmembers = [\"a\"]\n",
+    );
+    write(ws, "a/Cargo.toml", &package("a"));
+    write(
+        ws,
+        "a/src/lib.rs",
+        "pub const TRACE: &str = include!(\"./example-trace-str.rs\");\n",
+    );
+    write(
+        ws,
+        "a/src/example-trace-str.rs",
+        "r#\"\n  0: main\n    at src/main.rs:1\n\"#\n",
+    );
+    assert_eq!(cargo_fmt_check(ws), Some(0));
+    let (code, out, err) =
+        crate::support::xtask(&["fmt-check", "--workspace", ws.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("note: a/src/example-trace-str.rs: include!d by a/src/lib.rs as an expression: not formattable as items"),
+        "{out}"
+    );
+    assert!(
+        out.contains("1 file checked") && out.contains("1 file include!d as an expression"),
+        "{out}"
+    );
+    // a file that is neither items nor an expression is still an error
+    write(ws, "a/src/example-trace-str.rs", "fn (\n");
+    let (code, _, err) = crate::support::xtask(&["fmt-check", "--workspace", ws.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+}
