@@ -287,6 +287,7 @@ pub fn plan(
                 column: sf.column,
                 rule: sf.rule.code().to_string(),
                 dependency: THISERROR.to_string(),
+                key: None,
                 table: None,
                 found,
                 wanted: String::new(),

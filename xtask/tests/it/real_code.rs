@@ -229,3 +229,87 @@ fn an_included_expression_is_set_aside_not_a_failure() {
     let (code, _, err) = crate::support::xtask(&["fmt-check", "--workspace", ws.to_str().unwrap()]);
     assert_eq!(code, 2, "{err}");
 }
+
+/// A manifest with a plain thiserror 1 declaration beside a renamed git one.
+fn plain_and_sgx(ws: &Path, exempt_key: &str) {
+    write(
+        ws,
+        "Cargo.toml",
+        "[workspace]\nresolver = \"2\"\nmembers = [\"enclave\"]\n",
+    );
+    write(
+        ws,
+        "policy/fleet.toml",
+        &format!(
+            "{POLICY}\n[[exempt]]\nmanifest = \"enclave/Cargo.toml\"\ndependency = \"{exempt_key}\"\nreason = \"the SGX fork\"\n"
+        ),
+    );
+    write(
+        ws,
+        "enclave/Cargo.toml",
+        &format!(
+            "{}\n[dependencies]\nthiserror = {{ version = \"1.0.26\", optional = true }}\nthiserror_sgx = {{ package = \"thiserror\", git = \"https://github.com/example/thiserror-sgx\" }}\n",
+            package("enclave")
+        ),
+    );
+    write(ws, "enclave/src/lib.rs", "");
+}
+
+/// A declaration exemption covers the one declaration it names, by key:
+/// naming the renamed git declaration leaves the plain one to be fixed;
+/// naming `thiserror` leaves the git one reported, under its own key.
+#[test]
+fn a_declaration_exemption_covers_the_one_declaration_its_key_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    plain_and_sgx(&ws, "thiserror_sgx");
+    let (code, out, err) = align(&ws, &["--check", "--format", "json"]);
+    assert_eq!(code, 1, "{out}{err}");
+    let rows: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let violations: Vec<&serde_json::Value> =
+        rows.iter().filter(|r| r["kind"] == "violation").collect();
+    assert!(
+        violations
+            .iter()
+            .all(|v| v["key"] != "thiserror_sgx" && v["rule"] != "source"),
+        "{out}"
+    );
+    assert!(
+        violations
+            .iter()
+            .any(|v| v["file"] == "enclave/Cargo.toml" && v["key"] == "thiserror"),
+        "{out}"
+    );
+    let exempt = rows.iter().find(|r| r["kind"] == "exempt").expect(&out);
+    assert_eq!(exempt["findings"], 1, "{out}");
+    let (code, out, err) = align(&ws, &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    let manifest = read(&ws.join("enclave/Cargo.toml"));
+    assert!(!manifest.contains("1.0.26"), "{manifest}");
+    assert!(
+        manifest.contains("thiserror_sgx = { package = \"thiserror\", git = \"https://github.com/example/thiserror-sgx\" }"),
+        "{manifest}"
+    );
+
+    // the other way round: the git declaration is reported under its key
+    let ws = dir.path().join("ws2");
+    plain_and_sgx(&ws, "thiserror");
+    let (code, out, err) = align(&ws, &["--check"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        out.contains("[dependencies] thiserror_sgx (package thiserror) is a `git` dependency"),
+        "{out}"
+    );
+    assert!(
+        out.contains("exempt this one declaration in the policy ([[exempt]] manifest = \"enclave/Cargo.toml\", dependency = \"thiserror_sgx\""),
+        "{out}"
+    );
+    assert!(!out.contains("drop the policy rule"), "{out}");
+    assert!(
+        !out.contains("1.0.26\" -> "),
+        "the exempt declaration is reported:\n{out}"
+    );
+}
