@@ -176,6 +176,8 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
         info: &info,
         exempt: &judged.notes,
         n_manifests: loaded.manifests.len(),
+        floor_blocks: blocked,
+        fix_command: fix_command(&args.target),
     };
     let outcome = if args.check || blocked {
         // (a fix run validates in `WriteSet::apply`)
@@ -196,6 +198,34 @@ struct Report<'a> {
     info: &'a [String],
     exempt: &'a [Diagnostic],
     n_manifests: usize,
+    /// Toolchain-floor findings: a fix run writes nothing.
+    floor_blocks: bool,
+    /// The command that fixes, with the `--workspace` / `--policy` given.
+    fix_command: String,
+}
+
+/// `cargo xtask align-deps` with the `--workspace` and `--policy` the user
+/// gave (quoted for a shell where needed).
+fn fix_command(target: &Target) -> String {
+    let quote = |p: &Path| {
+        let s = p.display().to_string();
+        if !s.is_empty()
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "/._-+=:,@%".contains(c))
+        {
+            s
+        } else {
+            format!("'{}'", s.replace('\'', "'\\''"))
+        }
+    };
+    let mut cmd = "cargo xtask align-deps".to_string();
+    if let Some(w) = &target.workspace {
+        cmd.push_str(&format!(" --workspace {}", quote(w)));
+    }
+    if let Some(p) = &target.policy {
+        cmd.push_str(&format!(" --policy {}", quote(p)));
+    }
+    cmd
 }
 
 /// The members as the exemptions see them (names, manifests, source files).
@@ -312,13 +342,19 @@ fn report_check(
         )
     } else if fixable == 0 {
         format!("align-deps: {violations} in {in_files}, none fixable automatically (listed above)")
+    } else if r.floor_blocks {
+        format!(
+            "align-deps: {violations} in {in_files}, {fixable} fixable once the toolchain floor findings above are settled; until then a fix writes nothing"
+        )
     } else if fixable == plan.findings.len() {
         format!(
-            "align-deps: {violations} in {in_files}, all fixable; run `cargo xtask align-deps` to fix them"
+            "align-deps: {violations} in {in_files}, all fixable; run `{}` to fix them",
+            r.fix_command
         )
     } else {
         format!(
-            "align-deps: {violations} in {in_files}, {fixable} fixable; run `cargo xtask align-deps` to fix those, the rest need a person"
+            "align-deps: {violations} in {in_files}, {fixable} fixable; run `{}` to fix those, the rest need a person",
+            r.fix_command
         )
     };
     let fields = serde_json::json!({

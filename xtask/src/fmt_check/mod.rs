@@ -254,18 +254,39 @@ impl Report<'_> {
             return Ok(());
         }
         let list: Vec<String> = ignored.iter().map(|o| format!("`{o}`")).collect();
-        let how = match &self.rustfmt.pin {
-            Some(p) if !self.rustfmt.is_nightly() => format!(
-                "pin a nightly toolchain in {} (or run `cargo +nightly xtask fmt-check --fix`, with `rustup toolchain install nightly --component rustfmt`)",
+        let install = "`rustup toolchain install nightly --component rustfmt`";
+        // the workspace's own pin, also when the caller overrode it
+        let pin = self
+            .rustfmt
+            .pin
+            .clone()
+            .or_else(|| toolchain::find_pin(&self.plan.root));
+        let how = match &pin {
+            Some(p) if p.channel.starts_with("nightly") => format!(
+                "the workspace pins `{}` in {}, whose rustfmt honours them: run fmt-check without the toolchain override \
+                 (`cargo +toolchain`, RUSTUP_TOOLCHAIN) so that the pinned rustfmt is used",
+                p.channel,
                 p.file.display()
             ),
-            _ => "run `cargo +nightly xtask fmt-check --fix` (install it with `rustup toolchain install nightly --component rustfmt`), or pin nightly in rust-toolchain.toml".to_string(),
+            Some(p) => format!(
+                "a nightly rustfmt honours them: pin a nightly toolchain in {} (or run `cargo +nightly xtask fmt-check --fix`, with {install})",
+                p.file.display()
+            ),
+            None => format!(
+                "a nightly rustfmt honours them: run `cargo +nightly xtask fmt-check --fix` (install it with {install}), or pin nightly in rust-toolchain.toml"
+            ),
         };
         anyhow::bail!(
-            "--fix wrote nothing: {} ignores {} (nightly-only options set in the rustfmt config; see the warnings above),              so {} file(s) would be formatted away from the project's style; a nightly rustfmt honours them: {how};              or pass --allow-ignored-options to format without them",
+            "--fix wrote nothing: {} ignores {} (nightly-only options set in the rustfmt config; see the warnings above), \
+             so it would rewrite the {} without them, possibly away from the project's style; {how}; \
+             or pass --allow-ignored-options to format without them",
             self.rustfmt.describe(),
             list.join(", "),
-            tally.unformatted.len()
+            crate::text::plural(
+                tally.unformatted.len(),
+                "unformatted file",
+                "unformatted files"
+            )
         );
     }
 

@@ -375,7 +375,7 @@ fn one_run_moves_thiserror_1_code_to_thiserror_2_and_it_compiles() {
         "{out}"
     );
     assert!(
-        out.contains("align-deps: 14 violations in 9 files, 13 fixable; run `cargo xtask align-deps` to fix those, the rest need a person"),
+        out.contains(&format!("align-deps: 14 violations in 9 files, 13 fixable; run `cargo xtask align-deps --workspace {}` to fix those, the rest need a person", ws.display())),
         "{out}"
     );
     assert_unchanged(&before, &ws, "--check");

@@ -313,3 +313,51 @@ fn a_declaration_exemption_covers_the_one_declaration_its_key_names() {
         "the exempt declaration is reported:\n{out}"
     );
 }
+
+/// `--fix` refused because the rustfmt in use (stable, chosen by the user
+/// over the workspace's nightly pin) ignores nightly-only options: the
+/// message is one clean sentence, tells to drop the override rather than to
+/// pin nightly (the workspace pins it already), and does not claim how
+/// many files would end off-style.
+#[test]
+fn the_fix_refusal_under_an_override_of_a_nightly_pin_says_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path();
+    write(
+        ws,
+        "Cargo.toml",
+        "[workspace]\nresolver = \"2\"\nmembers = [\"a\"]\n",
+    );
+    write(ws, "a/Cargo.toml", &package("a"));
+    write(ws, "a/src/lib.rs", "pub fn f()   {}\n");
+    write(ws, "rustfmt.toml", "imports_granularity = \"Crate\"\n");
+    write(
+        ws,
+        "rust-toolchain.toml",
+        "[toolchain]\nchannel = \"nightly\"\n",
+    );
+    let mut cmd = std::process::Command::new(crate::child::bin());
+    cmd.args(["fmt-check", "--fix", "--workspace", ws.to_str().unwrap()])
+        .env_remove("RUSTUP_TOOLCHAIN_SOURCE")
+        .env("RUSTUP_TOOLCHAIN", "stable");
+    let out = crate::support::output_within(&mut cmd);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--fix wrote nothing"), "{err}");
+    assert!(!err.contains("  "), "runs of spaces: {err}");
+    assert!(
+        err.contains("the workspace pins `nightly` in ")
+            && err.contains("without the toolchain override"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("pin nightly") && !err.contains("pin a nightly"),
+        "{err}"
+    );
+    assert!(!err.contains("formatted away"), "{err}");
+    assert!(
+        err.contains("rewrite the 1 unformatted file without them"),
+        "{err}"
+    );
+    assert_eq!(read(&ws.join("a/src/lib.rs")), "pub fn f()   {}\n");
+}
