@@ -63,6 +63,7 @@ pub(crate) mod exempt;
 pub(crate) mod lockfile;
 pub(crate) mod manifest;
 pub(crate) mod msrv;
+pub(crate) mod patches;
 pub mod plan;
 pub(crate) mod planner;
 pub mod sources;
@@ -165,6 +166,11 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
     let floor = msrv::findings(&meta, &loaded, &plan, policy, &root);
     let blocked = !floor.is_empty();
     plan.findings.extend(floor);
+    plan.findings.extend(patches::findings(
+        &loaded.manifests[loaded.root],
+        &root,
+        policy,
+    ));
     plan.findings.extend(judged.stale);
     plan.findings
         .sort_by(|a, b| (&a.file, a.line, a.column).cmp(&(&b.file, b.line, b.column)));

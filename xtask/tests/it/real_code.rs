@@ -361,3 +361,80 @@ fn the_fix_refusal_under_an_override_of_a_nightly_pin_says_what_to_do() {
     );
     assert_eq!(read(&ws.join("a/src/lib.rs")), "pub fn f()   {}\n");
 }
+
+/// `cargo generate-lockfile --offline` in `ws`: (success, stderr).
+fn generate_lockfile(ws: &Path) -> (bool, String) {
+    let mut cmd = xtask::workspace::cargo_command();
+    cmd.current_dir(ws)
+        .args(["generate-lockfile", "--offline", "--color", "never"]);
+    let out = crate::support::output_within(&mut cmd);
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// A `[patch.crates-io]` pointing thiserror at a 1.x fork, and a `[replace]`
+/// of a 1.x version: after the fix cargo leaves them unused (the
+/// reference: cargo's own "was not used" warning); align-deps reports them
+/// as findings for a person and never edits them.
+#[test]
+fn a_patch_or_replacement_the_new_requirement_no_longer_matches_is_a_finding() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    one_member(&ws, "");
+    write(
+        dir.path(),
+        "forks/thiserror/Cargo.toml",
+        "[package]\nname = \"thiserror\"\nversion = \"1.0.69\"\nedition = \"2021\"\n",
+    );
+    write(dir.path(), "forks/thiserror/src/lib.rs", "");
+    let root = "[workspace]\nresolver = \"2\"\nmembers = [\"app\"]\n\n[patch.crates-io]\nthiserror = { path = \"../forks/thiserror\" }\n";
+    write(&ws, "Cargo.toml", root);
+    let (ok, err) = generate_lockfile(&ws);
+    assert!(ok && !err.contains("was not used"), "{err}");
+
+    let (code, out, err) = align(&ws, &["--check"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        out.contains("Cargo.toml:6: thiserror = { path = \"../forks/thiserror\" } -> a patch of thiserror at a version \"2\" matches [needs a person] ([patch.crates-io] thiserror replaces thiserror with 1.0.69 (path ../forks/thiserror)"),
+        "{out}"
+    );
+    let (code, out, err) = align(&ws, &[]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(out.contains("1 finding needs a person"), "{out}");
+    let after = read(&ws.join("Cargo.toml"));
+    assert!(
+        after.ends_with("\n[patch.crates-io]\nthiserror = { path = \"../forks/thiserror\" }\n"),
+        "the patch is not edited:\n{after}"
+    );
+    let (_, err) = generate_lockfile(&ws);
+    assert!(err.contains("was not used in the crate graph"), "{err}");
+
+    // a fork at 2.x is used by cargo and is no finding
+    write(
+        dir.path(),
+        "forks/thiserror/Cargo.toml",
+        "[package]\nname = \"thiserror\"\nversion = \"2.0.99\"\nedition = \"2021\"\n",
+    );
+    let (code, out, err) = align(&ws, &["--check"]);
+    assert_eq!(code, 0, "{out}{err}");
+
+    // [replace] of a 1.x version
+    one_member(&ws, "");
+    write(
+        &ws,
+        "Cargo.toml",
+        "[workspace]\nresolver = \"2\"\nmembers = [\"app\"]\n\n[replace]\n\"thiserror:1.0.69\" = { path = \"../forks/thiserror\" }\n",
+    );
+    let (code, out, err) = align(&ws, &["--check", "--format", "json"]);
+    assert_eq!(code, 1, "{out}{err}");
+    let row = out
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|r| r["rule"] == "replace")
+        .expect(&out);
+    assert_eq!(row["file"], "Cargo.toml");
+    assert_eq!(row["line"], 6);
+    assert_eq!(row["fixable"], false);
+}
