@@ -438,3 +438,62 @@ fn a_patch_or_replacement_the_new_requirement_no_longer_matches_is_a_finding() {
     assert_eq!(row["line"], 6);
     assert_eq!(row["fixable"], false);
 }
+
+/// A requirement no published version matches (`"99"`, `"2.0.999"`): cargo
+/// cannot resolve a workspace that asks for it (the reference); the fix is
+/// refused with exit 2 and nothing written; `--check` reports it at the
+/// policy's line and says a fix would write nothing.
+#[test]
+fn an_impossible_requirement_is_refused_and_nothing_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    for version in ["99", "2.0.999"] {
+        one_member(&ws, "");
+        // the reference: cargo cannot select a version for it
+        write(
+            &ws,
+            "app/Cargo.toml",
+            &format!(
+                "{}\n[dependencies]\nthiserror = \"{version}\"\n",
+                package("app")
+            ),
+        );
+        let (ok, err) = generate_lockfile(&ws);
+        assert!(!ok && err.contains("failed to select a version"), "{err}");
+        std::fs::remove_file(ws.join("Cargo.lock")).ok();
+
+        one_member(&ws, "");
+        write(
+            &ws,
+            "policy/fleet.toml",
+            &format!("[dependencies.thiserror]\nversion = \"{version}\"\ninherit = true\n"),
+        );
+        let before = crate::support::snapshot(&ws);
+        let (code, out, err) = align(&ws, &[]);
+        assert_eq!(code, 2, "{version}: {out}{err}");
+        assert!(
+            err.contains("policy/fleet.toml:2:11: [dependencies.thiserror] version = \"")
+                && err.contains("no published thiserror version matches it")
+                && err.contains("nothing written"),
+            "{err}"
+        );
+        assert_eq!(crate::support::snapshot(&ws), before, "nothing written");
+
+        let (code, out, err) = align(&ws, &["--check"]);
+        assert_eq!(code, 1, "{out}{err}");
+        assert!(
+            out.contains(&format!(
+                "policy/fleet.toml:2: version = \"{version}\" -> a requirement that a published thiserror version matches [needs a person]"
+            )),
+            "{out}"
+        );
+        assert!(
+            out.contains("fixable once the policy's requirement above is fixed; until then a fix writes nothing"),
+            "{out}"
+        );
+    }
+    // a requirement that is published goes through
+    one_member(&ws, "");
+    let (code, out, err) = align(&ws, &[]);
+    assert_eq!(code, 0, "{out}{err}");
+}
