@@ -6,8 +6,10 @@
 //! # Why it is exact
 //! Every finding of the source side (rules 1-3, and rule 4's derive site)
 //! comes from a `derive(...)` entry that [`super::scan`] takes for
-//! thiserror's `Error`. The scan sees only what syn parses as items (never the
-//! inside of a macro definition or invocation, nor another file), and
+//! thiserror's `Error`, or from an `#[error(..)]` helper inside a macro's
+//! tokens. The scan sees what syn parses as items, and the tokens of a macro
+//! invocation or definition only when they hold the identifiers `derive`, one
+//! ending in `Error` and `error` followed by `(..)` (never another file); and
 //! identifiers reach it as written (the parser does not normalize them). So a
 //! file the scan reports on contains, as text:
 //! 1. `derive`: the attribute (`#[derive(..)]`, or inside `cfg_attr`);

@@ -497,3 +497,93 @@ fn an_impossible_requirement_is_refused_and_nothing_is_written() {
     let (code, out, err) = align(&ws, &[]);
     assert_eq!(code, 0, "{out}{err}");
 }
+
+/// Error types written inside a macro invocation and inside a
+/// `macro_rules!` body, in thiserror 1 style.
+const MACRO_LIB: &str = r#"macro_rules! passthru {
+    ($($t:tt)*) => { $($t)* };
+}
+
+passthru! {
+    #[derive(Debug, thiserror::Error)]
+    pub enum InCall {
+        #[error("{0} (code {})", .1)]
+        C(String, i32),
+    }
+}
+
+macro_rules! make_errors {
+    () => {
+        #[derive(Debug, thiserror::Error)]
+        pub enum InBody {
+            #[error("kind {r#type}")]
+            K { r#type: u8 },
+        }
+    };
+}
+
+make_errors!();
+"#;
+
+/// Both are found and fixed, and the crate then compiles against
+/// thiserror 2 (before the fix it compiles against thiserror 1). Where the
+/// macro's tokens are not items (`$name`), the message cannot be decided:
+/// a finding that needs a person (exit 1), never "holds the policy".
+#[test]
+fn error_types_inside_macros_are_found_fixed_or_left_to_a_person() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    let target = dir.path().join("target");
+    one_member(&ws, MACRO_LIB);
+    let (ok, err) = crate::support::cargo_check(&ws, &target);
+    assert!(ok, "the thiserror 1 fixture does not compile:\n{err}");
+    std::fs::remove_file(ws.join("Cargo.lock")).ok();
+
+    let (code, out, err) = align(&ws, &["--check"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        out.contains("app/src/lib.rs:8:34: [thiserror2-positional-with-numbered]"),
+        "{out}"
+    );
+    assert!(
+        out.contains("app/src/lib.rs:17:28: [thiserror2-raw-ident-in-format]"),
+        "{out}"
+    );
+    let (code, out, err) = align(&ws, &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    let fixed = read(&ws.join("app/src/lib.rs"));
+    assert!(
+        fixed.contains("#[error(\"{0} (code {arg1})\", arg1 = .1)]"),
+        "{fixed}"
+    );
+    assert!(fixed.contains("#[error(\"kind {type}\")]"), "{fixed}");
+    let (ok, err) = crate::support::cargo_check(&ws, &target);
+    assert!(
+        ok,
+        "the fixed crate does not compile against thiserror 2:\n{err}"
+    );
+
+    // a macro_rules! body whose enum takes its name from a metavariable
+    let ws = dir.path().join("ws2");
+    one_member(
+        &ws,
+        "macro_rules! named {\n    ($name:ident) => {\n        #[derive(Debug, thiserror::Error)]\n        pub enum $name {\n            #[error(\"{0} (code {})\", .1)]\n            C(String, i32),\n            #[error(\"plain\")]\n            P,\n        }\n    };\n}\n\nnamed!(Made);\n",
+    );
+    let (code, out, err) = align(&ws, &["--check"]);
+    assert_eq!(code, 1, "{out}{err}");
+    let lines: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("app/src/lib.rs:"))
+        .collect();
+    assert_eq!(lines.len(), 1, "{out}");
+    assert!(
+        lines[0].starts_with("app/src/lib.rs:5:21: [thiserror2-positional-with-numbered]")
+            && lines[0].contains("[needs a person]")
+            && lines[0].contains("cannot tell the type it belongs to"),
+        "{out}"
+    );
+    let (code, out, err) = align(&ws, &[]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(!out.contains("holds the policy"), "{out}");
+    assert!(out.contains("1 finding needs a person"), "{out}");
+}
