@@ -423,13 +423,16 @@ fn report_fix(
     printer: &mut Printer<'_>,
 ) -> std::io::Result<Outcome> {
     let plan = r.plan;
+    // fixed findings per file, counted once
+    let mut fixed_per_file: std::collections::HashMap<&str, usize> = Default::default();
+    for f in plan.findings.iter().filter(|f| f.fixable) {
+        *fixed_per_file
+            .entry(f.fixed_in.as_ref().unwrap_or(&f.file).as_str())
+            .or_default() += 1;
+    }
     // People read one line per written file, then what is left for them.
     for e in applied {
-        let n = plan
-            .findings
-            .iter()
-            .filter(|f| f.fixable && f.fixed_in.as_ref().unwrap_or(&f.file) == &e.rel)
-            .count();
+        let n = fixed_per_file.get(e.rel.as_str()).copied().unwrap_or(0);
         let changes = plural(n, "change", "changes");
         printer.diagnostic(&Diagnostic {
             level: Level::Notice,

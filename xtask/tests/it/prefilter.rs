@@ -49,14 +49,22 @@ const TRICKY: &[(&str, &str)] = &[
         "spaced.rs",
         "#[derive(Debug, helper::Error)]\n#[error\n\t(\"{r#type}\")]\npub struct N { r#type: u8 }\n",
     ),
-];
-
-/// Files the scan never reports on, parsed or not: a derive inside a macro
-/// definition, words in comments and strings only.
-const INERT: &[(&str, &str)] = &[
     (
         "macro_made.rs",
         "macro_rules! mk {\n    ($n:ident) => {\n        #[derive(Debug, thiserror::Error)]\n        #[error(\"{r#type}\")]\n        pub struct $n { r#type: u8 }\n    };\n}\nmk!(Made);\n",
+    ),
+    (
+        "macro_items.rs",
+        "macro_rules! items {\n    ($($i:item)*) => { $($i)* };\n}\nitems! {\n    #[derive(Debug, thiserror::Error)]\n    #[error(\"{r#type}\")]\n    pub struct In { r#type: u8 }\n}\n",
+    ),
+];
+
+/// Files the scan never reports on, parsed or not: words in comments and
+/// strings only, a derive inside a macro without a helper that could matter.
+const INERT: &[(&str, &str)] = &[
+    (
+        "macro_plain.rs",
+        "macro_rules! mk {\n    ($n:ident) => {\n        #[derive(Debug, thiserror::Error)]\n        #[error(\"plain {0}\")]\n        pub struct $n(u8);\n    };\n}\nmk!(Made);\n",
     ),
     (
         "words.rs",
