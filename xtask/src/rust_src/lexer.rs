@@ -121,6 +121,88 @@ pub fn split_comments(src: &str) -> (Vec<Comment>, String) {
     (comments, blanked)
 }
 
+/// `src` with every comment and the inside of every string, byte string,
+/// raw string and char literal replaced by spaces (newlines kept; a
+/// literal's quotes stay), so that a byte scan sees only code: brackets,
+/// words and punctuation at their offsets in `src`.
+pub fn code_bytes(src: &str) -> Vec<u8> {
+    let b = src.as_bytes();
+    let mut out = b.to_vec();
+    let blank = |from: usize, to: usize, out: &mut Vec<u8>| {
+        for c in &mut out[from..to.min(b.len())] {
+            if *c != b'\n' {
+                *c = b' ';
+            }
+        }
+    };
+    let mut line = 1;
+    let mut i = 0;
+    if src.starts_with("#!") && !src[2..].trim_start().starts_with('[') {
+        i = src.find('\n').unwrap_or(src.len());
+        blank(0, i, &mut out);
+    }
+    while i < b.len() {
+        match b[i] {
+            b'/' if b.get(i + 1) == Some(&b'/') => {
+                let end = memchr::memchr(b'\n', &b[i..]).map_or(b.len(), |e| i + e);
+                blank(i, end, &mut out);
+                i = end;
+            }
+            b'/' if b.get(i + 1) == Some(&b'*') => {
+                let start = i;
+                let mut depth = 0usize;
+                while i < b.len() {
+                    if b[i] == b'/' && b.get(i + 1) == Some(&b'*') {
+                        depth += 1;
+                        i += 2;
+                    } else if b[i] == b'*' && b.get(i + 1) == Some(&b'/') {
+                        depth -= 1;
+                        i += 2;
+                        if depth == 0 {
+                            break;
+                        }
+                    } else {
+                        i += 1;
+                    }
+                }
+                blank(start, i, &mut out);
+            }
+            b'"' => {
+                let end = skip_string(b, i, &mut line);
+                blank(i + 1, end.saturating_sub(1).max(i + 1), &mut out);
+                i = end;
+            }
+            b'\'' => {
+                let end = skip_quote(src, i);
+                if end > i + 2 {
+                    blank(i + 1, end - 1, &mut out);
+                }
+                i = end.max(i + 1);
+            }
+            c if is_word_byte(c) => {
+                let start = i;
+                while i < b.len() && is_word_byte(b[i]) {
+                    i += 1;
+                }
+                if matches!(&src[start..i], "r" | "br" | "cr") {
+                    let mut j = i;
+                    while b.get(j) == Some(&b'#') {
+                        j += 1;
+                    }
+                    if b.get(j) == Some(&b'"') {
+                        let hashes = j - i;
+                        let end = skip_raw_string(b, j, hashes, &mut line);
+                        blank(j + 1, end.saturating_sub(1 + hashes).max(j + 1), &mut out);
+                        i = end;
+                    }
+                }
+            }
+            _ => i += 1,
+        }
+    }
+    out
+}
+
 fn is_word_byte(c: u8) -> bool {
     c.is_ascii_alphanumeric() || c == b'_' || c >= 0x80
 }

@@ -3,9 +3,13 @@
 //! `cargo fmt` never formats because their `mod` item carries `#[rustfmt::skip]`.
 
 use std::path::{Path, PathBuf};
+#[cfg(test)]
 use std::str::FromStr as _;
 
-use proc_macro2::{Delimiter, TokenStream, TokenTree};
+#[cfg(test)]
+use proc_macro2::Delimiter;
+#[cfg(test)]
+use proc_macro2::{TokenStream, TokenTree};
 
 /// One `mod name;` item.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,8 +32,22 @@ pub struct ModDecl {
 }
 
 /// The out-of-line `mod` declarations of `text` (comments ignored), also
-/// those inside macro invocations such as `cfg_if!`; `None` if it does not lex.
+/// those inside macro invocations such as `cfg_if!`; `None` if its brackets
+/// do not balance (it does not lex).
+///
+/// A byte scan over the text with comments and literals blanked
+/// ([`super::lexer::code_bytes`]): no tokens are built, which on a large
+/// workspace is most of the cost of following module trees. It finds what
+/// the token-level scan (`mod_decls_tokens`, kept as the reference its
+/// tests compare with) finds.
 pub fn mod_decls(text: &str) -> Option<Vec<ModDecl>> {
+    let code = super::lexer::code_bytes(text);
+    fast::decls(text, &code)
+}
+
+/// [`mod_decls`] over tokens (`proc_macro2`): the reference implementation.
+#[cfg(test)]
+pub fn mod_decls_tokens(text: &str) -> Option<Vec<ModDecl>> {
     let (_, blanked) = super::lexer::split_comments(text);
     let ts = TokenStream::from_str(&blanked).ok()?;
     let mut out = Vec::new();
@@ -78,6 +96,7 @@ pub fn may_declare_modules(text: &[u8]) -> bool {
     })
 }
 
+#[cfg(test)]
 fn scan(
     ts: TokenStream,
     inline: &mut Vec<String>,
@@ -165,6 +184,7 @@ fn scan(
 
 /// The name of the macro whose body follows `before`: `name! (..)` or
 /// `macro_rules! name {..}` (`macro_rules`); `None` for any other group.
+#[cfg(test)]
 fn macro_name(before: &[TokenTree]) -> Option<String> {
     let bang = |t: &TokenTree| matches!(t, TokenTree::Punct(p) if p.as_char() == '!');
     match before {
@@ -173,6 +193,8 @@ fn macro_name(before: &[TokenTree]) -> Option<String> {
         _ => None,
     }
 }
+
+mod fast;
 
 fn is_skip_attr(attr: &str) -> bool {
     attr == "rustfmt_skip"
@@ -187,13 +209,90 @@ fn path_attr(attr: &str) -> Option<String> {
     Some(lit.strip_prefix('"')?.strip_suffix('"')?.to_string())
 }
 
+/// Whether `text` may invoke `include!`: the word `include` followed,
+/// whitespace aside, by `!` (a `/` or non-ASCII byte there lets it
+/// through). `false` means [`include_paths`] finds nothing, without lexing.
+pub fn may_include(text: &[u8]) -> bool {
+    memchr::memmem::find_iter(text, b"include").any(|at| {
+        if at > 0 && (text[at - 1].is_ascii_alphanumeric() || text[at - 1] == b'_') {
+            return false;
+        }
+        text[at + "include".len()..]
+            .iter()
+            .find(|b| !b.is_ascii_whitespace())
+            .is_some_and(|&b| b == b'!' || b == b'/' || b >= 0x80)
+    })
+}
+
 /// The paths named by `include!("...")` invocations in `text` (comments
 /// ignored, macro bodies included), as written; an `include!` whose argument
 /// is not one string literal (`concat!(env!("OUT_DIR"), ..)`) is skipped.
 pub fn include_paths(text: &str) -> Vec<String> {
-    if memchr::memmem::find(text.as_bytes(), b"include").is_none() {
+    if !may_include(text.as_bytes()) {
         return Vec::new();
     }
+    let code = super::lexer::code_bytes(text);
+    let ws = |mut i: usize| {
+        while i < code.len() && code[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        i
+    };
+    let mut out = Vec::new();
+    for at in memchr::memmem::find_iter(&code, b"include") {
+        let word = |b: u8| b.is_ascii_alphanumeric() || b == b'_' || b >= 0x80;
+        if at > 0 && (word(code[at - 1]) || code[at - 1] == b'#') {
+            continue;
+        }
+        let mut i = ws(at + "include".len());
+        if code.get(i) != Some(&b'!') {
+            continue;
+        }
+        i = ws(i + 1);
+        if !matches!(code.get(i), Some(b'(' | b'[' | b'{')) {
+            continue;
+        }
+        let close = match code[i] {
+            b'(' => b')',
+            b'[' => b']',
+            _ => b'}',
+        };
+        // one string literal (`"..."`, `r#"..."#`), an optional `,`, the close
+        let start = ws(i + 1);
+        let mut j = start;
+        if code.get(j) == Some(&b'r') {
+            j += 1;
+            while code.get(j) == Some(&b'#') {
+                j += 1;
+            }
+        }
+        if code.get(j) != Some(&b'"') {
+            continue;
+        }
+        let hashes = j - start - usize::from(j > start);
+        let Some(q) = memchr::memchr(b'"', &code[j + 1..]) else {
+            continue;
+        };
+        let end = j + 1 + q + 1 + hashes;
+        let mut k = ws(end);
+        if code.get(k) == Some(&b',') {
+            k = ws(k + 1);
+        }
+        if code.get(k) != Some(&close) {
+            continue;
+        }
+        if let Some(lit) = text.get(start..end)
+            && let Ok(s) = syn::parse_str::<syn::LitStr>(lit)
+        {
+            out.push(s.value());
+        }
+    }
+    out
+}
+
+/// [`include_paths`] over tokens: the reference implementation.
+#[cfg(test)]
+fn include_paths_tokens(text: &str) -> Vec<String> {
     let (_, blanked) = super::lexer::split_comments(text);
     let Ok(ts) = TokenStream::from_str(&blanked) else {
         return Vec::new();
@@ -203,6 +302,7 @@ pub fn include_paths(text: &str) -> Vec<String> {
     out
 }
 
+#[cfg(test)]
 fn find_includes(ts: TokenStream, out: &mut Vec<String>) {
     let tts: Vec<TokenTree> = ts.into_iter().collect();
     for (i, tt) in tts.iter().enumerate() {
@@ -320,10 +420,78 @@ mod tests {
         assert!(d.iter().all(|m| m.in_macro), "{d:?}");
     }
 
+    /// The byte scan finds what the token scan finds: on the unit texts,
+    /// on this workspace's sources and on the unpacked crates in cargo's
+    /// registry (real code of every style), up to a budget.
+    #[test]
+    fn the_byte_scan_agrees_with_the_token_scan() {
+        let mut texts: Vec<(String, String)> = [
+            "mod a;\npub(crate) mod r#type;\n#[path = \"x/y.rs\"]\n#[cfg(unix)]\npub mod y;",
+            "mod inl { #[cfg_attr(rustfmt, rustfmt::skip)] mod z; mod deeper { mod w; } }",
+            "cfg_if::cfg_if! { if #[cfg(unix)] { mod u; } else { mod v; } }",
+            "m! { mod a; }\nmacro_rules! n { () => { mod b; } }\nfn f() { let s = \"mod no;\"; let c = '{'; }\nmod yes;",
+            "#[rustfmt::skip]\nmod r#trait {\n    mod inner;\n}\n/* mod no; */ // mod no;\nunsafe mod u;\n#![allow(x)]\nmod after_inner;",
+            "#[path = r#\"raw dir\"#]\nmod p { mod q; }\nimpl X for Y { fn f<'a>(x: &'a str) { if a != b { mod odd; } } }",
+            "include!(\"a.rs\");\ninclude!(r#\"b.rs\"#,);\nm! { include![\"c.rs\"] }\ninclude!(concat!(\"d\", \".rs\"));\nlet s = \"include!(\\\"no.rs\\\")\";\n// include!(\"no.rs\");\ninclude ! ( \"e.rs\" ) ;",
+        ]
+        .iter()
+        .map(|t| (String::from("unit"), t.to_string()))
+        .collect();
+        let mut dirs = vec![Path::new(env!("CARGO_MANIFEST_DIR")).join("..")];
+        let home = std::env::var_os("CARGO_HOME")
+            .map(std::path::PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cargo")));
+        if let Some(h) = home
+            && let Ok(rd) = std::fs::read_dir(h.join("registry").join("src"))
+        {
+            dirs.extend(rd.flatten().map(|e| e.path()));
+        }
+        let mut budget: usize = 6 << 20;
+        for d in dirs {
+            for e in walkdir::WalkDir::new(&d)
+                .sort_by_file_name()
+                .into_iter()
+                .filter_entry(|e| e.file_name() != "target" && e.file_name() != ".git")
+                .flatten()
+            {
+                if budget == 0 || e.path().extension().is_none_or(|x| x != "rs") {
+                    continue;
+                }
+                let Ok(t) = std::fs::read_to_string(e.path()) else {
+                    continue;
+                };
+                if !(may_declare_modules(t.as_bytes()) || may_include(t.as_bytes()))
+                    || t.len() > budget
+                {
+                    continue;
+                }
+                budget -= t.len();
+                texts.push((e.path().display().to_string(), t));
+            }
+        }
+        for (name, t) in &texts {
+            assert_eq!(include_paths(t), include_paths_tokens(t), "{name}");
+        }
+        let mut compared = 0;
+        for (name, t) in &texts {
+            let Some(want) = mod_decls_tokens(t) else {
+                continue; // does not lex: nothing to agree on
+            };
+            assert_eq!(mod_decls(t), Some(want), "{name}");
+            compared += 1;
+        }
+        assert!(compared >= 20, "{compared}");
+    }
+
     #[test]
     fn finds_include_string_literals() {
         let src = "include!(\"a.rs\");\n// include!(\"c.rs\");\nm! { include!(r\"b/x.rs\",); }\ninclude!(concat!(env!(\"OUT_DIR\"), \"/g.rs\"));\nconst S: &str = include_str!(\"t.txt\");\n";
         assert_eq!(include_paths(src), ["a.rs", "b/x.rs"]);
+        assert!(may_include(src.as_bytes()));
+        assert!(may_include(b"include !(\"a.rs\")"));
+        assert!(!may_include(
+            b"// we include nothing\nlet includes = include_str!(\"x\");"
+        ));
     }
 
     #[test]

@@ -122,7 +122,7 @@ fn walk_crate<T>(
             drop(file);
             let bytes = &buf[..n];
             let has_mods = modscan::may_declare_modules(bytes);
-            let has_includes = memchr::memmem::find(bytes, b"include").is_some();
+            let has_includes = modscan::may_include(bytes);
             let wanted = parse(&path, bytes);
             // text only where it is needed (most files: none of these)
             let text = if included || has_mods || has_includes || wanted {
@@ -318,8 +318,20 @@ pub fn analyze_crate_with(
         .map(|p| crate::fsutil::normalize(p))
         .collect();
     let is_exempt = |p: &Path| !exempt.is_empty() && exempt.contains(&crate::fsutil::normalize(p));
+    // rule 4 can apply only where some kind of target lacks a direct
+    // thiserror; elsewhere a file matters only for rules 1-3
+    let rule4 = package
+        .targets
+        .iter()
+        .any(|t| !has_direct_thiserror(package, DepKind::of_target(&t.kind)));
     let parse = |path: &Path, text: &[u8]| {
-        options.parse_all || is_exempt(path) || prefilter::may_hold_a_finding_in(text, &ctx)
+        options.parse_all
+            || is_exempt(path)
+            || if rule4 {
+                prefilter::may_hold_a_finding_in(text, &ctx)
+            } else {
+                prefilter::may_hold_a_format_finding_in(text)
+            }
     };
     let (files, unresolved_modules) = walk_crate(package, parse, |path, src, file| {
         analyze_parsed(path, src, file, &ctx)

@@ -15,8 +15,15 @@
 use proc_macro2::{Delimiter, TokenStream, TokenTree};
 
 use super::fmt::{self, ArgKind};
-use super::scan::Source;
 use super::{Rule, SourceFinding, lit};
+
+/// Where tokens are in the file: its text, the file bytes of a span, and
+/// the 1-based line and column of a byte offset (the scan's `Source`).
+pub(super) struct Locate<'a> {
+    pub text: &'a str,
+    pub range: &'a dyn Fn(proc_macro2::Span) -> std::ops::Range<usize>,
+    pub line_col: &'a dyn Fn(usize) -> (usize, usize),
+}
 
 /// What a macro's tokens hold: lists of items to scan, and the findings of
 /// helpers outside any item.
@@ -63,7 +70,7 @@ pub(super) fn may_hold(ts: &TokenStream) -> bool {
 pub(super) fn read(
     ts: TokenStream,
     path: &std::path::Path,
-    src: &Source<'_>,
+    src: &Locate<'_>,
     out: &mut MacroTokens,
 ) {
     if let Ok(file) = syn::parse2::<syn::File>(ts.clone()) {
@@ -90,7 +97,7 @@ pub(super) fn read(
 fn helper_finding(
     attr: TokenStream,
     path: &std::path::Path,
-    src: &Source<'_>,
+    src: &Locate<'_>,
 ) -> Option<SourceFinding> {
     let mut it = attr.into_iter();
     match it.next()? {
@@ -104,7 +111,7 @@ fn helper_finding(
     let TokenTree::Literal(l) = toks.first()? else {
         return None;
     };
-    let range = src.range(l.span());
+    let range = (src.range)(l.span());
     let text = src.text.get(range.clone())?;
     let pieces = lit::decode(text)?;
     let chars: Vec<char> = pieces.iter().map(|p| p.ch).collect();
@@ -154,7 +161,7 @@ fn helper_finding(
     } else {
         return None;
     };
-    let (line, column) = src.line_col(range.start);
+    let (line, column) = (src.line_col)(range.start);
     Some(SourceFinding {
         path: path.to_path_buf(),
         line,

@@ -166,7 +166,13 @@ impl<'ast> Visit<'ast> for Scanner<'_> {
             return;
         }
         let mut found = macros::MacroTokens::default();
-        macros::read(m.tokens.clone(), self.path, self.src, &mut found);
+        let src = self.src;
+        let locate = macros::Locate {
+            text: src.text,
+            range: &|span| src.range(span),
+            line_col: &|at| src.line_col(at),
+        };
+        macros::read(m.tokens.clone(), self.path, &locate, &mut found);
         self.out.findings.append(&mut found.findings);
         for file in &found.items {
             self.scopes.push(Scope::of_items(false, file.items.iter()));
