@@ -106,6 +106,24 @@ pub fn analyze(
         .into_iter()
         .filter(|p| needs_source_scan(p))
         .collect();
+    // a member whose locked dependency graph has no thiserror cannot derive
+    // its Error (unless a source exemption is about its files)
+    let members = match super::lockfile::may_reach_thiserror(root, &members) {
+        Some(reach) => members
+            .into_iter()
+            .filter(|p| {
+                let dir = p.manifest_path.parent().map(|d| d.as_std_path());
+                reach.contains(p.name.as_str())
+                    || policy.exemptions.iter().any(|e| match &e.kind {
+                        crate::policy::ExemptKind::Source(s) => {
+                            dir.is_some_and(|d| root.join(s).starts_with(d))
+                        }
+                        _ => false,
+                    })
+            })
+            .collect(),
+        None => members,
+    };
     // exempt source files are analysed (to tell a stale exemption), then set aside
     let options = thiserror_src::AnalyzeOptions {
         parse_all: false,

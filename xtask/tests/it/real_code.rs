@@ -587,3 +587,81 @@ fn error_types_inside_macros_are_found_fixed_or_left_to_a_person() {
     assert!(!out.contains("holds the policy"), "{out}");
     assert!(out.contains("1 finding needs a person"), "{out}");
 }
+
+/// Only members whose locked dependency graph reaches thiserror can derive
+/// its `Error`: with a `Cargo.lock` (cargo's own resolution, the reference)
+/// the others' sources are not read, so a look-alike derive there (its
+/// helper crate does not exist) is no finding; a member that reaches
+/// thiserror through a re-exporting helper is still checked and fixed.
+/// Without a lockfile every member is read, as before.
+#[test]
+fn members_whose_locked_graph_lacks_thiserror_are_not_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    write(
+        &ws,
+        "Cargo.toml",
+        "[workspace]\nresolver = \"2\"\nmembers = [\"helper\", \"user\", \"plain\"]\n",
+    );
+    write(&ws, "policy/fleet.toml", POLICY);
+    write(
+        &ws,
+        "helper/Cargo.toml",
+        &format!(
+            "{}\n[dependencies]\nthiserror = \"1.0\"\n",
+            package("helper")
+        ),
+    );
+    write(&ws, "helper/src/lib.rs", "pub use thiserror::Error;\n");
+    write(
+        &ws,
+        "user/Cargo.toml",
+        &format!(
+            "{}\n[dependencies]\nhelper = {{ path = \"../helper\" }}\n",
+            package("user")
+        ),
+    );
+    let derive = |krate: &str| {
+        format!(
+            "#[derive(Debug, {krate}::Error)]\n#[error(\"bad {{r#type}}\")]\npub struct Bad {{\n    pub r#type: u8,\n}}\n"
+        )
+    };
+    write(&ws, "user/src/lib.rs", &derive("helper"));
+    write(&ws, "plain/Cargo.toml", &package("plain"));
+    write(&ws, "plain/src/lib.rs", &derive("lookalike"));
+
+    let (code, out, err) = align(&ws, &["--check"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        out.contains("plain/src/lib.rs:2:"),
+        "without a lockfile every member is read:\n{out}"
+    );
+    assert!(out.contains("user/src/lib.rs:2:"), "{out}");
+
+    let (ok, err) = generate_lockfile(&ws);
+    assert!(ok, "{err}");
+    let lock = read(&ws.join("Cargo.lock"));
+    assert!(
+        lock.contains("name = \"plain\"") && lock.contains("name = \"thiserror\""),
+        "{lock}"
+    );
+    let (code, out, err) = align(&ws, &["--check"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(!out.contains("plain/src/lib.rs"), "{out}");
+    assert!(
+        out.contains("user/src/lib.rs:2:15: [thiserror2-raw-ident-in-format]")
+            && out.contains("[thiserror2-missing-direct-dependency]"),
+        "{out}"
+    );
+    // a lockfile that does not know a member's dependency is stale: read it
+    write(
+        &ws,
+        "plain/Cargo.toml",
+        &format!(
+            "{}\n[dependencies]\nhelper = {{ path = \"../helper\" }}\n",
+            package("plain")
+        ),
+    );
+    let (_, out, _) = align(&ws, &["--check"]);
+    assert!(out.contains("plain/src/lib.rs:2:"), "{out}");
+}
