@@ -58,10 +58,10 @@ pub fn has_direct_thiserror(package: &Package, kind: DepKind) -> bool {
 /// Returns the files and the module or include paths that lead to no file
 /// (typically platform modules behind `#[cfg]`), which are skipped.
 #[allow(clippy::type_complexity)]
-fn walk_crate<T>(
+fn walk_crate<T: Send>(
     package: &Package,
     parse: impl Fn(&Path, &[u8]) -> bool,
-    mut analyze: impl FnMut(&Path, &scan::Source<'_>, &syn::File) -> Result<T, SourceError>,
+    analyze: impl Fn(&Path, &scan::Source<'_>, &syn::File) -> Result<T, SourceError> + Sync,
 ) -> anyhow::Result<(Vec<(CrateFile, Option<(String, T)>)>, Vec<PathBuf>)> {
     use std::io::ErrorKind;
     use std::os::unix::fs::MetadataExt as _;
@@ -83,6 +83,8 @@ fn walk_crate<T>(
     let mut index: HashMap<(u64, u64), usize> = HashMap::new();
     let mut missing = BTreeSet::new();
     let mut buf = Vec::new();
+    // (index into `files`, text) of each file the prefilter lets through
+    let mut to_parse: Vec<(usize, PathBuf, String)> = Vec::new();
     for (root, kind) in roots {
         // each entry: the candidate files of one module, in order, and
         // whether it is `include!`d
@@ -154,12 +156,11 @@ fn walk_crate<T>(
                 }
             }
             // a file the prefilter clears is not parsed, and its text not kept
-            let analysed = if wanted {
-                let a = with_parsed(&path, text, |src, file| analyze(&path, src, file))?;
-                Some((text.to_string(), a))
-            } else {
-                None
-            };
+            // parsed after the walk, in parallel with the other files
+            if wanted {
+                to_parse.push((files.len(), path.clone(), text.to_string()));
+            }
+            let analysed = None;
             index.insert(key, files.len());
             files.push((
                 CrateFile {
@@ -170,6 +171,21 @@ fn walk_crate<T>(
             ));
             stack.extend(children.into_iter().rev());
         }
+    }
+    // a file of a large crate is parsed beside the others (rayon: on the
+    // caller's pool, the parsing pool in align-deps)
+    use rayon::prelude::*;
+    let parsed: Vec<(usize, Result<T, SourceError>)> = to_parse
+        .par_iter()
+        .map(|(i, path, text)| {
+            (
+                *i,
+                with_parsed(path, text, |src, file| analyze(path, src, file)),
+            )
+        })
+        .collect();
+    for ((i, _, text), (_, r)) in to_parse.into_iter().zip(parsed) {
+        files[i].1 = Some((text, r?));
     }
     Ok((files, missing.into_iter().collect()))
 }
