@@ -130,9 +130,27 @@ fn macro_before(code: &[u8], open: usize) -> Option<&[u8]> {
     Some(&code[s..e])
 }
 
+/// The bytes the scan stops at: brackets, and `m` (of `mod`).
+const STOPS: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut k = 0;
+    let stops = b"{}()[]m";
+    while k < stops.len() {
+        t[stops[k] as usize] = true;
+        k += 1;
+    }
+    t
+};
+
 pub(super) fn decls(text: &str, code: &[u8]) -> Option<Vec<ModDecl>> {
-    let newlines: Vec<usize> = memchr::memchr_iter(b'\n', code).collect();
-    let line_of = |at: usize| newlines.partition_point(|&n| n < at) + 1;
+    // lines counted as far as the last declaration found (they come in order)
+    let mut counted = (0usize, 1usize);
+    let mut line_of = |at: usize| {
+        let (from, line) = counted;
+        let l = line + memchr::memchr_iter(b'\n', &code[from..at]).count();
+        counted = (at, l);
+        l
+    };
     let mut out = Vec::new();
     let mut stack: Vec<Frame> = Vec::new();
     let mut inline: Vec<String> = Vec::new();
@@ -142,6 +160,10 @@ pub(super) fn decls(text: &str, code: &[u8]) -> Option<Vec<ModDecl>> {
     let mut i = 0;
     while i < code.len() {
         let c = code[i];
+        if !STOPS[c as usize] {
+            i += 1;
+            continue;
+        }
         match c {
             b'[' if back_ws(code, i) > 0 && {
                 let e = back_ws(code, i);
@@ -204,14 +226,17 @@ pub(super) fn decls(text: &str, code: &[u8]) -> Option<Vec<ModDecl>> {
                 skip_all = f.skip;
                 i += 1;
             }
-            c if word(c) => {
+            _ => {
+                // `m`: the word `mod`, or part of another word
                 let start = i;
-                while i < code.len() && word(code[i]) {
-                    i += 1;
-                }
-                if &code[start..i] != b"mod" || (start > 0 && code[start - 1] == b'#') {
+                i += 1;
+                if !code[start..].starts_with(b"mod")
+                    || (start > 0 && (word(code[start - 1]) || code[start - 1] == b'#'))
+                    || code.get(start + 3).is_some_and(|&b| word(b))
+                {
                     continue;
                 }
+                i = start + 3;
                 let mut j = i;
                 while j < code.len() && ws(code[j]) {
                     j += 1;
@@ -256,7 +281,6 @@ pub(super) fn decls(text: &str, code: &[u8]) -> Option<Vec<ModDecl>> {
                     i = k;
                 }
             }
-            _ => i += 1,
         }
     }
     stack.is_empty().then_some(out)
