@@ -124,7 +124,7 @@ fn rustup_toolchain_set_by_the_user_wins_over_the_pin() {
         if let Some(t) = toolchain {
             cmd.env("RUSTUP_TOOLCHAIN", t);
         }
-        let out = cmd.output().unwrap();
+        let out = crate::support::output_within(&mut cmd);
         (
             out.status.code(),
             String::from_utf8_lossy(&out.stdout).into_owned()

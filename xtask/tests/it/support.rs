@@ -102,7 +102,9 @@ pub fn cargo_check(root: &Path, target: &Path) -> (bool, String) {
         if offline {
             cmd.arg("--offline");
         }
-        let out = cmd.output().unwrap();
+        // a time limit: a hung cargo fails the test instead of hanging the run
+        let out =
+            xtask::limit::output_within(&mut cmd, std::time::Duration::from_secs(600)).unwrap();
         (
             out.status.success(),
             String::from_utf8_lossy(&out.stderr).into_owned(),
