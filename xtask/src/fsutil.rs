@@ -76,12 +76,13 @@ pub fn special_file(md: &std::fs::Metadata) -> Option<&'static str> {
 /// path outside `root` is shown whole.
 pub fn rel(root: &Path, path: &Path) -> String {
     match path.strip_prefix(root) {
-        Ok(r) => r
+        // (an empty root strips nothing: an absolute path stays whole)
+        Ok(r) if !r.has_root() => r
             .components()
             .map(|c| c.as_os_str().to_string_lossy())
             .collect::<Vec<_>>()
             .join("/"),
-        Err(_) => path.to_string_lossy().into_owned(),
+        _ => path.to_string_lossy().into_owned(),
     }
 }
 
@@ -103,6 +104,22 @@ pub fn normalize(path: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rel_names_a_path_outside_the_root_whole_with_one_leading_slash() {
+        assert_eq!(
+            rel(Path::new("/w"), Path::new("/w/a/Cargo.toml")),
+            "a/Cargo.toml"
+        );
+        assert_eq!(
+            rel(Path::new("/w"), Path::new("/o/Cargo.toml")),
+            "/o/Cargo.toml"
+        );
+        assert_eq!(
+            rel(Path::new(""), Path::new("/o/Cargo.toml")),
+            "/o/Cargo.toml"
+        );
+    }
 
     #[test]
     fn stage_leaves_the_target_alone_until_persisted() {

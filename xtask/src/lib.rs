@@ -7,7 +7,7 @@
 
 pub mod align_deps;
 pub(crate) mod args;
-pub(crate) mod child;
+pub mod child;
 pub(crate) mod ci;
 pub mod cli;
 pub(crate) mod diag;

@@ -239,9 +239,7 @@ impl Policy {
                 features: e.features.into_iter().map(Spanned::into_inner).collect(),
             })
             .collect();
-        let rules: Vec<&str> = dependencies.keys().map(String::as_str).collect();
-        let exemptions =
-            exempt::validate(raw.exempt, &rules).map_err(|(at, m)| malformed(at, m))?;
+        let exemptions = exempt::validate(raw.exempt).map_err(|(at, m)| malformed(at, m))?;
         Ok(Policy {
             dependencies,
             fmt: FmtPolicy { exclude },

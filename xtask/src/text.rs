@@ -43,12 +43,23 @@ pub fn one_line(s: &str, sep: &str) -> String {
         .join(sep)
 }
 
-/// A unified diff of `old` -> `new`, labelled `a/<path>` / `b/<path>`, three lines of context.
+/// A diff header's file name: `a/rel` for a path relative to the root; a
+/// path outside it (absolute) as it is, without a doubled slash.
+fn side(prefix: &str, path: &str) -> String {
+    if path.starts_with('/') {
+        path.to_string()
+    } else {
+        format!("{prefix}/{path}")
+    }
+}
+
+/// A unified diff of `old` -> `new`, labelled `a/<path>` / `b/<path>`
+/// (an absolute path as it is), three lines of context.
 pub fn unified_diff(path: &str, old: &str, new: &str) -> String {
     similar::TextDiff::from_lines(old, new)
         .unified_diff()
         .context_radius(3)
-        .header(&format!("a/{path}"), &format!("b/{path}"))
+        .header(&side("a", path), &side("b", path))
         .to_string()
 }
 

@@ -95,11 +95,13 @@ fn covered(e: &Exemption, full: &[Finding], m: &Members, root: &Path) -> Result<
             }
             let n = full
                 .iter()
-                .filter(|f| !f.is_source() && &f.file == manifest && &f.dependency == dependency)
+                .filter(|f| {
+                    !f.is_source() && &f.file == manifest && f.key.as_ref() == Some(dependency)
+                })
                 .count();
             if n == 0 {
                 Err(format!(
-                    "its declarations of `{dependency}` hold the policy (or it declares none)"
+                    "its declaration under the key `{dependency}` of a policy dependency holds the policy (or there is none)"
                 ))
             } else {
                 Ok(n)
@@ -174,6 +176,7 @@ pub fn judge(lp: &LoadedPolicy, root: &Path, full: &[Finding], m: &Members) -> J
                     column,
                     rule: "stale-exemption".into(),
                     dependency,
+                    key: None,
                     table: None,
                     found,
                     wanted: "(no such entry)".into(),

@@ -72,6 +72,65 @@ pub fn older_majors(root: &Path, policy: &Policy, members: &BTreeSet<String>) ->
     report(&lock, policy, members)
 }
 
+/// The packages whose code can derive thiserror's `Error`: `thiserror`
+/// itself and its derive crate.
+const THISERROR_PACKAGES: &[&str] = &["thiserror", "thiserror-impl"];
+
+/// The members whose dependency graph, as `root/Cargo.lock` records it, may
+/// reach thiserror (a `thiserror` or `thiserror-impl` package anywhere in
+/// it): only their code can derive thiserror's `Error`, directly or through
+/// a re-export, so only their sources can hold a thiserror finding. The
+/// lockfile lists every dependency whatever the features and platforms, so
+/// the graph is a superset of any build's. A member the lockfile does not
+/// know, or one declaring a dependency its entry lacks (a stale lockfile),
+/// is kept. `None` without a readable lockfile: keep every member.
+pub fn may_reach_thiserror(
+    root: &Path,
+    members: &[&cargo_metadata::Package],
+) -> Option<BTreeSet<String>> {
+    let text = std::fs::read_to_string(root.join("Cargo.lock")).ok()?;
+    let lock: Lock = toml::from_str(&text).ok()?;
+    // name -> the names it depends on (every version's, together)
+    let mut deps: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    for p in &lock.package {
+        let e = deps.entry(p.name.as_str()).or_default();
+        for d in &p.dependencies {
+            e.insert(d.split(' ').next().unwrap_or(d));
+        }
+    }
+    let mut out = BTreeSet::new();
+    for m in members {
+        let name = m.name.as_str();
+        let known = lock
+            .package
+            .iter()
+            .any(|p| p.name == name && p.source.is_none());
+        let listed = deps.get(name);
+        let stale = !known
+            || m.dependencies
+                .iter()
+                .any(|d| listed.is_none_or(|l| !l.contains(d.name.as_str())));
+        if stale {
+            out.insert(name.to_string());
+            continue;
+        }
+        let mut seen: BTreeSet<&str> = BTreeSet::from([name]);
+        let mut todo = vec![name];
+        while let Some(n) = todo.pop() {
+            if THISERROR_PACKAGES.contains(&n) {
+                out.insert(name.to_string());
+                break;
+            }
+            for &d in deps.get(n).into_iter().flatten() {
+                if seen.insert(d) {
+                    todo.push(d);
+                }
+            }
+        }
+    }
+    Some(out)
+}
+
 fn report(lock: &Lock, policy: &Policy, members: &BTreeSet<String>) -> Vec<String> {
     let mut lines = Vec::new();
     for (name, rule) in &policy.dependencies {

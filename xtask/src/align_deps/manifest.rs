@@ -153,13 +153,8 @@ impl Manifest {
                 });
             }
         };
-        let rel = path
-            .strip_prefix(root)
-            .unwrap_or(path)
-            .components()
-            .map(|c| c.as_os_str().to_string_lossy())
-            .collect::<Vec<_>>()
-            .join("/");
+        // a member outside the root is named by its whole path
+        let rel = crate::fsutil::rel(root, path);
         Ok(Manifest {
             path: path.to_path_buf(),
             rel,

@@ -63,8 +63,10 @@ pub(crate) mod exempt;
 pub(crate) mod lockfile;
 pub(crate) mod manifest;
 pub(crate) mod msrv;
+pub(crate) mod patches;
 pub mod plan;
 pub(crate) mod planner;
+pub(crate) mod satisfiable;
 pub mod sources;
 
 use std::collections::BTreeSet;
@@ -119,6 +121,20 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
     check_rules_match(&loaded, &loaded_policy)?;
     let policy = &loaded_policy.policy;
     timing.mark("manifests parsed");
+    // a requirement no published version matches: refused before anything is planned
+    let (unsatisfiable, mut unknown) = requirement_findings(&loaded_policy, &root);
+    if !args.check
+        && let Some(f) = unsatisfiable.first()
+    {
+        anyhow::bail!(
+            "{}:{}:{}: {}; nothing written",
+            loaded_policy.path.display(),
+            f.line,
+            f.column,
+            f.message
+        );
+    }
+    timing.mark("requirements checked");
     // the source side only reads: a file that does not parse stops the run here
     let analyses = sources::analyze(&meta, &root, policy)?;
     timing.mark("sources analysed");
@@ -164,18 +180,34 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
     );
     let floor = msrv::findings(&meta, &loaded, &plan, policy, &root);
     let blocked = !floor.is_empty();
+    let blocker = if !unsatisfiable.is_empty() {
+        Some("the policy's requirement above is fixed")
+    } else if blocked {
+        Some("the toolchain floor findings above are settled")
+    } else {
+        None
+    };
+    plan.findings.extend(unsatisfiable);
     plan.findings.extend(floor);
+    plan.findings.extend(patches::findings(
+        &loaded.manifests[loaded.root],
+        &root,
+        policy,
+    ));
     plan.findings.extend(judged.stale);
     plan.findings
         .sort_by(|a, b| (&a.file, a.line, a.column).cmp(&(&b.file, b.line, b.column)));
     timing.mark("planned");
     info.extend(lockfile::older_majors(&root, policy, &member_names));
+    info.append(&mut unknown);
     let mut printer = Printer::new(args.format.format, "align-deps", out, err);
     let report = Report {
         plan: &plan,
         info: &info,
         exempt: &judged.notes,
         n_manifests: loaded.manifests.len(),
+        blocker,
+        fix_command: fix_command(&args.target),
     };
     let outcome = if args.check || blocked {
         // (a fix run validates in `WriteSet::apply`)
@@ -196,6 +228,35 @@ struct Report<'a> {
     info: &'a [String],
     exempt: &'a [Diagnostic],
     n_manifests: usize,
+    /// What keeps a fix run from writing anything (toolchain-floor
+    /// findings, an unsatisfiable requirement), as "... once {blocker}".
+    blocker: Option<&'static str>,
+    /// The command that fixes, with the `--workspace` / `--policy` given.
+    fix_command: String,
+}
+
+/// `cargo xtask align-deps` with the `--workspace` and `--policy` the user
+/// gave (quoted for a shell where needed).
+fn fix_command(target: &Target) -> String {
+    let quote = |p: &Path| {
+        let s = p.display().to_string();
+        if !s.is_empty()
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "/._-+=:,@%".contains(c))
+        {
+            s
+        } else {
+            format!("'{}'", s.replace('\'', "'\\''"))
+        }
+    };
+    let mut cmd = "cargo xtask align-deps".to_string();
+    if let Some(w) = &target.workspace {
+        cmd.push_str(&format!(" --workspace {}", quote(w)));
+    }
+    if let Some(p) = &target.policy {
+        cmd.push_str(&format!(" --policy {}", quote(p)));
+    }
+    cmd
 }
 
 /// The members as the exemptions see them (names, manifests, source files).
@@ -312,13 +373,19 @@ fn report_check(
         )
     } else if fixable == 0 {
         format!("align-deps: {violations} in {in_files}, none fixable automatically (listed above)")
+    } else if let Some(blocker) = r.blocker {
+        format!(
+            "align-deps: {violations} in {in_files}, {fixable} fixable once {blocker}; until then a fix writes nothing"
+        )
     } else if fixable == plan.findings.len() {
         format!(
-            "align-deps: {violations} in {in_files}, all fixable; run `cargo xtask align-deps` to fix them"
+            "align-deps: {violations} in {in_files}, all fixable; run `{}` to fix them",
+            r.fix_command
         )
     } else {
         format!(
-            "align-deps: {violations} in {in_files}, {fixable} fixable; run `cargo xtask align-deps` to fix those, the rest need a person"
+            "align-deps: {violations} in {in_files}, {fixable} fixable; run `{}` to fix those, the rest need a person",
+            r.fix_command
         )
     };
     let fields = serde_json::json!({
@@ -356,13 +423,16 @@ fn report_fix(
     printer: &mut Printer<'_>,
 ) -> std::io::Result<Outcome> {
     let plan = r.plan;
+    // fixed findings per file, counted once
+    let mut fixed_per_file: std::collections::HashMap<&str, usize> = Default::default();
+    for f in plan.findings.iter().filter(|f| f.fixable) {
+        *fixed_per_file
+            .entry(f.fixed_in.as_ref().unwrap_or(&f.file).as_str())
+            .or_default() += 1;
+    }
     // People read one line per written file, then what is left for them.
     for e in applied {
-        let n = plan
-            .findings
-            .iter()
-            .filter(|f| f.fixable && f.fixed_in.as_ref().unwrap_or(&f.file) == &e.rel)
-            .count();
+        let n = fixed_per_file.get(e.rel.as_str()).copied().unwrap_or(0);
         let changes = plural(n, "change", "changes");
         printer.diagnostic(&Diagnostic {
             level: Level::Notice,
@@ -425,6 +495,51 @@ fn report_fix(
     } else {
         Outcome::Violations
     })
+}
+
+/// One `unsatisfiable` finding (at the policy's `version` value) per policy
+/// dependency whose requirement no published version matches, and the
+/// information lines for those that could not be told
+/// ([`satisfiable::check`]).
+fn requirement_findings(
+    lp: &crate::workspace::LoadedPolicy,
+    root: &Path,
+) -> (Vec<plan::Finding>, Vec<String>) {
+    let (mut findings, mut info) = (Vec::new(), Vec::new());
+    let policy_rel = crate::fsutil::rel(root, &lp.path);
+    for (name, rule) in &lp.policy.dependencies {
+        match satisfiable::check(root, name, &rule.req, &rule.version) {
+            satisfiable::Answer::Yes => {}
+            satisfiable::Answer::Unknown(why) => info.push(format!(
+                "{}: could not confirm that crates.io has a {name} version matching \"{}\" ({why}); \
+                 if it has none, cargo cannot resolve the workspace after a fix",
+                lp.at_line(&rule.version_span),
+                rule.version
+            )),
+            satisfiable::Answer::No(why) => {
+                let (line, column) = crate::text::line_col(&lp.text, rule.version_span.start);
+                findings.push(plan::Finding {
+                    file: policy_rel.clone(),
+                    line,
+                    column,
+                    rule: "unsatisfiable".into(),
+                    dependency: name.clone(),
+                    key: None,
+                    table: None,
+                    found: format!("version = \"{}\"", rule.version),
+                    wanted: format!("a requirement that a published {name} version matches"),
+                    fixable: false,
+                    message: format!(
+                        "[dependencies.{name}] version = \"{}\": no published {name} version matches it ({why}); \
+                         a fix would leave a workspace cargo cannot resolve, so align-deps writes nothing; fix the requirement in the policy",
+                        rule.version
+                    ),
+                    fixed_in: None,
+                });
+            }
+        }
+    }
+    (findings, info)
 }
 
 /// Every policy rule must be about a package the workspace declares: a rule

@@ -144,7 +144,7 @@ pub fn findings(
         if (declared.major, declared.minor) >= *floor {
             continue;
         }
-        let Some((m, offset)) = rust_version_key(loaded, &manifest) else {
+        let Some((m, offset, written)) = rust_version_key(loaded, &manifest) else {
             continue;
         };
         if !reported.insert((m.rel.clone(), offset)) {
@@ -157,12 +157,13 @@ pub fn findings(
             column,
             rule: "toolchain-floor".into(),
             dependency: THISERROR.into(),
+            key: None,
             table: None,
-            found: format!("rust-version = \"{declared}\""),
+            found: format!("rust-version = \"{written}\""),
             wanted: format!("rust-version = \"{}.{}\" or later", floor.0, floor.1),
             fixable: false,
             message: format!(
-                "`{}` declares Rust {declared}, but the fix needs {}.{}: {why}; raise rust-version, or exempt `{}` in the policy; align-deps writes nothing until then",
+                "`{}` declares Rust {written}, but the fix needs {}.{}: {why}; raise rust-version, or exempt `{}` in the policy; align-deps writes nothing until then",
                 p.name, floor.0, floor.1, p.name
             ),
             fixed_in: None,
@@ -181,6 +182,7 @@ pub fn findings(
             column,
             rule: "toolchain-floor".into(),
             dependency: THISERROR.into(),
+            key: None,
             table: None,
             found: pin.channel.clone(),
             wanted: format!("a toolchain of Rust {}.{} or later", top.0, top.1),
@@ -197,12 +199,13 @@ pub fn findings(
 
 /// Where the `rust-version` of the member with manifest `rel` is written:
 /// its own `package.rust-version`, or the root's
-/// `workspace.package.rust-version` when it inherits it.
-fn rust_version_key<'m>(loaded: &'m Loaded, rel: &str) -> Option<(&'m Manifest, usize)> {
+/// `workspace.package.rust-version` when it inherits it; with the value as
+/// written there (`1.60`, not cargo's `1.60.0`).
+fn rust_version_key<'m>(loaded: &'m Loaded, rel: &str) -> Option<(&'m Manifest, usize, String)> {
     let m = loaded.manifests.iter().find(|m| m.rel == rel)?;
     let item = m.root().get("package")?.get("rust-version")?;
-    if item.is_str() {
-        return Some((m, item.span()?.start));
+    if let Some(s) = item.as_str() {
+        return Some((m, item.span()?.start, s.to_string()));
     }
     // `rust-version.workspace = true` / `rust-version = { workspace = true }`
     let root = &loaded.manifests[loaded.root];
@@ -211,7 +214,7 @@ fn rust_version_key<'m>(loaded: &'m Loaded, rel: &str) -> Option<(&'m Manifest, 
         .get("workspace")?
         .get("package")?
         .get("rust-version")?;
-    Some((root, item.span()?.start))
+    Some((root, item.span()?.start, item.as_str()?.to_string()))
 }
 
 /// The Rust (major, minor) a pinned channel stands for; `None` for a

@@ -27,7 +27,13 @@ pub struct Finding {
     /// [`crate::thiserror_src::Rule`]).
     pub rule: String,
     /// The dependency (package name on crates.io) the finding is about.
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub dependency: String,
+    /// The key of the declaration in its manifest, when a manifest finding
+    /// is about one declaration (`thiserror_sgx` for `thiserror_sgx = {
+    /// package = "thiserror", .. }`); what a declaration exemption can name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
     /// The dependency table (`dependencies`, `target.'cfg(unix)'.dev-dependencies`,
     /// `workspace.dependencies`); for a finding in a Rust source file `None`,
     /// except the missing-dependency rule, which names the table the
@@ -170,6 +176,7 @@ mod tests {
             column: 13,
             rule: "inherit".into(),
             dependency: "thiserror".into(),
+            key: Some("thiserror".into()),
             table: Some("dependencies".into()),
             found: "thiserror = \"1.0\"".into(),
             wanted: "thiserror = { workspace = true }".into(),

@@ -202,6 +202,7 @@ impl Ctx<'_, '_> {
             column,
             rule: rule.into(),
             dependency: self.name.into(),
+            key: Some(u.decl.key.get().to_string()),
             table: Some(u.table.into()),
             found,
             wanted: wanted.into(),
@@ -212,10 +213,12 @@ impl Ctx<'_, '_> {
     }
 
     /// Records the splices of one declaration with one finding describing them.
+    #[allow(clippy::too_many_arguments)]
     fn record(
         &mut self,
         m: &Manifest,
         table: &str,
+        key: &str,
         splices: Vec<Splice>,
         rule: &str,
         message: String,
@@ -226,6 +229,7 @@ impl Ctx<'_, '_> {
         let mut f = describe(m, &splices);
         f.rule = rule.into();
         f.dependency = self.name.into();
+        f.key = Some(key.to_string());
         f.table = Some(table.into());
         f.message = message;
         self.plan
@@ -245,13 +249,21 @@ impl<'a> Ctx<'_, 'a> {
         let mut convert: Vec<Use<'u>> = Vec::new();
         for u in own {
             if let Some(src) = u.decl.source() {
+                let key = u.decl.key.get();
+                let renamed = if key == name {
+                    String::new()
+                } else {
+                    format!(" (package {name})")
+                };
                 let f = self.unfixable(
                     &u,
                     "source",
                     &format!("version \"{}\" from crates.io", rule.version),
                     &format!(
-                        "[{}] {name} is a `{src}` dependency; align-deps does not touch git, path or registry sources: move it to crates.io {name} \"{}\" by hand, or drop the policy rule",
-                        u.table, rule.version
+                        "[{}] {key}{renamed} is a `{src}` dependency; align-deps does not touch git, path or registry sources: \
+                         move it to crates.io {name} \"{}\" by hand, or exempt this one declaration in the policy \
+                         ([[exempt]] manifest = \"{}\", dependency = \"{key}\", reason = \"...\")",
+                        u.table, rule.version, u.m.rel
                     ),
                 );
                 self.plan.push_finding(f);
@@ -293,7 +305,7 @@ impl<'a> Ctx<'_, 'a> {
             "[{}] {}: the policy requires \"{}\"{why}",
             u.table, self.name, self.rule.version
         );
-        self.record(u.m, u.table, splices, "version", msg)
+        self.record(u.m, u.table, u.decl.key.get(), splices, "version", msg)
     }
 
     /// Plans one `[workspace.dependencies]` key: converts `converting` to
@@ -439,7 +451,7 @@ impl<'a> Ctx<'_, 'a> {
                 "[{}] {name}{renamed}: inherit \"{version}\" from [workspace.dependencies]{ws_say}",
                 u.table
             );
-            self.record(u.m, u.table, splices, "inherit", msg)?;
+            self.record(u.m, u.table, u.decl.key.get(), splices, "inherit", msg)?;
         }
         Ok(())
     }
@@ -478,7 +490,14 @@ impl<'a> Ctx<'_, 'a> {
                     u.table
                 ),
             };
-            self.record(u.m, u.table, splices, "default-features", msg)?;
+            self.record(
+                u.m,
+                u.table,
+                u.decl.key.get(),
+                splices,
+                "default-features",
+                msg,
+            )?;
         }
         Ok(())
     }
@@ -591,7 +610,7 @@ impl<'a> Ctx<'_, 'a> {
         } else {
             "version"
         };
-        self.record(root, table, splices, rule, msg)
+        self.record(root, table, w.key.get(), splices, rule, msg)
     }
 }
 
@@ -678,6 +697,7 @@ fn plan_new_ws_entries(
             column: 1,
             rule: "workspace-entry".into(),
             dependency: dep.clone(),
+            key: Some(key.clone()),
             table: Some("workspace.dependencies".into()),
             found: String::new(),
             wanted: entry.clone(),
@@ -724,6 +744,7 @@ fn describe(m: &Manifest, splices: &[Splice]) -> Finding {
         column,
         rule: String::new(),
         dependency: String::new(),
+        key: None,
         table: None,
         found: one_line(old, "; "),
         wanted: one_line(&new, "; "),

@@ -22,7 +22,7 @@
 //!
 //! [`planner::plan_with_new_users`]: super::planner::plan_with_new_users
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 
 use cargo_metadata::semver::{Op, VersionReq};
@@ -106,6 +106,24 @@ pub fn analyze(
         .into_iter()
         .filter(|p| needs_source_scan(p))
         .collect();
+    // a member whose locked dependency graph has no thiserror cannot derive
+    // its Error (unless a source exemption is about its files)
+    let members = match super::lockfile::may_reach_thiserror(root, &members) {
+        Some(reach) => members
+            .into_iter()
+            .filter(|p| {
+                let dir = p.manifest_path.parent().map(|d| d.as_std_path());
+                reach.contains(p.name.as_str())
+                    || policy.exemptions.iter().any(|e| match &e.kind {
+                        crate::policy::ExemptKind::Source(s) => {
+                            dir.is_some_and(|d| root.join(s).starts_with(d))
+                        }
+                        _ => false,
+                    })
+            })
+            .collect(),
+        None => members,
+    };
     // exempt source files are analysed (to tell a stale exemption), then set aside
     let options = thiserror_src::AnalyzeOptions {
         parse_all: false,
@@ -228,34 +246,69 @@ pub fn new_users(analyses: &[CrateAnalysis]) -> BTreeSet<String> {
         .collect()
 }
 
-/// Line `n` (1-based) of `text`, trimmed.
-fn line_of(text: &str, n: usize) -> &str {
-    text.lines().nth(n.saturating_sub(1)).unwrap_or("").trim()
+/// One analysed file's lines, before and after its fix, and the runs of
+/// changed lines: computed once per file, so that each finding's line and
+/// changed block is a lookup (a file with thousands of findings is not
+/// rescanned per finding).
+struct FileLines<'a> {
+    old: Vec<&'a str>,
+    /// The fixed text's lines, when the fix keeps the line count (source
+    /// fixes never add or remove a line break).
+    new: Option<Vec<&'a str>>,
+    /// For each line (0-based) that the fix changes, the run of changed
+    /// lines around it (`start..end`, 0-based), rendered before and after.
+    blocks: Vec<Option<usize>>,
+    rendered: Vec<(String, String)>,
 }
 
-/// The run of lines around line `n` (1-based) that a fix changes, before and
-/// after, each on one line; `None` when line `n` does not change. Source fixes
-/// never add or remove a line break, so line `i` of the fixed text is line `i`
-/// of the original.
-fn changed_block(original: &str, fixed: &str, n: usize) -> Option<(String, String)> {
-    let old: Vec<&str> = original.lines().collect();
-    let new: Vec<&str> = fixed.lines().collect();
-    if old.len() != new.len() || n == 0 || n > old.len() || old[n - 1] == new[n - 1] {
-        return None;
+impl<'a> FileLines<'a> {
+    fn new(original: &'a str, fixed: Option<&'a str>) -> Self {
+        let old: Vec<&str> = original.lines().collect();
+        let new = fixed
+            .map(|t| t.lines().collect::<Vec<&str>>())
+            .filter(|n| n.len() == old.len());
+        let mut blocks = vec![None; old.len()];
+        let mut rendered = Vec::new();
+        if let Some(new) = &new {
+            let mut i = 0;
+            while i < old.len() {
+                if old[i] == new[i] {
+                    i += 1;
+                    continue;
+                }
+                let start = i;
+                while i < old.len() && old[i] != new[i] {
+                    blocks[i] = Some(rendered.len());
+                    i += 1;
+                }
+                rendered.push((
+                    one_line(&old[start..i].join("\n"), " "),
+                    one_line(&new[start..i].join("\n"), " "),
+                ));
+            }
+        }
+        FileLines {
+            old,
+            new,
+            blocks,
+            rendered,
+        }
     }
-    let i = n - 1;
-    let mut a = i;
-    while a > 0 && old[a - 1] != new[a - 1] {
-        a -= 1;
+
+    /// Line `n` (1-based), trimmed.
+    fn line(&self, n: usize) -> &str {
+        n.checked_sub(1)
+            .and_then(|i| self.old.get(i))
+            .map_or("", |l| l.trim())
     }
-    let mut b = i + 1;
-    while b < old.len() && old[b] != new[b] {
-        b += 1;
+
+    /// The run of lines around line `n` (1-based) that the fix changes,
+    /// before and after, each on one line; `None` when line `n` does not change.
+    fn changed_block(&self, n: usize) -> Option<&(String, String)> {
+        self.new.as_ref()?;
+        let b = (*self.blocks.get(n.checked_sub(1)?)?)?;
+        self.rendered.get(b)
     }
-    Some((
-        one_line(&old[a..b].join("\n"), " "),
-        one_line(&new[a..b].join("\n"), " "),
-    ))
 }
 
 /// The plan of the source side: findings, whole-file source replacements and
@@ -277,16 +330,26 @@ pub fn plan(
                 .replace_file(path, &crate::fsutil::rel(root, path), old, new)?;
         }
         let mut used = vec![false; a.missing_dependencies.len()];
+        // each file's lines, split once (findings come sorted by file)
+        let mut lines: HashMap<&Path, FileLines<'_>> = HashMap::new();
+        let by_path: HashMap<&Path, &thiserror_src::AnalyzedFile> =
+            a.files.iter().map(|f| (f.path.as_path(), f)).collect();
         for sf in &a.findings {
-            let file = a.files.iter().find(|f| f.path == sf.path);
-            let original = file.map_or("", |f| f.original.as_str());
-            let found = line_of(original, sf.line).to_string();
+            let file = by_path.get(sf.path.as_path()).copied();
+            let fl = lines.entry(sf.path.as_path()).or_insert_with(|| {
+                FileLines::new(
+                    file.map_or("", |f| f.original.as_str()),
+                    file.and_then(|f| f.analysis.fixed_text.as_deref()),
+                )
+            });
+            let found = fl.line(sf.line).to_string();
             let mut finding = Finding {
                 file: crate::fsutil::rel(root, &sf.path),
                 line: sf.line,
                 column: sf.column,
                 rule: sf.rule.code().to_string(),
                 dependency: THISERROR.to_string(),
+                key: None,
                 table: None,
                 found,
                 wanted: String::new(),
@@ -302,11 +365,10 @@ pub fn plan(
                 let missing = i.map(|i| &a.missing_dependencies[i]);
                 plan_missing(&mut plan, &mut finding, a, missing, loaded, form, root)?;
             } else {
-                let fixed = file.and_then(|f| f.analysis.fixed_text.as_deref());
-                match fixed.and_then(|t| changed_block(original, t, sf.line)) {
+                match fl.changed_block(sf.line) {
                     Some((old, new)) if sf.fixable => {
-                        finding.found = old;
-                        finding.wanted = new;
+                        finding.found = old.clone();
+                        finding.wanted = new.clone();
                     }
                     _ => finding.wanted = one_line(sf.suggestion.as_deref().unwrap_or(""), " "),
                 }
@@ -506,6 +568,26 @@ fn add_dependency_line(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn changed_blocks_are_the_runs_of_changed_lines() {
+        let fl = FileLines::new("a\n  b\nc\nd\ne\n", Some("a\n  B\nC\nd\nE\n"));
+        assert_eq!(fl.line(2), "b");
+        assert_eq!(fl.line(9), "");
+        assert_eq!(fl.changed_block(1), None);
+        let bc = Some(&("b c".to_string(), "B C".to_string()));
+        assert_eq!(fl.changed_block(2), bc);
+        assert_eq!(fl.changed_block(3), bc);
+        assert_eq!(fl.changed_block(4), None);
+        assert_eq!(
+            fl.changed_block(5),
+            Some(&("e".to_string(), "E".to_string()))
+        );
+        assert_eq!(fl.changed_block(0), None);
+        // a fix that changed the line count is not shown line by line
+        assert_eq!(FileLines::new("a\n", Some("a\nb\n")).changed_block(1), None);
+        assert_eq!(FileLines::new("a\n", None).changed_block(1), None);
+    }
 
     #[test]
     fn majors() {

@@ -56,6 +56,9 @@ pub enum Verdict {
     Error(String),
     /// Not checked: `cargo fmt` skips it too.
     Skipped(String),
+    /// Not checked: an expression `include!`d by the named file, not a list
+    /// of items (rustfmt formats items only; `cargo fmt` does not reach it).
+    NotItems(String),
 }
 
 /// One checked file.

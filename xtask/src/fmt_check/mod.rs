@@ -7,11 +7,15 @@
 //! - [`rustfmt`]: locating and running rustfmt, parsing its output.
 //! - [`check`]: which rustfmt run formats which file; verdicts (line endings).
 //! - [`modscan`]: `mod` declarations (`#[rustfmt::skip]`, module following).
+//! - [`included`]: `include!`d expression files (not formattable as items).
+//! - [`modules`]: `mod name;` items that lead to no file (cargo fmt stops on them).
 //! - [`verify`], [`lexer`], [`tokens`]: `--verify-formatting-only REV`.
 
 pub(crate) mod batch;
 pub(crate) mod check;
 pub(crate) mod files;
+pub(crate) mod included;
+pub(crate) mod modules;
 pub mod rustfmt;
 pub(crate) mod toolchain;
 pub(crate) mod verify;
@@ -90,13 +94,22 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
         .map_err(|_| anyhow::anyhow!("rustfmt probe panicked"))??;
     timing.mark("cargo metadata, policy, walk");
     let mut configs = files::ConfigResolver::default();
-    let checked = check::check(&rustfmt, &plan, &mut configs, &mut notes, &mut timing)?;
+    let mut checked = check::check(&rustfmt, &plan, &mut configs, &mut notes, &mut timing)?;
+    included::set_aside(&plan, &mut checked.reports);
+    let unresolved = modules::unresolved(&plan, |i| {
+        checked
+            .reports
+            .get(i)
+            .filter(|r| r.file == i)
+            .map(|r| r.original.as_str())
+    });
     timing.write_to(err)?;
     let mut printer = Printer::new(args.format.format, "fmt-check", out, err);
     Report {
         plan: &plan,
         reports: &checked.reports,
         warnings: &checked.warnings,
+        unresolved: &unresolved,
         rustfmt: &rustfmt,
         notes,
         fix: args.fix,
@@ -110,6 +123,8 @@ struct Report<'a> {
     plan: &'a files::FileInventory,
     reports: &'a [FileReport],
     warnings: &'a [RustfmtWarning],
+    /// `mod name;` items with no file (cargo fmt stops on them: exit 1).
+    unresolved: &'a [modules::Unresolved],
     rustfmt: &'a rustfmt::Rustfmt,
     notes: Vec<String>,
     fix: bool,
@@ -122,6 +137,8 @@ struct Tally<'a> {
     unformatted: Vec<&'a FileReport>,
     errors: Vec<&'a FileReport>,
     skipped: usize,
+    /// `include!`d expression files (not formattable as items).
+    not_items: Vec<&'a FileReport>,
     /// Checked files `cargo fmt` does not reach.
     standalone: usize,
 }
@@ -133,11 +150,15 @@ impl<'a> Tally<'a> {
             unformatted: with(|v| matches!(v, Verdict::Unformatted { .. })).collect(),
             errors: with(|v| matches!(v, Verdict::Error(_))).collect(),
             skipped: with(|v| matches!(v, Verdict::Skipped(_))).count(),
+            not_items: with(|v| matches!(v, Verdict::NotItems(_))).collect(),
             standalone: reports
                 .iter()
                 .filter(|r| {
                     r.via == Via::Standalone
-                        && !matches!(r.verdict, Verdict::Skipped(_) | Verdict::Error(_))
+                        && !matches!(
+                            r.verdict,
+                            Verdict::Skipped(_) | Verdict::Error(_) | Verdict::NotItems(_)
+                        )
                 })
                 .count(),
         }
@@ -168,11 +189,13 @@ impl Report<'_> {
             }
             anyhow::bail!(msg);
         }
-        Ok(if tally.unformatted.is_empty() || self.fix {
-            Outcome::Holds
-        } else {
-            Outcome::Violations
-        })
+        Ok(
+            if (tally.unformatted.is_empty() || self.fix) && self.unresolved.is_empty() {
+                Outcome::Holds
+            } else {
+                Outcome::Violations
+            },
+        )
     }
 
     /// Every verdict, the notes and the summary.
@@ -187,6 +210,29 @@ impl Report<'_> {
         }
         for r in &tally.errors {
             printer.diagnostic(&self.cannot_format(r))?;
+        }
+        for r in &tally.not_items {
+            if let Verdict::NotItems(by) = &r.verdict {
+                printer.note(
+                    "note",
+                    &format!(
+                        "{}: include!d by {by} as an expression: not formattable as items (rustfmt formats files of items; cargo fmt does not reach it); not checked",
+                        self.rel(r)
+                    ),
+                )?;
+            }
+        }
+        for u in self.unresolved {
+            let msg = u.message();
+            printer.diagnostic(&Diagnostic::error(
+                &u.file,
+                u.line,
+                "fmt-check: module without a file",
+                msg.clone(),
+                format!("{}:{}: error: {msg}", u.file, u.line),
+                &json!({"kind": "unresolved-module", "file": u.file, "line": u.line,
+                        "module": u.name, "candidates": u.candidates, "message": msg}),
+            ))?;
         }
         for n in &self.notes {
             printer.note("note", n)?;
@@ -208,18 +254,39 @@ impl Report<'_> {
             return Ok(());
         }
         let list: Vec<String> = ignored.iter().map(|o| format!("`{o}`")).collect();
-        let how = match &self.rustfmt.pin {
-            Some(p) if !self.rustfmt.is_nightly() => format!(
-                "pin a nightly toolchain in {} (or run `cargo +nightly xtask fmt-check --fix`, with `rustup toolchain install nightly --component rustfmt`)",
+        let install = "`rustup toolchain install nightly --component rustfmt`";
+        // the workspace's own pin, also when the caller overrode it
+        let pin = self
+            .rustfmt
+            .pin
+            .clone()
+            .or_else(|| toolchain::find_pin(&self.plan.root));
+        let how = match &pin {
+            Some(p) if p.channel.starts_with("nightly") => format!(
+                "the workspace pins `{}` in {}, whose rustfmt honours them: run fmt-check without the toolchain override \
+                 (`cargo +toolchain`, RUSTUP_TOOLCHAIN) so that the pinned rustfmt is used",
+                p.channel,
                 p.file.display()
             ),
-            _ => "run `cargo +nightly xtask fmt-check --fix` (install it with `rustup toolchain install nightly --component rustfmt`), or pin nightly in rust-toolchain.toml".to_string(),
+            Some(p) => format!(
+                "a nightly rustfmt honours them: pin a nightly toolchain in {} (or run `cargo +nightly xtask fmt-check --fix`, with {install})",
+                p.file.display()
+            ),
+            None => format!(
+                "a nightly rustfmt honours them: run `cargo +nightly xtask fmt-check --fix` (install it with {install}), or pin nightly in rust-toolchain.toml"
+            ),
         };
         anyhow::bail!(
-            "--fix wrote nothing: {} ignores {} (nightly-only options set in the rustfmt config; see the warnings above),              so {} file(s) would be formatted away from the project's style; a nightly rustfmt honours them: {how};              or pass --allow-ignored-options to format without them",
+            "--fix wrote nothing: {} ignores {} (nightly-only options set in the rustfmt config; see the warnings above), \
+             so it would rewrite the {} without them, possibly away from the project's style; {how}; \
+             or pass --allow-ignored-options to format without them",
             self.rustfmt.describe(),
             list.join(", "),
-            tally.unformatted.len()
+            crate::text::plural(
+                tally.unformatted.len(),
+                "unformatted file",
+                "unformatted files"
+            )
         );
     }
 
@@ -382,10 +449,11 @@ impl Report<'_> {
             unformatted,
             errors,
             skipped,
+            not_items,
             standalone,
         } = tally;
-        let checked = self.reports.len() - skipped;
-        let summary = format!(
+        let checked = self.reports.len() - skipped - not_items.len();
+        let mut summary = format!(
             "{} checked ({standalone} beyond cargo fmt's reach, {skipped} behind #[rustfmt::skip], {} excluded by policy): {} {}, {} cannot be formatted",
             crate::text::plural(checked, "file", "files"),
             self.plan.excluded,
@@ -397,11 +465,24 @@ impl Report<'_> {
             },
             errors.len()
         );
+        if !not_items.is_empty() {
+            summary.push_str(&format!(
+                ", {} include!d as an expression, not formattable as items (not checked)",
+                crate::text::plural(not_items.len(), "file", "files")
+            ));
+        }
+        if !self.unresolved.is_empty() {
+            summary.push_str(&format!(
+                ", {} without a file (cargo fmt stops on them)",
+                crate::text::plural(self.unresolved.len(), "module", "modules")
+            ));
+        }
         printer.summary(
             &format!("fmt-check: {summary}"),
             json!({"checked": checked, "standalone": standalone, "skipped": skipped,
                    "excluded": self.plan.excluded, "unformatted": if self.fix && wrote > 0 { 0 } else { unformatted.len() },
-                   "fixed": wrote, "errors": errors.len()}),
+                   "fixed": wrote, "errors": errors.len(), "unresolved_modules": self.unresolved.len(),
+                   "not_items": not_items.len()}),
         )
     }
 
@@ -410,7 +491,10 @@ impl Report<'_> {
         let mut outside: std::collections::BTreeMap<(String, String), Vec<&str>> =
             Default::default();
         for r in self.reports {
-            if matches!(r.verdict, Verdict::Skipped(_) | Verdict::Error(_)) || r.edition.is_empty()
+            if matches!(
+                r.verdict,
+                Verdict::Skipped(_) | Verdict::Error(_) | Verdict::NotItems(_)
+            ) || r.edition.is_empty()
             {
                 continue;
             }

@@ -4,7 +4,7 @@
 //! `rustup which rustfmt` run in that directory. A pinned toolchain that is
 //! not installed is one error naming it and the command that installs it.
 //!
-//! A leaf: it imports nothing from the crate.
+//! A leaf: it imports only [`crate::limit`].
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -56,10 +56,23 @@ fn channel_of(text: &str) -> Option<String> {
 /// for `cargo fmt`. Otherwise rustup's choice for the caller's directory is
 /// dropped so the workspace's own pin applies.
 fn caller_overrides() -> bool {
-    matches!(
-        std::env::var("RUSTUP_TOOLCHAIN_SOURCE").as_deref(),
-        Ok("cli" | "env")
+    overrides(
+        std::env::var("RUSTUP_TOOLCHAIN").ok().as_deref(),
+        std::env::var("RUSTUP_TOOLCHAIN_SOURCE").ok().as_deref(),
     )
+}
+
+/// [`caller_overrides`] on the two variables. A rustup proxy (`cargo
+/// xtask`) sets both, `RUSTUP_TOOLCHAIN_SOURCE` saying where its choice came
+/// from (`cli`: `+toolchain`; `env`: the user's `RUSTUP_TOOLCHAIN`; else a
+/// toolchain file, an override or the default). Without a source, nothing
+/// came through a proxy (the binary run directly): a `RUSTUP_TOOLCHAIN` there
+/// was set by the user.
+fn overrides(toolchain: Option<&str>, source: Option<&str>) -> bool {
+    match source {
+        Some(s) if !s.is_empty() => matches!(s, "cli" | "env"),
+        _ => toolchain.is_some_and(|t| !t.is_empty()),
+    }
 }
 
 /// The rustfmt binary of the toolchain pinned for `dir`, when `dir` (or a
@@ -84,12 +97,8 @@ pub fn pinned_rustfmt(dir: &Path) -> anyhow::Result<Option<(PathBuf, Pin)>> {
         // one probe, no download behind the user's back
         .env("RUSTUP_AUTO_INSTALL", "0")
         .env("RUST_BACKTRACE", "0");
-    let out = match crate::child::output(
-        &mut cmd,
-        crate::child::Kind::Tool,
-        "`rustup which rustfmt`",
-        None,
-    ) {
+    let what = format!("`rustup which rustfmt` in {}", dir.display());
+    let out = match crate::child::output(&mut cmd, crate::child::Kind::Tool, &what, None) {
         Ok(o) => o,
         // no rustup: the toolchain file means nothing to this installation
         Err(e)
@@ -98,6 +107,7 @@ pub fn pinned_rustfmt(dir: &Path) -> anyhow::Result<Option<(PathBuf, Pin)>> {
         {
             return Ok(None);
         }
+        // past its time limit
         Err(e) => return Err(e),
     };
     if out.status.success() {
@@ -129,6 +139,17 @@ pub fn pinned_rustfmt(dir: &Path) -> anyhow::Result<Option<(PathBuf, Pin)>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_users_toolchain_wins_whether_or_not_a_proxy_passed_it_on() {
+        assert!(overrides(Some("stable"), None));
+        assert!(overrides(Some("nightly"), Some("cli")));
+        assert!(overrides(Some("nightly"), Some("env")));
+        assert!(!overrides(Some("stable"), Some("default")));
+        assert!(!overrides(Some("stable"), Some("toolchain-file")));
+        assert!(!overrides(None, None));
+        assert!(!overrides(Some(""), None));
+    }
 
     #[test]
     fn channels_of_both_file_forms() {

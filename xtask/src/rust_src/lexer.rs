@@ -121,6 +121,172 @@ pub fn split_comments(src: &str) -> (Vec<Comment>, String) {
     (comments, blanked)
 }
 
+/// `src` with every comment and the inside of every string, byte string,
+/// raw string and char literal replaced by spaces (newlines kept; a
+/// literal's quotes stay), so that a byte scan sees only code: brackets,
+/// words and punctuation at their offsets in `src`.
+pub fn code_bytes(src: &str) -> Vec<u8> {
+    let b = src.as_bytes();
+    let mut out = b.to_vec();
+    let blank = |from: usize, to: usize, out: &mut Vec<u8>| {
+        for c in &mut out[from..to.min(b.len())] {
+            if *c != b'\n' {
+                *c = b' ';
+            }
+        }
+    };
+    let mut line = 1;
+    let mut i = 0;
+    if src.starts_with("#!") && !src[2..].trim_start().starts_with('[') {
+        i = src.find('\n').unwrap_or(src.len());
+        blank(0, i, &mut out);
+    }
+    // only `/`, `"` and `'` can start a comment or a literal: jump between them
+    while let Some(off) = memchr::memchr3(b'/', b'"', b'\'', &b[i..]) {
+        let p = i + off;
+        match b[p] {
+            b'/' if b.get(p + 1) == Some(&b'/') => {
+                let end = memchr::memchr(b'\n', &b[p..]).map_or(b.len(), |e| p + e);
+                blank(p, end, &mut out);
+                i = end;
+            }
+            b'/' if b.get(p + 1) == Some(&b'*') => {
+                let mut k = p;
+                let mut depth = 0usize;
+                while k < b.len() {
+                    if b[k] == b'/' && b.get(k + 1) == Some(&b'*') {
+                        depth += 1;
+                        k += 2;
+                    } else if b[k] == b'*' && b.get(k + 1) == Some(&b'/') {
+                        depth -= 1;
+                        k += 2;
+                        if depth == 0 {
+                            break;
+                        }
+                    } else {
+                        k += 1;
+                    }
+                }
+                blank(p, k, &mut out);
+                i = k;
+            }
+            b'"' => {
+                // a raw string: `r`, `br` or `cr` (a whole word), then `#`s
+                let mut h = p;
+                while h > 0 && b[h - 1] == b'#' {
+                    h -= 1;
+                }
+                let hashes = p - h;
+                let word_start = |at: usize| at == 0 || !is_word_byte(b[at - 1]);
+                let raw = h > 0
+                    && b[h - 1] == b'r'
+                    && (word_start(h - 1)
+                        || (h >= 2 && matches!(b[h - 2], b'b' | b'c') && word_start(h - 2)));
+                if raw {
+                    let end = skip_raw_string(b, p, hashes, &mut line);
+                    blank(p + 1, end.saturating_sub(1 + hashes).max(p + 1), &mut out);
+                    i = end;
+                } else if hashes == 0 {
+                    let end = skip_string(b, p, &mut line);
+                    blank(p + 1, end.saturating_sub(1).max(p + 1), &mut out);
+                    i = end;
+                } else {
+                    i = p + 1;
+                }
+            }
+            b'\'' => {
+                let end = skip_quote(src, p);
+                if end > p + 2 {
+                    blank(p + 1, end - 1, &mut out);
+                }
+                i = end.max(p + 1);
+            }
+            _ => i = p + 1,
+        }
+    }
+    out
+}
+
+/// [`code_bytes`] byte by byte: the reference its test compares with.
+#[cfg(test)]
+fn code_bytes_slow(src: &str) -> Vec<u8> {
+    let b = src.as_bytes();
+    let mut out = b.to_vec();
+    let blank = |from: usize, to: usize, out: &mut Vec<u8>| {
+        for c in &mut out[from..to.min(b.len())] {
+            if *c != b'\n' {
+                *c = b' ';
+            }
+        }
+    };
+    let mut line = 1;
+    let mut i = 0;
+    if src.starts_with("#!") && !src[2..].trim_start().starts_with('[') {
+        i = src.find('\n').unwrap_or(src.len());
+        blank(0, i, &mut out);
+    }
+    while i < b.len() {
+        match b[i] {
+            b'/' if b.get(i + 1) == Some(&b'/') => {
+                let end = memchr::memchr(b'\n', &b[i..]).map_or(b.len(), |e| i + e);
+                blank(i, end, &mut out);
+                i = end;
+            }
+            b'/' if b.get(i + 1) == Some(&b'*') => {
+                let start = i;
+                let mut depth = 0usize;
+                while i < b.len() {
+                    if b[i] == b'/' && b.get(i + 1) == Some(&b'*') {
+                        depth += 1;
+                        i += 2;
+                    } else if b[i] == b'*' && b.get(i + 1) == Some(&b'/') {
+                        depth -= 1;
+                        i += 2;
+                        if depth == 0 {
+                            break;
+                        }
+                    } else {
+                        i += 1;
+                    }
+                }
+                blank(start, i, &mut out);
+            }
+            b'"' => {
+                let end = skip_string(b, i, &mut line);
+                blank(i + 1, end.saturating_sub(1).max(i + 1), &mut out);
+                i = end;
+            }
+            b'\'' => {
+                let end = skip_quote(src, i);
+                if end > i + 2 {
+                    blank(i + 1, end - 1, &mut out);
+                }
+                i = end.max(i + 1);
+            }
+            c if is_word_byte(c) => {
+                let start = i;
+                while i < b.len() && is_word_byte(b[i]) {
+                    i += 1;
+                }
+                if matches!(&src[start..i], "r" | "br" | "cr") {
+                    let mut j = i;
+                    while b.get(j) == Some(&b'#') {
+                        j += 1;
+                    }
+                    if b.get(j) == Some(&b'"') {
+                        let hashes = j - i;
+                        let end = skip_raw_string(b, j, hashes, &mut line);
+                        blank(j + 1, end.saturating_sub(1 + hashes).max(j + 1), &mut out);
+                        i = end;
+                    }
+                }
+            }
+            _ => i += 1,
+        }
+    }
+    out
+}
+
 fn is_word_byte(c: u8) -> bool {
     c.is_ascii_alphanumeric() || c == b'_' || c >= 0x80
 }
@@ -190,6 +356,27 @@ fn skip_quote(src: &str, i: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn code_bytes_jumps_to_the_same_result() {
+        let mut texts: Vec<String> = [
+            "let s = \"a // b\"; // c\nlet r = r#\"x \" y\"#; /* d /* e */ f */ let c = '\"';",
+            "fn f<'a>(x: &'a str) -> char { let b = b'{'; let s = br\"}\"; let t = cr##\"a\"#b\"##; '}' }",
+            "let bar = \"q\"; let rr = r\"z\"; let e = '\\''; // end",
+        ]
+        .iter()
+        .map(|t| t.to_string())
+        .collect();
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        for e in walkdir::WalkDir::new(dir).into_iter().flatten() {
+            if e.path().extension().is_some_and(|x| x == "rs") {
+                texts.push(std::fs::read_to_string(e.path()).unwrap());
+            }
+        }
+        for t in &texts {
+            assert_eq!(code_bytes(t), code_bytes_slow(t), "{t}");
+        }
+    }
 
     fn texts(src: &str) -> Vec<String> {
         split_comments(src).0.into_iter().map(|c| c.text).collect()

@@ -3,9 +3,13 @@
 //! `cargo fmt` never formats because their `mod` item carries `#[rustfmt::skip]`.
 
 use std::path::{Path, PathBuf};
+#[cfg(test)]
 use std::str::FromStr as _;
 
-use proc_macro2::{Delimiter, TokenStream, TokenTree};
+#[cfg(test)]
+use proc_macro2::Delimiter;
+#[cfg(test)]
+use proc_macro2::{TokenStream, TokenTree};
 
 /// One `mod name;` item.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -20,15 +24,34 @@ pub struct ModDecl {
     /// Inline modules around it (`mod a { mod b { mod name; } }` -> `["a", "b"]`),
     /// each its `#[path]` if it has one.
     pub inline: Vec<String>,
+    /// 1-based line of its name.
+    pub line: usize,
+    /// Inside a macro invocation or definition other than `cfg_if!` (rustfmt
+    /// follows `cfg_if!` bodies only; rustc only what the macro expands to).
+    pub in_macro: bool,
 }
 
 /// The out-of-line `mod` declarations of `text` (comments ignored), also
-/// those inside macro invocations such as `cfg_if!`; `None` if it does not lex.
+/// those inside macro invocations such as `cfg_if!`; `None` if its brackets
+/// do not balance (it does not lex).
+///
+/// A byte scan over the text with comments and literals blanked
+/// ([`super::lexer::code_bytes`]): no tokens are built, which on a large
+/// workspace is most of the cost of following module trees. It finds what
+/// the token-level scan (`mod_decls_tokens`, kept as the reference its
+/// tests compare with) finds.
 pub fn mod_decls(text: &str) -> Option<Vec<ModDecl>> {
+    let code = super::lexer::code_bytes(text);
+    fast::decls(text, &code)
+}
+
+/// [`mod_decls`] over tokens (`proc_macro2`): the reference implementation.
+#[cfg(test)]
+pub fn mod_decls_tokens(text: &str) -> Option<Vec<ModDecl>> {
     let (_, blanked) = super::lexer::split_comments(text);
     let ts = TokenStream::from_str(&blanked).ok()?;
     let mut out = Vec::new();
-    scan(ts, &mut Vec::new(), false, &mut out);
+    scan(ts, &mut Vec::new(), false, false, &mut out);
     Some(out)
 }
 
@@ -73,7 +96,14 @@ pub fn may_declare_modules(text: &[u8]) -> bool {
     })
 }
 
-fn scan(ts: TokenStream, inline: &mut Vec<String>, skip_all: bool, out: &mut Vec<ModDecl>) {
+#[cfg(test)]
+fn scan(
+    ts: TokenStream,
+    inline: &mut Vec<String>,
+    skip_all: bool,
+    in_macro: bool,
+    out: &mut Vec<ModDecl>,
+) {
     let tts: Vec<TokenTree> = ts.into_iter().collect();
     let mut attrs: Vec<String> = Vec::new();
     let mut i = 0;
@@ -116,14 +146,20 @@ fn scan(ts: TokenStream, inline: &mut Vec<String>, skip_all: bool, out: &mut Vec
                                 path_attr,
                                 skip,
                                 inline: inline.clone(),
+                                line: name.span().start().line,
+                                in_macro,
                             });
                             i = at + 3;
                             attrs.clear();
                             continue;
                         }
                         Some(TokenTree::Group(g)) if g.delimiter() == Delimiter::Brace => {
-                            inline.push(path_attr.unwrap_or_else(|| name.to_string()));
-                            scan(g.stream(), inline, skip, out);
+                            inline.push(path_attr.unwrap_or_else(|| {
+                                let n = name.to_string();
+                                n.strip_prefix("r#")
+                                    .map_or_else(|| n.clone(), str::to_string)
+                            }));
+                            scan(g.stream(), inline, skip, in_macro, out);
                             inline.pop();
                             i = at + 3;
                             attrs.clear();
@@ -136,7 +172,8 @@ fn scan(ts: TokenStream, inline: &mut Vec<String>, skip_all: bool, out: &mut Vec
             }
             TokenTree::Group(g) => {
                 // macro bodies (cfg_if!), blocks: keep looking, same directory
-                scan(g.stream(), inline, skip_all, out);
+                let macro_body = macro_name(&tts[..i]).is_some_and(|m| m != "cfg_if");
+                scan(g.stream(), inline, skip_all, in_macro || macro_body, out);
                 attrs.clear();
             }
             _ => attrs.clear(),
@@ -144,6 +181,20 @@ fn scan(ts: TokenStream, inline: &mut Vec<String>, skip_all: bool, out: &mut Vec
         i += 1;
     }
 }
+
+/// The name of the macro whose body follows `before`: `name! (..)` or
+/// `macro_rules! name {..}` (`macro_rules`); `None` for any other group.
+#[cfg(test)]
+fn macro_name(before: &[TokenTree]) -> Option<String> {
+    let bang = |t: &TokenTree| matches!(t, TokenTree::Punct(p) if p.as_char() == '!');
+    match before {
+        [.., TokenTree::Ident(m), b] if bang(b) => Some(m.to_string()),
+        [.., TokenTree::Ident(m), b, TokenTree::Ident(_)] if bang(b) => Some(m.to_string()),
+        _ => None,
+    }
+}
+
+mod fast;
 
 fn is_skip_attr(attr: &str) -> bool {
     attr == "rustfmt_skip"
@@ -158,13 +209,90 @@ fn path_attr(attr: &str) -> Option<String> {
     Some(lit.strip_prefix('"')?.strip_suffix('"')?.to_string())
 }
 
+/// Whether `text` may invoke `include!`: the word `include` followed,
+/// whitespace aside, by `!` (a `/` or non-ASCII byte there lets it
+/// through). `false` means [`include_paths`] finds nothing, without lexing.
+pub fn may_include(text: &[u8]) -> bool {
+    memchr::memmem::find_iter(text, b"include").any(|at| {
+        if at > 0 && (text[at - 1].is_ascii_alphanumeric() || text[at - 1] == b'_') {
+            return false;
+        }
+        text[at + "include".len()..]
+            .iter()
+            .find(|b| !b.is_ascii_whitespace())
+            .is_some_and(|&b| b == b'!' || b == b'/' || b >= 0x80)
+    })
+}
+
 /// The paths named by `include!("...")` invocations in `text` (comments
 /// ignored, macro bodies included), as written; an `include!` whose argument
 /// is not one string literal (`concat!(env!("OUT_DIR"), ..)`) is skipped.
 pub fn include_paths(text: &str) -> Vec<String> {
-    if memchr::memmem::find(text.as_bytes(), b"include").is_none() {
+    if !may_include(text.as_bytes()) {
         return Vec::new();
     }
+    let code = super::lexer::code_bytes(text);
+    let ws = |mut i: usize| {
+        while i < code.len() && code[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        i
+    };
+    let mut out = Vec::new();
+    for at in memchr::memmem::find_iter(&code, b"include") {
+        let word = |b: u8| b.is_ascii_alphanumeric() || b == b'_' || b >= 0x80;
+        if at > 0 && (word(code[at - 1]) || code[at - 1] == b'#') {
+            continue;
+        }
+        let mut i = ws(at + "include".len());
+        if code.get(i) != Some(&b'!') {
+            continue;
+        }
+        i = ws(i + 1);
+        if !matches!(code.get(i), Some(b'(' | b'[' | b'{')) {
+            continue;
+        }
+        let close = match code[i] {
+            b'(' => b')',
+            b'[' => b']',
+            _ => b'}',
+        };
+        // one string literal (`"..."`, `r#"..."#`), an optional `,`, the close
+        let start = ws(i + 1);
+        let mut j = start;
+        if code.get(j) == Some(&b'r') {
+            j += 1;
+            while code.get(j) == Some(&b'#') {
+                j += 1;
+            }
+        }
+        if code.get(j) != Some(&b'"') {
+            continue;
+        }
+        let hashes = j - start - usize::from(j > start);
+        let Some(q) = memchr::memchr(b'"', &code[j + 1..]) else {
+            continue;
+        };
+        let end = j + 1 + q + 1 + hashes;
+        let mut k = ws(end);
+        if code.get(k) == Some(&b',') {
+            k = ws(k + 1);
+        }
+        if code.get(k) != Some(&close) {
+            continue;
+        }
+        if let Some(lit) = text.get(start..end)
+            && let Ok(s) = syn::parse_str::<syn::LitStr>(lit)
+        {
+            out.push(s.value());
+        }
+    }
+    out
+}
+
+/// [`include_paths`] over tokens: the reference implementation.
+#[cfg(test)]
+fn include_paths_tokens(text: &str) -> Vec<String> {
     let (_, blanked) = super::lexer::split_comments(text);
     let Ok(ts) = TokenStream::from_str(&blanked) else {
         return Vec::new();
@@ -174,6 +302,7 @@ pub fn include_paths(text: &str) -> Vec<String> {
     out
 }
 
+#[cfg(test)]
 fn find_includes(ts: TokenStream, out: &mut Vec<String>) {
     let tts: Vec<TokenTree> = ts.into_iter().collect();
     for (i, tt) in tts.iter().enumerate() {
@@ -225,9 +354,11 @@ pub fn resolve(file: &Path, mod_rs: bool, decl: &ModDecl) -> Vec<(PathBuf, bool)
         return vec![(crate::fsutil::normalize(&b.join(p)), true)];
     }
     base.extend(&decl.inline);
+    // `mod r#trait;` lives in `trait.rs`
+    let name = decl.name.strip_prefix("r#").unwrap_or(&decl.name);
     vec![
-        (base.join(format!("{}.rs", decl.name)), false),
-        (base.join(&decl.name).join("mod.rs"), true),
+        (base.join(format!("{name}.rs")), false),
+        (base.join(name).join("mod.rs"), true),
     ]
 }
 
@@ -280,12 +411,87 @@ mod tests {
         );
         assert_eq!(d[1].path_attr.as_deref(), Some("x/y.rs"));
         assert_eq!(d[2].inline, ["inl"]);
+        assert_eq!(
+            d.iter().map(|m| m.line).collect::<Vec<_>>(),
+            [2, 4, 5, 6, 8]
+        );
+        assert!(d.iter().all(|m| !m.in_macro), "{d:?}");
+        let d = mod_decls("m! { mod a; }\nmacro_rules! n { () => { mod b; } }\n").unwrap();
+        assert!(d.iter().all(|m| m.in_macro), "{d:?}");
+    }
+
+    /// The byte scan finds what the token scan finds: on the unit texts,
+    /// on this workspace's sources and on the unpacked crates in cargo's
+    /// registry (real code of every style), up to a budget.
+    #[test]
+    fn the_byte_scan_agrees_with_the_token_scan() {
+        let mut texts: Vec<(String, String)> = [
+            "mod a;\npub(crate) mod r#type;\n#[path = \"x/y.rs\"]\n#[cfg(unix)]\npub mod y;",
+            "mod inl { #[cfg_attr(rustfmt, rustfmt::skip)] mod z; mod deeper { mod w; } }",
+            "cfg_if::cfg_if! { if #[cfg(unix)] { mod u; } else { mod v; } }",
+            "m! { mod a; }\nmacro_rules! n { () => { mod b; } }\nfn f() { let s = \"mod no;\"; let c = '{'; }\nmod yes;",
+            "#[rustfmt::skip]\nmod r#trait {\n    mod inner;\n}\n/* mod no; */ // mod no;\nunsafe mod u;\n#![allow(x)]\nmod after_inner;",
+            "#[path = r#\"raw dir\"#]\nmod p { mod q; }\nimpl X for Y { fn f<'a>(x: &'a str) { if a != b { mod odd; } } }",
+            "include!(\"a.rs\");\ninclude!(r#\"b.rs\"#,);\nm! { include![\"c.rs\"] }\ninclude!(concat!(\"d\", \".rs\"));\nlet s = \"include!(\\\"no.rs\\\")\";\n// include!(\"no.rs\");\ninclude ! ( \"e.rs\" ) ;",
+        ]
+        .iter()
+        .map(|t| (String::from("unit"), t.to_string()))
+        .collect();
+        let mut dirs = vec![Path::new(env!("CARGO_MANIFEST_DIR")).join("..")];
+        let home = std::env::var_os("CARGO_HOME")
+            .map(std::path::PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cargo")));
+        if let Some(h) = home
+            && let Ok(rd) = std::fs::read_dir(h.join("registry").join("src"))
+        {
+            dirs.extend(rd.flatten().map(|e| e.path()));
+        }
+        let mut budget: usize = 6 << 20;
+        for d in dirs {
+            for e in walkdir::WalkDir::new(&d)
+                .sort_by_file_name()
+                .into_iter()
+                .filter_entry(|e| e.file_name() != "target" && e.file_name() != ".git")
+                .flatten()
+            {
+                if budget == 0 || e.path().extension().is_none_or(|x| x != "rs") {
+                    continue;
+                }
+                let Ok(t) = std::fs::read_to_string(e.path()) else {
+                    continue;
+                };
+                if !(may_declare_modules(t.as_bytes()) || may_include(t.as_bytes()))
+                    || t.len() > budget
+                {
+                    continue;
+                }
+                budget -= t.len();
+                texts.push((e.path().display().to_string(), t));
+            }
+        }
+        for (name, t) in &texts {
+            assert_eq!(include_paths(t), include_paths_tokens(t), "{name}");
+        }
+        let mut compared = 0;
+        for (name, t) in &texts {
+            let Some(want) = mod_decls_tokens(t) else {
+                continue; // does not lex: nothing to agree on
+            };
+            assert_eq!(mod_decls(t), Some(want), "{name}");
+            compared += 1;
+        }
+        assert!(compared >= 20, "{compared}");
     }
 
     #[test]
     fn finds_include_string_literals() {
         let src = "include!(\"a.rs\");\n// include!(\"c.rs\");\nm! { include!(r\"b/x.rs\",); }\ninclude!(concat!(env!(\"OUT_DIR\"), \"/g.rs\"));\nconst S: &str = include_str!(\"t.txt\");\n";
         assert_eq!(include_paths(src), ["a.rs", "b/x.rs"]);
+        assert!(may_include(src.as_bytes()));
+        assert!(may_include(b"include !(\"a.rs\")"));
+        assert!(!may_include(
+            b"// we include nothing\nlet includes = include_str!(\"x\");"
+        ));
     }
 
     #[test]
@@ -295,12 +501,17 @@ mod tests {
             path_attr: None,
             skip: false,
             inline: vec![],
+            line: 1,
+            in_macro: false,
         };
         let r = resolve(Path::new("/c/src/lib.rs"), true, &decl("a"));
         assert_eq!(r[0].0, Path::new("/c/src/a.rs"));
         assert_eq!(r[1].0, Path::new("/c/src/a/mod.rs"));
         let r = resolve(Path::new("/c/src/a.rs"), false, &decl("b"));
         assert_eq!(r[0].0, Path::new("/c/src/a/b.rs"));
+        let r = resolve(Path::new("/c/src/lib.rs"), true, &decl("r#trait"));
+        assert_eq!(r[0].0, Path::new("/c/src/trait.rs"));
+        assert_eq!(r[1].0, Path::new("/c/src/trait/mod.rs"));
         let p = ModDecl {
             path_attr: Some("../g.rs".into()),
             ..decl("g")

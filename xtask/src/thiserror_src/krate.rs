@@ -58,10 +58,10 @@ pub fn has_direct_thiserror(package: &Package, kind: DepKind) -> bool {
 /// Returns the files and the module or include paths that lead to no file
 /// (typically platform modules behind `#[cfg]`), which are skipped.
 #[allow(clippy::type_complexity)]
-fn walk_crate<T>(
+fn walk_crate<T: Send>(
     package: &Package,
     parse: impl Fn(&Path, &[u8]) -> bool,
-    mut analyze: impl FnMut(&Path, &scan::Source<'_>, &syn::File) -> Result<T, SourceError>,
+    analyze: impl Fn(&Path, &scan::Source<'_>, &syn::File) -> Result<T, SourceError> + Sync,
 ) -> anyhow::Result<(Vec<(CrateFile, Option<(String, T)>)>, Vec<PathBuf>)> {
     use std::io::ErrorKind;
     use std::os::unix::fs::MetadataExt as _;
@@ -83,6 +83,8 @@ fn walk_crate<T>(
     let mut index: HashMap<(u64, u64), usize> = HashMap::new();
     let mut missing = BTreeSet::new();
     let mut buf = Vec::new();
+    // (index into `files`, text) of each file the prefilter lets through
+    let mut to_parse: Vec<(usize, PathBuf, String)> = Vec::new();
     for (root, kind) in roots {
         // each entry: the candidate files of one module, in order, and
         // whether it is `include!`d
@@ -128,7 +130,7 @@ fn walk_crate<T>(
             drop(file);
             let bytes = &buf[..n];
             let has_mods = modscan::may_declare_modules(bytes);
-            let has_includes = memchr::memmem::find(bytes, b"include").is_some();
+            let has_includes = modscan::may_include(bytes);
             let wanted = parse(&path, bytes);
             // text only where it is needed (most files: none of these)
             let text = if included || has_mods || has_includes || wanted {
@@ -160,12 +162,11 @@ fn walk_crate<T>(
                 }
             }
             // a file the prefilter clears is not parsed, and its text not kept
-            let analysed = if wanted {
-                let a = with_parsed(&path, text, |src, file| analyze(&path, src, file))?;
-                Some((text.to_string(), a))
-            } else {
-                None
-            };
+            // parsed after the walk, in parallel with the other files
+            if wanted {
+                to_parse.push((files.len(), path.clone(), text.to_string()));
+            }
+            let analysed = None;
             index.insert(key, files.len());
             files.push((
                 CrateFile {
@@ -176,6 +177,21 @@ fn walk_crate<T>(
             ));
             stack.extend(children.into_iter().rev());
         }
+    }
+    // a file of a large crate is parsed beside the others (rayon: on the
+    // caller's pool, the parsing pool in align-deps)
+    use rayon::prelude::*;
+    let parsed: Vec<(usize, Result<T, SourceError>)> = to_parse
+        .par_iter()
+        .map(|(i, path, text)| {
+            (
+                *i,
+                with_parsed(path, text, |src, file| analyze(path, src, file)),
+            )
+        })
+        .collect();
+    for ((i, _, text), (_, r)) in to_parse.into_iter().zip(parsed) {
+        files[i].1 = Some((text, r?));
     }
     Ok((files, missing.into_iter().collect()))
 }
@@ -324,8 +340,20 @@ pub fn analyze_crate_with(
         .map(|p| crate::fsutil::normalize(p))
         .collect();
     let is_exempt = |p: &Path| !exempt.is_empty() && exempt.contains(&crate::fsutil::normalize(p));
+    // rule 4 can apply only where some kind of target lacks a direct
+    // thiserror; elsewhere a file matters only for rules 1-3
+    let rule4 = package
+        .targets
+        .iter()
+        .any(|t| !has_direct_thiserror(package, DepKind::of_target(&t.kind)));
     let parse = |path: &Path, text: &[u8]| {
-        options.parse_all || is_exempt(path) || prefilter::may_hold_a_finding_in(text, &ctx)
+        options.parse_all
+            || is_exempt(path)
+            || if rule4 {
+                prefilter::may_hold_a_finding_in(text, &ctx)
+            } else {
+                prefilter::may_hold_a_format_finding_in(text)
+            }
     };
     let (files, unresolved_modules) = walk_crate(package, parse, |path, src, file| {
         analyze_parsed(path, src, file, &ctx)

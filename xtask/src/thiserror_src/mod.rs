@@ -56,6 +56,7 @@ mod bounds;
 mod fmt;
 mod krate;
 mod lit;
+mod macros;
 pub mod prefilter;
 mod scan;
 mod scope;

@@ -6,8 +6,10 @@
 //! # Why it is exact
 //! Every finding of the source side (rules 1-3, and rule 4's derive site)
 //! comes from a `derive(...)` entry that [`super::scan`] takes for
-//! thiserror's `Error`. The scan sees only what syn parses as items (never the
-//! inside of a macro definition or invocation, nor another file), and
+//! thiserror's `Error`, or from an `#[error(..)]` helper inside a macro's
+//! tokens. The scan sees what syn parses as items, and the tokens of a macro
+//! invocation or definition only when they hold the identifiers `derive`, one
+//! ending in `Error` and `error` followed by `(..)` (never another file); and
 //! identifiers reach it as written (the parser does not normalize them). So a
 //! file the scan reports on contains, as text:
 //! 1. `derive`: the attribute (`#[derive(..)]`, or inside `cfg_attr`);
@@ -18,9 +20,20 @@
 //!    `thiserror::..` names it in the derive or its `use` item, e.g.
 //!    `use thiserror::Error as E`, `use thiserror::*`,
 //!    `extern crate thiserror as te`), or a thiserror helper list: the
-//!    identifier `error` followed, after whitespace, by `(` (`#[error("..")]`,
-//!    `cfg_attr(.., error(..))`; a comment after `error` is let through too,
-//!    as is any `/`).
+//!    identifier `error` in attribute position, after `[` or `,`
+//!    (`#[error("..")]`, `cfg_attr(.., error(..))`), followed by `(`,
+//!    whitespace aside (a comment on either side is let through, as is any
+//!    `/` or non-ASCII byte; `x.error(..)` is no helper).
+//!
+//! Rule 4 is the only rule a derive site alone can trigger, and only in a
+//! crate that lacks a direct `thiserror` dependency for some kind of target
+//! it has. In a crate that has one for every kind, a file is parsed only
+//! when some helper's arguments can matter to rules 1-3
+//! ([`may_hold_a_format_finding_in`]): rule 1 needs `r#` in the message,
+//! rules 2 and 3 need arguments after it, so a helper that is one plain
+//! string literal without `r#` or a backslash, directly followed by `)`
+//! (`#[error("index {0} out of range")]`), gives nothing; nor does
+//! `#[error(transparent)]`.
 //!
 //! Each test is a superset of what it stands for (a comment or string that
 //! mentions these words lets a file through, which only costs a parse). A
@@ -52,27 +65,104 @@ pub fn may_hold_a_finding_in(text: &[u8], ctx: &CrateContext) -> bool {
                 .any(|n| n != "thiserror" && has(n)))
 }
 
-/// Whether `text` contains `thiserror` (always a thiserror name), or the
-/// identifier `error` followed, after whitespace, by `(` or `/`. One pass
-/// over the `error`s. Rust's whitespace outside ASCII (Unicode
-/// `Pattern_White_Space`: U+0085, U+200E, U+200F, U+2028, U+2029) is not
-/// decoded: any non-ASCII byte there lets the file through.
+/// Whether `text` may hold a finding of rules 1-3 (not rule 4's derive
+/// site): a `derive`, `Error`, and a thiserror helper in attribute position
+/// whose arguments may matter ([`helper_may_matter`]). Enough for a crate
+/// that depends on thiserror directly from every kind of target it has
+/// (there rule 4 cannot apply, so derive sites alone find nothing).
+pub fn may_hold_a_format_finding_in(text: &[u8]) -> bool {
+    let has = |needle: &str| memchr::memmem::find(text, needle.as_bytes()).is_some();
+    has("derive") && has("Error") && helpers(text).any(|after| helper_may_matter(&text[after..]))
+}
+
+/// Whether `text` contains `thiserror` (always a thiserror name), or a
+/// thiserror helper list in attribute position ([`helpers`]).
 fn thiserror_or_error_list(text: &[u8]) -> bool {
-    memchr::memmem::find_iter(text, b"error").any(|i| {
-        if i >= 4 && &text[i - 4..i] == b"this" {
-            return true;
+    memchr::memmem::find(text, b"thiserror").is_some() || helpers(text).next().is_some()
+}
+
+fn is_ws(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c)
+}
+
+/// The offsets just after the `(` of each `error(` that may be a helper
+/// attribute: the identifier `error` (or `r#error`) right after `[` (an
+/// attribute, `#[error(..)]`) or `,` (inside `cfg_attr(.., error(..))`),
+/// and before `(`, whitespace aside. A `/` on either side (a comment), a
+/// non-ASCII byte (Unicode whitespace) or a `//` comment on the line before
+/// lets it through; `x.error(..)` and `fn error(..)` are not helpers.
+fn helpers(text: &[u8]) -> impl Iterator<Item = usize> + '_ {
+    memchr::memmem::find_iter(text, b"error").filter_map(move |i| {
+        let ident = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+        let mut k = i;
+        if k >= 2 && &text[k - 2..k] == b"r#" {
+            k -= 2;
         }
-        // a byte of an ASCII identifier before it: another identifier
-        // (a non-ASCII byte may end a whitespace character: let it through)
-        let starts_ident = i == 0 || {
-            let b = text[i - 1];
-            !(b.is_ascii_alphanumeric() || b == b'_')
-        };
-        let after = text[i + "error".len()..]
-            .iter()
-            .find(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c));
-        starts_ident && after.is_some_and(|&b| b == b'(' || b == b'/' || b >= 0x80)
+        if k > 0 && (ident(text[k - 1]) || text[k - 1] == b'#') {
+            return None;
+        }
+        // before: `[` or `,`, whitespace (and comments) aside
+        let mut crossed_line = false;
+        while k > 0 && is_ws(text[k - 1]) {
+            crossed_line |= text[k - 1] == b'\n';
+            k -= 1;
+        }
+        let before_ok = k == 0
+            || matches!(text[k - 1], b'[' | b',' | b'/')
+            || text[k - 1] >= 0x80
+            || (crossed_line && {
+                let line_start = text[..k]
+                    .iter()
+                    .rposition(|&b| b == b'\n')
+                    .map_or(0, |p| p + 1);
+                memchr::memmem::find(&text[line_start..k], b"//").is_some()
+            });
+        // after: `(`, whitespace aside
+        let mut j = i + "error".len();
+        if j < text.len() && ident(text[j]) {
+            return None;
+        }
+        while j < text.len() && is_ws(text[j]) {
+            j += 1;
+        }
+        let after = text.get(j).copied()?;
+        (before_ok && (after == b'(' || after == b'/' || after >= 0x80)).then_some(j + 1)
     })
+}
+
+/// Whether the arguments of a helper (`rest` starts just after its `(`) may
+/// give rules 1-3 something: a format string that is not one plain string
+/// literal without `r#` and without a backslash followed directly by `)`
+/// (no arguments: rules 2 and 3 need arguments, rule 1 an `r#` in the
+/// message) lets it through; so does anything unsure (a raw string, a
+/// comment, non-ASCII). `transparent`, `fmt = ..` and other non-literals
+/// give nothing.
+fn helper_may_matter(rest: &[u8]) -> bool {
+    let mut i = 0;
+    while i < rest.len() && is_ws(rest[i]) {
+        i += 1;
+    }
+    match rest.get(i) {
+        Some(b'"') => {}
+        Some(&c) if c.is_ascii_alphabetic() && c != b'r' => return false,
+        _ => return true,
+    }
+    i += 1;
+    let start = i;
+    while i < rest.len() && rest[i] != b'"' {
+        if rest[i] == b'\\' {
+            return true; // an escape may spell `r#`
+        }
+        i += 1;
+    }
+    if memchr::memmem::find(&rest[start..i.min(rest.len())], b"r#").is_some() {
+        return true;
+    }
+    i += 1;
+    while i < rest.len() && is_ws(rest[i]) {
+        i += 1;
+    }
+    rest.get(i) != Some(&b')')
 }
 
 #[cfg(test)]
@@ -117,8 +207,51 @@ mod tests {
             "#[derive(Debug)] pub struct MyError; fn f() { tracing::error!(\"x\") }",
             "#[derive(Debug)] pub struct MyError; fn f() { myerror(1) }",
             "use thiserror::Error; // imported, never used",
+            "#[derive(Debug)] pub struct MyError; fn f(p: P) { p.error(\"x\") }",
+            "#[derive(Debug)] pub struct MyError; fn error(x: u8) {}",
         ] {
             assert!(!may(text), "{text}");
+        }
+    }
+
+    #[test]
+    fn helpers_in_attribute_position_only() {
+        let found = |t: &str| helpers(t.as_bytes()).count();
+        assert_eq!(found("#[error(\"x\")]"), 1);
+        assert_eq!(found("#[ error (\"x\")]"), 1);
+        assert_eq!(found("#[cfg_attr(x, error(\"x\"))]"), 1);
+        assert_eq!(found("#[r#error(\"x\")]"), 1);
+        assert_eq!(found("#[\n    // the message\n    error(\"x\")\n]"), 1);
+        assert_eq!(found("#[/* c */ error(\"x\")]"), 1);
+        assert_eq!(
+            found("p.error(\"x\"); fn error() {} let errors = 1; e.error ;"),
+            0
+        );
+    }
+
+    #[test]
+    fn format_findings_need_arguments_or_raw_identifiers() {
+        let fmt = |t: &str| may_hold_a_format_finding_in(t.as_bytes());
+        let item =
+            |attr: &str| format!("#[derive(Debug, thiserror::Error)]\n{attr}\npub struct E(u8);\n");
+        for needs in [
+            "#[error(\"{r#type}\")]",
+            "#[error(\"{0} {}\", .1)]",
+            "#[error(\"{x}\", x = 1)]",
+            "#[error(r\"{0}\")]",
+            "#[error(\"\\x7br\\x23type}\")]",
+            "#[error(\"{0}\" /* c */)]",
+            "#[cfg_attr(all(), error(\"{0}\", .0))]",
+        ] {
+            assert!(fmt(&item(needs)), "{needs}");
+        }
+        for clear in [
+            "#[error(\"plain {0}\")]",
+            "#[error( \"plain\" )]",
+            "#[error(transparent)]",
+            "#[error(fmt = my_fmt)]",
+        ] {
+            assert!(!fmt(&item(clear)), "{clear}");
         }
     }
 }

@@ -15,7 +15,7 @@ use syn::{Attribute, Fields, Generics, Ident, Meta, MetaList, Token};
 use super::bounds::{bound_trait, has_bound, mentions_type_param};
 use super::fmt::{self, ArgKind, ArgRef, Placeholder};
 use super::scope::Scope;
-use super::{CrateContext, DeriveSite, DeriveVia, Rule, SourceFinding, lit};
+use super::{CrateContext, DeriveSite, DeriveVia, Rule, SourceFinding, lit, macros};
 use crate::edit::{Splice, try_apply_splices};
 
 /// The file's text and the map from the parser's byte offsets (relative to
@@ -157,6 +157,30 @@ impl<'ast> Visit<'ast> for Scanner<'_> {
     fn visit_item_enum(&mut self, e: &'ast syn::ItemEnum) {
         self.check_item(&e.attrs, &e.generics, &e.ident, Body::Enum(&e.variants));
         visit::visit_item_enum(self, e);
+    }
+
+    /// A macro invocation or `macro_rules!` definition: its tokens that are
+    /// items are scanned as items (in the enclosing scope); see [`macros`].
+    fn visit_macro(&mut self, m: &'ast syn::Macro) {
+        if !macros::may_hold(&m.tokens) {
+            return;
+        }
+        let mut found = macros::MacroTokens::default();
+        let src = self.src;
+        let locate = macros::Locate {
+            text: src.text,
+            range: &|span| src.range(span),
+            line_col: &|at| src.line_col(at),
+        };
+        macros::read(m.tokens.clone(), self.path, &locate, &mut found);
+        self.out.findings.append(&mut found.findings);
+        for file in &found.items {
+            self.scopes.push(Scope::of_items(false, file.items.iter()));
+            for item in &file.items {
+                self.visit_item(item);
+            }
+            self.scopes.pop();
+        }
     }
 }
 

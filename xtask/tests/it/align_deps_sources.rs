@@ -375,7 +375,7 @@ fn one_run_moves_thiserror_1_code_to_thiserror_2_and_it_compiles() {
         "{out}"
     );
     assert!(
-        out.contains("align-deps: 14 violations in 9 files, 13 fixable; run `cargo xtask align-deps` to fix those, the rest need a person"),
+        out.contains(&format!("align-deps: 14 violations in 9 files, 13 fixable; run `cargo xtask align-deps --workspace {}` to fix those, the rest need a person", ws.display())),
         "{out}"
     );
     assert_unchanged(&before, &ws, "--check");
@@ -597,11 +597,19 @@ fn a_source_file_that_does_not_parse_is_exit_2_and_nothing_is_written() {
     let (code, out, err) = align(ws, &["--check"]);
     assert_eq!(code, 1, "{out}{err}");
     assert!(!err.contains("codes.rs"), "{err}");
-    // one that may hold one is parsed, and not parsing stops the run
+    // nor is one whose messages cannot matter to thiserror 2 (no `r#`, no arguments)
     write(
         ws,
         "app/src/codes.rs",
         "#[derive(Debug, thiserror::Error)]\n#[error(\"code\")]\npub struct Code(u8);\nfn broken( {\n",
+    );
+    let (code, out, err) = align(ws, &["--check"]);
+    assert_eq!(code, 1, "{out}{err}");
+    // one that may hold one is parsed, and not parsing stops the run
+    write(
+        ws,
+        "app/src/codes.rs",
+        "#[derive(Debug, thiserror::Error)]\n#[error(\"code {}\", .0)]\npub struct Code(u8);\nfn broken( {\n",
     );
     let before = snapshot(ws);
     for extra in [&["--check"][..], &[]] {

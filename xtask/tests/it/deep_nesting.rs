@@ -7,9 +7,11 @@ use std::process::Command;
 
 use crate::support::{drifted_fleet, snapshot};
 
+/// A file with a thiserror type whose message has an argument (so the
+/// prefilter lets it through to the parser) and the given nesting.
 fn deep_source(generics: usize, parens: usize, modules: usize) -> String {
     format!(
-        "use thiserror::Error;\n\n#[derive(Debug, Error)]\n#[error(\"e\")]\npub struct E;\n\npub type Deep = {}u8{};\n\npub fn p() -> u32 {{\n    {}1{}\n}}\n\n{}pub fn inner() {{}}\n{}\n",
+        "use thiserror::Error;\n\n#[derive(Debug, Error)]\n#[error(\"e {{}}\", 1)]\npub struct E;\n\npub type Deep = {}u8{};\n\npub fn p() -> u32 {{\n    {}1{}\n}}\n\n{}pub fn inner() {{}}\n{}\n",
         "Vec<".repeat(generics),
         ">".repeat(generics),
         "(".repeat(parens),

@@ -135,12 +135,25 @@ fn a_stale_exemption_is_a_finding_at_its_policy_line() {
         for line in [
             "policy/fleet.toml:15: source = \"crates/legacy/src/error.rs\" -> (no such entry) [needs a person] (this source exemption matches nothing: crates/legacy/src/error.rs has no thiserror 2 finding; drop the [[exempt]] entry (its reason: frozen until the rewrite))",
             "policy/fleet.toml:19: package = \"gone\" -> (no such entry) [needs a person] (this package exemption matches nothing: no member of the workspace is the package `gone`",
-            "policy/fleet.toml:23: manifest = \"crates/ok/Cargo.toml\" -> (no such entry) [needs a person] (this declaration exemption matches nothing: its declarations of `thiserror` hold the policy",
+            "policy/fleet.toml:23: manifest = \"crates/ok/Cargo.toml\" -> (no such entry) [needs a person] (this declaration exemption matches nothing: its declaration under the key `thiserror` of a policy dependency holds the policy (or there is none)",
         ] {
             assert!(out.contains(line), "{line}\n{out}");
         }
         // the exemptions in use are still shown
         assert!(out.contains("exempt: package `shim`"), "{out}");
+    }
+    // in JSON a stale exemption names a dependency only when it is about one
+    let (_, out, _) = align(&root, &["--check", "--format", "json"]);
+    let stale: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|r| r["rule"] == "stale-exemption")
+        .collect();
+    assert_eq!(stale.len(), 3, "{out}");
+    for r in &stale {
+        let declaration = r["found"].as_str().unwrap().starts_with("manifest");
+        assert_eq!(r.get("dependency").is_some(), declaration, "{r}");
+        assert_ne!(r["dependency"], "", "{r}");
     }
     assert_eq!(snapshot(&root), before);
 }
@@ -218,9 +231,19 @@ fn a_rust_version_below_what_the_fix_needs_is_a_finding_and_nothing_is_written()
     let (code, out, err) = align(&root, &["--check"]);
     assert_eq!(code, 1, "{out}{err}");
     assert!(
-        out.contains("Cargo.toml:8: rust-version = \"1.60.0\" -> rust-version = \"1.64\" or later [needs a person] (`a` declares Rust 1.60.0, but the fix needs 1.64: `workspace = true` needs Cargo 1.64; raise rust-version, or exempt `a` in the policy; align-deps writes nothing until then)"),
+        out.contains("Cargo.toml:8: rust-version = \"1.60\" -> rust-version = \"1.64\" or later [needs a person] (`a` declares Rust 1.60, but the fix needs 1.64: `workspace = true` needs Cargo 1.64; raise rust-version, or exempt `a` in the policy; align-deps writes nothing until then)"),
         "{out}"
     );
+    // the summary of --check says that a fix would write nothing
+    assert!(
+        out.contains("align-deps: 2 violations in 2 files, 1 fixable once the toolchain floor findings above are settled; until then a fix writes nothing"),
+        "{out}"
+    );
+    assert!(!out.contains("run `cargo xtask align-deps"), "{out}");
+    // and the command to run keeps the --policy the user gave
+    let policy = root.join("policy/fleet.toml");
+    let (_, out, _) = align(&root, &["--check", "--policy", policy.to_str().unwrap()]);
+    assert!(out.contains("1 fixable once the toolchain floor"), "{out}");
     let (code, out, err) = align(&root, &[]);
     assert_eq!(code, 1, "{out}{err}");
     assert!(
@@ -263,7 +286,7 @@ fn thiserror_2_needs_its_own_rust_version_without_inheritance() {
     let (code, out, _) = align(&root, &["--check"]);
     assert_eq!(code, 1);
     assert!(
-        out.contains("crates/a/Cargo.toml:6: rust-version = \"1.60.0\" -> rust-version = \"1.61\" or later [needs a person] (`a` declares Rust 1.60.0, but the fix needs 1.61: thiserror \"2\" needs Rust 1.61"),
+        out.contains("crates/a/Cargo.toml:6: rust-version = \"1.60\" -> rust-version = \"1.61\" or later [needs a person] (`a` declares Rust 1.60, but the fix needs 1.61: thiserror \"2\" needs Rust 1.61"),
         "{out}"
     );
     member("1.61");
@@ -399,7 +422,17 @@ fn summary_lines_count_right() {
     let (code, out, _) = align(&root, &["--check"]);
     assert_eq!(code, 1);
     assert!(
-        out.contains("align-deps: 1 violation in 1 file, all fixable; run `cargo xtask align-deps` to fix them"),
+        out.contains(&format!("align-deps: 1 violation in 1 file, all fixable; run `cargo xtask align-deps --workspace {}` to fix them", root.display())),
+        "{out}"
+    );
+    let policy = root.join("policy/fleet.toml");
+    let (_, out, _) = align(&root, &["--check", "--policy", policy.to_str().unwrap()]);
+    assert!(
+        out.contains(&format!(
+            "run `cargo xtask align-deps --workspace {} --policy {}` to fix them",
+            root.display(),
+            policy.display()
+        )),
         "{out}"
     );
     let (code, out, _) = align(&root, &[]);

@@ -18,6 +18,7 @@ mod gpu_test;
 mod large_fleets;
 mod policy_mistakes;
 mod prefilter;
+mod real_code;
 mod renamed_thiserror;
 mod support;
 mod thiserror_src;

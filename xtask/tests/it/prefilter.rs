@@ -7,8 +7,7 @@ use std::path::Path;
 
 use crate::support::{RealShape, add_sources, drifted_fleet, real_workspace, write};
 use crate::thiserror_src::{fixture, packages};
-use xtask::thiserror_src::prefilter::may_hold_a_finding;
-use xtask::thiserror_src::{AnalyzeOptions, CrateContext, analyze_crate, analyze_crate_with};
+use xtask::thiserror_src::{AnalyzeOptions, analyze_crate, analyze_crate_with};
 
 /// Each file reaches thiserror's derive in another way; every one of them
 /// has a finding when parsed (so a prefilter that clears it fails the test).
@@ -49,14 +48,22 @@ const TRICKY: &[(&str, &str)] = &[
         "spaced.rs",
         "#[derive(Debug, helper::Error)]\n#[error\n\t(\"{r#type}\")]\npub struct N { r#type: u8 }\n",
     ),
-];
-
-/// Files the scan never reports on, parsed or not: a derive inside a macro
-/// definition, words in comments and strings only.
-const INERT: &[(&str, &str)] = &[
     (
         "macro_made.rs",
         "macro_rules! mk {\n    ($n:ident) => {\n        #[derive(Debug, thiserror::Error)]\n        #[error(\"{r#type}\")]\n        pub struct $n { r#type: u8 }\n    };\n}\nmk!(Made);\n",
+    ),
+    (
+        "macro_items.rs",
+        "macro_rules! items {\n    ($($i:item)*) => { $($i)* };\n}\nitems! {\n    #[derive(Debug, thiserror::Error)]\n    #[error(\"{r#type}\")]\n    pub struct In { r#type: u8 }\n}\n",
+    ),
+];
+
+/// Files the scan never reports on, parsed or not: words in comments and
+/// strings only, a derive inside a macro without a helper that could matter.
+const INERT: &[(&str, &str)] = &[
+    (
+        "macro_plain.rs",
+        "macro_rules! mk {\n    ($n:ident) => {\n        #[derive(Debug, thiserror::Error)]\n        #[error(\"plain {0}\")]\n        pub struct $n(u8);\n    };\n}\nmk!(Made);\n",
     ),
     (
         "words.rs",
@@ -106,22 +113,38 @@ fn compare(root: &Path) -> (usize, usize, usize) {
     let (mut files, mut cleared, mut findings) = (0, 0, 0);
     for p in packages(root) {
         let filtered = analyze_crate(&p).unwrap();
-        let mut full = analyze_crate_with(&p, &all).unwrap();
-        let ctx = CrateContext::for_package(&p);
+        let full = analyze_crate_with(&p, &all).unwrap();
         files += full.files.len();
         findings += full.findings.len();
-        // a cleared file keeps no text; its analysis is the one parsing gives
-        for (f, g) in full.files.iter_mut().zip(&filtered.files) {
-            let may = may_hold_a_finding(&f.original, &ctx);
-            assert_eq!(g.original.is_empty(), !may || f.original.is_empty());
-            if !may {
+        assert_eq!(full.files.len(), filtered.files.len(), "{}", p.name);
+        for (f, g) in full.files.iter().zip(&filtered.files) {
+            assert_eq!(f.path, g.path);
+            if g.original.is_empty() && !f.original.is_empty() {
+                // not parsed: parsing it finds nothing, fixes nothing
                 cleared += 1;
-                f.original.clear();
+                assert!(
+                    f.analysis.findings.is_empty() && f.analysis.fixed_text.is_none(),
+                    "{}: the prefilter cleared a file with findings",
+                    f.path.display()
+                );
+            } else {
+                assert_eq!(f.analysis, g.analysis, "{}", f.path.display());
             }
         }
         assert_eq!(
-            filtered, full,
-            "{}: the prefilter changed the analysis",
+            (
+                &filtered.findings,
+                &filtered.missing_dependencies,
+                &filtered.unresolved_modules,
+                &filtered.exempted
+            ),
+            (
+                &full.findings,
+                &full.missing_dependencies,
+                &full.unresolved_modules,
+                &full.exempted
+            ),
+            "{}: the prefilter changed what is found",
             p.name
         );
     }

@@ -102,7 +102,8 @@ pub fn cargo_check(root: &Path, target: &Path) -> (bool, String) {
         if offline {
             cmd.arg("--offline");
         }
-        let out = cmd.output().unwrap();
+        // a time limit: a hung cargo fails the test instead of hanging the run
+        let out = xtask::child::output(&mut cmd, xtask::child::Kind::Build, "cargo", None).unwrap();
         (
             out.status.success(),
             String::from_utf8_lossy(&out.stderr).into_owned(),
@@ -544,4 +545,10 @@ pub fn real_workspace(root: &Path, shape: RealShape) -> io::Result<Fleet> {
         )?;
     }
     Ok(fleet)
+}
+
+/// `cmd`'s output, the command killed (and the test failed) past the tool
+/// limit (`XTASK_TOOL_TIMEOUT`, five minutes by default).
+pub fn output_within(cmd: &mut std::process::Command) -> std::process::Output {
+    xtask::child::output(cmd, xtask::child::Kind::Tool, "a test's command", None).unwrap()
 }

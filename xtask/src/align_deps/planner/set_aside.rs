@@ -1,6 +1,7 @@
-//! Declarations the plan leaves alone (issue 14, item 3): those a
-//! declaration exemption of the policy names (`[[exempt]]` with `manifest`
-//! and `dependency`; judged in `align_deps::exempt`), and those inside a
+//! Declarations the plan leaves alone: the one a declaration exemption of
+//! the policy names (`[[exempt]]` with `manifest` and `dependency`, the
+//! declaration's key: `thiserror`, or `thiserror_sgx` for `thiserror_sgx = {
+//! package = "thiserror", .. }`; judged in `align_deps::exempt`), and those inside a
 //! section that cargo-hakari manages.
 //!
 //! cargo-hakari writes a `workspace-hack` crate's dependencies between
@@ -85,7 +86,7 @@ impl<'a> Ctx<'_, 'a> {
         for u in uses {
             let exempt = self.exemptions.iter().any(|e| {
                 matches!(&e.kind, ExemptKind::Declaration { manifest, dependency }
-                    if *manifest == u.m.rel && dependency == self.name)
+                    if *manifest == u.m.rel && dependency == u.decl.key.get())
             });
             if exempt {
                 continue;
@@ -110,6 +111,7 @@ impl<'a> Ctx<'_, 'a> {
                 column,
                 rule: "hakari".into(),
                 dependency: self.name.into(),
+                key: Some(u.decl.key.get().to_string()),
                 table: Some(u.table.into()),
                 found,
                 wanted: format!(
