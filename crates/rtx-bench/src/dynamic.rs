@@ -171,8 +171,8 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
 /// docs): the edges made on the device (`index_random`, bit for bit
 /// `harris_like`'s host lists), the model on their device lists.
 fn hetgat_sampled(g: &CudaBackend, args: &Args) -> anyhow::Result<()> {
-    use rtx_gnn::testing::harris_like;
-    use rtx_gnn::{HetGat, HetGatConfig, IndexGraph, NodeType};
+    use rtx_gnn::testing::{harris_like, harris_like_lists};
+    use rtx_gnn::{HetGat, HetGatConfig, IndexGraph};
     let (na, nb) = (200_000usize, 100_000usize);
     let edges = [30_000usize, 20_000, 25_000];
     let cfg = HetGatConfig {
@@ -183,28 +183,9 @@ fn hetgat_sampled(g: &CudaBackend, args: &Args) -> anyhow::Result<()> {
     let host_sample = |step: u64| harris_like(na, nb, edges, seed_of(step));
     // the same lists as `harris_like`, made on the device
     let device_sample = |step: u64| -> anyhow::Result<IndexGraph<CudaBackend>> {
-        let n = [na, nb];
-        let types = vec![
-            NodeType {
-                name: "a".into(),
-                nodes: na,
-            },
-            NodeType {
-                name: "b".into(),
-                nodes: nb,
-            },
-        ];
-        let rels = [("aa", 0usize, 0usize), ("ab", 0, 1), ("ba", 1, 0)]
-            .iter()
-            .zip(edges)
-            .enumerate()
-            .map(|(i, (&(name, s, d), e))| {
-                let s_seed = seed_of(step) + 10 * i as u64;
-                let src = g.index_random(s_seed, 0, e, n[s], false)?;
-                let dst = g.index_random(s_seed + 1, 0, e, n[d], true)?;
-                Ok((name.to_string(), s, d, src, dst))
-            })
-            .collect::<anyhow::Result<Vec<_>>>()?;
+        let (types, rels) = harris_like_lists(na, nb, edges, seed_of(step), |s, e, rows, hub| {
+            g.index_random(s, 0, e, rows, hub)
+        })?;
         Ok(IndexGraph::new(g, types, rels)?)
     };
     let g0 = host_sample(0)?;

@@ -17,6 +17,25 @@ use crate::{HetGat, HetGatConfig, HeteroGraph, NodeType, Result};
 /// # Errors
 /// [`crate::Error::Graph`] when a node count is 0 and the relation has edges.
 pub fn harris_like(na: usize, nb: usize, edges: [usize; 3], seed: u64) -> Result<HeteroGraph> {
+    let (types, rels) = harris_like_lists(na, nb, edges, seed, |s, e, rows, hub| {
+        Ok::<_, crate::Error>((0..e as u64).map(|k| index(s, k, rows, hub)).collect())
+    })?;
+    HeteroGraph::new(types, rels)
+}
+
+/// The node types and relations of [`harris_like`], each edge list made by
+/// `make(stream, len, rows, hub)`: entry `k` must be
+/// `index(stream, k, rows, hub)` (a device backend makes them where they live).
+///
+/// # Errors
+/// What `make` returns.
+pub fn harris_like_lists<I, E>(
+    na: usize,
+    nb: usize,
+    edges: [usize; 3],
+    seed: u64,
+    mut make: impl FnMut(u64, usize, usize, bool) -> std::result::Result<I, E>,
+) -> std::result::Result<(Vec<NodeType>, Vec<crate::StoreRelation<I>>), E> {
     let types = vec![
         NodeType {
             name: "a".into(),
@@ -28,22 +47,18 @@ pub fn harris_like(na: usize, nb: usize, edges: [usize; 3], seed: u64) -> Result
         },
     ];
     let n = [na, nb];
-    let rels = [("aa", 0usize, 0usize), ("ab", 0, 1), ("ba", 1, 0)]
+    let mut rels = Vec::with_capacity(3);
+    for (i, (&(name, s, d), e)) in [("aa", 0usize, 0usize), ("ab", 0, 1), ("ba", 1, 0)]
         .iter()
         .zip(edges)
         .enumerate()
-        .map(|(i, (&(name, s, d), e))| {
-            let s_seed = seed + 10 * i as u64;
-            let src = (0..e as u64)
-                .map(|k| index(s_seed, k, n[s], false))
-                .collect();
-            let dst = (0..e as u64)
-                .map(|k| index(s_seed + 1, k, n[d], true))
-                .collect();
-            (name.to_string(), s, d, src, dst)
-        })
-        .collect();
-    HeteroGraph::new(types, rels)
+    {
+        let s_seed = seed + 10 * i as u64;
+        let src = make(s_seed, e, n[s], false)?;
+        let dst = make(s_seed + 1, e, n[d], true)?;
+        rels.push((name.to_string(), s, d, src, dst));
+    }
+    Ok((types, rels))
 }
 
 /// The seed of [`training_bits`]'s model.
