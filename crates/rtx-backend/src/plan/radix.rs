@@ -66,6 +66,65 @@ impl<T> Shared<T> {
     }
 }
 
+/// Entries a digit's write-combining buffer holds: one 64-byte line of keys
+/// and one of values.
+const LINE: usize = 16;
+
+/// Per-digit write-combining buffers of one part: items are written out a
+/// whole cache line at a time, so a pass's scattered writes go to as many
+/// lines as there are digits instead of one line per item.
+struct Combiner {
+    keys: Vec<u32>,
+    vals: Vec<u32>,
+    fill: Vec<u8>,
+}
+
+impl Combiner {
+    fn new(radix: usize) -> Combiner {
+        Combiner {
+            keys: vec![0; radix * LINE],
+            vals: vec![0; radix * LINE],
+            fill: vec![0; radix],
+        }
+    }
+
+    /// Buffers `(k, v)` under digit `d`; a full buffer is returned (and
+    /// counts as emptied) for the caller to write out.
+    fn push(&mut self, d: usize, k: u32, v: u32) -> Option<(usize, &[u32], &[u32])> {
+        let f = usize::from(self.fill[d]);
+        self.keys[d * LINE + f] = k;
+        self.vals[d * LINE + f] = v;
+        if f + 1 == LINE {
+            self.fill[d] = 0;
+            let r = d * LINE..(d + 1) * LINE;
+            Some((d, &self.keys[r.clone()], &self.vals[r]))
+        } else {
+            self.fill[d] = (f + 1) as u8;
+            None
+        }
+    }
+
+    /// What digit `d`'s buffer still holds.
+    fn rest(&self, d: usize) -> (&[u32], &[u32]) {
+        let r = d * LINE..d * LINE + usize::from(self.fill[d]);
+        (&self.keys[r.clone()], &self.vals[r])
+    }
+}
+
+/// Writes `keys` and `vals` to places `at..` of the outputs.
+///
+/// # Safety
+/// As [`Shared::write`] for every place `at..at + keys.len()`.
+unsafe fn flush(ko: Shared<u32>, vo: Shared<u32>, at: usize, keys: &[u32], vals: &[u32]) {
+    for (i, (&k, &v)) in keys.iter().zip(vals).enumerate() {
+        // SAFETY: the caller's contract.
+        unsafe {
+            ko.write(at + i, k);
+            vo.write(at + i, v);
+        }
+    }
+}
+
 /// The plan of `idx` (every entry `< rows`, at most `u32::MAX` of them)
 /// into `rows` rows, sorted in `parts` parts.
 pub(super) fn plan(idx: &[u32], rows: usize, n_offsets: usize, parts: usize) -> Result<IndexPlan> {
@@ -121,17 +180,23 @@ pub(super) fn plan(idx: &[u32], rows: usize, n_offsets: usize, parts: usize) -> 
             .zip(starts.par_iter_mut())
             .enumerate()
             .for_each(|(p, (c, st))| {
+                let mut wc = Combiner::new(radix);
                 for (j, &k) in c.iter().enumerate() {
-                    let d = digit(k);
                     let v = vin.map_or((p * part + j) as u32, |v| v[p * part + j]);
-                    // SAFETY: st[d] runs over this part's own range of the
-                    // output for digit d (the counts' scan gives each (digit,
-                    // part) a disjoint range of the n places), below n.
-                    unsafe {
-                        ko.write(st[d], k);
-                        vo.write(st[d], v);
+                    if let Some((d, keys, vals)) = wc.push(digit(k), k, v) {
+                        // SAFETY: st[d].. is this part's own range of the
+                        // output for digit d (the counts' scan gives each
+                        // (digit, part) a disjoint range of the n places);
+                        // the part has at least this many items of digit d.
+                        unsafe { flush(ko, vo, st[d], keys, vals) };
+                        st[d] += keys.len();
                     }
-                    st[d] += 1;
+                }
+                for (d, at) in st.iter_mut().enumerate() {
+                    let (keys, vals) = wc.rest(d);
+                    // SAFETY: as above, the last items of digit d.
+                    unsafe { flush(ko, vo, *at, keys, vals) };
+                    *at += keys.len();
                 }
             });
         // SAFETY: both have capacity n (allocated so, never shrunk), and the
