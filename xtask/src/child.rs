@@ -98,12 +98,17 @@ pub fn output(
         (Some(bytes), Some(mut stdin)) => Some(std::thread::spawn(move || stdin.write_all(&bytes))),
         _ => None,
     };
+    // each drain says when its pipe closed (the child ended, as a rule):
+    // waited on without polling, so the end is seen at once
+    let (closed_tx, closed) = std::sync::mpsc::channel::<()>();
     let drain = |pipe: Option<Box<dyn Read + Send>>| {
+        let closed_tx = closed_tx.clone();
         std::thread::spawn(move || {
             let mut buf = Vec::new();
             if let Some(mut p) = pipe {
                 let _ = p.read_to_end(&mut buf);
             }
+            let _ = closed_tx.send(());
             buf
         })
     };
@@ -119,6 +124,14 @@ pub fn output(
             .take()
             .map(|p| Box::new(p) as Box<dyn Read + Send>),
     );
+    drop(closed_tx);
+    for _ in 0..2 {
+        // past the limit, `wait` kills the child (its pipes then close)
+        let left = limit.saturating_sub(start.elapsed());
+        if closed.recv_timeout(left).is_err() {
+            break;
+        }
+    }
     let status = wait(&mut child, kind, (start, limit), what)?;
     if let Some(w) = writer {
         let _ = w.join();
@@ -152,7 +165,7 @@ pub fn wait(
     (start, limit): (Instant, Duration),
     what: &str,
 ) -> anyhow::Result<ExitStatus> {
-    let mut pause = Duration::from_millis(1);
+    let mut pause = Duration::from_micros(200);
     loop {
         if let Some(st) = child
             .try_wait()
