@@ -63,6 +63,36 @@ pub fn unified_diff(path: &str, old: &str, new: &str) -> String {
         .to_string()
 }
 
+/// A writer that passes everything on to another and counts the bytes.
+pub struct CountingWriter<'a> {
+    inner: &'a mut dyn std::io::Write,
+    written: usize,
+}
+
+impl<'a> CountingWriter<'a> {
+    /// Counts what goes to `inner`.
+    pub fn new(inner: &'a mut dyn std::io::Write) -> Self {
+        CountingWriter { inner, written: 0 }
+    }
+
+    /// The bytes written so far.
+    pub fn written(&self) -> usize {
+        self.written
+    }
+}
+
+impl std::io::Write for CountingWriter<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.written += n;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,7 +8,8 @@
 //! `--check` must not do).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use cargo_metadata::semver::{Op, Version, VersionReq};
 use serde::Deserialize;
@@ -30,6 +31,78 @@ struct LockPackage {
     dependencies: Vec<String>,
 }
 
+/// One read of a `Cargo.lock`: its text, parsed (each way at most once).
+pub(crate) struct LockText {
+    text: String,
+    typed: OnceLock<Result<Lock, String>>,
+    table: OnceLock<Option<toml::Table>>,
+}
+
+impl LockText {
+    fn typed(&self) -> &Result<Lock, String> {
+        self.typed
+            .get_or_init(|| toml::from_str::<Lock>(&self.text).map_err(|e| e.message().to_string()))
+    }
+
+    /// The lockfile as a plain TOML table (`None`: it does not parse).
+    pub(crate) fn table(&self) -> Option<&toml::Table> {
+        self.table
+            .get_or_init(|| toml::from_str::<toml::Table>(&self.text).ok())
+            .as_ref()
+    }
+}
+
+/// The last lockfile read, by path, with the state it was read in.
+type Memo = (
+    PathBuf,
+    crate::thiserror_src::prefetch::FileKey,
+    Arc<LockText>,
+);
+static LAST: Mutex<Option<Memo>> = Mutex::new(None);
+
+/// `path` read (as `std::fs::read_to_string` would: the same errors), or
+/// the earlier read of it while the file is unchanged (the same device,
+/// inode, size and times): the lockfile is read and parsed once per run,
+/// and may be while `cargo metadata` runs ([`warm`]).
+pub(crate) fn read(path: &Path) -> std::io::Result<Arc<LockText>> {
+    use std::io::Read as _;
+    let mut file = std::fs::File::open(path)?;
+    let key = crate::thiserror_src::prefetch::FileKey::of(&file.metadata()?);
+    let mut last = LAST
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some((p, k, t)) = last.as_ref()
+        && p == path
+        && *k == key
+    {
+        return Ok(Arc::clone(t));
+    }
+    let mut text = String::new();
+    file.read_to_string(&mut text)?;
+    let t = Arc::new(LockText {
+        text,
+        typed: OnceLock::new(),
+        table: OnceLock::new(),
+    });
+    *last = Some((path.to_path_buf(), key, Arc::clone(&t)));
+    Ok(t)
+}
+
+/// Forgets the earlier read (the next [`read`] reads the file).
+pub fn forget() {
+    *LAST
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+}
+
+/// Reads and parses `root/Cargo.lock` (both ways) ahead of its uses.
+pub fn warm(root: &Path) {
+    if let Ok(t) = read(&root.join("Cargo.lock")) {
+        let _ = t.typed();
+        let _ = t.table();
+    }
+}
+
 /// Informational lines about `root/Cargo.lock`: for each policy dependency,
 /// every older version still locked and the non-member packages that pull it.
 /// Never an error: an absent or unreadable lockfile is itself a line.
@@ -38,7 +111,7 @@ pub fn older_majors(root: &Path, policy: &Policy, members: &BTreeSet<String>) ->
         return Vec::new();
     }
     let path = root.join("Cargo.lock");
-    let text = match std::fs::read_to_string(&path) {
+    let text = match read(&path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return vec![format!(
@@ -59,17 +132,16 @@ pub fn older_majors(root: &Path, policy: &Policy, members: &BTreeSet<String>) ->
             )];
         }
     };
-    let lock: Lock = match toml::from_str(&text) {
+    let lock = match text.typed() {
         Ok(l) => l,
         Err(e) => {
             return vec![format!(
-                "cannot parse {} ({}); resolved graph not reported",
+                "cannot parse {} ({e}); resolved graph not reported",
                 path.display(),
-                e.message()
             )];
         }
     };
-    report(&lock, policy, members)
+    report(lock, policy, members)
 }
 
 /// The packages whose code can derive thiserror's `Error`: `thiserror`
@@ -88,8 +160,8 @@ pub fn may_reach_thiserror(
     root: &Path,
     members: &[&cargo_metadata::Package],
 ) -> Option<BTreeSet<String>> {
-    let text = std::fs::read_to_string(root.join("Cargo.lock")).ok()?;
-    let lock: Lock = toml::from_str(&text).ok()?;
+    let text = read(&root.join("Cargo.lock")).ok()?;
+    let lock = text.typed().as_ref().ok()?;
     // name -> the names it depends on (every version's, together)
     let mut deps: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
     for p in &lock.package {

@@ -6,6 +6,10 @@
 //!    manifests (crates outside the workspace — `exclude`d, vendored, other
 //!    workspaces — are never read). When cargo rejects a manifest, the
 //!    manifests its message names are parsed to report `path:line:col`.
+//!    While it runs, another thread reads `Cargo.lock` and the `.rs` files
+//!    under the manifest's directory ([`thiserror_src::prefetch`]); later
+//!    steps use what it read only where the file is unchanged, and none of
+//!    it when taking the lock meant waiting for another run or recovering one.
 //! 2. The root manifest and each member manifest are parsed (in parallel) into
 //!    [`manifest::Manifest`], which keeps byte spans of every key and value.
 //! 3. When the policy asks for thiserror 2 or later, [`sources::analyze`]
@@ -106,15 +110,34 @@ pub struct Args {
 pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Result<Outcome> {
     let mut timing = crate::timing::Timing::new("XTASK_ALIGN_TIMING");
     let manifest = crate::workspace::manifest_path(args.target.workspace.as_deref())?;
-    let meta = load_metadata(&manifest)?;
+    lockfile::forget();
+    // Cargo.lock and the Rust files are read on the other core while cargo
+    // metadata runs (used only where unchanged since, under the root cargo names)
+    let prefetch = presumed_root(&manifest).map(|r| {
+        let lock_root = r.clone();
+        thiserror_src::prefetch::Prefetch::start(r, move || lockfile::warm(&lock_root))
+    });
+    let meta = load_metadata(&manifest);
+    let mut cache = prefetch.map(|p| std::sync::Arc::new(p.finish()));
+    let meta = meta?;
     // one run at a time; an interrupted run is recovered before anything is read
+    let mut said = crate::text::CountingWriter::new(err);
     let guard = crate::journal::Guard::acquire(
         meta.target_directory.as_std_path(),
         meta.workspace_root.as_std_path(),
         !args.check,
-        err,
+        &mut said,
     )?;
-    timing.mark("cargo metadata");
+    if said.written() > 0 {
+        // it waited for another run or recovered one: files may have changed
+        // within the file system's time granularity, so nothing read ahead is used
+        cache = None;
+        lockfile::forget();
+    }
+    timing.mark(&format!(
+        "cargo metadata ({} files read meanwhile)",
+        cache.as_ref().map_or(0, |c| c.len())
+    ));
     let root: PathBuf = meta.workspace_root.clone().into_std_path_buf();
     let loaded_policy = crate::workspace::load_policy(args.target.policy.as_deref(), &root)?;
     let (mut loaded, member_names) = load_manifests(&meta, &root)?;
@@ -136,7 +159,7 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
     }
     timing.mark("requirements checked");
     // the source side only reads: a file that does not parse stops the run here
-    let analyses = sources::analyze(&meta, &root, policy)?;
+    let analyses = sources::analyze_with(&meta, &root, policy, cache)?;
     timing.mark("sources analysed");
     let members = exempt_view(&meta, &analyses, &root);
     // what the exemptions cover: the findings of the plan made without them
@@ -629,6 +652,18 @@ fn load_metadata(manifest: &Path) -> anyhow::Result<cargo_metadata::Metadata> {
             Err(e.context("nothing written"))
         }
     }
+}
+
+/// The directory of `manifest`, absolute: where cargo will most likely put
+/// the workspace root (a guess: a wrong one only makes the read-ahead miss).
+fn presumed_root(manifest: &Path) -> Option<PathBuf> {
+    let dir = manifest.parent()?;
+    let dir = if dir.is_absolute() {
+        dir.to_path_buf()
+    } else {
+        std::env::current_dir().ok()?.join(dir)
+    };
+    Some(crate::fsutil::normalize(&dir))
 }
 
 /// The `` `quoted` `` spans of a message.

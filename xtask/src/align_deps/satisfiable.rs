@@ -58,10 +58,10 @@ pub fn check(root: &Path, name: &str, req: &VersionReq, written: &str) -> Answer
 
 /// The crates.io versions of `name` in `root/Cargo.lock`.
 fn locked(root: &Path, name: &str) -> Vec<Version> {
-    let Ok(text) = std::fs::read_to_string(root.join("Cargo.lock")) else {
+    let Ok(text) = super::lockfile::read(&root.join("Cargo.lock")) else {
         return Vec::new();
     };
-    let Ok(lock) = toml::from_str::<toml::Table>(&text) else {
+    let Some(lock) = text.table() else {
         return Vec::new();
     };
     let Some(packages) = lock.get("package").and_then(|p| p.as_array()) else {

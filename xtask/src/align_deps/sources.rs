@@ -97,6 +97,20 @@ pub fn analyze(
     root: &Path,
     policy: &Policy,
 ) -> anyhow::Result<Vec<CrateAnalysis>> {
+    analyze_with(meta, root, policy, None)
+}
+
+/// [`analyze`], taking the files that `cache` read ahead from there where
+/// they are unchanged ([`thiserror_src::prefetch`]: the same answer).
+///
+/// # Errors
+/// As [`analyze`].
+pub fn analyze_with(
+    meta: &Metadata,
+    root: &Path,
+    policy: &Policy,
+    cache: Option<std::sync::Arc<thiserror_src::prefetch::SourceCache>>,
+) -> anyhow::Result<Vec<CrateAnalysis>> {
     use rayon::prelude::*;
     if thiserror2_rule(policy).is_none() {
         return Ok(Vec::new());
@@ -135,6 +149,7 @@ pub fn analyze(
                 _ => None,
             })
             .collect(),
+        cache,
     };
     // syn recurses per nesting level: parse on threads with a deep stack
     let results: Vec<anyhow::Result<CrateAnalysis>> = thiserror_src::parse_pool().install(|| {

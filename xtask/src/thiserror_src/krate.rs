@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context as _;
 use cargo_metadata::{DependencyKind, Package};
 
+use super::prefetch::SourceCache;
 use super::{
     CrateContext, DepKind, DeriveSite, DeriveVia, FileAnalysis, Rule, SourceError, SourceFinding,
     analyze_parsed, prefilter, scan, with_parsed,
@@ -60,6 +61,7 @@ pub fn has_direct_thiserror(package: &Package, kind: DepKind) -> bool {
 #[allow(clippy::type_complexity)]
 fn walk_crate<T: Send>(
     package: &Package,
+    cache: Option<&SourceCache>,
     parse: impl Fn(&Path, &[u8]) -> bool,
     analyze: impl Fn(&Path, &scan::Source<'_>, &syn::File) -> Result<T, SourceError> + Sync,
 ) -> anyhow::Result<(Vec<(CrateFile, Option<(String, T)>)>, Vec<PathBuf>)> {
@@ -93,10 +95,16 @@ fn walk_crate<T: Send>(
             // the first candidate that is a file; its metadata names it
             let mut found = None;
             for (p, m) in &candidates {
+                // read ahead and unchanged since (see `prefetch`)
+                if let Some(c) = cache.and_then(|c| c.get(p)) {
+                    let k = c.key;
+                    found = Some((p.clone(), *m, (k.dev(), k.ino()), k.size(), Err(c)));
+                    break;
+                }
                 let opened = crate::fsutil::open_nonblocking(p).map(|(f, md)| (md, f));
                 match opened {
                     Ok((md, f)) if md.is_file() => {
-                        found = Some((p.clone(), *m, (md.dev(), md.ino()), md.len(), f));
+                        found = Some((p.clone(), *m, (md.dev(), md.ino()), md.len(), Ok(f)));
                         break;
                     }
                     Ok((md, _)) if let Some(what) = crate::fsutil::special_file(&md) => {
@@ -115,7 +123,7 @@ fn walk_crate<T: Send>(
                     }
                 }
             }
-            let Some((path, mod_rs, key, size, mut file)) = found else {
+            let Some((path, mod_rs, key, size, source)) = found else {
                 missing.extend(candidates.into_iter().next().map(|c| c.0));
                 continue;
             };
@@ -125,12 +133,26 @@ fn walk_crate<T: Send>(
                 }
                 continue;
             }
-            let n = read_all(&mut file, &mut buf, size)
-                .with_context(|| format!("{}: cannot read", path.display()))?;
-            drop(file);
-            let bytes = &buf[..n];
-            let has_mods = modscan::may_declare_modules(bytes);
-            let has_includes = modscan::may_include(bytes);
+            let (bytes, has_mods, has_includes, cached_decls) = match source {
+                Ok(mut file) => {
+                    let n = read_all(&mut file, &mut buf, size)
+                        .with_context(|| format!("{}: cannot read", path.display()))?;
+                    drop(file);
+                    let bytes = &buf[..n];
+                    (
+                        bytes,
+                        modscan::may_declare_modules(bytes),
+                        modscan::may_include(bytes),
+                        None,
+                    )
+                }
+                Err(c) => (
+                    c.bytes.as_slice(),
+                    c.has_mods,
+                    c.has_includes,
+                    c.decls.as_deref(),
+                ),
+            };
             let wanted = parse(&path, bytes);
             // text only where it is needed (most files: none of these)
             let text = if included || has_mods || has_includes || wanted {
@@ -147,13 +169,17 @@ fn walk_crate<T: Send>(
                 continue;
             }
             let mut children = Vec::new();
-            let decls = if has_mods {
-                modscan::mod_decls(text).unwrap_or_default()
-            } else {
-                Vec::new()
+            let scanned;
+            let decls: &[modscan::ModDecl] = match cached_decls {
+                Some(d) => d,
+                None if has_mods => {
+                    scanned = modscan::mod_decls(text).unwrap_or_default();
+                    &scanned
+                }
+                None => &[],
             };
             for decl in decls {
-                children.push((modscan::resolve(&path, mod_rs, &decl), false));
+                children.push((modscan::resolve(&path, mod_rs, decl), false));
             }
             let dir = path.parent().unwrap_or(Path::new("."));
             if has_includes {
@@ -227,7 +253,7 @@ fn read_all(file: &mut std::fs::File, buf: &mut Vec<u8>, size: u64) -> std::io::
 /// # Errors
 /// An unreadable file, or one that is too deeply nested to parse.
 pub fn crate_source_files(package: &Package) -> anyhow::Result<Vec<CrateFile>> {
-    let (files, _) = walk_crate(package, |_, _| false, |_, _, _| Ok(()))?;
+    let (files, _) = walk_crate(package, None, |_, _| false, |_, _, _| Ok(()))?;
     Ok(files.into_iter().map(|(f, _)| f).collect())
 }
 
@@ -305,6 +331,8 @@ pub struct AnalyzeOptions {
     /// exemption that covers nothing can be told, but their findings, fixes
     /// and derive sites are dropped before rule 4 is decided.
     pub exempt: Vec<PathBuf>,
+    /// Files read ahead ([`super::prefetch`]): used where still unchanged.
+    pub cache: Option<std::sync::Arc<SourceCache>>,
 }
 
 /// Analyses every source file of `package` (the module trees of all its targets) with
@@ -355,9 +383,12 @@ pub fn analyze_crate_with(
                 prefilter::may_hold_a_format_finding_in(text)
             }
     };
-    let (files, unresolved_modules) = walk_crate(package, parse, |path, src, file| {
-        analyze_parsed(path, src, file, &ctx)
-    })?;
+    let (files, unresolved_modules) = walk_crate(
+        package,
+        options.cache.as_deref(),
+        parse,
+        |path, src, file| analyze_parsed(path, src, file, &ctx),
+    )?;
     let mut files: Vec<AnalyzedFile> = files
         .into_iter()
         .map(|(cf, analysed)| {

@@ -57,6 +57,7 @@ mod fmt;
 mod krate;
 mod lit;
 mod macros;
+pub mod prefetch;
 pub mod prefilter;
 mod scan;
 mod scope;
