@@ -70,24 +70,8 @@ pub fn split_comments(src: &str) -> (Vec<Comment>, String) {
             b'/' if b.get(i + 1) == Some(&b'*') => {
                 let start = i;
                 let start_line = line;
-                let mut depth = 0usize;
-                while i < b.len() {
-                    if b[i] == b'/' && b.get(i + 1) == Some(&b'*') {
-                        depth += 1;
-                        i += 2;
-                    } else if b[i] == b'*' && b.get(i + 1) == Some(&b'/') {
-                        depth -= 1;
-                        i += 2;
-                        if depth == 0 {
-                            break;
-                        }
-                    } else {
-                        if b[i] == b'\n' {
-                            line += 1;
-                        }
-                        i += 1;
-                    }
-                }
+                i = block_comment_end(b, start);
+                line += b[start..i].iter().filter(|&&c| c == b'\n').count();
                 let text = src[start..i].replace("\r\n", "\n");
                 comments.push(Comment {
                     line: start_line,
@@ -151,22 +135,7 @@ pub fn code_bytes(src: &str) -> Vec<u8> {
                 i = end;
             }
             b'/' if b.get(p + 1) == Some(&b'*') => {
-                let mut k = p;
-                let mut depth = 0usize;
-                while k < b.len() {
-                    if b[k] == b'/' && b.get(k + 1) == Some(&b'*') {
-                        depth += 1;
-                        k += 2;
-                    } else if b[k] == b'*' && b.get(k + 1) == Some(&b'/') {
-                        depth -= 1;
-                        k += 2;
-                        if depth == 0 {
-                            break;
-                        }
-                    } else {
-                        k += 1;
-                    }
-                }
+                let k = block_comment_end(b, p);
                 blank(p, k, &mut out);
                 i = k;
             }
@@ -234,6 +203,7 @@ fn code_bytes_slow(src: &str) -> Vec<u8> {
             }
             b'/' if b.get(i + 1) == Some(&b'*') => {
                 let start = i;
+                // its own loop: the reference stays independent of the fast scan
                 let mut depth = 0usize;
                 while i < b.len() {
                     if b[i] == b'/' && b.get(i + 1) == Some(&b'*') {
@@ -289,6 +259,27 @@ fn code_bytes_slow(src: &str) -> Vec<u8> {
 
 fn is_word_byte(c: u8) -> bool {
     c.is_ascii_alphanumeric() || c == b'_' || c >= 0x80
+}
+
+/// `b[start..]` opens a block comment (`/*`); returns the index after its
+/// closing `*/`, nested comments included (the end of `b` when unclosed).
+fn block_comment_end(b: &[u8], start: usize) -> usize {
+    let (mut i, mut depth) = (start, 0usize);
+    while i < b.len() {
+        if b[i] == b'/' && b.get(i + 1) == Some(&b'*') {
+            depth += 1;
+            i += 2;
+        } else if b[i] == b'*' && b.get(i + 1) == Some(&b'/') {
+            depth -= 1;
+            i += 2;
+            if depth == 0 {
+                break;
+            }
+        } else {
+            i += 1;
+        }
+    }
+    i
 }
 
 /// `b[i]` is the opening `"`; returns the index after the closing one.
