@@ -81,23 +81,20 @@ impl DenseOps for CpuBackend {
         let (f, broadcast) = ops::check_binary(op, a.shape(), b.shape())?;
         let (xa, xb) = (a.storage(), b.storage());
         let mut out = self.for_overwrite(a.layout())?;
-        self.install(|| {
-            if broadcast {
-                if let Some(rows) = ELEMS_PER_TASK.checked_div(f) {
-                    let rows = rows.max(1);
-                    out.par_chunks_mut(f)
-                        .with_min_len(rows)
-                        .zip(xa.par_chunks(f))
-                        .for_each(|(o, x)| ops::binary_slice(op, x, xb, o));
-                }
-            } else {
-                let c = ELEMS_PER_TASK;
+        if broadcast {
+            let rows = ELEMS_PER_TASK.checked_div(f).unwrap_or(1).max(1);
+            self.par_rows(&mut out, f, rows, |i, o| {
+                ops::binary_slice(op, &xa[i * f..(i + 1) * f], xb, o);
+            });
+        } else {
+            let c = ELEMS_PER_TASK;
+            self.install(|| {
                 out.par_chunks_mut(c)
                     .zip(xa.par_chunks(c))
                     .zip(xb.par_chunks(c))
                     .for_each(|((o, x), y)| ops::binary_slice(op, x, y, o));
-            }
-        });
+            });
+        }
         Ok(Tensor::new(out, a.layout().clone()))
     }
 
@@ -152,14 +149,9 @@ impl DenseOps for CpuBackend {
         let f = h * c;
         let layout = Layout::contiguous(&[n, h])?;
         let mut out = self.for_overwrite(&layout)?;
-        self.install(|| {
-            out.par_chunks_mut(h)
-                .with_min_len(MIN_ROWS_PER_TASK)
-                .enumerate()
-                .for_each(|(i, o)| {
-                    let br = if b_rows == 1 { 0 } else { i };
-                    ops::head_dot_row(&xa[i * f..(i + 1) * f], &xb[br * f..(br + 1) * f], c, o);
-                });
+        self.par_rows(&mut out, h, MIN_ROWS_PER_TASK, |i, o| {
+            let br = if b_rows == 1 { 0 } else { i };
+            ops::head_dot_row(&xa[i * f..(i + 1) * f], &xb[br * f..(br + 1) * f], c, o);
         });
         Ok(Tensor::new(out, layout))
     }
@@ -182,35 +174,21 @@ impl CpuBackend {
         a: &BTensor<Self, T>,
         s: &BTensor<Self, T>,
     ) -> Result<BTensor<Self, T>> {
-        let (n, h, c, a_rows) = ops::check_head_scale(a.shape(), s.shape())?;
+        let (n, h, c, a_rows) =
+            ops::check_add_head_scale(x.map(|x| x.shape()), a.shape(), s.shape())?;
         let f = h * c;
-        if let Some(x) = x {
-            ops::check_same("add_head_scale", x.shape(), &[n, f])?;
-        }
         let (xx, xa, xs) = (x.map(|x| &x.storage()[..]), a.storage(), s.storage());
         let layout = Layout::contiguous(&[n, f])?;
         let mut out = self.for_overwrite(&layout)?;
-        if f > 0 {
-            self.install(|| {
-                out.par_chunks_mut(f)
-                    .with_min_len(MIN_ROWS_PER_TASK)
-                    .enumerate()
-                    .for_each(|(i, o)| {
-                        let ar = if a_rows == 1 { 0 } else { i };
-                        ops::head_scale_row(
-                            &xa[ar * f..(ar + 1) * f],
-                            &xs[i * h..(i + 1) * h],
-                            c,
-                            o,
-                        );
-                        if let Some(xx) = xx {
-                            for (o, &v) in o.iter_mut().zip(&xx[i * f..(i + 1) * f]) {
-                                *o = v + *o;
-                            }
-                        }
-                    });
-            });
-        }
+        self.par_rows(&mut out, f, MIN_ROWS_PER_TASK, |i, o| {
+            let ar = if a_rows == 1 { 0 } else { i };
+            ops::head_scale_row(&xa[ar * f..(ar + 1) * f], &xs[i * h..(i + 1) * h], c, o);
+            if let Some(xx) = xx {
+                for (o, &v) in o.iter_mut().zip(&xx[i * f..(i + 1) * f]) {
+                    *o = v + *o;
+                }
+            }
+        });
         Ok(Tensor::new(out, layout))
     }
 }

@@ -25,28 +25,22 @@ impl FusedOps for CpuBackend {
             .iter()
             .map(|(x, b)| (&x.storage()[..], &b.storage()[..]))
             .collect();
-        if let Some(rows) = ELEMS_PER_TASK.checked_div(f) {
-            self.install(|| {
-                out.par_chunks_mut(f)
-                    .with_min_len(rows.max(1))
-                    .enumerate()
-                    .for_each(|(r, o)| {
-                        let at = r * f;
-                        let (x0, b0) = ins[0];
-                        for ((o, &x), &b) in o.iter_mut().zip(&x0[at..at + f]).zip(b0) {
-                            *o = x + b;
-                        }
-                        for &(x, b) in &ins[1..] {
-                            for ((o, &x), &b) in o.iter_mut().zip(&x[at..at + f]).zip(b) {
-                                *o = *o + (x + b);
-                            }
-                        }
-                        for o in o.iter_mut() {
-                            *o = ops::relu(*o);
-                        }
-                    });
-            });
-        }
+        let rows = ELEMS_PER_TASK.checked_div(f).unwrap_or(1).max(1);
+        self.par_rows(&mut out, f, rows, |r, o| {
+            let at = r * f;
+            let (x0, b0) = ins[0];
+            for ((o, &x), &b) in o.iter_mut().zip(&x0[at..at + f]).zip(b0) {
+                *o = x + b;
+            }
+            for &(x, b) in &ins[1..] {
+                for ((o, &x), &b) in o.iter_mut().zip(&x[at..at + f]).zip(b) {
+                    *o = *o + (x + b);
+                }
+            }
+            for o in o.iter_mut() {
+                *o = ops::relu(*o);
+            }
+        });
         Ok(Tensor::new(out, layout))
     }
 
@@ -61,17 +55,10 @@ impl FusedOps for CpuBackend {
         let (xa, xb) = (a.storage(), b.storage());
         let layout = Layout::contiguous(&[a_idx.len(), f])?;
         let mut out = self.for_overwrite(&layout)?;
-        if f > 0 {
-            self.install(|| {
-                out.par_chunks_mut(f)
-                    .with_min_len(4 * MIN_ROWS_PER_TASK)
-                    .zip(a_idx.par_iter().zip(b_idx.par_iter()))
-                    .for_each(|(o, (&i, &j))| {
-                        let (i, j) = (i as usize * f, j as usize * f);
-                        ops::binary_slice(Binary::Add, &xa[i..i + f], &xb[j..j + f], o);
-                    });
-            });
-        }
+        self.par_rows(&mut out, f, 4 * MIN_ROWS_PER_TASK, |r, o| {
+            let (i, j) = (a_idx[r] as usize * f, b_idx[r] as usize * f);
+            ops::binary_slice(Binary::Add, &xa[i..i + f], &xb[j..j + f], o);
+        });
         Ok(Tensor::new(out, layout))
     }
 
@@ -96,29 +83,13 @@ impl FusedOps for CpuBackend {
         let f = h * c;
         let layout = Layout::contiguous(&[plan.rows(), f])?;
         let mut out = self.for_overwrite(&layout)?;
-        if f > 0 {
-            self.install(|| {
-                out.par_chunks_mut(f)
-                    .with_min_len(MIN_ROWS_PER_TASK)
-                    .enumerate()
-                    .for_each_init(Vec::new, |scratch, (r, o)| {
-                        // the row kernel leaves an empty row as it is
-                        if plan.row(r).is_empty() {
-                            o.fill(T::ZERO);
-                        }
-                        ops::gather_scale_scatter_row(
-                            plan.row(r),
-                            gather,
-                            xs,
-                            ws,
-                            h,
-                            c,
-                            o,
-                            scratch,
-                        );
-                    });
-            });
-        }
+        self.par_rows_with(&mut out, f, MIN_ROWS_PER_TASK, Vec::new, |scratch, r, o| {
+            // the row kernel leaves an empty row as it is
+            if plan.row(r).is_empty() {
+                o.fill(T::ZERO);
+            }
+            ops::gather_scale_scatter_row(plan.row(r), gather, xs, ws, h, c, o, scratch);
+        });
         Ok(Tensor::new(out, layout))
     }
 
@@ -135,14 +106,9 @@ impl FusedOps for CpuBackend {
         let f = h * c;
         let layout = Layout::contiguous(&[a_idx.len(), h])?;
         let mut out = self.for_overwrite(&layout)?;
-        self.install(|| {
-            out.par_chunks_mut(h)
-                .with_min_len(4 * MIN_ROWS_PER_TASK)
-                .zip(a_idx.par_iter().zip(b_idx.par_iter()))
-                .for_each(|(o, (&i, &j))| {
-                    let (i, j) = (i as usize, j as usize);
-                    ops::head_dot_row(&xa[i * f..(i + 1) * f], &xb[j * f..(j + 1) * f], c, o);
-                });
+        self.par_rows(&mut out, h, 4 * MIN_ROWS_PER_TASK, |r, o| {
+            let (i, j) = (a_idx[r] as usize, b_idx[r] as usize);
+            ops::head_dot_row(&xa[i * f..(i + 1) * f], &xb[j * f..(j + 1) * f], c, o);
         });
         Ok(Tensor::new(out, layout))
     }

@@ -1,7 +1,6 @@
 //! [`IndexOps`] of the CPU backend: gather, scatter-add and segment max,
 //! parallel over destination rows, each row in the canonical order.
 
-use rayon::prelude::*;
 use rtx_backend::order::add_row_sum;
 use rtx_backend::prelude::*;
 use rtx_backend::{
@@ -25,16 +24,10 @@ impl IndexOps for CpuBackend {
         let layout = Layout::contiguous(&[idx.len(), f])?;
         let s = src.storage();
         let mut out = self.for_overwrite(&layout)?;
-        if f > 0 {
-            self.install(|| {
-                out.par_chunks_mut(f)
-                    .with_min_len(MIN_ROWS_PER_TASK)
-                    .zip(idx.par_iter())
-                    .for_each(|(o, &i)| {
-                        o.copy_from_slice(&s[i as usize * f..(i as usize + 1) * f]);
-                    });
-            });
-        }
+        self.par_rows(&mut out, f, MIN_ROWS_PER_TASK, |r, o| {
+            let i = idx[r] as usize;
+            o.copy_from_slice(&s[i * f..(i + 1) * f]);
+        });
         Ok(Tensor::new(out, layout))
     }
 
@@ -51,13 +44,8 @@ impl IndexOps for CpuBackend {
         self.make_unique(dst)?;
         let s = src.storage();
         let d = dst.storage_mut().expect("unique after make_unique");
-        self.install(|| {
-            d.par_chunks_mut(f)
-                .with_min_len(MIN_ROWS_PER_TASK)
-                .enumerate()
-                .for_each_init(Vec::new, |scratch, (r, row)| {
-                    add_row_sum(row, plan.row(r), s, scratch);
-                });
+        self.par_rows_with(d, f, MIN_ROWS_PER_TASK, Vec::new, |scratch, r, row| {
+            add_row_sum(row, plan.row(r), s, scratch);
         });
         Ok(())
     }
@@ -71,20 +59,13 @@ impl IndexOps for CpuBackend {
         let layout = Layout::contiguous(&[plan.rows(), f])?;
         let xs = x.storage();
         let mut out = self.for_overwrite(&layout)?;
-        if f > 0 {
-            self.install(|| {
-                out.par_chunks_mut(f)
-                    .with_min_len(MIN_ROWS_PER_TASK)
-                    .enumerate()
-                    .for_each(|(r, o)| {
-                        ops::segment_max_row(
-                            plan.row(r),
-                            |p| &xs[p as usize * f..(p as usize + 1) * f],
-                            o,
-                        );
-                    });
-            });
-        }
+        self.par_rows(&mut out, f, MIN_ROWS_PER_TASK, |r, o| {
+            ops::segment_max_row(
+                plan.row(r),
+                |p| &xs[p as usize * f..(p as usize + 1) * f],
+                o,
+            );
+        });
         Ok(Tensor::new(out, layout))
     }
 }

@@ -1,9 +1,49 @@
-//! How the rooms cut work into rayon tasks: enough work per task to amortize
+//! How the ops cut work into rayon tasks: enough work per task to amortize
 //! scheduling. Task sizes only decide which thread computes an element, never
 //! how, so results are bit-identical for any thread count.
+
+use rayon::prelude::*;
+
+use crate::CpuBackend;
 
 /// Rows per rayon task: enough work per task to amortize scheduling.
 pub(crate) const MIN_ROWS_PER_TASK: usize = 64;
 
 /// Elements per rayon task of elementwise ops.
 pub(crate) const ELEMS_PER_TASK: usize = 16 * 1024;
+
+impl CpuBackend {
+    /// The per-row loop of the row ops: `row(i, out_row)` for every `f`-wide
+    /// row `i` of `out`, in parallel on the backend's pool, at least
+    /// `min_rows` rows per task. Nothing when `f == 0` (no element to write).
+    pub(crate) fn par_rows<T: Send>(
+        &self,
+        out: &mut [T],
+        f: usize,
+        min_rows: usize,
+        row: impl Fn(usize, &mut [T]) + Sync + Send,
+    ) {
+        self.par_rows_with(out, f, min_rows, || (), |(), i, o| row(i, o));
+    }
+
+    /// [`par_rows`](Self::par_rows) with a scratch value per task, made by
+    /// `init` and passed to every row of the task: `row(scratch, i, out_row)`.
+    pub(crate) fn par_rows_with<T: Send, S>(
+        &self,
+        out: &mut [T],
+        f: usize,
+        min_rows: usize,
+        init: impl Fn() -> S + Sync + Send,
+        row: impl Fn(&mut S, usize, &mut [T]) + Sync + Send,
+    ) {
+        if f == 0 {
+            return;
+        }
+        self.install(|| {
+            out.par_chunks_mut(f)
+                .with_min_len(min_rows)
+                .enumerate()
+                .for_each_init(init, |s, (i, o)| row(s, i, o));
+        });
+    }
+}

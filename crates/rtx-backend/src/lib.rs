@@ -18,7 +18,6 @@
 //! * [`workload`]: the anchors' splitmix64 generators.
 
 mod capability;
-mod check;
 #[cfg(feature = "conformance")]
 pub mod conformance;
 mod element;
@@ -39,13 +38,13 @@ pub use capability::{
     Backend, BackendCore, BiasPart, DenseOps, FusedOps, IndexOps, LayoutOps, check_bias_parts,
     sum_bias_relu_composed,
 };
-pub use check::{check_index_add, dims2};
 pub use element::{DType, Element, bytes_of, vec_from_bytes};
 pub use error::{Error, Result};
 pub use host_alloc::{try_copy, try_vec, try_with_capacity};
 pub use host_index::HostIndexOps;
 pub use index_list::{HostIndex, check_len, concat_shifted};
 pub use ops::{Binary, Unary};
+pub use ops::{check_index_add, dims2};
 pub use order::CANONICAL_BLOCK;
 pub use plan::IndexPlan;
 pub use sample::SampleOps;

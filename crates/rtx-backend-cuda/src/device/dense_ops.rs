@@ -265,10 +265,8 @@ impl CudaBackend {
         a: &BTensor<Self, T>,
         s: &BTensor<Self, T>,
     ) -> BResult<BTensor<Self, T>> {
-        let (n, h, c, a_rows) = ops::check_head_scale(a.shape(), s.shape())?;
-        if let Some(x) = x {
-            ops::check_same("add_head_scale", x.shape(), &[n, h * c])?;
-        }
+        let (n, h, c, a_rows) =
+            ops::check_add_head_scale(x.map(|x| x.shape()), a.shape(), s.shape())?;
         let out = self.out::<T>(&[n, h * c])?;
         if n * h * c == 0 {
             return Ok(out);

@@ -1,6 +1,6 @@
 //! [`DenseOps`]: the dense and elementwise ops of a graph-attention model.
 
-use crate::check::dims2;
+use crate::ops::dims2;
 use crate::{BTensor, BackendCore, Binary, Element, Result, Unary, ops};
 
 /// Dense and elementwise ops (see [`ops`] for their definitions and reduction

@@ -186,8 +186,7 @@ pub trait FusedOps: IndexOps + DenseOps {
         a: &BTensor<Self, T>,
         s: &BTensor<Self, T>,
     ) -> Result<BTensor<Self, T>> {
-        let (n, h, c, _) = ops::check_head_scale(a.shape(), s.shape())?;
-        ops::check_same("add_head_scale", x.shape(), &[n, h * c])?;
+        ops::check_add_head_scale(Some(x.shape()), a.shape(), s.shape())?;
         self.binary(Binary::Add, x, &self.head_scale(a, s)?)
     }
 

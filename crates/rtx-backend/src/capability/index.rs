@@ -3,7 +3,7 @@
 
 use std::borrow::Cow;
 
-use crate::check::{check_index_add, dims2};
+use crate::ops::{check_index_add, dims2};
 use crate::{BTensor, BackendCore, Element, IndexPlan, Result, concat_shifted, ops, reference};
 use rtx_tensor::Layout;
 

@@ -1,12 +1,57 @@
 //! The argument checks every backend runs before any work: shapes, ranks,
-//! index bounds and output sizes of the dense, segment and fused ops.
+//! index bounds and output sizes of the index, dense, segment and fused ops.
+
+use rtx_tensor::Layout;
 
 use super::kind::Binary;
-use crate::check::shape2 as rank2;
 use crate::{Error, IndexPlan, Result};
 
+/// `(rows, features)` of a 2-D layout, or [`Error::Rank`].
+///
+/// # Errors
+/// [`Error::Rank`] naming the op and the argument.
+pub fn dims2(op: &'static str, arg: &'static str, l: &Layout) -> Result<(usize, usize)> {
+    rank2(op, arg, l.shape())
+}
+
+/// [`dims2`] of a bare shape (the argument checks below take shapes).
+fn rank2(op: &'static str, arg: &'static str, shape: &[usize]) -> Result<(usize, usize)> {
+    match *shape {
+        [r, f] => Ok((r, f)),
+        _ => Err(Error::Rank {
+            op,
+            arg,
+            expected: 2,
+            shape: shape.to_vec(),
+        }),
+    }
+}
+
+/// Validates `index_add(dst, plan, src)` shapes; returns the feature count.
+///
+/// # Errors
+/// [`Error::Rank`] or [`Error::ShapeMismatch`] naming both shapes.
+pub fn check_index_add(dst: &Layout, plan: &IndexPlan, src: &Layout) -> Result<usize> {
+    let (rows, f) = dims2("index_add", "dst", dst)?;
+    let (e, fs) = dims2("index_add", "src", src)?;
+    if rows != plan.rows() || e != plan.len() || f != fs {
+        return Err(Error::ShapeMismatch {
+            op: "index_add",
+            detail: format!(
+                "dst {:?} and src {:?} with an index plan of {} entries into {} rows \
+                 (want dst [R, F], src [E, F])",
+                dst.shape(),
+                src.shape(),
+                plan.len(),
+                plan.rows()
+            ),
+        });
+    }
+    Ok(f)
+}
+
 /// A [`Error::ShapeMismatch`] of `op`.
-pub(super) fn mismatch(op: &'static str, detail: String) -> Error {
+pub(crate) fn mismatch(op: &'static str, detail: String) -> Error {
     Error::ShapeMismatch { op, detail }
 }
 
@@ -131,6 +176,26 @@ pub fn check_head_scale(a: &[usize], s: &[usize]) -> Result<(usize, usize, usize
     }
     rtx_tensor::numel(&[n, f])?;
     Ok((n, heads, f / heads, na))
+}
+
+/// [`check_head_scale`] of [`add_head_scale`](crate::FusedOps::add_head_scale)
+/// `(x, a, s)`, and, when `x` is given, that `x` has the product's shape
+/// `[n, heads * channels]`; `x` is `None` for a plain `head_scale` (the one
+/// check of a backend that runs both ops through one kernel).
+///
+/// # Errors
+/// As [`check_head_scale`] (checked first); [`Error::ShapeMismatch`] of
+/// `add_head_scale` naming both shapes when `x` does not fit.
+pub fn check_add_head_scale(
+    x: Option<&[usize]>,
+    a: &[usize],
+    s: &[usize],
+) -> Result<(usize, usize, usize, usize)> {
+    let (n, h, c, a_rows) = check_head_scale(a, s)?;
+    if let Some(x) = x {
+        check_same("add_head_scale", x, &[n, h * c])?;
+    }
+    Ok((n, h, c, a_rows))
 }
 
 /// `(entries, features)` of a segment op on `x: [plan.len(), f]`.
@@ -322,7 +387,7 @@ pub fn check_same(op: &'static str, a: &[usize], b: &[usize]) -> Result<()> {
 }
 
 /// Checks that `data` holds exactly the elements of `shape`.
-pub(super) fn check_len<T>(data: &[T], shape: &[usize]) -> Result<()> {
+pub(crate) fn check_len<T>(data: &[T], shape: &[usize]) -> Result<()> {
     let n = rtx_tensor::numel(shape)?;
     if data.len() != n {
         return Err(Error::LengthMismatch {
@@ -353,5 +418,38 @@ mod tests {
         let plan = IndexPlan::new(&[0, 1], 2).unwrap();
         let e = check_segment("segment_max", &[3, 2], &plan).unwrap_err();
         assert!(e.to_string().contains("[3, 2]"), "{e}");
+    }
+
+    #[test]
+    fn add_head_scale_checks_the_product_then_the_addend() {
+        // a [2, 6] broadcast over s [4, 3]: product [4, 6], 3 heads of 2
+        assert_eq!(
+            check_add_head_scale(None, &[1, 6], &[4, 3]).unwrap(),
+            (4, 3, 2, 1)
+        );
+        assert_eq!(
+            check_add_head_scale(Some(&[4, 6]), &[4, 6], &[4, 3]).unwrap(),
+            (4, 3, 2, 4)
+        );
+        let e = check_add_head_scale(Some(&[4, 5]), &[4, 6], &[4, 3]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "add_head_scale: shape mismatch: [4, 5] and [4, 6] (want equal shapes)"
+        );
+        // a bad product is head_scale's error, whatever x is
+        let e = check_add_head_scale(Some(&[4, 5]), &[4, 7], &[4, 3]).unwrap_err();
+        assert!(e.to_string().starts_with("head_scale: "), "{e}");
+        let e = check_add_head_scale(None, &[4], &[4, 3]).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                Error::Rank {
+                    op: "head_scale",
+                    arg: "a",
+                    ..
+                }
+            ),
+            "{e}"
+        );
     }
 }

@@ -58,28 +58,30 @@
 //! | file | what |
 //! |---|---|
 //! | `kind.rs` | the op enums [`Unary`] and [`Binary`] |
-//! | `check.rs` | the `check_*` argument checks every backend runs before any work |
+//! | `check.rs` | the `check_*` argument checks every backend runs before any work (also [`dims2`] and [`check_index_add`], re-exported at the crate root) |
 //! | `rows.rs` | the row kernels the reference and the CPU backend share ([`mm_block`], [`softmax_segment`], ...) |
-//! | `reference.rs` | the host reference implementations ([`matmul`], [`segment_softmax`], ...) |
 //!
-//! Every item is re-exported here, so its path is `rtx_backend::ops::X`.
+//! The host reference implementations ([`matmul`], [`segment_softmax`], ...)
+//! are in [`reference`](crate::reference), beside the reference gather and
+//! scatter-add. Every item is re-exported here, so its path is
+//! `rtx_backend::ops::X`.
 
-mod check;
+pub(crate) mod check;
 mod kind;
-mod reference;
 mod rows;
 
 pub use crate::order::{canonical_accumulate, reduce_blocks};
-pub use check::{
-    check_binary, check_gather_add, check_gather_head_dot, check_gather_scale_scatter,
-    check_head_dot, check_head_scale, check_matmul, check_same, check_segment, check_segment_len,
-    check_sum_bias_relu, gather_add_shapes, gather_head_dot_shapes, gather_scale_scatter_shapes,
-};
-pub use kind::{Binary, Unary};
-pub use reference::{
+pub use crate::reference::{
     binary, gather_head_dot, gather_scale_scatter, head_dot, head_scale, matmul, segment_max,
     segment_softmax, segment_softmax_backward, sum_rows, unary, unary_backward,
 };
+pub use check::{
+    check_add_head_scale, check_binary, check_gather_add, check_gather_head_dot,
+    check_gather_scale_scatter, check_head_dot, check_head_scale, check_index_add, check_matmul,
+    check_same, check_segment, check_segment_len, check_sum_bias_relu, dims2, gather_add_shapes,
+    gather_head_dot_shapes, gather_scale_scatter_shapes,
+};
+pub use kind::{Binary, Unary};
 pub use rows::{
     SegmentScratch, axpy_row, axpy_slice, binary_slice, dot, gather_scale_scatter_row,
     head_dot_row, head_scale_row, matmul_row, mm_block, outer_term, plan_indices, relu,
