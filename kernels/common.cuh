@@ -135,6 +135,24 @@ __device__ __forceinline__ double2 vadd(double2 a, double2 b) {
     return make_double2(__dadd_rn(a.x, b.x), __dadd_rn(a.y, b.y));
 }
 
+// Chunk c of one level of a scatter plan's chunk tables (crates/rtx-backend-cuda/
+// src/levels.rs): values [a, b) of the level, destination row `row`, and the
+// slot of the next level its sum goes to (RTX_FINAL: into the row itself).
+struct Chunk {
+    u32 a, b, slot;
+    u64 row;
+};
+__device__ __forceinline__ Chunk load_chunk(const u32* __restrict__ cstart,
+                                            const u32* __restrict__ crow,
+                                            const u32* __restrict__ cslot, u64 c) {
+    Chunk k;
+    k.a = __ldg(cstart + c);
+    k.b = __ldg(cstart + c + 1);
+    k.slot = __ldg(cslot + c);
+    k.row = __ldg(crow + c);
+    return k;
+}
+
 // Copies rows of W vectors: out row o <- src row map(o), for o in [0, nrows).
 //
 // A group of L = 2^lanes_log2 consecutive threads copies one row (lane j

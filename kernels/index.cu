@@ -120,18 +120,15 @@ __device__ __forceinline__ void scatter_level(const V* __restrict__ vals,
     const u64 groups = blockDim.x >> lanes_log2;
     for (u64 c = (u64)blockIdx.x * groups + (threadIdx.x >> lanes_log2); c < nchunks;
          c += (u64)gridDim.x * groups) {
-        const u32 a = __ldg(cstart + c);
-        const u32 b = __ldg(cstart + c + 1);
-        const u32 slot = __ldg(cslot + c);
-        const u64 row = __ldg(crow + c);
+        const Chunk ch = load_chunk(cstart, crow, cslot, c);
         for (u64 j = lane; j < W; j += L) {
-            const V acc = PIPE ? chunk_sum_pipelined<V, INDIRECT>(vals, pos, a, b, W, j)
-                               : chunk_sum_batched<V, INDIRECT>(vals, pos, a, b, W, j);
-            if (slot == RTX_FINAL) {
-                V* d = dst + row * W + j;
+            const V acc = PIPE ? chunk_sum_pipelined<V, INDIRECT>(vals, pos, ch.a, ch.b, W, j)
+                               : chunk_sum_batched<V, INDIRECT>(vals, pos, ch.a, ch.b, W, j);
+            if (ch.slot == RTX_FINAL) {
+                V* d = dst + ch.row * W + j;
                 *d = vadd(*d, acc);
             } else {
-                next[(u64)slot * W + j] = acc;
+                next[(u64)ch.slot * W + j] = acc;
             }
         }
     }

@@ -1,26 +1,44 @@
 //! The kernel sources, embedded at build time, and the single translation
 //! unit NVRTC compiles from them. Plain text handling: no device needed.
 
-/// `(file name, text)` of every file under `kernels/`, shared header first.
-pub const KERNEL_FILES: [(&str, &str); 6] = [
+/// `(file name, text)` of every file under `kernels/`, in translation-unit
+/// order: each header (`.cuh`) before the files that include it. The model's
+/// ops are three files by op family (`model.cu`, `dense.cu`, `segment.cu`)
+/// sharing `model.cuh`.
+pub const KERNEL_FILES: [(&str, &str); 9] = [
     ("common.cuh", include_str!("../../../kernels/common.cuh")),
     ("index.cu", include_str!("../../../kernels/index.cu")),
     ("permute.cu", include_str!("../../../kernels/permute.cu")),
+    ("model.cuh", include_str!("../../../kernels/model.cuh")),
     ("model.cu", include_str!("../../../kernels/model.cu")),
+    ("dense.cu", include_str!("../../../kernels/dense.cu")),
+    ("segment.cu", include_str!("../../../kernels/segment.cu")),
     ("plan.cu", include_str!("../../../kernels/plan.cu")),
     ("sample.cu", include_str!("../../../kernels/sample.cu")),
 ];
 
+/// The file a line `#include "name"` of `KERNEL_FILES` names, if it is one.
+fn included_kernel_file(line: &str) -> Option<&'static str> {
+    let name = line
+        .trim_start()
+        .strip_prefix("#include")?
+        .trim()
+        .strip_prefix('"')?
+        .strip_suffix('"')?;
+    KERNEL_FILES.iter().map(|(n, _)| *n).find(|n| *n == name)
+}
+
 /// The files concatenated into one translation unit: first the `#define`s
-/// of the constants shared with the host (`src/abi.rs`), then the header
-/// once, its `#include "common.cuh"` lines and `#pragma once` dropped.
+/// of the constants shared with the host (`src/abi.rs`), then every file in
+/// order, its `#include` lines of other kernel files and `#pragma once`
+/// dropped (each header is in the unit once, before its users).
 pub fn translation_unit() -> String {
     let mut out = crate::abi::defines_header();
     for (name, text) in KERNEL_FILES {
         out.push_str(&format!("// ---- kernels/{name} ----\n"));
         for line in text.lines() {
             let t = line.trim_start();
-            if t.starts_with("#include \"common.cuh\"") || t.starts_with("#pragma once") {
+            if included_kernel_file(line).is_some() || t.starts_with("#pragma once") {
                 out.push_str("// (inlined)\n");
             } else {
                 out.push_str(line);
@@ -59,6 +77,61 @@ mod tests {
                 .any(|l| l.trim_start().starts_with("#include \"common.cuh\""))
         );
         assert_eq!(tu.matches("typedef unsigned int u32;").count(), 1);
+    }
+
+    #[test]
+    fn every_header_is_inlined_once_before_its_users() {
+        let tu = translation_unit();
+        assert!(
+            !tu.lines().any(|l| included_kernel_file(l).is_some()),
+            "an #include of a kernel file is left in the unit"
+        );
+        assert!(!tu.contains("#pragma once"));
+        // model.cuh's helpers are defined once, before the three files using them
+        let radd = "float radd(float a, float b)";
+        assert_eq!(tu.matches(radd).count(), 1);
+        let at = tu.find(radd).unwrap();
+        for user in ["model.cu", "dense.cu", "segment.cu"] {
+            let start = tu.find(&format!("// ---- kernels/{user} ----")).unwrap();
+            assert!(at < start, "model.cuh after {user}");
+        }
+        // each header precedes every file that includes it
+        for (i, (name, text)) in KERNEL_FILES.iter().enumerate() {
+            for line in text.lines() {
+                if let Some(h) = included_kernel_file(line) {
+                    let j = KERNEL_FILES.iter().position(|(n, _)| *n == h).unwrap();
+                    assert!(j < i, "{name} includes {h}, which comes after it");
+                }
+            }
+        }
+        assert_eq!(
+            included_kernel_file(" #include \"model.cuh\""),
+            Some("model.cuh")
+        );
+        assert_eq!(included_kernel_file("#include \"other.cuh\""), None);
+        assert_eq!(included_kernel_file("// #include \"model.cuh\""), None);
+    }
+
+    #[test]
+    fn every_file_in_kernels_is_in_the_unit() {
+        // read at run time: a test archive runs from a checkout elsewhere
+        let dir = std::path::PathBuf::from(
+            std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"),
+        )
+        .join("../../kernels");
+        let mut on_disk: Vec<String> = std::fs::read_dir(&dir)
+            .expect("kernels/")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".cu") || n.ends_with(".cuh"))
+            .collect();
+        on_disk.sort();
+        let mut listed: Vec<String> = KERNEL_FILES.iter().map(|(n, _)| n.to_string()).collect();
+        listed.sort();
+        assert_eq!(on_disk, listed, "kernels/ and KERNEL_FILES disagree");
+        for (name, text) in KERNEL_FILES {
+            let disk = std::fs::read_to_string(dir.join(name)).expect("readable");
+            assert_eq!(disk, text, "{name}: embedded text is stale");
+        }
     }
 
     #[test]

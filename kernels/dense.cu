@@ -1,0 +1,535 @@
+// The dense ops of a graph-attention model on the device, in the canonical
+// order: per-head dots (also of two gathers), column sums (sum_rows, a
+// product's chunks, head_scale_sum_rows) and the matrix product (tiles of 32
+// or 64 per side, and matmul_dot for products of few columns). Exactness and
+// the shared helpers: model.cuh.
+#include "common.cuh"
+#include "model.cuh"
+
+// ---------------------------------------------------------------- canonical sums
+
+// The canonical dot product of c products a[q] * b[q] (rtx_backend::ops::dot):
+// left to right from the first product up to 256 terms; beyond, the block tree
+// of rtx_backend::order::canonical_sum, streamed (each level keeps its open
+// group's sum; a group closes at 256 values or at the level's last value).
+template <typename T>
+__device__ __forceinline__ T canon_dot(const T* __restrict__ a, const T* __restrict__ b, u64 c) {
+    if (c == 0) return T(0);
+    typedef typename Vec16<T>::V V;
+    constexpr u32 N = VecT<V>::N;
+    if (c <= RTX_CANONICAL_BLOCK && c % N == 0 && aligned16(a) && aligned16(b)) {
+        // the same products and additions, read as 16-byte vectors
+        const V* __restrict__ av = reinterpret_cast<const V*>(a);
+        const V* __restrict__ bv = reinterpret_cast<const V*>(b);
+        V x = __ldg(av), y = __ldg(bv);
+        T s = rmul(comps(x)[0], comps(y)[0]);
+#pragma unroll
+        for (u32 k = 1; k < N; ++k) s = radd(s, rmul(comps(x)[k], comps(y)[k]));
+#pragma unroll 4
+        for (u64 q = 1; q < c / N; ++q) {
+            x = __ldg(av + q);
+            y = __ldg(bv + q);
+#pragma unroll
+            for (u32 k = 0; k < N; ++k) s = radd(s, rmul(comps(x)[k], comps(y)[k]));
+        }
+        return s;
+    }
+    T s = rmul(a[0], b[0]);
+    if (c <= RTX_CANONICAL_BLOCK) {
+        for (u64 q = 1; q < c; ++q) s = radd(s, rmul(a[q], b[q]));
+        return s;
+    }
+    const int MAXL = 8;
+    u64 nl[MAXL];
+    int top = 0;
+    nl[0] = c;
+    while (nl[top] > 1 && top + 1 < MAXL) {
+        nl[top + 1] = (nl[top] + (RTX_CANONICAL_BLOCK - 1)) / RTX_CANONICAL_BLOCK;
+        ++top;
+    }
+    T acc[MAXL];
+    u64 cnt[MAXL], seen[MAXL];
+    for (int l = 0; l < MAXL; ++l) {
+        cnt[l] = 0;
+        seen[l] = 0;
+        acc[l] = T(0);
+    }
+    T result = T(0);
+    for (u64 q = 0; q < c; ++q) {
+        T v = rmul(a[q], b[q]);
+        int l = 0;
+        for (;;) {
+            if (l == top) {
+                result = v;
+                break;
+            }
+            acc[l] = cnt[l] == 0 ? v : radd(acc[l], v);
+            ++cnt[l];
+            ++seen[l];
+            if (cnt[l] == RTX_CANONICAL_BLOCK || seen[l] == nl[l]) {
+                v = acc[l];
+                cnt[l] = 0;
+                ++l;
+                continue;
+            }
+            break;
+        }
+    }
+    return result;
+}
+
+// out[i, h] = canonical dot of a[i, h*c..] and b[i or 0, h*c..].
+#define RTX_HEAD_DOT(NAME, T)                                                               \
+    extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
+        NAME(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ out, u64 n,  \
+             u64 heads, u64 c, u32 b_bcast) {                                               \
+        const u64 f = heads * c;                                                            \
+        const u64 total = n * heads;                                                        \
+        for (u64 t = thread_id(); t < total; t += grid_stride()) {                          \
+            const u64 i = t / heads, h = t - i * heads;                                     \
+            out[t] = canon_dot(a + i * f + h * c, b + (b_bcast ? 0 : i) * f + h * c, c);    \
+        }                                                                                   \
+    }
+RTX_HEAD_DOT(head_dot_f32, float)
+RTX_HEAD_DOT(head_dot_f64, double)
+
+// out[p, h] = canonical dot of a[ai[p], h*c..] and b[bi[p], h*c..]: exactly
+// head_dot of the two gathers.
+#define RTX_GATHER_HEAD_DOT(NAME, T)                                                        \
+    extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
+        NAME(const T* __restrict__ a, const u32* __restrict__ ai, const T* __restrict__ b,  \
+             const u32* __restrict__ bi, T* __restrict__ out, u64 e, u64 heads, u64 c) {    \
+        const u64 f = heads * c;                                                            \
+        const u64 total = e * heads;                                                        \
+        for (u64 t = thread_id(); t < total; t += grid_stride()) {                          \
+            const u64 p = t / heads, h = t - p * heads;                                     \
+            const u64 ra = __ldg(ai + p), rb = __ldg(bi + p);                               \
+            out[t] = canon_dot(a + ra * f + h * c, b + rb * f + h * c, c);                  \
+        }                                                                                   \
+    }
+RTX_GATHER_HEAD_DOT(gather_head_dot_f32, float)
+RTX_GATHER_HEAD_DOT(gather_head_dot_f64, double)
+
+// The canonical column sums of a row-major [n, f]: level 0's row g, column
+// j, is the sum of rows 256g .. min(n, 256g + 256) of column j, left to right
+// from the first; each next level sums the rows of the one before the same
+// way, until one row is left (sum_rows; the inner dimension of matmul past
+// 256; head_scale_sum_rows).
+//
+// One launch computes level 0 from its load and climbs through the levels
+// after it (RrClimb): the block that writes the last row of a next-level
+// group (a counter per group and column tile; "threadfence reduction") sums
+// that group, and so on up. Which block sums a group never changes the order
+// of its additions, so the bits are those of one launch per level.
+//
+// A tile is a group of rows and RR_COLS columns: the block loads it into
+// shared memory with all its threads (a thread keeps one column and strides
+// over the rows, BATCH loads at a time: no division per element, which made
+// the sum of a [80000, 64] take 35.6 us on the H200 instead of 22.5 us), then
+// one thread per column adds the column up from shared memory. reduce_rows
+// loads 16 rows at a time (64 registers for f32: 17.2 us for that sum);
+// head_scale_rows, two loads per element, 8 (48 registers: five blocks per
+// SM, so a [80000, 64] is one wave).
+#define RR_COLS(T) (128 / (int)sizeof(T))
+// The levels a column-sum launch climbs (#[repr(C)] ClimbParams in
+// src/device/dense_ops.rs): out[i] holds rows[i] rows of f columns (a T*;
+// out[levels - 1] is the one row of sums), and level i's group G (i >= 1)
+// counts its finished rows in counters[cnt[i] + G * column tiles + tile].
+// The counters are zero between launches: the block that sums a group puts
+// its counter back to zero.
+struct RrClimb {
+    u64 out[RTX_COL_SUM_LEVELS];
+    u64 rows[RTX_COL_SUM_LEVELS];
+    u64 cnt[RTX_COL_SUM_LEVELS];
+    u64 counters;
+    u64 levels;
+};
+
+// The tile of rows r0 .. r0 + rows, columns c0 .. c0 + cols, summed down its
+// columns into dst[0 .. cols].
+template <u32 BATCH, typename T, typename Load>
+__device__ __forceinline__ void rr_tile(T (*tile)[RR_COLS(T) + 1], const Load& load, u64 r0,
+                                        u32 rows, u64 c0, u32 cols, T* __restrict__ dst) {
+    // thread -> column tc, rows tr, tr + P, tr + 2P, ... (P rows per pass)
+    const u32 P = RTX_BLOCK / cols;
+    const u32 tr = threadIdx.x / cols, tc = threadIdx.x - tr * cols;
+    if (tr < P) {
+        for (u32 r = tr; r < rows; r += BATCH * P) {
+            T v[BATCH];
+#pragma unroll
+            for (u32 q = 0; q < BATCH; ++q)
+                if (r + q * P < rows) v[q] = load(r0 + r + q * P, c0 + tc);
+#pragma unroll
+            for (u32 q = 0; q < BATCH; ++q)
+                if (r + q * P < rows) tile[r + q * P][tc] = v[q];
+        }
+    }
+    __syncthreads();
+    if (threadIdx.x < cols) {
+        T acc = tile[0][threadIdx.x];
+        for (u32 r = 1; r < rows; r += 8) {
+            T w[8];
+#pragma unroll
+            for (u32 q = 0; q < 8; ++q)
+                if (r + q < rows) w[q] = tile[r + q][threadIdx.x];
+#pragma unroll
+            for (u32 q = 0; q < 8; ++q)
+                if (r + q < rows) acc = radd(acc, w[q]);
+        }
+        dst[threadIdx.x] = acc;
+    }
+    __syncthreads();
+}
+
+// in[r, j] of a row-major [n, f] another block of this launch wrote: read
+// from L2 (__ldcg), where the other blocks' writes are visible; this SM's L1
+// could hold a stale copy.
+template <typename T>
+struct FreshRowsLoad {
+    const T* in;
+    u64 f;
+    __device__ __forceinline__ T operator()(u64 r, u64 j) const { return __ldcg(in + r * f + j); }
+};
+
+template <u32 BATCH, typename T, typename Load>
+__device__ __forceinline__ void reduce_rows_level(const Load& load, u64 n, u64 f,
+                                                  const RrClimb& cl) {
+    constexpr u32 C = RR_COLS(T);
+    __shared__ T tile[RTX_CANONICAL_BLOCK][C + 1];
+    __shared__ u32 last;
+    const u64 ng = (n + (RTX_CANONICAL_BLOCK - 1)) / RTX_CANONICAL_BLOCK;
+    const u64 ct = (f + C - 1) / C;
+    u32* counters = reinterpret_cast<u32*>(cl.counters);
+    for (u64 t = blockIdx.x; t < ng * ct; t += gridDim.x) {
+        const u64 g = t / ct, tile_j = t - g * ct, c0 = tile_j * C;
+        const u64 r0 = g * RTX_CANONICAL_BLOCK;
+        const u32 cols = (u32)min((u64)C, f - c0);
+        rr_tile<BATCH, T>(tile, load, r0, (u32)min((u64)RTX_CANONICAL_BLOCK, n - r0), c0, cols,
+                   reinterpret_cast<T*>(cl.out[0]) + g * f + c0);
+        // climb while this block finished a group's last row
+        u64 child = g;
+        for (u64 i = 0; i + 1 < cl.levels; ++i) {
+            const u64 grp = child / RTX_CANONICAL_BLOCK;
+            const u64 first = grp * RTX_CANONICAL_BLOCK;
+            const u32 rows = (u32)min((u64)RTX_CANONICAL_BLOCK, cl.rows[i] - first);
+            __threadfence();  // this block's row, before its count
+            __syncthreads();
+            if (threadIdx.x == 0) {
+                u32* c = counters + cl.cnt[i + 1] + grp * ct + tile_j;
+                last = atomicAdd(c, 1u) + 1 == rows;
+                if (last) *c = 0;  // every row has counted: zero for the next launch
+            }
+            __syncthreads();
+            if (!last) break;
+            __threadfence();  // the counts, before the rows they count
+            rr_tile<BATCH, T>(tile, FreshRowsLoad<T>{reinterpret_cast<const T*>(cl.out[i]), f}, first,
+                       rows, c0, cols, reinterpret_cast<T*>(cl.out[i + 1]) + grp * f + c0);
+            child = grp;
+        }
+    }
+}
+
+// in[r, j] of a row-major [n, f].
+template <typename T>
+struct RowsLoad {
+    const T* __restrict__ in;
+    u64 f;
+    __device__ __forceinline__ T operator()(u64 r, u64 j) const { return __ldg(in + r * f + j); }
+};
+
+// a[r or 0, j] * s[r, j / c]: head_scale's product, computed as it is summed.
+template <typename T>
+struct HeadScaleLoad {
+    const T* __restrict__ a;
+    const T* __restrict__ s;
+    u64 f, heads;
+    u32 c;
+    u64 a_rs;
+    // j < f, a row of a tensor: the head in 32-bit arithmetic
+    __device__ __forceinline__ T operator()(u64 r, u64 j) const {
+        return rmul(__ldg(a + r * a_rs + j), __ldg(s + r * heads + (u32)j / c));
+    }
+};
+
+#define RTX_REDUCE_ROWS(NAME, T)                                                            \
+    extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
+        NAME(const T* __restrict__ in, u64 n, u64 f, RrClimb cl) {                          \
+        reduce_rows_level<16, T>(RowsLoad<T>{in, f}, n, f, cl);                             \
+    }
+RTX_REDUCE_ROWS(reduce_rows_f32, float)
+RTX_REDUCE_ROWS(reduce_rows_f64, double)
+
+// head_scale_sum_rows: reduce_rows of head_scale(a, s) without storing the
+// products (a_rs = 0 broadcasts a's one row).
+#define RTX_HEAD_SCALE_ROWS(NAME, T)                                                        \
+    extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
+        NAME(const T* __restrict__ a, const T* __restrict__ s, u64 n, u64 f, u64 c, u64 a_rs, \
+             RrClimb cl) {                                                                  \
+        reduce_rows_level<8, T>(HeadScaleLoad<T>{a, s, f, f / c, (u32)c, a_rs}, n, f, cl);  \
+    }
+RTX_HEAD_SCALE_ROWS(head_scale_rows_f32, float)
+RTX_HEAD_SCALE_ROWS(head_scale_rows_f64, double)
+
+// ---------------------------------------------------------------- matrix product
+
+// Level 0 of op(a) @ op(b): for every 256-wide chunk ch of the inner dimension,
+// out[ch, i, j] = sum over p in the chunk of A(i, p) * B(p, j), left to right
+// from the chunk's first product, with A(i, p) = a[i*a_rs + p*a_ps] and
+// B(p, j) = b[p*b_ps + j*b_js] (strides express the transposes). One block
+// per TM x TN output tile and chunk (TM, TN in {32, 64}: the host sizes the
+// tile to the product, so a product of 32 rows or columns does not leave
+// half of every tile idle);
+// each of its TM*TN/16 threads owns a 4x4 register tile (rows 4ty + r,
+// columns 4tx + c: one vector load of each operand per step, the next K-tile
+// loaded meanwhile). The tile changes which thread computes an output, never
+// the order of its additions. With one chunk (k <= 256) this is the product;
+// otherwise reduce_rows sums the chunks in the canonical order.
+#define MM_T RTX_MATMUL_TILE
+#define MM_K 16
+// row padding of the shared tiles: keeps rows 16-byte aligned for load4
+#define MM_PAD 4
+static_assert(MM_T == 64, "matmul: the largest tile edge sizes the shared tiles");
+// Four consecutive shared-memory values at p (16-byte aligned for float):
+// one vector load for float, two for double.
+__device__ __forceinline__ void load4(const float* p, float (&v)[4]) {
+    const float4 x = *reinterpret_cast<const float4*>(p);
+    v[0] = x.x; v[1] = x.y; v[2] = x.z; v[3] = x.w;
+}
+__device__ __forceinline__ void load4(const double* p, double (&v)[4]) {
+    const double2 x = reinterpret_cast<const double2*>(p)[0];
+    const double2 y = reinterpret_cast<const double2*>(p)[1];
+    v[0] = x.x; v[1] = x.y; v[2] = y.x; v[3] = y.y;
+}
+
+// Where element e of a K-tile goes: A's as As[kk][ii] (E = TM rows), B's as
+// Bs[kk][jj] (E = TN columns). Consecutive e run along the operand's
+// contiguous dimension: k when along_k, else the tile's E side.
+struct TileSlot {
+    u32 kk, x;
+};
+template <int E>
+__device__ __forceinline__ TileSlot tile_slot(u32 e, bool along_k) {
+    return along_k ? TileSlot{e % MM_K, e / MM_K} : TileSlot{e / E, e % E};
+}
+
+template <typename T, int TM, int TN>
+__device__ __forceinline__ void matmul_level0(const T* __restrict__ a, const T* __restrict__ b,
+                                              T* __restrict__ out, u64 m, u64 n, u64 k,
+                                              u64 a_rs, u64 a_ps, u64 b_ps, u64 b_js,
+                                              T (*As)[MM_T + MM_PAD], T (*Bs)[MM_T + MM_PAD]) {
+    constexpr u32 NT = (TM / 4) * (TN / 4);  // threads
+    constexpr u32 PA = TM * MM_K / NT, PB = TN * MM_K / NT;  // K-tile loads per thread
+    static_assert(TM <= MM_T && TN <= MM_T && NT <= RTX_BLOCK, "tile fits the block");
+    static_assert(PA * NT == TM * MM_K && PB * NT == TN * MM_K, "loads cover the K-tile");
+    const u64 tiles_m = (m + TM - 1) / TM, tiles_n = (n + TN - 1) / TN;
+    const u64 chunks = (k + (RTX_CANONICAL_BLOCK - 1)) / RTX_CANONICAL_BLOCK;
+    const u64 total = tiles_m * tiles_n * chunks;
+    const u32 tx = threadIdx.x % (TN / 4), ty = threadIdx.x / (TN / 4);
+    const bool a_along_k = a_ps == 1, b_along_k = b_js != 1;
+    for (u64 t = blockIdx.x; t < total; t += gridDim.x) {
+        const u64 tm = t % tiles_m, rest = t / tiles_m;
+        const u64 tn = rest % tiles_n, ch = rest / tiles_n;
+        const u64 p0 = ch * RTX_CANONICAL_BLOCK, p1 = min(k, p0 + RTX_CANONICAL_BLOCK);
+        // -0.0 + x == x for every x (signed zeros and NaNs included): starting the
+        // chains at -0.0 gives the reference's "first product, then add" bits
+        // without a select per product
+        T acc[4][4];
+#pragma unroll
+        for (int r = 0; r < 4; ++r)
+#pragma unroll
+            for (int c = 0; c < 4; ++c) acc[r][c] = T(-0.0);
+        // the next K-tile is loaded into registers while this one is used
+        T ra[PA], rb[PB];
+        auto fetch = [&](u64 pb) {
+            const u32 kc = (u32)min((u64)MM_K, p1 - pb);
+#pragma unroll
+            for (u32 q = 0; q < PA; ++q) {
+                const TileSlot s = tile_slot<TM>(threadIdx.x + NT * q, a_along_k);
+                const u64 gi = tm * TM + s.x;
+                ra[q] = (gi < m && s.kk < kc) ? a[gi * a_rs + (pb + s.kk) * a_ps] : T(0);
+            }
+#pragma unroll
+            for (u32 q = 0; q < PB; ++q) {
+                const TileSlot s = tile_slot<TN>(threadIdx.x + NT * q, b_along_k);
+                const u64 gj = tn * TN + s.x;
+                rb[q] = (gj < n && s.kk < kc) ? b[(pb + s.kk) * b_ps + gj * b_js] : T(0);
+            }
+        };
+        fetch(p0);
+        for (u64 pb = p0; pb < p1; pb += MM_K) {
+            const u32 kc = (u32)min((u64)MM_K, p1 - pb);
+#pragma unroll
+            for (u32 q = 0; q < PA; ++q) {
+                const TileSlot s = tile_slot<TM>(threadIdx.x + NT * q, a_along_k);
+                As[s.kk][s.x] = ra[q];
+            }
+#pragma unroll
+            for (u32 q = 0; q < PB; ++q) {
+                const TileSlot s = tile_slot<TN>(threadIdx.x + NT * q, b_along_k);
+                Bs[s.kk][s.x] = rb[q];
+            }
+            __syncthreads();
+            if (pb + MM_K < p1) fetch(pb + MM_K);
+#pragma unroll
+            for (u32 kk = 0; kk < MM_K; ++kk) {
+                if (kk < kc) {
+                    T av[4], bv[4];
+                    load4(&As[kk][ty * 4], av);
+                    load4(&Bs[kk][tx * 4], bv);
+#pragma unroll
+                    for (int r = 0; r < 4; ++r)
+#pragma unroll
+                        for (int c = 0; c < 4; ++c) acc[r][c] = radd(acc[r][c], rmul(av[r], bv[c]));
+                }
+            }
+            __syncthreads();
+        }
+        T* o = out + ch * m * n;
+#pragma unroll
+        for (int r = 0; r < 4; ++r) {
+            const u64 gi = tm * TM + ty * 4 + r;
+            if (gi >= m) continue;
+#pragma unroll
+            for (int c = 0; c < 4; ++c) {
+                const u64 gj = tn * TN + tx * 4 + c;
+                if (gj < n) o[gi * n + gj] = acc[r][c];
+            }
+        }
+    }
+}
+
+// One entry point per element type and tile (each with its own registers:
+// one kernel switching over the four tiles took 190 registers, a block per SM).
+#define RTX_MATMUL(NAME, T, TM, TN)                                                         \
+    extern "C" __global__ void __launch_bounds__((TM / 4) * (TN / 4))                       \
+        NAME(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ out, u64 m,  \
+             u64 n, u64 k, u64 a_rs, u64 a_ps, u64 b_ps, u64 b_js) {                        \
+        __shared__ __align__(16) T As[MM_K][MM_T + MM_PAD];                                 \
+        __shared__ __align__(16) T Bs[MM_K][MM_T + MM_PAD];                                 \
+        matmul_level0<T, TM, TN>(a, b, out, m, n, k, a_rs, a_ps, b_ps, b_js, As, Bs);       \
+    }
+RTX_MATMUL(matmul64x64_f32, float, 64, 64)
+RTX_MATMUL(matmul32x64_f32, float, 32, 64)
+RTX_MATMUL(matmul64x32_f32, float, 64, 32)
+RTX_MATMUL(matmul32x32_f32, float, 32, 32)
+RTX_MATMUL(matmul64x64_f64, double, 64, 64)
+RTX_MATMUL(matmul32x64_f64, double, 32, 64)
+RTX_MATMUL(matmul64x32_f64, double, 64, 32)
+RTX_MATMUL(matmul32x32_f64, double, 32, 32)
+
+// Level 0 of op(a) @ op(b) for products of few columns (at most MMD_N =
+// RTX_MATMUL_DOT_N, 8: the attention logits x @ head_dot(W, att), their
+// weight gradients x^T @ da, the linear head). Every output is added left to
+// right from -0.0 over its chunk's products: the same additions, in the same
+// order, as matmul_level0, whose 32-wide tile would leave most of its
+// columns idle. Out is [chunks, m, n] like matmul_level0's.
+//
+// matmul_dot_rows, for an A read along its rows (a_ps == 1): a thread per
+// output row and chunk keeps the row's n sums; the block first stages the
+// chunk of B ([<= 256, n]) in shared memory, where every thread reads the
+// same address; the row is read in 16-byte vectors when aligned.
+#define MMD_N RTX_MATMUL_DOT_N
+template <typename T>
+__device__ __forceinline__ void matmul_dot_rows(const T* __restrict__ a, const T* __restrict__ b,
+                                                T* __restrict__ out, u64 m, u64 n, u64 k,
+                                                u64 a_rs, u64 a_ps, u64 b_ps, u64 b_js) {
+    __shared__ T bs[RTX_CANONICAL_BLOCK][MMD_N];
+    const u64 chunks = (k + (RTX_CANONICAL_BLOCK - 1)) / RTX_CANONICAL_BLOCK;
+    const u64 mb = (m + RTX_BLOCK - 1) / RTX_BLOCK;  // blocks of rows per chunk
+    const u32 nn = (u32)n;                           // <= MMD_N (the host checks)
+    for (u64 t = blockIdx.x; t < chunks * mb; t += gridDim.x) {
+        const u64 ch = t / mb, i = (t - ch * mb) * RTX_BLOCK + threadIdx.x;
+        const u64 p0 = ch * RTX_CANONICAL_BLOCK;
+        const u32 kc = (u32)min((u64)RTX_CANONICAL_BLOCK, k - p0);
+        for (u32 e = threadIdx.x; e < kc * nn; e += RTX_BLOCK) {
+            const u32 p = e / nn, j = e - p * nn;
+            bs[p][j] = b[(p0 + p) * b_ps + j * b_js];
+        }
+        __syncthreads();
+        if (i < m) {
+            T acc[MMD_N];
+#pragma unroll
+            for (u32 j = 0; j < MMD_N; ++j) acc[j] = T(-0.0);
+            const T* __restrict__ ap = a + i * a_rs + p0 * a_ps;
+            // 16-byte vectors: a quarter of the load instructions (each lane
+            // reads its own row, so the lanes' loads never share a line)
+            const bool vec = aligned16(ap);
+            constexpr u32 B = 16;
+            for (u32 p = 0; p < kc; p += B) {
+                T x[B];
+                if (vec && p + B <= kc) {
+                    typedef typename Vec16<T>::V V;
+                    constexpr u32 N = VecT<V>::N;
+#pragma unroll
+                    for (u32 q = 0; q < B / N; ++q) {
+                        const V v = __ldg(reinterpret_cast<const V*>(ap + p) + q);
+#pragma unroll
+                        for (u32 c = 0; c < N; ++c) x[q * N + c] = comps(v)[c];
+                    }
+                } else {
+#pragma unroll
+                    for (u32 q = 0; q < B; ++q)
+                        if (p + q < kc) x[q] = __ldg(ap + (u64)(p + q) * a_ps);
+                }
+#pragma unroll
+                for (u32 q = 0; q < B; ++q)
+                    if (p + q < kc)
+#pragma unroll
+                        for (u32 j = 0; j < MMD_N; ++j)
+                            if (j < nn) acc[j] = radd(acc[j], rmul(x[q], bs[p + q][j]));
+            }
+            T* __restrict__ o = out + (ch * m + i) * n;
+#pragma unroll
+            for (u32 j = 0; j < MMD_N; ++j)
+                if (j < nn) o[j] = acc[j];
+        }
+        __syncthreads();  // bs is rewritten for the next chunk
+    }
+}
+
+// matmul_dot_outputs, for a transposed A (a_ps != 1: the weight gradients,
+// few rows and long inner dimensions): a thread per output and chunk, so a
+// product of 64 x 4 outputs still has 256 threads per chunk; the lanes'
+// loads of A share lines.
+template <typename T>
+__device__ __forceinline__ void matmul_dot_outputs(const T* __restrict__ a,
+                                                   const T* __restrict__ b, T* __restrict__ out,
+                                                   u64 m, u64 n, u64 k, u64 a_rs, u64 a_ps,
+                                                   u64 b_ps, u64 b_js) {
+    const u64 chunks = (k + (RTX_CANONICAL_BLOCK - 1)) / RTX_CANONICAL_BLOCK;
+    const u64 total = chunks * m * n;
+    for (u64 t = thread_id(); t < total; t += grid_stride()) {
+        const u64 r = t / n, j = t - r * n;
+        const u64 ch = r / m, i = r - ch * m;
+        const u64 p0 = ch * RTX_CANONICAL_BLOCK, p1 = min(k, p0 + RTX_CANONICAL_BLOCK);
+        const T* __restrict__ ap = a + i * a_rs;
+        const T* __restrict__ bp = b + j * b_js;
+        T acc = T(-0.0);
+        u64 p = p0;
+        for (; p + 8 <= p1; p += 8) {
+            T x[8], y[8];
+#pragma unroll
+            for (u32 q = 0; q < 8; ++q) {
+                x[q] = __ldg(ap + (p + q) * a_ps);
+                y[q] = __ldg(bp + (p + q) * b_ps);
+            }
+#pragma unroll
+            for (u32 q = 0; q < 8; ++q) acc = radd(acc, rmul(x[q], y[q]));
+        }
+        for (; p < p1; ++p) acc = radd(acc, rmul(__ldg(ap + p * a_ps), __ldg(bp + p * b_ps)));
+        out[t] = acc;
+    }
+}
+
+// The host's grid: matmul_dot_grid (rows) or a thread per output (outputs).
+#define RTX_MATMUL_DOT(NAME, T)                                                             \
+    extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
+        NAME(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ out, u64 m,  \
+             u64 n, u64 k, u64 a_rs, u64 a_ps, u64 b_ps, u64 b_js) {                        \
+        if (a_ps == 1)                                                                      \
+            matmul_dot_rows<T>(a, b, out, m, n, k, a_rs, a_ps, b_ps, b_js);                 \
+        else                                                                                \
+            matmul_dot_outputs<T>(a, b, out, m, n, k, a_rs, a_ps, b_ps, b_js);              \
+    }
+RTX_MATMUL_DOT(matmul_dot_f32, float)
+RTX_MATMUL_DOT(matmul_dot_f64, double)

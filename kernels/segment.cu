@@ -1,0 +1,473 @@
+// The segment ops of a graph-attention model on the device: segment max,
+// segment sums of stored or computed values (the softmax, its backward,
+// gather_scale_scatter) and the softmax's elementwise passes. Exactness and
+// the shared helpers: model.cuh.
+//
+// Segment ops reuse the scatter machinery of index.cu: a plan's level-0
+// chunks (at most 256 consecutive positions of one destination row) are
+// summed by a group of lanes each (a lane per column vector), each chunk's sum
+// goes into its row (last level: slot == RTX_FINAL) or into the next level's
+// scratch, which index.cu's scatterN kernels reduce. The fused level-0 kernels
+// here compute each value on the fly (the softmax backward: alpha * grad;
+// gather_scale_scatter: x[gather[e]] * w[e, head]) instead of reading it, in
+// exactly the order index.cu sums stored values. The softmax's exps are not
+// fused: computed in one parallel pass (softmax_exp) they stay off the chains.
+#include "common.cuh"
+#include "model.cuh"
+
+// ---------------------------------------------------------------- segment ops
+
+// One level of a segment max over a plan's chunk tables, a thread per (chunk,
+// column): the first maximum in position order is kept (-0.0 and +0.0 tie),
+// the first NaN sticks; chunk maxima combine by the same rule at the next
+// level, which gives the same value as one pass over the row. Level 0 reads
+// vals[pos[p]] (pos != 0), higher levels the scratch directly.
+template <typename T>
+__device__ __forceinline__ T max_step(T m, T v) {
+    return (m == m && (v > m || v != v)) ? v : m;
+}
+
+#define RTX_SEGMAX(NAME, T)                                                                 \
+    extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
+        NAME(const T* __restrict__ vals, const u32* __restrict__ pos,                       \
+             const u32* __restrict__ cstart, const u32* __restrict__ crow,                  \
+             const u32* __restrict__ cslot, u64 nchunks, u64 f, T* __restrict__ dst,        \
+             T* __restrict__ next) {                                                        \
+        const u64 total = nchunks * f;                                                      \
+        for (u64 t = thread_id(); t < total; t += grid_stride()) {                          \
+            const u64 c = t / f, j = t - c * f;                                             \
+            const Chunk ch = load_chunk(cstart, crow, cslot, c);                            \
+            const u32 a = ch.a, b = ch.b;                                                   \
+            T mx = __ldg(vals + (pos ? (u64)__ldg(pos + a) : (u64)a) * f + j);              \
+            for (u32 p = a + 1; p < b; p += 8) {                                            \
+                T v[8];                                                                     \
+                _Pragma("unroll") for (u32 q = 0; q < 8; ++q) if (p + q < b) v[q] =         \
+                    __ldg(vals + (pos ? (u64)__ldg(pos + p + q) : (u64)(p + q)) * f + j);   \
+                _Pragma("unroll") for (u32 q = 0; q < 8; ++q) if (p + q < b) mx =           \
+                    max_step(mx, v[q]);                                                     \
+            }                                                                               \
+            if (ch.slot == RTX_FINAL)                                                       \
+                dst[ch.row * f + j] = mx;                                                   \
+            else                                                                            \
+                next[(u64)ch.slot * f + j] = mx;                                            \
+        }                                                                                   \
+    }
+RTX_SEGMAX(segmax_f32, float)
+RTX_SEGMAX(segmax_f64, double)
+
+// Bytes of values a block of the fused level-0 kernels stages per window.
+#define RTX_WINDOW_BYTES 32768
+
+template <typename V, bool MAX>
+__device__ __forceinline__ V combine(V acc, V v) {
+    if constexpr (MAX) {
+        return max_step(acc, v);
+    } else {
+        return vadd(acc, v);
+    }
+}
+
+// A chunk's value or its slot in the next level, written once its chain is done:
+// a sum goes into its row as `0 + t` (dst zeroed by the host), a max as is.
+template <typename V, bool MAX>
+__device__ __forceinline__ void put_chunk(V t, u32 slot, u64 row, u64 W, u64 j,
+                                          V* __restrict__ dst, V* __restrict__ next) {
+    if (slot == RTX_FINAL) {
+        if constexpr (MAX) {
+            dst[row * W + j] = t;
+        } else {
+            dst[row * W + j] = vadd(V{}, t);
+        }
+    } else {
+        next[(u64)slot * W + j] = t;
+    }
+}
+
+// Sum (or, MAX, segment max) of the values of the n staged keys ks[0..n),
+// column vector j, continuing acc unless `first` (then from ks[0]'s value),
+// left to right (index.cu's order). Keys come from shared memory, so each
+// batch of B value loads is issued at once and then added in order.
+template <typename V, bool MAX, typename Src>
+__device__ __forceinline__ V staged_reduce(const Src& src, const typename Src::Key* ks, u32 n,
+                                           u64 row, u64 j, V acc, bool first) {
+    constexpr u32 B = 8;
+    for (u32 p = 0; p < n; p += B) {
+        V v[B];
+#pragma unroll
+        for (u32 q = 0; q < B; ++q)
+            if (p + q < n) v[q] = src.value(ks[p + q], row, j);
+#pragma unroll
+        for (u32 q = 0; q < B; ++q)
+            if (p + q < n) acc = (first && p + q == 0) ? v[q] : combine<V, MAX>(acc, v[q]);
+    }
+    return acc;
+}
+
+// Level 0 of a segment sum (or max) whose values Src computes, for rows of
+// more than 32 vectors (windowed_level0 below takes the others): a group of L
+// lanes per chunk, lane j reduces column vectors j, j + L, ...; a sum is
+// added into its row (dst, zeroed by the host: written as `0 + t`), a max
+// stored there, or either goes to the next level's scratch (reduced by
+// index.cu's scatterN kernels, or segmax). The group first stages the keys
+// of up to 16 L consecutive positions in shared memory (16 independent index
+// loads per lane), then every lane runs its chains over them: a chunk of at
+// most 256 positions is one stage when L >= 16, and when L < 16 each lane has
+// at most one column (W <= L), whose sum continues across stages. The order
+// of every addition is the one of index.cu.
+template <typename V, bool MAX, typename Src>
+__device__ __forceinline__ void grouped_level0(const Src& src, const u32* __restrict__ pos,
+                                               const u32* __restrict__ cstart,
+                                               const u32* __restrict__ crow,
+                                               const u32* __restrict__ cslot, u64 nchunks, u64 W,
+                                               u32 lanes_log2, V* __restrict__ dst,
+                                               V* __restrict__ next, unsigned char* smem) {
+    typedef typename Src::Key K;
+    constexpr u32 PER_LANE = 8;
+    static_assert(PER_LANE * RTX_BLOCK * sizeof(K) <= RTX_WINDOW_BYTES, "stage fits the window");
+    K* stage_all = reinterpret_cast<K*>(smem);
+    const u32 L = 1u << lanes_log2;
+    const u32 lane = threadIdx.x & (L - 1);
+    const u32 cap = PER_LANE * L;
+    K* ks = stage_all + (threadIdx.x >> lanes_log2) * cap;
+    const u32 mask = L >= 32 ? 0xFFFFFFFFu
+                              : ((1u << L) - 1u) << ((threadIdx.x & 31u) & ~(L - 1u));
+    const u64 groups = blockDim.x >> lanes_log2;
+    for (u64 c = (u64)blockIdx.x * groups + (threadIdx.x >> lanes_log2); c < nchunks;
+         c += (u64)gridDim.x * groups) {
+        const Chunk ch = load_chunk(cstart, crow, cslot, c);
+        const u32 a = ch.a, b = ch.b, slot = ch.slot;
+        const u64 row = ch.row;
+        V acc{};
+        for (u32 s0 = a; s0 < b; s0 += cap) {
+            const u32 n = min(b - s0, cap);
+            {
+                u32 e[PER_LANE];
+#pragma unroll
+                for (u32 q = 0; q < PER_LANE; ++q) {
+                    const u32 i = lane + q * L;
+                    if (i < n) e[q] = __ldg(pos + s0 + i);
+                }
+#pragma unroll
+                for (u32 q = 0; q < PER_LANE; ++q) {
+                    const u32 i = lane + q * L;
+                    if (i < n) ks[i] = src.key(e[q]);
+                }
+            }
+            __syncwarp(mask);
+            if (n == b - a) {  // the whole chunk in one stage
+                for (u64 j = lane; j < W; j += L) {
+                    const V t = staged_reduce<V, MAX, Src>(src, ks, n, row, j, acc, true);
+                    put_chunk<V, MAX>(t, slot, row, W, j, dst, next);
+                }
+            } else if (lane < W) {  // L < 16: one column per lane, across stages
+                acc = staged_reduce<V, MAX, Src>(src, ks, n, row, lane, acc, s0 == a);
+            }
+            __syncwarp(mask);
+        }
+        if (b - a > cap && lane < W) put_chunk<V, MAX>(acc, slot, row, W, lane, dst, next);
+    }
+}
+
+// The first chunk c in [0, nchunks] whose start cstart[c] is >= target
+// (cstart ascending; c = nchunks when none is), found by the calling warp
+// with a 32-ary search: about four load latencies for 100,000 chunks.
+__device__ __forceinline__ u64 first_chunk_from(const u32* __restrict__ cstart, u64 nchunks,
+                                                u64 target) {
+    const u32 lane = threadIdx.x & 31;
+    u64 lo = 0, hi = nchunks;  // the answer is in [lo, hi]
+    while (lo < hi) {
+        const u64 step = (hi - lo + 30) / 31;
+        const u64 q = min(hi, lo + lane * step);
+        const bool ge = q == nchunks || (u64)__ldg(cstart + q) >= target;
+        const u32 f = __ffs(__ballot_sync(0xFFFFFFFFu, ge)) - 1;  // lane 31 probes hi: ge
+        const u64 qf = min(hi, lo + f * step);
+        if (f == 0) {
+            hi = lo;
+        } else {
+            lo = min(hi, lo + (f - 1) * step) + 1;
+            hi = qf;
+        }
+    }
+    return lo;
+}
+
+// Level 0 of a segment sum (or max) whose values Src computes, for rows of at
+// most 32 vectors. Block t takes window b of RTX_WIN positions and a slice of
+// at most RTX_SLICE_BYTES of the columns: the chunks that start inside the
+// window (from the plan's window table, or two warps find them with
+// first_chunk_from when it has none), whose positions span at
+// most RTX_WIN + 255 entries since no chunk is longer than 256. The whole
+// block loads those entries' keys, then their values in the slice (4
+// independent loads per thread at a time: with 8, the batch-8 HetGAT step
+// ran 8% slower on the H200), into shared memory; then a group of lanes
+// per chunk (a lane per column vector of the slice) adds the chunk up from
+// shared memory, in position order. Every block has the same bounded work,
+// however the chunks are spread: a hub row's 256-entry chunk costs a few load
+// latencies, not one per 8 entries along its chain. The additions and their
+// order are index.cu's: the first value of a chunk starts its chain, every
+// later one is added to it.
+template <typename V, bool MAX, typename Src>
+__device__ __forceinline__ void windowed_level0(const Src& src, const u32* __restrict__ pos,
+                                                const u32* __restrict__ wfirst,
+                                                const u32* __restrict__ cstart,
+                                                const u32* __restrict__ crow,
+                                                const u32* __restrict__ cslot, u64 nchunks,
+                                                u32 W, V* __restrict__ dst, V* __restrict__ next,
+                                                unsigned char* smem) {
+    typedef typename Src::Key K;
+    constexpr u32 BATCH = 4;
+    constexpr u32 SPAN = 2 * RTX_WIN;  // entries staged, at most RTX_WIN + 255
+    constexpr u32 CW = RTX_SLICE_BYTES / sizeof(V);
+    static_assert(SPAN * RTX_SLICE_BYTES <= RTX_WINDOW_BYTES, "a window's slice fits");
+    static_assert(RTX_BLOCK >= 64, "two warps search");
+    V* vals = reinterpret_cast<V*>(smem);
+    K* keys = reinterpret_cast<K*>(smem + RTX_WINDOW_BYTES);
+    __shared__ u64 range[2];
+    const u64 entries = __ldg(cstart + nchunks);
+    const u64 windows = (entries + RTX_WIN - 1) / RTX_WIN;
+    const u32 slices = (W + CW - 1) / CW;
+    for (u64 t = blockIdx.x; t < windows * slices; t += gridDim.x) {
+        const u64 b = t / slices;
+        const u32 j0 = (u32)(t - b * slices) * CW, cw = min(CW, W - j0);
+        if (wfirst) {  // the plan's window table (levels::window_table)
+            if (threadIdx.x < 2) range[threadIdx.x] = __ldg(wfirst + b + threadIdx.x);
+        } else if (threadIdx.x < 64) {
+            range[threadIdx.x >> 5] =
+                first_chunk_from(cstart, nchunks, (b + (threadIdx.x >> 5)) * RTX_WIN);
+        }
+        __syncthreads();
+        const u64 cb = range[0], nc = range[1] - cb;
+        const u32 p0 = __ldg(cstart + cb), n = __ldg(cstart + range[1]) - p0;
+#pragma unroll
+        for (u32 q = 0; q < SPAN / RTX_BLOCK; ++q) {
+            const u32 i = q * RTX_BLOCK + threadIdx.x;
+            if (i < n) keys[i] = src.key(__ldg(pos + p0 + i));
+        }
+        __syncthreads();
+        // thread -> column vector tc of the slice, entries te, te + P, ...: no
+        // division per value (Src's own per-column arithmetic, such as a
+        // vector's head, is the same for all of a thread's values)
+        {
+            const u32 P = RTX_BLOCK / cw;
+            const u32 te = threadIdx.x / cw, tc = threadIdx.x - te * cw;
+            if (te < P) {
+                for (u32 e0 = te; e0 < n; e0 += BATCH * P) {
+                    V v[BATCH];
+#pragma unroll
+                    for (u32 q = 0; q < BATCH; ++q)
+                        if (e0 + q * P < n) v[q] = src.value(keys[e0 + q * P], 0, j0 + tc);
+#pragma unroll
+                    for (u32 q = 0; q < BATCH; ++q)
+                        if (e0 + q * P < n) vals[(e0 + q * P) * cw + tc] = v[q];
+                }
+            }
+        }
+        __syncthreads();
+        // a group of L lanes per chunk, lane j on column vector j0 + j
+        const u32 lanes_log2 = 32 - __clz(cw - 1);  // log2 of cw's next power of two
+        const u32 lane = threadIdx.x & ((1u << lanes_log2) - 1);
+        const u32 groups = RTX_BLOCK >> lanes_log2;
+        if (lane < cw) {
+            for (u64 c = threadIdx.x >> lanes_log2; c < nc; c += groups) {
+                const u32 a = __ldg(cstart + cb + c) - p0, e = __ldg(cstart + cb + c + 1) - p0;
+                V acc = vals[a * cw + lane];
+                for (u32 p = a + 1; p < e; p += BATCH) {
+                    V v[BATCH];
+#pragma unroll
+                    for (u32 q = 0; q < BATCH; ++q)
+                        if (p + q < e) v[q] = vals[(p + q) * cw + lane];
+#pragma unroll
+                    for (u32 q = 0; q < BATCH; ++q)
+                        if (p + q < e) acc = combine<V, MAX>(acc, v[q]);
+                }
+                put_chunk<V, MAX>(acc, __ldg(cslot + cb + c), __ldg(crow + cb + c), W, j0 + lane,
+                                  dst, next);
+            }
+        }
+        __syncthreads();  // range, keys and vals are rewritten by the next window
+    }
+}
+
+// Level 0 of a segment sum (or max) whose values Src computes (see
+// windowed_level0 and grouped_level0).
+template <typename V, bool MAX, typename Src>
+__device__ __forceinline__ void fused_level0(const Src& src, const u32* __restrict__ pos,
+                                             const u32* __restrict__ wfirst,
+                                             const u32* __restrict__ cstart,
+                                             const u32* __restrict__ crow,
+                                             const u32* __restrict__ cslot, u64 nchunks, u64 W,
+                                             u32 lanes_log2, V* __restrict__ dst,
+                                             V* __restrict__ next) {
+    __shared__ __align__(16) unsigned char
+        smem[RTX_WINDOW_BYTES + 2 * RTX_WIN * sizeof(typename Src::Key)];
+    if (W <= 32)
+        windowed_level0<V, MAX>(src, pos, wfirst, cstart, crow, cslot, nchunks, (u32)W, dst, next,
+                                smem);
+    else
+        grouped_level0<V, MAX>(src, pos, cstart, crow, cslot, nchunks, W, lanes_log2, dst, next,
+                               smem);
+}
+
+// segment max and sum0, level 0: the stored value of the entry.
+template <typename T>
+struct ReadSrc {
+    typedef u32 Key;
+    const T* __restrict__ vals;
+    u64 W;
+    __device__ __forceinline__ Key key(u32 e) const { return e; }
+    __device__ __forceinline__ T value(Key e, u64, u64 j) const { return __ldg(vals + (u64)e * W + j); }
+};
+
+// softmax backward: alpha[e] * grad[e], componentwise.
+template <typename V>
+struct SoftmaxBwd {
+    typedef u32 Key;
+    const V* __restrict__ alpha;
+    const V* __restrict__ g;
+    u64 W;
+    __device__ __forceinline__ Key key(u32 e) const { return e; }
+    __device__ __forceinline__ V value(Key e, u64, u64 j) const {
+        const V av = __ldg(alpha + (u64)e * W + j);
+        const V gv = __ldg(g + (u64)e * W + j);
+        V r;
+#pragma unroll
+        for (int i = 0; i < VecT<V>::N; ++i) comps(r)[i] = rmul(comps(av)[i], comps(gv)[i]);
+        return r;
+    }
+};
+
+struct EntryRow {
+    u32 e;
+    u32 g;
+};
+
+// gather_scale_scatter: x[gather[e]] * w[e, head of the vector].
+template <typename V>
+struct GatherScale {
+    typedef EntryRow Key;
+    typedef typename VecT<V>::T T;
+    const V* __restrict__ x;
+    const u32* __restrict__ gather;
+    const T* __restrict__ w;
+    u64 W;
+    u64 heads;
+    u64 vecs_per_head;
+    __device__ __forceinline__ Key key(u32 e) const {
+        EntryRow k;
+        k.e = e;
+        k.g = __ldg(gather + e);
+        return k;
+    }
+    __device__ __forceinline__ V value(Key k, u64, u64 j) const {
+        const V xv = __ldg(x + (u64)k.g * W + j);
+        const T s = __ldg(w + (u64)k.e * heads + j / vecs_per_head);
+        V r;
+#pragma unroll
+        for (int i = 0; i < VecT<V>::N; ++i) comps(r)[i] = rmul(comps(xv)[i], s);
+        return r;
+    }
+};
+
+// The fused level-0 kernels are built for RTX_FUSED_MIN_BLOCKS resident blocks
+// per SM (registers capped accordingly): their chunks are short dependent load
+// chains, so their speed is the number of chains in flight. At 4 blocks (64
+// registers) the 16-byte-vector forms spill 80-170 bytes, and still ran the
+// batch-8 HetGAT step faster on the H200 than at 3 or 2 (src/abi.rs).
+#define RTX_FUSED_ARGS                                                                      \
+    const u32 *__restrict__ pos, const u32 *__restrict__ wfirst, const u32 *__restrict__ cstart, \
+        const u32 *__restrict__ crow, const u32 *__restrict__ cslot, u64 nchunks, u64 W,    \
+        u32 lanes_log2
+
+#define RTX_SUM0(NAME, V)                                                                   \
+    extern "C" __global__ void __launch_bounds__(RTX_BLOCK, RTX_FUSED_MIN_BLOCKS)           \
+        NAME(const V* __restrict__ vals, RTX_FUSED_ARGS, V* __restrict__ dst,               \
+             V* __restrict__ next) {                                                        \
+        ReadSrc<V> s{vals, W};                                                              \
+        fused_level0<V, false>(s, pos, wfirst, cstart, crow, cslot, nchunks, W, lanes_log2, dst, next); \
+    }
+#define RTX_SMB0(NAME, V)                                                                   \
+    extern "C" __global__ void __launch_bounds__(RTX_BLOCK, RTX_FUSED_MIN_BLOCKS)           \
+        NAME(const V* __restrict__ alpha, const V* __restrict__ g, RTX_FUSED_ARGS,          \
+             V* __restrict__ dst, V* __restrict__ next) {                                   \
+        SoftmaxBwd<V> s{alpha, g, W};                                                       \
+        fused_level0<V, false>(s, pos, wfirst, cstart, crow, cslot, nchunks, W, lanes_log2, dst, next);   \
+    }
+#define RTX_GSS0(NAME, V)                                                                   \
+    extern "C" __global__ void __launch_bounds__(RTX_BLOCK, RTX_FUSED_MIN_BLOCKS)           \
+        NAME(const V* __restrict__ x, const u32* __restrict__ gather,                       \
+             const VecT<V>::T* __restrict__ w, u64 heads, u64 vecs_per_head,                \
+             RTX_FUSED_ARGS, V* __restrict__ dst, V* __restrict__ next) {                   \
+        GatherScale<V> s{x, gather, w, W, heads, vecs_per_head};                            \
+        fused_level0<V, false>(s, pos, wfirst, cstart, crow, cslot, nchunks, W, lanes_log2, dst, next);   \
+    }
+// segmax0_{f32,f64}: level 0 of a segment max, keys staged (levels past it: segmax).
+#define RTX_SEGMAX0(NAME, T)                                                                \
+    extern "C" __global__ void __launch_bounds__(RTX_BLOCK, RTX_FUSED_MIN_BLOCKS)           \
+        NAME(const T* __restrict__ vals, RTX_FUSED_ARGS, T* __restrict__ dst,               \
+             T* __restrict__ next) {                                                        \
+        ReadSrc<T> s{vals, W};                                                              \
+        fused_level0<T, true>(s, pos, wfirst, cstart, crow, cslot, nchunks, W, lanes_log2, dst, next); \
+    }
+RTX_SEGMAX0(segmax0_f32, float)
+RTX_SEGMAX0(segmax0_f64, double)
+
+// {sum0,smb0,gss0}_{type}x{lanes}: level 0 of the model's segment sums of
+// stored values (segment_sum, the softmax's denominators: index.cu's scatter0
+// stays index_add's), of the softmax backward's sums and of
+// gather_scale_scatter; the vector types as index.cu's.
+#define RTX_FUSED_ALL(SUFFIX, V)                                                            \
+    RTX_SUM0(sum0_##SUFFIX, V)                                                              \
+    RTX_SMB0(smb0_##SUFFIX, V)                                                              \
+    RTX_GSS0(gss0_##SUFFIX, V)
+RTX_FUSED_ALL(f32x4, float4)
+RTX_FUSED_ALL(f32x2, float2)
+RTX_FUSED_ALL(f32x1, float)
+RTX_FUSED_ALL(f64x2, double2)
+RTX_FUSED_ALL(f64x1, double)
+
+// ex[e, j] = exp(x[e, j] - m[row, j]), row = rowof[e]: the softmax's numerators,
+// one parallel pass (the sums then add stored values, like a scatter).
+#define RTX_SOFTMAX_EXP(NAME, T)                                                            \
+    extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
+        NAME(const T* __restrict__ x, const T* __restrict__ m, const u32* __restrict__ rowof, \
+             T* __restrict__ out, u64 e, u64 f) {                                           \
+        const u64 total = e * f;                                                            \
+        for (u64 t = thread_id(); t < total; t += grid_stride()) {                          \
+            const u64 p = t / f, j = t - p * f;                                             \
+            const u64 r = (u64)__ldg(rowof + p) * f + j;                                    \
+            out[t] = rexp(rsub(x[t], m[r]));                                                \
+        }                                                                                   \
+    }
+RTX_SOFTMAX_EXP(softmax_exp_f32, float)
+RTX_SOFTMAX_EXP(softmax_exp_f64, double)
+
+// alpha[e, j] = ex[e, j] / s[row, j], row = rowof[e]: the last step of the
+// softmax composition.
+#define RTX_SOFTMAX_DIV(NAME, T)                                                            \
+    extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
+        NAME(const T* __restrict__ ex, const T* __restrict__ s, const u32* __restrict__ rowof, \
+             T* __restrict__ out, u64 e, u64 f) {                                           \
+        const u64 total = e * f;                                                            \
+        for (u64 t = thread_id(); t < total; t += grid_stride()) {                          \
+            const u64 p = t / f, j = t - p * f;                                             \
+            const u64 r = (u64)__ldg(rowof + p) * f + j;                                    \
+            out[t] = rdiv(ex[t], s[r]);                                                     \
+        }                                                                                   \
+    }
+RTX_SOFTMAX_DIV(softmax_div_f32, float)
+RTX_SOFTMAX_DIV(softmax_div_f64, double)
+
+// out[e, j] = alpha[e, j] * (g[e, j] - s[row, j]), row = rowof[e].
+#define RTX_SOFTMAX_BWD(NAME, T)                                                            \
+    extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
+        NAME(const T* __restrict__ alpha, const T* __restrict__ g, const T* __restrict__ s, \
+             const u32* __restrict__ rowof, T* __restrict__ out, u64 e, u64 f) {            \
+        const u64 total = e * f;                                                            \
+        for (u64 t = thread_id(); t < total; t += grid_stride()) {                          \
+            const u64 p = t / f, j = t - p * f;                                             \
+            const u64 r = (u64)__ldg(rowof + p) * f + j;                                    \
+            out[t] = rmul(alpha[t], rsub(g[t], s[r]));                                      \
+        }                                                                                   \
+    }
+RTX_SOFTMAX_BWD(softmax_bwd_f32, float)
+RTX_SOFTMAX_BWD(softmax_bwd_f64, double)
