@@ -58,7 +58,7 @@ typedef unsigned long long u64;
 #ifndef RTX_FUSED_MIN_BLOCKS
 #error "RTX_FUSED_MIN_BLOCKS must be defined by rtx-backend-cuda (src/abi.rs)"
 #endif
-// Positions per window, and bytes of the column slice, of model.cu's
+// Positions per window, and bytes of the column slice, of segment.cu's
 // windowed fused level 0 (levels::window_table has the same windows).
 #ifndef RTX_WIN
 #error "RTX_WIN must be defined by rtx-backend-cuda (src/abi.rs)"
@@ -74,7 +74,7 @@ typedef unsigned long long u64;
 #ifndef RTX_SUM_BIAS_PARTS
 #error "RTX_SUM_BIAS_PARTS must be defined by rtx-backend-cuda (src/abi.rs)"
 #endif
-// Most levels one column-sum launch computes (model.cu's RrClimb).
+// Most levels one column-sum launch computes (dense.cu's RrClimb).
 #ifndef RTX_COL_SUM_LEVELS
 #error "RTX_COL_SUM_LEVELS must be defined by rtx-backend-cuda (src/abi.rs)"
 #endif

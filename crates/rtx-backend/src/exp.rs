@@ -1,6 +1,6 @@
 //! The one `exp` of every backend: a portable algorithm of plain IEEE
 //! operations (round-to-nearest `+`, `-`, `*`, `floor` and exact power-of-two
-//! scaling, no fused multiply-add), so the host and kernels/model.cu's
+//! scaling, no fused multiply-add), so the host and kernels/model.cuh's
 //! `rexp` compute it with the same operations in the same order and get the
 //! same bits. The CPU and CUDA backends then train the HetGAT to the same
 //! loss bits (a platform `exp` differs between libm and the device's math
@@ -11,10 +11,10 @@
 //! `f64` (truncation below `2^-57` relative; about 1 ulp), degree 7 in `f32`
 //! arithmetic for `f32` (truncation below `2^-27`; at most 2 ulp), so the
 //! `f32` chain stays short in the device's latency-bound fused softmax.
-//! kernels/model.cu's `rexp64` / `rexp32` are the same code line for line;
+//! kernels/model.cuh's `rexp64` / `rexp32` are the same code line for line;
 //! a GPU test compares them with these over a sweep of inputs.
 
-/// `log2(e)` (1.4426950408889634, the literal kernels/model.cu spells out).
+/// `log2(e)` (1.4426950408889634, the literal kernels/model.cuh spells out).
 const LOG2E: f64 = std::f64::consts::LOG2_E;
 /// `ln 2` split in two: the high part has trailing zeros, so `k * LN2_HI` is exact.
 const LN2_HI: f64 = 0.6931471803691238;
@@ -72,7 +72,7 @@ pub fn exp64(x: f64) -> f64 {
 /// `log2(e)` in `f32` (1.4426950216293335).
 const LOG2E_F: f32 = std::f32::consts::LOG2_E;
 // The f32 literals below are the exact values of the f32 constants, spelled
-// in full (as kernels/model.cu spells them), hence more digits than f32 needs.
+// in full (as kernels/model.cuh spells them), hence more digits than f32 needs.
 /// `ln 2` split for `f32`: 16 significant bits in the high part, so
 /// `k * LN2_HI_F` is exact for every `|k| <= 256`.
 #[allow(clippy::excessive_precision)]

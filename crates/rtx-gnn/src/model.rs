@@ -1,12 +1,16 @@
-//! The HetGAT model: parameters, forward, hand-written backward, MSE loss, SGD.
+//! The HetGAT model: parameters, SGD and the training step; the forward pass
+//! and MSE loss in `forward.rs`, the hand-written backward in `backward.rs`.
 
 use rtx_backend::prelude::*;
 use rtx_backend::workload::{splitmix64, unit};
-use rtx_backend::{BTensor, Binary, Element, Unary};
+use rtx_backend::{BTensor, Element};
 
 use crate::graph::NodeType;
 use crate::topology::Topology;
 use crate::{Error, Result};
+
+mod backward;
+mod forward;
 
 /// Hyper-parameters of a [`HetGat`].
 #[derive(Debug, Clone, PartialEq)]
@@ -143,43 +147,6 @@ pub struct LossAndGrads<B: Backend, T: Element, L = T> {
     pub grads: Grads<B, T>,
     /// Gradients of the inputs per node type (when asked for).
     pub input_grads: Vec<Option<BTensor<B, T>>>,
-}
-
-struct RelCache<B: Backend, T: Element> {
-    hs: BTensor<B, T>,
-    /// `head_dot(W_dst, att_dst)`, `[in_dst, heads]`: the destination logits
-    /// are `x_dst @ w_att_dst` (see [`HetGat::run_forward`]).
-    w_att_dst: BTensor<B, T>,
-    z: BTensor<B, T>,
-    alpha: BTensor<B, T>,
-}
-
-struct LayerCache<B: Backend, T: Element> {
-    /// The layer's input per node type.
-    x: Vec<Option<BTensor<B, T>>>,
-    /// The layer's output per node type: relu of its relations' biased sum
-    /// (the same buffers as the next layer's input; relu's backward reads it).
-    act: Vec<Option<BTensor<B, T>>>,
-    rels: Vec<Option<RelCache<B, T>>>,
-}
-
-struct Forward<B: Backend, T: Element> {
-    layers: Vec<LayerCache<B, T>>,
-    /// The head's input (the target type's last activation) and output.
-    h: BTensor<B, T>,
-    y: BTensor<B, T>,
-}
-
-fn add_into<B: Backend, T: Element>(
-    b: &B,
-    slot: &mut Option<BTensor<B, T>>,
-    t: BTensor<B, T>,
-) -> Result<()> {
-    *slot = Some(match slot.take() {
-        None => t,
-        Some(s) => b.binary(Binary::Add, &s, &t)?,
-    });
-    Ok(())
 }
 
 impl<B: Backend, T: Element> HetGat<B, T> {
@@ -363,225 +330,6 @@ impl<B: Backend, T: Element> HetGat<B, T> {
         Ok(())
     }
 
-    fn run_forward<G: Topology<B> + ?Sized>(
-        &self,
-        b: &B,
-        graph: &G,
-        x: &[BTensor<B, T>],
-    ) -> Result<Forward<B, T>> {
-        self.check_inputs(graph, x)?;
-        let heads = self.config.heads;
-        let slope = Unary::LeakyRelu(self.config.negative_slope);
-        let mut cur: Vec<Option<BTensor<B, T>>> = x.iter().cloned().map(Some).collect();
-        let mut layers = Vec::with_capacity(self.config.layers);
-        for l in 0..self.config.layers {
-            // per node type, its relations' aggregations and bias indices
-            let mut parts: Vec<Vec<(BTensor<B, T>, usize)>> = vec![Vec::new(); cur.len()];
-            let mut rels = Vec::with_capacity(self.relations.len());
-            for (r, rel) in self.relations.iter().enumerate() {
-                if !self.live[l][r] {
-                    rels.push(None);
-                    continue;
-                }
-                let (Some(xs), Some(xd)) = (&cur[rel.src_type], &cur[rel.dst_type]) else {
-                    return Err(Error::Model(format!(
-                        "relation {} reads a missing node type",
-                        rel.name
-                    )));
-                };
-                let edges = graph.edges(r);
-                let hs = b.matmul(xs, false, self.p(l, r, W_SRC), false)?;
-                let a_s = b.head_dot(&hs, self.p(l, r, ATT_SRC), heads)?;
-                // The destination logits head_dot(x_dst @ W_dst, att_dst) are
-                // x_dst @ head_dot(W_dst, att_dst): the same function, summed
-                // in another order, without the [nodes, hidden] product that
-                // only they would read (GATConv's lin_dst output). (The same
-                // form on the source side, where hs is needed anyway, measured
-                // no faster at batch 8 and slower at batch 1.)
-                let w_att_dst = b.head_dot(self.p(l, r, W_DST), self.p(l, r, ATT_DST), heads)?;
-                let a_d = b.matmul(xd, false, &w_att_dst, false)?;
-                // the edge logits a_s[src] + a_d[dst] (fused gathers and add)
-                let z = edges.gather_add(b, &a_s, &a_d)?;
-                let alpha = edges.softmax_by_dst(b, &b.unary(slope, &z)?)?;
-                // messages alpha[e] * hs[src[e]] summed per destination (fused
-                // index_select + head_scale + canonical scatter-add)
-                let out = edges.src_to_dst(b, &hs, &alpha)?;
-                parts[rel.dst_type].push((out, self.pi(l, r, BIAS)));
-                rels.push(Some(RelCache {
-                    hs,
-                    w_att_dst,
-                    z,
-                    alpha,
-                }));
-            }
-            // relu(sum over the relations of (aggregation + bias)), in
-            // relation order, in one pass per node type
-            let next = parts
-                .iter()
-                .map(|ps| {
-                    let refs: Vec<_> = ps.iter().map(|(o, bi)| (o, &self.params[*bi])).collect();
-                    (!refs.is_empty())
-                        .then(|| b.sum_bias_relu(&refs))
-                        .transpose()
-                })
-                .collect::<rtx_backend::Result<Vec<_>>>()?;
-            layers.push(LayerCache {
-                x: cur,
-                act: next.clone(),
-                rels,
-            });
-            cur = next;
-        }
-        let h = cur[self.config.target]
-            .take()
-            .ok_or_else(|| Error::Model("the target type has no output".into()))?;
-        let (head_w, head_b) = (&self.params[self.head()], &self.params[self.head() + 1]);
-        debug_assert_eq!(head_w.shape(), &[self.hidden, 1]);
-        let y = b.binary(Binary::Add, &b.matmul(&h, false, head_w, false)?, head_b)?;
-        Ok(Forward { layers, h, y })
-    }
-
-    /// The model's output `[n_target, 1]` for inputs `x` (one `[nodes,
-    /// in_features]` tensor per node type).
-    ///
-    /// # Errors
-    /// [`Error::Model`] for inputs that do not fit; backend errors.
-    pub fn forward<G: Topology<B> + ?Sized>(
-        &self,
-        b: &B,
-        graph: &G,
-        x: &[BTensor<B, T>],
-    ) -> Result<BTensor<B, T>> {
-        Ok(self.run_forward(b, graph, x)?.y)
-    }
-
-    /// The MSE loss against zeros, `mean(y^2)`, computed as the canonical
-    /// sum of squares divided by the row count.
-    ///
-    /// # Errors
-    /// As [`HetGat::forward`].
-    pub fn loss<G: Topology<B> + ?Sized>(
-        &self,
-        b: &B,
-        graph: &G,
-        x: &[BTensor<B, T>],
-    ) -> Result<T> {
-        let y = self.forward(b, graph, x)?;
-        mse(b, &y)?.read(b)
-    }
-
-    /// Loss, gradients of every parameter and (when `input_grads`) of the inputs.
-    ///
-    /// # Errors
-    /// As [`HetGat::forward`].
-    pub fn loss_and_grads<G: Topology<B> + ?Sized>(
-        &self,
-        b: &B,
-        graph: &G,
-        x: &[BTensor<B, T>],
-        input_grads: bool,
-    ) -> Result<LossAndGrads<B, T>> {
-        let LossAndGrads {
-            loss,
-            grads,
-            input_grads,
-        } = self.loss_and_grads_enqueued(b, graph, x, input_grads)?;
-        Ok(LossAndGrads {
-            loss: loss.read(b)?,
-            grads,
-            input_grads,
-        })
-    }
-
-    /// [`HetGat::loss_and_grads`] with the loss left on the device: nothing
-    /// here waits for the device.
-    ///
-    /// # Errors
-    /// As [`HetGat::forward`].
-    pub fn loss_and_grads_enqueued<G: Topology<B> + ?Sized>(
-        &self,
-        b: &B,
-        graph: &G,
-        x: &[BTensor<B, T>],
-        input_grads: bool,
-    ) -> Result<LossAndGrads<B, T, DeviceLoss<B, T>>> {
-        let fw = self.run_forward(b, graph, x)?;
-        let loss = mse(b, &fw.y)?;
-        let n = loss.rows;
-        let heads = self.config.heads;
-        let slope = Unary::LeakyRelu(self.config.negative_slope);
-        let mut grads: Grads<B, T> = vec![None; self.params.len()];
-        let hi = self.head();
-        // head: y = h @ w + b, dL/dy = 2y / n
-        let dy = b.unary(Unary::Scale(2.0 / n.max(1) as f64), &fw.y)?;
-        grads[hi] = Some(b.matmul(&fw.h, true, &dy, false)?);
-        grads[hi + 1] = Some(b.sum_rows(&dy)?);
-        let mut dx: Vec<Option<BTensor<B, T>>> = vec![None; x.len()];
-        dx[self.config.target] = Some(b.matmul(&dy, false, &self.params[hi], true)?);
-        for l in (0..self.config.layers).rev() {
-            let cache = &fw.layers[l];
-            // through the ReLU after the layer
-            // relu's backward at its output (positive where the sum is)
-            let dpre = cache
-                .act
-                .iter()
-                .zip(&dx)
-                .map(|(p, d)| match (p, d) {
-                    (Some(p), Some(d)) => b.unary_backward(Unary::Relu, p, d).map(Some),
-                    _ => Ok(None),
-                })
-                .collect::<rtx_backend::Result<Vec<_>>>()?;
-            let want_dx = l > 0 || input_grads;
-            let mut dx_in: Vec<Option<BTensor<B, T>>> = vec![None; x.len()];
-            for (r, rel) in self.relations.iter().enumerate() {
-                let (st, dt) = (rel.src_type, rel.dst_type);
-                let (Some(c), Some(g)) = (&cache.rels[r], &dpre[dt]) else {
-                    continue;
-                };
-                let (Some(xs), Some(xd)) = (&cache.x[st], &cache.x[dt]) else {
-                    continue;
-                };
-                grads[self.pi(l, r, BIAS)] = Some(b.sum_rows(g)?);
-                // out = scatter_dst(alpha * gather_src(hs)). The adjoint of the
-                // scatter is a gather of g by dst; the adjoint of the gather is a
-                // scatter-add by src:
-                //   dalpha[e] = g[dst[e]] . hs[src[e]] (per head)
-                //   dhs = scatter_src(alpha * gather_dst(g))
-                let edges = graph.edges(r);
-                let dalpha = edges.dst_src_head_dot(b, g, &c.hs, heads)?;
-                let mut dhs = edges.dst_to_src(b, g, &c.alpha)?;
-                let dl = edges.softmax_by_dst_backward(b, &c.alpha, &dalpha)?;
-                let dz = b.unary_backward(slope, &c.z, &dl)?;
-                let das = edges.sum_by_src(b, &dz)?;
-                let dad = edges.sum_by_dst(b, &dz)?;
-                grads[self.pi(l, r, ATT_SRC)] = Some(b.head_scale_sum_rows(&c.hs, &das)?);
-                dhs = b.add_head_scale(&dhs, self.p(l, r, ATT_SRC), &das)?;
-                grads[self.pi(l, r, W_SRC)] = Some(b.matmul(xs, true, &dhs, false)?);
-                // a_d = x_dst @ w, w[k, h] = sum_j W_dst[k, hc+j] att_dst[hc+j]:
-                //   dw = x_dst^T @ da_d
-                //   dW_dst[k, hc+j] = dw[k, h] att_dst[hc+j]
-                //   datt_dst[hc+j] = sum_k W_dst[k, hc+j] dw[k, h]
-                //   dx_dst += da_d @ w^T
-                let (w_dst, att_dst) = (self.p(l, r, W_DST), self.p(l, r, ATT_DST));
-                let dw = b.matmul(xd, true, &dad, false)?;
-                grads[self.pi(l, r, W_DST)] = Some(b.head_scale(att_dst, &dw)?);
-                grads[self.pi(l, r, ATT_DST)] = Some(b.head_scale_sum_rows(w_dst, &dw)?);
-                if want_dx {
-                    let gs = b.matmul(&dhs, false, self.p(l, r, W_SRC), true)?;
-                    add_into(b, &mut dx_in[st], gs)?;
-                    let gd = b.matmul(&dad, false, &c.w_att_dst, true)?;
-                    add_into(b, &mut dx_in[dt], gd)?;
-                }
-            }
-            dx = dx_in;
-        }
-        Ok(LossAndGrads {
-            loss,
-            grads,
-            input_grads: if input_grads { dx } else { vec![None; x.len()] },
-        })
-    }
-
     /// Plain SGD: `p = p - lr * grad` for every parameter with a gradient.
     /// All or nothing for gradients that do not fit: every shape is checked
     /// before any parameter changes.
@@ -650,15 +398,6 @@ impl<B: Backend, T: Element> HetGat<B, T> {
         self.sgd(b, &grads, lr)?;
         Ok(loss)
     }
-}
-
-/// `mean(y^2)` of a `[n, 1]` output, still on the device: the canonical sum
-/// of squares, divided by `n` when read.
-fn mse<B: Backend, T: Element>(b: &B, y: &BTensor<B, T>) -> Result<DeviceLoss<B, T>> {
-    Ok(DeviceLoss {
-        sum_sq: b.sum_rows(&b.binary(Binary::Mul, y, y)?)?,
-        rows: y.shape()[0],
-    })
 }
 
 /// Which relations of which layer reach the head (see [`HetGat`]), and a
