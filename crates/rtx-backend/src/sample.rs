@@ -251,7 +251,7 @@ pub fn sample_host(
     spec: &SampleSpec,
 ) -> Result<Sampled<Vec<u32>>> {
     check_spec(node_counts, relations, seeds.len(), spec)?;
-    crate::reference::check_indices(seeds, node_counts[spec.seed_type])?;
+    crate::plan::check_indices(seeds, node_counts[spec.seed_type])?;
     let types = node_counts.len();
     // local id of every global node per type, filled lazily (u32::MAX: none)
     let mut local: Vec<Vec<u32>> = vec![Vec::new(); types];
@@ -332,7 +332,7 @@ pub fn csr_host(
             detail: format!("{} sources but {} destinations", src.len(), dst.len()),
         });
     }
-    crate::reference::check_indices(src, src_nodes)?;
+    crate::plan::check_indices(src, src_nodes)?;
     let plan = IndexPlan::new(dst, dst_nodes)?;
     let offsets = plan.offsets().iter().map(|&o| o as u32).collect();
     let neighbors = plan.positions().iter().map(|&p| src[p as usize]).collect();

@@ -6,7 +6,7 @@
 //! back-to-back calls divided by `--inner` (CUDA events; the output's
 //! stream-ordered allocation included). The products also run with every
 //! product on the 64x64 tile (`impl` `...-tile64`, the tile choice before
-//! issue 16's shape-sized tiles), and their outputs are checked bit for bit
+//! the tiles sized to the product's shape), and their outputs are checked bit for bit
 //! against each other. `tflops` counts a multiply and an add per term:
 //! the H200's f32 CUDA cores without FMA (which the bit-identity with the
 //! CPU reference rules out) do about 33.5 T of those per second.

@@ -1,5 +1,5 @@
 //! `rtx-bench dynamic`: message passing on index lists that change every
-//! step (issue 15). Each timed call gets a list it has never seen, made on
+//! step (device-made lists and device-built plans). Each timed call gets a list it has never seen, made on
 //! the device, so the scatter plan is built on the device inside the timing.
 //! Peer: `peers/torch_dynamic.py` (torch `index_select` + `index_add_`,
 //! atomic and deterministic, and PyG's scatter) on the same lists.

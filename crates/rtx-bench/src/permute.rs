@@ -1,5 +1,5 @@
-//! The `permute` suite of `rtx-bench transpose --set permute` (issue 17):
-//! every class of the kernel choice at 8-256 MB (and the issue's shapes),
+//! The `permute` suite of `rtx-bench transpose --set permute`: every class
+//! of the permute kernel choice at 8-256 MB (and five reference shapes),
 //! `permute(...)` with output allocation, as torch's
 //! `x.permute(...).contiguous()`; crates/rtx-bench/peers/torch_permute.py
 //! times torch on the same cases (the same names), in the same JSON rows.
@@ -23,10 +23,10 @@ pub enum Ty {
     F64,
 }
 
-/// `(name, shape, perm, element)`: the classes of issue 17. Keep in step with
+/// `(name, shape, perm, element)`: the permute classes. Keep in step with
 /// `CASES` of peers/torch_permute.py.
 pub const CASES: &[(&str, &[usize], &[usize], Ty)] = &[
-    // the issue's five
+    // the five reference shapes
     (
         "b2000000x4x16-021",
         &[2_000_000, 4, 16],

@@ -31,7 +31,7 @@ pub struct Args {
     #[arg(long)]
     pub no_host: bool,
     /// Which cases: `anchors` (the anchors' transpose workloads), `permute`
-    /// (issue 17's classes, suite `permute`) or `all`.
+    /// (the permute kernel choice's classes, suite `permute`) or `all`.
     #[arg(long, default_value = "all")]
     pub set: Set,
     /// Skip the check of the `permute` cases against `permute_host`.
@@ -44,7 +44,7 @@ pub struct Args {
 pub enum Set {
     /// The anchors' transpose workloads.
     Anchors,
-    /// Issue 17's permute classes.
+    /// The permute kernel choice's classes.
     Permute,
     /// Both.
     All,

@@ -51,7 +51,7 @@ pub fn check_index_add(dst: &Layout, plan: &IndexPlan, src: &Layout) -> Result<u
 }
 
 /// A [`Error::ShapeMismatch`] of `op`.
-pub(crate) fn mismatch(op: &'static str, detail: String) -> Error {
+pub(super) fn mismatch(op: &'static str, detail: String) -> Error {
     Error::ShapeMismatch { op, detail }
 }
 
@@ -248,7 +248,7 @@ pub fn check_gather_scale_scatter(
 ) -> Result<(usize, usize)> {
     let (n, heads, c) =
         gather_scale_scatter_shapes(x, gather.len(), weights, plan.len(), plan.rows())?;
-    crate::reference::check_indices(gather, n)?;
+    crate::plan::check_indices(gather, n)?;
     Ok((heads, c))
 }
 
@@ -296,8 +296,8 @@ pub fn check_gather_head_dot(
     heads: usize,
 ) -> Result<(usize, usize)> {
     let (na, nb, c) = gather_head_dot_shapes(a, a_idx.len(), b, b_idx.len(), heads)?;
-    crate::reference::check_indices(a_idx, na)?;
-    crate::reference::check_indices(b_idx, nb)?;
+    crate::plan::check_indices(a_idx, na)?;
+    crate::plan::check_indices(b_idx, nb)?;
     Ok((heads, c))
 }
 
@@ -343,8 +343,8 @@ pub fn check_gather_add(
     b_idx: &[u32],
 ) -> Result<(usize, usize, usize)> {
     let (na, nb, f) = gather_add_shapes(a, a_idx.len(), b, b_idx.len())?;
-    crate::reference::check_indices(a_idx, na)?;
-    crate::reference::check_indices(b_idx, nb)?;
+    crate::plan::check_indices(a_idx, na)?;
+    crate::plan::check_indices(b_idx, nb)?;
     Ok((na, nb, f))
 }
 
@@ -387,7 +387,7 @@ pub fn check_same(op: &'static str, a: &[usize], b: &[usize]) -> Result<()> {
 }
 
 /// Checks that `data` holds exactly the elements of `shape`.
-pub(crate) fn check_len<T>(data: &[T], shape: &[usize]) -> Result<()> {
+pub(super) fn check_len<T>(data: &[T], shape: &[usize]) -> Result<()> {
     let n = rtx_tensor::numel(shape)?;
     if data.len() != n {
         return Err(Error::LengthMismatch {

@@ -60,21 +60,17 @@
 //! | `kind.rs` | the op enums [`Unary`] and [`Binary`] |
 //! | `check.rs` | the `check_*` argument checks every backend runs before any work (also [`dims2`] and [`check_index_add`], re-exported at the crate root) |
 //! | `rows.rs` | the row kernels the reference and the CPU backend share ([`mm_block`], [`softmax_segment`], ...) |
+//! | `reference.rs` | the host reference implementations ([`matmul`], [`segment_softmax`], ...), and the reference gather and scatter-add; public as `rtx_backend::reference` |
 //!
-//! The host reference implementations ([`matmul`], [`segment_softmax`], ...)
-//! are in [`reference`](crate::reference), beside the reference gather and
-//! scatter-add. Every item is re-exported here, so its path is
-//! `rtx_backend::ops::X`.
+//! Every item of `check.rs`, `kind.rs` and `rows.rs`, and the model ops'
+//! references, are re-exported here, so their path is `rtx_backend::ops::X`.
 
-pub(crate) mod check;
+mod check;
 mod kind;
+pub mod reference;
 mod rows;
 
 pub use crate::order::{canonical_accumulate, reduce_blocks};
-pub use crate::reference::{
-    binary, gather_head_dot, gather_scale_scatter, head_dot, head_scale, matmul, segment_max,
-    segment_softmax, segment_softmax_backward, sum_rows, unary, unary_backward,
-};
 pub use check::{
     check_add_head_scale, check_binary, check_gather_add, check_gather_head_dot,
     check_gather_scale_scatter, check_head_dot, check_head_scale, check_index_add, check_matmul,
@@ -82,6 +78,10 @@ pub use check::{
     gather_head_dot_shapes, gather_scale_scatter_shapes,
 };
 pub use kind::{Binary, Unary};
+pub use reference::{
+    binary, gather_head_dot, gather_scale_scatter, head_dot, head_scale, matmul, segment_max,
+    segment_softmax, segment_softmax_backward, sum_rows, unary, unary_backward,
+};
 pub use rows::{
     SegmentScratch, axpy_row, axpy_slice, binary_slice, dot, gather_scale_scatter_row,
     head_dot_row, head_scale_row, matmul_row, mm_block, outer_term, plan_indices, relu,

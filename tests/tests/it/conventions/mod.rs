@@ -1,14 +1,19 @@
 //! Workspace conventions, checked on every crate's sources:
 //!
 //! - no import cycles between sibling modules ([`modgraph`]);
-//! - no file under a `src/` over [`sizes::MAX_LINES`] lines ([`sizes`]);
+//! - no file under a `src/`, and no CUDA source under `kernels/`, over
+//!   [`sizes::MAX_LINES`] lines ([`sizes`]);
 //! - no backend crate reads files through the build machine's path
 //!   (`env!("CARGO_MANIFEST_DIR")`): its tests go into the GPU test archive,
-//!   which runs in a checkout at another path.
+//!   which runs in a checkout at another path;
+//! - no `.rs`, `.cu`, `.cuh` or `.py` file under `crates/`, `kernels/`,
+//!   `xtask/` or `tests/` cites an issue tracker entry by number
+//!   ([`citations`]): the source says what the rule is.
 //!
-//! Both checkers are unit-tested on in-memory fixtures in their modules, so
+//! The checkers are unit-tested on in-memory fixtures in their modules, so
 //! these tests cannot pass by reading nothing.
 
+mod citations;
 mod modgraph;
 mod sizes;
 
@@ -172,6 +177,91 @@ fn no_long_source_files_in_any_crate() {
         .collect();
     let problems = judge(&found, ALLOWED_LONG_FILES);
     assert!(problems.is_empty(), "\n{}\n", problems.join("\n"));
+}
+
+#[test]
+fn no_long_kernel_files() {
+    let root = workspace_root();
+    let mut files = BTreeMap::new();
+    for e in std::fs::read_dir(root.join("kernels")).expect("kernels/") {
+        let p = e.expect("directory entry").path();
+        if p.extension().is_some_and(|x| x == "cu" || x == "cuh") {
+            let text = std::fs::read_to_string(&p).expect("readable kernel source");
+            files.insert(
+                p.strip_prefix(&root).expect("under the root").to_path_buf(),
+                text,
+            );
+        }
+    }
+    assert!(files.len() >= 5, "only {} kernel files read", files.len());
+    let found: Vec<(String, String)> = sizes::long_files(&files, sizes::MAX_LINES)
+        .into_iter()
+        .map(|(p, n)| {
+            let key = p.display().to_string();
+            let message = format!(
+                "{key}: {n} lines (at most {}): split it by op family into files listed in \
+                 KERNEL_FILES (crates/rtx-backend-cuda/src/source.rs), shared device helpers \
+                 in one header",
+                sizes::MAX_LINES
+            );
+            (key, message)
+        })
+        .collect();
+    let problems = judge(&found, &[]);
+    assert!(problems.is_empty(), "\n{}\n", problems.join("\n"));
+}
+
+/// Every file under `dir` (recursively) whose extension is one of `exts`,
+/// leaving out build outputs (`target/`) and hidden directories.
+fn files_under(dir: &Path, exts: &[&str], out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries {
+        let p = e.expect("directory entry").path();
+        let name = p.file_name().map(|n| n.to_string_lossy().into_owned());
+        if p.is_dir() {
+            if name.is_some_and(|n| n != "target" && !n.starts_with('.')) {
+                files_under(&p, exts, out);
+            }
+        } else if p.extension().is_some_and(|x| exts.iter().any(|e| x == *e)) {
+            out.push(p);
+        }
+    }
+}
+
+#[test]
+fn no_issue_tracker_citations_in_sources() {
+    let root = workspace_root();
+    let mut files = BTreeMap::new();
+    for dir in ["crates", "kernels", "xtask", "tests"] {
+        let mut list = Vec::new();
+        files_under(&root.join(dir), &citations::EXTENSIONS, &mut list);
+        for p in list {
+            let text = std::fs::read_to_string(&p).expect("readable source");
+            files.insert(
+                p.strip_prefix(&root).expect("under the root").to_path_buf(),
+                text,
+            );
+        }
+    }
+    // Not vacuous: every kind of file is read.
+    for ext in citations::EXTENSIONS {
+        assert!(
+            files
+                .keys()
+                .any(|p| p.extension().is_some_and(|x| x == ext)),
+            "no .{ext} file read"
+        );
+    }
+    assert!(files.len() > 100, "only {} files read", files.len());
+    let problems = judge(&citations::citations(&files), &[]);
+    assert!(
+        problems.is_empty(),
+        "{} citations of issue numbers:\n{}\n",
+        problems.len(),
+        problems.join("\n")
+    );
 }
 
 /// `path:line` of every use of the compile-time manifest directory in `files`.
