@@ -77,7 +77,7 @@ pub fn index_add<T: Element>(dst: &mut [T], f: usize, plan: &IndexPlan, src: &[T
 /// `[m, n]` product. The inner dimension is summed in the canonical order.
 ///
 /// # Errors
-/// As [`check_matmul`]; [`Error::LengthMismatch`](crate::Error::LengthMismatch) when a slice does not fit its shape.
+/// As [`check_matmul`]; [`Error::LengthMismatch`] when a slice does not fit its shape.
 pub fn matmul<T: Element>(
     a: &[T],
     a_shape: &[usize],
@@ -127,7 +127,7 @@ pub fn unary<T: Element>(op: Unary, x: &[T]) -> Vec<T> {
 /// The backward of `op` at `x` applied to `g`.
 ///
 /// # Errors
-/// [`Error::ShapeMismatch`](crate::Error::ShapeMismatch) when the lengths differ.
+/// [`Error::ShapeMismatch`] when the lengths differ.
 pub fn unary_backward<T: Element>(op: Unary, x: &[T], g: &[T]) -> Result<Vec<T>> {
     if x.len() != g.len() {
         return Err(mismatch(
