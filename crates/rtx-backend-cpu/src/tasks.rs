@@ -47,3 +47,41 @@ impl CpuBackend {
         });
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn par_rows_visits_every_row_once_with_its_index() {
+        for threads in [1, 3] {
+            let b = CpuBackend::with_threads(threads).unwrap();
+            let (rows, f) = (1000, 3);
+            let mut out = vec![0u64; rows * f];
+            b.par_rows(&mut out, f, 7, |i, o| {
+                for (j, v) in o.iter_mut().enumerate() {
+                    *v += (i * 10 + j) as u64 + 1;
+                }
+            });
+            let want: Vec<u64> = (0..rows * f)
+                .map(|e| ((e / f) * 10 + e % f) as u64 + 1)
+                .collect();
+            assert_eq!(out, want, "{threads} threads");
+            // a scratch per task, rows of one task in order
+            let mut seen = vec![0usize; rows];
+            b.par_rows_with(&mut seen, 1, 50, Vec::new, |s: &mut Vec<usize>, i, o| {
+                assert!(
+                    s.last().is_none_or(|&l| l < i),
+                    "rows out of order in a task"
+                );
+                s.push(i);
+                o[0] = s.len();
+            });
+            assert!(seen.iter().all(|&n| n >= 1));
+        }
+        // no row to write: nothing runs (chunks of 0 elements would panic)
+        let b = CpuBackend::new();
+        let mut empty: Vec<f32> = Vec::new();
+        b.par_rows(&mut empty, 0, 1, |_, _| panic!("no row"));
+    }
+}
