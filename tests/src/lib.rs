@@ -61,10 +61,12 @@ mod tests {
                         }
                     }
                     let names = |candidate: &str| tree.iter().any(|t| wildcard(candidate, t));
-                    let found = bases.iter().any(|b| names(&format!("{b}{path}")))
-                        || tree
-                            .iter()
-                            .any(|t| t.starts_with(&section) && wildcard(&format!("*/{path}"), t));
+                    // or a tail of a path below the section's directory (or the root)
+                    let tail = match section.as_str() {
+                        "" => format!("*/{path}"),
+                        dir => format!("{dir}/*/{path}"),
+                    };
+                    let found = bases.iter().any(|b| names(&format!("{b}{path}"))) || names(&tail);
                     if !found {
                         missing.push(if section.is_empty() {
                             path.to_string()
@@ -147,9 +149,15 @@ mod tests {
 
     #[test]
     fn a_missing_or_moved_path_is_reported() {
-        let tree: Vec<String> = ["crates", "crates/a", "crates/a/src", "crates/a/src/lib.rs"]
-            .map(String::from)
-            .to_vec();
+        let tree: Vec<String> = [
+            "crates",
+            "crates/a",
+            "crates/a/src",
+            "crates/a/src/lib.rs",
+            "crates/a-b/src/old.rs", // a sibling whose name extends `crates/a`
+        ]
+        .map(String::from)
+        .to_vec();
         let doc = "# A\n\n## Code map\n### `crates/a`\n`src/lib.rs`, `lib.rs`, `src/gone.rs`, \
                    `{lib,old}.rs`, `Layout::new`\n\n## Invariants\n`crates/a/src/*.rs`, `a/src/lib.rs`, \
                    `src/lib.rs`, `docs/guide.md`, every `.rs` file\n";
