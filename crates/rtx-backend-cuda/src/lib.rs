@@ -97,6 +97,8 @@ mod plan_layout;
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 mod settings;
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+mod signature;
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 mod source;
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 mod table;

@@ -17,7 +17,8 @@ use super::cache;
 use super::chain::{self, Level0};
 use super::entry::IndexEntry;
 use super::index_lists::CudaIndex;
-use super::launch::{builder, cfg1, lanes_log2, rows_grid};
+use super::args::{In, Out};
+use super::launch::{Gather, cfg1, lanes_log2, rows_grid};
 use super::pins::{self, PinKey};
 use super::plan::DevicePlan;
 #[allow(unused_imports)] // rustdoc links
@@ -140,18 +141,18 @@ impl CudaBackend {
         let (s, o) = (src.storage().mem.ptr(), out.storage().mem.ptr());
         let cfg = cfg1(rows_grid(nrows, lanes_log2));
         let k = self.dev.kernels()?;
-        let mut b = builder(&self.dev, &k, Kernel::gather(word));
-        b.arg(&s)
-            .arg(&o)
-            .arg(&idx)
-            .arg(&nrows)
-            .arg(&w)
-            .arg(&lanes_log2);
-        // SAFETY: gather_b{16,8,4}(const V* src, V* out, const u32* idx, u64 nrows,
-        // u64 W, u32 lanes_log2): `src` holds rows * W vectors and every index is
-        // below rows (checked above), `out` holds nrows * W vectors, `idx` holds
-        // nrows u32; the kernel's grid-stride loop touches nothing else.
-        unsafe { b.launch(cfg) }?;
+        let args = Gather {
+            src: In::at(s),
+            out: Out::at(o),
+            idx: In::at(idx),
+            nrows,
+            W: w,
+            lanes_log2,
+        };
+        // SAFETY: `src` holds rows * W words and every index is below rows
+        // (checked by the callers), `out` holds nrows * W words, `idx` nrows
+        // indices; the kernel's grid-stride loop touches nothing else.
+        unsafe { args.launch(&self.dev, &k, Kernel::gather(word), cfg) }?;
         Ok(out)
     }
 

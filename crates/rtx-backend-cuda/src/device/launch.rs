@@ -1,69 +1,148 @@
-//! Launch geometry and typed launches: the grid of each kernel family, the
-//! scalar arguments of the element type, and the builder of a launch of one
-//! [`Kernel`] of the table on the backend's stream.
+//! Launch geometry and typed launches: the grid of each kernel family, and
+//! one typed launcher per signature of the kernel table (`table.rs`), its
+//! arguments named fields of the types `args.rs` declares: a launch can push
+//! neither another number of arguments nor another type nor another order
+//! than the kernel's prototype (`table_tests.rs` compares the table with
+//! kernels/*.cu), and a launcher refuses a kernel of another signature or
+//! element type.
 
-use cudarc::driver::{LaunchArgs, LaunchConfig, PushKernelArg};
+use cudarc::driver::{LaunchConfig, PushKernelArg};
 use rtx_backend::{DType, Element};
 
+use super::args::{BiasParts, Elem, In, Out, PermuteParams, RrClimb, TensorMap, U3, Words};
 use super::context::Device;
 use super::kernels::Kernels;
 pub(crate) use crate::abi::MATMUL_DOT_MAX_N;
 use crate::abi::{BLOCK, CANONICAL_BLOCK, ROWS_PER_GROUP, SLICE_BYTES, WINDOW};
 use crate::error::{Error, Result};
-use crate::table::{Kernel, MatmulTile};
+use crate::permute_plan::{SpanParams, TileParams};
+use crate::table::{Kernel, MatmulTile, Signature, with_kernel_table};
 
 /// Largest grid.x the driver accepts.
 pub(crate) const MAX_GRID_X: u64 = (1 << 31) - 1;
 
-/// The launch of `kernel` on `dev`'s stream, its arguments still to push.
-pub(crate) fn builder<'a>(dev: &'a Device, kernels: &'a Kernels, kernel: Kernel) -> Launch<'a> {
-    Launch {
-        args: dev.stream.launch_builder(kernels.get(kernel)),
-        kernel,
-        pushed: 0,
-    }
+/// The Rust type of a parameter of the table's vocabulary (`signature.rs`):
+/// `T` and `V` pointers point to the launcher's element `T`, `E` pointers
+/// to [`Words`].
+macro_rules! arg_ty {
+    (* const T) => { In<T> };
+    (* mut T) => { Out<T> };
+    (* const V) => { In<T> };
+    (* mut V) => { Out<T> };
+    (* const E) => { In<Words> };
+    (* mut E) => { Out<Words> };
+    (* const $e:ident) => { In<$e> };
+    (* mut $e:ident) => { Out<$e> };
+    (T) => { Elem<T> };
+    ($t:ident) => { $t };
 }
 
-/// A launch of one kernel of the table being assembled. Its arguments are
-/// counted: a launch with another number of them than the kernel's
-/// parameters ([`Kernel::arity`], checked against kernels/*.cu by the table's
-/// tests) is [`Error::LaunchArity`] instead of a launch.
-pub(crate) struct Launch<'a> {
-    args: LaunchArgs<'a>,
-    kernel: Kernel,
-    pushed: usize,
-}
-
-impl<'a> Launch<'a> {
-    /// Pushes the next argument.
-    pub(crate) fn arg<T>(&mut self, x: &'a T) -> &mut Self
-    where
-        LaunchArgs<'a>: PushKernelArg<&'a T>,
-    {
-        self.args.arg(x);
-        self.pushed += 1;
-        self
-    }
-
-    /// Launches the kernel with `cfg` on the stream.
-    ///
-    /// # Safety
-    /// As cudarc's `LaunchArgs::launch`: the arguments must have the types of
-    /// the kernel's parameters, in order, and every access the kernel makes
-    /// with them over the grid of `cfg` must be within live device memory
-    /// that no other work uses meanwhile.
-    pub(crate) unsafe fn launch(mut self, cfg: LaunchConfig) -> Result<()> {
-        if self.pushed != self.kernel.arity() {
-            return Err(Error::LaunchArity {
-                kernel: self.kernel.name(),
-                pushed: self.pushed,
-                takes: self.kernel.arity(),
-            });
+/// One typed launcher per signature of the table.
+macro_rules! launchers {
+    (
+        signatures {
+            $(
+                $(#[$sm:meta])*
+                $sig:ident [$($gen:ident)?] (
+                    $($field:ident : $(* $q:ident)? $ty:ident),* $(,)?
+                );
+            )*
         }
-        // SAFETY: the argument count matches the kernel's parameters (checked
-        // above); their types and the accesses are the caller's contract.
-        unsafe { self.args.launch(cfg) }?;
+        kernels { $($kernels:tt)* }
+    ) => {
+        $(launcher!($(#[$sm])* $sig [$($gen)?] ($($field : $(* $q)? $ty),*));)*
+    };
+}
+
+/// The launcher of one signature: a struct of its parameters, generic over
+/// the element for signatures of the letters `T` and `V`.
+macro_rules! launcher {
+    ($(#[$sm:meta])* $sig:ident [E] ($($body:tt)*)) => {
+        launcher!($(#[$sm])* $sig [] ($($body)*));
+    };
+    ($(#[$sm:meta])* $sig:ident [] ($($field:ident : $(* $q:ident)? $ty:ident),*)) => {
+        $(#[$sm])*
+        #[allow(non_snake_case)]
+        pub(crate) struct $sig {
+            $(pub(crate) $field: arg_ty!($(* $q)? $ty),)*
+        }
+
+        impl $sig {
+            /// Launches `kernel` (one of this signature's) with these
+            /// arguments and `cfg` on `dev`'s stream.
+            ///
+            /// # Safety
+            /// Every access the kernel makes with these arguments over the
+            /// grid of `cfg` must be within live device memory that no other
+            /// work uses meanwhile.
+            pub(crate) unsafe fn launch(
+                &self,
+                dev: &Device,
+                kernels: &Kernels,
+                kernel: Kernel,
+                cfg: LaunchConfig,
+            ) -> Result<()> {
+                check(kernel, Signature::$sig, None)?;
+                let mut b = dev.stream.launch_builder(kernels.get(kernel));
+                $(b.arg(&self.$field);)*
+                // SAFETY: the arguments are the kernel's parameters in name,
+                // type and order (table_tests.rs), the kernel one of this
+                // signature (checked above); the accesses are the caller's
+                // contract.
+                unsafe { b.launch(cfg) }?;
+                Ok(())
+            }
+        }
+    };
+    ($(#[$sm:meta])* $sig:ident [$gen:ident] ($($field:ident : $(* $q:ident)? $ty:ident),*)) => {
+        $(#[$sm])*
+        #[allow(non_snake_case)]
+        pub(crate) struct $sig<T> {
+            $(pub(crate) $field: arg_ty!($(* $q)? $ty),)*
+        }
+
+        impl<T: Element> $sig<T> {
+            /// Launches `kernel` (one of this signature's, of the element
+            /// `T`) with these arguments and `cfg` on `dev`'s stream.
+            ///
+            /// # Safety
+            /// Every access the kernel makes with these arguments over the
+            /// grid of `cfg` must be within live device memory that no other
+            /// work uses meanwhile.
+            pub(crate) unsafe fn launch(
+                &self,
+                dev: &Device,
+                kernels: &Kernels,
+                kernel: Kernel,
+                cfg: LaunchConfig,
+            ) -> Result<()> {
+                check(kernel, Signature::$sig, Some(T::DTYPE))?;
+                let mut b = dev.stream.launch_builder(kernels.get(kernel));
+                $(b.arg(&self.$field);)*
+                // SAFETY: the arguments are the kernel's parameters in name,
+                // type and order (table_tests.rs), the kernel one of this
+                // signature for the element T (checked above); the accesses
+                // are the caller's contract.
+                unsafe { b.launch(cfg) }?;
+                Ok(())
+            }
+        }
+    };
+}
+
+with_kernel_table!(launchers);
+
+/// `Ok` when `kernel` takes the signature `sig` with float elements `dtype`
+/// (`None`: a signature whose pointers are not of float elements).
+fn check(kernel: Kernel, sig: Signature, dtype: Option<DType>) -> Result<()> {
+    if kernel.signature() == sig && kernel.dtype() == dtype {
         Ok(())
+    } else {
+        Err(Error::LaunchSignature {
+            kernel: kernel.name(),
+            launcher: sig.name(),
+            element: dtype.map_or("none", DType::c_name),
+        })
     }
 }
 
@@ -172,31 +251,6 @@ pub(crate) fn cfg1(grid: u32) -> LaunchConfig {
         grid_dim: (grid, 1, 1),
         block_dim: (BLOCK, 1, 1),
         shared_mem_bytes: 0,
-    }
-}
-
-/// A scalar kernel argument of the element type, passed as its bits (the
-/// kernel parameter is a `float` / `double` of the same size).
-pub(crate) enum Scalar {
-    F32(u32),
-    F64(u64),
-}
-
-impl Scalar {
-    /// `v` as a kernel argument of its own type.
-    pub(crate) fn of<T: Element>(v: T) -> Scalar {
-        match T::DTYPE {
-            DType::F32 => Scalar::F32(v.to_bits_u64() as u32),
-            DType::F64 => Scalar::F64(v.to_bits_u64()),
-        }
-    }
-
-    /// Pushes it as the next argument of `b`.
-    pub(crate) fn push<'a>(&'a self, b: &mut Launch<'a>) {
-        match self {
-            Scalar::F32(x) => b.arg(x),
-            Scalar::F64(x) => b.arg(x),
-        };
     }
 }
 
