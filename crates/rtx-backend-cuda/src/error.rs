@@ -112,7 +112,9 @@ pub enum Error {
     /// A typed launcher was given a kernel of another signature or element
     /// type (a bug of this crate).
     #[cfg(feature = "cuda")]
-    #[error("kernel {kernel} is not one of the {launcher} launcher's for element {element} (not launched)")]
+    #[error(
+        "kernel {kernel} is not one of the {launcher} launcher's for element {element} (not launched)"
+    )]
     LaunchSignature {
         /// The kernel's name.
         kernel: &'static str,

@@ -304,6 +304,7 @@ macro_rules! with_kernel_table {
         }
     };
 }
+#[cfg_attr(not(feature = "cuda"), allow(unused_imports))]
 pub(crate) use with_kernel_table;
 
 with_kernel_table!(kernel_enum);

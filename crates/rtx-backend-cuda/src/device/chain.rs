@@ -8,11 +8,12 @@
 
 use rtx_backend::Element;
 
+use super::args::{In, Out};
 use super::buffer::DevMem;
 use super::context::Device;
-use super::args::{In, Out};
 use super::launch::{
-    Gss0, Scatter, Segmax, Segmax0, Smb0, Sum0, cfg1, chunks_grid, fused0_grid, grid_for, lanes_log2,
+    Gss0, Scatter, Segmax, Segmax0, Smb0, Sum0, cfg1, chunks_grid, fused0_grid, grid_for,
+    lanes_log2,
 };
 use super::plan::DevicePlan;
 use crate::error::{Error, Result};

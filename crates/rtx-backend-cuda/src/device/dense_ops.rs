@@ -5,14 +5,14 @@
 use rtx_backend::prelude::*;
 use rtx_backend::{BTensor, Binary, Element, Result as BResult, Unary, dims2, ops};
 
+use super::args::{Elem, In, Out, RrClimb};
 use super::backend::{CudaBackend, ptr};
 use super::buffer::DevMem;
 use super::context::Device;
-use super::args::{Elem, In, Out, RrClimb};
 use super::launch::{
     Axpy, Binary as BinaryArgs, HeadDot, HeadScale, MATMUL_DOT_MAX_N, Matmul, ReduceRows,
-    Unary as UnaryArgs, UnaryBwd, cfg1,
-    col_sum_tiles, col_sums_grid, grid_for, matmul_config, matmul_dot_grid, matmul_tile,
+    Unary as UnaryArgs, UnaryBwd, cfg1, col_sum_tiles, col_sums_grid, grid_for, matmul_config,
+    matmul_dot_grid, matmul_tile,
 };
 use crate::abi::{CANONICAL_BLOCK, COL_SUM_COUNTERS, COL_SUM_LEVELS, binary_code, unary_code};
 use crate::error::{Error, Result};

@@ -8,11 +8,11 @@
 use rtx_backend::prelude::*;
 use rtx_backend::{BTensor, BiasPart, Element, IndexPlan, Result as BResult, ops};
 
+use super::args::{BiasParts, In, Out};
 use super::backend::{CudaBackend, ptr};
 use super::cache;
 use super::chain::{self, Level0};
 use super::index_lists::CudaIndex;
-use super::args::{BiasParts, In, Out};
 use super::launch::{
     GatherAdd, GatherHeadDot, HeadScaleRows, SoftmaxBwd, SoftmaxDiv, SoftmaxExp, SumBiasRelu, cfg1,
     col_sums_grid, grid_for,

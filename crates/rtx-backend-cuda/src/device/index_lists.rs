@@ -9,10 +9,10 @@ use std::sync::Arc;
 
 use rtx_backend::{Result as BResult, check_len};
 
+use super::args::{In, Out};
 use super::backend::CudaBackend;
 use super::context::Device;
 use super::entry::{IndexEntry, Source};
-use super::args::{In, Out};
 use super::launch::{IndexRandom, IndexRepeat, IndexShift, cfg1, grid_for};
 use crate::error::{Error, Result};
 use crate::table::Kernel;

@@ -12,12 +12,12 @@ use rtx_backend::{
 };
 use rtx_tensor::Layout;
 
+use super::args::{In, Out};
 use super::backend::{CudaBackend, ptr};
 use super::cache;
 use super::chain::{self, Level0};
 use super::entry::IndexEntry;
 use super::index_lists::CudaIndex;
-use super::args::{In, Out};
 use super::launch::{Gather, cfg1, lanes_log2, rows_grid};
 use super::pins::{self, PinKey};
 use super::plan::DevicePlan;

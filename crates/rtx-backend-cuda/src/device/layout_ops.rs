@@ -12,9 +12,9 @@ use rtx_backend::prelude::*;
 use rtx_backend::{BTensor, Element, Result as BResult};
 use rtx_tensor::PermuteKind;
 
+use super::args::{self, In, Out, TensorMap};
 use super::backend::{CudaBackend, ptr};
 use super::kernels::Kernels;
-use super::args::{self, In, Out, TensorMap};
 use super::launch::{
     MAX_GRID_X, Permute, TransposeBulk, TransposeRuns, TransposeSpan, TransposeTiled, cfg1,
     lanes_log2, rows_grid,
@@ -317,7 +317,6 @@ fn encode_map(addr: u64, m: &MapShape) -> Option<sys::CUtensorMap> {
     };
     (r == sys::CUresult::CUDA_SUCCESS).then_some(map)
 }
-
 
 /// Kernel parameters for permuting contiguous `shape` by `perm`, with the run
 /// (contiguous trailing elements copied together) they imply.

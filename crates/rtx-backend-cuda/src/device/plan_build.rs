@@ -8,11 +8,11 @@
 
 use rtx_backend::{Error as BError, Result as BResult};
 
+use super::args::{In, Out};
 use super::buffer::DevMem;
 use super::context::Device;
-use super::args::{In, Out};
 use super::launch::{
-    IndexBounds, Lvl0Apply, Lvl0Fill, Lvl0Sums, Lvl0Spine, MAX_GRID_X, PlanHist, PlanLevels,
+    IndexBounds, Lvl0Apply, Lvl0Fill, Lvl0Spine, Lvl0Sums, MAX_GRID_X, PlanHist, PlanLevels,
     PlanOffsets, PlanRank, ScanApply, ScanSpine, ScanSums, cfg1, grid_for,
 };
 use super::plan::DevicePlan;
@@ -239,18 +239,18 @@ impl Scratch {
         let (_, dbits) = radix(sort_rows);
         let ncounts = (1u64 << dbits) * tiles(n64);
         let sizes = [
-            4 * ncounts,              // counts
-            4 * ncounts,              // offs
-            4 * tiles(ncounts),       // sums
-            4 * n64,                  // keys[0]
-            4 * n64,                  // keys[1]
-            4 * n64,                  // vals[0]
-            4 * n64,                  // vals[1]
-            4 * (sort_rows + 1),      // off
-            12 * tiles(sort_rows),    // sums3
-            12 * sort_rows,           // scan3
-            12 * list_len(n64),       // list a
-            12 * list_len(n64),       // list b
+            4 * ncounts,           // counts
+            4 * ncounts,           // offs
+            4 * tiles(ncounts),    // sums
+            4 * n64,               // keys[0]
+            4 * n64,               // keys[1]
+            4 * n64,               // vals[0]
+            4 * n64,               // vals[1]
+            4 * (sort_rows + 1),   // off
+            12 * tiles(sort_rows), // sums3
+            12 * sort_rows,        // scan3
+            12 * list_len(n64),    // list a
+            12 * list_len(n64),    // list b
         ];
         let (total, at) = carve(&sizes);
         let mem = dev.alloc(usize::try_from(total).map_err(|_| Error::SizeOverflow {

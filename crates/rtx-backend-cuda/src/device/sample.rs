@@ -8,12 +8,12 @@
 use rtx_backend::sample::{Csr, SampleSpec, Sampled, check_spec, sample_key};
 use rtx_backend::{Error as BError, Result as BResult, SampleOps};
 
+use super::args::{In, Out};
 use super::backend::CudaBackend;
 use super::buffer::DevMem;
 use super::context::Device;
 use super::entry::IndexEntry;
 use super::index_lists::{CudaIndex, copy_parts};
-use super::args::{In, Out};
 use super::launch::{
     GatherU32, PlanOffsets, RelabelApply, RelabelAssign, RelabelClaim, RelabelFlag, SampleCount,
     SamplePick, cfg1, grid_for,
