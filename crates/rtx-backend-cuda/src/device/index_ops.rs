@@ -105,12 +105,7 @@ impl CudaBackend {
         }
         for plan in plans.iter().filter(|p| !p.is_empty()) {
             let entry = cache::plan_entry(&self.dev, self.index_cache_limit(), plan)?;
-            let key = PinKey {
-                backend: self.dev.id,
-                plan: true,
-                addr: *plan as *const IndexPlan as usize,
-                len: plan.len(),
-            };
+            let key = PinKey::plan(self.dev.id, plan);
             pins::pin(key, entry);
             guard.0.push(key);
         }
