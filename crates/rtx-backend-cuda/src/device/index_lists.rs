@@ -20,7 +20,6 @@ use crate::table::Kernel;
 /// A device-resident index list with its scatter plan: validated and placed
 /// on the device once, then used by the `_idx` ops of
 /// [`IndexOps`](rtx_backend::IndexOps) and [`FusedOps`](rtx_backend::FusedOps)
-/// (and [`CudaBackend::index_select_with`] / [`CudaBackend::index_add_with`])
 /// with no per-call hashing or copying. Its scatter plan is built on the
 /// device at the first scatter (every index checked against the destination
 /// there) and kept. Cheap to clone (shared); dropping it while work that

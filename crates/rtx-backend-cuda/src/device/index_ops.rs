@@ -26,41 +26,6 @@ use crate::error::Error;
 use crate::table::{Kernel, Word};
 
 impl CudaBackend {
-    /// [`IndexOps::index_select`] with a device list (its largest index is
-    /// found on the device once, for a device-made list).
-    ///
-    /// # Errors
-    /// As [`IndexOps::index_select`]; [`Error::ForeignIndex`].
-    pub fn index_select_with<T: Element>(
-        &self,
-        src: &BTensor<Self, T>,
-        index: &CudaIndex,
-    ) -> BResult<BTensor<Self, T>> {
-        self.check_own(index)?;
-        let (rows, f) = dims2("index_select", "src", src.layout())?;
-        index.entry.max(&self.dev, Some(rows))?;
-        self.gather(src, &index.entry, f)
-    }
-
-    /// [`IndexOps::index_add`] with a device list, its plan built on the
-    /// device at the first scatter (every index checked against `dst`'s rows
-    /// there, before any write).
-    ///
-    /// # Errors
-    /// As [`IndexOps::index_add`]; [`Error::ForeignIndex`].
-    pub fn index_add_with<T: Element>(
-        &self,
-        dst: &mut BTensor<Self, T>,
-        index: &CudaIndex,
-        src: &BTensor<Self, T>,
-    ) -> BResult<()> {
-        self.check_own(index)?;
-        let (rows, f) = dims2("index_add", "dst", dst.layout())?;
-        check_src(dst.layout(), index.len(), src.layout())?;
-        let plan = index.entry.plan(&self.dev, rows)?;
-        self.scatter(dst, &plan, src, f)
-    }
-
     /// Runs `f` with the index lists `lists` and plans `plans` held on the
     /// device and recognized **by address** on this thread: while `f` runs,
     /// trait calls given one of these exact slices (same address and length)
@@ -215,24 +180,35 @@ impl IndexOps for CudaBackend {
         self.index_concat_device(parts)
     }
 
-    /// Device gather by a device list (its largest index found once).
+    /// Device gather by a device list (its largest index found on the
+    /// device once, for a device-made list). A list of another backend is
+    /// [`Error::ForeignIndex`].
     fn index_select_idx<T: Element>(
         &self,
         src: &BTensor<Self, T>,
         idx: &CudaIndex,
     ) -> BResult<BTensor<Self, T>> {
-        self.index_select_with(src, idx)
+        self.check_own(idx)?;
+        let (rows, f) = dims2("index_select", "src", src.layout())?;
+        idx.entry.max(&self.dev, Some(rows))?;
+        self.gather(src, &idx.entry, f)
     }
 
     /// Device scatter-add by a device list, its plan built on the device at
-    /// the first use (every index checked there first).
+    /// the first scatter (every index checked against `dst`'s rows there,
+    /// before any write). A list of another backend is
+    /// [`Error::ForeignIndex`].
     fn index_add_idx<T: Element>(
         &self,
         dst: &mut BTensor<Self, T>,
         idx: &CudaIndex,
         src: &BTensor<Self, T>,
     ) -> BResult<()> {
-        self.index_add_with(dst, idx, src)
+        self.check_own(idx)?;
+        let (rows, f) = dims2("index_add", "dst", dst.layout())?;
+        check_src(dst.layout(), idx.len(), src.layout())?;
+        let plan = idx.entry.plan(&self.dev, rows)?;
+        self.scatter(dst, &plan, src, f)
     }
 
     fn segment_sum_idx<T: Element>(
