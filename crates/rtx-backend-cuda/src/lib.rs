@@ -121,6 +121,10 @@ pub use source::{KERNEL_FILES, translation_unit as kernel_source};
 pub use stub::{CudaBackend, CudaBuffer, CudaIndex, Recorded};
 
 #[cfg(test)]
+#[path = "api_mirror_tests.rs"]
+mod api_mirror_tests;
+
+#[cfg(test)]
 mod tests {
     #[cfg(not(feature = "cuda"))]
     #[test]
