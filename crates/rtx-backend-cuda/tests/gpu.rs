@@ -315,8 +315,10 @@ fn shuffled(n: usize, seed: u64) -> Vec<usize> {
     p
 }
 
+/// The shapes of the permute benchmark suite (small planes in large
+/// batches, long matrices of few rows or columns), each class's kernel.
 #[test]
-fn issue_17_shapes_match_the_host() {
+fn the_permute_suite_shapes_match_the_host() {
     let g = shared();
     for shape in [
         [2_000_000usize, 4, 16],
