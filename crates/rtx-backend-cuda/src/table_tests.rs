@@ -6,6 +6,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use rtx_backend::DType;
+
 use super::*;
 use crate::abi;
 use crate::source::KERNEL_FILES;
