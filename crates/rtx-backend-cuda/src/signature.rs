@@ -1,6 +1,6 @@
-//! The host half of the kernel table: [`kernel_enum!`], which the table
-//! (`table.rs`, `with_kernel_table!`) feeds to declare [`Kernel`], one
-//! variant per entry point with its CUDA name, and [`Signature`], one variant
+//! The host half of the kernel table: `kernel_enum!`, which the table
+//! (`table.rs`, `with_kernel_table!`) feeds to declare `Kernel`, one
+//! variant per entry point with its CUDA name, and `Signature`, one variant
 //! per declared parameter list with its parameters' names and types. The
 //! device half (`device/launch.rs`) is fed the same table and generates one
 //! typed launcher per signature, so a parameter's name, type and place are
@@ -14,8 +14,6 @@
 //! (`[T = float]`): `T` a float element (`float`, `double`), `V` a vector of
 //! one (`float4` ... `double`; a `*const T` of a `V` kernel points to its
 //! scalar), `E` a word a copy kernel moves (`u32`, `uint2`, `uint4`, ...).
-
-use rtx_backend::DType;
 
 /// Declares [`Kernel`] and [`Signature`] from the table (see the module doc).
 macro_rules! kernel_enum {
@@ -124,40 +122,3 @@ macro_rules! kernel_enum {
     };
 }
 pub(crate) use kernel_enum;
-
-use crate::table::{Kernel, Signature};
-
-impl Kernel {
-    /// The number of parameters the kernel takes.
-    #[allow(dead_code)]
-    pub(crate) const fn arity(self) -> usize {
-        self.signature().params().len()
-    }
-
-    /// The float element of a kernel that binds `T` or `V` (`None` for the
-    /// others): what the buffers of its typed launcher hold.
-    pub(crate) fn dtype(self) -> Option<DType> {
-        match self.binding() {
-            Some(("T" | "V", t)) => cuda_float(t),
-            _ => None,
-        }
-    }
-}
-
-/// The float element of a CUDA float or float vector type.
-pub(crate) fn cuda_float(t: &str) -> Option<DType> {
-    match t {
-        "float" | "float2" | "float4" => Some(DType::F32),
-        "double" | "double2" => Some(DType::F64),
-        _ => None,
-    }
-}
-
-impl Signature {
-    /// Whether its kernels' pointers of the bound letter hold float elements
-    /// (the letter is `T` or `V`): its launcher is generic over the element.
-    #[allow(dead_code)]
-    pub(crate) fn is_float(self) -> bool {
-        matches!(self.letter(), Some("T" | "V"))
-    }
-}

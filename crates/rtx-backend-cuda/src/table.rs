@@ -9,6 +9,8 @@
 //! Plain host code (no device): the tests parse kernels/*.cu and fail when the
 //! table and the sources disagree (`table_tests.rs`, `table_sig_tests.rs`).
 
+use rtx_backend::DType;
+
 use crate::signature::kernel_enum;
 
 /// The kernel table, the one place a kernel's name and parameters are
@@ -308,6 +310,41 @@ macro_rules! with_kernel_table {
 pub(crate) use with_kernel_table;
 
 with_kernel_table!(kernel_enum);
+
+impl Kernel {
+    /// The number of parameters the kernel takes.
+    #[allow(dead_code)]
+    pub(crate) const fn arity(self) -> usize {
+        self.signature().params().len()
+    }
+
+    /// The float element of a kernel that binds `T` or `V` (`None` for the
+    /// others): what the buffers of its typed launcher hold.
+    pub(crate) fn dtype(self) -> Option<DType> {
+        match self.binding() {
+            Some(("T" | "V", t)) => cuda_float(t),
+            _ => None,
+        }
+    }
+}
+
+/// The float element of a CUDA float or float vector type.
+pub(crate) fn cuda_float(t: &str) -> Option<DType> {
+    match t {
+        "float" | "float2" | "float4" => Some(DType::F32),
+        "double" | "double2" => Some(DType::F64),
+        _ => None,
+    }
+}
+
+impl Signature {
+    /// Whether its kernels' pointers of the bound letter hold float elements
+    /// (the letter is `T` or `V`): its launcher is generic over the element.
+    #[allow(dead_code)]
+    pub(crate) fn is_float(self) -> bool {
+        matches!(self.letter(), Some("T" | "V"))
+    }
+}
 
 mod choice;
 pub(crate) use choice::{
