@@ -347,6 +347,7 @@ impl Signature {
 }
 
 mod choice;
+#[cfg_attr(not(feature = "cuda"), allow(unused_imports))]
 pub(crate) use choice::{
     ChunkSum, Float, Fused0, Level, MatmulTile, SpanKind, SumVec, Tile, Typed, Word,
 };
