@@ -526,3 +526,104 @@ fn the_parser_sees_through_pasted_names() {
 
 #[path = "table_sig_tests.rs"]
 mod signatures;
+
+/// The pickers give kernels of the signature and element their launchers
+/// are called with (a typed launcher refuses any other at run time, so a
+/// mismatch here would be an error on the device).
+#[test]
+fn pickers_give_kernels_of_the_launchers_signature_and_element() {
+    use Signature as S;
+    let dtype = |t: Float| match t {
+        Float::F32 => DType::F32,
+        Float::F64 => DType::F64,
+    };
+    let typed = [
+        (Typed::Unary, S::Unary),
+        (Typed::UnaryBwd, S::UnaryBwd),
+        (Typed::Binary, S::Binary),
+        (Typed::Axpy, S::Axpy),
+        (Typed::SumBiasRelu, S::SumBiasRelu),
+        (Typed::GatherAdd, S::GatherAdd),
+        (Typed::HeadScale, S::HeadScale),
+        (Typed::HeadDot, S::HeadDot),
+        (Typed::GatherHeadDot, S::GatherHeadDot),
+        (Typed::ReduceRows, S::ReduceRows),
+        (Typed::HeadScaleRows, S::HeadScaleRows),
+        (Typed::MatmulDot, S::Matmul),
+        (Typed::Segmax0, S::Segmax0),
+        (Typed::Segmax, S::Segmax),
+        (Typed::SoftmaxExp, S::SoftmaxExp),
+        (Typed::SoftmaxDiv, S::SoftmaxDiv),
+        (Typed::SoftmaxBwd, S::SoftmaxBwd),
+    ];
+    for t in [Float::F32, Float::F64] {
+        for (family, sig) in typed {
+            let k = Kernel::typed(family, t);
+            assert_eq!(
+                (k.signature(), k.dtype()),
+                (sig, Some(dtype(t))),
+                "{}",
+                k.name()
+            );
+        }
+        for tile in [
+            MatmulTile::T64x64,
+            MatmulTile::T32x64,
+            MatmulTile::T64x32,
+            MatmulTile::T32x32,
+        ] {
+            let k = Kernel::matmul(t, tile);
+            assert_eq!(
+                (k.signature(), k.dtype()),
+                (S::Matmul, Some(dtype(t))),
+                "{}",
+                k.name()
+            );
+        }
+    }
+    let vecs = [
+        (SumVec::F32x4, DType::F32),
+        (SumVec::F32x2, DType::F32),
+        (SumVec::F32x1, DType::F32),
+        (SumVec::F64x2, DType::F64),
+        (SumVec::F64x1, DType::F64),
+    ];
+    for (v, d) in vecs {
+        for level in [Level::Zero, Level::Higher] {
+            for form in [ChunkSum::Batched, ChunkSum::Pipelined] {
+                let k = Kernel::scatter(level, form, v);
+                assert_eq!(
+                    (k.signature(), k.dtype()),
+                    (S::Scatter, Some(d)),
+                    "{}",
+                    k.name()
+                );
+            }
+        }
+        for (op, sig) in [
+            (Fused0::Read, S::Sum0),
+            (Fused0::SoftmaxBwd, S::Smb0),
+            (Fused0::GatherScale, S::Gss0),
+        ] {
+            let k = Kernel::fused0(op, v);
+            assert_eq!((k.signature(), k.dtype()), (sig, Some(d)), "{}", k.name());
+        }
+    }
+    for w in [Word::B4, Word::B8, Word::B16] {
+        for (k, sig) in [
+            (Kernel::gather(w), S::Gather),
+            (Kernel::transpose_runs(w), S::TransposeRuns),
+            (Kernel::permute(w), S::Permute),
+            (Kernel::transpose(w, Tile::T32x32), S::TransposeTiled),
+        ] {
+            assert_eq!((k.signature(), k.dtype()), (sig, None), "{}", k.name());
+        }
+    }
+    for kind in [SpanKind::Planes, SpanKind::Rows, SpanKind::Cols] {
+        for w in [Word::B4, Word::B8] {
+            let k = Kernel::transpose_span(kind, w);
+            assert_eq!(k.signature(), S::TransposeSpan, "{}", k.name());
+        }
+    }
+    assert_eq!(Kernel::TransposeBulkB4.signature(), S::TransposeBulk);
+}

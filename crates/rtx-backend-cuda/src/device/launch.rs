@@ -287,6 +287,29 @@ mod tests {
     }
 
     #[test]
+    fn a_launcher_refuses_a_kernel_of_another_signature_or_element() {
+        use crate::table::Signature;
+        assert!(check(Kernel::GatherB4, Signature::Gather, None).is_ok());
+        assert!(check(Kernel::UnaryF64, Signature::Unary, Some(DType::F64)).is_ok());
+        assert!(check(Kernel::Gss0F32x4, Signature::Gss0, Some(DType::F32)).is_ok());
+        let e = check(Kernel::UnaryF32, Signature::Unary, Some(DType::F64)).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                Error::LaunchSignature {
+                    kernel: "unary_f32",
+                    launcher: "Unary",
+                    element: "double"
+                }
+            ),
+            "{e}"
+        );
+        assert!(check(Kernel::BinaryF32, Signature::Unary, Some(DType::F32)).is_err());
+        assert!(check(Kernel::GatherB4, Signature::Permute, None).is_err());
+        assert!(check(Kernel::Scatter0F32x4, Signature::Sum0, Some(DType::F32)).is_err());
+    }
+
+    #[test]
     fn col_sum_tiles_are_128_bytes() {
         assert_eq!(col_sum_tiles(64, 4), 2);
         assert_eq!(col_sum_tiles(17, 8), 2);
