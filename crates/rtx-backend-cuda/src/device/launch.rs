@@ -2,7 +2,7 @@
 //! one typed launcher per signature of the kernel table (`table.rs`), its
 //! arguments named fields of the types `args.rs` declares: a launch can push
 //! neither another number of arguments nor another type nor another order
-//! than the kernel's prototype (`table_tests.rs` compares the table with
+//! than the kernel's prototype (`table_sig_tests.rs` compares the table with
 //! kernels/*.cu), and a launcher refuses a kernel of another signature or
 //! element type.
 
