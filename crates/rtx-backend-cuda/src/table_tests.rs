@@ -252,10 +252,13 @@ fn parse(files: &[(&str, &str)]) -> Sources {
         let text = strip_comments(text);
         globals += text.matches("__global__").count();
         let (macros, top) = split_defines(&text);
+        kernel_macros += macros.values().filter(|m| defines_kernel(m)).count();
+        // the macros of this file and of the files before it (the header first)
+        all_macros.extend(macros);
         // a kernel written out directly, outside any macro
         for part in top.split("__global__").skip(1) {
             let name = written_out_name(part);
-            let p = params(&format!("__global__{part}"), &name, &macros);
+            let p = params(&format!("__global__{part}"), &name, &all_macros);
             kernels.push((name, p));
         }
         let mut word = String::new();
@@ -269,8 +272,6 @@ fn parse(files: &[(&str, &str)]) -> Sources {
                 word.clear();
             }
         }
-        kernel_macros += macros.values().filter(|m| defines_kernel(m)).count();
-        all_macros.extend(macros);
         expand_kernels(&top, &all_macros, &mut kernels);
     }
     // every __global__ is in a kernel-defining macro or written out: none is missed
