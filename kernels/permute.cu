@@ -522,7 +522,7 @@ __device__ __forceinline__ void tile_coords(const TileParams& p, u32 t, int (&x)
 
 // Tiled transpose through Hopper's bulk tensor copies (measured on the H200
 // at 2-3 points of copy bandwidth above the register tile, 89-92% of the
-// same-size copy: docs/PERFORMANCE.md). The input map has
+// same-size copy: docs/PERFORMANCE.md, "Permute and transpose"). The input map has
 // dims (cols, rows, batch...) and box (TC, TR), the output map (rows, cols,
 // batch...) and box (TR, TC); both clip the matrix edges (loads fill zeros,
 // stores skip what lies outside). A block walks tiles t, t + grid, ... with S

@@ -35,7 +35,7 @@ pub(crate) const MATMUL_TILE: usize = 64;
 pub(crate) const MATMUL_DOT_MAX_N: usize = 8;
 /// Resident blocks per SM the fused level-0 kernels are built for
 /// (`RTX_FUSED_MIN_BLOCKS`): 4, 64 registers. Measured on the H200 with the
-/// windowed level 0's 4-value batches (docs/PERFORMANCE.md, "Third pass"):
+/// windowed level 0's 4-value batches (docs/PERFORMANCE.md, "Kernel choices"):
 /// the batch-8 HetGAT step 2.06 ms at 4 blocks, 2.14 at 3, 2.30 at 2.
 pub(crate) const FUSED_MIN_BLOCKS: u32 = 4;
 /// Positions per window of the windowed fused level 0 (`RTX_WIN`).

@@ -109,17 +109,19 @@ pub enum Error {
         #[source]
         source: cudarc::driver::DriverError,
     },
-    /// A launch pushed another number of arguments than its kernel takes (a
-    /// bug of this crate, which its tests look for).
+    /// A typed launcher was given a kernel of another signature or element
+    /// type (a bug of this crate).
     #[cfg(feature = "cuda")]
-    #[error("kernel {kernel} takes {takes} arguments, the launch pushed {pushed} (not launched)")]
-    LaunchArity {
+    #[error(
+        "kernel {kernel} is not one of the {launcher} launcher's for element {element} (not launched)"
+    )]
+    LaunchSignature {
         /// The kernel's name.
         kernel: &'static str,
-        /// Arguments pushed.
-        pushed: usize,
-        /// Parameters the kernel takes.
-        takes: usize,
+        /// The launcher's signature.
+        launcher: &'static str,
+        /// The launcher's float element (`none` for launchers without one).
+        element: &'static str,
     },
     /// The device plan builder reported a state it can never reach for a
     /// valid list (a bug of this crate, which its tests look for).

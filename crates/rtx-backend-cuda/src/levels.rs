@@ -28,14 +28,14 @@ pub(crate) struct ChunkLevel {
     pub slot: Vec<u32>,
 }
 
-/// Positions per window of the windowed level-0 kernels (model.cu's `RTX_WIN`).
+/// Positions per window of the windowed level-0 kernels (segment.cu's `RTX_WIN`).
 pub(crate) const WINDOW: usize = 256;
 
 /// The window table of a level whose chunks start at `start` (`nchunks + 1`
 /// ascending entries, the last the level's value count): entry `b` of
 /// `windows + 1` is the first chunk starting at or after position `b * WINDOW`
 /// (`nchunks` when none does), so window `b`'s chunks are `first[b] ..
-/// first[b + 1]` (model.cu's `windowed_level0` reads them instead of
+/// first[b + 1]` (segment.cu's `windowed_level0` reads them instead of
 /// searching).
 pub(crate) fn window_table(start: &[u32]) -> Vec<u32> {
     let nchunks = start.len().saturating_sub(1);
@@ -54,7 +54,7 @@ pub(crate) fn window_table(start: &[u32]) -> Vec<u32> {
 
 /// The levels of a canonical column sum (`sum_rows`, a matrix product's
 /// inner dimension) of `rows` rows (> 0) whose columns are cut into `tiles`
-/// tiles, as one launch climbs them (model.cu's `RrClimb`).
+/// tiles, as one launch climbs them (dense.cu's `RrClimb`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ColSumLevels {
     /// Rows of each level's output: the first level's groups of
@@ -293,7 +293,7 @@ pub(crate) mod tests {
         assert_eq!(l.counters, 260 * 2);
     }
 
-    /// model.cu's climb, run on the host with the tiles finishing in a
+    /// dense.cu's climb, run on the host with the tiles finishing in a
     /// random order: the last tile of each group sums it, and the sums are
     /// the canonical column sums; every counter ends at zero.
     #[test]

@@ -22,7 +22,7 @@
 //! assert_eq!(gpu.download(&acc)?, [1.0, 2.0, 6.0, 8.0]);
 //! // a static topology: validate and upload once, no per-call hashing
 //! let edges = gpu.index(&[1, 1, 0])?;
-//! let g2 = gpu.index_select_with(&x, &edges)?;
+//! let g2 = gpu.index_select_idx(&x, &edges)?;
 //! # let _ = g2; Ok(())
 //! # }
 //! ```
@@ -42,8 +42,11 @@
 //!   (`RTX_CUDA_DISK_CACHE=0` disables it). The constants both sides need
 //!   (block size, ranks, op codes, the canonical block) are defined once on
 //!   the Rust side and prepended to the sources as `#define`s
-//!   ([`kernel_source`] shows them); launches name kernels from a typed table,
-//!   and tests fail when the table, the defines and the .cu files disagree.
+//!   ([`kernel_source`] shows them). Every kernel is declared once, in a
+//!   table, with its name and its parameters' names and types; each launch
+//!   names a kernel of the table and passes its arguments as the named,
+//!   typed fields of the launcher generated for its signature; tests fail
+//!   when the table, the defines and the .cu files disagree.
 //! * **Index cache.** `index_select` / `index_add` / `index_add_planned` take
 //!   host index lists; each thread keeps, per backend, an LRU cache of their
 //!   device copies and scatter plans keyed by the exact list (hash, then a
@@ -72,15 +75,18 @@
 //! # Modules
 //! Host code, built and tested with or without the feature: `abi` (the
 //! constants and op codes shared with the kernels, [`REQUIRED_DRIVER_VERSION`]),
-//! `table` (the typed kernel table and the choices that pick a kernel),
+//! `table` (the kernel table and the choices that pick a kernel),
+//! `signature` (the `Kernel` and `Signature` enums the table declares),
 //! `source` (the kernel sources and the translation unit), `levels` (the
 //! chunk tables of the canonical order), `hash`, `settings`, `error`.
 //! Device code (`cuda` feature), one room per capability in `device/`:
 //! `backend` (the backend, opening the device), `core_ops`, `index_ops`,
 //! `layout_ops`, `dense_ops`, `fused_ops`, `graph` (recorded work), over the
-//! leaves `buffer`, `kernels`, `context`, `launch`, `entry`, `pins`, `cache`
-//! and `chain` (the one level-chain runner of every segment sum). Without the feature, `stub`
-//! stands in for `device` with the same public surface.
+//! leaves `args` (kernel parameter types), `buffer`, `kernels`, `context`,
+//! `launch` (the typed launchers), `entry`, `pins`, `cache` and `chain`
+//! (the one level-chain runner of every segment sum). Without the feature,
+//! `stub` stands in for `device` with the same public surface (a test
+//! compares the two).
 
 mod error;
 // The host halves of the device code: tested without a device, used only with it.
@@ -96,6 +102,8 @@ mod permute_plan;
 mod plan_layout;
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 mod settings;
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+mod signature;
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 mod source;
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
@@ -117,6 +125,10 @@ pub use settings::{
 pub use source::{KERNEL_FILES, translation_unit as kernel_source};
 #[cfg(not(feature = "cuda"))]
 pub use stub::{CudaBackend, CudaBuffer, CudaIndex, Recorded};
+
+#[cfg(test)]
+#[path = "api_mirror_tests.rs"]
+mod api_mirror_tests;
 
 #[cfg(test)]
 mod tests {

@@ -1,6 +1,8 @@
-//! The permute kernel choice: fast division, the class of each shape of
-//! issue 17, the fallbacks past the 32-bit envelope, and the N-D pair's
-//! strides checked against a host model of the tiled kernel.
+//! The permute kernel choice: fast division, the class of each shape of the
+//! permute benchmark suite (`rtx-bench transpose --set permute`: small
+//! planes in large batches, long matrices of few rows or columns), the
+//! fallbacks past the 32-bit envelope, and the N-D pair's strides checked
+//! against a host model of the tiled kernel.
 
 use super::*;
 
@@ -36,7 +38,7 @@ fn fast_division_is_exact() {
 }
 
 #[test]
-fn issue_17_shapes_get_their_class() {
+fn the_permute_suite_shapes_get_their_class() {
     let kind = |c: Choice| match c {
         Choice::Span(k, _, _) => Some(k),
         _ => None,

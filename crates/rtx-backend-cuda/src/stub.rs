@@ -301,31 +301,6 @@ impl CudaBackend {
         match self.never {}
     }
 
-    /// Gather with a prepared index.
-    ///
-    /// # Errors
-    /// Never returns.
-    pub fn index_select_with<T: Element>(
-        &self,
-        _src: &BTensor<Self, T>,
-        _index: &CudaIndex,
-    ) -> BResult<BTensor<Self, T>> {
-        match self.never {}
-    }
-
-    /// Scatter-add with a prepared index.
-    ///
-    /// # Errors
-    /// Never returns.
-    pub fn index_add_with<T: Element>(
-        &self,
-        _dst: &mut BTensor<Self, T>,
-        _index: &CudaIndex,
-        _src: &BTensor<Self, T>,
-    ) -> BResult<()> {
-        match self.never {}
-    }
-
     /// Runs `f` with `lists` and `plans` pinned on the device.
     ///
     /// # Errors

@@ -1,606 +1,356 @@
-//! The typed kernel table: every `extern "C" __global__` entry point of
-//! kernels/*.cu, listed once (the `kernels!` invocation below), and the
-//! typed choices that pick one. No kernel name is ever assembled from
-//! strings: a launch names a [`Kernel`], so a wrong name cannot compile, and a
-//! table entry the module lacks is an error value when the module loads.
+//! The kernel table: every `extern "C" __global__` entry point of
+//! kernels/*.cu with its parameters, listed once (`with_kernel_table!`
+//! below), and the typed choices that pick one (`table/choice.rs`). No
+//! kernel name is ever assembled from strings: a launch names a [`Kernel`],
+//! so a wrong name cannot compile, and a table entry the module lacks is an
+//! error value when the module loads. No argument is pushed by hand: a
+//! launch fills the fields of its signature's typed launcher.
 //!
 //! Plain host code (no device): the tests parse kernels/*.cu and fail when the
-//! table and the sources disagree (`table_tests.rs`).
+//! table and the sources disagree (`table_tests.rs`, `table_sig_tests.rs`).
 
 use rtx_backend::DType;
 
-/// Declares [`Kernel`], one variant per entry point, with its CUDA name and
-/// its number of parameters.
-macro_rules! kernels {
-    ($($v:ident = $name:literal / $arity:literal,)*) => {
-        /// An entry point of kernels/*.cu.
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-        pub(crate) enum Kernel {
-            $(
-                #[doc = concat!("`", $name, "`")]
-                $v,
-            )*
-        }
+use crate::signature::kernel_enum;
 
-        impl Kernel {
-            /// Every kernel, in declaration order (`ALL[k as usize] == k`).
-            pub(crate) const ALL: &'static [Kernel] = &[$(Kernel::$v,)*];
-
-            /// The kernel's `extern "C"` name.
-            pub(crate) const fn name(self) -> &'static str {
-                match self {
-                    $(Kernel::$v => $name,)*
-                }
+/// The kernel table, the one place a kernel's name and parameters are
+/// written: calls `$cb!` with it (`signature::kernel_enum!` here for the
+/// [`Kernel`] and [`Signature`] enums, `device/launch.rs`'s `launchers!` for
+/// one typed launcher per signature). A signature lists its parameters as
+/// kernels/*.cu does, names and types in order (the vocabulary is in
+/// `signature.rs`); a kernel names its signature and the type it binds to
+/// the signature's letter. `table_tests.rs` parses kernels/*.cu and fails on
+/// any difference of name, type, order or count.
+macro_rules! with_kernel_table {
+    ($cb:ident) => {
+        $cb! {
+            signatures {
+                // index.cu
+                /// `gather_b*`: rows of `W` words through `idx`.
+                Gather[E](src: *const E, out: *mut E, idx: *const u32, nrows: u64, W: u64, lanes_log2: u32);
+                /// `scatter{0,N}{,p}_*`: one level of the canonical scatter chain.
+                Scatter[V](
+                    vals: *const V, pos: *const u32, cstart: *const u32, crow: *const u32,
+                    cslot: *const u32, nchunks: u64, W: u64, lanes_log2: u32, dst: *mut V, next: *mut V,
+                );
+                // permute.cu
+                /// `transpose_{planes,rows,cols}_b*`.
+                TransposeSpan[E](r#in: *const E, out: *mut E, q: SpanParams);
+                /// `transpose{TR}x{TC}_b*`.
+                TransposeTiled[E](r#in: *const E, out: *mut E, p: TileParams);
+                /// `transpose_bulk_b4`: tensor maps of the input and output.
+                TransposeBulk[](min: TensorMap, mout: TensorMap, p: TileParams);
+                /// `transpose_runs_b*`.
+                TransposeRuns[E](r#in: *const E, out: *mut E, nruns: u64, W: u64, lanes_log2: u32, rows: u64, cols: u64);
+                /// `permute_b*`.
+                Permute[E](r#in: *const E, out: *mut E, nruns: u64, W: u64, lanes_log2: u32, p: PermuteParams);
+                // model.cu, dense.cu, segment.cu
+                /// `unary_*`.
+                Unary[T](x: *const T, out: *mut T, n: u64, op: u32, s: T);
+                /// `unary_bwd_*`.
+                UnaryBwd[T](x: *const T, g: *const T, out: *mut T, n: u64, op: u32, s: T);
+                /// `binary_*`.
+                Binary[T](a: *const T, b: *const T, out: *mut T, n: u64, op: u32, f: u64);
+                /// `axpy_*`.
+                Axpy[T](y: *mut T, x: *const T, n: u64, alpha: T);
+                /// `sum_bias_relu_*`.
+                SumBiasRelu[T](p: BiasParts, out: *mut T, n: u64, f: u64);
+                /// `gather_add_*`.
+                GatherAdd[T](a: *const T, ai: *const u32, b: *const T, bi: *const u32, out: *mut T, e: u64, f: u64);
+                /// `head_scale_*`.
+                HeadScale[T](
+                    x: *const T, a: *const T, s: *const T, out: *mut T, n: u64, heads: u64, c: u64, a_bcast: u32,
+                );
+                /// `head_dot_*`.
+                HeadDot[T](a: *const T, b: *const T, out: *mut T, n: u64, heads: u64, c: u64, b_bcast: u32);
+                /// `gather_head_dot_*`.
+                GatherHeadDot[T](
+                    a: *const T, ai: *const u32, b: *const T, bi: *const u32, out: *mut T, e: u64, heads: u64, c: u64,
+                );
+                /// `reduce_rows_*`.
+                ReduceRows[T](r#in: *const T, n: u64, f: u64, cl: RrClimb);
+                /// `head_scale_rows_*`.
+                HeadScaleRows[T](a: *const T, s: *const T, n: u64, f: u64, c: u64, a_rs: u64, cl: RrClimb);
+                /// `matmul{TM}x{TN}_*` and `matmul_dot_*`.
+                Matmul[T](
+                    a: *const T, b: *const T, out: *mut T, m: u64, n: u64, k: u64, a_rs: u64, a_ps: u64,
+                    b_ps: u64, b_js: u64,
+                );
+                /// `segmax0_*`: level 0 of a segment max.
+                Segmax0[T](
+                    vals: *const T, pos: *const u32, wfirst: *const u32, cstart: *const u32, crow: *const u32,
+                    cslot: *const u32, nchunks: u64, W: u64, lanes_log2: u32, dst: *mut T, next: *mut T,
+                );
+                /// `segmax_*`: the levels past 0 of a segment max.
+                Segmax[T](
+                    vals: *const T, pos: *const u32, cstart: *const u32, crow: *const u32, cslot: *const u32,
+                    nchunks: u64, f: u64, dst: *mut T, next: *mut T,
+                );
+                /// `softmax_exp_*`.
+                SoftmaxExp[T](x: *const T, m: *const T, rowof: *const u32, out: *mut T, e: u64, f: u64);
+                /// `softmax_div_*`.
+                SoftmaxDiv[T](ex: *const T, s: *const T, rowof: *const u32, out: *mut T, e: u64, f: u64);
+                /// `softmax_bwd_*`.
+                SoftmaxBwd[T](
+                    alpha: *const T, g: *const T, s: *const T, rowof: *const u32, out: *mut T, e: u64, f: u64,
+                );
+                /// `sum0_*`: level 0 of a segment sum of stored rows.
+                Sum0[V](
+                    vals: *const V, pos: *const u32, wfirst: *const u32, cstart: *const u32, crow: *const u32,
+                    cslot: *const u32, nchunks: u64, W: u64, lanes_log2: u32, dst: *mut V, next: *mut V,
+                );
+                /// `smb0_*`: level 0 of the segment softmax's backward sums.
+                Smb0[V](
+                    alpha: *const V, g: *const V, pos: *const u32, wfirst: *const u32, cstart: *const u32,
+                    crow: *const u32, cslot: *const u32, nchunks: u64, W: u64, lanes_log2: u32, dst: *mut V,
+                    next: *mut V,
+                );
+                /// `gss0_*`: level 0 of gather_scale_scatter.
+                Gss0[V](
+                    x: *const V, gather: *const u32, w: *const T, heads: u64, vecs_per_head: u64,
+                    pos: *const u32, wfirst: *const u32, cstart: *const u32, crow: *const u32,
+                    cslot: *const u32, nchunks: u64, W: u64, lanes_log2: u32, dst: *mut V, next: *mut V,
+                );
+                // plan.cu
+                /// `index_bounds`.
+                IndexBounds[](idx: *const u32, n: u64, bound: u64, check: u32, info: *mut u64);
+                /// `plan_hist`.
+                PlanHist[](keys: *const u32, n: u64, shift: u32, dbits: u32, ntiles: u64, counts: *mut u32);
+                /// `plan_rank`.
+                PlanRank[](
+                    keys: *const u32, vals: *const u32, n: u64, shift: u32, dbits: u32, ntiles: u64,
+                    offs: *const u32, keys_out: *mut u32, vals_out: *mut u32,
+                );
+                /// `scan_sums_u32`.
+                ScanSums[](r#in: *const u32, n: u64, sums: *mut u32);
+                /// `scan_spine_u32`.
+                ScanSpine[](sums: *mut u32, ntiles: u64);
+                /// `scan_apply_u32`.
+                ScanApply[](r#in: *const u32, n: u64, sums: *const u32, out: *mut u32);
+                /// `plan_offsets`.
+                PlanOffsets[](skeys: *const u32, n: u64, rows: u64, off: *mut u32);
+                /// `lvl0_sums`.
+                Lvl0Sums[](off: *const u32, rows: u64, sums: *mut U3);
+                /// `lvl0_spine`.
+                Lvl0Spine[](sums: *mut U3, ntiles: u64, info: *mut u64);
+                /// `lvl0_apply`.
+                Lvl0Apply[](off: *const u32, rows: u64, sums: *const U3, out: *mut U3);
+                /// `lvl0_fill`.
+                Lvl0Fill[](
+                    off: *const u32, rows: u64, scan: *const U3, info: *const u64, n: u64, cstart: *mut u32,
+                    crow: *mut u32, cslot: *mut u32, list: *mut u32,
+                );
+                /// `plan_levels`.
+                PlanLevels[](list_a: *mut u32, list_b: *mut u32, hi: *mut u32, n: u64, info: *mut u64);
+                /// `index_random`.
+                IndexRandom[](out: *mut u32, n: u64, seed: u64, start: u64, rows: u64, hub: u32);
+                /// `index_repeat`.
+                IndexRepeat[](out: *mut u32, n: u64, times: u64, offset: u64);
+                /// `index_shift`.
+                IndexShift[](src: *const u32, n: u64, offset: u32, out: *mut u32);
+                // sample.cu
+                /// `gather_u32`.
+                GatherU32[](src: *const u32, idx: *const u32, n: u64, out: *mut u32);
+                /// `sample_count`.
+                SampleCount[](off: *const u32, front: *const u32, n: u64, fanout: u32, counts: *mut u32);
+                /// `sample_pick`.
+                SamplePick[](
+                    off: *const u32, nbr: *const u32, front: *const u32, n: u64, lo: u64, fanout: u32,
+                    key: u64, eoff: *const u32, cand: *mut u32, dstl: *mut u32,
+                );
+                /// `relabel_claim`.
+                RelabelClaim[](cand: *const u32, m: u64, map: *mut u32);
+                /// `relabel_flag`.
+                RelabelFlag[](cand: *const u32, m: u64, map: *const u32, flags: *mut u32);
+                /// `relabel_assign`.
+                RelabelAssign[](
+                    cand: *const u32, m: u64, flags: *const u32, pos: *const u32, base: u64, map: *mut u32,
+                    fresh: *mut u32,
+                );
+                /// `relabel_apply`.
+                RelabelApply[](cand: *const u32, m: u64, map: *const u32, local: *mut u32);
             }
-
-            /// The number of parameters the kernel takes (a launch that
-            /// pushes another number of arguments is an error, not a launch).
-            pub(crate) const fn arity(self) -> usize {
-                match self {
-                    $(Kernel::$v => $arity,)*
-                }
+            kernels {
+                // index.cu: gather
+                GatherB16 = "gather_b16": Gather[E = uint4],
+                GatherB8 = "gather_b8": Gather[E = uint2],
+                GatherB4 = "gather_b4": Gather[E = u32],
+                // index.cu: scatter levels {0: through positions, N: scratch} x {batched, pipelined}
+                Scatter0F32x4 = "scatter0_f32x4": Scatter[V = float4],
+                Scatter0F32x2 = "scatter0_f32x2": Scatter[V = float2],
+                Scatter0F32x1 = "scatter0_f32x1": Scatter[V = float],
+                Scatter0F64x2 = "scatter0_f64x2": Scatter[V = double2],
+                Scatter0F64x1 = "scatter0_f64x1": Scatter[V = double],
+                Scatter0pF32x4 = "scatter0p_f32x4": Scatter[V = float4],
+                Scatter0pF32x2 = "scatter0p_f32x2": Scatter[V = float2],
+                Scatter0pF32x1 = "scatter0p_f32x1": Scatter[V = float],
+                Scatter0pF64x2 = "scatter0p_f64x2": Scatter[V = double2],
+                Scatter0pF64x1 = "scatter0p_f64x1": Scatter[V = double],
+                ScatterNF32x4 = "scatterN_f32x4": Scatter[V = float4],
+                ScatterNF32x2 = "scatterN_f32x2": Scatter[V = float2],
+                ScatterNF32x1 = "scatterN_f32x1": Scatter[V = float],
+                ScatterNF64x2 = "scatterN_f64x2": Scatter[V = double2],
+                ScatterNF64x1 = "scatterN_f64x1": Scatter[V = double],
+                ScatterNpF32x4 = "scatterNp_f32x4": Scatter[V = float4],
+                ScatterNpF32x2 = "scatterNp_f32x2": Scatter[V = float2],
+                ScatterNpF32x1 = "scatterNp_f32x1": Scatter[V = float],
+                ScatterNpF64x2 = "scatterNp_f64x2": Scatter[V = double2],
+                ScatterNpF64x1 = "scatterNp_f64x1": Scatter[V = double],
+                // permute.cu
+                TransposePlanesB4 = "transpose_planes_b4": TransposeSpan[E = u32],
+                TransposePlanesB8 = "transpose_planes_b8": TransposeSpan[E = u64],
+                TransposeRowsB4 = "transpose_rows_b4": TransposeSpan[E = u32],
+                TransposeRowsB8 = "transpose_rows_b8": TransposeSpan[E = u64],
+                TransposeColsB4 = "transpose_cols_b4": TransposeSpan[E = u32],
+                TransposeColsB8 = "transpose_cols_b8": TransposeSpan[E = u64],
+                Transpose32x32B4 = "transpose32x32_b4": TransposeTiled[E = u32],
+                Transpose64x64B4 = "transpose64x64_b4": TransposeTiled[E = u32],
+                Transpose128x32B4 = "transpose128x32_b4": TransposeTiled[E = u32],
+                Transpose32x128B4 = "transpose32x128_b4": TransposeTiled[E = u32],
+                Transpose32x32B8 = "transpose32x32_b8": TransposeTiled[E = u64],
+                Transpose64x64B8 = "transpose64x64_b8": TransposeTiled[E = u64],
+                Transpose128x32B8 = "transpose128x32_b8": TransposeTiled[E = u64],
+                Transpose32x128B8 = "transpose32x128_b8": TransposeTiled[E = u64],
+                Transpose32x32B16 = "transpose32x32_b16": TransposeTiled[E = uint4],
+                TransposeBulkB4 = "transpose_bulk_b4": TransposeBulk[],
+                TransposeRunsB16 = "transpose_runs_b16": TransposeRuns[E = uint4],
+                TransposeRunsB8 = "transpose_runs_b8": TransposeRuns[E = uint2],
+                TransposeRunsB4 = "transpose_runs_b4": TransposeRuns[E = u32],
+                PermuteB16 = "permute_b16": Permute[E = uint4],
+                PermuteB8 = "permute_b8": Permute[E = uint2],
+                PermuteB4 = "permute_b4": Permute[E = u32],
+                // model.cu, dense.cu, segment.cu: element-typed
+                UnaryF32 = "unary_f32": Unary[T = float],
+                UnaryF64 = "unary_f64": Unary[T = double],
+                UnaryBwdF32 = "unary_bwd_f32": UnaryBwd[T = float],
+                UnaryBwdF64 = "unary_bwd_f64": UnaryBwd[T = double],
+                BinaryF32 = "binary_f32": Binary[T = float],
+                BinaryF64 = "binary_f64": Binary[T = double],
+                AxpyF32 = "axpy_f32": Axpy[T = float],
+                AxpyF64 = "axpy_f64": Axpy[T = double],
+                GatherAddF32 = "gather_add_f32": GatherAdd[T = float],
+                GatherAddF64 = "gather_add_f64": GatherAdd[T = double],
+                SumBiasReluF32 = "sum_bias_relu_f32": SumBiasRelu[T = float],
+                SumBiasReluF64 = "sum_bias_relu_f64": SumBiasRelu[T = double],
+                HeadScaleF32 = "head_scale_f32": HeadScale[T = float],
+                HeadScaleF64 = "head_scale_f64": HeadScale[T = double],
+                HeadDotF32 = "head_dot_f32": HeadDot[T = float],
+                HeadDotF64 = "head_dot_f64": HeadDot[T = double],
+                GatherHeadDotF32 = "gather_head_dot_f32": GatherHeadDot[T = float],
+                GatherHeadDotF64 = "gather_head_dot_f64": GatherHeadDot[T = double],
+                ReduceRowsF32 = "reduce_rows_f32": ReduceRows[T = float],
+                ReduceRowsF64 = "reduce_rows_f64": ReduceRows[T = double],
+                HeadScaleRowsF32 = "head_scale_rows_f32": HeadScaleRows[T = float],
+                HeadScaleRowsF64 = "head_scale_rows_f64": HeadScaleRows[T = double],
+                Matmul64x64F32 = "matmul64x64_f32": Matmul[T = float],
+                Matmul32x64F32 = "matmul32x64_f32": Matmul[T = float],
+                Matmul64x32F32 = "matmul64x32_f32": Matmul[T = float],
+                Matmul32x32F32 = "matmul32x32_f32": Matmul[T = float],
+                Matmul64x64F64 = "matmul64x64_f64": Matmul[T = double],
+                Matmul32x64F64 = "matmul32x64_f64": Matmul[T = double],
+                Matmul64x32F64 = "matmul64x32_f64": Matmul[T = double],
+                Matmul32x32F64 = "matmul32x32_f64": Matmul[T = double],
+                MatmulDotF32 = "matmul_dot_f32": Matmul[T = float],
+                MatmulDotF64 = "matmul_dot_f64": Matmul[T = double],
+                Segmax0F32 = "segmax0_f32": Segmax0[T = float],
+                Segmax0F64 = "segmax0_f64": Segmax0[T = double],
+                SegmaxF32 = "segmax_f32": Segmax[T = float],
+                SegmaxF64 = "segmax_f64": Segmax[T = double],
+                SoftmaxExpF32 = "softmax_exp_f32": SoftmaxExp[T = float],
+                SoftmaxExpF64 = "softmax_exp_f64": SoftmaxExp[T = double],
+                SoftmaxDivF32 = "softmax_div_f32": SoftmaxDiv[T = float],
+                SoftmaxDivF64 = "softmax_div_f64": SoftmaxDiv[T = double],
+                SoftmaxBwdF32 = "softmax_bwd_f32": SoftmaxBwd[T = float],
+                SoftmaxBwdF64 = "softmax_bwd_f64": SoftmaxBwd[T = double],
+                // segment.cu: fused level-0 kernels of the segment sums, vector-typed
+                Sum0F32x4 = "sum0_f32x4": Sum0[V = float4],
+                Sum0F32x2 = "sum0_f32x2": Sum0[V = float2],
+                Sum0F32x1 = "sum0_f32x1": Sum0[V = float],
+                Sum0F64x2 = "sum0_f64x2": Sum0[V = double2],
+                Sum0F64x1 = "sum0_f64x1": Sum0[V = double],
+                Smb0F32x4 = "smb0_f32x4": Smb0[V = float4],
+                Smb0F32x2 = "smb0_f32x2": Smb0[V = float2],
+                Smb0F32x1 = "smb0_f32x1": Smb0[V = float],
+                Smb0F64x2 = "smb0_f64x2": Smb0[V = double2],
+                Smb0F64x1 = "smb0_f64x1": Smb0[V = double],
+                Gss0F32x4 = "gss0_f32x4": Gss0[V = float4],
+                Gss0F32x2 = "gss0_f32x2": Gss0[V = float2],
+                Gss0F32x1 = "gss0_f32x1": Gss0[V = float],
+                Gss0F64x2 = "gss0_f64x2": Gss0[V = double2],
+                Gss0F64x1 = "gss0_f64x1": Gss0[V = double],
+                // plan.cu: device scatter plans and device index lists
+                IndexBounds = "index_bounds": IndexBounds[],
+                PlanHist = "plan_hist": PlanHist[],
+                PlanRank = "plan_rank": PlanRank[],
+                ScanSumsU32 = "scan_sums_u32": ScanSums[],
+                ScanSpineU32 = "scan_spine_u32": ScanSpine[],
+                ScanApplyU32 = "scan_apply_u32": ScanApply[],
+                PlanOffsets = "plan_offsets": PlanOffsets[],
+                Lvl0Sums = "lvl0_sums": Lvl0Sums[],
+                Lvl0Spine = "lvl0_spine": Lvl0Spine[],
+                Lvl0Apply = "lvl0_apply": Lvl0Apply[],
+                Lvl0Fill = "lvl0_fill": Lvl0Fill[],
+                PlanLevels = "plan_levels": PlanLevels[],
+                IndexRandom = "index_random": IndexRandom[],
+                IndexRepeat = "index_repeat": IndexRepeat[],
+                IndexShift = "index_shift": IndexShift[],
+                // sample.cu: CSRs and neighbour sampling
+                GatherU32 = "gather_u32": GatherU32[],
+                SampleCount = "sample_count": SampleCount[],
+                SamplePick = "sample_pick": SamplePick[],
+                RelabelClaim = "relabel_claim": RelabelClaim[],
+                RelabelFlag = "relabel_flag": RelabelFlag[],
+                RelabelAssign = "relabel_assign": RelabelAssign[],
+                RelabelApply = "relabel_apply": RelabelApply[],
             }
         }
     };
 }
+#[cfg_attr(not(feature = "cuda"), allow(unused_imports))]
+pub(crate) use with_kernel_table;
 
-kernels! {
-    // index.cu: gather
-    GatherB16 = "gather_b16" / 6,
-    GatherB8 = "gather_b8" / 6,
-    GatherB4 = "gather_b4" / 6,
-    // index.cu: scatter levels {0: through positions, N: scratch} x {batched, pipelined}
-    Scatter0F32x4 = "scatter0_f32x4" / 10,
-    Scatter0F32x2 = "scatter0_f32x2" / 10,
-    Scatter0F32x1 = "scatter0_f32x1" / 10,
-    Scatter0F64x2 = "scatter0_f64x2" / 10,
-    Scatter0F64x1 = "scatter0_f64x1" / 10,
-    Scatter0pF32x4 = "scatter0p_f32x4" / 10,
-    Scatter0pF32x2 = "scatter0p_f32x2" / 10,
-    Scatter0pF32x1 = "scatter0p_f32x1" / 10,
-    Scatter0pF64x2 = "scatter0p_f64x2" / 10,
-    Scatter0pF64x1 = "scatter0p_f64x1" / 10,
-    ScatterNF32x4 = "scatterN_f32x4" / 10,
-    ScatterNF32x2 = "scatterN_f32x2" / 10,
-    ScatterNF32x1 = "scatterN_f32x1" / 10,
-    ScatterNF64x2 = "scatterN_f64x2" / 10,
-    ScatterNF64x1 = "scatterN_f64x1" / 10,
-    ScatterNpF32x4 = "scatterNp_f32x4" / 10,
-    ScatterNpF32x2 = "scatterNp_f32x2" / 10,
-    ScatterNpF32x1 = "scatterNp_f32x1" / 10,
-    ScatterNpF64x2 = "scatterNp_f64x2" / 10,
-    ScatterNpF64x1 = "scatterNp_f64x1" / 10,
-    // permute.cu
-    TransposePlanesB4 = "transpose_planes_b4" / 3,
-    TransposePlanesB8 = "transpose_planes_b8" / 3,
-    TransposeRowsB4 = "transpose_rows_b4" / 3,
-    TransposeRowsB8 = "transpose_rows_b8" / 3,
-    TransposeColsB4 = "transpose_cols_b4" / 3,
-    TransposeColsB8 = "transpose_cols_b8" / 3,
-    Transpose32x32B4 = "transpose32x32_b4" / 3,
-    Transpose64x64B4 = "transpose64x64_b4" / 3,
-    Transpose128x32B4 = "transpose128x32_b4" / 3,
-    Transpose32x128B4 = "transpose32x128_b4" / 3,
-    Transpose32x32B8 = "transpose32x32_b8" / 3,
-    Transpose64x64B8 = "transpose64x64_b8" / 3,
-    Transpose128x32B8 = "transpose128x32_b8" / 3,
-    Transpose32x128B8 = "transpose32x128_b8" / 3,
-    Transpose32x32B16 = "transpose32x32_b16" / 3,
-    TransposeBulkB4 = "transpose_bulk_b4" / 3,
-    TransposeRunsB16 = "transpose_runs_b16" / 7,
-    TransposeRunsB8 = "transpose_runs_b8" / 7,
-    TransposeRunsB4 = "transpose_runs_b4" / 7,
-    PermuteB16 = "permute_b16" / 6,
-    PermuteB8 = "permute_b8" / 6,
-    PermuteB4 = "permute_b4" / 6,
-    // model.cu: element-typed
-    UnaryF32 = "unary_f32" / 5,
-    UnaryF64 = "unary_f64" / 5,
-    UnaryBwdF32 = "unary_bwd_f32" / 6,
-    UnaryBwdF64 = "unary_bwd_f64" / 6,
-    BinaryF32 = "binary_f32" / 6,
-    BinaryF64 = "binary_f64" / 6,
-    AxpyF32 = "axpy_f32" / 4,
-    AxpyF64 = "axpy_f64" / 4,
-    GatherAddF32 = "gather_add_f32" / 7,
-    GatherAddF64 = "gather_add_f64" / 7,
-    SumBiasReluF32 = "sum_bias_relu_f32" / 4,
-    SumBiasReluF64 = "sum_bias_relu_f64" / 4,
-    HeadScaleF32 = "head_scale_f32" / 8,
-    HeadScaleF64 = "head_scale_f64" / 8,
-    HeadDotF32 = "head_dot_f32" / 7,
-    HeadDotF64 = "head_dot_f64" / 7,
-    GatherHeadDotF32 = "gather_head_dot_f32" / 8,
-    GatherHeadDotF64 = "gather_head_dot_f64" / 8,
-    ReduceRowsF32 = "reduce_rows_f32" / 4,
-    ReduceRowsF64 = "reduce_rows_f64" / 4,
-    HeadScaleRowsF32 = "head_scale_rows_f32" / 7,
-    HeadScaleRowsF64 = "head_scale_rows_f64" / 7,
-    Matmul64x64F32 = "matmul64x64_f32" / 10,
-    Matmul32x64F32 = "matmul32x64_f32" / 10,
-    Matmul64x32F32 = "matmul64x32_f32" / 10,
-    Matmul32x32F32 = "matmul32x32_f32" / 10,
-    Matmul64x64F64 = "matmul64x64_f64" / 10,
-    Matmul32x64F64 = "matmul32x64_f64" / 10,
-    Matmul64x32F64 = "matmul64x32_f64" / 10,
-    Matmul32x32F64 = "matmul32x32_f64" / 10,
-    MatmulDotF32 = "matmul_dot_f32" / 10,
-    MatmulDotF64 = "matmul_dot_f64" / 10,
-    Segmax0F32 = "segmax0_f32" / 11,
-    Segmax0F64 = "segmax0_f64" / 11,
-    SegmaxF32 = "segmax_f32" / 9,
-    SegmaxF64 = "segmax_f64" / 9,
-    SoftmaxExpF32 = "softmax_exp_f32" / 6,
-    SoftmaxExpF64 = "softmax_exp_f64" / 6,
-    SoftmaxDivF32 = "softmax_div_f32" / 6,
-    SoftmaxDivF64 = "softmax_div_f64" / 6,
-    SoftmaxBwdF32 = "softmax_bwd_f32" / 7,
-    SoftmaxBwdF64 = "softmax_bwd_f64" / 7,
-    // model.cu: fused level-0 kernels of the segment sums, vector-typed
-    Sum0F32x4 = "sum0_f32x4" / 11,
-    Sum0F32x2 = "sum0_f32x2" / 11,
-    Sum0F32x1 = "sum0_f32x1" / 11,
-    Sum0F64x2 = "sum0_f64x2" / 11,
-    Sum0F64x1 = "sum0_f64x1" / 11,
-    Smb0F32x4 = "smb0_f32x4" / 12,
-    Smb0F32x2 = "smb0_f32x2" / 12,
-    Smb0F32x1 = "smb0_f32x1" / 12,
-    Smb0F64x2 = "smb0_f64x2" / 12,
-    Smb0F64x1 = "smb0_f64x1" / 12,
-    Gss0F32x4 = "gss0_f32x4" / 15,
-    Gss0F32x2 = "gss0_f32x2" / 15,
-    Gss0F32x1 = "gss0_f32x1" / 15,
-    Gss0F64x2 = "gss0_f64x2" / 15,
-    Gss0F64x1 = "gss0_f64x1" / 15,
-    // plan.cu: device scatter plans and device index lists
-    IndexBounds = "index_bounds" / 5,
-    PlanHist = "plan_hist" / 6,
-    PlanRank = "plan_rank" / 9,
-    ScanSumsU32 = "scan_sums_u32" / 3,
-    ScanSpineU32 = "scan_spine_u32" / 2,
-    ScanApplyU32 = "scan_apply_u32" / 4,
-    PlanOffsets = "plan_offsets" / 4,
-    Lvl0Sums = "lvl0_sums" / 3,
-    Lvl0Spine = "lvl0_spine" / 3,
-    Lvl0Apply = "lvl0_apply" / 4,
-    Lvl0Fill = "lvl0_fill" / 9,
-    PlanLevels = "plan_levels" / 5,
-    IndexRandom = "index_random" / 6,
-    IndexRepeat = "index_repeat" / 4,
-    IndexShift = "index_shift" / 4,
-    // sample.cu: CSRs and neighbour sampling
-    GatherU32 = "gather_u32" / 4,
-    SampleCount = "sample_count" / 5,
-    SamplePick = "sample_pick" / 10,
-    RelabelClaim = "relabel_claim" / 3,
-    RelabelFlag = "relabel_flag" / 4,
-    RelabelAssign = "relabel_assign" / 7,
-    RelabelApply = "relabel_apply" / 4,
-}
+with_kernel_table!(kernel_enum);
 
-/// The unsigned word a copy kernel moves (`u32`, `uint2`/`u64`, `uint4`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Word {
-    /// 4 bytes.
-    B4,
-    /// 8 bytes.
-    B8,
-    /// 16 bytes.
-    B16,
-}
-
-impl Word {
-    /// The widest word dividing `bytes` (4 when none of 16 and 8 does).
-    pub(crate) fn dividing(bytes: u64) -> Word {
-        if bytes.is_multiple_of(16) {
-            Word::B16
-        } else if bytes.is_multiple_of(8) {
-            Word::B8
-        } else {
-            Word::B4
-        }
+impl Kernel {
+    /// The number of parameters the kernel takes.
+    #[allow(dead_code)]
+    pub(crate) const fn arity(self) -> usize {
+        self.signature().params().len()
     }
 
-    /// The word of exactly `bytes` bytes, if there is one.
-    pub(crate) fn exact(bytes: u64) -> Option<Word> {
-        match bytes {
-            4 => Some(Word::B4),
-            8 => Some(Word::B8),
-            16 => Some(Word::B16),
+    /// The float element of a kernel that binds `T` or `V` (`None` for the
+    /// others): what the buffers of its typed launcher hold.
+    pub(crate) fn dtype(self) -> Option<DType> {
+        match self.binding() {
+            Some(("T" | "V", t)) => cuda_float(t),
             _ => None,
         }
     }
+}
 
-    /// Its size in bytes.
-    pub(crate) fn bytes(self) -> u64 {
-        match self {
-            Word::B4 => 4,
-            Word::B8 => 8,
-            Word::B16 => 16,
-        }
+/// The float element of a CUDA float or float vector type.
+pub(crate) fn cuda_float(t: &str) -> Option<DType> {
+    match t {
+        "float" | "float2" | "float4" => Some(DType::F32),
+        "double" | "double2" => Some(DType::F64),
+        _ => None,
     }
 }
 
-/// The element type of an element-typed kernel (`_f32` / `_f64`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Float {
-    /// `float`.
-    F32,
-    /// `double`.
-    F64,
-}
-
-impl Float {
-    /// The kernel type of `dtype`.
-    pub(crate) fn of(dtype: DType) -> Float {
-        match dtype {
-            DType::F32 => Float::F32,
-            DType::F64 => Float::F64,
-        }
+impl Signature {
+    /// Whether its kernels' pointers of the bound letter hold float elements
+    /// (the letter is `T` or `V`): its launcher is generic over the element.
+    #[allow(dead_code)]
+    pub(crate) fn is_float(self) -> bool {
+        matches!(self.letter(), Some("T" | "V"))
     }
 }
 
-/// The vector type a scatter-family kernel sums (`_f32x4` ... `_f64x1`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum SumVec {
-    /// `float4`.
-    F32x4,
-    /// `float2`.
-    F32x2,
-    /// `float`.
-    F32x1,
-    /// `double2`.
-    F64x2,
-    /// `double`.
-    F64x1,
-}
-
-impl SumVec {
-    /// The widest vector of `dtype` dividing a row of `row_bytes` bytes whose
-    /// element count also divides `align` elements (a head's channel count
-    /// for gather_scale_scatter; the row's element count otherwise).
-    pub(crate) fn pick(dtype: DType, row_bytes: usize, align: usize) -> SumVec {
-        match dtype {
-            DType::F32 if row_bytes.is_multiple_of(16) && align.is_multiple_of(4) => SumVec::F32x4,
-            DType::F32 if row_bytes.is_multiple_of(8) && align.is_multiple_of(2) => SumVec::F32x2,
-            DType::F32 => SumVec::F32x1,
-            DType::F64 if row_bytes.is_multiple_of(16) && align.is_multiple_of(2) => SumVec::F64x2,
-            DType::F64 => SumVec::F64x1,
-        }
-    }
-
-    /// Its size in bytes.
-    pub(crate) fn bytes(self) -> usize {
-        match self {
-            SumVec::F32x4 | SumVec::F64x2 => 16,
-            SumVec::F32x2 | SumVec::F64x1 => 8,
-            SumVec::F32x1 => 4,
-        }
-    }
-}
-
-/// A level of the scatter chain: level 0 reads values through the plan's
-/// positions, higher levels read the previous level's scratch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Level {
-    /// `scatter0*`.
-    Zero,
-    /// `scatterN*`.
-    Higher,
-}
-
-/// How a scatter kernel sums a chunk (the same additions in the same order).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ChunkSum {
-    /// Loads in batches of 8 before their adds: the throughput form.
-    Batched,
-    /// Software-pipelined (`p` kernels): the latency form.
-    Pipelined,
-}
-
-/// A fused level-0 kernel of a segment sum, computing its values on the fly.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Fused0 {
-    /// `sum0`: the stored value of the entry (the model's segment sums; a
-    /// hub row's chunks are loaded by the whole block, see model.cu).
-    Read,
-    /// `smb0`: `alpha * grad` of the segment softmax's backward.
-    SoftmaxBwd,
-    /// `gss0`: `x[gather[e]] * w[e, head]` of gather_scale_scatter.
-    GatherScale,
-}
-
-/// The output tile of one block of model.cu's matmul (`matmul{TM}x{TN}_*`):
-/// `tm x tn` outputs, a 4x4 register tile for each of `tm * tn / 16` threads.
-/// Which tile computes an output never changes the order of its additions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum MatmulTile {
-    /// 64 x 64, 256 threads.
-    T64x64,
-    /// 32 x 64, 128 threads: products of at most 32 rows.
-    T32x64,
-    /// 64 x 32, 128 threads: products of at most 32 columns.
-    T64x32,
-    /// 32 x 32, 64 threads: products of at most 32 rows and columns.
-    T32x32,
-}
-
-impl MatmulTile {
-    /// Output rows of the tile.
-    pub(crate) fn tm(self) -> u32 {
-        match self {
-            MatmulTile::T64x64 | MatmulTile::T64x32 => 64,
-            MatmulTile::T32x64 | MatmulTile::T32x32 => 32,
-        }
-    }
-
-    /// Output columns of the tile.
-    pub(crate) fn tn(self) -> u32 {
-        match self {
-            MatmulTile::T64x64 | MatmulTile::T32x64 => 64,
-            MatmulTile::T64x32 | MatmulTile::T32x32 => 32,
-        }
-    }
-
-    /// Threads per block.
-    pub(crate) fn threads(self) -> u32 {
-        self.tm() * self.tn() / 16
-    }
-}
-
-/// An element-typed kernel family of model.cu.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Typed {
-    /// `unary_*`.
-    Unary,
-    /// `unary_bwd_*`.
-    UnaryBwd,
-    /// `binary_*`.
-    Binary,
-    /// `axpy_*`.
-    Axpy,
-    /// `sum_bias_relu_*`.
-    SumBiasRelu,
-    /// `gather_add_*`.
-    GatherAdd,
-    /// `head_scale_*`.
-    HeadScale,
-    /// `head_dot_*`.
-    HeadDot,
-    /// `gather_head_dot_*`.
-    GatherHeadDot,
-    /// `reduce_rows_*`.
-    ReduceRows,
-    /// `head_scale_rows_*`.
-    HeadScaleRows,
-    /// `matmul_dot_*`: products of few columns, a thread per output.
-    MatmulDot,
-    /// `segmax0_*`: level 0 of a segment max.
-    Segmax0,
-    /// `segmax_*`: the levels past 0 of a segment max.
-    Segmax,
-    /// `softmax_exp_*`.
-    SoftmaxExp,
-    /// `softmax_div_*`.
-    SoftmaxDiv,
-    /// `softmax_bwd_*`.
-    SoftmaxBwd,
-}
-
-/// The span transpose kernels (`transpose_{planes,rows,cols}_b*`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum SpanKind {
-    /// Whole planes of a batch of small matrices.
-    Planes,
-    /// Whole rows of a matrix with few columns.
-    Rows,
-    /// Whole columns of a matrix with few rows.
-    Cols,
-}
-
-/// The shared-memory tile of the 2-D transpose kernel, `(rows, cols)`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Tile {
-    /// 32 x 32 (every element size; the only one for 16-byte elements).
-    T32x32,
-    /// 64 x 64: large matrices.
-    T64x64,
-    /// 128 x 32: few columns.
-    T128x32,
-    /// 32 x 128: few rows.
-    T32x128,
-}
-
-impl Tile {
-    /// `(rows, cols)` of the tile.
-    pub(crate) fn dims(self) -> (u64, u64) {
-        match self {
-            Tile::T32x32 => (32, 32),
-            Tile::T64x64 => (64, 64),
-            Tile::T128x32 => (128, 32),
-            Tile::T32x128 => (32, 128),
-        }
-    }
-
-    /// The tile for a matrix of `rows x cols` elements of `elem` (always
-    /// 32x32 when `force_32` or for 16-byte elements).
-    pub(crate) fn pick(rows: u64, cols: u64, elem: Word, force_32: bool) -> Tile {
-        if force_32 || elem == Word::B16 {
-            Tile::T32x32
-        } else if cols <= 48 && rows > 48 {
-            Tile::T128x32
-        } else if rows <= 48 && cols > 48 {
-            Tile::T32x128
-        } else {
-            Tile::T64x64
-        }
-    }
-}
-
-impl Kernel {
-    /// `gather_b*`.
-    pub(crate) fn gather(w: Word) -> Kernel {
-        match w {
-            Word::B16 => Kernel::GatherB16,
-            Word::B8 => Kernel::GatherB8,
-            Word::B4 => Kernel::GatherB4,
-        }
-    }
-
-    /// `transpose_runs_b*`.
-    pub(crate) fn transpose_runs(w: Word) -> Kernel {
-        match w {
-            Word::B16 => Kernel::TransposeRunsB16,
-            Word::B8 => Kernel::TransposeRunsB8,
-            Word::B4 => Kernel::TransposeRunsB4,
-        }
-    }
-
-    /// `transpose_{planes,rows,cols}_b*` (4- and 8-byte elements; the
-    /// choice never gives 16-byte ones a span kernel).
-    pub(crate) fn transpose_span(kind: SpanKind, w: Word) -> Kernel {
-        match (kind, w) {
-            (SpanKind::Planes, Word::B4) => Kernel::TransposePlanesB4,
-            (SpanKind::Planes, _) => Kernel::TransposePlanesB8,
-            (SpanKind::Rows, Word::B4) => Kernel::TransposeRowsB4,
-            (SpanKind::Rows, _) => Kernel::TransposeRowsB8,
-            (SpanKind::Cols, Word::B4) => Kernel::TransposeColsB4,
-            (SpanKind::Cols, _) => Kernel::TransposeColsB8,
-        }
-    }
-
-    /// `permute_b*`.
-    pub(crate) fn permute(w: Word) -> Kernel {
-        match w {
-            Word::B16 => Kernel::PermuteB16,
-            Word::B8 => Kernel::PermuteB8,
-            Word::B4 => Kernel::PermuteB4,
-        }
-    }
-
-    /// The tiled transpose of `elem` elements with `tile` (16-byte elements
-    /// have the 32x32 tile only: [`Tile::pick`] never gives them another).
-    pub(crate) fn transpose(elem: Word, tile: Tile) -> Kernel {
-        match (elem, tile) {
-            (Word::B16, _) => Kernel::Transpose32x32B16,
-            (Word::B8, Tile::T32x32) => Kernel::Transpose32x32B8,
-            (Word::B8, Tile::T64x64) => Kernel::Transpose64x64B8,
-            (Word::B8, Tile::T128x32) => Kernel::Transpose128x32B8,
-            (Word::B8, Tile::T32x128) => Kernel::Transpose32x128B8,
-            (Word::B4, Tile::T32x32) => Kernel::Transpose32x32B4,
-            (Word::B4, Tile::T64x64) => Kernel::Transpose64x64B4,
-            (Word::B4, Tile::T128x32) => Kernel::Transpose128x32B4,
-            (Word::B4, Tile::T32x128) => Kernel::Transpose32x128B4,
-        }
-    }
-
-    /// `scatter{0,N}{,p}_*`.
-    pub(crate) fn scatter(level: Level, form: ChunkSum, v: SumVec) -> Kernel {
-        use ChunkSum::{Batched, Pipelined};
-        use Level::{Higher, Zero};
-        match (level, form, v) {
-            (Zero, Batched, SumVec::F32x4) => Kernel::Scatter0F32x4,
-            (Zero, Batched, SumVec::F32x2) => Kernel::Scatter0F32x2,
-            (Zero, Batched, SumVec::F32x1) => Kernel::Scatter0F32x1,
-            (Zero, Batched, SumVec::F64x2) => Kernel::Scatter0F64x2,
-            (Zero, Batched, SumVec::F64x1) => Kernel::Scatter0F64x1,
-            (Zero, Pipelined, SumVec::F32x4) => Kernel::Scatter0pF32x4,
-            (Zero, Pipelined, SumVec::F32x2) => Kernel::Scatter0pF32x2,
-            (Zero, Pipelined, SumVec::F32x1) => Kernel::Scatter0pF32x1,
-            (Zero, Pipelined, SumVec::F64x2) => Kernel::Scatter0pF64x2,
-            (Zero, Pipelined, SumVec::F64x1) => Kernel::Scatter0pF64x1,
-            (Higher, Batched, SumVec::F32x4) => Kernel::ScatterNF32x4,
-            (Higher, Batched, SumVec::F32x2) => Kernel::ScatterNF32x2,
-            (Higher, Batched, SumVec::F32x1) => Kernel::ScatterNF32x1,
-            (Higher, Batched, SumVec::F64x2) => Kernel::ScatterNF64x2,
-            (Higher, Batched, SumVec::F64x1) => Kernel::ScatterNF64x1,
-            (Higher, Pipelined, SumVec::F32x4) => Kernel::ScatterNpF32x4,
-            (Higher, Pipelined, SumVec::F32x2) => Kernel::ScatterNpF32x2,
-            (Higher, Pipelined, SumVec::F32x1) => Kernel::ScatterNpF32x1,
-            (Higher, Pipelined, SumVec::F64x2) => Kernel::ScatterNpF64x2,
-            (Higher, Pipelined, SumVec::F64x1) => Kernel::ScatterNpF64x1,
-        }
-    }
-
-    /// `{sum0,smb0,gss0}_*`.
-    pub(crate) fn fused0(op: Fused0, v: SumVec) -> Kernel {
-        use Fused0::{GatherScale, Read, SoftmaxBwd};
-        match (op, v) {
-            (Read, SumVec::F32x4) => Kernel::Sum0F32x4,
-            (Read, SumVec::F32x2) => Kernel::Sum0F32x2,
-            (Read, SumVec::F32x1) => Kernel::Sum0F32x1,
-            (Read, SumVec::F64x2) => Kernel::Sum0F64x2,
-            (Read, SumVec::F64x1) => Kernel::Sum0F64x1,
-            (SoftmaxBwd, SumVec::F32x4) => Kernel::Smb0F32x4,
-            (SoftmaxBwd, SumVec::F32x2) => Kernel::Smb0F32x2,
-            (SoftmaxBwd, SumVec::F32x1) => Kernel::Smb0F32x1,
-            (SoftmaxBwd, SumVec::F64x2) => Kernel::Smb0F64x2,
-            (SoftmaxBwd, SumVec::F64x1) => Kernel::Smb0F64x1,
-            (GatherScale, SumVec::F32x4) => Kernel::Gss0F32x4,
-            (GatherScale, SumVec::F32x2) => Kernel::Gss0F32x2,
-            (GatherScale, SumVec::F32x1) => Kernel::Gss0F32x1,
-            (GatherScale, SumVec::F64x2) => Kernel::Gss0F64x2,
-            (GatherScale, SumVec::F64x1) => Kernel::Gss0F64x1,
-        }
-    }
-
-    /// The matmul kernel of `tile` for `t`.
-    pub(crate) fn matmul(t: Float, tile: MatmulTile) -> Kernel {
-        use Float::{F32, F64};
-        use MatmulTile::{T32x32, T32x64, T64x32, T64x64};
-        match (t, tile) {
-            (F32, T64x64) => Kernel::Matmul64x64F32,
-            (F32, T32x64) => Kernel::Matmul32x64F32,
-            (F32, T64x32) => Kernel::Matmul64x32F32,
-            (F32, T32x32) => Kernel::Matmul32x32F32,
-            (F64, T64x64) => Kernel::Matmul64x64F64,
-            (F64, T32x64) => Kernel::Matmul32x64F64,
-            (F64, T64x32) => Kernel::Matmul64x32F64,
-            (F64, T32x32) => Kernel::Matmul32x32F64,
-        }
-    }
-
-    /// The element-typed kernel `family` for `t`.
-    pub(crate) fn typed(family: Typed, t: Float) -> Kernel {
-        use Float::{F32, F64};
-        match (family, t) {
-            (Typed::Unary, F32) => Kernel::UnaryF32,
-            (Typed::Unary, F64) => Kernel::UnaryF64,
-            (Typed::UnaryBwd, F32) => Kernel::UnaryBwdF32,
-            (Typed::UnaryBwd, F64) => Kernel::UnaryBwdF64,
-            (Typed::Binary, F32) => Kernel::BinaryF32,
-            (Typed::Binary, F64) => Kernel::BinaryF64,
-            (Typed::Axpy, F32) => Kernel::AxpyF32,
-            (Typed::Axpy, F64) => Kernel::AxpyF64,
-            (Typed::GatherAdd, F32) => Kernel::GatherAddF32,
-            (Typed::GatherAdd, F64) => Kernel::GatherAddF64,
-            (Typed::SumBiasRelu, F32) => Kernel::SumBiasReluF32,
-            (Typed::SumBiasRelu, F64) => Kernel::SumBiasReluF64,
-            (Typed::HeadScale, F32) => Kernel::HeadScaleF32,
-            (Typed::HeadScale, F64) => Kernel::HeadScaleF64,
-            (Typed::HeadDot, F32) => Kernel::HeadDotF32,
-            (Typed::HeadDot, F64) => Kernel::HeadDotF64,
-            (Typed::GatherHeadDot, F32) => Kernel::GatherHeadDotF32,
-            (Typed::GatherHeadDot, F64) => Kernel::GatherHeadDotF64,
-            (Typed::ReduceRows, F32) => Kernel::ReduceRowsF32,
-            (Typed::ReduceRows, F64) => Kernel::ReduceRowsF64,
-            (Typed::HeadScaleRows, F32) => Kernel::HeadScaleRowsF32,
-            (Typed::HeadScaleRows, F64) => Kernel::HeadScaleRowsF64,
-            (Typed::MatmulDot, F32) => Kernel::MatmulDotF32,
-            (Typed::MatmulDot, F64) => Kernel::MatmulDotF64,
-            (Typed::Segmax0, F32) => Kernel::Segmax0F32,
-            (Typed::Segmax0, F64) => Kernel::Segmax0F64,
-            (Typed::Segmax, F32) => Kernel::SegmaxF32,
-            (Typed::Segmax, F64) => Kernel::SegmaxF64,
-            (Typed::SoftmaxExp, F32) => Kernel::SoftmaxExpF32,
-            (Typed::SoftmaxExp, F64) => Kernel::SoftmaxExpF64,
-            (Typed::SoftmaxDiv, F32) => Kernel::SoftmaxDivF32,
-            (Typed::SoftmaxDiv, F64) => Kernel::SoftmaxDivF64,
-            (Typed::SoftmaxBwd, F32) => Kernel::SoftmaxBwdF32,
-            (Typed::SoftmaxBwd, F64) => Kernel::SoftmaxBwdF64,
-        }
-    }
-}
+mod choice;
+#[cfg_attr(not(feature = "cuda"), allow(unused_imports))]
+pub(crate) use choice::{
+    ChunkSum, Float, Fused0, Level, MatmulTile, SpanKind, SumVec, Tile, Typed, Word,
+};
 
 #[cfg(test)]
 #[path = "table_tests.rs"]

@@ -1,9 +1,12 @@
 //! The disagreement tests of the Rust/CUDA boundary: kernels/*.cu are parsed
 //! as text (comments stripped, `#define`s collected, the kernel-defining macro
 //! invocations expanded) and compared with [`Kernel`] and
-//! [`crate::abi::defines`].
+//! [`crate::abi::defines`]; `table_sig_tests.rs` compares every kernel's
+//! parameters with the table's signatures.
 
 use std::collections::{BTreeMap, BTreeSet};
+
+use rtx_backend::DType;
 
 use super::*;
 use crate::abi;
@@ -142,21 +145,29 @@ fn substitute(body: &str, params: &[String], args: &[String]) -> String {
     out.replace(" ## ", "").replace("##", "")
 }
 
-/// The number of parameters of the function `name` declared in `text` after
-/// its `__global__`, object-like macros in the list expanded (a comma inside
-/// template arguments would count as a separator: the sources have none).
-fn arity(text: &str, name: &str, macros: &BTreeMap<String, Macro>) -> usize {
+/// The parameters of the function `name` declared in `text` after its
+/// `__global__`, as written, object-like macros in the list expanded (a
+/// comma inside template arguments would count as a separator: the sources
+/// have none).
+fn params(text: &str, name: &str, macros: &BTreeMap<String, Macro>) -> Vec<String> {
     let g = text.find("__global__").expect("a kernel");
     let at = text[g..]
         .find(&format!("{name}("))
         .unwrap_or_else(|| panic!("no `{name}(` after __global__"));
     let (args, _) = call_args(text, g + at + name.len());
     args.iter()
-        .map(|a| match macros.get(a.as_str()) {
-            Some(Macro { params: None, body }) => body.split(',').count(),
-            _ => 1,
+        .flat_map(|a| match macros.get(a.as_str()) {
+            Some(Macro { params: None, body }) => {
+                body.split(',').map(|p| p.trim().to_string()).collect()
+            }
+            _ => vec![a.clone()],
         })
-        .sum()
+        .collect()
+}
+
+/// The number of parameters of `name` in `text` ([`params`]).
+fn arity(text: &str, name: &str, macros: &BTreeMap<String, Macro>) -> usize {
+    params(text, name, macros).len()
 }
 
 /// The name of a kernel written out: `[void] [__launch_bounds__(...)] NAME(`.
@@ -176,8 +187,8 @@ fn defines_kernel(m: &Macro) -> bool {
     m.body.contains("__global__")
 }
 
-/// Kernels as `(name, parameters)`.
-type Kernels = Vec<(String, usize)>;
+/// Kernels as `(name, parameters as written)`.
+type Kernels = Vec<(String, Vec<String>)>;
 
 /// The kernels the invocations in `text` define, expanding macros.
 fn expand_kernels(text: &str, macros: &BTreeMap<String, Macro>, out: &mut Kernels) {
@@ -204,7 +215,9 @@ fn expand_kernels(text: &str, macros: &BTreeMap<String, Macro>, out: &mut Kernel
             ) if text[end..].starts_with('(') => {
                 let (args, after) = call_args(text, end);
                 if defines_kernel(m) {
-                    out.push((args[0].clone(), arity(&m.body, &params[0], macros)));
+                    // the invocation's arguments in the body: the types it binds
+                    let body = substitute(&m.body, params, &args);
+                    out.push((args[0].clone(), self::params(&body, &args[0], macros)));
                 } else {
                     expand_kernels(&substitute(&m.body, params, &args), macros, out);
                 }
@@ -225,20 +238,28 @@ struct Sources {
 }
 
 fn sources() -> Sources {
+    parse(&KERNEL_FILES)
+}
+
+/// [`sources`] of the files `files` (`(name, text)`, the shared header first).
+fn parse(files: &[(&str, &str)]) -> Sources {
     let mut all_macros = BTreeMap::new();
     let mut kernels = Vec::new();
     let mut used = BTreeSet::new();
     let mut globals = 0;
     let mut kernel_macros = 0;
-    for (_, text) in KERNEL_FILES {
+    for (_, text) in files {
         let text = strip_comments(text);
         globals += text.matches("__global__").count();
         let (macros, top) = split_defines(&text);
+        kernel_macros += macros.values().filter(|m| defines_kernel(m)).count();
+        // the macros of this file and of the files before it (the header first)
+        all_macros.extend(macros);
         // a kernel written out directly, outside any macro
         for part in top.split("__global__").skip(1) {
             let name = written_out_name(part);
-            let n = arity(&format!("__global__{part}"), &name, &macros);
-            kernels.push((name, n));
+            let p = params(&format!("__global__{part}"), &name, &all_macros);
+            kernels.push((name, p));
         }
         let mut word = String::new();
         for c in text.chars().chain(std::iter::once(' ')) {
@@ -251,12 +272,10 @@ fn sources() -> Sources {
                 word.clear();
             }
         }
-        kernel_macros += macros.values().filter(|m| defines_kernel(m)).count();
-        all_macros.extend(macros);
         expand_kernels(&top, &all_macros, &mut kernels);
     }
     // every __global__ is in a kernel-defining macro or written out: none is missed
-    let written_out: usize = KERNEL_FILES
+    let written_out: usize = files
         .iter()
         .map(|(_, t)| {
             split_defines(&strip_comments(t))
@@ -274,7 +293,7 @@ fn sources() -> Sources {
         kernels,
         macros: all_macros,
         used,
-        common: strip_comments(KERNEL_FILES[0].1),
+        common: strip_comments(files[0].1),
     }
 }
 
@@ -312,7 +331,12 @@ fn every_kernel_takes_the_parameters_the_table_says() {
             .iter()
             .find(|(name, _)| name == k.name())
             .unwrap_or_else(|| panic!("{} not in kernels/*.cu", k.name()));
-        assert_eq!(k.arity(), *n, "{}: table arity vs kernels/*.cu", k.name());
+        assert_eq!(
+            k.arity(),
+            n.len(),
+            "{}: table arity vs kernels/*.cu",
+            k.name()
+        );
     }
 }
 
@@ -350,18 +374,16 @@ fn every_rtx_macro_the_kernels_use_comes_from_the_rust_side() {
 
 #[test]
 fn op_codes_reach_the_switches() {
-    let model = strip_comments(
-        KERNEL_FILES
-            .iter()
-            .find(|(n, _)| *n == "model.cu")
-            .unwrap()
-            .1,
-    );
+    // whichever of kernels/*.cu holds the elementwise switches
+    let all: String = KERNEL_FILES
+        .iter()
+        .map(|(_, t)| strip_comments(t))
+        .collect();
     for (name, _) in abi::defines() {
         if name.starts_with("RTX_UNARY_") || name.starts_with("RTX_BINARY_") {
             assert!(
-                model.contains(&format!("case {name}:")),
-                "no `case {name}:` in model.cu"
+                all.contains(&format!("case {name}:")),
+                "no `case {name}:` in kernels/*.cu"
             );
         }
     }
@@ -484,7 +506,7 @@ fn the_parser_sees_through_pasted_names() {
     expand_kernels(&top, &m, &mut out);
     let names: Vec<&str> = out.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(names, ["a_f32", "b_f32", "d"]);
-    assert!(out.iter().all(|&(_, n)| n == 1));
+    assert!(out.iter().all(|(_, p)| p.len() == 1));
     let (m, top) = split_defines(
         "#define ARGS int a, int b\n\
          #define K(NAME, T) extern \"C\" __global__ void __launch_bounds__(256, 2) \\\n\
@@ -493,8 +515,114 @@ fn the_parser_sees_through_pasted_names() {
     );
     let mut out = Vec::new();
     expand_kernels(&top, &m, &mut out);
-    assert_eq!(out, [("k".to_string(), 4)]);
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0].0, "k");
+    assert_eq!(out[0].1.len(), 4);
     let part = " void __launch_bounds__(256) direct(int a, int b) {}";
     assert_eq!(written_out_name(part), "direct");
     assert_eq!(arity(&format!("__global__{part}"), "direct", &m), 2);
+}
+
+#[path = "table_sig_tests.rs"]
+mod signatures;
+
+/// The pickers give kernels of the signature and element their launchers
+/// are called with (a typed launcher refuses any other at run time, so a
+/// mismatch here would be an error on the device).
+#[test]
+fn pickers_give_kernels_of_the_launchers_signature_and_element() {
+    use Signature as S;
+    let dtype = |t: Float| match t {
+        Float::F32 => DType::F32,
+        Float::F64 => DType::F64,
+    };
+    let typed = [
+        (Typed::Unary, S::Unary),
+        (Typed::UnaryBwd, S::UnaryBwd),
+        (Typed::Binary, S::Binary),
+        (Typed::Axpy, S::Axpy),
+        (Typed::SumBiasRelu, S::SumBiasRelu),
+        (Typed::GatherAdd, S::GatherAdd),
+        (Typed::HeadScale, S::HeadScale),
+        (Typed::HeadDot, S::HeadDot),
+        (Typed::GatherHeadDot, S::GatherHeadDot),
+        (Typed::ReduceRows, S::ReduceRows),
+        (Typed::HeadScaleRows, S::HeadScaleRows),
+        (Typed::MatmulDot, S::Matmul),
+        (Typed::Segmax0, S::Segmax0),
+        (Typed::Segmax, S::Segmax),
+        (Typed::SoftmaxExp, S::SoftmaxExp),
+        (Typed::SoftmaxDiv, S::SoftmaxDiv),
+        (Typed::SoftmaxBwd, S::SoftmaxBwd),
+    ];
+    for t in [Float::F32, Float::F64] {
+        for (family, sig) in typed {
+            let k = Kernel::typed(family, t);
+            assert_eq!(
+                (k.signature(), k.dtype()),
+                (sig, Some(dtype(t))),
+                "{}",
+                k.name()
+            );
+        }
+        for tile in [
+            MatmulTile::T64x64,
+            MatmulTile::T32x64,
+            MatmulTile::T64x32,
+            MatmulTile::T32x32,
+        ] {
+            let k = Kernel::matmul(t, tile);
+            assert_eq!(
+                (k.signature(), k.dtype()),
+                (S::Matmul, Some(dtype(t))),
+                "{}",
+                k.name()
+            );
+        }
+    }
+    let vecs = [
+        (SumVec::F32x4, DType::F32),
+        (SumVec::F32x2, DType::F32),
+        (SumVec::F32x1, DType::F32),
+        (SumVec::F64x2, DType::F64),
+        (SumVec::F64x1, DType::F64),
+    ];
+    for (v, d) in vecs {
+        for level in [Level::Zero, Level::Higher] {
+            for form in [ChunkSum::Batched, ChunkSum::Pipelined] {
+                let k = Kernel::scatter(level, form, v);
+                assert_eq!(
+                    (k.signature(), k.dtype()),
+                    (S::Scatter, Some(d)),
+                    "{}",
+                    k.name()
+                );
+            }
+        }
+        for (op, sig) in [
+            (Fused0::Read, S::Sum0),
+            (Fused0::SoftmaxBwd, S::Smb0),
+            (Fused0::GatherScale, S::Gss0),
+        ] {
+            let k = Kernel::fused0(op, v);
+            assert_eq!((k.signature(), k.dtype()), (sig, Some(d)), "{}", k.name());
+        }
+    }
+    for w in [Word::B4, Word::B8, Word::B16] {
+        for (k, sig) in [
+            (Kernel::gather(w), S::Gather),
+            (Kernel::transpose_runs(w), S::TransposeRuns),
+            (Kernel::permute(w), S::Permute),
+            (Kernel::transpose(w, Tile::T32x32), S::TransposeTiled),
+        ] {
+            assert_eq!((k.signature(), k.dtype()), (sig, None), "{}", k.name());
+        }
+    }
+    for kind in [SpanKind::Planes, SpanKind::Rows, SpanKind::Cols] {
+        for w in [Word::B4, Word::B8] {
+            let k = Kernel::transpose_span(kind, w);
+            assert_eq!(k.signature(), S::TransposeSpan, "{}", k.name());
+        }
+    }
+    assert_eq!(Kernel::TransposeBulkB4.signature(), S::TransposeBulk);
 }

@@ -1,6 +1,6 @@
 //! GPU tests of device-resident index lists and scatter plans built on the
-//! device (issue 15): every result bit-identical to rtx-backend-cpu with the
-//! same list on the host. Without a device every test FAILS saying so.
+//! device (lists that change every step never pass through the host): every
+//! result bit-identical to rtx-backend-cpu with the same list on the host. Without a device every test FAILS saying so.
 #![cfg(feature = "cuda")]
 
 use rtx_backend::prelude::*;

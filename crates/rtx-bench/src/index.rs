@@ -223,10 +223,10 @@ fn case(
         None,
         &[("bytes", h.bytes().into())],
     );
-    let out = g.index_select_with(&gs, &h)?;
+    let out = g.index_select_idx(&gs, &h)?;
     let gather_ok = bits(&g.download(&out)?) == bits(&want_gather);
     drop(out);
-    let ms = time_cuda(g, 3, args.reps, || g.index_select_with(&gs, &h).map(|_| ()))?;
+    let ms = time_cuda(g, 3, args.reps, || g.index_select_idx(&gs, &h).map(|_| ()))?;
     emit(
         "index",
         c.name,
@@ -236,13 +236,13 @@ fn case(
         &[("bit_identical_to_cpu", gather_ok.into())],
     );
     let mut d = g.zeros::<f32>(&[n, f])?;
-    g.index_add_with(&mut d, &h, &gm)?;
+    g.index_add_idx(&mut d, &h, &gm)?;
     let scatter_ok = bits(&g.download(&d)?) == bits(&want_scatter);
     let mut d2 = g.zeros::<f32>(&[n, f])?;
-    g.index_add_with(&mut d2, &h, &gm)?;
+    g.index_add_idx(&mut d2, &h, &gm)?;
     let repeat_ok = bits(&g.download(&d2)?) == bits(&g.download(&d)?);
     drop(d2);
-    let ms = time_cuda(g, 3, args.reps, || g.index_add_with(&mut d, &h, &gm))?;
+    let ms = time_cuda(g, 3, args.reps, || g.index_add_idx(&mut d, &h, &gm))?;
     emit(
         "index",
         c.name,
@@ -262,7 +262,7 @@ fn case(
     } else {
         ScatterForm::Pipelined
     });
-    let ms = time_cuda(g, 3, args.reps, || g.index_add_with(&mut d, &h, &gm))?;
+    let ms = time_cuda(g, 3, args.reps, || g.index_add_idx(&mut d, &h, &gm))?;
     g.set_scatter_form(ScatterForm::Auto);
     let alt = if auto_pipelined {
         "rtx-cuda-scatter-batched"
@@ -331,7 +331,7 @@ fn extreme_hub(g: &rtx_backend_cuda::CudaBackend, reps: usize) -> anyhow::Result
     let h = g.index(&idx)?;
     g.prepare_scatter(&h)?;
     let mut d = g.zeros::<f32>(&[n, f])?;
-    let ms = time_cuda(g, 3, reps, || g.index_add_with(&mut d, &h, &gm))?;
+    let ms = time_cuda(g, 3, reps, || g.index_add_idx(&mut d, &h, &gm))?;
     let bytes = (e * f * 4 + n * f * 8 + e * 4) as f64;
     emit(
         "index",

@@ -241,12 +241,7 @@ pub(crate) fn run_then_confirm<R>(
 /// The device plan of `plan`: pinned (no lookup cost), else from this
 /// thread's cache (keyed by a hash of the plan, confirmed by comparison).
 pub(crate) fn plan_of(dev: &Device, limit: usize, plan: &IndexPlan) -> BResult<Arc<DevicePlan>> {
-    let key = PinKey {
-        backend: dev.id,
-        plan: true,
-        addr: plan as *const IndexPlan as usize,
-        len: plan.len(),
-    };
+    let key = PinKey::plan(dev.id, plan);
     if let Some(e) = pins::pinned(&key) {
         return e.plan(dev, plan.rows());
     }

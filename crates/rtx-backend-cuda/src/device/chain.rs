@@ -8,31 +8,51 @@
 
 use rtx_backend::Element;
 
+use super::args::{In, Out};
 use super::buffer::DevMem;
 use super::context::Device;
-use super::launch::{builder, cfg1, chunks_grid, fused0_grid, grid_for, lanes_log2};
+use super::launch::{
+    Gss0, Scatter, Segmax, Segmax0, Smb0, Sum0, cfg1, chunks_grid, fused0_grid, grid_for,
+    lanes_log2,
+};
 use super::plan::DevicePlan;
 use crate::error::{Error, Result};
 use crate::settings::ScatterForm;
 use crate::table::{Float, Fused0, Kernel, Level, SumVec, Typed};
 
-/// What level 0 of a sum chain adds up.
+/// What level 0 of a sum chain adds up (device addresses and sizes).
 #[derive(Debug, Clone, Copy)]
-pub(crate) enum Level0<'a> {
+pub(crate) enum Level0 {
     /// Stored rows of `[plan.len(), f]` at `src`, read through the plan's
     /// positions (index.cu's `scatter0`).
     Stored {
-        /// Device address of the rows.
+        /// The rows.
         src: u64,
     },
-    /// Values a fused kernel of model.cu computes on the fly from its leading
-    /// arguments `lead` (for [`Fused0::GatherScale`], the vectors per head
-    /// follow them).
-    Fused {
-        /// The kernel family.
-        op: Fused0,
-        /// Its leading arguments (pointers and sizes).
-        lead: &'a [u64],
+    /// The same, by segment.cu's fused `sum0` (a hub row's chunks loaded by
+    /// the whole block).
+    Read {
+        /// The rows.
+        vals: u64,
+    },
+    /// `alpha * g` of the segment softmax's backward (`smb0`), both
+    /// `[plan.len(), f]`.
+    SoftmaxBwd {
+        /// The softmax's outputs.
+        alpha: u64,
+        /// Their gradients.
+        g: u64,
+    },
+    /// `x[gather[e]] * w[e, head]` of gather_scale_scatter (`gss0`).
+    GatherScale {
+        /// The gathered rows.
+        x: u64,
+        /// The gather list, `plan.len()` indices below x's rows.
+        gather: u64,
+        /// The weights, `[plan.len(), heads]`.
+        w: u64,
+        /// Heads per row.
+        heads: u64,
     },
 }
 
@@ -65,7 +85,7 @@ pub(crate) fn sum_chain<T: Element>(
     f: usize,
     align: usize,
     form: ScatterForm,
-    level0: Level0<'_>,
+    level0: Level0,
     dst: u64,
 ) -> Result<()> {
     if f == 0 || dp.values[0] == 0 {
@@ -78,63 +98,127 @@ pub(crate) fn sum_chain<T: Element>(
     let lanes = lanes_log2(w);
     let scratch = level_scratch(dev, &dp.values, row_bytes)?;
     let form = form.resolve(dp.values[0], w);
-    // vectors per head: after the leading arguments of gather_scale_scatter
+    // vectors per head of gather_scale_scatter
     let vph = (align * T::DTYPE.size() / vb) as u64;
-    let zero = 0u64;
     let kernels = dev.kernels()?;
+    let (pos, wfirst, dst) = (In::at(dp.positions), In::at(dp.windows), Out::at(dst));
     for (l, &(start, row, slot, n)) in dp.levels.iter().enumerate() {
-        let next = scratch.get(l).map_or(0, DevMem::ptr);
-        let prev = if l == 0 { 0 } else { scratch[l - 1].ptr() };
-        let kernel = match level0 {
-            _ if l > 0 => Kernel::scatter(Level::Higher, form, v),
-            Level0::Stored { .. } => Kernel::scatter(Level::Zero, form, v),
-            Level0::Fused { op, .. } => Kernel::fused0(op, v),
-        };
-        let mut b = builder(dev, &kernels, kernel);
+        let next = Out::at(scratch.get(l).map_or(0, DevMem::ptr));
+        let (cstart, crow, cslot) = (In::at(start), In::at(row), In::at(slot));
+        // SAFETY (every launch of the loop): the tables come from a validated
+        // IndexPlan: level-0 positions are below the rows of the level-0
+        // values (plan.len() rows, checked by the callers, as is every gather
+        // index of gss0 against x's rows, and w holds plan.len() * heads
+        // weights), rows below dst's rows (checked), slots below the next
+        // level's scratch (sized from plan.values, rows of row_bytes = W
+        // vectors); wfirst is the plan's window table (windows + 1 chunk
+        // indices, levels::window_table) or 0. Levels run in stream order,
+        // so each reads the scratch its predecessor wrote; dst is used by
+        // this chain alone.
+        let chunks = cfg1(chunks_grid(n, lanes));
+        if l > 0 {
+            let args = Scatter::<T> {
+                vals: In::at(scratch[l - 1].ptr()),
+                pos: In::null(),
+                cstart,
+                crow,
+                cslot,
+                nchunks: n,
+                W: w,
+                lanes_log2: lanes,
+                dst,
+                next,
+            };
+            let kernel = Kernel::scatter(Level::Higher, form, v);
+            // SAFETY: as above.
+            unsafe { args.launch(dev, &kernels, kernel, chunks) }?;
+            continue;
+        }
+        // a fused level 0 walks windows of positions (segment.cu), scatter0 chunks
+        let windows = cfg1(fused0_grid(dp.values[0] as u64, n, w, vb as u64));
         match level0 {
-            _ if l > 0 => {
-                b.arg(&prev).arg(&zero);
+            Level0::Stored { src } => {
+                let args = Scatter::<T> {
+                    vals: In::at(src),
+                    pos,
+                    cstart,
+                    crow,
+                    cslot,
+                    nchunks: n,
+                    W: w,
+                    lanes_log2: lanes,
+                    dst,
+                    next,
+                };
+                let kernel = Kernel::scatter(Level::Zero, form, v);
+                // SAFETY: as above.
+                unsafe { args.launch(dev, &kernels, kernel, chunks) }?;
             }
-            Level0::Stored { ref src } => {
-                b.arg(src).arg(&dp.positions);
+            Level0::Read { vals } => {
+                let args = Sum0::<T> {
+                    vals: In::at(vals),
+                    pos,
+                    wfirst,
+                    cstart,
+                    crow,
+                    cslot,
+                    nchunks: n,
+                    W: w,
+                    lanes_log2: lanes,
+                    dst,
+                    next,
+                };
+                let kernel = Kernel::fused0(Fused0::Read, v);
+                // SAFETY: as above.
+                unsafe { args.launch(dev, &kernels, kernel, windows) }?;
             }
-            Level0::Fused { op, lead } => {
-                for a in lead {
-                    b.arg(a);
-                }
-                if op == Fused0::GatherScale {
-                    b.arg(&vph);
-                }
-                b.arg(&dp.positions).arg(&dp.windows);
+            Level0::SoftmaxBwd { alpha, g } => {
+                let args = Smb0::<T> {
+                    alpha: In::at(alpha),
+                    g: In::at(g),
+                    pos,
+                    wfirst,
+                    cstart,
+                    crow,
+                    cslot,
+                    nchunks: n,
+                    W: w,
+                    lanes_log2: lanes,
+                    dst,
+                    next,
+                };
+                let kernel = Kernel::fused0(Fused0::SoftmaxBwd, v);
+                // SAFETY: as above.
+                unsafe { args.launch(dev, &kernels, kernel, windows) }?;
+            }
+            Level0::GatherScale {
+                x,
+                gather,
+                w: weights,
+                heads,
+            } => {
+                let args = Gss0::<T> {
+                    x: In::at(x),
+                    gather: In::at(gather),
+                    w: In::at(weights),
+                    heads,
+                    vecs_per_head: vph,
+                    pos,
+                    wfirst,
+                    cstart,
+                    crow,
+                    cslot,
+                    nchunks: n,
+                    W: w,
+                    lanes_log2: lanes,
+                    dst,
+                    next,
+                };
+                let kernel = Kernel::fused0(Fused0::GatherScale, v);
+                // SAFETY: as above.
+                unsafe { args.launch(dev, &kernels, kernel, windows) }?;
             }
         }
-        b.arg(&start)
-            .arg(&row)
-            .arg(&slot)
-            .arg(&n)
-            .arg(&w)
-            .arg(&lanes)
-            .arg(&dst)
-            .arg(&next);
-        // a fused level 0 walks windows of positions (model.cu), the others chunks
-        let grid = match level0 {
-            Level0::Fused { .. } if l == 0 => fused0_grid(dp.values[0] as u64, n, w, vb as u64),
-            _ => chunks_grid(n, lanes),
-        };
-        // SAFETY: level 0: scatter0{,p}_V(const V* vals, const u32* pos, ...) or
-        // {sum0,smb0,gss0}_V(lead..., [u64 vecs_per_head,] const u32* pos, const u32*
-        // wfirst, ...) with wfirst the plan's window table (windows + 1 chunk
-        // indices, levels::window_table) or 0;
-        // higher levels: scatterN{,p}_V(const V* vals, const u32* pos = 0, ...); all
-        // continue (const u32* cstart, const u32* crow, const u32* cslot, u64 nchunks,
-        // u64 W, u32 lanes_log2, V* dst, V* next). The tables come from a validated
-        // IndexPlan: level-0 positions are below the rows of the level-0 values
-        // (plan.len() rows, checked by the callers, as is every gather index of a
-        // fused kernel against the gathered rows), rows below dst's rows (checked),
-        // slots below the next level's scratch (sized from plan.values, rows of
-        // row_bytes = W vectors). Levels run in stream order, so each reads the
-        // scratch its predecessor wrote; dst is used by this chain alone.
-        unsafe { b.launch(cfg1(grid)) }?;
     }
     Ok(())
 }
@@ -156,47 +240,49 @@ pub(crate) fn max_chain<T: Element>(
     let t = Float::of(T::DTYPE);
     let ff = f as u64;
     let lanes = lanes_log2(ff);
-    let zero = 0u64;
     let kernels = dev.kernels()?;
+    let dst = Out::at(dst);
     for (l, &(start, row, slot, n)) in dp.levels.iter().enumerate() {
-        let next = scratch.get(l).map_or(0, DevMem::ptr);
+        let next = Out::at(scratch.get(l).map_or(0, DevMem::ptr));
+        let (cstart, crow, cslot) = (In::at(start), In::at(row), In::at(slot));
+        // SAFETY (both launches): the tables come from a validated plan whose
+        // entry count is x's row count (checked) and whose rows are dst's
+        // (rows of W = f scalar columns); wfirst is the plan's window table
+        // or 0; scratch is sized from plan.values; levels run in order.
         if l == 0 {
-            let mut b = builder(dev, &kernels, Kernel::typed(Typed::Segmax0, t));
-            b.arg(&x)
-                .arg(&dp.positions)
-                .arg(&dp.windows)
-                .arg(&start)
-                .arg(&row)
-                .arg(&slot)
-                .arg(&n)
-                .arg(&ff)
-                .arg(&lanes)
-                .arg(&dst)
-                .arg(&next);
+            let args = Segmax0::<T> {
+                vals: In::at(x),
+                pos: In::at(dp.positions),
+                wfirst: In::at(dp.windows),
+                cstart,
+                crow,
+                cslot,
+                nchunks: n,
+                W: ff,
+                lanes_log2: lanes,
+                dst,
+                next,
+            };
             let grid = fused0_grid(dp.values[0] as u64, n, ff, T::DTYPE.size() as u64);
-            // SAFETY: segmax0_T(const T* vals, const u32* pos, const u32* wfirst, const
-            // u32* cstart, const u32* crow, const u32* cslot, u64 nchunks, u64 W, u32
-            // lanes_log2, T* dst, T* next): as below, with W = f scalar columns and
-            // wfirst the plan's window table or 0.
-            unsafe { b.launch(cfg1(grid)) }?;
+            let kernel = Kernel::typed(Typed::Segmax0, t);
+            // SAFETY: as above.
+            unsafe { args.launch(dev, &kernels, kernel, cfg1(grid)) }?;
             continue;
         }
-        let vals = scratch[l - 1].ptr();
-        let mut b = builder(dev, &kernels, Kernel::typed(Typed::Segmax, t));
-        b.arg(&vals)
-            .arg(&zero)
-            .arg(&start)
-            .arg(&row)
-            .arg(&slot)
-            .arg(&n)
-            .arg(&ff)
-            .arg(&dst)
-            .arg(&next);
-        // SAFETY: segmax_T(const T* vals, const u32* pos, const u32* cstart, const u32*
-        // crow, const u32* cslot, u64 nchunks, u64 f, T* dst, T* next): the tables come
-        // from a validated plan whose entry count is x's row count (checked) and whose
-        // rows are dst's; scratch is sized from plan.values; levels run in order.
-        unsafe { b.launch(cfg1(grid_for(n * ff))) }?;
+        let args = Segmax::<T> {
+            vals: In::at(scratch[l - 1].ptr()),
+            pos: In::null(),
+            cstart,
+            crow,
+            cslot,
+            nchunks: n,
+            f: ff,
+            dst,
+            next,
+        };
+        let kernel = Kernel::typed(Typed::Segmax, t);
+        // SAFETY: as above.
+        unsafe { args.launch(dev, &kernels, kernel, cfg1(grid_for(n * ff))) }?;
     }
     Ok(())
 }

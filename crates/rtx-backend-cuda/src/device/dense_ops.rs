@@ -1,16 +1,17 @@
-//! [`DenseOps`] on the device (kernels/model.cu): the dense ops of
+//! [`DenseOps`] on the device (kernels/dense.cu, kernels/model.cu): the dense ops of
 //! [`rtx_backend::ops`] in the canonical order, bit-identical to the CPU
 //! backend (`exp` excepted: the device's `expf` / `exp`).
 
-use cudarc::driver::DeviceRepr;
 use rtx_backend::prelude::*;
 use rtx_backend::{BTensor, Binary, Element, Result as BResult, Unary, dims2, ops};
 
+use super::args::{Elem, In, Out, RrClimb};
 use super::backend::{CudaBackend, ptr};
 use super::buffer::DevMem;
 use super::context::Device;
 use super::launch::{
-    MATMUL_DOT_MAX_N, Scalar, builder, cfg1, col_sum_tiles, col_sums_grid, grid_for, matmul_config,
+    Axpy, Binary as BinaryArgs, HeadDot, HeadScale, MATMUL_DOT_MAX_N, Matmul, ReduceRows,
+    Unary as UnaryArgs, UnaryBwd, cfg1, col_sum_tiles, col_sums_grid, grid_for, matmul_config,
     matmul_dot_grid, matmul_tile,
 };
 use crate::abi::{CANONICAL_BLOCK, COL_SUM_COUNTERS, COL_SUM_LEVELS, binary_code, unary_code};
@@ -74,22 +75,22 @@ impl DenseOps for CudaBackend {
         };
         // level 0 writes each chunk's products summed: [chunks, m, n]
         self.col_sums_after::<T>(chunks, m * n, ptr(&out), |dst| {
-            let mut l = builder(&self.dev, &kern, kernel);
-            l.arg(&pa)
-                .arg(&pb)
-                .arg(&dst)
-                .arg(&mm)
-                .arg(&nn)
-                .arg(&kk)
-                .arg(&a_rs)
-                .arg(&a_ps)
-                .arg(&b_ps)
-                .arg(&b_js);
-            // SAFETY: matmul{TM}x{TN}_T / matmul_dot_T(const T* a, const T* b, T* out, u64 m,
-            // u64 n, u64 k, u64 a_rs, u64 a_ps, u64 b_ps, u64 b_js): a holds m*k and b k*n
-            // elements (checked shapes), the strides address them in range; out holds
-            // chunks*m*n elements; a tile's block has the tile's threads.
-            Ok(unsafe { l.launch(cfg) }?)
+            let args = Matmul::<T> {
+                a: In::at(pa),
+                b: In::at(pb),
+                out: Out::at(dst),
+                m: mm,
+                n: nn,
+                k: kk,
+                a_rs,
+                a_ps,
+                b_ps,
+                b_js,
+            };
+            // SAFETY: a holds m*k and b k*n elements (checked shapes), the
+            // strides address them in range; out holds chunks*m*n elements;
+            // a tile's block has the tile's threads.
+            Ok(unsafe { args.launch(&self.dev, &kern, kernel, cfg) }?)
         })?;
         Ok(out)
     }
@@ -101,18 +102,17 @@ impl DenseOps for CudaBackend {
             return Ok(out);
         }
         let (code, s) = unary_code(op);
-        let s = Scalar::of(T::from_f64(s));
-        let (px, po) = (ptr(x), ptr(&out));
+        let args = UnaryArgs::<T> {
+            x: In::at(ptr(x)),
+            out: Out::at(ptr(&out)),
+            n,
+            op: code,
+            s: Elem(T::from_f64(s)),
+        };
         let kern = self.dev.kernels()?;
-        let mut l = builder(
-            &self.dev,
-            &kern,
-            Kernel::typed(Typed::Unary, Float::of(T::DTYPE)),
-        );
-        l.arg(&px).arg(&po).arg(&n).arg(&code);
-        s.push(&mut l);
-        // SAFETY: unary_T(const T* x, T* out, u64 n, u32 op, T s): both hold n elements.
-        unsafe { l.launch(cfg1(grid_for(n))) }?;
+        let kernel = Kernel::typed(Typed::Unary, Float::of(T::DTYPE));
+        // SAFETY: x and out hold n elements.
+        unsafe { args.launch(&self.dev, &kern, kernel, cfg1(grid_for(n))) }?;
         Ok(out)
     }
 
@@ -129,19 +129,18 @@ impl DenseOps for CudaBackend {
             return Ok(out);
         }
         let (code, s) = unary_code(op);
-        let s = Scalar::of(T::from_f64(s));
-        let (px, pg, po) = (ptr(x), ptr(grad), ptr(&out));
+        let args = UnaryBwd::<T> {
+            x: In::at(ptr(x)),
+            g: In::at(ptr(grad)),
+            out: Out::at(ptr(&out)),
+            n,
+            op: code,
+            s: Elem(T::from_f64(s)),
+        };
         let kern = self.dev.kernels()?;
-        let mut l = builder(
-            &self.dev,
-            &kern,
-            Kernel::typed(Typed::UnaryBwd, Float::of(T::DTYPE)),
-        );
-        l.arg(&px).arg(&pg).arg(&po).arg(&n).arg(&code);
-        s.push(&mut l);
-        // SAFETY: unary_bwd_T(const T* x, const T* g, T* out, u64 n, u32 op, T s): all
-        // three hold n elements (equal shapes checked).
-        unsafe { l.launch(cfg1(grid_for(n))) }?;
+        let kernel = Kernel::typed(Typed::UnaryBwd, Float::of(T::DTYPE));
+        // SAFETY: x, grad and out hold n elements (equal shapes checked).
+        unsafe { args.launch(&self.dev, &kern, kernel, cfg1(grid_for(n))) }?;
         Ok(out)
     }
 
@@ -159,17 +158,19 @@ impl DenseOps for CudaBackend {
         }
         let code = binary_code(op);
         let f = if broadcast { f as u64 } else { 0 };
-        let (pa, pb, po) = (ptr(a), ptr(b), ptr(&out));
+        let args = BinaryArgs::<T> {
+            a: In::at(ptr(a)),
+            b: In::at(ptr(b)),
+            out: Out::at(ptr(&out)),
+            n,
+            op: code,
+            f,
+        };
         let kern = self.dev.kernels()?;
-        let mut l = builder(
-            &self.dev,
-            &kern,
-            Kernel::typed(Typed::Binary, Float::of(T::DTYPE)),
-        );
-        l.arg(&pa).arg(&pb).arg(&po).arg(&n).arg(&code).arg(&f);
-        // SAFETY: binary_T(const T* a, const T* b, T* out, u64 n, u32 op, u64 f): a and
-        // out hold n elements, b n (f == 0) or f (broadcast row; n is a multiple of f).
-        unsafe { l.launch(cfg1(grid_for(n))) }?;
+        let kernel = Kernel::typed(Typed::Binary, Float::of(T::DTYPE));
+        // SAFETY: a and out hold n elements, b n (f == 0) or f (a broadcast
+        // row; n is a multiple of f).
+        unsafe { args.launch(&self.dev, &kern, kernel, cfg1(grid_for(n))) }?;
         Ok(out)
     }
 
@@ -189,19 +190,17 @@ impl DenseOps for CudaBackend {
             .storage_mut()
             .expect("unique after make_unique")
             .device_ptr();
-        let px = ptr(x);
-        let a = Scalar::of(T::from_f64(alpha));
+        let args = Axpy::<T> {
+            y: Out::at(py),
+            x: In::at(ptr(x)),
+            n,
+            alpha: Elem(T::from_f64(alpha)),
+        };
         let kern = self.dev.kernels()?;
-        let mut l = builder(
-            &self.dev,
-            &kern,
-            Kernel::typed(Typed::Axpy, Float::of(T::DTYPE)),
-        );
-        l.arg(&py).arg(&px).arg(&n);
-        a.push(&mut l);
-        // SAFETY: axpy_T(T* y, const T* x, u64 n, T alpha): both hold n elements; y is
-        // unique (no other tensor sees the write).
-        unsafe { l.launch(cfg1(grid_for(n))) }?;
+        let kernel = Kernel::typed(Typed::Axpy, Float::of(T::DTYPE));
+        // SAFETY: y and x hold n elements; y is unique (no other tensor sees
+        // the write).
+        unsafe { args.launch(&self.dev, &kern, kernel, cfg1(grid_for(n))) }?;
         Ok(())
     }
 
@@ -226,24 +225,19 @@ impl DenseOps for CudaBackend {
         if n * h == 0 {
             return Ok(out);
         }
-        let (pa, pb, po) = (ptr(a), ptr(b), ptr(&out));
-        let (nn, hh, cc, bc) = (n as u64, h as u64, c as u64, u32::from(b_rows == 1));
+        let args = HeadDot::<T> {
+            a: In::at(ptr(a)),
+            b: In::at(ptr(b)),
+            out: Out::at(ptr(&out)),
+            n: n as u64,
+            heads: h as u64,
+            c: c as u64,
+            b_bcast: u32::from(b_rows == 1),
+        };
         let kern = self.dev.kernels()?;
-        let mut l = builder(
-            &self.dev,
-            &kern,
-            Kernel::typed(Typed::HeadDot, Float::of(T::DTYPE)),
-        );
-        l.arg(&pa)
-            .arg(&pb)
-            .arg(&po)
-            .arg(&nn)
-            .arg(&hh)
-            .arg(&cc)
-            .arg(&bc);
-        // SAFETY: head_dot_T(const T* a, const T* b, T* out, u64 n, u64 heads, u64 c,
-        // u32 b_bcast): a holds n*h*c, b (b_rows)*h*c, out n*h elements (checked).
-        unsafe { l.launch(cfg1(grid_for((n * h) as u64))) }?;
+        let kernel = Kernel::typed(Typed::HeadDot, Float::of(T::DTYPE));
+        // SAFETY: a holds n*h*c, b (b_rows)*h*c, out n*h elements (checked).
+        unsafe { args.launch(&self.dev, &kern, kernel, cfg1(grid_for((n * h) as u64))) }?;
         Ok(out)
     }
 
@@ -271,26 +265,22 @@ impl CudaBackend {
         if n * h * c == 0 {
             return Ok(out);
         }
-        let (px, pa, ps, po) = (x.map_or(0, ptr), ptr(a), ptr(s), ptr(&out));
-        let (nn, hh, cc, ab) = (n as u64, h as u64, c as u64, u32::from(a_rows == 1));
+        let args = HeadScale::<T> {
+            x: In::at(x.map_or(0, ptr)),
+            a: In::at(ptr(a)),
+            s: In::at(ptr(s)),
+            out: Out::at(ptr(&out)),
+            n: n as u64,
+            heads: h as u64,
+            c: c as u64,
+            a_bcast: u32::from(a_rows == 1),
+        };
         let kern = self.dev.kernels()?;
-        let mut l = builder(
-            &self.dev,
-            &kern,
-            Kernel::typed(Typed::HeadScale, Float::of(T::DTYPE)),
-        );
-        l.arg(&px)
-            .arg(&pa)
-            .arg(&ps)
-            .arg(&po)
-            .arg(&nn)
-            .arg(&hh)
-            .arg(&cc)
-            .arg(&ab);
-        // SAFETY: head_scale_T(const T* x, const T* a, const T* s, T* out, u64 n,
-        // u64 heads, u64 c, u32 a_bcast): x null or n*h*c elements, a (a_rows)*h*c,
-        // s n*h, out n*h*c (checked shapes).
-        unsafe { l.launch(cfg1(grid_for((n * h * c) as u64))) }?;
+        let kernel = Kernel::typed(Typed::HeadScale, Float::of(T::DTYPE));
+        let cfg = cfg1(grid_for((n * h * c) as u64));
+        // SAFETY: x is null or holds n*h*c elements, a (a_rows)*h*c, s n*h,
+        // out n*h*c (checked shapes).
+        unsafe { args.launch(&self.dev, &kern, kernel, cfg) }?;
         Ok(out)
     }
 
@@ -326,16 +316,21 @@ impl CudaBackend {
         let name = Kernel::typed(Typed::ReduceRows, Float::of(T::DTYPE));
         let (nn, ff) = (rows as u64, f as u64);
         self.column_sums::<T>(rows, f, dst, |climb| {
-            let mut l = builder(&self.dev, &kern, name);
-            l.arg(&src).arg(&nn).arg(&ff).arg(climb);
-            // SAFETY: reduce_rows_T(const T* in, u64 n, u64 f, RrClimb cl): in holds n*f
-            // elements; the climb's buffers and counters are column_sums's.
-            Ok(unsafe { l.launch(cfg1(col_sums_grid(rows, f, T::DTYPE.size()))) }?)
+            let args = ReduceRows::<T> {
+                r#in: In::at(src),
+                n: nn,
+                f: ff,
+                cl: *climb,
+            };
+            let cfg = cfg1(col_sums_grid(rows, f, T::DTYPE.size()));
+            // SAFETY: src holds rows*f elements; the climb's buffers and
+            // counters are column_sums's.
+            Ok(unsafe { args.launch(&self.dev, &kern, name, cfg) }?)
         })
     }
 
     /// Canonical column sums of `rows` rows (> 0) of `f` columns into the `f`
-    /// values at `dst`, by one launch of a kernel of model.cu's
+    /// values at `dst`, by one launch of a kernel of dense.cu's
     /// `reduce_rows_level` family that `launch` enqueues with the climb it is
     /// given: one launch for every level (the default, [`ColSums::Climb`]),
     /// or, with [`ColSums::PerLevel`] or more counters than the device has, a
@@ -345,7 +340,7 @@ impl CudaBackend {
         rows: usize,
         f: usize,
         dst: u64,
-        launch: impl FnOnce(&ClimbParams) -> BResult<()>,
+        launch: impl FnOnce(&RrClimb) -> BResult<()>,
     ) -> BResult<()> {
         let lv = col_sum_levels(rows, col_sum_tiles(f, T::DTYPE.size()));
         let climb = lv.rows.len() == 1
@@ -363,7 +358,7 @@ impl CudaBackend {
                 size: f,
             })?,
         )?;
-        let mut p = ClimbParams {
+        let mut p = RrClimb {
             out: [0; COL_SUM_LEVELS],
             rows: [0; COL_SUM_LEVELS],
             cnt: [0; COL_SUM_LEVELS],
@@ -389,19 +384,3 @@ impl CudaBackend {
         self.reduce_rows::<T>(p.out[0], lv.rows[0] as usize, f, dst)
     }
 }
-
-/// The levels one column-sum launch climbs (`RrClimb` in kernels/model.cu):
-/// `out[i]` holds `rows[i]` rows (the last level's one row is the sums), the
-/// counters of level `i`'s groups start at `counters + 4 * cnt[i]`.
-#[repr(C)]
-#[derive(Debug, Clone, Copy)]
-pub(super) struct ClimbParams {
-    out: [u64; COL_SUM_LEVELS],
-    rows: [u64; COL_SUM_LEVELS],
-    cnt: [u64; COL_SUM_LEVELS],
-    counters: u64,
-    levels: u64,
-}
-
-// SAFETY: #[repr(C)] plain u64s, laid out exactly as the CUDA struct.
-unsafe impl DeviceRepr for ClimbParams {}

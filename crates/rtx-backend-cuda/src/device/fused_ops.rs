@@ -1,45 +1,46 @@
-//! [`FusedOps`] on the device (kernels/model.cu): the segment softmax, its
+//! [`FusedOps`] on the device (kernels/segment.cu, kernels/model.cu): the segment softmax, its
 //! backward and gather_scale_scatter as level chains whose level 0 computes
 //! its values on the fly (one runner with the scatter-add: `chain`); the
 //! two-gather ops (`gather_head_dot`, `gather_add`), `add_head_scale` and
 //! `sum_bias_relu` in one kernel each; `head_scale_sum_rows` as one climbing
 //! column sum; each with exactly its composition's bits.
 
-use cudarc::driver::DeviceRepr;
 use rtx_backend::prelude::*;
 use rtx_backend::{BTensor, BiasPart, Element, IndexPlan, Result as BResult, ops};
 
+use super::args::{BiasParts, In, Out};
 use super::backend::{CudaBackend, ptr};
 use super::cache;
 use super::chain::{self, Level0};
 use super::index_lists::CudaIndex;
-use super::launch::{builder, cfg1, col_sums_grid, grid_for};
+use super::launch::{
+    GatherAdd, GatherHeadDot, HeadScaleRows, SoftmaxBwd, SoftmaxDiv, SoftmaxExp, SumBiasRelu, cfg1,
+    col_sums_grid, grid_for,
+};
 use super::plan::DevicePlan;
 use crate::abi::SUM_BIAS_PARTS;
-use crate::table::{Float, Fused0, Kernel, Typed};
+use crate::table::{Float, Kernel, Typed};
 
 impl CudaBackend {
     /// A segment sum by the plan `dp` into `dst` (zeroed here first: each row
-    /// is `0 + its sum`) whose level 0 is the fused kernel `op` with leading
-    /// arguments `lead`; rows of `f` elements, vectors dividing `align`.
+    /// is `0 + its sum`) whose level 0 is the fused kernel `level0`; rows of
+    /// `f` elements, vectors dividing `align`.
     pub(super) fn fused_sum<T: Element>(
         &self,
         dp: &DevicePlan,
         f: usize,
         align: usize,
-        op: Fused0,
-        lead: &[u64],
+        level0: Level0,
         dst: &BTensor<Self, T>,
     ) -> BResult<()> {
         self.zero(dst)?;
         let form = self.settings.scatter_form();
-        let level0 = Level0::Fused { op, lead };
         chain::sum_chain::<T>(&self.dev, dp, f, align, form, level0, ptr(dst))?;
         Ok(())
     }
 
     /// The segment sums of `x: [plan entries, f]` by the device plan `dp`
-    /// into `out: [rows, f]`: model.cu's `sum0` level 0 (a hub row's chunks
+    /// into `out: [rows, f]`: segment.cu's `sum0` level 0 (a hub row's chunks
     /// loaded by a whole block), then index.cu's higher levels.
     pub(super) fn segment_sum_by<T: Element>(
         &self,
@@ -48,7 +49,7 @@ impl CudaBackend {
         f: usize,
         out: &BTensor<Self, T>,
     ) -> BResult<()> {
-        self.fused_sum(dp, f, f, Fused0::Read, &[ptr(x)], out)
+        self.fused_sum(dp, f, f, Level0::Read { vals: ptr(x) }, out)
     }
 
     /// The segment softmax of `x: [e, f]` (e, f > 0) by the device plan `dp`
@@ -72,29 +73,33 @@ impl CudaBackend {
         let kern = self.dev.kernels()?;
         let t = Float::of(T::DTYPE);
         let (px, pm, pe) = (ptr(x), ptr(&m), ptr(&ex));
-        let mut l = builder(&self.dev, &kern, Kernel::typed(Typed::SoftmaxExp, t));
-        l.arg(&px)
-            .arg(&pm)
-            .arg(&dp.rowof)
-            .arg(&pe)
-            .arg(&ee)
-            .arg(&ff);
-        // SAFETY: softmax_exp_T(const T* x, const T* m, const u32* rowof, T* out, u64 e,
-        // u64 f): x and out hold e*f, m rows*f elements; rowof holds e rows below rows.
-        unsafe { l.launch(cfg1(grid_for(ee * ff))) }?;
+        let args = SoftmaxExp::<T> {
+            x: In::at(px),
+            m: In::at(pm),
+            rowof: In::at(dp.rowof),
+            out: Out::at(pe),
+            e: ee,
+            f: ff,
+        };
+        let kernel = Kernel::typed(Typed::SoftmaxExp, t);
+        // SAFETY: x and out hold e*f, m rows*f elements; rowof holds e rows
+        // below rows.
+        unsafe { args.launch(&self.dev, &kern, kernel, cfg1(grid_for(ee * ff))) }?;
         let s = self.out::<T>(&[rows, f])?;
         self.segment_sum_by(&ex, dp, f, &s)?;
         let (ps, po) = (ptr(&s), ptr(&out));
-        let mut l = builder(&self.dev, &kern, Kernel::typed(Typed::SoftmaxDiv, t));
-        l.arg(&pe)
-            .arg(&ps)
-            .arg(&dp.rowof)
-            .arg(&po)
-            .arg(&ee)
-            .arg(&ff);
-        // SAFETY: softmax_div_T(const T* ex, const T* s, const u32* rowof, T* out, u64 e,
-        // u64 f): ex and out hold e*f, s rows*f elements; rowof holds e rows below rows.
-        unsafe { l.launch(cfg1(grid_for(ee * ff))) }?;
+        let args = SoftmaxDiv::<T> {
+            ex: In::at(pe),
+            s: In::at(ps),
+            rowof: In::at(dp.rowof),
+            out: Out::at(po),
+            e: ee,
+            f: ff,
+        };
+        let kernel = Kernel::typed(Typed::SoftmaxDiv, t);
+        // SAFETY: ex and out hold e*f, s rows*f elements; rowof holds e rows
+        // below rows.
+        unsafe { args.launch(&self.dev, &kern, kernel, cfg1(grid_for(ee * ff))) }?;
         Ok(out)
     }
 
@@ -110,27 +115,27 @@ impl CudaBackend {
     ) -> BResult<BTensor<Self, T>> {
         let (e, f) = (out.shape()[0], out.shape()[1]);
         let s = self.out::<T>(&[rows, f])?;
-        let lead = [ptr(alpha), ptr(grad)];
-        self.fused_sum(dp, f, f, Fused0::SoftmaxBwd, &lead, &s)?;
+        let level0 = Level0::SoftmaxBwd {
+            alpha: ptr(alpha),
+            g: ptr(grad),
+        };
+        self.fused_sum(dp, f, f, level0, &s)?;
         let (pa, pg, ps, po) = (ptr(alpha), ptr(grad), ptr(&s), ptr(&out));
         let (ee, ff) = (e as u64, f as u64);
         let kern = self.dev.kernels()?;
-        let mut l = builder(
-            &self.dev,
-            &kern,
-            Kernel::typed(Typed::SoftmaxBwd, Float::of(T::DTYPE)),
-        );
-        l.arg(&pa)
-            .arg(&pg)
-            .arg(&ps)
-            .arg(&dp.rowof)
-            .arg(&po)
-            .arg(&ee)
-            .arg(&ff);
-        // SAFETY: softmax_bwd_T(const T* alpha, const T* g, const T* s, const u32* rowof,
-        // T* out, u64 e, u64 f): alpha, g and out hold e*f, s rows*f elements; rowof holds
-        // e rows below rows.
-        unsafe { l.launch(cfg1(grid_for(ee * ff))) }?;
+        let args = SoftmaxBwd::<T> {
+            alpha: In::at(pa),
+            g: In::at(pg),
+            s: In::at(ps),
+            rowof: In::at(dp.rowof),
+            out: Out::at(po),
+            e: ee,
+            f: ff,
+        };
+        let kernel = Kernel::typed(Typed::SoftmaxBwd, Float::of(T::DTYPE));
+        // SAFETY: alpha, g and out hold e*f, s rows*f elements; rowof holds e
+        // rows below rows.
+        unsafe { args.launch(&self.dev, &kern, kernel, cfg1(grid_for(ee * ff))) }?;
         Ok(out)
     }
 
@@ -154,27 +159,31 @@ impl CudaBackend {
             self.zero(&out)?;
             return Ok(out);
         };
-        let lead = [ptr(x), gi, ptr(weights), heads as u64];
-        self.fused_sum(dp, fx, c, Fused0::GatherScale, &lead, &out)?;
+        let level0 = Level0::GatherScale {
+            x: ptr(x),
+            gather: gi,
+            w: ptr(weights),
+            heads: heads as u64,
+        };
+        self.fused_sum(dp, fx, c, level0, &out)?;
         Ok(out)
     }
 
     /// `[e, out_cols]` from a kernel over `a` and `b` gathered by the lists at
     /// `ia` and `ib` (checked against their rows by the callers; 0 when
-    /// `e == 0`): `gather_add_T` (`extra` = `[f]`, `per_thread` a 16-byte
-    /// vector's elements) or `gather_head_dot_T` (`extra` = `[heads, c]`,
-    /// `per_thread` 1), a thread per `per_thread` outputs.
+    /// `e == 0`): `gather_add_T` (`per_thread` a 16-byte vector's elements)
+    /// or `gather_head_dot_T` (`per_thread` 1), a thread per `per_thread`
+    /// outputs.
     #[allow(clippy::too_many_arguments)]
     fn two_gathers<T: Element>(
         &self,
-        kernel: Typed,
+        kernel: TwoGathers,
         a: &BTensor<Self, T>,
         ia: u64,
         b: &BTensor<Self, T>,
         ib: u64,
         e: usize,
         out_cols: usize,
-        extra: &[u64],
         per_thread: u64,
     ) -> BResult<BTensor<Self, T>> {
         let out = self.out::<T>(&[e, out_cols])?;
@@ -184,18 +193,43 @@ impl CudaBackend {
         }
         let (pa, pb, po, ee) = (ptr(a), ptr(b), ptr(&out), e as u64);
         let kern = self.dev.kernels()?;
-        let mut l = builder(&self.dev, &kern, Kernel::typed(kernel, Float::of(T::DTYPE)));
-        l.arg(&pa).arg(&ia).arg(&pb).arg(&ib).arg(&po).arg(&ee);
-        for x in extra {
-            l.arg(x);
+        let t = Float::of(T::DTYPE);
+        let cfg = cfg1(grid_for(total.div_ceil(per_thread.max(1))));
+        let (a, ai, b, bi, out_p) = (In::at(pa), In::at(ia), In::at(pb), In::at(ib), Out::at(po));
+        // SAFETY (both): every ai below a's rows and every bi below b's rows
+        // (checked by the callers through the lists' maxima), both lists of e
+        // entries, rows of f = heads * c elements; out holds e * out_cols.
+        match kernel {
+            TwoGathers::Add { f } => {
+                let args = GatherAdd::<T> {
+                    a,
+                    ai,
+                    b,
+                    bi,
+                    out: out_p,
+                    e: ee,
+                    f,
+                };
+                let k = Kernel::typed(Typed::GatherAdd, t);
+                // SAFETY: as above.
+                unsafe { args.launch(&self.dev, &kern, k, cfg) }?;
+            }
+            TwoGathers::HeadDot { heads, c } => {
+                let args = GatherHeadDot::<T> {
+                    a,
+                    ai,
+                    b,
+                    bi,
+                    out: out_p,
+                    e: ee,
+                    heads,
+                    c,
+                };
+                let k = Kernel::typed(Typed::GatherHeadDot, t);
+                // SAFETY: as above.
+                unsafe { args.launch(&self.dev, &kern, k, cfg) }?;
+            }
         }
-        let threads = total.div_ceil(per_thread.max(1));
-        // SAFETY: gather_add_T(const T* a, const u32* ai, const T* b, const u32* bi,
-        // T* out, u64 e, u64 f) / gather_head_dot_T(..., T* out, u64 e, u64 heads,
-        // u64 c): every ai below a's rows and every bi below b's rows (checked by the
-        // callers through the lists' maxima), rows of f = heads*c elements; out holds
-        // e * out_cols (the launch's arity is checked against the kernel's).
-        unsafe { l.launch(cfg1(grid_for(threads))) }?;
         Ok(out)
     }
 
@@ -248,18 +282,14 @@ fn per_vector<T: Element>() -> u64 {
     (16 / T::DTYPE.size()) as u64
 }
 
-/// The parts of one `sum_bias_relu` launch (`BiasParts` in kernels/model.cu):
-/// the first `k` of `x` and `b` are the parts' inputs and biases.
-#[repr(C)]
+/// The two-gather kernel of [`CudaBackend::two_gathers`] with its sizes.
 #[derive(Debug, Clone, Copy)]
-struct BiasParts {
-    x: [u64; SUM_BIAS_PARTS],
-    b: [u64; SUM_BIAS_PARTS],
-    k: u64,
+enum TwoGathers {
+    /// `gather_add_T`: rows of `f` elements.
+    Add { f: u64 },
+    /// `gather_head_dot_T`: rows of `heads` heads of `c` elements.
+    HeadDot { heads: u64, c: u64 },
 }
-
-// SAFETY: #[repr(C)] plain u64s, laid out exactly as the CUDA struct.
-unsafe impl DeviceRepr for BiasParts {}
 
 impl FusedOps for CudaBackend {
     /// Fused: one pass reading each part once (up to 8 parts; more take the
@@ -287,17 +317,18 @@ impl FusedOps for CudaBackend {
         }
         let (po, nn, ff) = (ptr(&out), n as u64, f as u64);
         let kern = self.dev.kernels()?;
-        let mut l = builder(
-            &self.dev,
-            &kern,
-            Kernel::typed(Typed::SumBiasRelu, Float::of(T::DTYPE)),
-        );
-        l.arg(&p).arg(&po).arg(&nn).arg(&ff);
-        // SAFETY: sum_bias_relu_T(BiasParts p, T* out, u64 n, u64 f), BiasParts
-        // #[repr(C)] as in kernels/model.cu: its first k inputs hold n*f elements and
-        // its first k biases f (checked shapes), out n*f.
+        let args = SumBiasRelu::<T> {
+            p,
+            out: Out::at(po),
+            n: nn,
+            f: ff,
+        };
+        let kernel = Kernel::typed(Typed::SumBiasRelu, Float::of(T::DTYPE));
         // a thread per 16-byte vector (the kernel strides when rows are not)
-        unsafe { l.launch(cfg1(grid_for(total.div_ceil(per_vector::<T>())))) }?;
+        let cfg = cfg1(grid_for(total.div_ceil(per_vector::<T>())));
+        // SAFETY: the first k inputs of p hold n*f elements and its first k
+        // biases f (checked shapes); out holds n*f.
+        unsafe { args.launch(&self.dev, &kern, kernel, cfg) }?;
         Ok(out)
     }
 
@@ -386,22 +417,21 @@ impl FusedOps for CudaBackend {
         let a_rs = if a_rows == 1 { 0 } else { ff };
         let kern = self.dev.kernels()?;
         self.column_sums::<T>(n, f, ptr(&out), |climb| {
-            let mut l = builder(
-                &self.dev,
-                &kern,
-                Kernel::typed(Typed::HeadScaleRows, Float::of(T::DTYPE)),
-            );
-            l.arg(&pa)
-                .arg(&ps)
-                .arg(&nn)
-                .arg(&ff)
-                .arg(&cc)
-                .arg(&a_rs)
-                .arg(climb);
-            // SAFETY: head_scale_rows_T(const T* a, const T* s, u64 n, u64 f, u64 c, u64 a_rs,
-            // RrClimb cl): a holds n*f elements (a_rs = f) or f (a_rs = 0), s n*(f/c) (checked
-            // shapes); the climb's buffers and counters are column_sums's.
-            Ok(unsafe { l.launch(cfg1(col_sums_grid(n, f, T::DTYPE.size()))) }?)
+            let args = HeadScaleRows::<T> {
+                a: In::at(pa),
+                s: In::at(ps),
+                n: nn,
+                f: ff,
+                c: cc,
+                a_rs,
+                cl: *climb,
+            };
+            let kernel = Kernel::typed(Typed::HeadScaleRows, Float::of(T::DTYPE));
+            let cfg = cfg1(col_sums_grid(n, f, T::DTYPE.size()));
+            // SAFETY: a holds n*f elements (a_rs = f) or f (a_rs = 0), s
+            // n*(f/c) (checked shapes); the climb's buffers and counters are
+            // column_sums's.
+            Ok(unsafe { args.launch(&self.dev, &kern, kernel, cfg) }?)
         })?;
         Ok(out)
     }
@@ -428,7 +458,7 @@ impl FusedOps for CudaBackend {
         let (na, nb, f) = ops::gather_add_shapes(a.shape(), a_idx.len(), b.shape(), b_idx.len())?;
         let (e, vec16) = (a_idx.len(), per_vector::<T>());
         self.with_two_lists(a_idx, na, b_idx, nb, |ia, ib| {
-            self.two_gathers(Typed::GatherAdd, a, ia, b, ib, e, f, &[f as u64], vec16)
+            self.two_gathers(TwoGathers::Add { f: f as u64 }, a, ia, b, ib, e, f, vec16)
         })
     }
 
@@ -444,7 +474,7 @@ impl FusedOps for CudaBackend {
         let (na, nb, f) = ops::gather_add_shapes(a.shape(), a_idx.len(), b.shape(), b_idx.len())?;
         let (ia, ib) = self.two_dev_lists(a_idx, na, b_idx, nb)?;
         let (e, vec16) = (a_idx.len(), per_vector::<T>());
-        self.two_gathers(Typed::GatherAdd, a, ia, b, ib, e, f, &[f as u64], vec16)
+        self.two_gathers(TwoGathers::Add { f: f as u64 }, a, ia, b, ib, e, f, vec16)
     }
 
     /// Fused: one kernel, each edge's per-head dot of the two gathered rows.
@@ -460,9 +490,12 @@ impl FusedOps for CudaBackend {
         let (na, nb, c) =
             ops::gather_head_dot_shapes(a.shape(), a_idx.len(), b.shape(), b_idx.len(), heads)?;
         let e = a_idx.len();
-        let extra = [heads as u64, c as u64];
+        let k = TwoGathers::HeadDot {
+            heads: heads as u64,
+            c: c as u64,
+        };
         self.with_two_lists(a_idx, na, b_idx, nb, |ia, ib| {
-            self.two_gathers(Typed::GatherHeadDot, a, ia, b, ib, e, heads, &extra, 1)
+            self.two_gathers(k, a, ia, b, ib, e, heads, 1)
         })
     }
 
@@ -544,7 +577,10 @@ impl FusedOps for CudaBackend {
         let (na, nb, c) =
             ops::gather_head_dot_shapes(a.shape(), a_idx.len(), b.shape(), b_idx.len(), heads)?;
         let (ia, ib) = self.two_dev_lists(a_idx, na, b_idx, nb)?;
-        let (e, extra) = (a_idx.len(), [heads as u64, c as u64]);
-        self.two_gathers(Typed::GatherHeadDot, a, ia, b, ib, e, heads, &extra, 1)
+        let k = TwoGathers::HeadDot {
+            heads: heads as u64,
+            c: c as u64,
+        };
+        self.two_gathers(k, a, ia, b, ib, a_idx.len(), heads, 1)
     }
 }

@@ -9,17 +9,17 @@ use std::sync::Arc;
 
 use rtx_backend::{Result as BResult, check_len};
 
+use super::args::{In, Out};
 use super::backend::CudaBackend;
 use super::context::Device;
 use super::entry::{IndexEntry, Source};
-use super::launch::{builder, cfg1, grid_for};
+use super::launch::{IndexRandom, IndexRepeat, IndexShift, cfg1, grid_for};
 use crate::error::{Error, Result};
 use crate::table::Kernel;
 
 /// A device-resident index list with its scatter plan: validated and placed
 /// on the device once, then used by the `_idx` ops of
 /// [`IndexOps`](rtx_backend::IndexOps) and [`FusedOps`](rtx_backend::FusedOps)
-/// (and [`CudaBackend::index_select_with`] / [`CudaBackend::index_add_with`])
 /// with no per-call hashing or copying. Its scatter plan is built on the
 /// device at the first scatter (every index checked against the destination
 /// there) and kept. Cheap to clone (shared); dropping it while work that
@@ -76,12 +76,15 @@ pub(super) fn copy_parts(dev: &Device, parts: &[(u64, u64, u32)], out: u64) -> R
     let k = dev.kernels()?;
     let mut dst = out;
     for (src, len, offset) in parts.iter().filter(|p| p.1 > 0) {
-        let mut b = builder(dev, &k, Kernel::IndexShift);
-        b.arg(src).arg(len).arg(offset).arg(&dst);
-        // SAFETY: index_shift(const u32* src, u64 n, u32 offset, u32* out): src holds
-        // len u32, out (the new list from this part's place on) len more (the
-        // caller's contract), and no sum passes u32::MAX.
-        unsafe { b.launch(cfg1(grid_for(*len))) }?;
+        let args = IndexShift {
+            src: In::at(*src),
+            n: *len,
+            offset: *offset,
+            out: Out::at(dst),
+        };
+        // SAFETY: src holds len u32, out (the new list from this part's place
+        // on) len more (the caller's contract), and no sum passes u32::MAX.
+        unsafe { args.launch(dev, &k, Kernel::IndexShift, cfg1(grid_for(*len))) }?;
         dst += 4 * len;
     }
     Ok(())
@@ -125,12 +128,16 @@ impl CudaBackend {
     ) -> BResult<CudaIndex> {
         let entry = produce(&self.dev, n, None, |out| {
             let k = self.dev.kernels()?;
-            let (nn, r, h) = (n as u64, rows as u64, u32::from(hub));
-            let mut b = builder(&self.dev, &k, Kernel::IndexRandom);
-            b.arg(&out).arg(&nn).arg(&seed).arg(&start).arg(&r).arg(&h);
-            // SAFETY: index_random(u32* out, u64 n, u64 seed, u64 start, u64 rows, u32
-            // hub): out holds n u32.
-            unsafe { b.launch(cfg1(grid_for(nn))) }
+            let args = IndexRandom {
+                out: Out::at(out),
+                n: n as u64,
+                seed,
+                start,
+                rows: rows as u64,
+                hub: u32::from(hub),
+            };
+            // SAFETY: out holds n u32.
+            unsafe { args.launch(&self.dev, &k, Kernel::IndexRandom, cfg1(grid_for(n as u64))) }
         })?;
         Ok(self.wrap(entry))
     }
@@ -157,11 +164,14 @@ impl CudaBackend {
         };
         let entry = produce(&self.dev, n, Some(max), |out| {
             let k = self.dev.kernels()?;
-            let (nn, t, o) = (n as u64, times as u64, u64::from(offset));
-            let mut b = builder(&self.dev, &k, Kernel::IndexRepeat);
-            b.arg(&out).arg(&nn).arg(&t).arg(&o);
-            // SAFETY: index_repeat(u32* out, u64 n, u64 times, u64 offset): out holds n u32.
-            unsafe { b.launch(cfg1(grid_for(nn))) }
+            let args = IndexRepeat {
+                out: Out::at(out),
+                n: n as u64,
+                times: times as u64,
+                offset: u64::from(offset),
+            };
+            // SAFETY: out holds n u32.
+            unsafe { args.launch(&self.dev, &k, Kernel::IndexRepeat, cfg1(grid_for(n as u64))) }
         })?;
         Ok(self.wrap(entry))
     }

@@ -12,12 +12,13 @@ use rtx_backend::{
 };
 use rtx_tensor::Layout;
 
+use super::args::{In, Out};
 use super::backend::{CudaBackend, ptr};
 use super::cache;
 use super::chain::{self, Level0};
 use super::entry::IndexEntry;
 use super::index_lists::CudaIndex;
-use super::launch::{builder, cfg1, lanes_log2, rows_grid};
+use super::launch::{Gather, cfg1, lanes_log2, rows_grid};
 use super::pins::{self, PinKey};
 use super::plan::DevicePlan;
 #[allow(unused_imports)] // rustdoc links
@@ -25,41 +26,6 @@ use crate::error::Error;
 use crate::table::{Kernel, Word};
 
 impl CudaBackend {
-    /// [`IndexOps::index_select`] with a device list (its largest index is
-    /// found on the device once, for a device-made list).
-    ///
-    /// # Errors
-    /// As [`IndexOps::index_select`]; [`Error::ForeignIndex`].
-    pub fn index_select_with<T: Element>(
-        &self,
-        src: &BTensor<Self, T>,
-        index: &CudaIndex,
-    ) -> BResult<BTensor<Self, T>> {
-        self.check_own(index)?;
-        let (rows, f) = dims2("index_select", "src", src.layout())?;
-        index.entry.max(&self.dev, Some(rows))?;
-        self.gather(src, &index.entry, f)
-    }
-
-    /// [`IndexOps::index_add`] with a device list, its plan built on the
-    /// device at the first scatter (every index checked against `dst`'s rows
-    /// there, before any write).
-    ///
-    /// # Errors
-    /// As [`IndexOps::index_add`]; [`Error::ForeignIndex`].
-    pub fn index_add_with<T: Element>(
-        &self,
-        dst: &mut BTensor<Self, T>,
-        index: &CudaIndex,
-        src: &BTensor<Self, T>,
-    ) -> BResult<()> {
-        self.check_own(index)?;
-        let (rows, f) = dims2("index_add", "dst", dst.layout())?;
-        check_src(dst.layout(), index.len(), src.layout())?;
-        let plan = index.entry.plan(&self.dev, rows)?;
-        self.scatter(dst, &plan, src, f)
-    }
-
     /// Runs `f` with the index lists `lists` and plans `plans` held on the
     /// device and recognized **by address** on this thread: while `f` runs,
     /// trait calls given one of these exact slices (same address and length)
@@ -104,12 +70,7 @@ impl CudaBackend {
         }
         for plan in plans.iter().filter(|p| !p.is_empty()) {
             let entry = cache::plan_entry(&self.dev, self.index_cache_limit(), plan)?;
-            let key = PinKey {
-                backend: self.dev.id,
-                plan: true,
-                addr: *plan as *const IndexPlan as usize,
-                len: plan.len(),
-            };
+            let key = PinKey::plan(self.dev.id, plan);
             pins::pin(key, entry);
             guard.0.push(key);
         }
@@ -140,18 +101,18 @@ impl CudaBackend {
         let (s, o) = (src.storage().mem.ptr(), out.storage().mem.ptr());
         let cfg = cfg1(rows_grid(nrows, lanes_log2));
         let k = self.dev.kernels()?;
-        let mut b = builder(&self.dev, &k, Kernel::gather(word));
-        b.arg(&s)
-            .arg(&o)
-            .arg(&idx)
-            .arg(&nrows)
-            .arg(&w)
-            .arg(&lanes_log2);
-        // SAFETY: gather_b{16,8,4}(const V* src, V* out, const u32* idx, u64 nrows,
-        // u64 W, u32 lanes_log2): `src` holds rows * W vectors and every index is
-        // below rows (checked above), `out` holds nrows * W vectors, `idx` holds
-        // nrows u32; the kernel's grid-stride loop touches nothing else.
-        unsafe { b.launch(cfg) }?;
+        let args = Gather {
+            src: In::at(s),
+            out: Out::at(o),
+            idx: In::at(idx),
+            nrows,
+            W: w,
+            lanes_log2,
+        };
+        // SAFETY: `src` holds rows * W words and every index is below rows
+        // (checked by the callers), `out` holds nrows * W words, `idx` nrows
+        // indices; the kernel's grid-stride loop touches nothing else.
+        unsafe { args.launch(&self.dev, &k, Kernel::gather(word), cfg) }?;
         Ok(out)
     }
 
@@ -219,24 +180,35 @@ impl IndexOps for CudaBackend {
         self.index_concat_device(parts)
     }
 
-    /// Device gather by a device list (its largest index found once).
+    /// Device gather by a device list (its largest index found on the
+    /// device once, for a device-made list). A list of another backend is
+    /// [`Error::ForeignIndex`].
     fn index_select_idx<T: Element>(
         &self,
         src: &BTensor<Self, T>,
         idx: &CudaIndex,
     ) -> BResult<BTensor<Self, T>> {
-        self.index_select_with(src, idx)
+        self.check_own(idx)?;
+        let (rows, f) = dims2("index_select", "src", src.layout())?;
+        idx.entry.max(&self.dev, Some(rows))?;
+        self.gather(src, &idx.entry, f)
     }
 
     /// Device scatter-add by a device list, its plan built on the device at
-    /// the first use (every index checked there first).
+    /// the first scatter (every index checked against `dst`'s rows there,
+    /// before any write). A list of another backend is
+    /// [`Error::ForeignIndex`].
     fn index_add_idx<T: Element>(
         &self,
         dst: &mut BTensor<Self, T>,
         idx: &CudaIndex,
         src: &BTensor<Self, T>,
     ) -> BResult<()> {
-        self.index_add_with(dst, idx, src)
+        self.check_own(idx)?;
+        let (rows, f) = dims2("index_add", "dst", dst.layout())?;
+        check_src(dst.layout(), idx.len(), src.layout())?;
+        let plan = idx.entry.plan(&self.dev, rows)?;
+        self.scatter(dst, &plan, src, f)
     }
 
     fn segment_sum_idx<T: Element>(

@@ -1,69 +1,148 @@
-//! Launch geometry and typed launches: the grid of each kernel family, the
-//! scalar arguments of the element type, and the builder of a launch of one
-//! [`Kernel`] of the table on the backend's stream.
+//! Launch geometry and typed launches: the grid of each kernel family, and
+//! one typed launcher per signature of the kernel table (`table.rs`), its
+//! arguments named fields of the types `args.rs` declares: a launch can push
+//! neither another number of arguments nor another type nor another order
+//! than the kernel's prototype (`table_sig_tests.rs` compares the table with
+//! kernels/*.cu), and a launcher refuses a kernel of another signature or
+//! element type.
 
-use cudarc::driver::{LaunchArgs, LaunchConfig, PushKernelArg};
+use cudarc::driver::{LaunchConfig, PushKernelArg};
 use rtx_backend::{DType, Element};
 
+use super::args::{BiasParts, Elem, In, Out, PermuteParams, RrClimb, TensorMap, U3, Words};
 use super::context::Device;
 use super::kernels::Kernels;
 pub(crate) use crate::abi::MATMUL_DOT_MAX_N;
 use crate::abi::{BLOCK, CANONICAL_BLOCK, ROWS_PER_GROUP, SLICE_BYTES, WINDOW};
 use crate::error::{Error, Result};
-use crate::table::{Kernel, MatmulTile};
+use crate::permute_plan::{SpanParams, TileParams};
+use crate::table::{Kernel, MatmulTile, Signature, with_kernel_table};
 
 /// Largest grid.x the driver accepts.
 pub(crate) const MAX_GRID_X: u64 = (1 << 31) - 1;
 
-/// The launch of `kernel` on `dev`'s stream, its arguments still to push.
-pub(crate) fn builder<'a>(dev: &'a Device, kernels: &'a Kernels, kernel: Kernel) -> Launch<'a> {
-    Launch {
-        args: dev.stream.launch_builder(kernels.get(kernel)),
-        kernel,
-        pushed: 0,
-    }
+/// The Rust type of a parameter of the table's vocabulary (`signature.rs`):
+/// `T` and `V` pointers point to the launcher's element `T`, `E` pointers
+/// to [`Words`].
+macro_rules! arg_ty {
+    (* const T) => { In<T> };
+    (* mut T) => { Out<T> };
+    (* const V) => { In<T> };
+    (* mut V) => { Out<T> };
+    (* const E) => { In<Words> };
+    (* mut E) => { Out<Words> };
+    (* const $e:ident) => { In<$e> };
+    (* mut $e:ident) => { Out<$e> };
+    (T) => { Elem<T> };
+    ($t:ident) => { $t };
 }
 
-/// A launch of one kernel of the table being assembled. Its arguments are
-/// counted: a launch with another number of them than the kernel's
-/// parameters ([`Kernel::arity`], checked against kernels/*.cu by the table's
-/// tests) is [`Error::LaunchArity`] instead of a launch.
-pub(crate) struct Launch<'a> {
-    args: LaunchArgs<'a>,
-    kernel: Kernel,
-    pushed: usize,
-}
-
-impl<'a> Launch<'a> {
-    /// Pushes the next argument.
-    pub(crate) fn arg<T>(&mut self, x: &'a T) -> &mut Self
-    where
-        LaunchArgs<'a>: PushKernelArg<&'a T>,
-    {
-        self.args.arg(x);
-        self.pushed += 1;
-        self
-    }
-
-    /// Launches the kernel with `cfg` on the stream.
-    ///
-    /// # Safety
-    /// As cudarc's `LaunchArgs::launch`: the arguments must have the types of
-    /// the kernel's parameters, in order, and every access the kernel makes
-    /// with them over the grid of `cfg` must be within live device memory
-    /// that no other work uses meanwhile.
-    pub(crate) unsafe fn launch(mut self, cfg: LaunchConfig) -> Result<()> {
-        if self.pushed != self.kernel.arity() {
-            return Err(Error::LaunchArity {
-                kernel: self.kernel.name(),
-                pushed: self.pushed,
-                takes: self.kernel.arity(),
-            });
+/// One typed launcher per signature of the table.
+macro_rules! launchers {
+    (
+        signatures {
+            $(
+                $(#[$sm:meta])*
+                $sig:ident [$($gen:ident)?] (
+                    $($field:ident : $(* $q:ident)? $ty:ident),* $(,)?
+                );
+            )*
         }
-        // SAFETY: the argument count matches the kernel's parameters (checked
-        // above); their types and the accesses are the caller's contract.
-        unsafe { self.args.launch(cfg) }?;
+        kernels { $($kernels:tt)* }
+    ) => {
+        $(launcher!($(#[$sm])* $sig [$($gen)?] ($($field : $(* $q)? $ty),*));)*
+    };
+}
+
+/// The launcher of one signature: a struct of its parameters, generic over
+/// the element for signatures of the letters `T` and `V`.
+macro_rules! launcher {
+    ($(#[$sm:meta])* $sig:ident [E] ($($body:tt)*)) => {
+        launcher!($(#[$sm])* $sig [] ($($body)*));
+    };
+    ($(#[$sm:meta])* $sig:ident [] ($($field:ident : $(* $q:ident)? $ty:ident),*)) => {
+        $(#[$sm])*
+        #[allow(non_snake_case)]
+        pub(crate) struct $sig {
+            $(pub(crate) $field: arg_ty!($(* $q)? $ty),)*
+        }
+
+        impl $sig {
+            /// Launches `kernel` (one of this signature's) with these
+            /// arguments and `cfg` on `dev`'s stream.
+            ///
+            /// # Safety
+            /// Every access the kernel makes with these arguments over the
+            /// grid of `cfg` must be within live device memory that no other
+            /// work uses meanwhile.
+            pub(crate) unsafe fn launch(
+                &self,
+                dev: &Device,
+                kernels: &Kernels,
+                kernel: Kernel,
+                cfg: LaunchConfig,
+            ) -> Result<()> {
+                check(kernel, Signature::$sig, None)?;
+                let mut b = dev.stream.launch_builder(kernels.get(kernel));
+                $(b.arg(&self.$field);)*
+                // SAFETY: the arguments are the kernel's parameters in name,
+                // type and order (table_tests.rs), the kernel one of this
+                // signature (checked above); the accesses are the caller's
+                // contract.
+                unsafe { b.launch(cfg) }?;
+                Ok(())
+            }
+        }
+    };
+    ($(#[$sm:meta])* $sig:ident [$gen:ident] ($($field:ident : $(* $q:ident)? $ty:ident),*)) => {
+        $(#[$sm])*
+        #[allow(non_snake_case)]
+        pub(crate) struct $sig<T> {
+            $(pub(crate) $field: arg_ty!($(* $q)? $ty),)*
+        }
+
+        impl<T: Element> $sig<T> {
+            /// Launches `kernel` (one of this signature's, of the element
+            /// `T`) with these arguments and `cfg` on `dev`'s stream.
+            ///
+            /// # Safety
+            /// Every access the kernel makes with these arguments over the
+            /// grid of `cfg` must be within live device memory that no other
+            /// work uses meanwhile.
+            pub(crate) unsafe fn launch(
+                &self,
+                dev: &Device,
+                kernels: &Kernels,
+                kernel: Kernel,
+                cfg: LaunchConfig,
+            ) -> Result<()> {
+                check(kernel, Signature::$sig, Some(T::DTYPE))?;
+                let mut b = dev.stream.launch_builder(kernels.get(kernel));
+                $(b.arg(&self.$field);)*
+                // SAFETY: the arguments are the kernel's parameters in name,
+                // type and order (table_tests.rs), the kernel one of this
+                // signature for the element T (checked above); the accesses
+                // are the caller's contract.
+                unsafe { b.launch(cfg) }?;
+                Ok(())
+            }
+        }
+    };
+}
+
+with_kernel_table!(launchers);
+
+/// `Ok` when `kernel` takes the signature `sig` with float elements `dtype`
+/// (`None`: a signature whose pointers are not of float elements).
+fn check(kernel: Kernel, sig: Signature, dtype: Option<DType>) -> Result<()> {
+    if kernel.signature() == sig && kernel.dtype() == dtype {
         Ok(())
+    } else {
+        Err(Error::LaunchSignature {
+            kernel: kernel.name(),
+            launcher: sig.name(),
+            element: dtype.map_or("none", DType::c_name),
+        })
     }
 }
 
@@ -84,7 +163,7 @@ pub(crate) fn chunks_grid(n: u64, lanes_log2: u32) -> u32 {
     n.div_ceil(groups).clamp(1, MAX_GRID_X) as u32
 }
 
-/// Blocks for a fused level 0 of model.cu (`fused_level0`) over a plan of
+/// Blocks for a fused level 0 of segment.cu (`fused_level0`) over a plan of
 /// `entries` positions in `n` chunks, rows of `w` vectors of `vec_bytes`:
 /// rows of at most 32 vectors take the windowed form (a block per window of
 /// 256 positions and slice of 64 bytes of columns), wider rows a group of
@@ -98,11 +177,11 @@ pub(crate) fn fused0_grid(entries: u64, n: u64, w: u64, vec_bytes: u64) -> u32 {
     }
 }
 
-/// Bytes of the column tile of one block of model.cu's column sums
+/// Bytes of the column tile of one block of dense.cu's column sums
 /// (`reduce_rows_level`: `RR_COLS(T)` = 128 / sizeof(T) columns).
 const COL_SUM_TILE_BYTES: usize = 128;
 
-/// Blocks for a level of model.cu's column sums (`reduce_rows`,
+/// Blocks for a level of dense.cu's column sums (`reduce_rows`,
 /// `head_scale_rows`) over `rows` rows of `f` elements of `elem_bytes`: a
 /// block per group of 256 rows and tile of 128 bytes of columns.
 pub(crate) fn col_sums_grid(rows: usize, f: usize, elem_bytes: usize) -> u32 {
@@ -112,7 +191,7 @@ pub(crate) fn col_sums_grid(rows: usize, f: usize, elem_bytes: usize) -> u32 {
         .clamp(1, MAX_GRID_X) as u32
 }
 
-/// Column tiles of `f` columns of `elem_bytes` in model.cu's column sums.
+/// Column tiles of `f` columns of `elem_bytes` in dense.cu's column sums.
 pub(crate) fn col_sum_tiles(f: usize, elem_bytes: usize) -> u64 {
     f.div_ceil(COL_SUM_TILE_BYTES / elem_bytes) as u64
 }
@@ -138,7 +217,7 @@ pub(crate) fn matmul_dot_grid(m: usize, n: usize, chunks: usize, rows: bool) -> 
 /// tile, so a product of 32 rows or columns (the layer-0 weight gradients)
 /// leaves no half of its tiles idle. (32x32 tiles for products of few 64x64
 /// units, to spread them over more SMs, measured no faster on the H200:
-/// docs/PERFORMANCE.md.)
+/// docs/PERFORMANCE.md, "Kernel choices".)
 pub(crate) fn matmul_tile(m: usize, n: usize) -> MatmulTile {
     match (m <= 32, n <= 32) {
         (true, true) => MatmulTile::T32x32,
@@ -175,31 +254,6 @@ pub(crate) fn cfg1(grid: u32) -> LaunchConfig {
     }
 }
 
-/// A scalar kernel argument of the element type, passed as its bits (the
-/// kernel parameter is a `float` / `double` of the same size).
-pub(crate) enum Scalar {
-    F32(u32),
-    F64(u64),
-}
-
-impl Scalar {
-    /// `v` as a kernel argument of its own type.
-    pub(crate) fn of<T: Element>(v: T) -> Scalar {
-        match T::DTYPE {
-            DType::F32 => Scalar::F32(v.to_bits_u64() as u32),
-            DType::F64 => Scalar::F64(v.to_bits_u64()),
-        }
-    }
-
-    /// Pushes it as the next argument of `b`.
-    pub(crate) fn push<'a>(&'a self, b: &mut Launch<'a>) {
-        match self {
-            Scalar::F32(x) => b.arg(x),
-            Scalar::F64(x) => b.arg(x),
-        };
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -230,6 +284,29 @@ mod tests {
         assert_eq!(col_sums_grid(313, 4, 4), 2);
         assert_eq!(col_sums_grid(1, 1, 8), 1);
         assert_eq!(grid_for(u64::MAX), MAX_GRID_X as u32);
+    }
+
+    #[test]
+    fn a_launcher_refuses_a_kernel_of_another_signature_or_element() {
+        use crate::table::Signature;
+        assert!(check(Kernel::GatherB4, Signature::Gather, None).is_ok());
+        assert!(check(Kernel::UnaryF64, Signature::Unary, Some(DType::F64)).is_ok());
+        assert!(check(Kernel::Gss0F32x4, Signature::Gss0, Some(DType::F32)).is_ok());
+        let e = check(Kernel::UnaryF32, Signature::Unary, Some(DType::F64)).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                Error::LaunchSignature {
+                    kernel: "unary_f32",
+                    launcher: "Unary",
+                    element: "double"
+                }
+            ),
+            "{e}"
+        );
+        assert!(check(Kernel::BinaryF32, Signature::Unary, Some(DType::F32)).is_err());
+        assert!(check(Kernel::GatherB4, Signature::Permute, None).is_err());
+        assert!(check(Kernel::Scatter0F32x4, Signature::Sum0, Some(DType::F32)).is_err());
     }
 
     #[test]

@@ -7,16 +7,20 @@
 
 use std::sync::Mutex;
 
-use cudarc::driver::{DeviceRepr, LaunchConfig, sys};
+use cudarc::driver::{LaunchConfig, sys};
 use rtx_backend::prelude::*;
 use rtx_backend::{BTensor, Element, Result as BResult};
 use rtx_tensor::PermuteKind;
 
+use super::args::{self, In, Out, TensorMap};
 use super::backend::{CudaBackend, ptr};
 use super::kernels::Kernels;
-use super::launch::{MAX_GRID_X, builder, cfg1, lanes_log2, rows_grid};
+use super::launch::{
+    MAX_GRID_X, Permute, TransposeBulk, TransposeRuns, TransposeSpan, TransposeTiled, cfg1,
+    lanes_log2, rows_grid,
+};
 use crate::abi::{BULK_STAGES, MAX_RANK};
-use crate::permute_plan::{self, Choice, MapShape, SpanParams, TileParams};
+use crate::permute_plan::{self, Choice, MapShape, TileParams};
 use crate::table::{Kernel, Tile, Word};
 
 impl LayoutOps for CudaBackend {
@@ -86,18 +90,18 @@ impl CudaBackend {
         let lanes_log2 = lanes_log2(w);
         let nruns = batch * rows * cols;
         let cfg = cfg1(rows_grid(nruns, lanes_log2));
-        let mut b = builder(&self.dev, &k, Kernel::transpose_runs(word));
-        b.arg(&i)
-            .arg(&o)
-            .arg(&nruns)
-            .arg(&w)
-            .arg(&lanes_log2)
-            .arg(&rows)
-            .arg(&cols);
-        // SAFETY: transpose_runs_b*(const V* in, V* out, u64 nruns, u64 W,
-        // u32 lanes_log2, u64 rows, u64 cols): both tensors hold nruns runs of
-        // W vectors; the map sends run (b, c, r) to (b, r, c), within range.
-        unsafe { b.launch(cfg) }?;
+        let args = TransposeRuns {
+            r#in: In::at(i),
+            out: Out::at(o),
+            nruns,
+            W: w,
+            lanes_log2,
+            rows,
+            cols,
+        };
+        // SAFETY: both tensors hold nruns runs of W words; the map sends run
+        // (b, c, r) to (b, r, c), within range.
+        unsafe { args.launch(&self.dev, &k, Kernel::transpose_runs(word), cfg) }?;
         Ok(())
     }
 
@@ -114,15 +118,17 @@ impl CudaBackend {
         match choice {
             Choice::Span(kind, elem, params) => {
                 let cfg = cfg1(params.tiles.clamp(1, MAX_GRID_X) as u32);
-                let mut b = builder(&self.dev, &k, Kernel::transpose_span(kind, elem));
-                b.arg(&i).arg(&o).arg(&params);
-                // SAFETY: transpose_{planes,rows,cols}_b*(const E* in, E* out,
-                // SpanParams q), SpanParams #[repr(C)] as in kernels/permute.cu;
-                // both tensors hold batch * rows * cols elements of E (the
-                // plan's sizes), every tile stays within its plane, and the
-                // 16-byte vectors read past a span's ends stay in the same
-                // 16-byte block of the (256-byte aligned) allocation.
-                unsafe { b.launch(cfg) }?;
+                let args = TransposeSpan {
+                    r#in: In::at(i),
+                    out: Out::at(o),
+                    q: params,
+                };
+                // SAFETY: both tensors hold batch * rows * cols elements of
+                // the span kernel's word (the plan's sizes), every tile stays
+                // within its plane, and the 16-byte vectors read past a span's
+                // ends stay in the same 16-byte block of the (256-byte
+                // aligned) allocation.
+                unsafe { args.launch(&self.dev, &k, Kernel::transpose_span(kind, elem), cfg) }?;
             }
             Choice::Tiled(elem, tile, params) => {
                 if self.launch_bulk(t, out, elem, tile, &params)? {
@@ -140,14 +146,16 @@ impl CudaBackend {
                     block_dim: (32, 8, 1),
                     shared_mem_bytes: 0,
                 };
-                let mut b = builder(&self.dev, &k, kernel);
-                b.arg(&i).arg(&o).arg(&params);
-                // SAFETY: transpose{TR}x{TC}_b*(const E* in, E* out, TileParams p),
-                // TileParams #[repr(C)] as in kernels/permute.cu; its strides and
-                // dims describe the permutation of the tensors' own element
-                // count (permute_plan's tests check every element is written
-                // once from within the input); tiles are bounds-checked.
-                unsafe { b.launch(cfg) }?;
+                let args = TransposeTiled {
+                    r#in: In::at(i),
+                    out: Out::at(o),
+                    p: params,
+                };
+                // SAFETY: the strides and dims of params describe the
+                // permutation of the tensors' own element count
+                // (permute_plan's tests check every element is written once
+                // from within the input); tiles are bounds-checked.
+                unsafe { args.launch(&self.dev, &k, kernel, cfg) }?;
             }
             Choice::Fallback => return Ok(false),
         }
@@ -191,16 +199,17 @@ impl CudaBackend {
             block_dim: (32, 8, 1),
             shared_mem_bytes: BULK_SMEM,
         };
-        let (min, mout) = (Map(min), Map(mout));
-        let mut b = builder(&self.dev, &k, kernel);
-        b.arg(&min).arg(&mout).arg(p);
-        // SAFETY: transpose_bulk_b4(TensorMap in, TensorMap out, TileParams p):
-        // the maps describe the tensors' matrices exactly (permute_plan's
-        // tests check every element is written once from within the input)
-        // and the copies clip at their edges; BULK_SMEM is the kernel's
-        // dynamic shared memory ((S + 2) tiles and S mbarriers), allowed by
-        // `wave`; the device is sm_90+.
-        unsafe { b.launch(cfg) }?;
+        let args = TransposeBulk {
+            min: TensorMap(min),
+            mout: TensorMap(mout),
+            p: *p,
+        };
+        // SAFETY: the maps describe the tensors' matrices exactly
+        // (permute_plan's tests check every element is written once from
+        // within the input) and the copies clip at their edges; BULK_SMEM is
+        // the kernel's dynamic shared memory ((S + 2) tiles and S mbarriers),
+        // allowed by `wave`; the device is sm_90+.
+        unsafe { args.launch(&self.dev, &k, kernel, cfg) }?;
         Ok(true)
     }
 
@@ -247,7 +256,7 @@ impl CudaBackend {
         shape: &[usize],
         perm: &[usize],
     ) -> BResult<()> {
-        let p = PermuteParams::new(shape, perm);
+        let p = PermuteRuns::new(shape, perm);
         let run_bytes = (p.run * T::DTYPE.size()) as u64;
         let word = Word::dividing(run_bytes);
         let w = run_bytes / word.bytes();
@@ -257,18 +266,18 @@ impl CudaBackend {
         let params = p.params;
         let k = self.dev.kernels()?;
         let cfg = cfg1(rows_grid(nruns, lanes_log2));
-        let mut b = builder(&self.dev, &k, Kernel::permute(word));
-        b.arg(&i)
-            .arg(&o)
-            .arg(&nruns)
-            .arg(&w)
-            .arg(&lanes_log2)
-            .arg(&params);
-        // SAFETY: permute_b*(const V* in, V* out, u64 nruns, u64 W, u32 lanes_log2,
-        // PermuteParams p) with PermuteParams #[repr(C)] exactly as in
-        // kernels/permute.cu; out_dims multiply to nruns and the input strides of
-        // a contiguous tensor of the same element count keep every read in range.
-        unsafe { b.launch(cfg) }?;
+        let args = Permute {
+            r#in: In::at(i),
+            out: Out::at(o),
+            nruns,
+            W: w,
+            lanes_log2,
+            p: params,
+        };
+        // SAFETY: out_dims multiply to nruns and the input strides of a
+        // contiguous tensor of the same element count keep every read in
+        // range; both tensors hold nruns runs of W words.
+        unsafe { args.launch(&self.dev, &k, Kernel::permute(word), cfg) }?;
         Ok(())
     }
 }
@@ -276,13 +285,6 @@ impl CudaBackend {
 /// Dynamic shared memory of `transpose_bulk_b4` (kernels/permute.cu):
 /// S + 2 tiles of 64x64 f32 and S mbarriers, S = [`BULK_STAGES`].
 const BULK_SMEM: u32 = (BULK_STAGES + 2) * 64 * 64 * 4 + BULK_STAGES * 8;
-
-/// A `CUtensorMap` as a kernel parameter (`TensorMap` of kernels/permute.cu).
-#[repr(transparent)]
-struct Map(sys::CUtensorMap);
-
-// SAFETY: the 128 bytes of a CUtensorMap, which the kernel takes by value.
-unsafe impl DeviceRepr for Map {}
 
 /// The tiled tensor map `m` of 4-byte elements at `addr`; `None` when the
 /// address is not 16-byte aligned or the driver refuses the map.
@@ -316,34 +318,17 @@ fn encode_map(addr: u64, m: &MapShape) -> Option<sys::CUtensorMap> {
     (r == sys::CUresult::CUDA_SUCCESS).then_some(map)
 }
 
-/// The N-D permute kernel's parameters (`PermuteParams` in kernels/permute.cu).
-#[repr(C)]
-#[derive(Debug, Clone, Copy)]
-struct KernelPermuteParams {
-    rank: u64,
-    out_dims: [u64; MAX_RANK],
-    in_strides: [u64; MAX_RANK],
-}
-
-// SAFETY: #[repr(C)] plain u64s, laid out exactly as the CUDA struct.
-unsafe impl DeviceRepr for KernelPermuteParams {}
-// SAFETY: #[repr(C)] plain integers (FastDiv: four u32), laid out exactly as
-// the CUDA structs of kernels/permute.cu.
-unsafe impl DeviceRepr for SpanParams {}
-// SAFETY: as above.
-unsafe impl DeviceRepr for TileParams {}
-
 /// Kernel parameters for permuting contiguous `shape` by `perm`, with the run
 /// (contiguous trailing elements copied together) they imply.
 #[derive(Debug)]
-struct PermuteParams {
-    params: KernelPermuteParams,
+struct PermuteRuns {
+    params: args::PermuteParams,
     run: usize,
 }
 
-impl PermuteParams {
+impl PermuteRuns {
     /// `shape.len() <= MAX_RANK` (callers check).
-    fn new(shape: &[usize], perm: &[usize]) -> PermuteParams {
+    fn new(shape: &[usize], perm: &[usize]) -> PermuteRuns {
         let n = shape.len();
         let mut strides = vec![1usize; n];
         for d in (0..n.saturating_sub(1)).rev() {
@@ -355,7 +340,7 @@ impl PermuteParams {
         } else {
             (1, n)
         };
-        let mut params = KernelPermuteParams {
+        let mut params = args::PermuteParams {
             rank: out_rank as u64,
             out_dims: [1; MAX_RANK],
             in_strides: [0; MAX_RANK],
@@ -364,7 +349,7 @@ impl PermuteParams {
             params.out_dims[i] = shape[perm[i]] as u64;
             params.in_strides[i] = (strides[perm[i]] / run) as u64;
         }
-        PermuteParams { params, run }
+        PermuteRuns { params, run }
     }
 }
 
@@ -375,13 +360,13 @@ mod tests {
     #[test]
     fn permute_params_decode_with_output_shape() {
         // [2,3,4] -> perm [2,1,0]: the last dim moves, element-wise, out dims [4,3,2]
-        let p = PermuteParams::new(&[2, 3, 4], &[2, 1, 0]);
+        let p = PermuteRuns::new(&[2, 3, 4], &[2, 1, 0]);
         assert_eq!(p.run, 1);
         assert_eq!(p.params.rank, 3);
         assert_eq!(&p.params.out_dims[..3], &[4, 3, 2]);
         assert_eq!(&p.params.in_strides[..3], &[1, 4, 12]);
         // 4-D swap02 with the last dim kept: runs of 32
-        let p = PermuteParams::new(&[64, 128, 256, 32], &[2, 1, 0, 3]);
+        let p = PermuteRuns::new(&[64, 128, 256, 32], &[2, 1, 0, 3]);
         assert_eq!(p.run, 32);
         assert_eq!(p.params.rank, 3);
         assert_eq!(&p.params.out_dims[..3], &[256, 128, 64]);

@@ -1,10 +1,11 @@
 //! The CUDA backend proper (feature `cuda`): one room per capability.
 //!
 //! Leaves first (each module names only modules above it in this list):
+//! * `args`: the Rust types of kernel parameters (typed device pointers, structs).
 //! * `buffer`: device memory (stream-ordered pool allocations) and [`CudaBuffer`].
 //! * `kernels`: NVRTC compilation, the disk cache, the loaded table of kernels.
 //! * `context`: one opened device: context, stream, pool, kernels.
-//! * `launch`: launch geometry, scalar arguments, typed launches of a `Kernel`.
+//! * `launch`: launch geometry, one typed launcher per signature of the kernel table.
 //! * `plan`: a scatter plan on the device (positions and chunk tables).
 //! * `plan_build`: scatter plans built on the device from a device list (kernels/plan.cu).
 //! * `entry`: device-resident index lists with their plans, built lazily.
@@ -22,6 +23,7 @@
 //! * `graph`: [`CudaBackend::record`] and [`Recorded`]: work captured once
 //!   into a CUDA graph and replayed with one launch.
 
+mod args;
 mod backend;
 mod buffer;
 mod cache;

@@ -5,6 +5,8 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use rtx_backend::IndexPlan;
+
 use super::entry::IndexEntry;
 
 thread_local! {
@@ -30,6 +32,16 @@ impl PinKey {
             plan: false,
             addr: idx.as_ptr() as usize,
             len: idx.len(),
+        }
+    }
+
+    /// The key of the plan `plan` of backend `backend`.
+    pub(crate) fn plan(backend: u64, plan: &IndexPlan) -> PinKey {
+        PinKey {
+            backend,
+            plan: true,
+            addr: plan as *const IndexPlan as usize,
+            len: plan.len(),
         }
     }
 }

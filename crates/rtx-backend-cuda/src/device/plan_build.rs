@@ -8,9 +8,13 @@
 
 use rtx_backend::{Error as BError, Result as BResult};
 
+use super::args::{In, Out};
 use super::buffer::DevMem;
 use super::context::Device;
-use super::launch::{MAX_GRID_X, builder, cfg1, grid_for};
+use super::launch::{
+    IndexBounds, Lvl0Apply, Lvl0Fill, Lvl0Spine, Lvl0Sums, MAX_GRID_X, PlanHist, PlanLevels,
+    PlanOffsets, PlanRank, ScanApply, ScanSpine, ScanSums, cfg1, grid_for,
+};
 use super::plan::DevicePlan;
 use crate::error::{Error, Result};
 use crate::plan_layout::{
@@ -77,12 +81,15 @@ fn launch_bounds(dev: &Device, idx: u64, n: u64, rows: Option<usize>, info: &Dev
         Some(r) => (r as u64, 1u32),
         None => (0u64, 0u32),
     };
-    let p = info.ptr();
-    let mut b = builder(dev, &k, Kernel::IndexBounds);
-    b.arg(&idx).arg(&n).arg(&bound).arg(&check).arg(&p);
-    // SAFETY: index_bounds(const u32* idx, u64 n, u64 bound, u32 check, u64* info):
-    // idx holds n u32, info INFO_WORDS u64 (zeroed by the caller).
-    unsafe { b.launch(cfg1(grid_for(n).min(4096))) }
+    let args = IndexBounds {
+        idx: In::at(idx),
+        n,
+        bound,
+        check,
+        info: Out::at(info.ptr()),
+    };
+    // SAFETY: idx holds n u32, info INFO_WORDS u64 (zeroed by the caller).
+    unsafe { args.launch(dev, &k, Kernel::IndexBounds, cfg1(grid_for(n).min(4096))) }
 }
 
 /// The largest of the `n > 0` indices at `idx`, and with `rows` the first
@@ -129,15 +136,33 @@ pub(crate) fn build(
     let n64 = n as u64;
     let info = alloc_u32(dev, 2 * INFO_WORDS as u64)?;
     dev.zero(&info)?;
-    // The rows the sort and the offsets run over.
+    let sort_rows = sort_rows(dev, idx, n64, rows, known_max, &info)?;
+    let plan = PlanMem::alloc(dev, n64, sort_rows)?;
+    let scratch = Scratch::alloc(dev, n64, sort_rows)?;
+    let sorted = radix_sort(dev, idx, n64, sort_rows, plan.positions, &scratch)?;
+    level_tables(dev, sorted, n64, sort_rows, &plan, &scratch, info.ptr())?;
+    finish(dev, idx, n, rows, known_max, &info, plan)
+}
+
+/// The rows the sort and the offsets run over: `known_max + 1`, else `rows`
+/// when few enough for the list (the range check then runs with the build),
+/// else the list's largest index + 1 after the range check (one readback).
+fn sort_rows(
+    dev: &Device,
+    idx: u64,
+    n64: u64,
+    rows: usize,
+    known_max: Option<u32>,
+    info: &DevMem,
+) -> BResult<u64> {
     let sort_rows = match known_max {
         Some(m) => u64::from(m) + 1,
         None => {
-            launch_bounds(dev, idx, n64, Some(rows), &info)?;
+            launch_bounds(dev, idx, n64, Some(rows), info)?;
             if (rows as u64) <= rows_direct_limit(n64) {
                 rows as u64
             } else {
-                let words = read_info(dev, &info)?;
+                let words = read_info(dev, info)?;
                 bad_index(dev, idx, &words, rows)?;
                 words[INFO_MAX] + 1
             }
@@ -151,53 +176,120 @@ pub(crate) fn build(
             bound: rows,
         });
     }
-    let k = dev.kernels()?;
-    let c0 = level0_bound(n64, sort_rows);
-    let plan_len = n64 + 3 * c0 + 1 + hi_len(n64);
-    let mem = alloc_u32(dev, plan_len)?;
-    let base = mem.ptr();
-    let positions = base;
-    let (start0, row0, slot0) = (
-        base + 4 * n64,
-        base + 4 * (n64 + c0 + 1),
-        base + 4 * (n64 + 2 * c0 + 1),
-    );
-    let hi = base + 4 * (n64 + 3 * c0 + 1);
+    Ok(sort_rows)
+}
 
-    // ---- scratch: one allocation, carved ----
+/// The plan's one allocation and the addresses of its parts: the positions
+/// (`n` u32), level 0's tables (`c0 + 1`, `c0`, `c0` u32) and the levels
+/// past 0 (`hi_len(n)` u32 at plan_layout's offsets).
+struct PlanMem {
+    mem: DevMem,
+    /// Level 0's chunk bound, `level0_bound(n, sort_rows)`.
+    c0: u64,
+    positions: u64,
+    start0: u64,
+    row0: u64,
+    slot0: u64,
+    hi: u64,
+}
+
+impl PlanMem {
+    fn alloc(dev: &Device, n64: u64, sort_rows: u64) -> Result<PlanMem> {
+        let c0 = level0_bound(n64, sort_rows);
+        let mem = alloc_u32(dev, n64 + 3 * c0 + 1 + hi_len(n64))?;
+        let base = mem.ptr();
+        Ok(PlanMem {
+            c0,
+            positions: base,
+            start0: base + 4 * n64,
+            row0: base + 4 * (n64 + c0 + 1),
+            slot0: base + 4 * (n64 + 2 * c0 + 1),
+            hi: base + 4 * (n64 + 3 * c0 + 1),
+            mem,
+        })
+    }
+}
+
+/// The build's scratch: one allocation, carved into the parts `Scratch::*`
+/// name.
+struct Scratch {
+    mem: DevMem,
+    at: Vec<u64>,
+}
+
+impl Scratch {
+    /// The radix sort's counts and their exclusive scan, `(1 << dbits) * tiles(n)` u32 each.
+    const COUNTS: usize = 0;
+    const OFFS: usize = 1;
+    /// The scan's tile sums.
+    const SUMS: usize = 2;
+    /// Keys and values, double-buffered.
+    const KEYS: [usize; 2] = [3, 4];
+    const VALS: [usize; 2] = [5, 6];
+    /// The row offsets, `sort_rows + 1` u32.
+    const OFF: usize = 7;
+    /// Level 0's scan: tile sums and the scan, triples.
+    const SUMS3: usize = 8;
+    const SCAN3: usize = 9;
+    /// The level lists, double-buffered (`3 * list_len(n)` u32 each).
+    const LIST_A: usize = 10;
+    const LIST_B: usize = 11;
+
+    fn alloc(dev: &Device, n64: u64, sort_rows: u64) -> Result<Scratch> {
+        let (_, dbits) = radix(sort_rows);
+        let ncounts = (1u64 << dbits) * tiles(n64);
+        let sizes = [
+            4 * ncounts,           // counts
+            4 * ncounts,           // offs
+            4 * tiles(ncounts),    // sums
+            4 * n64,               // keys[0]
+            4 * n64,               // keys[1]
+            4 * n64,               // vals[0]
+            4 * n64,               // vals[1]
+            4 * (sort_rows + 1),   // off
+            12 * tiles(sort_rows), // sums3
+            12 * sort_rows,        // scan3
+            12 * list_len(n64),    // list a
+            12 * list_len(n64),    // list b
+        ];
+        let (total, at) = carve(&sizes);
+        let mem = dev.alloc(usize::try_from(total).map_err(|_| Error::SizeOverflow {
+            what: "device plan scratch",
+            count: n64 as usize,
+            size: 4,
+        })?)?;
+        Ok(Scratch { mem, at })
+    }
+
+    /// The address of part `i`.
+    fn p(&self, i: usize) -> u64 {
+        self.mem.ptr() + self.at[i]
+    }
+}
+
+/// The stable radix sort of the `n` keys at `idx` (below `sort_rows`): the
+/// sorted positions land at `positions`; returns the address of the sorted
+/// keys.
+fn radix_sort(
+    dev: &Device,
+    idx: u64,
+    n64: u64,
+    sort_rows: u64,
+    positions: u64,
+    scratch: &Scratch,
+) -> Result<u64> {
+    let k = dev.kernels()?;
     let (passes, dbits) = radix(sort_rows);
     let ntiles = tiles(n64);
     let ncounts = (1u64 << dbits) * ntiles;
-    let t0 = tiles(sort_rows);
-    let sizes = [
-        4 * ncounts,         // counts
-        4 * ncounts,         // offs
-        4 * tiles(ncounts),  // sums
-        4 * n64,             // keys[0]
-        4 * n64,             // keys[1]
-        4 * n64,             // vals[0]
-        4 * n64,             // vals[1]
-        4 * (sort_rows + 1), // off
-        12 * t0,             // sums3
-        12 * sort_rows,      // scan3
-        12 * list_len(n64),  // list a
-        12 * list_len(n64),  // list b
-    ];
-    let (total, at) = carve(&sizes);
-    let scratch = dev.alloc(usize::try_from(total).map_err(|_| Error::SizeOverflow {
-        what: "device plan scratch",
-        count: n,
-        size: 4,
-    })?)?;
-    let p = |i: usize| scratch.ptr() + at[i];
-    let (counts, offs, sums) = (p(0), p(1), p(2));
-    let keys = [p(3), p(4)];
-    let vals = [p(5), p(6)];
-
-    // ---- the radix sort: sorted keys in `keys`, positions in the plan ----
-    let zero = 0u64;
+    let (counts, offs, sums) = (
+        scratch.p(Scratch::COUNTS),
+        scratch.p(Scratch::OFFS),
+        scratch.p(Scratch::SUMS),
+    );
+    let keys = Scratch::KEYS.map(|i| scratch.p(i));
+    let vals = Scratch::VALS.map(|i| scratch.p(i));
     for pass in 0..passes {
-        let shift = pass * dbits;
         let last = pass + 1 == passes;
         let kin = if pass == 0 {
             idx
@@ -205,7 +297,7 @@ pub(crate) fn build(
             keys[(pass as usize - 1) % 2]
         };
         let vin = if pass == 0 {
-            zero
+            0
         } else {
             vals[(pass as usize - 1) % 2]
         };
@@ -215,84 +307,126 @@ pub(crate) fn build(
         } else {
             vals[pass as usize % 2]
         };
-        let mut b = builder(dev, &k, Kernel::PlanHist);
-        b.arg(&kin)
-            .arg(&n64)
-            .arg(&shift)
-            .arg(&dbits)
-            .arg(&ntiles)
-            .arg(&counts);
-        // SAFETY: plan_hist(const u32* keys, u64 n, u32 shift, u32 dbits, u64 ntiles,
-        // u32* counts): keys holds n u32, counts (1 << dbits) * ntiles.
-        unsafe { b.launch(cfg1(tile_grid(ntiles))) }?;
+        let args = PlanHist {
+            keys: In::at(kin),
+            n: n64,
+            shift: pass * dbits,
+            dbits,
+            ntiles,
+            counts: Out::at(counts),
+        };
+        // SAFETY: keys holds n u32, counts (1 << dbits) * ntiles.
+        unsafe { args.launch(dev, &k, Kernel::PlanHist, cfg1(tile_grid(ntiles))) }?;
         scan_u32(dev, counts, ncounts, sums, offs)?;
-        let mut b = builder(dev, &k, Kernel::PlanRank);
-        b.arg(&kin)
-            .arg(&vin)
-            .arg(&n64)
-            .arg(&shift)
-            .arg(&dbits)
-            .arg(&ntiles)
-            .arg(&offs)
-            .arg(&kout)
-            .arg(&vout);
-        // SAFETY: plan_rank(const u32* keys, const u32* vals, u64 n, u32 shift, u32
-        // dbits, u64 ntiles, const u32* offs, u32* keys_out, u32* vals_out): keys, vals
-        // (or 0: the first pass) and both outputs hold n u32; offs is the exclusive
-        // scan of this pass's counts, so every item lands at a distinct place below n.
-        unsafe { b.launch(cfg1(tile_grid(ntiles))) }?;
+        let args = PlanRank {
+            keys: In::at(kin),
+            vals: In::at(vin),
+            n: n64,
+            shift: pass * dbits,
+            dbits,
+            ntiles,
+            offs: In::at(offs),
+            keys_out: Out::at(kout),
+            vals_out: Out::at(vout),
+        };
+        // SAFETY: keys, vals (or 0: the first pass) and both outputs hold n
+        // u32; offs is the exclusive scan of this pass's counts, so every
+        // item lands at a distinct place below n.
+        unsafe { args.launch(dev, &k, Kernel::PlanRank, cfg1(tile_grid(ntiles))) }?;
     }
-    let sorted = keys[(passes as usize - 1) % 2];
+    Ok(keys[(passes as usize - 1) % 2])
+}
 
-    // ---- offsets and level 0 ----
-    let offp = p(7);
-    let mut b = builder(dev, &k, Kernel::PlanOffsets);
-    b.arg(&sorted).arg(&n64).arg(&sort_rows).arg(&offp);
-    // SAFETY: plan_offsets(const u32* skeys, u64 n, u64 rows, u32* off): skeys holds n
-    // u32, off rows + 1.
-    unsafe { b.launch(cfg1(grid_for(sort_rows + 1))) }?;
-    let (s3, sc3, infop) = (p(8), p(9), info.ptr());
-    let mut b = builder(dev, &k, Kernel::Lvl0Sums);
-    b.arg(&offp).arg(&sort_rows).arg(&s3);
-    // SAFETY: lvl0_sums(const u32* off, u64 rows, U3* sums): off holds rows + 1 u32,
-    // sums tiles(rows) triples.
-    unsafe { b.launch(cfg1(tile_grid(t0))) }?;
-    let mut b = builder(dev, &k, Kernel::Lvl0Spine);
-    b.arg(&s3).arg(&t0).arg(&infop);
-    // SAFETY: lvl0_spine(U3* sums, u64 ntiles, u64* info): one block; sums holds
-    // ntiles triples, info INFO_WORDS words.
-    unsafe { b.launch(cfg1(1)) }?;
-    let mut b = builder(dev, &k, Kernel::Lvl0Apply);
-    b.arg(&offp).arg(&sort_rows).arg(&s3).arg(&sc3);
-    // SAFETY: lvl0_apply(const u32* off, u64 rows, const U3* sums, U3* out): out holds
-    // rows triples.
-    unsafe { b.launch(cfg1(tile_grid(t0))) }?;
-    let la = p(10);
-    let mut b = builder(dev, &k, Kernel::Lvl0Fill);
-    b.arg(&offp)
-        .arg(&sort_rows)
-        .arg(&sc3)
-        .arg(&infop)
-        .arg(&n64)
-        .arg(&start0)
-        .arg(&row0)
-        .arg(&slot0)
-        .arg(&la);
-    // SAFETY: lvl0_fill(const u32* off, u64 rows, const U3* scan, const u64* info, u64
-    // n, u32* cstart, u32* crow, u32* cslot, u32* list): the chunk count in info is at
-    // most level0_bound(n, rows) = c0 (plan_layout's tests), the tables hold c0 + 1,
-    // c0 and c0 u32, the list 3 * list_len(n).
-    unsafe { b.launch(cfg1(grid_for(c0))) }?;
-    let lb = p(11);
-    let mut b = builder(dev, &k, Kernel::PlanLevels);
-    b.arg(&la).arg(&lb).arg(&hi).arg(&n64).arg(&infop);
-    // SAFETY: plan_levels(u32* list_a, u32* list_b, u32* hi, u64 n, u64* info): one
-    // block; the lists hold 3 * list_len(n) u32, hi the hi_len(n) u32 of the levels
-    // past 0 at plan_layout's offsets (the same formula as plan.cu's hi_offset).
-    unsafe { b.launch(cfg1(1)) }?;
+/// The row offsets of the `n` sorted keys at `sorted`, level 0's chunk
+/// tables and the levels past it, their sizes written to the info block at
+/// `info`.
+fn level_tables(
+    dev: &Device,
+    sorted: u64,
+    n64: u64,
+    sort_rows: u64,
+    plan: &PlanMem,
+    scratch: &Scratch,
+    info: u64,
+) -> Result<()> {
+    let k = dev.kernels()?;
+    let t0 = tiles(sort_rows);
+    let off = scratch.p(Scratch::OFF);
+    let (s3, sc3) = (scratch.p(Scratch::SUMS3), scratch.p(Scratch::SCAN3));
+    let (la, lb) = (scratch.p(Scratch::LIST_A), scratch.p(Scratch::LIST_B));
+    let args = PlanOffsets {
+        skeys: In::at(sorted),
+        n: n64,
+        rows: sort_rows,
+        off: Out::at(off),
+    };
+    // SAFETY: skeys holds n u32, off rows + 1.
+    unsafe { args.launch(dev, &k, Kernel::PlanOffsets, cfg1(grid_for(sort_rows + 1))) }?;
+    let args = Lvl0Sums {
+        off: In::at(off),
+        rows: sort_rows,
+        sums: Out::at(s3),
+    };
+    // SAFETY: off holds rows + 1 u32, sums tiles(rows) triples.
+    unsafe { args.launch(dev, &k, Kernel::Lvl0Sums, cfg1(tile_grid(t0))) }?;
+    let args = Lvl0Spine {
+        sums: Out::at(s3),
+        ntiles: t0,
+        info: Out::at(info),
+    };
+    // SAFETY: one block; sums holds ntiles triples, info INFO_WORDS words.
+    unsafe { args.launch(dev, &k, Kernel::Lvl0Spine, cfg1(1)) }?;
+    let args = Lvl0Apply {
+        off: In::at(off),
+        rows: sort_rows,
+        sums: In::at(s3),
+        out: Out::at(sc3),
+    };
+    // SAFETY: off holds rows + 1 u32, sums tiles(rows) triples, out rows
+    // triples.
+    unsafe { args.launch(dev, &k, Kernel::Lvl0Apply, cfg1(tile_grid(t0))) }?;
+    let args = Lvl0Fill {
+        off: In::at(off),
+        rows: sort_rows,
+        scan: In::at(sc3),
+        info: In::at(info),
+        n: n64,
+        cstart: Out::at(plan.start0),
+        crow: Out::at(plan.row0),
+        cslot: Out::at(plan.slot0),
+        list: Out::at(la),
+    };
+    // SAFETY: the chunk count in info is at most level0_bound(n, rows) = c0
+    // (plan_layout's tests), the tables hold c0 + 1, c0 and c0 u32, the list
+    // 3 * list_len(n).
+    unsafe { args.launch(dev, &k, Kernel::Lvl0Fill, cfg1(grid_for(plan.c0))) }?;
+    let args = PlanLevels {
+        list_a: Out::at(la),
+        list_b: Out::at(lb),
+        hi: Out::at(plan.hi),
+        n: n64,
+        info: Out::at(info),
+    };
+    // SAFETY: one block; the lists hold 3 * list_len(n) u32, hi the
+    // hi_len(n) u32 of the levels past 0 at plan_layout's offsets (the same
+    // formula as plan.cu's hi_offset).
+    unsafe { args.launch(dev, &k, Kernel::PlanLevels, cfg1(1)) }?;
+    Ok(())
+}
 
-    // ---- one readback: the level sizes and the range check ----
-    let words = read_info(dev, &info)?;
+/// The one readback: the level sizes and the range check's verdict, and
+/// the plan over `plan`'s tables.
+fn finish(
+    dev: &Device,
+    idx: u64,
+    n: usize,
+    rows: usize,
+    known_max: Option<u32>,
+    info: &DevMem,
+    plan: PlanMem,
+) -> BResult<Built> {
+    let n64 = n as u64;
+    let words = read_info(dev, info)?;
     if known_max.is_none() {
         bad_index(dev, idx, &words, rows)?;
     }
@@ -306,11 +440,11 @@ pub(crate) fn build(
             ),
         }));
     }
-    let mut tables = vec![(start0, row0, slot0, words[INFO_CHUNKS])];
+    let mut tables = vec![(plan.start0, plan.row0, plan.slot0, words[INFO_CHUNKS])];
     let mut values = vec![n];
     for l in 1..levels as u32 {
         let vb = hi_vb(n64, l);
-        let s = hi + 4 * hi_offset(n64, l);
+        let s = plan.hi + 4 * hi_offset(n64, l);
         tables.push((
             s,
             s + 4 * (vb + 1),
@@ -321,7 +455,7 @@ pub(crate) fn build(
     }
     let max = known_max.unwrap_or(words[INFO_MAX] as u32);
     Ok(Built {
-        plan: DevicePlan::from_parts(mem, positions, idx, tables, values),
+        plan: DevicePlan::from_parts(plan.mem, plan.positions, idx, tables, values),
         max: Some(max),
     })
 }
@@ -332,18 +466,25 @@ pub(crate) fn build(
 pub(crate) fn scan_u32(dev: &Device, input: u64, n: u64, sums: u64, out: u64) -> Result<()> {
     let k = dev.kernels()?;
     let nt = tiles(n);
-    let mut b = builder(dev, &k, Kernel::ScanSumsU32);
-    b.arg(&input).arg(&n).arg(&sums);
-    // SAFETY: scan_sums_u32(const u32* in, u64 n, u32* sums): in holds n u32, sums
-    // tiles(n).
-    unsafe { b.launch(cfg1(tile_grid(nt))) }?;
-    let mut b = builder(dev, &k, Kernel::ScanSpineU32);
-    b.arg(&sums).arg(&nt);
-    // SAFETY: scan_spine_u32(u32* sums, u64 ntiles): one block over tiles(n) u32.
-    unsafe { b.launch(cfg1(1)) }?;
-    let mut b = builder(dev, &k, Kernel::ScanApplyU32);
-    b.arg(&input).arg(&n).arg(&sums).arg(&out);
-    // SAFETY: scan_apply_u32(const u32* in, u64 n, const u32* sums, u32* out): in and
-    // out hold n u32 (distinct allocations), sums tiles(n).
-    unsafe { b.launch(cfg1(tile_grid(nt))) }
+    let args = ScanSums {
+        r#in: In::at(input),
+        n,
+        sums: Out::at(sums),
+    };
+    // SAFETY: in holds n u32, sums tiles(n).
+    unsafe { args.launch(dev, &k, Kernel::ScanSumsU32, cfg1(tile_grid(nt))) }?;
+    let args = ScanSpine {
+        sums: Out::at(sums),
+        ntiles: nt,
+    };
+    // SAFETY: one block over tiles(n) u32.
+    unsafe { args.launch(dev, &k, Kernel::ScanSpineU32, cfg1(1)) }?;
+    let args = ScanApply {
+        r#in: In::at(input),
+        n,
+        sums: In::at(sums),
+        out: Out::at(out),
+    };
+    // SAFETY: in and out hold n u32 (distinct allocations), sums tiles(n).
+    unsafe { args.launch(dev, &k, Kernel::ScanApplyU32, cfg1(tile_grid(nt))) }
 }

@@ -8,12 +8,16 @@
 use rtx_backend::sample::{Csr, SampleSpec, Sampled, check_spec, sample_key};
 use rtx_backend::{Error as BError, Result as BResult, SampleOps};
 
+use super::args::{In, Out};
 use super::backend::CudaBackend;
 use super::buffer::DevMem;
 use super::context::Device;
 use super::entry::IndexEntry;
 use super::index_lists::{CudaIndex, copy_parts};
-use super::launch::{builder, cfg1, grid_for};
+use super::launch::{
+    GatherU32, PlanOffsets, RelabelApply, RelabelAssign, RelabelClaim, RelabelFlag, SampleCount,
+    SamplePick, cfg1, grid_for,
+};
 use super::plan_build::scan_u32;
 use crate::error::{Error, Result};
 use crate::plan_layout::tiles;
@@ -70,42 +74,48 @@ impl CudaBackend {
         }
         let dev = &self.dev;
         let k = dev.kernels()?;
-        let (m64, mp) = (m as u64, map);
-        let mut b = builder(dev, &k, Kernel::RelabelClaim);
-        b.arg(&cand).arg(&m64).arg(&mp);
-        // SAFETY: relabel_claim(const u32* cand, u64 m, u32* map): cand holds m ids,
-        // each below the map's node count (neighbours of a CSR built by csr_by_dst,
-        // or range-checked seeds).
-        unsafe { b.launch(cfg1(grid_for(m64))) }?;
+        let m64 = m as u64;
+        let args = RelabelClaim {
+            cand: In::at(cand),
+            m: m64,
+            map: Out::at(map),
+        };
+        // SAFETY: cand holds m ids, each below the map's node count
+        // (neighbours of a CSR built by csr_by_dst, or range-checked seeds).
+        unsafe { args.launch(dev, &k, Kernel::RelabelClaim, cfg1(grid_for(m64))) }?;
         let flags = alloc_u32(dev, m + 1)?;
-        let fp = flags.ptr();
-        let mut b = builder(dev, &k, Kernel::RelabelFlag);
-        b.arg(&cand).arg(&m64).arg(&mp).arg(&fp);
-        // SAFETY: relabel_flag(const u32* cand, u64 m, const u32* map, u32* flags):
-        // flags holds m + 1 u32.
-        unsafe { b.launch(cfg1(grid_for(m64 + 1))) }?;
-        let (pos, new) = scan_total(dev, fp, m, "reading a sample's node count back")?;
+        let args = RelabelFlag {
+            cand: In::at(cand),
+            m: m64,
+            map: In::at(map),
+            flags: Out::at(flags.ptr()),
+        };
+        // SAFETY: as above for cand and map; flags holds m + 1 u32.
+        unsafe { args.launch(dev, &k, Kernel::RelabelFlag, cfg1(grid_for(m64 + 1))) }?;
+        let (pos, new) = scan_total(dev, flags.ptr(), m, "reading a sample's node count back")?;
         let fresh = alloc_u32(dev, new)?;
-        let (pp, frp, base64) = (pos.ptr(), fresh.ptr(), base as u64);
-        let mut b = builder(dev, &k, Kernel::RelabelAssign);
-        b.arg(&cand)
-            .arg(&m64)
-            .arg(&fp)
-            .arg(&pp)
-            .arg(&base64)
-            .arg(&mp)
-            .arg(&frp);
-        // SAFETY: relabel_assign(const u32* cand, u64 m, const u32* flags, const u32*
-        // pos, u64 base, u32* map, u32* fresh): pos is the exclusive scan of the
-        // flags, so flagged positions write distinct slots below `new`, fresh's length.
-        unsafe { b.launch(cfg1(grid_for(m64))) }?;
+        let args = RelabelAssign {
+            cand: In::at(cand),
+            m: m64,
+            flags: In::at(flags.ptr()),
+            pos: In::at(pos.ptr()),
+            base: base as u64,
+            map: Out::at(map),
+            fresh: Out::at(fresh.ptr()),
+        };
+        // SAFETY: as above for cand and map; pos is the exclusive scan of the
+        // m flags, so flagged positions write distinct slots below `new`,
+        // fresh's length.
+        unsafe { args.launch(dev, &k, Kernel::RelabelAssign, cfg1(grid_for(m64))) }?;
         let local = alloc_u32(dev, m)?;
-        let lp = local.ptr();
-        let mut b = builder(dev, &k, Kernel::RelabelApply);
-        b.arg(&cand).arg(&m64).arg(&mp).arg(&lp);
-        // SAFETY: relabel_apply(const u32* cand, u64 m, const u32* map, u32* local):
-        // local holds m u32.
-        unsafe { b.launch(cfg1(grid_for(m64))) }?;
+        let args = RelabelApply {
+            cand: In::at(cand),
+            m: m64,
+            map: In::at(map),
+            local: Out::at(local.ptr()),
+        };
+        // SAFETY: as above for cand and map; local holds m u32.
+        unsafe { args.launch(dev, &k, Kernel::RelabelApply, cfg1(grid_for(m64))) }?;
         Ok(((local, m), (fresh, new)))
     }
 
@@ -150,35 +160,38 @@ impl CudaBackend {
         let n64 = n as u64;
         let counts = alloc_u32(dev, n + 1)?;
         let cp = counts.ptr();
-        let mut b = builder(dev, &k, Kernel::SampleCount);
-        b.arg(&off).arg(&front).arg(&n64).arg(&fanout).arg(&cp);
-        // SAFETY: sample_count(const u32* off, const u32* front, u64 n, u32 fanout, u32*
-        // counts): front holds n node ids below the CSR's dst_nodes, off dst_nodes + 1
-        // offsets, counts n + 1 u32.
-        unsafe { b.launch(cfg1(grid_for(n64 + 1))) }?;
+        let args = SampleCount {
+            off: In::at(off),
+            front: In::at(front),
+            n: n64,
+            fanout,
+            counts: Out::at(cp),
+        };
+        // SAFETY: front holds n node ids below the CSR's dst_nodes, off
+        // dst_nodes + 1 offsets, counts n + 1 u32.
+        unsafe { args.launch(dev, &k, Kernel::SampleCount, cfg1(grid_for(n64 + 1))) }?;
         let (eoff, m) = scan_total(dev, cp, n, "reading a hop's edge count back")?;
         if m == 0 {
             return Ok(None);
         }
         let (cand, dstl) = (alloc_u32(dev, m)?, alloc_u32(dev, m)?);
-        let (ep, cap, dp, lo64) = (eoff.ptr(), cand.ptr(), dstl.ptr(), lo as u64);
-        let mut b = builder(dev, &k, Kernel::SamplePick);
-        b.arg(&off)
-            .arg(&nbr)
-            .arg(&front)
-            .arg(&n64)
-            .arg(&lo64)
-            .arg(&fanout)
-            .arg(&key)
-            .arg(&ep)
-            .arg(&cap)
-            .arg(&dp);
-        // SAFETY: sample_pick(const u32* off, const u32* nbr, const u32* front, u64 n,
-        // u64 lo, u32 fanout, u64 key, const u32* eoff, u32* cand, u32* dstl): eoff is the
-        // exclusive scan of each node's min(degree, fanout), so node i writes slots
-        // eoff[i].. of its own, all below m, the length of cand and dstl; the CSR's
+        let args = SamplePick {
+            off: In::at(off),
+            nbr: In::at(nbr),
+            front: In::at(front),
+            n: n64,
+            lo: lo as u64,
+            fanout,
+            key,
+            eoff: In::at(eoff.ptr()),
+            cand: Out::at(cand.ptr()),
+            dstl: Out::at(dstl.ptr()),
+        };
+        // SAFETY: as above for off and front; eoff is the exclusive scan of
+        // each node's min(degree, fanout), so node i writes slots eoff[i].. of
+        // its own, all below m, the length of cand and dstl; the CSR's
         // offsets bound every neighbour read.
-        unsafe { b.launch(cfg1(grid_for(n64))) }?;
+        unsafe { args.launch(dev, &k, Kernel::SamplePick, cfg1(grid_for(n64))) }?;
         Ok(Some(((cand, m), (dstl, m))))
     }
 }
@@ -217,19 +230,26 @@ impl SampleOps for CudaBackend {
                 plan.positions,
             );
             let (kp, op, np) = (keys.ptr(), offsets.ptr(), nbrs.ptr());
-            for (from, to) in [(&dp, &kp), (&sp, &np)] {
-                let mut b = builder(dev, &k, Kernel::GatherU32);
-                b.arg(from).arg(&pos).arg(&n64).arg(to);
-                // SAFETY: gather_u32(const u32* src, const u32* idx, u64 n, u32* out): the
-                // plan's positions are a permutation of 0..n, both lists hold n u32 and so
-                // does the output.
-                unsafe { b.launch(cfg1(grid_for(n64))) }?;
+            for (from, to) in [(dp, kp), (sp, np)] {
+                let args = GatherU32 {
+                    src: In::at(from),
+                    idx: In::at(pos),
+                    n: n64,
+                    out: Out::at(to),
+                };
+                // SAFETY: the plan's positions are a permutation of 0..n, both
+                // lists hold n u32 and so does the output.
+                unsafe { args.launch(dev, &k, Kernel::GatherU32, cfg1(grid_for(n64))) }?;
             }
-            let mut b = builder(dev, &k, Kernel::PlanOffsets);
-            b.arg(&kp).arg(&n64).arg(&rows).arg(&op);
-            // SAFETY: plan_offsets(const u32* skeys, u64 n, u64 rows, u32* off): the keys
-            // are sorted (the destinations in plan order), off holds rows + 1 u32.
-            unsafe { b.launch(cfg1(grid_for(rows + 1))) }?;
+            let args = PlanOffsets {
+                skeys: In::at(kp),
+                n: n64,
+                rows,
+                off: Out::at(op),
+            };
+            // SAFETY: the keys are sorted (the destinations in plan order) and
+            // hold n u32, off holds rows + 1 u32.
+            unsafe { args.launch(dev, &k, Kernel::PlanOffsets, cfg1(grid_for(rows + 1))) }?;
         }
         let last = u32::try_from(n).map_err(|_| BError::TooManyIndices {
             len: n,

@@ -1,0 +1,135 @@
+//! The Rust types of kernel parameters (the table's vocabulary, `signature.rs`):
+//! device pointers typed by what they point to and whether the kernel writes
+//! through them, a float element passed by value, and the structs kernels
+//! take by value, each `#[repr(C)]` as its CUDA namesake. The typed
+//! launchers of `launch.rs` take them as named fields.
+
+use std::fmt;
+use std::marker::PhantomData;
+
+use cudarc::driver::{DeviceRepr, sys};
+use rtx_backend::Element;
+
+use crate::abi::{COL_SUM_LEVELS, MAX_RANK, SUM_BIAS_PARTS};
+use crate::permute_plan::{SpanParams, TileParams};
+
+/// A device address a kernel reads `E`s from (`const E*`), 0 where the
+/// kernel is told it has none.
+#[repr(transparent)]
+pub(crate) struct In<E>(u64, PhantomData<fn() -> E>);
+
+/// A device address a kernel writes `E`s to (`E*`), 0 where the kernel is
+/// told it has none.
+#[repr(transparent)]
+pub(crate) struct Out<E>(u64, PhantomData<fn() -> E>);
+
+macro_rules! pointer {
+    ($p:ident) => {
+        impl<E> $p<E> {
+            /// The pointer at the device address `addr`.
+            pub(crate) const fn at(addr: u64) -> Self {
+                Self(addr, PhantomData)
+            }
+        }
+
+        impl<E> Clone for $p<E> {
+            fn clone(&self) -> Self {
+                *self
+            }
+        }
+
+        impl<E> Copy for $p<E> {}
+
+        impl<E> fmt::Debug for $p<E> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "{}({:#x})", stringify!($p), self.0)
+            }
+        }
+
+        // SAFETY: #[repr(transparent)] over the u64 device address, which is
+        // what a pointer parameter (a CUdeviceptr) takes.
+        unsafe impl<E> DeviceRepr for $p<E> {}
+    };
+}
+pointer!(In);
+pointer!(Out);
+
+impl<E> In<E> {
+    /// The null pointer: "none" to a kernel that takes one (a scatter level
+    /// past 0 reads no positions).
+    pub(crate) const fn null() -> Self {
+        Self(0, PhantomData)
+    }
+}
+
+/// The word of a copy kernel (the table's `E`): raw element bytes of any
+/// type, moved 4, 8 or 16 at a time.
+pub(crate) enum Words {}
+
+/// kernels/plan.cu's `U3`: three `u32` counts of level 0's scan.
+pub(crate) enum U3 {}
+
+/// A float element passed by value (the table's `T` as a parameter).
+#[repr(transparent)]
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Elem<T>(pub T);
+
+// SAFETY: `Element` is sealed to f32 and f64, plain IEEE values whose bytes
+// are what a `float` / `double` parameter takes; the typed launchers check
+// that the kernel's element is `T`.
+unsafe impl<T: Element> DeviceRepr for Elem<T> {}
+
+/// `TensorMap` of kernels/permute.cu: a `CUtensorMap`, taken by value.
+#[repr(transparent)]
+pub(crate) struct TensorMap(pub sys::CUtensorMap);
+
+// SAFETY: the 128 bytes of a CUtensorMap, which the kernel takes by value.
+unsafe impl DeviceRepr for TensorMap {}
+
+/// `PermuteParams` of kernels/permute.cu: the N-D permute's output dims and
+/// input strides (in runs).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PermuteParams {
+    pub rank: u64,
+    pub out_dims: [u64; MAX_RANK],
+    pub in_strides: [u64; MAX_RANK],
+}
+
+// SAFETY: #[repr(C)] plain u64s, laid out exactly as the CUDA struct.
+unsafe impl DeviceRepr for PermuteParams {}
+
+/// `BiasParts` of kernels/model.cu, the parts of one `sum_bias_relu`
+/// launch: the first `k` of `x` and `b` are the parts' inputs and biases.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct BiasParts {
+    pub x: [u64; SUM_BIAS_PARTS],
+    pub b: [u64; SUM_BIAS_PARTS],
+    pub k: u64,
+}
+
+// SAFETY: #[repr(C)] plain u64s, laid out exactly as the CUDA struct.
+unsafe impl DeviceRepr for BiasParts {}
+
+/// `RrClimb` of kernels/dense.cu, the levels one column-sum launch climbs:
+/// `out[i]` holds `rows[i]` rows (the last level's one row is the sums), the
+/// counters of level `i`'s groups start at `counters + 4 * cnt[i]`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RrClimb {
+    pub out: [u64; COL_SUM_LEVELS],
+    pub rows: [u64; COL_SUM_LEVELS],
+    pub cnt: [u64; COL_SUM_LEVELS],
+    pub counters: u64,
+    pub levels: u64,
+}
+
+// SAFETY: #[repr(C)] plain u64s, laid out exactly as the CUDA struct.
+unsafe impl DeviceRepr for RrClimb {}
+
+// SAFETY: #[repr(C)] plain integers (FastDiv: four u32), laid out exactly as
+// the CUDA structs of kernels/permute.cu.
+unsafe impl DeviceRepr for SpanParams {}
+// SAFETY: as above.
+unsafe impl DeviceRepr for TileParams {}

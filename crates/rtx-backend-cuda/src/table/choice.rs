@@ -1,0 +1,432 @@
+//! The typed choices that pick a kernel of the table: the word of a copy
+//! kernel, the element and vector of a typed kernel, the tiles, the levels
+//! and forms of the scatter chain, and the pickers from them to a
+//! [`Kernel`]. No kernel name is assembled from strings.
+
+use rtx_backend::DType;
+
+use super::Kernel;
+
+/// The unsigned word a copy kernel moves (`u32`, `uint2`/`u64`, `uint4`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Word {
+    /// 4 bytes.
+    B4,
+    /// 8 bytes.
+    B8,
+    /// 16 bytes.
+    B16,
+}
+
+impl Word {
+    /// The widest word dividing `bytes` (4 when none of 16 and 8 does).
+    pub(crate) fn dividing(bytes: u64) -> Word {
+        if bytes.is_multiple_of(16) {
+            Word::B16
+        } else if bytes.is_multiple_of(8) {
+            Word::B8
+        } else {
+            Word::B4
+        }
+    }
+
+    /// The word of exactly `bytes` bytes, if there is one.
+    pub(crate) fn exact(bytes: u64) -> Option<Word> {
+        match bytes {
+            4 => Some(Word::B4),
+            8 => Some(Word::B8),
+            16 => Some(Word::B16),
+            _ => None,
+        }
+    }
+
+    /// Its size in bytes.
+    pub(crate) fn bytes(self) -> u64 {
+        match self {
+            Word::B4 => 4,
+            Word::B8 => 8,
+            Word::B16 => 16,
+        }
+    }
+}
+
+/// The element type of an element-typed kernel (`_f32` / `_f64`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Float {
+    /// `float`.
+    F32,
+    /// `double`.
+    F64,
+}
+
+impl Float {
+    /// The kernel type of `dtype`.
+    pub(crate) fn of(dtype: DType) -> Float {
+        match dtype {
+            DType::F32 => Float::F32,
+            DType::F64 => Float::F64,
+        }
+    }
+}
+
+/// The vector type a scatter-family kernel sums (`_f32x4` ... `_f64x1`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SumVec {
+    /// `float4`.
+    F32x4,
+    /// `float2`.
+    F32x2,
+    /// `float`.
+    F32x1,
+    /// `double2`.
+    F64x2,
+    /// `double`.
+    F64x1,
+}
+
+impl SumVec {
+    /// The widest vector of `dtype` dividing a row of `row_bytes` bytes whose
+    /// element count also divides `align` elements (a head's channel count
+    /// for gather_scale_scatter; the row's element count otherwise).
+    pub(crate) fn pick(dtype: DType, row_bytes: usize, align: usize) -> SumVec {
+        match dtype {
+            DType::F32 if row_bytes.is_multiple_of(16) && align.is_multiple_of(4) => SumVec::F32x4,
+            DType::F32 if row_bytes.is_multiple_of(8) && align.is_multiple_of(2) => SumVec::F32x2,
+            DType::F32 => SumVec::F32x1,
+            DType::F64 if row_bytes.is_multiple_of(16) && align.is_multiple_of(2) => SumVec::F64x2,
+            DType::F64 => SumVec::F64x1,
+        }
+    }
+
+    /// Its size in bytes.
+    pub(crate) fn bytes(self) -> usize {
+        match self {
+            SumVec::F32x4 | SumVec::F64x2 => 16,
+            SumVec::F32x2 | SumVec::F64x1 => 8,
+            SumVec::F32x1 => 4,
+        }
+    }
+}
+
+/// A level of the scatter chain: level 0 reads values through the plan's
+/// positions, higher levels read the previous level's scratch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Level {
+    /// `scatter0*`.
+    Zero,
+    /// `scatterN*`.
+    Higher,
+}
+
+/// How a scatter kernel sums a chunk (the same additions in the same order).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ChunkSum {
+    /// Loads in batches of 8 before their adds: the throughput form.
+    Batched,
+    /// Software-pipelined (`p` kernels): the latency form.
+    Pipelined,
+}
+
+/// A fused level-0 kernel of a segment sum, computing its values on the fly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Fused0 {
+    /// `sum0`: the stored value of the entry (the model's segment sums; a
+    /// hub row's chunks are loaded by the whole block, see segment.cu).
+    Read,
+    /// `smb0`: `alpha * grad` of the segment softmax's backward.
+    SoftmaxBwd,
+    /// `gss0`: `x[gather[e]] * w[e, head]` of gather_scale_scatter.
+    GatherScale,
+}
+
+/// The output tile of one block of dense.cu's matmul (`matmul{TM}x{TN}_*`):
+/// `tm x tn` outputs, a 4x4 register tile for each of `tm * tn / 16` threads.
+/// Which tile computes an output never changes the order of its additions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum MatmulTile {
+    /// 64 x 64, 256 threads.
+    T64x64,
+    /// 32 x 64, 128 threads: products of at most 32 rows.
+    T32x64,
+    /// 64 x 32, 128 threads: products of at most 32 columns.
+    T64x32,
+    /// 32 x 32, 64 threads: products of at most 32 rows and columns.
+    T32x32,
+}
+
+impl MatmulTile {
+    /// Output rows of the tile.
+    pub(crate) fn tm(self) -> u32 {
+        match self {
+            MatmulTile::T64x64 | MatmulTile::T64x32 => 64,
+            MatmulTile::T32x64 | MatmulTile::T32x32 => 32,
+        }
+    }
+
+    /// Output columns of the tile.
+    pub(crate) fn tn(self) -> u32 {
+        match self {
+            MatmulTile::T64x64 | MatmulTile::T32x64 => 64,
+            MatmulTile::T64x32 | MatmulTile::T32x32 => 32,
+        }
+    }
+
+    /// Threads per block.
+    pub(crate) fn threads(self) -> u32 {
+        self.tm() * self.tn() / 16
+    }
+}
+
+/// An element-typed kernel family of the model's kernels (model.cu, dense.cu, segment.cu).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Typed {
+    /// `unary_*`.
+    Unary,
+    /// `unary_bwd_*`.
+    UnaryBwd,
+    /// `binary_*`.
+    Binary,
+    /// `axpy_*`.
+    Axpy,
+    /// `sum_bias_relu_*`.
+    SumBiasRelu,
+    /// `gather_add_*`.
+    GatherAdd,
+    /// `head_scale_*`.
+    HeadScale,
+    /// `head_dot_*`.
+    HeadDot,
+    /// `gather_head_dot_*`.
+    GatherHeadDot,
+    /// `reduce_rows_*`.
+    ReduceRows,
+    /// `head_scale_rows_*`.
+    HeadScaleRows,
+    /// `matmul_dot_*`: products of few columns, a thread per output.
+    MatmulDot,
+    /// `segmax0_*`: level 0 of a segment max.
+    Segmax0,
+    /// `segmax_*`: the levels past 0 of a segment max.
+    Segmax,
+    /// `softmax_exp_*`.
+    SoftmaxExp,
+    /// `softmax_div_*`.
+    SoftmaxDiv,
+    /// `softmax_bwd_*`.
+    SoftmaxBwd,
+}
+
+/// The span transpose kernels (`transpose_{planes,rows,cols}_b*`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SpanKind {
+    /// Whole planes of a batch of small matrices.
+    Planes,
+    /// Whole rows of a matrix with few columns.
+    Rows,
+    /// Whole columns of a matrix with few rows.
+    Cols,
+}
+
+/// The shared-memory tile of the 2-D transpose kernel, `(rows, cols)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Tile {
+    /// 32 x 32 (every element size; the only one for 16-byte elements).
+    T32x32,
+    /// 64 x 64: large matrices.
+    T64x64,
+    /// 128 x 32: few columns.
+    T128x32,
+    /// 32 x 128: few rows.
+    T32x128,
+}
+
+impl Tile {
+    /// `(rows, cols)` of the tile.
+    pub(crate) fn dims(self) -> (u64, u64) {
+        match self {
+            Tile::T32x32 => (32, 32),
+            Tile::T64x64 => (64, 64),
+            Tile::T128x32 => (128, 32),
+            Tile::T32x128 => (32, 128),
+        }
+    }
+
+    /// The tile for a matrix of `rows x cols` elements of `elem` (always
+    /// 32x32 when `force_32` or for 16-byte elements).
+    pub(crate) fn pick(rows: u64, cols: u64, elem: Word, force_32: bool) -> Tile {
+        if force_32 || elem == Word::B16 {
+            Tile::T32x32
+        } else if cols <= 48 && rows > 48 {
+            Tile::T128x32
+        } else if rows <= 48 && cols > 48 {
+            Tile::T32x128
+        } else {
+            Tile::T64x64
+        }
+    }
+}
+
+impl Kernel {
+    /// `gather_b*`.
+    pub(crate) fn gather(w: Word) -> Kernel {
+        match w {
+            Word::B16 => Kernel::GatherB16,
+            Word::B8 => Kernel::GatherB8,
+            Word::B4 => Kernel::GatherB4,
+        }
+    }
+
+    /// `transpose_runs_b*`.
+    pub(crate) fn transpose_runs(w: Word) -> Kernel {
+        match w {
+            Word::B16 => Kernel::TransposeRunsB16,
+            Word::B8 => Kernel::TransposeRunsB8,
+            Word::B4 => Kernel::TransposeRunsB4,
+        }
+    }
+
+    /// `transpose_{planes,rows,cols}_b*` (4- and 8-byte elements; the
+    /// choice never gives 16-byte ones a span kernel).
+    pub(crate) fn transpose_span(kind: SpanKind, w: Word) -> Kernel {
+        match (kind, w) {
+            (SpanKind::Planes, Word::B4) => Kernel::TransposePlanesB4,
+            (SpanKind::Planes, _) => Kernel::TransposePlanesB8,
+            (SpanKind::Rows, Word::B4) => Kernel::TransposeRowsB4,
+            (SpanKind::Rows, _) => Kernel::TransposeRowsB8,
+            (SpanKind::Cols, Word::B4) => Kernel::TransposeColsB4,
+            (SpanKind::Cols, _) => Kernel::TransposeColsB8,
+        }
+    }
+
+    /// `permute_b*`.
+    pub(crate) fn permute(w: Word) -> Kernel {
+        match w {
+            Word::B16 => Kernel::PermuteB16,
+            Word::B8 => Kernel::PermuteB8,
+            Word::B4 => Kernel::PermuteB4,
+        }
+    }
+
+    /// The tiled transpose of `elem` elements with `tile` (16-byte elements
+    /// have the 32x32 tile only: [`Tile::pick`] never gives them another).
+    pub(crate) fn transpose(elem: Word, tile: Tile) -> Kernel {
+        match (elem, tile) {
+            (Word::B16, _) => Kernel::Transpose32x32B16,
+            (Word::B8, Tile::T32x32) => Kernel::Transpose32x32B8,
+            (Word::B8, Tile::T64x64) => Kernel::Transpose64x64B8,
+            (Word::B8, Tile::T128x32) => Kernel::Transpose128x32B8,
+            (Word::B8, Tile::T32x128) => Kernel::Transpose32x128B8,
+            (Word::B4, Tile::T32x32) => Kernel::Transpose32x32B4,
+            (Word::B4, Tile::T64x64) => Kernel::Transpose64x64B4,
+            (Word::B4, Tile::T128x32) => Kernel::Transpose128x32B4,
+            (Word::B4, Tile::T32x128) => Kernel::Transpose32x128B4,
+        }
+    }
+
+    /// `scatter{0,N}{,p}_*`.
+    pub(crate) fn scatter(level: Level, form: ChunkSum, v: SumVec) -> Kernel {
+        use ChunkSum::{Batched, Pipelined};
+        use Level::{Higher, Zero};
+        match (level, form, v) {
+            (Zero, Batched, SumVec::F32x4) => Kernel::Scatter0F32x4,
+            (Zero, Batched, SumVec::F32x2) => Kernel::Scatter0F32x2,
+            (Zero, Batched, SumVec::F32x1) => Kernel::Scatter0F32x1,
+            (Zero, Batched, SumVec::F64x2) => Kernel::Scatter0F64x2,
+            (Zero, Batched, SumVec::F64x1) => Kernel::Scatter0F64x1,
+            (Zero, Pipelined, SumVec::F32x4) => Kernel::Scatter0pF32x4,
+            (Zero, Pipelined, SumVec::F32x2) => Kernel::Scatter0pF32x2,
+            (Zero, Pipelined, SumVec::F32x1) => Kernel::Scatter0pF32x1,
+            (Zero, Pipelined, SumVec::F64x2) => Kernel::Scatter0pF64x2,
+            (Zero, Pipelined, SumVec::F64x1) => Kernel::Scatter0pF64x1,
+            (Higher, Batched, SumVec::F32x4) => Kernel::ScatterNF32x4,
+            (Higher, Batched, SumVec::F32x2) => Kernel::ScatterNF32x2,
+            (Higher, Batched, SumVec::F32x1) => Kernel::ScatterNF32x1,
+            (Higher, Batched, SumVec::F64x2) => Kernel::ScatterNF64x2,
+            (Higher, Batched, SumVec::F64x1) => Kernel::ScatterNF64x1,
+            (Higher, Pipelined, SumVec::F32x4) => Kernel::ScatterNpF32x4,
+            (Higher, Pipelined, SumVec::F32x2) => Kernel::ScatterNpF32x2,
+            (Higher, Pipelined, SumVec::F32x1) => Kernel::ScatterNpF32x1,
+            (Higher, Pipelined, SumVec::F64x2) => Kernel::ScatterNpF64x2,
+            (Higher, Pipelined, SumVec::F64x1) => Kernel::ScatterNpF64x1,
+        }
+    }
+
+    /// `{sum0,smb0,gss0}_*`.
+    pub(crate) fn fused0(op: Fused0, v: SumVec) -> Kernel {
+        use Fused0::{GatherScale, Read, SoftmaxBwd};
+        match (op, v) {
+            (Read, SumVec::F32x4) => Kernel::Sum0F32x4,
+            (Read, SumVec::F32x2) => Kernel::Sum0F32x2,
+            (Read, SumVec::F32x1) => Kernel::Sum0F32x1,
+            (Read, SumVec::F64x2) => Kernel::Sum0F64x2,
+            (Read, SumVec::F64x1) => Kernel::Sum0F64x1,
+            (SoftmaxBwd, SumVec::F32x4) => Kernel::Smb0F32x4,
+            (SoftmaxBwd, SumVec::F32x2) => Kernel::Smb0F32x2,
+            (SoftmaxBwd, SumVec::F32x1) => Kernel::Smb0F32x1,
+            (SoftmaxBwd, SumVec::F64x2) => Kernel::Smb0F64x2,
+            (SoftmaxBwd, SumVec::F64x1) => Kernel::Smb0F64x1,
+            (GatherScale, SumVec::F32x4) => Kernel::Gss0F32x4,
+            (GatherScale, SumVec::F32x2) => Kernel::Gss0F32x2,
+            (GatherScale, SumVec::F32x1) => Kernel::Gss0F32x1,
+            (GatherScale, SumVec::F64x2) => Kernel::Gss0F64x2,
+            (GatherScale, SumVec::F64x1) => Kernel::Gss0F64x1,
+        }
+    }
+
+    /// The matmul kernel of `tile` for `t`.
+    pub(crate) fn matmul(t: Float, tile: MatmulTile) -> Kernel {
+        use Float::{F32, F64};
+        use MatmulTile::{T32x32, T32x64, T64x32, T64x64};
+        match (t, tile) {
+            (F32, T64x64) => Kernel::Matmul64x64F32,
+            (F32, T32x64) => Kernel::Matmul32x64F32,
+            (F32, T64x32) => Kernel::Matmul64x32F32,
+            (F32, T32x32) => Kernel::Matmul32x32F32,
+            (F64, T64x64) => Kernel::Matmul64x64F64,
+            (F64, T32x64) => Kernel::Matmul32x64F64,
+            (F64, T64x32) => Kernel::Matmul64x32F64,
+            (F64, T32x32) => Kernel::Matmul32x32F64,
+        }
+    }
+
+    /// The element-typed kernel `family` for `t`.
+    pub(crate) fn typed(family: Typed, t: Float) -> Kernel {
+        use Float::{F32, F64};
+        match (family, t) {
+            (Typed::Unary, F32) => Kernel::UnaryF32,
+            (Typed::Unary, F64) => Kernel::UnaryF64,
+            (Typed::UnaryBwd, F32) => Kernel::UnaryBwdF32,
+            (Typed::UnaryBwd, F64) => Kernel::UnaryBwdF64,
+            (Typed::Binary, F32) => Kernel::BinaryF32,
+            (Typed::Binary, F64) => Kernel::BinaryF64,
+            (Typed::Axpy, F32) => Kernel::AxpyF32,
+            (Typed::Axpy, F64) => Kernel::AxpyF64,
+            (Typed::GatherAdd, F32) => Kernel::GatherAddF32,
+            (Typed::GatherAdd, F64) => Kernel::GatherAddF64,
+            (Typed::SumBiasRelu, F32) => Kernel::SumBiasReluF32,
+            (Typed::SumBiasRelu, F64) => Kernel::SumBiasReluF64,
+            (Typed::HeadScale, F32) => Kernel::HeadScaleF32,
+            (Typed::HeadScale, F64) => Kernel::HeadScaleF64,
+            (Typed::HeadDot, F32) => Kernel::HeadDotF32,
+            (Typed::HeadDot, F64) => Kernel::HeadDotF64,
+            (Typed::GatherHeadDot, F32) => Kernel::GatherHeadDotF32,
+            (Typed::GatherHeadDot, F64) => Kernel::GatherHeadDotF64,
+            (Typed::ReduceRows, F32) => Kernel::ReduceRowsF32,
+            (Typed::ReduceRows, F64) => Kernel::ReduceRowsF64,
+            (Typed::HeadScaleRows, F32) => Kernel::HeadScaleRowsF32,
+            (Typed::HeadScaleRows, F64) => Kernel::HeadScaleRowsF64,
+            (Typed::MatmulDot, F32) => Kernel::MatmulDotF32,
+            (Typed::MatmulDot, F64) => Kernel::MatmulDotF64,
+            (Typed::Segmax0, F32) => Kernel::Segmax0F32,
+            (Typed::Segmax0, F64) => Kernel::Segmax0F64,
+            (Typed::Segmax, F32) => Kernel::SegmaxF32,
+            (Typed::Segmax, F64) => Kernel::SegmaxF64,
+            (Typed::SoftmaxExp, F32) => Kernel::SoftmaxExpF32,
+            (Typed::SoftmaxExp, F64) => Kernel::SoftmaxExpF64,
+            (Typed::SoftmaxDiv, F32) => Kernel::SoftmaxDivF32,
+            (Typed::SoftmaxDiv, F64) => Kernel::SoftmaxDivF64,
+            (Typed::SoftmaxBwd, F32) => Kernel::SoftmaxBwdF32,
+            (Typed::SoftmaxBwd, F64) => Kernel::SoftmaxBwdF64,
+        }
+    }
+}
