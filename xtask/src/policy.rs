@@ -249,7 +249,7 @@ impl Policy {
     }
 }
 
-// ---- validation beyond the schema (issue 13 item 7) ------------------------------------------
+// ---- validation beyond the schema: a policy mistake is exit 2, never a silent pass ------------------------------------------
 // Each returns the byte offset to point at and the message.
 
 /// A policy with no table or key at all says nothing: surely a mistake

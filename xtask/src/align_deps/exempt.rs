@@ -1,5 +1,5 @@
-//! The policy's `[[exempt]]` entries in a run of `align-deps` (issue 14,
-//! item 3). Each entry sets something aside before planning (a package's
+//! The policy's `[[exempt]]` entries in a run of `align-deps`.
+//! Each entry sets something aside before planning (a package's
 //! manifest and sources, one manifest's declarations of a dependency, one
 //! Rust source file); this module judges them afterwards: an exemption that
 //! covers at least one finding of the plan made without exemptions is shown,

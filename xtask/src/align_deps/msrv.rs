@@ -1,4 +1,4 @@
-//! The toolchain floor (issue 14, item 3): what a fix run writes can need a
+//! The toolchain floor: what a fix run writes can need a
 //! newer Rust than the workspace says it supports. `workspace = true` and
 //! `[workspace.dependencies]` need Cargo 1.64; thiserror 2 declares its own
 //! `rust-version` ([`THISERROR2_RUST`]). A crate whose `rust-version` (its

@@ -1,4 +1,4 @@
-//! The source side of `align-deps` (issue 4): when the policy moves
+//! The source side of `align-deps`: when the policy moves
 //! `thiserror` to major 2 or later, the code thiserror 2 rejects is found and
 //! fixed in the same run, in the same all-or-nothing [`AlignmentPlan`] as the manifest
 //! edits.

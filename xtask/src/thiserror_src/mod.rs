@@ -1,4 +1,4 @@
-//! The source side of the thiserror 1 -> 2 upgrade (issue 4): finds, in a
+//! The source side of the thiserror 1 -> 2 upgrade: finds, in a
 //! crate's Rust sources, the code that thiserror 2.0 rejects or reads
 //! differently, and computes the fixes. Pure: it reads files, never writes;
 //! `cargo xtask align-deps` folds the result into its all-or-nothing plan.
@@ -71,7 +71,9 @@ pub use krate::{
     analyze_crate_with, crate_source_files, has_direct_thiserror, thiserror_dependencies,
 };
 
-/// A thiserror 2 source rule (numbered as in issue 4).
+/// A thiserror 2 source rule. Comments and docs number them 1 to 4 in
+/// declaration order ("rule 4" is [`Rule::MissingDirectDependency`]); its
+/// [`Rule::code`] is what reports show.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Rule {
