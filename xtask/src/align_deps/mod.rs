@@ -63,7 +63,7 @@
 //! warning. A converting declaration that would gain `features` from an
 //! existing workspace entry is reported (`features`, not fixable).
 
-pub(crate) mod exempt;
+pub(crate) mod exemption_use;
 pub(crate) mod lockfile;
 pub(crate) mod manifest;
 pub(crate) mod msrv;
@@ -139,7 +139,7 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
         cache.as_ref().map_or(0, |c| c.len())
     ));
     let root: PathBuf = meta.workspace_root.clone().into_std_path_buf();
-    let loaded_policy = crate::workspace::load_policy(args.target.policy.as_deref(), &root)?;
+    let loaded_policy = crate::policy::load_policy(args.target.policy.as_deref(), &root)?;
     let (mut loaded, member_names) = load_manifests(&meta, &root)?;
     check_rules_match(&loaded, &loaded_policy)?;
     let policy = &loaded_policy.policy;
@@ -179,7 +179,7 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
         None
     };
     // exempt packages: their manifests and sources are left out of the plan
-    let exempt_packages = exempt::packages(&policy.exemptions);
+    let exempt_packages = exemption_use::packages(&policy.exemptions);
     let exempt_manifests: BTreeSet<PathBuf> = meta
         .workspace_packages()
         .iter()
@@ -195,7 +195,7 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
         .filter(|a| !exempt_packages.contains(a.package.as_str()))
         .collect();
     let (mut plan, mut info) = plan_once(&mut loaded, analyses, policy, &root)?;
-    let judged = exempt::judge(
+    let judged = exemption_use::judge(
         &loaded_policy,
         &root,
         full.as_deref().unwrap_or(&plan.findings),
@@ -287,9 +287,9 @@ fn exempt_view(
     meta: &cargo_metadata::Metadata,
     analyses: &[thiserror_src::CrateAnalysis],
     root: &Path,
-) -> exempt::Members {
+) -> exemption_use::Members {
     let rel = |p: &Path| crate::fsutil::rel(root, p);
-    let mut m = exempt::Members::default();
+    let mut m = exemption_use::Members::default();
     for p in meta.workspace_packages() {
         m.manifests
             .insert(p.name.to_string(), rel(p.manifest_path.as_std_path()));
@@ -525,7 +525,7 @@ fn report_fix(
 /// information lines for those that could not be told
 /// ([`satisfiable::check`]).
 fn requirement_findings(
-    lp: &crate::workspace::LoadedPolicy,
+    lp: &crate::policy::LoadedPolicy,
     root: &Path,
 ) -> (Vec<plan::Finding>, Vec<String>) {
     let (mut findings, mut info) = (Vec::new(), Vec::new());
@@ -569,7 +569,7 @@ fn requirement_findings(
 /// for a name no manifest declares (`[dependencies.thiserorr]`) is a typo or
 /// a stale rule, and a policy without rules enforces nothing; both are exit 2
 /// at the policy's line and column, before anything is planned or written.
-fn check_rules_match(loaded: &Loaded, lp: &crate::workspace::LoadedPolicy) -> anyhow::Result<()> {
+fn check_rules_match(loaded: &Loaded, lp: &crate::policy::LoadedPolicy) -> anyhow::Result<()> {
     if lp.policy.dependencies.is_empty() {
         anyhow::bail!(
             "{}:1:1: the policy has no [dependencies.<name>] rule: align-deps has nothing to enforce; nothing written",

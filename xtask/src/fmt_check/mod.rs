@@ -84,7 +84,7 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
     let root = metadata.workspace_root.as_std_path();
     let mut notes = Vec::new();
     let (policy, note) =
-        crate::workspace::load_policy_or_default(args.target.policy.as_deref(), root)?;
+        crate::policy::load_policy_or_default(args.target.policy.as_deref(), root)?;
     notes.extend(note);
     let policy = policy.policy;
     let mut plan = files::plan(&metadata, &policy.fmt.exclude)?;

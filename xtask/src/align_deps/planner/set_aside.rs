@@ -1,7 +1,7 @@
 //! Declarations the plan leaves alone: the one a declaration exemption of
 //! the policy names (`[[exempt]]` with `manifest` and `dependency`, the
 //! declaration's key: `thiserror`, or `thiserror_sgx` for `thiserror_sgx = {
-//! package = "thiserror", .. }`; judged in `align_deps::exempt`), and those inside a
+//! package = "thiserror", .. }`; judged in `align_deps::exemption_use`), and those inside a
 //! section that cargo-hakari manages.
 //!
 //! cargo-hakari writes a `workspace-hack` crate's dependencies between

@@ -11,9 +11,9 @@ use std::path::Path;
 
 use super::plan::Finding;
 use crate::diag::{Diagnostic, Level};
+use crate::policy::LoadedPolicy;
 use crate::policy::{ExemptKind, Exemption};
 use crate::text::plural;
-use crate::workspace::LoadedPolicy;
 
 /// What the run knows about the members, for judging exemptions.
 #[derive(Debug, Default)]
