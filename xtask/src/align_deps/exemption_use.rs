@@ -10,6 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use super::plan::Finding;
+use super::rule::Rule;
 use crate::diag::{Diagnostic, Level};
 use crate::policy::LoadedPolicy;
 use crate::policy::{ExemptKind, Exemption};
@@ -174,7 +175,7 @@ pub fn judge(lp: &LoadedPolicy, root: &Path, full: &[Finding], m: &Members) -> J
                     file: policy_rel.clone(),
                     line,
                     column,
-                    rule: "stale-exemption".into(),
+                    rule: Rule::StaleExemption.into(),
                     dependency,
                     key: None,
                     table: None,

@@ -70,6 +70,7 @@ pub(crate) mod msrv;
 pub(crate) mod patches;
 pub mod plan;
 pub(crate) mod planner;
+pub mod rule;
 pub(crate) mod satisfiable;
 pub mod sources;
 
@@ -545,7 +546,7 @@ fn requirement_findings(
                     file: policy_rel.clone(),
                     line,
                     column,
-                    rule: "unsatisfiable".into(),
+                    rule: rule::Rule::Unsatisfiable.into(),
                     dependency: name.clone(),
                     key: None,
                     table: None,

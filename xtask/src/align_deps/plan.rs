@@ -3,6 +3,7 @@
 
 use serde::Serialize;
 
+use super::rule::Code;
 use crate::diag::{Diagnostic, Level};
 pub use crate::edit::{FileEdit, Splice, apply_splices};
 
@@ -19,13 +20,9 @@ pub struct Finding {
     pub line: usize,
     /// 1-based column.
     pub column: usize,
-    /// Which rule: `inherit`, `version`, `default-features`,
-    /// `workspace-entry`, `source`, `features`, `conflict` (manifests);
-    /// `thiserror2-raw-ident-in-format`, `thiserror2-shadowed-field-bound`,
-    /// `thiserror2-positional-with-numbered`,
-    /// `thiserror2-missing-direct-dependency` (Rust sources, see
-    /// [`crate::thiserror_src::Rule`]).
-    pub rule: String,
+    /// Which rule ([`Code`]: a manifest rule or a source rule), shown by
+    /// its code.
+    pub rule: Code,
     /// The dependency (package name on crates.io) the finding is about.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub dependency: String,
@@ -174,7 +171,7 @@ mod tests {
             file: "crates/a/Cargo.toml".into(),
             line: 7,
             column: 13,
-            rule: "inherit".into(),
+            rule: crate::align_deps::rule::Rule::Inherit.into(),
             dependency: "thiserror".into(),
             key: Some("thiserror".into()),
             table: Some("dependencies".into()),

@@ -362,7 +362,7 @@ pub fn plan(
                 file: crate::fsutil::rel(root, &sf.path),
                 line: sf.line,
                 column: sf.column,
-                rule: sf.rule.code().to_string(),
+                rule: sf.rule.into(),
                 dependency: THISERROR.to_string(),
                 key: None,
                 table: None,
@@ -441,7 +441,7 @@ fn plan_missing(
 ) -> anyhow::Result<()> {
     let Some(missing) = missing else {
         anyhow::bail!(
-            "{}: internal error: a rule 4 finding without its missing dependency; nothing written",
+            "{}: internal error: a thiserror2-missing-direct-dependency finding without its missing dependency; nothing written",
             finding.file
         );
     };

@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::manifest::{Decl, DepTable, Form, Manifest, Op};
 use super::plan::{AlignmentPlan, Finding, Splice};
+use super::rule::Rule;
 use crate::edit::try_apply_splices;
 use crate::policy::{DependencyRule, Policy};
 use crate::text::one_line;
@@ -192,7 +193,7 @@ impl Ctx<'_, '_> {
         format!("{quote}{}{quote}", self.rule.version)
     }
 
-    fn unfixable(&self, u: &Use<'_>, rule: &str, wanted: &str, message: &str) -> Finding {
+    fn unfixable(&self, u: &Use<'_>, rule: Rule, wanted: &str, message: &str) -> Finding {
         let at = u.decl.key_offset();
         let (line, column) = u.m.line_col(at);
         let found = one_line(&u.m.text()[u.m.line_start(at)..u.m.line_end(at)], "; ");
@@ -220,14 +221,13 @@ impl Ctx<'_, '_> {
         table: &str,
         key: &str,
         splices: Vec<Splice>,
-        rule: &str,
+        rule: Rule,
         message: String,
     ) -> anyhow::Result<()> {
         if splices.is_empty() {
             return Ok(());
         }
-        let mut f = describe(m, &splices);
-        f.rule = rule.into();
+        let mut f = describe(m, &splices, rule);
         f.dependency = self.name.into();
         f.key = Some(key.to_string());
         f.table = Some(table.into());
@@ -257,7 +257,7 @@ impl<'a> Ctx<'_, 'a> {
                 };
                 let f = self.unfixable(
                     &u,
-                    "source",
+                    Rule::Source,
                     &format!("version \"{}\" from crates.io", rule.version),
                     &format!(
                         "[{}] {key}{renamed} is a `{src}` dependency; align-deps does not touch git, path or registry sources: \
@@ -305,7 +305,7 @@ impl<'a> Ctx<'_, 'a> {
             "[{}] {}: the policy requires \"{}\"{why}",
             u.table, self.name, self.rule.version
         );
-        self.record(u.m, u.table, u.decl.key.get(), splices, "version", msg)
+        self.record(u.m, u.table, u.decl.key.get(), splices, Rule::Version, msg)
     }
 
     /// Plans one `[workspace.dependencies]` key: converts `converting` to
@@ -364,7 +364,7 @@ impl<'a> Ctx<'_, 'a> {
         if existing.is_none() && (adds || !converting.is_empty()) && !can_add_ws_entry(self.root) {
             let msg = "[workspace.dependencies] is not written as a standard `[workspace.dependencies]` table, so align-deps cannot add the entry members would inherit; add it by hand, then run align-deps again";
             for u in converting {
-                let f = self.unfixable(&u, "workspace-entry", "workspace = true", msg);
+                let f = self.unfixable(&u, Rule::WorkspaceEntry, "workspace = true", msg);
                 self.plan.push_finding(f);
             }
             return Err(NewUser::Blocked(msg.into()));
@@ -372,14 +372,14 @@ impl<'a> Ctx<'_, 'a> {
         if let Some(w) = existing {
             let problem = if w.package() != name {
                 Some((
-                    "conflict",
+                    Rule::Conflict,
                     format!(
                         "[workspace.dependencies] `{key}` is the package `{}`, not {name}: rename this dependency or that entry by hand",
                         w.package()
                     ),
                 ))
             } else {
-                w.source().map(|src| ("source", format!("[workspace.dependencies] `{key}` is a `{src}` dependency, so inheriting it would change where {name} comes from; fix that entry first")))
+                w.source().map(|src| (Rule::Source, format!("[workspace.dependencies] `{key}` is a `{src}` dependency, so inheriting it would change where {name} comes from; fix that entry first")))
             };
             if let Some((rule, msg)) = problem {
                 for u in converting {
@@ -395,7 +395,7 @@ impl<'a> Ctx<'_, 'a> {
             for u in lacking {
                 let f = self.unfixable(
                     &u,
-                    "features",
+                    Rule::Features,
                     "workspace = true",
                     &format!(
                         "inheriting {name} would add the features {ws_features:?} of [workspace.dependencies] `{key}` to this crate; add them here or remove them from the workspace entry, then run align-deps again"
@@ -451,7 +451,7 @@ impl<'a> Ctx<'_, 'a> {
                 "[{}] {name}{renamed}: inherit \"{version}\" from [workspace.dependencies]{ws_say}",
                 u.table
             );
-            self.record(u.m, u.table, u.decl.key.get(), splices, "inherit", msg)?;
+            self.record(u.m, u.table, u.decl.key.get(), splices, Rule::Inherit, msg)?;
         }
         Ok(())
     }
@@ -495,7 +495,7 @@ impl<'a> Ctx<'_, 'a> {
                 u.table,
                 u.decl.key.get(),
                 splices,
-                "default-features",
+                Rule::DefaultFeatures,
                 msg,
             )?;
         }
@@ -539,7 +539,7 @@ impl<'a> Ctx<'_, 'a> {
         if let Some(src) = w.source() {
             let f = self.unfixable(
                 &u,
-                "source",
+                Rule::Source,
                 &format!("version \"{}\" from crates.io", self.rule.version),
                 &format!(
                     "[workspace.dependencies] `{}` is a `{src}` dependency; align-deps does not touch git, path or registry sources: change it by hand",
@@ -606,9 +606,9 @@ impl<'a> Ctx<'_, 'a> {
             what.join("; ")
         );
         let rule = if version_ok {
-            "default-features"
+            Rule::DefaultFeatures
         } else {
-            "version"
+            Rule::Version
         };
         self.record(root, table, w.key.get(), splices, rule, msg)
     }
@@ -695,7 +695,7 @@ fn plan_new_ws_entries(
             file: root.rel.clone(),
             line: line + i,
             column: 1,
-            rule: "workspace-entry".into(),
+            rule: Rule::WorkspaceEntry.into(),
             dependency: dep.clone(),
             key: Some(key.clone()),
             table: Some("workspace.dependencies".into()),
@@ -711,8 +711,8 @@ fn plan_new_ws_entries(
 }
 
 /// A finding (location, found and wanted text) for `splices` of `m`; the
-/// caller fills in rule, dependency, table and message.
-fn describe(m: &Manifest, splices: &[Splice]) -> Finding {
+/// caller fills in dependency, table and message.
+fn describe(m: &Manifest, splices: &[Splice], rule: Rule) -> Finding {
     let text = m.text();
     let start = splices.iter().map(|s| s.range.start).min().unwrap_or(0);
     let at_line_start = |p: usize| p > 0 && text.as_bytes()[p - 1] == b'\n';
@@ -742,7 +742,7 @@ fn describe(m: &Manifest, splices: &[Splice]) -> Finding {
         file: m.rel.clone(),
         line,
         column,
-        rule: String::new(),
+        rule: rule.into(),
         dependency: String::new(),
         key: None,
         table: None,

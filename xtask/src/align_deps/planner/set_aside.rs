@@ -18,6 +18,7 @@ use cargo_metadata::semver::{Op, Version, VersionReq};
 
 use super::{Ctx, Use};
 use crate::align_deps::plan::Finding;
+use crate::align_deps::rule::Rule;
 use crate::policy::ExemptKind;
 use crate::text::one_line;
 
@@ -109,7 +110,7 @@ impl<'a> Ctx<'_, 'a> {
                 file: u.m.rel.clone(),
                 line,
                 column,
-                rule: "hakari".into(),
+                rule: Rule::Hakari.into(),
                 dependency: self.name.into(),
                 key: Some(u.decl.key.get().to_string()),
                 table: Some(u.table.into()),
