@@ -135,15 +135,17 @@ pub fn judge(lp: &LoadedPolicy, root: &Path, full: &[Finding], m: &Members) -> J
                     "exempt: {what} ({kind} exemption, {policy_rel}:{line}): {}; {not_reported} not reported",
                     e.reason
                 );
-                let json = serde_json::json!({
-                    "kind": "exempt",
-                    "exemption": kind,
-                    "what": what,
-                    "reason": e.reason,
-                    "findings": n,
-                    "policy": policy_rel,
-                    "line": line,
-                });
+                let json = crate::diag::json_row(
+                    "exempt",
+                    &ExemptRow {
+                        exemption: kind,
+                        what: &what,
+                        reason: &e.reason,
+                        findings: n,
+                        policy: &policy_rel,
+                        line,
+                    },
+                );
                 judged.notes.push(Diagnostic {
                     level: Level::Notice,
                     file: Some(policy_rel.clone()),
@@ -155,7 +157,7 @@ pub fn judge(lp: &LoadedPolicy, root: &Path, full: &[Finding], m: &Members) -> J
                         e.reason
                     ),
                     human: Some(human),
-                    json: Some(json.to_string()),
+                    json: Some(json),
                     github: true,
                 });
             }
@@ -192,4 +194,15 @@ pub fn judge(lp: &LoadedPolicy, root: &Path, full: &[Finding], m: &Members) -> J
         }
     }
     judged
+}
+
+/// The JSON row of an exemption in use (`kind` `exempt`).
+#[derive(serde::Serialize)]
+struct ExemptRow<'a> {
+    exemption: &'a str,
+    what: &'a str,
+    reason: &'a str,
+    findings: usize,
+    policy: &'a str,
+    line: usize,
 }

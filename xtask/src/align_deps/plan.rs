@@ -85,22 +85,12 @@ impl Finding {
     /// One line of JSON: the finding's fields after `kind` (`fixed` for a
     /// fixable finding of a fix run, else `violation`).
     fn json(&self, fix_run: bool) -> String {
-        #[derive(Serialize)]
-        struct Row<'a> {
-            kind: &'static str,
-            #[serde(flatten)]
-            finding: &'a Finding,
-        }
         let kind = if fix_run && self.fixable {
             "fixed"
         } else {
             "violation"
         };
-        serde_json::to_string(&Row {
-            kind,
-            finding: self,
-        })
-        .expect("a Finding always serializes")
+        crate::diag::json_row_in_order(kind, self)
     }
 }
 

@@ -12,6 +12,26 @@ use crate::text::{plural, unified_diff};
 
 use super::plan::AlignmentPlan;
 
+/// The counts of a `--check` summary (JSON).
+#[derive(serde::Serialize)]
+struct CheckSummary {
+    manifests: usize,
+    violations: usize,
+    fixable: usize,
+    files: usize,
+    exemptions: usize,
+    written: bool,
+}
+
+/// The counts of a fix run's summary (JSON).
+#[derive(serde::Serialize)]
+struct FixSummary {
+    fixed: usize,
+    files_written: usize,
+    need_a_person: usize,
+    exemptions: usize,
+}
+
 /// Everything a report shows.
 pub(super) struct Report<'a> {
     pub(super) plan: &'a AlignmentPlan,
@@ -105,15 +125,15 @@ pub(super) fn report_check(
             r.fix_command
         )
     };
-    let fields = serde_json::json!({
-        "manifests": r.n_manifests,
-        "violations": plan.findings.len(),
-        "fixable": fixable,
-        "files": files.len(),
-        "exemptions": r.exempt.len(),
-        "written": false,
-    });
-    printer.summary(&line, fields)?;
+    let fields = CheckSummary {
+        manifests: r.n_manifests,
+        violations: plan.findings.len(),
+        fixable,
+        files: files.len(),
+        exemptions: r.exempt.len(),
+        written: false,
+    };
+    printer.summary(&line, &fields)?;
     Ok(if plan.findings.is_empty() {
         Outcome::Holds
     } else {
@@ -199,13 +219,13 @@ fn report_fix(
             if unfixable == 1 { "needs" } else { "need" }
         )
     };
-    let fields = serde_json::json!({
-        "fixed": fixed,
-        "files_written": applied.len(),
-        "need_a_person": unfixable,
-        "exemptions": r.exempt.len(),
-    });
-    printer.summary(&line, fields)?;
+    let fields = FixSummary {
+        fixed,
+        files_written: applied.len(),
+        need_a_person: unfixable,
+        exemptions: r.exempt.len(),
+    };
+    printer.summary(&line, &fields)?;
     printer.flush()?;
     Ok(if unfixable == 0 {
         Outcome::Holds
