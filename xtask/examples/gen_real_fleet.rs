@@ -1,8 +1,8 @@
-//! Writes a workspace shaped like a large real one (issue 14), for timing
+//! Writes a workspace shaped like a large real one, for timing
 //! `cargo xtask align-deps --check` against `cargo metadata --no-deps`:
 //! `cargo run -p xtask --example gen_real_fleet -- DIR [CRATES=80] [MODULES=15] [FILE_BYTES=20000] [THISERROR_EVERY=6]`.
 //!
-//! The defaults are issue 14's shape: 80 crates, about 1,300 files of about
+//! The defaults are the large-workspace shape the timings use: 80 crates, about 1,300 files of about
 //! 20 KB, a sixth of the crates using thiserror (60 `#[error]` variants
 //! each; two source findings in all), the root still on thiserror 1.
 

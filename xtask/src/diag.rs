@@ -61,14 +61,16 @@ pub struct Diagnostic {
 
 impl Diagnostic {
     /// An error at `file:line` shown in every format: `human` for people,
-    /// `json` for JSON, `title` and `message` for GitHub.
+    /// the JSON row `kind` with `fields` ([`json_row`]), `title` and
+    /// `message` for GitHub.
     pub fn error(
         file: &str,
         line: usize,
         title: &str,
         message: String,
         human: String,
-        json: &serde_json::Value,
+        kind: &str,
+        fields: &impl serde::Serialize,
     ) -> Diagnostic {
         Diagnostic {
             level: Level::Error,
@@ -78,10 +80,52 @@ impl Diagnostic {
             title: title.to_string(),
             message,
             human: Some(human),
-            json: Some(json.to_string()),
+            json: Some(json_row(kind, fields)),
             github: true,
         }
     }
+}
+
+/// The JSON rows, made here and nowhere else: a command describes a row as
+/// a typed value (a struct deriving `Serialize`) and its `kind`.
+///
+/// `{"kind": kind, ..fields}` on one line, the keys in byte order (the
+/// order of serde_json's map): the form of every row except an `align-deps`
+/// finding's ([`json_row_in_order`]).
+///
+/// # Panics
+/// When `fields` does not serialize as a JSON object (a bug in the caller:
+/// rows are structs or maps with string keys).
+pub fn json_row(kind: &str, fields: &impl serde::Serialize) -> String {
+    json_object(&[("kind", kind)], fields).to_string()
+}
+
+/// `{"kind": kind, ..fields}` on one line, `kind` first and then the fields
+/// in the order their type declares them: the form of an `align-deps`
+/// finding.
+///
+/// # Panics
+/// When `fields` is not a struct or map (a bug in the caller).
+pub fn json_row_in_order(kind: &str, fields: &impl serde::Serialize) -> String {
+    #[derive(serde::Serialize)]
+    struct Row<'a, T> {
+        kind: &'a str,
+        #[serde(flatten)]
+        fields: &'a T,
+    }
+    serde_json::to_string(&Row { kind, fields }).expect("a JSON row is a struct or map")
+}
+
+/// `fields` as a JSON object (keys in byte order) with `heads` added.
+fn json_object(heads: &[(&str, &str)], fields: &impl serde::Serialize) -> serde_json::Value {
+    let mut value = serde_json::to_value(fields).expect("a JSON row serializes");
+    let obj = value
+        .as_object_mut()
+        .expect("a JSON row is a struct or map with string keys");
+    for (k, v) in heads {
+        obj.insert((*k).to_string(), (*v).into());
+    }
+    value
 }
 
 /// `s` with the characters that would drive a terminal (or hide text)
@@ -292,14 +336,11 @@ impl<'w> Printer<'w> {
     ///
     /// # Errors
     /// Write errors.
-    pub fn summary(&mut self, line: &str, fields: serde_json::Value) -> std::io::Result<()> {
+    pub fn summary(&mut self, line: &str, fields: &impl serde::Serialize) -> std::io::Result<()> {
         match self.format {
             Format::Human => writeln!(self.out, "{}", escape_controls(line)),
             Format::Json => {
-                let mut obj = serde_json::json!({"kind": "summary", "message": line});
-                if let (Some(o), serde_json::Value::Object(f)) = (obj.as_object_mut(), fields) {
-                    o.extend(f);
-                }
+                let obj = json_object(&[("kind", "summary"), ("message", line)], fields);
                 writeln!(self.out, "{obj}")
             }
             Format::Github => writeln!(self.out, "{}", github_notice(None, self.command, line)),
@@ -392,6 +433,11 @@ mod tests {
         )
     }
 
+    #[derive(serde::Serialize)]
+    struct Fields {
+        file: &'static str,
+    }
+
     #[test]
     fn one_diagnostic_in_each_format() {
         let d = Diagnostic::error(
@@ -400,7 +446,8 @@ mod tests {
             "cmd: rule",
             "it broke".into(),
             "a.rs:3: it broke\n    detail".into(),
-            &serde_json::json!({"kind": "error", "file": "a.rs"}),
+            "error",
+            &Fields { file: "a.rs" },
         );
         let show = |format| render(format, |p| p.diagnostic(&d).unwrap()).0;
         assert_eq!(show(Format::Human), "a.rs:3: it broke\n    detail\n");
@@ -430,8 +477,27 @@ mod tests {
         assert_eq!(note(Format::Json), (String::new(), "info: x\n".into()));
         assert_eq!(note(Format::Github).0, "::notice title=cmd::x\n");
         let (out, _) = render(Format::Json, |p| {
-            p.summary("done", serde_json::json!({"n": 1})).unwrap();
+            p.summary("done", &std::collections::BTreeMap::from([("n", 1)]))
+                .unwrap();
         });
         assert_eq!(out, "{\"kind\":\"summary\",\"message\":\"done\",\"n\":1}\n");
+    }
+
+    #[test]
+    fn rows_sort_their_keys_or_keep_the_declared_order() {
+        #[derive(serde::Serialize)]
+        struct R {
+            zeta: u8,
+            alpha: Option<&'static str>,
+        }
+        let r = R {
+            zeta: 1,
+            alpha: None,
+        };
+        assert_eq!(json_row("k", &r), r#"{"alpha":null,"kind":"k","zeta":1}"#);
+        assert_eq!(
+            json_row_in_order("k", &r),
+            r#"{"kind":"k","zeta":1,"alpha":null}"#
+        );
     }
 }

@@ -63,13 +63,15 @@
 //! warning. A converting declaration that would gain `features` from an
 //! existing workspace entry is reported (`features`, not fixable).
 
-pub(crate) mod exempt;
+pub(crate) mod exemption_use;
 pub(crate) mod lockfile;
 pub(crate) mod manifest;
 pub(crate) mod msrv;
 pub(crate) mod patches;
 pub mod plan;
 pub(crate) mod planner;
+mod report;
+pub mod rule;
 pub(crate) mod satisfiable;
 pub mod sources;
 
@@ -81,12 +83,12 @@ use anyhow::Context as _;
 
 use crate::Outcome;
 use crate::args::{FormatArg, Target};
-use crate::diag::{Diagnostic, Level, Printer};
-use crate::text::{plural, unified_diff};
+use crate::diag::Printer;
 use crate::thiserror_src;
 use manifest::Manifest;
 use plan::AlignmentPlan;
 use planner::Loaded;
+use report::{Report, apply_and_report, fix_command, report_check};
 
 /// Arguments of `cargo xtask align-deps`.
 #[derive(Debug, Clone, clap::Args)]
@@ -139,7 +141,7 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
         cache.as_ref().map_or(0, |c| c.len())
     ));
     let root: PathBuf = meta.workspace_root.clone().into_std_path_buf();
-    let loaded_policy = crate::workspace::load_policy(args.target.policy.as_deref(), &root)?;
+    let loaded_policy = crate::policy::load_policy(args.target.policy.as_deref(), &root)?;
     let (mut loaded, member_names) = load_manifests(&meta, &root)?;
     check_rules_match(&loaded, &loaded_policy)?;
     let policy = &loaded_policy.policy;
@@ -179,7 +181,7 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
         None
     };
     // exempt packages: their manifests and sources are left out of the plan
-    let exempt_packages = exempt::packages(&policy.exemptions);
+    let exempt_packages = exemption_use::packages(&policy.exemptions);
     let exempt_manifests: BTreeSet<PathBuf> = meta
         .workspace_packages()
         .iter()
@@ -195,7 +197,7 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
         .filter(|a| !exempt_packages.contains(a.package.as_str()))
         .collect();
     let (mut plan, mut info) = plan_once(&mut loaded, analyses, policy, &root)?;
-    let judged = exempt::judge(
+    let judged = exemption_use::judge(
         &loaded_policy,
         &root,
         full.as_deref().unwrap_or(&plan.findings),
@@ -245,51 +247,14 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
     outcome
 }
 
-/// Everything a report shows.
-struct Report<'a> {
-    plan: &'a AlignmentPlan,
-    info: &'a [String],
-    exempt: &'a [Diagnostic],
-    n_manifests: usize,
-    /// What keeps a fix run from writing anything (toolchain-floor
-    /// findings, an unsatisfiable requirement), as "... once {blocker}".
-    blocker: Option<&'static str>,
-    /// The command that fixes, with the `--workspace` / `--policy` given.
-    fix_command: String,
-}
-
-/// `cargo xtask align-deps` with the `--workspace` and `--policy` the user
-/// gave (quoted for a shell where needed).
-fn fix_command(target: &Target) -> String {
-    let quote = |p: &Path| {
-        let s = p.display().to_string();
-        if !s.is_empty()
-            && s.chars()
-                .all(|c| c.is_ascii_alphanumeric() || "/._-+=:,@%".contains(c))
-        {
-            s
-        } else {
-            format!("'{}'", s.replace('\'', "'\\''"))
-        }
-    };
-    let mut cmd = "cargo xtask align-deps".to_string();
-    if let Some(w) = &target.workspace {
-        cmd.push_str(&format!(" --workspace {}", quote(w)));
-    }
-    if let Some(p) = &target.policy {
-        cmd.push_str(&format!(" --policy {}", quote(p)));
-    }
-    cmd
-}
-
 /// The members as the exemptions see them (names, manifests, source files).
 fn exempt_view(
     meta: &cargo_metadata::Metadata,
     analyses: &[thiserror_src::CrateAnalysis],
     root: &Path,
-) -> exempt::Members {
+) -> exemption_use::Members {
     let rel = |p: &Path| crate::fsutil::rel(root, p);
-    let mut m = exempt::Members::default();
+    let mut m = exemption_use::Members::default();
     for p in meta.workspace_packages() {
         m.manifests
             .insert(p.name.to_string(), rel(p.manifest_path.as_std_path()));
@@ -355,177 +320,12 @@ fn plan_members(
     Ok((plan, held_back))
 }
 
-/// The report of `--check`, or of a fix run that writes nothing because the
-/// workspace's toolchain floor is below what the fix needs (`blocked`).
-fn report_check(
-    r: &Report<'_>,
-    blocked: bool,
-    printer: &mut Printer<'_>,
-) -> anyhow::Result<Outcome> {
-    let plan = r.plan;
-    for f in &plan.findings {
-        printer.diagnostic(&f.diagnostic(false))?;
-    }
-    if !blocked {
-        for e in plan.edits.edits() {
-            printer.human_only(&unified_diff(&e.rel, &e.old_text, &e.new_text()))?;
-        }
-    }
-    for d in r.exempt {
-        printer.diagnostic(d)?;
-    }
-    for line in r.info {
-        printer.note("info", line)?;
-    }
-    let fixable = plan.findings.iter().filter(|f| f.fixable).count();
-    let files: BTreeSet<&str> = plan.findings.iter().map(|f| f.file.as_str()).collect();
-    let violations = plural(plan.findings.len(), "violation", "violations");
-    let in_files = plural(files.len(), "file", "files");
-    let line = if plan.findings.is_empty() {
-        format!(
-            "align-deps: {} the policy",
-            if r.n_manifests == 1 {
-                "1 manifest holds".to_string()
-            } else {
-                format!("{} manifests hold", r.n_manifests)
-            }
-        )
-    } else if blocked {
-        format!(
-            "align-deps: nothing written: {violations} in {in_files}; the toolchain floor findings above must be settled first"
-        )
-    } else if fixable == 0 {
-        format!("align-deps: {violations} in {in_files}, none fixable automatically (listed above)")
-    } else if let Some(blocker) = r.blocker {
-        format!(
-            "align-deps: {violations} in {in_files}, {fixable} fixable once {blocker}; until then a fix writes nothing"
-        )
-    } else if fixable == plan.findings.len() {
-        format!(
-            "align-deps: {violations} in {in_files}, all fixable; run `{}` to fix them",
-            r.fix_command
-        )
-    } else {
-        format!(
-            "align-deps: {violations} in {in_files}, {fixable} fixable; run `{}` to fix those, the rest need a person",
-            r.fix_command
-        )
-    };
-    let fields = serde_json::json!({
-        "manifests": r.n_manifests,
-        "violations": plan.findings.len(),
-        "fixable": fixable,
-        "files": files.len(),
-        "exemptions": r.exempt.len(),
-        "written": false,
-    });
-    printer.summary(&line, fields)?;
-    Ok(if plan.findings.is_empty() {
-        Outcome::Holds
-    } else {
-        Outcome::Violations
-    })
-}
-
-fn apply_and_report(
-    r: &Report<'_>,
-    printer: &mut Printer<'_>,
-    guard: &crate::journal::Guard,
-) -> anyhow::Result<Outcome> {
-    let applied = r.plan.edits.apply_with(guard)?;
-    report_fix(r, &applied, printer).map_err(|e| {
-        let files: Vec<&str> = applied.iter().map(|e| e.rel.as_str()).collect();
-        crate::Written::report_failed("align-deps", &files, e)
-    })
-}
-
-/// The report of a fix run, once the files are written.
-fn report_fix(
-    r: &Report<'_>,
-    applied: &[&crate::edit::FileEdit],
-    printer: &mut Printer<'_>,
-) -> std::io::Result<Outcome> {
-    let plan = r.plan;
-    // fixed findings per file, counted once
-    let mut fixed_per_file: std::collections::HashMap<&str, usize> = Default::default();
-    for f in plan.findings.iter().filter(|f| f.fixable) {
-        *fixed_per_file
-            .entry(f.fixed_in.as_ref().unwrap_or(&f.file).as_str())
-            .or_default() += 1;
-    }
-    // People read one line per written file, then what is left for them.
-    for e in applied {
-        let n = fixed_per_file.get(e.rel.as_str()).copied().unwrap_or(0);
-        let changes = plural(n, "change", "changes");
-        printer.diagnostic(&Diagnostic {
-            level: Level::Notice,
-            file: Some(e.rel.clone()),
-            line: 1,
-            column: None,
-            title: "align-deps".into(),
-            message: format!("fixed: {changes}"),
-            human: Some(format!("fixed {}: {changes}", e.rel)),
-            json: None,
-            github: false,
-        })?;
-    }
-    for f in &plan.findings {
-        printer.diagnostic(&f.diagnostic(true))?;
-    }
-    for d in r.exempt {
-        printer.diagnostic(d)?;
-    }
-    for line in r.info {
-        printer.note("info", line)?;
-    }
-    let unfixable = plan.findings.iter().filter(|f| !f.fixable).count();
-    let fixed = plan.findings.len() - unfixable;
-    let fixed_in = || {
-        format!(
-            "fixed {} in {}",
-            plural(fixed, "finding", "findings"),
-            plural(applied.len(), "file", "files")
-        )
-    };
-    let line = if plan.findings.is_empty() {
-        "align-deps: nothing to change; the workspace holds the policy".to_string()
-    } else if unfixable == 0 {
-        format!("align-deps: {}; the workspace holds the policy", fixed_in())
-    } else if fixed == 0 {
-        format!(
-            "align-deps: nothing to fix automatically; {} {} a person (listed above)",
-            plural(unfixable, "finding", "findings"),
-            if unfixable == 1 { "needs" } else { "need" }
-        )
-    } else {
-        format!(
-            "align-deps: {}; {} {} a person (listed above)",
-            fixed_in(),
-            plural(unfixable, "finding", "findings"),
-            if unfixable == 1 { "needs" } else { "need" }
-        )
-    };
-    let fields = serde_json::json!({
-        "fixed": fixed,
-        "files_written": applied.len(),
-        "need_a_person": unfixable,
-        "exemptions": r.exempt.len(),
-    });
-    printer.summary(&line, fields)?;
-    printer.flush()?;
-    Ok(if unfixable == 0 {
-        Outcome::Holds
-    } else {
-        Outcome::Violations
-    })
-}
-
 /// One `unsatisfiable` finding (at the policy's `version` value) per policy
 /// dependency whose requirement no published version matches, and the
 /// information lines for those that could not be told
 /// ([`satisfiable::check`]).
 fn requirement_findings(
-    lp: &crate::workspace::LoadedPolicy,
+    lp: &crate::policy::LoadedPolicy,
     root: &Path,
 ) -> (Vec<plan::Finding>, Vec<String>) {
     let (mut findings, mut info) = (Vec::new(), Vec::new());
@@ -545,7 +345,7 @@ fn requirement_findings(
                     file: policy_rel.clone(),
                     line,
                     column,
-                    rule: "unsatisfiable".into(),
+                    rule: rule::Rule::Unsatisfiable.into(),
                     dependency: name.clone(),
                     key: None,
                     table: None,
@@ -569,7 +369,7 @@ fn requirement_findings(
 /// for a name no manifest declares (`[dependencies.thiserorr]`) is a typo or
 /// a stale rule, and a policy without rules enforces nothing; both are exit 2
 /// at the policy's line and column, before anything is planned or written.
-fn check_rules_match(loaded: &Loaded, lp: &crate::workspace::LoadedPolicy) -> anyhow::Result<()> {
+fn check_rules_match(loaded: &Loaded, lp: &crate::policy::LoadedPolicy) -> anyhow::Result<()> {
     if lp.policy.dependencies.is_empty() {
         anyhow::bail!(
             "{}:1:1: the policy has no [dependencies.<name>] rule: align-deps has nothing to enforce; nothing written",

@@ -1,4 +1,4 @@
-//! The toolchain floor (issue 14, item 3): what a fix run writes can need a
+//! The toolchain floor: what a fix run writes can need a
 //! newer Rust than the workspace says it supports. `workspace = true` and
 //! `[workspace.dependencies]` need Cargo 1.64; thiserror 2 declares its own
 //! `rust-version` ([`THISERROR2_RUST`]). A crate whose `rust-version` (its
@@ -23,6 +23,7 @@ use cargo_metadata::semver::Version;
 use super::manifest::Manifest;
 use super::plan::{AlignmentPlan, Finding};
 use super::planner::Loaded;
+use super::rule::Rule;
 use super::sources::{THISERROR, thiserror2_rule};
 use crate::policy::Policy;
 
@@ -101,7 +102,7 @@ pub fn findings(
         if !target.ends_with("Cargo.toml") {
             continue;
         }
-        if f.rule == "inherit" || f.wanted.contains("workspace = true") {
+        if f.rule == Rule::Inherit || f.wanted.contains("workspace = true") {
             needs.add(target, INHERIT_CARGO, inherit.clone());
         }
         if f.dependency == THISERROR && target == root_rel {
@@ -155,7 +156,7 @@ pub fn findings(
             file: m.rel.clone(),
             line,
             column,
-            rule: "toolchain-floor".into(),
+            rule: Rule::ToolchainFloor.into(),
             dependency: THISERROR.into(),
             key: None,
             table: None,
@@ -180,7 +181,7 @@ pub fn findings(
             file: rel(&pin.file),
             line,
             column,
-            rule: "toolchain-floor".into(),
+            rule: Rule::ToolchainFloor.into(),
             dependency: THISERROR.into(),
             key: None,
             table: None,

@@ -16,6 +16,7 @@ use cargo_metadata::semver::Version;
 
 use super::manifest::{Decl, Manifest};
 use super::plan::Finding;
+use super::rule::Rule;
 use crate::policy::Policy;
 use crate::text::one_line;
 
@@ -99,7 +100,7 @@ fn patch_finding(
     Some(finding(
         root,
         d,
-        "patch",
+        Rule::Patch,
         name,
         table,
         format!(
@@ -130,7 +131,7 @@ fn replace_finding(root: &Manifest, policy: &Policy, d: &Decl<'_>) -> Option<Fin
     Some(finding(
         root,
         d,
-        "replace",
+        Rule::Replace,
         name,
         "replace",
         format!(
@@ -148,7 +149,7 @@ fn replace_finding(root: &Manifest, policy: &Policy, d: &Decl<'_>) -> Option<Fin
 fn finding(
     root: &Manifest,
     d: &Decl<'_>,
-    rule: &str,
+    rule: Rule,
     name: &str,
     table: &str,
     message: String,

@@ -3,6 +3,7 @@
 
 use serde::Serialize;
 
+use super::rule::Code;
 use crate::diag::{Diagnostic, Level};
 pub use crate::edit::{FileEdit, Splice, apply_splices};
 
@@ -19,13 +20,9 @@ pub struct Finding {
     pub line: usize,
     /// 1-based column.
     pub column: usize,
-    /// Which rule: `inherit`, `version`, `default-features`,
-    /// `workspace-entry`, `source`, `features`, `conflict` (manifests);
-    /// `thiserror2-raw-ident-in-format`, `thiserror2-shadowed-field-bound`,
-    /// `thiserror2-positional-with-numbered`,
-    /// `thiserror2-missing-direct-dependency` (Rust sources, see
-    /// [`crate::thiserror_src::Rule`]).
-    pub rule: String,
+    /// Which rule ([`Code`]: a manifest rule or a source rule), shown by
+    /// its code.
+    pub rule: Code,
     /// The dependency (package name on crates.io) the finding is about.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub dependency: String,
@@ -88,22 +85,12 @@ impl Finding {
     /// One line of JSON: the finding's fields after `kind` (`fixed` for a
     /// fixable finding of a fix run, else `violation`).
     fn json(&self, fix_run: bool) -> String {
-        #[derive(Serialize)]
-        struct Row<'a> {
-            kind: &'static str,
-            #[serde(flatten)]
-            finding: &'a Finding,
-        }
         let kind = if fix_run && self.fixable {
             "fixed"
         } else {
             "violation"
         };
-        serde_json::to_string(&Row {
-            kind,
-            finding: self,
-        })
-        .expect("a Finding always serializes")
+        crate::diag::json_row_in_order(kind, self)
     }
 }
 
@@ -174,7 +161,7 @@ mod tests {
             file: "crates/a/Cargo.toml".into(),
             line: 7,
             column: 13,
-            rule: "inherit".into(),
+            rule: crate::align_deps::rule::Rule::Inherit.into(),
             dependency: "thiserror".into(),
             key: Some("thiserror".into()),
             table: Some("dependencies".into()),

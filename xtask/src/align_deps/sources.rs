@@ -1,4 +1,4 @@
-//! The source side of `align-deps` (issue 4): when the policy moves
+//! The source side of `align-deps`: when the policy moves
 //! `thiserror` to major 2 or later, the code thiserror 2 rejects is found and
 //! fixed in the same run, in the same all-or-nothing [`AlignmentPlan`] as the manifest
 //! edits.
@@ -362,7 +362,7 @@ pub fn plan(
                 file: crate::fsutil::rel(root, &sf.path),
                 line: sf.line,
                 column: sf.column,
-                rule: sf.rule.code().to_string(),
+                rule: sf.rule.into(),
                 dependency: THISERROR.to_string(),
                 key: None,
                 table: None,
@@ -441,7 +441,7 @@ fn plan_missing(
 ) -> anyhow::Result<()> {
     let Some(missing) = missing else {
         anyhow::bail!(
-            "{}: internal error: a rule 4 finding without its missing dependency; nothing written",
+            "{}: internal error: a thiserror2-missing-direct-dependency finding without its missing dependency; nothing written",
             finding.file
         );
     };

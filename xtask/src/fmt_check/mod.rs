@@ -16,14 +16,13 @@ pub(crate) mod check;
 pub(crate) mod files;
 pub(crate) mod included;
 pub(crate) mod modules;
+mod rows;
 pub mod rustfmt;
 pub(crate) mod toolchain;
 pub(crate) mod verify;
 pub(crate) mod warnings;
 
 use std::io::Write;
-
-use serde_json::json;
 
 use crate::Outcome;
 use crate::args::{FormatArg, Target};
@@ -84,7 +83,7 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
     let root = metadata.workspace_root.as_std_path();
     let mut notes = Vec::new();
     let (policy, note) =
-        crate::workspace::load_policy_or_default(args.target.policy.as_deref(), root)?;
+        crate::policy::load_policy_or_default(args.target.policy.as_deref(), root)?;
     notes.extend(note);
     let policy = policy.policy;
     let mut plan = files::plan(&metadata, &policy.fmt.exclude)?;
@@ -230,8 +229,14 @@ impl Report<'_> {
                 "fmt-check: module without a file",
                 msg.clone(),
                 format!("{}:{}: error: {msg}", u.file, u.line),
-                &json!({"kind": "unresolved-module", "file": u.file, "line": u.line,
-                        "module": u.name, "candidates": u.candidates, "message": msg}),
+                "unresolved-module",
+                &rows::UnresolvedModule {
+                    file: &u.file,
+                    line: u.line,
+                    module: &u.name,
+                    candidates: &u.candidates,
+                    message: &msg,
+                },
             ))?;
         }
         for n in &self.notes {
@@ -326,7 +331,12 @@ impl Report<'_> {
                 "fmt-check",
                 msg.clone(),
                 format!("{}:{}: error: {msg}", f.path, f.line),
-                &json!({"kind": "error", "file": f.path, "line": f.line, "message": msg}),
+                "error",
+                &rows::AtLine {
+                    file: &f.path,
+                    line: f.line,
+                    message: &msg,
+                },
             ))?;
         }
         anyhow::bail!(
@@ -386,17 +396,22 @@ impl Report<'_> {
         if !*line_endings_only && !fixed {
             human = format!("{human}\n{diff}");
         }
-        let json = json!({
-            "kind": if fixed { "fixed" } else { "unformatted" },
-            "file": rel,
-            "line": line,
-            "line_endings_only": line_endings_only,
-            "edition": r.edition,
-            "edition_source": edition_source_str(&r.edition_source),
-            "config": r.config.as_ref().map(|c| crate::fsutil::rel(&self.plan.root, c)),
-            "reached_by_cargo_fmt": matches!(r.via, Via::CrateRoot(_)),
-            "diff": diff,
-        });
+        let json = crate::diag::json_row(
+            if fixed { "fixed" } else { "unformatted" },
+            &rows::FileVerdict {
+                file: rel,
+                line,
+                line_endings_only: *line_endings_only,
+                edition: &r.edition,
+                edition_source: edition_source_str(&r.edition_source),
+                config: r
+                    .config
+                    .as_ref()
+                    .map(|c| crate::fsutil::rel(&self.plan.root, c)),
+                reached_by_cargo_fmt: matches!(r.via, Via::CrateRoot(_)),
+                diff: &diff,
+            },
+        );
         let (level, message) = if fixed {
             (Level::Notice, "reformatted".to_string())
         } else {
@@ -413,7 +428,7 @@ impl Report<'_> {
             title: "fmt-check".into(),
             message,
             human: Some(human),
-            json: Some(json.to_string()),
+            json: Some(json),
             github: true,
         }
     }
@@ -435,7 +450,12 @@ impl Report<'_> {
             "fmt-check: rustfmt cannot format it",
             msg.clone(),
             human,
-            &json!({"kind": "error", "file": rel, "line": line, "message": msg}),
+            "error",
+            &rows::AtLine {
+                file: rel,
+                line,
+                message: msg,
+            },
         )
     }
 
@@ -479,10 +499,21 @@ impl Report<'_> {
         }
         printer.summary(
             &format!("fmt-check: {summary}"),
-            json!({"checked": checked, "standalone": standalone, "skipped": skipped,
-                   "excluded": self.plan.excluded, "unformatted": if self.fix && wrote > 0 { 0 } else { unformatted.len() },
-                   "fixed": wrote, "errors": errors.len(), "unresolved_modules": self.unresolved.len(),
-                   "not_items": not_items.len()}),
+            &rows::Summary {
+                checked,
+                standalone: *standalone,
+                skipped: *skipped,
+                excluded: self.plan.excluded,
+                unformatted: if self.fix && wrote > 0 {
+                    0
+                } else {
+                    unformatted.len()
+                },
+                fixed: wrote,
+                errors: errors.len(),
+                unresolved_modules: self.unresolved.len(),
+                not_items: not_items.len(),
+            },
         )
     }
 

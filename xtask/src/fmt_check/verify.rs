@@ -11,7 +11,6 @@ use std::process::Command;
 
 use anyhow::{Context as _, bail};
 use rayon::prelude::*;
-use serde_json::json;
 
 use crate::Outcome;
 use crate::diag::{Diagnostic, Level, Printer};
@@ -120,7 +119,12 @@ pub fn run(
             failures.len(),
             other.len()
         ),
-        json!({"commit": commit, "rust_files": rust.len(), "failures": failures.len(), "non_rust_files": other.len()}),
+        &super::rows::VerifySummary {
+            commit: &commit,
+            rust_files: rust.len(),
+            failures: failures.len(),
+            non_rust_files: other.len(),
+        },
     )?;
     Ok(if failures.is_empty() {
         Outcome::Holds
@@ -141,7 +145,12 @@ impl Failure {
                 "{}:{}: not formatting-only: {}",
                 self.path, self.line, self.message
             ),
-            &json!({"kind": "not_formatting_only", "file": self.path, "line": self.line, "message": self.message}),
+            "not_formatting_only",
+            &super::rows::AtLine {
+                file: &self.path,
+                line: self.line,
+                message: &self.message,
+            },
         )
     }
 }
@@ -157,7 +166,10 @@ fn non_rust_change(change: &str) -> Diagnostic {
         title: "verify-formatting-only".into(),
         message: format!("non-Rust file changed: {change}"),
         human: Some(format!("  {change}")),
-        json: Some(json!({"kind": "non_rust_change", "status": status, "file": path}).to_string()),
+        json: Some(crate::diag::json_row(
+            "non_rust_change",
+            &super::rows::NonRustChange { status, file: path },
+        )),
         github: true,
     }
 }

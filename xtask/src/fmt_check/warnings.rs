@@ -5,8 +5,6 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use serde_json::json;
-
 use super::check::RustfmtWarning;
 use crate::diag::{Diagnostic, Level};
 
@@ -144,11 +142,16 @@ pub fn diagnostics(warnings: &[RustfmtWarning], root: &Path, rustfmt: &str) -> V
             } else {
                 format!("warning: {message}{more}")
             }),
-            json: Some(
-                json!({"kind": "warning", "file": first.as_ref().map(|_| file.clone()), "line": line,
-                       "option": option, "configs": rels, "message": message})
-                .to_string(),
-            ),
+            json: Some(crate::diag::json_row(
+                "warning",
+                &super::rows::Warning {
+                    file: first.as_ref().map(|_| file.clone()),
+                    line,
+                    option,
+                    configs: &rels,
+                    message: &message,
+                },
+            )),
             github: true,
         });
     }

@@ -1,4 +1,4 @@
-//! `[[exempt]]` entries (issue 14, item 3): what `align-deps` leaves alone on
+//! `[[exempt]]` entries: what `align-deps` leaves alone on
 //! purpose, each with the reason every report shows.
 //!
 //! ```toml

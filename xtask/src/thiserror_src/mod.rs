@@ -1,4 +1,4 @@
-//! The source side of the thiserror 1 -> 2 upgrade (issue 4): finds, in a
+//! The source side of the thiserror 1 -> 2 upgrade: finds, in a
 //! crate's Rust sources, the code that thiserror 2.0 rejects or reads
 //! differently, and computes the fixes. Pure: it reads files, never writes;
 //! `cargo xtask align-deps` folds the result into its all-or-nothing plan.
@@ -71,9 +71,10 @@ pub use krate::{
     analyze_crate_with, crate_source_files, has_direct_thiserror, thiserror_dependencies,
 };
 
-/// A thiserror 2 source rule (numbered as in issue 4).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
+/// A thiserror 2 source rule. Comments and docs number them 1 to 4 in
+/// declaration order ("rule 4" is [`Rule::MissingDirectDependency`]); its
+/// [`Rule::code`] is what reports show.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Rule {
     /// 1: `{r#type}` in a format string.
     RawIdentInFormat,
@@ -86,7 +87,8 @@ pub enum Rule {
 }
 
 impl Rule {
-    /// A stable identifier, e.g. for `--format json` / GitHub annotation titles.
+    /// A stable identifier, e.g. for `--format json` / GitHub annotation
+    /// titles; listed and described in [`crate::align_deps::rule`].
     pub fn code(self) -> &'static str {
         match self {
             Rule::RawIdentInFormat => "thiserror2-raw-ident-in-format",
@@ -94,6 +96,13 @@ impl Rule {
             Rule::PositionalWithNumbered => "thiserror2-positional-with-numbered",
             Rule::MissingDirectDependency => "thiserror2-missing-direct-dependency",
         }
+    }
+}
+
+/// Serialized as its [`Rule::code`], the one name a rule has.
+impl serde::Serialize for Rule {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.code())
     }
 }
 

@@ -1,4 +1,4 @@
-//! The textual prefilter of the source side (issue 14, item 2): which files
+//! The textual prefilter of the source side: which files
 //! are worth parsing. Parsing every Rust file of a large workspace with syn
 //! costs many times what `cargo metadata` does; most files cannot hold a
 //! finding, and a few substring searches tell them apart.

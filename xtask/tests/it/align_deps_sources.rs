@@ -1,4 +1,4 @@
-//! `cargo xtask align-deps` on the source side (issue 4): one run moves a
+//! `cargo xtask align-deps` on the source side: one run moves a
 //! workspace written for thiserror 1 to thiserror 2 — manifests and Rust
 //! sources, in one all-or-nothing plan — and the result compiles. Driven
 //! in-process through `xtask::cli::run`; `cargo check` runs for real.
@@ -588,7 +588,7 @@ fn a_source_file_that_does_not_parse_is_exit_2_and_nothing_is_written() {
     let ws = dir.path();
     fixture(ws);
     // in app's module tree (reached through `pub mod codes;`); a file that
-    // cannot hold a thiserror derive is not parsed (issue 14): cargo reports it
+    // cannot hold a thiserror derive is not parsed (the prefilter): cargo reports it
     write(
         ws,
         "app/src/codes.rs",

@@ -1,4 +1,4 @@
-//! The CI wiring a team copies (issue 14, item 4) stays wired: the GitHub
+//! The CI wiring a team copies stays wired: the GitHub
 //! workflow runs `.ci/run` on a CPU machine and the GPU tests on a
 //! self-hosted GPU runner with `--require-device`, and `.ci/run` asks for
 //! GitHub annotations under GitHub Actions. (The YAML itself is checked to

@@ -1,4 +1,4 @@
-//! Valid Rust never crashes the tool (issue 13 item 5): deeply nested
+//! Valid Rust never crashes the tool: deeply nested
 //! generics, parentheses and modules, which cargo compiles, are analysed
 //! (no stack overflow); what still cannot be parsed is exit 2 naming the file.
 //! Runs the built binary: a stack overflow aborts the whole process.

@@ -1,4 +1,4 @@
-//! Issue 13, the write path under fire: an edit made by someone else while
+//! The write path under fire: an edit made by someone else while
 //! a fix runs, two runs at once, and a run killed (SIGKILL) at each stage of
 //! its write, then recovered by the next run of any command. The timing is
 //! made exact with the test-only `XTASK_TEST_HOOK` pause points; a

@@ -1,4 +1,4 @@
-//! Issue 13, the file system and stdout as users have them: symbolic links
+//! The file system and stdout as users have them: symbolic links
 //! (written through, never replaced; checked by fmt-check as cargo fmt does),
 //! read-only files and directories, a stdout that is full or a closed pipe.
 

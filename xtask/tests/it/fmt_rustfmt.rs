@@ -1,5 +1,5 @@
-//! fmt-check says what rustfmt says and formats as the project formats
-//! (issues 13 item 10, 14 section 1): rustfmt's warnings once per option,
+//! fmt-check says what rustfmt says and formats as the project formats:
+//! rustfmt's warnings once per option,
 //! nightly-only options under a stable rustfmt, a pinned toolchain that is
 //! not installed, a rustfmt that crashes or is killed on one file of a batch.
 

@@ -1,4 +1,4 @@
-//! The GPU probe cannot take xtask down (issue 13 item 9): a driver library
+//! The GPU probe cannot take xtask down: a driver library
 //! whose `cuInit` segfaults or hangs, built here with the system `cc` and put
 //! first on `LD_LIBRARY_PATH` as `libcuda.so.1`, gives the skip line (exit 0)
 //! or, with `--require-device`, exit 2, naming what happened.

@@ -1,4 +1,4 @@
-//! What large fleets need from align-deps (issue 14, item 3): exemptions
+//! What large fleets need from align-deps: exemptions
 //! with reasons (each kind; shown in every format; a stale one is a
 //! finding), the toolchain floor (`rust-version`, pinned toolchains) checked
 //! before anything is written, cargo-hakari sections left alone, and the

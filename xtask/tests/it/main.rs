@@ -8,6 +8,7 @@ mod align_deps_sources;
 mod child;
 mod ci_wiring;
 mod deep_nesting;
+mod docs;
 mod field_safety;
 mod field_safety_io;
 mod field_trust;

@@ -1,4 +1,4 @@
-//! A policy mistake is an error, not a silent pass (issue 13 item 7): exit 2
+//! A policy mistake is an error, not a silent pass: exit 2
 //! at policy:line:column, nothing written.
 
 use crate::support::{align, drifted_fleet, snapshot};

@@ -1,4 +1,4 @@
-//! A fix never makes a crate that compiled stop compiling (issue 13 item 6):
+//! A fix never makes a crate that compiled stop compiling:
 //! a crate that uses thiserror only under another name
 //! (`errors = { package = "thiserror", version = "1" }`, `use errors::Error`)
 //! cannot move to thiserror 2 by its manifest alone (thiserror 2's derive

@@ -365,7 +365,7 @@ pub fn add_sources(fleet: &Fleet, n: usize) -> io::Result<()> {
     Ok(())
 }
 
-// ---- a large real workspace (issue 14) ----------------------------------------------------
+// ---- a large real workspace ----------------------------------------------------
 
 /// The shape of [`real_workspace`].
 #[derive(Debug, Clone, Copy)]
@@ -381,7 +381,7 @@ pub struct RealShape {
 }
 
 impl RealShape {
-    /// Issue 14's "large real workspace": 80 crates, about 1,300 files of
+    /// The "large real workspace" the timings use: 80 crates, about 1,300 files of
     /// about 20 KB (26 MB), a sixth of the crates using thiserror.
     pub const LARGE: RealShape = RealShape {
         crates: 80,

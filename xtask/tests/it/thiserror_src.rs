@@ -1,4 +1,4 @@
-//! The thiserror 1 -> 2 source analysis (issue 4): every pattern, the
+//! The thiserror 1 -> 2 source analysis: every pattern, the
 //! look-alikes that must not change, idempotence, byte-exactness, whole crates
 //! through cargo metadata, and a real `cargo check` against thiserror 2.
 

@@ -1,7 +1,7 @@
 //! Declarations the plan leaves alone: the one a declaration exemption of
 //! the policy names (`[[exempt]]` with `manifest` and `dependency`, the
 //! declaration's key: `thiserror`, or `thiserror_sgx` for `thiserror_sgx = {
-//! package = "thiserror", .. }`; judged in `align_deps::exempt`), and those inside a
+//! package = "thiserror", .. }`; judged in `align_deps::exemption_use`), and those inside a
 //! section that cargo-hakari manages.
 //!
 //! cargo-hakari writes a `workspace-hack` crate's dependencies between
@@ -18,6 +18,7 @@ use cargo_metadata::semver::{Op, Version, VersionReq};
 
 use super::{Ctx, Use};
 use crate::align_deps::plan::Finding;
+use crate::align_deps::rule::Rule;
 use crate::policy::ExemptKind;
 use crate::text::one_line;
 
@@ -109,7 +110,7 @@ impl<'a> Ctx<'_, 'a> {
                 file: u.m.rel.clone(),
                 line,
                 column,
-                rule: "hakari".into(),
+                rule: Rule::Hakari.into(),
                 dependency: self.name.into(),
                 key: Some(u.decl.key.get().to_string()),
                 table: Some(u.table.into()),

@@ -6,13 +6,16 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::manifest::{Decl, DepTable, Form, Manifest, Op};
 use super::plan::{AlignmentPlan, Finding, Splice};
+use super::rule::Rule;
 use crate::edit::try_apply_splices;
 use crate::policy::{DependencyRule, Policy};
 use crate::text::one_line;
 use default_features::{DefaultFeatures, DfFix, df_ops};
+use ws_entry::{can_add_ws_entry, plan_new_ws_entries};
 
 mod default_features;
 mod set_aside;
+mod ws_entry;
 
 pub(crate) use set_aside::hakari_sections;
 
@@ -192,7 +195,7 @@ impl Ctx<'_, '_> {
         format!("{quote}{}{quote}", self.rule.version)
     }
 
-    fn unfixable(&self, u: &Use<'_>, rule: &str, wanted: &str, message: &str) -> Finding {
+    fn unfixable(&self, u: &Use<'_>, rule: Rule, wanted: &str, message: &str) -> Finding {
         let at = u.decl.key_offset();
         let (line, column) = u.m.line_col(at);
         let found = one_line(&u.m.text()[u.m.line_start(at)..u.m.line_end(at)], "; ");
@@ -220,14 +223,13 @@ impl Ctx<'_, '_> {
         table: &str,
         key: &str,
         splices: Vec<Splice>,
-        rule: &str,
+        rule: Rule,
         message: String,
     ) -> anyhow::Result<()> {
         if splices.is_empty() {
             return Ok(());
         }
-        let mut f = describe(m, &splices);
-        f.rule = rule.into();
+        let mut f = describe(m, &splices, rule);
         f.dependency = self.name.into();
         f.key = Some(key.to_string());
         f.table = Some(table.into());
@@ -257,7 +259,7 @@ impl<'a> Ctx<'_, 'a> {
                 };
                 let f = self.unfixable(
                     &u,
-                    "source",
+                    Rule::Source,
                     &format!("version \"{}\" from crates.io", rule.version),
                     &format!(
                         "[{}] {key}{renamed} is a `{src}` dependency; align-deps does not touch git, path or registry sources: \
@@ -305,7 +307,7 @@ impl<'a> Ctx<'_, 'a> {
             "[{}] {}: the policy requires \"{}\"{why}",
             u.table, self.name, self.rule.version
         );
-        self.record(u.m, u.table, u.decl.key.get(), splices, "version", msg)
+        self.record(u.m, u.table, u.decl.key.get(), splices, Rule::Version, msg)
     }
 
     /// Plans one `[workspace.dependencies]` key: converts `converting` to
@@ -364,7 +366,7 @@ impl<'a> Ctx<'_, 'a> {
         if existing.is_none() && (adds || !converting.is_empty()) && !can_add_ws_entry(self.root) {
             let msg = "[workspace.dependencies] is not written as a standard `[workspace.dependencies]` table, so align-deps cannot add the entry members would inherit; add it by hand, then run align-deps again";
             for u in converting {
-                let f = self.unfixable(&u, "workspace-entry", "workspace = true", msg);
+                let f = self.unfixable(&u, Rule::WorkspaceEntry, "workspace = true", msg);
                 self.plan.push_finding(f);
             }
             return Err(NewUser::Blocked(msg.into()));
@@ -372,14 +374,14 @@ impl<'a> Ctx<'_, 'a> {
         if let Some(w) = existing {
             let problem = if w.package() != name {
                 Some((
-                    "conflict",
+                    Rule::Conflict,
                     format!(
                         "[workspace.dependencies] `{key}` is the package `{}`, not {name}: rename this dependency or that entry by hand",
                         w.package()
                     ),
                 ))
             } else {
-                w.source().map(|src| ("source", format!("[workspace.dependencies] `{key}` is a `{src}` dependency, so inheriting it would change where {name} comes from; fix that entry first")))
+                w.source().map(|src| (Rule::Source, format!("[workspace.dependencies] `{key}` is a `{src}` dependency, so inheriting it would change where {name} comes from; fix that entry first")))
             };
             if let Some((rule, msg)) = problem {
                 for u in converting {
@@ -395,7 +397,7 @@ impl<'a> Ctx<'_, 'a> {
             for u in lacking {
                 let f = self.unfixable(
                     &u,
-                    "features",
+                    Rule::Features,
                     "workspace = true",
                     &format!(
                         "inheriting {name} would add the features {ws_features:?} of [workspace.dependencies] `{key}` to this crate; add them here or remove them from the workspace entry, then run align-deps again"
@@ -451,7 +453,7 @@ impl<'a> Ctx<'_, 'a> {
                 "[{}] {name}{renamed}: inherit \"{version}\" from [workspace.dependencies]{ws_say}",
                 u.table
             );
-            self.record(u.m, u.table, u.decl.key.get(), splices, "inherit", msg)?;
+            self.record(u.m, u.table, u.decl.key.get(), splices, Rule::Inherit, msg)?;
         }
         Ok(())
     }
@@ -495,224 +497,17 @@ impl<'a> Ctx<'_, 'a> {
                 u.table,
                 u.decl.key.get(),
                 splices,
-                "default-features",
+                Rule::DefaultFeatures,
                 msg,
             )?;
         }
         Ok(())
     }
-
-    /// The missing `[workspace.dependencies]` line for `key`: (package, key, line).
-    fn new_ws_entry(&self, key: &str, needs_false: bool) -> (String, String, String) {
-        let (name, version) = (self.name, &self.rule.version);
-        let mut fields = Vec::new();
-        if key != name {
-            fields.push(format!("package = \"{name}\""));
-        }
-        let simple = fields.is_empty() && !needs_false;
-        fields.push(format!("version = \"{version}\""));
-        if needs_false {
-            fields.push("default-features = false".into());
-        }
-        let value = if simple {
-            format!("\"{version}\"")
-        } else {
-            format!("{{ {} }}", fields.join(", "))
-        };
-        (
-            name.to_string(),
-            key.to_string(),
-            format!("{} = {value}", super::manifest::display_key(key)),
-        )
-    }
-
-    /// Fixes one `[workspace.dependencies]` entry of the package: its
-    /// requirement and, when `needs_false`, `default-features = false`.
-    fn plan_ws_entry(&mut self, w: &Decl<'_>, needs_false: bool) -> anyhow::Result<()> {
-        let root = self.root;
-        let table = "workspace.dependencies";
-        let u = Use {
-            m: root,
-            table,
-            decl: *w,
-        };
-        if let Some(src) = w.source() {
-            let f = self.unfixable(
-                &u,
-                "source",
-                &format!("version \"{}\" from crates.io", self.rule.version),
-                &format!(
-                    "[workspace.dependencies] `{}` is a `{src}` dependency; align-deps does not touch git, path or registry sources: change it by hand",
-                    w.key.get()
-                ),
-            );
-            self.plan.push_finding(f);
-            return Ok(());
-        }
-        let df_written = w.default_features();
-        let want_df = needs_false && df_written.map(|(_, v)| v) != Some(false);
-        let version_ok = w.version().is_some_and(|(v, _)| v == self.rule.version);
-        if version_ok && !want_df {
-            return Ok(());
-        }
-        let quote = w.quote(root.text());
-        let splices = if w.form == Form::Simple {
-            let span = w.item.span().unwrap_or(0..0);
-            if want_df {
-                vec![Splice::replace(
-                    span,
-                    format!(
-                        "{{ version = {}, default-features = false }}",
-                        self.quoted(quote)
-                    ),
-                )]
-            } else {
-                vec![Splice::replace(span, self.quoted(quote))]
-            }
-        } else {
-            let mut ops = Vec::new();
-            if !version_ok {
-                if w.has("version") {
-                    ops.push(Op::ReplaceValue("version", self.quoted(quote)));
-                } else {
-                    ops.push(Op::InsertFirst(format!("version = {}", self.quoted('"'))));
-                }
-            }
-            if want_df {
-                match df_written {
-                    Some((k, _)) => ops.push(Op::ReplaceValue(
-                        if k == "default_features" {
-                            "default_features"
-                        } else {
-                            "default-features"
-                        },
-                        "false".into(),
-                    )),
-                    None => ops.push(Op::InsertLast("default-features = false".into())),
-                }
-            }
-            root.decl_splices(w, &ops)
-        };
-        let mut what = Vec::new();
-        if !version_ok {
-            what.push(format!("the policy requires \"{}\"", self.rule.version));
-        }
-        if want_df {
-            what.push("default-features = false, because a member disables default features (members that had them keep them with default-features = true)".to_string());
-        }
-        let msg = format!(
-            "[workspace.dependencies] `{}`: {}",
-            w.key.get(),
-            what.join("; ")
-        );
-        let rule = if version_ok {
-            "default-features"
-        } else {
-            "version"
-        };
-        self.record(root, table, w.key.get(), splices, rule, msg)
-    }
-}
-
-/// Whether a new `[workspace.dependencies]` entry can be written: the table
-/// is a standard `[workspace.dependencies]` table, or absent under a `[workspace]`.
-fn can_add_ws_entry(root: &Manifest) -> bool {
-    let Some(ws) = root.root().get("workspace") else {
-        return false;
-    };
-    match ws.as_table_like().and_then(|w| w.get("dependencies")) {
-        Some(item) => root.table_append_point(item).is_some(),
-        None => ws.is_table(),
-    }
-}
-
-/// Adds the queued `[workspace.dependencies]` entries to the root manifest,
-/// creating the table when it is missing.
-fn plan_new_ws_entries(
-    root: &Manifest,
-    plan: &mut AlignmentPlan,
-    lines: Vec<(String, String, String)>,
-) -> anyhow::Result<()> {
-    if lines.is_empty() {
-        return Ok(());
-    }
-    let body: Vec<&str> = lines.iter().map(|(_, _, l)| l.as_str()).collect();
-    let body = body.join("\n");
-    let ws_deps = root
-        .root()
-        .get("workspace")
-        .and_then(|w| w.as_table_like())
-        .and_then(|w| w.get("dependencies"));
-    let (splice, created) = match ws_deps {
-        Some(item) => match root.table_append_point(item) {
-            Some(at) => (root.insert_lines_after(at, &body), false),
-            None => anyhow::bail!(
-                "{}: internal error: no place for new [workspace.dependencies] entries; nothing written",
-                root.rel
-            ),
-        },
-        None => {
-            let ws_item = root
-                .root()
-                .get("workspace")
-                .expect("inherit implies a [workspace] table");
-            match root.table_append_point(ws_item) {
-                Some(at) => (
-                    root.insert_lines_after(at, &format!("\n[workspace.dependencies]\n{body}")),
-                    true,
-                ),
-                None => {
-                    let text = root.text();
-                    let eol = root.eol;
-                    let lead = if text.is_empty() || text.ends_with('\n') {
-                        eol.to_string()
-                    } else {
-                        format!("{eol}{eol}")
-                    };
-                    let add = format!(
-                        "{lead}[workspace.dependencies]{eol}{}{eol}",
-                        body.replace('\n', eol)
-                    );
-                    (Splice::insert(text.len(), add), true)
-                }
-            }
-        }
-    };
-    let at = splice.range.start;
-    let (line, _) = root.line_col(at);
-    let line = line + usize::from(created) * 2;
-    for (i, (dep, key, entry)) in lines.iter().enumerate() {
-        let msg = if created {
-            format!(
-                "create [workspace.dependencies] with `{key}`: the policy has members inherit {dep} from it"
-            )
-        } else {
-            format!(
-                "[workspace.dependencies] has no `{key}`: the policy has members inherit {dep} from it"
-            )
-        };
-        plan.push_finding(Finding {
-            file: root.rel.clone(),
-            line: line + i,
-            column: 1,
-            rule: "workspace-entry".into(),
-            dependency: dep.clone(),
-            key: Some(key.clone()),
-            table: Some("workspace.dependencies".into()),
-            found: String::new(),
-            wanted: entry.clone(),
-            fixable: true,
-            message: msg,
-            fixed_in: None,
-        });
-    }
-    plan.edits
-        .add_splices(&root.path, &root.rel, root.text(), vec![splice])
 }
 
 /// A finding (location, found and wanted text) for `splices` of `m`; the
-/// caller fills in rule, dependency, table and message.
-fn describe(m: &Manifest, splices: &[Splice]) -> Finding {
+/// caller fills in dependency, table and message.
+fn describe(m: &Manifest, splices: &[Splice], rule: Rule) -> Finding {
     let text = m.text();
     let start = splices.iter().map(|s| s.range.start).min().unwrap_or(0);
     let at_line_start = |p: usize| p > 0 && text.as_bytes()[p - 1] == b'\n';
@@ -742,7 +537,7 @@ fn describe(m: &Manifest, splices: &[Splice]) -> Finding {
         file: m.rel.clone(),
         line,
         column,
-        rule: String::new(),
+        rule: rule.into(),
         dependency: String::new(),
         key: None,
         table: None,

@@ -1,5 +1,5 @@
-//! The policy's `[[exempt]]` entries in a run of `align-deps` (issue 14,
-//! item 3). Each entry sets something aside before planning (a package's
+//! The policy's `[[exempt]]` entries in a run of `align-deps`.
+//! Each entry sets something aside before planning (a package's
 //! manifest and sources, one manifest's declarations of a dependency, one
 //! Rust source file); this module judges them afterwards: an exemption that
 //! covers at least one finding of the plan made without exemptions is shown,
@@ -10,10 +10,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use super::plan::Finding;
+use super::rule::Rule;
 use crate::diag::{Diagnostic, Level};
+use crate::policy::LoadedPolicy;
 use crate::policy::{ExemptKind, Exemption};
 use crate::text::plural;
-use crate::workspace::LoadedPolicy;
 
 /// What the run knows about the members, for judging exemptions.
 #[derive(Debug, Default)]
@@ -134,15 +135,17 @@ pub fn judge(lp: &LoadedPolicy, root: &Path, full: &[Finding], m: &Members) -> J
                     "exempt: {what} ({kind} exemption, {policy_rel}:{line}): {}; {not_reported} not reported",
                     e.reason
                 );
-                let json = serde_json::json!({
-                    "kind": "exempt",
-                    "exemption": kind,
-                    "what": what,
-                    "reason": e.reason,
-                    "findings": n,
-                    "policy": policy_rel,
-                    "line": line,
-                });
+                let json = crate::diag::json_row(
+                    "exempt",
+                    &ExemptRow {
+                        exemption: kind,
+                        what: &what,
+                        reason: &e.reason,
+                        findings: n,
+                        policy: &policy_rel,
+                        line,
+                    },
+                );
                 judged.notes.push(Diagnostic {
                     level: Level::Notice,
                     file: Some(policy_rel.clone()),
@@ -154,7 +157,7 @@ pub fn judge(lp: &LoadedPolicy, root: &Path, full: &[Finding], m: &Members) -> J
                         e.reason
                     ),
                     human: Some(human),
-                    json: Some(json.to_string()),
+                    json: Some(json),
                     github: true,
                 });
             }
@@ -174,7 +177,7 @@ pub fn judge(lp: &LoadedPolicy, root: &Path, full: &[Finding], m: &Members) -> J
                     file: policy_rel.clone(),
                     line,
                     column,
-                    rule: "stale-exemption".into(),
+                    rule: Rule::StaleExemption.into(),
                     dependency,
                     key: None,
                     table: None,
@@ -191,4 +194,15 @@ pub fn judge(lp: &LoadedPolicy, root: &Path, full: &[Finding], m: &Members) -> J
         }
     }
     judged
+}
+
+/// The JSON row of an exemption in use (`kind` `exempt`).
+#[derive(serde::Serialize)]
+struct ExemptRow<'a> {
+    exemption: &'a str,
+    what: &'a str,
+    reason: &'a str,
+    findings: usize,
+    policy: &'a str,
+    line: usize,
 }
