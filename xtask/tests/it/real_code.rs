@@ -92,7 +92,7 @@ fn a_member_outside_the_root_is_named_with_one_leading_slash() {
 
 /// `RUSTUP_TOOLCHAIN` set by the user wins over the workspace's pin also when
 /// the binary runs directly (no rustup proxy, so no `RUSTUP_TOOLCHAIN_SOURCE`),
-/// as README says: a pin to a toolchain that is not installed is then no error.
+/// as docs/fleet.md says: a pin to a toolchain that is not installed is then no error.
 #[test]
 fn rustup_toolchain_set_by_the_user_wins_over_the_pin() {
     if std::process::Command::new("rustup")
