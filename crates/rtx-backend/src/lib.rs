@@ -19,6 +19,7 @@
 
 mod capability;
 mod check;
+pub mod comm;
 #[cfg(feature = "conformance")]
 pub mod conformance;
 mod element;
