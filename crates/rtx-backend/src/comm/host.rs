@@ -149,7 +149,7 @@ impl HostComm {
                     rank,
                     op: op.to_owned(),
                     limit: sh.limit,
-                    waiting: format!("rank(s) {missing:?} did not arrive"),
+                    missing,
                 });
             }
             st = sh

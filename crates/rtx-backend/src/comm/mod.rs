@@ -55,7 +55,7 @@ pub enum CommError {
         cause: String,
     },
     /// This rank waited past the time limit.
-    #[error("rank {rank}: {op} timed out after {limit:?} ({waiting})")]
+    #[error("rank {rank}: {op} timed out after {limit:?}{}", missing_text(.missing))]
     Timeout {
         /// The rank that waited.
         rank: usize,
@@ -63,8 +63,8 @@ pub enum CommError {
         op: String,
         /// The limit.
         limit: Duration,
-        /// What it waited for (the ranks that did not arrive, when known).
-        waiting: String,
+        /// The ranks that did not arrive, when known (empty otherwise).
+        missing: Vec<usize>,
     },
     /// The collective failed on this rank (a device or library error, a
     /// peer that sent something of another shape).
@@ -81,15 +81,23 @@ pub enum CommError {
     Unavailable(String),
 }
 
+fn missing_text(missing: &[usize]) -> String {
+    if missing.is_empty() {
+        String::new()
+    } else {
+        format!(": rank(s) {missing:?} did not arrive")
+    }
+}
+
 impl CommError {
-    /// The rank the error is about: the failed rank for
-    /// [`CommError::RankFailed`], this rank otherwise (`None` for
-    /// [`CommError::Unavailable`]).
+    /// The rank the error blames: the failed rank for
+    /// [`CommError::RankFailed`], the first rank that did not arrive for a
+    /// [`CommError::Timeout`] that knows it, this rank otherwise (`None`
+    /// for [`CommError::Unavailable`]).
     pub fn rank(&self) -> Option<usize> {
         match self {
-            CommError::RankFailed { rank, .. }
-            | CommError::Timeout { rank, .. }
-            | CommError::Failed { rank, .. } => Some(*rank),
+            CommError::Timeout { missing, rank, .. } => Some(*missing.first().unwrap_or(rank)),
+            CommError::RankFailed { rank, .. } | CommError::Failed { rank, .. } => Some(*rank),
             CommError::Unavailable(_) => None,
         }
     }

@@ -111,7 +111,7 @@ impl Server {
                             rank: 0,
                             op: "rendezvous".into(),
                             limit,
-                            waiting: format!("rank(s) {missing:?} did not connect"),
+                            missing,
                         });
                     }
                     thread::sleep(Duration::from_millis(5));
@@ -153,7 +153,6 @@ pub fn fetch(addr: &str, rank: usize, size: usize, limit: Duration) -> CommResul
         rank,
         cause: format!("rendezvous with {addr}: {cause}"),
     };
-    let mut last = String::from("no attempt");
     loop {
         let now = Instant::now();
         if now >= deadline {
@@ -161,7 +160,7 @@ pub fn fetch(addr: &str, rank: usize, size: usize, limit: Duration) -> CommResul
                 rank,
                 op: "rendezvous".into(),
                 limit,
-                waiting: format!("rank 0 at {addr} did not answer ({last})"),
+                missing: vec![0],
             });
         }
         let target = addr
@@ -202,8 +201,7 @@ pub fn fetch(addr: &str, rank: usize, size: usize, limit: Duration) -> CommResul
                     .map_err(|e| failed(format!("payload: {e}")))?;
                 return Ok(payload);
             }
-            Err(e) => {
-                last = e.to_string();
+            Err(_) => {
                 thread::sleep(Duration::from_millis(20));
             }
         }
@@ -247,7 +245,7 @@ mod tests {
             e
         });
         assert!(matches!(e, CommError::Timeout { .. }), "{e}");
-        assert!(e.to_string().contains("rank(s) [2] did not connect"), "{e}");
+        assert!(e.to_string().contains("rank(s) [2] did not arrive"), "{e}");
     }
 
     #[test]
