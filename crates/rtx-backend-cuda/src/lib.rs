@@ -82,6 +82,7 @@
 //! and `chain` (the one level-chain runner of every segment sum). Without the feature, `stub`
 //! stands in for `device` with the same public surface.
 
+pub mod comm;
 mod error;
 // The host halves of the device code: tested without a device, used only with it.
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
