@@ -307,6 +307,12 @@ fn run_entry(
     err: &mut dyn Write,
 ) -> anyhow::Result<(Option<Counts>, bool)> {
     if partitions > 1 {
+        let whole = entry_command(matrix, entry, runner, test_args, None);
+        writeln!(
+            out,
+            "gpu-test: run: {} (as {partitions} partitions, one per GPU)",
+            process::display(&whole)
+        )?;
         return partition::run_partitions(
             partitions,
             |i, n| entry_command(matrix, entry, runner, test_args, Some((i + 1, n))),

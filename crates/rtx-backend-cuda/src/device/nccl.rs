@@ -267,8 +267,8 @@ impl NcclComm {
 
     /// Polls the stream until done, an NCCL error, an abort or the limit.
     fn wait(&mut self, op: &str) -> CommResult<()> {
-        let deadline = Instant::now() + self.limit;
-        let mut spins = 0u32;
+        let start = Instant::now();
+        let deadline = start + self.limit;
         loop {
             // SAFETY: the backend's live stream.
             let q = unsafe { dsys::cuStreamQuery(self.stream.cu_stream()) };
@@ -302,11 +302,12 @@ impl NcclComm {
                     missing: vec![],
                 });
             }
-            spins += 1;
-            if spins < 2000 {
+            // spin for the first 100 ms (a training step's wait: a late
+            // wake-up would be the step's overhead), then poll gently
+            if start.elapsed() < Duration::from_millis(100) {
                 std::hint::spin_loop();
             } else {
-                std::thread::sleep(Duration::from_micros(50));
+                std::thread::sleep(Duration::from_micros(200));
             }
         }
     }
@@ -341,25 +342,43 @@ impl Communicator<CudaBackend> for NcclComm {
         parts: &[&BTensor<CudaBackend, T>],
     ) -> CommResult<Vec<BTensor<CudaBackend, T>>> {
         let size = self.size;
-        let mut outs = Vec::with_capacity(parts.len());
-        for p in parts {
-            outs.push(
-                b.out::<T>(&[size, p.numel()])
-                    .map_err(|e| self.fail(format!("all_gather: {e}")))?,
-            );
-        }
+        // one rank: the gather in place (the output is the input, NCCL's
+        // in-place form `send == recv + rank * count`), so a one-rank group
+        // costs no copies; more ranks: a fresh [size, numel] per part
+        let outs: Vec<BTensor<CudaBackend, T>> = if size == 1 {
+            parts
+                .iter()
+                .map(|p| {
+                    let layout = rtx_tensor::Layout::contiguous(&[1, p.numel()])
+                        .map_err(|e| self.fail(format!("all_gather: {e}")))?;
+                    Ok((*p).clone().relabel(layout))
+                })
+                .collect::<CommResult<_>>()?
+        } else {
+            let mut outs = Vec::with_capacity(parts.len());
+            for p in parts {
+                outs.push(
+                    b.out::<T>(&[size, p.numel()])
+                        .map_err(|e| self.fail(format!("all_gather: {e}")))?,
+                );
+            }
+            outs
+        };
         let ty = nccl_type(T::DTYPE);
         self.run("all_gather", |comm, stream| {
             for (p, o) in parts.iter().zip(&outs) {
                 if p.numel() == 0 {
                     continue;
                 }
-                // SAFETY: p holds numel elements of T, o size * numel, both
-                // live on this device until the stream is waited for (run).
+                let (send, recv) = (ptr(p), ptr(o));
+                // SAFETY: send holds numel elements of T, recv size * numel,
+                // both live on this device until the stream is waited for
+                // (run); with one rank they are the same buffer, NCCL's
+                // in-place form.
                 unsafe {
                     result::all_gather(
-                        ptr(p) as *const _,
-                        ptr(o) as *mut _,
+                        send as *const _,
+                        recv as *mut _,
                         p.numel(),
                         ty,
                         comm,
