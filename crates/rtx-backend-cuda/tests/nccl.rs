@@ -17,9 +17,19 @@ use rtx_backend::workload::values;
 use rtx_backend_cpu::CpuBackend;
 use rtx_backend_cuda::CudaBackend;
 use rtx_backend_cuda::comm::{NcclComm, NcclId, nccl_version};
-use rtx_gnn::parallel::{RankRun, Shard, harris_shards, run_ranks, train_shard, union};
+use rtx_gnn::parallel::{RankRun, Shard, TrainSpec, harris_shards, run_ranks, train_shard, union};
 use rtx_gnn::testing::{TRAINING_LR, TRAINING_SEED, harris_like, training_config};
 use rtx_gnn::{HetGat, HetGatConfig};
+
+fn spec(config: HetGatConfig) -> TrainSpec {
+    TrainSpec {
+        config,
+        seed: TRAINING_SEED,
+        steps: 3,
+        lr: TRAINING_LR,
+        check: true,
+    }
+}
 
 const LIMIT: Duration = Duration::from_secs(60);
 
@@ -86,17 +96,7 @@ fn nccl_one_rank_trains_the_harris_batch_like_the_single_device() {
         let b = backend();
         let shards = harris_shards::<f32>(batch, 1).unwrap();
         let cfg = training_config(&shards[0].graph);
-        let dp = train_shard(
-            &b,
-            one_rank(&b),
-            &shards[0],
-            cfg.clone(),
-            TRAINING_SEED,
-            3,
-            TRAINING_LR,
-            true,
-        )
-        .unwrap();
+        let dp = train_shard(&b, one_rank(&b), &shards[0], &spec(cfg.clone())).unwrap();
         let b2 = backend();
         assert_eq!(dp, single(&b2, &shards[0], cfg, 3), "batch {batch}");
     }
@@ -121,33 +121,14 @@ fn nccl_one_rank_equals_four_cpu_ranks_on_shares_of_256_rows() {
     let cpu: Vec<RankRun> = run_ranks(4, |ctx| {
         let comm = comms.lock().unwrap()[ctx.rank()].take().unwrap();
         let b = CpuBackend::reference();
-        train_shard(
-            &b,
-            comm,
-            &shards[ctx.rank()],
-            cfg.clone(),
-            TRAINING_SEED,
-            3,
-            TRAINING_LR,
-            true,
-        )
+        train_shard(&b, comm, &shards[ctx.rank()], &spec(cfg.clone()))
     })
     .into_iter()
     .map(Result::unwrap)
     .collect();
     let b = backend();
     let u = union(&shards).unwrap();
-    let gpu = train_shard(
-        &b,
-        one_rank(&b),
-        &u,
-        cfg,
-        TRAINING_SEED,
-        3,
-        TRAINING_LR,
-        true,
-    )
-    .unwrap();
+    let gpu = train_shard(&b, one_rank(&b), &u, &spec(cfg)).unwrap();
     for (r, run) in cpu.iter().enumerate() {
         assert_eq!(run, &gpu, "CPU rank {r} vs one NCCL rank");
     }

@@ -12,7 +12,7 @@ use rtx_backend::comm::{CommError, Communicator, HostComm, host_group};
 use rtx_backend::prelude::*;
 use rtx_backend::workload::values;
 use rtx_backend_cpu::CpuBackend;
-use rtx_gnn::parallel::{RankRun, Shard, harris_shards, run_ranks, train_shard, union};
+use rtx_gnn::parallel::{RankRun, Shard, TrainSpec, harris_shards, run_ranks, train_shard, union};
 use rtx_gnn::testing::{TRAINING_LR, TRAINING_SEED, harris_like, training_config};
 use rtx_gnn::{Error, HetGat, HeteroGraph};
 
@@ -45,7 +45,18 @@ fn train_parallel(shards: &[Shard<f32>]) -> Vec<RankRun> {
         let b = CpuBackend::reference();
         let s = &shards[ctx.rank()];
         let cfg = training_config(&s.graph);
-        train_shard(&b, comm, s, cfg, TRAINING_SEED, STEPS, TRAINING_LR, true)
+        train_shard(
+            &b,
+            comm,
+            s,
+            &TrainSpec {
+                config: cfg,
+                seed: TRAINING_SEED,
+                steps: STEPS,
+                lr: TRAINING_LR,
+                check: true,
+            },
+        )
     })
     .into_iter()
     .map(Result::unwrap)

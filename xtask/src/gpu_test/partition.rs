@@ -80,6 +80,15 @@ pub fn merge(parts: &[Counts]) -> Counts {
     c
 }
 
+/// One partition's run: its header line, how it ended, and its stdout and
+/// stderr as they came.
+struct PartitionRun {
+    head: String,
+    captured: Captured,
+    out: Vec<u8>,
+    err: Vec<u8>,
+}
+
 /// Runs `make(i, n)` (the runner's command for partition `i + 1` of `n`)
 /// for every partition at once, each seeing one GPU; then writes each
 /// partition's output in order under a header, and returns the merged counts
@@ -94,7 +103,7 @@ pub fn run_partitions(
     err: &mut dyn Write,
 ) -> anyhow::Result<(Option<Counts>, bool)> {
     let parent = std::env::var("CUDA_VISIBLE_DEVICES").ok();
-    let runs: Vec<anyhow::Result<(String, Captured, Vec<u8>, Vec<u8>)>> = std::thread::scope(|s| {
+    let runs: Vec<anyhow::Result<PartitionRun>> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..n)
             .map(|i| {
                 let (make, parent) = (&make, parent.as_deref());
@@ -108,8 +117,13 @@ pub fn run_partitions(
                         process::display(&cmd)
                     );
                     let (mut o, mut e) = (Vec::new(), Vec::new());
-                    let c = process::run(&mut cmd, Stdout::Echo, &mut o, &mut e)?;
-                    Ok((head, c, o, e))
+                    let captured = process::run(&mut cmd, Stdout::Echo, &mut o, &mut e)?;
+                    Ok(PartitionRun {
+                        head,
+                        captured,
+                        out: o,
+                        err: e,
+                    })
                 })
             })
             .collect();
@@ -124,12 +138,12 @@ pub fn run_partitions(
     let mut counts = Some(Vec::new());
     let mut success = true;
     for run in runs {
-        let (head, c, o, e) = run?;
-        writeln!(out, "{head}")?;
-        out.write_all(&o)?;
-        err.write_all(&e)?;
-        success &= c.status.success();
-        match (parse_nextest(&c.stderr), counts.as_mut()) {
+        let run = run?;
+        writeln!(out, "{}", run.head)?;
+        out.write_all(&run.out)?;
+        err.write_all(&run.err)?;
+        success &= run.captured.status.success();
+        match (parse_nextest(&run.captured.stderr), counts.as_mut()) {
             (Some(k), Some(v)) => v.push(k),
             _ => counts = None,
         }

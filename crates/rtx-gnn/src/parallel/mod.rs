@@ -331,9 +331,24 @@ pub struct RankRun {
     pub params: Vec<Vec<u64>>,
 }
 
-/// Trains a fresh model (`config`, `seed`) for `steps` SGD steps of rate
-/// `lr` on this rank's `shard`, data-parallel over `comm`, with the
-/// agreement check after every step when `check`.
+/// What [`train_shard`] trains: a fresh model of `config` from `seed`, for
+/// `steps` SGD steps of rate `lr`, the agreement check after every step
+/// when `check`.
+#[derive(Debug, Clone)]
+pub struct TrainSpec {
+    /// The model.
+    pub config: HetGatConfig,
+    /// The initialization seed (the same on every rank).
+    pub seed: u64,
+    /// SGD steps.
+    pub steps: usize,
+    /// Learning rate.
+    pub lr: f64,
+    /// Whether every step ends with [`DataParallel::check_agreement`].
+    pub check: bool,
+}
+
+/// Trains `spec` on this rank's `shard`, data-parallel over `comm`.
 ///
 /// # Errors
 /// As [`DataParallel::train_step`].
@@ -341,19 +356,15 @@ pub fn train_shard<B: Backend, T: Element, C: Communicator<B>>(
     b: &B,
     comm: C,
     shard: &Shard<T>,
-    config: HetGatConfig,
-    seed: u64,
-    steps: usize,
-    lr: f64,
-    check: bool,
+    spec: &TrainSpec,
 ) -> Result<RankRun> {
-    let model = HetGat::<B, T>::new(b, &shard.graph, config, seed)?;
+    let model = HetGat::<B, T>::new(b, &shard.graph, spec.config.clone(), spec.seed)?;
     let x = shard.upload(b, &model.config().in_features)?;
     let mut dp = DataParallel::new(model, comm);
-    dp.set_check(check);
-    let mut losses = Vec::with_capacity(steps);
-    for _ in 0..steps {
-        losses.push(dp.train_step(b, &shard.graph, &x, lr)?.to_bits_u64());
+    dp.set_check(spec.check);
+    let mut losses = Vec::with_capacity(spec.steps);
+    for _ in 0..spec.steps {
+        losses.push(dp.train_step(b, &shard.graph, &x, spec.lr)?.to_bits_u64());
     }
     let params = dp
         .model()
