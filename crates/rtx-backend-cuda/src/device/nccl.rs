@@ -434,3 +434,31 @@ impl Communicator<CudaBackend> for NcclComm {
         AbortHandle::new(move |cause| a.report(rank, cause))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn without_libnccl_every_entry_point_is_an_error_not_a_panic() {
+        if nccl_present() {
+            // a host with NCCL: the GPU tests (tests/nccl.rs) cover it
+            assert!(nccl_version().is_ok());
+            return;
+        }
+        for e in [NcclId::new().unwrap_err(), nccl_version().unwrap_err()] {
+            assert!(matches!(e, CommError::Unavailable(_)), "{e}");
+            assert!(e.to_string().contains("libnccl.so.2"), "{e}");
+        }
+    }
+
+    #[test]
+    fn an_id_is_128_bytes() {
+        let bytes: Vec<u8> = (0..128).collect();
+        assert_eq!(
+            NcclId::from_bytes(&bytes).unwrap().as_bytes()[..],
+            bytes[..]
+        );
+        assert!(NcclId::from_bytes(&bytes[..127]).is_err());
+    }
+}
