@@ -39,7 +39,7 @@
 //!   the union's next level is the left fold of those nodes in rank order;
 //!
 //! and, for the gradients, the weights are exact: `N` a power of two with
-//! equal shares (`lr / N` and the `2 / n_r` of each share's mean are then
+//! the same number of target rows in every share (`lr / N` and the `2 / n_r` of each share's mean are then
 //! exact powers-of-two rescalings of the union's `lr` and `2 / n`, barring
 //! underflow). The Harris workload (10,000 and 5,000 nodes per copy) meets
 //! this only for `N = 1`; other splits are deterministic run to run but
