@@ -218,13 +218,20 @@ impl StaticGraph for rtx_backend_cuda::CudaBackend {
 pub fn run(args: &Args) -> anyhow::Result<()> {
     anyhow::ensure!(args.steps > 0, "--steps must be at least 1");
     anyhow::ensure!(args.batch > 0, "--batch must be at least 1");
+    let dp = crate::parallel::Options {
+        batch: args.batch,
+        steps: args.steps,
+        lr: args.lr,
+        seed: args.seed,
+        rounds: args.rounds,
+    };
     if let Some(n) = args.gpus {
         anyhow::ensure!(n > 0, "--gpus must be at least 1");
-        return crate::parallel::run_gpus(args, n);
+        return crate::parallel::run_gpus(&dp, n);
     }
     if let Some(n) = args.cpu_ranks {
         anyhow::ensure!(n > 0, "--cpu-ranks must be at least 1");
-        return crate::parallel::run_cpu_ranks(args, n);
+        return crate::parallel::run_cpu_ranks(&dp, n);
     }
     match args.backend {
         BackendKind::Cpu => train(&CpuBackend::new(), args),

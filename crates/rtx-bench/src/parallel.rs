@@ -21,7 +21,21 @@ use rtx_gnn::parallel::{DataParallel, Shard, harris_shards, run_ranks};
 use rtx_gnn::{HetGat, HetGatConfig};
 use serde_json::json;
 
-use crate::hetgat::Args;
+/// What a data-parallel run trains (from `rtx-bench hetgat`'s arguments).
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Harris copies in the whole batch.
+    pub batch: usize,
+    /// Steps (per round with `rounds`).
+    pub steps: usize,
+    /// SGD learning rate.
+    pub lr: f64,
+    /// Initialization seed.
+    pub seed: u64,
+    /// With one GPU: rounds alternating with the single-device step (0: none).
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))] // read by the GPU path only
+    pub rounds: usize,
+}
 
 /// What a rank measured: each step's loss and wall time (ms).
 struct RankTimes {
@@ -34,7 +48,7 @@ fn rank_loop<B: Backend, C: Communicator<B>>(
     b: &B,
     comm: C,
     shard: &Shard<f32>,
-    args: &Args,
+    args: &Options,
     print: bool,
 ) -> rtx_gnn::Result<RankTimes> {
     let model = HetGat::<B, f32>::new(b, &shard.graph, HetGatConfig::harris(), args.seed)?;
@@ -83,7 +97,7 @@ fn all_ok<R>(results: Vec<rtx_gnn::Result<R>>) -> anyhow::Result<Vec<R>> {
     Ok(out)
 }
 
-fn report(args: &Args, imp: &str, ranks: usize, runs: &[RankTimes], backend: &str) {
+fn report(args: &Options, imp: &str, ranks: usize, runs: &[RankTimes], backend: &str) {
     let r0 = &runs[0];
     let steady: Vec<f64> = r0.ms.iter().skip(1).copied().collect();
     println!(
@@ -97,7 +111,7 @@ fn report(args: &Args, imp: &str, ranks: usize, runs: &[RankTimes], backend: &st
 }
 
 /// `--cpu-ranks N`: `N` CPU ranks (threads, the host communicator).
-pub fn run_cpu_ranks(args: &Args, n: usize) -> anyhow::Result<()> {
+pub fn run_cpu_ranks(args: &Options, n: usize) -> anyhow::Result<()> {
     let shards = harris_shards::<f32>(args.batch, n).context("splitting the batch")?;
     let comms = std::sync::Mutex::new(
         host_group(n, DEFAULT_TIME_LIMIT)
@@ -129,7 +143,7 @@ pub fn run_cpu_ranks(args: &Args, n: usize) -> anyhow::Result<()> {
 
 /// `--gpus N`: GPU `r` is rank `r`, NCCL between them.
 #[cfg(feature = "cuda")]
-pub fn run_gpus(args: &Args, n: usize) -> anyhow::Result<()> {
+pub fn run_gpus(args: &Options, n: usize) -> anyhow::Result<()> {
     use rtx_backend_cuda::CudaBackend;
     use rtx_backend_cuda::comm::{Failures, NcclComm, NcclId, nccl_version};
     let version = nccl_version()?;
@@ -164,7 +178,7 @@ pub fn run_gpus(args: &Args, n: usize) -> anyhow::Result<()> {
 /// One NCCL rank against the single-device step, alternating rounds.
 #[cfg(feature = "cuda")]
 fn compare_one_rank(
-    args: &Args,
+    args: &Options,
     shard: &Shard<f32>,
     id: &rtx_backend_cuda::comm::NcclId,
 ) -> anyhow::Result<()> {
@@ -239,8 +253,11 @@ fn compare_one_rank(
 
 /// `--gpus N` in a build without the `cuda` feature.
 #[cfg(not(feature = "cuda"))]
-pub fn run_gpus(_args: &Args, _n: usize) -> anyhow::Result<()> {
-    Err(crate::hetgat::no_cuda())
+pub fn run_gpus(_args: &Options, _n: usize) -> anyhow::Result<()> {
+    anyhow::bail!(
+        "this rtx-bench was built without CUDA support, so --gpus cannot run; rebuild with \
+         `cargo build --release -p rtx-bench --features cuda` (or use --cpu-ranks)"
+    )
 }
 
 #[cfg(test)]
@@ -249,10 +266,12 @@ mod tests {
 
     #[test]
     fn two_cpu_ranks_train_the_harris_batch() {
-        let args = Args {
-            steps: 2,
+        let args = Options {
             batch: 2,
-            ..Args::for_tests()
+            steps: 2,
+            lr: 1e-3,
+            seed: 0,
+            rounds: 0,
         };
         run_cpu_ranks(&args, 2).unwrap();
         assert!(run_cpu_ranks(&args, 3).is_err(), "3 ranks for 2 copies");
