@@ -88,6 +88,7 @@
 //! `stub` stands in for `device` with the same public surface (a test
 //! compares the two).
 
+pub mod comm;
 mod error;
 // The host halves of the device code: tested without a device, used only with it.
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]

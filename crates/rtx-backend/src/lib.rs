@@ -18,6 +18,7 @@
 //! * [`workload`]: the anchors' splitmix64 generators.
 
 mod capability;
+pub mod comm;
 #[cfg(feature = "conformance")]
 pub mod conformance;
 mod element;

@@ -38,6 +38,35 @@ pub struct Args {
     /// Seed of the parameter initialization.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// Data-parallel over this many GPUs (NCCL; GPU r is rank r), the batch
+    /// split by copies; prints a JSON scaling row (see `parallel.rs`).
+    #[arg(long, conflicts_with = "cpu_ranks")]
+    pub gpus: Option<usize>,
+    /// Data-parallel over this many CPU ranks (threads, host communicator).
+    #[arg(long)]
+    pub cpu_ranks: Option<usize>,
+    /// With `--gpus 1`: rounds of `--steps` steps alternating the
+    /// single-device step and the one-rank data-parallel step (0: no
+    /// comparison).
+    #[arg(long, default_value_t = 0)]
+    pub rounds: usize,
+}
+
+impl Args {
+    /// The defaults, for tests.
+    #[cfg(test)]
+    pub(crate) fn for_tests() -> Args {
+        Args {
+            backend: BackendKind::Cpu,
+            steps: 1,
+            batch: 1,
+            lr: 1e-3,
+            seed: 0,
+            gpus: None,
+            cpu_ranks: None,
+            rounds: 0,
+        }
+    }
 }
 
 /// The Harris workload on a backend: model and inputs over a graph whose
@@ -189,6 +218,21 @@ impl StaticGraph for rtx_backend_cuda::CudaBackend {
 pub fn run(args: &Args) -> anyhow::Result<()> {
     anyhow::ensure!(args.steps > 0, "--steps must be at least 1");
     anyhow::ensure!(args.batch > 0, "--batch must be at least 1");
+    let dp = crate::parallel::Options {
+        batch: args.batch,
+        steps: args.steps,
+        lr: args.lr,
+        seed: args.seed,
+        rounds: args.rounds,
+    };
+    if let Some(n) = args.gpus {
+        anyhow::ensure!(n > 0, "--gpus must be at least 1");
+        return crate::parallel::run_gpus(&dp, n);
+    }
+    if let Some(n) = args.cpu_ranks {
+        anyhow::ensure!(n > 0, "--cpu-ranks must be at least 1");
+        return crate::parallel::run_cpu_ranks(&dp, n);
+    }
     match args.backend {
         BackendKind::Cpu => train(&CpuBackend::new(), args),
         BackendKind::Cuda => run_cuda(args),
@@ -311,10 +355,7 @@ mod tests {
         if !cfg!(feature = "cuda") {
             let args = Args {
                 backend: BackendKind::Cuda,
-                steps: 1,
-                batch: 1,
-                lr: 1e-3,
-                seed: 0,
+                ..Args::for_tests()
             };
             let e = run(&args).unwrap_err().to_string();
             assert!(e.contains("--features cuda"), "{e}");

@@ -16,6 +16,7 @@ mod dynamic;
 mod gat;
 mod hetgat;
 mod index;
+mod parallel;
 mod permute;
 #[cfg(feature = "cuda")]
 mod sampled;

@@ -48,6 +48,7 @@
 pub mod graph;
 pub mod mag;
 pub mod model;
+pub mod parallel;
 pub mod store;
 pub mod testing;
 pub mod topology;
@@ -69,6 +70,10 @@ pub enum Error {
     /// A model configuration or input that does not fit.
     #[error("model: {0}")]
     Model(String),
+    /// A collective of data-parallel training failed (another rank's
+    /// error, a time-out), or this rank's error as reported to the group.
+    #[error(transparent)]
+    Comm(#[from] rtx_backend::comm::CommError),
 }
 
 /// `Result` with [`Error`].

@@ -9,7 +9,8 @@
 //!    process with a time limit ([`isolate`]): a driver that crashes or hangs
 //!    is a skip reason (exit 2 with `--require-device`), never xtask's end.
 //! 4. Device: each entry's tests run (cargo-nextest when installed, else
-//!    `cargo test`), the counts are summed into `gpu-test: N passed, N failed`
+//!    `cargo test`; with nextest and several GPUs, one partition per GPU in
+//!    parallel, see [`partition`]), the counts are summed into `gpu-test: N passed, N failed`
 //!    (`, N skipped`), exit 1 on any failure or when no test ran at all.
 //!    No device: `gpu-test: skipped: <reason>`, exit 0, or exit 2 with
 //!    `--require-device`.
@@ -23,6 +24,7 @@
 
 pub(crate) mod archive;
 pub mod isolate;
+pub mod partition;
 pub mod probe;
 pub(crate) mod process;
 pub(crate) mod results;
@@ -262,20 +264,20 @@ pub fn build(
     }
 }
 
-/// Runs the tests of one entry and returns its counts; `Ok(None)` when the
-/// runner failed without reporting test results (its output explains).
-fn run_entry(
+/// The runner's command for one entry, for partition `part = (i, n)`
+/// (1-based `i` of `n`) when given.
+fn entry_command(
     matrix: &Matrix,
     entry: &GpuTestEntry,
     runner: Runner,
     test_args: &[String],
-    out: &mut dyn Write,
-    err: &mut dyn Write,
-) -> anyhow::Result<(Option<Counts>, bool)> {
+    part: Option<(u32, u32)>,
+) -> std::process::Command {
     let mut cmd = cargo_command();
     match runner {
         // One entry matching no test is not an error by itself (a filter may
-        // select another entry's tests); no test at all is, checked by `run`.
+        // select another entry's tests; a partition may hold none); no test
+        // at all is, checked by `run`.
         Runner::Nextest => cmd.args(["nextest", "run"]).env("NEXTEST_NO_TESTS", "warn"),
         Runner::CargoTest => cmd.arg("test"),
     };
@@ -283,9 +285,42 @@ fn run_entry(
         .arg(&matrix.manifest)
         .arg("--no-fail-fast")
         .args(select_args(std::slice::from_ref(entry)));
+    if let Some((i, n)) = part {
+        cmd.arg("--partition").arg(format!("count:{i}/{n}"));
+    }
     if !test_args.is_empty() {
         cmd.arg("--").args(test_args);
     }
+    cmd
+}
+
+/// Runs the tests of one entry (in `partitions` parallel partitions, one
+/// per GPU, when more than one) and returns its counts; `Ok(None)` when the
+/// runner failed without reporting test results (its output explains).
+fn run_entry(
+    matrix: &Matrix,
+    entry: &GpuTestEntry,
+    runner: Runner,
+    test_args: &[String],
+    partitions: u32,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> anyhow::Result<(Option<Counts>, bool)> {
+    if partitions > 1 {
+        let whole = entry_command(matrix, entry, runner, test_args, None);
+        writeln!(
+            out,
+            "gpu-test: run: {} (as {partitions} partitions, one per GPU)",
+            process::display(&whole)
+        )?;
+        return partition::run_partitions(
+            partitions,
+            |i, n| entry_command(matrix, entry, runner, test_args, Some((i + 1, n))),
+            out,
+            err,
+        );
+    }
+    let mut cmd = entry_command(matrix, entry, runner, test_args, None);
     writeln!(out, "gpu-test: run: {}", process::display(&cmd))?;
     out.flush()?;
     let c = process::run(&mut cmd, Stdout::Echo, out, err)?;
@@ -375,11 +410,30 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
         }
     };
     writeln!(out, "gpu-test: device: {device}")?;
+    let partitions = partition::partition_count(
+        partition::device_count(&device),
+        runner,
+        std::env::var(partition::PARTITIONS_ENV).ok().as_deref(),
+    )?;
+    if partitions > 1 {
+        writeln!(
+            out,
+            "gpu-test: {partitions} partitions in parallel, one per GPU (cargo-nextest --partition)"
+        )?;
+    }
 
     let mut total = Counts::default();
     let mut problems = Vec::new();
     for entry in &matrix.entries {
-        let (counts, success) = run_entry(&matrix, entry, runner, &args.test_args, out, err)?;
+        let (counts, success) = run_entry(
+            &matrix,
+            entry,
+            runner,
+            &args.test_args,
+            partitions,
+            out,
+            err,
+        )?;
         match counts {
             Some(c) => {
                 total += c;

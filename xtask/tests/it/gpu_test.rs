@@ -423,6 +423,51 @@ fn device_present_runs_the_tests_and_counts_them_with_nextest() {
 }
 
 #[test]
+fn several_gpus_run_one_nextest_partition_each_and_merge_the_counts() {
+    let fx = Fixture::with_features(GPU_TESTS, "\"gpu\"");
+    let lib = fake_libcuda(FakeDriver {
+        version: 13000,
+        init: 0,
+        count: 3,
+    });
+    let ws = fx.ws();
+    let run = |extra: &[(&str, &str)]| {
+        let mut env = vec![
+            ("RTX_GPU_TEST_LIBCUDA", lib.to_str().unwrap()),
+            ("RTX_GPU_TEST_RUNNER", "nextest"),
+        ];
+        env.extend_from_slice(extra);
+        xtask_bin(&["gpu-test", "--require-device", "--workspace", &ws], &env)
+    };
+    let (code, out, err) = run(&[]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(
+        out.contains("gpu-test: 3 partitions in parallel, one per GPU"),
+        "{out}"
+    );
+    for (i, gpu) in [(1, 0), (2, 1), (3, 2)] {
+        assert!(
+            out.contains(&format!("gpu-test: partition {i}/3 on GPU {gpu}: ")),
+            "{out}"
+        );
+    }
+    assert!(out.contains("--partition count:3/3"), "{out}");
+    // three tests ran across the partitions, the ignored one is skipped once
+    assert!(
+        out.ends_with("gpu-test: 3 passed, 0 failed, 1 skipped\n"),
+        "{out}"
+    );
+    // a cap of 1 is the plain run
+    let (code, out, err) = run(&[("RTX_GPU_TEST_PARTITIONS", "1")]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(!out.contains("partition"), "{out}");
+    assert!(
+        out.ends_with("gpu-test: 3 passed, 0 failed, 1 skipped\n"),
+        "{out}"
+    );
+}
+
+#[test]
 fn device_present_runs_the_tests_and_counts_them_with_cargo_test() {
     let fx = Fixture::with_features(GPU_TESTS, "\"gpu\"");
     let (code, out, err) = run_with_fake_device(&fx, "cargo-test", &[]);

@@ -39,6 +39,7 @@ mod index_ops;
 mod kernels;
 mod launch;
 mod layout_ops;
+pub(crate) mod nccl;
 mod pins;
 mod plan;
 mod plan_build;
