@@ -143,7 +143,7 @@ pub(crate) type Recorded = (Vec<f64>, Vec<f64>, f32);
 /// [`with_static_indices`]: rtx_backend_cuda::CudaBackend::with_static_indices
 pub(crate) trait StaticGraph: Backend + Sized {
     /// Runs `f` with `graph`'s topology held where the backend can hold it.
-    fn with_graph<R>(&self, _graph: &HeteroGraph, f: impl FnOnce() -> R) -> anyhow::Result<R> {
+    fn with_graph<R>(&self, _graph: &HeteroGraph, f: impl FnOnce() -> R) -> rtx_backend::Result<R> {
         Ok(f())
     }
 
@@ -169,7 +169,7 @@ impl<B: Backend> StaticGraph for rtx_backend::HostIndexOps<B> {}
 
 #[cfg(feature = "cuda")]
 impl StaticGraph for rtx_backend_cuda::CudaBackend {
-    fn with_graph<R>(&self, graph: &HeteroGraph, f: impl FnOnce() -> R) -> anyhow::Result<R> {
+    fn with_graph<R>(&self, graph: &HeteroGraph, f: impl FnOnce() -> R) -> rtx_backend::Result<R> {
         let lists: Vec<&[u32]> = graph
             .relations()
             .iter()
@@ -180,7 +180,7 @@ impl StaticGraph for rtx_backend_cuda::CudaBackend {
             .iter()
             .flat_map(|r| [r.dst_plan(), r.src_plan()])
             .collect();
-        Ok(self.with_static_indices(&lists, &plans, f)?)
+        self.with_static_indices(&lists, &plans, f)
     }
 
     fn time_recorded(

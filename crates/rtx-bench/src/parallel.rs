@@ -19,6 +19,8 @@ use rtx_backend::prelude::*;
 use rtx_backend_cpu::CpuBackend;
 use rtx_gnn::parallel::{DataParallel, Shard, harris_shards, run_ranks};
 use rtx_gnn::{HetGat, HetGatConfig};
+
+use crate::hetgat::StaticGraph;
 use serde_json::json;
 
 /// What a data-parallel run trains (from `rtx-bench hetgat`'s arguments).
@@ -43,8 +45,10 @@ struct RankTimes {
     ms: Vec<f64>,
 }
 
-/// Trains `shard` for `steps` data-parallel steps on `b` over `comm`.
-fn rank_loop<B: Backend, C: Communicator<B>>(
+/// Trains `shard` for `steps` data-parallel steps on `b` over `comm`, with
+/// the shard's index lists and plans held on the device (as the
+/// single-device `hetgat` run holds them).
+fn rank_loop<B: StaticGraph, C: Communicator<B>>(
     b: &B,
     comm: C,
     shard: &Shard<f32>,
@@ -58,16 +62,19 @@ fn rank_loop<B: Backend, C: Communicator<B>>(
         losses: Vec::with_capacity(args.steps),
         ms: Vec::with_capacity(args.steps),
     };
-    for step in 0..args.steps {
-        let t = Instant::now();
-        let loss = dp.train_step(b, &shard.graph, &x, args.lr)?;
-        let ms = t.elapsed().as_secs_f64() * 1e3;
-        if print {
-            println!("step {step:>4}  loss {loss:.9}  {ms:>9.2} ms");
+    b.with_graph(&shard.graph, || -> rtx_gnn::Result<()> {
+        for step in 0..args.steps {
+            let t = Instant::now();
+            let loss = dp.train_step(b, &shard.graph, &x, args.lr)?;
+            let ms = t.elapsed().as_secs_f64() * 1e3;
+            if print {
+                println!("step {step:>4}  loss {loss:.9}  {ms:>9.2} ms");
+            }
+            out.losses.push(loss);
+            out.ms.push(ms);
         }
-        out.losses.push(loss);
-        out.ms.push(ms);
-    }
+        Ok(())
+    })??;
     Ok(out)
 }
 
@@ -194,6 +201,9 @@ fn compare_one_rank(
     let mut dp = DataParallel::new(model, comm);
     // the agreement check is a no-op with one rank; keep the step as timed
     dp.set_check(false);
+    // both steps run with the shard's lists and plans held on the device, as
+    // the single-device `hetgat` run holds them
+    let (same, s_med, d_med) = b.with_graph(g, || -> anyhow::Result<_> {
     // warm up both (kernels, buffers, index caches)
     let (l1, l2) = (
         single.train_step(&b, g, &x, args.lr)?,
@@ -225,6 +235,8 @@ fn compare_one_rank(
         s_med.push(s);
         d_med.push(d);
     }
+    Ok((same, s_med, d_med))
+    })??;
     for (imp, v) in [
         ("rtx-single-train-step", &s_med),
         ("rtx-nccl-1gpu-train-step", &d_med),
