@@ -17,9 +17,11 @@ use rtx_backend::workload::values;
 use rtx_backend_cpu::CpuBackend;
 use rtx_backend_cuda::CudaBackend;
 use rtx_backend_cuda::comm::{NcclComm, NcclId, nccl_version};
-use rtx_gnn::parallel::{RankRun, Shard, TrainSpec, harris_shards, run_ranks, train_shard, union};
+use rtx_gnn::parallel::{
+    RankRun, Shard, TrainSpec, harris_shards, run_ranks, train_shard, train_single, union,
+};
 use rtx_gnn::testing::{TRAINING_LR, TRAINING_SEED, harris_like, training_config};
-use rtx_gnn::{HetGat, HetGatConfig};
+use rtx_gnn::HetGatConfig;
 
 fn spec(config: HetGatConfig) -> TrainSpec {
     TrainSpec {
@@ -45,26 +47,8 @@ fn one_rank(b: &CudaBackend) -> NcclComm {
 }
 
 fn single(b: &CudaBackend, s: &Shard<f32>, cfg: HetGatConfig, steps: usize) -> RankRun {
-    let mut model = HetGat::<_, f32>::new(b, &s.graph, cfg, TRAINING_SEED).unwrap();
-    let x = s.upload(b, &model.config().in_features).unwrap();
-    let losses = (0..steps)
-        .map(|_| {
-            let l = model.train_step(b, &s.graph, &x, TRAINING_LR).unwrap();
-            u64::from(l.to_bits())
-        })
-        .collect();
-    let params = model
-        .params()
-        .iter()
-        .map(|p| {
-            b.download(p)
-                .unwrap()
-                .iter()
-                .map(|v| u64::from(v.to_bits()))
-                .collect()
-        })
-        .collect();
-    RankRun { losses, params }
+    let spec = TrainSpec { steps, ..spec(cfg) };
+    train_single(b, s, &spec).unwrap()
 }
 
 #[test]

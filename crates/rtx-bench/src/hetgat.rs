@@ -11,6 +11,8 @@ use rtx_backend_cpu::CpuBackend;
 use rtx_gnn::graph::{HARRIS_FEATURES, HARRIS_NODES};
 use rtx_gnn::{HetGat, HetGatConfig, HeteroGraph, harris_features};
 
+use crate::hold::HoldGraph;
+
 /// Which backend runs the model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum BackendKind {
@@ -135,18 +137,8 @@ fn harris_batch(graph: &HeteroGraph) -> anyhow::Result<usize> {
 /// ms, loss of the last replayed step)`.
 pub(crate) type Recorded = (Vec<f64>, Vec<f64>, f32);
 
-/// A backend that can hold a static graph's index lists and plans on the
-/// device for the duration of a closure (CUDA: [`with_static_indices`], so
-/// index ops find them by address with no per-call hashing); others run the
-/// closure as is.
-///
-/// [`with_static_indices`]: rtx_backend_cuda::CudaBackend::with_static_indices
-pub(crate) trait StaticGraph: Backend + Sized {
-    /// Runs `f` with `graph`'s topology held where the backend can hold it.
-    fn with_graph<R>(&self, _graph: &HeteroGraph, f: impl FnOnce() -> R) -> rtx_backend::Result<R> {
-        Ok(f())
-    }
-
+/// A backend that can also replay a recorded step (CUDA graphs).
+pub(crate) trait StaticGraph: HoldGraph + Sized {
     /// Wall times (ms) of `reps` train steps (SGD at `lr`) and `infer_reps`
     /// forwards (finished on the device) replayed from a recording (a CUDA
     /// graph), when the backend can record work: `(train, infer, loss of the
@@ -164,25 +156,10 @@ pub(crate) trait StaticGraph: Backend + Sized {
 
 impl StaticGraph for CpuBackend {}
 
-/// The host round-trip mode: nothing to hold (its index ops run on the host).
 impl<B: Backend> StaticGraph for rtx_backend::HostIndexOps<B> {}
 
 #[cfg(feature = "cuda")]
 impl StaticGraph for rtx_backend_cuda::CudaBackend {
-    fn with_graph<R>(&self, graph: &HeteroGraph, f: impl FnOnce() -> R) -> rtx_backend::Result<R> {
-        let lists: Vec<&[u32]> = graph
-            .relations()
-            .iter()
-            .flat_map(|r| [r.src(), r.dst()])
-            .collect();
-        let plans: Vec<&rtx_backend::IndexPlan> = graph
-            .relations()
-            .iter()
-            .flat_map(|r| [r.dst_plan(), r.src_plan()])
-            .collect();
-        self.with_static_indices(&lists, &plans, f)
-    }
-
     fn time_recorded(
         &self,
         w: &mut Workload<'_, Self>,

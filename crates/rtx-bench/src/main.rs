@@ -15,6 +15,7 @@ mod dense;
 mod dynamic;
 mod gat;
 mod hetgat;
+mod hold;
 mod index;
 mod parallel;
 mod permute;

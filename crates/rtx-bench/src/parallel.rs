@@ -15,12 +15,11 @@ use std::time::Instant;
 
 use anyhow::Context;
 use rtx_backend::comm::{Communicator, DEFAULT_TIME_LIMIT, host_group};
-use rtx_backend::prelude::*;
 use rtx_backend_cpu::CpuBackend;
 use rtx_gnn::parallel::{DataParallel, Shard, harris_shards, run_ranks};
 use rtx_gnn::{HetGat, HetGatConfig};
 
-use crate::hetgat::StaticGraph;
+use crate::hold::HoldGraph;
 use serde_json::json;
 
 /// What a data-parallel run trains (from `rtx-bench hetgat`'s arguments).
@@ -48,7 +47,7 @@ struct RankTimes {
 /// Trains `shard` for `steps` data-parallel steps on `b` over `comm`, with
 /// the shard's index lists and plans held on the device (as the
 /// single-device `hetgat` run holds them).
-fn rank_loop<B: StaticGraph, C: Communicator<B>>(
+fn rank_loop<B: HoldGraph, C: Communicator<B>>(
     b: &B,
     comm: C,
     shard: &Shard<f32>,
@@ -189,6 +188,7 @@ fn compare_one_rank(
     shard: &Shard<f32>,
     id: &rtx_backend_cuda::comm::NcclId,
 ) -> anyhow::Result<()> {
+    use rtx_backend::prelude::*;
     use rtx_backend_cuda::CudaBackend;
     use rtx_backend_cuda::comm::NcclComm;
     let b = CudaBackend::new(0)?;

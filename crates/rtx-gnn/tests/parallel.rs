@@ -12,7 +12,9 @@ use rtx_backend::comm::{CommError, Communicator, HostComm, host_group};
 use rtx_backend::prelude::*;
 use rtx_backend::workload::values;
 use rtx_backend_cpu::CpuBackend;
-use rtx_gnn::parallel::{RankRun, Shard, TrainSpec, harris_shards, run_ranks, train_shard, union};
+use rtx_gnn::parallel::{
+    self, RankRun, Shard, TrainSpec, harris_shards, run_ranks, train_shard, union,
+};
 use rtx_gnn::testing::{TRAINING_LR, TRAINING_SEED, harris_like, training_config};
 use rtx_gnn::{Error, HetGat, HeteroGraph};
 
@@ -66,31 +68,14 @@ fn train_parallel(shards: &[Shard<f32>]) -> Vec<RankRun> {
 /// The single-device run on the union of the shares.
 fn train_single(shards: &[Shard<f32>]) -> RankRun {
     let u = union(shards).unwrap();
-    let b = CpuBackend::reference();
-    let cfg = training_config(&u.graph);
-    let mut model = HetGat::<_, f32>::new(&b, &u.graph, cfg, TRAINING_SEED).unwrap();
-    let x = u.upload(&b, &model.config().in_features).unwrap();
-    let losses = (0..STEPS)
-        .map(|_| {
-            model
-                .train_step(&b, &u.graph, &x, TRAINING_LR)
-                .unwrap()
-                .to_bits()
-                .into()
-        })
-        .collect();
-    let params = model
-        .params()
-        .iter()
-        .map(|p| {
-            b.download(p)
-                .unwrap()
-                .iter()
-                .map(|v| u64::from(v.to_bits()))
-                .collect()
-        })
-        .collect();
-    RankRun { losses, params }
+    let spec = TrainSpec {
+        config: training_config(&u.graph),
+        seed: TRAINING_SEED,
+        steps: STEPS,
+        lr: TRAINING_LR,
+        check: false,
+    };
+    parallel::train_single(&CpuBackend::reference(), &u, &spec).unwrap()
 }
 
 fn assert_ranks_agree(runs: &[RankRun]) {

@@ -366,11 +366,39 @@ pub fn train_shard<B: Backend, T: Element, C: Communicator<B>>(
     for _ in 0..spec.steps {
         losses.push(dp.train_step(b, &shard.graph, &x, spec.lr)?.to_bits_u64());
     }
-    let params = dp
-        .model()
+    let params = param_bits(b, dp.model())?;
+    Ok(RankRun { losses, params })
+}
+
+/// The single-device reference of [`train_shard`]: `spec` trained on
+/// `shard` alone, with no communicator ([`TrainSpec::check`] unused).
+///
+/// # Errors
+/// As [`HetGat::train_step`].
+pub fn train_single<B: Backend, T: Element>(
+    b: &B,
+    shard: &Shard<T>,
+    spec: &TrainSpec,
+) -> Result<RankRun> {
+    let mut model = HetGat::<B, T>::new(b, &shard.graph, spec.config.clone(), spec.seed)?;
+    let x = shard.upload(b, &model.config().in_features)?;
+    let mut losses = Vec::with_capacity(spec.steps);
+    for _ in 0..spec.steps {
+        losses.push(
+            model
+                .train_step(b, &shard.graph, &x, spec.lr)?
+                .to_bits_u64(),
+        );
+    }
+    let params = param_bits(b, &model)?;
+    Ok(RankRun { losses, params })
+}
+
+/// Every parameter of `model`, as bits.
+fn param_bits<B: Backend, T: Element>(b: &B, model: &HetGat<B, T>) -> Result<Vec<Vec<u64>>> {
+    model
         .params()
         .iter()
         .map(|p| Ok(b.download(p)?.iter().map(|v| v.to_bits_u64()).collect()))
-        .collect::<Result<Vec<_>>>()?;
-    Ok(RankRun { losses, params })
+        .collect()
 }
