@@ -37,7 +37,10 @@ pub use index::{
 };
 pub use layout::{all_permutations, odd_transposes, swap_dims_2x3x4, vector_swap_shares_buffer};
 pub use lists::{index_list_edges, index_lists_match_host_lists};
-pub use precision::{typed_dense_ops, typed_fused_ops, typed_index_ops, typed_layout_and_convert};
+pub use precision::{
+    typed_dense_ops, typed_fused_ops, typed_index_lists_and_errors, typed_index_ops,
+    typed_layout_and_convert,
+};
 pub use special::{half_special_values, half_summation_order};
 
 /// Every case above, in order.
@@ -67,6 +70,7 @@ pub fn run_all<B: Backend>(b: &B) {
     typed_dense_ops(b);
     typed_fused_ops(b);
     typed_layout_and_convert(b);
+    typed_index_lists_and_errors(b);
     half_special_values(b);
     half_summation_order(b);
 }
@@ -86,7 +90,7 @@ macro_rules! conformance_tests {
             model_ops_match_reference segment_ops fused_gathers fused_dense model_ops_empty
             model_op_errors index_lists_match_host_lists index_list_edges
             typed_index_ops typed_dense_ops typed_fused_ops typed_layout_and_convert
-            half_special_values half_summation_order);
+            typed_index_lists_and_errors half_special_values half_summation_order);
     };
     (@cases $make:expr; $($case:ident)*) => {
         $(

@@ -16,7 +16,7 @@ use super::harness::{assert_bits, assert_close, down, up};
 use crate::order::canonical_sum;
 use crate::workload::{indices, splitmix64, values};
 use crate::{
-    BTensor, Backend, Binary, DType, Element, IndexPlan, Unary, bf16, f16, ops, reference,
+    BTensor, Backend, Binary, DType, Element, Error, IndexPlan, Unary, bf16, f16, ops, reference,
     round_f32, widen_f32,
 };
 
@@ -493,4 +493,153 @@ fn layout_case<B: Backend, T: Element>(b: &B) {
     let x: Vec<T> = data(31, 100, 3.0);
     let same: Vec<T> = down(b, &b.convert(&up(b, &x, &[10, 10])).expect("convert"));
     assert_bits(&format!("convert {ty} -> {ty}"), &same, &x);
+}
+
+/// In every element type: each `_idx` op (a list held by the backend) is
+/// bit-identical to its host-list twin; an out-of-range index is an error
+/// naming it, before any work (the destination keeps its bits); empty lists
+/// and zero sizes give their shapes (sums over nothing are `+0.0`).
+pub fn typed_index_lists_and_errors<B: Backend>(b: &B) {
+    each_type!(lists_case, b);
+}
+
+fn lists_case<B: Backend, T: Element>(b: &B) {
+    let ty = T::DTYPE;
+    let (n, rows, e, heads, c) = (60usize, 45usize, 5000usize, 2usize, 3usize);
+    let f = heads * c;
+    let gather = indices(40, e, n, false);
+    let scatter = indices(41, e, rows, true);
+    let plan = IndexPlan::new(&scatter, rows).expect("plan");
+    let (gi, si) = (
+        b.index_from_host(&gather).expect("list"),
+        b.index_from_host(&scatter).expect("list"),
+    );
+    let x: Vec<T> = data(42, n * f, 2.0);
+    let xt = up(b, &x, &[n, f]);
+    let msg = b.index_select(&xt, &gather).expect("gather");
+    let twin = |case: &str, got: &BTensor<B, T>, want: &BTensor<B, T>| {
+        assert_bits(
+            &format!("{case} {ty}: _idx vs host list"),
+            &down(b, got),
+            &down(b, want),
+        );
+    };
+    twin(
+        "index_select",
+        &b.index_select_idx(&xt, &gi).expect("_idx"),
+        &msg,
+    );
+    let dst: Vec<T> = data(43, rows * f, 1.0);
+    let (mut d1, mut d2) = (up(b, &dst, &[rows, f]), up(b, &dst, &[rows, f]));
+    b.index_add_idx(&mut d1, &si, &msg).expect("_idx");
+    b.index_add(&mut d2, &scatter, &msg).expect("host");
+    twin("index_add", &d1, &d2);
+    let s = b.segment_sum_idx(&msg, &si, rows).expect("_idx");
+    twin(
+        "segment_sum",
+        &s,
+        &b.segment_sum(&msg, &plan).expect("host"),
+    );
+    let m = b.segment_max_idx(&msg, &si, rows).expect("_idx");
+    twin(
+        "segment_max",
+        &m,
+        &b.segment_max(&msg, &plan).expect("host"),
+    );
+    let logits: Vec<T> = data(44, e * heads, 3.0);
+    let lt = up(b, &logits, &[e, heads]);
+    let alpha = b.segment_softmax_idx(&lt, &si, rows).expect("_idx");
+    twin(
+        "segment_softmax",
+        &alpha,
+        &b.segment_softmax(&lt, &plan).expect("host"),
+    );
+    let g: Vec<T> = data(45, e * heads, 1.0);
+    let gt = up(b, &g, &[e, heads]);
+    let got = b
+        .segment_softmax_backward_idx(&alpha, &gt, &si, rows)
+        .expect("_idx");
+    let want = b
+        .segment_softmax_backward(&alpha, &gt, &plan)
+        .expect("host");
+    twin("segment_softmax_backward", &got, &want);
+    let got = b
+        .gather_scale_scatter_idx(&xt, &gi, &alpha, &si, rows)
+        .expect("_idx");
+    let want = b
+        .gather_scale_scatter(&xt, &gather, &alpha, &plan)
+        .expect("host");
+    twin("gather_scale_scatter", &got, &want);
+    let yt = up(b, &data::<T>(46, rows * f, 2.0), &[rows, f]);
+    let got = b.gather_add_idx(&xt, &gi, &yt, &si).expect("_idx");
+    twin(
+        "gather_add",
+        &got,
+        &b.gather_add(&xt, &gather, &yt, &scatter).expect("host"),
+    );
+    let got = b
+        .gather_head_dot_idx(&xt, &gi, &yt, &si, heads)
+        .expect("_idx");
+    let want = b
+        .gather_head_dot(&xt, &gather, &yt, &scatter, heads)
+        .expect("host");
+    twin("gather_head_dot", &got, &want);
+
+    // errors before work: the destination keeps its bits
+    let mut bad = scatter.clone();
+    bad[77] = rows as u32;
+    let mut d = up(b, &dst, &[rows, f]);
+    assert!(
+        matches!(
+            b.index_add(&mut d, &bad, &msg),
+            Err(Error::IndexOutOfRange { position: 77, .. })
+        ),
+        "index_add {ty}: an out-of-range index"
+    );
+    assert_bits(
+        &format!("index_add {ty}: untouched after the error"),
+        &down(b, &d),
+        &dst,
+    );
+    let mut bad = gather.clone();
+    bad[5] = n as u32;
+    assert!(
+        matches!(
+            b.index_select(&xt, &bad),
+            Err(Error::IndexOutOfRange { position: 5, .. })
+        ),
+        "index_select {ty}: an out-of-range index"
+    );
+
+    // empty lists and zero sizes
+    let none = b.index_select(&xt, &[]).expect("empty gather");
+    assert_eq!(none.shape(), &[0, f]);
+    let mut d = up(b, &dst, &[rows, f]);
+    b.index_add(&mut d, &[], &up(b, &Vec::<T>::new(), &[0, f]))
+        .expect("empty scatter");
+    assert_bits(&format!("empty scatter {ty}"), &down(b, &d), &dst);
+    let z = |shape: &[usize]| b.zeros::<T>(shape).expect("zeros");
+    let got = b
+        .matmul(&z(&[3, 0]), false, &z(&[0, 4]), false)
+        .expect("k = 0");
+    assert_eq!(got.shape(), &[3, 4]);
+    let zero_bits = T::ZERO.to_bits_u64();
+    assert!(
+        down(b, &got).iter().all(|v| v.to_bits_u64() == zero_bits),
+        "matmul {ty}: k = 0 gives +0.0"
+    );
+    let empty = IndexPlan::new(&[], 4).expect("plan");
+    let s = b
+        .segment_sum(&z(&[0, 3]), &empty)
+        .expect("empty segment_sum");
+    assert_eq!(s.shape(), &[4, 3]);
+    assert!(
+        down(b, &s).iter().all(|v| v.to_bits_u64() == zero_bits),
+        "segment_sum {ty}: empty segments are +0.0"
+    );
+    let s = b.sum_rows(&z(&[0, 5])).expect("sum_rows of no rows");
+    assert!(
+        down(b, &s).iter().all(|v| v.to_f64() == 0.0),
+        "sum_rows {ty}: no rows gives zeros"
+    );
 }
