@@ -41,8 +41,11 @@ impl<B: Backend> HetGat<B, f32> {
         })
     }
 
-    /// The `f32` loss and `f32` gradients of a mixed-precision pass (see the
-    /// [module docs](self)) on inputs `x` in `H`; the loss left on the device.
+    /// The `f32` loss and `f32` gradients of a mixed-precision pass on
+    /// inputs `x` in `H`: the weights rounded once to `H`
+    /// ([`HetGat::to_precision`]), forward and backward in `H`, the loss
+    /// `mean(y^2)` and its gradient `2y / n` in `f32` from the widened
+    /// output, every gradient widened to `f32`. The loss is left on the device.
     ///
     /// # Errors
     /// As [`HetGat::forward`].
@@ -74,9 +77,9 @@ impl<B: Backend> HetGat<B, f32> {
         })
     }
 
-    /// One mixed-precision training step (see the [module docs](self)):
-    /// forward and backward in `H`, SGD on the `f32` master weights. Returns
-    /// the `f32` loss before the update.
+    /// One mixed-precision training step: [`HetGat::loss_and_grads_mixed`]
+    /// (forward and backward in `H`), then SGD on the `f32` master weights.
+    /// Returns the `f32` loss before the update.
     ///
     /// # Errors
     /// As [`HetGat::forward`].
