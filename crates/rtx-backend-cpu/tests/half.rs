@@ -90,3 +90,81 @@ fn bf16_same_bits_for_1_2_and_5_threads() {
 fn f16_same_bits_for_1_2_and_5_threads() {
     same_for_thread_counts::<f16>();
 }
+
+mod props {
+    use proptest::prelude::*;
+    use rtx_backend::order::canonical_sum;
+    use rtx_backend::prelude::*;
+    use rtx_backend::{Element, bf16, f16};
+    use rtx_backend_cpu::CpuBackend;
+
+    /// `dst[r] = round(widen(dst[r]) + canonical f32 sum of widened src)`,
+    /// by hand, per column; untouched rows keep their bits.
+    fn naive<T: Element>(dst: &[T], f: usize, idx: &[u32], src: &[T]) -> Vec<u64> {
+        let mut out: Vec<u64> = dst.iter().map(|v| v.to_bits_u64()).collect();
+        for (r, o) in out
+            .chunks_mut(f.max(1))
+            .enumerate()
+            .take(dst.len() / f.max(1))
+        {
+            let ps: Vec<usize> = (0..idx.len()).filter(|&p| idx[p] as usize == r).collect();
+            for (j, o) in o.iter_mut().enumerate() {
+                if let Some(s) = canonical_sum(ps.len(), |q| src[ps[q] * f + j].to_f32()) {
+                    *o = T::from_f32(dst[r * f + j].to_f32() + s).to_bits_u64();
+                }
+            }
+        }
+        out
+    }
+
+    fn check<T: Element>(
+        rows: usize,
+        f: usize,
+        idx: &[u32],
+        seed: u64,
+    ) -> Result<(), TestCaseError> {
+        let b = CpuBackend::new();
+        let v = |s: u64, n: usize| -> Vec<T> {
+            (0..n)
+                .map(|i| {
+                    T::from_f64(f64::from(rtx_backend::conformance::value(s, i as u64)) * 64.0)
+                })
+                .collect()
+        };
+        let (src, dst) = (v(seed, idx.len() * f), v(seed ^ 1, rows * f));
+        let mut d = b.upload(&dst, &[rows, f]).unwrap();
+        b.index_add(&mut d, idx, &b.upload(&src, &[idx.len(), f]).unwrap())
+            .unwrap();
+        let got: Vec<u64> = b
+            .download(&d)
+            .unwrap()
+            .iter()
+            .map(|v| v.to_bits_u64())
+            .collect();
+        prop_assert_eq!(got, naive(&dst, f, idx, &src));
+        Ok(())
+    }
+
+    fn case() -> impl Strategy<Value = (usize, usize, Vec<u32>, u64)> {
+        (1usize..30, 1usize..6).prop_flat_map(|(rows, f)| {
+            (
+                Just(rows),
+                Just(f),
+                proptest::collection::vec(0..rows as u32, 0..700),
+                any::<u64>(),
+            )
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn bf16_scatter_is_the_f32_canonical_sum_rounded_once((rows, f, idx, seed) in case()) {
+            check::<bf16>(rows, f, &idx, seed)?;
+        }
+
+        #[test]
+        fn f16_scatter_is_the_f32_canonical_sum_rounded_once((rows, f, idx, seed) in case()) {
+            check::<f16>(rows, f, &idx, seed)?;
+        }
+    }
+}
