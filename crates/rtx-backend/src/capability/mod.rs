@@ -56,6 +56,12 @@ pub(crate) fn round_t<B: BackendCore + ?Sized, T: crate::Element>(
 /// backend. The dense ops ([`DenseOps`]) are held to the [`ops`](crate::ops)
 /// reference within a tolerance where their docs say so; the rest round once
 /// per operation and are bit-exact.
+///
+/// **Element types.** Every op takes `f32`, `f64`, `bf16` and `f16`. A half
+/// type computes in `f32` and rounds once per output: its op is the `f32` op
+/// on the widened inputs, rounded once (a fused op is the `f32` fused op
+/// rounded once, not the composition of half ops); gather, permute and
+/// segment max move the bits (see [`reference`](mod@crate::reference)).
 pub trait Backend: BackendCore + IndexOps + LayoutOps + DenseOps + FusedOps {}
 
 impl<B: BackendCore + IndexOps + LayoutOps + DenseOps + FusedOps> Backend for B {}
