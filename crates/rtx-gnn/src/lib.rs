@@ -1,7 +1,8 @@
 //! A heterogeneous graph-attention network (HetGAT) on any
 //! [`Backend`](rtx_backend::Backend): forward, a hand-written backward, MSE
 //! loss and SGD, generic over the element type (`f32` to train, `f64` for
-//! gradient checks).
+//! gradient checks), and in mixed precision (`HetGat::train_step_mixed`:
+//! `bf16` or `f16` activations and messages, `f32` master weights and loss).
 //!
 //! * [`graph`]: [`HeteroGraph`] (node types, relations, index plans built
 //!   once for the static topology) and the Harris-shaped workload of

@@ -1,5 +1,7 @@
 //! The HetGAT model: parameters, SGD and the training step; the forward pass
-//! and MSE loss in `forward.rs`, the hand-written backward in `backward.rs`.
+//! and MSE loss in `forward.rs`, the hand-written backward in `backward.rs`,
+//! mixed precision (bf16/f16 activations, f32 master weights and loss) in
+//! `mixed.rs`.
 
 use rtx_backend::prelude::*;
 use rtx_backend::workload::{splitmix64, unit};
@@ -11,6 +13,7 @@ use crate::{Error, Result};
 
 mod backward;
 mod forward;
+mod mixed;
 
 /// Hyper-parameters of a [`HetGat`].
 #[derive(Debug, Clone, PartialEq)]

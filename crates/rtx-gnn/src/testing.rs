@@ -101,6 +101,37 @@ pub fn training_bits<B: Backend, T: Element>(
     Ok((losses, params))
 }
 
+/// [`training_bits`] in mixed precision ([`HetGat::train_step_mixed`]): the
+/// same `f32` model and steps, forward and backward in `H` on the inputs
+/// rounded once to `H`; the bits of every step's `f32` loss and of every
+/// final `f32` parameter.
+///
+/// # Errors
+/// Backend errors.
+pub fn mixed_training_bits<B: Backend, H: Element>(
+    b: &B,
+    graph: &HeteroGraph,
+    steps: usize,
+) -> Result<(Vec<u64>, Vec<Vec<u64>>)> {
+    let cfg = training_config(graph);
+    let mut model = HetGat::<B, f32>::new(b, graph, cfg, TRAINING_SEED)?;
+    let x = inputs::<B, f32>(b, graph, &model.config().in_features)?
+        .iter()
+        .map(|t| b.convert::<f32, H>(t))
+        .collect::<rtx_backend::Result<Vec<_>>>()?;
+    let mut losses = Vec::with_capacity(steps);
+    for _ in 0..steps {
+        let loss = model.train_step_mixed(b, graph, &x, TRAINING_LR)?;
+        losses.push(u64::from(loss.to_bits()));
+    }
+    let params = model
+        .params()
+        .iter()
+        .map(|p| Ok(b.download(p)?.iter().map(|v| v.to_bits_u64()).collect()))
+        .collect::<Result<Vec<_>>>()?;
+    Ok((losses, params))
+}
+
 /// Inputs per node type `t`: `[nodes, features[t]]` from stream `40 + t`
 /// (the inputs of [`training_bits`]).
 ///

@@ -33,6 +33,13 @@
 //! * **Fused gathers** ([`gather_scale_scatter`], [`gather_head_dot`]) are
 //!   defined as their unfused compositions (see each) and give the same bits.
 //!
+//! **Half types.** For `bf16` and `f16` each op computes in `f32` (its
+//! [`Element::Acc`](crate::Element::Acc)) and rounds once per output: an
+//! arithmetic op is its `f32` op on the widened inputs, rounded once (a fused
+//! op keeps its intermediates in `f32`); the row kernels here compute in the
+//! type they are given, and the reference and the CPU backend give them the
+//! widened `f32` values ([`reference`](mod@reference) has the details).
+//!
 //! Elementwise ops round once per operation, as IEEE-754 does. `exp` is
 //! [`crate::exp`]'s portable algorithm (plain IEEE operations, no libm): the
 //! CPU and CUDA backends compute exactly its bits, so they train the HetGAT

@@ -4,7 +4,7 @@
 use rtx_backend::prelude::*;
 use rtx_backend::{BTensor, Binary, Element, Unary};
 
-use super::forward::mse;
+use super::forward::{Forward, mse};
 use super::{ATT_DST, ATT_SRC, BIAS, DeviceLoss, Grads, HetGat, LossAndGrads, W_DST, W_SRC};
 use crate::Result;
 use crate::topology::Topology;
@@ -60,16 +60,39 @@ impl<B: Backend, T: Element> HetGat<B, T> {
         let fw = self.run_forward(b, graph, x)?;
         let loss = mse(b, &fw.y)?;
         let n = loss.rows;
+        // head: y = h @ w + b, dL/dy = 2y / n
+        let dy = b.unary(Unary::Scale(2.0 / n.max(1) as f64), &fw.y)?;
+        let (grads, dx) = self.backward(b, graph, &fw, &dy, x.len(), input_grads)?;
+        Ok(LossAndGrads {
+            loss,
+            grads,
+            input_grads: dx,
+        })
+    }
+
+    /// The backward pass from the forward pass `fw` and the output's
+    /// gradient `dy`: the gradients of every parameter and (when
+    /// `input_grads`, else `None`s) of the `types` inputs.
+    ///
+    /// # Errors
+    /// Backend errors.
+    pub(super) fn backward<G: Topology<B> + ?Sized>(
+        &self,
+        b: &B,
+        graph: &G,
+        fw: &Forward<B, T>,
+        dy: &BTensor<B, T>,
+        types: usize,
+        input_grads: bool,
+    ) -> Result<(Grads<B, T>, Grads<B, T>)> {
         let heads = self.config.heads;
         let slope = Unary::LeakyRelu(self.config.negative_slope);
         let mut grads: Grads<B, T> = vec![None; self.params.len()];
         let hi = self.head();
-        // head: y = h @ w + b, dL/dy = 2y / n
-        let dy = b.unary(Unary::Scale(2.0 / n.max(1) as f64), &fw.y)?;
-        grads[hi] = Some(b.matmul(&fw.h, true, &dy, false)?);
-        grads[hi + 1] = Some(b.sum_rows(&dy)?);
-        let mut dx: Vec<Option<BTensor<B, T>>> = vec![None; x.len()];
-        dx[self.config.target] = Some(b.matmul(&dy, false, &self.params[hi], true)?);
+        grads[hi] = Some(b.matmul(&fw.h, true, dy, false)?);
+        grads[hi + 1] = Some(b.sum_rows(dy)?);
+        let mut dx: Vec<Option<BTensor<B, T>>> = vec![None; types];
+        dx[self.config.target] = Some(b.matmul(dy, false, &self.params[hi], true)?);
         for l in (0..self.config.layers).rev() {
             let cache = &fw.layers[l];
             // through the ReLU after the layer
@@ -84,7 +107,7 @@ impl<B: Backend, T: Element> HetGat<B, T> {
                 })
                 .collect::<rtx_backend::Result<Vec<_>>>()?;
             let want_dx = l > 0 || input_grads;
-            let mut dx_in: Vec<Option<BTensor<B, T>>> = vec![None; x.len()];
+            let mut dx_in: Vec<Option<BTensor<B, T>>> = vec![None; types];
             for (r, rel) in self.relations.iter().enumerate() {
                 let (st, dt) = (rel.src_type, rel.dst_type);
                 let (Some(c), Some(g)) = (&cache.rels[r], &dpre[dt]) else {
@@ -127,10 +150,6 @@ impl<B: Backend, T: Element> HetGat<B, T> {
             }
             dx = dx_in;
         }
-        Ok(LossAndGrads {
-            loss,
-            grads,
-            input_grads: if input_grads { dx } else { vec![None; x.len()] },
-        })
+        Ok((grads, if input_grads { dx } else { vec![None; types] }))
     }
 }
