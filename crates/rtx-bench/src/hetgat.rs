@@ -5,8 +5,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
-use rtx_backend::BTensor;
 use rtx_backend::prelude::*;
+use rtx_backend::{BTensor, bf16, f16};
 use rtx_backend_cpu::CpuBackend;
 use rtx_gnn::graph::{HARRIS_FEATURES, HARRIS_NODES};
 use rtx_gnn::{HetGat, HetGatConfig, HeteroGraph, harris_features};
@@ -20,6 +20,38 @@ pub enum BackendKind {
     Cpu,
     /// The CUDA backend (needs a build with `--features cuda` and a GPU).
     Cuda,
+}
+
+/// The element type of the model's activations and messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Precision {
+    /// Everything in f32.
+    F32,
+    /// Mixed: forward and backward in bf16 (each op computing in f32 and
+    /// rounding once), master weights, loss and SGD in f32.
+    Bf16,
+    /// Mixed, as `bf16` with f16.
+    F16,
+}
+
+impl Precision {
+    /// The value of `--precision`.
+    fn flag(self) -> &'static str {
+        match self {
+            Precision::F32 => "f32",
+            Precision::Bf16 => "bf16",
+            Precision::F16 => "f16",
+        }
+    }
+
+    /// What the run's header says.
+    fn name(self) -> &'static str {
+        match self {
+            Precision::F32 => "f32",
+            Precision::Bf16 => "mixed bf16",
+            Precision::F16 => "mixed f16",
+        }
+    }
 }
 
 /// Arguments of `rtx-bench hetgat`.
@@ -52,6 +84,9 @@ pub struct Args {
     /// comparison).
     #[arg(long, default_value_t = 0)]
     pub rounds: usize,
+    /// Precision of the activations and messages (single-device runs).
+    #[arg(long, value_enum, default_value = "f32")]
+    pub precision: Precision,
 }
 
 impl Args {
@@ -67,6 +102,7 @@ impl Args {
             gpus: None,
             cpu_ranks: None,
             rounds: 0,
+            precision: Precision::F32,
         }
     }
 }
@@ -77,6 +113,9 @@ pub(crate) struct Workload<'g, B: Backend> {
     pub graph: &'g HeteroGraph,
     pub model: HetGat<B, f32>,
     pub x: Vec<BTensor<B, f32>>,
+    /// `x` rounded once to bf16 and f16, made by the first mixed step.
+    x_bf16: Vec<BTensor<B, bf16>>,
+    x_f16: Vec<BTensor<B, f16>>,
 }
 
 impl<'g, B: Backend> Workload<'g, B> {
@@ -94,12 +133,54 @@ impl<'g, B: Backend> Workload<'g, B> {
             .zip(graph.node_types())
             .map(|(v, t)| b.upload(v, &[t.nodes, HARRIS_FEATURES]))
             .collect::<rtx_backend::Result<Vec<_>>>()?;
-        Ok(Workload { graph, model, x })
+        Ok(Workload {
+            graph,
+            model,
+            x,
+            x_bf16: Vec::new(),
+            x_f16: Vec::new(),
+        })
     }
 
     /// One training step; returns the loss.
     pub(crate) fn train_step(&mut self, b: &B, lr: f64) -> anyhow::Result<f32> {
         Ok(self.model.train_step(b, self.graph, &self.x, lr)?)
+    }
+
+    /// One training step at `precision` (mixed: `HetGat::train_step_mixed`,
+    /// on the inputs rounded once to the half type); returns the f32 loss.
+    pub(crate) fn train_step_at(
+        &mut self,
+        b: &B,
+        lr: f64,
+        precision: Precision,
+    ) -> anyhow::Result<f32> {
+        fn rounded<B: Backend, H: rtx_backend::Element>(
+            b: &B,
+            x: &[BTensor<B, f32>],
+            cache: &mut Vec<BTensor<B, H>>,
+        ) -> rtx_backend::Result<()> {
+            if cache.is_empty() {
+                *cache = x
+                    .iter()
+                    .map(|x| b.convert::<f32, H>(x))
+                    .collect::<rtx_backend::Result<_>>()?;
+            }
+            Ok(())
+        }
+        Ok(match precision {
+            Precision::F32 => self.model.train_step(b, self.graph, &self.x, lr)?,
+            Precision::Bf16 => {
+                rounded(b, &self.x, &mut self.x_bf16)?;
+                self.model
+                    .train_step_mixed(b, self.graph, &self.x_bf16, lr)?
+            }
+            Precision::F16 => {
+                rounded(b, &self.x, &mut self.x_f16)?;
+                self.model
+                    .train_step_mixed(b, self.graph, &self.x_f16, lr)?
+            }
+        })
     }
 
     /// One inference (forward) pass, finished on the device.
@@ -202,6 +283,11 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         seed: args.seed,
         rounds: args.rounds,
     };
+    anyhow::ensure!(
+        args.precision == Precision::F32 || (args.gpus.is_none() && args.cpu_ranks.is_none()),
+        "--precision {} applies to single-device runs; data-parallel runs train in f32",
+        args.precision.flag()
+    );
     if let Some(n) = args.gpus {
         anyhow::ensure!(n > 0, "--gpus must be at least 1");
         return crate::parallel::run_gpus(&dp, n);
@@ -242,12 +328,13 @@ fn train<B: StaticGraph>(b: &B, args: &Args) -> anyhow::Result<()> {
     let nodes: usize = w.graph.node_types().iter().map(|t| t.nodes).sum();
     println!(
         "HetGAT on {}: Harris-shaped graph x{} ({} nodes, {} links), 2 layers x 3 relations, \
-         4 heads x 16 channels, {} parameters; SGD lr {}; setup {:.2} s",
+         4 heads x 16 channels, {} parameters; {}; SGD lr {}; setup {:.2} s",
         b.name(),
         args.batch,
         nodes,
         w.graph.edges(),
         w.model.params().iter().map(|p| p.numel()).sum::<usize>(),
+        args.precision.name(),
         args.lr,
         setup.elapsed().as_secs_f64()
     );
@@ -276,7 +363,7 @@ fn train_loop<B: Backend>(
 ) -> anyhow::Result<()> {
     for step in 0..args.steps {
         let t = Instant::now();
-        let loss = w.train_step(b, args.lr)?;
+        let loss = w.train_step_at(b, args.lr, args.precision)?;
         let dt = t.elapsed();
         anyhow::ensure!(loss.is_finite(), "step {step}: the loss is {loss}");
         let line = format!(
@@ -337,6 +424,38 @@ mod tests {
             let e = run(&args).unwrap_err().to_string();
             assert!(e.contains("--features cuda"), "{e}");
         }
+    }
+
+    #[test]
+    fn a_mixed_step_rounds_the_inputs_once_and_is_repeatable() {
+        let b = CpuBackend::new();
+        let g = HeteroGraph::harris(1).unwrap();
+        let run = |p| {
+            let mut w = Workload::new(&b, &g, 0).unwrap();
+            let l = [0; 2].map(|_| w.train_step_at(&b, 1e-3, p).unwrap().to_bits());
+            (l, w.x_bf16.len(), w.x_f16.len())
+        };
+        let f32 = run(Precision::F32);
+        let bf = run(Precision::Bf16);
+        let h = run(Precision::F16);
+        assert_eq!((bf.1, bf.2, h.1, h.2, f32.1), (2, 0, 0, 2, 0));
+        assert_eq!(bf, run(Precision::Bf16), "bf16 steps repeat their bits");
+        // a bf16 forward rounds: its loss is near the f32 one, not equal
+        let (a, c) = (f32::from_bits(f32.0[0]), f32::from_bits(bf.0[0]));
+        assert!(a != c && ((a - c) / a).abs() < 0.05, "f32 {a}, bf16 {c}");
+        let e = run_args(Args {
+            precision: Precision::Bf16,
+            cpu_ranks: Some(2),
+            ..Args::for_tests()
+        });
+        assert!(
+            e.contains("--precision bf16 applies to single-device runs"),
+            "{e}"
+        );
+    }
+
+    fn run_args(args: Args) -> String {
+        run(&args).unwrap_err().to_string()
     }
 
     #[test]
