@@ -23,7 +23,7 @@ use super::pins::{self, PinKey};
 use super::plan::DevicePlan;
 #[allow(unused_imports)] // rustdoc links
 use crate::error::Error;
-use crate::table::{Kernel, Word};
+use crate::table::{Half, Kernel, Word};
 
 impl CudaBackend {
     /// Runs `f` with the index lists `lists` and plans `plans` held on the
@@ -117,7 +117,8 @@ impl CudaBackend {
     }
 
     /// Scatter-add of `src` into `dst` by the device plan, in the canonical
-    /// order: the level chain with index.cu's scatter kernels.
+    /// order: the level chain with index.cu's scatter kernels (for bf16 and
+    /// f16, the half levels: f32 sums, one rounding per element).
     pub(super) fn scatter<T: Element>(
         &self,
         dst: &mut BTensor<Self, T>,
@@ -133,8 +134,12 @@ impl CudaBackend {
             .storage_mut()
             .expect("unique after make_unique")
             .device_ptr();
-        let level0 = Level0::Stored { src: ptr(src) };
         let form = self.settings.scatter_form();
+        if let Some(h) = Half::of(T::DTYPE) {
+            chain::half_sum_chain::<T>(&self.dev, plan, f, form, h, ptr(src), d)?;
+            return Ok(());
+        }
+        let level0 = Level0::Stored { src: ptr(src) };
         chain::sum_chain::<T>(&self.dev, plan, f, f, form, level0, d)?;
         Ok(())
     }
