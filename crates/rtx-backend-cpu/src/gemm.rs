@@ -52,6 +52,15 @@ pub(crate) fn matmul<T: Element>(
         out.fill(T::ZERO);
         return;
     }
+    if T::DTYPE.is_half() {
+        // bf16 / f16: the product of the operands widened to f32 (exact),
+        // accumulated in f32, each output rounded once
+        let (a32, b32) = (widen(&a[..m * k]), widen(&b[..k * n]));
+        let mut o32 = vec![0.0f32; m * n];
+        matmul(&a32, trans_a, &b32, trans_b, m, k, n, &mut o32);
+        narrow(&o32, out);
+        return;
+    }
     // element strides (row, column) of op(a) and op(b)
     let (rsa, csa) = if trans_a { (1, m) } else { (k, 1) };
     let (rsb, csb) = if trans_b { (1, k) } else { (n, 1) };
@@ -60,6 +69,19 @@ pub(crate) fn matmul<T: Element>(
         let i0 = t * rows;
         tile(&a[i0 * rsa..], rsa, csa, b, rsb, csb, o.len() / n, k, n, o);
     });
+}
+
+/// `x` widened to `f32` (exact for every element type but `f64`, which
+/// never comes here).
+pub(crate) fn widen<T: Element>(x: &[T]) -> Vec<f32> {
+    x.iter().map(|v| v.to_acc().to_f64() as f32).collect()
+}
+
+/// `out[i] = T::from_acc(x[i])`: each `f32` rounded once to `T`.
+pub(crate) fn narrow<T: Element>(x: &[f32], out: &mut [T]) {
+    for (o, &v) in out.iter_mut().zip(x) {
+        *o = T::from_acc(T::Acc::from_f64(f64::from(v)));
+    }
 }
 
 /// One single-threaded product of `mt` rows: `o = A @ B` with `A(i, p) =
@@ -84,6 +106,13 @@ fn tile<T: Element>(
     assert!((k - 1) * rsb + (n - 1) * csb < b.len());
     let s = |x: usize| x as isize;
     match T::DTYPE {
+        // half types: widened here when `matmul` has not done it already
+        DType::BF16 | DType::F16 => {
+            let (a32, b32) = (widen(a), widen(b));
+            let mut o32 = vec![0.0f32; o.len()];
+            tile(&a32, rsa, csa, &b32, rsb, csb, mt, k, n, &mut o32);
+            narrow(&o32, o);
+        }
         // SAFETY: `T::DTYPE == F32` means `T` is `f32` (`Element` is sealed
         // to `f32` and `f64` with matching tags), so the casts keep the
         // element type. The asserts above keep every element `sgemm` reads

@@ -123,6 +123,14 @@ pub enum Error {
         /// The launcher's float element (`none` for launchers without one).
         element: &'static str,
     },
+    /// An op without kernels for an element type (bf16 and f16 for now).
+    #[error("{op}: element type {dtype} is not supported by the CUDA backend yet")]
+    UnsupportedDType {
+        /// The operation.
+        op: &'static str,
+        /// The element type.
+        dtype: rtx_backend::DType,
+    },
     /// The device plan builder reported a state it can never reach for a
     /// valid list (a bug of this crate, which its tests look for).
     #[error("building a scatter plan on the device failed: {detail} (a bug of rtx-backend-cuda)")]
@@ -155,6 +163,9 @@ pub type Result<T> = std::result::Result<T, Error>;
 
 impl From<Error> for rtx_backend::Error {
     fn from(e: Error) -> Self {
+        if let Error::UnsupportedDType { op, dtype } = e {
+            return rtx_backend::Error::UnsupportedDType { op, dtype };
+        }
         rtx_backend::Error::Backend {
             backend: "cuda".into(),
             source: Box::new(e),

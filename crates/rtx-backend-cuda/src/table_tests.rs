@@ -488,9 +488,12 @@ fn pickers_give_the_kernels_of_old() {
         } else {
             4
         };
-        assert_eq!(SumVec::pick(DType::F32, 4 * f, f).bytes(), want);
         assert_eq!(
-            SumVec::pick(DType::F64, 8 * f, f).bytes(),
+            SumVec::pick(DType::F32, 4 * f, f, "test").unwrap().bytes(),
+            want
+        );
+        assert_eq!(
+            SumVec::pick(DType::F64, 8 * f, f, "test").unwrap().bytes(),
             if f % 2 == 0 { 16 } else { 8 }
         );
     }

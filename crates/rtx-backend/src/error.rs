@@ -86,6 +86,14 @@ pub enum Error {
     /// [`crate::sample::check_spec`]).
     #[error("sample: {0}")]
     Sample(String),
+    /// An op this backend does not (yet) run for an element type.
+    #[error("{op}: element type {dtype} is not supported by this backend")]
+    UnsupportedDType {
+        /// The operation.
+        op: &'static str,
+        /// The element type.
+        dtype: crate::DType,
+    },
     /// A layout error (bad dims, a shape whose element count overflows).
     #[error(transparent)]
     Layout(#[from] rtx_tensor::Error),

@@ -93,7 +93,7 @@ pub(crate) fn sum_chain<T: Element>(
         return Ok(());
     }
     let row_bytes = f * T::DTYPE.size();
-    let v = SumVec::pick(T::DTYPE, row_bytes, align);
+    let v = SumVec::pick(T::DTYPE, row_bytes, align, "scatter-family sum")?;
     let vb = v.bytes();
     let w = (row_bytes / vb) as u64;
     let lanes = lanes_log2(w);
@@ -238,7 +238,7 @@ pub(crate) fn max_chain<T: Element>(
         return Ok(());
     }
     let scratch = level_scratch(dev, &dp.values, f * T::DTYPE.size())?;
-    let t = Float::of(T::DTYPE);
+    let t = Float::of(T::DTYPE, "segment_max")?;
     let ff = f as u64;
     let lanes = lanes_log2(ff);
     let kernels = dev.kernels()?;

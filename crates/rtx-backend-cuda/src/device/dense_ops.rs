@@ -62,7 +62,7 @@ impl DenseOps for CudaBackend {
         let (pa, pb) = (ptr(a), ptr(b));
         let (mm, nn, kk) = (m as u64, n as u64, k as u64);
         let kern = self.dev.kernels()?;
-        let float = Float::of(T::DTYPE);
+        let float = Float::of(T::DTYPE, "matmul")?;
         let (kernel, cfg) = match tile {
             Some(tile) => (
                 Kernel::matmul(float, tile),
@@ -110,7 +110,7 @@ impl DenseOps for CudaBackend {
             s: Elem(T::from_f64(s)),
         };
         let kern = self.dev.kernels()?;
-        let kernel = Kernel::typed(Typed::Unary, Float::of(T::DTYPE));
+        let kernel = Kernel::typed(Typed::Unary, Float::of(T::DTYPE, "unary")?);
         // SAFETY: x and out hold n elements.
         unsafe { args.launch(&self.dev, &kern, kernel, cfg1(grid_for(n))) }?;
         Ok(out)
@@ -138,7 +138,7 @@ impl DenseOps for CudaBackend {
             s: Elem(T::from_f64(s)),
         };
         let kern = self.dev.kernels()?;
-        let kernel = Kernel::typed(Typed::UnaryBwd, Float::of(T::DTYPE));
+        let kernel = Kernel::typed(Typed::UnaryBwd, Float::of(T::DTYPE, "unary_backward")?);
         // SAFETY: x, grad and out hold n elements (equal shapes checked).
         unsafe { args.launch(&self.dev, &kern, kernel, cfg1(grid_for(n))) }?;
         Ok(out)
@@ -167,7 +167,7 @@ impl DenseOps for CudaBackend {
             f,
         };
         let kern = self.dev.kernels()?;
-        let kernel = Kernel::typed(Typed::Binary, Float::of(T::DTYPE));
+        let kernel = Kernel::typed(Typed::Binary, Float::of(T::DTYPE, "binary")?);
         // SAFETY: a and out hold n elements, b n (f == 0) or f (a broadcast
         // row; n is a multiple of f).
         unsafe { args.launch(&self.dev, &kern, kernel, cfg1(grid_for(n))) }?;
@@ -197,7 +197,7 @@ impl DenseOps for CudaBackend {
             alpha: Elem(T::from_f64(alpha)),
         };
         let kern = self.dev.kernels()?;
-        let kernel = Kernel::typed(Typed::Axpy, Float::of(T::DTYPE));
+        let kernel = Kernel::typed(Typed::Axpy, Float::of(T::DTYPE, "axpy")?);
         // SAFETY: y and x hold n elements; y is unique (no other tensor sees
         // the write).
         unsafe { args.launch(&self.dev, &kern, kernel, cfg1(grid_for(n))) }?;
@@ -235,7 +235,7 @@ impl DenseOps for CudaBackend {
             b_bcast: u32::from(b_rows == 1),
         };
         let kern = self.dev.kernels()?;
-        let kernel = Kernel::typed(Typed::HeadDot, Float::of(T::DTYPE));
+        let kernel = Kernel::typed(Typed::HeadDot, Float::of(T::DTYPE, "head_dot")?);
         // SAFETY: a holds n*h*c, b (b_rows)*h*c, out n*h elements (checked).
         unsafe { args.launch(&self.dev, &kern, kernel, cfg1(grid_for((n * h) as u64))) }?;
         Ok(out)
@@ -276,7 +276,7 @@ impl CudaBackend {
             a_bcast: u32::from(a_rows == 1),
         };
         let kern = self.dev.kernels()?;
-        let kernel = Kernel::typed(Typed::HeadScale, Float::of(T::DTYPE));
+        let kernel = Kernel::typed(Typed::HeadScale, Float::of(T::DTYPE, "head_scale_plus")?);
         let cfg = cfg1(grid_for((n * h * c) as u64));
         // SAFETY: x is null or holds n*h*c elements, a (a_rows)*h*c, s n*h,
         // out n*h*c (checked shapes).
@@ -313,7 +313,7 @@ impl CudaBackend {
         dst: u64,
     ) -> BResult<()> {
         let kern = self.dev.kernels()?;
-        let name = Kernel::typed(Typed::ReduceRows, Float::of(T::DTYPE));
+        let name = Kernel::typed(Typed::ReduceRows, Float::of(T::DTYPE, "reduce_rows")?);
         let (nn, ff) = (rows as u64, f as u64);
         self.column_sums::<T>(rows, f, dst, |climb| {
             let args = ReduceRows::<T> {

@@ -71,7 +71,7 @@ impl CudaBackend {
         let ex = self.out::<T>(&[e, f])?;
         let (ee, ff) = (e as u64, f as u64);
         let kern = self.dev.kernels()?;
-        let t = Float::of(T::DTYPE);
+        let t = Float::of(T::DTYPE, "softmax_by")?;
         let (px, pm, pe) = (ptr(x), ptr(&m), ptr(&ex));
         let args = SoftmaxExp::<T> {
             x: In::at(px),
@@ -132,7 +132,10 @@ impl CudaBackend {
             e: ee,
             f: ff,
         };
-        let kernel = Kernel::typed(Typed::SoftmaxBwd, Float::of(T::DTYPE));
+        let kernel = Kernel::typed(
+            Typed::SoftmaxBwd,
+            Float::of(T::DTYPE, "softmax_backward_by")?,
+        );
         // SAFETY: alpha, g and out hold e*f, s rows*f elements; rowof holds e
         // rows below rows.
         unsafe { args.launch(&self.dev, &kern, kernel, cfg1(grid_for(ee * ff))) }?;
@@ -193,7 +196,7 @@ impl CudaBackend {
         }
         let (pa, pb, po, ee) = (ptr(a), ptr(b), ptr(&out), e as u64);
         let kern = self.dev.kernels()?;
-        let t = Float::of(T::DTYPE);
+        let t = Float::of(T::DTYPE, "two_gathers")?;
         let cfg = cfg1(grid_for(total.div_ceil(per_thread.max(1))));
         let (a, ai, b, bi, out_p) = (In::at(pa), In::at(ia), In::at(pb), In::at(ib), Out::at(po));
         // SAFETY (both): every ai below a's rows and every bi below b's rows
@@ -323,7 +326,7 @@ impl FusedOps for CudaBackend {
             n: nn,
             f: ff,
         };
-        let kernel = Kernel::typed(Typed::SumBiasRelu, Float::of(T::DTYPE));
+        let kernel = Kernel::typed(Typed::SumBiasRelu, Float::of(T::DTYPE, "sum_bias_relu")?);
         // a thread per 16-byte vector (the kernel strides when rows are not)
         let cfg = cfg1(grid_for(total.div_ceil(per_vector::<T>())));
         // SAFETY: the first k inputs of p hold n*f elements and its first k
@@ -426,7 +429,10 @@ impl FusedOps for CudaBackend {
                 a_rs,
                 cl: *climb,
             };
-            let kernel = Kernel::typed(Typed::HeadScaleRows, Float::of(T::DTYPE));
+            let kernel = Kernel::typed(
+                Typed::HeadScaleRows,
+                Float::of(T::DTYPE, "head_scale_sum_rows")?,
+            );
             let cfg = cfg1(col_sums_grid(n, f, T::DTYPE.size()));
             // SAFETY: a holds n*f elements (a_rs = f) or f (a_rs = 0), s
             // n*(f/c) (checked shapes); the climb's buffers and counters are

@@ -5,6 +5,8 @@
 
 use rtx_backend::DType;
 
+use crate::error::{Error, Result};
+
 use super::Kernel;
 
 /// The unsigned word a copy kernel moves (`u16`, `u32`, `uint2`/`u64`, `uint4`).
@@ -67,11 +69,13 @@ pub(crate) enum Float {
 }
 
 impl Float {
-    /// The kernel type of `dtype`.
-    pub(crate) fn of(dtype: DType) -> Float {
+    /// The kernel type of `dtype` for op `op`; an error naming both for
+    /// an element type without kernels.
+    pub(crate) fn of(dtype: DType, op: &'static str) -> Result<Float> {
         match dtype {
-            DType::F32 => Float::F32,
-            DType::F64 => Float::F64,
+            DType::F32 => Ok(Float::F32),
+            DType::F64 => Ok(Float::F64),
+            DType::BF16 | DType::F16 => Err(Error::UnsupportedDType { op, dtype }),
         }
     }
 }
@@ -95,14 +99,21 @@ impl SumVec {
     /// The widest vector of `dtype` dividing a row of `row_bytes` bytes whose
     /// element count also divides `align` elements (a head's channel count
     /// for gather_scale_scatter; the row's element count otherwise).
-    pub(crate) fn pick(dtype: DType, row_bytes: usize, align: usize) -> SumVec {
-        match dtype {
+    /// An error naming `op` and `dtype` for an element type without kernels.
+    pub(crate) fn pick(
+        dtype: DType,
+        row_bytes: usize,
+        align: usize,
+        op: &'static str,
+    ) -> Result<SumVec> {
+        Ok(match dtype {
             DType::F32 if row_bytes.is_multiple_of(16) && align.is_multiple_of(4) => SumVec::F32x4,
             DType::F32 if row_bytes.is_multiple_of(8) && align.is_multiple_of(2) => SumVec::F32x2,
             DType::F32 => SumVec::F32x1,
             DType::F64 if row_bytes.is_multiple_of(16) && align.is_multiple_of(2) => SumVec::F64x2,
             DType::F64 => SumVec::F64x1,
-        }
+            DType::BF16 | DType::F16 => return Err(Error::UnsupportedDType { op, dtype }),
+        })
     }
 
     /// Its size in bytes.
