@@ -240,18 +240,21 @@ RTX_SCATTER_HALF_ALL(f16x1, F16, f16, float)
 // thread, grid-stride: narrow_* rounds f32 to the kind (Bf16::narrow,
 // F16::narrow), widen_* widens it to f32 (exact but for NaN, quieted as the
 // host's `half` does).
-#define RTX_CONVERT_HALF(K, H)                                                             \
+#define RTX_NARROW(NAME, K, H)                                                              \
     extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
-        narrow_##H(const float* __restrict__ in, H* __restrict__ out, u64 n) {              \
+        NAME(const float* __restrict__ in, H* __restrict__ out, u64 n) {                    \
         for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n;                    \
              i += (u64)gridDim.x * blockDim.x)                                              \
             out[i] = (H)K::narrow(__ldg(in + i));                                           \
-    }                                                                                       \
+    }
+#define RTX_WIDEN(NAME, K, H)                                                               \
     extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
-        widen_##H(const H* __restrict__ in, float* __restrict__ out, u64 n) {               \
+        NAME(const H* __restrict__ in, float* __restrict__ out, u64 n) {                    \
         for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n;                    \
              i += (u64)gridDim.x * blockDim.x)                                              \
             out[i] = K::widen(__ldg(in + i));                                               \
     }
-RTX_CONVERT_HALF(Bf16, bf16)
-RTX_CONVERT_HALF(F16, f16)
+RTX_NARROW(narrow_bf16, Bf16, bf16)
+RTX_NARROW(narrow_f16, F16, f16)
+RTX_WIDEN(widen_bf16, Bf16, bf16)
+RTX_WIDEN(widen_f16, F16, f16)

@@ -13,8 +13,8 @@ use super::args::{In, Out};
 use super::buffer::DevMem;
 use super::context::Device;
 use super::launch::{
-    Gss0, Scatter, ScatterHalf, Segmax, Segmax0, Smb0, Sum0, cfg1, chunks_grid, fused0_grid, grid_for,
-    lanes_log2,
+    Gss0, Scatter, ScatterHalf, Segmax, Segmax0, Smb0, Sum0, cfg1, chunks_grid, fused0_grid,
+    grid_for, lanes_log2,
 };
 use super::plan::DevicePlan;
 use crate::error::{Error, Result};
@@ -316,7 +316,12 @@ pub(crate) fn half_sum_chain<T: Element>(
         let (level, vals, acc, pos) = if l == 0 {
             (Level::Zero, In::at(src), In::null(), In::at(dp.positions))
         } else {
-            (Level::Higher, In::null(), In::at(scratch[l - 1].ptr()), In::null())
+            (
+                Level::Higher,
+                In::null(),
+                In::at(scratch[l - 1].ptr()),
+                In::null(),
+            )
         };
         let args = ScatterHalf::<T> {
             vals,

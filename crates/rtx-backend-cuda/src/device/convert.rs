@@ -1,0 +1,94 @@
+//! [`CudaBackend::convert`]: a tensor's elements converted to another
+//! element type, rounding to nearest even once, exactly as the host's `half`
+//! crate and Rust's `as` do. Between f32 and bf16 / f16 (and between the two
+//! half types, through exact f32) on the device, with index.cu's `narrow_*`
+//! and `widen_*` kernels, whose integer bit operations are `half`'s
+//! conversions; the pairs with f64 through the host.
+
+use rtx_backend::prelude::*;
+use rtx_backend::{BTensor, Element, Result as BResult};
+
+use super::args::{In, Out};
+use super::backend::{CudaBackend, ptr};
+use super::launch::{Narrow, Widen, cfg1, grid_for};
+use crate::table::{Half, Kernel};
+
+impl CudaBackend {
+    /// `x` converted element by element to `U`: `U::from_f64(x.to_f64())`
+    /// for every element, which for a narrower `U` is one rounding to
+    /// nearest even (NaN stays NaN, quieted as the `half` crate does it;
+    /// overflow goes to infinity; f16 keeps subnormals). The same type gives
+    /// a copy of `x`'s elements.
+    ///
+    /// # Errors
+    /// Device errors; a failed host allocation (the pairs with f64).
+    pub fn convert<T: Element, U: Element>(
+        &self,
+        x: &BTensor<Self, T>,
+    ) -> BResult<BTensor<Self, U>> {
+        let n = x.numel() as u64;
+        let out = self.out::<U>(x.shape())?;
+        if n == 0 {
+            return Ok(out);
+        }
+        let (from, to) = (Half::of(T::DTYPE), Half::of(U::DTYPE));
+        let f32_side = |d: rtx_backend::DType| d == rtx_backend::DType::F32;
+        match (from, to) {
+            (None, Some(h)) if f32_side(T::DTYPE) => self.narrow::<U>(h, ptr(x), ptr(&out), n)?,
+            (Some(h), None) if f32_side(U::DTYPE) => self.widen::<T>(h, ptr(x), ptr(&out), n)?,
+            (Some(a), Some(b)) => {
+                let wide = self.out::<f32>(x.shape())?;
+                self.widen::<T>(a, ptr(x), ptr(&wide), n)?;
+                self.narrow::<U>(b, ptr(&wide), ptr(&out), n)?;
+            }
+            _ => {
+                let host = self.download(x)?;
+                let conv: Vec<U> = host.iter().map(|&v| U::from_f64(v.to_f64())).collect();
+                return self.upload(&conv, x.shape());
+            }
+        }
+        Ok(out)
+    }
+
+    /// `n` f32 at `src` rounded to the half type `H` (kind `h`) at `dst`.
+    fn narrow<H: Element>(&self, h: Half, src: u64, dst: u64, n: u64) -> BResult<()> {
+        let args = Narrow::<H> {
+            r#in: In::at(src),
+            out: Out::at(dst),
+            n,
+        };
+        let k = self.dev.kernels()?;
+        // SAFETY: src holds n f32, dst n elements of H (both allocated for
+        // the tensor's numel); the grid-stride loop touches nothing else.
+        unsafe {
+            args.launch(
+                &self.dev,
+                &k,
+                Kernel::convert_half(h, false),
+                cfg1(grid_for(n)),
+            )
+        }?;
+        Ok(())
+    }
+
+    /// `n` elements of the half type `H` (kind `h`) at `src` widened to f32 at `dst`.
+    fn widen<H: Element>(&self, h: Half, src: u64, dst: u64, n: u64) -> BResult<()> {
+        let args = Widen::<H> {
+            r#in: In::at(src),
+            out: Out::at(dst),
+            n,
+        };
+        let k = self.dev.kernels()?;
+        // SAFETY: src holds n elements of H, dst n f32; the grid-stride loop
+        // touches nothing else.
+        unsafe {
+            args.launch(
+                &self.dev,
+                &k,
+                Kernel::convert_half(h, true),
+                cfg1(grid_for(n)),
+            )
+        }?;
+        Ok(())
+    }
+}
