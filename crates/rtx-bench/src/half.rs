@@ -97,8 +97,21 @@ fn copy_row(g: &CudaBackend, reps: usize) -> anyhow::Result<f64> {
     Ok(bytes / ms / 1e6)
 }
 
+/// `v` rounded to `T` (exact f32 widened to f64, rounded once), on all cores.
 fn to<T: Element>(v: &[f32]) -> Vec<T> {
-    v.iter().map(|&x| T::from_f64(f64::from(x))).collect()
+    let mut out = vec![T::ZERO; v.len()];
+    let threads = std::thread::available_parallelism().map_or(4, |p| p.get());
+    let chunk = v.len().div_ceil(threads).max(1);
+    std::thread::scope(|s| {
+        for (o, i) in out.chunks_mut(chunk).zip(v.chunks(chunk)) {
+            s.spawn(move || {
+                for (a, &x) in o.iter_mut().zip(i) {
+                    *a = T::from_f64(f64::from(x));
+                }
+            });
+        }
+    });
+    out
 }
 
 fn index_case(

@@ -5,20 +5,22 @@
 //! and `widen_*` kernels, whose integer bit operations are `half`'s
 //! conversions; the pairs with f64 through the host.
 
+use cudarc::driver::result;
 use rtx_backend::prelude::*;
 use rtx_backend::{BTensor, Element, Result as BResult};
 
 use super::args::{In, Out};
 use super::backend::{CudaBackend, ptr};
 use super::launch::{Narrow, Widen, cfg1, grid_for};
+use crate::error::Error;
 use crate::table::{Half, Kernel};
 
 impl CudaBackend {
     /// `x` converted element by element to `U`: `U::from_f64(x.to_f64())`
     /// for every element, which for a narrower `U` is one rounding to
     /// nearest even (NaN stays NaN, quieted as the `half` crate does it;
-    /// overflow goes to infinity; f16 keeps subnormals). The same type gives
-    /// a copy of `x`'s elements.
+    /// overflow goes to infinity; f16 keeps subnormals); between the two half
+    /// types through f32, which is exact. The same type copies the bits.
     ///
     /// # Errors
     /// Device errors; a failed host allocation (the pairs with f64).
@@ -29,6 +31,18 @@ impl CudaBackend {
         let n = x.numel() as u64;
         let out = self.out::<U>(x.shape())?;
         if n == 0 {
+            return Ok(out);
+        }
+        if T::DTYPE == U::DTYPE {
+            // the same type: the bits, copied on the device
+            self.dev.ctx.bind_to_thread().map_err(Error::from)?;
+            let bytes = x.numel() * T::DTYPE.size();
+            // SAFETY: both allocations hold numel elements of the one type
+            // (`bytes` bytes) and do not overlap (out is fresh).
+            unsafe {
+                result::memcpy_dtod_async(ptr(&out), ptr(x), bytes, self.dev.stream.cu_stream())
+            }
+            .map_err(Error::from)?;
             return Ok(out);
         }
         let (from, to) = (Half::of(T::DTYPE), Half::of(U::DTYPE));
