@@ -24,6 +24,10 @@ impl DenseOps for CpuBackend {
         trans_b: bool,
     ) -> Result<BTensor<Self, T>> {
         let (m, k, n) = ops::check_matmul(a.shape(), trans_a, b.shape(), trans_b)?;
+        if T::DTYPE.is_half() {
+            let (a, b) = (self.widen(a)?, self.widen(b)?);
+            return self.round(&self.matmul(&a, trans_a, &b, trans_b)?);
+        }
         let layout = Layout::contiguous(&[m, n])?;
         let (xa, xb) = (a.storage(), b.storage());
         let out = match self.dense {
@@ -43,6 +47,9 @@ impl DenseOps for CpuBackend {
     }
 
     fn unary<T: Element>(&self, op: Unary, x: &BTensor<Self, T>) -> Result<BTensor<Self, T>> {
+        if T::DTYPE.is_half() {
+            return self.round(&self.unary(op, &self.widen(x)?)?);
+        }
         let xs = x.storage();
         let mut out = self.for_overwrite(x.layout())?;
         self.install(|| {
@@ -60,6 +67,10 @@ impl DenseOps for CpuBackend {
         grad: &BTensor<Self, T>,
     ) -> Result<BTensor<Self, T>> {
         ops::check_same("unary_backward", x.shape(), grad.shape())?;
+        if T::DTYPE.is_half() {
+            let (x, g) = (self.widen(x)?, self.widen(grad)?);
+            return self.round(&self.unary_backward(op, &x, &g)?);
+        }
         let (xs, gs) = (x.storage(), grad.storage());
         let mut out = self.for_overwrite(x.layout())?;
         let c = ELEMS_PER_TASK;
@@ -79,6 +90,9 @@ impl DenseOps for CpuBackend {
         b: &BTensor<Self, T>,
     ) -> Result<BTensor<Self, T>> {
         let (f, broadcast) = ops::check_binary(op, a.shape(), b.shape())?;
+        if T::DTYPE.is_half() {
+            return self.round(&self.binary(op, &self.widen(a)?, &self.widen(b)?)?);
+        }
         let (xa, xb) = (a.storage(), b.storage());
         let mut out = self.for_overwrite(a.layout())?;
         if broadcast {
@@ -105,6 +119,13 @@ impl DenseOps for CpuBackend {
         x: &BTensor<Self, T>,
     ) -> Result<()> {
         ops::check_same("axpy", y.shape(), x.shape())?;
+        if T::DTYPE.is_half() {
+            // in f32 (alpha rounded to f32), each result rounded once
+            let mut wy = self.widen(y)?;
+            self.axpy(&mut wy, alpha, &self.widen(x)?)?;
+            *y = self.round(&wy)?;
+            return Ok(());
+        }
         self.make_unique(y)?;
         let xs = x.storage();
         let ys = y.storage_mut().expect("unique after make_unique");
@@ -120,6 +141,9 @@ impl DenseOps for CpuBackend {
 
     fn sum_rows<T: Element>(&self, x: &BTensor<Self, T>) -> Result<BTensor<Self, T>> {
         let (n, f) = dims2("sum_rows", "x", x.layout())?;
+        if T::DTYPE.is_half() {
+            return self.round(&self.sum_rows(&self.widen(x)?)?);
+        }
         let layout = Layout::contiguous(&[1, f])?;
         let xs = x.storage();
         let mut out = self.for_overwrite(&layout)?;
@@ -145,6 +169,9 @@ impl DenseOps for CpuBackend {
         heads: usize,
     ) -> Result<BTensor<Self, T>> {
         let (n, h, c, b_rows) = ops::check_head_dot(a.shape(), b.shape(), heads)?;
+        if T::DTYPE.is_half() {
+            return self.round(&self.head_dot(&self.widen(a)?, &self.widen(b)?, heads)?);
+        }
         let (xa, xb) = (a.storage(), b.storage());
         let f = h * c;
         let layout = Layout::contiguous(&[n, h])?;
@@ -176,6 +203,11 @@ impl CpuBackend {
     ) -> Result<BTensor<Self, T>> {
         let (n, h, c, a_rows) =
             ops::check_add_head_scale(x.map(|x| x.shape()), a.shape(), s.shape())?;
+        if T::DTYPE.is_half() {
+            let x = x.map(|x| self.widen(x)).transpose()?;
+            let (a, s) = (self.widen(a)?, self.widen(s)?);
+            return self.round(&self.head_scale_plus(x.as_ref(), &a, &s)?);
+        }
         let f = h * c;
         let (xx, xa, xs) = (x.map(|x| &x.storage()[..]), a.storage(), s.storage());
         let layout = Layout::contiguous(&[n, f])?;

@@ -19,6 +19,14 @@ impl FusedOps for CpuBackend {
         parts: &[BiasPart<'_, Self, T>],
     ) -> Result<BTensor<Self, T>> {
         let (n, f) = rtx_backend::check_bias_parts::<Self, T>(parts)?;
+        if T::DTYPE.is_half() {
+            let wide = parts
+                .iter()
+                .map(|(x, b)| Ok((self.widen(x)?, self.widen(b)?)))
+                .collect::<Result<Vec<_>>>()?;
+            let refs: Vec<BiasPart<'_, Self, f32>> = wide.iter().map(|(x, b)| (x, b)).collect();
+            return self.round(&self.sum_bias_relu(&refs)?);
+        }
         let layout = Layout::contiguous(&[n, f])?;
         let mut out = self.for_overwrite(&layout)?;
         let ins: Vec<(&[T], &[T])> = parts
@@ -52,6 +60,10 @@ impl FusedOps for CpuBackend {
         b_idx: &[u32],
     ) -> Result<BTensor<Self, T>> {
         let (_, _, f) = ops::check_gather_add(a.shape(), a_idx, b.shape(), b_idx)?;
+        if T::DTYPE.is_half() {
+            let (a, b) = (self.widen(a)?, self.widen(b)?);
+            return self.round(&self.gather_add(&a, a_idx, &b, b_idx)?);
+        }
         let (xa, xb) = (a.storage(), b.storage());
         let layout = Layout::contiguous(&[a_idx.len(), f])?;
         let mut out = self.for_overwrite(&layout)?;
@@ -79,6 +91,10 @@ impl FusedOps for CpuBackend {
         plan: &IndexPlan,
     ) -> Result<BTensor<Self, T>> {
         let (h, c) = ops::check_gather_scale_scatter(x.shape(), gather, weights.shape(), plan)?;
+        if T::DTYPE.is_half() {
+            let (x, w) = (self.widen(x)?, self.widen(weights)?);
+            return self.round(&self.gather_scale_scatter(&x, gather, &w, plan)?);
+        }
         let (xs, ws) = (x.storage(), weights.storage());
         let f = h * c;
         let layout = Layout::contiguous(&[plan.rows(), f])?;
@@ -102,6 +118,10 @@ impl FusedOps for CpuBackend {
         heads: usize,
     ) -> Result<BTensor<Self, T>> {
         let (h, c) = ops::check_gather_head_dot(a.shape(), a_idx, b.shape(), b_idx, heads)?;
+        if T::DTYPE.is_half() {
+            let (a, b) = (self.widen(a)?, self.widen(b)?);
+            return self.round(&self.gather_head_dot(&a, a_idx, &b, b_idx, heads)?);
+        }
         let (xa, xb) = (a.storage(), b.storage());
         let f = h * c;
         let layout = Layout::contiguous(&[a_idx.len(), h])?;
@@ -119,6 +139,9 @@ impl FusedOps for CpuBackend {
         plan: &IndexPlan,
     ) -> Result<BTensor<Self, T>> {
         let (_, f) = ops::check_segment("segment_softmax", x.shape(), plan)?;
+        if T::DTYPE.is_half() {
+            return self.round(&self.segment_softmax(&self.widen(x)?, plan)?);
+        }
         let xs = x.storage();
         let row = |p: u32| &xs[p as usize * f..(p as usize + 1) * f];
         let out = self.install(|| {
@@ -137,6 +160,10 @@ impl FusedOps for CpuBackend {
     ) -> Result<BTensor<Self, T>> {
         let (_, f) = ops::check_segment("segment_softmax_backward", alpha.shape(), plan)?;
         ops::check_same("segment_softmax_backward", alpha.shape(), grad.shape())?;
+        if T::DTYPE.is_half() {
+            let (a, g) = (self.widen(alpha)?, self.widen(grad)?);
+            return self.round(&self.segment_softmax_backward(&a, &g, plan)?);
+        }
         let (xa, xg) = (alpha.storage(), grad.storage());
         let a = |p: u32| &xa[p as usize * f..(p as usize + 1) * f];
         let g = |p: u32| &xg[p as usize * f..(p as usize + 1) * f];

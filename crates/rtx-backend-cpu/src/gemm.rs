@@ -74,13 +74,13 @@ pub(crate) fn matmul<T: Element>(
 /// `x` widened to `f32` (exact for every element type but `f64`, which
 /// never comes here).
 pub(crate) fn widen<T: Element>(x: &[T]) -> Vec<f32> {
-    x.iter().map(|v| v.to_acc().to_f64() as f32).collect()
+    x.iter().map(|v| v.to_f32()).collect()
 }
 
 /// `out[i] = T::from_acc(x[i])`: each `f32` rounded once to `T`.
 pub(crate) fn narrow<T: Element>(x: &[f32], out: &mut [T]) {
     for (o, &v) in out.iter_mut().zip(x) {
-        *o = T::from_acc(T::Acc::from_f64(f64::from(v)));
+        *o = T::from_f32(v);
     }
 }
 

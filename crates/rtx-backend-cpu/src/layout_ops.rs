@@ -42,4 +42,8 @@ impl LayoutOps for CpuBackend {
         };
         Ok(Tensor::new(out, plan.output))
     }
+
+    fn convert<T: Element, U: Element>(&self, x: &BTensor<Self, T>) -> Result<BTensor<Self, U>> {
+        self.convert_tensor(x)
+    }
 }

@@ -44,7 +44,9 @@
 //! parallel canonical sum), `gemm.rs` (the fast matrix product),
 //! `fused_ops.rs` ([`FusedOps`]: fused gathers, segment softmax, the fused
 //! elementwise ops), `pool.rs`
-//! (the buffer pool) and `tasks.rs` (how work is cut into rayon tasks).
+//! (the buffer pool), `tasks.rs` (how work is cut into rayon tasks) and
+//! `convert.rs` (element-type conversion; bf16 and f16 ops computed as their
+//! `f32` ops on widened inputs, rounded once).
 //!
 //! [`BackendCore`]: rtx_backend::BackendCore
 //! [`IndexOps`]: rtx_backend::IndexOps
@@ -52,6 +54,7 @@
 //! [`DenseOps`]: rtx_backend::DenseOps
 //! [`FusedOps`]: rtx_backend::FusedOps
 
+mod convert;
 mod core_ops;
 mod dense_ops;
 mod fused_ops;

@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use std::ops::{Deref, DerefMut};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use rtx_backend::{Element, Result, try_copy, try_vec};
+use rtx_backend::{DType, Element, Result, bf16, f16, try_copy, try_vec};
 
 /// The most bytes the pool of one backend holds (1 GiB): about the
 /// temporaries of a batch-8 HetGAT step.
@@ -36,21 +36,32 @@ struct FreeList<T> {
 struct Lists {
     f32: FreeList<f32>,
     f64: FreeList<f64>,
-    /// Bytes held by both lists.
+    bf16: FreeList<bf16>,
+    f16: FreeList<f16>,
+    /// Bytes held by all the lists.
     bytes: usize,
 }
 
 impl Lists {
-    /// The free list of `T` (the element types are sealed: `f32` or `f64`).
+    /// The free list of `T` (the element types are sealed: `f32`, `f64`,
+    /// `bf16` or `f16`, one list each).
     fn of<T: Element>(&mut self) -> (&mut FreeList<T>, &mut usize) {
-        let Lists { f32, f64, bytes } = self;
-        let list = if let Some(l) = (f32 as &mut dyn Any).downcast_mut::<FreeList<T>>() {
-            l
-        } else {
-            (f64 as &mut dyn Any)
-                .downcast_mut::<FreeList<T>>()
-                .expect("Element is sealed: f32 or f64")
+        let Lists {
+            f32,
+            f64,
+            bf16,
+            f16,
+            bytes,
+        } = self;
+        let list: &mut dyn Any = match T::DTYPE {
+            DType::F32 => f32,
+            DType::F64 => f64,
+            DType::BF16 => bf16,
+            DType::F16 => f16,
         };
+        let list = list
+            .downcast_mut::<FreeList<T>>()
+            .expect("Element is sealed, each DType tag names its one type");
         (list, bytes)
     }
 }

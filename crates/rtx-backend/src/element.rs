@@ -108,6 +108,12 @@ pub trait Element:
     /// `from_f32`: NaN stays NaN with its sign, overflow goes to infinity,
     /// `f16` keeps subnormals); the identity for `f32` and `f64`.
     fn from_acc(a: Self::Acc) -> Self;
+    /// Conversion from `f32`, rounding once: the identity for `f32`, exact
+    /// for `f64`, `half`'s `from_f32` (round to nearest even) for the half types.
+    fn from_f32(x: f32) -> Self;
+    /// Conversion to `f32`: exact for `f32`, `bf16` and `f16` (NaN payloads
+    /// kept); Rust's `as` for `f64`.
+    fn to_f32(self) -> f32;
     /// Conversion from `f64` (rounding once, to nearest even, for the
     /// narrower types).
     fn from_f64(x: f64) -> Self;
@@ -131,6 +137,12 @@ impl Element for f32 {
     }
     fn from_acc(a: f32) -> Self {
         a
+    }
+    fn from_f32(x: f32) -> Self {
+        x
+    }
+    fn to_f32(self) -> f32 {
+        self
     }
     fn from_f64(x: f64) -> Self {
         x as f32
@@ -158,6 +170,12 @@ impl Element for f64 {
     }
     fn from_acc(a: f64) -> Self {
         a
+    }
+    fn from_f32(x: f32) -> Self {
+        f64::from(x)
+    }
+    fn to_f32(self) -> f32 {
+        self as f32
     }
     fn from_f64(x: f64) -> Self {
         x
@@ -189,6 +207,12 @@ macro_rules! half_element {
             fn from_acc(a: f32) -> Self {
                 half::$t::from_f32(a)
             }
+            fn from_f32(x: f32) -> Self {
+                half::$t::from_f32(x)
+            }
+            fn to_f32(self) -> f32 {
+                half::$t::to_f32(self)
+            }
             fn from_f64(x: f64) -> Self {
                 half::$t::from_f64(x)
             }
@@ -211,6 +235,20 @@ macro_rules! half_element {
 
 half_element!(bf16, BF16);
 half_element!(f16, F16);
+
+/// `x` widened to `f32`, element by element: exact for `bf16`, `f16` and
+/// `f32` (an `f64` would round; the half-precision paths never pass one).
+/// With [`round_f32`] it is how every op on a half type computes: the `f32`
+/// op on the widened inputs, each output rounded once.
+pub fn widen_f32<T: Element>(x: &[T]) -> Vec<f32> {
+    x.iter().map(|&v| v.to_f32()).collect()
+}
+
+/// Each `f32` rounded once to `T` ([`Element::from_acc`] for the half
+/// types: round to nearest even; the identity for `f32`; exact for `f64`).
+pub fn round_f32<T: Element>(x: &[f32]) -> Vec<T> {
+    x.iter().map(|&v| T::from_f32(v)).collect()
+}
 
 /// The bytes of a slice of elements (native endianness).
 pub fn bytes_of<T: Element>(s: &[T]) -> &[u8] {

@@ -93,6 +93,10 @@ impl<B: Backend> LayoutOps for HostIndexOps<B> {
     ) -> Result<BTensor<Self, T>> {
         self.inner.permute(t, perm)
     }
+
+    fn convert<T: Element, U: Element>(&self, x: &BTensor<Self, T>) -> Result<BTensor<Self, U>> {
+        self.inner.convert(x)
+    }
 }
 
 impl<B: Backend> DenseOps for HostIndexOps<B> {

@@ -37,7 +37,7 @@ pub use capability::{
     Backend, BackendCore, BiasPart, DenseOps, FusedOps, IndexOps, LayoutOps, check_bias_parts,
     sum_bias_relu_composed,
 };
-pub use element::{DType, Element, bf16, bytes_of, f16, vec_from_bytes};
+pub use element::{DType, Element, bf16, bytes_of, f16, round_f32, vec_from_bytes, widen_f32};
 pub use error::{Error, Result};
 pub use host_alloc::{try_copy, try_vec, try_with_capacity};
 pub use host_index::HostIndexOps;

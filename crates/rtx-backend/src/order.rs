@@ -88,6 +88,11 @@ pub fn canonical_sum<T: Element>(k: usize, value: impl Fn(usize) -> T) -> Option
 /// `src[p * f .. (p + 1) * f]` for `p` in `positions` (increasing).
 /// `scratch` is reused between calls to avoid allocation.
 ///
+/// The sum is taken in the accumulator type ([`Element::Acc`]: `f32` for
+/// `bf16` and `f16`, the type itself for `f32` and `f64`), each value widened
+/// exactly, and added to the widened destination value; the result is
+/// rounded once to `T`. For `f32` and `f64` that is plain arithmetic in `T`.
+///
 /// This is the row kernel of the reference and CPU backends: all `f` columns
 /// follow exactly the order of [`canonical_sum`] (both are built on
 /// [`canonical_accumulate`]'s blocks and [`reduce_blocks`]).
@@ -95,26 +100,28 @@ pub fn add_row_sum<T: Element>(
     dst_row: &mut [T],
     positions: &[u32],
     src: &[T],
-    scratch: &mut Vec<T>,
+    scratch: &mut Vec<T::Acc>,
 ) {
     let f = dst_row.len();
     let k = positions.len();
     if k == 0 || f == 0 {
         return;
     }
-    let t = blocked_sum(k, f, scratch, |q, acc, first| {
+    let t = blocked_sum(k, f, scratch, |q, acc: &mut [T::Acc], first| {
         let p = positions[q] as usize;
         let v = &src[p * f..(p + 1) * f];
         if first {
-            acc.copy_from_slice(v);
+            for (a, &x) in acc.iter_mut().zip(v) {
+                *a = x.to_acc();
+            }
         } else {
             for (a, &x) in acc.iter_mut().zip(v) {
-                *a = *a + x;
+                *a = *a + x.to_acc();
             }
         }
     });
     for (d, &t) in dst_row.iter_mut().zip(t) {
-        *d = *d + t;
+        *d = T::from_acc(d.to_acc() + t);
     }
 }
 

@@ -89,7 +89,8 @@ pub trait DenseOps: BackendCore {
     }
 
     /// In place `y = y + alpha * x` (an SGD step is `axpy(w, -lr, grad)`);
-    /// `alpha` is rounded to `T` once. A dense op: held to [`ops::axpy_slice`]
+    /// `alpha` is rounded to `T` once (to `f32` for the half types, which
+    /// compute `y + alpha * x` in `f32` and round once). A dense op: held to [`ops::axpy_slice`]
     /// within a tolerance (a device may fuse the multiply-add).
     ///
     /// Default: a host round trip (download both, [`ops::axpy_slice`], upload
@@ -106,7 +107,7 @@ pub trait DenseOps: BackendCore {
         ops::check_same("axpy", y.shape(), x.shape())?;
         let mut hy = self.download(y)?;
         let hx = self.download(x)?;
-        ops::axpy_slice(&mut hy, T::from_f64(alpha), &hx);
+        crate::reference::axpy(&mut hy, alpha, &hx);
         *y = self.upload(&hy, y.shape())?;
         Ok(())
     }

@@ -1,7 +1,14 @@
 //! [`FusedOps`]: ops defined as a composition of index and dense ops, which
 //! a backend may fuse as long as it gives the composition's bits.
+//!
+//! For `bf16` and `f16` a fused op is its `f32` op on the widened inputs,
+//! rounded once per output (its intermediates stay in `f32`, as a fused
+//! kernel keeps them): the defaults run the backend's `f32` op on `f32`
+//! copies of the inputs. The composition of half-precision ops, which
+//! rounds every intermediate, is not the definition.
 
 use super::index::host_plan;
+use super::{round_t, widen_t};
 use crate::{BTensor, Binary, DenseOps, Element, IndexOps, IndexPlan, Result, Unary, ops};
 
 /// One part of [`FusedOps::sum_bias_relu`]: a relation's aggregation
@@ -68,6 +75,9 @@ pub trait FusedOps: IndexOps + DenseOps {
         plan: &IndexPlan,
     ) -> Result<BTensor<Self, T>> {
         ops::check_segment("segment_softmax", x.shape(), plan)?;
+        if T::DTYPE.is_half() {
+            return round_t(self, &self.segment_softmax(&widen_t(self, x)?, plan)?);
+        }
         let idx = ops::plan_indices(plan);
         let m = self.segment_max(x, plan)?;
         let d = self.binary(Binary::Sub, x, &self.index_select(&m, &idx)?)?;
@@ -91,6 +101,10 @@ pub trait FusedOps: IndexOps + DenseOps {
     ) -> Result<BTensor<Self, T>> {
         ops::check_segment("segment_softmax_backward", alpha.shape(), plan)?;
         ops::check_same("segment_softmax_backward", alpha.shape(), grad.shape())?;
+        if T::DTYPE.is_half() {
+            let (a, g) = (widen_t(self, alpha)?, widen_t(self, grad)?);
+            return round_t(self, &self.segment_softmax_backward(&a, &g, plan)?);
+        }
         let idx = ops::plan_indices(plan);
         let t = self.binary(Binary::Mul, alpha, grad)?;
         let s = self.segment_sum(&t, plan)?;
@@ -120,6 +134,10 @@ pub trait FusedOps: IndexOps + DenseOps {
         plan: &IndexPlan,
     ) -> Result<BTensor<Self, T>> {
         ops::check_gather_scale_scatter(x.shape(), gather, weights.shape(), plan)?;
+        if T::DTYPE.is_half() {
+            let (x, w) = (widen_t(self, x)?, widen_t(self, weights)?);
+            return round_t(self, &self.gather_scale_scatter(&x, gather, &w, plan)?);
+        }
         let msg = self.head_scale(&self.index_select(x, gather)?, weights)?;
         self.segment_sum(&msg, plan)
     }
@@ -143,6 +161,10 @@ pub trait FusedOps: IndexOps + DenseOps {
         heads: usize,
     ) -> Result<BTensor<Self, T>> {
         ops::check_gather_head_dot(a.shape(), a_idx, b.shape(), b_idx, heads)?;
+        if T::DTYPE.is_half() {
+            let (a, b) = (widen_t(self, a)?, widen_t(self, b)?);
+            return round_t(self, &self.gather_head_dot(&a, a_idx, &b, b_idx, heads)?);
+        }
         let ga = self.index_select(a, a_idx)?;
         let gb = self.index_select(b, b_idx)?;
         self.head_dot(&ga, &gb, heads)
@@ -167,6 +189,10 @@ pub trait FusedOps: IndexOps + DenseOps {
         b_idx: &[u32],
     ) -> Result<BTensor<Self, T>> {
         ops::check_gather_add(a.shape(), a_idx, b.shape(), b_idx)?;
+        if T::DTYPE.is_half() {
+            let (a, b) = (widen_t(self, a)?, widen_t(self, b)?);
+            return round_t(self, &self.gather_add(&a, a_idx, &b, b_idx)?);
+        }
         let ga = self.index_select(a, a_idx)?;
         let gb = self.index_select(b, b_idx)?;
         self.binary(Binary::Add, &ga, &gb)
@@ -187,6 +213,10 @@ pub trait FusedOps: IndexOps + DenseOps {
         s: &BTensor<Self, T>,
     ) -> Result<BTensor<Self, T>> {
         ops::check_add_head_scale(Some(x.shape()), a.shape(), s.shape())?;
+        if T::DTYPE.is_half() {
+            let (x, a, s) = (widen_t(self, x)?, widen_t(self, a)?, widen_t(self, s)?);
+            return round_t(self, &self.add_head_scale(&x, &a, &s)?);
+        }
         self.binary(Binary::Add, x, &self.head_scale(a, s)?)
     }
 
@@ -205,6 +235,10 @@ pub trait FusedOps: IndexOps + DenseOps {
         a: &BTensor<Self, T>,
         s: &BTensor<Self, T>,
     ) -> Result<BTensor<Self, T>> {
+        if T::DTYPE.is_half() {
+            let (a, s) = (widen_t(self, a)?, widen_t(self, s)?);
+            return round_t(self, &self.head_scale_sum_rows(&a, &s)?);
+        }
         self.sum_rows(&self.head_scale(a, s)?)
     }
 
@@ -226,6 +260,15 @@ pub trait FusedOps: IndexOps + DenseOps {
         &self,
         parts: &[BiasPart<'_, Self, T>],
     ) -> Result<BTensor<Self, T>> {
+        if T::DTYPE.is_half() {
+            check_bias_parts::<Self, T>(parts)?;
+            let wide = parts
+                .iter()
+                .map(|(x, b)| Ok((widen_t(self, x)?, widen_t(self, b)?)))
+                .collect::<Result<Vec<_>>>()?;
+            let refs: Vec<BiasPart<'_, Self, f32>> = wide.iter().map(|(x, b)| (x, b)).collect();
+            return round_t(self, &self.sum_bias_relu(&refs)?);
+        }
         sum_bias_relu_composed(self, parts)
     }
 

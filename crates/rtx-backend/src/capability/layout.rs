@@ -1,4 +1,5 @@
-//! [`LayoutOps`]: `swap_dims` and `permute`, outputs always contiguous.
+//! [`LayoutOps`]: `swap_dims`, `permute` and `convert` (between element
+//! types), outputs always contiguous.
 
 use crate::{BTensor, BackendCore, Element, Result};
 use rtx_tensor::PermuteKind;
@@ -47,5 +48,20 @@ pub trait LayoutOps: BackendCore {
         let host = self.download(t)?;
         let out = rtx_tensor::permute_host(&host, t.shape(), perm)?;
         self.upload(&out, plan.output.shape())
+    }
+
+    /// `x` converted elementwise to `U` (same shape, contiguous), rounding
+    /// once to nearest even as [`reference::convert`](crate::reference::convert)
+    /// defines it: `f32` to `bf16`/`f16` is exactly `half`'s `from_f32`; a
+    /// widening is exact; `T == U` copies the bits.
+    ///
+    /// Default: a host round trip through [`reference::convert`](crate::reference::convert).
+    /// Device backends override it.
+    ///
+    /// # Errors
+    /// Only the backend's own (allocation, device).
+    fn convert<T: Element, U: Element>(&self, x: &BTensor<Self, T>) -> Result<BTensor<Self, U>> {
+        let host = self.download(x)?;
+        self.upload(&crate::reference::convert::<T, U>(&host), x.shape())
     }
 }

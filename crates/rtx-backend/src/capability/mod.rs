@@ -6,7 +6,7 @@
 //! |---|---|---|
 //! | [`BackendCore`] | buffers, `upload`, `download`, `zeros`, `synchronize`, `make_unique` | `core.rs` |
 //! | [`IndexOps`] | `index_select`, `index_add`, `index_add_planned`, `segment_max`, `segment_sum` | `index.rs` |
-//! | [`LayoutOps`] | `swap_dims`, `permute` | `layout.rs` |
+//! | [`LayoutOps`] | `swap_dims`, `permute`, `convert` | `layout.rs` |
 //! | [`DenseOps`] | `matmul`, `unary`, `unary_backward`, `binary`, `axpy`, `sum_rows`, `head_dot`, `head_scale` | `dense.rs` |
 //! | [`FusedOps`] | `segment_softmax`, `segment_softmax_backward`, `gather_scale_scatter`, `gather_head_dot`, `gather_add`, `head_scale_sum_rows`, `add_head_scale`, `sum_bias_relu` | `fused.rs` |
 
@@ -21,6 +21,23 @@ pub use dense::DenseOps;
 pub use fused::{BiasPart, FusedOps, check_bias_parts, sum_bias_relu_composed};
 pub use index::IndexOps;
 pub use layout::LayoutOps;
+
+/// `t` widened to `f32` (exact for the half types) on the same backend,
+/// through the host: how the defaults run a half-precision op as its `f32` op.
+pub(crate) fn widen_t<B: BackendCore + ?Sized, T: crate::Element>(
+    b: &B,
+    t: &crate::BTensor<B, T>,
+) -> crate::Result<crate::BTensor<B, f32>> {
+    b.upload(&crate::widen_f32(&b.download(t)?), t.shape())
+}
+
+/// `t` rounded once per element to `T`, through the host (see [`widen_t`]).
+pub(crate) fn round_t<B: BackendCore + ?Sized, T: crate::Element>(
+    b: &B,
+    t: &crate::BTensor<B, f32>,
+) -> crate::Result<crate::BTensor<B, T>> {
+    b.upload(&crate::round_f32::<T>(&b.download(t)?), t.shape())
+}
 
 /// A compute backend: every capability. Implement [`BackendCore`] (upload,
 /// download, zeros) and write an `impl` of each other capability, empty to

@@ -13,6 +13,7 @@
 //! | `layout.rs` | [`LayoutOps`](crate::LayoutOps): `swap_dims` and `permute` |
 //! | `dense.rs` | [`DenseOps`](crate::DenseOps) against the [`ops`](crate::ops) reference, zero sizes and shape errors of every model op |
 //! | `fused.rs` | [`FusedOps`](crate::FusedOps) and the segment ops they compose: softmax and the fused gathers |
+//! | `precision.rs` | every op family in `bf16`, `f16`, `f32` and `f64`: half types against their `f32` op rounded once and the reference; `convert` |
 //! | `harness.rs` | upload, download and the bit-exact and tolerance comparisons the cases share |
 
 mod dense;
@@ -21,6 +22,7 @@ mod harness;
 mod index;
 mod layout;
 mod lists;
+mod precision;
 
 use crate::Backend;
 
@@ -33,6 +35,7 @@ pub use index::{
 };
 pub use layout::{all_permutations, odd_transposes, swap_dims_2x3x4, vector_swap_shares_buffer};
 pub use lists::{index_list_edges, index_lists_match_host_lists};
+pub use precision::{typed_dense_ops, typed_fused_ops, typed_index_ops, typed_layout_and_convert};
 
 /// Every case above, in order.
 pub fn run_all<B: Backend>(b: &B) {
@@ -57,6 +60,10 @@ pub fn run_all<B: Backend>(b: &B) {
     model_op_errors(b);
     index_lists_match_host_lists(b);
     index_list_edges(b);
+    typed_index_ops(b);
+    typed_dense_ops(b);
+    typed_fused_ops(b);
+    typed_layout_and_convert(b);
 }
 
 /// Declares one `#[test]` per conformance case for a backend built by `$make`.
@@ -72,7 +79,8 @@ macro_rules! conformance_tests {
             out_of_range empty_indices scatter_matches_reference repeatable concurrent_use
             swap_dims_2x3x4 vector_swap_shares_buffer all_permutations odd_transposes
             model_ops_match_reference segment_ops fused_gathers fused_dense model_ops_empty
-            model_op_errors index_lists_match_host_lists index_list_edges);
+            model_op_errors index_lists_match_host_lists index_list_edges
+            typed_index_ops typed_dense_ops typed_fused_ops typed_layout_and_convert);
     };
     (@cases $make:expr; $($case:ident)*) => {
         $(

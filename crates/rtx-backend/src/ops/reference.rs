@@ -5,17 +5,25 @@
 //! [`segment_softmax`], ...) the fixed orders of the [`ops`](crate::ops)
 //! module docs, which re-exports them (`rtx_backend::ops::matmul` is
 //! [`matmul`]).
+//!
+//! **Half types.** For `bf16` and `f16` every arithmetic op is its `f32`
+//! op on the inputs widened (exactly) to `f32`, each output rounded once
+//! ([`widen_f32`], [`round_f32`]): the sums of `f32` accumulate in the same
+//! canonical order, a fused op keeps its intermediates in `f32`. Scatter-add
+//! adds the `f32` canonical sum to the widened destination and rounds once;
+//! its untouched rows keep their bits. The ops that only move or select
+//! values (gather, permute, segment max) keep the input bits.
 
 use rtx_tensor::Layout;
 
 use crate::ops::check::{check_len, check_matmul, mismatch};
 use crate::ops::{
-    Binary, SegmentScratch, Unary, binary_slice, gather_scale_scatter_row, head_dot_row,
-    head_scale_row, matmul_row, mm_block, outer_term, segment_max_row, softmax_backward_segment,
-    softmax_segment, transpose2, unary_backward_slice, unary_slice,
+    Binary, SegmentScratch, Unary, axpy_slice, binary_slice, gather_scale_scatter_row,
+    head_dot_row, head_scale_row, matmul_row, mm_block, outer_term, segment_max_row,
+    softmax_backward_segment, softmax_segment, transpose2, unary_backward_slice, unary_slice,
 };
 use crate::order::{CANONICAL_BLOCK, add_row_sum, canonical_accumulate};
-use crate::{Element, Error, IndexPlan, Result, try_vec, try_with_capacity};
+use crate::{Element, Error, IndexPlan, Result, round_f32, try_vec, try_with_capacity, widen_f32};
 
 // Defined next to `IndexPlan`, which validates its indices with it; the
 // public path is this one.
@@ -86,6 +94,12 @@ pub fn matmul<T: Element>(
     b_shape: &[usize],
     trans_b: bool,
 ) -> Result<Vec<T>> {
+    if T::DTYPE.is_half() {
+        let (wa, wb) = (widen_f32(a), widen_f32(b));
+        return Ok(round_f32(&matmul(
+            &wa, a_shape, trans_a, &wb, b_shape, trans_b,
+        )?));
+    }
     let (m, k, n) = check_matmul(a_shape, trans_a, b_shape, trans_b)?;
     check_len(a, a_shape)?;
     check_len(b, b_shape)?;
@@ -119,6 +133,9 @@ pub fn matmul<T: Element>(
 
 /// `op(x)` elementwise.
 pub fn unary<T: Element>(op: Unary, x: &[T]) -> Vec<T> {
+    if T::DTYPE.is_half() {
+        return round_f32(&unary(op, &widen_f32(x)));
+    }
     let mut out = vec![T::ZERO; x.len()];
     unary_slice(op, x, &mut out);
     out
@@ -129,6 +146,13 @@ pub fn unary<T: Element>(op: Unary, x: &[T]) -> Vec<T> {
 /// # Errors
 /// [`Error::ShapeMismatch`] when the lengths differ.
 pub fn unary_backward<T: Element>(op: Unary, x: &[T], g: &[T]) -> Result<Vec<T>> {
+    if T::DTYPE.is_half() {
+        return Ok(round_f32(&unary_backward(
+            op,
+            &widen_f32(x),
+            &widen_f32(g),
+        )?));
+    }
     if x.len() != g.len() {
         return Err(mismatch(
             "unary_backward",
@@ -142,6 +166,9 @@ pub fn unary_backward<T: Element>(op: Unary, x: &[T], g: &[T]) -> Result<Vec<T>>
 
 /// `a op b` with `b` broadcast over rows when `broadcast` (`b` holds `f` values).
 pub fn binary<T: Element>(op: Binary, a: &[T], b: &[T], f: usize, broadcast: bool) -> Vec<T> {
+    if T::DTYPE.is_half() {
+        return round_f32(&binary(op, &widen_f32(a), &widen_f32(b), f, broadcast));
+    }
     let mut out = vec![T::ZERO; a.len()];
     if broadcast {
         if f > 0 {
@@ -155,8 +182,38 @@ pub fn binary<T: Element>(op: Binary, a: &[T], b: &[T], f: usize, broadcast: boo
     out
 }
 
+/// In place `y = y + alpha * x`, `alpha` rounded once to `T` ([`axpy_slice`]);
+/// for the half types in `f32` (`alpha` rounded to `f32`), each result rounded once.
+pub fn axpy<T: Element>(y: &mut [T], alpha: f64, x: &[T]) {
+    if T::DTYPE.is_half() {
+        let mut wy = widen_f32(y);
+        axpy_slice(&mut wy, alpha as f32, &widen_f32(x));
+        y.copy_from_slice(&round_f32(&wy));
+        return;
+    }
+    axpy_slice(y, T::from_f64(alpha), x);
+}
+
+/// Every element of `x` converted to `U`, rounding once to nearest even:
+/// exact when `U` is wider; `f32` to `bf16`/`f16` is `half`'s `from_f32`,
+/// `f64` to them `half`'s `from_f64` (one rounding from the `f64` value),
+/// `f64` to `f32` Rust's `as`; a half type to the other through `f32`.
+pub fn convert<T: Element, U: Element>(x: &[T]) -> Vec<U> {
+    if T::DTYPE == U::DTYPE {
+        // the same type: the bits, NaN payloads included
+        return crate::vec_from_bytes(crate::bytes_of(x));
+    }
+    if T::DTYPE == crate::DType::F64 || U::DTYPE == crate::DType::F64 {
+        return x.iter().map(|&v| U::from_f64(v.to_f64())).collect();
+    }
+    x.iter().map(|&v| U::from_f32(v.to_f32())).collect()
+}
+
 /// Column sums of a row-major `[n, f]`: `[f]` values, canonical order over rows.
 pub fn sum_rows<T: Element>(x: &[T], n: usize, f: usize) -> Vec<T> {
+    if T::DTYPE.is_half() {
+        return round_f32(&sum_rows(&widen_f32(x), n, f));
+    }
     let mut out = vec![T::ZERO; f];
     canonical_accumulate(n, &mut out, &mut Vec::new(), |p, acc, first| {
         let r = &x[p * f..(p + 1) * f];
@@ -180,6 +237,9 @@ pub fn head_dot<T: Element>(
     c: usize,
     b_rows: usize,
 ) -> Vec<T> {
+    if T::DTYPE.is_half() {
+        return round_f32(&head_dot(&widen_f32(a), &widen_f32(b), n, heads, c, b_rows));
+    }
     let f = heads * c;
     let mut out = vec![T::ZERO; n * heads];
     for (i, o) in out.chunks_exact_mut(heads.max(1)).take(n).enumerate() {
@@ -198,6 +258,16 @@ pub fn head_scale<T: Element>(
     c: usize,
     a_rows: usize,
 ) -> Vec<T> {
+    if T::DTYPE.is_half() {
+        return round_f32(&head_scale(
+            &widen_f32(a),
+            &widen_f32(s),
+            n,
+            heads,
+            c,
+            a_rows,
+        ));
+    }
     let f = heads * c;
     let mut out = vec![T::ZERO; n * f];
     if f == 0 {
@@ -254,6 +324,9 @@ fn for_each_segment<T: Element>(
 
 /// Segment softmax of a row-major `[plan.len(), f]` (see the [`ops`](crate::ops) module docs).
 pub fn segment_softmax<T: Element>(x: &[T], f: usize, plan: &IndexPlan) -> Vec<T> {
+    if T::DTYPE.is_half() {
+        return round_f32(&segment_softmax(&widen_f32(x), f, plan));
+    }
     let row = |p: u32| &x[p as usize * f..(p as usize + 1) * f];
     for_each_segment(plan, f, |ps, o, s| softmax_segment(ps, row, f, o, s))
 }
@@ -265,6 +338,14 @@ pub fn segment_softmax_backward<T: Element>(
     f: usize,
     plan: &IndexPlan,
 ) -> Vec<T> {
+    if T::DTYPE.is_half() {
+        return round_f32(&segment_softmax_backward(
+            &widen_f32(alpha),
+            &widen_f32(g),
+            f,
+            plan,
+        ));
+    }
     let a = |p: u32| &alpha[p as usize * f..(p as usize + 1) * f];
     let gr = |p: u32| &g[p as usize * f..(p as usize + 1) * f];
     for_each_segment(plan, f, |ps, o, s| {
@@ -282,6 +363,16 @@ pub fn gather_scale_scatter<T: Element>(
     c: usize,
     plan: &IndexPlan,
 ) -> Vec<T> {
+    if T::DTYPE.is_half() {
+        return round_f32(&gather_scale_scatter(
+            &widen_f32(x),
+            gather,
+            &widen_f32(w),
+            heads,
+            c,
+            plan,
+        ));
+    }
     let f = heads * c;
     let mut out = vec![T::ZERO; plan.rows() * f];
     if f == 0 {
@@ -304,6 +395,16 @@ pub fn gather_head_dot<T: Element>(
     heads: usize,
     c: usize,
 ) -> Vec<T> {
+    if T::DTYPE.is_half() {
+        return round_f32(&gather_head_dot(
+            &widen_f32(a),
+            a_idx,
+            &widen_f32(b),
+            b_idx,
+            heads,
+            c,
+        ));
+    }
     let f = heads * c;
     let mut out = vec![T::ZERO; a_idx.len() * heads];
     for ((o, &i), &j) in out.chunks_exact_mut(heads.max(1)).zip(a_idx).zip(b_idx) {

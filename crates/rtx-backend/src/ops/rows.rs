@@ -330,11 +330,12 @@ pub fn segment_max_row<'a, T: Element>(
 
 /// Work buffers of [`softmax_segment`] and [`softmax_backward_segment`], reused between rows.
 #[derive(Debug, Default)]
-pub struct SegmentScratch<T> {
+pub struct SegmentScratch<T: Element> {
     iota: Vec<u32>,
     vals: Vec<T>,
     red: Vec<T>,
     acc: Vec<T>,
+    sum: Vec<T::Acc>,
 }
 
 impl<T: Element> SegmentScratch<T> {
@@ -374,7 +375,7 @@ pub fn softmax_segment<'a, T: Element>(
         }
     }
     // the denominators: index_add of the segment into a zero row
-    crate::order::add_row_sum(&mut s.acc, &s.iota[..k], &s.vals, &mut m);
+    crate::order::add_row_sum(&mut s.acc, &s.iota[..k], &s.vals, &mut s.sum);
     for (o, e) in out.chunks_exact_mut(f).zip(s.vals.chunks_exact(f)) {
         for ((o, &e), &d) in o.iter_mut().zip(e).zip(&s.acc) {
             *o = e / d;
@@ -407,7 +408,7 @@ pub fn softmax_backward_segment<'a, T: Element>(
             *t = a * d;
         }
     }
-    crate::order::add_row_sum(&mut s.acc, &s.iota[..k], &s.vals, &mut s.red);
+    crate::order::add_row_sum(&mut s.acc, &s.iota[..k], &s.vals, &mut s.sum);
     for (o, &p) in out.chunks_exact_mut(f).zip(positions) {
         for (((o, &a), &d), &sum) in o.iter_mut().zip(alpha(p)).zip(g(p)).zip(&s.acc) {
             *o = a * (d - sum);
