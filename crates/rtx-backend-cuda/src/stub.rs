@@ -238,17 +238,6 @@ impl CudaBackend {
         match self.never {}
     }
 
-    /// `x` converted element by element to `U`.
-    ///
-    /// # Errors
-    /// Never returns.
-    pub fn convert<T: Element, U: Element>(
-        &self,
-        _x: &BTensor<Self, T>,
-    ) -> BResult<BTensor<Self, U>> {
-        match self.never {}
-    }
-
     /// Keeps `idx` on the device.
     ///
     /// # Errors

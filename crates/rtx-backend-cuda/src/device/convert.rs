@@ -1,6 +1,6 @@
-//! [`CudaBackend::convert`]: a tensor's elements converted to another
-//! element type, rounding to nearest even once, exactly as the host's `half`
-//! crate and Rust's `as` do. Between f32 and bf16 / f16 (and between the two
+//! `LayoutOps::convert` on the device: a tensor's elements converted to
+//! another element type, rounding to nearest even once, exactly as
+//! `rtx_backend::reference::convert` (the host's `half` crate, Rust's `as`). Between f32 and bf16 / f16 (and between the two
 //! half types, through exact f32) on the device, with index.cu's `narrow_*`
 //! and `widen_*` kernels, whose integer bit operations are `half`'s
 //! conversions; the pairs with f64 through the host.
@@ -16,15 +16,15 @@ use crate::error::Error;
 use crate::table::{Half, Kernel};
 
 impl CudaBackend {
-    /// `x` converted element by element to `U`: `U::from_f64(x.to_f64())`
-    /// for every element, which for a narrower `U` is one rounding to
-    /// nearest even (NaN stays NaN, quieted as the `half` crate does it;
+    /// `x` converted element by element to `U`, the bits of
+    /// `rtx_backend::reference::convert`: one rounding to nearest even for a
+    /// narrower `U` (NaN stays NaN, quieted as the `half` crate does it;
     /// overflow goes to infinity; f16 keeps subnormals); between the two half
     /// types through f32, which is exact. The same type copies the bits.
     ///
     /// # Errors
     /// Device errors; a failed host allocation (the pairs with f64).
-    pub fn convert<T: Element, U: Element>(
+    pub(super) fn convert_on_device<T: Element, U: Element>(
         &self,
         x: &BTensor<Self, T>,
     ) -> BResult<BTensor<Self, U>> {
@@ -56,9 +56,9 @@ impl CudaBackend {
                 self.narrow::<U>(b, ptr(&wide), ptr(&out), n)?;
             }
             _ => {
+                // the pairs with f64: through the host
                 let host = self.download(x)?;
-                let conv: Vec<U> = host.iter().map(|&v| U::from_f64(v.to_f64())).collect();
-                return self.upload(&conv, x.shape());
+                return self.upload(&rtx_backend::reference::convert::<T, U>(&host), x.shape());
             }
         }
         Ok(out)
@@ -104,5 +104,23 @@ impl CudaBackend {
             )
         }?;
         Ok(())
+    }
+
+    /// `t` widened to f32 on the device (exact): how a bf16 / f16 op without
+    /// kernels of its own runs its f32 op, as the trait defaults define it
+    /// (the f32 op on the widened inputs, rounded once per output).
+    pub(super) fn widen_dev<T: Element>(
+        &self,
+        t: &BTensor<Self, T>,
+    ) -> BResult<BTensor<Self, f32>> {
+        self.convert_on_device(t)
+    }
+
+    /// The f32 result `t` rounded once per element to `T` (see [`Self::widen_dev`]).
+    pub(super) fn round_dev<T: Element>(
+        &self,
+        t: BResult<BTensor<Self, f32>>,
+    ) -> BResult<BTensor<Self, T>> {
+        self.convert_on_device(&t?)
     }
 }

@@ -17,7 +17,7 @@
 //! * `index_lists`: [`CudaIndex`], device index lists and their producers.
 //! * `index_ops`: `IndexOps` (gather, scatter-add, segment max / sum, host and device lists).
 //! * `layout_ops`: `LayoutOps` (transpose and permute launches).
-//! * `convert`: [`CudaBackend::convert`] (element types, f32 <-> bf16 / f16 on the device).
+//! * `convert`: `LayoutOps::convert` on the device (f32 <-> bf16 / f16 kernels).
 //! * `dense_ops`: `DenseOps` (matmul, elementwise, row sums, per-head ops).
 //! * `fused_ops`: `FusedOps` (segment softmax and its backward,
 //!   gather_scale_scatter, gather_head_dot).
