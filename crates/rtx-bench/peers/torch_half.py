@@ -8,7 +8,7 @@ permute cases, with a 1 GiB copy row. Timed with CUDA events (median of
 {"suite": "half", "case", "impl", "ms", "gbps"}. The workloads come from
 shared/anchors/torch_anchors.py (its directory is --anchors).
 
-Usage: python3 torch_half.py [--anchors DIR] [--reps N] [--only NAME]
+Usage: python3 torch_half.py [--anchors DIR] [--reps N] [--only NAME,NAME...]
 """
 import argparse, json, os, sys
 import torch
@@ -37,7 +37,7 @@ def main():
     def emit(case, impl, ms, nbytes=None, **extra):
         ta.emit("half", case, impl, ms, nbytes, **extra)
 
-    want = lambda name: a.only is None or a.only in name
+    want = lambda name: a.only is None or any(o in name for o in a.only.split(","))
     print(json.dumps({"device": torch.cuda.get_device_name(0), "torch": torch.__version__}), flush=True)
     dev = "cuda"
     x = torch.empty(1 << 28, device=dev).uniform_()

@@ -29,7 +29,7 @@ pub struct Args {
     /// Timed repetitions (median reported).
     #[arg(long, default_value_t = 30)]
     pub reps: usize,
-    /// Only the cases whose name contains this.
+    /// Only the cases whose name contains one of these (comma-separated).
     #[arg(long)]
     pub only: Option<String>,
     /// Skip the CPU backend's bits (the `bit_identical_to_cpu` fields).
@@ -71,7 +71,11 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         "{}",
         json!({"device": g.device_name(), "impl": "rtx", "arch": g.arch()})
     );
-    let want = |name: &str| args.only.as_deref().is_none_or(|o| name.contains(o));
+    let want = |name: &str| {
+        args.only
+            .as_deref()
+            .is_none_or(|o| o.split(',').any(|o| name.contains(o)))
+    };
     let copy_gbps = copy_row(&g, args.reps)?;
     for &(name, n, e, f, hub) in INDEX_CASES.iter().filter(|c| want(c.0)) {
         index_case(&g, args, name, (n, e, f), hub)?;
