@@ -5,8 +5,9 @@ runs give the same bits) and under `torch.use_deterministic_algorithms(True)`
 over the anchors' index workloads, and `permute(...).contiguous()` on the
 permute cases, with a 1 GiB copy row. Timed with CUDA events (median of
 --reps after 3 warm runs). One JSON line per row:
-{"suite": "half", "case", "impl", "ms", "gbps"}. The workloads come from
-shared/anchors/torch_anchors.py (its directory is --anchors).
+{"suite": "half", "case", "impl", "ms", "gbps"}. The index lists come from
+shared/anchors/torch_anchors.py (its directory is --anchors), the values
+from torch.rand.
 
 Usage: python3 torch_half.py [--anchors DIR] [--reps N] [--only NAME,NAME...]
 """
@@ -48,8 +49,10 @@ def main():
         if not want(name):
             continue
         idx = torch.from_numpy(ta.indices(1, n, e, dist)).to(dev)
-        src = torch.from_numpy(ta.values(2, n * f)).view(n, f).to(dev).to(torch.bfloat16)
-        msg = torch.from_numpy(ta.values(3, e * f)).view(e, f).to(dev).to(torch.bfloat16)
+        # values drawn on the device (the times do not depend on them; numpy
+        # would take tens of seconds for the 1G values of the large cases)
+        src = (torch.rand(n, f, device=dev) * 2 - 1).to(torch.bfloat16)
+        msg = (torch.rand(e, f, device=dev) * 2 - 1).to(torch.bfloat16)
         gather_bytes = e * f * 2 * 2 + e * 8
         scatter_bytes = e * f * 2 + n * f * 2 * 2 + e * 8
         emit(name, "torch-index_select-bf16", ta.bench(lambda: torch.index_select(src, 0, idx), reps=a.reps), gather_bytes)
