@@ -201,12 +201,18 @@ typedef unsigned short u16;
 typedef u16 bf16;
 typedef u32 bf16x2;
 typedef uint2 bf16x4;
+typedef uint4 bf16x8;
 typedef u16 f16;
 typedef u32 f16x2;
 typedef uint2 f16x4;
+typedef uint4 f16x8;
 
-// The bf16 element kind.
+// The bf16 element kind. `widen` / `narrow` are the host's conversions bit
+// for bit; `widen_sum` is the summand of a stored value in a sum, equal to
+// `widen` but for a NaN's payload, which no sum keeps (the device's adds
+// make their own NaN).
 struct Bf16 {
+    static __device__ __forceinline__ float widen_sum(u32 h) { return __uint_as_float(h << 16); }
     static __device__ __forceinline__ float widen(u32 h) {
         h &= 0xffffu;
         if ((h & 0x7fffu) > 0x7f80u) h |= 0x40u;
@@ -221,8 +227,14 @@ struct Bf16 {
     }
 };
 
-// The f16 (IEEE binary16) element kind.
+// The f16 (IEEE binary16) element kind (the members as Bf16's; `widen_sum`
+// is the hardware's exact conversion).
 struct F16 {
+    static __device__ __forceinline__ float widen_sum(u32 i) {
+        float r;
+        asm("cvt.f32.f16 %0, %1;" : "=f"(r) : "h"((unsigned short)(i & 0xffffu)));
+        return r;
+    }
     static __device__ __forceinline__ float widen(u32 i) {
         i &= 0xffffu;
         if ((i & 0x7fffu) == 0u) return __uint_as_float(i << 16);
@@ -261,18 +273,38 @@ struct F16 {
     }
 };
 
-// Vectors of 1, 2 or 4 half elements as stored (u16, u32, uint2, the
-// element of the lower address in the low bits) and their f32 accumulators
-// (float, float2, float4).
+// Eight f32 sums (the accumulator of 8 halves).
+struct f32x8 {
+    float4 a, b;
+};
+__device__ __forceinline__ f32x8 vadd(f32x8 x, f32x8 y) {
+    f32x8 r;
+    r.a = vadd(x.a, y.a);
+    r.b = vadd(x.b, y.b);
+    return r;
+}
+
+// Vectors of 1, 2, 4 or 8 half elements as stored (u16, u32, uint2, uint4,
+// the element of the lower address in the low bits) and their f32
+// accumulators (float, float2, float4, f32x8): `hwiden` the summands of a
+// sum (`widen_sum`), `hnarrow` the rounding of the sums.
 template <typename K>
-__device__ __forceinline__ float hwiden(u16 s) { return K::widen(s); }
+__device__ __forceinline__ float hwiden(u16 s) { return K::widen_sum(s); }
 template <typename K>
 __device__ __forceinline__ float2 hwiden(u32 s) {
-    return make_float2(K::widen(s), K::widen(s >> 16));
+    return make_float2(K::widen_sum(s), K::widen_sum(s >> 16));
 }
 template <typename K>
 __device__ __forceinline__ float4 hwiden(uint2 s) {
-    return make_float4(K::widen(s.x), K::widen(s.x >> 16), K::widen(s.y), K::widen(s.y >> 16));
+    return make_float4(K::widen_sum(s.x), K::widen_sum(s.x >> 16), K::widen_sum(s.y),
+                       K::widen_sum(s.y >> 16));
+}
+template <typename K>
+__device__ __forceinline__ f32x8 hwiden(uint4 s) {
+    f32x8 r;
+    r.a = hwiden<K>(make_uint2(s.x, s.y));
+    r.b = hwiden<K>(make_uint2(s.z, s.w));
+    return r;
 }
 template <typename K>
 __device__ __forceinline__ u16 hnarrow(float a) { return (u16)K::narrow(a); }
@@ -282,4 +314,9 @@ template <typename K>
 __device__ __forceinline__ uint2 hnarrow(float4 a) {
     return make_uint2(K::narrow(a.x) | (K::narrow(a.y) << 16),
                       K::narrow(a.z) | (K::narrow(a.w) << 16));
+}
+template <typename K>
+__device__ __forceinline__ uint4 hnarrow(f32x8 a) {
+    const uint2 lo = hnarrow<K>(a.a), hi = hnarrow<K>(a.b);
+    return make_uint4(lo.x, lo.y, hi.x, hi.y);
 }

@@ -34,19 +34,35 @@ __device__ __forceinline__ u64 value_row(const u32* __restrict__ pos, u32 p) {
     return INDIRECT ? (u64)__ldg(pos + p) : (u64)p;
 }
 
-// How a chunk sum reads a value: as stored (f32, f64 and the f32 scratch of
-// every level past 0) or widened from half storage to its f32 vector.
+// How a chunk sum reads a value: `load` fetches it as stored, `cvt` makes
+// the summand of it when it is added (so the loads in flight hold stored
+// values, and a widening never waits on a load before the adds before it):
+// as stored for f32, f64 and the f32 scratch of every level past 0, widened
+// from half storage to its f32 vector for bf16 / f16.
 template <typename V>
 struct LoadSame {
     typedef V S;
-    __device__ __forceinline__ V operator()(const V* __restrict__ p) const { return __ldg(p); }
+    __device__ __forceinline__ S load(const S* __restrict__ p) const { return __ldg(p); }
+    __device__ __forceinline__ V cvt(S s) const { return s; }
+};
+// f32x8 (two float4) has no __ldg of its own.
+template <>
+struct LoadSame<f32x8> {
+    typedef f32x8 S;
+    __device__ __forceinline__ S load(const S* __restrict__ p) const {
+        const float4* q = reinterpret_cast<const float4*>(p);
+        f32x8 r;
+        r.a = __ldg(q);
+        r.b = __ldg(q + 1);
+        return r;
+    }
+    __device__ __forceinline__ f32x8 cvt(S s) const { return s; }
 };
 template <typename K, typename HS, typename V>
 struct LoadHalf {
     typedef HS S;
-    __device__ __forceinline__ V operator()(const HS* __restrict__ p) const {
-        return hwiden<K>(__ldg(p));
-    }
+    __device__ __forceinline__ S load(const S* __restrict__ p) const { return __ldg(p); }
+    __device__ __forceinline__ V cvt(S s) const { return hwiden<K>(s); }
 };
 
 // Sum of values [a, b) (b > a) of column-vector j, left to right from the
@@ -59,23 +75,24 @@ __device__ __forceinline__ V chunk_sum_batched(const typename Ld::S* __restrict_
                                                u64 W, u64 j) {
     constexpr u32 UNROLL = 8;
     const Ld ld;
-    V acc = ld(vals + value_row<INDIRECT>(pos, a) * W + j);
+    V acc = ld.cvt(ld.load(vals + value_row<INDIRECT>(pos, a) * W + j));
     u32 p = a + 1;
     for (; p + UNROLL <= b; p += UNROLL) {
-        V v[UNROLL];
+        typename Ld::S v[UNROLL];
 #pragma unroll
-        for (u32 q = 0; q < UNROLL; ++q) v[q] = ld(vals + value_row<INDIRECT>(pos, p + q) * W + j);
+        for (u32 q = 0; q < UNROLL; ++q)
+            v[q] = ld.load(vals + value_row<INDIRECT>(pos, p + q) * W + j);
 #pragma unroll
-        for (u32 q = 0; q < UNROLL; ++q) acc = vadd(acc, v[q]);
+        for (u32 q = 0; q < UNROLL; ++q) acc = vadd(acc, ld.cvt(v[q]));
     }
     if (p < b) {  // the tail: loads issued together, added in order
-        V v[UNROLL];
+        typename Ld::S v[UNROLL];
 #pragma unroll
         for (u32 q = 0; q < UNROLL; ++q)
-            if (p + q < b) v[q] = ld(vals + value_row<INDIRECT>(pos, p + q) * W + j);
+            if (p + q < b) v[q] = ld.load(vals + value_row<INDIRECT>(pos, p + q) * W + j);
 #pragma unroll
         for (u32 q = 0; q < UNROLL; ++q)
-            if (p + q < b) acc = vadd(acc, v[q]);
+            if (p + q < b) acc = vadd(acc, ld.cvt(v[q]));
     }
     return acc;
 }
@@ -91,7 +108,7 @@ __device__ __forceinline__ V chunk_sum_pipelined(const typename Ld::S* __restric
                                                  u64 W, u64 j) {
     constexpr u32 B = 8;
     const Ld ld;
-    V cur[B];
+    typename Ld::S cur[B];
     u64 rn[B];
     {
         u64 r0[B];
@@ -99,22 +116,22 @@ __device__ __forceinline__ V chunk_sum_pipelined(const typename Ld::S* __restric
         for (u32 q = 0; q < B; ++q) r0[q] = a + q < b ? value_row<INDIRECT>(pos, a + q) : 0;
 #pragma unroll
         for (u32 q = 0; q < B; ++q)
-            if (a + q < b) cur[q] = ld(vals + r0[q] * W + j);
+            if (a + q < b) cur[q] = ld.load(vals + r0[q] * W + j);
     }
 #pragma unroll
     for (u32 q = 0; q < B; ++q) rn[q] = a + B + q < b ? value_row<INDIRECT>(pos, a + B + q) : 0;
-    V acc = cur[0];
+    V acc = ld.cvt(cur[0]);
     for (u32 p = a; p < b; p += B) {
         const u32 pn = p + B, pnn = p + 2 * B;
-        V nxt[B];
+        typename Ld::S nxt[B];
 #pragma unroll
         for (u32 q = 0; q < B; ++q)
-            if (pn + q < b) nxt[q] = ld(vals + rn[q] * W + j);
+            if (pn + q < b) nxt[q] = ld.load(vals + rn[q] * W + j);
 #pragma unroll
         for (u32 q = 0; q < B; ++q) rn[q] = pnn + q < b ? value_row<INDIRECT>(pos, pnn + q) : 0;
 #pragma unroll
         for (u32 q = 0; q < B; ++q)
-            if (p + q < b && p + q != a) acc = vadd(acc, cur[q]);
+            if (p + q < b && p + q != a) acc = vadd(acc, ld.cvt(cur[q]));
 #pragma unroll
         for (u32 q = 0; q < B; ++q) cur[q] = nxt[q];
     }
@@ -222,16 +239,18 @@ __device__ __forceinline__ void scatter_level_half(
             vals, reinterpret_cast<const V*>(acc), pos, cstart, crow, cslot, nchunks, W,   \
             lanes_log2, dst, reinterpret_cast<V*>(next));                                  \
     }
-// scatter{0,N}{,p}_{bf16,f16}x{4,2,1}: vectors of 4, 2 or 1 stored halves
-// (8, 4, 2 bytes) summed as float4, float2, float.
+// scatter{0,N}{,p}_{bf16,f16}x{8,4,2,1}: vectors of 8, 4, 2 or 1 stored
+// halves (16, 8, 4, 2 bytes) summed as f32x8, float4, float2, float.
 #define RTX_SCATTER_HALF_ALL(SUFFIX, K, HS, V)                   \
     RTX_SCATTER_HALF(scatter0_##SUFFIX, K, HS, V, true, false)   \
     RTX_SCATTER_HALF(scatterN_##SUFFIX, K, HS, V, false, false)  \
     RTX_SCATTER_HALF(scatter0p_##SUFFIX, K, HS, V, true, true)   \
     RTX_SCATTER_HALF(scatterNp_##SUFFIX, K, HS, V, false, true)
+RTX_SCATTER_HALF_ALL(bf16x8, Bf16, bf16x8, f32x8)
 RTX_SCATTER_HALF_ALL(bf16x4, Bf16, bf16x4, float4)
 RTX_SCATTER_HALF_ALL(bf16x2, Bf16, bf16x2, float2)
 RTX_SCATTER_HALF_ALL(bf16x1, Bf16, bf16, float)
+RTX_SCATTER_HALF_ALL(f16x8, F16, f16x8, f32x8)
 RTX_SCATTER_HALF_ALL(f16x4, F16, f16x4, float4)
 RTX_SCATTER_HALF_ALL(f16x2, F16, f16x2, float2)
 RTX_SCATTER_HALF_ALL(f16x1, F16, f16, float)

@@ -210,6 +210,14 @@ macro_rules! with_kernel_table {
                 ScatterNpF64x2 = "scatterNp_f64x2": Scatter[V = double2],
                 ScatterNpF64x1 = "scatterNp_f64x1": Scatter[V = double],
                 // index.cu: scatter levels into half storage
+                Scatter0Bf16x8 = "scatter0_bf16x8": ScatterHalf[V = bf16x8],
+                Scatter0F16x8 = "scatter0_f16x8": ScatterHalf[V = f16x8],
+                ScatterNBf16x8 = "scatterN_bf16x8": ScatterHalf[V = bf16x8],
+                ScatterNF16x8 = "scatterN_f16x8": ScatterHalf[V = f16x8],
+                Scatter0pBf16x8 = "scatter0p_bf16x8": ScatterHalf[V = bf16x8],
+                Scatter0pF16x8 = "scatter0p_f16x8": ScatterHalf[V = f16x8],
+                ScatterNpBf16x8 = "scatterNp_bf16x8": ScatterHalf[V = bf16x8],
+                ScatterNpF16x8 = "scatterNp_f16x8": ScatterHalf[V = f16x8],
                 Scatter0Bf16x4 = "scatter0_bf16x4": ScatterHalf[V = bf16x4],
                 Scatter0Bf16x2 = "scatter0_bf16x2": ScatterHalf[V = bf16x2],
                 Scatter0Bf16x1 = "scatter0_bf16x1": ScatterHalf[V = bf16],
@@ -386,8 +394,8 @@ pub(crate) fn cuda_float(t: &str) -> Option<DType> {
     match t {
         "float" | "float2" | "float4" => Some(DType::F32),
         "double" | "double2" => Some(DType::F64),
-        "bf16" | "bf16x2" | "bf16x4" => Some(DType::BF16),
-        "f16" | "f16x2" | "f16x4" => Some(DType::F16),
+        "bf16" | "bf16x2" | "bf16x4" | "bf16x8" => Some(DType::BF16),
+        "f16" | "f16x2" | "f16x4" | "f16x8" => Some(DType::F16),
         _ => None,
     }
 }

@@ -19,7 +19,7 @@ fn canon(base: &str) -> String {
         "float" | "f32" => "f32",
         "double" | "f64" => "f64",
         "u16" | "unsigned short" => "u16",
-        "bf16" | "bf16x2" | "bf16x4" | "f16" | "f16x2" | "f16x4" => base,
+        "bf16" | "bf16x2" | "bf16x4" | "bf16x8" | "f16" | "f16x2" | "f16x4" | "f16x8" => base,
         "float2" => "f32x2",
         "float4" => "f32x4",
         "double2" => "f64x2",
@@ -49,8 +49,8 @@ fn scalar(t: &str) -> String {
     match t {
         "f32" | "f32x2" | "f32x4" => "f32".into(),
         "f64" | "f64x2" => "f64".into(),
-        "bf16" | "bf16x2" | "bf16x4" => "bf16".into(),
-        "f16" | "f16x2" | "f16x4" => "f16".into(),
+        "bf16" | "bf16x2" | "bf16x4" | "bf16x8" => "bf16".into(),
+        "f16" | "f16x2" | "f16x4" | "f16x8" => "f16".into(),
         _ => panic!("`{t}` is not a float type or vector"),
     }
 }

@@ -319,7 +319,7 @@ fn every_kernel_has_one_table_entry_and_every_entry_one_kernel() {
         absent.is_empty(),
         "table entries no .cu file defines: {absent:?}"
     );
-    assert_eq!(s.kernels.len(), 162);
+    assert_eq!(s.kernels.len(), 170);
 }
 
 #[test]
@@ -435,7 +435,8 @@ fn half_pickers_give_kernels_of_their_element_and_vector() {
     for (f, v, cty) in [
         (1, HalfVec::X1, ""),
         (6, HalfVec::X2, "x2"),
-        (64, HalfVec::X4, "x4"),
+        (12, HalfVec::X4, "x4"),
+        (64, HalfVec::X8, "x8"),
     ] {
         assert_eq!(HalfVec::pick(f), v);
         for (dt, h) in [(DType::BF16, Half::Bf16), (DType::F16, Half::F16)] {

@@ -146,10 +146,13 @@ impl Half {
     }
 }
 
-/// Stored halves per vector of a half scatter kernel (`x4`: 8-byte loads
-/// summed as `float4`, `x2`: 4 bytes as `float2`, `x1`: 2 bytes as `float`).
+/// Stored halves per vector of a half scatter kernel (`x8`: 16-byte loads
+/// summed as two `float4`, `x4`: 8 bytes as `float4`, `x2`: 4 bytes as
+/// `float2`, `x1`: 2 bytes as `float`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum HalfVec {
+    /// 8 halves.
+    X8,
     /// 4 halves.
     X4,
     /// 2 halves.
@@ -161,7 +164,9 @@ pub(crate) enum HalfVec {
 impl HalfVec {
     /// The widest vector dividing a row of `f` elements.
     pub(crate) fn pick(f: usize) -> HalfVec {
-        if f.is_multiple_of(4) {
+        if f.is_multiple_of(8) {
+            HalfVec::X8
+        } else if f.is_multiple_of(4) {
             HalfVec::X4
         } else if f.is_multiple_of(2) {
             HalfVec::X2
@@ -173,6 +178,7 @@ impl HalfVec {
     /// Halves per vector.
     pub(crate) fn elems(self) -> usize {
         match self {
+            HalfVec::X8 => 8,
             HalfVec::X4 => 4,
             HalfVec::X2 => 2,
             HalfVec::X1 => 1,
@@ -437,9 +443,17 @@ impl Kernel {
     pub(crate) fn scatter_half(level: Level, form: ChunkSum, h: Half, v: HalfVec) -> Kernel {
         use ChunkSum::{Batched as B, Pipelined as P};
         use Half::{Bf16, F16};
-        use HalfVec::{X1, X2, X4};
+        use HalfVec::{X1, X2, X4, X8};
         use Level::{Higher as N, Zero as Z};
         match (level, form, h, v) {
+            (Z, B, Bf16, X8) => Kernel::Scatter0Bf16x8,
+            (Z, B, F16, X8) => Kernel::Scatter0F16x8,
+            (N, B, Bf16, X8) => Kernel::ScatterNBf16x8,
+            (N, B, F16, X8) => Kernel::ScatterNF16x8,
+            (Z, P, Bf16, X8) => Kernel::Scatter0pBf16x8,
+            (Z, P, F16, X8) => Kernel::Scatter0pF16x8,
+            (N, P, Bf16, X8) => Kernel::ScatterNpBf16x8,
+            (N, P, F16, X8) => Kernel::ScatterNpF16x8,
             (Z, B, Bf16, X4) => Kernel::Scatter0Bf16x4,
             (Z, B, Bf16, X2) => Kernel::Scatter0Bf16x2,
             (Z, B, Bf16, X1) => Kernel::Scatter0Bf16x1,
