@@ -186,3 +186,137 @@ __device__ __forceinline__ void copy_rows(const V* __restrict__ src, V* __restri
         }
     }
 }
+
+// Half-precision storage (bf16, f16): 16-bit elements held as unsigned
+// shorts, computed in f32. The conversions are integer bit operations, the
+// exact algorithms of the `half` crate (bf16::from_f32 / to_f32,
+// f16::from_f32 / to_f32), not cuda_bf16.h / cuda_fp16.h, whose NaN handling
+// may differ: narrowing rounds to nearest even, overflows to inf, keeps f16
+// subnormals and a NaN's sign and top payload bits with the quiet bit set;
+// widening is exact but for NaN, which it quiets the same way. A device test
+// compares them with the host on all 2^32 f32 patterns.
+typedef unsigned short u16;
+// The stored element and its vectors of 2 and 4, by kind (kernel parameter
+// types: the table binds them).
+typedef u16 bf16;
+typedef u32 bf16x2;
+typedef uint2 bf16x4;
+typedef uint4 bf16x8;
+typedef u16 f16;
+typedef u32 f16x2;
+typedef uint2 f16x4;
+typedef uint4 f16x8;
+
+// The bf16 element kind. `widen` / `narrow` are the host's conversions bit
+// for bit; `widen_sum` is the summand of a stored value in a sum, equal to
+// `widen` but for a NaN's payload, which no sum keeps (the device's adds
+// make their own NaN).
+struct Bf16 {
+    static __device__ __forceinline__ float widen_sum(u32 h) { return __uint_as_float(h << 16); }
+    static __device__ __forceinline__ float widen(u32 h) {
+        h &= 0xffffu;
+        if ((h & 0x7fffu) > 0x7f80u) h |= 0x40u;
+        return __uint_as_float(h << 16);
+    }
+    static __device__ __forceinline__ u32 narrow(float f) {
+        const u32 x = __float_as_uint(f);
+        if ((x & 0x7fffffffu) > 0x7f800000u) return ((x >> 16) | 0x40u) & 0xffffu;
+        const u32 r = 0x8000u;
+        const u32 up = ((x & r) != 0u && (x & (3u * r - 1u)) != 0u) ? 1u : 0u;
+        return ((x >> 16) + up) & 0xffffu;
+    }
+};
+
+// The f16 (IEEE binary16) element kind (the members as Bf16's; `widen_sum`
+// is the hardware's exact conversion).
+struct F16 {
+    static __device__ __forceinline__ float widen_sum(u32 i) {
+        float r;
+        asm("cvt.f32.f16 %0, %1;" : "=f"(r) : "h"((unsigned short)(i & 0xffffu)));
+        return r;
+    }
+    static __device__ __forceinline__ float widen(u32 i) {
+        i &= 0xffffu;
+        if ((i & 0x7fffu) == 0u) return __uint_as_float(i << 16);
+        const u32 hs = i & 0x8000u, he = i & 0x7c00u, hm = i & 0x03ffu;
+        const u32 sign = hs << 16;
+        if (he == 0x7c00u)
+            return __uint_as_float(hm == 0u ? (sign | 0x7f800000u)
+                                            : (sign | 0x7fc00000u | (hm << 13)));
+        if (he == 0u) {  // a subnormal: normalized
+            const u32 e = (u32)__clz(hm) - 16u - 6u;
+            const u32 exp = (127u - 15u - e) << 23;
+            const u32 man = (hm << (14u + e)) & 0x7fffffu;
+            return __uint_as_float(sign | exp | man);
+        }
+        const u32 exp = ((he >> 10) + 127u - 15u) << 23;
+        return __uint_as_float(sign | exp | (hm << 13));
+    }
+    static __device__ __forceinline__ u32 narrow(float f) {
+        const u32 x = __float_as_uint(f);
+        const u32 sign = x & 0x80000000u, exp = x & 0x7f800000u, man = x & 0x007fffffu;
+        const u32 hs = sign >> 16;
+        if (exp == 0x7f800000u) return hs | 0x7c00u | (man != 0u ? 0x0200u : 0u) | (man >> 13);
+        const int he = (int)(exp >> 23) - 127 + 15;
+        if (he >= 0x1f) return hs | 0x7c00u;
+        if (he <= 0) {
+            if (14 - he > 24) return hs;
+            const u32 m = man | 0x00800000u;
+            u32 hm = m >> (u32)(14 - he);
+            const u32 rb = 1u << (u32)(13 - he);
+            if ((m & rb) != 0u && (m & (3u * rb - 1u)) != 0u) hm += 1u;
+            return hs | hm;
+        }
+        const u32 v = hs | ((u32)he << 10) | (man >> 13);
+        const u32 rb = 0x1000u;
+        return ((man & rb) != 0u && (man & (3u * rb - 1u)) != 0u) ? v + 1u : v;
+    }
+};
+
+// Eight f32 sums (the accumulator of 8 halves).
+struct f32x8 {
+    float4 a, b;
+};
+__device__ __forceinline__ f32x8 vadd(f32x8 x, f32x8 y) {
+    f32x8 r;
+    r.a = vadd(x.a, y.a);
+    r.b = vadd(x.b, y.b);
+    return r;
+}
+
+// Vectors of 1, 2, 4 or 8 half elements as stored (u16, u32, uint2, uint4,
+// the element of the lower address in the low bits) and their f32
+// accumulators (float, float2, float4, f32x8): `hwiden` the summands of a
+// sum (`widen_sum`), `hnarrow` the rounding of the sums.
+template <typename K>
+__device__ __forceinline__ float hwiden(u16 s) { return K::widen_sum(s); }
+template <typename K>
+__device__ __forceinline__ float2 hwiden(u32 s) {
+    return make_float2(K::widen_sum(s), K::widen_sum(s >> 16));
+}
+template <typename K>
+__device__ __forceinline__ float4 hwiden(uint2 s) {
+    return make_float4(K::widen_sum(s.x), K::widen_sum(s.x >> 16), K::widen_sum(s.y),
+                       K::widen_sum(s.y >> 16));
+}
+template <typename K>
+__device__ __forceinline__ f32x8 hwiden(uint4 s) {
+    f32x8 r;
+    r.a = hwiden<K>(make_uint2(s.x, s.y));
+    r.b = hwiden<K>(make_uint2(s.z, s.w));
+    return r;
+}
+template <typename K>
+__device__ __forceinline__ u16 hnarrow(float a) { return (u16)K::narrow(a); }
+template <typename K>
+__device__ __forceinline__ u32 hnarrow(float2 a) { return K::narrow(a.x) | (K::narrow(a.y) << 16); }
+template <typename K>
+__device__ __forceinline__ uint2 hnarrow(float4 a) {
+    return make_uint2(K::narrow(a.x) | (K::narrow(a.y) << 16),
+                      K::narrow(a.z) | (K::narrow(a.w) << 16));
+}
+template <typename K>
+__device__ __forceinline__ uint4 hnarrow(f32x8 a) {
+    const uint2 lo = hnarrow<K>(a.a), hi = hnarrow<K>(a.b);
+    return make_uint4(lo.x, lo.y, hi.x, hi.y);
+}

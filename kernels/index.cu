@@ -26,6 +26,7 @@ struct GatherMap {
 RTX_GATHER(gather_b16, uint4)
 RTX_GATHER(gather_b8, uint2)
 RTX_GATHER(gather_b4, u32)
+RTX_GATHER(gather_b2, u16)
 
 // Row (of `vals`) of value p of a level: through the plan's positions at level 0.
 template <bool INDIRECT>
@@ -33,32 +34,65 @@ __device__ __forceinline__ u64 value_row(const u32* __restrict__ pos, u32 p) {
     return INDIRECT ? (u64)__ldg(pos + p) : (u64)p;
 }
 
+// How a chunk sum reads a value: `load` fetches it as stored, `cvt` makes
+// the summand of it when it is added (so the loads in flight hold stored
+// values, and a widening never waits on a load before the adds before it):
+// as stored for f32, f64 and the f32 scratch of every level past 0, widened
+// from half storage to its f32 vector for bf16 / f16.
+template <typename V>
+struct LoadSame {
+    typedef V S;
+    __device__ __forceinline__ S load(const S* __restrict__ p) const { return __ldg(p); }
+    __device__ __forceinline__ V cvt(S s) const { return s; }
+};
+// f32x8 (two float4) has no __ldg of its own.
+template <>
+struct LoadSame<f32x8> {
+    typedef f32x8 S;
+    __device__ __forceinline__ S load(const S* __restrict__ p) const {
+        const float4* q = reinterpret_cast<const float4*>(p);
+        f32x8 r;
+        r.a = __ldg(q);
+        r.b = __ldg(q + 1);
+        return r;
+    }
+    __device__ __forceinline__ f32x8 cvt(S s) const { return s; }
+};
+template <typename K, typename HS, typename V>
+struct LoadHalf {
+    typedef HS S;
+    __device__ __forceinline__ S load(const S* __restrict__ p) const { return __ldg(p); }
+    __device__ __forceinline__ V cvt(S s) const { return hwiden<K>(s); }
+};
+
 // Sum of values [a, b) (b > a) of column-vector j, left to right from the
 // first value. Loads go out in batches of 8 before their adds, so 8 are in
 // flight per thread: the throughput form, for large problems where many
 // chunks run at once.
-template <typename V, bool INDIRECT>
-__device__ __forceinline__ V chunk_sum_batched(const V* __restrict__ vals,
+template <typename V, bool INDIRECT, typename Ld = LoadSame<V>>
+__device__ __forceinline__ V chunk_sum_batched(const typename Ld::S* __restrict__ vals,
                                                const u32* __restrict__ pos, u32 a, u32 b,
                                                u64 W, u64 j) {
     constexpr u32 UNROLL = 8;
-    V acc = __ldg(vals + value_row<INDIRECT>(pos, a) * W + j);
+    const Ld ld;
+    V acc = ld.cvt(ld.load(vals + value_row<INDIRECT>(pos, a) * W + j));
     u32 p = a + 1;
     for (; p + UNROLL <= b; p += UNROLL) {
-        V v[UNROLL];
+        typename Ld::S v[UNROLL];
 #pragma unroll
-        for (u32 q = 0; q < UNROLL; ++q) v[q] = __ldg(vals + value_row<INDIRECT>(pos, p + q) * W + j);
+        for (u32 q = 0; q < UNROLL; ++q)
+            v[q] = ld.load(vals + value_row<INDIRECT>(pos, p + q) * W + j);
 #pragma unroll
-        for (u32 q = 0; q < UNROLL; ++q) acc = vadd(acc, v[q]);
+        for (u32 q = 0; q < UNROLL; ++q) acc = vadd(acc, ld.cvt(v[q]));
     }
     if (p < b) {  // the tail: loads issued together, added in order
-        V v[UNROLL];
+        typename Ld::S v[UNROLL];
 #pragma unroll
         for (u32 q = 0; q < UNROLL; ++q)
-            if (p + q < b) v[q] = __ldg(vals + value_row<INDIRECT>(pos, p + q) * W + j);
+            if (p + q < b) v[q] = ld.load(vals + value_row<INDIRECT>(pos, p + q) * W + j);
 #pragma unroll
         for (u32 q = 0; q < UNROLL; ++q)
-            if (p + q < b) acc = vadd(acc, v[q]);
+            if (p + q < b) acc = vadd(acc, ld.cvt(v[q]));
     }
     return acc;
 }
@@ -68,12 +102,13 @@ __device__ __forceinline__ V chunk_sum_batched(const V* __restrict__ vals,
 // chunk costs about one memory round trip per batch instead of two. The
 // latency form, for small problems whose time is the longest chunk's chain.
 // Same additions in the same order as chunk_sum_batched.
-template <typename V, bool INDIRECT>
-__device__ __forceinline__ V chunk_sum_pipelined(const V* __restrict__ vals,
+template <typename V, bool INDIRECT, typename Ld = LoadSame<V>>
+__device__ __forceinline__ V chunk_sum_pipelined(const typename Ld::S* __restrict__ vals,
                                                  const u32* __restrict__ pos, u32 a, u32 b,
                                                  u64 W, u64 j) {
     constexpr u32 B = 8;
-    V cur[B];
+    const Ld ld;
+    typename Ld::S cur[B];
     u64 rn[B];
     {
         u64 r0[B];
@@ -81,22 +116,22 @@ __device__ __forceinline__ V chunk_sum_pipelined(const V* __restrict__ vals,
         for (u32 q = 0; q < B; ++q) r0[q] = a + q < b ? value_row<INDIRECT>(pos, a + q) : 0;
 #pragma unroll
         for (u32 q = 0; q < B; ++q)
-            if (a + q < b) cur[q] = __ldg(vals + r0[q] * W + j);
+            if (a + q < b) cur[q] = ld.load(vals + r0[q] * W + j);
     }
 #pragma unroll
     for (u32 q = 0; q < B; ++q) rn[q] = a + B + q < b ? value_row<INDIRECT>(pos, a + B + q) : 0;
-    V acc = cur[0];
+    V acc = ld.cvt(cur[0]);
     for (u32 p = a; p < b; p += B) {
         const u32 pn = p + B, pnn = p + 2 * B;
-        V nxt[B];
+        typename Ld::S nxt[B];
 #pragma unroll
         for (u32 q = 0; q < B; ++q)
-            if (pn + q < b) nxt[q] = __ldg(vals + rn[q] * W + j);
+            if (pn + q < b) nxt[q] = ld.load(vals + rn[q] * W + j);
 #pragma unroll
         for (u32 q = 0; q < B; ++q) rn[q] = pnn + q < b ? value_row<INDIRECT>(pos, pnn + q) : 0;
 #pragma unroll
         for (u32 q = 0; q < B; ++q)
-            if (p + q < b && p + q != a) acc = vadd(acc, cur[q]);
+            if (p + q < b && p + q != a) acc = vadd(acc, ld.cvt(cur[q]));
 #pragma unroll
         for (u32 q = 0; q < B; ++q) cur[q] = nxt[q];
     }
@@ -155,3 +190,90 @@ RTX_SCATTER_ALL(f32x2, float2)
 RTX_SCATTER_ALL(f32x1, float)
 RTX_SCATTER_ALL(f64x2, double2)
 RTX_SCATTER_ALL(f64x1, double)
+
+// Scatter-add into half storage (bf16, f16): level 0 widens the stored
+// values to f32 and sums each chunk exactly as the f32 kernels do (same
+// order, same adds); the levels past 0 sum the f32 scratch; a row's last
+// level adds its f32 sum to the widened destination element, dst + sum as
+// the f32 path adds, and rounds once to the storage type. So the bits are
+// the host reference's, which accumulates in f32 the same way. `vals` are
+// level 0's half rows, `acc` the previous level's f32 scratch (levels past 0).
+template <typename K, typename HS, typename V, bool INDIRECT, bool PIPE>
+__device__ __forceinline__ void scatter_level_half(
+    const HS* __restrict__ vals, const V* __restrict__ acc, const u32* __restrict__ pos,
+    const u32* __restrict__ cstart, const u32* __restrict__ crow, const u32* __restrict__ cslot,
+    u64 nchunks, u64 W, u32 lanes_log2, HS* __restrict__ dst, V* __restrict__ next) {
+    const u32 L = 1u << lanes_log2;
+    const u32 lane = threadIdx.x & (L - 1);
+    const u64 groups = blockDim.x >> lanes_log2;
+    for (u64 c = (u64)blockIdx.x * groups + (threadIdx.x >> lanes_log2); c < nchunks;
+         c += (u64)gridDim.x * groups) {
+        const Chunk ch = load_chunk(cstart, crow, cslot, c);
+        for (u64 j = lane; j < W; j += L) {
+            V sum;
+            if (INDIRECT) {
+                typedef LoadHalf<K, HS, V> Ld;
+                sum = PIPE ? chunk_sum_pipelined<V, true, Ld>(vals, pos, ch.a, ch.b, W, j)
+                           : chunk_sum_batched<V, true, Ld>(vals, pos, ch.a, ch.b, W, j);
+            } else {
+                sum = PIPE ? chunk_sum_pipelined<V, false>(acc, pos, ch.a, ch.b, W, j)
+                           : chunk_sum_batched<V, false>(acc, pos, ch.a, ch.b, W, j);
+            }
+            if (ch.slot == RTX_FINAL) {
+                HS* d = dst + ch.row * W + j;
+                *d = hnarrow<K>(vadd(hwiden<K>(*d), sum));
+            } else {
+                next[(u64)ch.slot * W + j] = sum;
+            }
+        }
+    }
+}
+
+#define RTX_SCATTER_HALF(NAME, K, HS, V, INDIRECT, PIPE)                                   \
+    extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
+        NAME(const HS* __restrict__ vals, const float* __restrict__ acc,                   \
+             const u32* __restrict__ pos, const u32* __restrict__ cstart,                  \
+             const u32* __restrict__ crow, const u32* __restrict__ cslot, u64 nchunks,     \
+             u64 W, u32 lanes_log2, HS* __restrict__ dst, float* __restrict__ next) {       \
+        scatter_level_half<K, HS, V, INDIRECT, PIPE>(                                      \
+            vals, reinterpret_cast<const V*>(acc), pos, cstart, crow, cslot, nchunks, W,   \
+            lanes_log2, dst, reinterpret_cast<V*>(next));                                  \
+    }
+// scatter{0,N}{,p}_{bf16,f16}x{8,4,2,1}: vectors of 8, 4, 2 or 1 stored
+// halves (16, 8, 4, 2 bytes) summed as f32x8, float4, float2, float.
+#define RTX_SCATTER_HALF_ALL(SUFFIX, K, HS, V)                   \
+    RTX_SCATTER_HALF(scatter0_##SUFFIX, K, HS, V, true, false)   \
+    RTX_SCATTER_HALF(scatterN_##SUFFIX, K, HS, V, false, false)  \
+    RTX_SCATTER_HALF(scatter0p_##SUFFIX, K, HS, V, true, true)   \
+    RTX_SCATTER_HALF(scatterNp_##SUFFIX, K, HS, V, false, true)
+RTX_SCATTER_HALF_ALL(bf16x8, Bf16, bf16x8, f32x8)
+RTX_SCATTER_HALF_ALL(bf16x4, Bf16, bf16x4, float4)
+RTX_SCATTER_HALF_ALL(bf16x2, Bf16, bf16x2, float2)
+RTX_SCATTER_HALF_ALL(bf16x1, Bf16, bf16, float)
+RTX_SCATTER_HALF_ALL(f16x8, F16, f16x8, f32x8)
+RTX_SCATTER_HALF_ALL(f16x4, F16, f16x4, float4)
+RTX_SCATTER_HALF_ALL(f16x2, F16, f16x2, float2)
+RTX_SCATTER_HALF_ALL(f16x1, F16, f16, float)
+
+// Element-wise conversions between f32 and half storage, one element per
+// thread, grid-stride: narrow_* rounds f32 to the kind (Bf16::narrow,
+// F16::narrow), widen_* widens it to f32 (exact but for NaN, quieted as the
+// host's `half` does).
+#define RTX_NARROW(NAME, K, H)                                                              \
+    extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
+        NAME(const float* __restrict__ in, H* __restrict__ out, u64 n) {                    \
+        for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n;                    \
+             i += (u64)gridDim.x * blockDim.x)                                              \
+            out[i] = (H)K::narrow(__ldg(in + i));                                           \
+    }
+#define RTX_WIDEN(NAME, K, H)                                                               \
+    extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
+        NAME(const H* __restrict__ in, float* __restrict__ out, u64 n) {                    \
+        for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n;                    \
+             i += (u64)gridDim.x * blockDim.x)                                              \
+            out[i] = K::widen(__ldg(in + i));                                               \
+    }
+RTX_NARROW(narrow_bf16, Bf16, bf16)
+RTX_NARROW(narrow_f16, F16, f16)
+RTX_WIDEN(widen_bf16, Bf16, bf16)
+RTX_WIDEN(widen_f16, F16, f16)

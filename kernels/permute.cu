@@ -43,6 +43,18 @@ __device__ __forceinline__ void parts(const uint4& v, u64 (&e)[2]) {
     e[0] = ((u64)v.y << 32) | v.x;
     e[1] = ((u64)v.w << 32) | v.z;
 }
+__device__ __forceinline__ void parts(const uint4& v, u16 (&e)[8]) {
+    const u32 w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        e[2 * i] = (u16)(w[i] & 0xffffu);
+        e[2 * i + 1] = (u16)(w[i] >> 16);
+    }
+}
+__device__ __forceinline__ uint4 pack(const u16 (&e)[8]) {
+    return make_uint4((u32)e[0] | ((u32)e[1] << 16), (u32)e[2] | ((u32)e[3] << 16),
+                      (u32)e[4] | ((u32)e[5] << 16), (u32)e[6] | ((u32)e[7] << 16));
+}
 __device__ __forceinline__ uint4 pack(const u32 (&e)[4]) { return make_uint4(e[0], e[1], e[2], e[3]); }
 __device__ __forceinline__ uint4 pack(const u64 (&e)[2]) {
     return make_uint4((u32)e[0], (u32)(e[0] >> 32), (u32)e[1], (u32)(e[1] >> 32));
@@ -284,6 +296,9 @@ RTX_TRANSPOSE_SPAN(transpose_rows_b4, transpose_rows, u32)
 RTX_TRANSPOSE_SPAN(transpose_rows_b8, transpose_rows, u64)
 RTX_TRANSPOSE_SPAN(transpose_cols_b4, transpose_cols, u32)
 RTX_TRANSPOSE_SPAN(transpose_cols_b8, transpose_cols, u64)
+RTX_TRANSPOSE_SPAN(transpose_planes_b2, transpose_planes, u16)
+RTX_TRANSPOSE_SPAN(transpose_rows_b2, transpose_rows, u16)
+RTX_TRANSPOSE_SPAN(transpose_cols_b2, transpose_cols, u16)
 
 // Tiled transpose of a batch of row-strided matrices: matrix q (decoded over
 // up to RTX_MAX_RANK batch dims, last fastest, each with an input and an
@@ -410,6 +425,10 @@ RTX_TRANSPOSE(transpose64x64_b8, u64, 64, 64)
 RTX_TRANSPOSE(transpose128x32_b8, u64, 128, 32)
 RTX_TRANSPOSE(transpose32x128_b8, u64, 32, 128)
 RTX_TRANSPOSE(transpose32x32_b16, uint4, 32, 32)
+RTX_TRANSPOSE(transpose32x32_b2, u16, 32, 32)
+RTX_TRANSPOSE(transpose64x64_b2, u16, 64, 64)
+RTX_TRANSPOSE(transpose128x32_b2, u16, 128, 32)
+RTX_TRANSPOSE(transpose32x128_b2, u16, 32, 128)
 
 // A CUtensorMap (cuda.h; NVRTC has no driver headers): 128 opaque bytes the
 // host encodes with cuTensorMapEncodeTiled.
@@ -633,6 +652,7 @@ struct TransposeRunsMap {
 RTX_TRANSPOSE_RUNS(transpose_runs_b16, uint4)
 RTX_TRANSPOSE_RUNS(transpose_runs_b8, uint2)
 RTX_TRANSPOSE_RUNS(transpose_runs_b4, u32)
+RTX_TRANSPOSE_RUNS(transpose_runs_b2, u16)
 
 // General N-D permute. The output, viewed as `rank` dims `out_dims` of runs
 // (a run is W vectors: the trailing dim when it stays last, else one element),
@@ -677,3 +697,4 @@ struct PermuteMap {
 RTX_PERMUTE(permute_b16, uint4)
 RTX_PERMUTE(permute_b8, uint2)
 RTX_PERMUTE(permute_b4, u32)
+RTX_PERMUTE(permute_b2, u16)

@@ -130,6 +130,9 @@ pub use stub::{CudaBackend, CudaBuffer, CudaIndex, Recorded};
 #[cfg(test)]
 #[path = "api_mirror_tests.rs"]
 mod api_mirror_tests;
+// the host port of kernels/common.cuh's half conversions, tested against `half`
+#[cfg(test)]
+mod half_bits;
 
 #[cfg(test)]
 mod tests {

@@ -287,11 +287,11 @@ pub(crate) fn bulk(p: &TileParams, elem: Word, tile: Tile) -> Option<Bulk> {
 
 /// The kernel for permuting contiguous `shape` by `perm` (rtx-tensor's
 /// simplified `Permute`): the tiled inner pair when the last dim moves and
-/// the elements are 4 or 8 bytes, else [`Choice::Fallback`].
+/// the elements are 2, 4 or 8 bytes, else [`Choice::Fallback`].
 pub(crate) fn permute(shape: &[usize], perm: &[usize], elem_bytes: u64, force32: bool) -> Choice {
     let n = shape.len();
     let elem = match Word::exact(elem_bytes) {
-        Some(w @ (Word::B4 | Word::B8)) => w,
+        Some(w @ (Word::B2 | Word::B4 | Word::B8)) => w,
         _ => return Choice::Fallback,
     };
     if !(2..=MAX_RANK + 2).contains(&n) || perm[n - 1] == n - 1 {

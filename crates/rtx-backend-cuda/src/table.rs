@@ -33,6 +33,18 @@ macro_rules! with_kernel_table {
                     vals: *const V, pos: *const u32, cstart: *const u32, crow: *const u32,
                     cslot: *const u32, nchunks: u64, W: u64, lanes_log2: u32, dst: *mut V, next: *mut V,
                 );
+                /// `scatter{0,N}{,p}_{bf16,f16}x*`: one level of the canonical scatter
+                /// chain into half storage, f32 sums (`vals` level 0's rows, `acc`
+                /// the previous level's f32 scratch).
+                ScatterHalf[V](
+                    vals: *const V, acc: *const f32, pos: *const u32, cstart: *const u32,
+                    crow: *const u32, cslot: *const u32, nchunks: u64, W: u64, lanes_log2: u32,
+                    dst: *mut V, next: *mut f32,
+                );
+                /// `narrow_{bf16,f16}`: f32 rounded to half storage.
+                Narrow[V](r#in: *const f32, out: *mut V, n: u64);
+                /// `widen_{bf16,f16}`: half storage widened to f32.
+                Widen[V](r#in: *const V, out: *mut f32, n: u64);
                 // permute.cu
                 /// `transpose_{planes,rows,cols}_b*`.
                 TransposeSpan[E](r#in: *const E, out: *mut E, q: SpanParams);
@@ -175,6 +187,7 @@ macro_rules! with_kernel_table {
                 GatherB16 = "gather_b16": Gather[E = uint4],
                 GatherB8 = "gather_b8": Gather[E = uint2],
                 GatherB4 = "gather_b4": Gather[E = u32],
+                GatherB2 = "gather_b2": Gather[E = u16],
                 // index.cu: scatter levels {0: through positions, N: scratch} x {batched, pipelined}
                 Scatter0F32x4 = "scatter0_f32x4": Scatter[V = float4],
                 Scatter0F32x2 = "scatter0_f32x2": Scatter[V = float2],
@@ -196,6 +209,44 @@ macro_rules! with_kernel_table {
                 ScatterNpF32x1 = "scatterNp_f32x1": Scatter[V = float],
                 ScatterNpF64x2 = "scatterNp_f64x2": Scatter[V = double2],
                 ScatterNpF64x1 = "scatterNp_f64x1": Scatter[V = double],
+                // index.cu: scatter levels into half storage
+                Scatter0Bf16x8 = "scatter0_bf16x8": ScatterHalf[V = bf16x8],
+                Scatter0F16x8 = "scatter0_f16x8": ScatterHalf[V = f16x8],
+                ScatterNBf16x8 = "scatterN_bf16x8": ScatterHalf[V = bf16x8],
+                ScatterNF16x8 = "scatterN_f16x8": ScatterHalf[V = f16x8],
+                Scatter0pBf16x8 = "scatter0p_bf16x8": ScatterHalf[V = bf16x8],
+                Scatter0pF16x8 = "scatter0p_f16x8": ScatterHalf[V = f16x8],
+                ScatterNpBf16x8 = "scatterNp_bf16x8": ScatterHalf[V = bf16x8],
+                ScatterNpF16x8 = "scatterNp_f16x8": ScatterHalf[V = f16x8],
+                Scatter0Bf16x4 = "scatter0_bf16x4": ScatterHalf[V = bf16x4],
+                Scatter0Bf16x2 = "scatter0_bf16x2": ScatterHalf[V = bf16x2],
+                Scatter0Bf16x1 = "scatter0_bf16x1": ScatterHalf[V = bf16],
+                Scatter0F16x4 = "scatter0_f16x4": ScatterHalf[V = f16x4],
+                Scatter0F16x2 = "scatter0_f16x2": ScatterHalf[V = f16x2],
+                Scatter0F16x1 = "scatter0_f16x1": ScatterHalf[V = f16],
+                ScatterNBf16x4 = "scatterN_bf16x4": ScatterHalf[V = bf16x4],
+                ScatterNBf16x2 = "scatterN_bf16x2": ScatterHalf[V = bf16x2],
+                ScatterNBf16x1 = "scatterN_bf16x1": ScatterHalf[V = bf16],
+                ScatterNF16x4 = "scatterN_f16x4": ScatterHalf[V = f16x4],
+                ScatterNF16x2 = "scatterN_f16x2": ScatterHalf[V = f16x2],
+                ScatterNF16x1 = "scatterN_f16x1": ScatterHalf[V = f16],
+                Scatter0pBf16x4 = "scatter0p_bf16x4": ScatterHalf[V = bf16x4],
+                Scatter0pBf16x2 = "scatter0p_bf16x2": ScatterHalf[V = bf16x2],
+                Scatter0pBf16x1 = "scatter0p_bf16x1": ScatterHalf[V = bf16],
+                Scatter0pF16x4 = "scatter0p_f16x4": ScatterHalf[V = f16x4],
+                Scatter0pF16x2 = "scatter0p_f16x2": ScatterHalf[V = f16x2],
+                Scatter0pF16x1 = "scatter0p_f16x1": ScatterHalf[V = f16],
+                ScatterNpBf16x4 = "scatterNp_bf16x4": ScatterHalf[V = bf16x4],
+                ScatterNpBf16x2 = "scatterNp_bf16x2": ScatterHalf[V = bf16x2],
+                ScatterNpBf16x1 = "scatterNp_bf16x1": ScatterHalf[V = bf16],
+                ScatterNpF16x4 = "scatterNp_f16x4": ScatterHalf[V = f16x4],
+                ScatterNpF16x2 = "scatterNp_f16x2": ScatterHalf[V = f16x2],
+                ScatterNpF16x1 = "scatterNp_f16x1": ScatterHalf[V = f16],
+                // index.cu: conversions between f32 and half storage
+                NarrowBf16 = "narrow_bf16": Narrow[V = bf16],
+                NarrowF16 = "narrow_f16": Narrow[V = f16],
+                WidenBf16 = "widen_bf16": Widen[V = bf16],
+                WidenF16 = "widen_f16": Widen[V = f16],
                 // permute.cu
                 TransposePlanesB4 = "transpose_planes_b4": TransposeSpan[E = u32],
                 TransposePlanesB8 = "transpose_planes_b8": TransposeSpan[E = u64],
@@ -203,6 +254,9 @@ macro_rules! with_kernel_table {
                 TransposeRowsB8 = "transpose_rows_b8": TransposeSpan[E = u64],
                 TransposeColsB4 = "transpose_cols_b4": TransposeSpan[E = u32],
                 TransposeColsB8 = "transpose_cols_b8": TransposeSpan[E = u64],
+                TransposePlanesB2 = "transpose_planes_b2": TransposeSpan[E = u16],
+                TransposeRowsB2 = "transpose_rows_b2": TransposeSpan[E = u16],
+                TransposeColsB2 = "transpose_cols_b2": TransposeSpan[E = u16],
                 Transpose32x32B4 = "transpose32x32_b4": TransposeTiled[E = u32],
                 Transpose64x64B4 = "transpose64x64_b4": TransposeTiled[E = u32],
                 Transpose128x32B4 = "transpose128x32_b4": TransposeTiled[E = u32],
@@ -212,13 +266,19 @@ macro_rules! with_kernel_table {
                 Transpose128x32B8 = "transpose128x32_b8": TransposeTiled[E = u64],
                 Transpose32x128B8 = "transpose32x128_b8": TransposeTiled[E = u64],
                 Transpose32x32B16 = "transpose32x32_b16": TransposeTiled[E = uint4],
+                Transpose32x32B2 = "transpose32x32_b2": TransposeTiled[E = u16],
+                Transpose64x64B2 = "transpose64x64_b2": TransposeTiled[E = u16],
+                Transpose128x32B2 = "transpose128x32_b2": TransposeTiled[E = u16],
+                Transpose32x128B2 = "transpose32x128_b2": TransposeTiled[E = u16],
                 TransposeBulkB4 = "transpose_bulk_b4": TransposeBulk[],
                 TransposeRunsB16 = "transpose_runs_b16": TransposeRuns[E = uint4],
                 TransposeRunsB8 = "transpose_runs_b8": TransposeRuns[E = uint2],
                 TransposeRunsB4 = "transpose_runs_b4": TransposeRuns[E = u32],
+                TransposeRunsB2 = "transpose_runs_b2": TransposeRuns[E = u16],
                 PermuteB16 = "permute_b16": Permute[E = uint4],
                 PermuteB8 = "permute_b8": Permute[E = uint2],
                 PermuteB4 = "permute_b4": Permute[E = u32],
+                PermuteB2 = "permute_b2": Permute[E = u16],
                 // model.cu, dense.cu, segment.cu: element-typed
                 UnaryF32 = "unary_f32": Unary[T = float],
                 UnaryF64 = "unary_f64": Unary[T = double],
@@ -328,11 +388,14 @@ impl Kernel {
     }
 }
 
-/// The float element of a CUDA float or float vector type.
+/// The float element of a CUDA float or float vector type (the half
+/// storage types `bf16`, `bf16x2`, ... of kernels/common.cuh included).
 pub(crate) fn cuda_float(t: &str) -> Option<DType> {
     match t {
         "float" | "float2" | "float4" => Some(DType::F32),
         "double" | "double2" => Some(DType::F64),
+        "bf16" | "bf16x2" | "bf16x4" | "bf16x8" => Some(DType::BF16),
+        "f16" | "f16x2" | "f16x4" | "f16x8" => Some(DType::F16),
         _ => None,
     }
 }
@@ -349,7 +412,7 @@ impl Signature {
 mod choice;
 #[cfg_attr(not(feature = "cuda"), allow(unused_imports))]
 pub(crate) use choice::{
-    ChunkSum, Float, Fused0, Level, MatmulTile, SpanKind, SumVec, Tile, Typed, Word,
+    ChunkSum, Float, Fused0, Half, HalfVec, Level, MatmulTile, SpanKind, SumVec, Tile, Typed, Word,
 };
 
 #[cfg(test)]

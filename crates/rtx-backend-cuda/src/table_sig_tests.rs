@@ -7,16 +7,19 @@ use super::*;
 
 /// The canonical spelling of a CUDA type named by `base` (no pointer, no
 /// `const`): the integers by width (`u32`, `u64`, `i32`), the floats and
-/// their vectors (`f32`, `f32x4`, ...), `VecT<X>::T` as the scalar of `X`, a
-/// struct by its name. Panics on anything else, so a type this map lacks
+/// their vectors (`f32`, `f32x4`, ...), `u16`, the half storage types of
+/// kernels/common.cuh by their names (`bf16`, `bf16x4`, `f16x2`, ...),
+/// `VecT<X>::T` as the scalar of `X`, a struct by its name. Panics on anything else, so a type this map lacks
 /// fails the test instead of passing it.
 fn canon(base: &str) -> String {
     let known = match base {
         "u32" | "unsigned" | "unsigned int" | "uint32_t" => "u32",
         "u64" | "unsigned long long" | "unsigned long long int" | "uint64_t" => "u64",
         "int" | "int32_t" => "i32",
-        "float" => "f32",
-        "double" => "f64",
+        "float" | "f32" => "f32",
+        "double" | "f64" => "f64",
+        "u16" | "unsigned short" => "u16",
+        "bf16" | "bf16x2" | "bf16x4" | "bf16x8" | "f16" | "f16x2" | "f16x4" | "f16x8" => base,
         "float2" => "f32x2",
         "float4" => "f32x4",
         "double2" => "f64x2",
@@ -46,6 +49,8 @@ fn scalar(t: &str) -> String {
     match t {
         "f32" | "f32x2" | "f32x4" => "f32".into(),
         "f64" | "f64x2" => "f64".into(),
+        "bf16" | "bf16x2" | "bf16x4" | "bf16x8" => "bf16".into(),
+        "f16" | "f16x2" | "f16x4" | "f16x8" => "f16".into(),
         _ => panic!("`{t}` is not a float type or vector"),
     }
 }

@@ -319,7 +319,7 @@ fn every_kernel_has_one_table_entry_and_every_entry_one_kernel() {
         absent.is_empty(),
         "table entries no .cu file defines: {absent:?}"
     );
-    assert_eq!(s.kernels.len(), 124);
+    assert_eq!(s.kernels.len(), 170);
 }
 
 #[test]
@@ -416,6 +416,53 @@ fn every_matmul_tile_names_its_kernel() {
             format!("matmul_dot_{suffix}")
         );
     }
+}
+
+#[test]
+fn half_pickers_give_kernels_of_their_element_and_vector() {
+    // rows of 2-byte elements: the widest word dividing the row, 2 bytes alone
+    // for odd rows; scatter and conversion kernels bind the half type they say
+    for (bytes, w) in [(2, Word::B2), (6, Word::B2), (4, Word::B4), (12, Word::B4)] {
+        assert_eq!(Word::dividing(bytes), w, "{bytes} bytes");
+        assert_eq!(
+            Kernel::gather(w).binding().map(|b| b.1),
+            Some(match w {
+                Word::B2 => "u16",
+                _ => "u32",
+            })
+        );
+    }
+    for (f, v, cty) in [
+        (1, HalfVec::X1, ""),
+        (6, HalfVec::X2, "x2"),
+        (12, HalfVec::X4, "x4"),
+        (64, HalfVec::X8, "x8"),
+    ] {
+        assert_eq!(HalfVec::pick(f), v);
+        for (dt, h) in [(DType::BF16, Half::Bf16), (DType::F16, Half::F16)] {
+            assert_eq!(Half::of(dt), Some(h));
+            for level in [Level::Zero, Level::Higher] {
+                for form in [ChunkSum::Batched, ChunkSum::Pipelined] {
+                    let k = Kernel::scatter_half(level, form, h, v);
+                    assert_eq!(k.dtype(), Some(dt), "{}", k.name());
+                    assert_eq!(
+                        k.binding().map(|b| b.1.to_string()),
+                        Some(format!("{}{cty}", dt.name()))
+                    );
+                    let zero = k.name().starts_with("scatter0");
+                    assert_eq!(zero, level == Level::Zero, "{}", k.name());
+                    assert_eq!(k.name().contains("p_"), form == ChunkSum::Pipelined);
+                }
+            }
+            for widen in [false, true] {
+                let k = Kernel::convert_half(h, widen);
+                assert_eq!(k.dtype(), Some(dt));
+                assert_eq!(k.name().starts_with("widen"), widen);
+            }
+        }
+    }
+    assert_eq!(Half::of(DType::F32), None);
+    assert_eq!(Half::of(DType::F64), None);
 }
 
 #[test]

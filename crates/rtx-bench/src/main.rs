@@ -14,6 +14,8 @@ mod dense;
 #[cfg(feature = "cuda")]
 mod dynamic;
 mod gat;
+#[cfg(feature = "cuda")]
+mod half;
 mod hetgat;
 mod hold;
 mod index;
@@ -47,6 +49,9 @@ enum Command {
     /// The HetGAT's dense ops at the batch-8 shapes, one at a time (JSON lines; `cuda` feature).
     #[cfg(feature = "cuda")]
     Dense(dense::Args),
+    /// bf16 / f16 gather, scatter-add and permute beside f32 on the device (JSON lines; `cuda` feature).
+    #[cfg(feature = "cuda")]
+    Half(half::Args),
     /// Neighbour-sampled mini-batch training on the ogbn-mag-shaped graph, on the device (JSON lines; `cuda` feature).
     #[cfg(feature = "cuda")]
     Sampled(sampled::Args),
@@ -63,6 +68,8 @@ fn main() -> std::process::ExitCode {
         Command::Dynamic(a) => dynamic::run(&a),
         #[cfg(feature = "cuda")]
         Command::Dense(a) => dense::run(&a),
+        #[cfg(feature = "cuda")]
+        Command::Half(a) => half::run(&a),
         #[cfg(feature = "cuda")]
         Command::Sampled(a) => sampled::run(&a),
     };

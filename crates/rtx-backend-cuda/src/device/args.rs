@@ -74,9 +74,10 @@ pub(crate) enum U3 {}
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Elem<T>(pub T);
 
-// SAFETY: `Element` is sealed to f32 and f64, plain IEEE values whose bytes
-// are what a `float` / `double` parameter takes; the typed launchers check
-// that the kernel's element is `T`.
+// SAFETY: `Element` is sealed to f32, f64, bf16 and f16, plain values whose
+// bytes are what a `float` / `double` / 16-bit parameter takes; the typed
+// launchers check that the kernel's element is `T` (and no kernel takes a
+// half element by value).
 unsafe impl<T: Element> DeviceRepr for Elem<T> {}
 
 /// `TensorMap` of kernels/permute.cu: a `CUtensorMap`, taken by value.

@@ -4,7 +4,8 @@
 //! one runner of every segment sum (the scatter-add of `index_add` and
 //! `segment_sum`, the segment softmax's denominators, and the fused sums of
 //! the softmax backward and gather_scale_scatter); [`max_chain`] runs the
-//! segment max the same way.
+//! segment max the same way; [`half_sum_chain`] is the scatter-add into bf16
+//! and f16 storage (f32 sums).
 
 use rtx_backend::Element;
 
@@ -12,13 +13,13 @@ use super::args::{In, Out};
 use super::buffer::DevMem;
 use super::context::Device;
 use super::launch::{
-    Gss0, Scatter, Segmax, Segmax0, Smb0, Sum0, cfg1, chunks_grid, fused0_grid, grid_for,
-    lanes_log2,
+    Gss0, Scatter, ScatterHalf, Segmax, Segmax0, Smb0, Sum0, cfg1, chunks_grid, fused0_grid,
+    grid_for, lanes_log2,
 };
 use super::plan::DevicePlan;
 use crate::error::{Error, Result};
 use crate::settings::ScatterForm;
-use crate::table::{Float, Fused0, Kernel, Level, SumVec, Typed};
+use crate::table::{Float, Fused0, Half, HalfVec, Kernel, Level, SumVec, Typed};
 
 /// What level 0 of a sum chain adds up (device addresses and sizes).
 #[derive(Debug, Clone, Copy)]
@@ -283,6 +284,66 @@ pub(crate) fn max_chain<T: Element>(
         let kernel = Kernel::typed(Typed::Segmax, t);
         // SAFETY: as above.
         unsafe { args.launch(dev, &kernels, kernel, cfg1(grid_for(n * ff))) }?;
+    }
+    Ok(())
+}
+
+/// Adds the segment sums of the plan `dp` over the half rows (`h`, `f`
+/// elements) at `src` into the `[rows, f]` half tensor at `dst` (which only
+/// this chain may use while it runs): index.cu's half scatter levels, which
+/// sum in f32 exactly as the f32 chain does, keep every level past 0 in f32
+/// scratch and round once, when a row's sum is added to its destination.
+pub(crate) fn half_sum_chain<T: Element>(
+    dev: &Device,
+    dp: &DevicePlan,
+    f: usize,
+    form: ScatterForm,
+    h: Half,
+    src: u64,
+    dst: u64,
+) -> Result<()> {
+    if f == 0 || dp.values[0] == 0 {
+        return Ok(());
+    }
+    let v = HalfVec::pick(f);
+    let w = (f / v.elems()) as u64;
+    let lanes = lanes_log2(w);
+    // f32 scratch: rows of f sums (W vectors of v.elems() floats)
+    let scratch = level_scratch(dev, &dp.values, f * std::mem::size_of::<f32>())?;
+    let form = form.resolve(dp.values[0], w);
+    let kernels = dev.kernels()?;
+    for (l, &(start, row, slot, n)) in dp.levels.iter().enumerate() {
+        let (level, vals, acc, pos) = if l == 0 {
+            (Level::Zero, In::at(src), In::null(), In::at(dp.positions))
+        } else {
+            (
+                Level::Higher,
+                In::null(),
+                In::at(scratch[l - 1].ptr()),
+                In::null(),
+            )
+        };
+        let args = ScatterHalf::<T> {
+            vals,
+            acc,
+            pos,
+            cstart: In::at(start),
+            crow: In::at(row),
+            cslot: In::at(slot),
+            nchunks: n,
+            W: w,
+            lanes_log2: lanes,
+            dst: Out::at(dst),
+            next: Out::at(scratch.get(l).map_or(0, DevMem::ptr)),
+        };
+        let kernel = Kernel::scatter_half(level, form, h, v);
+        // SAFETY: the tables come from a validated IndexPlan: level-0
+        // positions are below src's rows (plan.len() rows of f halves,
+        // checked by the callers), rows below dst's rows (checked), slots
+        // below the next level's scratch (sized from plan.values, rows of f
+        // f32 sums = W vectors); levels run in stream order, each reading the
+        // scratch its predecessor wrote; dst is used by this chain alone.
+        unsafe { args.launch(dev, &kernels, kernel, cfg1(chunks_grid(n, lanes))) }?;
     }
     Ok(())
 }

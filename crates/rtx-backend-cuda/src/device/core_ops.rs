@@ -31,7 +31,7 @@ impl BackendCore for CudaBackend {
 
     fn download<T: Element>(&self, t: &BTensor<Self, T>) -> BResult<Vec<T>> {
         let mut out = vec![T::ZERO; t.numel()];
-        // T is f32 or f64 (sealed Element); the buffer holds numel elements
+        // T is a sealed Element (plain bits); the buffer holds numel elements
         self.dev
             .read(t.storage().mem.ptr(), &mut out, "a download")?;
         Ok(out)

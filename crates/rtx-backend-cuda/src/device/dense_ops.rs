@@ -38,6 +38,14 @@ impl DenseOps for CudaBackend {
         b: &BTensor<Self, T>,
         trans_b: bool,
     ) -> BResult<BTensor<Self, T>> {
+        if T::DTYPE.is_half() {
+            return self.round_dev(self.matmul(
+                &self.widen_dev(a)?,
+                trans_a,
+                &self.widen_dev(b)?,
+                trans_b,
+            ));
+        }
         let (m, k, n) = ops::check_matmul(a.shape(), trans_a, b.shape(), trans_b)?;
         if m == 0 || n == 0 || k == 0 {
             return self.zeros(&[m, n]);
@@ -96,6 +104,9 @@ impl DenseOps for CudaBackend {
     }
 
     fn unary<T: Element>(&self, op: Unary, x: &BTensor<Self, T>) -> BResult<BTensor<Self, T>> {
+        if T::DTYPE.is_half() {
+            return self.round_dev(self.unary(op, &self.widen_dev(x)?));
+        }
         let out = self.out::<T>(x.shape())?;
         let n = x.numel() as u64;
         if n == 0 {
@@ -122,6 +133,13 @@ impl DenseOps for CudaBackend {
         x: &BTensor<Self, T>,
         grad: &BTensor<Self, T>,
     ) -> BResult<BTensor<Self, T>> {
+        if T::DTYPE.is_half() {
+            return self.round_dev(self.unary_backward(
+                op,
+                &self.widen_dev(x)?,
+                &self.widen_dev(grad)?,
+            ));
+        }
         ops::check_same("unary_backward", x.shape(), grad.shape())?;
         let out = self.out::<T>(x.shape())?;
         let n = x.numel() as u64;
@@ -150,6 +168,9 @@ impl DenseOps for CudaBackend {
         a: &BTensor<Self, T>,
         b: &BTensor<Self, T>,
     ) -> BResult<BTensor<Self, T>> {
+        if T::DTYPE.is_half() {
+            return self.round_dev(self.binary(op, &self.widen_dev(a)?, &self.widen_dev(b)?));
+        }
         let (f, broadcast) = ops::check_binary(op, a.shape(), b.shape())?;
         let out = self.out::<T>(a.shape())?;
         let n = a.numel() as u64;
@@ -180,6 +201,12 @@ impl DenseOps for CudaBackend {
         alpha: f64,
         x: &BTensor<Self, T>,
     ) -> BResult<()> {
+        if T::DTYPE.is_half() {
+            let mut wy = self.widen_dev(y)?;
+            self.axpy(&mut wy, alpha, &self.widen_dev(x)?)?;
+            *y = self.round_dev(Ok(wy))?;
+            return Ok(());
+        }
         ops::check_same("axpy", y.shape(), x.shape())?;
         let n = x.numel() as u64;
         if n == 0 {
@@ -205,6 +232,9 @@ impl DenseOps for CudaBackend {
     }
 
     fn sum_rows<T: Element>(&self, x: &BTensor<Self, T>) -> BResult<BTensor<Self, T>> {
+        if T::DTYPE.is_half() {
+            return self.round_dev(self.sum_rows(&self.widen_dev(x)?));
+        }
         let (n, f) = dims2("sum_rows", "x", x.layout())?;
         if n == 0 || f == 0 {
             return self.zeros(&[1, f]);
@@ -220,6 +250,9 @@ impl DenseOps for CudaBackend {
         b: &BTensor<Self, T>,
         heads: usize,
     ) -> BResult<BTensor<Self, T>> {
+        if T::DTYPE.is_half() {
+            return self.round_dev(self.head_dot(&self.widen_dev(a)?, &self.widen_dev(b)?, heads));
+        }
         let (n, h, c, b_rows) = ops::check_head_dot(a.shape(), b.shape(), heads)?;
         let out = self.out::<T>(&[n, h])?;
         if n * h == 0 {
@@ -246,6 +279,9 @@ impl DenseOps for CudaBackend {
         a: &BTensor<Self, T>,
         s: &BTensor<Self, T>,
     ) -> BResult<BTensor<Self, T>> {
+        if T::DTYPE.is_half() {
+            return self.round_dev(self.head_scale(&self.widen_dev(a)?, &self.widen_dev(s)?));
+        }
         self.head_scale_plus(None, a, s)
     }
 }

@@ -6,7 +6,9 @@
 //! column sum; each with exactly its composition's bits.
 
 use rtx_backend::prelude::*;
-use rtx_backend::{BTensor, BiasPart, Element, IndexPlan, Result as BResult, ops};
+use rtx_backend::{
+    BTensor, BiasPart, Element, IndexPlan, Result as BResult, check_bias_parts, ops,
+};
 
 use super::args::{BiasParts, In, Out};
 use super::backend::{CudaBackend, ptr};
@@ -301,6 +303,15 @@ impl FusedOps for CudaBackend {
         &self,
         parts: &[BiasPart<'_, Self, T>],
     ) -> BResult<BTensor<Self, T>> {
+        if T::DTYPE.is_half() {
+            check_bias_parts::<Self, T>(parts)?;
+            let wide = parts
+                .iter()
+                .map(|(x, b)| Ok((self.widen_dev(x)?, self.widen_dev(b)?)))
+                .collect::<BResult<Vec<_>>>()?;
+            let refs: Vec<BiasPart<'_, Self, f32>> = wide.iter().map(|(x, b)| (x, b)).collect();
+            return self.round_dev(self.sum_bias_relu(&refs));
+        }
         if parts.len() > SUM_BIAS_PARTS {
             return rtx_backend::sum_bias_relu_composed(self, parts);
         }
@@ -342,6 +353,9 @@ impl FusedOps for CudaBackend {
         x: &BTensor<Self, T>,
         plan: &IndexPlan,
     ) -> BResult<BTensor<Self, T>> {
+        if T::DTYPE.is_half() {
+            return self.round_dev(self.segment_softmax(&self.widen_dev(x)?, plan));
+        }
         let (e, f) = ops::check_segment("segment_softmax", x.shape(), plan)?;
         let out = self.out::<T>(&[e, f])?;
         if e == 0 || f == 0 {
@@ -359,6 +373,13 @@ impl FusedOps for CudaBackend {
         grad: &BTensor<Self, T>,
         plan: &IndexPlan,
     ) -> BResult<BTensor<Self, T>> {
+        if T::DTYPE.is_half() {
+            return self.round_dev(self.segment_softmax_backward(
+                &self.widen_dev(alpha)?,
+                &self.widen_dev(grad)?,
+                plan,
+            ));
+        }
         let (e, f) = ops::check_segment("segment_softmax_backward", alpha.shape(), plan)?;
         ops::check_same("segment_softmax_backward", alpha.shape(), grad.shape())?;
         let out = self.out::<T>(&[e, f])?;
@@ -378,6 +399,14 @@ impl FusedOps for CudaBackend {
         weights: &BTensor<Self, T>,
         plan: &IndexPlan,
     ) -> BResult<BTensor<Self, T>> {
+        if T::DTYPE.is_half() {
+            return self.round_dev(self.gather_scale_scatter(
+                &self.widen_dev(x)?,
+                gather,
+                &self.widen_dev(weights)?,
+                plan,
+            ));
+        }
         // the indices are checked through the cache entry's maximum
         let (n, heads, c) = ops::gather_scale_scatter_shapes(
             x.shape(),
@@ -405,6 +434,10 @@ impl FusedOps for CudaBackend {
         a: &BTensor<Self, T>,
         s: &BTensor<Self, T>,
     ) -> BResult<BTensor<Self, T>> {
+        if T::DTYPE.is_half() {
+            return self
+                .round_dev(self.head_scale_sum_rows(&self.widen_dev(a)?, &self.widen_dev(s)?));
+        }
         let (n, h, c, a_rows) = ops::check_head_scale(a.shape(), s.shape())?;
         let f = h * c;
         if n == 0 || f == 0 {
@@ -449,6 +482,13 @@ impl FusedOps for CudaBackend {
         a: &BTensor<Self, T>,
         s: &BTensor<Self, T>,
     ) -> BResult<BTensor<Self, T>> {
+        if T::DTYPE.is_half() {
+            return self.round_dev(self.add_head_scale(
+                &self.widen_dev(x)?,
+                &self.widen_dev(a)?,
+                &self.widen_dev(s)?,
+            ));
+        }
         self.head_scale_plus(Some(x), a, s)
     }
 
@@ -460,6 +500,14 @@ impl FusedOps for CudaBackend {
         b: &BTensor<Self, T>,
         b_idx: &[u32],
     ) -> BResult<BTensor<Self, T>> {
+        if T::DTYPE.is_half() {
+            return self.round_dev(self.gather_add(
+                &self.widen_dev(a)?,
+                a_idx,
+                &self.widen_dev(b)?,
+                b_idx,
+            ));
+        }
         // the indices are checked through the cache entries' maxima
         let (na, nb, f) = ops::gather_add_shapes(a.shape(), a_idx.len(), b.shape(), b_idx.len())?;
         let (e, vec16) = (a_idx.len(), per_vector::<T>());
@@ -475,6 +523,14 @@ impl FusedOps for CudaBackend {
         b: &BTensor<Self, T>,
         b_idx: &CudaIndex,
     ) -> BResult<BTensor<Self, T>> {
+        if T::DTYPE.is_half() {
+            return self.round_dev(self.gather_add_idx(
+                &self.widen_dev(a)?,
+                a_idx,
+                &self.widen_dev(b)?,
+                b_idx,
+            ));
+        }
         self.check_own(a_idx)?;
         self.check_own(b_idx)?;
         let (na, nb, f) = ops::gather_add_shapes(a.shape(), a_idx.len(), b.shape(), b_idx.len())?;
@@ -492,6 +548,15 @@ impl FusedOps for CudaBackend {
         b_idx: &[u32],
         heads: usize,
     ) -> BResult<BTensor<Self, T>> {
+        if T::DTYPE.is_half() {
+            return self.round_dev(self.gather_head_dot(
+                &self.widen_dev(a)?,
+                a_idx,
+                &self.widen_dev(b)?,
+                b_idx,
+                heads,
+            ));
+        }
         // the indices are checked through the cache entries' maxima
         let (na, nb, c) =
             ops::gather_head_dot_shapes(a.shape(), a_idx.len(), b.shape(), b_idx.len(), heads)?;
@@ -511,6 +576,9 @@ impl FusedOps for CudaBackend {
         idx: &CudaIndex,
         rows: usize,
     ) -> BResult<BTensor<Self, T>> {
+        if T::DTYPE.is_half() {
+            return self.round_dev(self.segment_softmax_idx(&self.widen_dev(x)?, idx, rows));
+        }
         let (e, f) = self.check_segment_idx("segment_softmax", x, idx, rows)?;
         let out = self.out::<T>(&[e, f])?;
         if e == 0 || f == 0 {
@@ -527,6 +595,14 @@ impl FusedOps for CudaBackend {
         idx: &CudaIndex,
         rows: usize,
     ) -> BResult<BTensor<Self, T>> {
+        if T::DTYPE.is_half() {
+            return self.round_dev(self.segment_softmax_backward_idx(
+                &self.widen_dev(alpha)?,
+                &self.widen_dev(grad)?,
+                idx,
+                rows,
+            ));
+        }
         let op = "segment_softmax_backward";
         let (e, f) = self.check_segment_idx(op, alpha, idx, rows)?;
         ops::check_same(op, alpha.shape(), grad.shape())?;
@@ -546,6 +622,15 @@ impl FusedOps for CudaBackend {
         scatter: &CudaIndex,
         rows: usize,
     ) -> BResult<BTensor<Self, T>> {
+        if T::DTYPE.is_half() {
+            return self.round_dev(self.gather_scale_scatter_idx(
+                &self.widen_dev(x)?,
+                gather,
+                &self.widen_dev(weights)?,
+                scatter,
+                rows,
+            ));
+        }
         self.check_own(gather)?;
         self.check_own(scatter)?;
         let (n, heads, c) = ops::gather_scale_scatter_shapes(
@@ -578,6 +663,15 @@ impl FusedOps for CudaBackend {
         b_idx: &CudaIndex,
         heads: usize,
     ) -> BResult<BTensor<Self, T>> {
+        if T::DTYPE.is_half() {
+            return self.round_dev(self.gather_head_dot_idx(
+                &self.widen_dev(a)?,
+                a_idx,
+                &self.widen_dev(b)?,
+                b_idx,
+                heads,
+            ));
+        }
         self.check_own(a_idx)?;
         self.check_own(b_idx)?;
         let (na, nb, c) =

@@ -23,7 +23,7 @@ use super::pins::{self, PinKey};
 use super::plan::DevicePlan;
 #[allow(unused_imports)] // rustdoc links
 use crate::error::Error;
-use crate::table::{Kernel, Word};
+use crate::table::{Half, Kernel, Word};
 
 impl CudaBackend {
     /// Runs `f` with the index lists `lists` and plans `plans` held on the
@@ -117,7 +117,8 @@ impl CudaBackend {
     }
 
     /// Scatter-add of `src` into `dst` by the device plan, in the canonical
-    /// order: the level chain with index.cu's scatter kernels.
+    /// order: the level chain with index.cu's scatter kernels (for bf16 and
+    /// f16, the half levels: f32 sums, one rounding per element).
     pub(super) fn scatter<T: Element>(
         &self,
         dst: &mut BTensor<Self, T>,
@@ -133,8 +134,12 @@ impl CudaBackend {
             .storage_mut()
             .expect("unique after make_unique")
             .device_ptr();
-        let level0 = Level0::Stored { src: ptr(src) };
         let form = self.settings.scatter_form();
+        if let Some(h) = Half::of(T::DTYPE) {
+            chain::half_sum_chain::<T>(&self.dev, plan, f, form, h, ptr(src), d)?;
+            return Ok(());
+        }
+        let level0 = Level0::Stored { src: ptr(src) };
         chain::sum_chain::<T>(&self.dev, plan, f, f, form, level0, d)?;
         Ok(())
     }
@@ -217,6 +222,9 @@ impl IndexOps for CudaBackend {
         idx: &CudaIndex,
         rows: usize,
     ) -> BResult<BTensor<Self, T>> {
+        if T::DTYPE.is_half() {
+            return self.round_dev(self.segment_sum_idx(&self.widen_dev(x)?, idx, rows));
+        }
         let (e, f) = self.check_segment_idx("segment_sum", x, idx, rows)?;
         if e == 0 || f == 0 {
             return self.zeros::<T>(&[rows, f]);
@@ -233,6 +241,9 @@ impl IndexOps for CudaBackend {
         idx: &CudaIndex,
         rows: usize,
     ) -> BResult<BTensor<Self, T>> {
+        if T::DTYPE.is_half() {
+            return self.round_dev(self.segment_max_idx(&self.widen_dev(x)?, idx, rows));
+        }
         let (e, f) = self.check_segment_idx("segment_max", x, idx, rows)?;
         let out = self.out::<T>(&[rows, f])?;
         self.zero(&out)?;
@@ -324,6 +335,9 @@ impl IndexOps for CudaBackend {
         x: &BTensor<Self, T>,
         plan: &IndexPlan,
     ) -> BResult<BTensor<Self, T>> {
+        if T::DTYPE.is_half() {
+            return self.round_dev(self.segment_max(&self.widen_dev(x)?, plan));
+        }
         let (_, f) = ops::check_segment("segment_max", x.shape(), plan)?;
         let out = self.out::<T>(&[plan.rows(), f])?;
         self.zero(&out)?;
@@ -340,6 +354,9 @@ impl IndexOps for CudaBackend {
         x: &BTensor<Self, T>,
         plan: &IndexPlan,
     ) -> BResult<BTensor<Self, T>> {
+        if T::DTYPE.is_half() {
+            return self.round_dev(self.segment_sum(&self.widen_dev(x)?, plan));
+        }
         let (_, f) = ops::check_segment("segment_sum", x.shape(), plan)?;
         if plan.is_empty() || f == 0 {
             return self.zeros::<T>(&[plan.rows(), f]);

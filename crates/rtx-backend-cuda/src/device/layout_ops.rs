@@ -24,6 +24,13 @@ use crate::permute_plan::{self, Choice, MapShape, TileParams};
 use crate::table::{Kernel, Tile, Word};
 
 impl LayoutOps for CudaBackend {
+    /// f32 <-> bf16 / f16 and bf16 <-> f16 on the device (index.cu's
+    /// `narrow_*` / `widen_*`), the same type a device copy, the pairs with
+    /// f64 through the host (`convert.rs`).
+    fn convert<T: Element, U: Element>(&self, x: &BTensor<Self, T>) -> BResult<BTensor<Self, U>> {
+        self.convert_on_device(x)
+    }
+
     /// Relabel: shares the buffer. Transpose: tiled kernel. Permute: N-D kernel.
     fn permute<T: Element>(
         &self,

@@ -17,6 +17,7 @@
 //! * `index_lists`: [`CudaIndex`], device index lists and their producers.
 //! * `index_ops`: `IndexOps` (gather, scatter-add, segment max / sum, host and device lists).
 //! * `layout_ops`: `LayoutOps` (transpose and permute launches).
+//! * `convert`: `LayoutOps::convert` on the device (f32 <-> bf16 / f16 kernels).
 //! * `dense_ops`: `DenseOps` (matmul, elementwise, row sums, per-head ops).
 //! * `fused_ops`: `FusedOps` (segment softmax and its backward,
 //!   gather_scale_scatter, gather_head_dot).
@@ -29,6 +30,7 @@ mod buffer;
 mod cache;
 mod chain;
 mod context;
+mod convert;
 mod core_ops;
 mod dense_ops;
 mod entry;

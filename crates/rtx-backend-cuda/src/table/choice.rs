@@ -9,9 +9,11 @@ use crate::error::{Error, Result};
 
 use super::Kernel;
 
-/// The unsigned word a copy kernel moves (`u32`, `uint2`/`u64`, `uint4`).
+/// The unsigned word a copy kernel moves (`u16`, `u32`, `uint2`/`u64`, `uint4`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Word {
+    /// 2 bytes: rows of half elements whose bytes no wider word divides.
+    B2,
     /// 4 bytes.
     B4,
     /// 8 bytes.
@@ -21,20 +23,24 @@ pub(crate) enum Word {
 }
 
 impl Word {
-    /// The widest word dividing `bytes` (4 when none of 16 and 8 does).
+    /// The widest word dividing `bytes` (2 when none of 16, 8 and 4 does:
+    /// `bytes` is a whole number of elements, at least 2 bytes each).
     pub(crate) fn dividing(bytes: u64) -> Word {
         if bytes.is_multiple_of(16) {
             Word::B16
         } else if bytes.is_multiple_of(8) {
             Word::B8
-        } else {
+        } else if bytes.is_multiple_of(4) {
             Word::B4
+        } else {
+            Word::B2
         }
     }
 
     /// The word of exactly `bytes` bytes, if there is one.
     pub(crate) fn exact(bytes: u64) -> Option<Word> {
         match bytes {
+            2 => Some(Word::B2),
             4 => Some(Word::B4),
             8 => Some(Word::B8),
             16 => Some(Word::B16),
@@ -45,6 +51,7 @@ impl Word {
     /// Its size in bytes.
     pub(crate) fn bytes(self) -> u64 {
         match self {
+            Word::B2 => 2,
             Word::B4 => 4,
             Word::B8 => 8,
             Word::B16 => 16,
@@ -115,6 +122,66 @@ impl SumVec {
             SumVec::F32x4 | SumVec::F64x2 => 16,
             SumVec::F32x2 | SumVec::F64x1 => 8,
             SumVec::F32x1 => 4,
+        }
+    }
+}
+
+/// A half-precision storage type (`_bf16*` / `_f16*` kernels).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Half {
+    /// `bf16`.
+    Bf16,
+    /// `f16`.
+    F16,
+}
+
+impl Half {
+    /// The half kind of `dtype` (`None` for f32 and f64).
+    pub(crate) fn of(dtype: DType) -> Option<Half> {
+        match dtype {
+            DType::BF16 => Some(Half::Bf16),
+            DType::F16 => Some(Half::F16),
+            DType::F32 | DType::F64 => None,
+        }
+    }
+}
+
+/// Stored halves per vector of a half scatter kernel (`x8`: 16-byte loads
+/// summed as two `float4`, `x4`: 8 bytes as `float4`, `x2`: 4 bytes as
+/// `float2`, `x1`: 2 bytes as `float`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum HalfVec {
+    /// 8 halves.
+    X8,
+    /// 4 halves.
+    X4,
+    /// 2 halves.
+    X2,
+    /// 1 half.
+    X1,
+}
+
+impl HalfVec {
+    /// The widest vector dividing a row of `f` elements.
+    pub(crate) fn pick(f: usize) -> HalfVec {
+        if f.is_multiple_of(8) {
+            HalfVec::X8
+        } else if f.is_multiple_of(4) {
+            HalfVec::X4
+        } else if f.is_multiple_of(2) {
+            HalfVec::X2
+        } else {
+            HalfVec::X1
+        }
+    }
+
+    /// Halves per vector.
+    pub(crate) fn elems(self) -> usize {
+        match self {
+            HalfVec::X8 => 8,
+            HalfVec::X4 => 4,
+            HalfVec::X2 => 2,
+            HalfVec::X1 => 1,
         }
     }
 }
@@ -284,6 +351,7 @@ impl Kernel {
             Word::B16 => Kernel::GatherB16,
             Word::B8 => Kernel::GatherB8,
             Word::B4 => Kernel::GatherB4,
+            Word::B2 => Kernel::GatherB2,
         }
     }
 
@@ -293,17 +361,21 @@ impl Kernel {
             Word::B16 => Kernel::TransposeRunsB16,
             Word::B8 => Kernel::TransposeRunsB8,
             Word::B4 => Kernel::TransposeRunsB4,
+            Word::B2 => Kernel::TransposeRunsB2,
         }
     }
 
-    /// `transpose_{planes,rows,cols}_b*` (4- and 8-byte elements; the
+    /// `transpose_{planes,rows,cols}_b*` (2-, 4- and 8-byte elements; the
     /// choice never gives 16-byte ones a span kernel).
     pub(crate) fn transpose_span(kind: SpanKind, w: Word) -> Kernel {
         match (kind, w) {
+            (SpanKind::Planes, Word::B2) => Kernel::TransposePlanesB2,
             (SpanKind::Planes, Word::B4) => Kernel::TransposePlanesB4,
             (SpanKind::Planes, _) => Kernel::TransposePlanesB8,
+            (SpanKind::Rows, Word::B2) => Kernel::TransposeRowsB2,
             (SpanKind::Rows, Word::B4) => Kernel::TransposeRowsB4,
             (SpanKind::Rows, _) => Kernel::TransposeRowsB8,
+            (SpanKind::Cols, Word::B2) => Kernel::TransposeColsB2,
             (SpanKind::Cols, Word::B4) => Kernel::TransposeColsB4,
             (SpanKind::Cols, _) => Kernel::TransposeColsB8,
         }
@@ -315,6 +387,7 @@ impl Kernel {
             Word::B16 => Kernel::PermuteB16,
             Word::B8 => Kernel::PermuteB8,
             Word::B4 => Kernel::PermuteB4,
+            Word::B2 => Kernel::PermuteB2,
         }
     }
 
@@ -331,6 +404,10 @@ impl Kernel {
             (Word::B4, Tile::T64x64) => Kernel::Transpose64x64B4,
             (Word::B4, Tile::T128x32) => Kernel::Transpose128x32B4,
             (Word::B4, Tile::T32x128) => Kernel::Transpose32x128B4,
+            (Word::B2, Tile::T32x32) => Kernel::Transpose32x32B2,
+            (Word::B2, Tile::T64x64) => Kernel::Transpose64x64B2,
+            (Word::B2, Tile::T128x32) => Kernel::Transpose128x32B2,
+            (Word::B2, Tile::T32x128) => Kernel::Transpose32x128B2,
         }
     }
 
@@ -359,6 +436,58 @@ impl Kernel {
             (Higher, Pipelined, SumVec::F32x1) => Kernel::ScatterNpF32x1,
             (Higher, Pipelined, SumVec::F64x2) => Kernel::ScatterNpF64x2,
             (Higher, Pipelined, SumVec::F64x1) => Kernel::ScatterNpF64x1,
+        }
+    }
+
+    /// `scatter{0,N}{,p}_{bf16,f16}x*`.
+    pub(crate) fn scatter_half(level: Level, form: ChunkSum, h: Half, v: HalfVec) -> Kernel {
+        use ChunkSum::{Batched as B, Pipelined as P};
+        use Half::{Bf16, F16};
+        use HalfVec::{X1, X2, X4, X8};
+        use Level::{Higher as N, Zero as Z};
+        match (level, form, h, v) {
+            (Z, B, Bf16, X8) => Kernel::Scatter0Bf16x8,
+            (Z, B, F16, X8) => Kernel::Scatter0F16x8,
+            (N, B, Bf16, X8) => Kernel::ScatterNBf16x8,
+            (N, B, F16, X8) => Kernel::ScatterNF16x8,
+            (Z, P, Bf16, X8) => Kernel::Scatter0pBf16x8,
+            (Z, P, F16, X8) => Kernel::Scatter0pF16x8,
+            (N, P, Bf16, X8) => Kernel::ScatterNpBf16x8,
+            (N, P, F16, X8) => Kernel::ScatterNpF16x8,
+            (Z, B, Bf16, X4) => Kernel::Scatter0Bf16x4,
+            (Z, B, Bf16, X2) => Kernel::Scatter0Bf16x2,
+            (Z, B, Bf16, X1) => Kernel::Scatter0Bf16x1,
+            (Z, B, F16, X4) => Kernel::Scatter0F16x4,
+            (Z, B, F16, X2) => Kernel::Scatter0F16x2,
+            (Z, B, F16, X1) => Kernel::Scatter0F16x1,
+            (N, B, Bf16, X4) => Kernel::ScatterNBf16x4,
+            (N, B, Bf16, X2) => Kernel::ScatterNBf16x2,
+            (N, B, Bf16, X1) => Kernel::ScatterNBf16x1,
+            (N, B, F16, X4) => Kernel::ScatterNF16x4,
+            (N, B, F16, X2) => Kernel::ScatterNF16x2,
+            (N, B, F16, X1) => Kernel::ScatterNF16x1,
+            (Z, P, Bf16, X4) => Kernel::Scatter0pBf16x4,
+            (Z, P, Bf16, X2) => Kernel::Scatter0pBf16x2,
+            (Z, P, Bf16, X1) => Kernel::Scatter0pBf16x1,
+            (Z, P, F16, X4) => Kernel::Scatter0pF16x4,
+            (Z, P, F16, X2) => Kernel::Scatter0pF16x2,
+            (Z, P, F16, X1) => Kernel::Scatter0pF16x1,
+            (N, P, Bf16, X4) => Kernel::ScatterNpBf16x4,
+            (N, P, Bf16, X2) => Kernel::ScatterNpBf16x2,
+            (N, P, Bf16, X1) => Kernel::ScatterNpBf16x1,
+            (N, P, F16, X4) => Kernel::ScatterNpF16x4,
+            (N, P, F16, X2) => Kernel::ScatterNpF16x2,
+            (N, P, F16, X1) => Kernel::ScatterNpF16x1,
+        }
+    }
+
+    /// `narrow_*` (f32 to `h`) or, `widen`, `widen_*` (`h` to f32).
+    pub(crate) fn convert_half(h: Half, widen: bool) -> Kernel {
+        match (h, widen) {
+            (Half::Bf16, false) => Kernel::NarrowBf16,
+            (Half::F16, false) => Kernel::NarrowF16,
+            (Half::Bf16, true) => Kernel::WidenBf16,
+            (Half::F16, true) => Kernel::WidenF16,
         }
     }
 

@@ -1,0 +1,126 @@
+//! `LayoutOps::convert` on the device: a tensor's elements converted to
+//! another element type, rounding to nearest even once, exactly as
+//! `rtx_backend::reference::convert` (the host's `half` crate, Rust's `as`). Between f32 and bf16 / f16 (and between the two
+//! half types, through exact f32) on the device, with index.cu's `narrow_*`
+//! and `widen_*` kernels, whose integer bit operations are `half`'s
+//! conversions; the pairs with f64 through the host.
+
+use cudarc::driver::result;
+use rtx_backend::prelude::*;
+use rtx_backend::{BTensor, Element, Result as BResult};
+
+use super::args::{In, Out};
+use super::backend::{CudaBackend, ptr};
+use super::launch::{Narrow, Widen, cfg1, grid_for};
+use crate::error::Error;
+use crate::table::{Half, Kernel};
+
+impl CudaBackend {
+    /// `x` converted element by element to `U`, the bits of
+    /// `rtx_backend::reference::convert`: one rounding to nearest even for a
+    /// narrower `U` (NaN stays NaN, quieted as the `half` crate does it;
+    /// overflow goes to infinity; f16 keeps subnormals); between the two half
+    /// types through f32, which is exact. The same type copies the bits.
+    ///
+    /// # Errors
+    /// Device errors; a failed host allocation (the pairs with f64).
+    pub(super) fn convert_on_device<T: Element, U: Element>(
+        &self,
+        x: &BTensor<Self, T>,
+    ) -> BResult<BTensor<Self, U>> {
+        let n = x.numel() as u64;
+        let out = self.out::<U>(x.shape())?;
+        if n == 0 {
+            return Ok(out);
+        }
+        if T::DTYPE == U::DTYPE {
+            // the same type: the bits, copied on the device
+            self.dev.ctx.bind_to_thread().map_err(Error::from)?;
+            let bytes = x.numel() * T::DTYPE.size();
+            // SAFETY: both allocations hold numel elements of the one type
+            // (`bytes` bytes) and do not overlap (out is fresh).
+            unsafe {
+                result::memcpy_dtod_async(ptr(&out), ptr(x), bytes, self.dev.stream.cu_stream())
+            }
+            .map_err(Error::from)?;
+            return Ok(out);
+        }
+        let (from, to) = (Half::of(T::DTYPE), Half::of(U::DTYPE));
+        let f32_side = |d: rtx_backend::DType| d == rtx_backend::DType::F32;
+        match (from, to) {
+            (None, Some(h)) if f32_side(T::DTYPE) => self.narrow::<U>(h, ptr(x), ptr(&out), n)?,
+            (Some(h), None) if f32_side(U::DTYPE) => self.widen::<T>(h, ptr(x), ptr(&out), n)?,
+            (Some(a), Some(b)) => {
+                let wide = self.out::<f32>(x.shape())?;
+                self.widen::<T>(a, ptr(x), ptr(&wide), n)?;
+                self.narrow::<U>(b, ptr(&wide), ptr(&out), n)?;
+            }
+            _ => {
+                // the pairs with f64: through the host
+                let host = self.download(x)?;
+                return self.upload(&rtx_backend::reference::convert::<T, U>(&host), x.shape());
+            }
+        }
+        Ok(out)
+    }
+
+    /// `n` f32 at `src` rounded to the half type `H` (kind `h`) at `dst`.
+    fn narrow<H: Element>(&self, h: Half, src: u64, dst: u64, n: u64) -> BResult<()> {
+        let args = Narrow::<H> {
+            r#in: In::at(src),
+            out: Out::at(dst),
+            n,
+        };
+        let k = self.dev.kernels()?;
+        // SAFETY: src holds n f32, dst n elements of H (both allocated for
+        // the tensor's numel); the grid-stride loop touches nothing else.
+        unsafe {
+            args.launch(
+                &self.dev,
+                &k,
+                Kernel::convert_half(h, false),
+                cfg1(grid_for(n)),
+            )
+        }?;
+        Ok(())
+    }
+
+    /// `n` elements of the half type `H` (kind `h`) at `src` widened to f32 at `dst`.
+    fn widen<H: Element>(&self, h: Half, src: u64, dst: u64, n: u64) -> BResult<()> {
+        let args = Widen::<H> {
+            r#in: In::at(src),
+            out: Out::at(dst),
+            n,
+        };
+        let k = self.dev.kernels()?;
+        // SAFETY: src holds n elements of H, dst n f32; the grid-stride loop
+        // touches nothing else.
+        unsafe {
+            args.launch(
+                &self.dev,
+                &k,
+                Kernel::convert_half(h, true),
+                cfg1(grid_for(n)),
+            )
+        }?;
+        Ok(())
+    }
+
+    /// `t` widened to f32 on the device (exact): how a bf16 / f16 op without
+    /// kernels of its own runs its f32 op, as the trait defaults define it
+    /// (the f32 op on the widened inputs, rounded once per output).
+    pub(super) fn widen_dev<T: Element>(
+        &self,
+        t: &BTensor<Self, T>,
+    ) -> BResult<BTensor<Self, f32>> {
+        self.convert_on_device(t)
+    }
+
+    /// The f32 result `t` rounded once per element to `T` (see [`Self::widen_dev`]).
+    pub(super) fn round_dev<T: Element>(
+        &self,
+        t: BResult<BTensor<Self, f32>>,
+    ) -> BResult<BTensor<Self, T>> {
+        self.convert_on_device(&t?)
+    }
+}

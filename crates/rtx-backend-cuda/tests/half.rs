@@ -1,0 +1,406 @@
+//! GPU tests of bf16 and f16 storage (feature `cuda`; run on a machine with
+//! a device): gather, permute and scatter-add of half elements against the
+//! host, the device's f32 <-> half conversions against the `half` crate on
+//! every f32 bit pattern, and tensors past 2^31 half elements.
+//!
+//! Scatter-add is checked against an expectation built here from
+//! `rtx_backend::order::canonical_sum` over the f32-widened terms (the
+//! contract: the canonical f32 sum, added to the widened destination, rounded
+//! once), and against `CpuBackend::reference()`.
+//!
+//! Without a device every test here FAILS with a message saying so.
+#![cfg(feature = "cuda")]
+
+use std::sync::OnceLock;
+
+use rayon::prelude::*;
+use rtx_backend::conformance::{indices, splitmix64, values};
+use rtx_backend::order::canonical_sum;
+use rtx_backend::prelude::*;
+use rtx_backend::{Element, IndexPlan, bf16, f16};
+use rtx_backend_cpu::CpuBackend;
+use rtx_backend_cuda::{CudaBackend, ScatterForm, TransposeTile};
+
+fn shared() -> &'static CudaBackend {
+    static B: OnceLock<CudaBackend> = OnceLock::new();
+    B.get_or_init(|| {
+        CudaBackend::new(0).unwrap_or_else(|e| panic!("GPU test needs a CUDA device: {e}"))
+    })
+}
+
+/// Equal bits, or both NaN (device float arithmetic makes its own NaN
+/// payloads; copies and conversions keep theirs and compare by bits).
+fn same<T: Element>(a: T, b: T) -> bool {
+    a.to_bits_u64() == b.to_bits_u64() || (a.is_nan() && b.is_nan())
+}
+
+fn assert_same<T: Element>(case: &str, got: &[T], want: &[T]) {
+    assert_eq!(got.len(), want.len(), "{case}: length");
+    if let Some(i) = (0..got.len()).find(|&i| !same(got[i], want[i])) {
+        panic!("{case}: element {i}: got {:?}, want {:?}", got[i], want[i]);
+    }
+}
+
+fn assert_bits<T: Element>(case: &str, got: &[T], want: &[T]) {
+    assert_eq!(got.len(), want.len(), "{case}: length");
+    if let Some(i) = (0..got.len()).find(|&i| got[i].to_bits_u64() != want[i].to_bits_u64()) {
+        panic!(
+            "{case}: element {i}: got {:?}, want {:?} (bits)",
+            got[i], want[i]
+        );
+    }
+}
+
+/// `n` values of `T` from the anchors' generator, every 13th replaced by a
+/// special: -0.0, +-inf, a subnormal of T, the largest finite f32 rounded,
+/// and (when `nan`) a NaN.
+fn mixed<T: FromF32>(seed: u64, n: usize, nan: bool) -> Vec<T> {
+    let mut v: Vec<T> = values(seed, n);
+    let specials = [
+        -0.0f32,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        3.0e-41,
+        6.0e-8,
+        1.0e30,
+    ];
+    for (i, x) in v.iter_mut().enumerate().filter(|(i, _)| i % 13 == 5) {
+        let k = (splitmix64(seed ^ 0x55, i as u64) % 7) as usize;
+        *x = match (k, nan) {
+            (6, true) => T::from_acc_f32(f32::from_bits(0x7fc0_1234)),
+            (6, false) => T::from_acc_f32(0.5),
+            (k, _) => T::from_acc_f32(specials[k]),
+        };
+    }
+    v
+}
+
+/// Rounding from f32 for the tests, whatever `T::Acc` is.
+trait FromF32: Element {
+    fn from_acc_f32(x: f32) -> Self;
+    fn acc_f32(self) -> f32;
+}
+impl FromF32 for bf16 {
+    fn from_acc_f32(x: f32) -> Self {
+        bf16::from_f32(x)
+    }
+    fn acc_f32(self) -> f32 {
+        self.to_f32()
+    }
+}
+impl FromF32 for f16 {
+    fn from_acc_f32(x: f32) -> Self {
+        f16::from_f32(x)
+    }
+    fn acc_f32(self) -> f32 {
+        self.to_f32()
+    }
+}
+
+/// The contract's scatter-add: per destination element, the canonical f32
+/// sum of its terms added to the widened destination, rounded once.
+fn expected_index_add<T: FromF32>(
+    dst: &[T],
+    idx: &[u32],
+    rows: usize,
+    src: &[T],
+    f: usize,
+) -> Vec<T> {
+    let plan = IndexPlan::new(idx, rows).unwrap();
+    let mut out = dst.to_vec();
+    for r in 0..rows {
+        let pos = plan.row(r);
+        for j in 0..f {
+            if let Some(s) = canonical_sum(pos.len(), |p| src[pos[p] as usize * f + j].acc_f32()) {
+                out[r * f + j] = T::from_acc_f32(dst[r * f + j].acc_f32() + s);
+            }
+        }
+    }
+    out
+}
+
+fn scatter_case<T: FromF32>(rows: usize, e: usize, f: usize, hub: bool, seed: u64) {
+    let g = shared();
+    let cpu = CpuBackend::reference();
+    let idx = indices(seed, e, rows, hub);
+    let src: Vec<T> = mixed(seed + 1, e * f, true);
+    let dst0: Vec<T> = mixed(seed + 2, rows * f, false);
+    let want = expected_index_add(&dst0, &idx, rows, &src, f);
+    let case = format!("{:?} scatter {rows}x{e}x{f} hub={hub}", T::DTYPE);
+    let mut c = cpu.upload(&dst0, &[rows, f]).unwrap();
+    cpu.index_add(&mut c, &idx, &cpu.upload(&src, &[e, f]).unwrap())
+        .unwrap();
+    assert_same(
+        &format!("{case}: CPU reference"),
+        &cpu.download(&c).unwrap(),
+        &want,
+    );
+    let s = g.upload(&src, &[e, f]).unwrap();
+    for form in [
+        ScatterForm::Batched,
+        ScatterForm::Pipelined,
+        ScatterForm::Auto,
+    ] {
+        g.set_scatter_form(form);
+        let mut d = g.upload(&dst0, &[rows, f]).unwrap();
+        g.index_add(&mut d, &idx, &s).unwrap();
+        assert_same(&format!("{case} {form:?}"), &g.download(&d).unwrap(), &want);
+    }
+    g.set_scatter_form(ScatterForm::Auto);
+}
+
+#[test]
+fn half_scatter_add_is_the_canonical_f32_sum_rounded_once() {
+    for (rows, e, f, hub) in [
+        (7, 40, 1, false),
+        (50, 3000, 3, true),
+        (300, 20_000, 2, false),
+        (100, 5000, 5, true),
+        (1000, 60_000, 8, true),
+        (20, 300_000, 4, true), // hub rows of several levels
+        (2000, 30_000, 64, false),
+        (40, 9000, 130, true),
+    ] {
+        scatter_case::<bf16>(rows, e, f, hub, 21);
+        scatter_case::<f16>(rows, e, f, hub, 22);
+    }
+}
+
+/// One row: `big` then `k - 1` copies of `small`. Summed left to right in
+/// f32, every `small` is lost (a tie rounded to the even `big`); the
+/// canonical blocks sum the smalls apart, and the difference survives the
+/// rounding to `T`.
+fn order_case<T: FromF32>(big: f32, small: f32, k: usize) {
+    let g = shared();
+    let src: Vec<T> = (0..k)
+        .map(|i| T::from_acc_f32(if i == 0 { big } else { small }))
+        .collect();
+    let idx = vec![0u32; k];
+    let zero = vec![T::from_acc_f32(0.0)];
+    let want = expected_index_add(&zero, &idx, 1, &src, 1);
+    let sequential = T::from_acc_f32(src.iter().fold(0.0f32, |a, x| a + x.acc_f32()));
+    assert!(
+        !same(want[0], sequential),
+        "{:?}: the case must tell the canonical order from left to right",
+        T::DTYPE
+    );
+    for form in [ScatterForm::Batched, ScatterForm::Pipelined] {
+        g.set_scatter_form(form);
+        let mut d = g.upload(&zero, &[1, 1]).unwrap();
+        g.index_add(&mut d, &idx, &g.upload(&src, &[k, 1]).unwrap())
+            .unwrap();
+        assert_bits(
+            &format!("{:?} order {form:?}", T::DTYPE),
+            &g.download(&d).unwrap(),
+            &want,
+        );
+    }
+    g.set_scatter_form(ScatterForm::Auto);
+}
+
+#[test]
+fn half_scatter_add_follows_the_canonical_order_not_left_to_right() {
+    order_case::<bf16>(16_777_216.0, 1.0, 200_000);
+    order_case::<f16>(2048.0, 1.0 / 8192.0, 20_000);
+}
+
+fn gather_case<T: FromF32>(rows: usize, e: usize, f: usize) {
+    let g = shared();
+    let idx = indices(31, e, rows, true);
+    let src: Vec<T> = mixed(32, rows * f, true);
+    let mut want = Vec::with_capacity(e * f);
+    for &r in &idx {
+        want.extend_from_slice(&src[r as usize * f..(r as usize + 1) * f]);
+    }
+    let out = g
+        .index_select(&g.upload(&src, &[rows, f]).unwrap(), &idx)
+        .unwrap();
+    assert_bits(
+        &format!("{:?} gather {rows}x{e}x{f}", T::DTYPE),
+        &g.download(&out).unwrap(),
+        &want,
+    );
+}
+
+#[test]
+fn half_gather_moves_the_bits_for_every_row_size() {
+    for f in [1, 2, 3, 4, 5, 7, 8, 9, 16, 63, 64, 65, 130, 1000] {
+        gather_case::<bf16>(500, 3000, f);
+        gather_case::<f16>(500, 3000, f);
+    }
+}
+
+fn permute_case<T: FromF32>(shape: &[usize], perm: &[usize]) {
+    let g = shared();
+    let n: usize = shape.iter().product();
+    let x: Vec<T> = mixed(41, n, true);
+    let want = rtx_tensor::permute_host(&x, shape, perm).unwrap();
+    let t = g.upload(&x, shape).unwrap();
+    for tile in [TransposeTile::ByShape, TransposeTile::Force32] {
+        g.set_transpose_tile(tile);
+        let p = g.permute(&t, perm).unwrap();
+        let case = format!("{:?} permute {shape:?} by {perm:?} {tile:?}", T::DTYPE);
+        assert!(p.layout().is_contiguous(), "{case}: output not contiguous");
+        assert_bits(&case, &g.download(&p).unwrap(), &want);
+    }
+    g.set_transpose_tile(TransposeTile::ByShape);
+}
+
+#[test]
+fn half_permutes_move_the_bits_for_every_kernel() {
+    let cases: &[(&[usize], &[usize])] = &[
+        (&[64, 8, 16], &[0, 2, 1]),      // planes
+        (&[3, 1000, 40], &[0, 2, 1]),    // rows
+        (&[2, 40, 1000], &[0, 2, 1]),    // cols
+        (&[513, 700], &[1, 0]),          // tiles, ragged edges
+        (&[4096, 4096], &[1, 0]),        // the 64x64 tiles
+        (&[33, 100, 300], &[2, 1, 0]),   // tiled inner pair of an N-D permute
+        (&[3, 5, 7, 9], &[3, 1, 0, 2]),  // small N-D
+        (&[6, 10, 4, 3], &[2, 1, 0, 3]), // last dim kept: runs of 3 halves
+        (&[6, 10, 4, 5], &[1, 0, 2, 3]), // runs of 20 halves
+        (&[100, 3, 7], &[1, 0, 2]),      // a batched transpose of runs
+    ];
+    for &(shape, perm) in cases {
+        permute_case::<bf16>(shape, perm);
+        permute_case::<f16>(shape, perm);
+    }
+}
+
+/// Device conversions of `x` (f32) to `T` and back, against the host.
+fn convert_chunk<T: FromF32>(x: &[f32]) {
+    let g = shared();
+    let t = g.upload(x, &[x.len()]).unwrap();
+    let h = g.convert::<f32, T>(&t).unwrap();
+    let got = g.download(&h).unwrap();
+    let bad = (0..x.len())
+        .into_par_iter()
+        .find_first(|&i| got[i].to_bits_u64() != T::from_acc_f32(x[i]).to_bits_u64());
+    if let Some(i) = bad {
+        panic!(
+            "{:?} from f32 {:#010x}: got {:#06x}, want {:#06x}",
+            T::DTYPE,
+            x[i].to_bits(),
+            got[i].to_bits_u64(),
+            T::from_acc_f32(x[i]).to_bits_u64()
+        );
+    }
+}
+
+#[test]
+fn conversions_are_the_hosts_on_every_f32_pattern() {
+    const CHUNK: u64 = 1 << 28;
+    for c in 0..(1u64 << 32) / CHUNK {
+        let x: Vec<f32> = (c * CHUNK..(c + 1) * CHUNK)
+            .into_par_iter()
+            .map(|i| f32::from_bits(i as u32))
+            .collect();
+        convert_chunk::<bf16>(&x);
+        convert_chunk::<f16>(&x);
+    }
+    // widening every half pattern, and the half-to-half conversions
+    let g = shared();
+    let all: Vec<u16> = (0..=u16::MAX).collect();
+    let b: Vec<bf16> = all.iter().map(|&u| bf16::from_bits(u)).collect();
+    let h: Vec<f16> = all.iter().map(|&u| f16::from_bits(u)).collect();
+    let (bd, hd) = (
+        g.upload(&b, &[b.len()]).unwrap(),
+        g.upload(&h, &[h.len()]).unwrap(),
+    );
+    let bw: Vec<f32> = b.iter().map(|x| x.to_f32()).collect();
+    let hw: Vec<f32> = h.iter().map(|x| x.to_f32()).collect();
+    assert_bits(
+        "bf16 -> f32",
+        &g.download(&g.convert::<bf16, f32>(&bd).unwrap()).unwrap(),
+        &bw,
+    );
+    assert_bits(
+        "f16 -> f32",
+        &g.download(&g.convert::<f16, f32>(&hd).unwrap()).unwrap(),
+        &hw,
+    );
+    let bh: Vec<f16> = bw.iter().map(|&x| f16::from_f32(x)).collect();
+    let hb: Vec<bf16> = hw.iter().map(|&x| bf16::from_f32(x)).collect();
+    assert_same(
+        "bf16 -> f16",
+        &g.download(&g.convert::<bf16, f16>(&bd).unwrap()).unwrap(),
+        &bh,
+    );
+    assert_same(
+        "f16 -> bf16",
+        &g.download(&g.convert::<f16, bf16>(&hd).unwrap()).unwrap(),
+        &hb,
+    );
+    // the pairs with f64 (through the host) and the same type
+    let x64: Vec<f64> = values(51, 1000);
+    let t64 = g.upload(&x64, &[1000]).unwrap();
+    let want: Vec<bf16> = x64.iter().map(|&v| bf16::from_f64(v)).collect();
+    assert_bits(
+        "f64 -> bf16",
+        &g.download(&g.convert::<f64, bf16>(&t64).unwrap()).unwrap(),
+        &want,
+    );
+    assert_bits(
+        "bf16 -> bf16",
+        &g.download(&g.convert::<bf16, bf16>(&bd).unwrap()).unwrap(),
+        &b,
+    );
+}
+
+#[test]
+fn past_two_to_the_31_half_elements() {
+    // gather into [2^31/64 + 1, 64] bf16 (2^31 + 64 elements, 4.3 GB), swap
+    // its dims, then scatter it back: 64-bit sizes and index math end to end
+    let g = shared();
+    let (rows, f) = (1000usize, 64usize);
+    let e = (1usize << 31) / f + 1;
+    let src: Vec<bf16> = values(2, rows * f);
+    let idx: Vec<u32> = (0..e as u64)
+        .into_par_iter()
+        .map(|i| (splitmix64(5, i) % rows as u64) as u32)
+        .collect();
+    let out = g
+        .index_select(&g.upload(&src, &[rows, f]).unwrap(), &idx)
+        .unwrap();
+    assert_eq!(out.numel(), (1usize << 31) + 64);
+    let host = g.download(&out).unwrap();
+    host.par_chunks_exact(f).enumerate().for_each(|(i, row)| {
+        let r = idx[i] as usize;
+        if row
+            .iter()
+            .zip(&src[r * f..(r + 1) * f])
+            .any(|(a, b)| a.to_bits() != b.to_bits())
+        {
+            panic!("gather row {i} (index {r}) differs");
+        }
+    });
+    drop(host);
+    let t = g.swap_dims(&out, 0, 1).unwrap();
+    assert_eq!(t.shape(), &[f, e]);
+    let th = g.download(&t).unwrap();
+    th.par_chunks_exact(e).enumerate().for_each(|(j, col)| {
+        for (i, v) in col.iter().enumerate() {
+            let r = idx[i] as usize;
+            assert_eq!(
+                v.to_bits(),
+                src[r * f + j].to_bits(),
+                "transposed ({j}, {i})"
+            );
+        }
+    });
+    drop(th);
+    drop(t);
+    let mut d = g.zeros::<bf16>(&[rows, f]).unwrap();
+    g.index_add(&mut d, &idx, &out).unwrap();
+    let got = g.download(&d).unwrap();
+    let mut count = vec![0usize; rows];
+    for &r in &idx {
+        count[r as usize] += 1;
+    }
+    for r in 0..rows {
+        for j in 0..f {
+            let v = src[r * f + j].to_f32();
+            let want = bf16::from_f32(canonical_sum(count[r], |_| v).map_or(0.0, |t| 0.0 + t));
+            assert_eq!(got[r * f + j].to_bits(), want.to_bits(), "row {r} col {j}");
+        }
+    }
+}
