@@ -10,10 +10,10 @@
 
 use rtx_backend::prelude::*;
 use rtx_backend::workload::{indices, values};
-use rtx_backend::{BTensor, Binary, Element, HostIndexOps, IndexPlan, Unary};
+use rtx_backend::{BTensor, Binary, Element, HostIndexOps, IndexPlan, Unary, bf16, f16};
 use rtx_backend_cpu::CpuBackend;
 use rtx_backend_cuda::{ColSums, CudaBackend};
-use rtx_gnn::testing::{check_gradients, harris_like, training_bits};
+use rtx_gnn::testing::{check_gradients, harris_like, mixed_training_bits, training_bits};
 use rtx_gnn::{HetGatConfig, HeteroGraph};
 
 fn backend() -> CudaBackend {
@@ -78,6 +78,38 @@ fn two_modes_train_bit_identically_f64() {
 #[test]
 fn two_modes_train_bit_identically_on_harris() {
     two_modes::<f32>(&HeteroGraph::harris(1).unwrap(), 3);
+}
+
+/// Mixed precision: forward and backward in a half type on the device give
+/// the CPU reference's loss and parameter bits, run after run, and the
+/// half run really rounds (its losses differ from the f32 run's).
+fn mixed_matches_the_cpu<H: Element>(g: &HeteroGraph) {
+    let dev = backend();
+    let cuda = mixed_training_bits::<_, H>(&dev, g, 3).unwrap();
+    let cpu = mixed_training_bits::<_, H>(&CpuBackend::reference(), g, 3).unwrap();
+    assert_eq!(
+        cuda.0,
+        cpu.0,
+        "{:?}: loss bits per step, cuda vs cpu",
+        H::DTYPE
+    );
+    assert!(
+        cuda.1 == cpu.1,
+        "{:?}: final parameters, cuda vs cpu",
+        H::DTYPE
+    );
+    let again = mixed_training_bits::<_, H>(&dev, g, 3).unwrap();
+    assert_eq!(cuda, again, "{:?}: a second run", H::DTYPE);
+    let full = training_bits::<_, f32>(&dev, g, 3).unwrap();
+    assert_ne!(cuda.0, full.0, "{:?}: the half run rounds", H::DTYPE);
+}
+
+#[test]
+fn mixed_precision_training_is_bit_identical_to_the_cpu_backend() {
+    let g = harris_like(300, 150, [2000, 1200, 1100], 5).unwrap();
+    mixed_matches_the_cpu::<bf16>(&g);
+    mixed_matches_the_cpu::<f16>(&g);
+    mixed_matches_the_cpu::<bf16>(&HeteroGraph::harris(1).unwrap());
 }
 
 #[test]
