@@ -257,6 +257,18 @@ impl<B: Backend, T: Element> HetGat<B, T> {
         &mut self.params
     }
 
+    /// The bits of every parameter (downloaded, in [`HetGat::params`]'
+    /// order): what tests compare across runs, ranks and backends.
+    ///
+    /// # Errors
+    /// Backend errors.
+    pub fn param_bits(&self, b: &B) -> Result<Vec<Vec<u64>>> {
+        self.params
+            .iter()
+            .map(|p| Ok(b.download(p)?.iter().map(|v| v.to_bits_u64()).collect()))
+            .collect()
+    }
+
     /// Parameter names (`conv0.aa.w_src`, ..., `head_w`, `head_b`).
     pub fn param_names(&self) -> &[String] {
         &self.names

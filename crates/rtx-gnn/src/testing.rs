@@ -93,12 +93,7 @@ pub fn training_bits<B: Backend, T: Element>(
     for _ in 0..steps {
         losses.push(model.train_step(b, graph, &x, TRAINING_LR)?.to_bits_u64());
     }
-    let params = model
-        .params()
-        .iter()
-        .map(|p| Ok(b.download(p)?.iter().map(|v| v.to_bits_u64()).collect()))
-        .collect::<Result<Vec<_>>>()?;
-    Ok((losses, params))
+    Ok((losses, model.param_bits(b)?))
 }
 
 /// [`training_bits`] in mixed precision ([`HetGat::train_step_mixed`]): the
@@ -124,12 +119,7 @@ pub fn mixed_training_bits<B: Backend, H: Element>(
         let loss = model.train_step_mixed(b, graph, &x, TRAINING_LR)?;
         losses.push(u64::from(loss.to_bits()));
     }
-    let params = model
-        .params()
-        .iter()
-        .map(|p| Ok(b.download(p)?.iter().map(|v| v.to_bits_u64()).collect()))
-        .collect::<Result<Vec<_>>>()?;
-    Ok((losses, params))
+    Ok((losses, model.param_bits(b)?))
 }
 
 /// Inputs per node type `t`: `[nodes, features[t]]` from stream `40 + t`

@@ -366,7 +366,7 @@ pub fn train_shard<B: Backend, T: Element, C: Communicator<B>>(
     for _ in 0..spec.steps {
         losses.push(dp.train_step(b, &shard.graph, &x, spec.lr)?.to_bits_u64());
     }
-    let params = param_bits(b, dp.model())?;
+    let params = dp.model().param_bits(b)?;
     Ok(RankRun { losses, params })
 }
 
@@ -390,15 +390,6 @@ pub fn train_single<B: Backend, T: Element>(
                 .to_bits_u64(),
         );
     }
-    let params = param_bits(b, &model)?;
+    let params = model.param_bits(b)?;
     Ok(RankRun { losses, params })
-}
-
-/// Every parameter of `model`, as bits.
-fn param_bits<B: Backend, T: Element>(b: &B, model: &HetGat<B, T>) -> Result<Vec<Vec<u64>>> {
-    model
-        .params()
-        .iter()
-        .map(|p| Ok(b.download(p)?.iter().map(|v| v.to_bits_u64()).collect()))
-        .collect()
 }
