@@ -99,6 +99,61 @@ __device__ __forceinline__ const typename VecT<V>::T* comps(const V& v) {
     return reinterpret_cast<const typename VecT<V>::T*>(&v);
 }
 
+template <> struct VecT<f32x8> { typedef float T; enum { N = 8 }; };
+
+// Element kinds: what a kernel over stored elements `S` computes in (`A`),
+// how it reads a stored element (`ld`) and rounds a result to storage
+// (`st`), and the same for a 16-byte vector of stored elements (`SV`, whose
+// values are an `AV` of `VecT<AV>::N` components: `vld`, `vst`). For float
+// and double every member is the identity, so a kernel written over a kind
+// is the plain kernel. For the half types `A` is float, `ld` the exact
+// widening and `st` the one rounding (common.cuh's Bf16 / F16, the host's
+// conversions bit for bit): a half kernel computes exactly what the f32
+// kernel computes on the widened inputs and rounds each output once, which
+// is the definition of a half op (rtx_backend::ops), so its bits are the
+// host reference's. Scratch between a kernel's levels is kept in `A`.
+struct KF32 {
+    typedef float S;
+    typedef float A;
+    typedef float4 SV;
+    typedef float4 AV;
+    static __device__ __forceinline__ A ld(S v) { return v; }
+    static __device__ __forceinline__ S st(A v) { return v; }
+    static __device__ __forceinline__ AV vld(SV v) { return v; }
+    static __device__ __forceinline__ SV vst(AV v) { return v; }
+};
+struct KF64 {
+    typedef double S;
+    typedef double A;
+    typedef double2 SV;
+    typedef double2 AV;
+    static __device__ __forceinline__ A ld(S v) { return v; }
+    static __device__ __forceinline__ S st(A v) { return v; }
+    static __device__ __forceinline__ AV vld(SV v) { return v; }
+    static __device__ __forceinline__ SV vst(AV v) { return v; }
+};
+template <typename H>
+struct KHalf {
+    typedef u16 S;
+    typedef float A;
+    typedef uint4 SV;
+    typedef f32x8 AV;
+    static __device__ __forceinline__ A ld(S v) { return H::widen(v); }
+    static __device__ __forceinline__ S st(A v) { return (S)H::narrow(v); }
+    static __device__ __forceinline__ float4 vld4(uint2 v) {
+        return make_float4(H::widen(v.x), H::widen(v.x >> 16), H::widen(v.y), H::widen(v.y >> 16));
+    }
+    static __device__ __forceinline__ AV vld(SV v) {
+        AV r;
+        r.a = vld4(make_uint2(v.x, v.y));
+        r.b = vld4(make_uint2(v.z, v.w));
+        return r;
+    }
+    static __device__ __forceinline__ SV vst(AV v) { return hnarrow<H>(v); }
+};
+typedef KHalf<Bf16> KBf16;
+typedef KHalf<F16> KF16;
+
 __device__ __forceinline__ u64 grid_stride() { return (u64)gridDim.x * blockDim.x; }
 __device__ __forceinline__ u64 thread_id() { return (u64)blockIdx.x * blockDim.x + threadIdx.x; }
 

@@ -11,12 +11,15 @@
 //! `*const X` / `*mut X` a device pointer to `const X` / `X`; `u32`, `u64`,
 //! `i32` the integers of that width, `f32` / `f64` (CUDA's `float` /
 //! `double`, in a pointer of a fixed type); a struct passed by value by its
-//! CUDA name (`SpanParams`, `TensorMap`, ...); and three letters a kernel
-//! binds (`[T = float]`): `T` a float element (`float`, `double`), `V` a
+//! CUDA name (`SpanParams`, `TensorMap`, ...); three letters a kernel
+//! binds (`[T = float]`): `T` a float element (`float`, `double`, and the
+//! half storage types `bf16`, `f16`), `V` a
 //! vector of one (`float4` ... `double`, and the half storage types
 //! `bf16` ... `f16x8` of kernels/common.cuh; a `*const T` of a `V` kernel
 //! points to its scalar), `E` a word a copy kernel moves (`u16`, `u32`,
-//! `uint2`, `uint4`, ...).
+//! `uint2`, `uint4`, ...); and `A`, which a kernel does not bind: the type
+//! a `T` or `V` kernel computes in (`float` for `float` and the half types,
+//! `double` for `double`), for its scalars and its f32 scratch.
 
 /// Declares [`Kernel`] and [`Signature`] from the table (see the module doc).
 macro_rules! kernel_enum {

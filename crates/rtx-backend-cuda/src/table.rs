@@ -58,13 +58,13 @@ macro_rules! with_kernel_table {
                 Permute[E](r#in: *const E, out: *mut E, nruns: u64, W: u64, lanes_log2: u32, p: PermuteParams);
                 // model.cu, dense.cu, segment.cu
                 /// `unary_*`.
-                Unary[T](x: *const T, out: *mut T, n: u64, op: u32, s: T);
+                Unary[T](x: *const T, out: *mut T, n: u64, op: u32, s: A);
                 /// `unary_bwd_*`.
-                UnaryBwd[T](x: *const T, g: *const T, out: *mut T, n: u64, op: u32, s: T);
+                UnaryBwd[T](x: *const T, g: *const T, out: *mut T, n: u64, op: u32, s: A);
                 /// `binary_*`.
                 Binary[T](a: *const T, b: *const T, out: *mut T, n: u64, op: u32, f: u64);
                 /// `axpy_*`.
-                Axpy[T](y: *mut T, x: *const T, n: u64, alpha: T);
+                Axpy[T](y: *mut T, x: *const T, n: u64, alpha: A);
                 /// `sum_bias_relu_*`.
                 SumBiasRelu[T](p: BiasParts, out: *mut T, n: u64, f: u64);
                 /// `gather_add_*`.

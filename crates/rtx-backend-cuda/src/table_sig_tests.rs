@@ -55,6 +55,14 @@ fn scalar(t: &str) -> String {
     }
 }
 
+/// The type a kernel of the float `t` computes in: f32 for the half types.
+fn acc(t: &str) -> String {
+    match t {
+        "bf16" | "f16" => "f32".into(),
+        _ => t.into(),
+    }
+}
+
 /// Tokens of a parameter or type: words, `*` on its own.
 fn tokens(p: &str) -> Vec<String> {
     p.replace('*', " * ")
@@ -112,7 +120,8 @@ fn declared_params(k: Kernel) -> Vec<(String, String)> {
         match (base, binding) {
             (l, Some((bl, cty))) if l == bl => canon(cty),
             ("T", Some(("V", cty))) => scalar(&canon(cty)),
-            ("T" | "V" | "E", _) => panic!("{}: letter {base} is not bound", k.name()),
+            ("A", Some((_, cty))) => acc(&scalar(&canon(cty))),
+            ("T" | "V" | "E" | "A", _) => panic!("{}: letter {base} is not bound", k.name()),
             (t, _) => canon(t),
         }
     };

@@ -402,17 +402,22 @@ fn the_translation_unit_defines_before_it_checks() {
 #[test]
 fn every_matmul_tile_names_its_kernel() {
     use MatmulTile::{T32x32, T32x64, T64x32, T64x64};
-    for (f, suffix) in [(Float::F32, "f32"), (Float::F64, "f64")] {
+    for (f, suffix) in [
+        (Float::F32, "f32"),
+        (Float::F64, "f64"),
+        (Float::Bf16, "bf16"),
+        (Float::F16, "f16"),
+    ] {
         for tile in [T64x64, T32x64, T64x32, T32x32] {
             let (tm, tn) = (tile.tm(), tile.tn());
             assert_eq!(
-                Kernel::matmul(f, tile).name(),
+                Kernel::matmul(f, tile).unwrap().name(),
                 format!("matmul{tm}x{tn}_{suffix}")
             );
             assert_eq!(tile.threads(), tm * tn / 16);
         }
         assert_eq!(
-            Kernel::typed(Typed::MatmulDot, f).name(),
+            Kernel::typed(Typed::MatmulDot, f).unwrap().name(),
             format!("matmul_dot_{suffix}")
         );
     }
@@ -511,11 +516,11 @@ fn pickers_give_the_kernels_of_old() {
         }
     }
     assert_eq!(
-        Kernel::typed(Typed::GatherHeadDot, Float::F64).name(),
+        Kernel::typed(Typed::GatherHeadDot, Float::F64).unwrap().name(),
         "gather_head_dot_f64"
     );
     assert_eq!(
-        Kernel::typed(Typed::Segmax0, Float::F32).name(),
+        Kernel::typed(Typed::Segmax0, Float::F32).unwrap().name(),
         "segmax0_f32"
     );
     assert_eq!(Word::dividing(256), Word::B16);
@@ -582,10 +587,6 @@ mod signatures;
 #[test]
 fn pickers_give_kernels_of_the_launchers_signature_and_element() {
     use Signature as S;
-    let dtype = |t: Float| match t {
-        Float::F32 => DType::F32,
-        Float::F64 => DType::F64,
-    };
     let typed = [
         (Typed::Unary, S::Unary),
         (Typed::UnaryBwd, S::UnaryBwd),
@@ -605,12 +606,12 @@ fn pickers_give_kernels_of_the_launchers_signature_and_element() {
         (Typed::SoftmaxDiv, S::SoftmaxDiv),
         (Typed::SoftmaxBwd, S::SoftmaxBwd),
     ];
-    for t in [Float::F32, Float::F64] {
+    for t in [Float::F32, Float::F64, Float::Bf16, Float::F16] {
         for (family, sig) in typed {
-            let k = Kernel::typed(family, t);
+            let k = Kernel::typed(family, t).unwrap();
             assert_eq!(
                 (k.signature(), k.dtype()),
-                (sig, Some(dtype(t))),
+                (sig, Some(t.dtype())),
                 "{}",
                 k.name()
             );
@@ -621,10 +622,10 @@ fn pickers_give_kernels_of_the_launchers_signature_and_element() {
             MatmulTile::T64x32,
             MatmulTile::T32x32,
         ] {
-            let k = Kernel::matmul(t, tile);
+            let k = Kernel::matmul(t, tile).unwrap();
             assert_eq!(
                 (k.signature(), k.dtype()),
-                (S::Matmul, Some(dtype(t))),
+                (S::Matmul, Some(t.dtype())),
                 "{}",
                 k.name()
             );

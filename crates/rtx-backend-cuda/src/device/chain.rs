@@ -238,7 +238,7 @@ pub(crate) fn max_chain<T: Element>(
         return Ok(());
     }
     let scratch = level_scratch(dev, &dp.values, f * T::DTYPE.size())?;
-    let t = Float::of(T::DTYPE, "segment_max")?;
+    let t = Float::of(T::DTYPE);
     let ff = f as u64;
     let lanes = lanes_log2(ff);
     let kernels = dev.kernels()?;
@@ -265,7 +265,7 @@ pub(crate) fn max_chain<T: Element>(
                 next,
             };
             let grid = fused0_grid(dp.values[0] as u64, n, ff, T::DTYPE.size() as u64);
-            let kernel = Kernel::typed(Typed::Segmax0, t);
+            let kernel = Kernel::typed(Typed::Segmax0, t)?;
             // SAFETY: as above.
             unsafe { args.launch(dev, &kernels, kernel, cfg1(grid)) }?;
             continue;
@@ -281,7 +281,7 @@ pub(crate) fn max_chain<T: Element>(
             dst,
             next,
         };
-        let kernel = Kernel::typed(Typed::Segmax, t);
+        let kernel = Kernel::typed(Typed::Segmax, t)?;
         // SAFETY: as above.
         unsafe { args.launch(dev, &kernels, kernel, cfg1(grid_for(n * ff))) }?;
     }

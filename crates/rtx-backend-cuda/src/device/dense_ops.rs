@@ -70,14 +70,14 @@ impl DenseOps for CudaBackend {
         let (pa, pb) = (ptr(a), ptr(b));
         let (mm, nn, kk) = (m as u64, n as u64, k as u64);
         let kern = self.dev.kernels()?;
-        let float = Float::of(T::DTYPE, "matmul")?;
+        let float = Float::of(T::DTYPE);
         let (kernel, cfg) = match tile {
             Some(tile) => (
-                Kernel::matmul(float, tile),
+                Kernel::matmul(float, tile)?,
                 matmul_config(tile, m, n, chunks),
             ),
             None => (
-                Kernel::typed(Typed::MatmulDot, float),
+                Kernel::typed(Typed::MatmulDot, float)?,
                 cfg1(matmul_dot_grid(m, n, chunks, a_ps == 1)),
             ),
         };
@@ -118,10 +118,10 @@ impl DenseOps for CudaBackend {
             out: Out::at(ptr(&out)),
             n,
             op: code,
-            s: Elem(T::from_f64(s)),
+            s: Elem(T::Acc::from_f64(s)),
         };
         let kern = self.dev.kernels()?;
-        let kernel = Kernel::typed(Typed::Unary, Float::of(T::DTYPE, "unary")?);
+        let kernel = Kernel::typed(Typed::Unary, Float::of(T::DTYPE))?;
         // SAFETY: x and out hold n elements.
         unsafe { args.launch(&self.dev, &kern, kernel, cfg1(grid_for(n))) }?;
         Ok(out)
@@ -153,10 +153,10 @@ impl DenseOps for CudaBackend {
             out: Out::at(ptr(&out)),
             n,
             op: code,
-            s: Elem(T::from_f64(s)),
+            s: Elem(T::Acc::from_f64(s)),
         };
         let kern = self.dev.kernels()?;
-        let kernel = Kernel::typed(Typed::UnaryBwd, Float::of(T::DTYPE, "unary_backward")?);
+        let kernel = Kernel::typed(Typed::UnaryBwd, Float::of(T::DTYPE))?;
         // SAFETY: x, grad and out hold n elements (equal shapes checked).
         unsafe { args.launch(&self.dev, &kern, kernel, cfg1(grid_for(n))) }?;
         Ok(out)
@@ -188,7 +188,7 @@ impl DenseOps for CudaBackend {
             f,
         };
         let kern = self.dev.kernels()?;
-        let kernel = Kernel::typed(Typed::Binary, Float::of(T::DTYPE, "binary")?);
+        let kernel = Kernel::typed(Typed::Binary, Float::of(T::DTYPE))?;
         // SAFETY: a and out hold n elements, b n (f == 0) or f (a broadcast
         // row; n is a multiple of f).
         unsafe { args.launch(&self.dev, &kern, kernel, cfg1(grid_for(n))) }?;
@@ -221,10 +221,10 @@ impl DenseOps for CudaBackend {
             y: Out::at(py),
             x: In::at(ptr(x)),
             n,
-            alpha: Elem(T::from_f64(alpha)),
+            alpha: Elem(T::Acc::from_f64(alpha)),
         };
         let kern = self.dev.kernels()?;
-        let kernel = Kernel::typed(Typed::Axpy, Float::of(T::DTYPE, "axpy")?);
+        let kernel = Kernel::typed(Typed::Axpy, Float::of(T::DTYPE))?;
         // SAFETY: y and x hold n elements; y is unique (no other tensor sees
         // the write).
         unsafe { args.launch(&self.dev, &kern, kernel, cfg1(grid_for(n))) }?;
@@ -268,7 +268,7 @@ impl DenseOps for CudaBackend {
             b_bcast: u32::from(b_rows == 1),
         };
         let kern = self.dev.kernels()?;
-        let kernel = Kernel::typed(Typed::HeadDot, Float::of(T::DTYPE, "head_dot")?);
+        let kernel = Kernel::typed(Typed::HeadDot, Float::of(T::DTYPE))?;
         // SAFETY: a holds n*h*c, b (b_rows)*h*c, out n*h elements (checked).
         unsafe { args.launch(&self.dev, &kern, kernel, cfg1(grid_for((n * h) as u64))) }?;
         Ok(out)
@@ -312,7 +312,7 @@ impl CudaBackend {
             a_bcast: u32::from(a_rows == 1),
         };
         let kern = self.dev.kernels()?;
-        let kernel = Kernel::typed(Typed::HeadScale, Float::of(T::DTYPE, "head_scale_plus")?);
+        let kernel = Kernel::typed(Typed::HeadScale, Float::of(T::DTYPE))?;
         let cfg = cfg1(grid_for((n * h * c) as u64));
         // SAFETY: x is null or holds n*h*c elements, a (a_rows)*h*c, s n*h,
         // out n*h*c (checked shapes).
@@ -349,7 +349,7 @@ impl CudaBackend {
         dst: u64,
     ) -> BResult<()> {
         let kern = self.dev.kernels()?;
-        let name = Kernel::typed(Typed::ReduceRows, Float::of(T::DTYPE, "reduce_rows")?);
+        let name = Kernel::typed(Typed::ReduceRows, Float::of(T::DTYPE))?;
         let (nn, ff) = (rows as u64, f as u64);
         self.column_sums::<T>(rows, f, dst, |climb| {
             let args = ReduceRows::<T> {

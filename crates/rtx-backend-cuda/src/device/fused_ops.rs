@@ -73,7 +73,7 @@ impl CudaBackend {
         let ex = self.out::<T>(&[e, f])?;
         let (ee, ff) = (e as u64, f as u64);
         let kern = self.dev.kernels()?;
-        let t = Float::of(T::DTYPE, "softmax_by")?;
+        let t = Float::of(T::DTYPE);
         let (px, pm, pe) = (ptr(x), ptr(&m), ptr(&ex));
         let args = SoftmaxExp::<T> {
             x: In::at(px),
@@ -83,7 +83,7 @@ impl CudaBackend {
             e: ee,
             f: ff,
         };
-        let kernel = Kernel::typed(Typed::SoftmaxExp, t);
+        let kernel = Kernel::typed(Typed::SoftmaxExp, t)?;
         // SAFETY: x and out hold e*f, m rows*f elements; rowof holds e rows
         // below rows.
         unsafe { args.launch(&self.dev, &kern, kernel, cfg1(grid_for(ee * ff))) }?;
@@ -98,7 +98,7 @@ impl CudaBackend {
             e: ee,
             f: ff,
         };
-        let kernel = Kernel::typed(Typed::SoftmaxDiv, t);
+        let kernel = Kernel::typed(Typed::SoftmaxDiv, t)?;
         // SAFETY: ex and out hold e*f, s rows*f elements; rowof holds e rows
         // below rows.
         unsafe { args.launch(&self.dev, &kern, kernel, cfg1(grid_for(ee * ff))) }?;
@@ -136,8 +136,8 @@ impl CudaBackend {
         };
         let kernel = Kernel::typed(
             Typed::SoftmaxBwd,
-            Float::of(T::DTYPE, "softmax_backward_by")?,
-        );
+            Float::of(T::DTYPE),
+        )?;
         // SAFETY: alpha, g and out hold e*f, s rows*f elements; rowof holds e
         // rows below rows.
         unsafe { args.launch(&self.dev, &kern, kernel, cfg1(grid_for(ee * ff))) }?;
@@ -198,7 +198,7 @@ impl CudaBackend {
         }
         let (pa, pb, po, ee) = (ptr(a), ptr(b), ptr(&out), e as u64);
         let kern = self.dev.kernels()?;
-        let t = Float::of(T::DTYPE, "two_gathers")?;
+        let t = Float::of(T::DTYPE);
         let cfg = cfg1(grid_for(total.div_ceil(per_thread.max(1))));
         let (a, ai, b, bi, out_p) = (In::at(pa), In::at(ia), In::at(pb), In::at(ib), Out::at(po));
         // SAFETY (both): every ai below a's rows and every bi below b's rows
@@ -215,7 +215,7 @@ impl CudaBackend {
                     e: ee,
                     f,
                 };
-                let k = Kernel::typed(Typed::GatherAdd, t);
+                let k = Kernel::typed(Typed::GatherAdd, t)?;
                 // SAFETY: as above.
                 unsafe { args.launch(&self.dev, &kern, k, cfg) }?;
             }
@@ -230,7 +230,7 @@ impl CudaBackend {
                     heads,
                     c,
                 };
-                let k = Kernel::typed(Typed::GatherHeadDot, t);
+                let k = Kernel::typed(Typed::GatherHeadDot, t)?;
                 // SAFETY: as above.
                 unsafe { args.launch(&self.dev, &kern, k, cfg) }?;
             }
@@ -337,7 +337,7 @@ impl FusedOps for CudaBackend {
             n: nn,
             f: ff,
         };
-        let kernel = Kernel::typed(Typed::SumBiasRelu, Float::of(T::DTYPE, "sum_bias_relu")?);
+        let kernel = Kernel::typed(Typed::SumBiasRelu, Float::of(T::DTYPE))?;
         // a thread per 16-byte vector (the kernel strides when rows are not)
         let cfg = cfg1(grid_for(total.div_ceil(per_vector::<T>())));
         // SAFETY: the first k inputs of p hold n*f elements and its first k
@@ -464,8 +464,8 @@ impl FusedOps for CudaBackend {
             };
             let kernel = Kernel::typed(
                 Typed::HeadScaleRows,
-                Float::of(T::DTYPE, "head_scale_sum_rows")?,
-            );
+                Float::of(T::DTYPE),
+            )?;
             let cfg = cfg1(col_sums_grid(n, f, T::DTYPE.size()));
             // SAFETY: a holds n*f elements (a_rs = f) or f (a_rs = 0), s
             // n*(f/c) (checked shapes); the climb's buffers and counters are

@@ -22,9 +22,13 @@ use crate::table::{Kernel, MatmulTile, Signature, with_kernel_table};
 pub(crate) const MAX_GRID_X: u64 = (1 << 31) - 1;
 
 /// The Rust type of a parameter of the table's vocabulary (`signature.rs`):
-/// `T` and `V` pointers point to the launcher's element `T`, `E` pointers
-/// to [`Words`].
+/// `T` and `V` pointers point to the launcher's element `T`, `A` pointers
+/// and values are its accumulator `T::Acc` (f32 for the half types), `E`
+/// pointers point to [`Words`].
 macro_rules! arg_ty {
+    (* const A) => { In<T::Acc> };
+    (* mut A) => { Out<T::Acc> };
+    (A) => { Elem<T::Acc> };
     (* const T) => { In<T> };
     (* mut T) => { Out<T> };
     (* const V) => { In<T> };
@@ -97,7 +101,7 @@ macro_rules! launcher {
     ($(#[$sm:meta])* $sig:ident [$gen:ident] ($($field:ident : $(* $q:ident)? $ty:ident),*)) => {
         $(#[$sm])*
         #[allow(non_snake_case)]
-        pub(crate) struct $sig<T> {
+        pub(crate) struct $sig<T: Element> {
             $(pub(crate) $field: arg_ty!($(* $q)? $ty),)*
         }
 

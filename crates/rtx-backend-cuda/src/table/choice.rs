@@ -59,23 +59,39 @@ impl Word {
     }
 }
 
-/// The element type of an element-typed kernel (`_f32` / `_f64`).
+/// The element type of an element-typed kernel (`_f32`, `_f64`, `_bf16`,
+/// `_f16`): what its tensors store. The half types compute in f32 (their
+/// kernels load, widen, compute and round each output once).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Float {
     /// `float`.
     F32,
     /// `double`.
     F64,
+    /// `bf16` storage, f32 arithmetic.
+    Bf16,
+    /// `f16` storage, f32 arithmetic.
+    F16,
 }
 
 impl Float {
-    /// The kernel type of `dtype` for op `op`; an error naming both for
-    /// an element type without kernels.
-    pub(crate) fn of(dtype: DType, op: &'static str) -> Result<Float> {
+    /// The kernel type of `dtype`.
+    pub(crate) fn of(dtype: DType) -> Float {
         match dtype {
-            DType::F32 => Ok(Float::F32),
-            DType::F64 => Ok(Float::F64),
-            DType::BF16 | DType::F16 => Err(Error::UnsupportedDType { op, dtype }),
+            DType::F32 => Float::F32,
+            DType::F64 => Float::F64,
+            DType::BF16 => Float::Bf16,
+            DType::F16 => Float::F16,
+        }
+    }
+
+    /// Its element type.
+    pub(crate) fn dtype(self) -> DType {
+        match self {
+            Float::F32 => DType::F32,
+            Float::F64 => DType::F64,
+            Float::Bf16 => DType::BF16,
+            Float::F16 => DType::F16,
         }
     }
 }
@@ -292,6 +308,39 @@ pub(crate) enum Typed {
     SoftmaxDiv,
     /// `softmax_bwd_*`.
     SoftmaxBwd,
+}
+
+impl Typed {
+    /// The family's name, as its kernels' names begin.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Typed::Unary => "unary",
+            Typed::UnaryBwd => "unary_bwd",
+            Typed::Binary => "binary",
+            Typed::Axpy => "axpy",
+            Typed::SumBiasRelu => "sum_bias_relu",
+            Typed::GatherAdd => "gather_add",
+            Typed::HeadScale => "head_scale",
+            Typed::HeadDot => "head_dot",
+            Typed::GatherHeadDot => "gather_head_dot",
+            Typed::ReduceRows => "reduce_rows",
+            Typed::HeadScaleRows => "head_scale_rows",
+            Typed::MatmulDot => "matmul_dot",
+            Typed::Segmax0 => "segmax0",
+            Typed::Segmax => "segmax",
+            Typed::SoftmaxExp => "softmax_exp",
+            Typed::SoftmaxDiv => "softmax_div",
+            Typed::SoftmaxBwd => "softmax_bwd",
+        }
+    }
+}
+
+/// The error of a kernel family without kernels of `t`.
+fn unsupported(op: &'static str, t: Float) -> Error {
+    Error::UnsupportedDType {
+        op,
+        dtype: t.dtype(),
+    }
 }
 
 /// The span transpose kernels (`transpose_{planes,rows,cols}_b*`).
@@ -513,11 +562,12 @@ impl Kernel {
         }
     }
 
-    /// The matmul kernel of `tile` for `t`.
-    pub(crate) fn matmul(t: Float, tile: MatmulTile) -> Kernel {
+    /// The matmul kernel of `tile` for `t`; an error for an element type
+    /// without one.
+    pub(crate) fn matmul(t: Float, tile: MatmulTile) -> Result<Kernel> {
         use Float::{F32, F64};
         use MatmulTile::{T32x32, T32x64, T64x32, T64x64};
-        match (t, tile) {
+        Ok(match (t, tile) {
             (F32, T64x64) => Kernel::Matmul64x64F32,
             (F32, T32x64) => Kernel::Matmul32x64F32,
             (F32, T64x32) => Kernel::Matmul64x32F32,
@@ -526,13 +576,15 @@ impl Kernel {
             (F64, T32x64) => Kernel::Matmul32x64F64,
             (F64, T64x32) => Kernel::Matmul64x32F64,
             (F64, T32x32) => Kernel::Matmul32x32F64,
-        }
+            (Float::Bf16 | Float::F16, _) => return Err(unsupported("matmul", t)),
+        })
     }
 
-    /// The element-typed kernel `family` for `t`.
-    pub(crate) fn typed(family: Typed, t: Float) -> Kernel {
+    /// The element-typed kernel `family` for `t`; an error naming both for
+    /// a family without kernels of `t`.
+    pub(crate) fn typed(family: Typed, t: Float) -> Result<Kernel> {
         use Float::{F32, F64};
-        match (family, t) {
+        Ok(match (family, t) {
             (Typed::Unary, F32) => Kernel::UnaryF32,
             (Typed::Unary, F64) => Kernel::UnaryF64,
             (Typed::UnaryBwd, F32) => Kernel::UnaryBwdF32,
@@ -567,6 +619,7 @@ impl Kernel {
             (Typed::SoftmaxDiv, F64) => Kernel::SoftmaxDivF64,
             (Typed::SoftmaxBwd, F32) => Kernel::SoftmaxBwdF32,
             (Typed::SoftmaxBwd, F64) => Kernel::SoftmaxBwdF64,
-        }
+            (_, Float::Bf16 | Float::F16) => return Err(unsupported(family.name(), t)),
+        })
     }
 }
