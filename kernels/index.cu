@@ -277,3 +277,20 @@ RTX_NARROW(narrow_bf16, Bf16, bf16)
 RTX_NARROW(narrow_f16, F16, f16)
 RTX_WIDEN(widen_bf16, Bf16, bf16)
 RTX_WIDEN(widen_f16, F16, f16)
+
+// The weight update of mixed-precision training (DenseOps::axpy_mixed): the
+// f32 master y += alpha * widen(x) (the product rounded, then the sum, as
+// axpy_f32 on the widened x), and low = the new y rounded to the kind.
+#define RTX_AXPY_MIXED(NAME, K, H)                                                          \
+    extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
+        NAME(float* __restrict__ y, const H* __restrict__ x, H* __restrict__ low, u64 n,    \
+             float alpha) {                                                                 \
+        for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n;                    \
+             i += (u64)gridDim.x * blockDim.x) {                                            \
+            const float v = __fadd_rn(y[i], __fmul_rn(alpha, K::widen(__ldg(x + i))));      \
+            y[i] = v;                                                                       \
+            low[i] = (H)K::narrow(v);                                                       \
+        }                                                                                   \
+    }
+RTX_AXPY_MIXED(axpy_mixed_bf16, Bf16, bf16)
+RTX_AXPY_MIXED(axpy_mixed_f16, F16, f16)

@@ -45,6 +45,9 @@ macro_rules! with_kernel_table {
                 Narrow[V](r#in: *const f32, out: *mut V, n: u64);
                 /// `widen_{bf16,f16}`: half storage widened to f32.
                 Widen[V](r#in: *const V, out: *mut f32, n: u64);
+                /// `axpy_mixed_{bf16,f16}`: f32 master weights updated from a
+                /// half gradient, and rounded to half.
+                AxpyMixed[V](y: *mut f32, x: *const V, low: *mut V, n: u64, alpha: f32);
                 // permute.cu
                 /// `transpose_{planes,rows,cols}_b*`.
                 TransposeSpan[E](r#in: *const E, out: *mut E, q: SpanParams);
@@ -247,6 +250,8 @@ macro_rules! with_kernel_table {
                 NarrowF16 = "narrow_f16": Narrow[V = f16],
                 WidenBf16 = "widen_bf16": Widen[V = bf16],
                 WidenF16 = "widen_f16": Widen[V = f16],
+                AxpyMixedBf16 = "axpy_mixed_bf16": AxpyMixed[V = bf16],
+                AxpyMixedF16 = "axpy_mixed_f16": AxpyMixed[V = f16],
                 // permute.cu
                 TransposePlanesB4 = "transpose_planes_b4": TransposeSpan[E = u32],
                 TransposePlanesB8 = "transpose_planes_b8": TransposeSpan[E = u64],

@@ -83,7 +83,7 @@ fn two_modes_train_bit_identically_on_harris() {
 /// Mixed precision: forward and backward in a half type on the device give
 /// the CPU reference's loss and parameter bits, run after run, and the
 /// half run really rounds (its losses differ from the f32 run's).
-fn mixed_matches_the_cpu<H: Element>(g: &HeteroGraph) {
+fn mixed_matches_the_cpu<H: Element<Acc = f32>>(g: &HeteroGraph) {
     let dev = backend();
     let cuda = mixed_training_bits::<_, H>(&dev, g, 3).unwrap();
     let cpu = mixed_training_bits::<_, H>(&CpuBackend::reference(), g, 3).unwrap();

@@ -141,6 +141,16 @@ impl<B: Backend> DenseOps for HostIndexOps<B> {
         self.inner.axpy(y, alpha, x)
     }
 
+    fn axpy_mixed<H: Element>(
+        &self,
+        master: &mut BTensor<Self, H::Acc>,
+        alpha: f64,
+        x: &BTensor<Self, H>,
+        low: &mut BTensor<Self, H>,
+    ) -> Result<()> {
+        self.inner.axpy_mixed(master, alpha, x, low)
+    }
+
     fn sum_rows<T: Element>(&self, x: &BTensor<Self, T>) -> Result<BTensor<Self, T>> {
         self.inner.sum_rows(x)
     }

@@ -9,7 +9,7 @@ use rtx_backend::prelude::*;
 use rtx_backend::{BTensor, bf16, f16};
 use rtx_backend_cpu::CpuBackend;
 use rtx_gnn::graph::{HARRIS_FEATURES, HARRIS_NODES};
-use rtx_gnn::{HetGat, HetGatConfig, HeteroGraph, harris_features};
+use rtx_gnn::{DeviceLoss, HetGat, HetGatConfig, HeteroGraph, MixedHetGat, harris_features};
 
 use crate::hold::HoldGraph;
 
@@ -87,6 +87,10 @@ pub struct Args {
     /// Precision of the activations and messages (single-device runs).
     #[arg(long, value_enum, default_value = "f32")]
     pub precision: Precision,
+    /// After the steps, this many replays of the step recorded once (a CUDA
+    /// graph; backends that cannot record skip them), their median printed.
+    #[arg(long, default_value_t = 0)]
+    pub replay: usize,
 }
 
 impl Args {
@@ -103,6 +107,7 @@ impl Args {
             cpu_ranks: None,
             rounds: 0,
             precision: Precision::F32,
+            replay: 0,
         }
     }
 }
@@ -113,9 +118,33 @@ pub(crate) struct Workload<'g, B: Backend> {
     pub graph: &'g HeteroGraph,
     pub model: HetGat<B, f32>,
     pub x: Vec<BTensor<B, f32>>,
-    /// `x` rounded once to bf16 and f16, made by the first mixed step.
-    x_bf16: Vec<BTensor<B, bf16>>,
-    x_f16: Vec<BTensor<B, f16>>,
+    /// The mixed-precision trainers, made by the first mixed step: a copy
+    /// of `model` and `x` rounded once to bf16 or f16.
+    mixed_bf16: Option<Mixed<B, bf16>>,
+    mixed_f16: Option<Mixed<B, f16>>,
+}
+
+/// A mixed-precision trainer and its inputs in `H`.
+pub(crate) struct Mixed<B: Backend, H: rtx_backend::Element<Acc = f32>> {
+    model: MixedHetGat<B, H>,
+    x: Vec<BTensor<B, H>>,
+}
+
+impl<B: Backend, H: rtx_backend::Element<Acc = f32>> Mixed<B, H> {
+    /// The trainer of a copy of `model` (its weights now) on `x` rounded once to `H`.
+    fn of(b: &B, model: &HetGat<B, f32>, x: &[BTensor<B, f32>]) -> anyhow::Result<Self> {
+        Ok(Mixed {
+            model: MixedHetGat::new(b, model.to_precision::<f32>(b)?)?,
+            x: x.iter()
+                .map(|x| b.convert::<f32, H>(x))
+                .collect::<rtx_backend::Result<_>>()?,
+        })
+    }
+
+    /// One step enqueued, the loss left on the device.
+    fn step(&mut self, b: &B, graph: &HeteroGraph, lr: f64) -> anyhow::Result<DeviceLoss<B, f32>> {
+        Ok(self.model.train_step_enqueued(b, graph, &self.x, lr)?)
+    }
 }
 
 impl<'g, B: Backend> Workload<'g, B> {
@@ -137,8 +166,8 @@ impl<'g, B: Backend> Workload<'g, B> {
             graph,
             model,
             x,
-            x_bf16: Vec::new(),
-            x_f16: Vec::new(),
+            mixed_bf16: None,
+            mixed_f16: None,
         })
     }
 
@@ -147,40 +176,45 @@ impl<'g, B: Backend> Workload<'g, B> {
         Ok(self.model.train_step(b, self.graph, &self.x, lr)?)
     }
 
-    /// One training step at `precision` (mixed: `HetGat::train_step_mixed`,
-    /// on the inputs rounded once to the half type); returns the f32 loss.
+    /// One training step at `precision`, enqueued (the loss left on the
+    /// device): f32 trains `model`; a mixed precision trains its own copy
+    /// of it ([`MixedHetGat`], made by the first mixed step, on the inputs
+    /// rounded once).
+    pub(crate) fn step_enqueued(
+        &mut self,
+        b: &B,
+        lr: f64,
+        precision: Precision,
+    ) -> anyhow::Result<DeviceLoss<B, f32>> {
+        let (graph, model, x) = (self.graph, &self.model, &self.x);
+        Ok(match precision {
+            Precision::F32 => self.model.train_step_enqueued(b, graph, &self.x, lr)?,
+            Precision::Bf16 => {
+                let m = match &mut self.mixed_bf16 {
+                    Some(m) => m,
+                    slot => slot.insert(Mixed::of(b, model, x)?),
+                };
+                m.step(b, graph, lr)?
+            }
+            Precision::F16 => {
+                let m = match &mut self.mixed_f16 {
+                    Some(m) => m,
+                    slot => slot.insert(Mixed::of(b, model, x)?),
+                };
+                m.step(b, graph, lr)?
+            }
+        })
+    }
+
+    /// One training step at `precision` ([`Workload::step_enqueued`]);
+    /// returns the f32 loss.
     pub(crate) fn train_step_at(
         &mut self,
         b: &B,
         lr: f64,
         precision: Precision,
     ) -> anyhow::Result<f32> {
-        fn rounded<B: Backend, H: rtx_backend::Element>(
-            b: &B,
-            x: &[BTensor<B, f32>],
-            cache: &mut Vec<BTensor<B, H>>,
-        ) -> rtx_backend::Result<()> {
-            if cache.is_empty() {
-                *cache = x
-                    .iter()
-                    .map(|x| b.convert::<f32, H>(x))
-                    .collect::<rtx_backend::Result<_>>()?;
-            }
-            Ok(())
-        }
-        Ok(match precision {
-            Precision::F32 => self.model.train_step(b, self.graph, &self.x, lr)?,
-            Precision::Bf16 => {
-                rounded(b, &self.x, &mut self.x_bf16)?;
-                self.model
-                    .train_step_mixed(b, self.graph, &self.x_bf16, lr)?
-            }
-            Precision::F16 => {
-                rounded(b, &self.x, &mut self.x_f16)?;
-                self.model
-                    .train_step_mixed(b, self.graph, &self.x_f16, lr)?
-            }
-        })
+        Ok(self.step_enqueued(b, lr, precision)?.read(b)?)
     }
 
     /// One inference (forward) pass, finished on the device.
@@ -233,6 +267,20 @@ pub(crate) trait StaticGraph: HoldGraph + Sized {
     ) -> anyhow::Result<Option<Recorded>> {
         Ok(None)
     }
+
+    /// Wall times (ms) of `reps` train steps at `precision` replayed from a
+    /// recording, each waiting for its loss, and the last loss, when the
+    /// backend can record work. Runs one unrecorded step first (a mixed
+    /// step makes its trainer then), and the recording runs one more.
+    fn time_replayed(
+        &self,
+        _w: &mut Workload<'_, Self>,
+        _lr: f64,
+        _precision: Precision,
+        _reps: usize,
+    ) -> anyhow::Result<Option<(Vec<f64>, f32)>> {
+        Ok(None)
+    }
 }
 
 impl StaticGraph for CpuBackend {}
@@ -269,6 +317,25 @@ impl StaticGraph for rtx_backend_cuda::CudaBackend {
             infer.push(t.elapsed().as_secs_f64() * 1e3);
         }
         Ok(Some((train, infer, loss)))
+    }
+
+    fn time_replayed(
+        &self,
+        w: &mut Workload<'_, Self>,
+        lr: f64,
+        precision: Precision,
+        reps: usize,
+    ) -> anyhow::Result<Option<(Vec<f64>, f32)>> {
+        w.train_step_at(self, lr, precision)?;
+        let mut step = self.record(|b| w.step_enqueued(b, lr, precision))?;
+        let mut loss = 0.0;
+        let mut times = Vec::with_capacity(reps);
+        for _ in 0..reps {
+            let t = Instant::now();
+            loss = step.replay()?.read(self)?;
+            times.push(t.elapsed().as_secs_f64() * 1e3);
+        }
+        Ok(Some((times, loss)))
     }
 }
 
@@ -345,11 +412,27 @@ fn train<B: StaticGraph>(b: &B, args: &Args) -> anyhow::Result<()> {
     );
     let mut losses = Vec::with_capacity(args.steps);
     let mut times = Vec::with_capacity(args.steps);
-    b.with_graph(&graph, || {
-        train_loop(b, &mut w, args, &pb, &mut losses, &mut times)
+    let replayed = b.with_graph(&graph, || -> anyhow::Result<_> {
+        train_loop(b, &mut w, args, &pb, &mut losses, &mut times)?;
+        if args.replay == 0 {
+            return Ok(None);
+        }
+        b.time_replayed(&mut w, args.lr, args.precision, args.replay)
     })??;
     pb.finish_and_clear();
     summary(b, args, &losses, &times);
+    if let Some((mut ms, loss)) = replayed {
+        ms.sort_by(f64::total_cmp);
+        println!(
+            "recorded: {} replays of the {} step, median {:.3} ms/step (best {:.3}); last loss {loss:.9}",
+            ms.len(),
+            args.precision.name(),
+            ms[ms.len() / 2],
+            ms[0]
+        );
+    } else if args.replay > 0 {
+        println!("recorded: {} cannot record a step; no replays", b.name());
+    }
     Ok(())
 }
 
@@ -433,7 +516,12 @@ mod tests {
         let run = |p| {
             let mut w = Workload::new(&b, &g, 0).unwrap();
             let l = [0; 2].map(|_| w.train_step_at(&b, 1e-3, p).unwrap().to_bits());
-            (l, w.x_bf16.len(), w.x_f16.len())
+            let len = |x: Option<usize>| x.unwrap_or(0);
+            (
+                l,
+                len(w.mixed_bf16.as_ref().map(|m| m.x.len())),
+                len(w.mixed_f16.as_ref().map(|m| m.x.len())),
+            )
         };
         let f32 = run(Precision::F32);
         let bf = run(Precision::Bf16);

@@ -1,7 +1,7 @@
 //! A heterogeneous graph-attention network (HetGAT) on any
 //! [`Backend`](rtx_backend::Backend): forward, a hand-written backward, MSE
 //! loss and SGD, generic over the element type (`f32` to train, `f64` for
-//! gradient checks), and in mixed precision (`HetGat::train_step_mixed`:
+//! gradient checks), and in mixed precision (`MixedHetGat`:
 //! `bf16` or `f16` activations and messages, `f32` master weights and loss).
 //!
 //! * [`graph`]: [`HeteroGraph`] (node types, relations, index plans built
@@ -55,7 +55,7 @@ pub mod testing;
 pub mod topology;
 
 pub use graph::{HeteroGraph, NodeType, Relation, harris_features};
-pub use model::{DeviceLoss, Grads, HetGat, HetGatConfig, LossAndGrads};
+pub use model::{DeviceLoss, Grads, HetGat, HetGatConfig, LossAndGrads, MixedHetGat};
 pub use store::{GraphStore, IndexGraph, MiniBatch, StoreRelation};
 pub use topology::{RelEdges, Topology};
 

@@ -15,6 +15,8 @@ mod backward;
 mod forward;
 mod mixed;
 
+pub use mixed::MixedHetGat;
+
 /// Hyper-parameters of a [`HetGat`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct HetGatConfig {

@@ -8,7 +8,7 @@ use rtx_backend::prelude::*;
 use rtx_backend::workload::{index, values};
 use rtx_backend::{BTensor, Element};
 
-use crate::{HetGat, HetGatConfig, HeteroGraph, NodeType, Result};
+use crate::{HetGat, HetGatConfig, HeteroGraph, MixedHetGat, NodeType, Result};
 
 /// A Harris-like graph of any size: types `a` (`na` nodes) and `b` (`nb`);
 /// relations aa, ab, ba with `edges` edges, uniform sources and hub-skewed
@@ -96,30 +96,31 @@ pub fn training_bits<B: Backend, T: Element>(
     Ok((losses, model.param_bits(b)?))
 }
 
-/// [`training_bits`] in mixed precision ([`HetGat::train_step_mixed`]): the
+/// [`training_bits`] in mixed precision ([`MixedHetGat::train_step`]): the
 /// same `f32` model and steps, forward and backward in `H` on the inputs
 /// rounded once to `H`; the bits of every step's `f32` loss and of every
 /// final `f32` parameter.
 ///
 /// # Errors
 /// Backend errors.
-pub fn mixed_training_bits<B: Backend, H: Element>(
+pub fn mixed_training_bits<B: Backend, H: Element<Acc = f32>>(
     b: &B,
     graph: &HeteroGraph,
     steps: usize,
 ) -> Result<(Vec<u64>, Vec<Vec<u64>>)> {
     let cfg = training_config(graph);
-    let mut model = HetGat::<B, f32>::new(b, graph, cfg, TRAINING_SEED)?;
+    let model = HetGat::<B, f32>::new(b, graph, cfg, TRAINING_SEED)?;
     let x = inputs::<B, f32>(b, graph, &model.config().in_features)?
         .iter()
         .map(|t| b.convert::<f32, H>(t))
         .collect::<rtx_backend::Result<Vec<_>>>()?;
+    let mut model = MixedHetGat::<B, H>::new(b, model)?;
     let mut losses = Vec::with_capacity(steps);
     for _ in 0..steps {
-        let loss = model.train_step_mixed(b, graph, &x, TRAINING_LR)?;
+        let loss = model.train_step(b, graph, &x, TRAINING_LR)?;
         losses.push(u64::from(loss.to_bits()));
     }
-    Ok((losses, model.param_bits(b)?))
+    Ok((losses, model.master().param_bits(b)?))
 }
 
 /// Inputs per node type `t`: `[nodes, features[t]]` from stream `40 + t`

@@ -7,17 +7,17 @@ use rtx_backend::prelude::*;
 use rtx_backend::{BTensor, Element, HostIndexOps, bf16, f16};
 use rtx_backend_cpu::{CpuBackend, DenseKernels};
 use rtx_gnn::testing::{harris_like, inputs, mixed_training_bits, training_config};
-use rtx_gnn::{HetGat, HeteroGraph};
+use rtx_gnn::{HetGat, HeteroGraph, MixedHetGat};
 
 fn graph() -> HeteroGraph {
     harris_like(400, 200, [800, 460, 460], 7).unwrap()
 }
 
-fn train<B: Backend, H: Element>(b: &B, steps: usize) -> (Vec<u64>, Vec<Vec<u64>>) {
+fn train<B: Backend, H: Element<Acc = f32>>(b: &B, steps: usize) -> (Vec<u64>, Vec<Vec<u64>>) {
     mixed_training_bits::<B, H>(b, &graph(), steps).unwrap()
 }
 
-fn deterministic<H: Element>() {
+fn deterministic<H: Element<Acc = f32>>() {
     for dense in [DenseKernels::Fast, DenseKernels::Reference] {
         let on = |threads: usize| {
             let b = CpuBackend::with_threads(threads).unwrap().with_dense(dense);
@@ -53,6 +53,46 @@ fn bf16_training_is_deterministic_across_runs_threads_and_the_host_reference() {
 #[test]
 fn f16_training_is_deterministic_across_runs_threads_and_the_host_reference() {
     deterministic::<f16>();
+}
+
+/// `MixedHetGat`'s one-op update is its definition: the loss and the `f32`
+/// gradients of `loss_and_grads_mixed` (the weights rounded to `H` at each
+/// step), then SGD on the `f32` master weights; equal bits step by step.
+fn fused_update_is_sgd_on_the_widened_gradients<H: Element<Acc = f32>>() {
+    let b = CpuBackend::new();
+    let g = graph();
+    let mut plain = HetGat::<_, f32>::new(&b, &g, training_config(&g), 5).unwrap();
+    let x: Vec<BTensor<CpuBackend, H>> = inputs::<_, f32>(&b, &g, &plain.config().in_features)
+        .unwrap()
+        .iter()
+        .map(|t| b.convert::<f32, H>(t).unwrap())
+        .collect();
+    let same = HetGat::<_, f32>::new(&b, &g, training_config(&g), 5).unwrap();
+    let mut mixed = MixedHetGat::<_, H>::new(&b, same).unwrap();
+    for step in 0..4 {
+        let want = plain.loss_and_grads_mixed(&b, &g, &x, false).unwrap();
+        let want_loss = want.loss.read(&b).unwrap();
+        plain.sgd(&b, &want.grads, 0.05).unwrap();
+        let got = mixed.train_step(&b, &g, &x, 0.05).unwrap();
+        assert_eq!(
+            got.to_bits(),
+            want_loss.to_bits(),
+            "{} step {step}: loss",
+            H::DTYPE
+        );
+        assert_eq!(
+            mixed.master().param_bits(&b).unwrap(),
+            plain.param_bits(&b).unwrap(),
+            "{} step {step}: master weights",
+            H::DTYPE
+        );
+    }
+}
+
+#[test]
+fn the_one_op_update_equals_sgd_on_the_widened_gradients() {
+    fused_update_is_sgd_on_the_widened_gradients::<bf16>();
+    fused_update_is_sgd_on_the_widened_gradients::<f16>();
 }
 
 /// The loss decreases, and its first value is the f32 model's within the

@@ -7,11 +7,11 @@
 
 use cudarc::driver::result;
 use rtx_backend::prelude::*;
-use rtx_backend::{BTensor, Element, Result as BResult};
+use rtx_backend::{BTensor, Element, Result as BResult, ops};
 
 use super::args::{In, Out};
 use super::backend::{CudaBackend, ptr};
-use super::launch::{Narrow, Widen, cfg1, grid_for};
+use super::launch::{AxpyMixed, Narrow, Widen, cfg1, grid_for};
 use crate::error::Error;
 use crate::table::{Half, Kernel};
 
@@ -122,5 +122,45 @@ impl CudaBackend {
         t: BResult<BTensor<Self, f32>>,
     ) -> BResult<BTensor<Self, T>> {
         self.convert_on_device(&t?)
+    }
+
+    /// [`DenseOps::axpy_mixed`] on the device: one `axpy_mixed_*` pass
+    /// (index.cu) for the half types; for f32 and f64, `axpy` on the
+    /// converted `x` and `low` a converted copy, the definition itself.
+    pub(super) fn axpy_mixed_dev<H: Element>(
+        &self,
+        master: &mut BTensor<Self, H::Acc>,
+        alpha: f64,
+        x: &BTensor<Self, H>,
+        low: &mut BTensor<Self, H>,
+    ) -> BResult<()> {
+        ops::check_same("axpy_mixed", master.shape(), x.shape())?;
+        ops::check_same("axpy_mixed", master.shape(), low.shape())?;
+        let Some(h) = Half::of(H::DTYPE) else {
+            self.axpy(master, alpha, &self.convert::<H, H::Acc>(x)?)?;
+            *low = self.convert::<H::Acc, H>(master)?;
+            return Ok(());
+        };
+        let n = x.numel() as u64;
+        if n == 0 {
+            return Ok(());
+        }
+        self.make_unique(master)?;
+        self.make_unique(low)?;
+        let unique = "unique after make_unique";
+        let args = AxpyMixed::<H> {
+            y: Out::at(master.storage_mut().expect(unique).device_ptr()),
+            x: In::at(ptr(x)),
+            low: Out::at(low.storage_mut().expect(unique).device_ptr()),
+            n,
+            alpha: f32::from_f64(alpha),
+        };
+        let k = self.dev.kernels()?;
+        // SAFETY: master holds n f32 (H::Acc is f32 for the half types), x
+        // and low n elements of H (equal shapes, checked); master and low
+        // are unique (no other tensor sees the writes) and distinct buffers
+        // of distinct tensors.
+        unsafe { args.launch(&self.dev, &k, Kernel::axpy_mixed(h), cfg1(grid_for(n))) }?;
+        Ok(())
     }
 }

@@ -231,6 +231,16 @@ impl DenseOps for CudaBackend {
         Ok(())
     }
 
+    fn axpy_mixed<H: Element>(
+        &self,
+        master: &mut BTensor<Self, H::Acc>,
+        alpha: f64,
+        x: &BTensor<Self, H>,
+        low: &mut BTensor<Self, H>,
+    ) -> BResult<()> {
+        self.axpy_mixed_dev(master, alpha, x, low)
+    }
+
     fn sum_rows<T: Element>(&self, x: &BTensor<Self, T>) -> BResult<BTensor<Self, T>> {
         if T::DTYPE.is_half() {
             return self.round_dev(self.sum_rows(&self.widen_dev(x)?));

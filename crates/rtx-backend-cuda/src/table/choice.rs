@@ -540,6 +540,14 @@ impl Kernel {
         }
     }
 
+    /// `axpy_mixed_*` of `h`.
+    pub(crate) fn axpy_mixed(h: Half) -> Kernel {
+        match h {
+            Half::Bf16 => Kernel::AxpyMixedBf16,
+            Half::F16 => Kernel::AxpyMixedF16,
+        }
+    }
+
     /// `{sum0,smb0,gss0}_*`.
     pub(crate) fn fused0(op: Fused0, v: SumVec) -> Kernel {
         use Fused0::{GatherScale, Read, SoftmaxBwd};

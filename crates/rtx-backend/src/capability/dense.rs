@@ -112,6 +112,40 @@ pub trait DenseOps: BackendCore {
         Ok(())
     }
 
+    /// The weight update of mixed-precision training, in one pass on a
+    /// device: `master = master + alpha * x` with `x` (of a narrower type
+    /// `H`, a gradient) widened exactly to `master`'s type `H::Acc` (the bits
+    /// of `axpy(master, alpha, &convert(x))`), then `low = master` rounded
+    /// once to `H` (the bits of `convert(master)`): the master weights
+    /// updated and their copy in `H` for the next step's forward pass. For
+    /// `f32` and `f64` (their own `Acc`), `low` becomes a copy of `master`.
+    ///
+    /// Default: a host round trip over [`crate::reference::axpy`] and
+    /// [`crate::reference::convert`]. Device backends override it.
+    ///
+    /// # Errors
+    /// [`Error::ShapeMismatch`](crate::Error::ShapeMismatch) when `x` or
+    /// `low` has another shape than `master` (before any work: nothing
+    /// changed).
+    fn axpy_mixed<H: Element>(
+        &self,
+        master: &mut BTensor<Self, H::Acc>,
+        alpha: f64,
+        x: &BTensor<Self, H>,
+        low: &mut BTensor<Self, H>,
+    ) -> Result<()> {
+        ops::check_same("axpy_mixed", master.shape(), x.shape())?;
+        ops::check_same("axpy_mixed", master.shape(), low.shape())?;
+        let mut hm = self.download(master)?;
+        let hx = crate::reference::convert::<H, H::Acc>(&self.download(x)?);
+        crate::reference::axpy(&mut hm, alpha, &hx);
+        let hl = crate::reference::convert::<H::Acc, H>(&hm);
+        let shape = master.shape().to_vec();
+        *master = self.upload(&hm, &shape)?;
+        *low = self.upload(&hl, &shape)?;
+        Ok(())
+    }
+
     /// Column sums of `x: [n, f]` into `[1, f]` (`n == 0` gives zeros); the
     /// reference sums the rows in the canonical order (a dense op: held to it
     /// within a tolerance, see the trait docs).

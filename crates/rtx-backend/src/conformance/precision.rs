@@ -241,6 +241,31 @@ fn dense_case<B: Backend, T: Element>(b: &B) {
         &to64(&want),
         tol::<T>(),
     );
+    // axpy_mixed: the same backend's axpy on the widened x, then one rounding
+    let m0: Vec<T::Acc> = reference::convert::<T, T::Acc>(&y);
+    let mut master = up(b, &m0, &[rows, f]);
+    let mut low = up(b, &x, &[rows, f]);
+    b.axpy_mixed(&mut master, -1e-1, &xt, &mut low)
+        .expect("axpy_mixed");
+    let mut want = up(b, &m0, &[rows, f]);
+    let xw = b.convert::<T, T::Acc>(&xt).expect("convert");
+    b.axpy(&mut want, -1e-1, &xw)
+        .expect("axpy of the widened x");
+    let want = down(b, &want);
+    assert_bits(&format!("axpy_mixed master {ty}"), &down(b, &master), &want);
+    let want_low = reference::convert::<T::Acc, T>(&want);
+    assert_bits(&format!("axpy_mixed low {ty}"), &down(b, &low), &want_low);
+    let mut short = up(b, &x[..f], &[1, f]);
+    let err = b.axpy_mixed(&mut master, 1.0, &xt, &mut short);
+    assert!(
+        matches!(err, Err(Error::ShapeMismatch { .. })),
+        "axpy_mixed {ty}: a low of another shape is an error, got {err:?}"
+    );
+    assert_bits(
+        &format!("axpy_mixed {ty} after an error"),
+        &down(b, &master),
+        &want,
+    );
     let big: Vec<T> = data(56, 1000 * 3, 1.0);
     let bt = up(b, &big, &[1000, 3]);
     let got = b.sum_rows(&bt).expect("sum_rows");

@@ -3,18 +3,18 @@
 //! `f16`, each op computing in `f32` and rounding once), master weights,
 //! loss and SGD in `f32`.
 //!
-//! A step rounds the `f32` master weights once to `H`, runs the forward
-//! pass in `H`, widens the output to `f32` for the loss (`mean(y^2)` and its
-//! gradient `2y / n` in `f32`, the gradient then rounded to `H`), runs the
-//! backward pass in `H`, and widens every gradient to `f32` for the update.
-//! Every op is deterministic, so a run gives the same loss bits every time,
-//! for any thread count, on every backend whose ops give the same bits.
+//! A pass runs the forward pass in `H` on the weights rounded once to `H`,
+//! widens the output to `f32` for the loss (`mean(y^2)` and its gradient
+//! `2y / n` in `f32`, the gradient then rounded to `H`) and runs the
+//! backward pass in `H`. [`HetGat::loss_and_grads_mixed`] widens the
+//! gradients to `f32`; [`MixedHetGat`] trains, keeping the weights in `f32`
+//! and in `H` and updating both in one op per parameter.
 
 use rtx_backend::prelude::*;
 use rtx_backend::{BTensor, Element, Unary};
 
 use super::forward::mse;
-use super::{DeviceLoss, HetGat, LossAndGrads};
+use super::{DeviceLoss, Grads, HetGat, LossAndGrads};
 use crate::Result;
 use crate::topology::Topology;
 
@@ -56,13 +56,9 @@ impl<B: Backend> HetGat<B, f32> {
         x: &[BTensor<B, H>],
         input_grads: bool,
     ) -> Result<LossAndGrads<B, f32, DeviceLoss<B, f32>>> {
-        let low = self.to_precision::<H>(b)?;
-        let fw = low.run_forward(b, graph, x)?;
-        let y = b.convert::<H, f32>(&fw.y)?;
-        let loss = mse(b, &y)?;
-        let dy = b.unary(Unary::Scale(2.0 / loss.rows.max(1) as f64), &y)?;
-        let dy = b.convert::<f32, H>(&dy)?;
-        let (grads, dx) = low.backward(b, graph, &fw, &dy, x.len(), input_grads)?;
+        let (loss, grads, dx) = self
+            .to_precision::<H>(b)?
+            .mixed_pass(b, graph, x, input_grads)?;
         let widen = |g: Option<BTensor<B, H>>| g.map(|g| b.convert::<H, f32>(&g)).transpose();
         Ok(LossAndGrads {
             loss,
@@ -76,22 +72,107 @@ impl<B: Backend> HetGat<B, f32> {
                 .collect::<rtx_backend::Result<_>>()?,
         })
     }
+}
 
-    /// One mixed-precision training step: [`HetGat::loss_and_grads_mixed`]
-    /// (forward and backward in `H`), then SGD on the `f32` master weights.
-    /// Returns the `f32` loss before the update.
+/// The loss, the parameter gradients and the input gradients of a pass in `H`.
+type MixedPass<B, H> = (DeviceLoss<B, f32>, Grads<B, H>, Vec<Option<BTensor<B, H>>>);
+
+impl<B: Backend, H: Element> HetGat<B, H> {
+    /// Forward and backward in `H` (this model's weights), the loss
+    /// `mean(y^2)` and its gradient `2y / n` in `f32` from the widened
+    /// output, the gradient rounded to `H` for the backward pass.
+    fn mixed_pass<G: Topology<B> + ?Sized>(
+        &self,
+        b: &B,
+        graph: &G,
+        x: &[BTensor<B, H>],
+        input_grads: bool,
+    ) -> Result<MixedPass<B, H>> {
+        let fw = self.run_forward(b, graph, x)?;
+        let y = b.convert::<H, f32>(&fw.y)?;
+        let loss = mse(b, &y)?;
+        let dy = b.unary(Unary::Scale(2.0 / loss.rows.max(1) as f64), &y)?;
+        let dy = b.convert::<f32, H>(&dy)?;
+        let (grads, dx) = self.backward(b, graph, &fw, &dy, x.len(), input_grads)?;
+        Ok((loss, grads, dx))
+    }
+}
+
+/// Mixed-precision training of a [`HetGat`]: `f32` master weights and
+/// their copy rounded to `H` (`bf16` or `f16`, whose arithmetic is `f32`), which the forward and
+/// backward passes use. A step runs the pass in `H` (activations, messages,
+/// attention and their gradients in `H`, each op computing in `f32` and
+/// rounding once), the loss `mean(y^2)` in `f32`, and updates every master
+/// weight from its `H` gradient and rounds it to `H` again in one op
+/// ([`DenseOps::axpy_mixed`](rtx_backend::DenseOps::axpy_mixed)): the bits
+/// of SGD on the widened gradients followed by rounding the weights at the
+/// next step. Every op is deterministic, so a run gives the same loss bits
+/// every time, for any thread count, on every backend whose ops give the
+/// same bits.
+#[derive(Debug)]
+pub struct MixedHetGat<B: Backend, H: Element<Acc = f32>> {
+    master: HetGat<B, f32>,
+    low: HetGat<B, H>,
+}
+
+impl<B: Backend, H: Element<Acc = f32>> MixedHetGat<B, H> {
+    /// Mixed-precision training of `master`: its weights rounded once to `H`.
+    ///
+    /// # Errors
+    /// Backend errors.
+    pub fn new(b: &B, master: HetGat<B, f32>) -> Result<Self> {
+        let low = master.to_precision::<H>(b)?;
+        Ok(Self { master, low })
+    }
+
+    /// The `f32` master model.
+    pub fn master(&self) -> &HetGat<B, f32> {
+        &self.master
+    }
+
+    /// The `f32` master model, the copy in `H` dropped.
+    pub fn into_master(self) -> HetGat<B, f32> {
+        self.master
+    }
+
+    /// One training step on inputs `x` in `H`: forward and backward in `H`,
+    /// then SGD at `lr` on the master weights and their copy in `H`. Returns
+    /// the `f32` loss before the update.
     ///
     /// # Errors
     /// As [`HetGat::forward`].
-    pub fn train_step_mixed<H: Element, G: Topology<B> + ?Sized>(
+    pub fn train_step<G: Topology<B> + ?Sized>(
         &mut self,
         b: &B,
         graph: &G,
         x: &[BTensor<B, H>],
         lr: f64,
     ) -> Result<f32> {
-        let LossAndGrads { loss, grads, .. } = self.loss_and_grads_mixed(b, graph, x, false)?;
-        self.sgd(b, &grads, lr)?;
-        loss.read(b)
+        self.train_step_enqueued(b, graph, x, lr)?.read(b)
+    }
+
+    /// [`MixedHetGat::train_step`] with the loss left on the device:
+    /// nothing here waits for the device, so a device backend can record
+    /// the whole step once and replay it (both copies of the weights are
+    /// updated in place).
+    ///
+    /// # Errors
+    /// As [`HetGat::forward`].
+    pub fn train_step_enqueued<G: Topology<B> + ?Sized>(
+        &mut self,
+        b: &B,
+        graph: &G,
+        x: &[BTensor<B, H>],
+        lr: f64,
+    ) -> Result<DeviceLoss<B, f32>> {
+        let (loss, grads, _) = self.low.mixed_pass(b, graph, x, false)?;
+        // the gradients are the low model's own: one per parameter, its shape
+        let pairs = self.master.params.iter_mut().zip(&mut self.low.params);
+        for ((master, low), g) in pairs.zip(&grads) {
+            if let Some(g) = g {
+                b.axpy_mixed(master, -lr, g, low)?;
+            }
+        }
+        Ok(loss)
     }
 }
