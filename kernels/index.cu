@@ -66,14 +66,14 @@ struct LoadHalf {
 };
 
 // Sum of values [a, b) (b > a) of column-vector j, left to right from the
-// first value. Loads go out in batches of 8 before their adds, so 8 are in
-// flight per thread: the throughput form, for large problems where many
-// chunks run at once.
-template <typename V, bool INDIRECT, typename Ld = LoadSame<V>>
+// first value. Loads go out in batches of UNROLL (8) before their adds, so
+// UNROLL are in flight per thread: the throughput form, for large problems
+// where many chunks run at once. (Half rows move half the bytes per load
+// and take batches of 16, so as many bytes are in flight as for f32.)
+template <typename V, bool INDIRECT, typename Ld = LoadSame<V>, u32 UNROLL = 8>
 __device__ __forceinline__ V chunk_sum_batched(const typename Ld::S* __restrict__ vals,
                                                const u32* __restrict__ pos, u32 a, u32 b,
                                                u64 W, u64 j) {
-    constexpr u32 UNROLL = 8;
     const Ld ld;
     V acc = ld.cvt(ld.load(vals + value_row<INDIRECT>(pos, a) * W + j));
     u32 p = a + 1;
@@ -214,7 +214,7 @@ __device__ __forceinline__ void scatter_level_half(
             if (INDIRECT) {
                 typedef LoadHalf<K, HS, V> Ld;
                 sum = PIPE ? chunk_sum_pipelined<V, true, Ld>(vals, pos, ch.a, ch.b, W, j)
-                           : chunk_sum_batched<V, true, Ld>(vals, pos, ch.a, ch.b, W, j);
+                           : chunk_sum_batched<V, true, Ld, 16>(vals, pos, ch.a, ch.b, W, j);
             } else {
                 sum = PIPE ? chunk_sum_pipelined<V, false>(acc, pos, ch.a, ch.b, W, j)
                            : chunk_sum_batched<V, false>(acc, pos, ch.a, ch.b, W, j);
