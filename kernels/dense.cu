@@ -6,12 +6,31 @@
 //
 // Every kernel is written once over an element kind K (model.cuh: KF32,
 // KF64, KBf16, KF16): it reads stored elements K::S, widens each once
-// (K::ld), computes in K::A exactly as the f32 kernel does, and rounds each
-// output once as it stores it (K::st). Scratch between levels (a product's
-// chunk sums, the column sums' levels) stays K::A. For f32 and f64 every
-// kind member is the identity, so those kernels are the plain ones.
+// (K::ld, or Operand below), computes in K::A exactly as the f32 kernel
+// does, and rounds each output once as it stores it (K::st). Scratch between
+// levels (a product's chunk sums, the column sums' levels) stays K::A. For
+// f32 and f64 every kind member is the identity, so those kernels are the
+// plain ones.
 #include "common.cuh"
 #include "model.cuh"
+
+// A stored element as an operand of a product: K::ld's value but for a NaN,
+// whose payload no product or sum keeps (the device's operations make their
+// own NaN), so a half is widened by the one-instruction conversion
+// (common.cuh's widen_sum) instead of the host's NaN-exact one. Only where
+// every output is a product or a sum of products (the matmul, the dots,
+// head_scale_rows' products); a column sum of one row passes its element on
+// and reads it with K::ld.
+template <typename K>
+struct Operand {
+    static __device__ __forceinline__ typename K::A ld(typename K::S v) { return K::ld(v); }
+    static __device__ __forceinline__ typename K::AV vld(typename K::SV v) { return K::vld(v); }
+};
+template <typename H>
+struct Operand<KHalf<H>> {
+    static __device__ __forceinline__ float ld(u16 v) { return H::widen_sum(v); }
+    static __device__ __forceinline__ f32x8 vld(uint4 v) { return hwiden<H>(v); }
+};
 
 // ---------------------------------------------------------------- canonical sums
 
@@ -31,22 +50,23 @@ __device__ __forceinline__ typename K::A canon_dot(const typename K::S* __restri
         // the same products and additions, read as 16-byte vectors
         const SV* __restrict__ av = reinterpret_cast<const SV*>(a);
         const SV* __restrict__ bv = reinterpret_cast<const SV*>(b);
-        AV x = K::vld(__ldg(av)), y = K::vld(__ldg(bv));
+        AV x = Operand<K>::vld(__ldg(av)), y = Operand<K>::vld(__ldg(bv));
         T s = rmul(comps(x)[0], comps(y)[0]);
 #pragma unroll
         for (u32 k = 1; k < N; ++k) s = radd(s, rmul(comps(x)[k], comps(y)[k]));
 #pragma unroll 4
         for (u64 q = 1; q < c / N; ++q) {
-            x = K::vld(__ldg(av + q));
-            y = K::vld(__ldg(bv + q));
+            x = Operand<K>::vld(__ldg(av + q));
+            y = Operand<K>::vld(__ldg(bv + q));
 #pragma unroll
             for (u32 k = 0; k < N; ++k) s = radd(s, rmul(comps(x)[k], comps(y)[k]));
         }
         return s;
     }
-    T s = rmul(K::ld(a[0]), K::ld(b[0]));
+    typedef Operand<K> O;
+    T s = rmul(O::ld(a[0]), O::ld(b[0]));
     if (c <= RTX_CANONICAL_BLOCK) {
-        for (u64 q = 1; q < c; ++q) s = radd(s, rmul(K::ld(a[q]), K::ld(b[q])));
+        for (u64 q = 1; q < c; ++q) s = radd(s, rmul(O::ld(a[q]), O::ld(b[q])));
         return s;
     }
     const int MAXL = 8;
@@ -66,7 +86,7 @@ __device__ __forceinline__ typename K::A canon_dot(const typename K::S* __restri
     }
     T result = T(0);
     for (u64 q = 0; q < c; ++q) {
-        T v = rmul(K::ld(a[q]), K::ld(b[q]));
+        T v = rmul(O::ld(a[q]), O::ld(b[q]));
         int l = 0;
         for (;;) {
             if (l == top) {
@@ -295,7 +315,8 @@ struct HeadScaleLoad {
     u64 a_rs;
     // j < f, a row of a tensor: the head in 32-bit arithmetic
     __device__ __forceinline__ typename K::A operator()(u64 r, u64 j) const {
-        return rmul(K::ld(__ldg(a + r * a_rs + j)), K::ld(__ldg(s + r * heads + (u32)j / c)));
+        typedef Operand<K> O;
+        return rmul(O::ld(__ldg(a + r * a_rs + j)), O::ld(__ldg(s + r * heads + (u32)j / c)));
     }
 };
 
@@ -432,13 +453,13 @@ __device__ __forceinline__ void matmul_level0(const typename K::S* __restrict__ 
             for (u32 q = 0; q < PA; ++q) {
                 const TileSlot s = tile_slot<TM>(threadIdx.x + NT * q, a_along_k);
                 const u64 gi = tm * TM + s.x;
-                ra[q] = (gi < m && s.kk < kc) ? K::ld(a[gi * a_rs + (pb + s.kk) * a_ps]) : T(0);
+                ra[q] = (gi < m && s.kk < kc) ? Operand<K>::ld(a[gi * a_rs + (pb + s.kk) * a_ps]) : T(0);
             }
 #pragma unroll
             for (u32 q = 0; q < PB; ++q) {
                 const TileSlot s = tile_slot<TN>(threadIdx.x + NT * q, b_along_k);
                 const u64 gj = tn * TN + s.x;
-                rb[q] = (gj < n && s.kk < kc) ? K::ld(b[(pb + s.kk) * b_ps + gj * b_js]) : T(0);
+                rb[q] = (gj < n && s.kk < kc) ? Operand<K>::ld(b[(pb + s.kk) * b_ps + gj * b_js]) : T(0);
             }
         };
         fetch(p0);
@@ -548,7 +569,7 @@ __device__ __forceinline__ void matmul_dot_rows(const typename K::S* __restrict_
         const u32 kc = (u32)min((u64)RTX_CANONICAL_BLOCK, k - p0);
         for (u32 e = threadIdx.x; e < kc * nn; e += RTX_BLOCK) {
             const u32 p = e / nn, j = e - p * nn;
-            bs[p][j] = K::ld(b[(p0 + p) * b_ps + j * b_js]);
+            bs[p][j] = Operand<K>::ld(b[(p0 + p) * b_ps + j * b_js]);
         }
         __syncthreads();
         if (i < m) {
@@ -569,14 +590,15 @@ __device__ __forceinline__ void matmul_dot_rows(const typename K::S* __restrict_
                     static_assert(B % N == 0, "whole vectors per batch");
 #pragma unroll
                     for (u32 q = 0; q < B / N; ++q) {
-                        const AV v = K::vld(__ldg(reinterpret_cast<const SV*>(ap + p) + q));
+                        const AV v =
+                            Operand<K>::vld(__ldg(reinterpret_cast<const SV*>(ap + p) + q));
 #pragma unroll
                         for (u32 c = 0; c < N; ++c) x[q * N + c] = comps(v)[c];
                     }
                 } else {
 #pragma unroll
                     for (u32 q = 0; q < B; ++q)
-                        if (p + q < kc) x[q] = K::ld(__ldg(ap + (u64)(p + q) * a_ps));
+                        if (p + q < kc) x[q] = Operand<K>::ld(__ldg(ap + (u64)(p + q) * a_ps));
                 }
 #pragma unroll
                 for (u32 q = 0; q < B; ++q)
@@ -628,14 +650,15 @@ __device__ __forceinline__ void matmul_dot_outputs(const typename K::S* __restri
             T x[8], y[8];
 #pragma unroll
             for (u32 q = 0; q < 8; ++q) {
-                x[q] = K::ld(__ldg(ap + (p + q) * a_ps));
-                y[q] = K::ld(__ldg(bp + (p + q) * b_ps));
+                x[q] = Operand<K>::ld(__ldg(ap + (p + q) * a_ps));
+                y[q] = Operand<K>::ld(__ldg(bp + (p + q) * b_ps));
             }
 #pragma unroll
             for (u32 q = 0; q < 8; ++q) acc = radd(acc, rmul(x[q], y[q]));
         }
         for (; p < p1; ++p)
-            acc = radd(acc, rmul(K::ld(__ldg(ap + p * a_ps)), K::ld(__ldg(bp + p * b_ps))));
+            acc = radd(acc, rmul(Operand<K>::ld(__ldg(ap + p * a_ps)),
+                                 Operand<K>::ld(__ldg(bp + p * b_ps))));
         if (part)
             part[t] = acc;
         else

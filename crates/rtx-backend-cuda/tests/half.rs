@@ -19,7 +19,7 @@ use rayon::prelude::*;
 use rtx_backend::conformance::{indices, splitmix64, values};
 use rtx_backend::order::canonical_sum;
 use rtx_backend::prelude::*;
-use rtx_backend::{Element, IndexPlan, bf16, f16};
+use rtx_backend::{BTensor, Element, IndexPlan, bf16, f16};
 use rtx_backend_cpu::CpuBackend;
 use rtx_backend_cuda::{CudaBackend, ScatterForm, TransposeTile};
 
@@ -590,6 +590,79 @@ fn dense_case<T: FromF32>(g: &CudaBackend, c: &CpuBackend) {
     }
 }
 
+/// The ops of [`dense_case`] on inputs with NaN (payloads included),
+/// infinities, -0.0 and subnormals: bit for bit the device's own f32 op on
+/// the widened inputs, rounded once (the NaN a product or sum makes is the
+/// device's, so every bit is compared; a one-row column sum passes its
+/// element's payload on).
+fn special_case<T: FromF32>(g: &CudaBackend) {
+    type G = CudaBackend;
+    let ty = T::DTYPE.name();
+    let up = |v: &[T], shape: &[usize]| g.upload(v, shape).unwrap();
+    let w = |t: &BTensor<G, T>| g.convert::<T, f32>(t).unwrap();
+    let r = |t: BTensor<G, f32>| g.download(&g.convert::<f32, T>(&t).unwrap()).unwrap();
+    for (m, k, n) in [
+        (37, 300, 9),
+        (5, 256, 1),
+        (33, 600, 8),
+        (20, 300, 24),
+        (70, 16, 70),
+    ] {
+        let (a, b) = (
+            up(&mixed(51, m * k, true), &[m, k]),
+            up(&mixed(52, k * n, true), &[k, n]),
+        );
+        let got = g
+            .download(&g.matmul(&a, false, &b, false).unwrap())
+            .unwrap();
+        let want = r(g.matmul(&w(&a), false, &w(&b), false).unwrap());
+        assert_bits(&format!("{ty} matmul {m}x{k}x{n} specials"), &got, &want);
+    }
+    for (n, f) in [(1, 40), (300, 40)] {
+        let x = up(&mixed(53, n * f, true), &[n, f]);
+        let got = g.download(&g.sum_rows(&x).unwrap()).unwrap();
+        let want = r(g.sum_rows(&w(&x)).unwrap());
+        assert_bits(&format!("{ty} sum_rows {n}x{f} specials"), &got, &want);
+        let s = up(&mixed(54, n * 2, true), &[n, 2]);
+        let got = g.download(&g.head_scale_sum_rows(&x, &s).unwrap()).unwrap();
+        let want = r(g.head_scale_sum_rows(&w(&x), &w(&s)).unwrap());
+        assert_bits(
+            &format!("{ty} head_scale_sum_rows {n}x{f} specials"),
+            &got,
+            &want,
+        );
+    }
+    for (n, heads, ch) in [(200, 4, 16), (20, 2, 300), (200, 3, 5)] {
+        let f = heads * ch;
+        let (a, b) = (
+            up(&mixed(55, n * f, true), &[n, f]),
+            up(&mixed(56, n * f, true), &[n, f]),
+        );
+        let got = g.download(&g.head_dot(&a, &b, heads).unwrap()).unwrap();
+        let want = r(g.head_dot(&w(&a), &w(&b), heads).unwrap());
+        assert_bits(
+            &format!("{ty} head_dot {n}x{heads}x{ch} specials"),
+            &got,
+            &want,
+        );
+        let (ai, bi) = (indices(57, 3 * n, n, true), indices(58, 3 * n, n, false));
+        let got = g
+            .download(&g.gather_head_dot(&a, &ai, &b, &bi, heads).unwrap())
+            .unwrap();
+        let want = r(g.gather_head_dot(&w(&a), &ai, &w(&b), &bi, heads).unwrap());
+        assert_bits(
+            &format!("{ty} gather_head_dot {heads}x{ch} specials"),
+            &got,
+            &want,
+        );
+        let got = g
+            .download(&g.gather_add(&a, &ai, &b, &bi).unwrap())
+            .unwrap();
+        let want = r(g.gather_add(&w(&a), &ai, &w(&b), &bi).unwrap());
+        assert_bits(&format!("{ty} gather_add f = {f} specials"), &got, &want);
+    }
+}
+
 #[test]
 fn half_dense_and_fused_ops_are_the_f32_ops_rounded_once() {
     // a backend of its own: the test changes its kernel choices
@@ -597,4 +670,7 @@ fn half_dense_and_fused_ops_are_the_f32_ops_rounded_once() {
     let c = CpuBackend::reference();
     dense_case::<bf16>(&g, &c);
     dense_case::<f16>(&g, &c);
+    g.set_col_sums(rtx_backend_cuda::ColSums::Climb);
+    special_case::<bf16>(&g);
+    special_case::<f16>(&g);
 }
