@@ -453,13 +453,15 @@ __device__ __forceinline__ void matmul_level0(const typename K::S* __restrict__ 
             for (u32 q = 0; q < PA; ++q) {
                 const TileSlot s = tile_slot<TM>(threadIdx.x + NT * q, a_along_k);
                 const u64 gi = tm * TM + s.x;
-                ra[q] = (gi < m && s.kk < kc) ? Operand<K>::ld(a[gi * a_rs + (pb + s.kk) * a_ps]) : T(0);
+                ra[q] = (gi < m && s.kk < kc) ? Operand<K>::ld(a[gi * a_rs + (pb + s.kk) * a_ps])
+                        : T(0);
             }
 #pragma unroll
             for (u32 q = 0; q < PB; ++q) {
                 const TileSlot s = tile_slot<TN>(threadIdx.x + NT * q, b_along_k);
                 const u64 gj = tn * TN + s.x;
-                rb[q] = (gj < n && s.kk < kc) ? Operand<K>::ld(b[(pb + s.kk) * b_ps + gj * b_js]) : T(0);
+                rb[q] = (gj < n && s.kk < kc) ? Operand<K>::ld(b[(pb + s.kk) * b_ps + gj * b_js])
+                        : T(0);
             }
         };
         fetch(p0);
