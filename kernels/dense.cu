@@ -3,8 +3,34 @@
 // product's chunks, head_scale_sum_rows) and the matrix product (tiles of 32
 // or 64 per side, and matmul_dot for products of few columns). Exactness and
 // the shared helpers: model.cuh.
+//
+// Every kernel is written once over an element kind K (model.cuh: KF32,
+// KF64, KBf16, KF16): it reads stored elements K::S, widens each once
+// (K::ld, or Operand below), computes in K::A exactly as the f32 kernel
+// does, and rounds each output once as it stores it (K::st). Scratch between
+// levels (a product's chunk sums, the column sums' levels) stays K::A. For
+// f32 and f64 every kind member is the identity, so those kernels are the
+// plain ones.
 #include "common.cuh"
 #include "model.cuh"
+
+// A stored element as an operand of a product: K::ld's value but for a NaN,
+// whose payload no product or sum keeps (the device's operations make their
+// own NaN), so a half is widened by the one-instruction conversion
+// (common.cuh's widen_sum) instead of the host's NaN-exact one. Only where
+// every output is a product or a sum of products (the matmul, the dots,
+// head_scale_rows' products); a column sum of one row passes its element on
+// and reads it with K::ld.
+template <typename K>
+struct Operand {
+    static __device__ __forceinline__ typename K::A ld(typename K::S v) { return K::ld(v); }
+    static __device__ __forceinline__ typename K::AV vld(typename K::SV v) { return K::vld(v); }
+};
+template <typename H>
+struct Operand<KHalf<H>> {
+    static __device__ __forceinline__ float ld(u16 v) { return H::widen_sum(v); }
+    static __device__ __forceinline__ f32x8 vld(uint4 v) { return hwiden<H>(v); }
+};
 
 // ---------------------------------------------------------------- canonical sums
 
@@ -12,31 +38,35 @@
 // left to right from the first product up to 256 terms; beyond, the block tree
 // of rtx_backend::order::canonical_sum, streamed (each level keeps its open
 // group's sum; a group closes at 256 values or at the level's last value).
-template <typename T>
-__device__ __forceinline__ T canon_dot(const T* __restrict__ a, const T* __restrict__ b, u64 c) {
+template <typename K>
+__device__ __forceinline__ typename K::A canon_dot(const typename K::S* __restrict__ a,
+                                                   const typename K::S* __restrict__ b, u64 c) {
+    typedef typename K::A T;
     if (c == 0) return T(0);
-    typedef typename Vec16<T>::V V;
-    constexpr u32 N = VecT<V>::N;
+    typedef typename K::SV SV;
+    typedef typename K::AV AV;
+    constexpr u32 N = VecT<AV>::N;
     if (c <= RTX_CANONICAL_BLOCK && c % N == 0 && aligned16(a) && aligned16(b)) {
         // the same products and additions, read as 16-byte vectors
-        const V* __restrict__ av = reinterpret_cast<const V*>(a);
-        const V* __restrict__ bv = reinterpret_cast<const V*>(b);
-        V x = __ldg(av), y = __ldg(bv);
+        const SV* __restrict__ av = reinterpret_cast<const SV*>(a);
+        const SV* __restrict__ bv = reinterpret_cast<const SV*>(b);
+        AV x = Operand<K>::vld(__ldg(av)), y = Operand<K>::vld(__ldg(bv));
         T s = rmul(comps(x)[0], comps(y)[0]);
 #pragma unroll
         for (u32 k = 1; k < N; ++k) s = radd(s, rmul(comps(x)[k], comps(y)[k]));
 #pragma unroll 4
         for (u64 q = 1; q < c / N; ++q) {
-            x = __ldg(av + q);
-            y = __ldg(bv + q);
+            x = Operand<K>::vld(__ldg(av + q));
+            y = Operand<K>::vld(__ldg(bv + q));
 #pragma unroll
             for (u32 k = 0; k < N; ++k) s = radd(s, rmul(comps(x)[k], comps(y)[k]));
         }
         return s;
     }
-    T s = rmul(a[0], b[0]);
+    typedef Operand<K> O;
+    T s = rmul(O::ld(a[0]), O::ld(b[0]));
     if (c <= RTX_CANONICAL_BLOCK) {
-        for (u64 q = 1; q < c; ++q) s = radd(s, rmul(a[q], b[q]));
+        for (u64 q = 1; q < c; ++q) s = radd(s, rmul(O::ld(a[q]), O::ld(b[q])));
         return s;
     }
     const int MAXL = 8;
@@ -56,7 +86,7 @@ __device__ __forceinline__ T canon_dot(const T* __restrict__ a, const T* __restr
     }
     T result = T(0);
     for (u64 q = 0; q < c; ++q) {
-        T v = rmul(a[q], b[q]);
+        T v = rmul(O::ld(a[q]), O::ld(b[q]));
         int l = 0;
         for (;;) {
             if (l == top) {
@@ -79,7 +109,7 @@ __device__ __forceinline__ T canon_dot(const T* __restrict__ a, const T* __restr
 }
 
 // out[i, h] = canonical dot of a[i, h*c..] and b[i or 0, h*c..].
-#define RTX_HEAD_DOT(NAME, T)                                                               \
+#define RTX_HEAD_DOT(NAME, T, K)                                                            \
     extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
         NAME(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ out, u64 n,  \
              u64 heads, u64 c, u32 b_bcast) {                                               \
@@ -87,15 +117,18 @@ __device__ __forceinline__ T canon_dot(const T* __restrict__ a, const T* __restr
         const u64 total = n * heads;                                                        \
         for (u64 t = thread_id(); t < total; t += grid_stride()) {                          \
             const u64 i = t / heads, h = t - i * heads;                                     \
-            out[t] = canon_dot(a + i * f + h * c, b + (b_bcast ? 0 : i) * f + h * c, c);    \
+            out[t] = K::st(                                                                 \
+                canon_dot<K>(a + i * f + h * c, b + (b_bcast ? 0 : i) * f + h * c, c));     \
         }                                                                                   \
     }
-RTX_HEAD_DOT(head_dot_f32, float)
-RTX_HEAD_DOT(head_dot_f64, double)
+RTX_HEAD_DOT(head_dot_f32, float, KF32)
+RTX_HEAD_DOT(head_dot_f64, double, KF64)
+RTX_HEAD_DOT(head_dot_bf16, bf16, KBf16)
+RTX_HEAD_DOT(head_dot_f16, f16, KF16)
 
 // out[p, h] = canonical dot of a[ai[p], h*c..] and b[bi[p], h*c..]: exactly
 // head_dot of the two gathers.
-#define RTX_GATHER_HEAD_DOT(NAME, T)                                                        \
+#define RTX_GATHER_HEAD_DOT(NAME, T, K)                                                     \
     extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
         NAME(const T* __restrict__ a, const u32* __restrict__ ai, const T* __restrict__ b,  \
              const u32* __restrict__ bi, T* __restrict__ out, u64 e, u64 heads, u64 c) {    \
@@ -104,11 +137,13 @@ RTX_HEAD_DOT(head_dot_f64, double)
         for (u64 t = thread_id(); t < total; t += grid_stride()) {                          \
             const u64 p = t / heads, h = t - p * heads;                                     \
             const u64 ra = __ldg(ai + p), rb = __ldg(bi + p);                               \
-            out[t] = canon_dot(a + ra * f + h * c, b + rb * f + h * c, c);                  \
+            out[t] = K::st(canon_dot<K>(a + ra * f + h * c, b + rb * f + h * c, c));        \
         }                                                                                   \
     }
-RTX_GATHER_HEAD_DOT(gather_head_dot_f32, float)
-RTX_GATHER_HEAD_DOT(gather_head_dot_f64, double)
+RTX_GATHER_HEAD_DOT(gather_head_dot_f32, float, KF32)
+RTX_GATHER_HEAD_DOT(gather_head_dot_f64, double, KF64)
+RTX_GATHER_HEAD_DOT(gather_head_dot_bf16, bf16, KBf16)
+RTX_GATHER_HEAD_DOT(gather_head_dot_f16, f16, KF16)
 
 // The canonical column sums of a row-major [n, f]: level 0's row g, column
 // j, is the sum of rows 256g .. min(n, 256g + 256) of column j, left to right
@@ -130,10 +165,14 @@ RTX_GATHER_HEAD_DOT(gather_head_dot_f64, double)
 // loads 16 rows at a time (64 registers for f32: 17.2 us for that sum);
 // head_scale_rows, two loads per element, 8 (48 registers: five blocks per
 // SM, so a [80000, 64] is one wave).
+// The tile is kept in the computing type A (f32 for the half types), so its
+// RR_COLS(A) columns are 128 bytes of shared memory per row for every kind
+// (the host's col_sum_tiles counts them with A's size).
 #define RR_COLS(T) (128 / (int)sizeof(T))
-// The levels a column-sum launch climbs (#[repr(C)] ClimbParams in
-// src/device/dense_ops.rs): out[i] holds rows[i] rows of f columns (a T*;
-// out[levels - 1] is the one row of sums), and level i's group G (i >= 1)
+// The levels a column-sum launch climbs (#[repr(C)] RrClimb in
+// src/device/args.rs): out[i] holds rows[i] rows of f columns (K::A scratch
+// for a level of several rows; the last level's one row is the sums, K::S
+// storage, each rounded once), and level i's group G (i >= 1)
 // counts its finished rows in counters[cnt[i] + G * column tiles + tile].
 // The counters are zero between launches: the block that sums a group puts
 // its counter back to zero.
@@ -145,11 +184,29 @@ struct RrClimb {
     u64 levels;
 };
 
+// Whether a kind's stored elements are its computing type (f32, f64).
+template <typename K>
+struct KStoresA {
+    enum { value = sizeof(typename K::S) == sizeof(typename K::A) };
+};
+
+// The column sum v of column `at` of a level's output at `dst`: the one row
+// of sums (`fin`: stored, rounded once) or a level's A scratch.
+template <typename K>
+__device__ __forceinline__ void rr_store(u64 dst, bool fin, u64 at, typename K::A v) {
+    if (fin)
+        reinterpret_cast<typename K::S*>(dst)[at] = K::st(v);
+    else
+        reinterpret_cast<typename K::A*>(dst)[at] = v;
+}
+
 // The tile of rows r0 .. r0 + rows, columns c0 .. c0 + cols, summed down its
-// columns into dst[0 .. cols].
-template <u32 BATCH, typename T, typename Load>
-__device__ __forceinline__ void rr_tile(T (*tile)[RR_COLS(T) + 1], const Load& load, u64 r0,
-                                        u32 rows, u64 c0, u32 cols, T* __restrict__ dst) {
+// columns into columns c0 .. c0 + cols of row g of the level at dst.
+template <u32 BATCH, typename K, typename Load>
+__device__ __forceinline__ void rr_tile(typename K::A (*tile)[RR_COLS(typename K::A) + 1],
+                                        const Load& load, u64 r0, u32 rows, u64 c0, u32 cols,
+                                        u64 dst, bool fin, u64 g, u64 f) {
+    typedef typename K::A T;
     // thread -> column tc, rows tr, tr + P, tr + 2P, ... (P rows per pass)
     const u32 P = RTX_BLOCK / cols;
     const u32 tr = threadIdx.x / cols, tc = threadIdx.x - tr * cols;
@@ -176,14 +233,14 @@ __device__ __forceinline__ void rr_tile(T (*tile)[RR_COLS(T) + 1], const Load& l
             for (u32 q = 0; q < 8; ++q)
                 if (r + q < rows) acc = radd(acc, w[q]);
         }
-        dst[threadIdx.x] = acc;
+        rr_store<K>(dst, fin, g * f + c0 + threadIdx.x, acc);
     }
     __syncthreads();
 }
 
-// in[r, j] of a row-major [n, f] another block of this launch wrote: read
-// from L2 (__ldcg), where the other blocks' writes are visible; this SM's L1
-// could hold a stale copy.
+// in[r, j] of a row-major [n, f] of A another block of this launch wrote:
+// read from L2 (__ldcg), where the other blocks' writes are visible; this
+// SM's L1 could hold a stale copy.
 template <typename T>
 struct FreshRowsLoad {
     const T* in;
@@ -191,11 +248,12 @@ struct FreshRowsLoad {
     __device__ __forceinline__ T operator()(u64 r, u64 j) const { return __ldcg(in + r * f + j); }
 };
 
-template <u32 BATCH, typename T, typename Load>
-__device__ __forceinline__ void reduce_rows_level(const Load& load, u64 n, u64 f,
-                                                  const RrClimb& cl) {
+template <u32 BATCH, typename K, typename Load>
+__device__ __forceinline__ void reduce_rows_level(
+    typename K::A (*tile)[RR_COLS(typename K::A) + 1], const Load& load, u64 n, u64 f,
+    const RrClimb& cl) {
+    typedef typename K::A T;
     constexpr u32 C = RR_COLS(T);
-    __shared__ T tile[RTX_CANONICAL_BLOCK][C + 1];
     __shared__ u32 last;
     const u64 ng = (n + (RTX_CANONICAL_BLOCK - 1)) / RTX_CANONICAL_BLOCK;
     const u64 ct = (f + C - 1) / C;
@@ -204,8 +262,8 @@ __device__ __forceinline__ void reduce_rows_level(const Load& load, u64 n, u64 f
         const u64 g = t / ct, tile_j = t - g * ct, c0 = tile_j * C;
         const u64 r0 = g * RTX_CANONICAL_BLOCK;
         const u32 cols = (u32)min((u64)C, f - c0);
-        rr_tile<BATCH, T>(tile, load, r0, (u32)min((u64)RTX_CANONICAL_BLOCK, n - r0), c0, cols,
-                   reinterpret_cast<T*>(cl.out[0]) + g * f + c0);
+        rr_tile<BATCH, K>(tile, load, r0, (u32)min((u64)RTX_CANONICAL_BLOCK, n - r0), c0, cols,
+                          cl.out[0], cl.rows[0] == 1, g, f);
         // climb while this block finished a group's last row
         u64 child = g;
         for (u64 i = 0; i + 1 < cl.levels; ++i) {
@@ -222,53 +280,95 @@ __device__ __forceinline__ void reduce_rows_level(const Load& load, u64 n, u64 f
             __syncthreads();
             if (!last) break;
             __threadfence();  // the counts, before the rows they count
-            rr_tile<BATCH, T>(tile, FreshRowsLoad<T>{reinterpret_cast<const T*>(cl.out[i]), f}, first,
-                       rows, c0, cols, reinterpret_cast<T*>(cl.out[i + 1]) + grp * f + c0);
+            rr_tile<BATCH, K>(tile, FreshRowsLoad<T>{reinterpret_cast<const T*>(cl.out[i]), f},
+                              first, rows, c0, cols, cl.out[i + 1], cl.rows[i + 1] == 1, grp, f);
             child = grp;
         }
     }
 }
 
-// in[r, j] of a row-major [n, f].
-template <typename T>
+// in[r, j] of a row-major [n, f] of stored elements, widened.
+template <typename K>
 struct RowsLoad {
+    const typename K::S* __restrict__ in;
+    u64 f;
+    __device__ __forceinline__ typename K::A operator()(u64 r, u64 j) const {
+        return K::ld(__ldg(in + r * f + j));
+    }
+};
+
+// in[r, j] of a row-major [n, f] of A (a product's chunk sums, a level).
+template <typename T>
+struct AccRowsLoad {
     const T* __restrict__ in;
     u64 f;
     __device__ __forceinline__ T operator()(u64 r, u64 j) const { return __ldg(in + r * f + j); }
 };
 
 // a[r or 0, j] * s[r, j / c]: head_scale's product, computed as it is summed.
-template <typename T>
+template <typename K>
 struct HeadScaleLoad {
-    const T* __restrict__ a;
-    const T* __restrict__ s;
+    const typename K::S* __restrict__ a;
+    const typename K::S* __restrict__ s;
     u64 f, heads;
     u32 c;
     u64 a_rs;
     // j < f, a row of a tensor: the head in 32-bit arithmetic
-    __device__ __forceinline__ T operator()(u64 r, u64 j) const {
-        return rmul(__ldg(a + r * a_rs + j), __ldg(s + r * heads + (u32)j / c));
+    __device__ __forceinline__ typename K::A operator()(u64 r, u64 j) const {
+        typedef Operand<K> O;
+        return rmul(O::ld(__ldg(a + r * a_rs + j)), O::ld(__ldg(s + r * heads + (u32)j / c)));
     }
 };
 
-#define RTX_REDUCE_ROWS(NAME, T)                                                            \
-    extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
-        NAME(const T* __restrict__ in, u64 n, u64 f, RrClimb cl) {                          \
-        reduce_rows_level<16, T>(RowsLoad<T>{in, f}, n, f, cl);                             \
+// The column sums of the stored rows at `in`, or of the A rows at `acc` when
+// it is not null (a product's chunk sums, a level the host launched alone).
+template <typename K>
+__device__ __forceinline__ void reduce_rows_body(const typename K::S* __restrict__ in,
+                                                 const typename K::A* __restrict__ acc, u64 n,
+                                                 u64 f, const RrClimb& cl) {
+    typedef typename K::A T;
+    __shared__ T tile[RTX_CANONICAL_BLOCK][RR_COLS(T) + 1];
+    if constexpr (KStoresA<K>::value) {
+        const T* src = acc ? acc : reinterpret_cast<const T*>(in);
+        reduce_rows_level<16, K>(tile, AccRowsLoad<T>{src, f}, n, f, cl);
+    } else if (acc) {
+        reduce_rows_level<16, K>(tile, AccRowsLoad<T>{acc, f}, n, f, cl);
+    } else {
+        reduce_rows_level<16, K>(tile, RowsLoad<K>{in, f}, n, f, cl);
     }
-RTX_REDUCE_ROWS(reduce_rows_f32, float)
-RTX_REDUCE_ROWS(reduce_rows_f64, double)
+}
+
+#define RTX_REDUCE_ROWS(NAME, T, A, K)                                                      \
+    extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
+        NAME(const T* __restrict__ in, const A* __restrict__ acc, u64 n, u64 f, RrClimb cl) { \
+        reduce_rows_body<K>(in, acc, n, f, cl);                                             \
+    }
+RTX_REDUCE_ROWS(reduce_rows_f32, float, float, KF32)
+RTX_REDUCE_ROWS(reduce_rows_f64, double, double, KF64)
+RTX_REDUCE_ROWS(reduce_rows_bf16, bf16, float, KBf16)
+RTX_REDUCE_ROWS(reduce_rows_f16, f16, float, KF16)
 
 // head_scale_sum_rows: reduce_rows of head_scale(a, s) without storing the
 // products (a_rs = 0 broadcasts a's one row).
-#define RTX_HEAD_SCALE_ROWS(NAME, T)                                                        \
+template <typename K>
+__device__ __forceinline__ void head_scale_rows_body(const typename K::S* __restrict__ a,
+                                                     const typename K::S* __restrict__ s, u64 n,
+                                                     u64 f, u64 c, u64 a_rs, const RrClimb& cl) {
+    typedef typename K::A T;
+    __shared__ T tile[RTX_CANONICAL_BLOCK][RR_COLS(T) + 1];
+    reduce_rows_level<8, K>(tile, HeadScaleLoad<K>{a, s, f, f / c, (u32)c, a_rs}, n, f, cl);
+}
+
+#define RTX_HEAD_SCALE_ROWS(NAME, T, K)                                                     \
     extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
         NAME(const T* __restrict__ a, const T* __restrict__ s, u64 n, u64 f, u64 c, u64 a_rs, \
              RrClimb cl) {                                                                  \
-        reduce_rows_level<8, T>(HeadScaleLoad<T>{a, s, f, f / c, (u32)c, a_rs}, n, f, cl);  \
+        head_scale_rows_body<K>(a, s, n, f, c, a_rs, cl);                                   \
     }
-RTX_HEAD_SCALE_ROWS(head_scale_rows_f32, float)
-RTX_HEAD_SCALE_ROWS(head_scale_rows_f64, double)
+RTX_HEAD_SCALE_ROWS(head_scale_rows_f32, float, KF32)
+RTX_HEAD_SCALE_ROWS(head_scale_rows_f64, double, KF64)
+RTX_HEAD_SCALE_ROWS(head_scale_rows_bf16, bf16, KBf16)
+RTX_HEAD_SCALE_ROWS(head_scale_rows_f16, f16, KF16)
 
 // ---------------------------------------------------------------- matrix product
 
@@ -282,8 +382,11 @@ RTX_HEAD_SCALE_ROWS(head_scale_rows_f64, double)
 // each of its TM*TN/16 threads owns a 4x4 register tile (rows 4ty + r,
 // columns 4tx + c: one vector load of each operand per step, the next K-tile
 // loaded meanwhile). The tile changes which thread computes an output, never
-// the order of its additions. With one chunk (k <= 256) this is the product;
-// otherwise reduce_rows sums the chunks in the canonical order.
+// the order of its additions. With one chunk (k <= 256) this is the product,
+// each output rounded once into out (part is null); otherwise the chunk sums
+// go to part (K::A scratch) and reduce_rows sums them in the canonical order.
+// Stored operands are widened once, as they are fetched into registers: the
+// shared tiles and the inner loop are the f32 ones.
 #define MM_T RTX_MATMUL_TILE
 #define MM_K 16
 // row padding of the shared tiles: keeps rows 16-byte aligned for load4
@@ -312,11 +415,15 @@ __device__ __forceinline__ TileSlot tile_slot(u32 e, bool along_k) {
     return along_k ? TileSlot{e % MM_K, e / MM_K} : TileSlot{e / E, e % E};
 }
 
-template <typename T, int TM, int TN>
-__device__ __forceinline__ void matmul_level0(const T* __restrict__ a, const T* __restrict__ b,
-                                              T* __restrict__ out, u64 m, u64 n, u64 k,
-                                              u64 a_rs, u64 a_ps, u64 b_ps, u64 b_js,
-                                              T (*As)[MM_T + MM_PAD], T (*Bs)[MM_T + MM_PAD]) {
+template <typename K, int TM, int TN>
+__device__ __forceinline__ void matmul_level0(const typename K::S* __restrict__ a,
+                                              const typename K::S* __restrict__ b,
+                                              typename K::S* __restrict__ out,
+                                              typename K::A* __restrict__ part, u64 m, u64 n,
+                                              u64 k, u64 a_rs, u64 a_ps, u64 b_ps, u64 b_js,
+                                              typename K::A (*As)[MM_T + MM_PAD],
+                                              typename K::A (*Bs)[MM_T + MM_PAD]) {
+    typedef typename K::A T;
     constexpr u32 NT = (TM / 4) * (TN / 4);  // threads
     constexpr u32 PA = TM * MM_K / NT, PB = TN * MM_K / NT;  // K-tile loads per thread
     static_assert(TM <= MM_T && TN <= MM_T && NT <= RTX_BLOCK, "tile fits the block");
@@ -346,13 +453,15 @@ __device__ __forceinline__ void matmul_level0(const T* __restrict__ a, const T* 
             for (u32 q = 0; q < PA; ++q) {
                 const TileSlot s = tile_slot<TM>(threadIdx.x + NT * q, a_along_k);
                 const u64 gi = tm * TM + s.x;
-                ra[q] = (gi < m && s.kk < kc) ? a[gi * a_rs + (pb + s.kk) * a_ps] : T(0);
+                ra[q] = (gi < m && s.kk < kc) ? Operand<K>::ld(a[gi * a_rs + (pb + s.kk) * a_ps])
+                        : T(0);
             }
 #pragma unroll
             for (u32 q = 0; q < PB; ++q) {
                 const TileSlot s = tile_slot<TN>(threadIdx.x + NT * q, b_along_k);
                 const u64 gj = tn * TN + s.x;
-                rb[q] = (gj < n && s.kk < kc) ? b[(pb + s.kk) * b_ps + gj * b_js] : T(0);
+                rb[q] = (gj < n && s.kk < kc) ? Operand<K>::ld(b[(pb + s.kk) * b_ps + gj * b_js])
+                        : T(0);
             }
         };
         fetch(p0);
@@ -384,7 +493,7 @@ __device__ __forceinline__ void matmul_level0(const T* __restrict__ a, const T* 
             }
             __syncthreads();
         }
-        T* o = out + ch * m * n;
+        T* o = part ? part + ch * m * n : nullptr;
 #pragma unroll
         for (int r = 0; r < 4; ++r) {
             const u64 gi = tm * TM + ty * 4 + r;
@@ -392,7 +501,12 @@ __device__ __forceinline__ void matmul_level0(const T* __restrict__ a, const T* 
 #pragma unroll
             for (int c = 0; c < 4; ++c) {
                 const u64 gj = tn * TN + tx * 4 + c;
-                if (gj < n) o[gi * n + gj] = acc[r][c];
+                if (gj < n) {
+                    if (o)
+                        o[gi * n + gj] = acc[r][c];
+                    else
+                        out[gi * n + gj] = K::st(acc[r][c]);
+                }
             }
         }
     }
@@ -400,39 +514,53 @@ __device__ __forceinline__ void matmul_level0(const T* __restrict__ a, const T* 
 
 // One entry point per element type and tile (each with its own registers:
 // one kernel switching over the four tiles took 190 registers, a block per SM).
-#define RTX_MATMUL(NAME, T, TM, TN)                                                         \
+#define RTX_MATMUL(NAME, T, A, K, TM, TN)                                                   \
     extern "C" __global__ void __launch_bounds__((TM / 4) * (TN / 4))                       \
-        NAME(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ out, u64 m,  \
-             u64 n, u64 k, u64 a_rs, u64 a_ps, u64 b_ps, u64 b_js) {                        \
-        __shared__ __align__(16) T As[MM_K][MM_T + MM_PAD];                                 \
-        __shared__ __align__(16) T Bs[MM_K][MM_T + MM_PAD];                                 \
-        matmul_level0<T, TM, TN>(a, b, out, m, n, k, a_rs, a_ps, b_ps, b_js, As, Bs);       \
+        NAME(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ out,         \
+             A* __restrict__ part, u64 m, u64 n, u64 k, u64 a_rs, u64 a_ps, u64 b_ps,       \
+             u64 b_js) {                                                                    \
+        __shared__ __align__(16) A As[MM_K][MM_T + MM_PAD];                                 \
+        __shared__ __align__(16) A Bs[MM_K][MM_T + MM_PAD];                                 \
+        matmul_level0<K, TM, TN>(a, b, out, part, m, n, k, a_rs, a_ps, b_ps, b_js, As, Bs); \
     }
-RTX_MATMUL(matmul64x64_f32, float, 64, 64)
-RTX_MATMUL(matmul32x64_f32, float, 32, 64)
-RTX_MATMUL(matmul64x32_f32, float, 64, 32)
-RTX_MATMUL(matmul32x32_f32, float, 32, 32)
-RTX_MATMUL(matmul64x64_f64, double, 64, 64)
-RTX_MATMUL(matmul32x64_f64, double, 32, 64)
-RTX_MATMUL(matmul64x32_f64, double, 64, 32)
-RTX_MATMUL(matmul32x32_f64, double, 32, 32)
+RTX_MATMUL(matmul64x64_f32, float, float, KF32, 64, 64)
+RTX_MATMUL(matmul32x64_f32, float, float, KF32, 32, 64)
+RTX_MATMUL(matmul64x32_f32, float, float, KF32, 64, 32)
+RTX_MATMUL(matmul32x32_f32, float, float, KF32, 32, 32)
+RTX_MATMUL(matmul64x64_f64, double, double, KF64, 64, 64)
+RTX_MATMUL(matmul32x64_f64, double, double, KF64, 32, 64)
+RTX_MATMUL(matmul64x32_f64, double, double, KF64, 64, 32)
+RTX_MATMUL(matmul32x32_f64, double, double, KF64, 32, 32)
+RTX_MATMUL(matmul64x64_bf16, bf16, float, KBf16, 64, 64)
+RTX_MATMUL(matmul32x64_bf16, bf16, float, KBf16, 32, 64)
+RTX_MATMUL(matmul64x32_bf16, bf16, float, KBf16, 64, 32)
+RTX_MATMUL(matmul32x32_bf16, bf16, float, KBf16, 32, 32)
+RTX_MATMUL(matmul64x64_f16, f16, float, KF16, 64, 64)
+RTX_MATMUL(matmul32x64_f16, f16, float, KF16, 32, 64)
+RTX_MATMUL(matmul64x32_f16, f16, float, KF16, 64, 32)
+RTX_MATMUL(matmul32x32_f16, f16, float, KF16, 32, 32)
 
 // Level 0 of op(a) @ op(b) for products of few columns (at most MMD_N =
 // RTX_MATMUL_DOT_N, 8: the attention logits x @ head_dot(W, att), their
 // weight gradients x^T @ da, the linear head). Every output is added left to
 // right from -0.0 over its chunk's products: the same additions, in the same
 // order, as matmul_level0, whose 32-wide tile would leave most of its
-// columns idle. Out is [chunks, m, n] like matmul_level0's.
+// columns idle. Its outputs go where matmul_level0's go (out, rounded once,
+// or part's [chunks, m, n] A scratch).
 //
 // matmul_dot_rows, for an A read along its rows (a_ps == 1): a thread per
 // output row and chunk keeps the row's n sums; the block first stages the
 // chunk of B ([<= 256, n]) in shared memory, where every thread reads the
 // same address; the row is read in 16-byte vectors when aligned.
 #define MMD_N RTX_MATMUL_DOT_N
-template <typename T>
-__device__ __forceinline__ void matmul_dot_rows(const T* __restrict__ a, const T* __restrict__ b,
-                                                T* __restrict__ out, u64 m, u64 n, u64 k,
-                                                u64 a_rs, u64 a_ps, u64 b_ps, u64 b_js) {
+template <typename K>
+__device__ __forceinline__ void matmul_dot_rows(const typename K::S* __restrict__ a,
+                                                const typename K::S* __restrict__ b,
+                                                typename K::S* __restrict__ out,
+                                                typename K::A* __restrict__ part, u64 m, u64 n,
+                                                u64 k, u64 a_rs, u64 a_ps, u64 b_ps, u64 b_js) {
+    typedef typename K::S S;
+    typedef typename K::A T;
     __shared__ T bs[RTX_CANONICAL_BLOCK][MMD_N];
     const u64 chunks = (k + (RTX_CANONICAL_BLOCK - 1)) / RTX_CANONICAL_BLOCK;
     const u64 mb = (m + RTX_BLOCK - 1) / RTX_BLOCK;  // blocks of rows per chunk
@@ -443,14 +571,14 @@ __device__ __forceinline__ void matmul_dot_rows(const T* __restrict__ a, const T
         const u32 kc = (u32)min((u64)RTX_CANONICAL_BLOCK, k - p0);
         for (u32 e = threadIdx.x; e < kc * nn; e += RTX_BLOCK) {
             const u32 p = e / nn, j = e - p * nn;
-            bs[p][j] = b[(p0 + p) * b_ps + j * b_js];
+            bs[p][j] = Operand<K>::ld(b[(p0 + p) * b_ps + j * b_js]);
         }
         __syncthreads();
         if (i < m) {
             T acc[MMD_N];
 #pragma unroll
             for (u32 j = 0; j < MMD_N; ++j) acc[j] = T(-0.0);
-            const T* __restrict__ ap = a + i * a_rs + p0 * a_ps;
+            const S* __restrict__ ap = a + i * a_rs + p0 * a_ps;
             // 16-byte vectors: a quarter of the load instructions (each lane
             // reads its own row, so the lanes' loads never share a line)
             const bool vec = aligned16(ap);
@@ -458,18 +586,21 @@ __device__ __forceinline__ void matmul_dot_rows(const T* __restrict__ a, const T
             for (u32 p = 0; p < kc; p += B) {
                 T x[B];
                 if (vec && p + B <= kc) {
-                    typedef typename Vec16<T>::V V;
-                    constexpr u32 N = VecT<V>::N;
+                    typedef typename K::SV SV;
+                    typedef typename K::AV AV;
+                    constexpr u32 N = VecT<AV>::N;
+                    static_assert(B % N == 0, "whole vectors per batch");
 #pragma unroll
                     for (u32 q = 0; q < B / N; ++q) {
-                        const V v = __ldg(reinterpret_cast<const V*>(ap + p) + q);
+                        const AV v =
+                            Operand<K>::vld(__ldg(reinterpret_cast<const SV*>(ap + p) + q));
 #pragma unroll
                         for (u32 c = 0; c < N; ++c) x[q * N + c] = comps(v)[c];
                     }
                 } else {
 #pragma unroll
                     for (u32 q = 0; q < B; ++q)
-                        if (p + q < kc) x[q] = __ldg(ap + (u64)(p + q) * a_ps);
+                        if (p + q < kc) x[q] = Operand<K>::ld(__ldg(ap + (u64)(p + q) * a_ps));
                 }
 #pragma unroll
                 for (u32 q = 0; q < B; ++q)
@@ -478,10 +609,17 @@ __device__ __forceinline__ void matmul_dot_rows(const T* __restrict__ a, const T
                         for (u32 j = 0; j < MMD_N; ++j)
                             if (j < nn) acc[j] = radd(acc[j], rmul(x[q], bs[p + q][j]));
             }
-            T* __restrict__ o = out + (ch * m + i) * n;
+            if (part) {
+                T* __restrict__ o = part + (ch * m + i) * n;
 #pragma unroll
-            for (u32 j = 0; j < MMD_N; ++j)
-                if (j < nn) o[j] = acc[j];
+                for (u32 j = 0; j < MMD_N; ++j)
+                    if (j < nn) o[j] = acc[j];
+            } else {
+                S* __restrict__ o = out + i * n;
+#pragma unroll
+                for (u32 j = 0; j < MMD_N; ++j)
+                    if (j < nn) o[j] = K::st(acc[j]);
+            }
         }
         __syncthreads();  // bs is rewritten for the next chunk
     }
@@ -491,45 +629,57 @@ __device__ __forceinline__ void matmul_dot_rows(const T* __restrict__ a, const T
 // few rows and long inner dimensions): a thread per output and chunk, so a
 // product of 64 x 4 outputs still has 256 threads per chunk; the lanes'
 // loads of A share lines.
-template <typename T>
-__device__ __forceinline__ void matmul_dot_outputs(const T* __restrict__ a,
-                                                   const T* __restrict__ b, T* __restrict__ out,
-                                                   u64 m, u64 n, u64 k, u64 a_rs, u64 a_ps,
-                                                   u64 b_ps, u64 b_js) {
+template <typename K>
+__device__ __forceinline__ void matmul_dot_outputs(const typename K::S* __restrict__ a,
+                                                   const typename K::S* __restrict__ b,
+                                                   typename K::S* __restrict__ out,
+                                                   typename K::A* __restrict__ part, u64 m,
+                                                   u64 n, u64 k, u64 a_rs, u64 a_ps, u64 b_ps,
+                                                   u64 b_js) {
+    typedef typename K::S S;
+    typedef typename K::A T;
     const u64 chunks = (k + (RTX_CANONICAL_BLOCK - 1)) / RTX_CANONICAL_BLOCK;
     const u64 total = chunks * m * n;
     for (u64 t = thread_id(); t < total; t += grid_stride()) {
         const u64 r = t / n, j = t - r * n;
         const u64 ch = r / m, i = r - ch * m;
         const u64 p0 = ch * RTX_CANONICAL_BLOCK, p1 = min(k, p0 + RTX_CANONICAL_BLOCK);
-        const T* __restrict__ ap = a + i * a_rs;
-        const T* __restrict__ bp = b + j * b_js;
+        const S* __restrict__ ap = a + i * a_rs;
+        const S* __restrict__ bp = b + j * b_js;
         T acc = T(-0.0);
         u64 p = p0;
         for (; p + 8 <= p1; p += 8) {
             T x[8], y[8];
 #pragma unroll
             for (u32 q = 0; q < 8; ++q) {
-                x[q] = __ldg(ap + (p + q) * a_ps);
-                y[q] = __ldg(bp + (p + q) * b_ps);
+                x[q] = Operand<K>::ld(__ldg(ap + (p + q) * a_ps));
+                y[q] = Operand<K>::ld(__ldg(bp + (p + q) * b_ps));
             }
 #pragma unroll
             for (u32 q = 0; q < 8; ++q) acc = radd(acc, rmul(x[q], y[q]));
         }
-        for (; p < p1; ++p) acc = radd(acc, rmul(__ldg(ap + p * a_ps), __ldg(bp + p * b_ps)));
-        out[t] = acc;
+        for (; p < p1; ++p)
+            acc = radd(acc, rmul(Operand<K>::ld(__ldg(ap + p * a_ps)),
+                                 Operand<K>::ld(__ldg(bp + p * b_ps))));
+        if (part)
+            part[t] = acc;
+        else
+            out[t] = K::st(acc);
     }
 }
 
 // The host's grid: matmul_dot_grid (rows) or a thread per output (outputs).
-#define RTX_MATMUL_DOT(NAME, T)                                                             \
+#define RTX_MATMUL_DOT(NAME, T, A, K)                                                       \
     extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
-        NAME(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ out, u64 m,  \
-             u64 n, u64 k, u64 a_rs, u64 a_ps, u64 b_ps, u64 b_js) {                        \
+        NAME(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ out,         \
+             A* __restrict__ part, u64 m, u64 n, u64 k, u64 a_rs, u64 a_ps, u64 b_ps,       \
+             u64 b_js) {                                                                    \
         if (a_ps == 1)                                                                      \
-            matmul_dot_rows<T>(a, b, out, m, n, k, a_rs, a_ps, b_ps, b_js);                 \
+            matmul_dot_rows<K>(a, b, out, part, m, n, k, a_rs, a_ps, b_ps, b_js);           \
         else                                                                                \
-            matmul_dot_outputs<T>(a, b, out, m, n, k, a_rs, a_ps, b_ps, b_js);              \
+            matmul_dot_outputs<K>(a, b, out, part, m, n, k, a_rs, a_ps, b_ps, b_js);        \
     }
-RTX_MATMUL_DOT(matmul_dot_f32, float)
-RTX_MATMUL_DOT(matmul_dot_f64, double)
+RTX_MATMUL_DOT(matmul_dot_f32, float, float, KF32)
+RTX_MATMUL_DOT(matmul_dot_f64, double, double, KF64)
+RTX_MATMUL_DOT(matmul_dot_bf16, bf16, float, KBf16)
+RTX_MATMUL_DOT(matmul_dot_f16, f16, float, KF16)

@@ -200,14 +200,18 @@ RTX_SUM_BIAS_RELU(sum_bias_relu_f64, double)
 
 // gather_add: out[p, :] = a[ai[p], :] + b[bi[p], :] over rows of f
 // elements (every ai below a's rows and bi below b's, checked by the host).
-// A thread takes a 16-byte vector when rows are whole vectors (one 32-bit
-// division for its entry), else an element.
-template <typename T>
-__device__ __forceinline__ void gather_add_body(const T* __restrict__ a, const u32* __restrict__ ai,
-                                                const T* __restrict__ b, const u32* __restrict__ bi,
-                                                T* __restrict__ out, u64 e, u64 f) {
-    typedef typename Vec16<T>::V V;
-    constexpr u32 N = VecT<V>::N;
+// A thread takes a 16-byte vector of stored elements when rows are whole
+// vectors (one 32-bit division for its entry), else an element; over a kind
+// K (model.cuh), each sum is of the widened elements, rounded once.
+template <typename K>
+__device__ __forceinline__ void gather_add_body(const typename K::S* __restrict__ a,
+                                                const u32* __restrict__ ai,
+                                                const typename K::S* __restrict__ b,
+                                                const u32* __restrict__ bi,
+                                                typename K::S* __restrict__ out, u64 e, u64 f) {
+    typedef typename K::SV V;
+    typedef typename K::AV AV;
+    constexpr u32 N = VecT<AV>::N;
     const u64 total = e * f;
     if (f % N == 0 && total / N < (1ull << 32) && aligned16(a) && aligned16(b) && aligned16(out)) {
         const u32 fv = (u32)(f / N), tv = (u32)(total / N);
@@ -215,28 +219,31 @@ __device__ __forceinline__ void gather_add_body(const T* __restrict__ a, const u
         const V* __restrict__ bv = reinterpret_cast<const V*>(b);
         for (u64 t = thread_id(); t < tv; t += grid_stride()) {
             const u32 p = (u32)t / fv, j = (u32)t - p * fv;
-            V x = __ldg(av + (u64)__ldg(ai + p) * fv + j);
-            const V y = __ldg(bv + (u64)__ldg(bi + p) * fv + j);
+            AV x = K::vld(__ldg(av + (u64)__ldg(ai + p) * fv + j));
+            const AV y = K::vld(__ldg(bv + (u64)__ldg(bi + p) * fv + j));
 #pragma unroll
             for (u32 q = 0; q < N; ++q) comps(x)[q] = radd(comps(x)[q], comps(y)[q]);
-            reinterpret_cast<V*>(out)[t] = x;
+            reinterpret_cast<V*>(out)[t] = K::vst(x);
         }
         return;
     }
     for (u64 t = thread_id(); t < total; t += grid_stride()) {
         const u64 p = t / f, j = t - p * f;
-        out[t] = radd(__ldg(a + (u64)__ldg(ai + p) * f + j), __ldg(b + (u64)__ldg(bi + p) * f + j));
+        out[t] = K::st(radd(K::ld(__ldg(a + (u64)__ldg(ai + p) * f + j)),
+                            K::ld(__ldg(b + (u64)__ldg(bi + p) * f + j))));
     }
 }
 
-#define RTX_GATHER_ADD(NAME, T)                                                             \
+#define RTX_GATHER_ADD(NAME, T, K)                                                          \
     extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
         NAME(const T* __restrict__ a, const u32* __restrict__ ai, const T* __restrict__ b,  \
              const u32* __restrict__ bi, T* __restrict__ out, u64 e, u64 f) {               \
-        gather_add_body<T>(a, ai, b, bi, out, e, f);                                        \
+        gather_add_body<K>(a, ai, b, bi, out, e, f);                                        \
     }
-RTX_GATHER_ADD(gather_add_f32, float)
-RTX_GATHER_ADD(gather_add_f64, double)
+RTX_GATHER_ADD(gather_add_f32, float, KF32)
+RTX_GATHER_ADD(gather_add_f64, double, KF64)
+RTX_GATHER_ADD(gather_add_bf16, bf16, KBf16)
+RTX_GATHER_ADD(gather_add_f16, f16, KF16)
 
 #define RTX_HEAD_SCALE(NAME, T)                                                             \
     extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \

@@ -82,14 +82,17 @@ macro_rules! with_kernel_table {
                 GatherHeadDot[T](
                     a: *const T, ai: *const u32, b: *const T, bi: *const u32, out: *mut T, e: u64, heads: u64, c: u64,
                 );
-                /// `reduce_rows_*`.
-                ReduceRows[T](r#in: *const T, n: u64, f: u64, cl: RrClimb);
+                /// `reduce_rows_*`: the column sums of stored rows (`in`) or,
+                /// when `acc` is not null, of f32 scratch rows for a half type.
+                ReduceRows[T](r#in: *const T, acc: *const A, n: u64, f: u64, cl: RrClimb);
                 /// `head_scale_rows_*`.
                 HeadScaleRows[T](a: *const T, s: *const T, n: u64, f: u64, c: u64, a_rs: u64, cl: RrClimb);
-                /// `matmul{TM}x{TN}_*` and `matmul_dot_*`.
+                /// `matmul{TM}x{TN}_*` and `matmul_dot_*`: the product into
+                /// `out` (one chunk), or its chunk sums into `part` when it is
+                /// not null.
                 Matmul[T](
-                    a: *const T, b: *const T, out: *mut T, m: u64, n: u64, k: u64, a_rs: u64, a_ps: u64,
-                    b_ps: u64, b_js: u64,
+                    a: *const T, b: *const T, out: *mut T, part: *mut A, m: u64, n: u64, k: u64,
+                    a_rs: u64, a_ps: u64, b_ps: u64, b_js: u64,
                 );
                 /// `segmax0_*`: level 0 of a segment max.
                 Segmax0[T](
@@ -295,18 +298,28 @@ macro_rules! with_kernel_table {
                 AxpyF64 = "axpy_f64": Axpy[T = double],
                 GatherAddF32 = "gather_add_f32": GatherAdd[T = float],
                 GatherAddF64 = "gather_add_f64": GatherAdd[T = double],
+                GatherAddBf16 = "gather_add_bf16": GatherAdd[T = bf16],
+                GatherAddF16 = "gather_add_f16": GatherAdd[T = f16],
                 SumBiasReluF32 = "sum_bias_relu_f32": SumBiasRelu[T = float],
                 SumBiasReluF64 = "sum_bias_relu_f64": SumBiasRelu[T = double],
                 HeadScaleF32 = "head_scale_f32": HeadScale[T = float],
                 HeadScaleF64 = "head_scale_f64": HeadScale[T = double],
                 HeadDotF32 = "head_dot_f32": HeadDot[T = float],
                 HeadDotF64 = "head_dot_f64": HeadDot[T = double],
+                HeadDotBf16 = "head_dot_bf16": HeadDot[T = bf16],
+                HeadDotF16 = "head_dot_f16": HeadDot[T = f16],
                 GatherHeadDotF32 = "gather_head_dot_f32": GatherHeadDot[T = float],
                 GatherHeadDotF64 = "gather_head_dot_f64": GatherHeadDot[T = double],
+                GatherHeadDotBf16 = "gather_head_dot_bf16": GatherHeadDot[T = bf16],
+                GatherHeadDotF16 = "gather_head_dot_f16": GatherHeadDot[T = f16],
                 ReduceRowsF32 = "reduce_rows_f32": ReduceRows[T = float],
                 ReduceRowsF64 = "reduce_rows_f64": ReduceRows[T = double],
+                ReduceRowsBf16 = "reduce_rows_bf16": ReduceRows[T = bf16],
+                ReduceRowsF16 = "reduce_rows_f16": ReduceRows[T = f16],
                 HeadScaleRowsF32 = "head_scale_rows_f32": HeadScaleRows[T = float],
                 HeadScaleRowsF64 = "head_scale_rows_f64": HeadScaleRows[T = double],
+                HeadScaleRowsBf16 = "head_scale_rows_bf16": HeadScaleRows[T = bf16],
+                HeadScaleRowsF16 = "head_scale_rows_f16": HeadScaleRows[T = f16],
                 Matmul64x64F32 = "matmul64x64_f32": Matmul[T = float],
                 Matmul32x64F32 = "matmul32x64_f32": Matmul[T = float],
                 Matmul64x32F32 = "matmul64x32_f32": Matmul[T = float],
@@ -315,8 +328,18 @@ macro_rules! with_kernel_table {
                 Matmul32x64F64 = "matmul32x64_f64": Matmul[T = double],
                 Matmul64x32F64 = "matmul64x32_f64": Matmul[T = double],
                 Matmul32x32F64 = "matmul32x32_f64": Matmul[T = double],
+                Matmul64x64Bf16 = "matmul64x64_bf16": Matmul[T = bf16],
+                Matmul32x64Bf16 = "matmul32x64_bf16": Matmul[T = bf16],
+                Matmul64x32Bf16 = "matmul64x32_bf16": Matmul[T = bf16],
+                Matmul32x32Bf16 = "matmul32x32_bf16": Matmul[T = bf16],
+                Matmul64x64F16 = "matmul64x64_f16": Matmul[T = f16],
+                Matmul32x64F16 = "matmul32x64_f16": Matmul[T = f16],
+                Matmul64x32F16 = "matmul64x32_f16": Matmul[T = f16],
+                Matmul32x32F16 = "matmul32x32_f16": Matmul[T = f16],
                 MatmulDotF32 = "matmul_dot_f32": Matmul[T = float],
                 MatmulDotF64 = "matmul_dot_f64": Matmul[T = double],
+                MatmulDotBf16 = "matmul_dot_bf16": Matmul[T = bf16],
+                MatmulDotF16 = "matmul_dot_f16": Matmul[T = f16],
                 Segmax0F32 = "segmax0_f32": Segmax0[T = float],
                 Segmax0F64 = "segmax0_f64": Segmax0[T = double],
                 SegmaxF32 = "segmax_f32": Segmax[T = float],

@@ -1,7 +1,9 @@
 //! GPU tests of bf16 and f16 storage (feature `cuda`; run on a machine with
 //! a device): gather, permute and scatter-add of half elements against the
 //! host, the device's f32 <-> half conversions against the `half` crate on
-//! every f32 bit pattern, and tensors past 2^31 half elements.
+//! every f32 bit pattern, tensors past 2^31 half elements, and the model's
+//! dense and fused ops (matmul, column sums, per-head dots, the two-gather
+//! ops) against the CPU reference's f32 ops rounded once.
 //!
 //! Scatter-add is checked against an expectation built here from
 //! `rtx_backend::order::canonical_sum` over the f32-widened terms (the
@@ -17,7 +19,7 @@ use rayon::prelude::*;
 use rtx_backend::conformance::{indices, splitmix64, values};
 use rtx_backend::order::canonical_sum;
 use rtx_backend::prelude::*;
-use rtx_backend::{Element, IndexPlan, bf16, f16};
+use rtx_backend::{BTensor, Element, IndexPlan, bf16, f16};
 use rtx_backend_cpu::CpuBackend;
 use rtx_backend_cuda::{CudaBackend, ScatterForm, TransposeTile};
 
@@ -403,4 +405,272 @@ fn past_two_to_the_31_half_elements() {
             assert_eq!(got[r * f + j].to_bits(), want.to_bits(), "row {r} col {j}");
         }
     }
+}
+
+/// `(a, a's shape)` as `op(a)` reads it: `a: [r, c]` row-major, or its
+/// transpose `[c, r]` when `trans`.
+fn operand<T: Element>(a: &[T], r: usize, c: usize, trans: bool) -> (Vec<T>, [usize; 2]) {
+    if trans {
+        (rtx_backend::ops::transpose2(a, r, c), [c, r])
+    } else {
+        (a.to_vec(), [r, c])
+    }
+}
+
+/// The dense and fused ops of the model on half storage, computed by the
+/// device's native half kernels (each stored element widened once, the f32
+/// kernel's arithmetic, each output rounded once), against
+/// `CpuBackend::reference()`'s half route (the f32 op on the widened inputs,
+/// rounded once): every matmul tile and both matmul_dot forms, every
+/// transpose, products of one chunk (rounded by the tile) and of many (f32
+/// chunk sums, then the column sums climbed in one launch or level by
+/// level); column sums of one to three levels over ragged 32-column tiles;
+/// per-head dots read as 16-byte vectors, element by element and past one
+/// canonical block; both two-gather ops, with and without vectors.
+fn dense_case<T: FromF32>(g: &CudaBackend, c: &CpuBackend) {
+    use rtx_backend_cuda::{ColSums, MatmulTiles};
+    let ty = T::DTYPE.name();
+    let forms = [
+        (ColSums::Climb, MatmulTiles::ByShape),
+        (ColSums::PerLevel, MatmulTiles::ByShape),
+        (ColSums::Climb, MatmulTiles::Force64),
+    ];
+    for (m, k, n) in [
+        (37, 300, 9),
+        (64, 70_000, 33),
+        (5, 256, 1),
+        (9, 13, 3),
+        (70_001, 20, 65),
+        (17, 300, 7_000),
+        (20, 300, 24),
+        (70_000, 32, 4),
+        (64, 70_000, 4),
+        (33, 600, 8),
+    ] {
+        let (a, b): (Vec<T>, Vec<T>) = (values(31, m * k), values(32, k * n));
+        for (ta, tb) in [(false, false), (true, false), (false, true), (true, true)] {
+            let (aa, ash) = operand(&a, m, k, ta);
+            let (bb, bsh) = operand(&b, k, n, tb);
+            let want = c
+                .download(
+                    &c.matmul(
+                        &c.upload(&aa, &ash).unwrap(),
+                        ta,
+                        &c.upload(&bb, &bsh).unwrap(),
+                        tb,
+                    )
+                    .unwrap(),
+                )
+                .unwrap();
+            let (ga, gb) = (g.upload(&aa, &ash).unwrap(), g.upload(&bb, &bsh).unwrap());
+            for (cols, tiles) in forms {
+                g.set_col_sums(cols);
+                g.set_matmul_tiles(tiles);
+                let got = g.download(&g.matmul(&ga, ta, &gb, tb).unwrap()).unwrap();
+                let case = format!("{ty} matmul {m}x{k}x{n} ({ta}, {tb}) {cols:?} {tiles:?}");
+                assert_bits(&case, &got, &want);
+            }
+        }
+    }
+    g.set_matmul_tiles(MatmulTiles::ByShape);
+    for (n, f) in [
+        (1, 5),
+        (256, 3),
+        (257, 64),
+        (80_000, 33),
+        (70_000, 1),
+        (131_077, 18),
+    ] {
+        let x: Vec<T> = values(33, n * f);
+        let want = c
+            .download(&c.sum_rows(&c.upload(&x, &[n, f]).unwrap()).unwrap())
+            .unwrap();
+        let gx = g.upload(&x, &[n, f]).unwrap();
+        for cols in [ColSums::Climb, ColSums::PerLevel] {
+            g.set_col_sums(cols);
+            let got = g.download(&g.sum_rows(&gx).unwrap()).unwrap();
+            assert_bits(&format!("{ty} sum_rows {n}x{f} {cols:?}"), &got, &want);
+        }
+        if f % 2 == 0 && f > 0 {
+            // head_scale_sum_rows over two heads, a per row and broadcast
+            let s: Vec<T> = values(34, n * 2);
+            for a_rows in [n, 1] {
+                let a: Vec<T> = values(35, a_rows * f);
+                let want = c
+                    .download(
+                        &c.head_scale_sum_rows(
+                            &c.upload(&a, &[a_rows, f]).unwrap(),
+                            &c.upload(&s, &[n, 2]).unwrap(),
+                        )
+                        .unwrap(),
+                    )
+                    .unwrap();
+                let (ga, gs) = (
+                    g.upload(&a, &[a_rows, f]).unwrap(),
+                    g.upload(&s, &[n, 2]).unwrap(),
+                );
+                for cols in [ColSums::Climb, ColSums::PerLevel] {
+                    g.set_col_sums(cols);
+                    let got = g
+                        .download(&g.head_scale_sum_rows(&ga, &gs).unwrap())
+                        .unwrap();
+                    let case = format!("{ty} head_scale_sum_rows {n}x{f} a rows {a_rows} {cols:?}");
+                    assert_bits(&case, &got, &want);
+                }
+            }
+        }
+    }
+    g.set_col_sums(ColSums::Climb);
+    for (n, heads, ch) in [(1000, 4, 16), (1000, 3, 12), (10, 2, 300), (3, 1, 70_000)] {
+        let f = heads * ch;
+        let a: Vec<T> = values(36, n * f);
+        for b_rows in [1, n] {
+            let b: Vec<T> = values(37, b_rows * f);
+            let want = c
+                .download(
+                    &c.head_dot(
+                        &c.upload(&a, &[n, f]).unwrap(),
+                        &c.upload(&b, &[b_rows, f]).unwrap(),
+                        heads,
+                    )
+                    .unwrap(),
+                )
+                .unwrap();
+            let got = g
+                .download(
+                    &g.head_dot(
+                        &g.upload(&a, &[n, f]).unwrap(),
+                        &g.upload(&b, &[b_rows, f]).unwrap(),
+                        heads,
+                    )
+                    .unwrap(),
+                )
+                .unwrap();
+            let case = format!("{ty} head_dot {n}x{heads}x{ch} b rows {b_rows}");
+            assert_bits(&case, &got, &want);
+        }
+    }
+    let (na, nb, e) = (700, 900, 5000);
+    let (ai, bi) = (indices(38, e, na, true), indices(39, e, nb, false));
+    for (heads, ch) in [(4, 16), (3, 5), (1, 300), (8, 8)] {
+        let f = heads * ch;
+        let (a, b): (Vec<T>, Vec<T>) = (values(40, na * f), values(41, nb * f));
+        let (ca, cb) = (
+            c.upload(&a, &[na, f]).unwrap(),
+            c.upload(&b, &[nb, f]).unwrap(),
+        );
+        let (ga, gb) = (
+            g.upload(&a, &[na, f]).unwrap(),
+            g.upload(&b, &[nb, f]).unwrap(),
+        );
+        let want = c
+            .download(&c.gather_head_dot(&ca, &ai, &cb, &bi, heads).unwrap())
+            .unwrap();
+        let got = g
+            .download(&g.gather_head_dot(&ga, &ai, &gb, &bi, heads).unwrap())
+            .unwrap();
+        assert_bits(&format!("{ty} gather_head_dot {heads}x{ch}"), &got, &want);
+        // elementwise: the specials too (NaN payloads are the device's own)
+        let (a, b): (Vec<T>, Vec<T>) = (mixed(42, na * f, true), mixed(43, nb * f, true));
+        let (ca, cb) = (
+            c.upload(&a, &[na, f]).unwrap(),
+            c.upload(&b, &[nb, f]).unwrap(),
+        );
+        let (ga, gb) = (
+            g.upload(&a, &[na, f]).unwrap(),
+            g.upload(&b, &[nb, f]).unwrap(),
+        );
+        let want = c
+            .download(&c.gather_add(&ca, &ai, &cb, &bi).unwrap())
+            .unwrap();
+        let got = g
+            .download(&g.gather_add(&ga, &ai, &gb, &bi).unwrap())
+            .unwrap();
+        assert_same(&format!("{ty} gather_add f = {f}"), &got, &want);
+    }
+}
+
+/// The ops of [`dense_case`] on inputs with NaN (payloads included),
+/// infinities, -0.0 and subnormals: bit for bit the device's own f32 op on
+/// the widened inputs, rounded once (the NaN a product or sum makes is the
+/// device's, so every bit is compared; a one-row column sum passes its
+/// element's payload on).
+fn special_case<T: FromF32>(g: &CudaBackend) {
+    type G = CudaBackend;
+    let ty = T::DTYPE.name();
+    let up = |v: &[T], shape: &[usize]| g.upload(v, shape).unwrap();
+    let w = |t: &BTensor<G, T>| g.convert::<T, f32>(t).unwrap();
+    let r = |t: BTensor<G, f32>| g.download(&g.convert::<f32, T>(&t).unwrap()).unwrap();
+    for (m, k, n) in [
+        (37, 300, 9),
+        (5, 256, 1),
+        (33, 600, 8),
+        (20, 300, 24),
+        (70, 16, 70),
+    ] {
+        let (a, b) = (
+            up(&mixed(51, m * k, true), &[m, k]),
+            up(&mixed(52, k * n, true), &[k, n]),
+        );
+        let got = g
+            .download(&g.matmul(&a, false, &b, false).unwrap())
+            .unwrap();
+        let want = r(g.matmul(&w(&a), false, &w(&b), false).unwrap());
+        assert_bits(&format!("{ty} matmul {m}x{k}x{n} specials"), &got, &want);
+    }
+    for (n, f) in [(1, 40), (300, 40)] {
+        let x = up(&mixed(53, n * f, true), &[n, f]);
+        let got = g.download(&g.sum_rows(&x).unwrap()).unwrap();
+        let want = r(g.sum_rows(&w(&x)).unwrap());
+        assert_bits(&format!("{ty} sum_rows {n}x{f} specials"), &got, &want);
+        let s = up(&mixed(54, n * 2, true), &[n, 2]);
+        let got = g.download(&g.head_scale_sum_rows(&x, &s).unwrap()).unwrap();
+        let want = r(g.head_scale_sum_rows(&w(&x), &w(&s)).unwrap());
+        assert_bits(
+            &format!("{ty} head_scale_sum_rows {n}x{f} specials"),
+            &got,
+            &want,
+        );
+    }
+    for (n, heads, ch) in [(200, 4, 16), (20, 2, 300), (200, 3, 5)] {
+        let f = heads * ch;
+        let (a, b) = (
+            up(&mixed(55, n * f, true), &[n, f]),
+            up(&mixed(56, n * f, true), &[n, f]),
+        );
+        let got = g.download(&g.head_dot(&a, &b, heads).unwrap()).unwrap();
+        let want = r(g.head_dot(&w(&a), &w(&b), heads).unwrap());
+        assert_bits(
+            &format!("{ty} head_dot {n}x{heads}x{ch} specials"),
+            &got,
+            &want,
+        );
+        let (ai, bi) = (indices(57, 3 * n, n, true), indices(58, 3 * n, n, false));
+        let got = g
+            .download(&g.gather_head_dot(&a, &ai, &b, &bi, heads).unwrap())
+            .unwrap();
+        let want = r(g.gather_head_dot(&w(&a), &ai, &w(&b), &bi, heads).unwrap());
+        assert_bits(
+            &format!("{ty} gather_head_dot {heads}x{ch} specials"),
+            &got,
+            &want,
+        );
+        let got = g
+            .download(&g.gather_add(&a, &ai, &b, &bi).unwrap())
+            .unwrap();
+        let want = r(g.gather_add(&w(&a), &ai, &w(&b), &bi).unwrap());
+        assert_bits(&format!("{ty} gather_add f = {f} specials"), &got, &want);
+    }
+}
+
+#[test]
+fn half_dense_and_fused_ops_are_the_f32_ops_rounded_once() {
+    // a backend of its own: the test changes its kernel choices
+    let g = CudaBackend::new(0).unwrap_or_else(|e| panic!("GPU test needs a CUDA device: {e}"));
+    let c = CpuBackend::reference();
+    dense_case::<bf16>(&g, &c);
+    dense_case::<f16>(&g, &c);
+    g.set_col_sums(rtx_backend_cuda::ColSums::Climb);
+    special_case::<bf16>(&g);
+    special_case::<f16>(&g);
 }

@@ -11,8 +11,8 @@ use super::buffer::DevMem;
 use super::context::Device;
 use super::launch::{
     Axpy, Binary as BinaryArgs, HeadDot, HeadScale, MATMUL_DOT_MAX_N, Matmul, ReduceRows,
-    Unary as UnaryArgs, UnaryBwd, cfg1, col_sum_tiles, col_sums_grid, grid_for, matmul_config,
-    matmul_dot_grid, matmul_tile,
+    Unary as UnaryArgs, UnaryBwd, acc_size, cfg1, col_sum_tiles, col_sums_grid, grid_for,
+    matmul_config, matmul_dot_grid, matmul_tile,
 };
 use crate::abi::{CANONICAL_BLOCK, COL_SUM_COUNTERS, COL_SUM_LEVELS, binary_code, unary_code};
 use crate::error::{Error, Result};
@@ -30,6 +30,16 @@ fn scratch<T: Element>(dev: &Device, n: usize) -> Result<DevMem> {
     dev.alloc(bytes)
 }
 
+/// The rows a column sum reads: stored elements of `T`, or `T::Acc` scratch
+/// (a product's chunk sums, a level launched alone).
+#[derive(Debug, Clone, Copy)]
+pub(super) enum RowsAt {
+    /// Stored elements at this device address.
+    Stored(u64),
+    /// `T::Acc` elements at this device address.
+    Acc(u64),
+}
+
 impl DenseOps for CudaBackend {
     fn matmul<T: Element>(
         &self,
@@ -38,14 +48,6 @@ impl DenseOps for CudaBackend {
         b: &BTensor<Self, T>,
         trans_b: bool,
     ) -> BResult<BTensor<Self, T>> {
-        if T::DTYPE.is_half() {
-            return self.round_dev(self.matmul(
-                &self.widen_dev(a)?,
-                trans_a,
-                &self.widen_dev(b)?,
-                trans_b,
-            ));
-        }
         let (m, k, n) = ops::check_matmul(a.shape(), trans_a, b.shape(), trans_b)?;
         if m == 0 || n == 0 || k == 0 {
             return self.zeros(&[m, n]);
@@ -81,12 +83,14 @@ impl DenseOps for CudaBackend {
                 cfg1(matmul_dot_grid(m, n, chunks, a_ps == 1)),
             ),
         };
-        // level 0 writes each chunk's products summed: [chunks, m, n]
-        self.col_sums_after::<T>(chunks, m * n, ptr(&out), |dst| {
+        // level 0 writes the product (one chunk) or each chunk's products
+        // summed, [chunks, m, n] in T::Acc
+        self.col_sums_after::<T>(chunks, m * n, ptr(&out), |dst, part| {
             let args = Matmul::<T> {
                 a: In::at(pa),
                 b: In::at(pb),
                 out: Out::at(dst),
+                part: Out::at(part),
                 m: mm,
                 n: nn,
                 k: kk,
@@ -96,8 +100,9 @@ impl DenseOps for CudaBackend {
                 b_js,
             };
             // SAFETY: a holds m*k and b k*n elements (checked shapes), the
-            // strides address them in range; out holds chunks*m*n elements;
-            // a tile's block has the tile's threads.
+            // strides address them in range; out holds m*n elements of T and
+            // part is null (one chunk) or holds chunks*m*n of T::Acc; a
+            // tile's block has the tile's threads.
             Ok(unsafe { args.launch(&self.dev, &kern, kernel, cfg) }?)
         })?;
         Ok(out)
@@ -242,15 +247,12 @@ impl DenseOps for CudaBackend {
     }
 
     fn sum_rows<T: Element>(&self, x: &BTensor<Self, T>) -> BResult<BTensor<Self, T>> {
-        if T::DTYPE.is_half() {
-            return self.round_dev(self.sum_rows(&self.widen_dev(x)?));
-        }
         let (n, f) = dims2("sum_rows", "x", x.layout())?;
         if n == 0 || f == 0 {
             return self.zeros(&[1, f]);
         }
         let out = self.out::<T>(&[1, f])?;
-        self.reduce_rows::<T>(ptr(x), n, f, ptr(&out))?;
+        self.reduce_rows::<T>(RowsAt::Stored(ptr(x)), n, f, ptr(&out))?;
         Ok(out)
     }
 
@@ -260,9 +262,6 @@ impl DenseOps for CudaBackend {
         b: &BTensor<Self, T>,
         heads: usize,
     ) -> BResult<BTensor<Self, T>> {
-        if T::DTYPE.is_half() {
-            return self.round_dev(self.head_dot(&self.widen_dev(a)?, &self.widen_dev(b)?, heads));
-        }
         let (n, h, c, b_rows) = ops::check_head_dot(a.shape(), b.shape(), heads)?;
         let out = self.out::<T>(&[n, h])?;
         if n * h == 0 {
@@ -331,29 +330,30 @@ impl CudaBackend {
     }
 
     /// Canonical column sums whose first level is another kernel's: `first`
-    /// enqueues it, writing `groups` rows of `f` partial sums at the address
-    /// it is given (`out` itself when `groups` is 1, else scratch), then the
-    /// reduce_rows levels sum those rows into the `f` values at `out`.
+    /// enqueues it with `out` and `part`: with `groups` 1 it writes the `f`
+    /// sums, each rounded once, at `out` (`part` is 0); else it writes
+    /// `groups` rows of `f` partial sums in `T::Acc` at `part` (scratch), and
+    /// the reduce_rows levels sum those rows into the `f` values at `out`.
     pub(super) fn col_sums_after<T: Element>(
         &self,
         groups: usize,
         f: usize,
         out: u64,
-        first: impl FnOnce(u64) -> BResult<()>,
+        first: impl FnOnce(u64, u64) -> BResult<()>,
     ) -> BResult<()> {
         if groups <= 1 {
-            return first(out);
+            return first(out, 0);
         }
-        let part = scratch::<T>(&self.dev, groups * f)?;
-        first(part.ptr())?;
-        self.reduce_rows::<T>(part.ptr(), groups, f, out)
+        let part = scratch::<T::Acc>(&self.dev, groups * f)?;
+        first(out, part.ptr())?;
+        self.reduce_rows::<T>(RowsAt::Acc(part.ptr()), groups, f, out)
     }
 
     /// Canonical column sums of the row-major `[rows, f]` at `src` (rows > 0)
-    /// into the `f` values at `dst`.
+    /// into the `f` values of `T` at `dst`, each rounded once.
     pub(super) fn reduce_rows<T: Element>(
         &self,
-        src: u64,
+        src: RowsAt,
         rows: usize,
         f: usize,
         dst: u64,
@@ -361,15 +361,21 @@ impl CudaBackend {
         let kern = self.dev.kernels()?;
         let name = Kernel::typed(Typed::ReduceRows, Float::of(T::DTYPE))?;
         let (nn, ff) = (rows as u64, f as u64);
+        let (stored, acc) = match src {
+            RowsAt::Stored(p) => (p, 0),
+            RowsAt::Acc(p) => (0, p),
+        };
         self.column_sums::<T>(rows, f, dst, |climb| {
             let args = ReduceRows::<T> {
-                r#in: In::at(src),
+                r#in: In::at(stored),
+                acc: In::at(acc),
                 n: nn,
                 f: ff,
                 cl: *climb,
             };
-            let cfg = cfg1(col_sums_grid(rows, f, T::DTYPE.size()));
-            // SAFETY: src holds rows*f elements; the climb's buffers and
+            let cfg = cfg1(col_sums_grid(rows, f, acc_size::<T>()));
+            // SAFETY: src holds rows*f elements (of T when stored, of T::Acc
+            // else; the other pointer is null); the climb's buffers and
             // counters are column_sums's.
             Ok(unsafe { args.launch(&self.dev, &kern, name, cfg) }?)
         })
@@ -380,7 +386,9 @@ impl CudaBackend {
     /// `reduce_rows_level` family that `launch` enqueues with the climb it is
     /// given: one launch for every level (the default, [`ColSums::Climb`]),
     /// or, with [`ColSums::PerLevel`] or more counters than the device has, a
-    /// launch of the first level and then reduce_rows on its rows.
+    /// launch of the first level and then reduce_rows on its rows. Every
+    /// level of several rows is `T::Acc` scratch; only the last, the sums at
+    /// `dst`, is stored as `T`.
     pub(super) fn column_sums<T: Element>(
         &self,
         rows: usize,
@@ -388,7 +396,7 @@ impl CudaBackend {
         dst: u64,
         launch: impl FnOnce(&RrClimb) -> BResult<()>,
     ) -> BResult<()> {
-        let lv = col_sum_levels(rows, col_sum_tiles(f, T::DTYPE.size()));
+        let lv = col_sum_levels(rows, col_sum_tiles(f, acc_size::<T>()));
         let climb = lv.rows.len() == 1
             || (self.settings.col_sums() == ColSums::Climb
                 && lv.counters <= COL_SUM_COUNTERS as u64);
@@ -396,7 +404,7 @@ impl CudaBackend {
         // every level's rows before the last (the sums at dst)
         let inner: u64 = lv.rows[..lv.rows.len() - 1].iter().take(levels).sum();
         let inner = usize::try_from(inner).unwrap_or(usize::MAX);
-        let part = scratch::<T>(
+        let part = scratch::<T::Acc>(
             &self.dev,
             inner.checked_mul(f).ok_or(Error::SizeOverflow {
                 what: "column-sum levels",
@@ -419,7 +427,7 @@ impl CudaBackend {
                 dst
             } else {
                 let here = at;
-                at += lv.rows[i] * f as u64 * T::DTYPE.size() as u64;
+                at += lv.rows[i] * f as u64 * acc_size::<T>() as u64;
                 here
             };
         }
@@ -427,6 +435,6 @@ impl CudaBackend {
         if climb {
             return Ok(());
         }
-        self.reduce_rows::<T>(p.out[0], lv.rows[0] as usize, f, dst)
+        self.reduce_rows::<T>(RowsAt::Acc(p.out[0]), lv.rows[0] as usize, f, dst)
     }
 }

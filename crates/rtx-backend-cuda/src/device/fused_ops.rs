@@ -16,8 +16,8 @@ use super::cache;
 use super::chain::{self, Level0};
 use super::index_lists::CudaIndex;
 use super::launch::{
-    GatherAdd, GatherHeadDot, HeadScaleRows, SoftmaxBwd, SoftmaxDiv, SoftmaxExp, SumBiasRelu, cfg1,
-    col_sums_grid, grid_for,
+    GatherAdd, GatherHeadDot, HeadScaleRows, SoftmaxBwd, SoftmaxDiv, SoftmaxExp, SumBiasRelu,
+    acc_size, cfg1, col_sums_grid, grid_for,
 };
 use super::plan::DevicePlan;
 use crate::abi::SUM_BIAS_PARTS;
@@ -431,17 +431,18 @@ impl FusedOps for CudaBackend {
         a: &BTensor<Self, T>,
         s: &BTensor<Self, T>,
     ) -> BResult<BTensor<Self, T>> {
-        if T::DTYPE.is_half() {
-            return self
-                .round_dev(self.head_scale_sum_rows(&self.widen_dev(a)?, &self.widen_dev(s)?));
-        }
         let (n, h, c, a_rows) = ops::check_head_scale(a.shape(), s.shape())?;
         let f = h * c;
         if n == 0 || f == 0 {
             return self.zeros::<T>(&[1, f]);
         }
         if u32::try_from(f).is_err() {
-            // the kernel finds a column's head in 32-bit arithmetic
+            // the kernel finds a column's head in 32-bit arithmetic; a half
+            // type keeps the products in f32 (the widen route)
+            if T::DTYPE.is_half() {
+                let (wa, ws) = (self.widen_dev(a)?, self.widen_dev(s)?);
+                return self.round_dev(self.sum_rows(&self.head_scale(&wa, &ws)?));
+            }
             return self.sum_rows(&self.head_scale(a, s)?);
         }
         let out = self.out::<T>(&[1, f])?;
@@ -460,7 +461,7 @@ impl FusedOps for CudaBackend {
                 cl: *climb,
             };
             let kernel = Kernel::typed(Typed::HeadScaleRows, Float::of(T::DTYPE))?;
-            let cfg = cfg1(col_sums_grid(n, f, T::DTYPE.size()));
+            let cfg = cfg1(col_sums_grid(n, f, acc_size::<T>()));
             // SAFETY: a holds n*f elements (a_rs = f) or f (a_rs = 0), s
             // n*(f/c) (checked shapes); the climb's buffers and counters are
             // column_sums's.
@@ -494,14 +495,6 @@ impl FusedOps for CudaBackend {
         b: &BTensor<Self, T>,
         b_idx: &[u32],
     ) -> BResult<BTensor<Self, T>> {
-        if T::DTYPE.is_half() {
-            return self.round_dev(self.gather_add(
-                &self.widen_dev(a)?,
-                a_idx,
-                &self.widen_dev(b)?,
-                b_idx,
-            ));
-        }
         // the indices are checked through the cache entries' maxima
         let (na, nb, f) = ops::gather_add_shapes(a.shape(), a_idx.len(), b.shape(), b_idx.len())?;
         let (e, vec16) = (a_idx.len(), per_vector::<T>());
@@ -517,14 +510,6 @@ impl FusedOps for CudaBackend {
         b: &BTensor<Self, T>,
         b_idx: &CudaIndex,
     ) -> BResult<BTensor<Self, T>> {
-        if T::DTYPE.is_half() {
-            return self.round_dev(self.gather_add_idx(
-                &self.widen_dev(a)?,
-                a_idx,
-                &self.widen_dev(b)?,
-                b_idx,
-            ));
-        }
         self.check_own(a_idx)?;
         self.check_own(b_idx)?;
         let (na, nb, f) = ops::gather_add_shapes(a.shape(), a_idx.len(), b.shape(), b_idx.len())?;
@@ -542,15 +527,6 @@ impl FusedOps for CudaBackend {
         b_idx: &[u32],
         heads: usize,
     ) -> BResult<BTensor<Self, T>> {
-        if T::DTYPE.is_half() {
-            return self.round_dev(self.gather_head_dot(
-                &self.widen_dev(a)?,
-                a_idx,
-                &self.widen_dev(b)?,
-                b_idx,
-                heads,
-            ));
-        }
         // the indices are checked through the cache entries' maxima
         let (na, nb, c) =
             ops::gather_head_dot_shapes(a.shape(), a_idx.len(), b.shape(), b_idx.len(), heads)?;
@@ -657,15 +633,6 @@ impl FusedOps for CudaBackend {
         b_idx: &CudaIndex,
         heads: usize,
     ) -> BResult<BTensor<Self, T>> {
-        if T::DTYPE.is_half() {
-            return self.round_dev(self.gather_head_dot_idx(
-                &self.widen_dev(a)?,
-                a_idx,
-                &self.widen_dev(b)?,
-                b_idx,
-                heads,
-            ));
-        }
         self.check_own(a_idx)?;
         self.check_own(b_idx)?;
         let (na, nb, c) =

@@ -182,8 +182,15 @@ pub(crate) fn fused0_grid(entries: u64, n: u64, w: u64, vec_bytes: u64) -> u32 {
 }
 
 /// Bytes of the column tile of one block of dense.cu's column sums
-/// (`reduce_rows_level`: `RR_COLS(T)` = 128 / sizeof(T) columns).
+/// (`reduce_rows_level`: `RR_COLS(A)` = 128 / sizeof(A) columns of the type
+/// it computes in, [`acc_size`]).
 const COL_SUM_TILE_BYTES: usize = 128;
+
+/// Bytes of `T`'s accumulator `T::Acc` (4 for the half types): the element
+/// the column sums keep in shared memory and in their levels' scratch.
+pub(crate) fn acc_size<T: Element>() -> usize {
+    <T::Acc as Element>::DTYPE.size()
+}
 
 /// Blocks for a level of dense.cu's column sums (`reduce_rows`,
 /// `head_scale_rows`) over `rows` rows of `f` elements of `elem_bytes`: a

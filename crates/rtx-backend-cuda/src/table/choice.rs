@@ -584,7 +584,14 @@ impl Kernel {
             (F64, T32x64) => Kernel::Matmul32x64F64,
             (F64, T64x32) => Kernel::Matmul64x32F64,
             (F64, T32x32) => Kernel::Matmul32x32F64,
-            (Float::Bf16 | Float::F16, _) => return Err(unsupported("matmul", t)),
+            (Float::Bf16, T64x64) => Kernel::Matmul64x64Bf16,
+            (Float::Bf16, T32x64) => Kernel::Matmul32x64Bf16,
+            (Float::Bf16, T64x32) => Kernel::Matmul64x32Bf16,
+            (Float::Bf16, T32x32) => Kernel::Matmul32x32Bf16,
+            (Float::F16, T64x64) => Kernel::Matmul64x64F16,
+            (Float::F16, T32x64) => Kernel::Matmul32x64F16,
+            (Float::F16, T64x32) => Kernel::Matmul64x32F16,
+            (Float::F16, T32x32) => Kernel::Matmul32x32F16,
         })
     }
 
@@ -627,6 +634,18 @@ impl Kernel {
             (Typed::SoftmaxDiv, F64) => Kernel::SoftmaxDivF64,
             (Typed::SoftmaxBwd, F32) => Kernel::SoftmaxBwdF32,
             (Typed::SoftmaxBwd, F64) => Kernel::SoftmaxBwdF64,
+            (Typed::GatherAdd, Float::Bf16) => Kernel::GatherAddBf16,
+            (Typed::GatherAdd, Float::F16) => Kernel::GatherAddF16,
+            (Typed::HeadDot, Float::Bf16) => Kernel::HeadDotBf16,
+            (Typed::HeadDot, Float::F16) => Kernel::HeadDotF16,
+            (Typed::GatherHeadDot, Float::Bf16) => Kernel::GatherHeadDotBf16,
+            (Typed::GatherHeadDot, Float::F16) => Kernel::GatherHeadDotF16,
+            (Typed::ReduceRows, Float::Bf16) => Kernel::ReduceRowsBf16,
+            (Typed::ReduceRows, Float::F16) => Kernel::ReduceRowsF16,
+            (Typed::HeadScaleRows, Float::Bf16) => Kernel::HeadScaleRowsBf16,
+            (Typed::HeadScaleRows, Float::F16) => Kernel::HeadScaleRowsF16,
+            (Typed::MatmulDot, Float::Bf16) => Kernel::MatmulDotBf16,
+            (Typed::MatmulDot, Float::F16) => Kernel::MatmulDotF16,
             (_, Float::Bf16 | Float::F16) => return Err(unsupported(family.name(), t)),
         })
     }
