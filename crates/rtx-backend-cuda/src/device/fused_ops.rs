@@ -134,10 +134,7 @@ impl CudaBackend {
             e: ee,
             f: ff,
         };
-        let kernel = Kernel::typed(
-            Typed::SoftmaxBwd,
-            Float::of(T::DTYPE),
-        )?;
+        let kernel = Kernel::typed(Typed::SoftmaxBwd, Float::of(T::DTYPE))?;
         // SAFETY: alpha, g and out hold e*f, s rows*f elements; rowof holds e
         // rows below rows.
         unsafe { args.launch(&self.dev, &kern, kernel, cfg1(grid_for(ee * ff))) }?;
@@ -303,7 +300,9 @@ impl FusedOps for CudaBackend {
         &self,
         parts: &[BiasPart<'_, Self, T>],
     ) -> BResult<BTensor<Self, T>> {
-        if T::DTYPE.is_half() {
+        if T::DTYPE.is_half() && parts.len() > SUM_BIAS_PARTS {
+            // more parts than the kernel's room: the f32 op (its composition)
+            // on widened copies, rounded once, as the definition says
             check_bias_parts::<Self, T>(parts)?;
             let wide = parts
                 .iter()
@@ -340,8 +339,8 @@ impl FusedOps for CudaBackend {
         let kernel = Kernel::typed(Typed::SumBiasRelu, Float::of(T::DTYPE))?;
         // a thread per 16-byte vector (the kernel strides when rows are not)
         let cfg = cfg1(grid_for(total.div_ceil(per_vector::<T>())));
-        // SAFETY: the first k inputs of p hold n*f elements and its first k
-        // biases f (checked shapes); out holds n*f.
+        // SAFETY: the first k inputs of p hold n*f elements of T and its
+        // first k biases f (checked shapes); out holds n*f.
         unsafe { args.launch(&self.dev, &kern, kernel, cfg) }?;
         Ok(out)
     }
@@ -462,10 +461,7 @@ impl FusedOps for CudaBackend {
                 a_rs,
                 cl: *climb,
             };
-            let kernel = Kernel::typed(
-                Typed::HeadScaleRows,
-                Float::of(T::DTYPE),
-            )?;
+            let kernel = Kernel::typed(Typed::HeadScaleRows, Float::of(T::DTYPE))?;
             let cfg = cfg1(col_sums_grid(n, f, T::DTYPE.size()));
             // SAFETY: a holds n*f elements (a_rs = f) or f (a_rs = 0), s
             // n*(f/c) (checked shapes); the climb's buffers and counters are
@@ -482,13 +478,6 @@ impl FusedOps for CudaBackend {
         a: &BTensor<Self, T>,
         s: &BTensor<Self, T>,
     ) -> BResult<BTensor<Self, T>> {
-        if T::DTYPE.is_half() {
-            return self.round_dev(self.add_head_scale(
-                &self.widen_dev(x)?,
-                &self.widen_dev(a)?,
-                &self.widen_dev(s)?,
-            ));
-        }
         self.head_scale_plus(Some(x), a, s)
     }
 
