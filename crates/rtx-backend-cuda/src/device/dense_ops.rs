@@ -176,9 +176,15 @@ impl DenseOps for CudaBackend {
         };
         let kern = self.dev.kernels()?;
         let kernel = Kernel::typed(Typed::Binary, Float::of(T::DTYPE))?;
+        // a thread per 16-byte vector when b's row is whole vectors
+        let grid = if f.is_multiple_of(per_vector::<T>()) {
+            vector_grid::<T>(n)
+        } else {
+            grid_for(n)
+        };
         // SAFETY: a and out hold n elements of T, b n (f == 0) or f (a
         // broadcast row; n is a multiple of f).
-        unsafe { args.launch(&self.dev, &kern, kernel, cfg1(vector_grid::<T>(n))) }?;
+        unsafe { args.launch(&self.dev, &kern, kernel, cfg1(grid)) }?;
         Ok(out)
     }
 
