@@ -42,44 +42,161 @@ __device__ __forceinline__ T binary_op(u32 op, T a, T b) {
     }
 }
 
-#define RTX_UNARY(NAME, T)                                                                  \
-    extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
-        NAME(const T* __restrict__ x, T* __restrict__ out, u64 n, u32 op, T s) {            \
-        for (u64 i = thread_id(); i < n; i += grid_stride()) out[i] = unary_op(op, x[i], s); \
-    }
-RTX_UNARY(unary_f32, float)
-RTX_UNARY(unary_f64, double)
+// The elementwise kernels (unary, unary_bwd, binary, axpy) over an element
+// kind K (model.cuh): each loads stored elements, computes in K::A exactly
+// as the f32 (f64) kernel does, and rounds each output once as it stores
+// it. A thread takes a 16-byte vector (VecT<AV>::N elements: 4 floats, 2
+// doubles, 8 halves) when the pointers are aligned (device allocations
+// are), then the last n % N elements one each.
+#define RTX_KIND_TYPES(K)                                                                   \
+    typedef typename K::A A;                                                                \
+    typedef typename K::SV SV;                                                              \
+    typedef typename K::AV AV;                                                              \
+    constexpr u32 N = VecT<AV>::N
 
-#define RTX_UNARY_BWD(NAME, T)                                                              \
+template <typename K>
+__device__ __forceinline__ void unary_body(const typename K::S* __restrict__ x,
+                                           typename K::S* __restrict__ out, u64 n, u32 op,
+                                           typename K::A s) {
+    RTX_KIND_TYPES(K);
+    u64 done = 0;
+    if (aligned16(x) && aligned16(out)) {
+        const u64 nv = n / N;
+        const SV* __restrict__ xv = reinterpret_cast<const SV*>(x);
+        SV* __restrict__ ov = reinterpret_cast<SV*>(out);
+        for (u64 t = thread_id(); t < nv; t += grid_stride()) {
+            AV v = K::vld(__ldg(xv + t));
+#pragma unroll
+            for (u32 q = 0; q < N; ++q) comps(v)[q] = unary_op<A>(op, comps(v)[q], s);
+            ov[t] = K::vst(v);
+        }
+        done = nv * N;
+    }
+    for (u64 i = done + thread_id(); i < n; i += grid_stride())
+        out[i] = K::st(unary_op<A>(op, K::ld(x[i]), s));
+}
+
+#define RTX_UNARY(NAME, T, A, K)                                                            \
+    extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
+        NAME(const T* __restrict__ x, T* __restrict__ out, u64 n, u32 op, A s) {            \
+        unary_body<K>(x, out, n, op, s);                                                    \
+    }
+RTX_UNARY(unary_f32, float, float, KF32)
+RTX_UNARY(unary_f64, double, double, KF64)
+RTX_UNARY(unary_bf16, bf16, float, KBf16)
+RTX_UNARY(unary_f16, f16, float, KF16)
+
+template <typename K>
+__device__ __forceinline__ void unary_bwd_body(const typename K::S* __restrict__ x,
+                                               const typename K::S* __restrict__ g,
+                                               typename K::S* __restrict__ out, u64 n, u32 op,
+                                               typename K::A s) {
+    RTX_KIND_TYPES(K);
+    u64 done = 0;
+    if (aligned16(x) && aligned16(g) && aligned16(out)) {
+        const u64 nv = n / N;
+        const SV* __restrict__ xv = reinterpret_cast<const SV*>(x);
+        const SV* __restrict__ gv = reinterpret_cast<const SV*>(g);
+        SV* __restrict__ ov = reinterpret_cast<SV*>(out);
+        for (u64 t = thread_id(); t < nv; t += grid_stride()) {
+            const AV a = K::vld(__ldg(xv + t));
+            AV v = K::vld(__ldg(gv + t));
+#pragma unroll
+            for (u32 q = 0; q < N; ++q)
+                comps(v)[q] = unary_bwd_op<A>(op, comps(a)[q], comps(v)[q], s);
+            ov[t] = K::vst(v);
+        }
+        done = nv * N;
+    }
+    for (u64 i = done + thread_id(); i < n; i += grid_stride())
+        out[i] = K::st(unary_bwd_op<A>(op, K::ld(x[i]), K::ld(g[i]), s));
+}
+
+#define RTX_UNARY_BWD(NAME, T, A, K)                                                        \
     extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
         NAME(const T* __restrict__ x, const T* __restrict__ g, T* __restrict__ out, u64 n,  \
-             u32 op, T s) {                                                                 \
-        for (u64 i = thread_id(); i < n; i += grid_stride())                                \
-            out[i] = unary_bwd_op(op, x[i], g[i], s);                                       \
+             u32 op, A s) {                                                                 \
+        unary_bwd_body<K>(x, g, out, n, op, s);                                             \
     }
-RTX_UNARY_BWD(unary_bwd_f32, float)
-RTX_UNARY_BWD(unary_bwd_f64, double)
+RTX_UNARY_BWD(unary_bwd_f32, float, float, KF32)
+RTX_UNARY_BWD(unary_bwd_f64, double, double, KF64)
+RTX_UNARY_BWD(unary_bwd_bf16, bf16, float, KBf16)
+RTX_UNARY_BWD(unary_bwd_f16, f16, float, KF16)
 
 // out = a op b; b is one row of f values repeated over a's rows when f > 0.
-#define RTX_BINARY(NAME, T)                                                                 \
+// The vector path needs whole vectors in b's row (f % N == 0) and, to find
+// a vector's place in the row with a 32-bit division, n / N below 2^32.
+template <typename K>
+__device__ __forceinline__ void binary_body(const typename K::S* __restrict__ a,
+                                            const typename K::S* __restrict__ b,
+                                            typename K::S* __restrict__ out, u64 n, u32 op,
+                                            u64 f) {
+    RTX_KIND_TYPES(K);
+    u64 done = 0;
+    const u64 nv = n / N;
+    if (f % N == 0 && (f == 0 || nv < (1ull << 32)) && aligned16(a) && aligned16(b) &&
+        aligned16(out)) {
+        const u32 fv = (u32)(f / N);
+        const SV* __restrict__ av = reinterpret_cast<const SV*>(a);
+        const SV* __restrict__ bv = reinterpret_cast<const SV*>(b);
+        SV* __restrict__ ov = reinterpret_cast<SV*>(out);
+        for (u64 t = thread_id(); t < nv; t += grid_stride()) {
+            AV v = K::vld(__ldg(av + t));
+            const AV w = K::vld(__ldg(bv + (fv ? (u64)((u32)t % fv) : t)));
+#pragma unroll
+            for (u32 q = 0; q < N; ++q) comps(v)[q] = binary_op<A>(op, comps(v)[q], comps(w)[q]);
+            ov[t] = K::vst(v);
+        }
+        done = nv * N;
+    }
+    for (u64 i = done + thread_id(); i < n; i += grid_stride())
+        out[i] = K::st(binary_op<A>(op, K::ld(a[i]), K::ld(b[f ? i % f : i])));
+}
+
+#define RTX_BINARY(NAME, T, K)                                                              \
     extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
         NAME(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ out, u64 n,  \
              u32 op, u64 f) {                                                               \
-        for (u64 i = thread_id(); i < n; i += grid_stride())                                \
-            out[i] = binary_op(op, a[i], b[f ? i % f : i]);                                 \
+        binary_body<K>(a, b, out, n, op, f);                                                \
     }
-RTX_BINARY(binary_f32, float)
-RTX_BINARY(binary_f64, double)
+RTX_BINARY(binary_f32, float, KF32)
+RTX_BINARY(binary_f64, double, KF64)
+RTX_BINARY(binary_bf16, bf16, KBf16)
+RTX_BINARY(binary_f16, f16, KF16)
 
-// y = y + alpha * x (the product rounded, then the sum).
-#define RTX_AXPY(NAME, T)                                                                   \
-    extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
-        NAME(T* __restrict__ y, const T* __restrict__ x, u64 n, T alpha) {                  \
-        for (u64 i = thread_id(); i < n; i += grid_stride())                                \
-            y[i] = radd(y[i], rmul(alpha, x[i]));                                           \
+// y = y + alpha * x (the product rounded, then the sum; y rounded once).
+template <typename K>
+__device__ __forceinline__ void axpy_body(typename K::S* __restrict__ y,
+                                          const typename K::S* __restrict__ x, u64 n,
+                                          typename K::A alpha) {
+    RTX_KIND_TYPES(K);
+    u64 done = 0;
+    if (aligned16(y) && aligned16(x)) {
+        const u64 nv = n / N;
+        SV* __restrict__ yv = reinterpret_cast<SV*>(y);
+        const SV* __restrict__ xv = reinterpret_cast<const SV*>(x);
+        for (u64 t = thread_id(); t < nv; t += grid_stride()) {
+            AV v = K::vld(yv[t]);
+            const AV w = K::vld(__ldg(xv + t));
+#pragma unroll
+            for (u32 q = 0; q < N; ++q) comps(v)[q] = radd(comps(v)[q], rmul(alpha, comps(w)[q]));
+            yv[t] = K::vst(v);
+        }
+        done = nv * N;
     }
-RTX_AXPY(axpy_f32, float)
-RTX_AXPY(axpy_f64, double)
+    for (u64 i = done + thread_id(); i < n; i += grid_stride())
+        y[i] = K::st(radd(K::ld(y[i]), rmul(alpha, K::ld(x[i]))));
+}
+
+#define RTX_AXPY(NAME, T, A, K)                                                             \
+    extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
+        NAME(T* __restrict__ y, const T* __restrict__ x, u64 n, A alpha) {                  \
+        axpy_body<K>(y, x, n, alpha);                                                       \
+    }
+RTX_AXPY(axpy_f32, float, float, KF32)
+RTX_AXPY(axpy_f64, double, double, KF64)
+RTX_AXPY(axpy_bf16, bf16, float, KBf16)
+RTX_AXPY(axpy_f16, f16, float, KF16)
 
 // out[i, h*c + j] = a[i or 0, h*c + j] * s[i, h], plus x[i, h*c + j] first
 // when x is not null (add_head_scale: x + the product). When a head's c
@@ -87,39 +204,40 @@ RTX_AXPY(axpy_f64, double)
 // takes one vector: one row and one head, two 32-bit divisions per vector
 // (the scalar loop's two 64-bit divisions per element made it twice its
 // bandwidth floor).
-template <typename T>
-__device__ __forceinline__ void head_scale_body(const T* __restrict__ x, const T* __restrict__ a,
-                                                const T* __restrict__ s, T* __restrict__ out,
-                                                u64 n, u64 heads, u64 c, u32 a_bcast) {
-    typedef typename Vec16<T>::V V;
-    constexpr u32 N = VecT<V>::N;
+template <typename K>
+__device__ __forceinline__ void head_scale_body(const typename K::S* __restrict__ x,
+                                                const typename K::S* __restrict__ a,
+                                                const typename K::S* __restrict__ s,
+                                                typename K::S* __restrict__ out, u64 n, u64 heads,
+                                                u64 c, u32 a_bcast) {
+    RTX_KIND_TYPES(K);
     const u64 f = heads * c;
     const u64 total = n * f;
     if (c % N == 0 && total / N < (1ull << 32) && aligned16(a) && aligned16(out) &&
         aligned16(x)) {
         const u32 fv = (u32)(f / N), cv = (u32)(c / N), tv = (u32)(total / N);
-        const V* __restrict__ av = reinterpret_cast<const V*>(a);
-        const V* __restrict__ xv = reinterpret_cast<const V*>(x);
-        V* __restrict__ ov = reinterpret_cast<V*>(out);
+        const SV* __restrict__ av = reinterpret_cast<const SV*>(a);
+        const SV* __restrict__ xv = reinterpret_cast<const SV*>(x);
+        SV* __restrict__ ov = reinterpret_cast<SV*>(out);
         for (u64 t = thread_id(); t < tv; t += grid_stride()) {
             const u32 i = (u32)t / fv, col = (u32)t - i * fv;
-            const T sc = __ldg(s + (u64)i * heads + col / cv);
-            V v = __ldg(av + (a_bcast ? (u64)col : t));
+            const A sc = K::ld(__ldg(s + (u64)i * heads + col / cv));
+            AV v = K::vld(__ldg(av + (a_bcast ? (u64)col : t)));
 #pragma unroll
             for (u32 k = 0; k < N; ++k) comps(v)[k] = rmul(comps(v)[k], sc);
             if (x) {
-                const V w = __ldg(xv + t);
+                const AV w = K::vld(__ldg(xv + t));
 #pragma unroll
                 for (u32 k = 0; k < N; ++k) comps(v)[k] = radd(comps(w)[k], comps(v)[k]);
             }
-            ov[t] = v;
+            ov[t] = K::vst(v);
         }
         return;
     }
     for (u64 t = thread_id(); t < total; t += grid_stride()) {
         const u64 i = t / f, col = t - i * f;
-        const T v = rmul(a[a_bcast ? col : t], s[i * heads + col / c]);
-        out[t] = x ? radd(x[t], v) : v;
+        const A v = rmul(K::ld(a[a_bcast ? col : t]), K::ld(s[i * heads + col / c]));
+        out[t] = K::st(x ? radd(K::ld(x[t]), v) : v);
     }
 }
 
@@ -134,10 +252,12 @@ struct BiasParts {
     u64 k;
 };
 
-template <typename T>
-__device__ __forceinline__ T bias_relu_step(const BiasParts& p, u32 i, T acc, u64 at, u64 col) {
-    const T v = radd(__ldg(reinterpret_cast<const T*>(p.x[i]) + at),
-                     __ldg(reinterpret_cast<const T*>(p.b[i]) + col));
+template <typename K>
+__device__ __forceinline__ typename K::A bias_relu_step(const BiasParts& p, u32 i,
+                                                        typename K::A acc, u64 at, u64 col) {
+    typedef typename K::S S;
+    const typename K::A v = radd(K::ld(__ldg(reinterpret_cast<const S*>(p.x[i]) + at)),
+                                 K::ld(__ldg(reinterpret_cast<const S*>(p.b[i]) + col)));
     return i == 0 ? v : radd(acc, v);
 }
 
@@ -146,11 +266,10 @@ __device__ __forceinline__ T relu(T v) {
     return unary_op<T>(RTX_UNARY_RELU, v, T(0));
 }
 
-template <typename T>
-__device__ __forceinline__ void sum_bias_relu_body(const BiasParts& p, T* __restrict__ out,
-                                                   u64 n, u64 f) {
-    typedef typename Vec16<T>::V V;
-    constexpr u32 N = VecT<V>::N;
+template <typename K>
+__device__ __forceinline__ void sum_bias_relu_body(const BiasParts& p,
+                                                   typename K::S* __restrict__ out, u64 n, u64 f) {
+    RTX_KIND_TYPES(K);
     const u64 total = n * f;
     bool vec = f % N == 0 && total / N < (1ull << 32) && aligned16(out);
     for (u32 i = 0; i < p.k; ++i)
@@ -159,44 +278,46 @@ __device__ __forceinline__ void sum_bias_relu_body(const BiasParts& p, T* __rest
         const u32 fv = (u32)(f / N), tv = (u32)(total / N);
         for (u64 t = thread_id(); t < tv; t += grid_stride()) {
             const u32 col = (u32)t % fv;
-            V acc;
+            AV acc;
             // unrolled over the room, so the parts' pointers stay in registers
 #pragma unroll
             for (u32 i = 0; i < RTX_SUM_BIAS_PARTS; ++i) {
                 if (i >= p.k) break;
-                V x = __ldg(reinterpret_cast<const V*>(p.x[i]) + t);
-                const V b = __ldg(reinterpret_cast<const V*>(p.b[i]) + col);
+                const AV x = K::vld(__ldg(reinterpret_cast<const SV*>(p.x[i]) + t));
+                const AV b = K::vld(__ldg(reinterpret_cast<const SV*>(p.b[i]) + col));
 #pragma unroll
                 for (u32 q = 0; q < N; ++q) {
-                    const T v = radd(comps(x)[q], comps(b)[q]);
+                    const A v = radd(comps(x)[q], comps(b)[q]);
                     comps(acc)[q] = i == 0 ? v : radd(comps(acc)[q], v);
                 }
             }
 #pragma unroll
             for (u32 q = 0; q < N; ++q) comps(acc)[q] = relu(comps(acc)[q]);
-            reinterpret_cast<V*>(out)[t] = acc;
+            reinterpret_cast<SV*>(out)[t] = K::vst(acc);
         }
         return;
     }
     for (u64 t = thread_id(); t < total; t += grid_stride()) {
         const u64 col = t % f;
-        T acc = T(0);
+        A acc = A(0);
 #pragma unroll
         for (u32 i = 0; i < RTX_SUM_BIAS_PARTS; ++i) {
             if (i >= p.k) break;
-            acc = bias_relu_step<T>(p, i, acc, t, col);
+            acc = bias_relu_step<K>(p, i, acc, t, col);
         }
-        out[t] = relu(acc);
+        out[t] = K::st(relu(acc));
     }
 }
 
-#define RTX_SUM_BIAS_RELU(NAME, T)                                                          \
+#define RTX_SUM_BIAS_RELU(NAME, T, K)                                                       \
     extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
         NAME(BiasParts p, T* __restrict__ out, u64 n, u64 f) {                              \
-        sum_bias_relu_body<T>(p, out, n, f);                                                \
+        sum_bias_relu_body<K>(p, out, n, f);                                                \
     }
-RTX_SUM_BIAS_RELU(sum_bias_relu_f32, float)
-RTX_SUM_BIAS_RELU(sum_bias_relu_f64, double)
+RTX_SUM_BIAS_RELU(sum_bias_relu_f32, float, KF32)
+RTX_SUM_BIAS_RELU(sum_bias_relu_f64, double, KF64)
+RTX_SUM_BIAS_RELU(sum_bias_relu_bf16, bf16, KBf16)
+RTX_SUM_BIAS_RELU(sum_bias_relu_f16, f16, KF16)
 
 // gather_add: out[p, :] = a[ai[p], :] + b[bi[p], :] over rows of f
 // elements (every ai below a's rows and bi below b's, checked by the host).
@@ -245,11 +366,13 @@ RTX_GATHER_ADD(gather_add_f64, double, KF64)
 RTX_GATHER_ADD(gather_add_bf16, bf16, KBf16)
 RTX_GATHER_ADD(gather_add_f16, f16, KF16)
 
-#define RTX_HEAD_SCALE(NAME, T)                                                             \
+#define RTX_HEAD_SCALE(NAME, T, K)                                                          \
     extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
         NAME(const T* __restrict__ x, const T* __restrict__ a, const T* __restrict__ s,     \
              T* __restrict__ out, u64 n, u64 heads, u64 c, u32 a_bcast) {                   \
-        head_scale_body<T>(x, a, s, out, n, heads, c, a_bcast);                             \
+        head_scale_body<K>(x, a, s, out, n, heads, c, a_bcast);                             \
     }
-RTX_HEAD_SCALE(head_scale_f32, float)
-RTX_HEAD_SCALE(head_scale_f64, double)
+RTX_HEAD_SCALE(head_scale_f32, float, KF32)
+RTX_HEAD_SCALE(head_scale_f64, double, KF64)
+RTX_HEAD_SCALE(head_scale_bf16, bf16, KBf16)
+RTX_HEAD_SCALE(head_scale_f16, f16, KF16)

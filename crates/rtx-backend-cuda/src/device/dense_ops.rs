@@ -109,9 +109,6 @@ impl DenseOps for CudaBackend {
     }
 
     fn unary<T: Element>(&self, op: Unary, x: &BTensor<Self, T>) -> BResult<BTensor<Self, T>> {
-        if T::DTYPE.is_half() {
-            return self.round_dev(self.unary(op, &self.widen_dev(x)?));
-        }
         let out = self.out::<T>(x.shape())?;
         let n = x.numel() as u64;
         if n == 0 {
@@ -127,8 +124,8 @@ impl DenseOps for CudaBackend {
         };
         let kern = self.dev.kernels()?;
         let kernel = Kernel::typed(Typed::Unary, Float::of(T::DTYPE))?;
-        // SAFETY: x and out hold n elements.
-        unsafe { args.launch(&self.dev, &kern, kernel, cfg1(grid_for(n))) }?;
+        // SAFETY: x and out hold n elements of T.
+        unsafe { args.launch(&self.dev, &kern, kernel, cfg1(vector_grid::<T>(n))) }?;
         Ok(out)
     }
 
@@ -138,13 +135,6 @@ impl DenseOps for CudaBackend {
         x: &BTensor<Self, T>,
         grad: &BTensor<Self, T>,
     ) -> BResult<BTensor<Self, T>> {
-        if T::DTYPE.is_half() {
-            return self.round_dev(self.unary_backward(
-                op,
-                &self.widen_dev(x)?,
-                &self.widen_dev(grad)?,
-            ));
-        }
         ops::check_same("unary_backward", x.shape(), grad.shape())?;
         let out = self.out::<T>(x.shape())?;
         let n = x.numel() as u64;
@@ -162,8 +152,8 @@ impl DenseOps for CudaBackend {
         };
         let kern = self.dev.kernels()?;
         let kernel = Kernel::typed(Typed::UnaryBwd, Float::of(T::DTYPE))?;
-        // SAFETY: x, grad and out hold n elements (equal shapes checked).
-        unsafe { args.launch(&self.dev, &kern, kernel, cfg1(grid_for(n))) }?;
+        // SAFETY: x, grad and out hold n elements of T (equal shapes checked).
+        unsafe { args.launch(&self.dev, &kern, kernel, cfg1(vector_grid::<T>(n))) }?;
         Ok(out)
     }
 
@@ -173,9 +163,6 @@ impl DenseOps for CudaBackend {
         a: &BTensor<Self, T>,
         b: &BTensor<Self, T>,
     ) -> BResult<BTensor<Self, T>> {
-        if T::DTYPE.is_half() {
-            return self.round_dev(self.binary(op, &self.widen_dev(a)?, &self.widen_dev(b)?));
-        }
         let (f, broadcast) = ops::check_binary(op, a.shape(), b.shape())?;
         let out = self.out::<T>(a.shape())?;
         let n = a.numel() as u64;
@@ -194,9 +181,15 @@ impl DenseOps for CudaBackend {
         };
         let kern = self.dev.kernels()?;
         let kernel = Kernel::typed(Typed::Binary, Float::of(T::DTYPE))?;
-        // SAFETY: a and out hold n elements, b n (f == 0) or f (a broadcast
-        // row; n is a multiple of f).
-        unsafe { args.launch(&self.dev, &kern, kernel, cfg1(grid_for(n))) }?;
+        // a thread per 16-byte vector when b's row is whole vectors
+        let grid = if f.is_multiple_of(per_vector::<T>()) {
+            vector_grid::<T>(n)
+        } else {
+            grid_for(n)
+        };
+        // SAFETY: a and out hold n elements of T, b n (f == 0) or f (a
+        // broadcast row; n is a multiple of f).
+        unsafe { args.launch(&self.dev, &kern, kernel, cfg1(grid)) }?;
         Ok(out)
     }
 
@@ -206,12 +199,6 @@ impl DenseOps for CudaBackend {
         alpha: f64,
         x: &BTensor<Self, T>,
     ) -> BResult<()> {
-        if T::DTYPE.is_half() {
-            let mut wy = self.widen_dev(y)?;
-            self.axpy(&mut wy, alpha, &self.widen_dev(x)?)?;
-            *y = self.round_dev(Ok(wy))?;
-            return Ok(());
-        }
         ops::check_same("axpy", y.shape(), x.shape())?;
         let n = x.numel() as u64;
         if n == 0 {
@@ -230,9 +217,9 @@ impl DenseOps for CudaBackend {
         };
         let kern = self.dev.kernels()?;
         let kernel = Kernel::typed(Typed::Axpy, Float::of(T::DTYPE))?;
-        // SAFETY: y and x hold n elements; y is unique (no other tensor sees
-        // the write).
-        unsafe { args.launch(&self.dev, &kern, kernel, cfg1(grid_for(n))) }?;
+        // SAFETY: y and x hold n elements of T; y is unique (no other tensor
+        // sees the write).
+        unsafe { args.launch(&self.dev, &kern, kernel, cfg1(vector_grid::<T>(n))) }?;
         Ok(())
     }
 
@@ -288,11 +275,20 @@ impl DenseOps for CudaBackend {
         a: &BTensor<Self, T>,
         s: &BTensor<Self, T>,
     ) -> BResult<BTensor<Self, T>> {
-        if T::DTYPE.is_half() {
-            return self.round_dev(self.head_scale(&self.widen_dev(a)?, &self.widen_dev(s)?));
-        }
         self.head_scale_plus(None, a, s)
     }
+}
+
+/// Elements of `T` in a 16-byte vector: what a thread of model.cu's
+/// vectorized elementwise kernels takes.
+fn per_vector<T: Element>() -> u64 {
+    (16 / T::DTYPE.size()) as u64
+}
+
+/// Blocks for `n` elements of `T` at a thread per 16-byte vector (the
+/// kernels stride over whatever a grid does not cover).
+fn vector_grid<T: Element>(n: u64) -> u32 {
+    grid_for(n.div_ceil(per_vector::<T>()))
 }
 
 impl CudaBackend {
@@ -322,9 +318,15 @@ impl CudaBackend {
         };
         let kern = self.dev.kernels()?;
         let kernel = Kernel::typed(Typed::HeadScale, Float::of(T::DTYPE))?;
-        let cfg = cfg1(grid_for((n * h * c) as u64));
-        // SAFETY: x is null or holds n*h*c elements, a (a_rows)*h*c, s n*h,
-        // out n*h*c (checked shapes).
+        let total = (n * h * c) as u64;
+        // a thread per 16-byte vector when a head's channels are whole vectors
+        let cfg = cfg1(if (c as u64).is_multiple_of(per_vector::<T>()) {
+            vector_grid::<T>(total)
+        } else {
+            grid_for(total)
+        });
+        // SAFETY: x is null or holds n*h*c elements of T, a (a_rows)*h*c, s
+        // n*h, out n*h*c (checked shapes).
         unsafe { args.launch(&self.dev, &kern, kernel, cfg) }?;
         Ok(out)
     }

@@ -300,7 +300,9 @@ impl FusedOps for CudaBackend {
         &self,
         parts: &[BiasPart<'_, Self, T>],
     ) -> BResult<BTensor<Self, T>> {
-        if T::DTYPE.is_half() {
+        if T::DTYPE.is_half() && parts.len() > SUM_BIAS_PARTS {
+            // more parts than the kernel's room: the f32 op (its composition)
+            // on widened copies, rounded once, as the definition says
             check_bias_parts::<Self, T>(parts)?;
             let wide = parts
                 .iter()
@@ -337,8 +339,8 @@ impl FusedOps for CudaBackend {
         let kernel = Kernel::typed(Typed::SumBiasRelu, Float::of(T::DTYPE))?;
         // a thread per 16-byte vector (the kernel strides when rows are not)
         let cfg = cfg1(grid_for(total.div_ceil(per_vector::<T>())));
-        // SAFETY: the first k inputs of p hold n*f elements and its first k
-        // biases f (checked shapes); out holds n*f.
+        // SAFETY: the first k inputs of p hold n*f elements of T and its
+        // first k biases f (checked shapes); out holds n*f.
         unsafe { args.launch(&self.dev, &kern, kernel, cfg) }?;
         Ok(out)
     }
@@ -477,13 +479,6 @@ impl FusedOps for CudaBackend {
         a: &BTensor<Self, T>,
         s: &BTensor<Self, T>,
     ) -> BResult<BTensor<Self, T>> {
-        if T::DTYPE.is_half() {
-            return self.round_dev(self.add_head_scale(
-                &self.widen_dev(x)?,
-                &self.widen_dev(a)?,
-                &self.widen_dev(s)?,
-            ));
-        }
         self.head_scale_plus(Some(x), a, s)
     }
 
