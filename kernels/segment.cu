@@ -27,33 +27,53 @@ __device__ __forceinline__ T max_step(T m, T v) {
     return (m == m && (v > m || v != v)) ? v : m;
 }
 
-#define RTX_SEGMAX(NAME, T)                                                                 \
+// Over an element kind K (model.cuh): `vals` (the previous level's
+// scratch, or values through `pos`) and `next` hold K::A, the type the
+// kernel computes in; a row's maximum is stored to dst as K::S (for bf16 and
+// f16 the widened maximum rounds back to the stored element it came from).
+template <typename K>
+__device__ __forceinline__ void segmax_level(const typename K::A* __restrict__ vals,
+                                             const u32* __restrict__ pos,
+                                             const u32* __restrict__ cstart,
+                                             const u32* __restrict__ crow,
+                                             const u32* __restrict__ cslot, u64 nchunks, u64 f,
+                                             typename K::S* __restrict__ dst,
+                                             typename K::A* __restrict__ next) {
+    typedef typename K::A T;
+    const u64 total = nchunks * f;
+    for (u64 t = thread_id(); t < total; t += grid_stride()) {
+        const u64 c = t / f, j = t - c * f;
+        const Chunk ch = load_chunk(cstart, crow, cslot, c);
+        const u32 a = ch.a, b = ch.b;
+        T mx = __ldg(vals + (pos ? (u64)__ldg(pos + a) : (u64)a) * f + j);
+        for (u32 p = a + 1; p < b; p += 8) {
+            T v[8];
+#pragma unroll
+            for (u32 q = 0; q < 8; ++q)
+                if (p + q < b) v[q] = __ldg(vals + (pos ? (u64)__ldg(pos + p + q) : (u64)(p + q)) * f + j);
+#pragma unroll
+            for (u32 q = 0; q < 8; ++q)
+                if (p + q < b) mx = max_step(mx, v[q]);
+        }
+        if (ch.slot == RTX_FINAL)
+            dst[ch.row * f + j] = K::st(mx);
+        else
+            next[(u64)ch.slot * f + j] = mx;
+    }
+}
+
+#define RTX_SEGMAX(NAME, T, A, K)                                                           \
     extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
-        NAME(const T* __restrict__ vals, const u32* __restrict__ pos,                       \
+        NAME(const A* __restrict__ vals, const u32* __restrict__ pos,                       \
              const u32* __restrict__ cstart, const u32* __restrict__ crow,                  \
              const u32* __restrict__ cslot, u64 nchunks, u64 f, T* __restrict__ dst,        \
-             T* __restrict__ next) {                                                        \
-        const u64 total = nchunks * f;                                                      \
-        for (u64 t = thread_id(); t < total; t += grid_stride()) {                          \
-            const u64 c = t / f, j = t - c * f;                                             \
-            const Chunk ch = load_chunk(cstart, crow, cslot, c);                            \
-            const u32 a = ch.a, b = ch.b;                                                   \
-            T mx = __ldg(vals + (pos ? (u64)__ldg(pos + a) : (u64)a) * f + j);              \
-            for (u32 p = a + 1; p < b; p += 8) {                                            \
-                T v[8];                                                                     \
-                _Pragma("unroll") for (u32 q = 0; q < 8; ++q) if (p + q < b) v[q] =         \
-                    __ldg(vals + (pos ? (u64)__ldg(pos + p + q) : (u64)(p + q)) * f + j);   \
-                _Pragma("unroll") for (u32 q = 0; q < 8; ++q) if (p + q < b) mx =           \
-                    max_step(mx, v[q]);                                                     \
-            }                                                                               \
-            if (ch.slot == RTX_FINAL)                                                       \
-                dst[ch.row * f + j] = mx;                                                   \
-            else                                                                            \
-                next[(u64)ch.slot * f + j] = mx;                                            \
-        }                                                                                   \
+             A* __restrict__ next) {                                                        \
+        segmax_level<K>(vals, pos, cstart, crow, cslot, nchunks, f, dst, next);             \
     }
-RTX_SEGMAX(segmax_f32, float)
-RTX_SEGMAX(segmax_f64, double)
+RTX_SEGMAX(segmax_f32, float, float, KF32)
+RTX_SEGMAX(segmax_f64, double, double, KF64)
+RTX_SEGMAX(segmax_bf16, bf16, float, KBf16)
+RTX_SEGMAX(segmax_f16, f16, float, KF16)
 
 // Bytes of values a block of the fused level-0 kernels stages per window.
 #define RTX_WINDOW_BYTES 32768
@@ -68,15 +88,17 @@ __device__ __forceinline__ V combine(V acc, V v) {
 }
 
 // A chunk's value or its slot in the next level, written once its chain is done:
-// a sum goes into its row as `0 + t` (dst zeroed by the host), a max as is.
-template <typename V, bool MAX>
+// a sum goes into its row as `0 + t` (dst zeroed by the host), a max as is,
+// each rounded once to dst's storage (D::st: the identity but for a half
+// destination); the next level's scratch keeps the value as computed.
+template <typename V, bool MAX, typename D>
 __device__ __forceinline__ void put_chunk(V t, u32 slot, u64 row, u64 W, u64 j,
-                                          V* __restrict__ dst, V* __restrict__ next) {
+                                          typename D::S* __restrict__ dst, V* __restrict__ next) {
     if (slot == RTX_FINAL) {
         if constexpr (MAX) {
-            dst[row * W + j] = t;
+            dst[row * W + j] = D::st(t);
         } else {
-            dst[row * W + j] = vadd(V{}, t);
+            dst[row * W + j] = D::st(vadd(V{}, t));
         }
     } else {
         next[(u64)slot * W + j] = t;
@@ -114,12 +136,12 @@ __device__ __forceinline__ V staged_reduce(const Src& src, const typename Src::K
 // most 256 positions is one stage when L >= 16, and when L < 16 each lane has
 // at most one column (W <= L), whose sum continues across stages. The order
 // of every addition is the one of index.cu.
-template <typename V, bool MAX, typename Src>
+template <typename V, bool MAX, typename D, typename Src>
 __device__ __forceinline__ void grouped_level0(const Src& src, const u32* __restrict__ pos,
                                                const u32* __restrict__ cstart,
                                                const u32* __restrict__ crow,
                                                const u32* __restrict__ cslot, u64 nchunks, u64 W,
-                                               u32 lanes_log2, V* __restrict__ dst,
+                                               u32 lanes_log2, typename D::S* __restrict__ dst,
                                                V* __restrict__ next, unsigned char* smem) {
     typedef typename Src::Key K;
     constexpr u32 PER_LANE = 8;
@@ -157,14 +179,14 @@ __device__ __forceinline__ void grouped_level0(const Src& src, const u32* __rest
             if (n == b - a) {  // the whole chunk in one stage
                 for (u64 j = lane; j < W; j += L) {
                     const V t = staged_reduce<V, MAX, Src>(src, ks, n, row, j, acc, true);
-                    put_chunk<V, MAX>(t, slot, row, W, j, dst, next);
+                    put_chunk<V, MAX, D>(t, slot, row, W, j, dst, next);
                 }
             } else if (lane < W) {  // L < 16: one column per lane, across stages
                 acc = staged_reduce<V, MAX, Src>(src, ks, n, row, lane, acc, s0 == a);
             }
             __syncwarp(mask);
         }
-        if (b - a > cap && lane < W) put_chunk<V, MAX>(acc, slot, row, W, lane, dst, next);
+        if (b - a > cap && lane < W) put_chunk<V, MAX, D>(acc, slot, row, W, lane, dst, next);
     }
 }
 
@@ -206,14 +228,14 @@ __device__ __forceinline__ u64 first_chunk_from(const u32* __restrict__ cstart, 
 // latencies, not one per 8 entries along its chain. The additions and their
 // order are index.cu's: the first value of a chunk starts its chain, every
 // later one is added to it.
-template <typename V, bool MAX, typename Src>
+template <typename V, bool MAX, typename D, typename Src>
 __device__ __forceinline__ void windowed_level0(const Src& src, const u32* __restrict__ pos,
                                                 const u32* __restrict__ wfirst,
                                                 const u32* __restrict__ cstart,
                                                 const u32* __restrict__ crow,
                                                 const u32* __restrict__ cslot, u64 nchunks,
-                                                u32 W, V* __restrict__ dst, V* __restrict__ next,
-                                                unsigned char* smem) {
+                                                u32 W, typename D::S* __restrict__ dst,
+                                                V* __restrict__ next, unsigned char* smem) {
     typedef typename Src::Key K;
     constexpr u32 BATCH = 4;
     constexpr u32 SPAN = 2 * RTX_WIN;  // entries staged, at most RTX_WIN + 255
@@ -280,7 +302,7 @@ __device__ __forceinline__ void windowed_level0(const Src& src, const u32* __res
                     for (u32 q = 0; q < BATCH; ++q)
                         if (p + q < e) acc = combine<V, MAX>(acc, v[q]);
                 }
-                put_chunk<V, MAX>(acc, __ldg(cslot + cb + c), __ldg(crow + cb + c), W, j0 + lane,
+                put_chunk<V, MAX, D>(acc, __ldg(cslot + cb + c), __ldg(crow + cb + c), W, j0 + lane,
                                   dst, next);
             }
         }
@@ -289,46 +311,94 @@ __device__ __forceinline__ void windowed_level0(const Src& src, const u32* __res
 }
 
 // Level 0 of a segment sum (or max) whose values Src computes (see
-// windowed_level0 and grouped_level0).
-template <typename V, bool MAX, typename Src>
+// windowed_level0 and grouped_level0): values, sums and the next level's
+// scratch are Src::V (the f32 vectors of a half kernel), a row's result is
+// stored to dst as D::S (D::st rounds it once for a half destination).
+template <bool MAX, typename D, typename Src>
 __device__ __forceinline__ void fused_level0(const Src& src, const u32* __restrict__ pos,
                                              const u32* __restrict__ wfirst,
                                              const u32* __restrict__ cstart,
                                              const u32* __restrict__ crow,
                                              const u32* __restrict__ cslot, u64 nchunks, u64 W,
-                                             u32 lanes_log2, V* __restrict__ dst,
-                                             V* __restrict__ next) {
+                                             u32 lanes_log2, typename D::S* __restrict__ dst,
+                                             typename Src::V* __restrict__ next) {
+    typedef typename Src::V V;
     __shared__ __align__(16) unsigned char
         smem[RTX_WINDOW_BYTES + 2 * RTX_WIN * sizeof(typename Src::Key)];
     if (W <= 32)
-        windowed_level0<V, MAX>(src, pos, wfirst, cstart, crow, cslot, nchunks, (u32)W, dst, next,
-                                smem);
+        windowed_level0<V, MAX, D>(src, pos, wfirst, cstart, crow, cslot, nchunks, (u32)W, dst,
+                                   next, smem);
     else
-        grouped_level0<V, MAX>(src, pos, cstart, crow, cslot, nchunks, W, lanes_log2, dst, next,
-                               smem);
+        grouped_level0<V, MAX, D>(src, pos, cstart, crow, cslot, nchunks, W, lanes_log2, dst,
+                                  next, smem);
 }
 
-// segment max and sum0, level 0: the stored value of the entry.
-template <typename T>
-struct ReadSrc {
-    typedef u32 Key;
-    const T* __restrict__ vals;
-    u64 W;
-    __device__ __forceinline__ Key key(u32 e) const { return e; }
-    __device__ __forceinline__ T value(Key e, u64, u64 j) const { return __ldg(vals + (u64)e * W + j); }
+// How a fused level-0 kernel reads its stored vectors and stores a row's
+// result: `S` the stored vector, `V` the vector of values it computes in
+// (the f32 vectors of half storage), `WS` a stored scalar and `T` its value;
+// `ld` a stored vector's values, `ld1` a stored scalar's, `st` a result
+// rounded to storage. IoSame (f32, f64): every member the identity, the
+// plain kernels. IoHalf (bf16, f16 storage of 8, 4, 2 or 1 elements as
+// common.cuh's hwiden / hnarrow vectors): the summands widened as index.cu's
+// half scatter levels widen them (exactly; a NaN's payload aside, which no
+// sum or product keeps: the device's adds and multiplies make their own
+// NaN), each row's result rounded once. IoKind (the segment max): an
+// element kind's own exact widening (K::ld, NaN quieted as the f32 route's
+// widening does) and rounding (K::st, which gives a widened maximum back its
+// stored bits).
+template <typename V_>
+struct IoSame {
+    typedef V_ S;
+    typedef V_ V;
+    typedef typename VecT<V_>::T WS;
+    typedef WS T;
+    static __device__ __forceinline__ V ld(S s) { return s; }
+    static __device__ __forceinline__ T ld1(WS s) { return s; }
+    static __device__ __forceinline__ S st(V v) { return v; }
+};
+template <typename H, typename S_, typename V_>
+struct IoHalf {
+    typedef S_ S;
+    typedef V_ V;
+    typedef u16 WS;
+    typedef float T;
+    static __device__ __forceinline__ V ld(S s) { return hwiden<H>(s); }
+    static __device__ __forceinline__ T ld1(WS s) { return H::widen_sum(s); }
+    static __device__ __forceinline__ S st(V v) { return hnarrow<H>(v); }
+};
+template <typename K>
+struct IoKind {
+    typedef typename K::S S;
+    typedef typename K::A V;
+    static __device__ __forceinline__ V ld(S s) { return K::ld(s); }
+    static __device__ __forceinline__ S st(V v) { return K::st(v); }
 };
 
-// softmax backward: alpha[e] * grad[e], componentwise.
-template <typename V>
-struct SoftmaxBwd {
+// segment max and sum0, level 0: the stored value of the entry.
+template <typename IO>
+struct ReadSrc {
     typedef u32 Key;
-    const V* __restrict__ alpha;
-    const V* __restrict__ g;
+    typedef typename IO::V V;
+    const typename IO::S* __restrict__ vals;
     u64 W;
     __device__ __forceinline__ Key key(u32 e) const { return e; }
     __device__ __forceinline__ V value(Key e, u64, u64 j) const {
-        const V av = __ldg(alpha + (u64)e * W + j);
-        const V gv = __ldg(g + (u64)e * W + j);
+        return IO::ld(__ldg(vals + (u64)e * W + j));
+    }
+};
+
+// softmax backward: alpha[e] * grad[e], componentwise.
+template <typename IO>
+struct SoftmaxBwd {
+    typedef u32 Key;
+    typedef typename IO::V V;
+    const typename IO::S* __restrict__ alpha;
+    const typename IO::S* __restrict__ g;
+    u64 W;
+    __device__ __forceinline__ Key key(u32 e) const { return e; }
+    __device__ __forceinline__ V value(Key e, u64, u64 j) const {
+        const V av = IO::ld(__ldg(alpha + (u64)e * W + j));
+        const V gv = IO::ld(__ldg(g + (u64)e * W + j));
         V r;
 #pragma unroll
         for (int i = 0; i < VecT<V>::N; ++i) comps(r)[i] = rmul(comps(av)[i], comps(gv)[i]);
@@ -342,13 +412,14 @@ struct EntryRow {
 };
 
 // gather_scale_scatter: x[gather[e]] * w[e, head of the vector].
-template <typename V>
+template <typename IO>
 struct GatherScale {
     typedef EntryRow Key;
-    typedef typename VecT<V>::T T;
-    const V* __restrict__ x;
+    typedef typename IO::V V;
+    typedef typename IO::T T;
+    const typename IO::S* __restrict__ x;
     const u32* __restrict__ gather;
-    const T* __restrict__ w;
+    const typename IO::WS* __restrict__ w;
     u64 W;
     u64 heads;
     u64 vecs_per_head;
@@ -359,8 +430,8 @@ struct GatherScale {
         return k;
     }
     __device__ __forceinline__ V value(Key k, u64, u64 j) const {
-        const V xv = __ldg(x + (u64)k.g * W + j);
-        const T s = __ldg(w + (u64)k.e * heads + j / vecs_per_head);
+        const V xv = IO::ld(__ldg(x + (u64)k.g * W + j));
+        const T s = IO::ld1(__ldg(w + (u64)k.e * heads + j / vecs_per_head));
         V r;
 #pragma unroll
         for (int i = 0; i < VecT<V>::N; ++i) comps(r)[i] = rmul(comps(xv)[i], s);
@@ -378,96 +449,168 @@ struct GatherScale {
         const u32 *__restrict__ crow, const u32 *__restrict__ cslot, u64 nchunks, u64 W,    \
         u32 lanes_log2
 
-#define RTX_SUM0(NAME, V)                                                                   \
+// Each over stored vectors S (IO: how they are read and rounded), scratch
+// `next` of A (the scalar computed in: float for half storage) holding
+// IO::V vectors. sum0 and gss0 store a row's sum to dst as S (rounded once
+// for half storage), smb0 keeps it in A: the softmax backward's sums are
+// scratch.
+#define RTX_SUM0(NAME, S, A, IO)                                                            \
     extern "C" __global__ void __launch_bounds__(RTX_BLOCK, RTX_FUSED_MIN_BLOCKS)           \
-        NAME(const V* __restrict__ vals, RTX_FUSED_ARGS, V* __restrict__ dst,               \
-             V* __restrict__ next) {                                                        \
-        ReadSrc<V> s{vals, W};                                                              \
-        fused_level0<V, false>(s, pos, wfirst, cstart, crow, cslot, nchunks, W, lanes_log2, dst, next); \
+        NAME(const S* __restrict__ vals, RTX_FUSED_ARGS, S* __restrict__ dst,               \
+             A* __restrict__ next) {                                                        \
+        ReadSrc<IO> s{vals, W};                                                             \
+        fused_level0<false, IO>(s, pos, wfirst, cstart, crow, cslot, nchunks, W, lanes_log2, \
+                                dst, reinterpret_cast<IO::V*>(next));                       \
     }
-#define RTX_SMB0(NAME, V)                                                                   \
+#define RTX_SMB0(NAME, S, A, IO)                                                            \
     extern "C" __global__ void __launch_bounds__(RTX_BLOCK, RTX_FUSED_MIN_BLOCKS)           \
-        NAME(const V* __restrict__ alpha, const V* __restrict__ g, RTX_FUSED_ARGS,          \
-             V* __restrict__ dst, V* __restrict__ next) {                                   \
-        SoftmaxBwd<V> s{alpha, g, W};                                                       \
-        fused_level0<V, false>(s, pos, wfirst, cstart, crow, cslot, nchunks, W, lanes_log2, dst, next);   \
+        NAME(const S* __restrict__ alpha, const S* __restrict__ g, RTX_FUSED_ARGS,          \
+             A* __restrict__ dst, A* __restrict__ next) {                                   \
+        SoftmaxBwd<IO> s{alpha, g, W};                                                      \
+        fused_level0<false, IoSame<IO::V>>(s, pos, wfirst, cstart, crow, cslot, nchunks, W, \
+                                           lanes_log2, reinterpret_cast<IO::V*>(dst),       \
+                                           reinterpret_cast<IO::V*>(next));                 \
     }
-#define RTX_GSS0(NAME, V)                                                                   \
+#define RTX_GSS0(NAME, S, WT, A, IO)                                                        \
     extern "C" __global__ void __launch_bounds__(RTX_BLOCK, RTX_FUSED_MIN_BLOCKS)           \
-        NAME(const V* __restrict__ x, const u32* __restrict__ gather,                       \
-             const VecT<V>::T* __restrict__ w, u64 heads, u64 vecs_per_head,                \
-             RTX_FUSED_ARGS, V* __restrict__ dst, V* __restrict__ next) {                   \
-        GatherScale<V> s{x, gather, w, W, heads, vecs_per_head};                            \
-        fused_level0<V, false>(s, pos, wfirst, cstart, crow, cslot, nchunks, W, lanes_log2, dst, next);   \
+        NAME(const S* __restrict__ x, const u32* __restrict__ gather,                       \
+             const WT* __restrict__ w, u64 heads, u64 vecs_per_head,                        \
+             RTX_FUSED_ARGS, S* __restrict__ dst, A* __restrict__ next) {                   \
+        GatherScale<IO> s{x, gather, w, W, heads, vecs_per_head};                           \
+        fused_level0<false, IO>(s, pos, wfirst, cstart, crow, cslot, nchunks, W, lanes_log2, \
+                                dst, reinterpret_cast<IO::V*>(next));                       \
     }
-// segmax0_{f32,f64}: level 0 of a segment max, keys staged (levels past it: segmax).
-#define RTX_SEGMAX0(NAME, T)                                                                \
+// segmax0_*: level 0 of a segment max over the element kind K, keys staged
+// (levels past it: segmax).
+#define RTX_SEGMAX0(NAME, T, A, K)                                                          \
     extern "C" __global__ void __launch_bounds__(RTX_BLOCK, RTX_FUSED_MIN_BLOCKS)           \
         NAME(const T* __restrict__ vals, RTX_FUSED_ARGS, T* __restrict__ dst,               \
-             T* __restrict__ next) {                                                        \
-        ReadSrc<T> s{vals, W};                                                              \
-        fused_level0<T, true>(s, pos, wfirst, cstart, crow, cslot, nchunks, W, lanes_log2, dst, next); \
+             A* __restrict__ next) {                                                        \
+        ReadSrc<IoKind<K>> s{vals, W};                                                      \
+        fused_level0<true, IoKind<K>>(s, pos, wfirst, cstart, crow, cslot, nchunks, W,      \
+                                      lanes_log2, dst, next);                               \
     }
-RTX_SEGMAX0(segmax0_f32, float)
-RTX_SEGMAX0(segmax0_f64, double)
+RTX_SEGMAX0(segmax0_f32, float, float, KF32)
+RTX_SEGMAX0(segmax0_f64, double, double, KF64)
+RTX_SEGMAX0(segmax0_bf16, bf16, float, KBf16)
+RTX_SEGMAX0(segmax0_f16, f16, float, KF16)
+
+typedef IoSame<float4> IoF32x4;
+typedef IoSame<float2> IoF32x2;
+typedef IoSame<float> IoF32x1;
+typedef IoSame<double2> IoF64x2;
+typedef IoSame<double> IoF64x1;
+typedef IoHalf<Bf16, bf16x8, f32x8> IoBf16x8;
+typedef IoHalf<Bf16, bf16x4, float4> IoBf16x4;
+typedef IoHalf<Bf16, bf16x2, float2> IoBf16x2;
+typedef IoHalf<Bf16, bf16, float> IoBf16x1;
+typedef IoHalf<F16, f16x8, f32x8> IoF16x8;
+typedef IoHalf<F16, f16x4, float4> IoF16x4;
+typedef IoHalf<F16, f16x2, float2> IoF16x2;
+typedef IoHalf<F16, f16, float> IoF16x1;
 
 // {sum0,smb0,gss0}_{type}x{lanes}: level 0 of the model's segment sums of
 // stored values (segment_sum, the softmax's denominators: index.cu's scatter0
 // stays index_add's), of the softmax backward's sums and of
-// gather_scale_scatter; the vector types as index.cu's.
-#define RTX_FUSED_ALL(SUFFIX, V)                                                            \
-    RTX_SUM0(sum0_##SUFFIX, V)                                                              \
-    RTX_SMB0(smb0_##SUFFIX, V)                                                              \
-    RTX_GSS0(gss0_##SUFFIX, V)
-RTX_FUSED_ALL(f32x4, float4)
-RTX_FUSED_ALL(f32x2, float2)
-RTX_FUSED_ALL(f32x1, float)
-RTX_FUSED_ALL(f64x2, double2)
-RTX_FUSED_ALL(f64x1, double)
+// gather_scale_scatter; the vector types as index.cu's (S stored, WT its
+// scalar, A the scalar computed in).
+#define RTX_FUSED_ALL(SUFFIX, S, WT, A, IO)                                                 \
+    RTX_SUM0(sum0_##SUFFIX, S, A, IO)                                                       \
+    RTX_SMB0(smb0_##SUFFIX, S, A, IO)                                                       \
+    RTX_GSS0(gss0_##SUFFIX, S, WT, A, IO)
+RTX_FUSED_ALL(f32x4, float4, float, float, IoF32x4)
+RTX_FUSED_ALL(f32x2, float2, float, float, IoF32x2)
+RTX_FUSED_ALL(f32x1, float, float, float, IoF32x1)
+RTX_FUSED_ALL(f64x2, double2, double, double, IoF64x2)
+RTX_FUSED_ALL(f64x1, double, double, double, IoF64x1)
+RTX_FUSED_ALL(bf16x8, bf16x8, bf16, float, IoBf16x8)
+RTX_FUSED_ALL(bf16x4, bf16x4, bf16, float, IoBf16x4)
+RTX_FUSED_ALL(bf16x2, bf16x2, bf16, float, IoBf16x2)
+RTX_FUSED_ALL(bf16x1, bf16, bf16, float, IoBf16x1)
+RTX_FUSED_ALL(f16x8, f16x8, f16, float, IoF16x8)
+RTX_FUSED_ALL(f16x4, f16x4, f16, float, IoF16x4)
+RTX_FUSED_ALL(f16x2, f16x2, f16, float, IoF16x2)
+RTX_FUSED_ALL(f16x1, f16, f16, float, IoF16x1)
+
+// The softmax's elementwise passes, a thread per element, over an element
+// kind K (model.cuh): stored tensors are K::S, read through K::ld (the
+// exact widening); the numerators and the sums are K::A (f32 for half
+// storage, as the f32 route keeps them); each output is rounded once (K::st).
+// For float and double every K member is the identity.
 
 // ex[e, j] = exp(x[e, j] - m[row, j]), row = rowof[e]: the softmax's numerators,
-// one parallel pass (the sums then add stored values, like a scatter).
-#define RTX_SOFTMAX_EXP(NAME, T)                                                            \
+// one parallel pass (the sums then add stored values, like a scatter). m is
+// the segment max as stored (exact in any precision).
+template <typename K>
+__device__ __forceinline__ void softmax_exp_k(const typename K::S* __restrict__ x,
+                                              const typename K::S* __restrict__ m,
+                                              const u32* __restrict__ rowof,
+                                              typename K::A* __restrict__ out, u64 e, u64 f) {
+    const u64 total = e * f;
+    for (u64 t = thread_id(); t < total; t += grid_stride()) {
+        const u64 p = t / f, j = t - p * f;
+        const u64 r = (u64)__ldg(rowof + p) * f + j;
+        out[t] = rexp(rsub(K::ld(x[t]), K::ld(m[r])));
+    }
+}
+#define RTX_SOFTMAX_EXP(NAME, T, A, K)                                                      \
     extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
         NAME(const T* __restrict__ x, const T* __restrict__ m, const u32* __restrict__ rowof, \
-             T* __restrict__ out, u64 e, u64 f) {                                           \
-        const u64 total = e * f;                                                            \
-        for (u64 t = thread_id(); t < total; t += grid_stride()) {                          \
-            const u64 p = t / f, j = t - p * f;                                             \
-            const u64 r = (u64)__ldg(rowof + p) * f + j;                                    \
-            out[t] = rexp(rsub(x[t], m[r]));                                                \
-        }                                                                                   \
+             A* __restrict__ out, u64 e, u64 f) {                                           \
+        softmax_exp_k<K>(x, m, rowof, out, e, f);                                           \
     }
-RTX_SOFTMAX_EXP(softmax_exp_f32, float)
-RTX_SOFTMAX_EXP(softmax_exp_f64, double)
+RTX_SOFTMAX_EXP(softmax_exp_f32, float, float, KF32)
+RTX_SOFTMAX_EXP(softmax_exp_f64, double, double, KF64)
+RTX_SOFTMAX_EXP(softmax_exp_bf16, bf16, float, KBf16)
+RTX_SOFTMAX_EXP(softmax_exp_f16, f16, float, KF16)
 
 // alpha[e, j] = ex[e, j] / s[row, j], row = rowof[e]: the last step of the
 // softmax composition.
-#define RTX_SOFTMAX_DIV(NAME, T)                                                            \
+template <typename K>
+__device__ __forceinline__ void softmax_div_k(const typename K::A* __restrict__ ex,
+                                              const typename K::A* __restrict__ s,
+                                              const u32* __restrict__ rowof,
+                                              typename K::S* __restrict__ out, u64 e, u64 f) {
+    const u64 total = e * f;
+    for (u64 t = thread_id(); t < total; t += grid_stride()) {
+        const u64 p = t / f, j = t - p * f;
+        const u64 r = (u64)__ldg(rowof + p) * f + j;
+        out[t] = K::st(rdiv(ex[t], s[r]));
+    }
+}
+#define RTX_SOFTMAX_DIV(NAME, T, A, K)                                                      \
     extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
-        NAME(const T* __restrict__ ex, const T* __restrict__ s, const u32* __restrict__ rowof, \
+        NAME(const A* __restrict__ ex, const A* __restrict__ s, const u32* __restrict__ rowof, \
              T* __restrict__ out, u64 e, u64 f) {                                           \
-        const u64 total = e * f;                                                            \
-        for (u64 t = thread_id(); t < total; t += grid_stride()) {                          \
-            const u64 p = t / f, j = t - p * f;                                             \
-            const u64 r = (u64)__ldg(rowof + p) * f + j;                                    \
-            out[t] = rdiv(ex[t], s[r]);                                                     \
-        }                                                                                   \
+        softmax_div_k<K>(ex, s, rowof, out, e, f);                                          \
     }
-RTX_SOFTMAX_DIV(softmax_div_f32, float)
-RTX_SOFTMAX_DIV(softmax_div_f64, double)
+RTX_SOFTMAX_DIV(softmax_div_f32, float, float, KF32)
+RTX_SOFTMAX_DIV(softmax_div_f64, double, double, KF64)
+RTX_SOFTMAX_DIV(softmax_div_bf16, bf16, float, KBf16)
+RTX_SOFTMAX_DIV(softmax_div_f16, f16, float, KF16)
 
-// out[e, j] = alpha[e, j] * (g[e, j] - s[row, j]), row = rowof[e].
-#define RTX_SOFTMAX_BWD(NAME, T)                                                            \
-    extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
-        NAME(const T* __restrict__ alpha, const T* __restrict__ g, const T* __restrict__ s, \
-             const u32* __restrict__ rowof, T* __restrict__ out, u64 e, u64 f) {            \
-        const u64 total = e * f;                                                            \
-        for (u64 t = thread_id(); t < total; t += grid_stride()) {                          \
-            const u64 p = t / f, j = t - p * f;                                             \
-            const u64 r = (u64)__ldg(rowof + p) * f + j;                                    \
-            out[t] = rmul(alpha[t], rsub(g[t], s[r]));                                      \
-        }                                                                                   \
+// out[e, j] = alpha[e, j] * (g[e, j] - s[row, j]), row = rowof[e] (s: the
+// sums of alpha * g, kept in K::A).
+template <typename K>
+__device__ __forceinline__ void softmax_bwd_k(const typename K::S* __restrict__ alpha,
+                                              const typename K::S* __restrict__ g,
+                                              const typename K::A* __restrict__ s,
+                                              const u32* __restrict__ rowof,
+                                              typename K::S* __restrict__ out, u64 e, u64 f) {
+    const u64 total = e * f;
+    for (u64 t = thread_id(); t < total; t += grid_stride()) {
+        const u64 p = t / f, j = t - p * f;
+        const u64 r = (u64)__ldg(rowof + p) * f + j;
+        out[t] = K::st(rmul(K::ld(alpha[t]), rsub(K::ld(g[t]), s[r])));
     }
-RTX_SOFTMAX_BWD(softmax_bwd_f32, float)
-RTX_SOFTMAX_BWD(softmax_bwd_f64, double)
+}
+#define RTX_SOFTMAX_BWD(NAME, T, A, K)                                                      \
+    extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
+        NAME(const T* __restrict__ alpha, const T* __restrict__ g, const A* __restrict__ s, \
+             const u32* __restrict__ rowof, T* __restrict__ out, u64 e, u64 f) {            \
+        softmax_bwd_k<K>(alpha, g, s, rowof, out, e, f);                                    \
+    }
+RTX_SOFTMAX_BWD(softmax_bwd_f32, float, float, KF32)
+RTX_SOFTMAX_BWD(softmax_bwd_f64, double, double, KF64)
+RTX_SOFTMAX_BWD(softmax_bwd_bf16, bf16, float, KBf16)
+RTX_SOFTMAX_BWD(softmax_bwd_f16, f16, float, KF16)

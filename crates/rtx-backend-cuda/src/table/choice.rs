@@ -191,6 +191,16 @@ impl HalfVec {
         }
     }
 
+    /// The widest vector dividing both a row of `f` elements and `align`
+    /// elements (a head's channel count for gather_scale_scatter, whose
+    /// heads must not straddle a vector; `f` otherwise).
+    pub(crate) fn pick_aligned(f: usize, align: usize) -> HalfVec {
+        [HalfVec::X8, HalfVec::X4, HalfVec::X2]
+            .into_iter()
+            .find(|v| f.is_multiple_of(v.elems()) && align.is_multiple_of(v.elems()))
+            .unwrap_or(HalfVec::X1)
+    }
+
     /// Halves per vector.
     pub(crate) fn elems(self) -> usize {
         match self {
@@ -562,6 +572,40 @@ impl Kernel {
         }
     }
 
+    /// `{sum0,smb0,gss0}_{bf16,f16}x*`: the fused level 0 over half storage
+    /// in vectors of `v` (f32 sums).
+    pub(crate) fn fused0_half(op: Fused0, h: Half, v: HalfVec) -> Kernel {
+        use Fused0::{GatherScale as G, Read as R, SoftmaxBwd as B};
+        use Half::{Bf16, F16};
+        use HalfVec::{X1, X2, X4, X8};
+        match (op, h, v) {
+            (R, Bf16, X8) => Kernel::Sum0Bf16x8,
+            (R, Bf16, X4) => Kernel::Sum0Bf16x4,
+            (R, Bf16, X2) => Kernel::Sum0Bf16x2,
+            (R, Bf16, X1) => Kernel::Sum0Bf16x1,
+            (R, F16, X8) => Kernel::Sum0F16x8,
+            (R, F16, X4) => Kernel::Sum0F16x4,
+            (R, F16, X2) => Kernel::Sum0F16x2,
+            (R, F16, X1) => Kernel::Sum0F16x1,
+            (B, Bf16, X8) => Kernel::Smb0Bf16x8,
+            (B, Bf16, X4) => Kernel::Smb0Bf16x4,
+            (B, Bf16, X2) => Kernel::Smb0Bf16x2,
+            (B, Bf16, X1) => Kernel::Smb0Bf16x1,
+            (B, F16, X8) => Kernel::Smb0F16x8,
+            (B, F16, X4) => Kernel::Smb0F16x4,
+            (B, F16, X2) => Kernel::Smb0F16x2,
+            (B, F16, X1) => Kernel::Smb0F16x1,
+            (G, Bf16, X8) => Kernel::Gss0Bf16x8,
+            (G, Bf16, X4) => Kernel::Gss0Bf16x4,
+            (G, Bf16, X2) => Kernel::Gss0Bf16x2,
+            (G, Bf16, X1) => Kernel::Gss0Bf16x1,
+            (G, F16, X8) => Kernel::Gss0F16x8,
+            (G, F16, X4) => Kernel::Gss0F16x4,
+            (G, F16, X2) => Kernel::Gss0F16x2,
+            (G, F16, X1) => Kernel::Gss0F16x1,
+        }
+    }
+
     /// The matmul kernel of `tile` for `t`; an error for an element type
     /// without one.
     pub(crate) fn matmul(t: Float, tile: MatmulTile) -> Result<Kernel> {
@@ -619,6 +663,16 @@ impl Kernel {
             (Typed::SoftmaxDiv, F64) => Kernel::SoftmaxDivF64,
             (Typed::SoftmaxBwd, F32) => Kernel::SoftmaxBwdF32,
             (Typed::SoftmaxBwd, F64) => Kernel::SoftmaxBwdF64,
+            (Typed::Segmax0, Float::Bf16) => Kernel::Segmax0Bf16,
+            (Typed::Segmax0, Float::F16) => Kernel::Segmax0F16,
+            (Typed::Segmax, Float::Bf16) => Kernel::SegmaxBf16,
+            (Typed::Segmax, Float::F16) => Kernel::SegmaxF16,
+            (Typed::SoftmaxExp, Float::Bf16) => Kernel::SoftmaxExpBf16,
+            (Typed::SoftmaxExp, Float::F16) => Kernel::SoftmaxExpF16,
+            (Typed::SoftmaxDiv, Float::Bf16) => Kernel::SoftmaxDivBf16,
+            (Typed::SoftmaxDiv, Float::F16) => Kernel::SoftmaxDivF16,
+            (Typed::SoftmaxBwd, Float::Bf16) => Kernel::SoftmaxBwdBf16,
+            (Typed::SoftmaxBwd, Float::F16) => Kernel::SoftmaxBwdF16,
             (_, Float::Bf16 | Float::F16) => return Err(unsupported(family.name(), t)),
         })
     }
