@@ -108,19 +108,23 @@ __device__ __forceinline__ void put_chunk(V t, u32 slot, u64 row, u64 W, u64 j,
 // Sum (or, MAX, segment max) of the values of the n staged keys ks[0..n),
 // column vector j, continuing acc unless `first` (then from ks[0]'s value),
 // left to right (index.cu's order). Keys come from shared memory, so each
-// batch of B value loads is issued at once and then added in order.
+// batch of B loads is issued at once (as stored: Src::load), and then each
+// value is made (Src::make: widened, multiplied) and added in order.
 template <typename V, bool MAX, typename Src>
 __device__ __forceinline__ V staged_reduce(const Src& src, const typename Src::Key* ks, u32 n,
                                            u64 row, u64 j, V acc, bool first) {
     constexpr u32 B = 8;
     for (u32 p = 0; p < n; p += B) {
-        V v[B];
+        typename Src::Raw r[B];
 #pragma unroll
         for (u32 q = 0; q < B; ++q)
-            if (p + q < n) v[q] = src.value(ks[p + q], row, j);
+            if (p + q < n) r[q] = src.load(ks[p + q], row, j);
 #pragma unroll
         for (u32 q = 0; q < B; ++q)
-            if (p + q < n) acc = (first && p + q == 0) ? v[q] : combine<V, MAX>(acc, v[q]);
+            if (p + q < n) {
+                const V v = src.make(r[q]);
+                acc = (first && p + q == 0) ? v : combine<V, MAX>(acc, v);
+            }
     }
     return acc;
 }
@@ -274,13 +278,13 @@ __device__ __forceinline__ void windowed_level0(const Src& src, const u32* __res
             const u32 te = threadIdx.x / cw, tc = threadIdx.x - te * cw;
             if (te < P) {
                 for (u32 e0 = te; e0 < n; e0 += BATCH * P) {
-                    V v[BATCH];
+                    typename Src::Raw r[BATCH];
 #pragma unroll
                     for (u32 q = 0; q < BATCH; ++q)
-                        if (e0 + q * P < n) v[q] = src.value(keys[e0 + q * P], 0, j0 + tc);
+                        if (e0 + q * P < n) r[q] = src.load(keys[e0 + q * P], 0, j0 + tc);
 #pragma unroll
                     for (u32 q = 0; q < BATCH; ++q)
-                        if (e0 + q * P < n) vals[(e0 + q * P) * cw + tc] = v[q];
+                        if (e0 + q * P < n) vals[(e0 + q * P) * cw + tc] = src.make(r[q]);
                 }
             }
         }
@@ -352,6 +356,7 @@ struct IoSame {
     typedef V_ V;
     typedef typename VecT<V_>::T WS;
     typedef WS T;
+    enum { PLAIN = 1 };
     static __device__ __forceinline__ V ld(S s) { return s; }
     static __device__ __forceinline__ T ld1(WS s) { return s; }
     static __device__ __forceinline__ S st(V v) { return v; }
@@ -362,6 +367,7 @@ struct IoHalf {
     typedef V_ V;
     typedef u16 WS;
     typedef float T;
+    enum { PLAIN = 0 };
     static __device__ __forceinline__ V ld(S s) { return hwiden<H>(s); }
     static __device__ __forceinline__ T ld1(WS s) { return H::widen_sum(s); }
     static __device__ __forceinline__ S st(V v) { return hnarrow<H>(v); }
@@ -370,8 +376,35 @@ template <typename K>
 struct IoKind {
     typedef typename K::S S;
     typedef typename K::A V;
+    enum { PLAIN = 1 };  // a scalar: as many registers stored as widened
     static __device__ __forceinline__ V ld(S s) { return K::ld(s); }
     static __device__ __forceinline__ S st(V v) { return K::st(v); }
+};
+
+// The value sources of the fused level 0: `key` (staged per entry),
+// `load` (what a batch holds of an entry's column vector j, a `Raw`) and
+// `make` (its value V from that). A source made with `Lazy` holds its
+// stored operands in a batch and makes the values as they are added (for
+// half storage where they take fewer registers than the f32 values: the
+// stored vector, the row and its weight); otherwise `load` makes the value
+// at once and `make` passes it on (f32, f64: the plain kernels).
+template <bool LAZY, typename Stored, typename V>
+struct Lazy;
+template <typename Stored, typename V>
+struct Lazy<true, Stored, V> {
+    typedef Stored Raw;
+    template <typename Src>
+    static __device__ __forceinline__ Raw hold(const Src&, Stored s) { return s; }
+    template <typename Src>
+    static __device__ __forceinline__ V make(const Src& src, Raw r) { return src.value_of(r); }
+};
+template <typename Stored, typename V>
+struct Lazy<false, Stored, V> {
+    typedef V Raw;
+    template <typename Src>
+    static __device__ __forceinline__ Raw hold(const Src& src, Stored s) { return src.value_of(s); }
+    template <typename Src>
+    static __device__ __forceinline__ V make(const Src&, Raw r) { return r; }
 };
 
 // segment max and sum0, level 0: the stored value of the entry.
@@ -379,26 +412,45 @@ template <typename IO>
 struct ReadSrc {
     typedef u32 Key;
     typedef typename IO::V V;
+    typedef Lazy<!IO::PLAIN, typename IO::S, V> L;
+    typedef typename L::Raw Raw;
     const typename IO::S* __restrict__ vals;
     u64 W;
     __device__ __forceinline__ Key key(u32 e) const { return e; }
-    __device__ __forceinline__ V value(Key e, u64, u64 j) const {
-        return IO::ld(__ldg(vals + (u64)e * W + j));
+    __device__ __forceinline__ V value_of(typename IO::S s) const { return IO::ld(s); }
+    __device__ __forceinline__ Raw load(Key e, u64, u64 j) const {
+        return L::hold(*this, __ldg(vals + (u64)e * W + j));
     }
+    __device__ __forceinline__ V make(Raw r) const { return L::make(*this, r); }
 };
 
-// softmax backward: alpha[e] * grad[e], componentwise.
+template <typename S>
+struct Pair {
+    S a, b;
+};
+
+// softmax backward: alpha[e] * grad[e], componentwise (made at once: two
+// stored vectors take as many registers as their product's f32 values).
 template <typename IO>
 struct SoftmaxBwd {
     typedef u32 Key;
     typedef typename IO::V V;
+    typedef Lazy<false, Pair<typename IO::S>, V> L;
+    typedef typename L::Raw Raw;
     const typename IO::S* __restrict__ alpha;
     const typename IO::S* __restrict__ g;
     u64 W;
     __device__ __forceinline__ Key key(u32 e) const { return e; }
-    __device__ __forceinline__ V value(Key e, u64, u64 j) const {
-        const V av = IO::ld(__ldg(alpha + (u64)e * W + j));
-        const V gv = IO::ld(__ldg(g + (u64)e * W + j));
+    __device__ __forceinline__ Raw load(Key e, u64, u64 j) const {
+        Pair<typename IO::S> ag;
+        ag.a = __ldg(alpha + (u64)e * W + j);
+        ag.b = __ldg(g + (u64)e * W + j);
+        return L::hold(*this, ag);
+    }
+    __device__ __forceinline__ V make(Raw r) const { return L::make(*this, r); }
+    __device__ __forceinline__ V value_of(Pair<typename IO::S> ag) const {
+        const V av = IO::ld(ag.a);
+        const V gv = IO::ld(ag.b);
         V r;
 #pragma unroll
         for (int i = 0; i < VecT<V>::N; ++i) comps(r)[i] = rmul(comps(av)[i], comps(gv)[i]);
@@ -411,12 +463,21 @@ struct EntryRow {
     u32 g;
 };
 
+template <typename S, typename WS>
+struct RowWeight {
+    S x;
+    WS w;
+};
+
 // gather_scale_scatter: x[gather[e]] * w[e, head of the vector].
 template <typename IO>
 struct GatherScale {
     typedef EntryRow Key;
     typedef typename IO::V V;
     typedef typename IO::T T;
+    typedef RowWeight<typename IO::S, typename IO::WS> Stored;
+    typedef Lazy<!IO::PLAIN, Stored, V> L;
+    typedef typename L::Raw Raw;
     const typename IO::S* __restrict__ x;
     const u32* __restrict__ gather;
     const typename IO::WS* __restrict__ w;
@@ -429,9 +490,16 @@ struct GatherScale {
         k.g = __ldg(gather + e);
         return k;
     }
-    __device__ __forceinline__ V value(Key k, u64, u64 j) const {
-        const V xv = IO::ld(__ldg(x + (u64)k.g * W + j));
-        const T s = IO::ld1(__ldg(w + (u64)k.e * heads + j / vecs_per_head));
+    __device__ __forceinline__ Raw load(Key k, u64, u64 j) const {
+        Stored xw;
+        xw.x = __ldg(x + (u64)k.g * W + j);
+        xw.w = __ldg(w + (u64)k.e * heads + j / vecs_per_head);
+        return L::hold(*this, xw);
+    }
+    __device__ __forceinline__ V make(Raw r) const { return L::make(*this, r); }
+    __device__ __forceinline__ V value_of(Stored xw) const {
+        const V xv = IO::ld(xw.x);
+        const T s = IO::ld1(xw.w);
         V r;
 #pragma unroll
         for (int i = 0; i < VecT<V>::N; ++i) comps(r)[i] = rmul(comps(xv)[i], s);
