@@ -109,11 +109,13 @@ __device__ __forceinline__ void put_chunk(V t, u32 slot, u64 row, u64 W, u64 j,
 // column vector j, continuing acc unless `first` (then from ks[0]'s value),
 // left to right (index.cu's order). Keys come from shared memory, so each
 // batch of B loads is issued at once (as stored: Src::load), and then each
-// value is made (Src::make: widened, multiplied) and added in order.
+// value is made (Src::make: widened, multiplied) and added in order. B is 8,
+// 4 for the 32-byte values of 8 halves (at 8 their kernels spilled three
+// times the f32 kernels' bytes at the register cap).
 template <typename V, bool MAX, typename Src>
 __device__ __forceinline__ V staged_reduce(const Src& src, const typename Src::Key* ks, u32 n,
                                            u64 row, u64 j, V acc, bool first) {
-    constexpr u32 B = 8;
+    constexpr u32 B = sizeof(V) > 16 ? 4 : 8;
     for (u32 p = 0; p < n; p += B) {
         typename Src::Raw r[B];
 #pragma unroll
@@ -296,14 +298,17 @@ __device__ __forceinline__ void windowed_level0(const Src& src, const u32* __res
         if (lane < cw) {
             for (u64 c = threadIdx.x >> lanes_log2; c < nc; c += groups) {
                 const u32 a = __ldg(cstart + cb + c) - p0, e = __ldg(cstart + cb + c + 1) - p0;
+                // shared-memory reads in batches of at most 64 bytes (the
+                // 32-byte values of 8 halves spilled at BATCH)
+                constexpr u32 SB = sizeof(V) > 16 ? BATCH / 2 : BATCH;
                 V acc = vals[a * cw + lane];
-                for (u32 p = a + 1; p < e; p += BATCH) {
-                    V v[BATCH];
+                for (u32 p = a + 1; p < e; p += SB) {
+                    V v[SB];
 #pragma unroll
-                    for (u32 q = 0; q < BATCH; ++q)
+                    for (u32 q = 0; q < SB; ++q)
                         if (p + q < e) v[q] = vals[(p + q) * cw + lane];
 #pragma unroll
-                    for (u32 q = 0; q < BATCH; ++q)
+                    for (u32 q = 0; q < SB; ++q)
                         if (p + q < e) acc = combine<V, MAX>(acc, v[q]);
                 }
                 put_chunk<V, MAX, D>(acc, __ldg(cslot + cb + c), __ldg(crow + cb + c), W, j0 + lane,
