@@ -12,6 +12,16 @@
 // gather_scale_scatter: x[gather[e]] * w[e, head]) instead of reading it, in
 // exactly the order index.cu sums stored values. The softmax's exps are not
 // fused: computed in one parallel pass (softmax_exp) they stay off the chains.
+//
+// Every kernel comes in f32, f64, bf16 and f16. The half kernels read half
+// storage, widen it exactly, compute in f32 exactly as the f32 kernel does
+// (same operations in the same order) and round each output once when they
+// store it; what passes between levels or kernels (chunk maxima and sums,
+// the softmax's numerators and sums) stays f32, so their bits are those of
+// the f32 op on the widened inputs, rounded once: the definition of a half
+// op (rtx_backend::ops). A half segment sum's levels past 0 are index.cu's
+// half scatter levels (f32 scratch, one rounding into the half row); the
+// softmax backward's sums stay f32 (f32 scatter levels).
 #include "common.cuh"
 #include "model.cuh"
 

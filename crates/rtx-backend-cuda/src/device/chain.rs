@@ -5,7 +5,11 @@
 //! `segment_sum`, the segment softmax's denominators, and the fused sums of
 //! the softmax backward and gather_scale_scatter); [`max_chain`] runs the
 //! segment max the same way; [`half_sum_chain`] is the scatter-add into bf16
-//! and f16 storage (f32 sums).
+//! and f16 storage (f32 sums). Over bf16 and f16 every chain keeps what passes
+//! between levels in f32 (`Element::Acc`) and rounds each output once: a
+//! fused level 0 over half storage (`half_fused_chain`), then index.cu's half
+//! levels into a half destination, or f32 levels into the f32 sums of the
+//! softmax backward.
 
 use rtx_backend::{DType, Element};
 
