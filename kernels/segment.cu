@@ -60,7 +60,8 @@ __device__ __forceinline__ void segmax_level(const typename K::A* __restrict__ v
             T v[8];
 #pragma unroll
             for (u32 q = 0; q < 8; ++q)
-                if (p + q < b) v[q] = __ldg(vals + (pos ? (u64)__ldg(pos + p + q) : (u64)(p + q)) * f + j);
+                if (p + q < b)
+                    v[q] = __ldg(vals + (pos ? (u64)__ldg(pos + p + q) : (u64)(p + q)) * f + j);
 #pragma unroll
             for (u32 q = 0; q < 8; ++q)
                 if (p + q < b) mx = max_step(mx, v[q]);
@@ -321,8 +322,8 @@ __device__ __forceinline__ void windowed_level0(const Src& src, const u32* __res
                     for (u32 q = 0; q < SB; ++q)
                         if (p + q < e) acc = combine<V, MAX>(acc, v[q]);
                 }
-                put_chunk<V, MAX, D>(acc, __ldg(cslot + cb + c), __ldg(crow + cb + c), W, j0 + lane,
-                                  dst, next);
+                put_chunk<V, MAX, D>(acc, __ldg(cslot + cb + c), __ldg(crow + cb + c), W,
+                                     j0 + lane, dst, next);
             }
         }
         __syncthreads();  // range, keys and vals are rewritten by the next window
