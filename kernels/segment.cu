@@ -12,6 +12,16 @@
 // gather_scale_scatter: x[gather[e]] * w[e, head]) instead of reading it, in
 // exactly the order index.cu sums stored values. The softmax's exps are not
 // fused: computed in one parallel pass (softmax_exp) they stay off the chains.
+//
+// Every kernel comes in f32, f64, bf16 and f16. The half kernels read half
+// storage, widen it exactly, compute in f32 exactly as the f32 kernel does
+// (same operations in the same order) and round each output once when they
+// store it; what passes between levels or kernels (chunk maxima and sums,
+// the softmax's numerators and sums) stays f32, so their bits are those of
+// the f32 op on the widened inputs, rounded once: the definition of a half
+// op (rtx_backend::ops). A half segment sum's levels past 0 are index.cu's
+// half scatter levels (f32 scratch, one rounding into the half row); the
+// softmax backward's sums stay f32 (f32 scatter levels).
 #include "common.cuh"
 #include "model.cuh"
 
@@ -27,33 +37,54 @@ __device__ __forceinline__ T max_step(T m, T v) {
     return (m == m && (v > m || v != v)) ? v : m;
 }
 
-#define RTX_SEGMAX(NAME, T)                                                                 \
+// Over an element kind K (model.cuh): `vals` (the previous level's
+// scratch, or values through `pos`) and `next` hold K::A, the type the
+// kernel computes in; a row's maximum is stored to dst as K::S (for bf16 and
+// f16 the widened maximum rounds back to the stored element it came from).
+template <typename K>
+__device__ __forceinline__ void segmax_level(const typename K::A* __restrict__ vals,
+                                             const u32* __restrict__ pos,
+                                             const u32* __restrict__ cstart,
+                                             const u32* __restrict__ crow,
+                                             const u32* __restrict__ cslot, u64 nchunks, u64 f,
+                                             typename K::S* __restrict__ dst,
+                                             typename K::A* __restrict__ next) {
+    typedef typename K::A T;
+    const u64 total = nchunks * f;
+    for (u64 t = thread_id(); t < total; t += grid_stride()) {
+        const u64 c = t / f, j = t - c * f;
+        const Chunk ch = load_chunk(cstart, crow, cslot, c);
+        const u32 a = ch.a, b = ch.b;
+        T mx = __ldg(vals + (pos ? (u64)__ldg(pos + a) : (u64)a) * f + j);
+        for (u32 p = a + 1; p < b; p += 8) {
+            T v[8];
+#pragma unroll
+            for (u32 q = 0; q < 8; ++q)
+                if (p + q < b)
+                    v[q] = __ldg(vals + (pos ? (u64)__ldg(pos + p + q) : (u64)(p + q)) * f + j);
+#pragma unroll
+            for (u32 q = 0; q < 8; ++q)
+                if (p + q < b) mx = max_step(mx, v[q]);
+        }
+        if (ch.slot == RTX_FINAL)
+            dst[ch.row * f + j] = K::st(mx);
+        else
+            next[(u64)ch.slot * f + j] = mx;
+    }
+}
+
+#define RTX_SEGMAX(NAME, T, A, K)                                                           \
     extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
-        NAME(const T* __restrict__ vals, const u32* __restrict__ pos,                       \
+        NAME(const A* __restrict__ vals, const u32* __restrict__ pos,                       \
              const u32* __restrict__ cstart, const u32* __restrict__ crow,                  \
              const u32* __restrict__ cslot, u64 nchunks, u64 f, T* __restrict__ dst,        \
-             T* __restrict__ next) {                                                        \
-        const u64 total = nchunks * f;                                                      \
-        for (u64 t = thread_id(); t < total; t += grid_stride()) {                          \
-            const u64 c = t / f, j = t - c * f;                                             \
-            const Chunk ch = load_chunk(cstart, crow, cslot, c);                            \
-            const u32 a = ch.a, b = ch.b;                                                   \
-            T mx = __ldg(vals + (pos ? (u64)__ldg(pos + a) : (u64)a) * f + j);              \
-            for (u32 p = a + 1; p < b; p += 8) {                                            \
-                T v[8];                                                                     \
-                _Pragma("unroll") for (u32 q = 0; q < 8; ++q) if (p + q < b) v[q] =         \
-                    __ldg(vals + (pos ? (u64)__ldg(pos + p + q) : (u64)(p + q)) * f + j);   \
-                _Pragma("unroll") for (u32 q = 0; q < 8; ++q) if (p + q < b) mx =           \
-                    max_step(mx, v[q]);                                                     \
-            }                                                                               \
-            if (ch.slot == RTX_FINAL)                                                       \
-                dst[ch.row * f + j] = mx;                                                   \
-            else                                                                            \
-                next[(u64)ch.slot * f + j] = mx;                                            \
-        }                                                                                   \
+             A* __restrict__ next) {                                                        \
+        segmax_level<K>(vals, pos, cstart, crow, cslot, nchunks, f, dst, next);             \
     }
-RTX_SEGMAX(segmax_f32, float)
-RTX_SEGMAX(segmax_f64, double)
+RTX_SEGMAX(segmax_f32, float, float, KF32)
+RTX_SEGMAX(segmax_f64, double, double, KF64)
+RTX_SEGMAX(segmax_bf16, bf16, float, KBf16)
+RTX_SEGMAX(segmax_f16, f16, float, KF16)
 
 // Bytes of values a block of the fused level-0 kernels stages per window.
 #define RTX_WINDOW_BYTES 32768
@@ -68,15 +99,17 @@ __device__ __forceinline__ V combine(V acc, V v) {
 }
 
 // A chunk's value or its slot in the next level, written once its chain is done:
-// a sum goes into its row as `0 + t` (dst zeroed by the host), a max as is.
-template <typename V, bool MAX>
+// a sum goes into its row as `0 + t` (dst zeroed by the host), a max as is,
+// each rounded once to dst's storage (D::st: the identity but for a half
+// destination); the next level's scratch keeps the value as computed.
+template <typename V, bool MAX, typename D>
 __device__ __forceinline__ void put_chunk(V t, u32 slot, u64 row, u64 W, u64 j,
-                                          V* __restrict__ dst, V* __restrict__ next) {
+                                          typename D::S* __restrict__ dst, V* __restrict__ next) {
     if (slot == RTX_FINAL) {
         if constexpr (MAX) {
-            dst[row * W + j] = t;
+            dst[row * W + j] = D::st(t);
         } else {
-            dst[row * W + j] = vadd(V{}, t);
+            dst[row * W + j] = D::st(vadd(V{}, t));
         }
     } else {
         next[(u64)slot * W + j] = t;
@@ -86,19 +119,25 @@ __device__ __forceinline__ void put_chunk(V t, u32 slot, u64 row, u64 W, u64 j,
 // Sum (or, MAX, segment max) of the values of the n staged keys ks[0..n),
 // column vector j, continuing acc unless `first` (then from ks[0]'s value),
 // left to right (index.cu's order). Keys come from shared memory, so each
-// batch of B value loads is issued at once and then added in order.
+// batch of B loads is issued at once (as stored: Src::load), and then each
+// value is made (Src::make: widened, multiplied) and added in order. B is 8,
+// 4 for the 32-byte values of 8 halves (at 8 their kernels spilled three
+// times the f32 kernels' bytes at the register cap).
 template <typename V, bool MAX, typename Src>
 __device__ __forceinline__ V staged_reduce(const Src& src, const typename Src::Key* ks, u32 n,
                                            u64 row, u64 j, V acc, bool first) {
-    constexpr u32 B = 8;
+    constexpr u32 B = sizeof(V) > 16 ? 4 : 8;
     for (u32 p = 0; p < n; p += B) {
-        V v[B];
+        typename Src::Raw r[B];
 #pragma unroll
         for (u32 q = 0; q < B; ++q)
-            if (p + q < n) v[q] = src.value(ks[p + q], row, j);
+            if (p + q < n) r[q] = src.load(ks[p + q], row, j);
 #pragma unroll
         for (u32 q = 0; q < B; ++q)
-            if (p + q < n) acc = (first && p + q == 0) ? v[q] : combine<V, MAX>(acc, v[q]);
+            if (p + q < n) {
+                const V v = src.make(r[q]);
+                acc = (first && p + q == 0) ? v : combine<V, MAX>(acc, v);
+            }
     }
     return acc;
 }
@@ -114,12 +153,12 @@ __device__ __forceinline__ V staged_reduce(const Src& src, const typename Src::K
 // most 256 positions is one stage when L >= 16, and when L < 16 each lane has
 // at most one column (W <= L), whose sum continues across stages. The order
 // of every addition is the one of index.cu.
-template <typename V, bool MAX, typename Src>
+template <typename V, bool MAX, typename D, typename Src>
 __device__ __forceinline__ void grouped_level0(const Src& src, const u32* __restrict__ pos,
                                                const u32* __restrict__ cstart,
                                                const u32* __restrict__ crow,
                                                const u32* __restrict__ cslot, u64 nchunks, u64 W,
-                                               u32 lanes_log2, V* __restrict__ dst,
+                                               u32 lanes_log2, typename D::S* __restrict__ dst,
                                                V* __restrict__ next, unsigned char* smem) {
     typedef typename Src::Key K;
     constexpr u32 PER_LANE = 8;
@@ -157,14 +196,14 @@ __device__ __forceinline__ void grouped_level0(const Src& src, const u32* __rest
             if (n == b - a) {  // the whole chunk in one stage
                 for (u64 j = lane; j < W; j += L) {
                     const V t = staged_reduce<V, MAX, Src>(src, ks, n, row, j, acc, true);
-                    put_chunk<V, MAX>(t, slot, row, W, j, dst, next);
+                    put_chunk<V, MAX, D>(t, slot, row, W, j, dst, next);
                 }
             } else if (lane < W) {  // L < 16: one column per lane, across stages
                 acc = staged_reduce<V, MAX, Src>(src, ks, n, row, lane, acc, s0 == a);
             }
             __syncwarp(mask);
         }
-        if (b - a > cap && lane < W) put_chunk<V, MAX>(acc, slot, row, W, lane, dst, next);
+        if (b - a > cap && lane < W) put_chunk<V, MAX, D>(acc, slot, row, W, lane, dst, next);
     }
 }
 
@@ -206,14 +245,14 @@ __device__ __forceinline__ u64 first_chunk_from(const u32* __restrict__ cstart, 
 // latencies, not one per 8 entries along its chain. The additions and their
 // order are index.cu's: the first value of a chunk starts its chain, every
 // later one is added to it.
-template <typename V, bool MAX, typename Src>
+template <typename V, bool MAX, typename D, typename Src>
 __device__ __forceinline__ void windowed_level0(const Src& src, const u32* __restrict__ pos,
                                                 const u32* __restrict__ wfirst,
                                                 const u32* __restrict__ cstart,
                                                 const u32* __restrict__ crow,
                                                 const u32* __restrict__ cslot, u64 nchunks,
-                                                u32 W, V* __restrict__ dst, V* __restrict__ next,
-                                                unsigned char* smem) {
+                                                u32 W, typename D::S* __restrict__ dst,
+                                                V* __restrict__ next, unsigned char* smem) {
     typedef typename Src::Key K;
     constexpr u32 BATCH = 4;
     constexpr u32 SPAN = 2 * RTX_WIN;  // entries staged, at most RTX_WIN + 255
@@ -252,13 +291,13 @@ __device__ __forceinline__ void windowed_level0(const Src& src, const u32* __res
             const u32 te = threadIdx.x / cw, tc = threadIdx.x - te * cw;
             if (te < P) {
                 for (u32 e0 = te; e0 < n; e0 += BATCH * P) {
-                    V v[BATCH];
+                    typename Src::Raw r[BATCH];
 #pragma unroll
                     for (u32 q = 0; q < BATCH; ++q)
-                        if (e0 + q * P < n) v[q] = src.value(keys[e0 + q * P], 0, j0 + tc);
+                        if (e0 + q * P < n) r[q] = src.load(keys[e0 + q * P], 0, j0 + tc);
 #pragma unroll
                     for (u32 q = 0; q < BATCH; ++q)
-                        if (e0 + q * P < n) vals[(e0 + q * P) * cw + tc] = v[q];
+                        if (e0 + q * P < n) vals[(e0 + q * P) * cw + tc] = src.make(r[q]);
                 }
             }
         }
@@ -270,18 +309,21 @@ __device__ __forceinline__ void windowed_level0(const Src& src, const u32* __res
         if (lane < cw) {
             for (u64 c = threadIdx.x >> lanes_log2; c < nc; c += groups) {
                 const u32 a = __ldg(cstart + cb + c) - p0, e = __ldg(cstart + cb + c + 1) - p0;
+                // shared-memory reads in batches of at most 64 bytes (the
+                // 32-byte values of 8 halves spilled at BATCH)
+                constexpr u32 SB = sizeof(V) > 16 ? BATCH / 2 : BATCH;
                 V acc = vals[a * cw + lane];
-                for (u32 p = a + 1; p < e; p += BATCH) {
-                    V v[BATCH];
+                for (u32 p = a + 1; p < e; p += SB) {
+                    V v[SB];
 #pragma unroll
-                    for (u32 q = 0; q < BATCH; ++q)
+                    for (u32 q = 0; q < SB; ++q)
                         if (p + q < e) v[q] = vals[(p + q) * cw + lane];
 #pragma unroll
-                    for (u32 q = 0; q < BATCH; ++q)
+                    for (u32 q = 0; q < SB; ++q)
                         if (p + q < e) acc = combine<V, MAX>(acc, v[q]);
                 }
-                put_chunk<V, MAX>(acc, __ldg(cslot + cb + c), __ldg(crow + cb + c), W, j0 + lane,
-                                  dst, next);
+                put_chunk<V, MAX, D>(acc, __ldg(cslot + cb + c), __ldg(crow + cb + c), W,
+                                     j0 + lane, dst, next);
             }
         }
         __syncthreads();  // range, keys and vals are rewritten by the next window
@@ -289,46 +331,142 @@ __device__ __forceinline__ void windowed_level0(const Src& src, const u32* __res
 }
 
 // Level 0 of a segment sum (or max) whose values Src computes (see
-// windowed_level0 and grouped_level0).
-template <typename V, bool MAX, typename Src>
+// windowed_level0 and grouped_level0): values, sums and the next level's
+// scratch are Src::V (the f32 vectors of a half kernel), a row's result is
+// stored to dst as D::S (D::st rounds it once for a half destination).
+template <bool MAX, typename D, typename Src>
 __device__ __forceinline__ void fused_level0(const Src& src, const u32* __restrict__ pos,
                                              const u32* __restrict__ wfirst,
                                              const u32* __restrict__ cstart,
                                              const u32* __restrict__ crow,
                                              const u32* __restrict__ cslot, u64 nchunks, u64 W,
-                                             u32 lanes_log2, V* __restrict__ dst,
-                                             V* __restrict__ next) {
+                                             u32 lanes_log2, typename D::S* __restrict__ dst,
+                                             typename Src::V* __restrict__ next) {
+    typedef typename Src::V V;
     __shared__ __align__(16) unsigned char
         smem[RTX_WINDOW_BYTES + 2 * RTX_WIN * sizeof(typename Src::Key)];
     if (W <= 32)
-        windowed_level0<V, MAX>(src, pos, wfirst, cstart, crow, cslot, nchunks, (u32)W, dst, next,
-                                smem);
+        windowed_level0<V, MAX, D>(src, pos, wfirst, cstart, crow, cslot, nchunks, (u32)W, dst,
+                                   next, smem);
     else
-        grouped_level0<V, MAX>(src, pos, cstart, crow, cslot, nchunks, W, lanes_log2, dst, next,
-                               smem);
+        grouped_level0<V, MAX, D>(src, pos, cstart, crow, cslot, nchunks, W, lanes_log2, dst,
+                                  next, smem);
 }
 
-// segment max and sum0, level 0: the stored value of the entry.
-template <typename T>
-struct ReadSrc {
-    typedef u32 Key;
-    const T* __restrict__ vals;
-    u64 W;
-    __device__ __forceinline__ Key key(u32 e) const { return e; }
-    __device__ __forceinline__ T value(Key e, u64, u64 j) const { return __ldg(vals + (u64)e * W + j); }
+// How a fused level-0 kernel reads its stored vectors and stores a row's
+// result: `S` the stored vector, `V` the vector of values it computes in
+// (the f32 vectors of half storage), `WS` a stored scalar and `T` its value;
+// `ld` a stored vector's values, `ld1` a stored scalar's, `st` a result
+// rounded to storage. IoSame (f32, f64): every member the identity, the
+// plain kernels. IoHalf (bf16, f16 storage of 8, 4, 2 or 1 elements as
+// common.cuh's hwiden / hnarrow vectors): the summands widened as index.cu's
+// half scatter levels widen them (exactly; a NaN's payload aside, which no
+// sum or product keeps: the device's adds and multiplies make their own
+// NaN), each row's result rounded once. IoKind (the segment max): an
+// element kind's own exact widening (K::ld, NaN quieted as the f32 route's
+// widening does) and rounding (K::st, which gives a widened maximum back its
+// stored bits).
+template <typename V_>
+struct IoSame {
+    typedef V_ S;
+    typedef V_ V;
+    typedef typename VecT<V_>::T WS;
+    typedef WS T;
+    enum { PLAIN = 1 };
+    static __device__ __forceinline__ V ld(S s) { return s; }
+    static __device__ __forceinline__ T ld1(WS s) { return s; }
+    static __device__ __forceinline__ S st(V v) { return v; }
+};
+template <typename H, typename S_, typename V_>
+struct IoHalf {
+    typedef S_ S;
+    typedef V_ V;
+    typedef u16 WS;
+    typedef float T;
+    enum { PLAIN = 0 };
+    static __device__ __forceinline__ V ld(S s) { return hwiden<H>(s); }
+    static __device__ __forceinline__ T ld1(WS s) { return H::widen_sum(s); }
+    static __device__ __forceinline__ S st(V v) { return hnarrow<H>(v); }
+};
+template <typename K>
+struct IoKind {
+    typedef typename K::S S;
+    typedef typename K::A V;
+    enum { PLAIN = 1 };  // a scalar: as many registers stored as widened
+    static __device__ __forceinline__ V ld(S s) { return K::ld(s); }
+    static __device__ __forceinline__ S st(V v) { return K::st(v); }
 };
 
-// softmax backward: alpha[e] * grad[e], componentwise.
-template <typename V>
-struct SoftmaxBwd {
+// The value sources of the fused level 0: `key` (staged per entry),
+// `load` (what a batch holds of an entry's column vector j, a `Raw`) and
+// `make` (its value V from that). A source made with `Lazy` holds its
+// stored operands in a batch and makes the values as they are added (for
+// half storage where they take fewer registers than the f32 values: the
+// stored vector, the row and its weight); otherwise `load` makes the value
+// at once and `make` passes it on (f32, f64: the plain kernels).
+template <bool LAZY, typename Stored, typename V>
+struct Lazy;
+template <typename Stored, typename V>
+struct Lazy<true, Stored, V> {
+    typedef Stored Raw;
+    template <typename Src>
+    static __device__ __forceinline__ Raw hold(const Src&, Stored s) { return s; }
+    template <typename Src>
+    static __device__ __forceinline__ V make(const Src& src, Raw r) { return src.value_of(r); }
+};
+template <typename Stored, typename V>
+struct Lazy<false, Stored, V> {
+    typedef V Raw;
+    template <typename Src>
+    static __device__ __forceinline__ Raw hold(const Src& src, Stored s) { return src.value_of(s); }
+    template <typename Src>
+    static __device__ __forceinline__ V make(const Src&, Raw r) { return r; }
+};
+
+// segment max and sum0, level 0: the stored value of the entry.
+template <typename IO>
+struct ReadSrc {
     typedef u32 Key;
-    const V* __restrict__ alpha;
-    const V* __restrict__ g;
+    typedef typename IO::V V;
+    typedef Lazy<!IO::PLAIN, typename IO::S, V> L;
+    typedef typename L::Raw Raw;
+    const typename IO::S* __restrict__ vals;
     u64 W;
     __device__ __forceinline__ Key key(u32 e) const { return e; }
-    __device__ __forceinline__ V value(Key e, u64, u64 j) const {
-        const V av = __ldg(alpha + (u64)e * W + j);
-        const V gv = __ldg(g + (u64)e * W + j);
+    __device__ __forceinline__ V value_of(typename IO::S s) const { return IO::ld(s); }
+    __device__ __forceinline__ Raw load(Key e, u64, u64 j) const {
+        return L::hold(*this, __ldg(vals + (u64)e * W + j));
+    }
+    __device__ __forceinline__ V make(Raw r) const { return L::make(*this, r); }
+};
+
+template <typename S>
+struct Pair {
+    S a, b;
+};
+
+// softmax backward: alpha[e] * grad[e], componentwise (made at once: two
+// stored vectors take as many registers as their product's f32 values).
+template <typename IO>
+struct SoftmaxBwd {
+    typedef u32 Key;
+    typedef typename IO::V V;
+    typedef Lazy<false, Pair<typename IO::S>, V> L;
+    typedef typename L::Raw Raw;
+    const typename IO::S* __restrict__ alpha;
+    const typename IO::S* __restrict__ g;
+    u64 W;
+    __device__ __forceinline__ Key key(u32 e) const { return e; }
+    __device__ __forceinline__ Raw load(Key e, u64, u64 j) const {
+        Pair<typename IO::S> ag;
+        ag.a = __ldg(alpha + (u64)e * W + j);
+        ag.b = __ldg(g + (u64)e * W + j);
+        return L::hold(*this, ag);
+    }
+    __device__ __forceinline__ V make(Raw r) const { return L::make(*this, r); }
+    __device__ __forceinline__ V value_of(Pair<typename IO::S> ag) const {
+        const V av = IO::ld(ag.a);
+        const V gv = IO::ld(ag.b);
         V r;
 #pragma unroll
         for (int i = 0; i < VecT<V>::N; ++i) comps(r)[i] = rmul(comps(av)[i], comps(gv)[i]);
@@ -341,14 +479,24 @@ struct EntryRow {
     u32 g;
 };
 
+template <typename S, typename WS>
+struct RowWeight {
+    S x;
+    WS w;
+};
+
 // gather_scale_scatter: x[gather[e]] * w[e, head of the vector].
-template <typename V>
+template <typename IO>
 struct GatherScale {
     typedef EntryRow Key;
-    typedef typename VecT<V>::T T;
-    const V* __restrict__ x;
+    typedef typename IO::V V;
+    typedef typename IO::T T;
+    typedef RowWeight<typename IO::S, typename IO::WS> Stored;
+    typedef Lazy<!IO::PLAIN, Stored, V> L;
+    typedef typename L::Raw Raw;
+    const typename IO::S* __restrict__ x;
     const u32* __restrict__ gather;
-    const T* __restrict__ w;
+    const typename IO::WS* __restrict__ w;
     u64 W;
     u64 heads;
     u64 vecs_per_head;
@@ -358,9 +506,16 @@ struct GatherScale {
         k.g = __ldg(gather + e);
         return k;
     }
-    __device__ __forceinline__ V value(Key k, u64, u64 j) const {
-        const V xv = __ldg(x + (u64)k.g * W + j);
-        const T s = __ldg(w + (u64)k.e * heads + j / vecs_per_head);
+    __device__ __forceinline__ Raw load(Key k, u64, u64 j) const {
+        Stored xw;
+        xw.x = __ldg(x + (u64)k.g * W + j);
+        xw.w = __ldg(w + (u64)k.e * heads + j / vecs_per_head);
+        return L::hold(*this, xw);
+    }
+    __device__ __forceinline__ V make(Raw r) const { return L::make(*this, r); }
+    __device__ __forceinline__ V value_of(Stored xw) const {
+        const V xv = IO::ld(xw.x);
+        const T s = IO::ld1(xw.w);
         V r;
 #pragma unroll
         for (int i = 0; i < VecT<V>::N; ++i) comps(r)[i] = rmul(comps(xv)[i], s);
@@ -378,96 +533,168 @@ struct GatherScale {
         const u32 *__restrict__ crow, const u32 *__restrict__ cslot, u64 nchunks, u64 W,    \
         u32 lanes_log2
 
-#define RTX_SUM0(NAME, V)                                                                   \
+// Each over stored vectors S (IO: how they are read and rounded), scratch
+// `next` of A (the scalar computed in: float for half storage) holding
+// IO::V vectors. sum0 and gss0 store a row's sum to dst as S (rounded once
+// for half storage), smb0 keeps it in A: the softmax backward's sums are
+// scratch.
+#define RTX_SUM0(NAME, S, A, IO)                                                            \
     extern "C" __global__ void __launch_bounds__(RTX_BLOCK, RTX_FUSED_MIN_BLOCKS)           \
-        NAME(const V* __restrict__ vals, RTX_FUSED_ARGS, V* __restrict__ dst,               \
-             V* __restrict__ next) {                                                        \
-        ReadSrc<V> s{vals, W};                                                              \
-        fused_level0<V, false>(s, pos, wfirst, cstart, crow, cslot, nchunks, W, lanes_log2, dst, next); \
+        NAME(const S* __restrict__ vals, RTX_FUSED_ARGS, S* __restrict__ dst,               \
+             A* __restrict__ next) {                                                        \
+        ReadSrc<IO> s{vals, W};                                                             \
+        fused_level0<false, IO>(s, pos, wfirst, cstart, crow, cslot, nchunks, W, lanes_log2, \
+                                dst, reinterpret_cast<IO::V*>(next));                       \
     }
-#define RTX_SMB0(NAME, V)                                                                   \
+#define RTX_SMB0(NAME, S, A, IO)                                                            \
     extern "C" __global__ void __launch_bounds__(RTX_BLOCK, RTX_FUSED_MIN_BLOCKS)           \
-        NAME(const V* __restrict__ alpha, const V* __restrict__ g, RTX_FUSED_ARGS,          \
-             V* __restrict__ dst, V* __restrict__ next) {                                   \
-        SoftmaxBwd<V> s{alpha, g, W};                                                       \
-        fused_level0<V, false>(s, pos, wfirst, cstart, crow, cslot, nchunks, W, lanes_log2, dst, next);   \
+        NAME(const S* __restrict__ alpha, const S* __restrict__ g, RTX_FUSED_ARGS,          \
+             A* __restrict__ dst, A* __restrict__ next) {                                   \
+        SoftmaxBwd<IO> s{alpha, g, W};                                                      \
+        fused_level0<false, IoSame<IO::V>>(s, pos, wfirst, cstart, crow, cslot, nchunks, W, \
+                                           lanes_log2, reinterpret_cast<IO::V*>(dst),       \
+                                           reinterpret_cast<IO::V*>(next));                 \
     }
-#define RTX_GSS0(NAME, V)                                                                   \
+#define RTX_GSS0(NAME, S, WT, A, IO)                                                        \
     extern "C" __global__ void __launch_bounds__(RTX_BLOCK, RTX_FUSED_MIN_BLOCKS)           \
-        NAME(const V* __restrict__ x, const u32* __restrict__ gather,                       \
-             const VecT<V>::T* __restrict__ w, u64 heads, u64 vecs_per_head,                \
-             RTX_FUSED_ARGS, V* __restrict__ dst, V* __restrict__ next) {                   \
-        GatherScale<V> s{x, gather, w, W, heads, vecs_per_head};                            \
-        fused_level0<V, false>(s, pos, wfirst, cstart, crow, cslot, nchunks, W, lanes_log2, dst, next);   \
+        NAME(const S* __restrict__ x, const u32* __restrict__ gather,                       \
+             const WT* __restrict__ w, u64 heads, u64 vecs_per_head,                        \
+             RTX_FUSED_ARGS, S* __restrict__ dst, A* __restrict__ next) {                   \
+        GatherScale<IO> s{x, gather, w, W, heads, vecs_per_head};                           \
+        fused_level0<false, IO>(s, pos, wfirst, cstart, crow, cslot, nchunks, W, lanes_log2, \
+                                dst, reinterpret_cast<IO::V*>(next));                       \
     }
-// segmax0_{f32,f64}: level 0 of a segment max, keys staged (levels past it: segmax).
-#define RTX_SEGMAX0(NAME, T)                                                                \
+// segmax0_*: level 0 of a segment max over the element kind K, keys staged
+// (levels past it: segmax).
+#define RTX_SEGMAX0(NAME, T, A, K)                                                          \
     extern "C" __global__ void __launch_bounds__(RTX_BLOCK, RTX_FUSED_MIN_BLOCKS)           \
         NAME(const T* __restrict__ vals, RTX_FUSED_ARGS, T* __restrict__ dst,               \
-             T* __restrict__ next) {                                                        \
-        ReadSrc<T> s{vals, W};                                                              \
-        fused_level0<T, true>(s, pos, wfirst, cstart, crow, cslot, nchunks, W, lanes_log2, dst, next); \
+             A* __restrict__ next) {                                                        \
+        ReadSrc<IoKind<K>> s{vals, W};                                                      \
+        fused_level0<true, IoKind<K>>(s, pos, wfirst, cstart, crow, cslot, nchunks, W,      \
+                                      lanes_log2, dst, next);                               \
     }
-RTX_SEGMAX0(segmax0_f32, float)
-RTX_SEGMAX0(segmax0_f64, double)
+RTX_SEGMAX0(segmax0_f32, float, float, KF32)
+RTX_SEGMAX0(segmax0_f64, double, double, KF64)
+RTX_SEGMAX0(segmax0_bf16, bf16, float, KBf16)
+RTX_SEGMAX0(segmax0_f16, f16, float, KF16)
+
+typedef IoSame<float4> IoF32x4;
+typedef IoSame<float2> IoF32x2;
+typedef IoSame<float> IoF32x1;
+typedef IoSame<double2> IoF64x2;
+typedef IoSame<double> IoF64x1;
+typedef IoHalf<Bf16, bf16x8, f32x8> IoBf16x8;
+typedef IoHalf<Bf16, bf16x4, float4> IoBf16x4;
+typedef IoHalf<Bf16, bf16x2, float2> IoBf16x2;
+typedef IoHalf<Bf16, bf16, float> IoBf16x1;
+typedef IoHalf<F16, f16x8, f32x8> IoF16x8;
+typedef IoHalf<F16, f16x4, float4> IoF16x4;
+typedef IoHalf<F16, f16x2, float2> IoF16x2;
+typedef IoHalf<F16, f16, float> IoF16x1;
 
 // {sum0,smb0,gss0}_{type}x{lanes}: level 0 of the model's segment sums of
 // stored values (segment_sum, the softmax's denominators: index.cu's scatter0
 // stays index_add's), of the softmax backward's sums and of
-// gather_scale_scatter; the vector types as index.cu's.
-#define RTX_FUSED_ALL(SUFFIX, V)                                                            \
-    RTX_SUM0(sum0_##SUFFIX, V)                                                              \
-    RTX_SMB0(smb0_##SUFFIX, V)                                                              \
-    RTX_GSS0(gss0_##SUFFIX, V)
-RTX_FUSED_ALL(f32x4, float4)
-RTX_FUSED_ALL(f32x2, float2)
-RTX_FUSED_ALL(f32x1, float)
-RTX_FUSED_ALL(f64x2, double2)
-RTX_FUSED_ALL(f64x1, double)
+// gather_scale_scatter; the vector types as index.cu's (S stored, WT its
+// scalar, A the scalar computed in).
+#define RTX_FUSED_ALL(SUFFIX, S, WT, A, IO)                                                 \
+    RTX_SUM0(sum0_##SUFFIX, S, A, IO)                                                       \
+    RTX_SMB0(smb0_##SUFFIX, S, A, IO)                                                       \
+    RTX_GSS0(gss0_##SUFFIX, S, WT, A, IO)
+RTX_FUSED_ALL(f32x4, float4, float, float, IoF32x4)
+RTX_FUSED_ALL(f32x2, float2, float, float, IoF32x2)
+RTX_FUSED_ALL(f32x1, float, float, float, IoF32x1)
+RTX_FUSED_ALL(f64x2, double2, double, double, IoF64x2)
+RTX_FUSED_ALL(f64x1, double, double, double, IoF64x1)
+RTX_FUSED_ALL(bf16x8, bf16x8, bf16, float, IoBf16x8)
+RTX_FUSED_ALL(bf16x4, bf16x4, bf16, float, IoBf16x4)
+RTX_FUSED_ALL(bf16x2, bf16x2, bf16, float, IoBf16x2)
+RTX_FUSED_ALL(bf16x1, bf16, bf16, float, IoBf16x1)
+RTX_FUSED_ALL(f16x8, f16x8, f16, float, IoF16x8)
+RTX_FUSED_ALL(f16x4, f16x4, f16, float, IoF16x4)
+RTX_FUSED_ALL(f16x2, f16x2, f16, float, IoF16x2)
+RTX_FUSED_ALL(f16x1, f16, f16, float, IoF16x1)
+
+// The softmax's elementwise passes, a thread per element, over an element
+// kind K (model.cuh): stored tensors are K::S, read through K::ld (the
+// exact widening); the numerators and the sums are K::A (f32 for half
+// storage, as the f32 route keeps them); each output is rounded once (K::st).
+// For float and double every K member is the identity.
 
 // ex[e, j] = exp(x[e, j] - m[row, j]), row = rowof[e]: the softmax's numerators,
-// one parallel pass (the sums then add stored values, like a scatter).
-#define RTX_SOFTMAX_EXP(NAME, T)                                                            \
+// one parallel pass (the sums then add stored values, like a scatter). m is
+// the segment max as stored (exact in any precision).
+template <typename K>
+__device__ __forceinline__ void softmax_exp_k(const typename K::S* __restrict__ x,
+                                              const typename K::S* __restrict__ m,
+                                              const u32* __restrict__ rowof,
+                                              typename K::A* __restrict__ out, u64 e, u64 f) {
+    const u64 total = e * f;
+    for (u64 t = thread_id(); t < total; t += grid_stride()) {
+        const u64 p = t / f, j = t - p * f;
+        const u64 r = (u64)__ldg(rowof + p) * f + j;
+        out[t] = rexp(rsub(K::ld(x[t]), K::ld(m[r])));
+    }
+}
+#define RTX_SOFTMAX_EXP(NAME, T, A, K)                                                      \
     extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
         NAME(const T* __restrict__ x, const T* __restrict__ m, const u32* __restrict__ rowof, \
-             T* __restrict__ out, u64 e, u64 f) {                                           \
-        const u64 total = e * f;                                                            \
-        for (u64 t = thread_id(); t < total; t += grid_stride()) {                          \
-            const u64 p = t / f, j = t - p * f;                                             \
-            const u64 r = (u64)__ldg(rowof + p) * f + j;                                    \
-            out[t] = rexp(rsub(x[t], m[r]));                                                \
-        }                                                                                   \
+             A* __restrict__ out, u64 e, u64 f) {                                           \
+        softmax_exp_k<K>(x, m, rowof, out, e, f);                                           \
     }
-RTX_SOFTMAX_EXP(softmax_exp_f32, float)
-RTX_SOFTMAX_EXP(softmax_exp_f64, double)
+RTX_SOFTMAX_EXP(softmax_exp_f32, float, float, KF32)
+RTX_SOFTMAX_EXP(softmax_exp_f64, double, double, KF64)
+RTX_SOFTMAX_EXP(softmax_exp_bf16, bf16, float, KBf16)
+RTX_SOFTMAX_EXP(softmax_exp_f16, f16, float, KF16)
 
 // alpha[e, j] = ex[e, j] / s[row, j], row = rowof[e]: the last step of the
 // softmax composition.
-#define RTX_SOFTMAX_DIV(NAME, T)                                                            \
+template <typename K>
+__device__ __forceinline__ void softmax_div_k(const typename K::A* __restrict__ ex,
+                                              const typename K::A* __restrict__ s,
+                                              const u32* __restrict__ rowof,
+                                              typename K::S* __restrict__ out, u64 e, u64 f) {
+    const u64 total = e * f;
+    for (u64 t = thread_id(); t < total; t += grid_stride()) {
+        const u64 p = t / f, j = t - p * f;
+        const u64 r = (u64)__ldg(rowof + p) * f + j;
+        out[t] = K::st(rdiv(ex[t], s[r]));
+    }
+}
+#define RTX_SOFTMAX_DIV(NAME, T, A, K)                                                      \
     extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
-        NAME(const T* __restrict__ ex, const T* __restrict__ s, const u32* __restrict__ rowof, \
+        NAME(const A* __restrict__ ex, const A* __restrict__ s, const u32* __restrict__ rowof, \
              T* __restrict__ out, u64 e, u64 f) {                                           \
-        const u64 total = e * f;                                                            \
-        for (u64 t = thread_id(); t < total; t += grid_stride()) {                          \
-            const u64 p = t / f, j = t - p * f;                                             \
-            const u64 r = (u64)__ldg(rowof + p) * f + j;                                    \
-            out[t] = rdiv(ex[t], s[r]);                                                     \
-        }                                                                                   \
+        softmax_div_k<K>(ex, s, rowof, out, e, f);                                          \
     }
-RTX_SOFTMAX_DIV(softmax_div_f32, float)
-RTX_SOFTMAX_DIV(softmax_div_f64, double)
+RTX_SOFTMAX_DIV(softmax_div_f32, float, float, KF32)
+RTX_SOFTMAX_DIV(softmax_div_f64, double, double, KF64)
+RTX_SOFTMAX_DIV(softmax_div_bf16, bf16, float, KBf16)
+RTX_SOFTMAX_DIV(softmax_div_f16, f16, float, KF16)
 
-// out[e, j] = alpha[e, j] * (g[e, j] - s[row, j]), row = rowof[e].
-#define RTX_SOFTMAX_BWD(NAME, T)                                                            \
-    extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
-        NAME(const T* __restrict__ alpha, const T* __restrict__ g, const T* __restrict__ s, \
-             const u32* __restrict__ rowof, T* __restrict__ out, u64 e, u64 f) {            \
-        const u64 total = e * f;                                                            \
-        for (u64 t = thread_id(); t < total; t += grid_stride()) {                          \
-            const u64 p = t / f, j = t - p * f;                                             \
-            const u64 r = (u64)__ldg(rowof + p) * f + j;                                    \
-            out[t] = rmul(alpha[t], rsub(g[t], s[r]));                                      \
-        }                                                                                   \
+// out[e, j] = alpha[e, j] * (g[e, j] - s[row, j]), row = rowof[e] (s: the
+// sums of alpha * g, kept in K::A).
+template <typename K>
+__device__ __forceinline__ void softmax_bwd_k(const typename K::S* __restrict__ alpha,
+                                              const typename K::S* __restrict__ g,
+                                              const typename K::A* __restrict__ s,
+                                              const u32* __restrict__ rowof,
+                                              typename K::S* __restrict__ out, u64 e, u64 f) {
+    const u64 total = e * f;
+    for (u64 t = thread_id(); t < total; t += grid_stride()) {
+        const u64 p = t / f, j = t - p * f;
+        const u64 r = (u64)__ldg(rowof + p) * f + j;
+        out[t] = K::st(rmul(K::ld(alpha[t]), rsub(K::ld(g[t]), s[r])));
     }
-RTX_SOFTMAX_BWD(softmax_bwd_f32, float)
-RTX_SOFTMAX_BWD(softmax_bwd_f64, double)
+}
+#define RTX_SOFTMAX_BWD(NAME, T, A, K)                                                      \
+    extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
+        NAME(const T* __restrict__ alpha, const T* __restrict__ g, const A* __restrict__ s, \
+             const u32* __restrict__ rowof, T* __restrict__ out, u64 e, u64 f) {            \
+        softmax_bwd_k<K>(alpha, g, s, rowof, out, e, f);                                    \
+    }
+RTX_SOFTMAX_BWD(softmax_bwd_f32, float, float, KF32)
+RTX_SOFTMAX_BWD(softmax_bwd_f64, double, double, KF64)
+RTX_SOFTMAX_BWD(softmax_bwd_bf16, bf16, float, KBf16)
+RTX_SOFTMAX_BWD(softmax_bwd_f16, f16, float, KF16)

@@ -94,40 +94,45 @@ macro_rules! with_kernel_table {
                     a: *const T, b: *const T, out: *mut T, part: *mut A, m: u64, n: u64, k: u64,
                     a_rs: u64, a_ps: u64, b_ps: u64, b_js: u64,
                 );
-                /// `segmax0_*`: level 0 of a segment max.
+                /// `segmax0_*`: level 0 of a segment max (the next level's
+                /// scratch in the type computed in).
                 Segmax0[T](
                     vals: *const T, pos: *const u32, wfirst: *const u32, cstart: *const u32, crow: *const u32,
-                    cslot: *const u32, nchunks: u64, W: u64, lanes_log2: u32, dst: *mut T, next: *mut T,
+                    cslot: *const u32, nchunks: u64, W: u64, lanes_log2: u32, dst: *mut T, next: *mut A,
                 );
-                /// `segmax_*`: the levels past 0 of a segment max.
+                /// `segmax_*`: the levels past 0 of a segment max (`vals` the
+                /// previous level's scratch).
                 Segmax[T](
-                    vals: *const T, pos: *const u32, cstart: *const u32, crow: *const u32, cslot: *const u32,
-                    nchunks: u64, f: u64, dst: *mut T, next: *mut T,
+                    vals: *const A, pos: *const u32, cstart: *const u32, crow: *const u32, cslot: *const u32,
+                    nchunks: u64, f: u64, dst: *mut T, next: *mut A,
                 );
-                /// `softmax_exp_*`.
-                SoftmaxExp[T](x: *const T, m: *const T, rowof: *const u32, out: *mut T, e: u64, f: u64);
-                /// `softmax_div_*`.
-                SoftmaxDiv[T](ex: *const T, s: *const T, rowof: *const u32, out: *mut T, e: u64, f: u64);
-                /// `softmax_bwd_*`.
+                /// `softmax_exp_*`: the numerators, in the type computed in.
+                SoftmaxExp[T](x: *const T, m: *const T, rowof: *const u32, out: *mut A, e: u64, f: u64);
+                /// `softmax_div_*`: numerators and sums in the type computed in.
+                SoftmaxDiv[T](ex: *const A, s: *const A, rowof: *const u32, out: *mut T, e: u64, f: u64);
+                /// `softmax_bwd_*`: the sums in the type computed in.
                 SoftmaxBwd[T](
-                    alpha: *const T, g: *const T, s: *const T, rowof: *const u32, out: *mut T, e: u64, f: u64,
+                    alpha: *const T, g: *const T, s: *const A, rowof: *const u32, out: *mut T, e: u64, f: u64,
                 );
-                /// `sum0_*`: level 0 of a segment sum of stored rows.
+                /// `sum0_*`: level 0 of a segment sum of stored rows (the
+                /// next level's scratch in the type computed in).
                 Sum0[V](
                     vals: *const V, pos: *const u32, wfirst: *const u32, cstart: *const u32, crow: *const u32,
-                    cslot: *const u32, nchunks: u64, W: u64, lanes_log2: u32, dst: *mut V, next: *mut V,
+                    cslot: *const u32, nchunks: u64, W: u64, lanes_log2: u32, dst: *mut V, next: *mut A,
                 );
-                /// `smb0_*`: level 0 of the segment softmax's backward sums.
+                /// `smb0_*`: level 0 of the segment softmax's backward sums
+                /// (sums and scratch in the type computed in).
                 Smb0[V](
                     alpha: *const V, g: *const V, pos: *const u32, wfirst: *const u32, cstart: *const u32,
-                    crow: *const u32, cslot: *const u32, nchunks: u64, W: u64, lanes_log2: u32, dst: *mut V,
-                    next: *mut V,
+                    crow: *const u32, cslot: *const u32, nchunks: u64, W: u64, lanes_log2: u32, dst: *mut A,
+                    next: *mut A,
                 );
-                /// `gss0_*`: level 0 of gather_scale_scatter.
+                /// `gss0_*`: level 0 of gather_scale_scatter (the next level's
+                /// scratch in the type computed in).
                 Gss0[V](
                     x: *const V, gather: *const u32, w: *const T, heads: u64, vecs_per_head: u64,
                     pos: *const u32, wfirst: *const u32, cstart: *const u32, crow: *const u32,
-                    cslot: *const u32, nchunks: u64, W: u64, lanes_log2: u32, dst: *mut V, next: *mut V,
+                    cslot: *const u32, nchunks: u64, W: u64, lanes_log2: u32, dst: *mut V, next: *mut A,
                 );
                 // plan.cu
                 /// `index_bounds`.
@@ -354,30 +359,64 @@ macro_rules! with_kernel_table {
                 MatmulDotF16 = "matmul_dot_f16": Matmul[T = f16],
                 Segmax0F32 = "segmax0_f32": Segmax0[T = float],
                 Segmax0F64 = "segmax0_f64": Segmax0[T = double],
+                Segmax0Bf16 = "segmax0_bf16": Segmax0[T = bf16],
+                Segmax0F16 = "segmax0_f16": Segmax0[T = f16],
                 SegmaxF32 = "segmax_f32": Segmax[T = float],
                 SegmaxF64 = "segmax_f64": Segmax[T = double],
+                SegmaxBf16 = "segmax_bf16": Segmax[T = bf16],
+                SegmaxF16 = "segmax_f16": Segmax[T = f16],
                 SoftmaxExpF32 = "softmax_exp_f32": SoftmaxExp[T = float],
                 SoftmaxExpF64 = "softmax_exp_f64": SoftmaxExp[T = double],
+                SoftmaxExpBf16 = "softmax_exp_bf16": SoftmaxExp[T = bf16],
+                SoftmaxExpF16 = "softmax_exp_f16": SoftmaxExp[T = f16],
                 SoftmaxDivF32 = "softmax_div_f32": SoftmaxDiv[T = float],
                 SoftmaxDivF64 = "softmax_div_f64": SoftmaxDiv[T = double],
+                SoftmaxDivBf16 = "softmax_div_bf16": SoftmaxDiv[T = bf16],
+                SoftmaxDivF16 = "softmax_div_f16": SoftmaxDiv[T = f16],
                 SoftmaxBwdF32 = "softmax_bwd_f32": SoftmaxBwd[T = float],
                 SoftmaxBwdF64 = "softmax_bwd_f64": SoftmaxBwd[T = double],
+                SoftmaxBwdBf16 = "softmax_bwd_bf16": SoftmaxBwd[T = bf16],
+                SoftmaxBwdF16 = "softmax_bwd_f16": SoftmaxBwd[T = f16],
                 // segment.cu: fused level-0 kernels of the segment sums, vector-typed
                 Sum0F32x4 = "sum0_f32x4": Sum0[V = float4],
                 Sum0F32x2 = "sum0_f32x2": Sum0[V = float2],
                 Sum0F32x1 = "sum0_f32x1": Sum0[V = float],
                 Sum0F64x2 = "sum0_f64x2": Sum0[V = double2],
                 Sum0F64x1 = "sum0_f64x1": Sum0[V = double],
+                Sum0Bf16x8 = "sum0_bf16x8": Sum0[V = bf16x8],
+                Sum0Bf16x4 = "sum0_bf16x4": Sum0[V = bf16x4],
+                Sum0Bf16x2 = "sum0_bf16x2": Sum0[V = bf16x2],
+                Sum0Bf16x1 = "sum0_bf16x1": Sum0[V = bf16],
+                Sum0F16x8 = "sum0_f16x8": Sum0[V = f16x8],
+                Sum0F16x4 = "sum0_f16x4": Sum0[V = f16x4],
+                Sum0F16x2 = "sum0_f16x2": Sum0[V = f16x2],
+                Sum0F16x1 = "sum0_f16x1": Sum0[V = f16],
                 Smb0F32x4 = "smb0_f32x4": Smb0[V = float4],
                 Smb0F32x2 = "smb0_f32x2": Smb0[V = float2],
                 Smb0F32x1 = "smb0_f32x1": Smb0[V = float],
                 Smb0F64x2 = "smb0_f64x2": Smb0[V = double2],
                 Smb0F64x1 = "smb0_f64x1": Smb0[V = double],
+                Smb0Bf16x8 = "smb0_bf16x8": Smb0[V = bf16x8],
+                Smb0Bf16x4 = "smb0_bf16x4": Smb0[V = bf16x4],
+                Smb0Bf16x2 = "smb0_bf16x2": Smb0[V = bf16x2],
+                Smb0Bf16x1 = "smb0_bf16x1": Smb0[V = bf16],
+                Smb0F16x8 = "smb0_f16x8": Smb0[V = f16x8],
+                Smb0F16x4 = "smb0_f16x4": Smb0[V = f16x4],
+                Smb0F16x2 = "smb0_f16x2": Smb0[V = f16x2],
+                Smb0F16x1 = "smb0_f16x1": Smb0[V = f16],
                 Gss0F32x4 = "gss0_f32x4": Gss0[V = float4],
                 Gss0F32x2 = "gss0_f32x2": Gss0[V = float2],
                 Gss0F32x1 = "gss0_f32x1": Gss0[V = float],
                 Gss0F64x2 = "gss0_f64x2": Gss0[V = double2],
                 Gss0F64x1 = "gss0_f64x1": Gss0[V = double],
+                Gss0Bf16x8 = "gss0_bf16x8": Gss0[V = bf16x8],
+                Gss0Bf16x4 = "gss0_bf16x4": Gss0[V = bf16x4],
+                Gss0Bf16x2 = "gss0_bf16x2": Gss0[V = bf16x2],
+                Gss0Bf16x1 = "gss0_bf16x1": Gss0[V = bf16],
+                Gss0F16x8 = "gss0_f16x8": Gss0[V = f16x8],
+                Gss0F16x4 = "gss0_f16x4": Gss0[V = f16x4],
+                Gss0F16x2 = "gss0_f16x2": Gss0[V = f16x2],
+                Gss0F16x1 = "gss0_f16x1": Gss0[V = f16],
                 // plan.cu: device scatter plans and device index lists
                 IndexBounds = "index_bounds": IndexBounds[],
                 PlanHist = "plan_hist": PlanHist[],

@@ -319,7 +319,7 @@ fn every_kernel_has_one_table_entry_and_every_entry_one_kernel() {
         absent.is_empty(),
         "table entries no .cu file defines: {absent:?}"
     );
-    assert_eq!(s.kernels.len(), 204);
+    assert_eq!(s.kernels.len(), 238);
 }
 
 #[test]
@@ -411,13 +411,13 @@ fn every_matmul_tile_names_its_kernel() {
         for tile in [T64x64, T32x64, T64x32, T32x32] {
             let (tm, tn) = (tile.tm(), tile.tn());
             assert_eq!(
-                Kernel::matmul(f, tile).unwrap().name(),
+                Kernel::matmul(f, tile).name(),
                 format!("matmul{tm}x{tn}_{suffix}")
             );
             assert_eq!(tile.threads(), tm * tn / 16);
         }
         assert_eq!(
-            Kernel::typed(Typed::MatmulDot, f).unwrap().name(),
+            Kernel::typed(Typed::MatmulDot, f).name(),
             format!("matmul_dot_{suffix}")
         );
     }
@@ -516,13 +516,11 @@ fn pickers_give_the_kernels_of_old() {
         }
     }
     assert_eq!(
-        Kernel::typed(Typed::GatherHeadDot, Float::F64)
-            .unwrap()
-            .name(),
+        Kernel::typed(Typed::GatherHeadDot, Float::F64).name(),
         "gather_head_dot_f64"
     );
     assert_eq!(
-        Kernel::typed(Typed::Segmax0, Float::F32).unwrap().name(),
+        Kernel::typed(Typed::Segmax0, Float::F32).name(),
         "segmax0_f32"
     );
     assert_eq!(Word::dividing(256), Word::B16);
@@ -580,6 +578,57 @@ fn the_parser_sees_through_pasted_names() {
     assert_eq!(arity(&format!("__global__{part}"), "direct", &m), 2);
 }
 
+/// The segment families' half kernels: the typed pickers and the fused
+/// level 0's give kernels of the launcher's signature, of the half element,
+/// named for it; the level-0 vector never straddles a head.
+#[test]
+fn segment_pickers_give_half_kernels_of_the_launchers_signature() {
+    use Signature as S;
+    let typed = [
+        (Typed::Segmax0, S::Segmax0),
+        (Typed::Segmax, S::Segmax),
+        (Typed::SoftmaxExp, S::SoftmaxExp),
+        (Typed::SoftmaxDiv, S::SoftmaxDiv),
+        (Typed::SoftmaxBwd, S::SoftmaxBwd),
+    ];
+    for (t, h, dt) in [
+        (Float::Bf16, Half::Bf16, DType::BF16),
+        (Float::F16, Half::F16, DType::F16),
+    ] {
+        for (family, sig) in typed {
+            let k = Kernel::typed(family, t);
+            assert_eq!((k.signature(), k.dtype()), (sig, Some(dt)), "{}", k.name());
+            assert_eq!(k.name(), format!("{}_{}", family.name(), dt.name()));
+        }
+        for (op, sig, base) in [
+            (Fused0::Read, S::Sum0, "sum0"),
+            (Fused0::SoftmaxBwd, S::Smb0, "smb0"),
+            (Fused0::GatherScale, S::Gss0, "gss0"),
+        ] {
+            for v in [HalfVec::X8, HalfVec::X4, HalfVec::X2, HalfVec::X1] {
+                let k = Kernel::fused0_half(op, h, v);
+                assert_eq!((k.signature(), k.dtype()), (sig, Some(dt)), "{}", k.name());
+                assert_eq!(k.name(), format!("{base}_{}x{}", dt.name(), v.elems()));
+            }
+        }
+    }
+    // (row elements, head channels) -> halves per vector
+    for (f, align, n) in [
+        (64, 64, 8),
+        (64, 16, 8),
+        (48, 12, 4),
+        (24, 6, 2),
+        (12, 3, 1),
+        (6, 6, 2),
+        (8, 2, 2),
+        (7, 7, 1),
+    ] {
+        let v = HalfVec::pick_aligned(f, align);
+        assert_eq!(v.elems(), n, "f {f}, align {align}");
+        assert!(f % n == 0 && align % n == 0);
+    }
+}
+
 #[path = "table_sig_tests.rs"]
 mod signatures;
 
@@ -610,7 +659,7 @@ fn pickers_give_kernels_of_the_launchers_signature_and_element() {
     ];
     for t in [Float::F32, Float::F64, Float::Bf16, Float::F16] {
         for (family, sig) in typed {
-            let k = Kernel::typed(family, t).unwrap();
+            let k = Kernel::typed(family, t);
             assert_eq!(
                 (k.signature(), k.dtype()),
                 (sig, Some(t.dtype())),
@@ -624,7 +673,7 @@ fn pickers_give_kernels_of_the_launchers_signature_and_element() {
             MatmulTile::T64x32,
             MatmulTile::T32x32,
         ] {
-            let k = Kernel::matmul(t, tile).unwrap();
+            let k = Kernel::matmul(t, tile);
             assert_eq!(
                 (k.signature(), k.dtype()),
                 (S::Matmul, Some(t.dtype())),

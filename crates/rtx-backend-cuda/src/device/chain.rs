@@ -5,9 +5,13 @@
 //! `segment_sum`, the segment softmax's denominators, and the fused sums of
 //! the softmax backward and gather_scale_scatter); [`max_chain`] runs the
 //! segment max the same way; [`half_sum_chain`] is the scatter-add into bf16
-//! and f16 storage (f32 sums).
+//! and f16 storage (f32 sums). Over bf16 and f16 every chain keeps what passes
+//! between levels in f32 (`Element::Acc`) and rounds each output once: a
+//! fused level 0 over half storage (`half_fused_chain`), then index.cu's half
+//! levels into a half destination, or f32 levels into the f32 sums of the
+//! softmax backward.
 
-use rtx_backend::Element;
+use rtx_backend::{DType, Element};
 
 use super::args::{In, Out};
 use super::buffer::DevMem;
@@ -79,7 +83,10 @@ fn level_scratch(dev: &Device, values: &[usize], row_bytes: usize) -> Result<Vec
 /// runs): level 0 as `level0` says, the levels past it with index.cu's
 /// `scatterN`, the chunk-sum form resolved from `form`. The vector type is
 /// the widest dividing a row whose element count divides `align` (`f` but
-/// for gather_scale_scatter, whose heads must not straddle a vector).
+/// for gather_scale_scatter, whose heads must not straddle a vector). `dst`
+/// holds `T`, but for [`Level0::SoftmaxBwd`], whose sums are scratch in
+/// `T::Acc` (f32 for bf16 and f16). bf16 and f16 rows take
+/// [`half_fused_chain`]: f32 sums, each row rounded once.
 pub(crate) fn sum_chain<T: Element>(
     dev: &Device,
     dp: &DevicePlan,
@@ -92,141 +99,278 @@ pub(crate) fn sum_chain<T: Element>(
     if f == 0 || dp.values[0] == 0 {
         return Ok(());
     }
+    if let Some(h) = Half::of(T::DTYPE) {
+        return half_fused_chain::<T>(dev, dp, f, align, form, h, level0, dst);
+    }
     let row_bytes = f * T::DTYPE.size();
     let v = SumVec::pick(T::DTYPE, row_bytes, align, "scatter-family sum")?;
     let vb = v.bytes();
     let w = (row_bytes / vb) as u64;
     let lanes = lanes_log2(w);
     let scratch = level_scratch(dev, &dp.values, row_bytes)?;
-    let form = form.resolve(dp.values[0], w);
     // vectors per head of gather_scale_scatter
     let vph = (align * T::DTYPE.size() / vb) as u64;
     let kernels = dev.kernels()?;
-    let (pos, wfirst, dst) = (In::at(dp.positions), In::at(dp.windows), Out::at(dst));
-    for (l, &(start, row, slot, n)) in dp.levels.iter().enumerate() {
-        let next = Out::at(scratch.get(l).map_or(0, DevMem::ptr));
-        let (cstart, crow, cslot) = (In::at(start), In::at(row), In::at(slot));
-        // SAFETY (every launch of the loop): the tables come from a validated
-        // IndexPlan: level-0 positions are below the rows of the level-0
-        // values (plan.len() rows, checked by the callers, as is every gather
-        // index of gss0 against x's rows, and w holds plan.len() * heads
-        // weights), rows below dst's rows (checked), slots below the next
-        // level's scratch (sized from plan.values, rows of row_bytes = W
-        // vectors); wfirst is the plan's window table (windows + 1 chunk
-        // indices, levels::window_table) or 0. Levels run in stream order,
-        // so each reads the scratch its predecessor wrote; dst is used by
-        // this chain alone.
-        let chunks = cfg1(chunks_grid(n, lanes));
-        if l > 0 {
+    let (pos, wfirst) = (In::at(dp.positions), In::at(dp.windows));
+    let (start, row, slot, n) = dp.levels[0];
+    let next = scratch.first().map_or(0, DevMem::ptr);
+    let (cstart, crow, cslot) = (In::at(start), In::at(row), In::at(slot));
+    // SAFETY (every launch of level 0): the tables come from a validated
+    // IndexPlan: level-0 positions are below the rows of the level-0 values
+    // (plan.len() rows, checked by the callers, as is every gather index of
+    // gss0 against x's rows, and w holds plan.len() * heads weights), rows
+    // below dst's rows (checked), slots below level 1's scratch (sized from
+    // plan.values, rows of row_bytes = W vectors); wfirst is the plan's
+    // window table (windows + 1 chunk indices, levels::window_table) or 0;
+    // dst is used by this chain alone. (For f32 and f64, T::Acc is T.)
+    let chunks = cfg1(chunks_grid(n, lanes));
+    // a fused level 0 walks windows of positions (segment.cu), scatter0 chunks
+    let windows = cfg1(fused0_grid(dp.values[0] as u64, n, w, vb as u64));
+    match level0 {
+        Level0::Stored { src } => {
             let args = Scatter::<T> {
-                vals: In::at(scratch[l - 1].ptr()),
-                pos: In::null(),
+                vals: In::at(src),
+                pos,
                 cstart,
                 crow,
                 cslot,
                 nchunks: n,
                 W: w,
                 lanes_log2: lanes,
-                dst,
-                next,
+                dst: Out::at(dst),
+                next: Out::at(next),
             };
-            let kernel = Kernel::scatter(Level::Higher, form, v);
+            let kernel = Kernel::scatter(Level::Zero, form.resolve(dp.values[0], w), v);
             // SAFETY: as above.
             unsafe { args.launch(dev, &kernels, kernel, chunks) }?;
-            continue;
         }
-        // a fused level 0 walks windows of positions (segment.cu), scatter0 chunks
-        let windows = cfg1(fused0_grid(dp.values[0] as u64, n, w, vb as u64));
-        match level0 {
-            Level0::Stored { src } => {
-                let args = Scatter::<T> {
-                    vals: In::at(src),
-                    pos,
-                    cstart,
-                    crow,
-                    cslot,
-                    nchunks: n,
-                    W: w,
-                    lanes_log2: lanes,
-                    dst,
-                    next,
-                };
-                let kernel = Kernel::scatter(Level::Zero, form, v);
-                // SAFETY: as above.
-                unsafe { args.launch(dev, &kernels, kernel, chunks) }?;
-            }
-            Level0::Read { vals } => {
-                let args = Sum0::<T> {
-                    vals: In::at(vals),
-                    pos,
-                    wfirst,
-                    cstart,
-                    crow,
-                    cslot,
-                    nchunks: n,
-                    W: w,
-                    lanes_log2: lanes,
-                    dst,
-                    next,
-                };
-                let kernel = Kernel::fused0(Fused0::Read, v);
-                // SAFETY: as above.
-                unsafe { args.launch(dev, &kernels, kernel, windows) }?;
-            }
-            Level0::SoftmaxBwd { alpha, g } => {
-                let args = Smb0::<T> {
-                    alpha: In::at(alpha),
-                    g: In::at(g),
-                    pos,
-                    wfirst,
-                    cstart,
-                    crow,
-                    cslot,
-                    nchunks: n,
-                    W: w,
-                    lanes_log2: lanes,
-                    dst,
-                    next,
-                };
-                let kernel = Kernel::fused0(Fused0::SoftmaxBwd, v);
-                // SAFETY: as above.
-                unsafe { args.launch(dev, &kernels, kernel, windows) }?;
-            }
-            Level0::GatherScale {
-                x,
-                gather,
-                w: weights,
+        Level0::Read { vals } => {
+            let args = Sum0::<T> {
+                vals: In::at(vals),
+                pos,
+                wfirst,
+                cstart,
+                crow,
+                cslot,
+                nchunks: n,
+                W: w,
+                lanes_log2: lanes,
+                dst: Out::at(dst),
+                next: Out::at(next),
+            };
+            let kernel = Kernel::fused0(Fused0::Read, v);
+            // SAFETY: as above.
+            unsafe { args.launch(dev, &kernels, kernel, windows) }?;
+        }
+        Level0::SoftmaxBwd { alpha, g } => {
+            let args = Smb0::<T> {
+                alpha: In::at(alpha),
+                g: In::at(g),
+                pos,
+                wfirst,
+                cstart,
+                crow,
+                cslot,
+                nchunks: n,
+                W: w,
+                lanes_log2: lanes,
+                dst: Out::at(dst),
+                next: Out::at(next),
+            };
+            let kernel = Kernel::fused0(Fused0::SoftmaxBwd, v);
+            // SAFETY: as above.
+            unsafe { args.launch(dev, &kernels, kernel, windows) }?;
+        }
+        Level0::GatherScale {
+            x,
+            gather,
+            w: weights,
+            heads,
+        } => {
+            let args = Gss0::<T> {
+                x: In::at(x),
+                gather: In::at(gather),
+                w: In::at(weights),
                 heads,
-            } => {
-                let args = Gss0::<T> {
-                    x: In::at(x),
-                    gather: In::at(gather),
-                    w: In::at(weights),
-                    heads,
-                    vecs_per_head: vph,
-                    pos,
-                    wfirst,
-                    cstart,
-                    crow,
-                    cslot,
-                    nchunks: n,
-                    W: w,
-                    lanes_log2: lanes,
-                    dst,
-                    next,
-                };
-                let kernel = Kernel::fused0(Fused0::GatherScale, v);
-                // SAFETY: as above.
-                unsafe { args.launch(dev, &kernels, kernel, windows) }?;
-            }
+                vecs_per_head: vph,
+                pos,
+                wfirst,
+                cstart,
+                crow,
+                cslot,
+                nchunks: n,
+                W: w,
+                lanes_log2: lanes,
+                dst: Out::at(dst),
+                next: Out::at(next),
+            };
+            let kernel = Kernel::fused0(Fused0::GatherScale, v);
+            // SAFETY: as above.
+            unsafe { args.launch(dev, &kernels, kernel, windows) }?;
         }
+    }
+    scatter_levels::<T>(dev, dp, &scratch, v, w, form, dst)
+}
+
+/// The levels past 0 of a sum chain of `E` (f32 or f64) rows of `w`
+/// vectors `v`, reading the scratch level 0 wrote (`scratch[l]`: level
+/// `l + 1`'s values) and adding each row's sum into the `E`s at `dst`:
+/// index.cu's `scatterN`.
+fn scatter_levels<E: Element>(
+    dev: &Device,
+    dp: &DevicePlan,
+    scratch: &[DevMem],
+    v: SumVec,
+    w: u64,
+    form: ScatterForm,
+    dst: u64,
+) -> Result<()> {
+    let lanes = lanes_log2(w);
+    let kernel = Kernel::scatter(Level::Higher, form.resolve(dp.values[0], w), v);
+    let kernels = dev.kernels()?;
+    for (l, &(start, row, slot, n)) in dp.levels.iter().enumerate().skip(1) {
+        let args = Scatter::<E> {
+            vals: In::at(scratch[l - 1].ptr()),
+            pos: In::null(),
+            cstart: In::at(start),
+            crow: In::at(row),
+            cslot: In::at(slot),
+            nchunks: n,
+            W: w,
+            lanes_log2: lanes,
+            dst: Out::at(dst),
+            next: Out::at(scratch.get(l).map_or(0, DevMem::ptr)),
+        };
+        // SAFETY: the tables come from a validated IndexPlan: values of
+        // level l are the rows of scratch[l - 1] (sized from plan.values,
+        // rows of W vectors of E), rows below dst's rows (checked by the
+        // callers), slots below the next level's scratch; levels run in
+        // stream order, each reading the scratch its predecessor wrote; dst
+        // is used by this chain alone.
+        unsafe { args.launch(dev, &kernels, kernel, cfg1(chunks_grid(n, lanes))) }?;
     }
     Ok(())
 }
 
+/// [`sum_chain`] over bf16 / f16 rows: level 0 is segment.cu's fused
+/// kernel over half storage (`{sum0,smb0,gss0}_{bf16,f16}x*`: widened values,
+/// f32 products and sums exactly as the f32 kernel's), every level past it
+/// sums f32 scratch. A row's sum is rounded once into the half `dst`
+/// (index.cu's half `scatterN` past level 0: `dst + sum`, dst zeroed), or,
+/// for the softmax backward's sums, kept in the f32 `dst` (f32 `scatterN`).
+/// Stored values take [`half_sum_chain`].
+#[allow(clippy::too_many_arguments)]
+fn half_fused_chain<T: Element>(
+    dev: &Device,
+    dp: &DevicePlan,
+    f: usize,
+    align: usize,
+    form: ScatterForm,
+    h: Half,
+    level0: Level0,
+    dst: u64,
+) -> Result<()> {
+    if let Level0::Stored { src } = level0 {
+        return half_sum_chain::<T>(dev, dp, f, form, h, src, dst);
+    }
+    let v = HalfVec::pick_aligned(f, align);
+    let w = (f / v.elems()) as u64;
+    let lanes = lanes_log2(w);
+    // f32 scratch: rows of f sums (W vectors of v.elems() floats)
+    let f32_row = f * std::mem::size_of::<f32>();
+    let scratch = level_scratch(dev, &dp.values, f32_row)?;
+    let kernels = dev.kernels()?;
+    let (pos, wfirst) = (In::at(dp.positions), In::at(dp.windows));
+    let (start, row, slot, n) = dp.levels[0];
+    let next = scratch.first().map_or(0, DevMem::ptr);
+    let (cstart, crow, cslot) = (In::at(start), In::at(row), In::at(slot));
+    // windows of positions; a vector's f32 values in shared memory
+    let f32_vec = (v.elems() * std::mem::size_of::<f32>()) as u64;
+    let windows = cfg1(fused0_grid(dp.values[0] as u64, n, w, f32_vec));
+    // SAFETY (each launch of level 0): as in sum_chain, the level-0 values
+    // plan.len() rows of f halves (W vectors of v.elems()), x's rows of f
+    // halves, w plan.len() * heads halves, level 1's scratch rows of f f32
+    // sums (W vectors of v.elems() floats), dst rows of f halves (f floats
+    // for the softmax backward).
+    match level0 {
+        Level0::Stored { .. } => unreachable!("taken by half_sum_chain above"),
+        Level0::Read { vals } => {
+            let args = Sum0::<T> {
+                vals: In::at(vals),
+                pos,
+                wfirst,
+                cstart,
+                crow,
+                cslot,
+                nchunks: n,
+                W: w,
+                lanes_log2: lanes,
+                dst: Out::at(dst),
+                next: Out::at(next),
+            };
+            let kernel = Kernel::fused0_half(Fused0::Read, h, v);
+            // SAFETY: as above.
+            unsafe { args.launch(dev, &kernels, kernel, windows) }?;
+        }
+        Level0::SoftmaxBwd { alpha, g } => {
+            let args = Smb0::<T> {
+                alpha: In::at(alpha),
+                g: In::at(g),
+                pos,
+                wfirst,
+                cstart,
+                crow,
+                cslot,
+                nchunks: n,
+                W: w,
+                lanes_log2: lanes,
+                dst: Out::at(dst),
+                next: Out::at(next),
+            };
+            let kernel = Kernel::fused0_half(Fused0::SoftmaxBwd, h, v);
+            // SAFETY: as above.
+            unsafe { args.launch(dev, &kernels, kernel, windows) }?;
+            // the sums stay f32: f32 levels into the f32 dst
+            let sv = SumVec::pick(DType::F32, f32_row, f, "softmax backward sums")?;
+            let sw = (f32_row / sv.bytes()) as u64;
+            return scatter_levels::<T::Acc>(dev, dp, &scratch, sv, sw, form, dst);
+        }
+        Level0::GatherScale {
+            x,
+            gather,
+            w: weights,
+            heads,
+        } => {
+            let args = Gss0::<T> {
+                x: In::at(x),
+                gather: In::at(gather),
+                w: In::at(weights),
+                heads,
+                vecs_per_head: (align / v.elems()) as u64,
+                pos,
+                wfirst,
+                cstart,
+                crow,
+                cslot,
+                nchunks: n,
+                W: w,
+                lanes_log2: lanes,
+                dst: Out::at(dst),
+                next: Out::at(next),
+            };
+            let kernel = Kernel::fused0_half(Fused0::GatherScale, h, v);
+            // SAFETY: as above.
+            unsafe { args.launch(dev, &kernels, kernel, windows) }?;
+        }
+    }
+    half_levels::<T>(dev, dp, &scratch, f, form, h, dst)
+}
+
 /// The segment max of `[plan.len(), f]` at `x` by the plan `dp` into the
 /// `[rows, f]` at `dst`, whose empty rows must already be zero: level 0 with
-/// `segmax0`, the levels past it with `segmax`.
+/// `segmax0`, the levels past it with `segmax`; both `T`, the scratch
+/// between levels `T::Acc` (the widened values of bf16 and f16: a row's
+/// maximum, stored as `T`, is the element it came from).
 pub(crate) fn max_chain<T: Element>(
     dev: &Device,
     dp: &DevicePlan,
@@ -237,7 +381,8 @@ pub(crate) fn max_chain<T: Element>(
     if f == 0 || dp.values[0] == 0 {
         return Ok(());
     }
-    let scratch = level_scratch(dev, &dp.values, f * T::DTYPE.size())?;
+    let acc_bytes = std::mem::size_of::<T::Acc>();
+    let scratch = level_scratch(dev, &dp.values, f * acc_bytes)?;
     let t = Float::of(T::DTYPE);
     let ff = f as u64;
     let lanes = lanes_log2(ff);
@@ -248,8 +393,9 @@ pub(crate) fn max_chain<T: Element>(
         let (cstart, crow, cslot) = (In::at(start), In::at(row), In::at(slot));
         // SAFETY (both launches): the tables come from a validated plan whose
         // entry count is x's row count (checked) and whose rows are dst's
-        // (rows of W = f scalar columns); wfirst is the plan's window table
-        // or 0; scratch is sized from plan.values; levels run in order.
+        // (rows of W = f scalar columns of T); wfirst is the plan's window
+        // table or 0; scratch is sized from plan.values (rows of f T::Acc);
+        // levels run in order.
         if l == 0 {
             let args = Segmax0::<T> {
                 vals: In::at(x),
@@ -264,8 +410,9 @@ pub(crate) fn max_chain<T: Element>(
                 dst,
                 next,
             };
-            let grid = fused0_grid(dp.values[0] as u64, n, ff, T::DTYPE.size() as u64);
-            let kernel = Kernel::typed(Typed::Segmax0, t)?;
+            // the windows stage T::Acc values in shared memory
+            let grid = fused0_grid(dp.values[0] as u64, n, ff, acc_bytes as u64);
+            let kernel = Kernel::typed(Typed::Segmax0, t);
             // SAFETY: as above.
             unsafe { args.launch(dev, &kernels, kernel, cfg1(grid)) }?;
             continue;
@@ -281,7 +428,7 @@ pub(crate) fn max_chain<T: Element>(
             dst,
             next,
         };
-        let kernel = Kernel::typed(Typed::Segmax, t)?;
+        let kernel = Kernel::typed(Typed::Segmax, t);
         // SAFETY: as above.
         unsafe { args.launch(dev, &kernels, kernel, cfg1(grid_for(n * ff))) }?;
     }
@@ -310,23 +457,54 @@ pub(crate) fn half_sum_chain<T: Element>(
     let lanes = lanes_log2(w);
     // f32 scratch: rows of f sums (W vectors of v.elems() floats)
     let scratch = level_scratch(dev, &dp.values, f * std::mem::size_of::<f32>())?;
-    let form = form.resolve(dp.values[0], w);
     let kernels = dev.kernels()?;
-    for (l, &(start, row, slot, n)) in dp.levels.iter().enumerate() {
-        let (level, vals, acc, pos) = if l == 0 {
-            (Level::Zero, In::at(src), In::null(), In::at(dp.positions))
-        } else {
-            (
-                Level::Higher,
-                In::null(),
-                In::at(scratch[l - 1].ptr()),
-                In::null(),
-            )
-        };
+    let (start, row, slot, n) = dp.levels[0];
+    let args = ScatterHalf::<T> {
+        vals: In::at(src),
+        acc: In::null(),
+        pos: In::at(dp.positions),
+        cstart: In::at(start),
+        crow: In::at(row),
+        cslot: In::at(slot),
+        nchunks: n,
+        W: w,
+        lanes_log2: lanes,
+        dst: Out::at(dst),
+        next: Out::at(scratch.first().map_or(0, DevMem::ptr)),
+    };
+    let kernel = Kernel::scatter_half(Level::Zero, form.resolve(dp.values[0], w), h, v);
+    // SAFETY: the tables come from a validated IndexPlan: level-0 positions
+    // are below src's rows (plan.len() rows of f halves, checked by the
+    // callers), rows below dst's rows (checked), slots below level 1's
+    // scratch (sized from plan.values, rows of f f32 sums = W vectors); dst
+    // is used by this chain alone.
+    unsafe { args.launch(dev, &kernels, kernel, cfg1(chunks_grid(n, lanes))) }?;
+    half_levels::<T>(dev, dp, &scratch, f, form, h, dst)
+}
+
+/// The levels past 0 of a sum chain into the half rows (`h`, `f` elements)
+/// at `dst`, reading the f32 scratch level 0 wrote (`scratch[l]`: level
+/// `l + 1`'s values): index.cu's half `scatterN`, which adds a row's f32 sum
+/// to its widened destination and rounds once.
+fn half_levels<T: Element>(
+    dev: &Device,
+    dp: &DevicePlan,
+    scratch: &[DevMem],
+    f: usize,
+    form: ScatterForm,
+    h: Half,
+    dst: u64,
+) -> Result<()> {
+    let v = HalfVec::pick(f);
+    let w = (f / v.elems()) as u64;
+    let lanes = lanes_log2(w);
+    let kernel = Kernel::scatter_half(Level::Higher, form.resolve(dp.values[0], w), h, v);
+    let kernels = dev.kernels()?;
+    for (l, &(start, row, slot, n)) in dp.levels.iter().enumerate().skip(1) {
         let args = ScatterHalf::<T> {
-            vals,
-            acc,
-            pos,
+            vals: In::null(),
+            acc: In::at(scratch[l - 1].ptr()),
+            pos: In::null(),
             cstart: In::at(start),
             crow: In::at(row),
             cslot: In::at(slot),
@@ -336,13 +514,12 @@ pub(crate) fn half_sum_chain<T: Element>(
             dst: Out::at(dst),
             next: Out::at(scratch.get(l).map_or(0, DevMem::ptr)),
         };
-        let kernel = Kernel::scatter_half(level, form, h, v);
-        // SAFETY: the tables come from a validated IndexPlan: level-0
-        // positions are below src's rows (plan.len() rows of f halves,
-        // checked by the callers), rows below dst's rows (checked), slots
-        // below the next level's scratch (sized from plan.values, rows of f
-        // f32 sums = W vectors); levels run in stream order, each reading the
-        // scratch its predecessor wrote; dst is used by this chain alone.
+        // SAFETY: the tables come from a validated IndexPlan: values of
+        // level l are the rows of scratch[l - 1] (sized from plan.values,
+        // rows of f f32 sums = W vectors), rows below dst's rows (rows of f
+        // halves, checked by the callers), slots below the next level's
+        // scratch; levels run in stream order, each reading the scratch its
+        // predecessor wrote; dst is used by this chain alone.
         unsafe { args.launch(dev, &kernels, kernel, cfg1(chunks_grid(n, lanes))) }?;
     }
     Ok(())

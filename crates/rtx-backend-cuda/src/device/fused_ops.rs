@@ -25,15 +25,16 @@ use crate::table::{Float, Kernel, Typed};
 
 impl CudaBackend {
     /// A segment sum by the plan `dp` into `dst` (zeroed here first: each row
-    /// is `0 + its sum`) whose level 0 is the fused kernel `level0`; rows of
-    /// `f` elements, vectors dividing `align`.
-    pub(super) fn fused_sum<T: Element>(
+    /// is `0 + its sum`) whose level 0 is the fused kernel `level0` over rows
+    /// of `f` elements of `T`, vectors dividing `align`; `dst` holds `D`: `T`,
+    /// or `T::Acc` for the softmax backward's sums (`chain::sum_chain`).
+    pub(super) fn fused_sum<T: Element, D: Element>(
         &self,
         dp: &DevicePlan,
         f: usize,
         align: usize,
         level0: Level0,
-        dst: &BTensor<Self, T>,
+        dst: &BTensor<Self, D>,
     ) -> BResult<()> {
         self.zero(dst)?;
         let form = self.settings.scatter_form();
@@ -51,14 +52,16 @@ impl CudaBackend {
         f: usize,
         out: &BTensor<Self, T>,
     ) -> BResult<()> {
-        self.fused_sum(dp, f, f, Level0::Read { vals: ptr(x) }, out)
+        self.fused_sum::<T, T>(dp, f, f, Level0::Read { vals: ptr(x) }, out)
     }
 
     /// The segment softmax of `x: [e, f]` (e, f > 0) by the device plan `dp`
     /// into `rows` rows, written to `out`: the segment max, the numerators
     /// `exp(x - max)` in one parallel pass (off the latency-bound chains),
     /// their segment sums (`sum0` and the scatter chain, into zeros) and the
-    /// division; exactly the composition's operations.
+    /// division; exactly the composition's operations. The max is stored as
+    /// `T` (exact: a stored element); the numerators and sums are `T::Acc`
+    /// (f32 for bf16 and f16, whose only rounding is the output's).
     fn softmax_by<T: Element>(
         &self,
         x: &BTensor<Self, T>,
@@ -70,7 +73,7 @@ impl CudaBackend {
         let m = self.out::<T>(&[rows, f])?;
         self.zero(&m)?;
         chain::max_chain::<T>(&self.dev, dp, f, ptr(x), ptr(&m))?;
-        let ex = self.out::<T>(&[e, f])?;
+        let ex = self.out::<T::Acc>(&[e, f])?;
         let (ee, ff) = (e as u64, f as u64);
         let kern = self.dev.kernels()?;
         let t = Float::of(T::DTYPE);
@@ -83,12 +86,12 @@ impl CudaBackend {
             e: ee,
             f: ff,
         };
-        let kernel = Kernel::typed(Typed::SoftmaxExp, t)?;
-        // SAFETY: x and out hold e*f, m rows*f elements; rowof holds e rows
-        // below rows.
+        let kernel = Kernel::typed(Typed::SoftmaxExp, t);
+        // SAFETY: x (T) and out (T::Acc) hold e*f, m rows*f elements of T;
+        // rowof holds e rows below rows.
         unsafe { args.launch(&self.dev, &kern, kernel, cfg1(grid_for(ee * ff))) }?;
-        let s = self.out::<T>(&[rows, f])?;
-        self.segment_sum_by(&ex, dp, f, &s)?;
+        let s = self.out::<T::Acc>(&[rows, f])?;
+        self.segment_sum_by::<T::Acc>(&ex, dp, f, &s)?;
         let (ps, po) = (ptr(&s), ptr(&out));
         let args = SoftmaxDiv::<T> {
             ex: In::at(pe),
@@ -98,15 +101,17 @@ impl CudaBackend {
             e: ee,
             f: ff,
         };
-        let kernel = Kernel::typed(Typed::SoftmaxDiv, t)?;
-        // SAFETY: ex and out hold e*f, s rows*f elements; rowof holds e rows
-        // below rows.
+        let kernel = Kernel::typed(Typed::SoftmaxDiv, t);
+        // SAFETY: ex (T::Acc) and out (T) hold e*f, s rows*f elements of
+        // T::Acc; rowof holds e rows below rows.
         unsafe { args.launch(&self.dev, &kern, kernel, cfg1(grid_for(ee * ff))) }?;
         Ok(out)
     }
 
     /// The segment softmax backward of `alpha`, `grad: [e, f]` (e, f > 0) by
-    /// the device plan `dp` into `rows` rows, written to `out`.
+    /// the device plan `dp` into `rows` rows, written to `out`: the sums of
+    /// `alpha * grad` in `T::Acc` (`smb0` and the scatter chain, into zeros),
+    /// then `alpha * (grad - sum)`, each output rounded once.
     fn softmax_backward_by<T: Element>(
         &self,
         alpha: &BTensor<Self, T>,
@@ -116,12 +121,12 @@ impl CudaBackend {
         out: BTensor<Self, T>,
     ) -> BResult<BTensor<Self, T>> {
         let (e, f) = (out.shape()[0], out.shape()[1]);
-        let s = self.out::<T>(&[rows, f])?;
+        let s = self.out::<T::Acc>(&[rows, f])?;
         let level0 = Level0::SoftmaxBwd {
             alpha: ptr(alpha),
             g: ptr(grad),
         };
-        self.fused_sum(dp, f, f, level0, &s)?;
+        self.fused_sum::<T, T::Acc>(dp, f, f, level0, &s)?;
         let (pa, pg, ps, po) = (ptr(alpha), ptr(grad), ptr(&s), ptr(&out));
         let (ee, ff) = (e as u64, f as u64);
         let kern = self.dev.kernels()?;
@@ -134,9 +139,9 @@ impl CudaBackend {
             e: ee,
             f: ff,
         };
-        let kernel = Kernel::typed(Typed::SoftmaxBwd, Float::of(T::DTYPE))?;
-        // SAFETY: alpha, g and out hold e*f, s rows*f elements; rowof holds e
-        // rows below rows.
+        let kernel = Kernel::typed(Typed::SoftmaxBwd, Float::of(T::DTYPE));
+        // SAFETY: alpha, g and out hold e*f elements of T, s rows*f of
+        // T::Acc; rowof holds e rows below rows.
         unsafe { args.launch(&self.dev, &kern, kernel, cfg1(grid_for(ee * ff))) }?;
         Ok(out)
     }
@@ -167,7 +172,7 @@ impl CudaBackend {
             w: ptr(weights),
             heads: heads as u64,
         };
-        self.fused_sum(dp, fx, c, level0, &out)?;
+        self.fused_sum::<T, T>(dp, fx, c, level0, &out)?;
         Ok(out)
     }
 
@@ -212,7 +217,7 @@ impl CudaBackend {
                     e: ee,
                     f,
                 };
-                let k = Kernel::typed(Typed::GatherAdd, t)?;
+                let k = Kernel::typed(Typed::GatherAdd, t);
                 // SAFETY: as above.
                 unsafe { args.launch(&self.dev, &kern, k, cfg) }?;
             }
@@ -227,7 +232,7 @@ impl CudaBackend {
                     heads,
                     c,
                 };
-                let k = Kernel::typed(Typed::GatherHeadDot, t)?;
+                let k = Kernel::typed(Typed::GatherHeadDot, t);
                 // SAFETY: as above.
                 unsafe { args.launch(&self.dev, &kern, k, cfg) }?;
             }
@@ -336,7 +341,7 @@ impl FusedOps for CudaBackend {
             n: nn,
             f: ff,
         };
-        let kernel = Kernel::typed(Typed::SumBiasRelu, Float::of(T::DTYPE))?;
+        let kernel = Kernel::typed(Typed::SumBiasRelu, Float::of(T::DTYPE));
         // a thread per 16-byte vector (the kernel strides when rows are not)
         let cfg = cfg1(grid_for(total.div_ceil(per_vector::<T>())));
         // SAFETY: the first k inputs of p hold n*f elements of T and its
@@ -352,9 +357,6 @@ impl FusedOps for CudaBackend {
         x: &BTensor<Self, T>,
         plan: &IndexPlan,
     ) -> BResult<BTensor<Self, T>> {
-        if T::DTYPE.is_half() {
-            return self.round_dev(self.segment_softmax(&self.widen_dev(x)?, plan));
-        }
         let (e, f) = ops::check_segment("segment_softmax", x.shape(), plan)?;
         let out = self.out::<T>(&[e, f])?;
         if e == 0 || f == 0 {
@@ -372,13 +374,6 @@ impl FusedOps for CudaBackend {
         grad: &BTensor<Self, T>,
         plan: &IndexPlan,
     ) -> BResult<BTensor<Self, T>> {
-        if T::DTYPE.is_half() {
-            return self.round_dev(self.segment_softmax_backward(
-                &self.widen_dev(alpha)?,
-                &self.widen_dev(grad)?,
-                plan,
-            ));
-        }
         let (e, f) = ops::check_segment("segment_softmax_backward", alpha.shape(), plan)?;
         ops::check_same("segment_softmax_backward", alpha.shape(), grad.shape())?;
         let out = self.out::<T>(&[e, f])?;
@@ -398,14 +393,6 @@ impl FusedOps for CudaBackend {
         weights: &BTensor<Self, T>,
         plan: &IndexPlan,
     ) -> BResult<BTensor<Self, T>> {
-        if T::DTYPE.is_half() {
-            return self.round_dev(self.gather_scale_scatter(
-                &self.widen_dev(x)?,
-                gather,
-                &self.widen_dev(weights)?,
-                plan,
-            ));
-        }
         // the indices are checked through the cache entry's maximum
         let (n, heads, c) = ops::gather_scale_scatter_shapes(
             x.shape(),
@@ -462,7 +449,7 @@ impl FusedOps for CudaBackend {
                 a_rs,
                 cl: *climb,
             };
-            let kernel = Kernel::typed(Typed::HeadScaleRows, Float::of(T::DTYPE))?;
+            let kernel = Kernel::typed(Typed::HeadScaleRows, Float::of(T::DTYPE));
             let cfg = cfg1(col_sums_grid(n, f, acc_size::<T>()));
             // SAFETY: a holds n*f elements (a_rs = f) or f (a_rs = 0), s
             // n*(f/c) (checked shapes); the climb's buffers and counters are
@@ -541,9 +528,6 @@ impl FusedOps for CudaBackend {
         idx: &CudaIndex,
         rows: usize,
     ) -> BResult<BTensor<Self, T>> {
-        if T::DTYPE.is_half() {
-            return self.round_dev(self.segment_softmax_idx(&self.widen_dev(x)?, idx, rows));
-        }
         let (e, f) = self.check_segment_idx("segment_softmax", x, idx, rows)?;
         let out = self.out::<T>(&[e, f])?;
         if e == 0 || f == 0 {
@@ -560,14 +544,6 @@ impl FusedOps for CudaBackend {
         idx: &CudaIndex,
         rows: usize,
     ) -> BResult<BTensor<Self, T>> {
-        if T::DTYPE.is_half() {
-            return self.round_dev(self.segment_softmax_backward_idx(
-                &self.widen_dev(alpha)?,
-                &self.widen_dev(grad)?,
-                idx,
-                rows,
-            ));
-        }
         let op = "segment_softmax_backward";
         let (e, f) = self.check_segment_idx(op, alpha, idx, rows)?;
         ops::check_same(op, alpha.shape(), grad.shape())?;
@@ -587,15 +563,6 @@ impl FusedOps for CudaBackend {
         scatter: &CudaIndex,
         rows: usize,
     ) -> BResult<BTensor<Self, T>> {
-        if T::DTYPE.is_half() {
-            return self.round_dev(self.gather_scale_scatter_idx(
-                &self.widen_dev(x)?,
-                gather,
-                &self.widen_dev(weights)?,
-                scatter,
-                rows,
-            ));
-        }
         self.check_own(gather)?;
         self.check_own(scatter)?;
         let (n, heads, c) = ops::gather_scale_scatter_shapes(

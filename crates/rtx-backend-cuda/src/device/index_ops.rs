@@ -222,9 +222,6 @@ impl IndexOps for CudaBackend {
         idx: &CudaIndex,
         rows: usize,
     ) -> BResult<BTensor<Self, T>> {
-        if T::DTYPE.is_half() {
-            return self.round_dev(self.segment_sum_idx(&self.widen_dev(x)?, idx, rows));
-        }
         let (e, f) = self.check_segment_idx("segment_sum", x, idx, rows)?;
         if e == 0 || f == 0 {
             return self.zeros::<T>(&[rows, f]);
@@ -241,9 +238,6 @@ impl IndexOps for CudaBackend {
         idx: &CudaIndex,
         rows: usize,
     ) -> BResult<BTensor<Self, T>> {
-        if T::DTYPE.is_half() {
-            return self.round_dev(self.segment_max_idx(&self.widen_dev(x)?, idx, rows));
-        }
         let (e, f) = self.check_segment_idx("segment_max", x, idx, rows)?;
         let out = self.out::<T>(&[rows, f])?;
         self.zero(&out)?;
@@ -335,9 +329,6 @@ impl IndexOps for CudaBackend {
         x: &BTensor<Self, T>,
         plan: &IndexPlan,
     ) -> BResult<BTensor<Self, T>> {
-        if T::DTYPE.is_half() {
-            return self.round_dev(self.segment_max(&self.widen_dev(x)?, plan));
-        }
         let (_, f) = ops::check_segment("segment_max", x.shape(), plan)?;
         let out = self.out::<T>(&[plan.rows(), f])?;
         self.zero(&out)?;
@@ -354,9 +345,6 @@ impl IndexOps for CudaBackend {
         x: &BTensor<Self, T>,
         plan: &IndexPlan,
     ) -> BResult<BTensor<Self, T>> {
-        if T::DTYPE.is_half() {
-            return self.round_dev(self.segment_sum(&self.widen_dev(x)?, plan));
-        }
         let (_, f) = ops::check_segment("segment_sum", x.shape(), plan)?;
         if plan.is_empty() || f == 0 {
             return self.zeros::<T>(&[plan.rows(), f]);

@@ -289,6 +289,10 @@ mod tests {
         assert_eq!(fused0_grid(1, 1, 4, 4), 1);
         assert_eq!(fused0_grid(256, 9, 32, 8), 4);
         assert_eq!(fused0_grid(1000, 100, 33, 16), chunks_grid(100, 5));
+        // 8 halves per vector: their f32 values (32 bytes) in shared memory,
+        // two vectors per 64-byte slice (the model's rows of 64 halves)
+        assert_eq!(fused0_grid(20_000, 7_000, 8, 32), 79 * 4);
+        assert_eq!(fused0_grid(20_000, 7_000, 33, 32), chunks_grid(7_000, 5));
         // groups of 256 rows times 128-byte column tiles
         assert_eq!(col_sums_grid(80_000, 64, 4), 313 * 2);
         assert_eq!(col_sums_grid(80_000, 64, 8), 313 * 4);

@@ -86,6 +86,7 @@ impl Float {
     }
 
     /// Its element type.
+    #[cfg(test)]
     pub(crate) fn dtype(self) -> DType {
         match self {
             Float::F32 => DType::F32,
@@ -189,6 +190,16 @@ impl HalfVec {
         } else {
             HalfVec::X1
         }
+    }
+
+    /// The widest vector dividing both a row of `f` elements and `align`
+    /// elements (a head's channel count for gather_scale_scatter, whose
+    /// heads must not straddle a vector; `f` otherwise).
+    pub(crate) fn pick_aligned(f: usize, align: usize) -> HalfVec {
+        [HalfVec::X8, HalfVec::X4, HalfVec::X2]
+            .into_iter()
+            .find(|v| f.is_multiple_of(v.elems()) && align.is_multiple_of(v.elems()))
+            .unwrap_or(HalfVec::X1)
     }
 
     /// Halves per vector.
@@ -312,6 +323,7 @@ pub(crate) enum Typed {
 
 impl Typed {
     /// The family's name, as its kernels' names begin.
+    #[cfg(test)]
     pub(crate) fn name(self) -> &'static str {
         match self {
             Typed::Unary => "unary",
@@ -332,14 +344,6 @@ impl Typed {
             Typed::SoftmaxDiv => "softmax_div",
             Typed::SoftmaxBwd => "softmax_bwd",
         }
-    }
-}
-
-/// The error of a kernel family without kernels of `t`.
-fn unsupported(op: &'static str, t: Float) -> Error {
-    Error::UnsupportedDType {
-        op,
-        dtype: t.dtype(),
     }
 }
 
@@ -570,12 +574,45 @@ impl Kernel {
         }
     }
 
-    /// The matmul kernel of `tile` for `t`; an error for an element type
-    /// without one.
-    pub(crate) fn matmul(t: Float, tile: MatmulTile) -> Result<Kernel> {
-        use Float::{F32, F64};
+    /// `{sum0,smb0,gss0}_{bf16,f16}x*`: the fused level 0 over half storage
+    /// in vectors of `v` (f32 sums).
+    pub(crate) fn fused0_half(op: Fused0, h: Half, v: HalfVec) -> Kernel {
+        use Fused0::{GatherScale as G, Read as R, SoftmaxBwd as B};
+        use Half::{Bf16, F16};
+        use HalfVec::{X1, X2, X4, X8};
+        match (op, h, v) {
+            (R, Bf16, X8) => Kernel::Sum0Bf16x8,
+            (R, Bf16, X4) => Kernel::Sum0Bf16x4,
+            (R, Bf16, X2) => Kernel::Sum0Bf16x2,
+            (R, Bf16, X1) => Kernel::Sum0Bf16x1,
+            (R, F16, X8) => Kernel::Sum0F16x8,
+            (R, F16, X4) => Kernel::Sum0F16x4,
+            (R, F16, X2) => Kernel::Sum0F16x2,
+            (R, F16, X1) => Kernel::Sum0F16x1,
+            (B, Bf16, X8) => Kernel::Smb0Bf16x8,
+            (B, Bf16, X4) => Kernel::Smb0Bf16x4,
+            (B, Bf16, X2) => Kernel::Smb0Bf16x2,
+            (B, Bf16, X1) => Kernel::Smb0Bf16x1,
+            (B, F16, X8) => Kernel::Smb0F16x8,
+            (B, F16, X4) => Kernel::Smb0F16x4,
+            (B, F16, X2) => Kernel::Smb0F16x2,
+            (B, F16, X1) => Kernel::Smb0F16x1,
+            (G, Bf16, X8) => Kernel::Gss0Bf16x8,
+            (G, Bf16, X4) => Kernel::Gss0Bf16x4,
+            (G, Bf16, X2) => Kernel::Gss0Bf16x2,
+            (G, Bf16, X1) => Kernel::Gss0Bf16x1,
+            (G, F16, X8) => Kernel::Gss0F16x8,
+            (G, F16, X4) => Kernel::Gss0F16x4,
+            (G, F16, X2) => Kernel::Gss0F16x2,
+            (G, F16, X1) => Kernel::Gss0F16x1,
+        }
+    }
+
+    /// The matmul kernel of `tile` for `t`.
+    pub(crate) fn matmul(t: Float, tile: MatmulTile) -> Kernel {
+        use Float::{Bf16, F16, F32, F64};
         use MatmulTile::{T32x32, T32x64, T64x32, T64x64};
-        Ok(match (t, tile) {
+        match (t, tile) {
             (F32, T64x64) => Kernel::Matmul64x64F32,
             (F32, T32x64) => Kernel::Matmul32x64F32,
             (F32, T64x32) => Kernel::Matmul64x32F32,
@@ -584,48 +621,47 @@ impl Kernel {
             (F64, T32x64) => Kernel::Matmul32x64F64,
             (F64, T64x32) => Kernel::Matmul64x32F64,
             (F64, T32x32) => Kernel::Matmul32x32F64,
-            (Float::Bf16, T64x64) => Kernel::Matmul64x64Bf16,
-            (Float::Bf16, T32x64) => Kernel::Matmul32x64Bf16,
-            (Float::Bf16, T64x32) => Kernel::Matmul64x32Bf16,
-            (Float::Bf16, T32x32) => Kernel::Matmul32x32Bf16,
-            (Float::F16, T64x64) => Kernel::Matmul64x64F16,
-            (Float::F16, T32x64) => Kernel::Matmul32x64F16,
-            (Float::F16, T64x32) => Kernel::Matmul64x32F16,
-            (Float::F16, T32x32) => Kernel::Matmul32x32F16,
-        })
+            (Bf16, T64x64) => Kernel::Matmul64x64Bf16,
+            (Bf16, T32x64) => Kernel::Matmul32x64Bf16,
+            (Bf16, T64x32) => Kernel::Matmul64x32Bf16,
+            (Bf16, T32x32) => Kernel::Matmul32x32Bf16,
+            (F16, T64x64) => Kernel::Matmul64x64F16,
+            (F16, T32x64) => Kernel::Matmul32x64F16,
+            (F16, T64x32) => Kernel::Matmul64x32F16,
+            (F16, T32x32) => Kernel::Matmul32x32F16,
+        }
     }
 
-    /// The element-typed kernel `family` for `t`; an error naming both for
-    /// a family without kernels of `t`.
-    pub(crate) fn typed(family: Typed, t: Float) -> Result<Kernel> {
-        use Float::{F32, F64};
-        Ok(match (family, t) {
+    /// The element-typed kernel `family` for `t`.
+    pub(crate) fn typed(family: Typed, t: Float) -> Kernel {
+        use Float::{Bf16, F16, F32, F64};
+        match (family, t) {
             (Typed::Unary, F32) => Kernel::UnaryF32,
             (Typed::Unary, F64) => Kernel::UnaryF64,
-            (Typed::Unary, Float::Bf16) => Kernel::UnaryBf16,
-            (Typed::Unary, Float::F16) => Kernel::UnaryF16,
+            (Typed::Unary, Bf16) => Kernel::UnaryBf16,
+            (Typed::Unary, F16) => Kernel::UnaryF16,
             (Typed::UnaryBwd, F32) => Kernel::UnaryBwdF32,
             (Typed::UnaryBwd, F64) => Kernel::UnaryBwdF64,
-            (Typed::UnaryBwd, Float::Bf16) => Kernel::UnaryBwdBf16,
-            (Typed::UnaryBwd, Float::F16) => Kernel::UnaryBwdF16,
+            (Typed::UnaryBwd, Bf16) => Kernel::UnaryBwdBf16,
+            (Typed::UnaryBwd, F16) => Kernel::UnaryBwdF16,
             (Typed::Binary, F32) => Kernel::BinaryF32,
             (Typed::Binary, F64) => Kernel::BinaryF64,
-            (Typed::Binary, Float::Bf16) => Kernel::BinaryBf16,
-            (Typed::Binary, Float::F16) => Kernel::BinaryF16,
+            (Typed::Binary, Bf16) => Kernel::BinaryBf16,
+            (Typed::Binary, F16) => Kernel::BinaryF16,
             (Typed::Axpy, F32) => Kernel::AxpyF32,
             (Typed::Axpy, F64) => Kernel::AxpyF64,
-            (Typed::Axpy, Float::Bf16) => Kernel::AxpyBf16,
-            (Typed::Axpy, Float::F16) => Kernel::AxpyF16,
+            (Typed::Axpy, Bf16) => Kernel::AxpyBf16,
+            (Typed::Axpy, F16) => Kernel::AxpyF16,
             (Typed::GatherAdd, F32) => Kernel::GatherAddF32,
             (Typed::GatherAdd, F64) => Kernel::GatherAddF64,
             (Typed::SumBiasRelu, F32) => Kernel::SumBiasReluF32,
             (Typed::SumBiasRelu, F64) => Kernel::SumBiasReluF64,
-            (Typed::SumBiasRelu, Float::Bf16) => Kernel::SumBiasReluBf16,
-            (Typed::SumBiasRelu, Float::F16) => Kernel::SumBiasReluF16,
+            (Typed::SumBiasRelu, Bf16) => Kernel::SumBiasReluBf16,
+            (Typed::SumBiasRelu, F16) => Kernel::SumBiasReluF16,
             (Typed::HeadScale, F32) => Kernel::HeadScaleF32,
             (Typed::HeadScale, F64) => Kernel::HeadScaleF64,
-            (Typed::HeadScale, Float::Bf16) => Kernel::HeadScaleBf16,
-            (Typed::HeadScale, Float::F16) => Kernel::HeadScaleF16,
+            (Typed::HeadScale, Bf16) => Kernel::HeadScaleBf16,
+            (Typed::HeadScale, F16) => Kernel::HeadScaleF16,
             (Typed::HeadDot, F32) => Kernel::HeadDotF32,
             (Typed::HeadDot, F64) => Kernel::HeadDotF64,
             (Typed::GatherHeadDot, F32) => Kernel::GatherHeadDotF32,
@@ -646,19 +682,28 @@ impl Kernel {
             (Typed::SoftmaxDiv, F64) => Kernel::SoftmaxDivF64,
             (Typed::SoftmaxBwd, F32) => Kernel::SoftmaxBwdF32,
             (Typed::SoftmaxBwd, F64) => Kernel::SoftmaxBwdF64,
-            (Typed::GatherAdd, Float::Bf16) => Kernel::GatherAddBf16,
-            (Typed::GatherAdd, Float::F16) => Kernel::GatherAddF16,
-            (Typed::HeadDot, Float::Bf16) => Kernel::HeadDotBf16,
-            (Typed::HeadDot, Float::F16) => Kernel::HeadDotF16,
-            (Typed::GatherHeadDot, Float::Bf16) => Kernel::GatherHeadDotBf16,
-            (Typed::GatherHeadDot, Float::F16) => Kernel::GatherHeadDotF16,
-            (Typed::ReduceRows, Float::Bf16) => Kernel::ReduceRowsBf16,
-            (Typed::ReduceRows, Float::F16) => Kernel::ReduceRowsF16,
-            (Typed::HeadScaleRows, Float::Bf16) => Kernel::HeadScaleRowsBf16,
-            (Typed::HeadScaleRows, Float::F16) => Kernel::HeadScaleRowsF16,
-            (Typed::MatmulDot, Float::Bf16) => Kernel::MatmulDotBf16,
-            (Typed::MatmulDot, Float::F16) => Kernel::MatmulDotF16,
-            (_, Float::Bf16 | Float::F16) => return Err(unsupported(family.name(), t)),
-        })
+            (Typed::GatherAdd, Bf16) => Kernel::GatherAddBf16,
+            (Typed::GatherAdd, F16) => Kernel::GatherAddF16,
+            (Typed::HeadDot, Bf16) => Kernel::HeadDotBf16,
+            (Typed::HeadDot, F16) => Kernel::HeadDotF16,
+            (Typed::GatherHeadDot, Bf16) => Kernel::GatherHeadDotBf16,
+            (Typed::GatherHeadDot, F16) => Kernel::GatherHeadDotF16,
+            (Typed::ReduceRows, Bf16) => Kernel::ReduceRowsBf16,
+            (Typed::ReduceRows, F16) => Kernel::ReduceRowsF16,
+            (Typed::HeadScaleRows, Bf16) => Kernel::HeadScaleRowsBf16,
+            (Typed::HeadScaleRows, F16) => Kernel::HeadScaleRowsF16,
+            (Typed::MatmulDot, Bf16) => Kernel::MatmulDotBf16,
+            (Typed::MatmulDot, F16) => Kernel::MatmulDotF16,
+            (Typed::Segmax0, Bf16) => Kernel::Segmax0Bf16,
+            (Typed::Segmax0, F16) => Kernel::Segmax0F16,
+            (Typed::Segmax, Bf16) => Kernel::SegmaxBf16,
+            (Typed::Segmax, F16) => Kernel::SegmaxF16,
+            (Typed::SoftmaxExp, Bf16) => Kernel::SoftmaxExpBf16,
+            (Typed::SoftmaxExp, F16) => Kernel::SoftmaxExpF16,
+            (Typed::SoftmaxDiv, Bf16) => Kernel::SoftmaxDivBf16,
+            (Typed::SoftmaxDiv, F16) => Kernel::SoftmaxDivF16,
+            (Typed::SoftmaxBwd, Bf16) => Kernel::SoftmaxBwdBf16,
+            (Typed::SoftmaxBwd, F16) => Kernel::SoftmaxBwdF16,
+        }
     }
 }
