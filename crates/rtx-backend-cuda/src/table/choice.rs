@@ -430,6 +430,27 @@ impl Kernel {
         }
     }
 
+    /// `transpose_{planes,cols}_p2`: the span kernels of 2-byte elements
+    /// moved as 4-byte pairs (`None` for rows: no pair kernel).
+    pub(crate) fn transpose_span_pairs(kind: SpanKind) -> Option<Kernel> {
+        match kind {
+            SpanKind::Planes => Some(Kernel::TransposePlanesP2),
+            SpanKind::Cols => Some(Kernel::TransposeColsP2),
+            SpanKind::Rows => None,
+        }
+    }
+
+    /// `transpose{TR}x{TC}_p2`: the tiled transpose of 2-byte elements moved
+    /// as 4-byte pairs.
+    pub(crate) fn transpose_pairs(tile: Tile) -> Kernel {
+        match tile {
+            Tile::T32x32 => Kernel::Transpose32x32P2,
+            Tile::T64x64 => Kernel::Transpose64x64P2,
+            Tile::T128x32 => Kernel::Transpose128x32P2,
+            Tile::T32x128 => Kernel::Transpose32x128P2,
+        }
+    }
+
     /// `permute_b*`.
     pub(crate) fn permute(w: Word) -> Kernel {
         match w {
