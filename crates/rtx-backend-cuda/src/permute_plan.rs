@@ -127,6 +127,19 @@ impl Choice {
             c => c,
         }
     }
+
+    /// The kernel of a span or tiled choice (a 64x64 f32 tile may instead
+    /// take the bulk-copy kernel at launch: [`bulk`]); `None` for the
+    /// fallback, whose copy_rows kernel depends on the run.
+    pub(crate) fn kernel(&self) -> Option<Kernel> {
+        match self {
+            Choice::Span(kind, w, _) => Some(Kernel::transpose_span(*kind, *w)),
+            Choice::SpanPairs(kind, _) => Kernel::transpose_span_pairs(*kind),
+            Choice::Tiled(w, tile, _) => Some(Kernel::transpose(*w, *tile)),
+            Choice::TiledPairs(tile, _) => Some(Kernel::transpose_pairs(*tile)),
+            Choice::Fallback => None,
+        }
+    }
 }
 
 /// Elements of `elem` in the shared span.

@@ -595,3 +595,114 @@ fn span_pairs_match_the_host_transpose() {
         assert_eq!(got, want, "{shape:?}");
     }
 }
+
+/// The kernel `permute` of crates/rtx-backend-cuda's device layout ops
+/// gives contiguous 2-byte `shape` by `perm` (after rtx-tensor's plan),
+/// for tensors at aligned addresses; `None` for a copy_rows kernel.
+fn half_kernel(shape: &[usize], perm: &[usize], force32: bool) -> Option<Kernel> {
+    let plan = rtx_tensor::Layout::contiguous(shape)
+        .unwrap()
+        .plan_permute(perm)
+        .unwrap();
+    match plan.kind {
+        rtx_tensor::PermuteKind::Transpose {
+            batch,
+            rows,
+            cols,
+            inner,
+        } => transpose(
+            batch as u64,
+            rows as u64,
+            cols as u64,
+            2 * inner as u64,
+            force32,
+        )
+        .kernel(),
+        rtx_tensor::PermuteKind::Permute { shape, perm } if shape.len() <= MAX_RANK => {
+            permute(&shape, &perm, 2, force32).kernel()
+        }
+        _ => None,
+    }
+}
+
+#[test]
+fn the_half_gpu_test_shapes_reach_every_two_byte_kernel() {
+    use Kernel as K;
+    // the shapes of tests/half.rs `half_permutes_move_the_bits_for_every_kernel`
+    // with the kernel each takes by shape
+    let cases: &[(&[usize], &[usize], Option<Kernel>)] = &[
+        (&[64, 8, 16], &[0, 2, 1], Some(K::TransposePlanesP2)),
+        (&[1000, 4, 16], &[0, 2, 1], Some(K::TransposePlanesP2)),
+        (&[3, 30, 62], &[0, 2, 1], Some(K::TransposePlanesP2)),
+        (&[300, 3, 5], &[0, 2, 1], Some(K::TransposePlanesB2)),
+        (&[300, 4, 5], &[0, 2, 1], Some(K::TransposePlanesB2)),
+        (&[3, 1000, 40], &[0, 2, 1], Some(K::TransposeRowsB2)),
+        (&[2, 40, 1000], &[0, 2, 1], Some(K::TransposeColsP2)),
+        (&[2, 40, 1002], &[0, 2, 1], Some(K::TransposeColsP2)),
+        (&[1, 64, 10_000], &[0, 2, 1], Some(K::TransposeColsP2)),
+        (&[2, 40, 1001], &[0, 2, 1], Some(K::TransposeColsB2)),
+        (&[2, 41, 1000], &[0, 2, 1], Some(K::TransposeColsB2)),
+        (&[513, 700], &[1, 0], Some(K::Transpose64x64B2)),
+        (&[514, 700], &[1, 0], Some(K::Transpose64x64P2)),
+        (&[4096, 4096], &[1, 0], Some(K::Transpose64x64P2)),
+        (&[3, 130, 198], &[0, 2, 1], Some(K::Transpose64x64P2)),
+        (&[4, 130, 6, 34], &[0, 3, 2, 1], Some(K::Transpose128x32P2)),
+        (&[4, 34, 6, 130], &[0, 3, 2, 1], Some(K::Transpose32x128P2)),
+        (&[34, 100, 300], &[2, 1, 0], Some(K::Transpose32x128P2)),
+        (&[33, 100, 300], &[2, 1, 0], Some(K::Transpose32x128B2)),
+        (
+            &[2, 3, 4, 5, 6],
+            &[4, 0, 3, 1, 2],
+            Some(K::Transpose64x64P2),
+        ),
+        (&[3, 5, 7, 9], &[3, 1, 0, 2], Some(K::Transpose64x64B2)),
+        (&[6, 10, 4, 3], &[2, 1, 0, 3], None),
+        (&[6, 10, 4, 5], &[1, 0, 2, 3], None),
+        (&[100, 3, 7], &[1, 0, 2], None),
+    ];
+    let mut reached = Vec::new();
+    for &(shape, perm, want) in cases {
+        assert_eq!(half_kernel(shape, perm, false), want, "{shape:?} {perm:?}");
+        for force in [false, true] {
+            reached.extend(half_kernel(shape, perm, force));
+        }
+    }
+    for k in [
+        K::TransposePlanesP2,
+        K::TransposeColsP2,
+        K::Transpose32x32P2,
+        K::Transpose64x64P2,
+        K::Transpose128x32P2,
+        K::Transpose32x128P2,
+        K::TransposePlanesB2,
+        K::TransposeRowsB2,
+        K::TransposeColsB2,
+        K::Transpose32x32B2,
+        K::Transpose64x64B2,
+        K::Transpose32x128B2,
+    ] {
+        assert!(reached.contains(&k), "{} not reached", k.name());
+    }
+}
+
+#[test]
+fn pair_kernels_are_named_by_tile_and_take_the_b2_signatures() {
+    for tile in [Tile::T32x32, Tile::T64x64, Tile::T128x32, Tile::T32x128] {
+        let (tr, tc) = tile.dims();
+        let k = Kernel::transpose_pairs(tile);
+        assert_eq!(k.name(), format!("transpose{tr}x{tc}_p2"));
+        assert_eq!(k.signature(), Kernel::transpose(Word::B2, tile).signature());
+    }
+    for (kind, name) in [
+        (SpanKind::Planes, Some("transpose_planes_p2")),
+        (SpanKind::Cols, Some("transpose_cols_p2")),
+        (SpanKind::Rows, None),
+    ] {
+        let k = Kernel::transpose_span_pairs(kind);
+        assert_eq!(k.map(Kernel::name), name);
+        if let Some(k) = k {
+            let b2 = Kernel::transpose_span(kind, Word::B2);
+            assert_eq!(k.signature(), b2.signature());
+        }
+    }
+}

@@ -128,21 +128,19 @@ impl CudaBackend {
         } else {
             choice.unpaired()
         };
-        let (kernel, params) = match choice {
-            Choice::Span(kind, elem, params) => (Kernel::transpose_span(kind, elem), params),
-            Choice::SpanPairs(kind, params) => {
-                let kernel = Kernel::transpose_span_pairs(kind).expect("a pair kernel");
-                (kernel, params)
-            }
+        let Some(kernel) = choice.kernel() else {
+            return Ok(false);
+        };
+        let params = match choice {
+            Choice::Span(_, _, params) | Choice::SpanPairs(_, params) => params,
             Choice::Tiled(elem, tile, params) => {
-                if self.launch_bulk(t, out, elem, tile, &params)? {
-                    return Ok(true);
+                if !self.launch_bulk(t, out, elem, tile, &params)? {
+                    self.launch_tiled(t, out, &k, kernel, *params)?;
                 }
-                self.launch_tiled(t, out, &k, Kernel::transpose(elem, tile), *params)?;
                 return Ok(true);
             }
-            Choice::TiledPairs(tile, params) => {
-                self.launch_tiled(t, out, &k, Kernel::transpose_pairs(tile), *params)?;
+            Choice::TiledPairs(_, params) => {
+                self.launch_tiled(t, out, &k, kernel, *params)?;
                 return Ok(true);
             }
             Choice::Fallback => return Ok(false),
