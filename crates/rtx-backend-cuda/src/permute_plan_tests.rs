@@ -388,7 +388,7 @@ fn word(input: &[u16], at: u64) -> u32 {
 /// pair_of of kernels/permute2.cu: the low halves of `a` and `b` for even
 /// `c`, the high halves for odd.
 fn pair_of(a: u32, b: u32, c: u64) -> u32 {
-    if c % 2 == 0 {
+    if c.is_multiple_of(2) {
         (a & 0xffff) | (b << 16)
     } else {
         (a >> 16) | (b & 0xffff_0000)
