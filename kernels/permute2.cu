@@ -4,7 +4,7 @@
 // 4-byte kernels. They take the parameters of permute.cu's `_b2` kernels
 // unchanged (TileParams, SpanParams: sizes and offsets in elements); the
 // choice (crates/rtx-backend-cuda/src/permute_plan.rs) gives them only
-// shapes whose rows start on whole words in the input and in the output, and
+// shapes whose rows are whole words in the input and in the output, and
 // the host launches permute.cu's `_b2` kernel instead when a tensor's address
 // is not 4-byte aligned.
 //
@@ -156,12 +156,51 @@ __device__ __forceinline__ void transpose_cols_pairs(const u16* __restrict__ in,
     }
 }
 
+// transpose_rows for even rows and columns: rows r0 .. r0 + T of plane b
+// (T = 2^per) loaded as one span of words; item (j, m) reads the words of
+// columns 2j, 2j + 1 in rows 2m and 2m + 1 of the tile and writes the output
+// words (2j, r0 + 2m ..) and (2j + 1, r0 + 2m ..). A warp's items are
+// consecutive m: its stores are two contiguous runs of 128 bytes, and its
+// shared reads at word stride C meet no bank twice (sk's padding).
+__device__ __forceinline__ void transpose_rows_pairs(const u16* __restrict__ in,
+                                                     u16* __restrict__ out,
+                                                     const SpanParams& q) {
+    __shared__ u32 buf[RTX_SPAN(u32) + RTX_SPAN(u32) / 32];
+    const u32 R = q.rows, C = q.cols, T = 1u << q.per, CW = C / 2;
+    const u64 P = (u64)R * C;
+    const u32 tpp = q.tiles_d.d;
+    const u32 lg = q.per - 1;  // log2 of the row pairs of a tile
+    const u32 items = CW << lg;
+    for (u64 s64 = blockIdx.x; s64 < q.tiles; s64 += gridDim.x) {
+        const u32 s = (u32)s64;
+        const u32 b = fdiv(q.tiles_d, s);
+        const u32 r0 = (s - b * tpp) << q.per;
+        const u32 tn = R - r0 < T ? R - r0 : T;  // even
+        load_span<u32, 4>((const u32*)(in + b * P + (u64)r0 * C), tn * CW, buf);
+        __syncthreads();
+        u16* __restrict__ ob = out + b * P + r0;
+#pragma unroll 4
+        for (u32 i = threadIdx.x; i < items; i += blockDim.x) {
+            const u32 j = i >> lg;
+            const u32 m = i & ((1u << lg) - 1);
+            if (2 * m < tn) {
+                const u32 w = m * C + j;
+                const u32 a = buf[sk(w)], bb = buf[sk(w + CW)];
+                __stcs((u32*)(ob + (u64)(2 * j) * R + 2 * m), pair_lo(a, bb));
+                __stcs((u32*)(ob + (u64)(2 * j + 1) * R + 2 * m), pair_hi(a, bb));
+            }
+        }
+        __syncthreads();
+    }
+}
+
 #define RTX_TRANSPOSE_SPAN_PAIRS(NAME, FN)                                                \
     extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                               \
         NAME(const u16* __restrict__ in, u16* __restrict__ out, const SpanParams q) {     \
         FN(in, out, q);                                                                   \
     }
 RTX_TRANSPOSE_SPAN_PAIRS(transpose_planes_p2, transpose_planes_pairs)
+RTX_TRANSPOSE_SPAN_PAIRS(transpose_rows_p2, transpose_rows_pairs)
 RTX_TRANSPOSE_SPAN_PAIRS(transpose_cols_p2, transpose_cols_pairs<>)
 
 // The tiled transpose of permute.cu (TileParams, the same tiles and the same

@@ -14,11 +14,10 @@
 //!   tensor maps can describe the matrices ([`bulk`]);
 //! * 2-byte elements (bf16, f16) take the `_p2` kernels of
 //!   kernels/permute2.cu ([`Choice::SpanPairs`], [`Choice::TiledPairs`]),
-//!   which move 4-byte element pairs, when every row starts on a whole word
-//!   in the input and the output (even row strides; planes and columns of
-//!   even sides: no rows pair kernel), with the parameters of the `_b2`
-//!   kernel, which the host takes instead for tensors not 4-byte aligned
-//!   ([`Choice::unpaired`]);
+//!   which move 4-byte element pairs, when every row is whole words in the
+//!   input and the output (even sides and row strides), with the parameters
+//!   of the `_b2` kernel, which the host takes instead for tensors not
+//!   4-byte aligned ([`Choice::unpaired`]);
 //! * [`Choice::Fallback`]: the copy_rows kernels with 64-bit decodes, when a
 //!   count does not fit the 32-bit index math (dims or tiles past 2^31) or
 //!   the elements are runs of another size.
@@ -104,8 +103,8 @@ pub(crate) struct TileParams {
 pub(crate) enum Choice {
     /// `transpose_{planes,rows,cols}_b*`.
     Span(SpanKind, Word, SpanParams),
-    /// `transpose_{planes,cols}_p2`: 2-byte elements moved as pairs (the
-    /// parameters of the `_b2` kernel).
+    /// `transpose_{planes,rows,cols}_p2`: 2-byte elements moved as pairs
+    /// (the parameters of the `_b2` kernel).
     SpanPairs(SpanKind, SpanParams),
     /// `transpose{TR}x{TC}_b*`.
     Tiled(Word, Tile, Box<TileParams>),
@@ -134,7 +133,7 @@ impl Choice {
     pub(crate) fn kernel(&self) -> Option<Kernel> {
         match self {
             Choice::Span(kind, w, _) => Some(Kernel::transpose_span(*kind, *w)),
-            Choice::SpanPairs(kind, _) => Kernel::transpose_span_pairs(*kind),
+            Choice::SpanPairs(kind, _) => Some(Kernel::transpose_span_pairs(*kind)),
             Choice::Tiled(w, tile, _) => Some(Kernel::transpose(*w, *tile)),
             Choice::TiledPairs(tile, _) => Some(Kernel::transpose_pairs(*tile)),
             Choice::Fallback => None,
@@ -216,10 +215,7 @@ fn span(batch: u64, rows: u64, cols: u64, elem: Word) -> Option<Choice> {
         return None;
     }
     // pairs: every input row and output row (a column) whole words
-    let pairs = elem == Word::B2
-        && rows.is_multiple_of(2)
-        && cols.is_multiple_of(2)
-        && Kernel::transpose_span_pairs(kind).is_some();
+    let pairs = elem == Word::B2 && rows.is_multiple_of(2) && cols.is_multiple_of(2);
     Some(if pairs {
         Choice::SpanPairs(kind, params)
     } else {

@@ -279,8 +279,7 @@ fn half_shapes_take_the_pair_kernels_when_rows_are_whole_words() {
         Choice::SpanPairs(k, _) => Some((k, None)),
         _ => None,
     };
-    // the bf16 permute suite: planes and columns of even sides, tiles of
-    // even strides move pairs; rows keep the `_b2` kernel
+    // the bf16 permute suite: even sides and strides move pairs
     assert!(matches!(
         transpose(1, 8192, 8192, 2, false),
         Choice::TiledPairs(Tile::T64x64, _)
@@ -310,7 +309,7 @@ fn half_shapes_take_the_pair_kernels_when_rows_are_whole_words() {
     );
     assert_eq!(
         span(transpose(1, 4_211_136, 32, 2, false)),
-        Some((SpanKind::Rows, Some(Word::B2)))
+        Some((SpanKind::Rows, None))
     );
     // odd sides or strides: the `_b2` kernels
     let b2 = |k| Some((k, Some(Word::B2)));
@@ -322,6 +321,8 @@ fn half_shapes_take_the_pair_kernels_when_rows_are_whole_words() {
     assert_eq!(span(transpose(500, 4, 3, 2, false)), b2(SpanKind::Planes));
     assert_eq!(span(transpose(2, 40, 1001, 2, false)), b2(SpanKind::Cols));
     assert_eq!(span(transpose(2, 41, 1000, 2, false)), b2(SpanKind::Cols));
+    assert_eq!(span(transpose(3, 1001, 40, 2, false)), b2(SpanKind::Rows));
+    assert_eq!(span(transpose(3, 1000, 41, 2, false)), b2(SpanKind::Rows));
     assert!(matches!(
         transpose(1, 513, 700, 2, false),
         Choice::Tiled(Word::B2, Tile::T64x64, _)
@@ -564,6 +565,42 @@ fn run_cols_pairs(q: &SpanParams, input: &[u16]) -> Vec<u16> {
     all_written(out)
 }
 
+/// `transpose_rows_p2` run on the host: each tile of whole rows loaded as
+/// words, item (j, m) writing the output words of columns 2j and 2j + 1 at
+/// rows 2m, 2m + 1 of the tile from two words of the span.
+fn run_rows_pairs(q: &SpanParams, input: &[u16]) -> Vec<u16> {
+    let (r, c) = (u64::from(q.rows), u64::from(q.cols));
+    let (plane, cw) = (r * c, c / 2);
+    let t = 1u64 << q.per;
+    let tpp = u64::from(q.tiles_d.d);
+    let mut out = vec![None; input.len()];
+    for tile in 0..q.tiles {
+        let b = u64::from(q.tiles_d.div(tile as u32));
+        let r0 = (tile - b * tpp) << q.per;
+        let tn = (r - r0).min(t);
+        assert!(tn.is_multiple_of(2));
+        let start = b * plane + r0 * c;
+        assert!(tn * cw <= SPAN_WORDS, "span of {} words", tn * cw);
+        let buf: Vec<u32> = (0..tn * cw).map(|k| word(input, start + 2 * k)).collect();
+        for i in 0..cw * t / 2 {
+            let (j, m) = (i / (t / 2), i % (t / 2));
+            if 2 * m >= tn {
+                continue;
+            }
+            let w = (m * c + j) as usize;
+            let (a, bb) = (buf[w], buf[w + cw as usize]);
+            for h in 0..2 {
+                let v = pair_of(a, bb, h);
+                let dst = b * plane + (2 * j + h) * r + r0 + 2 * m;
+                assert!(dst.is_multiple_of(2), "unaligned word store at {dst}");
+                put(&mut out, dst, v as u16);
+                put(&mut out, dst + 1, (v >> 16) as u16);
+            }
+        }
+    }
+    all_written(out)
+}
+
 #[test]
 fn span_pairs_match_the_host_transpose() {
     let cases = [
@@ -577,6 +614,10 @@ fn span_pairs_match_the_host_transpose() {
         (2, 40, 1000, SpanKind::Cols),
         (2, 2, 10_000, SpanKind::Cols),
         (1, 64, 8194, SpanKind::Cols),
+        (3, 1000, 40, SpanKind::Rows),
+        (2, 4098, 2, SpanKind::Rows),
+        (1, 9000, 64, SpanKind::Rows),
+        (5, 430, 22, SpanKind::Rows),
     ];
     for (batch, rows, cols, kind) in cases {
         let n = (batch * rows * cols) as usize;
@@ -590,7 +631,8 @@ fn span_pairs_match_the_host_transpose() {
         assert_eq!(k, kind, "{shape:?}");
         let got = match k {
             SpanKind::Planes => run_planes_pairs(&q, &input),
-            _ => run_cols_pairs(&q, &input),
+            SpanKind::Rows => run_rows_pairs(&q, &input),
+            SpanKind::Cols => run_cols_pairs(&q, &input),
         };
         assert_eq!(got, want, "{shape:?}");
     }
@@ -636,7 +678,10 @@ fn the_half_gpu_test_shapes_reach_every_two_byte_kernel() {
         (&[3, 30, 62], &[0, 2, 1], Some(K::TransposePlanesP2)),
         (&[300, 3, 5], &[0, 2, 1], Some(K::TransposePlanesB2)),
         (&[300, 4, 5], &[0, 2, 1], Some(K::TransposePlanesB2)),
-        (&[3, 1000, 40], &[0, 2, 1], Some(K::TransposeRowsB2)),
+        (&[3, 1000, 40], &[0, 2, 1], Some(K::TransposeRowsP2)),
+        (&[1, 4098, 2], &[0, 2, 1], Some(K::TransposeRowsP2)),
+        (&[3, 1001, 40], &[0, 2, 1], Some(K::TransposeRowsB2)),
+        (&[3, 1000, 41], &[0, 2, 1], Some(K::TransposeRowsB2)),
         (&[2, 40, 1000], &[0, 2, 1], Some(K::TransposeColsP2)),
         (&[2, 40, 1002], &[0, 2, 1], Some(K::TransposeColsP2)),
         (&[1, 64, 10_000], &[0, 2, 1], Some(K::TransposeColsP2)),
@@ -669,6 +714,7 @@ fn the_half_gpu_test_shapes_reach_every_two_byte_kernel() {
     }
     for k in [
         K::TransposePlanesP2,
+        K::TransposeRowsP2,
         K::TransposeColsP2,
         K::Transpose32x32P2,
         K::Transpose64x64P2,
@@ -694,15 +740,13 @@ fn pair_kernels_are_named_by_tile_and_take_the_b2_signatures() {
         assert_eq!(k.signature(), Kernel::transpose(Word::B2, tile).signature());
     }
     for (kind, name) in [
-        (SpanKind::Planes, Some("transpose_planes_p2")),
-        (SpanKind::Cols, Some("transpose_cols_p2")),
-        (SpanKind::Rows, None),
+        (SpanKind::Planes, "transpose_planes_p2"),
+        (SpanKind::Rows, "transpose_rows_p2"),
+        (SpanKind::Cols, "transpose_cols_p2"),
     ] {
         let k = Kernel::transpose_span_pairs(kind);
-        assert_eq!(k.map(Kernel::name), name);
-        if let Some(k) = k {
-            let b2 = Kernel::transpose_span(kind, Word::B2);
-            assert_eq!(k.signature(), b2.signature());
-        }
+        assert_eq!(k.name(), name);
+        let b2 = Kernel::transpose_span(kind, Word::B2);
+        assert_eq!(k.signature(), b2.signature());
     }
 }

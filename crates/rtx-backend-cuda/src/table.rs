@@ -258,6 +258,7 @@ macro_rules! with_kernel_table {
                 TransposeRowsB2 = "transpose_rows_b2": TransposeSpan[E = u16],
                 TransposeColsB2 = "transpose_cols_b2": TransposeSpan[E = u16],
                 TransposePlanesP2 = "transpose_planes_p2": TransposeSpan[E = u16],
+                TransposeRowsP2 = "transpose_rows_p2": TransposeSpan[E = u16],
                 TransposeColsP2 = "transpose_cols_p2": TransposeSpan[E = u16],
                 Transpose32x32B4 = "transpose32x32_b4": TransposeTiled[E = u32],
                 Transpose64x64B4 = "transpose64x64_b4": TransposeTiled[E = u32],

@@ -256,7 +256,10 @@ fn half_permutes_move_the_bits_for_every_kernel() {
         (&[3, 30, 62], &[0, 2, 1]),           // planes, pairs, a plane per tile
         (&[300, 3, 5], &[0, 2, 1]),           // planes, b2 (odd sides)
         (&[300, 4, 5], &[0, 2, 1]),           // planes, b2 (odd columns)
-        (&[3, 1000, 40], &[0, 2, 1]),         // rows, b2
+        (&[3, 1000, 40], &[0, 2, 1]),         // rows, pairs
+        (&[1, 4098, 2], &[0, 2, 1]),          // rows, pairs, two columns
+        (&[3, 1001, 40], &[0, 2, 1]),         // rows, b2 (odd rows)
+        (&[3, 1000, 41], &[0, 2, 1]),         // rows, b2 (odd columns)
         (&[2, 40, 1000], &[0, 2, 1]),         // cols, pairs, 16-byte loads
         (&[2, 40, 1002], &[0, 2, 1]),         // cols, pairs, word loads
         (&[1, 64, 10_000], &[0, 2, 1]),       // cols, pairs, 64 rows

@@ -430,13 +430,13 @@ impl Kernel {
         }
     }
 
-    /// `transpose_{planes,cols}_p2`: the span kernels of 2-byte elements
-    /// moved as 4-byte pairs (`None` for rows: no pair kernel).
-    pub(crate) fn transpose_span_pairs(kind: SpanKind) -> Option<Kernel> {
+    /// `transpose_{planes,rows,cols}_p2`: the span kernels of 2-byte
+    /// elements moved as 4-byte pairs.
+    pub(crate) fn transpose_span_pairs(kind: SpanKind) -> Kernel {
         match kind {
-            SpanKind::Planes => Some(Kernel::TransposePlanesP2),
-            SpanKind::Cols => Some(Kernel::TransposeColsP2),
-            SpanKind::Rows => None,
+            SpanKind::Planes => Kernel::TransposePlanesP2,
+            SpanKind::Rows => Kernel::TransposeRowsP2,
+            SpanKind::Cols => Kernel::TransposeColsP2,
         }
     }
 
