@@ -386,3 +386,7 @@ pub(crate) fn permute(shape: &[usize], perm: &[usize], elem_bytes: u64, force32:
 #[cfg(test)]
 #[path = "permute_plan_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "permute_pairs_tests.rs"]
+mod pairs_tests;
