@@ -40,13 +40,44 @@ __device__ __forceinline__ void store_words(u32* __restrict__ dst, u32 n, const 
     if (t < n - tail0) __stcs(dst + tail0 + t, val(tail0 + t));
 }
 
+// buf[k + (k >> ps)] = src[k] for words k < n (src 4-byte aligned):
+// load_span's aligned 16-byte vector reads, with one pad word per 2^ps.
+template <int U>
+__device__ __forceinline__ void load_words(const u32* __restrict__ src, u32 n, u32* buf, u32 ps) {
+    const u64 a = (u64)src;
+    const u32 head = (u32)(a & 15) / 4u;
+    const uint4* __restrict__ v = (const uint4*)(a - (a & 15));
+    const u32 nv = (head + n + 3) / 4;
+    for (u32 base = threadIdx.x; base < nv; base += U * blockDim.x) {
+        uint4 x[U];
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const u32 i = base + u * blockDim.x;
+            if (i < nv) x[u] = __ldg(v + i);
+        }
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const u32 i = base + u * blockDim.x;
+            if (i < nv) {
+                const u32 e[4] = {x[u].x, x[u].y, x[u].z, x[u].w};
+#pragma unroll
+                for (u32 j = 0; j < 4; ++j) {
+                    const u32 k = i * 4 + j - head;  // wraps past n when before the span
+                    if (k < n) buf[k + (k >> ps)] = e[j];
+                }
+            }
+        }
+    }
+}
+
 // Output word o of a span of whole planes (rows R and columns C even): the
 // elements (p, c, r..r+1) for element 2o = (p, c, r), from the input words of
-// elements (p, r, c) and (p, r + 1, c) in the shared span of words.
+// elements (p, r, c) and (p, r + 1, c) in the shared span of words (word w
+// at w + (w >> ps)).
 struct PlanesPairs {
     const u32* buf;
     FastDiv plane_d, rows_d;
-    u32 R, C, P;
+    u32 R, C, P, ps;
     __device__ __forceinline__ u32 operator()(u32 o) const {
         const u32 e = 2 * o;
         const u32 p = fdiv(plane_d, e);
@@ -54,34 +85,42 @@ struct PlanesPairs {
         const u32 c = fdiv(rows_d, rem);
         const u32 r = rem - c * R;  // even
         const u32 w = (p * P + r * C + c) >> 1;
-        return pair_of(buf[sk(w)], buf[sk(w + (C >> 1))], c);
+        const u32 w1 = w + (C >> 1);
+        return pair_of(buf[w + (w >> ps)], buf[w1 + (w1 >> ps)], c);
     }
 };
 
 // transpose_planes for even rows and columns: the span loaded and stored as
-// words.
+// words. Shared padding: a word per 4 for planes of at most 64 words, whose
+// reads of a warp are then spread over the banks, else one per 32 (sk's).
 __device__ __forceinline__ void transpose_planes_pairs(const u16* __restrict__ in,
                                                        u16* __restrict__ out,
                                                        const SpanParams& q) {
-    __shared__ u32 buf[RTX_SPAN(u32) + RTX_SPAN(u32) / 32];
+    __shared__ u32 buf[RTX_SPAN(u32) + RTX_SPAN(u32) / 4];
     const u32 P = q.rows * q.cols;
-    const PlanesPairs m{buf, q.plane_d, q.rows_d, q.rows, q.cols, P};
+    const u32 ps = P <= 128 ? 2 : 5;
+    const PlanesPairs m{buf, q.plane_d, q.rows_d, q.rows, q.cols, P, ps};
     for (u64 s = blockIdx.x; s < q.tiles; s += gridDim.x) {
         const u64 p0 = s * q.per;
         const u64 left = q.batch - p0;
         const u32 n = (u32)(left < q.per ? left : q.per) * (P / 2);
-        load_span<u32, 4>((const u32*)(in + p0 * P), n, buf);
+        load_words<4>((const u32*)(in + p0 * P), n, buf, ps);
         __syncthreads();
         store_words((u32*)(out + p0 * P), n, m);
         __syncthreads();
     }
 }
 
+// The shared tile of transpose_cols_pairs: words of row pairs interleaved,
+// word w of rows 2m and 2m + 1 at m * S + 2w' and m * S + 2w' + 1 (S = T + 2
+// words per row pair: S / 2 odd, so a half-warp's 8-byte reads of
+// consecutive m meet no bank twice), w' = w with its low two bits flipped by
+// bits 4-5 of w and of m, so a warp's stores of one row's consecutive
+// vectors (and the reads of m 16 apart) spread over the banks.
+__device__ __forceinline__ u32 cols_swz(u32 m, u32 w) { return ((w >> 4) ^ (m >> 4)) & 3; }
+
 // Output word o of a tile of whole columns (rows R even): elements
-// (column t, rows r..r+1) for element 2o = (t, r), from the shared tile of
-// words, row pairs interleaved: word w of rows 2m and 2m + 1 at m * S + 2w
-// and m * S + 2w + 1 (S = T + 2 words per row pair: S / 2 odd, so a
-// half-warp's 8-byte reads of consecutive m meet no bank twice).
+// (column t, rows r..r+1) for element 2o = (t, r), from the shared tile.
 struct ColsPairs {
     const u32* buf;
     FastDiv rows_d;
@@ -90,7 +129,8 @@ struct ColsPairs {
         const u32 e = 2 * o;
         const u32 t = fdiv(rows_d, e);
         const u32 m = (e - t * R) >> 1;
-        const uint2 ab = *(const uint2*)(buf + m * S + (t & ~1u));
+        const u32 w = t >> 1;
+        const uint2 ab = *(const uint2*)(buf + m * S + 2 * (w ^ cols_swz(m, w)));
         return pair_of(ab.x, ab.y, t);
     }
 };
@@ -139,13 +179,16 @@ __device__ __forceinline__ void transpose_cols_pairs(const u16* __restrict__ in,
                 const u32 i = base + u * blockDim.x;
                 const u32 t0 = (i & ((1u << lg) - 1)) * per_item;
                 if (i < items && t0 < tn) {
-                    const u32 r = i >> lg;
-                    u32* d = buf + (r >> 1) * S + (r & 1) + t0;  // word t0 / 2 at 2 * (t0 / 2)
-                    d[0] = x[u].x;
-                    if (vec) {
-                        d[2] = x[u].y;
-                        d[4] = x[u].z;
-                        d[6] = x[u].w;
+                    const u32 r = i >> lg, w = t0 / 2;
+                    const u32 f = cols_swz(r >> 1, w);
+                    u32* d = buf + (r >> 1) * S + (r & 1);
+                    if (vec) {  // words w .. w + 3 (w a multiple of 4: one f)
+                        d[2 * (w + (0 ^ f))] = x[u].x;
+                        d[2 * (w + (1 ^ f))] = x[u].y;
+                        d[2 * (w + (2 ^ f))] = x[u].z;
+                        d[2 * (w + (3 ^ f))] = x[u].w;
+                    } else {
+                        d[2 * (w ^ f)] = x[u].x;
                     }
                 }
             }

@@ -231,8 +231,9 @@ fn tiled_pairs_match_the_host_permute() {
 }
 
 /// `transpose_planes_p2` run on the host: the span of whole planes read as
-/// words, each output word made from the two input words `PlanesPairs`
-/// of kernels/permute2.cu picks.
+/// words into the padded shared span (a pad word per 4 for planes of at
+/// most 64 words, else per 32), each output word made from the two input
+/// words `PlanesPairs` of kernels/permute2.cu picks.
 fn run_planes_pairs(q: &SpanParams, input: &[u16]) -> Vec<u16> {
     let (r, c) = (u64::from(q.rows), u64::from(q.cols));
     let plane = r * c;
@@ -241,8 +242,14 @@ fn run_planes_pairs(q: &SpanParams, input: &[u16]) -> Vec<u16> {
     for s in 0..q.tiles {
         let p0 = s * per;
         let n = (q.batch - p0).min(per) * plane / 2;
-        assert!(n <= SPAN_WORDS, "span of {n} words");
-        let buf: Vec<u32> = (0..n).map(|k| word(input, p0 * plane + 2 * k)).collect();
+        let ps = if plane <= 128 { 2 } else { 5 };
+        let at = |w: u64| (w + (w >> ps)) as usize;
+        assert!(n <= PERMUTE_SPAN_BYTES / 4, "span of {n} words");
+        let mut buf = vec![None; (PERMUTE_SPAN_BYTES / 4 * 5 / 4) as usize];
+        for k in 0..n {
+            assert_eq!(buf[at(k)], None, "shared word {} twice", at(k));
+            buf[at(k)] = Some(word(input, p0 * plane + 2 * k));
+        }
         for o in 0..n {
             let e = (2 * o) as u32;
             let p = q.plane_d.div(e);
@@ -251,7 +258,7 @@ fn run_planes_pairs(q: &SpanParams, input: &[u16]) -> Vec<u16> {
             let row = rem - col * q.rows;
             assert!(row.is_multiple_of(2));
             let w = (u64::from(p) * plane + u64::from(row) * c + u64::from(col)) / 2;
-            let v = pair_of(buf[w as usize], buf[(w + c / 2) as usize], col.into());
+            let v = pair_of(buf[at(w)].unwrap(), buf[at(w + c / 2)].unwrap(), col.into());
             put(&mut out, p0 * plane + 2 * o, v as u16);
             put(&mut out, p0 * plane + 2 * o + 1, (v >> 16) as u16);
         }
@@ -261,8 +268,9 @@ fn run_planes_pairs(q: &SpanParams, input: &[u16]) -> Vec<u16> {
 
 /// `transpose_cols_p2` run on the host: each tile's `rows` runs read as
 /// words (16-byte vectors when the columns are whole vectors) into the
-/// shared words of interleaved row pairs, the output span made by
-/// `ColsPairs` of kernels/permute2.cu.
+/// shared words of interleaved row pairs (`cols_swz` flipping the low bits
+/// of the word index), the output span made by `ColsPairs` of
+/// kernels/permute2.cu.
 fn run_cols_pairs(q: &SpanParams, input: &[u16]) -> Vec<u16> {
     let (r, c) = (u64::from(q.rows), u64::from(q.cols));
     let plane = r * c;
@@ -276,23 +284,26 @@ fn run_cols_pairs(q: &SpanParams, input: &[u16]) -> Vec<u16> {
         let tn = (c - c0).min(t);
         assert!(tn.is_multiple_of(2));
         assert!(r / 2 * s <= SPAN_WORDS, "tile of {} words", r / 2 * s);
-        let mut buf = vec![0u32; (r / 2 * s) as usize];
+        let pos = |m: u64, w: u64| (m * s + 2 * (w ^ (((w >> 4) ^ (m >> 4)) & 3))) as usize;
+        let mut buf = vec![None; (r / 2 * s) as usize];
         for row in 0..r {
             for w in 0..tn / 2 {
                 let at = b * plane + row * c + c0 + 2 * w;
                 if c.is_multiple_of(8) && w.is_multiple_of(4) {
                     assert!(at.is_multiple_of(8), "unaligned vector at {at}");
                 }
-                buf[((row >> 1) * s + (row & 1) + 2 * w) as usize] = word(input, at);
+                let to = pos(row >> 1, w) + (row & 1) as usize;
+                assert_eq!(buf[to], None, "shared word {to} twice");
+                buf[to] = Some(word(input, at));
             }
         }
         for o in 0..tn * r / 2 {
             let e = (2 * o) as u32;
             let col = q.rows_d.div(e);
             let m = u64::from(e - col * q.rows) / 2;
-            let at = (m * s + u64::from(col & !1)) as usize;
+            let at = pos(m, u64::from(col >> 1));
             assert!(at.is_multiple_of(2), "unaligned 8-byte shared read");
-            let v = pair_of(buf[at], buf[at + 1], col.into());
+            let v = pair_of(buf[at].unwrap(), buf[at + 1].unwrap(), col.into());
             let dst = b * plane + c0 * r + 2 * o;
             put(&mut out, dst, v as u16);
             put(&mut out, dst + 1, (v >> 16) as u16);
