@@ -204,12 +204,14 @@ __device__ __forceinline__ void transpose_cols_pairs(const u16* __restrict__ in,
 // columns 2j, 2j + 1 in rows 2m and 2m + 1 of the tile and writes the output
 // words (2j, r0 + 2m ..) and (2j + 1, r0 + 2m ..). A warp's items are
 // consecutive m: its stores are two contiguous runs of 128 bytes, and its
-// shared reads at word stride C meet no bank twice (sk's padding).
+// shared reads at word stride C meet a bank at most twice with a pad word
+// per 32 (sk's) when 16 divides C, else a pad word per 4.
 __device__ __forceinline__ void transpose_rows_pairs(const u16* __restrict__ in,
                                                      u16* __restrict__ out,
                                                      const SpanParams& q) {
-    __shared__ u32 buf[RTX_SPAN(u32) + RTX_SPAN(u32) / 32];
+    __shared__ u32 buf[RTX_SPAN(u32) + RTX_SPAN(u32) / 4];
     const u32 R = q.rows, C = q.cols, T = 1u << q.per, CW = C / 2;
+    const u32 ps = C % 16 == 0 ? 5 : 2;
     const u64 P = (u64)R * C;
     const u32 tpp = q.tiles_d.d;
     const u32 lg = q.per - 1;  // log2 of the row pairs of a tile
@@ -219,7 +221,7 @@ __device__ __forceinline__ void transpose_rows_pairs(const u16* __restrict__ in,
         const u32 b = fdiv(q.tiles_d, s);
         const u32 r0 = (s - b * tpp) << q.per;
         const u32 tn = R - r0 < T ? R - r0 : T;  // even
-        load_span<u32, 4>((const u32*)(in + b * P + (u64)r0 * C), tn * CW, buf);
+        load_words<4>((const u32*)(in + b * P + (u64)r0 * C), tn * CW, buf, ps);
         __syncthreads();
         u16* __restrict__ ob = out + b * P + r0;
 #pragma unroll 4
@@ -227,8 +229,8 @@ __device__ __forceinline__ void transpose_rows_pairs(const u16* __restrict__ in,
             const u32 j = i >> lg;
             const u32 m = i & ((1u << lg) - 1);
             if (2 * m < tn) {
-                const u32 w = m * C + j;
-                const u32 a = buf[sk(w)], bb = buf[sk(w + CW)];
+                const u32 w = m * C + j, w1 = w + CW;
+                const u32 a = buf[w + (w >> ps)], bb = buf[w1 + (w1 >> ps)];
                 __stcs((u32*)(ob + (u64)(2 * j) * R + 2 * m), pair_lo(a, bb));
                 __stcs((u32*)(ob + (u64)(2 * j + 1) * R + 2 * m), pair_hi(a, bb));
             }

@@ -313,8 +313,9 @@ fn run_cols_pairs(q: &SpanParams, input: &[u16]) -> Vec<u16> {
 }
 
 /// `transpose_rows_p2` run on the host: each tile of whole rows loaded as
-/// words, item (j, m) writing the output words of columns 2j and 2j + 1 at
-/// rows 2m, 2m + 1 of the tile from two words of the span.
+/// words into the padded shared span (a pad word per 32 when 16 divides the
+/// columns, else per 4), item (j, m) writing the output words of columns 2j
+/// and 2j + 1 at rows 2m, 2m + 1 of the tile from two words of the span.
 fn run_rows_pairs(q: &SpanParams, input: &[u16]) -> Vec<u16> {
     let (r, c) = (u64::from(q.rows), u64::from(q.cols));
     let (plane, cw) = (r * c, c / 2);
@@ -327,15 +328,25 @@ fn run_rows_pairs(q: &SpanParams, input: &[u16]) -> Vec<u16> {
         let tn = (r - r0).min(t);
         assert!(tn.is_multiple_of(2));
         let start = b * plane + r0 * c;
-        assert!(tn * cw <= SPAN_WORDS, "span of {} words", tn * cw);
-        let buf: Vec<u32> = (0..tn * cw).map(|k| word(input, start + 2 * k)).collect();
+        assert!(
+            tn * cw <= PERMUTE_SPAN_BYTES / 4,
+            "span of {} words",
+            tn * cw
+        );
+        let ps = if c.is_multiple_of(16) { 5 } else { 2 };
+        let at = |w: u64| (w + (w >> ps)) as usize;
+        let mut buf = vec![None; (PERMUTE_SPAN_BYTES / 4 * 5 / 4) as usize];
+        for k in 0..tn * cw {
+            assert_eq!(buf[at(k)], None, "shared word {} twice", at(k));
+            buf[at(k)] = Some(word(input, start + 2 * k));
+        }
         for i in 0..cw * t / 2 {
             let (j, m) = (i / (t / 2), i % (t / 2));
             if 2 * m >= tn {
                 continue;
             }
-            let w = (m * c + j) as usize;
-            let (a, bb) = (buf[w], buf[w + cw as usize]);
+            let w = m * c + j;
+            let (a, bb) = (buf[at(w)].unwrap(), buf[at(w + cw)].unwrap());
             for h in 0..2 {
                 let v = pair_of(a, bb, h);
                 let dst = b * plane + (2 * j + h) * r + r0 + 2 * m;
