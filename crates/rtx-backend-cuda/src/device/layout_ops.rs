@@ -191,8 +191,8 @@ impl CudaBackend {
         // of the tensors' own element count (permute_plan's tests check
         // every element is written once from within the input); tiles are
         // bounds-checked. A pair kernel (`_p2`) has 4-byte aligned tensors
-        // (launch_choice checks) and even row and batch strides (the plan's
-        // rule), so its words are aligned; odd edges move single elements.
+        // (launch_choice checks) and even rows, columns, row and batch
+        // strides (the plan's rule), so its words are aligned and whole.
         unsafe { args.launch(&self.dev, k, kernel, cfg) }?;
         Ok(())
     }
