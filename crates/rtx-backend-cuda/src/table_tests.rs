@@ -516,9 +516,7 @@ fn pickers_give_the_kernels_of_old() {
         }
     }
     assert_eq!(
-        Kernel::typed(Typed::GatherHeadDot, Float::F64)
-            .unwrap()
-            .name(),
+        Kernel::typed(Typed::GatherHeadDot, Float::F64).unwrap().name(),
         "gather_head_dot_f64"
     );
     assert_eq!(

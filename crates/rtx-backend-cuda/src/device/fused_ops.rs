@@ -134,7 +134,10 @@ impl CudaBackend {
             e: ee,
             f: ff,
         };
-        let kernel = Kernel::typed(Typed::SoftmaxBwd, Float::of(T::DTYPE))?;
+        let kernel = Kernel::typed(
+            Typed::SoftmaxBwd,
+            Float::of(T::DTYPE),
+        )?;
         // SAFETY: alpha, g and out hold e*f, s rows*f elements; rowof holds e
         // rows below rows.
         unsafe { args.launch(&self.dev, &kern, kernel, cfg1(grid_for(ee * ff))) }?;
@@ -459,7 +462,10 @@ impl FusedOps for CudaBackend {
                 a_rs,
                 cl: *climb,
             };
-            let kernel = Kernel::typed(Typed::HeadScaleRows, Float::of(T::DTYPE))?;
+            let kernel = Kernel::typed(
+                Typed::HeadScaleRows,
+                Float::of(T::DTYPE),
+            )?;
             let cfg = cfg1(col_sums_grid(n, f, T::DTYPE.size()));
             // SAFETY: a holds n*f elements (a_rs = f) or f (a_rs = 0), s
             // n*(f/c) (checked shapes); the climb's buffers and counters are
