@@ -19,6 +19,8 @@
 // * transpose_runs_b* / permute_b*: copy_rows with 64-bit decodes, for what
 //   the others do not take (runs of other sizes, counts past 2^31, N-D
 //   permutes that keep the last dim).
+// 2-byte elements of even sides and row strides take the span and tiled
+// kernels of permute2.cu (`_p2`), which move 4-byte element pairs.
 
 // Division by d of n < 2^31 (1 <= d < 2^31): q = (n * m) >> s with
 // s = 31 + ceil(log2 d) and m = ceil(2^s / d) < 2^32, set by the host.

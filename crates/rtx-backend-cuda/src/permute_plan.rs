@@ -12,12 +12,18 @@
 //!   (the inner pair tiled, the other dims a strided batch); on sm_90+ its
 //!   64x64 f32 tiles move through Hopper's bulk tensor copies when the
 //!   tensor maps can describe the matrices ([`bulk`]);
+//! * 2-byte elements (bf16, f16) take the `_p2` kernels of
+//!   kernels/permute2.cu ([`Choice::SpanPairs`], [`Choice::TiledPairs`]),
+//!   which move 4-byte element pairs, when every row is whole words in the
+//!   input and the output (even sides and row strides), with the parameters
+//!   of the `_b2` kernel, which the host takes instead for tensors not
+//!   4-byte aligned ([`Choice::unpaired`]);
 //! * [`Choice::Fallback`]: the copy_rows kernels with 64-bit decodes, when a
 //!   count does not fit the 32-bit index math (dims or tiles past 2^31) or
 //!   the elements are runs of another size.
 
 use crate::abi::{MAX_RANK, PERMUTE_SPAN_BYTES};
-use crate::table::{SpanKind, Tile, Word};
+use crate::table::{Kernel, SpanKind, Tile, Word};
 
 /// Counts the kernels' 32-bit index math takes: below 2^31.
 const LIMIT: u64 = 1 << 31;
@@ -97,10 +103,42 @@ pub(crate) struct TileParams {
 pub(crate) enum Choice {
     /// `transpose_{planes,rows,cols}_b*`.
     Span(SpanKind, Word, SpanParams),
+    /// `transpose_{planes,rows,cols}_p2`: 2-byte elements moved as pairs
+    /// (the parameters of the `_b2` kernel).
+    SpanPairs(SpanKind, SpanParams),
     /// `transpose{TR}x{TC}_b*`.
     Tiled(Word, Tile, Box<TileParams>),
+    /// `transpose{TR}x{TC}_p2`: 2-byte elements moved as pairs (the
+    /// parameters of the `_b2` kernel).
+    TiledPairs(Tile, Box<TileParams>),
     /// `transpose_runs_b*` / `permute_b*`.
     Fallback,
+}
+
+impl Choice {
+    /// The same move by the `_b2` kernel (same parameters) for a pair
+    /// choice, whose kernels need 4-byte aligned tensors; any other choice
+    /// unchanged.
+    pub(crate) fn unpaired(self) -> Choice {
+        match self {
+            Choice::SpanPairs(kind, p) => Choice::Span(kind, Word::B2, p),
+            Choice::TiledPairs(tile, p) => Choice::Tiled(Word::B2, tile, p),
+            c => c,
+        }
+    }
+
+    /// The kernel of a span or tiled choice (a 64x64 f32 tile may instead
+    /// take the bulk-copy kernel at launch: [`bulk`]); `None` for the
+    /// fallback, whose copy_rows kernel depends on the run.
+    pub(crate) fn kernel(&self) -> Option<Kernel> {
+        match self {
+            Choice::Span(kind, w, _) => Some(Kernel::transpose_span(*kind, *w)),
+            Choice::SpanPairs(kind, _) => Some(Kernel::transpose_span_pairs(*kind)),
+            Choice::Tiled(w, tile, _) => Some(Kernel::transpose(*w, *tile)),
+            Choice::TiledPairs(tile, _) => Some(Kernel::transpose_pairs(*tile)),
+            Choice::Fallback => None,
+        }
+    }
 }
 
 /// Elements of `elem` in the shared span.
@@ -173,8 +211,16 @@ fn span(batch: u64, rows: u64, cols: u64, elem: Word) -> Option<Choice> {
     } else {
         return None;
     };
-    (params.tiles < LIMIT && u64::from(params.tiles_d.d) < LIMIT)
-        .then_some(Choice::Span(kind, elem, params))
+    if params.tiles >= LIMIT || u64::from(params.tiles_d.d) >= LIMIT {
+        return None;
+    }
+    // pairs: every input row and output row (a column) whole words
+    let pairs = elem == Word::B2 && rows.is_multiple_of(2) && cols.is_multiple_of(2);
+    Some(if pairs {
+        Choice::SpanPairs(kind, params)
+    } else {
+        Choice::Span(kind, elem, params)
+    })
 }
 
 /// The tiled kernel over `bdim` (size, input stride, output stride; last
@@ -218,7 +264,20 @@ fn tiled(
         p.bin[k] = i;
         p.bout[k] = o;
     }
-    Choice::Tiled(elem, tile, Box::new(p))
+    // pairs: every row of the input and of the output starts on a word and
+    // is whole words (odd rows or columns make an odd stride anyway)
+    let even = |s: u64| s.is_multiple_of(2);
+    let pairs = elem == Word::B2
+        && even(rows)
+        && even(cols)
+        && even(in_rs)
+        && even(out_rs)
+        && bdim.iter().all(|&(d, i, o)| d == 1 || (even(i) && even(o)));
+    if pairs {
+        Choice::TiledPairs(tile, Box::new(p))
+    } else {
+        Choice::Tiled(elem, tile, Box::new(p))
+    }
 }
 
 /// Most batch dims of the bulk-copy kernel: its tensor maps have at most 5
@@ -327,3 +386,7 @@ pub(crate) fn permute(shape: &[usize], perm: &[usize], elem_bytes: u64, force32:
 #[cfg(test)]
 #[path = "permute_plan_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "permute_pairs_tests.rs"]
+mod pairs_tests;

@@ -2,7 +2,8 @@
 //! permute benchmark suite (`rtx-bench transpose --set permute`: small
 //! planes in large batches, long matrices of few rows or columns), the
 //! fallbacks past the 32-bit envelope, and the N-D pair's strides checked
-//! against a host model of the tiled kernel.
+//! against a host model of the tiled kernel. The 2-byte pair kernels' tests
+//! are in `permute_pairs_tests.rs`.
 
 use super::*;
 
@@ -104,7 +105,7 @@ fn the_permute_suite_shapes_get_their_class() {
 /// Tile `t` as the kernels decode it (`tile_pos` and the batch decode of
 /// kernels/permute.cu): tile row, tile column and the batch coordinate of
 /// each batch dim `k` (`x[k]`, last fastest).
-fn tile_at(p: &TileParams, t: u32) -> (u64, u64, Vec<u64>) {
+pub(super) fn tile_at(p: &TileParams, t: u32) -> (u64, u64, Vec<u64>) {
     let a = p.tc_n.div(t);
     let tcol = t - a * p.tc_n.d;
     let mut q = p.tr_n.div(a);

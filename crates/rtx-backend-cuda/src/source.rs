@@ -5,10 +5,11 @@
 /// order: each header (`.cuh`) before the files that include it. The model's
 /// ops are three files by op family (`model.cu`, `dense.cu`, `segment.cu`)
 /// sharing `model.cuh`.
-pub const KERNEL_FILES: [(&str, &str); 9] = [
+pub const KERNEL_FILES: [(&str, &str); 10] = [
     ("common.cuh", include_str!("../../../kernels/common.cuh")),
     ("index.cu", include_str!("../../../kernels/index.cu")),
     ("permute.cu", include_str!("../../../kernels/permute.cu")),
+    ("permute2.cu", include_str!("../../../kernels/permute2.cu")),
     ("model.cuh", include_str!("../../../kernels/model.cuh")),
     ("model.cu", include_str!("../../../kernels/model.cu")),
     ("dense.cu", include_str!("../../../kernels/dense.cu")),

@@ -250,17 +250,36 @@ fn permute_case<T: FromF32>(shape: &[usize], perm: &[usize]) {
 
 #[test]
 fn half_permutes_move_the_bits_for_every_kernel() {
+    // Even sides and strides take the pair kernels (`_p2`), odd ones the
+    // `_b2` kernels; Force32 takes the 32x32 tile of either for every shape.
     let cases: &[(&[usize], &[usize])] = &[
-        (&[64, 8, 16], &[0, 2, 1]),      // planes
-        (&[3, 1000, 40], &[0, 2, 1]),    // rows
-        (&[2, 40, 1000], &[0, 2, 1]),    // cols
-        (&[513, 700], &[1, 0]),          // tiles, ragged edges
-        (&[4096, 4096], &[1, 0]),        // the 64x64 tiles
-        (&[33, 100, 300], &[2, 1, 0]),   // tiled inner pair of an N-D permute
-        (&[3, 5, 7, 9], &[3, 1, 0, 2]),  // small N-D
-        (&[6, 10, 4, 3], &[2, 1, 0, 3]), // last dim kept: runs of 3 halves
-        (&[6, 10, 4, 5], &[1, 0, 2, 3]), // runs of 20 halves
-        (&[100, 3, 7], &[1, 0, 2]),      // a batched transpose of runs
+        (&[64, 8, 16], &[0, 2, 1]),           // planes, pairs
+        (&[1000, 4, 16], &[0, 2, 1]),         // planes, pairs
+        (&[3, 30, 62], &[0, 2, 1]),           // planes, pairs, a plane per tile
+        (&[300, 3, 5], &[0, 2, 1]),           // planes, b2 (odd sides)
+        (&[300, 4, 5], &[0, 2, 1]),           // planes, b2 (odd columns)
+        (&[3, 1000, 40], &[0, 2, 1]),         // rows, pairs
+        (&[1, 4098, 2], &[0, 2, 1]),          // rows, pairs, two columns
+        (&[3, 1001, 40], &[0, 2, 1]),         // rows, b2 (odd rows)
+        (&[3, 1000, 41], &[0, 2, 1]),         // rows, b2 (odd columns)
+        (&[2, 40, 1000], &[0, 2, 1]),         // cols, pairs, 16-byte loads
+        (&[2, 40, 1002], &[0, 2, 1]),         // cols, pairs, word loads
+        (&[1, 64, 10_000], &[0, 2, 1]),       // cols, pairs, 64 rows
+        (&[2, 40, 1001], &[0, 2, 1]),         // cols, b2 (odd columns)
+        (&[2, 41, 1000], &[0, 2, 1]),         // cols, b2 (odd rows)
+        (&[513, 700], &[1, 0]),               // tiles, b2, ragged edges
+        (&[514, 700], &[1, 0]),               // 64x64 pairs, ragged edges
+        (&[4096, 4096], &[1, 0]),             // the 64x64 pair tiles
+        (&[3, 130, 198], &[0, 2, 1]),         // batched 64x64 pairs
+        (&[4, 130, 6, 34], &[0, 3, 2, 1]),    // 128x32 pairs (an N-D inner pair)
+        (&[4, 34, 6, 130], &[0, 3, 2, 1]),    // 32x128 pairs
+        (&[34, 100, 300], &[2, 1, 0]),        // tiled inner pair of an N-D permute, 32x128 pairs
+        (&[33, 100, 300], &[2, 1, 0]),        // tiled inner pair of an N-D permute, 32x128 b2
+        (&[2, 3, 4, 5, 6], &[4, 0, 3, 1, 2]), // 64x64 pairs over three batch dims
+        (&[3, 5, 7, 9], &[3, 1, 0, 2]),       // small N-D
+        (&[6, 10, 4, 3], &[2, 1, 0, 3]),      // last dim kept: runs of 3 halves
+        (&[6, 10, 4, 5], &[1, 0, 2, 3]),      // runs of 20 halves
+        (&[100, 3, 7], &[1, 0, 2]),           // a batched transpose of runs
     ];
     for &(shape, perm) in cases {
         permute_case::<bf16>(shape, perm);

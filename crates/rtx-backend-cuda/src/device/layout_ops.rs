@@ -112,7 +112,8 @@ impl CudaBackend {
         Ok(())
     }
 
-    /// Launches a span or tiled kernel of `choice` from `t` into `out`;
+    /// Launches a span or tiled kernel of `choice` from `t` into `out` (a
+    /// pair kernel's `_b2` twin when a tensor is not 4-byte aligned);
     /// `false` (nothing launched) for [`Choice::Fallback`].
     fn launch_choice<T: Element>(
         &self,
@@ -122,51 +123,78 @@ impl CudaBackend {
     ) -> BResult<bool> {
         let (i, o) = (ptr(t), ptr(out));
         let k = self.dev.kernels()?;
-        match choice {
-            Choice::Span(kind, elem, params) => {
-                let cfg = cfg1(params.tiles.clamp(1, MAX_GRID_X) as u32);
-                let args = TransposeSpan {
-                    r#in: In::at(i),
-                    out: Out::at(o),
-                    q: params,
-                };
-                // SAFETY: both tensors hold batch * rows * cols elements of
-                // the span kernel's word (the plan's sizes), every tile stays
-                // within its plane, and the 16-byte vectors read past a span's
-                // ends stay in the same 16-byte block of the (256-byte
-                // aligned) allocation.
-                unsafe { args.launch(&self.dev, &k, Kernel::transpose_span(kind, elem), cfg) }?;
-            }
+        let choice = if i.is_multiple_of(4) && o.is_multiple_of(4) {
+            choice
+        } else {
+            choice.unpaired()
+        };
+        let Some(kernel) = choice.kernel() else {
+            return Ok(false);
+        };
+        let params = match choice {
+            Choice::Span(_, _, params) | Choice::SpanPairs(_, params) => params,
             Choice::Tiled(elem, tile, params) => {
-                if self.launch_bulk(t, out, elem, tile, &params)? {
-                    return Ok(true);
+                if !self.launch_bulk(t, out, elem, tile, &params)? {
+                    self.launch_tiled(t, out, &k, kernel, *params)?;
                 }
-                let params: TileParams = *params;
-                let kernel = Kernel::transpose(elem, tile);
-                let wave = self.wave(&k, kernel, 0).unwrap_or(u64::MAX);
-                let cfg = LaunchConfig {
-                    grid_dim: (
-                        u64::from(params.tiles).min(wave).clamp(1, MAX_GRID_X) as u32,
-                        1,
-                        1,
-                    ),
-                    block_dim: (32, 8, 1),
-                    shared_mem_bytes: 0,
-                };
-                let args = TransposeTiled {
-                    r#in: In::at(i),
-                    out: Out::at(o),
-                    p: params,
-                };
-                // SAFETY: the strides and dims of params describe the
-                // permutation of the tensors' own element count
-                // (permute_plan's tests check every element is written once
-                // from within the input); tiles are bounds-checked.
-                unsafe { args.launch(&self.dev, &k, kernel, cfg) }?;
+                return Ok(true);
+            }
+            Choice::TiledPairs(_, params) => {
+                self.launch_tiled(t, out, &k, kernel, *params)?;
+                return Ok(true);
             }
             Choice::Fallback => return Ok(false),
-        }
+        };
+        let cfg = cfg1(params.tiles.clamp(1, MAX_GRID_X) as u32);
+        let args = TransposeSpan {
+            r#in: In::at(i),
+            out: Out::at(o),
+            q: params,
+        };
+        // SAFETY: both tensors hold batch * rows * cols elements of the span
+        // kernel's word (the plan's sizes), every tile stays within its
+        // plane, and the 16-byte vectors read past a span's ends stay in the
+        // same 16-byte block of the (256-byte aligned) allocation. A pair
+        // kernel (`_p2`) has 4-byte aligned tensors (checked above) and even
+        // rows and columns (the plan's rule), so its words are whole
+        // elements of the planes.
+        unsafe { args.launch(&self.dev, &k, kernel, cfg) }?;
         Ok(true)
+    }
+
+    /// The register-tiled transpose `kernel` (`transpose{TR}x{TC}_b*` or
+    /// `_p2`) over `params`, about one wave of blocks.
+    fn launch_tiled<T: Element>(
+        &self,
+        t: &BTensor<Self, T>,
+        out: &BTensor<Self, T>,
+        k: &Kernels,
+        kernel: Kernel,
+        params: TileParams,
+    ) -> BResult<()> {
+        let wave = self.wave(k, kernel, 0).unwrap_or(u64::MAX);
+        let cfg = LaunchConfig {
+            grid_dim: (
+                u64::from(params.tiles).min(wave).clamp(1, MAX_GRID_X) as u32,
+                1,
+                1,
+            ),
+            block_dim: (32, 8, 1),
+            shared_mem_bytes: 0,
+        };
+        let args = TransposeTiled {
+            r#in: In::at(ptr(t)),
+            out: Out::at(ptr(out)),
+            p: params,
+        };
+        // SAFETY: the strides and dims of params describe the permutation
+        // of the tensors' own element count (permute_plan's tests check
+        // every element is written once from within the input); tiles are
+        // bounds-checked. A pair kernel (`_p2`) has 4-byte aligned tensors
+        // (launch_choice checks) and even rows, columns, row and batch
+        // strides (the plan's rule), so its words are aligned and whole.
+        unsafe { args.launch(&self.dev, k, kernel, cfg) }?;
+        Ok(())
     }
 
     /// The 64x64 f32 tiles of `p` (tile `tile`) through Hopper's bulk tensor copies

@@ -434,6 +434,27 @@ impl Kernel {
         }
     }
 
+    /// `transpose_{planes,rows,cols}_p2`: the span kernels of 2-byte
+    /// elements moved as 4-byte pairs.
+    pub(crate) fn transpose_span_pairs(kind: SpanKind) -> Kernel {
+        match kind {
+            SpanKind::Planes => Kernel::TransposePlanesP2,
+            SpanKind::Rows => Kernel::TransposeRowsP2,
+            SpanKind::Cols => Kernel::TransposeColsP2,
+        }
+    }
+
+    /// `transpose{TR}x{TC}_p2`: the tiled transpose of 2-byte elements moved
+    /// as 4-byte pairs.
+    pub(crate) fn transpose_pairs(tile: Tile) -> Kernel {
+        match tile {
+            Tile::T32x32 => Kernel::Transpose32x32P2,
+            Tile::T64x64 => Kernel::Transpose64x64P2,
+            Tile::T128x32 => Kernel::Transpose128x32P2,
+            Tile::T32x128 => Kernel::Transpose32x128P2,
+        }
+    }
+
     /// `permute_b*`.
     pub(crate) fn permute(w: Word) -> Kernel {
         match w {

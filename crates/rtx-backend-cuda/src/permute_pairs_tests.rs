@@ -1,0 +1,510 @@
+//! The 2-byte pair kernels of kernels/permute2.cu: which shapes take them
+//! (even sides and strides) and which the `_b2` kernels, the `_b2` twin for
+//! unaligned tensors, host models of each pair kernel (thread by thread as
+//! the CUDA code indexes, words only at even element offsets) against
+//! rtx-tensor's host permute, and the GPU test shapes of tests/half.rs
+//! reaching every 2-byte kernel.
+
+use super::tests::tile_at;
+use super::*;
+
+#[test]
+fn half_shapes_take_the_pair_kernels_when_rows_are_whole_words() {
+    let span = |c: Choice| match c {
+        Choice::Span(k, w, _) => Some((k, Some(w))),
+        Choice::SpanPairs(k, _) => Some((k, None)),
+        _ => None,
+    };
+    // the bf16 permute suite: even sides and strides move pairs
+    assert!(matches!(
+        transpose(1, 8192, 8192, 2, false),
+        Choice::TiledPairs(Tile::T64x64, _)
+    ));
+    assert!(matches!(
+        transpose(64, 1024, 1024, 2, false),
+        Choice::TiledPairs(Tile::T64x64, _)
+    ));
+    assert!(matches!(
+        transpose(64, 1024, 1024, 2, true),
+        Choice::TiledPairs(Tile::T32x32, _)
+    ));
+    assert!(matches!(
+        permute(&[64, 128, 256, 32], &[0, 3, 2, 1], 2, false),
+        Choice::TiledPairs(Tile::T128x32, _)
+    ));
+    assert!(matches!(
+        permute(&[64, 32, 256, 128], &[0, 3, 2, 1], 2, false),
+        Choice::TiledPairs(Tile::T32x128, _)
+    ));
+    let planes = Some((SpanKind::Planes, None));
+    assert_eq!(span(transpose(1_000_000, 8, 8, 2, false)), planes);
+    assert_eq!(span(transpose(2_000_000, 4, 16, 2, false)), planes);
+    assert_eq!(
+        span(transpose(1, 32, 4_211_136, 2, false)),
+        Some((SpanKind::Cols, None))
+    );
+    assert_eq!(
+        span(transpose(1, 4_211_136, 32, 2, false)),
+        Some((SpanKind::Rows, None))
+    );
+    // odd sides or strides: the `_b2` kernels
+    let b2 = |k| Some((k, Some(Word::B2)));
+    assert_eq!(
+        span(transpose(70_000, 3, 5, 2, false)),
+        b2(SpanKind::Planes)
+    );
+    assert_eq!(span(transpose(500, 3, 4, 2, false)), b2(SpanKind::Planes));
+    assert_eq!(span(transpose(500, 4, 3, 2, false)), b2(SpanKind::Planes));
+    assert_eq!(span(transpose(2, 40, 1001, 2, false)), b2(SpanKind::Cols));
+    assert_eq!(span(transpose(2, 41, 1000, 2, false)), b2(SpanKind::Cols));
+    assert_eq!(span(transpose(3, 1001, 40, 2, false)), b2(SpanKind::Rows));
+    assert_eq!(span(transpose(3, 1000, 41, 2, false)), b2(SpanKind::Rows));
+    assert!(matches!(
+        transpose(1, 513, 700, 2, false),
+        Choice::Tiled(Word::B2, Tile::T64x64, _)
+    ));
+    assert!(matches!(
+        transpose(1, 512, 701, 2, false),
+        Choice::Tiled(Word::B2, _, _)
+    ));
+    // a batch stride of 3 * 5 * 7 elements: odd
+    assert!(matches!(
+        permute(&[2, 3, 5, 7], &[0, 3, 2, 1], 2, false),
+        Choice::Tiled(Word::B2, _, _)
+    ));
+    // odd columns (the input's last dim) or rows (the output's) never pair:
+    // the dim before them has an odd stride
+    assert!(matches!(
+        permute(&[3, 6, 4, 7], &[0, 3, 2, 1], 2, false),
+        Choice::Tiled(Word::B2, _, _)
+    ));
+    assert!(matches!(
+        permute(&[3, 5, 4, 8], &[0, 3, 2, 1], 2, false),
+        Choice::Tiled(Word::B2, _, _)
+    ));
+    assert!(matches!(
+        permute(&[3, 6, 4, 8], &[0, 3, 2, 1], 2, false),
+        Choice::TiledPairs(..)
+    ));
+    // other element sizes never pair
+    for bytes in [4, 8] {
+        assert!(matches!(
+            transpose(1, 8192, 8192, bytes, false),
+            Choice::Tiled(..)
+        ));
+        assert!(matches!(
+            transpose(1_000_000, 8, 8, bytes, false),
+            Choice::Span(..)
+        ));
+    }
+    // unaligned tensors: the `_b2` kernel with the same parameters
+    let c = transpose(1_000_000, 8, 8, 2, false);
+    let Choice::SpanPairs(_, p) = c.clone() else {
+        unreachable!()
+    };
+    assert_eq!(c.unpaired(), Choice::Span(SpanKind::Planes, Word::B2, p));
+    let c = transpose(1, 8192, 8192, 2, false);
+    let Choice::TiledPairs(tile, p) = c.clone() else {
+        unreachable!()
+    };
+    assert_eq!(c.unpaired(), Choice::Tiled(Word::B2, tile, p));
+    assert_eq!(Choice::Fallback.unpaired(), Choice::Fallback);
+}
+
+/// Shared-memory words of the pair kernels' span (`RTX_SPAN(u32)` plus its
+/// padding).
+const SPAN_WORDS: u64 = PERMUTE_SPAN_BYTES / 4 * 33 / 32;
+
+/// The input word at element `at` (even: the kernels' words are aligned).
+fn word(input: &[u16], at: u64) -> u32 {
+    assert!(at.is_multiple_of(2), "unaligned word at element {at}");
+    let at = at as usize;
+    u32::from(input[at]) | u32::from(input[at + 1]) << 16
+}
+
+/// pair_of of kernels/permute2.cu: the low halves of `a` and `b` for even
+/// `c`, the high halves for odd.
+fn pair_of(a: u32, b: u32, c: u64) -> u32 {
+    if c.is_multiple_of(2) {
+        (a & 0xffff) | (b << 16)
+    } else {
+        (a >> 16) | (b & 0xffff_0000)
+    }
+}
+
+/// Writes element `at` of `out` once.
+fn put(out: &mut [Option<u16>], at: u64, v: u16) {
+    let slot = &mut out[at as usize];
+    assert_eq!(*slot, None, "element {at} written twice");
+    *slot = Some(v);
+}
+
+fn all_written(out: Vec<Option<u16>>) -> Vec<u16> {
+    out.into_iter()
+        .enumerate()
+        .map(|(i, v)| v.unwrap_or_else(|| panic!("element {i} not written")))
+        .collect()
+}
+
+/// `transpose{TR}x{TC}_p2` run on the host, thread by thread as
+/// kernels/permute2.cu's `load_pairs` and `transpose_pairs` do it: words
+/// read and written at even element offsets only, every output element
+/// written once.
+fn run_tiled_pairs(p: &TileParams, tile: Tile, input: &[u16]) -> Vec<u16> {
+    let (tr, tc) = tile.dims();
+    let (tw, s) = (tc / 2, tc + 2);
+    let (rows, cols) = (u64::from(p.rows), u64::from(p.cols));
+    let mut out = vec![None; input.len()];
+    for t in 0..p.tiles {
+        let (trow, tcol, x) = tile_at(p, t);
+        let (r0, c0) = (trow * tr, tcol * tc);
+        let bi: u64 = x.iter().zip(&p.bin).map(|(x, s)| x * s).sum();
+        let bo: u64 = x.iter().zip(&p.bout).map(|(x, s)| x * s).sum();
+        let (ioff, ooff) = (bi + r0 * p.in_rs + c0, bo + c0 * p.out_rs + r0);
+        let full = r0 + tr <= rows && c0 + tc <= cols;
+        let mut sh = vec![0xDEAD_BEEFu32; (tr / 2 * s) as usize];
+        for l in 0..tr * tw {
+            let (k, w) = (2 * ((l >> 1) / tw) + (l & 1), (l >> 1) % tw);
+            let at = ioff + k * p.in_rs + 2 * w;
+            if !(full || (r0 + k < rows && c0 + 2 * w < cols)) {
+                continue;
+            }
+            let v = word(input, at);
+            sh[(((l >> 1) / tw) * s + 2 * ((l >> 1) % tw) + (l & 1)) as usize] = v;
+        }
+        for l in 0..tr / 2 * tw {
+            let (m, j) = (l % (tr / 2), l / (tr / 2));
+            let at = (m * s + 2 * j) as usize;
+            assert!(at.is_multiple_of(2), "unaligned 8-byte shared read");
+            let (a, b) = (sh[at], sh[at + 1]);
+            for h in 0..2 {
+                let c = 2 * j + h;
+                let w = pair_of(a, b, c);
+                let dst = ooff + c * p.out_rs + 2 * m;
+                if full || (c0 + c < cols && r0 + 2 * m < rows) {
+                    assert!(dst.is_multiple_of(2), "unaligned word store at {dst}");
+                    put(&mut out, dst, w as u16);
+                    put(&mut out, dst + 1, (w >> 16) as u16);
+                }
+            }
+        }
+    }
+    all_written(out)
+}
+
+#[test]
+fn tiled_pairs_match_the_host_permute() {
+    let cases: [(&[usize], &[usize]); 10] = [
+        (&[130, 200], &[1, 0]),
+        (&[96, 130], &[1, 0]),
+        (&[3, 100, 130], &[0, 2, 1]),
+        (&[2, 70, 300], &[0, 2, 1]),
+        (&[2, 300, 70], &[0, 2, 1]),
+        (&[4, 6, 5, 4], &[0, 3, 2, 1]),
+        (&[3, 6, 4, 8], &[0, 3, 2, 1]),
+        (&[6, 34, 3, 42], &[0, 3, 2, 1]),
+        (&[2, 3, 4, 5, 6], &[4, 0, 3, 1, 2]),
+        (&[4, 130, 2, 34], &[3, 1, 2, 0]),
+    ];
+    for (shape, perm) in cases {
+        let n: usize = shape.iter().product();
+        let input: Vec<u16> = (0..n).map(|i| (i * 7 + 1) as u16).collect();
+        let want = rtx_tensor::permute_host(&input, shape, perm).unwrap();
+        for force in [false, true] {
+            let choice = if shape.len() == 3 && perm == [0, 2, 1] {
+                transpose(shape[0] as u64, shape[1] as u64, shape[2] as u64, 2, force)
+            } else if shape.len() == 2 {
+                transpose(1, shape[0] as u64, shape[1] as u64, 2, force)
+            } else {
+                permute(shape, perm, 2, force)
+            };
+            let Choice::TiledPairs(tile, p) = choice else {
+                panic!("{shape:?} {perm:?}: not tiled pairs: {choice:?}")
+            };
+            assert_eq!(
+                run_tiled_pairs(&p, tile, &input),
+                want,
+                "{shape:?} {perm:?} {tile:?}"
+            );
+        }
+    }
+}
+
+/// `transpose_planes_p2` run on the host: the span of whole planes read as
+/// words into the padded shared span (a pad word per 4 for planes of at
+/// most 64 words, else per 32), each output word made from the two input
+/// words `PlanesPairs` of kernels/permute2.cu picks.
+fn run_planes_pairs(q: &SpanParams, input: &[u16]) -> Vec<u16> {
+    let (r, c) = (u64::from(q.rows), u64::from(q.cols));
+    let plane = r * c;
+    let per = u64::from(q.per);
+    let mut out = vec![None; input.len()];
+    for s in 0..q.tiles {
+        let p0 = s * per;
+        let n = (q.batch - p0).min(per) * plane / 2;
+        let ps = if plane <= 128 { 2 } else { 5 };
+        let at = |w: u64| (w + (w >> ps)) as usize;
+        assert!(n <= PERMUTE_SPAN_BYTES / 4, "span of {n} words");
+        let mut buf = vec![None; (PERMUTE_SPAN_BYTES / 4 * 5 / 4) as usize];
+        for k in 0..n {
+            assert_eq!(buf[at(k)], None, "shared word {} twice", at(k));
+            buf[at(k)] = Some(word(input, p0 * plane + 2 * k));
+        }
+        for o in 0..n {
+            let e = (2 * o) as u32;
+            let p = q.plane_d.div(e);
+            let rem = e - p * q.plane_d.d;
+            let col = q.rows_d.div(rem);
+            let row = rem - col * q.rows;
+            assert!(row.is_multiple_of(2));
+            let w = (u64::from(p) * plane + u64::from(row) * c + u64::from(col)) / 2;
+            let v = pair_of(buf[at(w)].unwrap(), buf[at(w + c / 2)].unwrap(), col.into());
+            put(&mut out, p0 * plane + 2 * o, v as u16);
+            put(&mut out, p0 * plane + 2 * o + 1, (v >> 16) as u16);
+        }
+    }
+    all_written(out)
+}
+
+/// `transpose_cols_p2` run on the host: each tile's `rows` runs read as
+/// words (16-byte vectors when the columns are whole vectors) into the
+/// shared words of interleaved row pairs (`cols_swz` flipping the low bits
+/// of the word index), the output span made by `ColsPairs` of
+/// kernels/permute2.cu.
+fn run_cols_pairs(q: &SpanParams, input: &[u16]) -> Vec<u16> {
+    let (r, c) = (u64::from(q.rows), u64::from(q.cols));
+    let plane = r * c;
+    let t = 1u64 << q.per;
+    let s = t + 2;
+    let tpp = u64::from(q.tiles_d.d);
+    let mut out = vec![None; input.len()];
+    for tile in 0..q.tiles {
+        let b = u64::from(q.tiles_d.div(tile as u32));
+        let c0 = (tile - b * tpp) << q.per;
+        let tn = (c - c0).min(t);
+        assert!(tn.is_multiple_of(2));
+        assert!(r / 2 * s <= SPAN_WORDS, "tile of {} words", r / 2 * s);
+        let pos = |m: u64, w: u64| (m * s + 2 * (w ^ (((w >> 4) ^ (m >> 4)) & 3))) as usize;
+        let mut buf = vec![None; (r / 2 * s) as usize];
+        for row in 0..r {
+            for w in 0..tn / 2 {
+                let at = b * plane + row * c + c0 + 2 * w;
+                if c.is_multiple_of(8) && w.is_multiple_of(4) {
+                    assert!(at.is_multiple_of(8), "unaligned vector at {at}");
+                }
+                let to = pos(row >> 1, w) + (row & 1) as usize;
+                assert_eq!(buf[to], None, "shared word {to} twice");
+                buf[to] = Some(word(input, at));
+            }
+        }
+        for o in 0..tn * r / 2 {
+            let e = (2 * o) as u32;
+            let col = q.rows_d.div(e);
+            let m = u64::from(e - col * q.rows) / 2;
+            let at = pos(m, u64::from(col >> 1));
+            assert!(at.is_multiple_of(2), "unaligned 8-byte shared read");
+            let v = pair_of(buf[at].unwrap(), buf[at + 1].unwrap(), col.into());
+            let dst = b * plane + c0 * r + 2 * o;
+            put(&mut out, dst, v as u16);
+            put(&mut out, dst + 1, (v >> 16) as u16);
+        }
+    }
+    all_written(out)
+}
+
+/// `transpose_rows_p2` run on the host: each tile of whole rows loaded as
+/// words into the padded shared span (a pad word per 32 when 16 divides the
+/// columns, else per 4), item (j, m) writing the output words of columns 2j
+/// and 2j + 1 at rows 2m, 2m + 1 of the tile from two words of the span.
+fn run_rows_pairs(q: &SpanParams, input: &[u16]) -> Vec<u16> {
+    let (r, c) = (u64::from(q.rows), u64::from(q.cols));
+    let (plane, cw) = (r * c, c / 2);
+    let t = 1u64 << q.per;
+    let tpp = u64::from(q.tiles_d.d);
+    let mut out = vec![None; input.len()];
+    for tile in 0..q.tiles {
+        let b = u64::from(q.tiles_d.div(tile as u32));
+        let r0 = (tile - b * tpp) << q.per;
+        let tn = (r - r0).min(t);
+        assert!(tn.is_multiple_of(2));
+        let start = b * plane + r0 * c;
+        assert!(
+            tn * cw <= PERMUTE_SPAN_BYTES / 4,
+            "span of {} words",
+            tn * cw
+        );
+        let ps = if c.is_multiple_of(16) { 5 } else { 2 };
+        let at = |w: u64| (w + (w >> ps)) as usize;
+        let mut buf = vec![None; (PERMUTE_SPAN_BYTES / 4 * 5 / 4) as usize];
+        for k in 0..tn * cw {
+            assert_eq!(buf[at(k)], None, "shared word {} twice", at(k));
+            buf[at(k)] = Some(word(input, start + 2 * k));
+        }
+        for i in 0..cw * t / 2 {
+            let (j, m) = (i / (t / 2), i % (t / 2));
+            if 2 * m >= tn {
+                continue;
+            }
+            let w = m * c + j;
+            let (a, bb) = (buf[at(w)].unwrap(), buf[at(w + cw)].unwrap());
+            for h in 0..2 {
+                let v = pair_of(a, bb, h);
+                let dst = b * plane + (2 * j + h) * r + r0 + 2 * m;
+                assert!(dst.is_multiple_of(2), "unaligned word store at {dst}");
+                put(&mut out, dst, v as u16);
+                put(&mut out, dst + 1, (v >> 16) as u16);
+            }
+        }
+    }
+    all_written(out)
+}
+
+#[test]
+fn span_pairs_match_the_host_transpose() {
+    let cases = [
+        (1000u64, 8u64, 8u64, SpanKind::Planes),
+        (777, 4, 16, SpanKind::Planes),
+        (50, 2, 2, SpanKind::Planes),
+        (3, 30, 62, SpanKind::Planes),
+        (5, 2, 4096, SpanKind::Planes),
+        (1, 32, 4096 + 512 + 6, SpanKind::Cols),
+        (3, 64, 1002, SpanKind::Cols),
+        (2, 40, 1000, SpanKind::Cols),
+        (2, 2, 10_000, SpanKind::Cols),
+        (1, 64, 8194, SpanKind::Cols),
+        (3, 1000, 40, SpanKind::Rows),
+        (2, 4098, 2, SpanKind::Rows),
+        (1, 9000, 64, SpanKind::Rows),
+        (5, 430, 22, SpanKind::Rows),
+    ];
+    for (batch, rows, cols, kind) in cases {
+        let n = (batch * rows * cols) as usize;
+        let input: Vec<u16> = (0..n).map(|i| (i * 11 + 3) as u16).collect();
+        let shape = [batch as usize, rows as usize, cols as usize];
+        let want = rtx_tensor::permute_host(&input, &shape, &[0, 2, 1]).unwrap();
+        let choice = transpose(batch, rows, cols, 2, false);
+        let Choice::SpanPairs(k, q) = choice else {
+            panic!("{shape:?}: not span pairs: {choice:?}")
+        };
+        assert_eq!(k, kind, "{shape:?}");
+        let got = match k {
+            SpanKind::Planes => run_planes_pairs(&q, &input),
+            SpanKind::Rows => run_rows_pairs(&q, &input),
+            SpanKind::Cols => run_cols_pairs(&q, &input),
+        };
+        assert_eq!(got, want, "{shape:?}");
+    }
+}
+
+/// The kernel `permute` of crates/rtx-backend-cuda's device layout ops
+/// gives contiguous 2-byte `shape` by `perm` (after rtx-tensor's plan),
+/// for tensors at aligned addresses; `None` for a copy_rows kernel.
+fn half_kernel(shape: &[usize], perm: &[usize], force32: bool) -> Option<Kernel> {
+    let plan = rtx_tensor::Layout::contiguous(shape)
+        .unwrap()
+        .plan_permute(perm)
+        .unwrap();
+    match plan.kind {
+        rtx_tensor::PermuteKind::Transpose {
+            batch,
+            rows,
+            cols,
+            inner,
+        } => transpose(
+            batch as u64,
+            rows as u64,
+            cols as u64,
+            2 * inner as u64,
+            force32,
+        )
+        .kernel(),
+        rtx_tensor::PermuteKind::Permute { shape, perm } if shape.len() <= MAX_RANK => {
+            permute(&shape, &perm, 2, force32).kernel()
+        }
+        _ => None,
+    }
+}
+
+#[test]
+fn the_half_gpu_test_shapes_reach_every_two_byte_kernel() {
+    use Kernel as K;
+    // the shapes of tests/half.rs `half_permutes_move_the_bits_for_every_kernel`
+    // with the kernel each takes by shape
+    let cases: &[(&[usize], &[usize], Option<Kernel>)] = &[
+        (&[64, 8, 16], &[0, 2, 1], Some(K::TransposePlanesP2)),
+        (&[1000, 4, 16], &[0, 2, 1], Some(K::TransposePlanesP2)),
+        (&[3, 30, 62], &[0, 2, 1], Some(K::TransposePlanesP2)),
+        (&[300, 3, 5], &[0, 2, 1], Some(K::TransposePlanesB2)),
+        (&[300, 4, 5], &[0, 2, 1], Some(K::TransposePlanesB2)),
+        (&[3, 1000, 40], &[0, 2, 1], Some(K::TransposeRowsP2)),
+        (&[1, 4098, 2], &[0, 2, 1], Some(K::TransposeRowsP2)),
+        (&[3, 1001, 40], &[0, 2, 1], Some(K::TransposeRowsB2)),
+        (&[3, 1000, 41], &[0, 2, 1], Some(K::TransposeRowsB2)),
+        (&[2, 40, 1000], &[0, 2, 1], Some(K::TransposeColsP2)),
+        (&[2, 40, 1002], &[0, 2, 1], Some(K::TransposeColsP2)),
+        (&[1, 64, 10_000], &[0, 2, 1], Some(K::TransposeColsP2)),
+        (&[2, 40, 1001], &[0, 2, 1], Some(K::TransposeColsB2)),
+        (&[2, 41, 1000], &[0, 2, 1], Some(K::TransposeColsB2)),
+        (&[513, 700], &[1, 0], Some(K::Transpose64x64B2)),
+        (&[514, 700], &[1, 0], Some(K::Transpose64x64P2)),
+        (&[4096, 4096], &[1, 0], Some(K::Transpose64x64P2)),
+        (&[3, 130, 198], &[0, 2, 1], Some(K::Transpose64x64P2)),
+        (&[4, 130, 6, 34], &[0, 3, 2, 1], Some(K::Transpose128x32P2)),
+        (&[4, 34, 6, 130], &[0, 3, 2, 1], Some(K::Transpose32x128P2)),
+        (&[34, 100, 300], &[2, 1, 0], Some(K::Transpose32x128P2)),
+        (&[33, 100, 300], &[2, 1, 0], Some(K::Transpose32x128B2)),
+        (
+            &[2, 3, 4, 5, 6],
+            &[4, 0, 3, 1, 2],
+            Some(K::Transpose64x64P2),
+        ),
+        (&[3, 5, 7, 9], &[3, 1, 0, 2], Some(K::Transpose64x64B2)),
+        (&[6, 10, 4, 3], &[2, 1, 0, 3], None),
+        (&[6, 10, 4, 5], &[1, 0, 2, 3], None),
+        (&[100, 3, 7], &[1, 0, 2], None),
+    ];
+    let mut reached = Vec::new();
+    for &(shape, perm, want) in cases {
+        assert_eq!(half_kernel(shape, perm, false), want, "{shape:?} {perm:?}");
+        for force in [false, true] {
+            reached.extend(half_kernel(shape, perm, force));
+        }
+    }
+    for k in [
+        K::TransposePlanesP2,
+        K::TransposeRowsP2,
+        K::TransposeColsP2,
+        K::Transpose32x32P2,
+        K::Transpose64x64P2,
+        K::Transpose128x32P2,
+        K::Transpose32x128P2,
+        K::TransposePlanesB2,
+        K::TransposeRowsB2,
+        K::TransposeColsB2,
+        K::Transpose32x32B2,
+        K::Transpose64x64B2,
+        K::Transpose32x128B2,
+    ] {
+        assert!(reached.contains(&k), "{} not reached", k.name());
+    }
+}
+
+#[test]
+fn pair_kernels_are_named_by_tile_and_take_the_b2_signatures() {
+    for tile in [Tile::T32x32, Tile::T64x64, Tile::T128x32, Tile::T32x128] {
+        let (tr, tc) = tile.dims();
+        let k = Kernel::transpose_pairs(tile);
+        assert_eq!(k.name(), format!("transpose{tr}x{tc}_p2"));
+        assert_eq!(k.signature(), Kernel::transpose(Word::B2, tile).signature());
+    }
+    for (kind, name) in [
+        (SpanKind::Planes, "transpose_planes_p2"),
+        (SpanKind::Rows, "transpose_rows_p2"),
+        (SpanKind::Cols, "transpose_cols_p2"),
+    ] {
+        let k = Kernel::transpose_span_pairs(kind);
+        assert_eq!(k.name(), name);
+        let b2 = Kernel::transpose_span(kind, Word::B2);
+        assert_eq!(k.signature(), b2.signature());
+    }
+}

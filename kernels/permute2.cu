@@ -1,0 +1,347 @@
+// Transposes of 2-byte elements (bf16, f16) that move element pairs: every
+// global access is a 4-byte word (two adjacent elements along the input's or
+// the output's contiguous dim) or wider, the bytes per instruction of the
+// 4-byte kernels. They take the parameters of permute.cu's `_b2` kernels
+// unchanged (TileParams, SpanParams: sizes and offsets in elements); the
+// choice (crates/rtx-backend-cuda/src/permute_plan.rs) gives them only
+// shapes whose rows are whole words in the input and in the output, and
+// the host launches permute.cu's `_b2` kernel instead when a tensor's address
+// is not 4-byte aligned.
+//
+// The pair transpose: input words (r, c..c+1) of rows r and r + 1 (c even)
+// give output words (c, r..r+1) = lo(a) | lo(b) << 16 and (c + 1, r..r+1) =
+// hi(a) | hi(b) << 16, for a the word of row r and b that of row r + 1.
+#include "common.cuh"
+#include "permute.cu"
+
+// The output word (c, r..r+1) from the input words a = (r, c & ~1 ..) and
+// b = (r + 1, c & ~1 ..): the low halves for even c, the high halves for odd.
+__device__ __forceinline__ u32 pair_lo(u32 a, u32 b) { return __byte_perm(a, b, 0x5410); }
+__device__ __forceinline__ u32 pair_hi(u32 a, u32 b) { return __byte_perm(a, b, 0x7632); }
+__device__ __forceinline__ u32 pair_of(u32 a, u32 b, u32 c) { return (c & 1) ? pair_hi(a, b) : pair_lo(a, b); }
+
+// dst[o] = val(o) for words o < n (dst 4-byte aligned): aligned 16-byte
+// vector stores, single words for the unaligned head and the tail.
+template <typename Val>
+__device__ __forceinline__ void store_words(u32* __restrict__ dst, u32 n, const Val& val) {
+    const u64 a = (u64)dst;
+    u32 head = (u32)((16 - (a & 15)) & 15) / 4u;
+    if (head > n) head = n;
+    const u32 nv = (n - head) / 4;
+    const u32 tail0 = head + nv * 4;
+    uint4* __restrict__ v = (uint4*)(dst + head);
+#pragma unroll 4
+    for (u32 i = threadIdx.x; i < nv; i += blockDim.x) {
+        const u32 o = head + i * 4;
+        __stcs(v + i, make_uint4(val(o), val(o + 1), val(o + 2), val(o + 3)));
+    }
+    const u32 t = threadIdx.x;
+    if (t < head) __stcs(dst + t, val(t));
+    if (t < n - tail0) __stcs(dst + tail0 + t, val(tail0 + t));
+}
+
+// buf[k + (k >> ps)] = src[k] for words k < n (src 4-byte aligned):
+// load_span's aligned 16-byte vector reads, with one pad word per 2^ps.
+template <int U>
+__device__ __forceinline__ void load_words(const u32* __restrict__ src, u32 n, u32* buf, u32 ps) {
+    const u64 a = (u64)src;
+    const u32 head = (u32)(a & 15) / 4u;
+    const uint4* __restrict__ v = (const uint4*)(a - (a & 15));
+    const u32 nv = (head + n + 3) / 4;
+    for (u32 base = threadIdx.x; base < nv; base += U * blockDim.x) {
+        uint4 x[U];
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const u32 i = base + u * blockDim.x;
+            if (i < nv) x[u] = __ldg(v + i);
+        }
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const u32 i = base + u * blockDim.x;
+            if (i < nv) {
+                const u32 e[4] = {x[u].x, x[u].y, x[u].z, x[u].w};
+#pragma unroll
+                for (u32 j = 0; j < 4; ++j) {
+                    const u32 k = i * 4 + j - head;  // wraps past n when before the span
+                    if (k < n) buf[k + (k >> ps)] = e[j];
+                }
+            }
+        }
+    }
+}
+
+// Output word o of a span of whole planes (rows R and columns C even): the
+// elements (p, c, r..r+1) for element 2o = (p, c, r), from the input words of
+// elements (p, r, c) and (p, r + 1, c) in the shared span of words (word w
+// at w + (w >> ps)).
+struct PlanesPairs {
+    const u32* buf;
+    FastDiv plane_d, rows_d;
+    u32 R, C, P, ps;
+    __device__ __forceinline__ u32 operator()(u32 o) const {
+        const u32 e = 2 * o;
+        const u32 p = fdiv(plane_d, e);
+        const u32 rem = e - p * P;
+        const u32 c = fdiv(rows_d, rem);
+        const u32 r = rem - c * R;  // even
+        const u32 w = (p * P + r * C + c) >> 1;
+        const u32 w1 = w + (C >> 1);
+        return pair_of(buf[w + (w >> ps)], buf[w1 + (w1 >> ps)], c);
+    }
+};
+
+// transpose_planes for even rows and columns: the span loaded and stored as
+// words. Shared padding: a word per 4 for planes of at most 64 words, whose
+// reads of a warp are then spread over the banks, else one per 32 (sk's).
+__device__ __forceinline__ void transpose_planes_pairs(const u16* __restrict__ in,
+                                                       u16* __restrict__ out,
+                                                       const SpanParams& q) {
+    __shared__ u32 buf[RTX_SPAN(u32) + RTX_SPAN(u32) / 4];
+    const u32 P = q.rows * q.cols;
+    const u32 ps = P <= 128 ? 2 : 5;
+    const PlanesPairs m{buf, q.plane_d, q.rows_d, q.rows, q.cols, P, ps};
+    for (u64 s = blockIdx.x; s < q.tiles; s += gridDim.x) {
+        const u64 p0 = s * q.per;
+        const u64 left = q.batch - p0;
+        const u32 n = (u32)(left < q.per ? left : q.per) * (P / 2);
+        load_words<4>((const u32*)(in + p0 * P), n, buf, ps);
+        __syncthreads();
+        store_words((u32*)(out + p0 * P), n, m);
+        __syncthreads();
+    }
+}
+
+// The shared tile of transpose_cols_pairs: words of row pairs interleaved,
+// word w of rows 2m and 2m + 1 at m * S + 2w' and m * S + 2w' + 1 (S = T + 2
+// words per row pair: S / 2 odd, so a half-warp's 8-byte reads of
+// consecutive m meet no bank twice), w' = w with its low two bits flipped by
+// bits 4-5 of w and of m, so a warp's stores of one row's consecutive
+// vectors (and the reads of m 16 apart) spread over the banks.
+__device__ __forceinline__ u32 cols_swz(u32 m, u32 w) { return ((w >> 4) ^ (m >> 4)) & 3; }
+
+// Output word o of a tile of whole columns (rows R even): elements
+// (column t, rows r..r+1) for element 2o = (t, r), from the shared tile.
+struct ColsPairs {
+    const u32* buf;
+    FastDiv rows_d;
+    u32 R, S;
+    __device__ __forceinline__ u32 operator()(u32 o) const {
+        const u32 e = 2 * o;
+        const u32 t = fdiv(rows_d, e);
+        const u32 m = (e - t * R) >> 1;
+        const u32 w = t >> 1;
+        const uint2 ab = *(const uint2*)(buf + m * S + 2 * (w ^ cols_swz(m, w)));
+        return pair_of(ab.x, ab.y, t);
+    }
+};
+
+// transpose_cols for even rows and columns: columns c0 .. c0 + T of plane b
+// (T = 2^per) read as `rows` runs of words (16-byte vectors when the
+// columns are whole vectors and the input is aligned), the output span
+// stored as words.
+template <int U = 4>
+__device__ __forceinline__ void transpose_cols_pairs(const u16* __restrict__ in,
+                                                     u16* __restrict__ out,
+                                                     const SpanParams& q) {
+    __shared__ __align__(16) u32 buf[RTX_SPAN(u32) + RTX_SPAN(u32) / 32];
+    const u32 R = q.rows, C = q.cols, T = 1u << q.per, S = T + 2;
+    const u64 P = (u64)R * C;
+    const u32 tpp = q.tiles_d.d;
+    const bool vec = C % 8 == 0 && ((u64)in & 15) == 0;
+    const ColsPairs m{buf, q.rows_d, R, S};
+    for (u64 s64 = blockIdx.x; s64 < q.tiles; s64 += gridDim.x) {
+        const u32 s = (u32)s64;
+        const u32 b = fdiv(q.tiles_d, s);
+        const u32 c0 = (s - b * tpp) << q.per;
+        const u32 tn = C - c0 < T ? C - c0 : T;  // even
+        const u16* __restrict__ ib = in + b * P + c0;
+        // item i: row r = i >> lg, its part k = i & (2^lg - 1) (a vector of
+        // 4 words, or one word)
+        const u32 lg = vec ? q.per - 3 : q.per - 1;
+        const u32 per_item = vec ? 8 : 2;  // elements
+        const u32 items = R << lg;
+        for (u32 base = threadIdx.x; base < items; base += U * blockDim.x) {
+            uint4 x[U];
+#pragma unroll
+            for (int u = 0; u < U; ++u) {
+                const u32 i = base + u * blockDim.x;
+                const u32 t0 = (i & ((1u << lg) - 1)) * per_item;
+                if (i < items && t0 < tn) {
+                    const u16* src = ib + (u64)(i >> lg) * C + t0;
+                    if (vec)
+                        x[u] = __ldg((const uint4*)src);
+                    else
+                        x[u].x = __ldg((const u32*)src);
+                }
+            }
+#pragma unroll
+            for (int u = 0; u < U; ++u) {
+                const u32 i = base + u * blockDim.x;
+                const u32 t0 = (i & ((1u << lg) - 1)) * per_item;
+                if (i < items && t0 < tn) {
+                    const u32 r = i >> lg, w = t0 / 2;
+                    const u32 f = cols_swz(r >> 1, w);
+                    u32* d = buf + (r >> 1) * S + (r & 1);
+                    if (vec) {  // words w .. w + 3 (w a multiple of 4: one f)
+                        d[2 * (w + (0 ^ f))] = x[u].x;
+                        d[2 * (w + (1 ^ f))] = x[u].y;
+                        d[2 * (w + (2 ^ f))] = x[u].z;
+                        d[2 * (w + (3 ^ f))] = x[u].w;
+                    } else {
+                        d[2 * (w ^ f)] = x[u].x;
+                    }
+                }
+            }
+        }
+        __syncthreads();
+        store_words((u32*)(out + b * P + (u64)c0 * R), tn * (R / 2), m);
+        __syncthreads();
+    }
+}
+
+// transpose_rows for even rows and columns: rows r0 .. r0 + T of plane b
+// (T = 2^per) loaded as one span of words; item (j, m) reads the words of
+// columns 2j, 2j + 1 in rows 2m and 2m + 1 of the tile and writes the output
+// words (2j, r0 + 2m ..) and (2j + 1, r0 + 2m ..). A warp's items are
+// consecutive m: its stores are two contiguous runs of 128 bytes, and its
+// shared reads at word stride C meet a bank at most twice with a pad word
+// per 32 (sk's) when 16 divides C, else a pad word per 4.
+__device__ __forceinline__ void transpose_rows_pairs(const u16* __restrict__ in,
+                                                     u16* __restrict__ out,
+                                                     const SpanParams& q) {
+    __shared__ u32 buf[RTX_SPAN(u32) + RTX_SPAN(u32) / 4];
+    const u32 R = q.rows, C = q.cols, T = 1u << q.per, CW = C / 2;
+    const u32 ps = C % 16 == 0 ? 5 : 2;
+    const u64 P = (u64)R * C;
+    const u32 tpp = q.tiles_d.d;
+    const u32 lg = q.per - 1;  // log2 of the row pairs of a tile
+    const u32 items = CW << lg;
+    for (u64 s64 = blockIdx.x; s64 < q.tiles; s64 += gridDim.x) {
+        const u32 s = (u32)s64;
+        const u32 b = fdiv(q.tiles_d, s);
+        const u32 r0 = (s - b * tpp) << q.per;
+        const u32 tn = R - r0 < T ? R - r0 : T;  // even
+        load_words<4>((const u32*)(in + b * P + (u64)r0 * C), tn * CW, buf, ps);
+        __syncthreads();
+        u16* __restrict__ ob = out + b * P + r0;
+#pragma unroll 4
+        for (u32 i = threadIdx.x; i < items; i += blockDim.x) {
+            const u32 j = i >> lg;
+            const u32 m = i & ((1u << lg) - 1);
+            if (2 * m < tn) {
+                const u32 w = m * C + j, w1 = w + CW;
+                const u32 a = buf[w + (w >> ps)], bb = buf[w1 + (w1 >> ps)];
+                __stcs((u32*)(ob + (u64)(2 * j) * R + 2 * m), pair_lo(a, bb));
+                __stcs((u32*)(ob + (u64)(2 * j + 1) * R + 2 * m), pair_hi(a, bb));
+            }
+        }
+        __syncthreads();
+    }
+}
+
+#define RTX_TRANSPOSE_SPAN_PAIRS(NAME, FN)                                                \
+    extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                               \
+        NAME(const u16* __restrict__ in, u16* __restrict__ out, const SpanParams q) {     \
+        FN(in, out, q);                                                                   \
+    }
+RTX_TRANSPOSE_SPAN_PAIRS(transpose_planes_p2, transpose_planes_pairs)
+RTX_TRANSPOSE_SPAN_PAIRS(transpose_rows_p2, transpose_rows_pairs)
+RTX_TRANSPOSE_SPAN_PAIRS(transpose_cols_p2, transpose_cols_pairs<>)
+
+// The tiled transpose of permute.cu (TileParams, the same tiles and the same
+// one-wave pipeline) moving words: tile rows of TC elements are TC / 2 words.
+// Shared memory holds the tile's words with row pairs interleaved (word w of
+// rows 2m and 2m + 1 at m * S + 2w and m * S + 2w + 1, S = TC + 2), so one
+// 8-byte read gives a thread the two words of a 2 x 2 block, which it writes
+// as the output words of columns 2w and 2w + 1. The host gives this kernel
+// only even rows, columns and row strides (in_rs, out_rs and every batch
+// stride) and aligned tensors, so every word is aligned and whole: a tile
+// edge inside the matrix never splits a word.
+template <int TR, int TC>
+struct PairTile {
+    static constexpr int TW = TC / 2;           // words per tile row
+    static constexpr int S = TC + 2;            // words per row pair
+    static constexpr int NL = TR * TW / 256;    // words each thread loads
+    static constexpr int NS = TR * TW / 512;    // 2 x 2 blocks each thread stores
+};
+
+// v[i] = word of load item L = tid + 256 i: row 2 (L / 2 / TW) + L % 2,
+// word (L / 2) % TW (a warp reads 16 words of two rows and writes 32
+// consecutive shared words), for the words inside the matrix.
+template <int TR, int TC>
+__device__ __forceinline__ void load_pairs(const u16* __restrict__ in, const TileParams& p, u64 ioff,
+                                           u32 r0, u32 c0, u32 (&v)[PairTile<TR, TC>::NL]) {
+    using PT = PairTile<TR, TC>;
+    const bool full = r0 + TR <= p.rows && c0 + TC <= p.cols;
+    const u16* __restrict__ ib = in + ioff;
+    const u32 tid = threadIdx.x + 32 * threadIdx.y;
+#pragma unroll
+    for (int i = 0; i < PT::NL; ++i) {
+        const u32 L = tid + 256 * i;
+        const u32 k = 2 * ((L >> 1) / PT::TW) + (L & 1);
+        const u32 w = (L >> 1) % PT::TW;
+        if (full || (r0 + k < p.rows && c0 + 2 * w < p.cols))
+            v[i] = __ldg((const u32*)(ib + (u64)k * p.in_rs + 2 * w));
+    }
+}
+
+template <int TR, int TC>
+__device__ __forceinline__ void transpose_pairs(const u16* __restrict__ in, u16* __restrict__ out,
+                                                const TileParams& p) {
+    using PT = PairTile<TR, TC>;
+    __shared__ __align__(16) u32 tile[(TR / 2) * PT::S];
+    const u32 tid = threadIdx.x + 32 * threadIdx.y;
+    u32 t = blockIdx.x;
+    if (t >= p.tiles) return;  // the whole block: no barrier is skipped by part of it
+    u32 v[PT::NL];
+    u64 ioff, ooff;
+    u32 r0, c0;
+    tile_origin<TR, TC>(p, t, ioff, ooff, r0, c0);
+    load_pairs<TR, TC>(in, p, ioff, r0, c0, v);
+    for (;;) {
+#pragma unroll
+        for (int i = 0; i < PT::NL; ++i) {
+            const u32 L = tid + 256 * i;
+            tile[((L >> 1) / PT::TW) * PT::S + 2 * ((L >> 1) % PT::TW) + (L & 1)] = v[i];
+        }
+        __syncthreads();
+        const u64 so = ooff;
+        const u32 sr0 = r0, sc0 = c0;
+        const u32 tn = t + gridDim.x;
+        const bool more = tn < p.tiles;
+        if (more) {
+            tile_origin<TR, TC>(p, tn, ioff, ooff, r0, c0);
+            load_pairs<TR, TC>(in, p, ioff, r0, c0, v);
+        }
+        const bool full = sr0 + TR <= p.rows && sc0 + TC <= p.cols;
+        u16* __restrict__ ob = out + so;
+        // block i: rows 2m, 2m + 1 and columns 2j, 2j + 1 of the tile
+        // (m = L % (TR / 2), j = L / (TR / 2)): out words (2j + h, m)
+#pragma unroll
+        for (int i = 0; i < PT::NS; ++i) {
+            const u32 L = tid + 256 * i;
+            const u32 m = L % (TR / 2), j = L / (TR / 2);
+            const uint2 ab = *(const uint2*)(tile + m * PT::S + 2 * j);
+            const u32 w[2] = {pair_lo(ab.x, ab.y), pair_hi(ab.x, ab.y)};
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const u32 c = 2 * j + h;
+                if (full || (sc0 + c < p.cols && sr0 + 2 * m < p.rows))
+                    __stcs((u32*)(ob + (u64)c * p.out_rs + 2 * m), w[h]);
+            }
+        }
+        __syncthreads();
+        if (!more) break;
+        t = tn;
+    }
+}
+
+#define RTX_TRANSPOSE_PAIRS(NAME, TR, TC)                                                 \
+    extern "C" __global__ void __launch_bounds__(256)                                     \
+        NAME(const u16* __restrict__ in, u16* __restrict__ out, const TileParams p) {     \
+        transpose_pairs<TR, TC>(in, out, p);                                              \
+    }
+RTX_TRANSPOSE_PAIRS(transpose32x32_p2, 32, 32)
+RTX_TRANSPOSE_PAIRS(transpose64x64_p2, 64, 64)
+RTX_TRANSPOSE_PAIRS(transpose128x32_p2, 128, 32)
+RTX_TRANSPOSE_PAIRS(transpose32x128_p2, 32, 128)
