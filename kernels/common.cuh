@@ -235,41 +235,24 @@ struct F16 {
         asm("cvt.f32.f16 %0, %1;" : "=f"(r) : "h"((unsigned short)(i & 0xffffu)));
         return r;
     }
+    // the hardware's exact conversion but for a NaN, whose sign and payload
+    // are kept with the quiet bit set, as the host does
     static __device__ __forceinline__ float widen(u32 i) {
         i &= 0xffffu;
-        if ((i & 0x7fffu) == 0u) return __uint_as_float(i << 16);
-        const u32 hs = i & 0x8000u, he = i & 0x7c00u, hm = i & 0x03ffu;
-        const u32 sign = hs << 16;
-        if (he == 0x7c00u)
-            return __uint_as_float(hm == 0u ? (sign | 0x7f800000u)
-                                            : (sign | 0x7fc00000u | (hm << 13)));
-        if (he == 0u) {  // a subnormal: normalized
-            const u32 e = (u32)__clz(hm) - 16u - 6u;
-            const u32 exp = (127u - 15u - e) << 23;
-            const u32 man = (hm << (14u + e)) & 0x7fffffu;
-            return __uint_as_float(sign | exp | man);
-        }
-        const u32 exp = ((he >> 10) + 127u - 15u) << 23;
-        return __uint_as_float(sign | exp | (hm << 13));
+        if ((i & 0x7c00u) == 0x7c00u && (i & 0x03ffu) != 0u)
+            return __uint_as_float(((i & 0x8000u) << 16) | 0x7fc00000u | ((i & 0x03ffu) << 13));
+        return widen_sum(i);
     }
+    // the hardware's rounding to nearest even (exact IEEE, overflow to
+    // infinity, subnormals kept) but for a NaN, whose sign and top payload
+    // bits are kept with the quiet bit set, as the host does
     static __device__ __forceinline__ u32 narrow(float f) {
         const u32 x = __float_as_uint(f);
-        const u32 sign = x & 0x80000000u, exp = x & 0x7f800000u, man = x & 0x007fffffu;
-        const u32 hs = sign >> 16;
-        if (exp == 0x7f800000u) return hs | 0x7c00u | (man != 0u ? 0x0200u : 0u) | (man >> 13);
-        const int he = (int)(exp >> 23) - 127 + 15;
-        if (he >= 0x1f) return hs | 0x7c00u;
-        if (he <= 0) {
-            if (14 - he > 24) return hs;
-            const u32 m = man | 0x00800000u;
-            u32 hm = m >> (u32)(14 - he);
-            const u32 rb = 1u << (u32)(13 - he);
-            if ((m & rb) != 0u && (m & (3u * rb - 1u)) != 0u) hm += 1u;
-            return hs | hm;
-        }
-        const u32 v = hs | ((u32)he << 10) | (man >> 13);
-        const u32 rb = 0x1000u;
-        return ((man & rb) != 0u && (man & (3u * rb - 1u)) != 0u) ? v + 1u : v;
+        if ((x & 0x7fffffffu) > 0x7f800000u)
+            return ((x >> 16) & 0x8000u) | 0x7e00u | ((x & 0x007fffffu) >> 13);
+        unsigned short h;
+        asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+        return h;
     }
 };
 
