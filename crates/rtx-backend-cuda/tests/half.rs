@@ -465,6 +465,7 @@ fn dense_case<T: FromF32>(g: &CudaBackend, c: &CpuBackend) {
         (70_000, 32, 4),
         (64, 70_000, 4),
         (33, 600, 8),
+        (32, 1_000, 64),
     ] {
         let (a, b): (Vec<T>, Vec<T>) = (values(31, m * k), values(32, k * n));
         for (ta, tb) in [(false, false), (true, false), (false, true), (true, true)] {
