@@ -20,7 +20,7 @@
 // (common.cuh's widen_sum) instead of the host's NaN-exact one. Only where
 // every output is a product or a sum of products (the matmul, the dots,
 // head_scale_rows' products); a column sum of one row passes its element on
-// and reads it with K::ld.
+// and reads it with K::ld (RowsLoad).
 template <typename K>
 struct Operand {
     static __device__ __forceinline__ typename K::A ld(typename K::S v) { return K::ld(v); }
@@ -289,13 +289,28 @@ __device__ __forceinline__ void reduce_rows_level(
     }
 }
 
-// in[r, j] of a row-major [n, f] of stored elements, widened.
+// A stored element of a column sum widened: by K::ld when `exact` (a sum of
+// one row passes its element on), else as an Operand (every column sum of
+// several rows is an addition, which makes its own NaN). For bf16 the
+// Operand's widening is exact enough for both: a NaN's one rounding (narrow)
+// quiets it as K::ld does, so the stored bits are K::ld's.
+template <typename K>
+__device__ __forceinline__ typename K::A rows_ld(typename K::S v, bool exact) {
+    return exact ? K::ld(v) : Operand<K>::ld(v);
+}
+template <>
+__device__ __forceinline__ float rows_ld<KBf16>(u16 v, bool) {
+    return Bf16::widen_sum(v);
+}
+
+// in[r, j] of a row-major [n, f] of stored elements, widened (rows_ld).
 template <typename K>
 struct RowsLoad {
     const typename K::S* __restrict__ in;
     u64 f;
+    bool exact;
     __device__ __forceinline__ typename K::A operator()(u64 r, u64 j) const {
-        return K::ld(__ldg(in + r * f + j));
+        return rows_ld<K>(__ldg(in + r * f + j), exact);
     }
 };
 
@@ -336,7 +351,7 @@ __device__ __forceinline__ void reduce_rows_body(const typename K::S* __restrict
     } else if (acc) {
         reduce_rows_level<16, K>(tile, AccRowsLoad<T>{acc, f}, n, f, cl);
     } else {
-        reduce_rows_level<16, K>(tile, RowsLoad<K>{in, f}, n, f, cl);
+        reduce_rows_level<16, K>(tile, RowsLoad<K>{in, f, n == 1}, n, f, cl);
     }
 }
 
