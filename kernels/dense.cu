@@ -20,7 +20,7 @@
 // (common.cuh's widen_sum) instead of the host's NaN-exact one. Only where
 // every output is a product or a sum of products (the matmul, the dots,
 // head_scale_rows' products); a column sum of one row passes its element on
-// and reads it with K::ld.
+// and reads it with K::ld (RowsLoad).
 template <typename K>
 struct Operand {
     static __device__ __forceinline__ typename K::A ld(typename K::S v) { return K::ld(v); }
@@ -30,6 +30,8 @@ template <typename H>
 struct Operand<KHalf<H>> {
     static __device__ __forceinline__ float ld(u16 v) { return H::widen_sum(v); }
     static __device__ __forceinline__ f32x8 vld(uint4 v) { return hwiden<H>(v); }
+    // two stored elements, the first in the low half
+    static __device__ __forceinline__ float2 ld2(u32 v) { return hwiden<H>(v); }
 };
 
 // ---------------------------------------------------------------- canonical sums
@@ -287,13 +289,28 @@ __device__ __forceinline__ void reduce_rows_level(
     }
 }
 
-// in[r, j] of a row-major [n, f] of stored elements, widened.
+// A stored element of a column sum widened: by K::ld when `exact` (a sum of
+// one row passes its element on), else as an Operand (every column sum of
+// several rows is an addition, which makes its own NaN). For bf16 the
+// Operand's widening is exact enough for both: a NaN's one rounding (narrow)
+// quiets it as K::ld does, so the stored bits are K::ld's.
+template <typename K>
+__device__ __forceinline__ typename K::A rows_ld(typename K::S v, bool exact) {
+    return exact ? K::ld(v) : Operand<K>::ld(v);
+}
+template <>
+__device__ __forceinline__ float rows_ld<KBf16>(u16 v, bool) {
+    return Bf16::widen_sum(v);
+}
+
+// in[r, j] of a row-major [n, f] of stored elements, widened (rows_ld).
 template <typename K>
 struct RowsLoad {
     const typename K::S* __restrict__ in;
     u64 f;
+    bool exact;
     __device__ __forceinline__ typename K::A operator()(u64 r, u64 j) const {
-        return K::ld(__ldg(in + r * f + j));
+        return rows_ld<K>(__ldg(in + r * f + j), exact);
     }
 };
 
@@ -334,7 +351,7 @@ __device__ __forceinline__ void reduce_rows_body(const typename K::S* __restrict
     } else if (acc) {
         reduce_rows_level<16, K>(tile, AccRowsLoad<T>{acc, f}, n, f, cl);
     } else {
-        reduce_rows_level<16, K>(tile, RowsLoad<K>{in, f}, n, f, cl);
+        reduce_rows_level<16, K>(tile, RowsLoad<K>{in, f, n == 1}, n, f, cl);
     }
 }
 
@@ -385,8 +402,9 @@ RTX_HEAD_SCALE_ROWS(head_scale_rows_f16, f16, KF16)
 // the order of its additions. With one chunk (k <= 256) this is the product,
 // each output rounded once into out (part is null); otherwise the chunk sums
 // go to part (K::A scratch) and reduce_rows sums them in the canonical order.
-// Stored operands are widened once, as they are fetched into registers: the
-// shared tiles and the inner loop are the f32 ones.
+// Stored operands are widened once, as they are stored into the shared tiles
+// (half ones are fetched as element pairs): the shared tiles and the inner
+// loop are the f32 ones.
 #define MM_T RTX_MATMUL_TILE
 #define MM_K 16
 // row padding of the shared tiles: keeps rows 16-byte aligned for load4
@@ -413,6 +431,53 @@ struct TileSlot {
 template <int E>
 __device__ __forceinline__ TileSlot tile_slot(u32 e, bool along_k) {
     return along_k ? TileSlot{e % MM_K, e / MM_K} : TileSlot{e / E, e % E};
+}
+
+// Two consecutive elements of a half operand, the first in the low half: at
+// and at + step, or with `pair` (at even, step 1) one 4-byte load of both; an
+// element out of the tile (!ok0, !ok1) reads as 0.
+__device__ __forceinline__ u32 mm_pair(const u16* __restrict__ p, u64 at, bool ok0, bool ok1,
+                                       bool pair, u64 step) {
+    if (pair) return ok1 ? *reinterpret_cast<const u32*>(p + at) : ok0 ? (u32)p[at] : 0u;
+    const u32 lo = ok0 ? (u32)p[at] : 0u;
+    const u32 hi = ok1 ? (u32)p[at + step] : 0u;
+    return lo | (hi << 16);
+}
+
+// A thread's QP element pairs of a half operand's K-tile (q-th pair: the
+// tile's elements 2e, 2e + 1, e = threadIdx.x + NT * q, which tile_slot<E>
+// places): the element of tile row x (gi = x0 + x < ext) and k = pb + kk
+// (kk < kc) is at gi * xs + k * ks.
+template <int E, u32 NT, u32 QP>
+__device__ __forceinline__ void mm_fetch_pairs(u32 (&r)[QP], const u16* __restrict__ p,
+                                               bool along_k, u64 x0, u64 ext, u64 pb, u32 kc,
+                                               u64 xs, u64 ks, bool pair) {
+#pragma unroll
+    for (u32 q = 0; q < QP; ++q) {
+        const TileSlot s = tile_slot<E>(2 * (threadIdx.x + NT * q), along_k);
+        const u64 gi = x0 + s.x;
+        const bool ok0 = gi < ext && s.kk < kc;
+        const bool ok1 = along_k ? (gi < ext && s.kk + 1 < kc) : (gi + 1 < ext && s.kk < kc);
+        r[q] = mm_pair(p, gi * xs + (pb + s.kk) * ks, ok0, ok1, pair, along_k ? ks : xs);
+    }
+}
+
+// The inner loop over a K-tile's kc (<= MM_K) products of the shared tiles.
+template <typename T>
+__device__ __forceinline__ void mm_inner(const T (*As)[MM_T + MM_PAD], const T (*Bs)[MM_T + MM_PAD],
+                                         T (&acc)[4][4], u32 kc, u32 tx, u32 ty) {
+#pragma unroll
+    for (u32 kk = 0; kk < MM_K; ++kk) {
+        if (kk < kc) {
+            T av[4], bv[4];
+            load4(&As[kk][ty * 4], av);
+            load4(&Bs[kk][tx * 4], bv);
+#pragma unroll
+            for (int r = 0; r < 4; ++r)
+#pragma unroll
+                for (int c = 0; c < 4; ++c) acc[r][c] = radd(acc[r][c], rmul(av[r], bv[c]));
+        }
+    }
 }
 
 template <typename K, int TM, int TN>
@@ -446,52 +511,91 @@ __device__ __forceinline__ void matmul_level0(const typename K::S* __restrict__ 
 #pragma unroll
             for (int c = 0; c < 4; ++c) acc[r][c] = T(-0.0);
         // the next K-tile is loaded into registers while this one is used
-        T ra[PA], rb[PB];
-        auto fetch = [&](u64 pb) {
-            const u32 kc = (u32)min((u64)MM_K, p1 - pb);
+        if constexpr (sizeof(typename K::S) == 2) {
+            // half operands: the stored bits stay in registers until the
+            // shared store (a widening there, not at the fetch, keeps the
+            // loads' latency behind the inner loop), fetched as element pairs
+            // along the operand's contiguous dimension (one 4-byte load for
+            // two when aligned: half the load instructions, full lines)
+            constexpr u32 QA = PA / 2, QB = PB / 2;
+            const u16* __restrict__ ah = reinterpret_cast<const u16*>(a);
+            const u16* __restrict__ bh = reinterpret_cast<const u16*>(b);
+            // element pairs start at even offsets: (gi, even p) along k, (even
+            // gi, p) across it; the pair's second element is the next one in memory
+            const bool a_pair = ((u64)a & 3) == 0 &&
+                                (a_along_k ? a_rs % 2 == 0 : (a_rs == 1 && a_ps % 2 == 0));
+            const bool b_pair = ((u64)b & 3) == 0 &&
+                                (b_along_k ? (b_ps == 1 && b_js % 2 == 0) : b_ps % 2 == 0);
+            u32 ra[QA], rb[QB];
+            const u64 a0 = tm * TM, b0 = tn * TN;
+            auto fetch = [&](u64 pb) {
+                const u32 kc = (u32)min((u64)MM_K, p1 - pb);
+                mm_fetch_pairs<TM, NT, QA>(ra, ah, a_along_k, a0, m, pb, kc, a_rs, a_ps, a_pair);
+                mm_fetch_pairs<TN, NT, QB>(rb, bh, b_along_k, b0, n, pb, kc, b_js, b_ps, b_pair);
+            };
+            fetch(p0);
+            for (u64 pb = p0; pb < p1; pb += MM_K) {
+                const u32 kc = (u32)min((u64)MM_K, p1 - pb);
 #pragma unroll
-            for (u32 q = 0; q < PA; ++q) {
-                const TileSlot s = tile_slot<TM>(threadIdx.x + NT * q, a_along_k);
-                const u64 gi = tm * TM + s.x;
-                ra[q] = (gi < m && s.kk < kc) ? Operand<K>::ld(a[gi * a_rs + (pb + s.kk) * a_ps])
-                        : T(0);
-            }
-#pragma unroll
-            for (u32 q = 0; q < PB; ++q) {
-                const TileSlot s = tile_slot<TN>(threadIdx.x + NT * q, b_along_k);
-                const u64 gj = tn * TN + s.x;
-                rb[q] = (gj < n && s.kk < kc) ? Operand<K>::ld(b[(pb + s.kk) * b_ps + gj * b_js])
-                        : T(0);
-            }
-        };
-        fetch(p0);
-        for (u64 pb = p0; pb < p1; pb += MM_K) {
-            const u32 kc = (u32)min((u64)MM_K, p1 - pb);
-#pragma unroll
-            for (u32 q = 0; q < PA; ++q) {
-                const TileSlot s = tile_slot<TM>(threadIdx.x + NT * q, a_along_k);
-                As[s.kk][s.x] = ra[q];
-            }
-#pragma unroll
-            for (u32 q = 0; q < PB; ++q) {
-                const TileSlot s = tile_slot<TN>(threadIdx.x + NT * q, b_along_k);
-                Bs[s.kk][s.x] = rb[q];
-            }
-            __syncthreads();
-            if (pb + MM_K < p1) fetch(pb + MM_K);
-#pragma unroll
-            for (u32 kk = 0; kk < MM_K; ++kk) {
-                if (kk < kc) {
-                    T av[4], bv[4];
-                    load4(&As[kk][ty * 4], av);
-                    load4(&Bs[kk][tx * 4], bv);
-#pragma unroll
-                    for (int r = 0; r < 4; ++r)
-#pragma unroll
-                        for (int c = 0; c < 4; ++c) acc[r][c] = radd(acc[r][c], rmul(av[r], bv[c]));
+                for (u32 q = 0; q < QA; ++q) {
+                    const TileSlot s = tile_slot<TM>(2 * (threadIdx.x + NT * q), a_along_k);
+                    const float2 v = Operand<K>::ld2(ra[q]);
+                    As[s.kk][s.x] = v.x;
+                    if (a_along_k)
+                        As[s.kk + 1][s.x] = v.y;
+                    else
+                        As[s.kk][s.x + 1] = v.y;
                 }
+#pragma unroll
+                for (u32 q = 0; q < QB; ++q) {
+                    const TileSlot s = tile_slot<TN>(2 * (threadIdx.x + NT * q), b_along_k);
+                    const float2 v = Operand<K>::ld2(rb[q]);
+                    Bs[s.kk][s.x] = v.x;
+                    if (b_along_k)
+                        Bs[s.kk + 1][s.x] = v.y;
+                    else
+                        Bs[s.kk][s.x + 1] = v.y;
+                }
+                __syncthreads();
+                if (pb + MM_K < p1) fetch(pb + MM_K);
+                mm_inner(As, Bs, acc, kc, tx, ty);
+                __syncthreads();
             }
-            __syncthreads();
+        } else {
+            T ra[PA], rb[PB];
+            auto fetch = [&](u64 pb) {
+                const u32 kc = (u32)min((u64)MM_K, p1 - pb);
+#pragma unroll
+                for (u32 q = 0; q < PA; ++q) {
+                    const TileSlot s = tile_slot<TM>(threadIdx.x + NT * q, a_along_k);
+                    const u64 gi = tm * TM + s.x;
+                    ra[q] = (gi < m && s.kk < kc) ? a[gi * a_rs + (pb + s.kk) * a_ps] : T(0);
+                }
+#pragma unroll
+                for (u32 q = 0; q < PB; ++q) {
+                    const TileSlot s = tile_slot<TN>(threadIdx.x + NT * q, b_along_k);
+                    const u64 gj = tn * TN + s.x;
+                    rb[q] = (gj < n && s.kk < kc) ? b[(pb + s.kk) * b_ps + gj * b_js] : T(0);
+                }
+            };
+            fetch(p0);
+            for (u64 pb = p0; pb < p1; pb += MM_K) {
+                const u32 kc = (u32)min((u64)MM_K, p1 - pb);
+#pragma unroll
+                for (u32 q = 0; q < PA; ++q) {
+                    const TileSlot s = tile_slot<TM>(threadIdx.x + NT * q, a_along_k);
+                    As[s.kk][s.x] = ra[q];
+                }
+#pragma unroll
+                for (u32 q = 0; q < PB; ++q) {
+                    const TileSlot s = tile_slot<TN>(threadIdx.x + NT * q, b_along_k);
+                    Bs[s.kk][s.x] = rb[q];
+                }
+                __syncthreads();
+                if (pb + MM_K < p1) fetch(pb + MM_K);
+                mm_inner(As, Bs, acc, kc, tx, ty);
+                __syncthreads();
+            }
         }
         T* o = part ? part + ch * m * n : nullptr;
 #pragma unroll

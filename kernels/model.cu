@@ -323,7 +323,22 @@ RTX_SUM_BIAS_RELU(sum_bias_relu_f16, f16, KF16)
 // elements (every ai below a's rows and bi below b's, checked by the host).
 // A thread takes a 16-byte vector of stored elements when rows are whole
 // vectors (one 32-bit division for its entry), else an element; over a kind
-// K (model.cuh), each sum is of the widened elements, rounded once.
+// K (model.cuh), each sum is of the widened elements (Summand), rounded once.
+// A stored summand widened: K::ld's value but for a NaN's payload, which
+// the sum does not keep (the device's add makes its own NaN), so a half takes
+// the one-instruction widening (common.cuh's widen_sum) instead of the
+// host's NaN-exact one.
+template <typename K>
+struct Summand {
+    static __device__ __forceinline__ typename K::A ld(typename K::S v) { return K::ld(v); }
+    static __device__ __forceinline__ typename K::AV vld(typename K::SV v) { return K::vld(v); }
+};
+template <typename H>
+struct Summand<KHalf<H>> {
+    static __device__ __forceinline__ float ld(u16 v) { return H::widen_sum(v); }
+    static __device__ __forceinline__ f32x8 vld(uint4 v) { return hwiden<H>(v); }
+};
+
 template <typename K>
 __device__ __forceinline__ void gather_add_body(const typename K::S* __restrict__ a,
                                                 const u32* __restrict__ ai,
@@ -340,8 +355,8 @@ __device__ __forceinline__ void gather_add_body(const typename K::S* __restrict_
         const V* __restrict__ bv = reinterpret_cast<const V*>(b);
         for (u64 t = thread_id(); t < tv; t += grid_stride()) {
             const u32 p = (u32)t / fv, j = (u32)t - p * fv;
-            AV x = K::vld(__ldg(av + (u64)__ldg(ai + p) * fv + j));
-            const AV y = K::vld(__ldg(bv + (u64)__ldg(bi + p) * fv + j));
+            AV x = Summand<K>::vld(__ldg(av + (u64)__ldg(ai + p) * fv + j));
+            const AV y = Summand<K>::vld(__ldg(bv + (u64)__ldg(bi + p) * fv + j));
 #pragma unroll
             for (u32 q = 0; q < N; ++q) comps(x)[q] = radd(comps(x)[q], comps(y)[q]);
             reinterpret_cast<V*>(out)[t] = K::vst(x);
@@ -350,8 +365,8 @@ __device__ __forceinline__ void gather_add_body(const typename K::S* __restrict_
     }
     for (u64 t = thread_id(); t < total; t += grid_stride()) {
         const u64 p = t / f, j = t - p * f;
-        out[t] = K::st(radd(K::ld(__ldg(a + (u64)__ldg(ai + p) * f + j)),
-                            K::ld(__ldg(b + (u64)__ldg(bi + p) * f + j))));
+        out[t] = K::st(radd(Summand<K>::ld(__ldg(a + (u64)__ldg(ai + p) * f + j)),
+                            Summand<K>::ld(__ldg(b + (u64)__ldg(bi + p) * f + j))));
     }
 }
 

@@ -465,6 +465,7 @@ fn dense_case<T: FromF32>(g: &CudaBackend, c: &CpuBackend) {
         (70_000, 32, 4),
         (64, 70_000, 4),
         (33, 600, 8),
+        (32, 1_000, 64),
     ] {
         let (a, b): (Vec<T>, Vec<T>) = (values(31, m * k), values(32, k * n));
         for (ta, tb) in [(false, false), (true, false), (false, true), (true, true)] {
@@ -637,7 +638,7 @@ fn special_case<T: FromF32>(g: &CudaBackend) {
         let want = r(g.matmul(&w(&a), false, &w(&b), false).unwrap());
         assert_bits(&format!("{ty} matmul {m}x{k}x{n} specials"), &got, &want);
     }
-    for (n, f) in [(1, 40), (300, 40)] {
+    for (n, f) in [(1, 40), (257, 40), (300, 40)] {
         let x = up(&mixed(53, n * f, true), &[n, f]);
         let got = g.download(&g.sum_rows(&x).unwrap()).unwrap();
         let want = r(g.sum_rows(&w(&x)).unwrap());

@@ -10,10 +10,14 @@
 //! against each other. `tflops` counts a multiply and an add per term:
 //! the H200's f32 CUDA cores without FMA (which the bit-identity with the
 //! CPU reference rules out) do about 33.5 T of those per second.
+//!
+//! `--dtype bf16` runs every row with bf16 operands (the f32 inputs rounded
+//! once; each op computes in f32 and rounds its outputs once), each `impl`
+//! suffixed `-bf16`; bandwidths count the 2-byte elements.
 
 use rtx_backend::prelude::*;
 use rtx_backend::workload::values;
-use rtx_backend::{BTensor, Result};
+use rtx_backend::{BTensor, Element, Result, bf16};
 use rtx_backend_cuda::{ColSums, CudaBackend, MatmulTiles};
 use serde_json::json;
 
@@ -31,6 +35,17 @@ pub struct Args {
     /// Back-to-back calls per timed repetition.
     #[arg(long, default_value_t = 20)]
     pub inner: usize,
+    /// Element type of every operand: `bf16` rounds the f32 inputs once and
+    /// suffixes each row's `impl` with `-bf16`.
+    #[arg(long, value_enum, default_value_t = Dtype::F32)]
+    pub dtype: Dtype,
+}
+
+/// The element type `rtx-bench dense` runs in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Dtype {
+    F32,
+    Bf16,
 }
 
 /// A product `op(a) @ op(b)` of the model: name, `[m, k, n]`, transposes.
@@ -144,23 +159,39 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         "{}",
         json!({"device": g.device_name(), "impl": "rtx", "arch": g.arch()})
     );
+    match args.dtype {
+        Dtype::F32 => products::<f32>(&g, args, ""),
+        Dtype::Bf16 => products::<bf16>(&g, args, "-bf16"),
+    }
+}
+
+/// `n` workload values (`values::<f32>(seed, n)`) rounded once to `T`.
+fn inputs<T: Element>(seed: u64, n: usize) -> Vec<T> {
+    values::<f32>(seed, n)
+        .into_iter()
+        .map(T::from_f32)
+        .collect()
+}
+
+/// Every product, then the column sums, in `T`; `suffix` ends each `impl`.
+fn products<T: Element>(g: &CudaBackend, args: &Args, suffix: &str) -> anyhow::Result<()> {
     for p in &PRODUCTS {
         let a_shape = if p.ta { [p.k, p.m] } else { [p.m, p.k] };
         let b_shape = if p.tb { [p.n, p.k] } else { [p.k, p.n] };
-        let a = g.upload(&values::<f32>(1, p.m * p.k), &a_shape)?;
-        let b = g.upload(&values::<f32>(2, p.k * p.n), &b_shape)?;
+        let a = g.upload(&inputs::<T>(1, p.m * p.k), &a_shape)?;
+        let b = g.upload(&inputs::<T>(2, p.k * p.n), &b_shape)?;
         let mut bits = Vec::new();
         for (tiles, imp) in [
             (MatmulTiles::ByShape, "rtx-cuda-matmul"),
             (MatmulTiles::Force64, "rtx-cuda-matmul-tile64"),
         ] {
             g.set_matmul_tiles(tiles);
-            let ms = per_call(&g, args, || g.matmul(&a, p.ta, &b, p.tb).map(drop))?;
+            let ms = per_call(g, args, || g.matmul(&a, p.ta, &b, p.tb).map(drop))?;
             let flops = 2.0 * (p.m * p.k * p.n) as f64;
             emit(
                 "dense",
                 p.name,
-                imp,
+                &format!("{imp}{suffix}"),
                 ms,
                 None,
                 &[("tflops", json!(round2(flops / ms / 1e9)))],
@@ -168,14 +199,14 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             bits.push(
                 g.download(&g.matmul(&a, p.ta, &b, p.tb)?)?
                     .iter()
-                    .map(|x| x.to_bits())
+                    .map(|x| x.to_f32().to_bits())
                     .collect::<Vec<_>>(),
             );
         }
         g.set_matmul_tiles(MatmulTiles::ByShape);
         anyhow::ensure!(bits[0] == bits[1], "{}: the tiles' products differ", p.name);
     }
-    column_sums(&g, args)
+    column_sums::<T>(g, args, suffix)
 }
 
 /// The column sums of the backward pass, each in one launch (the default)
@@ -184,20 +215,21 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
 /// `head_scale_sum_rows` (attention-vector gradients) over `[80000, 64]`;
 /// then a node type's layer output, `sum_bias_relu` of two relations, fused
 /// and composed.
-fn column_sums(g: &CudaBackend, args: &Args) -> anyhow::Result<()> {
+fn column_sums<T: Element>(g: &CudaBackend, args: &Args, suffix: &str) -> anyhow::Result<()> {
     let (n, f, heads) = (80_000usize, 64usize, 4usize);
-    let x: BTensor<CudaBackend, f32> = g.upload(&values::<f32>(3, n * f), &[n, f])?;
-    let s = g.upload(&values::<f32>(4, n * heads), &[n, heads])?;
-    let chunks: BTensor<CudaBackend, f32> =
-        g.upload(&values::<f32>(5, 313 * 4096), &[313, 4096])?;
-    let bytes = (n * f * 4) as f64;
+    let x: BTensor<CudaBackend, T> = g.upload(&inputs::<T>(3, n * f), &[n, f])?;
+    let s = g.upload(&inputs::<T>(4, n * heads), &[n, heads])?;
+    let chunks: BTensor<CudaBackend, T> = g.upload(&inputs::<T>(5, 313 * 4096), &[313, 4096])?;
+    let size = std::mem::size_of::<T>();
+    let bytes = (n * f * size) as f64;
+    let dtype = suffix;
     for (form, suffix) in [(ColSums::Climb, ""), (ColSums::PerLevel, "-per-level")] {
         g.set_col_sums(form);
         let ms = per_call(g, args, || g.sum_rows(&x).map(drop))?;
-        let imp = format!("rtx-cuda-sum-rows{suffix}");
+        let imp = format!("rtx-cuda-sum-rows{suffix}{dtype}");
         emit("dense", "sum-rows-80000x64", &imp, ms, Some(bytes), &[]);
         let ms = per_call(g, args, || g.sum_rows(&chunks).map(drop))?;
-        let chunk_bytes = (313 * 4096 * 4) as f64;
+        let chunk_bytes = (313 * 4096 * size) as f64;
         emit(
             "dense",
             "sum-rows-313x4096",
@@ -207,8 +239,8 @@ fn column_sums(g: &CudaBackend, args: &Args) -> anyhow::Result<()> {
             &[],
         );
         let ms = per_call(g, args, || g.head_scale_sum_rows(&x, &s).map(drop))?;
-        let hs_bytes = bytes + (n * heads * 4) as f64;
-        let imp = format!("rtx-cuda-head-scale-sum-rows{suffix}");
+        let hs_bytes = bytes + (n * heads * size) as f64;
+        let imp = format!("rtx-cuda-head-scale-sum-rows{suffix}{dtype}");
         emit(
             "dense",
             "head-scale-sum-rows-80000x64",
@@ -225,15 +257,15 @@ fn column_sums(g: &CudaBackend, args: &Args) -> anyhow::Result<()> {
     emit(
         "dense",
         "add-80000x64",
-        "rtx-cuda-add",
+        &format!("rtx-cuda-add{dtype}"),
         ms,
         Some(3.0 * bytes),
         &[],
     );
-    let y = g.upload(&values::<f32>(6, n * f), &[n, f])?;
+    let y = g.upload(&inputs::<T>(6, n * f), &[n, f])?;
     let (b0, b1) = (
-        g.upload(&values::<f32>(7, f), &[1, f])?,
-        g.upload(&values::<f32>(8, f), &[1, f])?,
+        g.upload(&inputs::<T>(7, f), &[1, f])?,
+        g.upload(&inputs::<T>(8, f), &[1, f])?,
     );
     let parts = [(&x, &b0), (&y, &b1)];
     let ms = per_call(g, args, || g.sum_bias_relu(&parts).map(drop))?;
@@ -241,7 +273,7 @@ fn column_sums(g: &CudaBackend, args: &Args) -> anyhow::Result<()> {
     emit(
         "dense",
         case,
-        "rtx-cuda-sum-bias-relu",
+        &format!("rtx-cuda-sum-bias-relu{dtype}"),
         ms,
         Some(3.0 * bytes),
         &[],
@@ -251,13 +283,16 @@ fn column_sums(g: &CudaBackend, args: &Args) -> anyhow::Result<()> {
     emit(
         "dense",
         case,
-        "rtx-cuda-composed",
+        &format!("rtx-cuda-composed{dtype}"),
         ms,
         Some(3.0 * bytes),
         &[],
     );
-    let bits = |t: &BTensor<CudaBackend, f32>| -> anyhow::Result<Vec<u32>> {
-        Ok(g.download(t)?.iter().map(|v| v.to_bits()).collect())
+    let bits = |t: &BTensor<CudaBackend, T>| -> anyhow::Result<Vec<u32>> {
+        Ok(g.download(t)?
+            .iter()
+            .map(|v| v.to_f32().to_bits())
+            .collect())
     };
     anyhow::ensure!(
         bits(&g.sum_bias_relu(&parts)?)? == bits(&composed()?)?,
