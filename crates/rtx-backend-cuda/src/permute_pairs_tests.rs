@@ -192,6 +192,116 @@ fn run_tiled_pairs(p: &TileParams, tile: Tile, input: &[u16]) -> Vec<u16> {
     all_written(out)
 }
 
+/// kernels/permute2.cu's `quads_fit` for aligned tensors and a tile of
+/// 64 x 64 elements or more: rows, columns, row strides and every batch
+/// stride multiples of 4.
+fn quads_fit(p: &TileParams, tile: Tile) -> bool {
+    let (tr, tc) = tile.dims();
+    let four = |s: u64| s.is_multiple_of(4);
+    tr * tc >= 4096
+        && four(p.rows.into())
+        && four(p.cols.into())
+        && four(p.in_rs)
+        && four(p.out_rs)
+        && (0..p.rank as usize).all(|k| p.bdim[k].d == 1 || (four(p.bin[k]) && four(p.bout[k])))
+}
+
+/// The 8-byte unit of 4 halves at element `at` (a multiple of 4).
+fn unit(input: &[u16], at: u64) -> [u16; 4] {
+    assert!(at.is_multiple_of(4), "unaligned unit at element {at}");
+    let at = at as usize;
+    [input[at], input[at + 1], input[at + 2], input[at + 3]]
+}
+
+/// The quad path of `transpose{TR}x{TC}_p2` run on the host, thread by
+/// thread as kernels/permute2.cu's `load_quads` and `transpose_quads` do
+/// it: 8-byte units read and written at element offsets that are multiples
+/// of 4, the shared 4 x 4 blocks at word q * QS + 8u (rows in order), 16-byte
+/// shared reads aligned, every output element written once.
+fn run_tiled_quads(p: &TileParams, tile: Tile, input: &[u16]) -> Vec<u16> {
+    let (tr, tc) = tile.dims();
+    let uw = tc / 4;
+    let qs = 8 * uw + 4;
+    assert_eq!(tr / 4 * qs, tr / 2 * (tc + 2), "the pair tile's shared words");
+    let (rows, cols) = (u64::from(p.rows), u64::from(p.cols));
+    let mut out = vec![None; input.len()];
+    for t in 0..p.tiles {
+        let (trow, tcol, x) = tile_at(p, t);
+        let (r0, c0) = (trow * tr, tcol * tc);
+        let bi: u64 = x.iter().zip(&p.bin).map(|(x, s)| x * s).sum();
+        let bo: u64 = x.iter().zip(&p.bout).map(|(x, s)| x * s).sum();
+        let (ioff, ooff) = (bi + r0 * p.in_rs + c0, bo + c0 * p.out_rs + r0);
+        let full = r0 + tr <= rows && c0 + tc <= cols;
+        // shared words as halves: word w is halves 2w, 2w + 1
+        let mut sh = vec![0xDEADu16; (2 * tr / 4 * qs) as usize];
+        for l in 0..tr * uw {
+            let (k, u) = (4 * ((l >> 2) / uw) + (l & 3), (l >> 2) % uw);
+            if !(full || (r0 + k < rows && c0 + 4 * u < cols)) {
+                continue;
+            }
+            let v = unit(input, ioff + k * p.in_rs + 4 * u);
+            let w = ((l >> 2) / uw) * qs + 8 * u + 2 * (l & 3);
+            assert!(w.is_multiple_of(2), "unaligned 8-byte shared store");
+            sh[2 * w as usize..2 * w as usize + 4].copy_from_slice(&v);
+        }
+        for m in 0..tr / 4 * uw {
+            let (q, u) = (m % (tr / 4), m / (tr / 4));
+            let w = q * qs + 8 * u;
+            assert!(w.is_multiple_of(4), "unaligned 16-byte shared read");
+            // block row i, column x at half 4i + x of the block's 32 bytes
+            let blk = &sh[2 * w as usize..2 * w as usize + 16];
+            if full || (c0 + 4 * u < cols && r0 + 4 * q < rows) {
+                for x in 0..4 {
+                    let dst = ooff + (4 * u + x) * p.out_rs + 4 * q;
+                    assert!(dst.is_multiple_of(4), "unaligned unit store at {dst}");
+                    for i in 0..4 {
+                        put(&mut out, dst + i, blk[(4 * i + x) as usize]);
+                    }
+                }
+            }
+        }
+    }
+    all_written(out)
+}
+
+#[test]
+fn tiled_quads_match_the_host_permute() {
+    let cases: [(&[usize], &[usize]); 8] = [
+        (&[132, 200], &[1, 0]),
+        (&[516, 700], &[1, 0]),
+        (&[3, 100, 132], &[0, 2, 1]),
+        (&[2, 72, 300], &[0, 2, 1]),
+        (&[4, 132, 6, 36], &[0, 3, 2, 1]),
+        (&[4, 36, 6, 132], &[0, 3, 2, 1]),
+        (&[36, 100, 300], &[2, 1, 0]),
+        (&[2, 3, 4, 4, 8], &[4, 0, 3, 1, 2]),
+    ];
+    for (shape, perm) in cases {
+        let n: usize = shape.iter().product();
+        let input: Vec<u16> = (0..n).map(|i| (i * 7 + 1) as u16).collect();
+        let want = rtx_tensor::permute_host(&input, shape, perm).unwrap();
+        let choice = if shape.len() == 2 {
+            transpose(1, shape[0] as u64, shape[1] as u64, 2, false)
+        } else {
+            permute(shape, perm, 2, false)
+        };
+        let Choice::TiledPairs(tile, p) = choice else {
+            panic!("{shape:?} {perm:?}: not tiled pairs: {choice:?}")
+        };
+        assert!(quads_fit(&p, tile), "{shape:?} {perm:?} {tile:?}: no quads");
+        assert_eq!(
+            run_tiled_quads(&p, tile, &input),
+            want,
+            "{shape:?} {perm:?} {tile:?}"
+        );
+    }
+    // rows of 2 mod 4 halves: pairs
+    let Choice::TiledPairs(tile, p) = transpose(1, 514, 700, 2, false) else {
+        unreachable!()
+    };
+    assert!(!quads_fit(&p, tile));
+}
+
 #[test]
 fn tiled_pairs_match_the_host_permute() {
     let cases: [(&[usize], &[usize]); 10] = [
