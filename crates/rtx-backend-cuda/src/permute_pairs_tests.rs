@@ -222,7 +222,11 @@ fn run_tiled_quads(p: &TileParams, tile: Tile, input: &[u16]) -> Vec<u16> {
     let (tr, tc) = tile.dims();
     let uw = tc / 4;
     let qs = 8 * uw + 4;
-    assert_eq!(tr / 4 * qs, tr / 2 * (tc + 2), "the pair tile's shared words");
+    assert_eq!(
+        tr / 4 * qs,
+        tr / 2 * (tc + 2),
+        "the pair tile's shared words"
+    );
     let (rows, cols) = (u64::from(p.rows), u64::from(p.cols));
     let mut out = vec![None; input.len()];
     for t in 0..p.tiles {
@@ -510,6 +514,12 @@ fn span_pairs_match_the_host_transpose() {
 /// gives contiguous 2-byte `shape` by `perm` (after rtx-tensor's plan),
 /// for tensors at aligned addresses; `None` for a copy_rows kernel.
 fn half_kernel(shape: &[usize], perm: &[usize], force32: bool) -> Option<Kernel> {
+    half_choice(shape, perm, force32).and_then(|c| c.kernel())
+}
+
+/// The choice of [`half_kernel`]; `None` for an N-D permute past the
+/// kernels' rank.
+fn half_choice(shape: &[usize], perm: &[usize], force32: bool) -> Option<Choice> {
     let plan = rtx_tensor::Layout::contiguous(shape)
         .unwrap()
         .plan_permute(perm)
@@ -520,16 +530,15 @@ fn half_kernel(shape: &[usize], perm: &[usize], force32: bool) -> Option<Kernel>
             rows,
             cols,
             inner,
-        } => transpose(
+        } => Some(transpose(
             batch as u64,
             rows as u64,
             cols as u64,
             2 * inner as u64,
             force32,
-        )
-        .kernel(),
+        )),
         rtx_tensor::PermuteKind::Permute { shape, perm } if shape.len() <= MAX_RANK => {
-            permute(&shape, &perm, 2, force32).kernel()
+            Some(permute(&shape, &perm, 2, force32))
         }
         _ => None,
     }
@@ -568,14 +577,29 @@ fn the_half_gpu_test_shapes_reach_every_two_byte_kernel() {
             &[4, 0, 3, 1, 2],
             Some(K::Transpose64x64P2),
         ),
+        (&[516, 700], &[1, 0], Some(K::Transpose64x64P2)),
+        (&[3, 132, 196], &[0, 2, 1], Some(K::Transpose64x64P2)),
+        (&[4, 132, 6, 36], &[0, 3, 2, 1], Some(K::Transpose128x32P2)),
+        (&[4, 36, 6, 132], &[0, 3, 2, 1], Some(K::Transpose32x128P2)),
+        (&[36, 100, 300], &[2, 1, 0], Some(K::Transpose32x128P2)),
+        (
+            &[2, 3, 4, 4, 8],
+            &[4, 0, 3, 1, 2],
+            Some(K::Transpose64x64P2),
+        ),
         (&[3, 5, 7, 9], &[3, 1, 0, 2], Some(K::Transpose64x64B2)),
         (&[6, 10, 4, 3], &[2, 1, 0, 3], None),
         (&[6, 10, 4, 5], &[1, 0, 2, 3], None),
         (&[100, 3, 7], &[1, 0, 2], None),
     ];
     let mut reached = Vec::new();
+    // (tile, quad path) of the tiled pair kernels, by shape
+    let mut paths = Vec::new();
     for &(shape, perm, want) in cases {
         assert_eq!(half_kernel(shape, perm, false), want, "{shape:?} {perm:?}");
+        if let Some(Choice::TiledPairs(tile, p)) = half_choice(shape, perm, false) {
+            paths.push((tile, quads_fit(&p, tile)));
+        }
         for force in [false, true] {
             reached.extend(half_kernel(shape, perm, force));
         }
@@ -596,6 +620,14 @@ fn the_half_gpu_test_shapes_reach_every_two_byte_kernel() {
         K::Transpose32x128B2,
     ] {
         assert!(reached.contains(&k), "{} not reached", k.name());
+    }
+    for tile in [Tile::T64x64, Tile::T128x32, Tile::T32x128] {
+        for quads in [false, true] {
+            assert!(
+                paths.contains(&(tile, quads)),
+                "{tile:?} pairs (quad path {quads}) not reached"
+            );
+        }
     }
 }
 
