@@ -11,6 +11,9 @@
 // The pair transpose: input words (r, c..c+1) of rows r and r + 1 (c even)
 // give output words (c, r..r+1) = lo(a) | lo(b) << 16 and (c + 1, r..r+1) =
 // hi(a) | hi(b) << 16, for a the word of row r and b that of row r + 1.
+// The larger tiles have a quad path (8-byte units of 4 halves, 4 x 4
+// blocks through shared memory) that the kernel takes by itself when the
+// sides, strides and addresses allow it (`quads_fit`).
 #include "common.cuh"
 #include "permute.cu"
 
