@@ -23,6 +23,13 @@ __device__ __forceinline__ u32 pair_lo(u32 a, u32 b) { return __byte_perm(a, b, 
 __device__ __forceinline__ u32 pair_hi(u32 a, u32 b) { return __byte_perm(a, b, 0x7632); }
 __device__ __forceinline__ u32 pair_of(u32 a, u32 b, u32 c) { return (c & 1) ? pair_hi(a, b) : pair_lo(a, b); }
 
+// The 16-byte vector of output words o .. o + 3 (a functor may overload it
+// with a cheaper walk over the four words).
+template <typename Val>
+__device__ __forceinline__ uint4 words4(const Val& val, u32 o) {
+    return make_uint4(val(o), val(o + 1), val(o + 2), val(o + 3));
+}
+
 // dst[o] = val(o) for words o < n (dst 4-byte aligned): aligned 16-byte
 // vector stores, single words for the unaligned head and the tail.
 template <typename Val>
@@ -36,7 +43,7 @@ __device__ __forceinline__ void store_words(u32* __restrict__ dst, u32 n, const 
 #pragma unroll 4
     for (u32 i = threadIdx.x; i < nv; i += blockDim.x) {
         const u32 o = head + i * 4;
-        __stcs(v + i, make_uint4(val(o), val(o + 1), val(o + 2), val(o + 3)));
+        __stcs(v + i, words4(val, o));
     }
     const u32 t = threadIdx.x;
     if (t < head) __stcs(dst + t, val(t));
@@ -92,6 +99,33 @@ struct PlanesPairs {
         return pair_of(buf[w + (w >> ps)], buf[w1 + (w1 >> ps)], c);
     }
 };
+
+// PlanesPairs' words o .. o + 3: the position (p, c, r) of element 2o
+// divided out once, then stepped two elements at a time (r += 2 wrapping at
+// the rows R, c at the columns C; R is even, so r meets R exactly).
+__device__ __forceinline__ uint4 words4(const PlanesPairs& m, u32 o) {
+    const u32 e = 2 * o;
+    u32 p = fdiv(m.plane_d, e);
+    const u32 rem = e - p * m.P;
+    u32 c = fdiv(m.rows_d, rem);
+    u32 r = rem - c * m.R;
+    u32 x[4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+        const u32 w = (p * m.P + r * m.C + c) >> 1;
+        const u32 w1 = w + (m.C >> 1);
+        x[k] = pair_of(m.buf[w + (w >> m.ps)], m.buf[w1 + (w1 >> m.ps)], c);
+        r += 2;
+        if (r == m.R) {
+            r = 0;
+            if (++c == m.C) {
+                c = 0;
+                ++p;
+            }
+        }
+    }
+    return make_uint4(x[0], x[1], x[2], x[3]);
+}
 
 // transpose_planes for even rows and columns: the span loaded and stored as
 // words. Shared padding: a word per 4 for planes of at most 64 words, whose

@@ -347,8 +347,11 @@ fn tiled_pairs_match_the_host_permute() {
 /// `transpose_planes_p2` run on the host: the span of whole planes read as
 /// words into the padded shared span (a pad word per 4 for planes of at
 /// most 64 words, else per 32), each output word made from the two input
-/// words `PlanesPairs` of kernels/permute2.cu picks.
-fn run_planes_pairs(q: &SpanParams, input: &[u16]) -> Vec<u16> {
+/// words `PlanesPairs` of kernels/permute2.cu picks; stored as
+/// `store_words` does with `head` single words first (the output's
+/// alignment), then vectors of 4 words whose positions `words4` steps from
+/// the first one's, then the tail.
+fn run_planes_pairs(q: &SpanParams, input: &[u16], head: u64) -> Vec<u16> {
     let (r, c) = (u64::from(q.rows), u64::from(q.cols));
     let plane = r * c;
     let per = u64::from(q.per);
@@ -364,17 +367,41 @@ fn run_planes_pairs(q: &SpanParams, input: &[u16]) -> Vec<u16> {
             assert_eq!(buf[at(k)], None, "shared word {} twice", at(k));
             buf[at(k)] = Some(word(input, p0 * plane + 2 * k));
         }
-        for o in 0..n {
+        // store_words: `head` single words, 16-byte vectors of 4 words
+        // (`words4`: the position divided out once, then stepped), the tail
+        let word_at = |p: u32, row: u32, col: u32| {
+            assert!(row.is_multiple_of(2) && row < q.rows && col < q.cols);
+            let w = (u64::from(p) * plane + u64::from(row) * c + u64::from(col)) / 2;
+            pair_of(buf[at(w)].unwrap(), buf[at(w + c / 2)].unwrap(), col.into())
+        };
+        let pos = |o: u64| {
             let e = (2 * o) as u32;
             let p = q.plane_d.div(e);
             let rem = e - p * q.plane_d.d;
             let col = q.rows_d.div(rem);
-            let row = rem - col * q.rows;
-            assert!(row.is_multiple_of(2));
-            let w = (u64::from(p) * plane + u64::from(row) * c + u64::from(col)) / 2;
-            let v = pair_of(buf[at(w)].unwrap(), buf[at(w + c / 2)].unwrap(), col.into());
-            put(&mut out, p0 * plane + 2 * o, v as u16);
-            put(&mut out, p0 * plane + 2 * o + 1, (v >> 16) as u16);
+            (p, col, rem - col * q.rows)
+        };
+        let h = head.min(n);
+        let nv = (n - h) / 4;
+        let mut o = 0;
+        while o < n {
+            let len = if o >= h && o < h + 4 * nv { 4 } else { 1 };
+            let (mut p, mut col, mut row) = pos(o);
+            for k in 0..len {
+                let v = word_at(p, row, col);
+                put(&mut out, p0 * plane + 2 * (o + k), v as u16);
+                put(&mut out, p0 * plane + 2 * (o + k) + 1, (v >> 16) as u16);
+                row += 2;
+                if row == q.rows {
+                    row = 0;
+                    col += 1;
+                    if col == q.cols {
+                        col = 0;
+                        p += 1;
+                    }
+                }
+            }
+            o += len;
         }
     }
     all_written(out)
@@ -501,8 +528,16 @@ fn span_pairs_match_the_host_transpose() {
             panic!("{shape:?}: not span pairs: {choice:?}")
         };
         assert_eq!(k, kind, "{shape:?}");
+        if k == SpanKind::Planes {
+            // every phase of the output's 16-byte vectors
+            for head in 0..4 {
+                let got = run_planes_pairs(&q, &input, head);
+                assert_eq!(got, want, "{shape:?} head {head}");
+            }
+            continue;
+        }
         let got = match k {
-            SpanKind::Planes => run_planes_pairs(&q, &input),
+            SpanKind::Planes => unreachable!(),
             SpanKind::Rows => run_rows_pairs(&q, &input),
             SpanKind::Cols => run_cols_pairs(&q, &input),
         };
