@@ -11,6 +11,9 @@
 // The pair transpose: input words (r, c..c+1) of rows r and r + 1 (c even)
 // give output words (c, r..r+1) = lo(a) | lo(b) << 16 and (c + 1, r..r+1) =
 // hi(a) | hi(b) << 16, for a the word of row r and b that of row r + 1.
+// The larger tiles have a quad path (8-byte units of 4 halves, 4 x 4
+// blocks through shared memory) that the kernel takes by itself when the
+// sides, strides and addresses allow it (`quads_fit`).
 #include "common.cuh"
 #include "permute.cu"
 
@@ -19,6 +22,13 @@
 __device__ __forceinline__ u32 pair_lo(u32 a, u32 b) { return __byte_perm(a, b, 0x5410); }
 __device__ __forceinline__ u32 pair_hi(u32 a, u32 b) { return __byte_perm(a, b, 0x7632); }
 __device__ __forceinline__ u32 pair_of(u32 a, u32 b, u32 c) { return (c & 1) ? pair_hi(a, b) : pair_lo(a, b); }
+
+// The 16-byte vector of output words o .. o + 3 (a functor may overload it
+// with a cheaper walk over the four words).
+template <typename Val>
+__device__ __forceinline__ uint4 words4(const Val& val, u32 o) {
+    return make_uint4(val(o), val(o + 1), val(o + 2), val(o + 3));
+}
 
 // dst[o] = val(o) for words o < n (dst 4-byte aligned): aligned 16-byte
 // vector stores, single words for the unaligned head and the tail.
@@ -33,7 +43,7 @@ __device__ __forceinline__ void store_words(u32* __restrict__ dst, u32 n, const 
 #pragma unroll 4
     for (u32 i = threadIdx.x; i < nv; i += blockDim.x) {
         const u32 o = head + i * 4;
-        __stcs(v + i, make_uint4(val(o), val(o + 1), val(o + 2), val(o + 3)));
+        __stcs(v + i, words4(val, o));
     }
     const u32 t = threadIdx.x;
     if (t < head) __stcs(dst + t, val(t));
@@ -89,6 +99,33 @@ struct PlanesPairs {
         return pair_of(buf[w + (w >> ps)], buf[w1 + (w1 >> ps)], c);
     }
 };
+
+// PlanesPairs' words o .. o + 3: the position (p, c, r) of element 2o
+// divided out once, then stepped two elements at a time (r += 2 wrapping at
+// the rows R, c at the columns C; R is even, so r meets R exactly).
+__device__ __forceinline__ uint4 words4(const PlanesPairs& m, u32 o) {
+    const u32 e = 2 * o;
+    u32 p = fdiv(m.plane_d, e);
+    const u32 rem = e - p * m.P;
+    u32 c = fdiv(m.rows_d, rem);
+    u32 r = rem - c * m.R;
+    u32 x[4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+        const u32 w = (p * m.P + r * m.C + c) >> 1;
+        const u32 w1 = w + (m.C >> 1);
+        x[k] = pair_of(m.buf[w + (w >> m.ps)], m.buf[w1 + (w1 >> m.ps)], c);
+        r += 2;
+        if (r == m.R) {
+            r = 0;
+            if (++c == m.C) {
+                c = 0;
+                ++p;
+            }
+        }
+    }
+    return make_uint4(x[0], x[1], x[2], x[3]);
+}
 
 // transpose_planes for even rows and columns: the span loaded and stored as
 // words. Shared padding: a word per 4 for planes of at most 64 words, whose
@@ -287,9 +324,8 @@ __device__ __forceinline__ void load_pairs(const u16* __restrict__ in, const Til
 
 template <int TR, int TC>
 __device__ __forceinline__ void transpose_pairs(const u16* __restrict__ in, u16* __restrict__ out,
-                                                const TileParams& p) {
+                                                const TileParams& p, u32* tile) {
     using PT = PairTile<TR, TC>;
-    __shared__ __align__(16) u32 tile[(TR / 2) * PT::S];
     const u32 tid = threadIdx.x + 32 * threadIdx.y;
     u32 t = blockIdx.x;
     if (t >= p.tiles) return;  // the whole block: no barrier is skipped by part of it
@@ -336,10 +372,124 @@ __device__ __forceinline__ void transpose_pairs(const u16* __restrict__ in, u16*
     }
 }
 
+// The quad path of the tiled pair kernels (tiles of 64 x 64 elements or
+// more): when rows, columns, row strides and every batch stride are
+// multiples of 4 and both tensors 8-byte aligned, every global access is
+// an 8-byte unit of 4 halves. Load item L reads unit u = (L / 4) % UW of
+// tile row 4q + L % 4 (q = L / 4 / UW; a warp: 8 units of 4 rows); shared
+// memory holds each 4 x 4 block (q, u) as 32 contiguous bytes, rows in
+// order, at word q * QS + 8u (QS = 8 UW + 4: the pad makes a quarter-warp's
+// 16-byte reads of consecutive q meet no bank twice, and a half-warp's
+// 8-byte stores are 128 contiguous bytes). Store item M reads block
+// (q = M % (TR / 4), u = M / (TR / 4)) and writes output rows 4u .. 4u + 3,
+// columns 4q .. 4q + 3 as four 8-byte units. The tile takes the pair
+// path's shared words: (TR / 4) * QS = (TR / 2) * (TC + 2).
+template <int TR, int TC>
+struct QuadTile {
+    static constexpr int UW = TC / 4;         // 8-byte units per tile row
+    static constexpr int QS = 8 * UW + 4;     // words per row quad
+    static constexpr int NL = TR * UW / 256;  // units each thread loads
+    static constexpr int NS = TR * UW / 1024; // 4 x 4 blocks each thread stores
+};
+
+// Whether the quad path moves p (the same answer in every thread).
+__device__ __forceinline__ bool quads_fit(const void* in, const void* out, const TileParams& p) {
+    bool ok = (((u64)in | (u64)out) & 7) == 0 && (p.rows & 3) == 0 && (p.cols & 3) == 0 &&
+              (p.in_rs & 3) == 0 && (p.out_rs & 3) == 0;
+    for (u32 k = 0; k < p.rank; ++k)
+        ok = ok && (p.bdim[k].d == 1 || ((p.bin[k] | p.bout[k]) & 3) == 0);
+    return ok;
+}
+
+template <int TR, int TC>
+__device__ __forceinline__ void load_quads(const u16* __restrict__ in, const TileParams& p, u64 ioff,
+                                           u32 r0, u32 c0, uint2 (&v)[QuadTile<TR, TC>::NL]) {
+    using QT = QuadTile<TR, TC>;
+    const bool full = r0 + TR <= p.rows && c0 + TC <= p.cols;
+    const u16* __restrict__ ib = in + ioff;
+    const u32 tid = threadIdx.x + 32 * threadIdx.y;
+#pragma unroll
+    for (int i = 0; i < QT::NL; ++i) {
+        const u32 L = tid + 256 * i;
+        const u32 k = 4 * ((L >> 2) / QT::UW) + (L & 3);
+        const u32 u = (L >> 2) % QT::UW;
+        if (full || (r0 + k < p.rows && c0 + 4 * u < p.cols))
+            v[i] = __ldg((const uint2*)(ib + (u64)k * p.in_rs + 4 * u));
+    }
+}
+
+template <int TR, int TC>
+__device__ __forceinline__ void transpose_quads(const u16* __restrict__ in, u16* __restrict__ out,
+                                                const TileParams& p, u32* tile) {
+    using QT = QuadTile<TR, TC>;
+    static_assert(QT::NS >= 1 && (TR / 4) * QT::QS == (TR / 2) * (TC + 2), "quad tile");
+    const u32 tid = threadIdx.x + 32 * threadIdx.y;
+    u32 t = blockIdx.x;
+    if (t >= p.tiles) return;  // the whole block: no barrier is skipped by part of it
+    uint2 v[QT::NL];
+    u64 ioff, ooff;
+    u32 r0, c0;
+    tile_origin<TR, TC>(p, t, ioff, ooff, r0, c0);
+    load_quads<TR, TC>(in, p, ioff, r0, c0, v);
+    for (;;) {
+#pragma unroll
+        for (int i = 0; i < QT::NL; ++i) {
+            const u32 L = tid + 256 * i;
+            const u32 w = ((L >> 2) / QT::UW) * QT::QS + 8 * ((L >> 2) % QT::UW) + 2 * (L & 3);
+            *(uint2*)(tile + w) = v[i];
+        }
+        __syncthreads();
+        const u64 so = ooff;
+        const u32 sr0 = r0, sc0 = c0;
+        const u32 tn = t + gridDim.x;
+        const bool more = tn < p.tiles;
+        if (more) {
+            tile_origin<TR, TC>(p, tn, ioff, ooff, r0, c0);
+            load_quads<TR, TC>(in, p, ioff, r0, c0, v);
+        }
+        const bool full = sr0 + TR <= p.rows && sc0 + TC <= p.cols;
+        u16* __restrict__ ob = out + so;
+#pragma unroll
+        for (int i = 0; i < QT::NS; ++i) {
+            const u32 M = tid + 256 * i;
+            const u32 q = M % (TR / 4), u = M / (TR / 4);
+            const uint4 a = *(const uint4*)(tile + q * QT::QS + 8 * u);      // rows 0, 1
+            const uint4 b = *(const uint4*)(tile + q * QT::QS + 8 * u + 4);  // rows 2, 3
+            const uint2 w[4] = {make_uint2(pair_lo(a.x, a.z), pair_lo(b.x, b.z)),
+                                make_uint2(pair_hi(a.x, a.z), pair_hi(b.x, b.z)),
+                                make_uint2(pair_lo(a.y, a.w), pair_lo(b.y, b.w)),
+                                make_uint2(pair_hi(a.y, a.w), pair_hi(b.y, b.w))};
+            if (full || (sc0 + 4 * u < p.cols && sr0 + 4 * q < p.rows)) {
+#pragma unroll
+                for (int x = 0; x < 4; ++x)
+                    __stcs((uint2*)(ob + (u64)(4 * u + x) * p.out_rs + 4 * q), w[x]);
+            }
+        }
+        __syncthreads();
+        if (!more) break;
+        t = tn;
+    }
+}
+
+// The tiled pair kernel: the quad path when it fits (tiles of 64 x 64
+// elements or more), else pairs.
+template <int TR, int TC>
+__device__ __forceinline__ void transpose_tiled_pairs(const u16* __restrict__ in,
+                                                      u16* __restrict__ out, const TileParams& p) {
+    __shared__ __align__(16) u32 tile[(TR / 2) * (TC + 2)];
+    if constexpr (TR * TC >= 4096) {
+        if (quads_fit(in, out, p)) {
+            transpose_quads<TR, TC>(in, out, p, tile);
+            return;
+        }
+    }
+    transpose_pairs<TR, TC>(in, out, p, tile);
+}
+
 #define RTX_TRANSPOSE_PAIRS(NAME, TR, TC)                                                 \
     extern "C" __global__ void __launch_bounds__(256)                                     \
         NAME(const u16* __restrict__ in, u16* __restrict__ out, const TileParams p) {     \
-        transpose_pairs<TR, TC>(in, out, p);                                              \
+        transpose_tiled_pairs<TR, TC>(in, out, p);                                        \
     }
 RTX_TRANSPOSE_PAIRS(transpose32x32_p2, 32, 32)
 RTX_TRANSPOSE_PAIRS(transpose64x64_p2, 64, 64)

@@ -192,6 +192,120 @@ fn run_tiled_pairs(p: &TileParams, tile: Tile, input: &[u16]) -> Vec<u16> {
     all_written(out)
 }
 
+/// kernels/permute2.cu's `quads_fit` for aligned tensors and a tile of
+/// 64 x 64 elements or more: rows, columns, row strides and every batch
+/// stride multiples of 4.
+fn quads_fit(p: &TileParams, tile: Tile) -> bool {
+    let (tr, tc) = tile.dims();
+    let four = |s: u64| s.is_multiple_of(4);
+    tr * tc >= 4096
+        && four(p.rows.into())
+        && four(p.cols.into())
+        && four(p.in_rs)
+        && four(p.out_rs)
+        && (0..p.rank as usize).all(|k| p.bdim[k].d == 1 || (four(p.bin[k]) && four(p.bout[k])))
+}
+
+/// The 8-byte unit of 4 halves at element `at` (a multiple of 4).
+fn unit(input: &[u16], at: u64) -> [u16; 4] {
+    assert!(at.is_multiple_of(4), "unaligned unit at element {at}");
+    let at = at as usize;
+    [input[at], input[at + 1], input[at + 2], input[at + 3]]
+}
+
+/// The quad path of `transpose{TR}x{TC}_p2` run on the host, thread by
+/// thread as kernels/permute2.cu's `load_quads` and `transpose_quads` do
+/// it: 8-byte units read and written at element offsets that are multiples
+/// of 4, the shared 4 x 4 blocks at word q * QS + 8u (rows in order), 16-byte
+/// shared reads aligned, every output element written once.
+fn run_tiled_quads(p: &TileParams, tile: Tile, input: &[u16]) -> Vec<u16> {
+    let (tr, tc) = tile.dims();
+    let uw = tc / 4;
+    let qs = 8 * uw + 4;
+    assert_eq!(
+        tr / 4 * qs,
+        tr / 2 * (tc + 2),
+        "the pair tile's shared words"
+    );
+    let (rows, cols) = (u64::from(p.rows), u64::from(p.cols));
+    let mut out = vec![None; input.len()];
+    for t in 0..p.tiles {
+        let (trow, tcol, x) = tile_at(p, t);
+        let (r0, c0) = (trow * tr, tcol * tc);
+        let bi: u64 = x.iter().zip(&p.bin).map(|(x, s)| x * s).sum();
+        let bo: u64 = x.iter().zip(&p.bout).map(|(x, s)| x * s).sum();
+        let (ioff, ooff) = (bi + r0 * p.in_rs + c0, bo + c0 * p.out_rs + r0);
+        let full = r0 + tr <= rows && c0 + tc <= cols;
+        // shared words as halves: word w is halves 2w, 2w + 1
+        let mut sh = vec![0xDEADu16; (2 * tr / 4 * qs) as usize];
+        for l in 0..tr * uw {
+            let (k, u) = (4 * ((l >> 2) / uw) + (l & 3), (l >> 2) % uw);
+            if !(full || (r0 + k < rows && c0 + 4 * u < cols)) {
+                continue;
+            }
+            let v = unit(input, ioff + k * p.in_rs + 4 * u);
+            let w = ((l >> 2) / uw) * qs + 8 * u + 2 * (l & 3);
+            assert!(w.is_multiple_of(2), "unaligned 8-byte shared store");
+            sh[2 * w as usize..2 * w as usize + 4].copy_from_slice(&v);
+        }
+        for m in 0..tr / 4 * uw {
+            let (q, u) = (m % (tr / 4), m / (tr / 4));
+            let w = q * qs + 8 * u;
+            assert!(w.is_multiple_of(4), "unaligned 16-byte shared read");
+            // block row i, column x at half 4i + x of the block's 32 bytes
+            let blk = &sh[2 * w as usize..2 * w as usize + 16];
+            if full || (c0 + 4 * u < cols && r0 + 4 * q < rows) {
+                for x in 0..4 {
+                    let dst = ooff + (4 * u + x) * p.out_rs + 4 * q;
+                    assert!(dst.is_multiple_of(4), "unaligned unit store at {dst}");
+                    for i in 0..4 {
+                        put(&mut out, dst + i, blk[(4 * i + x) as usize]);
+                    }
+                }
+            }
+        }
+    }
+    all_written(out)
+}
+
+#[test]
+fn tiled_quads_match_the_host_permute() {
+    let cases: [(&[usize], &[usize]); 8] = [
+        (&[132, 200], &[1, 0]),
+        (&[516, 700], &[1, 0]),
+        (&[3, 100, 132], &[0, 2, 1]),
+        (&[2, 72, 300], &[0, 2, 1]),
+        (&[4, 132, 6, 36], &[0, 3, 2, 1]),
+        (&[4, 36, 6, 132], &[0, 3, 2, 1]),
+        (&[36, 100, 300], &[2, 1, 0]),
+        (&[2, 3, 4, 4, 8], &[4, 0, 3, 1, 2]),
+    ];
+    for (shape, perm) in cases {
+        let n: usize = shape.iter().product();
+        let input: Vec<u16> = (0..n).map(|i| (i * 7 + 1) as u16).collect();
+        let want = rtx_tensor::permute_host(&input, shape, perm).unwrap();
+        let choice = if shape.len() == 2 {
+            transpose(1, shape[0] as u64, shape[1] as u64, 2, false)
+        } else {
+            permute(shape, perm, 2, false)
+        };
+        let Choice::TiledPairs(tile, p) = choice else {
+            panic!("{shape:?} {perm:?}: not tiled pairs: {choice:?}")
+        };
+        assert!(quads_fit(&p, tile), "{shape:?} {perm:?} {tile:?}: no quads");
+        assert_eq!(
+            run_tiled_quads(&p, tile, &input),
+            want,
+            "{shape:?} {perm:?} {tile:?}"
+        );
+    }
+    // rows of 2 mod 4 halves: pairs
+    let Choice::TiledPairs(tile, p) = transpose(1, 514, 700, 2, false) else {
+        unreachable!()
+    };
+    assert!(!quads_fit(&p, tile));
+}
+
 #[test]
 fn tiled_pairs_match_the_host_permute() {
     let cases: [(&[usize], &[usize]); 10] = [
@@ -233,8 +347,11 @@ fn tiled_pairs_match_the_host_permute() {
 /// `transpose_planes_p2` run on the host: the span of whole planes read as
 /// words into the padded shared span (a pad word per 4 for planes of at
 /// most 64 words, else per 32), each output word made from the two input
-/// words `PlanesPairs` of kernels/permute2.cu picks.
-fn run_planes_pairs(q: &SpanParams, input: &[u16]) -> Vec<u16> {
+/// words `PlanesPairs` of kernels/permute2.cu picks; stored as
+/// `store_words` does with `head` single words first (the output's
+/// alignment), then vectors of 4 words whose positions `words4` steps from
+/// the first one's, then the tail.
+fn run_planes_pairs(q: &SpanParams, input: &[u16], head: u64) -> Vec<u16> {
     let (r, c) = (u64::from(q.rows), u64::from(q.cols));
     let plane = r * c;
     let per = u64::from(q.per);
@@ -250,17 +367,41 @@ fn run_planes_pairs(q: &SpanParams, input: &[u16]) -> Vec<u16> {
             assert_eq!(buf[at(k)], None, "shared word {} twice", at(k));
             buf[at(k)] = Some(word(input, p0 * plane + 2 * k));
         }
-        for o in 0..n {
+        // store_words: `head` single words, 16-byte vectors of 4 words
+        // (`words4`: the position divided out once, then stepped), the tail
+        let word_at = |p: u32, row: u32, col: u32| {
+            assert!(row.is_multiple_of(2) && row < q.rows && col < q.cols);
+            let w = (u64::from(p) * plane + u64::from(row) * c + u64::from(col)) / 2;
+            pair_of(buf[at(w)].unwrap(), buf[at(w + c / 2)].unwrap(), col.into())
+        };
+        let pos = |o: u64| {
             let e = (2 * o) as u32;
             let p = q.plane_d.div(e);
             let rem = e - p * q.plane_d.d;
             let col = q.rows_d.div(rem);
-            let row = rem - col * q.rows;
-            assert!(row.is_multiple_of(2));
-            let w = (u64::from(p) * plane + u64::from(row) * c + u64::from(col)) / 2;
-            let v = pair_of(buf[at(w)].unwrap(), buf[at(w + c / 2)].unwrap(), col.into());
-            put(&mut out, p0 * plane + 2 * o, v as u16);
-            put(&mut out, p0 * plane + 2 * o + 1, (v >> 16) as u16);
+            (p, col, rem - col * q.rows)
+        };
+        let h = head.min(n);
+        let nv = (n - h) / 4;
+        let mut o = 0;
+        while o < n {
+            let len = if o >= h && o < h + 4 * nv { 4 } else { 1 };
+            let (mut p, mut col, mut row) = pos(o);
+            for k in 0..len {
+                let v = word_at(p, row, col);
+                put(&mut out, p0 * plane + 2 * (o + k), v as u16);
+                put(&mut out, p0 * plane + 2 * (o + k) + 1, (v >> 16) as u16);
+                row += 2;
+                if row == q.rows {
+                    row = 0;
+                    col += 1;
+                    if col == q.cols {
+                        col = 0;
+                        p += 1;
+                    }
+                }
+            }
+            o += len;
         }
     }
     all_written(out)
@@ -387,8 +528,16 @@ fn span_pairs_match_the_host_transpose() {
             panic!("{shape:?}: not span pairs: {choice:?}")
         };
         assert_eq!(k, kind, "{shape:?}");
+        if k == SpanKind::Planes {
+            // every phase of the output's 16-byte vectors
+            for head in 0..4 {
+                let got = run_planes_pairs(&q, &input, head);
+                assert_eq!(got, want, "{shape:?} head {head}");
+            }
+            continue;
+        }
         let got = match k {
-            SpanKind::Planes => run_planes_pairs(&q, &input),
+            SpanKind::Planes => unreachable!(),
             SpanKind::Rows => run_rows_pairs(&q, &input),
             SpanKind::Cols => run_cols_pairs(&q, &input),
         };
@@ -400,6 +549,12 @@ fn span_pairs_match_the_host_transpose() {
 /// gives contiguous 2-byte `shape` by `perm` (after rtx-tensor's plan),
 /// for tensors at aligned addresses; `None` for a copy_rows kernel.
 fn half_kernel(shape: &[usize], perm: &[usize], force32: bool) -> Option<Kernel> {
+    half_choice(shape, perm, force32).and_then(|c| c.kernel())
+}
+
+/// The choice of [`half_kernel`]; `None` for an N-D permute past the
+/// kernels' rank.
+fn half_choice(shape: &[usize], perm: &[usize], force32: bool) -> Option<Choice> {
     let plan = rtx_tensor::Layout::contiguous(shape)
         .unwrap()
         .plan_permute(perm)
@@ -410,16 +565,15 @@ fn half_kernel(shape: &[usize], perm: &[usize], force32: bool) -> Option<Kernel>
             rows,
             cols,
             inner,
-        } => transpose(
+        } => Some(transpose(
             batch as u64,
             rows as u64,
             cols as u64,
             2 * inner as u64,
             force32,
-        )
-        .kernel(),
+        )),
         rtx_tensor::PermuteKind::Permute { shape, perm } if shape.len() <= MAX_RANK => {
-            permute(&shape, &perm, 2, force32).kernel()
+            Some(permute(&shape, &perm, 2, force32))
         }
         _ => None,
     }
@@ -458,14 +612,29 @@ fn the_half_gpu_test_shapes_reach_every_two_byte_kernel() {
             &[4, 0, 3, 1, 2],
             Some(K::Transpose64x64P2),
         ),
+        (&[516, 700], &[1, 0], Some(K::Transpose64x64P2)),
+        (&[3, 132, 196], &[0, 2, 1], Some(K::Transpose64x64P2)),
+        (&[4, 132, 6, 36], &[0, 3, 2, 1], Some(K::Transpose128x32P2)),
+        (&[4, 36, 6, 132], &[0, 3, 2, 1], Some(K::Transpose32x128P2)),
+        (&[36, 100, 300], &[2, 1, 0], Some(K::Transpose32x128P2)),
+        (
+            &[2, 3, 4, 4, 8],
+            &[4, 0, 3, 1, 2],
+            Some(K::Transpose64x64P2),
+        ),
         (&[3, 5, 7, 9], &[3, 1, 0, 2], Some(K::Transpose64x64B2)),
         (&[6, 10, 4, 3], &[2, 1, 0, 3], None),
         (&[6, 10, 4, 5], &[1, 0, 2, 3], None),
         (&[100, 3, 7], &[1, 0, 2], None),
     ];
     let mut reached = Vec::new();
+    // (tile, quad path) of the tiled pair kernels, by shape
+    let mut paths = Vec::new();
     for &(shape, perm, want) in cases {
         assert_eq!(half_kernel(shape, perm, false), want, "{shape:?} {perm:?}");
+        if let Some(Choice::TiledPairs(tile, p)) = half_choice(shape, perm, false) {
+            paths.push((tile, quads_fit(&p, tile)));
+        }
         for force in [false, true] {
             reached.extend(half_kernel(shape, perm, force));
         }
@@ -486,6 +655,14 @@ fn the_half_gpu_test_shapes_reach_every_two_byte_kernel() {
         K::Transpose32x128B2,
     ] {
         assert!(reached.contains(&k), "{} not reached", k.name());
+    }
+    for tile in [Tile::T64x64, Tile::T128x32, Tile::T32x128] {
+        for quads in [false, true] {
+            assert!(
+                paths.contains(&(tile, quads)),
+                "{tile:?} pairs (quad path {quads}) not reached"
+            );
+        }
     }
 }
 

@@ -17,7 +17,10 @@
 //!   which move 4-byte element pairs, when every row is whole words in the
 //!   input and the output (even sides and row strides), with the parameters
 //!   of the `_b2` kernel, which the host takes instead for tensors not
-//!   4-byte aligned ([`Choice::unpaired`]);
+//!   4-byte aligned ([`Choice::unpaired`]); the 64x64, 128x32 and 32x128
+//!   pair tiles move 8-byte units of 4 halves instead when sides and strides
+//!   are multiples of 4 and both tensors 8-byte aligned (the kernel decides:
+//!   `quads_fit` of kernels/permute2.cu);
 //! * [`Choice::Fallback`]: the copy_rows kernels with 64-bit decodes, when a
 //!   count does not fit the 32-bit index math (dims or tiles past 2^31) or
 //!   the elements are runs of another size.

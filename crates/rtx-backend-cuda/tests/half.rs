@@ -252,6 +252,8 @@ fn permute_case<T: FromF32>(shape: &[usize], perm: &[usize]) {
 fn half_permutes_move_the_bits_for_every_kernel() {
     // Even sides and strides take the pair kernels (`_p2`), odd ones the
     // `_b2` kernels; Force32 takes the 32x32 tile of either for every shape.
+    // The larger pair tiles move 8-byte units (the quad path) when sides and
+    // strides are multiples of 4: "quads" below, "pairs" else.
     let cases: &[(&[usize], &[usize])] = &[
         (&[64, 8, 16], &[0, 2, 1]),           // planes, pairs
         (&[1000, 4, 16], &[0, 2, 1]),         // planes, pairs
@@ -276,6 +278,12 @@ fn half_permutes_move_the_bits_for_every_kernel() {
         (&[34, 100, 300], &[2, 1, 0]),        // tiled inner pair of an N-D permute, 32x128 pairs
         (&[33, 100, 300], &[2, 1, 0]),        // tiled inner pair of an N-D permute, 32x128 b2
         (&[2, 3, 4, 5, 6], &[4, 0, 3, 1, 2]), // 64x64 pairs over three batch dims
+        (&[516, 700], &[1, 0]),               // 64x64 quads, ragged edges
+        (&[3, 132, 196], &[0, 2, 1]),         // batched 64x64 quads
+        (&[4, 132, 6, 36], &[0, 3, 2, 1]),    // 128x32 quads
+        (&[4, 36, 6, 132], &[0, 3, 2, 1]),    // 32x128 quads
+        (&[36, 100, 300], &[2, 1, 0]),        // N-D inner pair, 32x128 quads
+        (&[2, 3, 4, 4, 8], &[4, 0, 3, 1, 2]), // 64x64 quads over three batch dims
         (&[3, 5, 7, 9], &[3, 1, 0, 2]),       // small N-D
         (&[6, 10, 4, 3], &[2, 1, 0, 3]),      // last dim kept: runs of 3 halves
         (&[6, 10, 4, 5], &[1, 0, 2, 3]),      // runs of 20 halves

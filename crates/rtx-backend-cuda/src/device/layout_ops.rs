@@ -192,7 +192,9 @@ impl CudaBackend {
         // every element is written once from within the input); tiles are
         // bounds-checked. A pair kernel (`_p2`) has 4-byte aligned tensors
         // (launch_choice checks) and even rows, columns, row and batch
-        // strides (the plan's rule), so its words are aligned and whole.
+        // strides (the plan's rule), so its words are aligned and whole; its
+        // quad path (8-byte units) runs only when the kernel finds both
+        // tensors 8-byte aligned and every side and stride a multiple of 4.
         unsafe { args.launch(&self.dev, k, kernel, cfg) }?;
         Ok(())
     }
