@@ -68,8 +68,7 @@ struct LoadHalf {
 // Sum of values [a, b) (b > a) of column-vector j, left to right from the
 // first value. Loads go out in batches of UNROLL (8) before their adds, so
 // UNROLL are in flight per thread: the throughput form, for large problems
-// where many chunks run at once. (Half rows move half the bytes per load
-// and take batches of 16, so as many bytes are in flight as for f32.)
+// where many chunks run at once.
 template <typename V, bool INDIRECT, typename Ld = LoadSame<V>, u32 UNROLL = 8>
 __device__ __forceinline__ V chunk_sum_batched(const typename Ld::S* __restrict__ vals,
                                                const u32* __restrict__ pos, u32 a, u32 b,
@@ -198,6 +197,16 @@ RTX_SCATTER_ALL(f64x1, double)
 // the f32 path adds, and rounds once to the storage type. So the bits are
 // the host reference's, which accumulates in f32 the same way. `vals` are
 // level 0's half rows, `acc` the previous level's f32 scratch (levels past 0).
+//
+// Speed: a row's last chunk loads its destination element before it sums
+// (no other chunk touches that element, so the value is the same), which
+// takes the read of the read-modify-write off the chunk's chain of memory
+// round trips. The batched form keeps 8 loads in flight per thread and is
+// compiled for 4 blocks of RTX_BLOCK per SM (at most 64 registers): a half
+// row of f elements is half as many lanes as an f32 row, so at the f32
+// kernels' occupancy as many chunks would be in flight as for f32, each of
+// half the bytes; at 4 blocks per SM twice as many are. The order of the
+// additions is the f32 kernels' in every form.
 template <typename K, typename HS, typename V, bool INDIRECT, bool PIPE>
 __device__ __forceinline__ void scatter_level_half(
     const HS* __restrict__ vals, const V* __restrict__ acc, const u32* __restrict__ pos,
@@ -209,19 +218,22 @@ __device__ __forceinline__ void scatter_level_half(
     for (u64 c = (u64)blockIdx.x * groups + (threadIdx.x >> lanes_log2); c < nchunks;
          c += (u64)gridDim.x * groups) {
         const Chunk ch = load_chunk(cstart, crow, cslot, c);
+        const bool last = ch.slot == RTX_FINAL;
         for (u64 j = lane; j < W; j += L) {
+            HS* d = dst + ch.row * W + j;
+            HS old;
+            if (last) old = *d;  // in flight while the chunk is summed
             V sum;
             if (INDIRECT) {
                 typedef LoadHalf<K, HS, V> Ld;
                 sum = PIPE ? chunk_sum_pipelined<V, true, Ld>(vals, pos, ch.a, ch.b, W, j)
-                           : chunk_sum_batched<V, true, Ld, 16>(vals, pos, ch.a, ch.b, W, j);
+                           : chunk_sum_batched<V, true, Ld, 8>(vals, pos, ch.a, ch.b, W, j);
             } else {
                 sum = PIPE ? chunk_sum_pipelined<V, false>(acc, pos, ch.a, ch.b, W, j)
                            : chunk_sum_batched<V, false>(acc, pos, ch.a, ch.b, W, j);
             }
-            if (ch.slot == RTX_FINAL) {
-                HS* d = dst + ch.row * W + j;
-                *d = hnarrow<K>(vadd(hwiden<K>(*d), sum));
+            if (last) {
+                *d = hnarrow<K>(vadd(hwiden<K>(old), sum));
             } else {
                 next[(u64)ch.slot * W + j] = sum;
             }
@@ -229,8 +241,9 @@ __device__ __forceinline__ void scatter_level_half(
     }
 }
 
-#define RTX_SCATTER_HALF(NAME, K, HS, V, INDIRECT, PIPE)                                   \
-    extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
+// MINB: blocks per SM the kernel is compiled for (1: no register cap).
+#define RTX_SCATTER_HALF(NAME, K, HS, V, INDIRECT, PIPE, MINB)                             \
+    extern "C" __global__ void __launch_bounds__(RTX_BLOCK, MINB)                           \
         NAME(const HS* __restrict__ vals, const float* __restrict__ acc,                   \
              const u32* __restrict__ pos, const u32* __restrict__ cstart,                  \
              const u32* __restrict__ crow, const u32* __restrict__ cslot, u64 nchunks,     \
@@ -240,20 +253,22 @@ __device__ __forceinline__ void scatter_level_half(
             lanes_log2, dst, reinterpret_cast<V*>(next));                                  \
     }
 // scatter{0,N}{,p}_{bf16,f16}x{8,4,2,1}: vectors of 8, 4, 2 or 1 stored
-// halves (16, 8, 4, 2 bytes) summed as f32x8, float4, float2, float.
-#define RTX_SCATTER_HALF_ALL(SUFFIX, K, HS, V)                   \
-    RTX_SCATTER_HALF(scatter0_##SUFFIX, K, HS, V, true, false)   \
-    RTX_SCATTER_HALF(scatterN_##SUFFIX, K, HS, V, false, false)  \
-    RTX_SCATTER_HALF(scatter0p_##SUFFIX, K, HS, V, true, true)   \
-    RTX_SCATTER_HALF(scatterNp_##SUFFIX, K, HS, V, false, true)
-RTX_SCATTER_HALF_ALL(bf16x8, Bf16, bf16x8, f32x8)
-RTX_SCATTER_HALF_ALL(bf16x4, Bf16, bf16x4, float4)
-RTX_SCATTER_HALF_ALL(bf16x2, Bf16, bf16x2, float2)
-RTX_SCATTER_HALF_ALL(bf16x1, Bf16, bf16, float)
-RTX_SCATTER_HALF_ALL(f16x8, F16, f16x8, f32x8)
-RTX_SCATTER_HALF_ALL(f16x4, F16, f16x4, float4)
-RTX_SCATTER_HALF_ALL(f16x2, F16, f16x2, float2)
-RTX_SCATTER_HALF_ALL(f16x1, F16, f16, float)
+// halves (16, 8, 4, 2 bytes) summed as f32x8, float4, float2, float. B0, BN:
+// blocks per SM of the batched level 0 and levels past 0 (the most that
+// compile without spills: x8's f32x8 sums take more registers).
+#define RTX_SCATTER_HALF_ALL(SUFFIX, K, HS, V, B0, BN)              \
+    RTX_SCATTER_HALF(scatter0_##SUFFIX, K, HS, V, true, false, B0)  \
+    RTX_SCATTER_HALF(scatterN_##SUFFIX, K, HS, V, false, false, BN) \
+    RTX_SCATTER_HALF(scatter0p_##SUFFIX, K, HS, V, true, true, 1)   \
+    RTX_SCATTER_HALF(scatterNp_##SUFFIX, K, HS, V, false, true, 1)
+RTX_SCATTER_HALF_ALL(bf16x8, Bf16, bf16x8, f32x8, 3, 2)
+RTX_SCATTER_HALF_ALL(bf16x4, Bf16, bf16x4, float4, 4, 4)
+RTX_SCATTER_HALF_ALL(bf16x2, Bf16, bf16x2, float2, 4, 4)
+RTX_SCATTER_HALF_ALL(bf16x1, Bf16, bf16, float, 4, 4)
+RTX_SCATTER_HALF_ALL(f16x8, F16, f16x8, f32x8, 3, 2)
+RTX_SCATTER_HALF_ALL(f16x4, F16, f16x4, float4, 4, 4)
+RTX_SCATTER_HALF_ALL(f16x2, F16, f16x2, float2, 4, 4)
+RTX_SCATTER_HALF_ALL(f16x1, F16, f16, float, 4, 4)
 
 // Element-wise conversions between f32 and half storage, one element per
 // thread, grid-stride: narrow_* rounds f32 to the kind (Bf16::narrow,

@@ -444,6 +444,24 @@ fn half_pickers_give_kernels_of_their_element_and_vector() {
         (64, HalfVec::X8, "x8"),
     ] {
         assert_eq!(HalfVec::pick(f), v);
+        // levels past 0 sum f32 scratch in float4 lanes at most
+        let scratch = if v == HalfVec::X8 { HalfVec::X4 } else { v };
+        assert_eq!(HalfVec::pick_scratch(f), scratch, "f = {f}");
+        assert!(f.is_multiple_of(scratch.elems()));
+        assert_eq!(HalfVec::pick_level0(f, ChunkSum::Batched), v, "f = {f}");
+        assert_eq!(
+            HalfVec::pick_level0(f, ChunkSum::Pipelined),
+            scratch,
+            "f = {f}"
+        );
+        // rows past 32 x4 vectors keep x8 in the latency form too
+        for (wide, want) in [(128, HalfVec::X4), (136, HalfVec::X8), (256, HalfVec::X8)] {
+            assert_eq!(
+                HalfVec::pick_level0(wide, ChunkSum::Pipelined),
+                want,
+                "f = {wide}"
+            );
+        }
         for (dt, h) in [(DType::BF16, Half::Bf16), (DType::F16, Half::F16)] {
             assert_eq!(Half::of(dt), Some(h));
             for level in [Level::Zero, Level::Higher] {

@@ -162,6 +162,10 @@ fn half_scatter_add_is_the_canonical_f32_sum_rounded_once() {
         (20, 300_000, 4, true), // hub rows of several levels
         (2000, 30_000, 64, false),
         (40, 9000, 130, true),
+        // rows of 8k halves: level 0 in x8 vectors, the levels past 0
+        // (hub rows of several levels) in x4 vectors of the f32 scratch
+        (30, 200_000, 64, true),
+        (12, 70_000, 16, true),
     ] {
         scatter_case::<bf16>(rows, e, f, hub, 21);
         scatter_case::<f16>(rows, e, f, hub, 22);

@@ -452,7 +452,8 @@ pub(crate) fn half_sum_chain<T: Element>(
     if f == 0 || dp.values[0] == 0 {
         return Ok(());
     }
-    let v = HalfVec::pick(f);
+    let sum = form.resolve(dp.values[0], (f / HalfVec::pick(f).elems()) as u64);
+    let v = HalfVec::pick_level0(f, sum);
     let w = (f / v.elems()) as u64;
     let lanes = lanes_log2(w);
     // f32 scratch: rows of f sums (W vectors of v.elems() floats)
@@ -472,7 +473,7 @@ pub(crate) fn half_sum_chain<T: Element>(
         dst: Out::at(dst),
         next: Out::at(scratch.first().map_or(0, DevMem::ptr)),
     };
-    let kernel = Kernel::scatter_half(Level::Zero, form.resolve(dp.values[0], w), h, v);
+    let kernel = Kernel::scatter_half(Level::Zero, sum, h, v);
     // SAFETY: the tables come from a validated IndexPlan: level-0 positions
     // are below src's rows (plan.len() rows of f halves, checked by the
     // callers), rows below dst's rows (checked), slots below level 1's
@@ -485,7 +486,9 @@ pub(crate) fn half_sum_chain<T: Element>(
 /// The levels past 0 of a sum chain into the half rows (`h`, `f` elements)
 /// at `dst`, reading the f32 scratch level 0 wrote (`scratch[l]`: level
 /// `l + 1`'s values): index.cu's half `scatterN`, which adds a row's f32 sum
-/// to its widened destination and rounds once.
+/// to its widened destination and rounds once. Vectors of at most 4 halves
+/// ([`HalfVec::pick_scratch`]), whatever level 0 took: the scratch is rows
+/// of f f32 sums at any width.
 fn half_levels<T: Element>(
     dev: &Device,
     dp: &DevicePlan,
@@ -495,7 +498,7 @@ fn half_levels<T: Element>(
     h: Half,
     dst: u64,
 ) -> Result<()> {
-    let v = HalfVec::pick(f);
+    let v = HalfVec::pick_scratch(f);
     let w = (f / v.elems()) as u64;
     let lanes = lanes_log2(w);
     let kernel = Kernel::scatter_half(Level::Higher, form.resolve(dp.values[0], w), h, v);

@@ -192,6 +192,31 @@ impl HalfVec {
         }
     }
 
+    /// The widest vector of at most 4 halves dividing a row of `f`
+    /// elements: the vector of a half chain's levels past 0, which sum f32
+    /// scratch, so that a lane loads a `float4` of it as the f32 kernels do
+    /// (x8 would take two per lane, with half the lanes per chunk and twice
+    /// the registers); the adds of each element are the same at any width.
+    pub(crate) fn pick_scratch(f: usize) -> HalfVec {
+        match HalfVec::pick(f) {
+            HalfVec::X8 => HalfVec::X4,
+            v => v,
+        }
+    }
+
+    /// The vector of level 0 of a half scatter chain summing in `form`:
+    /// [`HalfVec::pick`], but the pipelined (latency) form takes x4 when a
+    /// row is at most 32 of them, so that a chunk has as many lanes as an
+    /// f32 chunk (one `float4` of sums each, half the bytes per load) and a
+    /// small level spreads over as many blocks as the f32 kernels'; wider
+    /// rows keep x8, whose lanes sum fewer column vectors one after the other.
+    pub(crate) fn pick_level0(f: usize, form: ChunkSum) -> HalfVec {
+        match HalfVec::pick(f) {
+            HalfVec::X8 if form == ChunkSum::Pipelined && f / 4 <= 32 => HalfVec::X4,
+            v => v,
+        }
+    }
+
     /// The widest vector dividing both a row of `f` elements and `align`
     /// elements (a head's channel count for gather_scale_scatter, whose
     /// heads must not straddle a vector; `f` otherwise).
