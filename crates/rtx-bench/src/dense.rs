@@ -17,7 +17,7 @@
 
 use rtx_backend::prelude::*;
 use rtx_backend::workload::values;
-use rtx_backend::{BTensor, Element, Result, bf16};
+use rtx_backend::{BTensor, Element, Result, bf16, round_f32, widen_f32};
 use rtx_backend_cuda::{ColSums, CudaBackend, MatmulTiles};
 use serde_json::json;
 
@@ -288,15 +288,20 @@ fn column_sums<T: Element>(g: &CudaBackend, args: &Args, suffix: &str) -> anyhow
         Some(3.0 * bytes),
         &[],
     );
-    let bits = |t: &BTensor<CudaBackend, T>| -> anyhow::Result<Vec<u32>> {
-        Ok(g.download(t)?
-            .iter()
-            .map(|v| v.to_f32().to_bits())
-            .collect())
+    // The op's definition: for f32 the composition; for a half type the f32
+    // composition on the widened inputs, rounded once (FusedOps).
+    let widen = |t: &BTensor<CudaBackend, T>| -> Result<BTensor<CudaBackend, f32>> {
+        g.upload(&widen_f32(&g.download(t)?), t.shape())
     };
+    let (wx, wy, wb0, wb1) = (widen(&x)?, widen(&y)?, widen(&b0)?, widen(&b1)?);
+    let defined: Vec<T> = round_f32(&g.download(&rtx_backend::sum_bias_relu_composed(
+        g,
+        &[(&wx, &wb0), (&wy, &wb1)],
+    )?)?);
+    let bits = |v: &[T]| v.iter().map(|v| v.to_f32().to_bits()).collect::<Vec<_>>();
     anyhow::ensure!(
-        bits(&g.sum_bias_relu(&parts)?)? == bits(&composed()?)?,
-        "sum_bias_relu differs from its composition"
+        bits(&g.download(&g.sum_bias_relu(&parts)?)?) == bits(&defined),
+        "sum_bias_relu{dtype} differs from its definition (the f32 composition, rounded once)"
     );
     Ok(())
 }
