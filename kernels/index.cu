@@ -96,12 +96,49 @@ __device__ __forceinline__ V chunk_sum_batched(const typename Ld::S* __restrict_
     return acc;
 }
 
+// The batched sum of a half level 0 (`Ld` widens stored halves): the same
+// additions in the same order as chunk_sum_batched, but the first value goes
+// out with the first batch. A sum starts from its first value as it is (never
+// 0 + it), and widening it must wait for its load; in chunk_sum_batched's
+// shape, whose first value is loaded alone before its batches, that wait
+// would sit before the first batch's loads (for f32 the first value is the
+// accumulator as loaded and waits for nothing), one more memory round trip
+// per chunk than the f32 kernels: table, positions, first value, batch,
+// tail. Here the first UNROLL values are loaded together, so a chunk of at
+// most UNROLL values (a low-degree row's) costs table, positions, values.
+template <typename V, typename Ld, u32 UNROLL = 8>
+__device__ __forceinline__ V chunk_sum_batched_first(const typename Ld::S* __restrict__ vals,
+                                                     const u32* __restrict__ pos, u32 a, u32 b,
+                                                     u64 W, u64 j) {
+    const Ld ld;
+    const u32 n = b - a;  // offsets below n never wrap: a + n is b
+    V acc{};              // replaced by value a, unread
+    // one batch at a time (the last may be short): the registers of
+    // chunk_sum_batched's loop
+#pragma unroll 1
+    for (u32 o = 0; o < n; o += UNROLL) {
+        typename Ld::S v[UNROLL];
+#pragma unroll
+        for (u32 q = 0; q < UNROLL; ++q)
+            if (o + q < n) v[q] = ld.load(vals + value_row<true>(pos, a + o + q) * W + j);
+        acc = o == 0 ? ld.cvt(v[0]) : vadd(acc, ld.cvt(v[0]));  // o < n
+#pragma unroll
+        for (u32 q = 1; q < UNROLL; ++q)
+            if (o + q < n) acc = vadd(acc, ld.cvt(v[q]));
+    }
+    return acc;
+}
+
 // The same sum, software-pipelined: the next batch's values and the batch
 // after's positions are in flight while this batch is added, so a 256-value
 // chunk costs about one memory round trip per batch instead of two. The
 // latency form, for small problems whose time is the longest chunk's chain.
-// Same additions in the same order as chunk_sum_batched.
-template <typename V, bool INDIRECT, typename Ld = LoadSame<V>>
+// Same additions in the same order as chunk_sum_batched. LATE (the half
+// level 0): the first value is widened at its turn in the first batch's adds,
+// after the second batch's loads have gone out, not before the loop, where
+// the widening's wait for the first batch would hold them back (the sum
+// still starts from the first value as it is).
+template <typename V, bool INDIRECT, typename Ld = LoadSame<V>, bool LATE = false>
 __device__ __forceinline__ V chunk_sum_pipelined(const typename Ld::S* __restrict__ vals,
                                                  const u32* __restrict__ pos, u32 a, u32 b,
                                                  u64 W, u64 j) {
@@ -119,7 +156,11 @@ __device__ __forceinline__ V chunk_sum_pipelined(const typename Ld::S* __restric
     }
 #pragma unroll
     for (u32 q = 0; q < B; ++q) rn[q] = a + B + q < b ? value_row<INDIRECT>(pos, a + B + q) : 0;
-    V acc = ld.cvt(cur[0]);
+    V acc;
+    if constexpr (LATE)
+        acc = V{};  // replaced by the first value, unread
+    else
+        acc = ld.cvt(cur[0]);
     for (u32 p = a; p < b; p += B) {
         const u32 pn = p + B, pnn = p + 2 * B;
         typename Ld::S nxt[B];
@@ -128,9 +169,15 @@ __device__ __forceinline__ V chunk_sum_pipelined(const typename Ld::S* __restric
             if (pn + q < b) nxt[q] = ld.load(vals + rn[q] * W + j);
 #pragma unroll
         for (u32 q = 0; q < B; ++q) rn[q] = pnn + q < b ? value_row<INDIRECT>(pos, pnn + q) : 0;
+        if constexpr (LATE) {
 #pragma unroll
-        for (u32 q = 0; q < B; ++q)
-            if (p + q < b && p + q != a) acc = vadd(acc, ld.cvt(cur[q]));
+            for (u32 q = 0; q < B; ++q)
+                if (p + q < b) acc = p + q == a ? ld.cvt(cur[q]) : vadd(acc, ld.cvt(cur[q]));
+        } else {
+#pragma unroll
+            for (u32 q = 0; q < B; ++q)
+                if (p + q < b && p + q != a) acc = vadd(acc, ld.cvt(cur[q]));
+        }
 #pragma unroll
         for (u32 q = 0; q < B; ++q) cur[q] = nxt[q];
     }
@@ -205,7 +252,10 @@ RTX_SCATTER_ALL(f64x1, double)
 // compiled for 4 blocks of RTX_BLOCK per SM (at most 64 registers): a half
 // row of f elements is half as many lanes as an f32 row, so at the f32
 // kernels' occupancy as many chunks would be in flight as for f32, each of
-// half the bytes; at 4 blocks per SM twice as many are. The order of the
+// half the bytes; at 4 blocks per SM twice as many are. Level 0 loads a
+// chunk's first value with its first batch (chunk_sum_batched_first; the
+// pipelined form widens it late): widening a stored value waits for its
+// load, which the f32 kernels' first value never does. The order of the
 // additions is the f32 kernels' in every form.
 template <typename K, typename HS, typename V, bool INDIRECT, bool PIPE>
 __device__ __forceinline__ void scatter_level_half(
@@ -226,8 +276,8 @@ __device__ __forceinline__ void scatter_level_half(
             V sum;
             if (INDIRECT) {
                 typedef LoadHalf<K, HS, V> Ld;
-                sum = PIPE ? chunk_sum_pipelined<V, true, Ld>(vals, pos, ch.a, ch.b, W, j)
-                           : chunk_sum_batched<V, true, Ld, 8>(vals, pos, ch.a, ch.b, W, j);
+                sum = PIPE ? chunk_sum_pipelined<V, true, Ld, true>(vals, pos, ch.a, ch.b, W, j)
+                           : chunk_sum_batched_first<V, Ld, 8>(vals, pos, ch.a, ch.b, W, j);
             } else {
                 sum = PIPE ? chunk_sum_pipelined<V, false>(acc, pos, ch.a, ch.b, W, j)
                            : chunk_sum_batched<V, false>(acc, pos, ch.a, ch.b, W, j);

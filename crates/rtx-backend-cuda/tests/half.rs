@@ -210,6 +210,117 @@ fn half_scatter_add_follows_the_canonical_order_not_left_to_right() {
     order_case::<f16>(2048.0, 1.0 / 8192.0, 20_000);
 }
 
+/// Rows of every chunk length around the batch (8) and block (256)
+/// boundaries of the half level 0, in every vector width and form: row `r`
+/// has `LENS[r]` terms, their messages shuffled over the source (the plan's
+/// positions are a permutation, so a wrong position reads another row's
+/// term), one term `big` (at place 0, 1, 7, 8 or 9 of the row's order, by
+/// row) among `small`s, and a destination of `-big`. A `small` added to
+/// `big` in f32 is a tie rounded to even, lost, so the rounded result tells
+/// the canonical order (each chunk from its first value, left to right) from
+/// any other; columns are scaled by `2^(c % scales)`, so a column read from
+/// another lane differs too. Rows of only -0.0 terms into -0.0 stay -0.0
+/// (a sum that starts from 0 + its first value makes +0.0); one row has no
+/// terms and keeps its bits.
+fn boundary_case<T: FromF32>(big: f32, small: f32, scales: u32, f: usize) {
+    const LENS: [usize; 27] = [
+        1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 255, 256, 257, 511,
+        512, 513, 1000,
+    ];
+    const ZERO_LENS: [usize; 4] = [1, 2, 9, 300];
+    let g = shared();
+    let lens: Vec<usize> = LENS.iter().chain(&ZERO_LENS).copied().collect();
+    let zero_from = LENS.len();
+    let rows = lens.len() + 1; // the last row has no terms
+    let mut idx: Vec<u32> = (0..lens.len())
+        .flat_map(|r| std::iter::repeat_n(r as u32, lens[r]))
+        .collect();
+    for i in (1..idx.len()).rev() {
+        let k = (splitmix64(0xb0, i as u64) % (i as u64 + 1)) as usize;
+        idx.swap(i, k);
+    }
+    let e = idx.len();
+    let scale = |c: usize| f32::from_bits(127u32.wrapping_add((c as u32) % scales) << 23);
+    let big_at = |r: usize| [0, 1, 7, 8, 9][r % 5].min(lens[r] - 1);
+    // place of each message in its row's order (positions ascend in a row)
+    let mut seen = vec![0usize; rows];
+    let mut src = Vec::with_capacity(e * f);
+    for &r in &idx {
+        let (r, t) = (r as usize, seen[r as usize]);
+        seen[r] += 1;
+        for c in 0..f {
+            src.push(T::from_acc_f32(if r >= zero_from {
+                -0.0
+            } else if t == big_at(r) {
+                big * scale(c)
+            } else {
+                small * scale(c)
+            }));
+        }
+    }
+    let dst0: Vec<T> = (0..rows * f)
+        .map(|i| {
+            let (r, c) = (i / f, i % f);
+            T::from_acc_f32(match r {
+                r if r == rows - 1 => 1.5,
+                r if r >= zero_from => -0.0,
+                _ => -big * scale(c),
+            })
+        })
+        .collect();
+    let want = expected_index_add(&dst0, &idx, rows, &src, f);
+    // the case tells orders apart: the row of 6 terms, big first, keeps
+    // none of its 5 smalls (5 * small in any order that adds them first)
+    let r6 = LENS.iter().position(|&k| k == 6).unwrap();
+    assert_eq!(big_at(r6), 0);
+    assert_eq!(want[r6 * f].acc_f32(), 0.0, "{:?}: smalls lost", T::DTYPE);
+    assert!(
+        want[zero_from * f..(rows - 1) * f]
+            .iter()
+            .all(|x| x.acc_f32().to_bits() == (-0.0f32).to_bits()),
+        "{:?}: -0.0 rows",
+        T::DTYPE
+    );
+    let s = g.upload(&src, &[e, f]).unwrap();
+    for form in [
+        ScatterForm::Batched,
+        ScatterForm::Pipelined,
+        ScatterForm::Auto,
+    ] {
+        g.set_scatter_form(form);
+        let mut d = g.upload(&dst0, &[rows, f]).unwrap();
+        g.index_add(&mut d, &idx, &s).unwrap();
+        assert_bits(
+            &format!("{:?} boundaries f={f} {form:?}", T::DTYPE),
+            &g.download(&d).unwrap(),
+            &want,
+        );
+    }
+    g.set_scatter_form(ScatterForm::Auto);
+}
+
+#[test]
+fn half_scatter_add_chunks_of_every_length_keep_the_canonical_order() {
+    // f: x1 (1, 3), x2 (2, 130: 65 vectors, a lane sums several), x4, x8
+    // (8, 16: one or two vectors a row; 64: the anchors' rows)
+    for f in [1, 2, 3, 4, 8, 16, 64, 130] {
+        boundary_case::<bf16>(16_777_216.0, 1.0, 16, f);
+        boundary_case::<f16>(2048.0, 1.0 / 8192.0, 5, f);
+    }
+}
+
+/// Plans of more than `PIPELINED_SCATTER_MAX_ENTRIES` (2^20) entries over a
+/// few hub rows: under `Auto` level 0 is batched and the levels past 0 (some
+/// thousands of scratch rows) pipelined, each level's form resolved from its
+/// own size; the forced forms take one form throughout.
+#[test]
+fn half_scatter_add_of_large_plans_mixes_the_forms_by_level() {
+    let e = (1 << 20) + 5000;
+    scatter_case::<bf16>(4, e, 64, true, 41);
+    scatter_case::<bf16>(5, e, 3, true, 42);
+    scatter_case::<f16>(4, e, 8, true, 43);
+}
+
 fn gather_case<T: FromF32>(rows: usize, e: usize, f: usize) {
     let g = shared();
     let idx = indices(31, e, rows, true);

@@ -489,6 +489,15 @@ pub(crate) fn half_sum_chain<T: Element>(
 /// to its widened destination and rounds once. Vectors of at most 4 halves
 /// ([`HalfVec::pick_scratch`]), whatever level 0 took: the scratch is rows
 /// of f f32 sums at any width.
+///
+/// Each level's chunk-sum form is `form` resolved from that level's own value
+/// count, not level 0's: a level past 0 holds about a 256th of its
+/// predecessor's values (a plan of 16M entries over 1M hub-skewed rows has a
+/// level 1 of some 13k scratch rows), so it is few chunks and its time is the
+/// chain of its longest chunk (a hub row's 256 scratch rows), which the
+/// pipelined form walks with two batches in flight instead of one. Both
+/// forms make the same additions in the same order (the same bits); the f32
+/// chains keep level 0's form on every level.
 fn half_levels<T: Element>(
     dev: &Device,
     dp: &DevicePlan,
@@ -501,9 +510,10 @@ fn half_levels<T: Element>(
     let v = HalfVec::pick_scratch(f);
     let w = (f / v.elems()) as u64;
     let lanes = lanes_log2(w);
-    let kernel = Kernel::scatter_half(Level::Higher, form.resolve(dp.values[0], w), h, v);
     let kernels = dev.kernels()?;
     for (l, &(start, row, slot, n)) in dp.levels.iter().enumerate().skip(1) {
+        let sum = form.resolve(dp.values[l], w);
+        let kernel = Kernel::scatter_half(Level::Higher, sum, h, v);
         let args = ScatterHalf::<T> {
             vals: In::null(),
             acc: In::at(scratch[l - 1].ptr()),
