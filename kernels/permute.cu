@@ -20,7 +20,8 @@
 //   the others do not take (runs of other sizes, counts past 2^31, N-D
 //   permutes that keep the last dim).
 // 2-byte elements of even sides and row strides take the span and tiled
-// kernels of permute2.cu (`_p2`), which move 4-byte element pairs.
+// kernels of permute2.cu (`_p2`), which move 4-byte element pairs; 2-byte
+// runs of 16-byte vectors shorter than a line take its permute_lines_b16.
 
 // Division by d of n < 2^31 (1 <= d < 2^31): q = (n * m) >> s with
 // s = 31 + ceil(log2 d) and m = ceil(2^s / d) < 2^32, set by the host.
@@ -431,6 +432,10 @@ RTX_TRANSPOSE(transpose32x32_b2, u16, 32, 32)
 RTX_TRANSPOSE(transpose64x64_b2, u16, 64, 64)
 RTX_TRANSPOSE(transpose128x32_b2, u16, 128, 32)
 RTX_TRANSPOSE(transpose32x128_b2, u16, 32, 128)
+// the `_b2` twin of transpose128x64_p2 (permute2.cu) for tensors not 4-byte
+// aligned (the rare case: its 32 elements a thread take about 100 registers,
+// which 4 blocks per SM would spill)
+RTX_TRANSPOSE(transpose128x64_b2, u16, 128, 64)
 
 // A CUtensorMap (cuda.h; NVRTC has no driver headers): 128 opaque bytes the
 // host encodes with cuTensorMapEncodeTiled.

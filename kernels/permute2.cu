@@ -13,7 +13,10 @@
 // hi(a) | hi(b) << 16, for a the word of row r and b that of row r + 1.
 // The larger tiles have a quad path (8-byte units of 4 halves, 4 x 4
 // blocks through shared memory) that the kernel takes by itself when the
-// sides, strides and addresses allow it (`quads_fit`).
+// sides, strides and addresses allow it (`quads_fit`). Large transposes
+// take the wide 128 x 64 tile (transpose128x64_p2: the bytes in flight of
+// f32's 64 x 64). Permutes that keep the last dim with runs shorter than a
+// line take permute_lines_b16 (at the end of this file).
 #include "common.cuh"
 #include "permute.cu"
 
@@ -418,51 +421,89 @@ __device__ __forceinline__ void load_quads(const u16* __restrict__ in, const Til
     }
 }
 
-template <int TR, int TC>
+// D tiles a step (D = 2 for the 8 KiB tiles 128 x 32 and 32 x 128): the
+// block moves tiles D b, D b + 1, ... (b = blockIdx.x, blockIdx.x + grid,
+// ...) with all their loads in flight together, each through its own
+// shared tile: the bytes in flight of a 16 KiB tile, and (tiles in order
+// of tile column, tile row, batch) tile t + 1 is the next column tile, or
+// the next matrix when the columns are one tile: for an N-D inner pair of
+// 32 columns (64 bytes a row) whose fastest batch dim is the input's next
+// (stride = cols), the other half of each 128-byte input line.
+template <int TR, int TC, int D = 1>
 __device__ __forceinline__ void transpose_quads(const u16* __restrict__ in, u16* __restrict__ out,
                                                 const TileParams& p, u32* tile) {
     using QT = QuadTile<TR, TC>;
-    static_assert(QT::NS >= 1 && (TR / 4) * QT::QS == (TR / 2) * (TC + 2), "quad tile");
+    constexpr int TWD = (TR / 4) * QT::QS;  // shared words of one tile
+    static_assert(QT::NS >= 1 && TWD == (TR / 2) * (TC + 2), "quad tile");
     const u32 tid = threadIdx.x + 32 * threadIdx.y;
-    u32 t = blockIdx.x;
+    u32 t = blockIdx.x * D;
     if (t >= p.tiles) return;  // the whole block: no barrier is skipped by part of it
-    uint2 v[QT::NL];
-    u64 ioff, ooff;
-    u32 r0, c0;
-    tile_origin<TR, TC>(p, t, ioff, ooff, r0, c0);
-    load_quads<TR, TC>(in, p, ioff, r0, c0, v);
+    uint2 v[D][QT::NL];
+    u64 ioff[D], ooff[D];
+    u32 r0[D], c0[D];
+#pragma unroll
+    for (int d = 0; d < D; ++d) {
+        if (t + d < p.tiles) {
+            tile_origin<TR, TC>(p, t + d, ioff[d], ooff[d], r0[d], c0[d]);
+            load_quads<TR, TC>(in, p, ioff[d], r0[d], c0[d], v[d]);
+        }
+    }
     for (;;) {
 #pragma unroll
-        for (int i = 0; i < QT::NL; ++i) {
-            const u32 L = tid + 256 * i;
-            const u32 w = ((L >> 2) / QT::UW) * QT::QS + 8 * ((L >> 2) % QT::UW) + 2 * (L & 3);
-            *(uint2*)(tile + w) = v[i];
+        for (int d = 0; d < D; ++d) {
+            if (t + d < p.tiles) {
+#pragma unroll
+                for (int i = 0; i < QT::NL; ++i) {
+                    const u32 L = tid + 256 * i;
+                    const u32 w =
+                        ((L >> 2) / QT::UW) * QT::QS + 8 * ((L >> 2) % QT::UW) + 2 * (L & 3);
+                    *(uint2*)(tile + d * TWD + w) = v[d][i];
+                }
+            }
         }
         __syncthreads();
-        const u64 so = ooff;
-        const u32 sr0 = r0, sc0 = c0;
-        const u32 tn = t + gridDim.x;
-        const bool more = tn < p.tiles;
-        if (more) {
-            tile_origin<TR, TC>(p, tn, ioff, ooff, r0, c0);
-            load_quads<TR, TC>(in, p, ioff, r0, c0, v);
+        u64 so[D];
+        u32 sr0[D], sc0[D];
+#pragma unroll
+        for (int d = 0; d < D; ++d) {
+            so[d] = ooff[d];
+            sr0[d] = r0[d];
+            sc0[d] = c0[d];
         }
-        const bool full = sr0 + TR <= p.rows && sc0 + TC <= p.cols;
-        u16* __restrict__ ob = out + so;
+        const u32 ts = t;
+        const u64 tn64 = (u64)t + (u64)gridDim.x * D;  // past 2^32 for no real grid
+        const bool more = tn64 < p.tiles;
+        const u32 tn = (u32)tn64;
+        if (more) {
 #pragma unroll
-        for (int i = 0; i < QT::NS; ++i) {
-            const u32 M = tid + 256 * i;
-            const u32 q = M % (TR / 4), u = M / (TR / 4);
-            const uint4 a = *(const uint4*)(tile + q * QT::QS + 8 * u);      // rows 0, 1
-            const uint4 b = *(const uint4*)(tile + q * QT::QS + 8 * u + 4);  // rows 2, 3
-            const uint2 w[4] = {make_uint2(pair_lo(a.x, a.z), pair_lo(b.x, b.z)),
-                                make_uint2(pair_hi(a.x, a.z), pair_hi(b.x, b.z)),
-                                make_uint2(pair_lo(a.y, a.w), pair_lo(b.y, b.w)),
-                                make_uint2(pair_hi(a.y, a.w), pair_hi(b.y, b.w))};
-            if (full || (sc0 + 4 * u < p.cols && sr0 + 4 * q < p.rows)) {
+            for (int d = 0; d < D; ++d) {
+                if (tn + d < p.tiles) {
+                    tile_origin<TR, TC>(p, tn + d, ioff[d], ooff[d], r0[d], c0[d]);
+                    load_quads<TR, TC>(in, p, ioff[d], r0[d], c0[d], v[d]);
+                }
+            }
+        }
 #pragma unroll
-                for (int x = 0; x < 4; ++x)
-                    __stcs((uint2*)(ob + (u64)(4 * u + x) * p.out_rs + 4 * q), w[x]);
+        for (int d = 0; d < D; ++d) {
+            if (ts + d >= p.tiles) continue;
+            const bool full = sr0[d] + TR <= p.rows && sc0[d] + TC <= p.cols;
+            u16* __restrict__ ob = out + so[d];
+            const u32* tl = tile + d * TWD;
+#pragma unroll
+            for (int i = 0; i < QT::NS; ++i) {
+                const u32 M = tid + 256 * i;
+                const u32 q = M % (TR / 4), u = M / (TR / 4);
+                const uint4 a = *(const uint4*)(tl + q * QT::QS + 8 * u);      // rows 0, 1
+                const uint4 b = *(const uint4*)(tl + q * QT::QS + 8 * u + 4);  // rows 2, 3
+                const uint2 w[4] = {make_uint2(pair_lo(a.x, a.z), pair_lo(b.x, b.z)),
+                                    make_uint2(pair_hi(a.x, a.z), pair_hi(b.x, b.z)),
+                                    make_uint2(pair_lo(a.y, a.w), pair_lo(b.y, b.w)),
+                                    make_uint2(pair_hi(a.y, a.w), pair_hi(b.y, b.w))};
+                if (full || (sc0[d] + 4 * u < p.cols && sr0[d] + 4 * q < p.rows)) {
+#pragma unroll
+                    for (int x = 0; x < 4; ++x)
+                        __stcs((uint2*)(ob + (u64)(4 * u + x) * p.out_rs + 4 * q), w[x]);
+                }
             }
         }
         __syncthreads();
@@ -472,14 +513,14 @@ __device__ __forceinline__ void transpose_quads(const u16* __restrict__ in, u16*
 }
 
 // The tiled pair kernel: the quad path when it fits (tiles of 64 x 64
-// elements or more), else pairs.
-template <int TR, int TC>
+// elements or more; D tiles a step), else pairs (one tile a step).
+template <int TR, int TC, int D = 1>
 __device__ __forceinline__ void transpose_tiled_pairs(const u16* __restrict__ in,
                                                       u16* __restrict__ out, const TileParams& p) {
-    __shared__ __align__(16) u32 tile[(TR / 2) * (TC + 2)];
+    __shared__ __align__(16) u32 tile[D * (TR / 2) * (TC + 2)];
     if constexpr (TR * TC >= 4096) {
         if (quads_fit(in, out, p)) {
-            transpose_quads<TR, TC>(in, out, p, tile);
+            transpose_quads<TR, TC, D>(in, out, p, tile);
             return;
         }
     }
@@ -493,5 +534,95 @@ __device__ __forceinline__ void transpose_tiled_pairs(const u16* __restrict__ in
     }
 RTX_TRANSPOSE_PAIRS(transpose32x32_p2, 32, 32)
 RTX_TRANSPOSE_PAIRS(transpose64x64_p2, 64, 64)
-RTX_TRANSPOSE_PAIRS(transpose128x32_p2, 128, 32)
-RTX_TRANSPOSE_PAIRS(transpose32x128_p2, 32, 128)
+// The 8 KiB tiles of narrow matrices (N-D inner pairs of at most 48 columns
+// or rows): two tiles a step on the quad path (transpose_quads' D), the
+// 16 KiB in flight of f32's tiles, at 4 blocks per SM (at most 64 registers).
+#define RTX_TRANSPOSE_PAIRS2(NAME, TR, TC)                                                \
+    extern "C" __global__ void __launch_bounds__(256, 4)                                  \
+        NAME(const u16* __restrict__ in, u16* __restrict__ out, const TileParams p) {     \
+        transpose_tiled_pairs<TR, TC, 2>(in, out, p);                                     \
+    }
+RTX_TRANSPOSE_PAIRS2(transpose128x32_p2, 128, 32)
+RTX_TRANSPOSE_PAIRS2(transpose32x128_p2, 32, 128)
+// The wide pair tile of large 2-D and batched transposes (the planner's
+// choice: permute_plan.rs `wide_pairs`): 128 x 64 halves, the 16 KiB of
+// f32's 64 x 64 tile. At 4 resident blocks of 256 threads per SM (the
+// registers of every tiled kernel, about 64, allow no more) a 64 x 64 pair
+// tile keeps 4 x 8 KiB of loads in flight per SM, half of f32's 4 x 16 KiB;
+// this tile keeps as many bytes in flight as f32 (8 units of 8 bytes a
+// thread on the quad path) and takes half the barriers per byte. Its quad
+// stores are 256 contiguous bytes per warp instruction (a warp's 32 q of
+// one u), its loads 4 rows of 64 bytes (as the 64 x 64 tile's); the shared
+// reads of a quarter-warp stay conflict-free (QS = 132 words: 4 banks apart
+// for consecutive q). Built for 4 blocks per SM (at most 64 registers).
+extern "C" __global__ void __launch_bounds__(256, 4)
+    transpose128x64_p2(const u16* __restrict__ in, u16* __restrict__ out, const TileParams p) {
+    transpose_tiled_pairs<128, 64>(in, out, p);
+}
+
+// N-D permutes of 2-byte elements that keep the last dim, with runs (the
+// kept dim) of 16-byte vectors shorter than a 128-byte line: the runs of a
+// line of the input go to different output lines, and the copy_rows of
+// permute_b16, whose warp takes consecutive output runs, reads every input
+// line in parts at far-apart times (64-byte runs: a warp's 8 runs read 8
+// half lines). permute_lines_b16 walks the runs in a blocked order instead
+// (the host's LinesParams, permute_plan.rs `lines`): the input dim of
+// stride one run (K) and the output's last dim each split as (hi, lo) with
+// lo of g runs (g * run >= 128 bytes), the lo parts fastest, so g * g
+// consecutive runs of the walk read g input lines of g whole runs and write
+// g output lines of g whole runs (64-byte runs: a warp's 8 runs read 4 whole
+// 128-byte lines and write 2 runs of 256 bytes). Walk index v decodes over
+// `rank` dims (last fastest) to the input run sum(x * in_strides) and the
+// output run sum(x * out_strides). Every count is below 2^31 (the host
+// checks), so the decode is FastDiv's.
+struct LinesParams {
+    u64 in_strides[RTX_MAX_RANK + 2], out_strides[RTX_MAX_RANK + 2];
+    FastDiv dims[RTX_MAX_RANK + 2];
+    u32 rank, pad0, pad1, pad2;
+};
+
+__device__ __forceinline__ void lines_at(const LinesParams& p, u32 v, u64& s, u64& d) {
+    s = 0;
+    d = 0;
+    for (int k = (int)p.rank - 1; k >= 0; --k) {
+        const u32 q = fdiv(p.dims[k], v);
+        const u64 x = v - q * p.dims[k].d;
+        s += x * p.in_strides[k];
+        d += x * p.out_strides[k];
+        v = q;
+    }
+}
+
+// copy_rows' lanes and passes (a group of 2^lanes_log2 lanes moves one run
+// of W vectors, U runs per pass with their loads first), run v of the walk
+// from input run s(v) to output run d(v). Built for the registers of
+// permute_b16 (at most 64 for 4 blocks of 256 threads per SM, the loads in
+// flight of copy_rows).
+extern "C" __global__ void __launch_bounds__(RTX_BLOCK, 4)
+    permute_lines_b16(const uint4* __restrict__ in, uint4* __restrict__ out, u64 nruns, u64 W,
+                      u32 lanes_log2, const LinesParams p) {
+    constexpr int U = RTX_ROWS_PER_GROUP;
+    const u32 L = 1u << lanes_log2;
+    const u32 lane = threadIdx.x & (L - 1);
+    const u64 groups = blockDim.x >> lanes_log2;
+    const u64 stride = (u64)gridDim.x * groups;
+    for (u64 base = (u64)blockIdx.x * groups + (threadIdx.x >> lanes_log2); base < nruns;
+         base += stride * U) {
+        u64 o[U], s[U], d[U];
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            o[u] = base + (u64)u * stride;
+            s[u] = d[u] = 0;
+            if (o[u] < nruns) lines_at(p, (u32)o[u], s[u], d[u]);
+        }
+        for (u64 j = lane; j < W; j += L) {
+            uint4 x[U];
+#pragma unroll
+            for (int u = 0; u < U; ++u)
+                if (o[u] < nruns) x[u] = __ldg(in + s[u] * W + j);
+#pragma unroll
+            for (int u = 0; u < U; ++u)
+                if (o[u] < nruns) __stcs(out + d[u] * W + j, x[u]);
+        }
+    }
+}

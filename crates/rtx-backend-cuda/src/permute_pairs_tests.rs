@@ -2,10 +2,11 @@
 //! (even sides and strides) and which the `_b2` kernels, the `_b2` twin for
 //! unaligned tensors, host models of each pair kernel (thread by thread as
 //! the CUDA code indexes, words only at even element offsets) against
-//! rtx-tensor's host permute, and the GPU test shapes of tests/half.rs
-//! reaching every 2-byte kernel.
+//! rtx-tensor's host permute, the blocked walk of `permute_lines_b16` for
+//! kept-last-dim permutes of short runs, and the GPU test shapes of
+//! tests/half.rs reaching every 2-byte kernel.
 
-use super::tests::tile_at;
+use super::tests::{run_tiled, tile_at};
 use super::*;
 
 #[test]
@@ -15,14 +16,45 @@ fn half_shapes_take_the_pair_kernels_when_rows_are_whole_words() {
         Choice::SpanPairs(k, _) => Some((k, None)),
         _ => None,
     };
-    // the bf16 permute suite: even sides and strides move pairs
+    // the bf16 permute suite: even sides and strides move pairs, the large
+    // 2-D and batched transposes through the wide 128x64 pair tile
     assert!(matches!(
         transpose(1, 8192, 8192, 2, false),
-        Choice::TiledPairs(Tile::T64x64, _)
+        Choice::TiledPairs(Tile::T128x64, _)
     ));
     assert!(matches!(
         transpose(64, 1024, 1024, 2, false),
+        Choice::TiledPairs(Tile::T128x64, _)
+    ));
+    // the wide tile's edges: 2^21 elements, 128 rows, 64 columns
+    assert!(matches!(
+        transpose(2, 1024, 1024, 2, false),
+        Choice::TiledPairs(Tile::T128x64, _)
+    ));
+    assert!(matches!(
+        transpose(1, 1024, 1024, 2, false),
         Choice::TiledPairs(Tile::T64x64, _)
+    ));
+    assert!(matches!(
+        transpose(1, 128, 16384, 2, false),
+        Choice::TiledPairs(Tile::T128x64, _)
+    ));
+    assert!(matches!(
+        transpose(1, 126, 65536, 2, false),
+        Choice::TiledPairs(Tile::T64x64, _)
+    ));
+    assert!(matches!(
+        transpose(1, 65536, 66, 2, false),
+        Choice::TiledPairs(Tile::T128x64, _)
+    ));
+    assert!(matches!(
+        transpose(1, 8192, 8192, 2, true),
+        Choice::TiledPairs(Tile::T32x32, _)
+    ));
+    // odd sides keep the `_b2` 64x64 tile however large
+    assert!(matches!(
+        transpose(1, 8191, 8192, 2, false),
+        Choice::Tiled(Word::B2, Tile::T64x64, _)
     ));
     assert!(matches!(
         transpose(64, 1024, 1024, 2, true),
@@ -86,11 +118,15 @@ fn half_shapes_take_the_pair_kernels_when_rows_are_whole_words() {
         permute(&[3, 6, 4, 8], &[0, 3, 2, 1], 2, false),
         Choice::TiledPairs(..)
     ));
-    // other element sizes never pair
+    // other element sizes never pair (nor take the wide tile)
     for bytes in [4, 8] {
         assert!(matches!(
             transpose(1, 8192, 8192, bytes, false),
-            Choice::Tiled(..)
+            Choice::Tiled(_, Tile::T64x64, _)
+        ));
+        assert!(matches!(
+            transpose(64, 1024, 1024, bytes, false),
+            Choice::Tiled(_, Tile::T64x64, _)
         ));
         assert!(matches!(
             transpose(1_000_000, 8, 8, bytes, false),
@@ -270,7 +306,10 @@ fn run_tiled_quads(p: &TileParams, tile: Tile, input: &[u16]) -> Vec<u16> {
 
 #[test]
 fn tiled_quads_match_the_host_permute() {
-    let cases: [(&[usize], &[usize]); 8] = [
+    let cases: [(&[usize], &[usize]); 11] = [
+        (&[3, 100, 5, 28], &[0, 3, 2, 1]),
+        (&[3, 28, 5, 100], &[0, 3, 2, 1]),
+        (&[2, 128, 16, 32], &[0, 3, 2, 1]),
         (&[132, 200], &[1, 0]),
         (&[516, 700], &[1, 0]),
         (&[3, 100, 132], &[0, 2, 1]),
@@ -304,6 +343,43 @@ fn tiled_quads_match_the_host_permute() {
         unreachable!()
     };
     assert!(!quads_fit(&p, tile));
+}
+
+/// Tiles a step of the quad path of `transpose{TR}x{TC}_p2` (kernels/
+/// permute2.cu's `transpose_quads` D): two for the 8 KiB tiles.
+fn quad_step(tile: Tile) -> u32 {
+    match tile {
+        Tile::T128x32 | Tile::T32x128 => 2,
+        _ => 1,
+    }
+}
+
+#[test]
+fn quad_steps_move_every_tile_once() {
+    // transpose_quads' walk: block b takes tiles D b + d, then D (b + grid) + d, ...
+    for tile in [Tile::T64x64, Tile::T128x32, Tile::T32x128, Tile::T128x64] {
+        let d = quad_step(tile);
+        for tiles in [1u32, 2, 3, 15, 60, 61, 1000, 1001] {
+            for grid in [1u32, 2, 7, 8, 528, tiles] {
+                let mut seen = vec![0u32; tiles as usize];
+                for b in 0..grid {
+                    let mut t = b * d;
+                    while t < tiles {
+                        for k in 0..d {
+                            if t + k < tiles {
+                                seen[(t + k) as usize] += 1;
+                            }
+                        }
+                        t += grid * d;
+                    }
+                }
+                assert!(
+                    seen.iter().all(|&n| n == 1),
+                    "{tile:?}: {tiles} tiles, grid {grid}"
+                );
+            }
+        }
+    }
 }
 
 #[test]
@@ -341,6 +417,175 @@ fn tiled_pairs_match_the_host_permute() {
                 "{shape:?} {perm:?} {tile:?}"
             );
         }
+    }
+}
+
+/// The choice for 2-byte `shape` by `perm` as the host plans it (a 2-D
+/// transpose, a batched one for `[0, 2, 1]`, else an N-D permute).
+fn pair_choice(shape: &[usize], perm: &[usize], force: bool) -> Choice {
+    if shape.len() == 3 && perm == [0, 2, 1] {
+        transpose(shape[0] as u64, shape[1] as u64, shape[2] as u64, 2, force)
+    } else if shape.len() == 2 {
+        transpose(1, shape[0] as u64, shape[1] as u64, 2, force)
+    } else {
+        permute(shape, perm, 2, force)
+    }
+}
+
+#[test]
+fn wide_pair_tile_matches_the_host_permute() {
+    // (shape, perm, whether the quad path moves it): ragged edges on both
+    // sides, a batch, two batch dims of an N-D inner pair
+    let cases: [(&[usize], &[usize], bool); 5] = [
+        (&[1028, 2052], &[1, 0], true),
+        (&[1030, 2050], &[1, 0], false),
+        (&[8, 516, 520], &[0, 2, 1], true),
+        (&[16, 260, 4, 130], &[0, 3, 2, 1], false),
+        (&[16, 260, 4, 132], &[0, 3, 2, 1], true),
+    ];
+    for (shape, perm, quads) in cases {
+        let n: usize = shape.iter().product();
+        let input: Vec<u16> = (0..n).map(|i| (i * 7 + 1) as u16).collect();
+        let want = rtx_tensor::permute_host(&input, shape, perm).unwrap();
+        let choice = pair_choice(shape, perm, false);
+        let Choice::TiledPairs(Tile::T128x64, p) = choice.clone() else {
+            panic!("{shape:?} {perm:?}: not the wide pair tile: {choice:?}")
+        };
+        assert_eq!(quads_fit(&p, Tile::T128x64), quads, "{shape:?} {perm:?}");
+        let got = if quads {
+            run_tiled_quads(&p, Tile::T128x64, &input)
+        } else {
+            run_tiled_pairs(&p, Tile::T128x64, &input)
+        };
+        assert_eq!(got, want, "{shape:?} {perm:?}");
+        // the `_b2` twin of unaligned tensors: the same parameters through
+        // the element tile transpose128x64_b2
+        assert_eq!(
+            choice.clone().unpaired(),
+            Choice::Tiled(Word::B2, Tile::T128x64, p.clone())
+        );
+        assert_eq!(choice.unpaired().kernel(), Some(Kernel::Transpose128x64B2));
+        let wide: Vec<u32> = input.iter().map(|&x| u32::from(x)).collect();
+        let want: Vec<u32> = want.iter().map(|&x| u32::from(x)).collect();
+        assert_eq!(run_tiled(&p, Tile::T128x64, &wide), want, "{shape:?} b2");
+    }
+}
+
+/// `permute_lines_b16` run on the host: walk index v decoded with the
+/// kernel's FastDiv over the walk's dims (last fastest), run `s(v)` of the
+/// input copied to run `d(v)` of the output; every output run written once.
+fn run_lines(l: &Lines, run: usize, input: &[u16]) -> Vec<u16> {
+    let p = &l.params;
+    let mut out = vec![None; input.len()];
+    for v in 0..l.nruns as u32 {
+        let (s, d) = lines_at(p, v);
+        for e in 0..run as u64 {
+            put(
+                &mut out,
+                d * run as u64 + e,
+                input[(s * run as u64 + e) as usize],
+            );
+        }
+    }
+    all_written(out)
+}
+
+/// lines_at of kernels/permute2.cu: the input and output runs of walk
+/// index `v`.
+fn lines_at(p: &LinesParams, mut v: u32) -> (u64, u64) {
+    let (mut s, mut d) = (0, 0);
+    for k in (0..p.rank as usize).rev() {
+        let q = p.dims[k].div(v);
+        let x = u64::from(v - q * p.dims[k].d);
+        s += x * p.in_strides[k];
+        d += x * p.out_strides[k];
+        v = q;
+    }
+    (s, d)
+}
+
+#[test]
+fn lines_walk_matches_the_host_permute_and_moves_whole_lines() {
+    // (shape, perm, g): runs of 64, 16, 32 and 48 bytes, a rank-5 walk, a
+    // batched transpose of runs (rtx-tensor plans [1, 2, 0, 3] of it as one)
+    let cases: [(&[usize], &[usize], u64); 6] = [
+        (&[6, 10, 4, 32], &[2, 1, 0, 3], 2),
+        (&[8, 5, 16, 8], &[2, 1, 0, 3], 8),
+        (&[4, 3, 8, 16], &[2, 1, 0, 3], 4),
+        (&[4, 3, 8, 24], &[2, 1, 0, 3], 4),
+        (&[4, 4, 2, 6, 32], &[3, 0, 2, 1, 4], 2),
+        (&[2, 4, 6, 32], &[1, 2, 0, 3], 2),
+    ];
+    for (shape, perm, g) in cases {
+        let n: usize = shape.iter().product();
+        let run = shape[shape.len() - 1];
+        let input: Vec<u16> = (0..n).map(|i| (i * 7 + 1) as u16).collect();
+        let want = rtx_tensor::permute_host(&input, shape, perm).unwrap();
+        let Some(l) = half_lines(shape, perm) else {
+            panic!("{shape:?} {perm:?}: no lines walk")
+        };
+        assert_eq!(l.w, run as u64 * 2 / 16, "{shape:?}");
+        assert_eq!(l.nruns, (n / run) as u64, "{shape:?}");
+        assert_eq!(run_lines(&l, run, &input), want, "{shape:?} {perm:?}");
+        // every g * g consecutive runs of the walk: g blocks of g
+        // consecutive runs (from a multiple of g) in the input and in the
+        // output, so whole lines
+        for b in 0..l.nruns / (g * g) {
+            let runs: Vec<(u64, u64)> = (b * g * g..(b + 1) * g * g)
+                .map(|v| lines_at(&l.params, v as u32))
+                .collect();
+            for side in [0, 1] {
+                let mut r: Vec<u64> = runs
+                    .iter()
+                    .map(|&(s, d)| if side == 0 { s } else { d })
+                    .collect();
+                r.sort_unstable();
+                for c in r.chunks(g as usize) {
+                    assert!(c[0].is_multiple_of(g), "{shape:?}: side {side} {c:?}");
+                    assert!(
+                        c.windows(2).all(|w| w[1] == w[0] + 1),
+                        "{shape:?}: side {side} {c:?}"
+                    );
+                }
+            }
+        }
+    }
+    // the CUDA struct's bytes: 2 x 10 u64 strides, 10 FastDiv, 4 u32
+    assert_eq!(std::mem::size_of::<LinesParams>(), 336);
+    // the bf16 bench case: 64-byte runs, two of K by two of the output's last
+    let l = lines(&[64, 128, 256, 32], &[2, 1, 0, 3], 2).unwrap();
+    assert_eq!((l.w, l.nruns, l.params.rank), (4, 64 * 128 * 256, 5));
+    // not taken: f32 and f64, runs not whole vectors or of a line or more,
+    // split dims not multiples of g, a moved last dim
+    assert_eq!(lines(&[64, 128, 256, 32], &[2, 1, 0, 3], 4), None);
+    assert_eq!(lines(&[64, 128, 256, 16], &[2, 1, 0, 3], 8), None);
+    assert_eq!(lines(&[6, 10, 4, 5], &[2, 1, 0, 3], 2), None);
+    assert_eq!(lines(&[6, 10, 4, 64], &[2, 1, 0, 3], 2), None);
+    assert_eq!(lines(&[6, 10, 5, 32], &[2, 1, 0, 3], 2), None);
+    assert_eq!(lines(&[5, 10, 4, 32], &[2, 1, 0, 3], 2), None);
+    assert_eq!(lines(&[4, 4, 32], &[2, 1, 0], 2), None);
+    assert_eq!(lines(&[4, 32], &[0, 1], 2), None);
+}
+
+/// The walk of `permute_lines_b16` for contiguous 2-byte `shape` by `perm`
+/// after rtx-tensor's plan, if it takes one.
+fn half_lines(shape: &[usize], perm: &[usize]) -> Option<Lines> {
+    let plan = rtx_tensor::Layout::contiguous(shape)
+        .unwrap()
+        .plan_permute(perm)
+        .unwrap();
+    match plan.kind {
+        rtx_tensor::PermuteKind::Permute { shape, perm } if shape.len() <= MAX_RANK => {
+            lines(&shape, &perm, 2)
+        }
+        // a batched transpose of runs: [batch, rows, cols, run] by [0, 2, 1, 3]
+        rtx_tensor::PermuteKind::Transpose {
+            batch,
+            rows,
+            cols,
+            inner,
+        } if inner > 1 => lines(&[batch, rows, cols, inner], &[0, 2, 1, 3], 2),
+        _ => None,
     }
 }
 
@@ -601,7 +846,7 @@ fn the_half_gpu_test_shapes_reach_every_two_byte_kernel() {
         (&[2, 41, 1000], &[0, 2, 1], Some(K::TransposeColsB2)),
         (&[513, 700], &[1, 0], Some(K::Transpose64x64B2)),
         (&[514, 700], &[1, 0], Some(K::Transpose64x64P2)),
-        (&[4096, 4096], &[1, 0], Some(K::Transpose64x64P2)),
+        (&[4096, 4096], &[1, 0], Some(K::Transpose128x64P2)),
         (&[3, 130, 198], &[0, 2, 1], Some(K::Transpose64x64P2)),
         (&[4, 130, 6, 34], &[0, 3, 2, 1], Some(K::Transpose128x32P2)),
         (&[4, 34, 6, 130], &[0, 3, 2, 1], Some(K::Transpose32x128P2)),
@@ -626,12 +871,49 @@ fn the_half_gpu_test_shapes_reach_every_two_byte_kernel() {
         (&[6, 10, 4, 3], &[2, 1, 0, 3], None),
         (&[6, 10, 4, 5], &[1, 0, 2, 3], None),
         (&[100, 3, 7], &[1, 0, 2], None),
+        (&[1028, 2052], &[1, 0], Some(K::Transpose128x64P2)),
+        (&[1030, 2050], &[1, 0], Some(K::Transpose128x64P2)),
+        (&[8, 516, 520], &[0, 2, 1], Some(K::Transpose128x64P2)),
+        (
+            &[16, 260, 4, 130],
+            &[0, 3, 2, 1],
+            Some(K::Transpose128x64P2),
+        ),
+        (&[3, 100, 5, 28], &[0, 3, 2, 1], Some(K::Transpose128x32P2)),
+        (&[3, 28, 5, 100], &[0, 3, 2, 1], Some(K::Transpose32x128P2)),
+        (&[2, 128, 16, 32], &[0, 3, 2, 1], Some(K::Transpose128x32P2)),
+        (&[6, 10, 4, 32], &[2, 1, 0, 3], None),
+        (&[16, 12, 64, 32], &[2, 1, 0, 3], None),
+        (&[8, 5, 16, 8], &[2, 1, 0, 3], None),
+        (&[4, 3, 8, 16], &[2, 1, 0, 3], None),
+        (&[4, 3, 8, 24], &[2, 1, 0, 3], None),
+        (&[4, 4, 2, 6, 32], &[3, 0, 2, 1, 4], None),
+        (&[6, 10, 5, 32], &[2, 1, 0, 3], None),
+        (&[2, 4, 6, 32], &[1, 2, 0, 3], None),
+        (&[3, 5, 6, 32], &[0, 2, 1, 3], None),
+    ];
+    // the copy_rows shapes (no span or tiled kernel) that take the lines walk
+    let walks: &[&[usize]] = &[
+        &[6, 10, 4, 32],
+        &[16, 12, 64, 32],
+        &[8, 5, 16, 8],
+        &[4, 3, 8, 16],
+        &[4, 3, 8, 24],
+        &[4, 4, 2, 6, 32],
+        &[2, 4, 6, 32],
     ];
     let mut reached = Vec::new();
     // (tile, quad path) of the tiled pair kernels, by shape
     let mut paths = Vec::new();
     for &(shape, perm, want) in cases {
         assert_eq!(half_kernel(shape, perm, false), want, "{shape:?} {perm:?}");
+        if want.is_none() {
+            assert_eq!(
+                half_lines(shape, perm).is_some(),
+                walks.contains(&shape),
+                "{shape:?} {perm:?}: lines walk"
+            );
+        }
         if let Some(Choice::TiledPairs(tile, p)) = half_choice(shape, perm, false) {
             paths.push((tile, quads_fit(&p, tile)));
         }
@@ -647,6 +929,7 @@ fn the_half_gpu_test_shapes_reach_every_two_byte_kernel() {
         K::Transpose64x64P2,
         K::Transpose128x32P2,
         K::Transpose32x128P2,
+        K::Transpose128x64P2,
         K::TransposePlanesB2,
         K::TransposeRowsB2,
         K::TransposeColsB2,
@@ -656,7 +939,7 @@ fn the_half_gpu_test_shapes_reach_every_two_byte_kernel() {
     ] {
         assert!(reached.contains(&k), "{} not reached", k.name());
     }
-    for tile in [Tile::T64x64, Tile::T128x32, Tile::T32x128] {
+    for tile in [Tile::T64x64, Tile::T128x32, Tile::T32x128, Tile::T128x64] {
         for quads in [false, true] {
             assert!(
                 paths.contains(&(tile, quads)),
@@ -668,7 +951,13 @@ fn the_half_gpu_test_shapes_reach_every_two_byte_kernel() {
 
 #[test]
 fn pair_kernels_are_named_by_tile_and_take_the_b2_signatures() {
-    for tile in [Tile::T32x32, Tile::T64x64, Tile::T128x32, Tile::T32x128] {
+    for tile in [
+        Tile::T32x32,
+        Tile::T64x64,
+        Tile::T128x32,
+        Tile::T32x128,
+        Tile::T128x64,
+    ] {
         let (tr, tc) = tile.dims();
         let k = Kernel::transpose_pairs(tile);
         assert_eq!(k.name(), format!("transpose{tr}x{tc}_p2"));

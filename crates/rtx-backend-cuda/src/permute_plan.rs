@@ -20,7 +20,15 @@
 //!   4-byte aligned ([`Choice::unpaired`]); the 64x64, 128x32 and 32x128
 //!   pair tiles move 8-byte units of 4 halves instead when sides and strides
 //!   are multiples of 4 and both tensors 8-byte aligned (the kernel decides:
-//!   `quads_fit` of kernels/permute2.cu);
+//!   `quads_fit` of kernels/permute2.cu); large pair transposes that would
+//!   take the 64x64 tile take the wide 128x64 pair tile instead (quads
+//!   too: [`wide_pairs`]), the bytes per block of f32's 64x64; the quad
+//!   path of the 8 KiB 128x32 and 32x128 pair tiles moves two tiles a step
+//!   (the same parameters: any grid covers every tile once);
+//! * [`lines`]: permutes of 2-byte elements that keep the last dim (and
+//!   batched transposes of runs), runs of 16-byte vectors shorter than a
+//!   128-byte line: `permute_lines_b16` of kernels/permute2.cu, copy_rows'
+//!   lanes over a blocked walk that reads and writes whole lines;
 //! * [`Choice::Fallback`]: the copy_rows kernels with 64-bit decodes, when a
 //!   count does not fit the 32-bit index math (dims or tiles past 2^31) or
 //!   the elements are runs of another size.
@@ -226,6 +234,25 @@ fn span(batch: u64, rows: u64, cols: u64, elem: Word) -> Option<Choice> {
     })
 }
 
+/// Fewest elements (all matrices together) of a pair transpose that takes
+/// the wide 128x64 pair tile: 4 MiB of 2-byte elements, 256 such tiles,
+/// about two per SM of an H200; smaller moves keep the 64x64 tile, whose
+/// blocks are twice as many.
+pub(crate) const WIDE_PAIRS_MIN: u64 = 1 << 21;
+
+/// Whether a pair transpose whose shape picks the 64x64 tile takes the
+/// wide 128x64 pair tile (`transpose128x64_p2`) instead: at least 128 rows
+/// and 64 columns, and [`WIDE_PAIRS_MIN`] elements. A 64x64 tile of halves
+/// moves half the bytes of f32's per block: at the 4 resident blocks per SM
+/// that the tiled kernels' registers allow, the wide tile keeps as many
+/// bytes in flight per SM as f32's 64x64 (kernels/permute2.cu).
+fn wide_pairs(rows: u64, cols: u64, bdim: &[(u64, u64, u64)]) -> bool {
+    let elems = bdim
+        .iter()
+        .try_fold(rows * cols, |acc, &(d, _, _)| acc.checked_mul(d));
+    rows >= 128 && cols >= 64 && elems.is_none_or(|e| e >= WIDE_PAIRS_MIN)
+}
+
 /// The tiled kernel over `bdim` (size, input stride, output stride; last
 /// fastest) matrices of `rows x cols`.
 fn tiled(
@@ -237,7 +264,19 @@ fn tiled(
     bdim: &[(u64, u64, u64)],
     force32: bool,
 ) -> Choice {
-    let tile = Tile::pick(rows, cols, elem, force32);
+    // pairs: every row of the input and of the output starts on a word and
+    // is whole words (odd rows or columns make an odd stride anyway)
+    let even = |s: u64| s.is_multiple_of(2);
+    let pairs = elem == Word::B2
+        && even(rows)
+        && even(cols)
+        && even(in_rs)
+        && even(out_rs)
+        && bdim.iter().all(|&(d, i, o)| d == 1 || (even(i) && even(o)));
+    let tile = match Tile::pick(rows, cols, elem, force32) {
+        Tile::T64x64 if pairs && wide_pairs(rows, cols, bdim) => Tile::T128x64,
+        t => t,
+    };
     let (tr, tc) = tile.dims();
     let (tr_n, tc_n) = (rows.div_ceil(tr), cols.div_ceil(tc));
     let tiles = bdim
@@ -267,15 +306,6 @@ fn tiled(
         p.bin[k] = i;
         p.bout[k] = o;
     }
-    // pairs: every row of the input and of the output starts on a word and
-    // is whole words (odd rows or columns make an odd stride anyway)
-    let even = |s: u64| s.is_multiple_of(2);
-    let pairs = elem == Word::B2
-        && even(rows)
-        && even(cols)
-        && even(in_rs)
-        && even(out_rs)
-        && bdim.iter().all(|&(d, i, o)| d == 1 || (even(i) && even(o)));
     if pairs {
         Choice::TiledPairs(tile, Box::new(p))
     } else {
@@ -384,6 +414,108 @@ pub(crate) fn permute(shape: &[usize], perm: &[usize], elem_bytes: u64, force32:
         &bdim,
         force32,
     )
+}
+
+/// Dims of [`LinesParams`]: a run permute's up to `MAX_RANK - 1` and the
+/// two lo parts of [`lines`]' walk.
+pub(crate) const LINES_RANK: usize = MAX_RANK + 2;
+
+/// `LinesParams` of kernels/permute2.cu: the walk of `permute_lines_b16`,
+/// `rank` dims (last fastest) with the input and the output stride (in
+/// runs) of each.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct LinesParams {
+    pub in_strides: [u64; LINES_RANK],
+    pub out_strides: [u64; LINES_RANK],
+    pub dims: [FastDiv; LINES_RANK],
+    pub rank: u32,
+    pad: [u32; 3],
+}
+
+/// A permute that `permute_lines_b16` moves: its walk, the runs, and the
+/// 16-byte vectors per run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Lines {
+    pub params: LinesParams,
+    pub nruns: u64,
+    pub w: u64,
+}
+
+/// The blocked walk of `permute_lines_b16` (kernels/permute2.cu) for
+/// contiguous `shape` by `perm` (rtx-tensor's simplified `Permute`) that
+/// keeps the last dim, for 2-byte elements whose runs (the last dim) are
+/// 16-byte vectors shorter than a 128-byte line; `None` otherwise (the
+/// copy_rows `permute_b*` kernel moves it). f32 and f64 never take it.
+///
+/// The runs are walked over the output's run dims with two of them split
+/// as (hi, lo), lo of `g` runs (`g * run >= 128` bytes, a power of two):
+/// K, the input dim of stride one run, and the output's last dim; the lo
+/// parts go last (fastest), the output's last dim's innermost. So `g * g`
+/// consecutive runs of the walk are `g` whole runs of K (contiguous input)
+/// for each of `g` runs of the output's last dim (contiguous output), and
+/// a warp of copy_rows' lanes reads and writes whole 128-byte lines, where
+/// consecutive output runs alone read a line in parts far apart in time.
+/// Both split dims must be multiples of `g`, every count below 2^31.
+pub(crate) fn lines(shape: &[usize], perm: &[usize], elem_bytes: u64) -> Option<Lines> {
+    let n = shape.len();
+    if elem_bytes != 2 || !(3..=MAX_RANK).contains(&n) || perm[n - 1] != n - 1 {
+        return None;
+    }
+    let shape: Vec<u64> = shape.iter().map(|&s| s as u64).collect();
+    let run_bytes = shape[n - 1] * elem_bytes;
+    if run_bytes == 0 || !run_bytes.is_multiple_of(16) || run_bytes >= 128 {
+        return None;
+    }
+    let g = 128u64.div_ceil(run_bytes).next_power_of_two();
+    let m = n - 1;
+    let nruns = shape[..m]
+        .iter()
+        .try_fold(1u64, |a, &d| a.checked_mul(d))
+        .filter(|&r| (1..LIMIT).contains(&r))?;
+    let mut s_in = vec![1u64; m];
+    for d in (0..m - 1).rev() {
+        s_in[d] = s_in[d + 1] * shape[d + 1];
+    }
+    let od: Vec<u64> = (0..m).map(|i| shape[perm[i]]).collect();
+    let mut s_out = vec![1u64; m];
+    for i in (0..m - 1).rev() {
+        s_out[i] = s_out[i + 1] * od[i + 1];
+    }
+    let (k, last) = (perm.iter().position(|&p| p == m - 1)?, m - 1);
+    if k == last || !od[k].is_multiple_of(g) || !od[last].is_multiple_of(g) {
+        return None;
+    }
+    // (size, input stride, output stride) of the walk's dims, last fastest
+    let mut walk: Vec<(u64, u64, u64)> = (0..m)
+        .map(|i| {
+            let (d, si, so) = (od[i], s_in[perm[i]], s_out[i]);
+            if i == k || i == last {
+                (d / g, si * g, so * g)
+            } else {
+                (d, si, so)
+            }
+        })
+        .collect();
+    walk.push((g, s_in[perm[k]], s_out[k]));
+    walk.push((g, s_in[perm[last]], s_out[last]));
+    let mut params = LinesParams {
+        in_strides: [0; LINES_RANK],
+        out_strides: [0; LINES_RANK],
+        dims: [FastDiv::new(1); LINES_RANK],
+        rank: walk.len() as u32,
+        pad: [0; 3],
+    };
+    for (j, &(d, si, so)) in walk.iter().enumerate() {
+        params.dims[j] = FastDiv::new(d);
+        params.in_strides[j] = si;
+        params.out_strides[j] = so;
+    }
+    Some(Lines {
+        params,
+        nruns,
+        w: run_bytes / 16,
+    })
 }
 
 #[cfg(test)]

@@ -59,6 +59,8 @@ macro_rules! with_kernel_table {
                 TransposeRuns[E](r#in: *const E, out: *mut E, nruns: u64, W: u64, lanes_log2: u32, rows: u64, cols: u64);
                 /// `permute_b*`.
                 Permute[E](r#in: *const E, out: *mut E, nruns: u64, W: u64, lanes_log2: u32, p: PermuteParams);
+                /// `permute_lines_b16`: runs shorter than a line in a blocked walk.
+                PermuteLines[E](r#in: *const E, out: *mut E, nruns: u64, W: u64, lanes_log2: u32, p: LinesParams);
                 // model.cu, dense.cu, segment.cu
                 /// `unary_*`.
                 Unary[T](x: *const T, out: *mut T, n: u64, op: u32, s: A);
@@ -286,10 +288,12 @@ macro_rules! with_kernel_table {
                 Transpose64x64B2 = "transpose64x64_b2": TransposeTiled[E = u16],
                 Transpose128x32B2 = "transpose128x32_b2": TransposeTiled[E = u16],
                 Transpose32x128B2 = "transpose32x128_b2": TransposeTiled[E = u16],
+                Transpose128x64B2 = "transpose128x64_b2": TransposeTiled[E = u16],
                 Transpose32x32P2 = "transpose32x32_p2": TransposeTiled[E = u16],
                 Transpose64x64P2 = "transpose64x64_p2": TransposeTiled[E = u16],
                 Transpose128x32P2 = "transpose128x32_p2": TransposeTiled[E = u16],
                 Transpose32x128P2 = "transpose32x128_p2": TransposeTiled[E = u16],
+                Transpose128x64P2 = "transpose128x64_p2": TransposeTiled[E = u16],
                 TransposeBulkB4 = "transpose_bulk_b4": TransposeBulk[],
                 TransposeRunsB16 = "transpose_runs_b16": TransposeRuns[E = uint4],
                 TransposeRunsB8 = "transpose_runs_b8": TransposeRuns[E = uint2],
@@ -299,6 +303,7 @@ macro_rules! with_kernel_table {
                 PermuteB8 = "permute_b8": Permute[E = uint2],
                 PermuteB4 = "permute_b4": Permute[E = u32],
                 PermuteB2 = "permute_b2": Permute[E = u16],
+                PermuteLinesB16 = "permute_lines_b16": PermuteLines[E = uint4],
                 // model.cu, dense.cu, segment.cu: element-typed
                 UnaryF32 = "unary_f32": Unary[T = float],
                 UnaryF64 = "unary_f64": Unary[T = double],

@@ -403,6 +403,29 @@ fn half_permutes_move_the_bits_for_every_kernel() {
         (&[6, 10, 4, 3], &[2, 1, 0, 3]),      // last dim kept: runs of 3 halves
         (&[6, 10, 4, 5], &[1, 0, 2, 3]),      // runs of 20 halves
         (&[100, 3, 7], &[1, 0, 2]),           // a batched transpose of runs
+        // the wide 128x64 pair tile (2^21 elements or more; [4096, 4096]
+        // above takes it too, quads)
+        (&[1028, 2052], &[1, 0]),            // 128x64 quads, ragged edges
+        (&[1030, 2050], &[1, 0]),            // 128x64 pairs, ragged edges
+        (&[8, 516, 520], &[0, 2, 1]),        // batched 128x64 quads
+        (&[16, 260, 4, 130], &[0, 3, 2, 1]), // 128x64 pairs over two batch dims
+        // 128x32 / 32x128 quads, two tiles a step: an odd tile count (the
+        // last step's second tile absent), and 64-byte input rows whose
+        // next batch index is the other half of each line
+        (&[3, 100, 5, 28], &[0, 3, 2, 1]),
+        (&[3, 28, 5, 100], &[0, 3, 2, 1]),
+        (&[2, 128, 16, 32], &[0, 3, 2, 1]),
+        // last dim kept, runs of 16-byte vectors under 128 bytes: the lines
+        // walk (permute_lines_b16) when K and the output's last dim divide
+        (&[6, 10, 4, 32], &[2, 1, 0, 3]),      // runs of 64 bytes
+        (&[16, 12, 64, 32], &[2, 1, 0, 3]),    // runs of 64 bytes, many blocks
+        (&[8, 5, 16, 8], &[2, 1, 0, 3]),       // runs of 16 bytes
+        (&[4, 3, 8, 16], &[2, 1, 0, 3]),       // runs of 32 bytes
+        (&[4, 3, 8, 24], &[2, 1, 0, 3]),       // runs of 48 bytes
+        (&[4, 4, 2, 6, 32], &[3, 0, 2, 1, 4]), // a walk of rank 6
+        (&[2, 4, 6, 32], &[1, 2, 0, 3]),       // a batched transpose of runs
+        (&[6, 10, 5, 32], &[2, 1, 0, 3]),      // K odd: permute_b16
+        (&[3, 5, 6, 32], &[0, 2, 1, 3]),       // rows odd: transpose_runs_b16
     ];
     for &(shape, perm) in cases {
         permute_case::<bf16>(shape, perm);

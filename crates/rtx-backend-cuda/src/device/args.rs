@@ -11,7 +11,7 @@ use cudarc::driver::{DeviceRepr, sys};
 use rtx_backend::Element;
 
 use crate::abi::{COL_SUM_LEVELS, MAX_RANK, SUM_BIAS_PARTS};
-use crate::permute_plan::{SpanParams, TileParams};
+use crate::permute_plan::{LinesParams, SpanParams, TileParams};
 
 /// A device address a kernel reads `E`s from (`const E*`), 0 where the
 /// kernel is told it has none.
@@ -134,3 +134,5 @@ unsafe impl DeviceRepr for RrClimb {}
 unsafe impl DeviceRepr for SpanParams {}
 // SAFETY: as above.
 unsafe impl DeviceRepr for TileParams {}
+// SAFETY: as above.
+unsafe impl DeviceRepr for LinesParams {}

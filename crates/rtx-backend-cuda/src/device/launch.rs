@@ -15,7 +15,7 @@ use super::kernels::Kernels;
 pub(crate) use crate::abi::MATMUL_DOT_MAX_N;
 use crate::abi::{BLOCK, CANONICAL_BLOCK, ROWS_PER_GROUP, SLICE_BYTES, WINDOW};
 use crate::error::{Error, Result};
-use crate::permute_plan::{SpanParams, TileParams};
+use crate::permute_plan::{LinesParams, SpanParams, TileParams};
 use crate::table::{Kernel, MatmulTile, Signature, with_kernel_table};
 
 /// Largest grid.x the driver accepts.

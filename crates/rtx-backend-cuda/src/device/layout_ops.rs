@@ -3,7 +3,9 @@
 //! (batched) 2-D transposes and N-D permutes whose last dim moves use the
 //! kernel [`permute_plan`] picks (span kernels for small planes and narrow
 //! sides, the pipelined tiled kernel otherwise), anything else the N-D
-//! copy_rows permute kernel up to [`MAX_RANK`], a host round trip past it.
+//! copy_rows permute kernel up to [`MAX_RANK`] (2-byte runs shorter than a
+//! line: its blocked walk, [`permute_plan::lines`]), a host round trip past
+//! it.
 
 use std::sync::Mutex;
 
@@ -16,8 +18,8 @@ use super::args::{self, In, Out, TensorMap};
 use super::backend::{CudaBackend, ptr};
 use super::kernels::Kernels;
 use super::launch::{
-    MAX_GRID_X, Permute, TransposeBulk, TransposeRuns, TransposeSpan, TransposeTiled, cfg1,
-    lanes_log2, rows_grid,
+    MAX_GRID_X, Permute, PermuteLines, TransposeBulk, TransposeRuns, TransposeSpan, TransposeTiled,
+    cfg1, lanes_log2, rows_grid,
 };
 use crate::abi::{BULK_STAGES, MAX_RANK};
 use crate::permute_plan::{self, Choice, MapShape, TileParams};
@@ -88,6 +90,12 @@ impl CudaBackend {
         let (batch, rows, cols) = (batch as u64, rows as u64, cols as u64);
         let choice = permute_plan::transpose(batch, rows, cols, run_bytes, self.force32());
         if self.launch_choice(t, out, choice)? {
+            return Ok(());
+        }
+        // runs of 2-byte elements shorter than a line: the permute
+        // [0, 2, 1, 3] of [batch, rows, cols, run] in the lines walk
+        let shape = [batch as usize, rows as usize, cols as usize, inner];
+        if inner > 1 && self.permute_lines(t, out, &shape, &[0, 2, 1, 3])? {
             return Ok(());
         }
         let (i, o) = (ptr(t), ptr(out));
@@ -293,6 +301,9 @@ impl CudaBackend {
         shape: &[usize],
         perm: &[usize],
     ) -> BResult<()> {
+        if self.permute_lines(t, out, shape, perm)? {
+            return Ok(());
+        }
         let p = PermuteRuns::new(shape, perm);
         let run_bytes = (p.run * T::DTYPE.size()) as u64;
         let word = Word::dividing(run_bytes);
@@ -316,6 +327,45 @@ impl CudaBackend {
         // range; both tensors hold nruns runs of W words.
         unsafe { args.launch(&self.dev, &k, Kernel::permute(word), cfg) }?;
         Ok(())
+    }
+}
+
+impl CudaBackend {
+    /// A permute of 2-byte elements that keeps the last dim, of runs shorter
+    /// than a line, through `permute_lines_b16`'s blocked walk when
+    /// [`permute_plan::lines`] gives one and both tensors are 16-byte
+    /// aligned; `false` (nothing launched) otherwise.
+    fn permute_lines<T: Element>(
+        &self,
+        t: &BTensor<Self, T>,
+        out: &BTensor<Self, T>,
+        shape: &[usize],
+        perm: &[usize],
+    ) -> BResult<bool> {
+        let (i, o) = (ptr(t), ptr(out));
+        let Some(l) = permute_plan::lines(shape, perm, T::DTYPE.size() as u64) else {
+            return Ok(false);
+        };
+        if !(i.is_multiple_of(16) && o.is_multiple_of(16)) {
+            return Ok(false);
+        }
+        let k = self.dev.kernels()?;
+        let lanes_log2 = lanes_log2(l.w);
+        let cfg = cfg1(rows_grid(l.nruns, lanes_log2));
+        let args = PermuteLines {
+            r#in: In::at(i),
+            out: Out::at(o),
+            nruns: l.nruns,
+            W: l.w,
+            lanes_log2,
+            p: l.params,
+        };
+        // SAFETY: both tensors hold nruns runs of W 16-byte vectors at
+        // 16-byte aligned addresses (checked above); the walk's dims
+        // multiply to nruns and send each run once to an output run and
+        // from an input run below nruns (permute_plan's tests check it).
+        unsafe { args.launch(&self.dev, &k, Kernel::PermuteLinesB16, cfg) }?;
+        Ok(true)
     }
 }
 

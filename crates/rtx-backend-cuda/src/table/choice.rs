@@ -394,6 +394,10 @@ pub(crate) enum Tile {
     T128x32,
     /// 32 x 128: few rows.
     T32x128,
+    /// 128 x 64: large matrices of 2-byte elements moved as pairs (never
+    /// from [`Tile::pick`]: `permute_plan`'s choice gives it to the pair
+    /// kernels, and to their `_b2` twin for unaligned tensors).
+    T128x64,
 }
 
 impl Tile {
@@ -404,6 +408,7 @@ impl Tile {
             Tile::T64x64 => (64, 64),
             Tile::T128x32 => (128, 32),
             Tile::T32x128 => (32, 128),
+            Tile::T128x64 => (128, 64),
         }
     }
 
@@ -477,6 +482,7 @@ impl Kernel {
             Tile::T64x64 => Kernel::Transpose64x64P2,
             Tile::T128x32 => Kernel::Transpose128x32P2,
             Tile::T32x128 => Kernel::Transpose32x128P2,
+            Tile::T128x64 => Kernel::Transpose128x64P2,
         }
     }
 
@@ -491,7 +497,8 @@ impl Kernel {
     }
 
     /// The tiled transpose of `elem` elements with `tile` (16-byte elements
-    /// have the 32x32 tile only: [`Tile::pick`] never gives them another).
+    /// have the 32x32 tile only: [`Tile::pick`] never gives them another;
+    /// 128x64 is a 2-byte tile only: `permute_plan` gives it no other).
     pub(crate) fn transpose(elem: Word, tile: Tile) -> Kernel {
         match (elem, tile) {
             (Word::B16, _) => Kernel::Transpose32x32B16,
@@ -507,6 +514,10 @@ impl Kernel {
             (Word::B2, Tile::T64x64) => Kernel::Transpose64x64B2,
             (Word::B2, Tile::T128x32) => Kernel::Transpose128x32B2,
             (Word::B2, Tile::T32x128) => Kernel::Transpose32x128B2,
+            (Word::B2, Tile::T128x64) => Kernel::Transpose128x64B2,
+            (Word::B4 | Word::B8, Tile::T128x64) => {
+                unreachable!("the 128x64 tile is for 2-byte elements only")
+            }
         }
     }
 
