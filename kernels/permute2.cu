@@ -421,89 +421,51 @@ __device__ __forceinline__ void load_quads(const u16* __restrict__ in, const Til
     }
 }
 
-// D tiles a step (D = 2 for the 8 KiB tiles 128 x 32 and 32 x 128): the
-// block moves tiles D b, D b + 1, ... (b = blockIdx.x, blockIdx.x + grid,
-// ...) with all their loads in flight together, each through its own
-// shared tile: the bytes in flight of a 16 KiB tile, and (tiles in order
-// of tile column, tile row, batch) tile t + 1 is the next column tile, or
-// the next matrix when the columns are one tile: for an N-D inner pair of
-// 32 columns (64 bytes a row) whose fastest batch dim is the input's next
-// (stride = cols), the other half of each 128-byte input line.
-template <int TR, int TC, int D = 1>
+template <int TR, int TC>
 __device__ __forceinline__ void transpose_quads(const u16* __restrict__ in, u16* __restrict__ out,
                                                 const TileParams& p, u32* tile) {
     using QT = QuadTile<TR, TC>;
-    constexpr int TWD = (TR / 4) * QT::QS;  // shared words of one tile
-    static_assert(QT::NS >= 1 && TWD == (TR / 2) * (TC + 2), "quad tile");
+    static_assert(QT::NS >= 1 && (TR / 4) * QT::QS == (TR / 2) * (TC + 2), "quad tile");
     const u32 tid = threadIdx.x + 32 * threadIdx.y;
-    u32 t = blockIdx.x * D;
+    u32 t = blockIdx.x;
     if (t >= p.tiles) return;  // the whole block: no barrier is skipped by part of it
-    uint2 v[D][QT::NL];
-    u64 ioff[D], ooff[D];
-    u32 r0[D], c0[D];
-#pragma unroll
-    for (int d = 0; d < D; ++d) {
-        if (t + d < p.tiles) {
-            tile_origin<TR, TC>(p, t + d, ioff[d], ooff[d], r0[d], c0[d]);
-            load_quads<TR, TC>(in, p, ioff[d], r0[d], c0[d], v[d]);
-        }
-    }
+    uint2 v[QT::NL];
+    u64 ioff, ooff;
+    u32 r0, c0;
+    tile_origin<TR, TC>(p, t, ioff, ooff, r0, c0);
+    load_quads<TR, TC>(in, p, ioff, r0, c0, v);
     for (;;) {
 #pragma unroll
-        for (int d = 0; d < D; ++d) {
-            if (t + d < p.tiles) {
-#pragma unroll
-                for (int i = 0; i < QT::NL; ++i) {
-                    const u32 L = tid + 256 * i;
-                    const u32 w =
-                        ((L >> 2) / QT::UW) * QT::QS + 8 * ((L >> 2) % QT::UW) + 2 * (L & 3);
-                    *(uint2*)(tile + d * TWD + w) = v[d][i];
-                }
-            }
+        for (int i = 0; i < QT::NL; ++i) {
+            const u32 L = tid + 256 * i;
+            const u32 w = ((L >> 2) / QT::UW) * QT::QS + 8 * ((L >> 2) % QT::UW) + 2 * (L & 3);
+            *(uint2*)(tile + w) = v[i];
         }
         __syncthreads();
-        u64 so[D];
-        u32 sr0[D], sc0[D];
-#pragma unroll
-        for (int d = 0; d < D; ++d) {
-            so[d] = ooff[d];
-            sr0[d] = r0[d];
-            sc0[d] = c0[d];
-        }
-        const u32 ts = t;
-        const u64 tn64 = (u64)t + (u64)gridDim.x * D;  // past 2^32 for no real grid
-        const bool more = tn64 < p.tiles;
-        const u32 tn = (u32)tn64;
+        const u64 so = ooff;
+        const u32 sr0 = r0, sc0 = c0;
+        const u32 tn = t + gridDim.x;
+        const bool more = tn < p.tiles;
         if (more) {
-#pragma unroll
-            for (int d = 0; d < D; ++d) {
-                if (tn + d < p.tiles) {
-                    tile_origin<TR, TC>(p, tn + d, ioff[d], ooff[d], r0[d], c0[d]);
-                    load_quads<TR, TC>(in, p, ioff[d], r0[d], c0[d], v[d]);
-                }
-            }
+            tile_origin<TR, TC>(p, tn, ioff, ooff, r0, c0);
+            load_quads<TR, TC>(in, p, ioff, r0, c0, v);
         }
+        const bool full = sr0 + TR <= p.rows && sc0 + TC <= p.cols;
+        u16* __restrict__ ob = out + so;
 #pragma unroll
-        for (int d = 0; d < D; ++d) {
-            if (ts + d >= p.tiles) continue;
-            const bool full = sr0[d] + TR <= p.rows && sc0[d] + TC <= p.cols;
-            u16* __restrict__ ob = out + so[d];
-            const u32* tl = tile + d * TWD;
+        for (int i = 0; i < QT::NS; ++i) {
+            const u32 M = tid + 256 * i;
+            const u32 q = M % (TR / 4), u = M / (TR / 4);
+            const uint4 a = *(const uint4*)(tile + q * QT::QS + 8 * u);      // rows 0, 1
+            const uint4 b = *(const uint4*)(tile + q * QT::QS + 8 * u + 4);  // rows 2, 3
+            const uint2 w[4] = {make_uint2(pair_lo(a.x, a.z), pair_lo(b.x, b.z)),
+                                make_uint2(pair_hi(a.x, a.z), pair_hi(b.x, b.z)),
+                                make_uint2(pair_lo(a.y, a.w), pair_lo(b.y, b.w)),
+                                make_uint2(pair_hi(a.y, a.w), pair_hi(b.y, b.w))};
+            if (full || (sc0 + 4 * u < p.cols && sr0 + 4 * q < p.rows)) {
 #pragma unroll
-            for (int i = 0; i < QT::NS; ++i) {
-                const u32 M = tid + 256 * i;
-                const u32 q = M % (TR / 4), u = M / (TR / 4);
-                const uint4 a = *(const uint4*)(tl + q * QT::QS + 8 * u);      // rows 0, 1
-                const uint4 b = *(const uint4*)(tl + q * QT::QS + 8 * u + 4);  // rows 2, 3
-                const uint2 w[4] = {make_uint2(pair_lo(a.x, a.z), pair_lo(b.x, b.z)),
-                                    make_uint2(pair_hi(a.x, a.z), pair_hi(b.x, b.z)),
-                                    make_uint2(pair_lo(a.y, a.w), pair_lo(b.y, b.w)),
-                                    make_uint2(pair_hi(a.y, a.w), pair_hi(b.y, b.w))};
-                if (full || (sc0[d] + 4 * u < p.cols && sr0[d] + 4 * q < p.rows)) {
-#pragma unroll
-                    for (int x = 0; x < 4; ++x)
-                        __stcs((uint2*)(ob + (u64)(4 * u + x) * p.out_rs + 4 * q), w[x]);
-                }
+                for (int x = 0; x < 4; ++x)
+                    __stcs((uint2*)(ob + (u64)(4 * u + x) * p.out_rs + 4 * q), w[x]);
             }
         }
         __syncthreads();
@@ -513,14 +475,14 @@ __device__ __forceinline__ void transpose_quads(const u16* __restrict__ in, u16*
 }
 
 // The tiled pair kernel: the quad path when it fits (tiles of 64 x 64
-// elements or more; D tiles a step), else pairs (one tile a step).
-template <int TR, int TC, int D = 1>
+// elements or more), else pairs.
+template <int TR, int TC>
 __device__ __forceinline__ void transpose_tiled_pairs(const u16* __restrict__ in,
                                                       u16* __restrict__ out, const TileParams& p) {
-    __shared__ __align__(16) u32 tile[D * (TR / 2) * (TC + 2)];
+    __shared__ __align__(16) u32 tile[(TR / 2) * (TC + 2)];
     if constexpr (TR * TC >= 4096) {
         if (quads_fit(in, out, p)) {
-            transpose_quads<TR, TC, D>(in, out, p, tile);
+            transpose_quads<TR, TC>(in, out, p, tile);
             return;
         }
     }
@@ -534,16 +496,8 @@ __device__ __forceinline__ void transpose_tiled_pairs(const u16* __restrict__ in
     }
 RTX_TRANSPOSE_PAIRS(transpose32x32_p2, 32, 32)
 RTX_TRANSPOSE_PAIRS(transpose64x64_p2, 64, 64)
-// The 8 KiB tiles of narrow matrices (N-D inner pairs of at most 48 columns
-// or rows): two tiles a step on the quad path (transpose_quads' D), the
-// 16 KiB in flight of f32's tiles, at 4 blocks per SM (at most 64 registers).
-#define RTX_TRANSPOSE_PAIRS2(NAME, TR, TC)                                                \
-    extern "C" __global__ void __launch_bounds__(256, 4)                                  \
-        NAME(const u16* __restrict__ in, u16* __restrict__ out, const TileParams p) {     \
-        transpose_tiled_pairs<TR, TC, 2>(in, out, p);                                     \
-    }
-RTX_TRANSPOSE_PAIRS2(transpose128x32_p2, 128, 32)
-RTX_TRANSPOSE_PAIRS2(transpose32x128_p2, 32, 128)
+RTX_TRANSPOSE_PAIRS(transpose128x32_p2, 128, 32)
+RTX_TRANSPOSE_PAIRS(transpose32x128_p2, 32, 128)
 // The wide pair tile of large 2-D and batched transposes (the planner's
 // choice: permute_plan.rs `wide_pairs`): 128 x 64 halves, the 16 KiB of
 // f32's 64 x 64 tile. At 4 resident blocks of 256 threads per SM (the

@@ -22,9 +22,7 @@
 //!   are multiples of 4 and both tensors 8-byte aligned (the kernel decides:
 //!   `quads_fit` of kernels/permute2.cu); large pair transposes that would
 //!   take the 64x64 tile take the wide 128x64 pair tile instead (quads
-//!   too: [`wide_pairs`]), the bytes per block of f32's 64x64; the quad
-//!   path of the 8 KiB 128x32 and 32x128 pair tiles moves two tiles a step
-//!   (the same parameters: any grid covers every tile once);
+//!   too: [`wide_pairs`]), the bytes per block of f32's 64x64;
 //! * [`lines`]: permutes of 2-byte elements that keep the last dim (and
 //!   batched transposes of runs), runs of 16-byte vectors shorter than a
 //!   128-byte line: `permute_lines_b16` of kernels/permute2.cu, copy_rows'

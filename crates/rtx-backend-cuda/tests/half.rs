@@ -409,12 +409,6 @@ fn half_permutes_move_the_bits_for_every_kernel() {
         (&[1030, 2050], &[1, 0]),            // 128x64 pairs, ragged edges
         (&[8, 516, 520], &[0, 2, 1]),        // batched 128x64 quads
         (&[16, 260, 4, 130], &[0, 3, 2, 1]), // 128x64 pairs over two batch dims
-        // 128x32 / 32x128 quads, two tiles a step: an odd tile count (the
-        // last step's second tile absent), and 64-byte input rows whose
-        // next batch index is the other half of each line
-        (&[3, 100, 5, 28], &[0, 3, 2, 1]),
-        (&[3, 28, 5, 100], &[0, 3, 2, 1]),
-        (&[2, 128, 16, 32], &[0, 3, 2, 1]),
         // last dim kept, runs of 16-byte vectors under 128 bytes: the lines
         // walk (permute_lines_b16) when K and the output's last dim divide
         (&[6, 10, 4, 32], &[2, 1, 0, 3]),      // runs of 64 bytes
