@@ -133,12 +133,8 @@ __device__ __forceinline__ V chunk_sum_batched_first(const typename Ld::S* __res
 // after's positions are in flight while this batch is added, so a 256-value
 // chunk costs about one memory round trip per batch instead of two. The
 // latency form, for small problems whose time is the longest chunk's chain.
-// Same additions in the same order as chunk_sum_batched. LATE (the half
-// level 0): the first value is widened at its turn in the first batch's adds,
-// after the second batch's loads have gone out, not before the loop, where
-// the widening's wait for the first batch would hold them back (the sum
-// still starts from the first value as it is).
-template <typename V, bool INDIRECT, typename Ld = LoadSame<V>, bool LATE = false>
+// Same additions in the same order as chunk_sum_batched.
+template <typename V, bool INDIRECT, typename Ld = LoadSame<V>>
 __device__ __forceinline__ V chunk_sum_pipelined(const typename Ld::S* __restrict__ vals,
                                                  const u32* __restrict__ pos, u32 a, u32 b,
                                                  u64 W, u64 j) {
@@ -156,11 +152,7 @@ __device__ __forceinline__ V chunk_sum_pipelined(const typename Ld::S* __restric
     }
 #pragma unroll
     for (u32 q = 0; q < B; ++q) rn[q] = a + B + q < b ? value_row<INDIRECT>(pos, a + B + q) : 0;
-    V acc;
-    if constexpr (LATE)
-        acc = V{};  // replaced by the first value, unread
-    else
-        acc = ld.cvt(cur[0]);
+    V acc = ld.cvt(cur[0]);
     for (u32 p = a; p < b; p += B) {
         const u32 pn = p + B, pnn = p + 2 * B;
         typename Ld::S nxt[B];
@@ -169,15 +161,9 @@ __device__ __forceinline__ V chunk_sum_pipelined(const typename Ld::S* __restric
             if (pn + q < b) nxt[q] = ld.load(vals + rn[q] * W + j);
 #pragma unroll
         for (u32 q = 0; q < B; ++q) rn[q] = pnn + q < b ? value_row<INDIRECT>(pos, pnn + q) : 0;
-        if constexpr (LATE) {
 #pragma unroll
-            for (u32 q = 0; q < B; ++q)
-                if (p + q < b) acc = p + q == a ? ld.cvt(cur[q]) : vadd(acc, ld.cvt(cur[q]));
-        } else {
-#pragma unroll
-            for (u32 q = 0; q < B; ++q)
-                if (p + q < b && p + q != a) acc = vadd(acc, ld.cvt(cur[q]));
-        }
+        for (u32 q = 0; q < B; ++q)
+            if (p + q < b && p + q != a) acc = vadd(acc, ld.cvt(cur[q]));
 #pragma unroll
         for (u32 q = 0; q < B; ++q) cur[q] = nxt[q];
     }
@@ -253,10 +239,10 @@ RTX_SCATTER_ALL(f64x1, double)
 // row of f elements is half as many lanes as an f32 row, so at the f32
 // kernels' occupancy as many chunks would be in flight as for f32, each of
 // half the bytes; at 4 blocks per SM twice as many are. Level 0 loads a
-// chunk's first value with its first batch (chunk_sum_batched_first; the
-// pipelined form widens it late): widening a stored value waits for its
-// load, which the f32 kernels' first value never does. The order of the
-// additions is the f32 kernels' in every form.
+// chunk's first value with its first batch (chunk_sum_batched_first):
+// widening a stored value waits for its load, which the f32 kernels' first
+// value never does. The order of the additions is the f32 kernels' in every
+// form.
 template <typename K, typename HS, typename V, bool INDIRECT, bool PIPE>
 __device__ __forceinline__ void scatter_level_half(
     const HS* __restrict__ vals, const V* __restrict__ acc, const u32* __restrict__ pos,
@@ -276,7 +262,7 @@ __device__ __forceinline__ void scatter_level_half(
             V sum;
             if (INDIRECT) {
                 typedef LoadHalf<K, HS, V> Ld;
-                sum = PIPE ? chunk_sum_pipelined<V, true, Ld, true>(vals, pos, ch.a, ch.b, W, j)
+                sum = PIPE ? chunk_sum_pipelined<V, true, Ld>(vals, pos, ch.a, ch.b, W, j)
                            : chunk_sum_batched_first<V, Ld, 8>(vals, pos, ch.a, ch.b, W, j);
             } else {
                 sum = PIPE ? chunk_sum_pipelined<V, false>(acc, pos, ch.a, ch.b, W, j)

@@ -432,10 +432,6 @@ RTX_TRANSPOSE(transpose32x32_b2, u16, 32, 32)
 RTX_TRANSPOSE(transpose64x64_b2, u16, 64, 64)
 RTX_TRANSPOSE(transpose128x32_b2, u16, 128, 32)
 RTX_TRANSPOSE(transpose32x128_b2, u16, 32, 128)
-// the `_b2` twin of transpose128x64_p2 (permute2.cu) for tensors not 4-byte
-// aligned (the rare case: its 32 elements a thread take about 100 registers,
-// which 4 blocks per SM would spill)
-RTX_TRANSPOSE(transpose128x64_b2, u16, 128, 64)
 
 // A CUtensorMap (cuda.h; NVRTC has no driver headers): 128 opaque bytes the
 // host encodes with cuTensorMapEncodeTiled.

@@ -13,10 +13,9 @@
 // hi(a) | hi(b) << 16, for a the word of row r and b that of row r + 1.
 // The larger tiles have a quad path (8-byte units of 4 halves, 4 x 4
 // blocks through shared memory) that the kernel takes by itself when the
-// sides, strides and addresses allow it (`quads_fit`). Large transposes
-// take the wide 128 x 64 tile (transpose128x64_p2: the bytes in flight of
-// f32's 64 x 64). Permutes that keep the last dim with runs shorter than a
-// line take permute_lines_b16 (at the end of this file).
+// sides, strides and addresses allow it (`quads_fit`). Permutes that keep
+// the last dim with runs shorter than a line take permute_lines_b16 (at the
+// end of this file).
 #include "common.cuh"
 #include "permute.cu"
 
@@ -498,22 +497,6 @@ RTX_TRANSPOSE_PAIRS(transpose32x32_p2, 32, 32)
 RTX_TRANSPOSE_PAIRS(transpose64x64_p2, 64, 64)
 RTX_TRANSPOSE_PAIRS(transpose128x32_p2, 128, 32)
 RTX_TRANSPOSE_PAIRS(transpose32x128_p2, 32, 128)
-// The wide pair tile of large 2-D and batched transposes (the planner's
-// choice: permute_plan.rs `wide_pairs`): 128 x 64 halves, the 16 KiB of
-// f32's 64 x 64 tile. At 4 resident blocks of 256 threads per SM (the
-// registers of every tiled kernel, about 64, allow no more) a 64 x 64 pair
-// tile keeps 4 x 8 KiB of loads in flight per SM, half of f32's 4 x 16 KiB;
-// this tile keeps as many bytes in flight as f32 (8 units of 8 bytes a
-// thread on the quad path) and takes half the barriers per byte. Its quad
-// stores are 256 contiguous bytes per warp instruction (a warp's 32 q of
-// one u), its loads 4 rows of 64 bytes (as the 64 x 64 tile's); the shared
-// reads of a quarter-warp stay conflict-free (QS = 132 words: 4 banks apart
-// for consecutive q). Built for 4 blocks per SM (at most 64 registers).
-extern "C" __global__ void __launch_bounds__(256, 4)
-    transpose128x64_p2(const u16* __restrict__ in, u16* __restrict__ out, const TileParams p) {
-    transpose_tiled_pairs<128, 64>(in, out, p);
-}
-
 // N-D permutes of 2-byte elements that keep the last dim, with runs (the
 // kept dim) of 16-byte vectors shorter than a 128-byte line: the runs of a
 // line of the input go to different output lines, and the copy_rows of

@@ -6,7 +6,7 @@
 //! kept-last-dim permutes of short runs, and the GPU test shapes of
 //! tests/half.rs reaching every 2-byte kernel.
 
-use super::tests::{run_tiled, tile_at};
+use super::tests::tile_at;
 use super::*;
 
 #[test]
@@ -16,36 +16,14 @@ fn half_shapes_take_the_pair_kernels_when_rows_are_whole_words() {
         Choice::SpanPairs(k, _) => Some((k, None)),
         _ => None,
     };
-    // the bf16 permute suite: even sides and strides move pairs, the large
-    // 2-D and batched transposes through the wide 128x64 pair tile
+    // the bf16 permute suite: even sides and strides move pairs
     assert!(matches!(
         transpose(1, 8192, 8192, 2, false),
-        Choice::TiledPairs(Tile::T128x64, _)
+        Choice::TiledPairs(Tile::T64x64, _)
     ));
     assert!(matches!(
         transpose(64, 1024, 1024, 2, false),
-        Choice::TiledPairs(Tile::T128x64, _)
-    ));
-    // the wide tile's edges: 2^21 elements, 128 rows, 64 columns
-    assert!(matches!(
-        transpose(2, 1024, 1024, 2, false),
-        Choice::TiledPairs(Tile::T128x64, _)
-    ));
-    assert!(matches!(
-        transpose(1, 1024, 1024, 2, false),
         Choice::TiledPairs(Tile::T64x64, _)
-    ));
-    assert!(matches!(
-        transpose(1, 128, 16384, 2, false),
-        Choice::TiledPairs(Tile::T128x64, _)
-    ));
-    assert!(matches!(
-        transpose(1, 126, 65536, 2, false),
-        Choice::TiledPairs(Tile::T64x64, _)
-    ));
-    assert!(matches!(
-        transpose(1, 65536, 66, 2, false),
-        Choice::TiledPairs(Tile::T128x64, _)
     ));
     assert!(matches!(
         transpose(1, 8192, 8192, 2, true),
@@ -118,7 +96,7 @@ fn half_shapes_take_the_pair_kernels_when_rows_are_whole_words() {
         permute(&[3, 6, 4, 8], &[0, 3, 2, 1], 2, false),
         Choice::TiledPairs(..)
     ));
-    // other element sizes never pair (nor take the wide tile)
+    // other element sizes never pair
     for bytes in [4, 8] {
         assert!(matches!(
             transpose(1, 8192, 8192, bytes, false),
@@ -377,57 +355,6 @@ fn tiled_pairs_match_the_host_permute() {
                 "{shape:?} {perm:?} {tile:?}"
             );
         }
-    }
-}
-
-/// The choice for 2-byte `shape` by `perm` as the host plans it (a 2-D
-/// transpose, a batched one for `[0, 2, 1]`, else an N-D permute).
-fn pair_choice(shape: &[usize], perm: &[usize], force: bool) -> Choice {
-    if shape.len() == 3 && perm == [0, 2, 1] {
-        transpose(shape[0] as u64, shape[1] as u64, shape[2] as u64, 2, force)
-    } else if shape.len() == 2 {
-        transpose(1, shape[0] as u64, shape[1] as u64, 2, force)
-    } else {
-        permute(shape, perm, 2, force)
-    }
-}
-
-#[test]
-fn wide_pair_tile_matches_the_host_permute() {
-    // (shape, perm, whether the quad path moves it): ragged edges on both
-    // sides, a batch, two batch dims of an N-D inner pair
-    let cases: [(&[usize], &[usize], bool); 5] = [
-        (&[1028, 2052], &[1, 0], true),
-        (&[1030, 2050], &[1, 0], false),
-        (&[8, 516, 520], &[0, 2, 1], true),
-        (&[16, 260, 4, 130], &[0, 3, 2, 1], false),
-        (&[16, 260, 4, 132], &[0, 3, 2, 1], true),
-    ];
-    for (shape, perm, quads) in cases {
-        let n: usize = shape.iter().product();
-        let input: Vec<u16> = (0..n).map(|i| (i * 7 + 1) as u16).collect();
-        let want = rtx_tensor::permute_host(&input, shape, perm).unwrap();
-        let choice = pair_choice(shape, perm, false);
-        let Choice::TiledPairs(Tile::T128x64, p) = choice.clone() else {
-            panic!("{shape:?} {perm:?}: not the wide pair tile: {choice:?}")
-        };
-        assert_eq!(quads_fit(&p, Tile::T128x64), quads, "{shape:?} {perm:?}");
-        let got = if quads {
-            run_tiled_quads(&p, Tile::T128x64, &input)
-        } else {
-            run_tiled_pairs(&p, Tile::T128x64, &input)
-        };
-        assert_eq!(got, want, "{shape:?} {perm:?}");
-        // the `_b2` twin of unaligned tensors: the same parameters through
-        // the element tile transpose128x64_b2
-        assert_eq!(
-            choice.clone().unpaired(),
-            Choice::Tiled(Word::B2, Tile::T128x64, p.clone())
-        );
-        assert_eq!(choice.unpaired().kernel(), Some(Kernel::Transpose128x64B2));
-        let wide: Vec<u32> = input.iter().map(|&x| u32::from(x)).collect();
-        let want: Vec<u32> = want.iter().map(|&x| u32::from(x)).collect();
-        assert_eq!(run_tiled(&p, Tile::T128x64, &wide), want, "{shape:?} b2");
     }
 }
 
@@ -806,7 +733,7 @@ fn the_half_gpu_test_shapes_reach_every_two_byte_kernel() {
         (&[2, 41, 1000], &[0, 2, 1], Some(K::TransposeColsB2)),
         (&[513, 700], &[1, 0], Some(K::Transpose64x64B2)),
         (&[514, 700], &[1, 0], Some(K::Transpose64x64P2)),
-        (&[4096, 4096], &[1, 0], Some(K::Transpose128x64P2)),
+        (&[4096, 4096], &[1, 0], Some(K::Transpose64x64P2)),
         (&[3, 130, 198], &[0, 2, 1], Some(K::Transpose64x64P2)),
         (&[4, 130, 6, 34], &[0, 3, 2, 1], Some(K::Transpose128x32P2)),
         (&[4, 34, 6, 130], &[0, 3, 2, 1], Some(K::Transpose32x128P2)),
@@ -831,14 +758,6 @@ fn the_half_gpu_test_shapes_reach_every_two_byte_kernel() {
         (&[6, 10, 4, 3], &[2, 1, 0, 3], None),
         (&[6, 10, 4, 5], &[1, 0, 2, 3], None),
         (&[100, 3, 7], &[1, 0, 2], None),
-        (&[1028, 2052], &[1, 0], Some(K::Transpose128x64P2)),
-        (&[1030, 2050], &[1, 0], Some(K::Transpose128x64P2)),
-        (&[8, 516, 520], &[0, 2, 1], Some(K::Transpose128x64P2)),
-        (
-            &[16, 260, 4, 130],
-            &[0, 3, 2, 1],
-            Some(K::Transpose128x64P2),
-        ),
         (&[6, 10, 4, 32], &[2, 1, 0, 3], None),
         (&[16, 12, 64, 32], &[2, 1, 0, 3], None),
         (&[8, 5, 16, 8], &[2, 1, 0, 3], None),
@@ -886,7 +805,6 @@ fn the_half_gpu_test_shapes_reach_every_two_byte_kernel() {
         K::Transpose64x64P2,
         K::Transpose128x32P2,
         K::Transpose32x128P2,
-        K::Transpose128x64P2,
         K::TransposePlanesB2,
         K::TransposeRowsB2,
         K::TransposeColsB2,
@@ -896,7 +814,7 @@ fn the_half_gpu_test_shapes_reach_every_two_byte_kernel() {
     ] {
         assert!(reached.contains(&k), "{} not reached", k.name());
     }
-    for tile in [Tile::T64x64, Tile::T128x32, Tile::T32x128, Tile::T128x64] {
+    for tile in [Tile::T64x64, Tile::T128x32, Tile::T32x128] {
         for quads in [false, true] {
             assert!(
                 paths.contains(&(tile, quads)),
@@ -908,13 +826,7 @@ fn the_half_gpu_test_shapes_reach_every_two_byte_kernel() {
 
 #[test]
 fn pair_kernels_are_named_by_tile_and_take_the_b2_signatures() {
-    for tile in [
-        Tile::T32x32,
-        Tile::T64x64,
-        Tile::T128x32,
-        Tile::T32x128,
-        Tile::T128x64,
-    ] {
+    for tile in [Tile::T32x32, Tile::T64x64, Tile::T128x32, Tile::T32x128] {
         let (tr, tc) = tile.dims();
         let k = Kernel::transpose_pairs(tile);
         assert_eq!(k.name(), format!("transpose{tr}x{tc}_p2"));

@@ -20,9 +20,7 @@
 //!   4-byte aligned ([`Choice::unpaired`]); the 64x64, 128x32 and 32x128
 //!   pair tiles move 8-byte units of 4 halves instead when sides and strides
 //!   are multiples of 4 and both tensors 8-byte aligned (the kernel decides:
-//!   `quads_fit` of kernels/permute2.cu); large pair transposes that would
-//!   take the 64x64 tile take the wide 128x64 pair tile instead (quads
-//!   too: [`wide_pairs`]), the bytes per block of f32's 64x64;
+//!   `quads_fit` of kernels/permute2.cu);
 //! * [`lines`]: permutes of 2-byte elements that keep the last dim (and
 //!   batched transposes of runs), runs of 16-byte vectors shorter than a
 //!   128-byte line: `permute_lines_b16` of kernels/permute2.cu, copy_rows'
@@ -232,25 +230,6 @@ fn span(batch: u64, rows: u64, cols: u64, elem: Word) -> Option<Choice> {
     })
 }
 
-/// Fewest elements (all matrices together) of a pair transpose that takes
-/// the wide 128x64 pair tile: 4 MiB of 2-byte elements, 256 such tiles,
-/// about two per SM of an H200; smaller moves keep the 64x64 tile, whose
-/// blocks are twice as many.
-pub(crate) const WIDE_PAIRS_MIN: u64 = 1 << 21;
-
-/// Whether a pair transpose whose shape picks the 64x64 tile takes the
-/// wide 128x64 pair tile (`transpose128x64_p2`) instead: at least 128 rows
-/// and 64 columns, and [`WIDE_PAIRS_MIN`] elements. A 64x64 tile of halves
-/// moves half the bytes of f32's per block: at the 4 resident blocks per SM
-/// that the tiled kernels' registers allow, the wide tile keeps as many
-/// bytes in flight per SM as f32's 64x64 (kernels/permute2.cu).
-fn wide_pairs(rows: u64, cols: u64, bdim: &[(u64, u64, u64)]) -> bool {
-    let elems = bdim
-        .iter()
-        .try_fold(rows * cols, |acc, &(d, _, _)| acc.checked_mul(d));
-    rows >= 128 && cols >= 64 && elems.is_none_or(|e| e >= WIDE_PAIRS_MIN)
-}
-
 /// The tiled kernel over `bdim` (size, input stride, output stride; last
 /// fastest) matrices of `rows x cols`.
 fn tiled(
@@ -271,10 +250,7 @@ fn tiled(
         && even(in_rs)
         && even(out_rs)
         && bdim.iter().all(|&(d, i, o)| d == 1 || (even(i) && even(o)));
-    let tile = match Tile::pick(rows, cols, elem, force32) {
-        Tile::T64x64 if pairs && wide_pairs(rows, cols, bdim) => Tile::T128x64,
-        t => t,
-    };
+    let tile = Tile::pick(rows, cols, elem, force32);
     let (tr, tc) = tile.dims();
     let (tr_n, tc_n) = (rows.div_ceil(tr), cols.div_ceil(tc));
     let tiles = bdim

@@ -121,7 +121,7 @@ pub(super) fn tile_at(p: &TileParams, t: u32) -> (u64, u64, Vec<u64>) {
 
 /// The tiled kernel run on the host: every output element written once with
 /// the input element the permutation puts there.
-pub(super) fn run_tiled(p: &TileParams, tile: Tile, input: &[u32]) -> Vec<u32> {
+fn run_tiled(p: &TileParams, tile: Tile, input: &[u32]) -> Vec<u32> {
     let (tr, tc) = tile.dims();
     let mut out = vec![u32::MAX; input.len()];
     for t in 0..p.tiles {

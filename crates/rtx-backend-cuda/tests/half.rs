@@ -403,12 +403,6 @@ fn half_permutes_move_the_bits_for_every_kernel() {
         (&[6, 10, 4, 3], &[2, 1, 0, 3]),      // last dim kept: runs of 3 halves
         (&[6, 10, 4, 5], &[1, 0, 2, 3]),      // runs of 20 halves
         (&[100, 3, 7], &[1, 0, 2]),           // a batched transpose of runs
-        // the wide 128x64 pair tile (2^21 elements or more; [4096, 4096]
-        // above takes it too, quads)
-        (&[1028, 2052], &[1, 0]),            // 128x64 quads, ragged edges
-        (&[1030, 2050], &[1, 0]),            // 128x64 pairs, ragged edges
-        (&[8, 516, 520], &[0, 2, 1]),        // batched 128x64 quads
-        (&[16, 260, 4, 130], &[0, 3, 2, 1]), // 128x64 pairs over two batch dims
         // last dim kept, runs of 16-byte vectors under 128 bytes: the lines
         // walk (permute_lines_b16) when K and the output's last dim divide
         (&[6, 10, 4, 32], &[2, 1, 0, 3]),      // runs of 64 bytes

@@ -394,10 +394,6 @@ pub(crate) enum Tile {
     T128x32,
     /// 32 x 128: few rows.
     T32x128,
-    /// 128 x 64: large matrices of 2-byte elements moved as pairs (never
-    /// from [`Tile::pick`]: `permute_plan`'s choice gives it to the pair
-    /// kernels, and to their `_b2` twin for unaligned tensors).
-    T128x64,
 }
 
 impl Tile {
@@ -408,7 +404,6 @@ impl Tile {
             Tile::T64x64 => (64, 64),
             Tile::T128x32 => (128, 32),
             Tile::T32x128 => (32, 128),
-            Tile::T128x64 => (128, 64),
         }
     }
 
@@ -482,7 +477,6 @@ impl Kernel {
             Tile::T64x64 => Kernel::Transpose64x64P2,
             Tile::T128x32 => Kernel::Transpose128x32P2,
             Tile::T32x128 => Kernel::Transpose32x128P2,
-            Tile::T128x64 => Kernel::Transpose128x64P2,
         }
     }
 
@@ -497,8 +491,7 @@ impl Kernel {
     }
 
     /// The tiled transpose of `elem` elements with `tile` (16-byte elements
-    /// have the 32x32 tile only: [`Tile::pick`] never gives them another;
-    /// 128x64 is a 2-byte tile only: `permute_plan` gives it no other).
+    /// have the 32x32 tile only: [`Tile::pick`] never gives them another).
     pub(crate) fn transpose(elem: Word, tile: Tile) -> Kernel {
         match (elem, tile) {
             (Word::B16, _) => Kernel::Transpose32x32B16,
@@ -514,10 +507,6 @@ impl Kernel {
             (Word::B2, Tile::T64x64) => Kernel::Transpose64x64B2,
             (Word::B2, Tile::T128x32) => Kernel::Transpose128x32B2,
             (Word::B2, Tile::T32x128) => Kernel::Transpose32x128B2,
-            (Word::B2, Tile::T128x64) => Kernel::Transpose128x64B2,
-            (Word::B4 | Word::B8, Tile::T128x64) => {
-                unreachable!("the 128x64 tile is for 2-byte elements only")
-            }
         }
     }
 
