@@ -499,3 +499,7 @@ mod tests;
 #[cfg(test)]
 #[path = "permute_pairs_tests.rs"]
 mod pairs_tests;
+
+#[cfg(test)]
+#[path = "permute_lines_tests.rs"]
+mod lines_tests;

@@ -272,3 +272,17 @@ fn bulk_maps_move_every_element_once() {
     };
     assert_eq!(bulk(&p, elem, tile), None);
 }
+
+/// Writes element `at` of `out` once.
+pub(super) fn put(out: &mut [Option<u16>], at: u64, v: u16) {
+    let slot = &mut out[at as usize];
+    assert_eq!(*slot, None, "element {at} written twice");
+    *slot = Some(v);
+}
+
+pub(super) fn all_written(out: Vec<Option<u16>>) -> Vec<u16> {
+    out.into_iter()
+        .enumerate()
+        .map(|(i, v)| v.unwrap_or_else(|| panic!("element {i} not written")))
+        .collect()
+}
