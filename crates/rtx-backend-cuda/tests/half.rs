@@ -121,6 +121,32 @@ fn expected_index_add<T: FromF32>(
     out
 }
 
+/// `index_add` of `src` by `idx` into a fresh upload of `dst0` (`shape`) in
+/// each of `forms`, each result given to `check` with the form's name; the
+/// form is back to Auto after.
+fn scatter_in_forms<T: Element>(
+    forms: &[ScatterForm],
+    (dst0, shape): (&[T], [usize; 2]),
+    idx: &[u32],
+    src: &BTensor<CudaBackend, T>,
+    check: impl Fn(&str, &[T]),
+) {
+    let g = shared();
+    for &form in forms {
+        g.set_scatter_form(form);
+        let mut d = g.upload(dst0, &shape).unwrap();
+        g.index_add(&mut d, idx, src).unwrap();
+        check(&format!("{form:?}"), &g.download(&d).unwrap());
+    }
+    g.set_scatter_form(ScatterForm::Auto);
+}
+
+const EVERY_FORM: [ScatterForm; 3] = [
+    ScatterForm::Batched,
+    ScatterForm::Pipelined,
+    ScatterForm::Auto,
+];
+
 fn scatter_case<T: FromF32>(rows: usize, e: usize, f: usize, hub: bool, seed: u64) {
     let g = shared();
     let cpu = CpuBackend::reference();
@@ -138,17 +164,9 @@ fn scatter_case<T: FromF32>(rows: usize, e: usize, f: usize, hub: bool, seed: u6
         &want,
     );
     let s = g.upload(&src, &[e, f]).unwrap();
-    for form in [
-        ScatterForm::Batched,
-        ScatterForm::Pipelined,
-        ScatterForm::Auto,
-    ] {
-        g.set_scatter_form(form);
-        let mut d = g.upload(&dst0, &[rows, f]).unwrap();
-        g.index_add(&mut d, &idx, &s).unwrap();
-        assert_same(&format!("{case} {form:?}"), &g.download(&d).unwrap(), &want);
-    }
-    g.set_scatter_form(ScatterForm::Auto);
+    scatter_in_forms(&EVERY_FORM, (&dst0, [rows, f]), &idx, &s, |form, got| {
+        assert_same(&format!("{case} {form}"), got, &want);
+    });
 }
 
 #[test]
@@ -190,18 +208,11 @@ fn order_case<T: FromF32>(big: f32, small: f32, k: usize) {
         "{:?}: the case must tell the canonical order from left to right",
         T::DTYPE
     );
-    for form in [ScatterForm::Batched, ScatterForm::Pipelined] {
-        g.set_scatter_form(form);
-        let mut d = g.upload(&zero, &[1, 1]).unwrap();
-        g.index_add(&mut d, &idx, &g.upload(&src, &[k, 1]).unwrap())
-            .unwrap();
-        assert_bits(
-            &format!("{:?} order {form:?}", T::DTYPE),
-            &g.download(&d).unwrap(),
-            &want,
-        );
-    }
-    g.set_scatter_form(ScatterForm::Auto);
+    let forms = [ScatterForm::Batched, ScatterForm::Pipelined];
+    let s = g.upload(&src, &[k, 1]).unwrap();
+    scatter_in_forms(&forms, (&zero, [1, 1]), &idx, &s, |form, got| {
+        assert_bits(&format!("{:?} order {form}", T::DTYPE), got, &want);
+    });
 }
 
 #[test]
@@ -282,21 +293,10 @@ fn boundary_case<T: FromF32>(big: f32, small: f32, scales: u32, f: usize) {
         T::DTYPE
     );
     let s = g.upload(&src, &[e, f]).unwrap();
-    for form in [
-        ScatterForm::Batched,
-        ScatterForm::Pipelined,
-        ScatterForm::Auto,
-    ] {
-        g.set_scatter_form(form);
-        let mut d = g.upload(&dst0, &[rows, f]).unwrap();
-        g.index_add(&mut d, &idx, &s).unwrap();
-        assert_bits(
-            &format!("{:?} boundaries f={f} {form:?}", T::DTYPE),
-            &g.download(&d).unwrap(),
-            &want,
-        );
-    }
-    g.set_scatter_form(ScatterForm::Auto);
+    scatter_in_forms(&EVERY_FORM, (&dst0, [rows, f]), &idx, &s, |form, got| {
+        let case = format!("{:?} boundaries f={f} {form}", T::DTYPE);
+        assert_bits(&case, got, &want);
+    });
 }
 
 #[test]
