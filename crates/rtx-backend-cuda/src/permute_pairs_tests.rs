@@ -146,6 +146,32 @@ fn pair_of(a: u32, b: u32, c: u64) -> u32 {
     }
 }
 
+/// Tile `t` as the tiled pair kernels place it: its first row and column,
+/// the input and output offsets of its corner, and whether it lies wholly
+/// inside the matrix.
+struct Frame {
+    r0: u64,
+    c0: u64,
+    ioff: u64,
+    ooff: u64,
+    full: bool,
+}
+
+fn frame(p: &TileParams, tile: Tile, t: u32) -> Frame {
+    let (tr, tc) = tile.dims();
+    let (trow, tcol, x) = tile_at(p, t);
+    let (r0, c0) = (trow * tr, tcol * tc);
+    let bi: u64 = x.iter().zip(&p.bin).map(|(x, s)| x * s).sum();
+    let bo: u64 = x.iter().zip(&p.bout).map(|(x, s)| x * s).sum();
+    Frame {
+        r0,
+        c0,
+        ioff: bi + r0 * p.in_rs + c0,
+        ooff: bo + c0 * p.out_rs + r0,
+        full: r0 + tr <= u64::from(p.rows) && c0 + tc <= u64::from(p.cols),
+    }
+}
+
 /// `transpose{TR}x{TC}_p2` run on the host, thread by thread as
 /// kernels/permute2.cu's `load_pairs` and `transpose_pairs` do it: words
 /// read and written at even element offsets only, every output element
@@ -156,12 +182,13 @@ fn run_tiled_pairs(p: &TileParams, tile: Tile, input: &[u16]) -> Vec<u16> {
     let (rows, cols) = (u64::from(p.rows), u64::from(p.cols));
     let mut out = vec![None; input.len()];
     for t in 0..p.tiles {
-        let (trow, tcol, x) = tile_at(p, t);
-        let (r0, c0) = (trow * tr, tcol * tc);
-        let bi: u64 = x.iter().zip(&p.bin).map(|(x, s)| x * s).sum();
-        let bo: u64 = x.iter().zip(&p.bout).map(|(x, s)| x * s).sum();
-        let (ioff, ooff) = (bi + r0 * p.in_rs + c0, bo + c0 * p.out_rs + r0);
-        let full = r0 + tr <= rows && c0 + tc <= cols;
+        let Frame {
+            r0,
+            c0,
+            ioff,
+            ooff,
+            full,
+        } = frame(p, tile, t);
         let mut sh = vec![0xDEAD_BEEFu32; (tr / 2 * s) as usize];
         for l in 0..tr * tw {
             let (k, w) = (2 * ((l >> 1) / tw) + (l & 1), (l >> 1) % tw);
@@ -230,12 +257,13 @@ fn run_tiled_quads(p: &TileParams, tile: Tile, input: &[u16]) -> Vec<u16> {
     let (rows, cols) = (u64::from(p.rows), u64::from(p.cols));
     let mut out = vec![None; input.len()];
     for t in 0..p.tiles {
-        let (trow, tcol, x) = tile_at(p, t);
-        let (r0, c0) = (trow * tr, tcol * tc);
-        let bi: u64 = x.iter().zip(&p.bin).map(|(x, s)| x * s).sum();
-        let bo: u64 = x.iter().zip(&p.bout).map(|(x, s)| x * s).sum();
-        let (ioff, ooff) = (bi + r0 * p.in_rs + c0, bo + c0 * p.out_rs + r0);
-        let full = r0 + tr <= rows && c0 + tc <= cols;
+        let Frame {
+            r0,
+            c0,
+            ioff,
+            ooff,
+            full,
+        } = frame(p, tile, t);
         // shared words as halves: word w is halves 2w, 2w + 1
         let mut sh = vec![0xDEADu16; (2 * tr / 4 * qs) as usize];
         for l in 0..tr * uw {
