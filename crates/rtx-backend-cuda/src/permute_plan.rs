@@ -241,15 +241,6 @@ fn tiled(
     bdim: &[(u64, u64, u64)],
     force32: bool,
 ) -> Choice {
-    // pairs: every row of the input and of the output starts on a word and
-    // is whole words (odd rows or columns make an odd stride anyway)
-    let even = |s: u64| s.is_multiple_of(2);
-    let pairs = elem == Word::B2
-        && even(rows)
-        && even(cols)
-        && even(in_rs)
-        && even(out_rs)
-        && bdim.iter().all(|&(d, i, o)| d == 1 || (even(i) && even(o)));
     let tile = Tile::pick(rows, cols, elem, force32);
     let (tr, tc) = tile.dims();
     let (tr_n, tc_n) = (rows.div_ceil(tr), cols.div_ceil(tc));
@@ -280,6 +271,15 @@ fn tiled(
         p.bin[k] = i;
         p.bout[k] = o;
     }
+    // pairs: every row of the input and of the output starts on a word and
+    // is whole words (odd rows or columns make an odd stride anyway)
+    let even = |s: u64| s.is_multiple_of(2);
+    let pairs = elem == Word::B2
+        && even(rows)
+        && even(cols)
+        && even(in_rs)
+        && even(out_rs)
+        && bdim.iter().all(|&(d, i, o)| d == 1 || (even(i) && even(o)));
     if pairs {
         Choice::TiledPairs(tile, Box::new(p))
     } else {
