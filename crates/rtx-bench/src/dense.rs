@@ -17,7 +17,7 @@
 
 use rtx_backend::prelude::*;
 use rtx_backend::workload::values;
-use rtx_backend::{BTensor, Element, Result, bf16, round_f32, widen_f32};
+use rtx_backend::{BTensor, Element, Result, bf16};
 use rtx_backend_cuda::{ColSums, CudaBackend, MatmulTiles};
 use serde_json::json;
 
@@ -289,15 +289,12 @@ fn column_sums<T: Element>(g: &CudaBackend, args: &Args, suffix: &str) -> anyhow
         &[],
     );
     // The op's definition: for f32 the composition; for a half type the f32
-    // composition on the widened inputs, rounded once (FusedOps).
-    let widen = |t: &BTensor<CudaBackend, T>| -> Result<BTensor<CudaBackend, f32>> {
-        g.upload(&widen_f32(&g.download(t)?), t.shape())
-    };
+    // composition on the widened inputs, rounded once (FusedOps). `convert`
+    // widens exactly, rounds as `half` does, and copies when T is f32.
+    let widen = |t: &BTensor<CudaBackend, T>| g.convert::<T, f32>(t);
     let (wx, wy, wb0, wb1) = (widen(&x)?, widen(&y)?, widen(&b0)?, widen(&b1)?);
-    let defined: Vec<T> = round_f32(&g.download(&rtx_backend::sum_bias_relu_composed(
-        g,
-        &[(&wx, &wb0), (&wy, &wb1)],
-    )?)?);
+    let sum = rtx_backend::sum_bias_relu_composed(g, &[(&wx, &wb0), (&wy, &wb1)])?;
+    let defined: Vec<T> = g.download(&g.convert::<f32, T>(&sum)?)?;
     let bits = |v: &[T]| v.iter().map(|v| v.to_f32().to_bits()).collect::<Vec<_>>();
     anyhow::ensure!(
         bits(&g.download(&g.sum_bias_relu(&parts)?)?) == bits(&defined),
