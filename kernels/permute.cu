@@ -15,7 +15,8 @@
 // * transpose{TR}x{TC}_b*: larger matrices and the tiled inner pair of N-D
 //   permutes whose last dim moves, software-pipelined over one wave of blocks;
 // * transpose_bulk_b4: the same 64x64 f32 tiles through Hopper's bulk tensor
-//   copies (sm_90+), when the tensor maps can describe the matrices;
+//   copies (sm_90+), when the tensor maps can describe the matrices (and
+//   transpose_bulk_b2 of permute2.cu, 128x128 tiles of 2-byte elements);
 // * transpose_runs_b* / permute_b*: copy_rows with 64-bit decodes, for what
 //   the others do not take (runs of other sizes, counts past 2^31, N-D
 //   permutes that keep the last dim).
@@ -549,13 +550,13 @@ __device__ __forceinline__ void tile_coords(const TileParams& p, u32 t, int (&x)
 // batch...) and box (TR, TC); both clip the matrix edges (loads fill zeros,
 // stores skip what lies outside). A block walks tiles t, t + grid, ... with S
 // input tiles in flight (one mbarrier each) and two output tiles, which the
-// block's threads transpose from input to output in shared memory along
-// diagonals (conflict-free: banks (d + lane) % 32 read, lane written). One
-// thread issues every copy. Dynamic shared memory: (S + 2) tiles and S
-// mbarriers.
-template <typename E, int TR, int TC, int S>
+// block's threads transpose from input to output in shared memory with
+// `move(in_tile, out_tile)` (TR x TC elements of E row-major in, TC x TR
+// out). One thread issues every copy. Dynamic shared memory: (S + 2) tiles
+// and S mbarriers.
+template <typename E, int TR, int TC, int S, typename Move>
 __device__ __forceinline__ void transpose_bulk(const TensorMap* min, const TensorMap* mout,
-                                               const TileParams& p) {
+                                               const TileParams& p, const Move& move) {
 #if __CUDA_ARCH__ >= 900
     extern __shared__ __align__(128) unsigned char smem[];
     constexpr u32 TB = TR * TC * sizeof(E);
@@ -590,14 +591,7 @@ __device__ __forceinline__ void transpose_bulk(const TensorMap* min, const Tenso
         if (tid == 0 && i >= 2) asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory");
         __syncthreads();  // output tile i % 2 is free again
         mbar_wait(smem_addr(bars + s), (i / S) & 1);
-        const E* it = ins + s * TR * TC;
-#pragma unroll
-        for (int k = 0; k < TR * TC / 256; ++k) {
-            const u32 q = k * 8 + threadIdx.y;
-            const u32 r = threadIdx.x + 32 * (q % (TR / 32));
-            const u32 c = (q / (TR / 32) + threadIdx.x) % TC;
-            ot[c * TR + r] = it[r * TC + c];
-        }
+        move(ins + s * TR * TC, ot);
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
         __syncthreads();  // the tile is written, and stage s read
         if (tid == 0) {
@@ -615,13 +609,29 @@ __device__ __forceinline__ void transpose_bulk(const TensorMap* min, const Tenso
 #endif
 }
 
-#define RTX_TRANSPOSE_BULK(NAME, E, TR, TC, S)                                               \
+// The shared-memory transpose of a TR x TC tile of 4-byte elements by 32 x 8
+// threads along diagonals (conflict-free: banks (d + lane) % 32 read, lane
+// written).
+template <int TR, int TC>
+struct MoveWords {
+    __device__ __forceinline__ void operator()(const u32* it, u32* ot) const {
+#pragma unroll
+        for (int k = 0; k < TR * TC / 256; ++k) {
+            const u32 q = k * 8 + threadIdx.y;
+            const u32 r = threadIdx.x + 32 * (q % (TR / 32));
+            const u32 c = (q / (TR / 32) + threadIdx.x) % TC;
+            ot[c * TR + r] = it[r * TC + c];
+        }
+    }
+};
+
+#define RTX_TRANSPOSE_BULK(NAME, E, TR, TC, S, ...)                                          \
     extern "C" __global__ void __launch_bounds__(256)                                        \
         NAME(const __grid_constant__ TensorMap min, const __grid_constant__ TensorMap mout, \
              const TileParams p) {                                                           \
-        transpose_bulk<E, TR, TC, S>(&min, &mout, p);                                        \
+        transpose_bulk<E, TR, TC, S>(&min, &mout, p, __VA_ARGS__{});                         \
     }
-RTX_TRANSPOSE_BULK(transpose_bulk_b4, u32, 64, 64, RTX_BULK_STAGES)
+RTX_TRANSPOSE_BULK(transpose_bulk_b4, u32, 64, 64, RTX_BULK_STAGES, MoveWords<64, 64>)
 
 // Batched transpose of runs: in [batch, rows, cols, run] -> out [batch, cols, rows, run],
 // a run being W vectors. Output run o = (b, c, r) copies input run (b, r, c).

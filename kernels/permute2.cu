@@ -13,7 +13,9 @@
 // hi(a) | hi(b) << 16, for a the word of row r and b that of row r + 1.
 // The larger tiles have a quad path (8-byte units of 4 halves, 4 x 4
 // blocks through shared memory) that the kernel takes by itself when the
-// sides, strides and addresses allow it (`quads_fit`). Permutes that keep
+// sides, strides and addresses allow it (`quads_fit`); on sm_90+ a 64 x 64
+// tiled choice goes through bulk tensor copies of 128 x 128 tiles instead
+// when the maps can describe the matrices (transpose_bulk_b2). Permutes that keep
 // the last dim with runs shorter than a line take permute_lines_b16 (at the
 // end of this file).
 #include "common.cuh"
@@ -497,6 +499,38 @@ RTX_TRANSPOSE_PAIRS(transpose32x32_p2, 32, 32)
 RTX_TRANSPOSE_PAIRS(transpose64x64_p2, 64, 64)
 RTX_TRANSPOSE_PAIRS(transpose128x32_p2, 128, 32)
 RTX_TRANSPOSE_PAIRS(transpose32x128_p2, 32, 128)
+
+// The shared-memory transpose of a TR x TC tile of 2-byte elements (the bulk
+// kernel's, whose tiles clip at the matrix edges, so any sides) in 2 x 2
+// blocks: the input words (r, c..c+1) and (r + 1, c..c+1), r and c even,
+// give the output words (c, r..r+1) = pair_lo and (c + 1, r..r+1) = pair_hi.
+// Block (r / 2, c / 2) = (lane + 32 g, (d + lane) % (TC / 2)) for a warp's
+// (g, d): rows of TC / 2 and TR / 2 words (multiples of 32), so the banks
+// read are (d + lane) % 32 and the banks written lane, conflict-free.
+template <int TR, int TC>
+struct MovePairs {
+    static_assert(TR % 64 == 0 && TC % 64 == 0, "tile rows of whole 32-word sweeps");
+    __device__ __forceinline__ void operator()(const u16* it16, u16* ot16) const {
+        constexpr u32 IW = TC / 2, OW = TR / 2, G = TR / 64;
+        const u32* it = (const u32*)it16;
+        u32* ot = (u32*)ot16;
+#pragma unroll
+        for (int k = 0; k < TR * TC / 1024; ++k) {
+            const u32 q = k * 8 + threadIdx.y;
+            const u32 pr = threadIdx.x + 32 * (q % G);
+            const u32 w = (q / G + threadIdx.x) % IW;
+            const u32 a = it[2 * pr * IW + w], b = it[(2 * pr + 1) * IW + w];
+            ot[2 * w * OW + pr] = pair_lo(a, b);
+            ot[(2 * w + 1) * OW + pr] = pair_hi(a, b);
+        }
+    }
+};
+// transpose_bulk (permute.cu) over 128 x 128 tiles of 2-byte elements (rows
+// of 256 bytes in and out, as the f32 kernel's; measured on the H200 against
+// 64 x 64, 64 x 128 and 128 x 64 tiles: docs/PERFORMANCE.md, "bf16 and
+// f16"), the f32 kernel's stages: 192 KiB of shared memory, a block per SM.
+RTX_TRANSPOSE_BULK(transpose_bulk_b2, u16, 128, 128, RTX_BULK_STAGES, MovePairs<128, 128>)
+
 // N-D permutes of 2-byte elements that keep the last dim, with runs (the
 // kept dim) of 16-byte vectors shorter than a 128-byte line: the runs of a
 // line of the input go to different output lines, and the copy_rows of

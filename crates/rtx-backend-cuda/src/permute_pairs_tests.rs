@@ -650,6 +650,9 @@ fn the_half_gpu_test_shapes_reach_every_two_byte_kernel() {
             &[4, 0, 3, 1, 2],
             Some(K::Transpose64x64P2),
         ),
+        (&[520, 712], &[1, 0], Some(K::Transpose64x64P2)),
+        (&[3, 136, 200], &[0, 2, 1], Some(K::Transpose64x64P2)),
+        (&[6, 72, 5, 136], &[0, 3, 2, 1], Some(K::Transpose64x64P2)),
         (&[3, 5, 7, 9], &[3, 1, 0, 2], Some(K::Transpose64x64B2)),
         (&[6, 10, 4, 3], &[2, 1, 0, 3], None),
         (&[6, 10, 4, 5], &[1, 0, 2, 3], None),
@@ -674,6 +677,8 @@ fn the_half_gpu_test_shapes_reach_every_two_byte_kernel() {
         &[4, 4, 2, 6, 32],
         &[2, 4, 6, 32],
     ];
+    // the tiled shapes whose maps the bulk-copy kernel takes on sm_90+
+    let bulks: &[&[usize]] = &[&[4096, 4096], &[520, 712], &[3, 136, 200], &[6, 72, 5, 136]];
     let mut reached = Vec::new();
     // (tile, quad path) of the tiled pair kernels, by shape
     let mut paths = Vec::new();
@@ -688,6 +693,12 @@ fn the_half_gpu_test_shapes_reach_every_two_byte_kernel() {
         }
         if let Some(Choice::TiledPairs(tile, p)) = half_choice(shape, perm, false) {
             paths.push((tile, quads_fit(&p, tile)));
+            let b = bulk(&p, Word::B2, tile);
+            assert_eq!(
+                b.is_some(),
+                bulks.contains(&shape),
+                "{shape:?} {perm:?}: bulk"
+            );
         }
         for force in [false, true] {
             reached.extend(half_kernel(shape, perm, force));

@@ -10,8 +10,9 @@
 //! * `Cols`: at most 64 rows: a tile is whole columns (a contiguous output span);
 //! * [`Choice::Tiled`]: anything larger, and N-D permutes whose last dim moves
 //!   (the inner pair tiled, the other dims a strided batch); on sm_90+ its
-//!   64x64 f32 tiles move through Hopper's bulk tensor copies when the
-//!   tensor maps can describe the matrices ([`bulk`]);
+//!   64x64 tiles of 4- and 2-byte elements move through Hopper's bulk
+//!   tensor copies when the tensor maps can describe the matrices
+//!   ([`bulk`]);
 //! * 2-byte elements (bf16, f16) take the `_p2` kernels of
 //!   kernels/permute2.cu ([`Choice::SpanPairs`], [`Choice::TiledPairs`]),
 //!   which move 4-byte element pairs, when every row is whole words in the
@@ -134,8 +135,9 @@ impl Choice {
         }
     }
 
-    /// The kernel of a span or tiled choice (a 64x64 f32 tile may instead
-    /// take the bulk-copy kernel at launch: [`bulk`]); `None` for the
+    /// The kernel of a span or tiled choice (a 64x64 tile of 4- or 2-byte
+    /// elements may instead take a bulk-copy kernel at launch: [`bulk`]);
+    /// `None` for the
     /// fallback, whose copy_rows kernel depends on the run.
     pub(crate) fn kernel(&self) -> Option<Kernel> {
         match self {
@@ -306,26 +308,43 @@ pub(crate) struct MapShape {
 /// batch dims) with box (TR, TC).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Bulk {
+    /// The elements' size (`B4` or `B2`): the maps' data type and kernel.
+    pub elem: Word,
+    /// The kernel's tile (rows, columns).
+    pub tile: [u32; 2],
+    /// The tiled choice's parameters over that tile.
+    pub params: TileParams,
     pub input: MapShape,
     pub output: MapShape,
 }
 
+/// The tile (rows, columns) of `transpose_bulk_b2`: rows of 256 bytes in
+/// and out, as the f32 kernel's 64x64 (the 64x64 choices re-tiled).
+pub(crate) const BULK_B2_TILE: (u64, u64) = (128, 128);
+
 /// Largest byte stride a tensor map takes.
 const MAP_STRIDE_LIMIT: u64 = 1 << 40;
 
-/// The bulk-copy form of the tiled choice `p` (tile `tile`) of 4-byte
-/// elements, when the kernel has that tile (64x64) and its maps can
+/// The bulk-copy form of the tiled choice `p` (tile `tile`) of `elem`
+/// elements, when the kernels take that choice (64x64 tiles of 4- or
+/// 2-byte elements: `transpose_bulk_b4` over the same tiles,
+/// `transpose_bulk_b2` over [`BULK_B2_TILE`]) and its maps can
 /// describe the matrices: at most [`BULK_MAX_BATCH`] batch dims and every
 /// byte stride a multiple of 16 below 2^40 (the maps' rules; a stride past
-/// u64 saturates and fails them). The tensors' own addresses are checked at
-/// launch.
+/// u64 saturates and fails them). The sides may be anything (the copies
+/// clip at the edges). The tensors' own addresses are checked at launch.
 pub(crate) fn bulk(p: &TileParams, elem: Word, tile: Tile) -> Option<Bulk> {
-    const E: u64 = 4;
     let rank = p.rank as usize;
-    if elem != Word::B4 || tile != Tile::T64x64 || rank > BULK_MAX_BATCH {
+    if !matches!(elem, Word::B4 | Word::B2) || tile != Tile::T64x64 || rank > BULK_MAX_BATCH {
         return None;
     }
-    let (tr, tc) = tile.dims();
+    let e = elem.bytes();
+    let (tr, tc) = if elem == Word::B2 {
+        BULK_B2_TILE
+    } else {
+        tile.dims()
+    };
+    let p = &retile(p, tr, tc)?;
     // dims (inner, outer, batch dims innermost first), their byte strides
     let map = |inner: u32, outer: u32, rs: u64, bs: &[u64; MAX_RANK], boxd: [u32; 2]| {
         let batch = (0..rank).rev();
@@ -335,8 +354,8 @@ pub(crate) fn bulk(p: &TileParams, elem: Word, tile: Tile) -> Option<Bulk> {
                 .into_iter()
                 .chain(batch.clone().map(|k| u64::from(p.bdim[k].d)))
                 .collect(),
-            strides: std::iter::once(rs.saturating_mul(E))
-                .chain(batch.map(|k| bs[k].saturating_mul(E)))
+            strides: std::iter::once(rs.saturating_mul(e))
+                .chain(batch.map(|k| bs[k].saturating_mul(e)))
                 .collect(),
             boxd,
         }
@@ -348,7 +367,32 @@ pub(crate) fn bulk(p: &TileParams, elem: Word, tile: Tile) -> Option<Bulk> {
             .iter()
             .all(|&s| s.is_multiple_of(16) && s < MAP_STRIDE_LIMIT)
     };
-    (ok(&input) && ok(&output)).then_some(Bulk { input, output })
+    (ok(&input) && ok(&output)).then_some(Bulk {
+        elem,
+        tile: [tr as u32, tc as u32],
+        params: *p,
+        input,
+        output,
+    })
+}
+
+/// `p` over tiles of `tr x tc` (the same matrices); `None` past the
+/// kernels' 32-bit tile count.
+fn retile(p: &TileParams, tr: u64, tc: u64) -> Option<TileParams> {
+    let (tr_n, tc_n) = (
+        u64::from(p.rows).div_ceil(tr),
+        u64::from(p.cols).div_ceil(tc),
+    );
+    let tiles = p.bdim[..p.rank as usize]
+        .iter()
+        .try_fold(tr_n * tc_n, |acc, d| acc.checked_mul(u64::from(d.d)))
+        .filter(|&t| t < LIMIT)?;
+    Some(TileParams {
+        tc_n: FastDiv::new(tc_n),
+        tr_n: FastDiv::new(tr_n),
+        tiles: tiles as u32,
+        ..*p
+    })
 }
 
 /// The kernel for permuting contiguous `shape` by `perm` (rtx-tensor's

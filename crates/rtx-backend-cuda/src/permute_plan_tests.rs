@@ -184,27 +184,30 @@ fn batched_transpose_matches_the_host() {
     }
 }
 
-/// The element of map `m` at tensor coordinates `x` (innermost first), as
-/// Hopper's bulk tensor copies address it; `None` outside the map's dims
-/// (loads fill those elements, stores skip them).
-fn map_index(m: &MapShape, x: &[u64]) -> Option<usize> {
+/// The element of map `m` (elements of `e` bytes) at tensor coordinates
+/// `x` (innermost first), as Hopper's bulk tensor copies address it; `None`
+/// outside the map's dims (loads fill those elements, stores skip them).
+fn map_index(m: &MapShape, e: u64, x: &[u64]) -> Option<usize> {
     if x.iter().zip(&m.dims).any(|(&c, &d)| c >= d) {
         return None;
     }
-    let bytes = x[0] * 4
+    let bytes = x[0] * e
         + x[1..]
             .iter()
             .zip(&m.strides)
             .map(|(c, s)| c * s)
             .sum::<u64>();
-    Some((bytes / 4) as usize)
+    assert!(bytes.is_multiple_of(e), "an element split");
+    Some((bytes / e) as usize)
 }
 
-/// `transpose_bulk_b4` run on the host through its maps: each tile's box
-/// loaded (zeros outside the input map), transposed, and stored (clipped
-/// to the output map). Every output element must be written once.
-fn run_bulk(p: &TileParams, b: &Bulk, input: &[u32]) -> Vec<u32> {
-    let (tr, tc) = Tile::T64x64.dims();
+/// `transpose_bulk_b4` / `_b2` run on the host through their maps: each
+/// tile's box loaded (zeros outside the input map), transposed, and stored
+/// (clipped to the output map). Every output element must be written once.
+fn run_bulk(b: &Bulk, input: &[u32]) -> Vec<u32> {
+    let p = &b.params;
+    let [tr, tc] = b.tile.map(u64::from);
+    let e = b.elem.bytes();
     let mut out = vec![u32::MAX; input.len()];
     for t in 0..p.tiles {
         let (trow, tcol, mut batch) = tile_at(p, t);
@@ -213,8 +216,8 @@ fn run_bulk(p: &TileParams, b: &Bulk, input: &[u32]) -> Vec<u32> {
         for r in 0..tr {
             for c in 0..tc {
                 let at = |x0: u64, x1: u64| [vec![x0, x1], batch.clone()].concat();
-                let v = map_index(&b.input, &at(c0 + c, r0 + r)).map_or(0, |i| input[i]);
-                if let Some(o) = map_index(&b.output, &at(r0 + r, c0 + c)) {
+                let v = map_index(&b.input, e, &at(c0 + c, r0 + r)).map_or(0, |i| input[i]);
+                if let Some(o) = map_index(&b.output, e, &at(r0 + r, c0 + c)) {
                     assert_eq!(out[o], u32::MAX, "written twice");
                     out[o] = v;
                 }
@@ -224,53 +227,69 @@ fn run_bulk(p: &TileParams, b: &Bulk, input: &[u32]) -> Vec<u32> {
     out
 }
 
+/// The tiled choice of permuting `shape` by `perm` (elements of `e` bytes)
+/// as the backend plans it: a transpose when rtx-tensor's plan is one.
+fn tiled_choice(shape: &[usize], perm: &[usize], e: u64) -> (Word, Tile, Box<TileParams>) {
+    let n = shape.len();
+    let choice = if n == 2 {
+        transpose(1, shape[0] as u64, shape[1] as u64, e, false)
+    } else if perm[..n - 2] == (0..n - 2).collect::<Vec<_>>()[..] && perm[n - 2..] == [n - 1, n - 2]
+    {
+        let b: usize = shape[..n - 2].iter().product();
+        transpose(b as u64, shape[n - 2] as u64, shape[n - 1] as u64, e, false)
+    } else {
+        permute(shape, perm, e, false)
+    };
+    match choice {
+        Choice::Tiled(elem, tile, p) => (elem, tile, p),
+        Choice::TiledPairs(tile, p) => (Word::B2, tile, p),
+        c => panic!("{shape:?} {perm:?}: not tiled: {c:?}"),
+    }
+}
+
 #[test]
 fn bulk_maps_move_every_element_once() {
-    // (shape, perm, whether the maps can describe it)
-    let cases: [(&[usize], &[usize], bool); 11] = [
-        (&[6, 68, 5, 132], &[0, 3, 2, 1], true),
-        (&[2, 3, 4, 52, 56], &[1, 0, 2, 4, 3], true),
-        (&[128, 192], &[1, 0], true),
-        (&[100, 68], &[1, 0], true),
-        (&[3, 100, 132], &[0, 2, 1], true),
-        (&[4, 8, 12, 16], &[0, 3, 2, 1], true),
-        (&[2, 3, 4, 8, 12], &[4, 0, 3, 1, 2], true),
-        (&[2, 2, 2, 2, 8, 12], &[1, 0, 3, 2, 5, 4], false), // 4 batch dims
-        (&[65, 132], &[1, 0], false),                       // output rows of 260 bytes
-        (&[132, 70], &[1, 0], false),                       // input rows of 280 bytes
-        (&[2, 3, 8, 12], &[3, 1, 2, 0], false),             // output rows of 8 bytes
+    // (element bytes, shape, perm, whether the maps can describe it)
+    let cases: [(u64, &[usize], &[usize], bool); 19] = [
+        (4, &[6, 68, 5, 132], &[0, 3, 2, 1], true),
+        (4, &[2, 3, 4, 52, 56], &[1, 0, 2, 4, 3], true),
+        (4, &[128, 192], &[1, 0], true),
+        (4, &[100, 68], &[1, 0], true),
+        (4, &[3, 100, 132], &[0, 2, 1], true),
+        (4, &[4, 8, 12, 16], &[0, 3, 2, 1], true),
+        (4, &[2, 3, 4, 8, 12], &[4, 0, 3, 1, 2], true),
+        (4, &[2, 2, 2, 2, 8, 12], &[1, 0, 3, 2, 5, 4], false), // 4 batch dims
+        (4, &[65, 132], &[1, 0], false),                       // output rows of 260 bytes
+        (4, &[132, 70], &[1, 0], false),                       // input rows of 280 bytes
+        (4, &[2, 3, 8, 12], &[3, 1, 2, 0], false),             // output rows of 8 bytes
+        (2, &[520, 712], &[1, 0], true),                       // ragged 64x64 tiles
+        (2, &[4096, 4096], &[1, 0], true),
+        (2, &[3, 136, 200], &[0, 2, 1], true),
+        (2, &[6, 72, 5, 136], &[0, 3, 2, 1], true),
+        (2, &[2, 3, 4, 56, 64], &[1, 0, 2, 4, 3], true),
+        (2, &[516, 700], &[1, 0], false), // input rows of 1400 bytes
+        (2, &[3, 130, 198], &[0, 2, 1], false), // rows of 396 and 260 bytes
+        (2, &[2, 2, 2, 2, 72, 136], &[1, 0, 3, 2, 5, 4], false), // 4 batch dims
     ];
-    for (shape, perm, ok) in cases {
+    for (e, shape, perm, ok) in cases {
         let n: usize = shape.iter().product();
         let input: Vec<u32> = (1..=n as u32).collect();
         let want = rtx_tensor::permute_host(&input, shape, perm).unwrap();
-        let choice = if shape.len() == 2 {
-            transpose(1, shape[0] as u64, shape[1] as u64, 4, false)
-        } else if perm[..shape.len() - 2] == (0..shape.len() - 2).collect::<Vec<_>>()[..]
-            && perm[shape.len() - 2..] == [shape.len() - 1, shape.len() - 2]
-        {
-            let b: usize = shape[..shape.len() - 2].iter().product();
-            let (r, c) = (shape[shape.len() - 2], shape[shape.len() - 1]);
-            transpose(b as u64, r as u64, c as u64, 4, false)
-        } else {
-            permute(shape, perm, 4, false)
-        };
-        let Choice::Tiled(elem, tile, p) = choice else {
-            panic!("{shape:?} {perm:?}: not tiled")
-        };
+        let (elem, tile, p) = tiled_choice(shape, perm, e);
         let Some(b) = bulk(&p, elem, tile) else {
-            assert!(!ok, "{shape:?} {perm:?}: no bulk form");
+            assert!(!ok, "{e} bytes {shape:?} {perm:?}: no bulk form");
             continue;
         };
-        assert!(ok, "{shape:?} {perm:?}: a bulk form");
-        assert_eq!(run_bulk(&p, &b, &input), want, "{shape:?} {perm:?}");
+        assert!(ok, "{e} bytes {shape:?} {perm:?}: a bulk form");
+        assert_eq!(b.elem.bytes(), e);
+        assert_eq!(run_bulk(&b, &input), want, "{shape:?} {perm:?}");
         assert!(b.input.dims.len() <= 2 + BULK_MAX_BATCH);
     }
-    // 8-byte elements keep the register tile.
-    let Choice::Tiled(elem, tile, p) = transpose(1, 128, 128, 8, false) else {
-        panic!("not tiled")
-    };
+    // 8-byte elements keep the register tile, and so do the other tiles.
+    let (elem, tile, p) = tiled_choice(&[128, 128], &[1, 0], 8);
     assert_eq!(bulk(&p, elem, tile), None);
+    let (elem, tile, p) = tiled_choice(&[4, 136, 6, 32], &[0, 3, 2, 1], 2);
+    assert_eq!((tile, bulk(&p, elem, tile)), (Tile::T128x32, None));
 }
 
 /// Writes element `at` of `out` once.

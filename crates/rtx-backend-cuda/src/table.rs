@@ -293,6 +293,7 @@ macro_rules! with_kernel_table {
                 Transpose128x32P2 = "transpose128x32_p2": TransposeTiled[E = u16],
                 Transpose32x128P2 = "transpose32x128_p2": TransposeTiled[E = u16],
                 TransposeBulkB4 = "transpose_bulk_b4": TransposeBulk[],
+                TransposeBulkB2 = "transpose_bulk_b2": TransposeBulk[],
                 TransposeRunsB16 = "transpose_runs_b16": TransposeRuns[E = uint4],
                 TransposeRunsB8 = "transpose_runs_b8": TransposeRuns[E = uint2],
                 TransposeRunsB4 = "transpose_runs_b4": TransposeRuns[E = u32],

@@ -353,7 +353,11 @@ fn permute_case<T: FromF32>(shape: &[usize], perm: &[usize]) {
     let x: Vec<T> = mixed(41, n, true);
     let want = rtx_tensor::permute_host(&x, shape, perm).unwrap();
     let t = g.upload(&x, shape).unwrap();
-    for tile in [TransposeTile::ByShape, TransposeTile::Force32] {
+    for tile in [
+        TransposeTile::ByShape,
+        TransposeTile::NoBulk,
+        TransposeTile::Force32,
+    ] {
         g.set_transpose_tile(tile);
         let p = g.permute(&t, perm).unwrap();
         let case = format!("{:?} permute {shape:?} by {perm:?} {tile:?}", T::DTYPE);
@@ -366,7 +370,8 @@ fn permute_case<T: FromF32>(shape: &[usize], perm: &[usize]) {
 #[test]
 fn half_permutes_move_the_bits_for_every_kernel() {
     // Even sides and strides take the pair kernels (`_p2`), odd ones the
-    // `_b2` kernels; Force32 takes the 32x32 tile of either for every shape.
+    // `_b2` kernels; Force32 takes the 32x32 tile of either for every shape,
+    // NoBulk the register tiles where sm_90+ takes bulk copies.
     // The larger pair tiles move 8-byte units (the quad path) when sides and
     // strides are multiples of 4: "quads" below, "pairs" else.
     let cases: &[(&[usize], &[usize])] = &[
@@ -399,10 +404,15 @@ fn half_permutes_move_the_bits_for_every_kernel() {
         (&[4, 36, 6, 132], &[0, 3, 2, 1]),    // 32x128 quads
         (&[36, 100, 300], &[2, 1, 0]),        // N-D inner pair, 32x128 quads
         (&[2, 3, 4, 4, 8], &[4, 0, 3, 1, 2]), // 64x64 quads over three batch dims
-        (&[3, 5, 7, 9], &[3, 1, 0, 2]),       // small N-D
-        (&[6, 10, 4, 3], &[2, 1, 0, 3]),      // last dim kept: runs of 3 halves
-        (&[6, 10, 4, 5], &[1, 0, 2, 3]),      // runs of 20 halves
-        (&[100, 3, 7], &[1, 0, 2]),           // a batched transpose of runs
+        // 64x64 pair tiles whose rows are multiples of 16 bytes: Hopper's
+        // bulk tensor copies on sm_90+ (transpose_bulk_b2; NoBulk: quads)
+        (&[520, 712], &[1, 0]),            // ragged edges
+        (&[3, 136, 200], &[0, 2, 1]),      // batched, ragged
+        (&[6, 72, 5, 136], &[0, 3, 2, 1]), // an N-D inner pair, two batch dims
+        (&[3, 5, 7, 9], &[3, 1, 0, 2]),    // small N-D
+        (&[6, 10, 4, 3], &[2, 1, 0, 3]),   // last dim kept: runs of 3 halves
+        (&[6, 10, 4, 5], &[1, 0, 2, 3]),   // runs of 20 halves
+        (&[100, 3, 7], &[1, 0, 2]),        // a batched transpose of runs
         // last dim kept, runs of 16-byte vectors under 128 bytes: the lines
         // walk (permute_lines_b16) when K and the output's last dim divide
         (&[6, 10, 4, 32], &[2, 1, 0, 3]),      // runs of 64 bytes

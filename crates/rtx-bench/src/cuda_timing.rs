@@ -81,6 +81,25 @@ pub fn time_cuda(
     Ok(median(t))
 }
 
+/// Median device time of one of `k` back-to-back runs of `f` (CUDA events
+/// around all `k`, over `reps` samples after `warm` runs): the queue stays
+/// full, so the host's time between runs (planning, allocation, the launch
+/// call) hides behind the device's and the figure is the device's own.
+///
+/// # Errors
+/// Errors of `f` and of the events.
+pub fn time_cuda_queued(
+    g: &CudaBackend,
+    warm: usize,
+    reps: usize,
+    k: usize,
+    mut f: impl FnMut() -> Result<()>,
+) -> anyhow::Result<f64> {
+    let k = k.max(1);
+    let ms = time_cuda(g, warm, reps, || (0..k).try_for_each(|_| f()))?;
+    Ok(ms / k as f64)
+}
+
 /// Median wall time of `f` over `reps` runs after `warm` runs.
 ///
 /// # Errors

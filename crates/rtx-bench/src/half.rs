@@ -9,7 +9,12 @@
 //! [`CudaIndex`](rtx_backend_cuda::CudaIndex)), the half rows with
 //! `bit_identical_to_cpu` (rtx-backend-cpu, which sums in f32 the same way),
 //! `bit_identical_runs` and `vs_f32` (time over the f32 row's);
-//! `rtx-cuda-permute-{f32,bf16}` with `of_copy` (bandwidth over the copy's).
+//! `rtx-cuda-permute-{f32,bf16}` with `of_copy` (bandwidth over the 1 GiB
+//! copy's) and `of_same_copy` (over a device copy of the same tensor, which
+//! pays the same launch and ramp). Each call is timed alone (events around
+//! it: the host's planning and launch count, as in the peers' rows); the
+//! copy and permute rows also carry `ms_queued` and the `_queued` ratios,
+//! one of [`QUEUED`] back-to-back calls, the device's own time.
 
 use rtx_backend::conformance::indices;
 use rtx_backend::prelude::*;
@@ -18,7 +23,7 @@ use rtx_backend_cpu::CpuBackend;
 use rtx_backend_cuda::CudaBackend;
 use serde_json::json;
 
-use crate::cuda_timing::{cuda_or_note, emit, time_cuda, values_par};
+use crate::cuda_timing::{cuda_or_note, emit, time_cuda, time_cuda_queued, values_par};
 
 /// Arguments of `rtx-bench half`.
 #[derive(Debug, Clone, clap::Args)]
@@ -58,6 +63,9 @@ const PERMUTE_CASES: [(&str, &[usize], &[usize]); 8] = [
     ("64x128x256x32-2103", &[64, 128, 256, 32], &[2, 1, 0, 3]),
 ];
 
+/// Back-to-back calls of a queued figure.
+const QUEUED: usize = 10;
+
 /// Runs `rtx-bench half`.
 ///
 /// # Errors
@@ -76,29 +84,52 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             .as_deref()
             .is_none_or(|o| o.split(',').any(|o| name.contains(o)))
     };
-    let copy_gbps = copy_row(&g, args.reps)?;
+    let copy = copy_row(&g, args.reps)?;
     for &(name, n, e, f, hub) in INDEX_CASES.iter().filter(|c| want(c.0)) {
         index_case(&g, args, name, (n, e, f), hub)?;
     }
     for &(name, shape, perm) in PERMUTE_CASES.iter().filter(|c| want(c.0)) {
-        let f32_ms = permute_case::<f32>(&g, args.reps, name, shape, perm, copy_gbps)?;
-        permute_case::<bf16>(&g, args.reps, name, shape, perm, copy_gbps)
+        let f32_ms = permute_case::<f32>(&g, args.reps, name, shape, perm, copy)?;
+        permute_case::<bf16>(&g, args.reps, name, shape, perm, copy)
             .map(|ms| eprintln!("{name}: bf16 permute {:.2}x the f32 time", ms / f32_ms))?;
     }
     Ok(())
 }
 
-/// The 1 GiB device copy; returns its GB/s.
-fn copy_row(g: &CudaBackend, reps: usize) -> anyhow::Result<f64> {
+/// The 1 GiB device copy; returns its GB/s, alone and queued.
+fn copy_row(g: &CudaBackend, reps: usize) -> anyhow::Result<Copy> {
     let n = 1usize << 28;
     let x = g.zeros::<f32>(&[n])?;
-    let ms = time_cuda(g, 3, reps, || {
+    let copy = || {
         let mut y = x.clone();
         g.make_unique(&mut y)
-    })?;
+    };
+    let ms = time_cuda(g, 3, reps, copy)?;
+    let queued = time_cuda_queued(g, 1, reps, QUEUED, copy)?;
     let bytes = 2.0 * n as f64 * 4.0;
-    emit("half", "copy-1GiB", "rtx-cuda-copy", ms, Some(bytes), &[]);
-    Ok(bytes / ms / 1e6)
+    emit(
+        "half",
+        "copy-1GiB",
+        "rtx-cuda-copy",
+        ms,
+        Some(bytes),
+        &[("ms_queued", round4(queued).into())],
+    );
+    Ok(Copy {
+        gbps: bytes / ms / 1e6,
+        queued_gbps: bytes / queued / 1e6,
+    })
+}
+
+/// The copy's bandwidth (GB/s), a call timed alone and queued.
+#[derive(Debug, Clone, Copy)]
+struct Copy {
+    gbps: f64,
+    queued_gbps: f64,
+}
+
+fn round4(x: f64) -> f64 {
+    (x * 1e4).round() / 1e4
 }
 
 /// `v` rounded to `T` (exact f32 widened to f64, rounded once), on all cores.
@@ -222,20 +253,35 @@ fn permute_case<T: Element>(
     name: &str,
     shape: &[usize],
     perm: &[usize],
-    copy_gbps: f64,
+    copy: Copy,
 ) -> anyhow::Result<f64> {
     let numel: usize = shape.iter().product();
     let x = g.upload(&to::<T>(&values_par(9, numel)), shape)?;
-    let ms = time_cuda(g, 3, reps, || g.permute(&x, perm).map(|_| ()))?;
+    let permute = || g.permute(&x, perm).map(|_| ());
+    let ms = time_cuda(g, 3, reps, permute)?;
+    let queued = time_cuda_queued(g, 1, reps, QUEUED, permute)?;
+    let copy_x = || {
+        let mut y = x.clone();
+        g.make_unique(&mut y)
+    };
+    let same = time_cuda(g, 3, reps, copy_x)?;
+    let same_queued = time_cuda_queued(g, 1, reps, QUEUED, copy_x)?;
     let bytes = 2.0 * (numel * T::DTYPE.size()) as f64;
-    let of_copy = (bytes / ms / 1e6 / copy_gbps * 1000.0).round() / 1000.0;
+    let of = |ms: f64, gbps: f64| ((bytes / ms / 1e6 / gbps * 1000.0).round() / 1000.0).into();
+    let ratio = |a: f64, b: f64| ((a / b * 1000.0).round() / 1000.0).into();
     emit(
         "half",
         name,
         &format!("rtx-cuda-permute-{}", T::DTYPE.name()),
         ms,
         Some(bytes),
-        &[("of_copy", of_copy.into())],
+        &[
+            ("of_copy", of(ms, copy.gbps)),
+            ("ms_queued", round4(queued).into()),
+            ("of_copy_queued", of(queued, copy.queued_gbps)),
+            ("of_same_copy", ratio(same, ms)),
+            ("of_same_copy_queued", ratio(same_queued, queued)),
+        ],
     );
     Ok(ms)
 }

@@ -147,8 +147,10 @@ impl CudaBackend {
                 }
                 return Ok(true);
             }
-            Choice::TiledPairs(_, params) => {
-                self.launch_tiled(t, out, &k, kernel, *params)?;
+            Choice::TiledPairs(tile, params) => {
+                if !self.launch_bulk(t, out, Word::B2, tile, &params)? {
+                    self.launch_tiled(t, out, &k, kernel, *params)?;
+                }
                 return Ok(true);
             }
             Choice::Fallback => return Ok(false),
@@ -207,10 +209,12 @@ impl CudaBackend {
         Ok(())
     }
 
-    /// The 64x64 f32 tiles of `p` (tile `tile`) through Hopper's bulk tensor copies
-    /// (`transpose_bulk_b4`), when the device has them (sm_90+), the knob
-    /// allows them and [`permute_plan::bulk`]'s maps describe the matrices
-    /// at the tensors' addresses; `false` (nothing launched) otherwise.
+    /// The tiled choice `p` (tile `tile`, elements `elem`) through Hopper's
+    /// bulk tensor copies (`transpose_bulk_b4` / `_b2`, over the bulk form's
+    /// own tiles and parameters), when the
+    /// device has them (sm_90+), the knob allows them and
+    /// [`permute_plan::bulk`]'s maps describe the matrices at the tensors'
+    /// addresses; `false` (nothing launched) otherwise.
     fn launch_bulk<T: Element>(
         &self,
         t: &BTensor<Self, T>,
@@ -226,13 +230,16 @@ impl CudaBackend {
             return Ok(false);
         };
         let (i, o) = (ptr(t), ptr(out));
-        let (Some(min), Some(mout)) = (encode_map(i, &bulk.input), encode_map(o, &bulk.output))
-        else {
+        let (Some(min), Some(mout)) = (
+            encode_map(i, bulk.elem, &bulk.input),
+            encode_map(o, bulk.elem, &bulk.output),
+        ) else {
             return Ok(false);
         };
-        let kernel = Kernel::TransposeBulkB4;
+        let (kernel, smem) = bulk_kernel(bulk.elem, bulk.tile);
+        let p = &bulk.params;
         let k = self.dev.kernels()?;
-        let Some(wave) = self.wave(&k, kernel, BULK_SMEM) else {
+        let Some(wave) = self.wave(&k, kernel, smem) else {
             return Ok(false);
         };
         let cfg = LaunchConfig {
@@ -242,7 +249,7 @@ impl CudaBackend {
                 1,
             ),
             block_dim: (32, 8, 1),
-            shared_mem_bytes: BULK_SMEM,
+            shared_mem_bytes: smem,
         };
         let args = TransposeBulk {
             min: TensorMap(min),
@@ -251,7 +258,7 @@ impl CudaBackend {
         };
         // SAFETY: the maps describe the tensors' matrices exactly
         // (permute_plan's tests check every element is written once from
-        // within the input) and the copies clip at their edges; BULK_SMEM is
+        // within the input) and the copies clip at their edges; `smem` is
         // the kernel's dynamic shared memory ((S + 2) tiles and S mbarriers),
         // allowed by `wave`; the device is sm_90+.
         unsafe { args.launch(&self.dev, &k, kernel, cfg) }?;
@@ -369,16 +376,30 @@ impl CudaBackend {
     }
 }
 
-/// Dynamic shared memory of `transpose_bulk_b4` (kernels/permute.cu):
-/// S + 2 tiles of 64x64 f32 and S mbarriers, S = [`BULK_STAGES`].
-const BULK_SMEM: u32 = (BULK_STAGES + 2) * 64 * 64 * 4 + BULK_STAGES * 8;
+/// The bulk-copy kernel of `elem` (`B4` or `B2`, what [`permute_plan::bulk`]
+/// gives) and its dynamic shared memory: S + 2 tiles of `tile` (the bulk
+/// form's) and S mbarriers, S = [`BULK_STAGES`] (kernels/permute.cu,
+/// permute2.cu).
+fn bulk_kernel(elem: Word, tile: [u32; 2]) -> (Kernel, u32) {
+    let kernel = match elem {
+        Word::B2 => Kernel::TransposeBulkB2,
+        _ => Kernel::TransposeBulkB4,
+    };
+    let tile = tile[0] * tile[1] * elem.bytes() as u32;
+    (kernel, (BULK_STAGES + 2) * tile + BULK_STAGES * 8)
+}
 
-/// The tiled tensor map `m` of 4-byte elements at `addr`; `None` when the
-/// address is not 16-byte aligned or the driver refuses the map.
-fn encode_map(addr: u64, m: &MapShape) -> Option<sys::CUtensorMap> {
+/// The tiled tensor map `m` of `elem` elements (4 or 2 bytes) at `addr`;
+/// `None` when the address is not 16-byte aligned or the driver refuses
+/// the map.
+fn encode_map(addr: u64, elem: Word, m: &MapShape) -> Option<sys::CUtensorMap> {
     if !addr.is_multiple_of(16) {
         return None;
     }
+    let dtype = match elem {
+        Word::B2 => sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_UINT16,
+        _ => sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_UINT32,
+    };
     let rank = m.dims.len();
     let mut bx = [1u32; 5];
     bx[..2].copy_from_slice(&m.boxd);
@@ -389,7 +410,7 @@ fn encode_map(addr: u64, m: &MapShape) -> Option<sys::CUtensorMap> {
     let r = unsafe {
         sys::cuTensorMapEncodeTiled(
             &mut map,
-            sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_UINT32,
+            dtype,
             rank as u32,
             addr as *mut std::ffi::c_void,
             m.dims.as_ptr(),
