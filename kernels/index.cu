@@ -170,6 +170,19 @@ __device__ __forceinline__ V chunk_sum_pipelined(const typename Ld::S* __restric
     return acc;
 }
 
+// Level 0 in the latency form: a chunk of at most one batch (most rows'
+// at level 0) summed as chunk_sum_batched_first does, without the
+// pipelined form's prologue and predicated batches (at Harris size 36% fewer
+// instructions issued and 6% off the call: docs/PERFORMANCE.md), longer
+// chunks pipelined. The same additions in the same order either way.
+template <typename V, typename Ld>
+__device__ __forceinline__ V chunk_sum_latency0(const typename Ld::S* __restrict__ vals,
+                                                const u32* __restrict__ pos, u32 a, u32 b, u64 W,
+                                                u64 j) {
+    return b - a <= 8 ? chunk_sum_batched_first<V, Ld, 8>(vals, pos, a, b, W, j)
+                      : chunk_sum_pipelined<V, true, Ld>(vals, pos, a, b, W, j);
+}
+
 // One level of the canonical reduction. Chunk c covers values
 // [cstart[c], cstart[c+1]) of this level, belongs to destination row crow[c]
 // and writes slot cslot[c] of the next level (or the row itself when RTX_FINAL).
@@ -189,8 +202,12 @@ __device__ __forceinline__ void scatter_level(const V* __restrict__ vals,
          c += (u64)gridDim.x * groups) {
         const Chunk ch = load_chunk(cstart, crow, cslot, c);
         for (u64 j = lane; j < W; j += L) {
-            const V acc = PIPE ? chunk_sum_pipelined<V, INDIRECT>(vals, pos, ch.a, ch.b, W, j)
-                               : chunk_sum_batched<V, INDIRECT>(vals, pos, ch.a, ch.b, W, j);
+            V acc;
+            if constexpr (PIPE && INDIRECT)
+                acc = chunk_sum_latency0<V, LoadSame<V>>(vals, pos, ch.a, ch.b, W, j);
+            else
+                acc = PIPE ? chunk_sum_pipelined<V, INDIRECT>(vals, pos, ch.a, ch.b, W, j)
+                           : chunk_sum_batched<V, INDIRECT>(vals, pos, ch.a, ch.b, W, j);
             if (ch.slot == RTX_FINAL) {
                 V* d = dst + ch.row * W + j;
                 *d = vadd(*d, acc);
@@ -262,7 +279,7 @@ __device__ __forceinline__ void scatter_level_half(
             V sum;
             if (INDIRECT) {
                 typedef LoadHalf<K, HS, V> Ld;
-                sum = PIPE ? chunk_sum_pipelined<V, true, Ld>(vals, pos, ch.a, ch.b, W, j)
+                sum = PIPE ? chunk_sum_latency0<V, Ld>(vals, pos, ch.a, ch.b, W, j)
                            : chunk_sum_batched_first<V, Ld, 8>(vals, pos, ch.a, ch.b, W, j);
             } else {
                 sum = PIPE ? chunk_sum_pipelined<V, false>(acc, pos, ch.a, ch.b, W, j)
