@@ -88,6 +88,7 @@ pub fn time_cuda(
 ///
 /// # Errors
 /// Errors of `f` and of the events.
+#[cfg(feature = "cuda")]
 pub fn time_cuda_queued(
     g: &CudaBackend,
     warm: usize,
