@@ -1,9 +1,10 @@
 //! The permute kernel choice: fast division, the class of each shape of the
 //! permute benchmark suite (`rtx-bench transpose --set permute`: small
 //! planes in large batches, long matrices of few rows or columns), the
-//! fallbacks past the 32-bit envelope, and the N-D pair's strides checked
-//! against a host model of the tiled kernel. The 2-byte pair kernels' tests
-//! are in `permute_pairs_tests.rs`.
+//! fallbacks past the 32-bit envelope, the N-D pair's strides checked
+//! against a host model of the tiled kernel, and the bulk-copy kernels'
+//! tensor maps and shared-memory pair move run on the host. The 2-byte pair
+//! kernels' tests are in `permute_pairs_tests.rs`.
 
 use super::*;
 
@@ -290,6 +291,79 @@ fn bulk_maps_move_every_element_once() {
     assert_eq!(bulk(&p, elem, tile), None);
     let (elem, tile, p) = tiled_choice(&[4, 136, 6, 32], &[0, 3, 2, 1], 2);
     assert_eq!((tile, bulk(&p, elem, tile)), (Tile::T128x32, None));
+}
+
+/// `MovePairs<TR, TC>` of kernels/permute2.cu on the host, warp by warp:
+/// the 2x2 blocks each warp instruction moves, in words of the input tile
+/// (TR rows of TC halves) and the output tile (TC rows of TR halves).
+/// Returns, per warp instruction, the 32 lanes' (read row r, read row r + 1,
+/// write row c, write row c + 1) word indices.
+fn move_pairs_words(tr: u32, tc: u32) -> Vec<[[u32; 4]; 32]> {
+    let (iw, ow, g) = (tc / 2, tr / 2, tr / 64);
+    let mut out = Vec::new();
+    for k in 0..tr * tc / 1024 {
+        for ty in 0..8 {
+            let q = k * 8 + ty;
+            out.push(std::array::from_fn(|lane| {
+                let lane = lane as u32;
+                let pr = lane + 32 * (q % g);
+                let w = (q / g + lane) % iw;
+                [
+                    2 * pr * iw + w,
+                    (2 * pr + 1) * iw + w,
+                    2 * w * ow + pr,
+                    (2 * w + 1) * ow + pr,
+                ]
+            }));
+        }
+    }
+    out
+}
+
+#[test]
+fn the_bulk_pair_move_transposes_every_element_once_without_bank_conflicts() {
+    for (tr, tc) in [(128u32, 128u32), (64, 64), (64, 128), (128, 64)] {
+        // the input tile's halves, as words of two (low half first)
+        let half = |r: u32, c: u32| (r * tc + c + 1) as u16;
+        let word = |w: u32| {
+            let (r, c) = (w / (tc / 2), 2 * (w % (tc / 2)));
+            u32::from(half(r, c)) | (u32::from(half(r, c + 1)) << 16)
+        };
+        let mut ot = vec![None::<u32>; (tr * tc / 2) as usize];
+        for ins in move_pairs_words(tr, tc) {
+            for slot in 0..4 {
+                let mut banks: Vec<u32> = ins.iter().map(|l| l[slot] % 32).collect();
+                banks.sort_unstable();
+                banks.dedup();
+                assert_eq!(banks.len(), 32, "{tr}x{tc}: a bank conflict");
+            }
+            for [a, b, lo, hi] in ins {
+                let (a, b) = (word(a), word(b));
+                // pair_lo / pair_hi: __byte_perm(a, b, 0x5410 / 0x7632)
+                for (at, v) in [
+                    (lo, (a & 0xffff) | (b << 16)),
+                    (hi, (a >> 16) | (b & 0xffff_0000)),
+                ] {
+                    assert_eq!(
+                        ot[at as usize].replace(v),
+                        None,
+                        "{tr}x{tc}: word {at} twice"
+                    );
+                }
+            }
+        }
+        for c in 0..tc {
+            for r in 0..tr {
+                let w = ot[((c * tr + r) / 2) as usize].expect("every output word written");
+                let got = if r % 2 == 0 {
+                    w as u16
+                } else {
+                    (w >> 16) as u16
+                };
+                assert_eq!(got, half(r, c), "{tr}x{tc}: out ({c}, {r})");
+            }
+        }
+    }
 }
 
 /// Writes element `at` of `out` once.
