@@ -9,10 +9,10 @@
 //! * `Rows`: at most 64 columns: a tile is whole rows (a contiguous input span);
 //! * `Cols`: at most 64 rows: a tile is whole columns (a contiguous output span);
 //! * [`Choice::Tiled`]: anything larger, and N-D permutes whose last dim moves
-//!   (the inner pair tiled, the other dims a strided batch); on sm_90+ its
-//!   64x64 tiles of 4- and 2-byte elements move through Hopper's bulk
-//!   tensor copies when the tensor maps can describe the matrices
-//!   ([`bulk`]);
+//!   (the inner pair tiled, the other dims a strided batch); on sm_90+ a
+//!   64x64 choice of 4- or 2-byte elements moves through Hopper's bulk
+//!   tensor copies (2-byte ones in 128x128 tiles) when the tensor maps can
+//!   describe the matrices ([`bulk`]);
 //! * 2-byte elements (bf16, f16) take the `_p2` kernels of
 //!   kernels/permute2.cu ([`Choice::SpanPairs`], [`Choice::TiledPairs`]),
 //!   which move 4-byte element pairs, when every row is whole words in the
@@ -137,8 +137,7 @@ impl Choice {
 
     /// The kernel of a span or tiled choice (a 64x64 tile of 4- or 2-byte
     /// elements may instead take a bulk-copy kernel at launch: [`bulk`]);
-    /// `None` for the
-    /// fallback, whose copy_rows kernel depends on the run.
+    /// `None` for the fallback, whose copy_rows kernel depends on the run.
     pub(crate) fn kernel(&self) -> Option<Kernel> {
         match self {
             Choice::Span(kind, w, _) => Some(Kernel::transpose_span(*kind, *w)),

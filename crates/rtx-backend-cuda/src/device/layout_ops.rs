@@ -210,11 +210,11 @@ impl CudaBackend {
     }
 
     /// The tiled choice `p` (tile `tile`, elements `elem`) through Hopper's
-    /// bulk tensor copies (`transpose_bulk_b4` / `_b2`, over the bulk form's
-    /// own tiles and parameters), when the
-    /// device has them (sm_90+), the knob allows them and
-    /// [`permute_plan::bulk`]'s maps describe the matrices at the tensors'
-    /// addresses; `false` (nothing launched) otherwise.
+    /// bulk tensor copies (`transpose_bulk_b4` / `_b2`, over the bulk
+    /// form's own tiles and parameters), when the device has them (sm_90+),
+    /// the knob allows them and [`permute_plan::bulk`]'s maps describe the
+    /// matrices at the tensors' addresses; `false` (nothing launched)
+    /// otherwise.
     fn launch_bulk<T: Element>(
         &self,
         t: &BTensor<Self, T>,
