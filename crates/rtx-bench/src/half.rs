@@ -97,7 +97,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
 }
 
 /// The 1 GiB device copy; returns its GB/s, alone and queued.
-fn copy_row(g: &CudaBackend, reps: usize) -> anyhow::Result<Copy> {
+fn copy_row(g: &CudaBackend, reps: usize) -> anyhow::Result<CopyRate> {
     let n = 1usize << 28;
     let x = g.zeros::<f32>(&[n])?;
     let copy = || {
@@ -115,7 +115,7 @@ fn copy_row(g: &CudaBackend, reps: usize) -> anyhow::Result<Copy> {
         Some(bytes),
         &[("ms_queued", round4(queued).into())],
     );
-    Ok(Copy {
+    Ok(CopyRate {
         gbps: bytes / ms / 1e6,
         queued_gbps: bytes / queued / 1e6,
     })
@@ -123,7 +123,7 @@ fn copy_row(g: &CudaBackend, reps: usize) -> anyhow::Result<Copy> {
 
 /// The copy's bandwidth (GB/s), a call timed alone and queued.
 #[derive(Debug, Clone, Copy)]
-struct Copy {
+struct CopyRate {
     gbps: f64,
     queued_gbps: f64,
 }
@@ -253,7 +253,7 @@ fn permute_case<T: Element>(
     name: &str,
     shape: &[usize],
     perm: &[usize],
-    copy: Copy,
+    copy: CopyRate,
 ) -> anyhow::Result<f64> {
     let numel: usize = shape.iter().product();
     let x = g.upload(&to::<T>(&values_par(9, numel)), shape)?;
