@@ -25,8 +25,8 @@ pub(crate) const PERMUTE_SPAN_BYTES: u64 = 16384;
 /// Input tiles in flight per block of the bulk-copy transpose of 4-byte
 /// elements (`RTX_BULK_STAGES`; `transpose_bulk_b4`'s dynamic shared memory
 /// is these and 2 output tiles of 64x64 f32, and one mbarrier per stage:
-/// 96 KiB, two blocks per SM on the H200). `transpose_bulk_b2` has twice
-/// the stages of half the size (80 KiB).
+/// 96 KiB, two blocks per SM on the H200). `transpose_bulk_b2` has as many
+/// stages of 128x128 2-byte tiles (192 KiB, one block per SM).
 pub(crate) const BULK_STAGES: u32 = 4;
 /// Largest edge of the output tile of one block of the matrix product
 /// (`RTX_MATMUL_TILE`; tiles are 32 or 64 on a side, see `launch::MatmulTile`).

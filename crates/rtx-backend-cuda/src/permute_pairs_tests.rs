@@ -6,7 +6,7 @@
 //! reaching every 2-byte kernel (the lines walk: `permute_lines_tests.rs`).
 
 use super::lines_tests::half_lines;
-use super::tests::{all_written, put, tile_at};
+use super::tests::{all_written, choice_of, put, tile_at};
 use super::*;
 
 #[test]
@@ -583,28 +583,7 @@ fn half_kernel(shape: &[usize], perm: &[usize], force32: bool) -> Option<Kernel>
 /// The choice of [`half_kernel`]; `None` for an N-D permute past the
 /// kernels' rank.
 fn half_choice(shape: &[usize], perm: &[usize], force32: bool) -> Option<Choice> {
-    let plan = rtx_tensor::Layout::contiguous(shape)
-        .unwrap()
-        .plan_permute(perm)
-        .unwrap();
-    match plan.kind {
-        rtx_tensor::PermuteKind::Transpose {
-            batch,
-            rows,
-            cols,
-            inner,
-        } => Some(transpose(
-            batch as u64,
-            rows as u64,
-            cols as u64,
-            2 * inner as u64,
-            force32,
-        )),
-        rtx_tensor::PermuteKind::Permute { shape, perm } if shape.len() <= MAX_RANK => {
-            Some(permute(&shape, &perm, 2, force32))
-        }
-        _ => None,
-    }
+    choice_of(shape, perm, 2, force32)
 }
 
 #[test]

@@ -135,6 +135,16 @@ impl Choice {
         }
     }
 
+    /// The element word, tile and parameters of a tiled choice (a pair
+    /// kernel's elements are 2-byte: `B2`); `None` for any other.
+    pub(crate) fn tiled(&self) -> Option<(Word, Tile, &TileParams)> {
+        match self {
+            Choice::Tiled(elem, tile, p) => Some((*elem, *tile, p)),
+            Choice::TiledPairs(tile, p) => Some((Word::B2, *tile, p)),
+            _ => None,
+        }
+    }
+
     /// The kernel of a span or tiled choice (a 64x64 tile of 4- or 2-byte
     /// elements may instead take a bulk-copy kernel at launch: [`bulk`]);
     /// `None` for the fallback, whose copy_rows kernel depends on the run.
@@ -244,11 +254,8 @@ fn tiled(
 ) -> Choice {
     let tile = Tile::pick(rows, cols, elem, force32);
     let (tr, tc) = tile.dims();
-    let (tr_n, tc_n) = (rows.div_ceil(tr), cols.div_ceil(tc));
-    let tiles = bdim
-        .iter()
-        .try_fold(tr_n * tc_n, |acc, &(d, _, _)| acc.checked_mul(d));
-    let Some(tiles) = tiles.filter(|&t| t < LIMIT) else {
+    let Some((tr_n, tc_n, tiles)) = tile_count(rows, cols, (tr, tc), bdim.iter().map(|b| b.0))
+    else {
         return Choice::Fallback;
     };
     if bdim.len() > MAX_RANK || rows >= LIMIT || cols >= LIMIT {
@@ -375,23 +382,48 @@ pub(crate) fn bulk(p: &TileParams, elem: Word, tile: Tile) -> Option<Bulk> {
     })
 }
 
+/// Tiles of `tr x tc` down and across `rows x cols` matrices and in all of
+/// them over the batch dims' sizes; `None` when the total is past the
+/// kernels' 32-bit tile count.
+fn tile_count(
+    rows: u64,
+    cols: u64,
+    (tr, tc): (u64, u64),
+    batch: impl IntoIterator<Item = u64>,
+) -> Option<(u64, u64, u64)> {
+    let (tr_n, tc_n) = (rows.div_ceil(tr), cols.div_ceil(tc));
+    let tiles = batch
+        .into_iter()
+        .try_fold(tr_n * tc_n, |acc, d| acc.checked_mul(d))
+        .filter(|&t| t < LIMIT)?;
+    Some((tr_n, tc_n, tiles))
+}
+
 /// `p` over tiles of `tr x tc` (the same matrices); `None` past the
 /// kernels' 32-bit tile count.
 fn retile(p: &TileParams, tr: u64, tc: u64) -> Option<TileParams> {
-    let (tr_n, tc_n) = (
-        u64::from(p.rows).div_ceil(tr),
-        u64::from(p.cols).div_ceil(tc),
-    );
-    let tiles = p.bdim[..p.rank as usize]
-        .iter()
-        .try_fold(tr_n * tc_n, |acc, d| acc.checked_mul(u64::from(d.d)))
-        .filter(|&t| t < LIMIT)?;
+    let batch = p.bdim[..p.rank as usize].iter().map(|d| u64::from(d.d));
+    let (tr_n, tc_n, tiles) = tile_count(p.rows.into(), p.cols.into(), (tr, tc), batch)?;
     Some(TileParams {
         tc_n: FastDiv::new(tc_n),
         tr_n: FastDiv::new(tr_n),
         tiles: tiles as u32,
         ..*p
     })
+}
+
+/// The element strides of contiguous `shape` (input dims) and of its
+/// permutation by `perm` (output dims), last fastest. Every product is a
+/// count of elements of the tensor being permuted.
+fn strides(shape: &[u64], perm: &[usize]) -> (Vec<u64>, Vec<u64>) {
+    let n = shape.len();
+    let mut s_in = vec![1u64; n];
+    let mut s_out = vec![1u64; n];
+    for d in (0..n.saturating_sub(1)).rev() {
+        s_in[d] = s_in[d + 1] * shape[d + 1];
+        s_out[d] = s_out[d + 1] * shape[perm[d + 1]];
+    }
+    (s_in, s_out)
 }
 
 /// The kernel for permuting contiguous `shape` by `perm` (rtx-tensor's
@@ -410,12 +442,7 @@ pub(crate) fn permute(shape: &[usize], perm: &[usize], elem_bytes: u64, force32:
     if shape.iter().any(|&s| s == 0 || s >= LIMIT) {
         return Choice::Fallback;
     }
-    let mut s_in = vec![1u64; n];
-    let mut s_out = vec![1u64; n];
-    for d in (0..n - 1).rev() {
-        s_in[d] = s_in[d + 1] * shape[d + 1];
-        s_out[d] = s_out[d + 1] * shape[perm[d + 1]];
-    }
+    let (s_in, s_out) = strides(&shape, perm);
     let (a, b) = (n - 1, perm[n - 1]);
     let out_of_a = perm.iter().position(|&p| p == a).expect("a permutation");
     let bdim: Vec<(u64, u64, u64)> = (0..n)
@@ -490,15 +517,9 @@ pub(crate) fn lines(shape: &[usize], perm: &[usize], elem_bytes: u64) -> Option<
         .iter()
         .try_fold(1u64, |a, &d| a.checked_mul(d))
         .filter(|&r| (1..LIMIT).contains(&r))?;
-    let mut s_in = vec![1u64; m];
-    for d in (0..m - 1).rev() {
-        s_in[d] = s_in[d + 1] * shape[d + 1];
-    }
+    // the runs' dims (the last dim kept, perm[..m] a permutation of 0..m)
+    let (s_in, s_out) = strides(&shape[..m], &perm[..m]);
     let od: Vec<u64> = (0..m).map(|i| shape[perm[i]]).collect();
-    let mut s_out = vec![1u64; m];
-    for i in (0..m - 1).rev() {
-        s_out[i] = s_out[i + 1] * od[i + 1];
-    }
     let (k, last) = (perm.iter().position(|&p| p == m - 1)?, m - 1);
     if k == last || !od[k].is_multiple_of(g) || !od[last].is_multiple_of(g) {
         return None;

@@ -228,24 +228,48 @@ fn run_bulk(b: &Bulk, input: &[u32]) -> Vec<u32> {
     out
 }
 
-/// The tiled choice of permuting `shape` by `perm` (elements of `e` bytes)
-/// as the backend plans it: a transpose when rtx-tensor's plan is one.
-fn tiled_choice(shape: &[usize], perm: &[usize], e: u64) -> (Word, Tile, Box<TileParams>) {
-    let n = shape.len();
-    let choice = if n == 2 {
-        transpose(1, shape[0] as u64, shape[1] as u64, e, false)
-    } else if perm[..n - 2] == (0..n - 2).collect::<Vec<_>>()[..] && perm[n - 2..] == [n - 1, n - 2]
-    {
-        let b: usize = shape[..n - 2].iter().product();
-        transpose(b as u64, shape[n - 2] as u64, shape[n - 1] as u64, e, false)
-    } else {
-        permute(shape, perm, e, false)
-    };
-    match choice {
-        Choice::Tiled(elem, tile, p) => (elem, tile, p),
-        Choice::TiledPairs(tile, p) => (Word::B2, tile, p),
-        c => panic!("{shape:?} {perm:?}: not tiled: {c:?}"),
+/// The backend's choice for permuting contiguous `shape` by `perm`
+/// (elements of `elem_bytes`) after rtx-tensor's plan: its transpose or
+/// N-D permute; `None` for a relabel or an N-D permute past the kernels'
+/// rank.
+pub(super) fn choice_of(
+    shape: &[usize],
+    perm: &[usize],
+    elem_bytes: u64,
+    force32: bool,
+) -> Option<Choice> {
+    let plan = rtx_tensor::Layout::contiguous(shape)
+        .unwrap()
+        .plan_permute(perm)
+        .unwrap();
+    match plan.kind {
+        rtx_tensor::PermuteKind::Transpose {
+            batch,
+            rows,
+            cols,
+            inner,
+        } => Some(transpose(
+            batch as u64,
+            rows as u64,
+            cols as u64,
+            elem_bytes * inner as u64,
+            force32,
+        )),
+        rtx_tensor::PermuteKind::Permute { shape, perm } if shape.len() <= MAX_RANK => {
+            Some(permute(&shape, &perm, elem_bytes, force32))
+        }
+        _ => None,
     }
+}
+
+/// The tiled choice of [`choice_of`] (`force32` off).
+fn tiled_choice(shape: &[usize], perm: &[usize], e: u64) -> (Word, Tile, TileParams) {
+    let choice = choice_of(shape, perm, e, false);
+    let tiled = choice.as_ref().and_then(Choice::tiled);
+    let Some((elem, tile, p)) = tiled else {
+        panic!("{shape:?} {perm:?}: not tiled: {choice:?}")
+    };
+    (elem, tile, *p)
 }
 
 #[test]

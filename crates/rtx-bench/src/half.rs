@@ -18,7 +18,7 @@
 
 use rtx_backend::conformance::indices;
 use rtx_backend::prelude::*;
-use rtx_backend::{Element, bf16, f16};
+use rtx_backend::{BTensor, Element, bf16, f16};
 use rtx_backend_cpu::CpuBackend;
 use rtx_backend_cuda::CudaBackend;
 use serde_json::json;
@@ -100,12 +100,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
 fn copy_row(g: &CudaBackend, reps: usize) -> anyhow::Result<CopyRate> {
     let n = 1usize << 28;
     let x = g.zeros::<f32>(&[n])?;
-    let copy = || {
-        let mut y = x.clone();
-        g.make_unique(&mut y)
-    };
-    let ms = time_cuda(g, 3, reps, copy)?;
-    let queued = time_cuda_queued(g, 1, reps, QUEUED, copy)?;
+    let (ms, queued) = alone_and_queued(g, reps, || device_copy(g, &x))?;
     let bytes = 2.0 * n as f64 * 4.0;
     emit(
         "half",
@@ -126,6 +121,28 @@ fn copy_row(g: &CudaBackend, reps: usize) -> anyhow::Result<CopyRate> {
 struct CopyRate {
     gbps: f64,
     queued_gbps: f64,
+}
+
+/// The median ms of `f` timed alone (3 warm runs) and queued ([`QUEUED`]
+/// back to back, one warm run).
+fn alone_and_queued(
+    g: &CudaBackend,
+    reps: usize,
+    f: impl Fn() -> rtx_backend::Result<()> + Copy,
+) -> anyhow::Result<(f64, f64)> {
+    Ok((
+        time_cuda(g, 3, reps, f)?,
+        time_cuda_queued(g, 1, reps, QUEUED, f)?,
+    ))
+}
+
+/// A device copy of `x` (its buffer made unique in a clone).
+fn device_copy<T: Element>(
+    g: &CudaBackend,
+    x: &BTensor<CudaBackend, T>,
+) -> rtx_backend::Result<()> {
+    let mut y = x.clone();
+    g.make_unique(&mut y)
 }
 
 fn round4(x: f64) -> f64 {
@@ -257,15 +274,8 @@ fn permute_case<T: Element>(
 ) -> anyhow::Result<f64> {
     let numel: usize = shape.iter().product();
     let x = g.upload(&to::<T>(&values_par(9, numel)), shape)?;
-    let permute = || g.permute(&x, perm).map(|_| ());
-    let ms = time_cuda(g, 3, reps, permute)?;
-    let queued = time_cuda_queued(g, 1, reps, QUEUED, permute)?;
-    let copy_x = || {
-        let mut y = x.clone();
-        g.make_unique(&mut y)
-    };
-    let same = time_cuda(g, 3, reps, copy_x)?;
-    let same_queued = time_cuda_queued(g, 1, reps, QUEUED, copy_x)?;
+    let (ms, queued) = alone_and_queued(g, reps, || g.permute(&x, perm).map(|_| ()))?;
+    let (same, same_queued) = alone_and_queued(g, reps, || device_copy(g, &x))?;
     let bytes = 2.0 * (numel * T::DTYPE.size()) as f64;
     let of = |ms: f64, gbps: f64| ((bytes / ms / 1e6 / gbps * 1000.0).round() / 1000.0).into();
     let ratio = |a: f64, b: f64| ((a / b * 1000.0).round() / 1000.0).into();

@@ -139,21 +139,14 @@ impl CudaBackend {
         let Some(kernel) = choice.kernel() else {
             return Ok(false);
         };
-        let params = match choice {
-            Choice::Span(_, _, params) | Choice::SpanPairs(_, params) => params,
-            Choice::Tiled(elem, tile, params) => {
-                if !self.launch_bulk(t, out, elem, tile, &params)? {
-                    self.launch_tiled(t, out, &k, kernel, *params)?;
-                }
-                return Ok(true);
+        if let Some((elem, tile, params)) = choice.tiled() {
+            if !self.launch_bulk(t, out, elem, tile, params)? {
+                self.launch_tiled(t, out, &k, kernel, *params)?;
             }
-            Choice::TiledPairs(tile, params) => {
-                if !self.launch_bulk(t, out, Word::B2, tile, &params)? {
-                    self.launch_tiled(t, out, &k, kernel, *params)?;
-                }
-                return Ok(true);
-            }
-            Choice::Fallback => return Ok(false),
+            return Ok(true);
+        }
+        let (Choice::Span(_, _, params) | Choice::SpanPairs(_, params)) = choice else {
+            return Ok(false);
         };
         let cfg = cfg1(params.tiles.clamp(1, MAX_GRID_X) as u32);
         let args = TransposeSpan {
@@ -335,9 +328,7 @@ impl CudaBackend {
         unsafe { args.launch(&self.dev, &k, Kernel::permute(word), cfg) }?;
         Ok(())
     }
-}
 
-impl CudaBackend {
     /// A permute of 2-byte elements that keeps the last dim, of runs shorter
     /// than a line, through `permute_lines_b16`'s blocked walk when
     /// [`permute_plan::lines`] gives one and both tensors are 16-byte
