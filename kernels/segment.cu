@@ -98,16 +98,35 @@ __device__ __forceinline__ V combine(V acc, V v) {
     }
 }
 
+// What a chunk's result meets in its row: with ADD (index_add's level 0,
+// `sum0a`) the element dst holds, loaded before the chunk's chain runs (no
+// other chunk touches it: a row finished at level 0 has one chunk), so its
+// load is off the chain; else nothing (the model's sums into a zeroed dst).
+template <bool ADD, typename D>
+__device__ __forceinline__ typename D::S row_before(u32 slot, u64 row, u64 W, u64 j,
+                                                    const typename D::S* __restrict__ dst) {
+    typename D::S old{};
+    if constexpr (ADD) {
+        if (slot == RTX_FINAL) old = dst[row * W + j];
+    }
+    return old;
+}
+
 // A chunk's value or its slot in the next level, written once its chain is done:
-// a sum goes into its row as `0 + t` (dst zeroed by the host), a max as is,
-// each rounded once to dst's storage (D::st: the identity but for a half
-// destination); the next level's scratch keeps the value as computed.
-template <typename V, bool MAX, typename D>
+// a sum goes into its row as `old + t` with ADD (index.cu's `dst + sum`, for
+// half storage on the widened element), else as `0 + t` (dst zeroed by the
+// host); a max as is; each rounded once to dst's storage (D::st: the
+// identity but for a half destination). The next level's scratch keeps the
+// value as computed.
+template <typename V, bool MAX, bool ADD, typename D>
 __device__ __forceinline__ void put_chunk(V t, u32 slot, u64 row, u64 W, u64 j,
-                                          typename D::S* __restrict__ dst, V* __restrict__ next) {
+                                          typename D::S old, typename D::S* __restrict__ dst,
+                                          V* __restrict__ next) {
     if (slot == RTX_FINAL) {
         if constexpr (MAX) {
             dst[row * W + j] = D::st(t);
+        } else if constexpr (ADD) {
+            dst[row * W + j] = D::st(vadd(D::ld(old), t));
         } else {
             dst[row * W + j] = D::st(vadd(V{}, t));
         }
@@ -153,7 +172,7 @@ __device__ __forceinline__ V staged_reduce(const Src& src, const typename Src::K
 // most 256 positions is one stage when L >= 16, and when L < 16 each lane has
 // at most one column (W <= L), whose sum continues across stages. The order
 // of every addition is the one of index.cu.
-template <typename V, bool MAX, typename D, typename Src>
+template <typename V, bool MAX, bool ADD, typename D, typename Src>
 __device__ __forceinline__ void grouped_level0(const Src& src, const u32* __restrict__ pos,
                                                const u32* __restrict__ cstart,
                                                const u32* __restrict__ crow,
@@ -195,15 +214,18 @@ __device__ __forceinline__ void grouped_level0(const Src& src, const u32* __rest
             __syncwarp(mask);
             if (n == b - a) {  // the whole chunk in one stage
                 for (u64 j = lane; j < W; j += L) {
+                    const typename D::S old = row_before<ADD, D>(slot, row, W, j, dst);
                     const V t = staged_reduce<V, MAX, Src>(src, ks, n, row, j, acc, true);
-                    put_chunk<V, MAX, D>(t, slot, row, W, j, dst, next);
+                    put_chunk<V, MAX, ADD, D>(t, slot, row, W, j, old, dst, next);
                 }
             } else if (lane < W) {  // L < 16: one column per lane, across stages
                 acc = staged_reduce<V, MAX, Src>(src, ks, n, row, lane, acc, s0 == a);
             }
             __syncwarp(mask);
         }
-        if (b - a > cap && lane < W) put_chunk<V, MAX, D>(acc, slot, row, W, lane, dst, next);
+        if (b - a > cap && lane < W)
+            put_chunk<V, MAX, ADD, D>(acc, slot, row, W, lane,
+                                      row_before<ADD, D>(slot, row, W, lane, dst), dst, next);
     }
 }
 
@@ -245,7 +267,7 @@ __device__ __forceinline__ u64 first_chunk_from(const u32* __restrict__ cstart, 
 // latencies, not one per 8 entries along its chain. The additions and their
 // order are index.cu's: the first value of a chunk starts its chain, every
 // later one is added to it.
-template <typename V, bool MAX, typename D, typename Src>
+template <typename V, bool MAX, bool ADD, typename D, typename Src>
 __device__ __forceinline__ void windowed_level0(const Src& src, const u32* __restrict__ pos,
                                                 const u32* __restrict__ wfirst,
                                                 const u32* __restrict__ cstart,
@@ -309,6 +331,9 @@ __device__ __forceinline__ void windowed_level0(const Src& src, const u32* __res
         if (lane < cw) {
             for (u64 c = threadIdx.x >> lanes_log2; c < nc; c += groups) {
                 const u32 a = __ldg(cstart + cb + c) - p0, e = __ldg(cstart + cb + c + 1) - p0;
+                const u32 slot = __ldg(cslot + cb + c);
+                const u64 row = __ldg(crow + cb + c);
+                const typename D::S old = row_before<ADD, D>(slot, row, W, j0 + lane, dst);
                 // shared-memory reads in batches of at most 64 bytes (the
                 // 32-byte values of 8 halves spilled at BATCH)
                 constexpr u32 SB = sizeof(V) > 16 ? BATCH / 2 : BATCH;
@@ -322,8 +347,7 @@ __device__ __forceinline__ void windowed_level0(const Src& src, const u32* __res
                     for (u32 q = 0; q < SB; ++q)
                         if (p + q < e) acc = combine<V, MAX>(acc, v[q]);
                 }
-                put_chunk<V, MAX, D>(acc, __ldg(cslot + cb + c), __ldg(crow + cb + c), W,
-                                     j0 + lane, dst, next);
+                put_chunk<V, MAX, ADD, D>(acc, slot, row, W, j0 + lane, old, dst, next);
             }
         }
         __syncthreads();  // range, keys and vals are rewritten by the next window
@@ -334,7 +358,7 @@ __device__ __forceinline__ void windowed_level0(const Src& src, const u32* __res
 // windowed_level0 and grouped_level0): values, sums and the next level's
 // scratch are Src::V (the f32 vectors of a half kernel), a row's result is
 // stored to dst as D::S (D::st rounds it once for a half destination).
-template <bool MAX, typename D, typename Src>
+template <bool MAX, bool ADD, typename D, typename Src>
 __device__ __forceinline__ void fused_level0(const Src& src, const u32* __restrict__ pos,
                                              const u32* __restrict__ wfirst,
                                              const u32* __restrict__ cstart,
@@ -346,11 +370,11 @@ __device__ __forceinline__ void fused_level0(const Src& src, const u32* __restri
     __shared__ __align__(16) unsigned char
         smem[RTX_WINDOW_BYTES + 2 * RTX_WIN * sizeof(typename Src::Key)];
     if (W <= 32)
-        windowed_level0<V, MAX, D>(src, pos, wfirst, cstart, crow, cslot, nchunks, (u32)W, dst,
-                                   next, smem);
+        windowed_level0<V, MAX, ADD, D>(src, pos, wfirst, cstart, crow, cslot, nchunks, (u32)W,
+                                        dst, next, smem);
     else
-        grouped_level0<V, MAX, D>(src, pos, cstart, crow, cslot, nchunks, W, lanes_log2, dst,
-                                  next, smem);
+        grouped_level0<V, MAX, ADD, D>(src, pos, cstart, crow, cslot, nchunks, W, lanes_log2,
+                                       dst, next, smem);
 }
 
 // How a fused level-0 kernel reads its stored vectors and stores a row's
@@ -537,23 +561,24 @@ struct GatherScale {
 // `next` of A (the scalar computed in: float for half storage) holding
 // IO::V vectors. sum0 and gss0 store a row's sum to dst as S (rounded once
 // for half storage), smb0 keeps it in A: the softmax backward's sums are
-// scratch.
-#define RTX_SUM0(NAME, S, A, IO)                                                            \
+// scratch. ADD: a row's sum is added to what dst holds (sum0a, index_add's
+// windowed level 0), else stored as `0 + sum`.
+#define RTX_SUM0(NAME, ADD, S, A, IO)                                                       \
     extern "C" __global__ void __launch_bounds__(RTX_BLOCK, RTX_FUSED_MIN_BLOCKS)           \
         NAME(const S* __restrict__ vals, RTX_FUSED_ARGS, S* __restrict__ dst,               \
              A* __restrict__ next) {                                                        \
         ReadSrc<IO> s{vals, W};                                                             \
-        fused_level0<false, IO>(s, pos, wfirst, cstart, crow, cslot, nchunks, W, lanes_log2, \
-                                dst, reinterpret_cast<IO::V*>(next));                       \
+        fused_level0<false, ADD, IO>(s, pos, wfirst, cstart, crow, cslot, nchunks, W,       \
+                                     lanes_log2, dst, reinterpret_cast<IO::V*>(next));      \
     }
 #define RTX_SMB0(NAME, S, A, IO)                                                            \
     extern "C" __global__ void __launch_bounds__(RTX_BLOCK, RTX_FUSED_MIN_BLOCKS)           \
         NAME(const S* __restrict__ alpha, const S* __restrict__ g, RTX_FUSED_ARGS,          \
              A* __restrict__ dst, A* __restrict__ next) {                                   \
         SoftmaxBwd<IO> s{alpha, g, W};                                                      \
-        fused_level0<false, IoSame<IO::V>>(s, pos, wfirst, cstart, crow, cslot, nchunks, W, \
-                                           lanes_log2, reinterpret_cast<IO::V*>(dst),       \
-                                           reinterpret_cast<IO::V*>(next));                 \
+        fused_level0<false, false, IoSame<IO::V>>(s, pos, wfirst, cstart, crow, cslot, nchunks, \
+                                                  W, lanes_log2, reinterpret_cast<IO::V*>(dst), \
+                                                  reinterpret_cast<IO::V*>(next));          \
     }
 #define RTX_GSS0(NAME, S, WT, A, IO)                                                        \
     extern "C" __global__ void __launch_bounds__(RTX_BLOCK, RTX_FUSED_MIN_BLOCKS)           \
@@ -561,8 +586,8 @@ struct GatherScale {
              const WT* __restrict__ w, u64 heads, u64 vecs_per_head,                        \
              RTX_FUSED_ARGS, S* __restrict__ dst, A* __restrict__ next) {                   \
         GatherScale<IO> s{x, gather, w, W, heads, vecs_per_head};                           \
-        fused_level0<false, IO>(s, pos, wfirst, cstart, crow, cslot, nchunks, W, lanes_log2, \
-                                dst, reinterpret_cast<IO::V*>(next));                       \
+        fused_level0<false, false, IO>(s, pos, wfirst, cstart, crow, cslot, nchunks, W,     \
+                                       lanes_log2, dst, reinterpret_cast<IO::V*>(next));    \
     }
 // segmax0_*: level 0 of a segment max over the element kind K, keys staged
 // (levels past it: segmax).
@@ -571,8 +596,8 @@ struct GatherScale {
         NAME(const T* __restrict__ vals, RTX_FUSED_ARGS, T* __restrict__ dst,               \
              A* __restrict__ next) {                                                        \
         ReadSrc<IoKind<K>> s{vals, W};                                                      \
-        fused_level0<true, IoKind<K>>(s, pos, wfirst, cstart, crow, cslot, nchunks, W,      \
-                                      lanes_log2, dst, next);                               \
+        fused_level0<true, false, IoKind<K>>(s, pos, wfirst, cstart, crow, cslot, nchunks,  \
+                                             W, lanes_log2, dst, next);                     \
     }
 RTX_SEGMAX0(segmax0_f32, float, float, KF32)
 RTX_SEGMAX0(segmax0_f64, double, double, KF64)
@@ -593,13 +618,15 @@ typedef IoHalf<F16, f16x4, float4> IoF16x4;
 typedef IoHalf<F16, f16x2, float2> IoF16x2;
 typedef IoHalf<F16, f16, float> IoF16x1;
 
-// {sum0,smb0,gss0}_{type}x{lanes}: level 0 of the model's segment sums of
-// stored values (segment_sum, the softmax's denominators: index.cu's scatter0
-// stays index_add's), of the softmax backward's sums and of
-// gather_scale_scatter; the vector types as index.cu's (S stored, WT its
-// scalar, A the scalar computed in).
+// {sum0,sum0a,smb0,gss0}_{type}x{lanes}: level 0 of the model's segment
+// sums of stored values (segment_sum, the softmax's denominators), of
+// index_add in the windowed form (sum0a: small plans of narrow rows, whose
+// time is the longest chunk's chain; index.cu's scatter0 takes the others),
+// of the softmax backward's sums and of gather_scale_scatter; the vector
+// types as index.cu's (S stored, WT its scalar, A the scalar computed in).
 #define RTX_FUSED_ALL(SUFFIX, S, WT, A, IO)                                                 \
-    RTX_SUM0(sum0_##SUFFIX, S, A, IO)                                                       \
+    RTX_SUM0(sum0_##SUFFIX, false, S, A, IO)                                                \
+    RTX_SUM0(sum0a_##SUFFIX, true, S, A, IO)                                                \
     RTX_SMB0(smb0_##SUFFIX, S, A, IO)                                                       \
     RTX_GSS0(gss0_##SUFFIX, S, WT, A, IO)
 RTX_FUSED_ALL(f32x4, float4, float, float, IoF32x4)

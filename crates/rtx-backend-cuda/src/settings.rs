@@ -58,29 +58,68 @@ pub enum ColSums {
     PerLevel,
 }
 
-/// Form of the scatter chunk sums (a tuning knob for benchmarks). Both forms
-/// make the same additions in the same order, so the results are the same bits.
+/// Form of the scatter chunk sums (a tuning knob for benchmarks). Every form
+/// makes the same additions in the same order, so the results are the same bits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ScatterForm {
     /// Picked by size (the default): pipelined up to
     /// [`PIPELINED_SCATTER_MAX_ENTRIES`] entries (the longest chunk's latency
     /// dominates) or when a lane sums more than one column vector (rows wider
-    /// than 32 vectors), batched otherwise (throughput dominates).
+    /// than 32 vectors), batched otherwise (throughput dominates); in the
+    /// first case `index_add`'s level 0 over rows of at most 32 vectors is
+    /// windowed.
     #[default]
     Auto,
     /// Always the batched (throughput) form.
     Batched,
     /// Always the pipelined (latency) form.
     Pipelined,
+    /// `index_add`'s level 0 windowed wherever rows are at most 32 vectors
+    /// (a block per 256 positions loads all their values into shared memory
+    /// at once, then each chunk is summed from there: a hub row's 256-value
+    /// chunk costs a few load latencies, not one per batch along its chain);
+    /// pipelined elsewhere.
+    Windowed,
 }
 
+/// How level 0 of `index_add` sums its chunks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Level0Sum {
+    /// index.cu's `scatter0` kernels, a group of lanes per chunk.
+    Chunks(ChunkSum),
+    /// segment.cu's `sum0a` kernels, a block per window of positions.
+    Windowed,
+}
+
+/// Most column vectors per row that the windowed level 0 takes (segment.cu's
+/// `fused_level0`: wider rows take its grouped form, a group per chunk).
+pub(crate) const WINDOWED_MAX_VECTORS: u64 = 32;
+
 impl ScatterForm {
+    /// Level 0 of `index_add` for a plan of `entries` entries whose rows
+    /// are `w` vectors wide: windowed where the chunk sums would be
+    /// pipelined (or always, [`ScatterForm::Windowed`]) and rows are at most
+    /// [`WINDOWED_MAX_VECTORS`] vectors, else [`ScatterForm::resolve`].
+    pub(crate) fn level0(self, entries: usize, w: u64) -> Level0Sum {
+        let sum = self.resolve(entries, w);
+        let windowed = match self {
+            ScatterForm::Windowed => true,
+            ScatterForm::Auto => sum == ChunkSum::Pipelined,
+            ScatterForm::Batched | ScatterForm::Pipelined => false,
+        };
+        if windowed && w <= WINDOWED_MAX_VECTORS {
+            Level0Sum::Windowed
+        } else {
+            Level0Sum::Chunks(sum)
+        }
+    }
+
     /// The chunk sums for a plan of `entries` entries whose rows are `w`
     /// vectors wide.
     pub(crate) fn resolve(self, entries: usize, w: u64) -> ChunkSum {
         match self {
             ScatterForm::Batched => ChunkSum::Batched,
-            ScatterForm::Pipelined => ChunkSum::Pipelined,
+            ScatterForm::Pipelined | ScatterForm::Windowed => ChunkSum::Pipelined,
             // latency-bound: few chunks in flight, or each lane sums several
             // column vectors of a chunk one after the other
             ScatterForm::Auto if entries <= PIPELINED_SCATTER_MAX_ENTRIES || w > 32 => {
@@ -150,6 +189,7 @@ impl Settings {
         match self.scatter_form.load(Ordering::Relaxed) {
             x if x == ScatterForm::Batched as u8 => ScatterForm::Batched,
             x if x == ScatterForm::Pipelined as u8 => ScatterForm::Pipelined,
+            x if x == ScatterForm::Windowed as u8 => ScatterForm::Windowed,
             _ => ScatterForm::Auto,
         }
     }
@@ -202,6 +242,7 @@ mod tests {
         for f in [
             ScatterForm::Batched,
             ScatterForm::Pipelined,
+            ScatterForm::Windowed,
             ScatterForm::Auto,
         ] {
             s.set_scatter_form(f);
@@ -232,6 +273,25 @@ mod tests {
             ScatterForm::Pipelined.resolve(n + 1, 1),
             ChunkSum::Pipelined
         );
+        assert_eq!(ScatterForm::Windowed.resolve(n + 1, 1), ChunkSum::Pipelined);
+        // index_add's level 0: windowed where pipelined and rows are narrow
+        let chunks = |s| Level0Sum::Chunks(s);
+        assert_eq!(ScatterForm::Auto.level0(n, 32), Level0Sum::Windowed);
+        assert_eq!(ScatterForm::Auto.level0(n, 33), chunks(ChunkSum::Pipelined));
+        assert_eq!(
+            ScatterForm::Auto.level0(n + 1, 32),
+            chunks(ChunkSum::Batched)
+        );
+        assert_eq!(ScatterForm::Windowed.level0(n + 1, 1), Level0Sum::Windowed);
+        assert_eq!(
+            ScatterForm::Windowed.level0(1, 33),
+            chunks(ChunkSum::Pipelined)
+        );
+        assert_eq!(
+            ScatterForm::Pipelined.level0(1, 1),
+            chunks(ChunkSum::Pipelined)
+        );
+        assert_eq!(ScatterForm::Batched.level0(1, 1), chunks(ChunkSum::Batched));
         assert!(TransposeTile::Force32.force32());
         assert!(!TransposeTile::ByShape.force32());
         assert!(!TransposeTile::NoBulk.force32());

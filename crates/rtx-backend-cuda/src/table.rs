@@ -116,8 +116,9 @@ macro_rules! with_kernel_table {
                 SoftmaxBwd[T](
                     alpha: *const T, g: *const T, s: *const A, rowof: *const u32, out: *mut T, e: u64, f: u64,
                 );
-                /// `sum0_*`: level 0 of a segment sum of stored rows (the
-                /// next level's scratch in the type computed in).
+                /// `sum0_*`, `sum0a_*`: level 0 of a segment sum of stored rows
+                /// (`sum0a`: each row's sum added to what dst holds; the next
+                /// level's scratch in the type computed in).
                 Sum0[V](
                     vals: *const V, pos: *const u32, wfirst: *const u32, cstart: *const u32, crow: *const u32,
                     cslot: *const u32, nchunks: u64, W: u64, lanes_log2: u32, dst: *mut V, next: *mut A,
@@ -402,6 +403,19 @@ macro_rules! with_kernel_table {
                 Sum0F16x4 = "sum0_f16x4": Sum0[V = f16x4],
                 Sum0F16x2 = "sum0_f16x2": Sum0[V = f16x2],
                 Sum0F16x1 = "sum0_f16x1": Sum0[V = f16],
+                Sum0aF32x4 = "sum0a_f32x4": Sum0[V = float4],
+                Sum0aF32x2 = "sum0a_f32x2": Sum0[V = float2],
+                Sum0aF32x1 = "sum0a_f32x1": Sum0[V = float],
+                Sum0aF64x2 = "sum0a_f64x2": Sum0[V = double2],
+                Sum0aF64x1 = "sum0a_f64x1": Sum0[V = double],
+                Sum0aBf16x8 = "sum0a_bf16x8": Sum0[V = bf16x8],
+                Sum0aBf16x4 = "sum0a_bf16x4": Sum0[V = bf16x4],
+                Sum0aBf16x2 = "sum0a_bf16x2": Sum0[V = bf16x2],
+                Sum0aBf16x1 = "sum0a_bf16x1": Sum0[V = bf16],
+                Sum0aF16x8 = "sum0a_f16x8": Sum0[V = f16x8],
+                Sum0aF16x4 = "sum0a_f16x4": Sum0[V = f16x4],
+                Sum0aF16x2 = "sum0a_f16x2": Sum0[V = f16x2],
+                Sum0aF16x1 = "sum0a_f16x1": Sum0[V = f16],
                 Smb0F32x4 = "smb0_f32x4": Smb0[V = float4],
                 Smb0F32x2 = "smb0_f32x2": Smb0[V = float2],
                 Smb0F32x1 = "smb0_f32x1": Smb0[V = float],

@@ -319,7 +319,7 @@ fn every_kernel_has_one_table_entry_and_every_entry_one_kernel() {
         absent.is_empty(),
         "table entries no .cu file defines: {absent:?}"
     );
-    assert_eq!(s.kernels.len(), 247);
+    assert_eq!(s.kernels.len(), 260);
 }
 
 #[test]
@@ -620,6 +620,7 @@ fn segment_pickers_give_half_kernels_of_the_launchers_signature() {
         }
         for (op, sig, base) in [
             (Fused0::Read, S::Sum0, "sum0"),
+            (Fused0::Add, S::Sum0, "sum0a"),
             (Fused0::SoftmaxBwd, S::Smb0, "smb0"),
             (Fused0::GatherScale, S::Gss0, "gss0"),
         ] {
@@ -721,6 +722,7 @@ fn pickers_give_kernels_of_the_launchers_signature_and_element() {
         }
         for (op, sig) in [
             (Fused0::Read, S::Sum0),
+            (Fused0::Add, S::Sum0),
             (Fused0::SoftmaxBwd, S::Smb0),
             (Fused0::GatherScale, S::Gss0),
         ] {

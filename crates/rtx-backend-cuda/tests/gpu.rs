@@ -446,7 +446,7 @@ fn every_transpose_tile_matches() {
 }
 
 #[test]
-fn both_scatter_forms_are_bit_identical() {
+fn every_scatter_form_is_bit_identical() {
     let g = backend();
     let cpu = CpuBackend::new();
     for (rows, e, f, hub) in [
@@ -464,6 +464,7 @@ fn both_scatter_forms_are_bit_identical() {
         for form in [
             ScatterForm::Batched,
             ScatterForm::Pipelined,
+            ScatterForm::Windowed,
             ScatterForm::Auto,
         ] {
             g.set_scatter_form(form);

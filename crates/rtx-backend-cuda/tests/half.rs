@@ -141,9 +141,10 @@ fn scatter_in_forms<T: Element>(
     g.set_scatter_form(ScatterForm::Auto);
 }
 
-const EVERY_FORM: [ScatterForm; 3] = [
+const EVERY_FORM: [ScatterForm; 4] = [
     ScatterForm::Batched,
     ScatterForm::Pipelined,
+    ScatterForm::Windowed,
     ScatterForm::Auto,
 ];
 
@@ -208,7 +209,11 @@ fn order_case<T: FromF32>(big: f32, small: f32, k: usize) {
         "{:?}: the case must tell the canonical order from left to right",
         T::DTYPE
     );
-    let forms = [ScatterForm::Batched, ScatterForm::Pipelined];
+    let forms = [
+        ScatterForm::Batched,
+        ScatterForm::Pipelined,
+        ScatterForm::Windowed,
+    ];
     let s = g.upload(&src, &[k, 1]).unwrap();
     scatter_in_forms(&forms, (&zero, [1, 1]), &idx, &s, |form, got| {
         assert_bits(&format!("{:?} order {form}", T::DTYPE), got, &want);

@@ -7,7 +7,7 @@ use std::time::Instant;
 use rtx_backend::conformance::value;
 use rtx_backend::prelude::*;
 use rtx_backend::{BTensor, Element, Result};
-use rtx_backend_cuda::{CudaBackend, CudaBuffer};
+use rtx_backend_cuda::{CudaBackend, CudaBuffer, ScatterForm};
 
 /// Prints one JSON line `{"suite", "case", "impl", "ms", "gbps"?, extra...}`.
 pub fn emit(
@@ -57,6 +57,14 @@ pub fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
 }
+
+/// Each form of the scatter chunk sums a bench forces beside the
+/// backend's own pick (every form gives the same bits), with its row suffix.
+pub const FORCED_FORMS: [(ScatterForm, &str); 3] = [
+    (ScatterForm::Batched, "batched"),
+    (ScatterForm::Pipelined, "pipelined"),
+    (ScatterForm::Windowed, "windowed"),
+];
 
 /// Median device time of `f` over `reps` runs after `warm` runs (CUDA events).
 ///

@@ -8,7 +8,9 @@
 //! `rtx-cuda-{gather,scatter}-{f32,bf16,f16}` (prepared
 //! [`CudaIndex`](rtx_backend_cuda::CudaIndex)), the half rows with
 //! `bit_identical_to_cpu` (rtx-backend-cpu, which sums in f32 the same way),
-//! `bit_identical_runs` and `vs_f32` (time over the f32 row's);
+//! `bit_identical_runs` and `vs_f32` (time over the f32 row's),
+//! `rtx-cuda-scatter-{ty}-{batched,pipelined,windowed}` (each form of the
+//! chunk sums forced; the plain row is the backend's pick);
 //! `rtx-cuda-permute-{f32,bf16}` with `of_copy` (bandwidth over the 1 GiB
 //! copy's) and `of_same_copy` (over a device copy of the same tensor, which
 //! pays the same launch and ramp). Each call is timed alone (events around
@@ -23,7 +25,9 @@ use rtx_backend_cpu::CpuBackend;
 use rtx_backend_cuda::CudaBackend;
 use serde_json::json;
 
-use crate::cuda_timing::{cuda_or_note, emit, time_cuda, time_cuda_queued, values_par};
+use crate::cuda_timing::{
+    FORCED_FORMS, cuda_or_note, emit, time_cuda, time_cuda_queued, values_par,
+};
 
 /// Arguments of `rtx-bench half`.
 #[derive(Debug, Clone, clap::Args)]
@@ -260,6 +264,13 @@ fn index_rows<T: Element>(
         Some(scatter_bytes),
         &xs,
     );
+    for (form, tag) in FORCED_FORMS {
+        g.set_scatter_form(form);
+        let ms = time_cuda(g, 3, args.reps, || g.index_add_idx(&mut d, h, &gm))?;
+        let row = format!("rtx-cuda-scatter-{ty}-{tag}");
+        emit("half", name, &row, ms, Some(scatter_bytes), &[]);
+    }
+    g.set_scatter_form(rtx_backend_cuda::ScatterForm::Auto);
     Ok((gms, sms))
 }
 

@@ -4,6 +4,8 @@
 //!
 //! Rows (impl): `rtx-cuda-gather` / `rtx-cuda-scatter` (device kernels with a
 //! prepared [`CudaIndex`](rtx_backend_cuda::CudaIndex): no per-call hashing),
+//! `rtx-cuda-scatter-{batched,pipelined,windowed}` (the same, each form of
+//! the chunk sums forced; `rtx-cuda-scatter` is the default's pick),
 //! `rtx-cuda-gather-cached` / `rtx-cuda-scatter-cached` (the trait calls with
 //! host index lists, through the per-thread cache: hash + compare per call),
 //! `rtx-cuda-hostroundtrip-*` (the trait's default bodies on the same device),
@@ -18,7 +20,9 @@ use rtx_backend_cpu::CpuBackend;
 use rtx_backend_cuda::ScatterForm;
 use serde_json::json;
 
-use crate::cuda_timing::{HostRoundTrip, cuda_or_note, emit, time_cuda, time_host, values_par};
+use crate::cuda_timing::{
+    FORCED_FORMS, HostRoundTrip, cuda_or_note, emit, time_cuda, time_host, values_par,
+};
 
 /// Arguments of `rtx-bench index`.
 #[derive(Debug, Clone, clap::Args)]
@@ -254,22 +258,15 @@ fn case(
             ("bit_identical_runs", repeat_ok.into()),
         ],
     );
-    // the other form of the chunk sums (the default picks by size)
-    // the backend's rule: pipelined for small plans or rows wider than 512 bytes
-    let auto_pipelined = e <= rtx_backend_cuda::PIPELINED_SCATTER_MAX_ENTRIES || f * 4 > 512;
-    g.set_scatter_form(if auto_pipelined {
-        ScatterForm::Batched
-    } else {
-        ScatterForm::Pipelined
-    });
-    let ms = time_cuda(g, 3, args.reps, || g.index_add_idx(&mut d, &h, &gm))?;
+    // every explicit form of the chunk sums (the default picks by size;
+    // every form gives the same bits)
+    for (form, tag) in FORCED_FORMS {
+        g.set_scatter_form(form);
+        let ms = time_cuda(g, 3, args.reps, || g.index_add_idx(&mut d, &h, &gm))?;
+        let row = format!("rtx-cuda-scatter-{tag}");
+        emit("index", c.name, &row, ms, Some(scatter_bytes), &[]);
+    }
     g.set_scatter_form(ScatterForm::Auto);
-    let alt = if auto_pipelined {
-        "rtx-cuda-scatter-batched"
-    } else {
-        "rtx-cuda-scatter-pipelined"
-    };
-    emit("index", c.name, alt, ms, Some(scatter_bytes), &[]);
     // frees the device copies (a no-op stub without the cuda feature)
     #[allow(clippy::drop_non_drop)]
     drop(h);

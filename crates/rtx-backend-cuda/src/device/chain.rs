@@ -22,14 +22,16 @@ use super::launch::{
 };
 use super::plan::DevicePlan;
 use crate::error::{Error, Result};
-use crate::settings::ScatterForm;
+use crate::settings::{Level0Sum, ScatterForm};
 use crate::table::{Float, Fused0, Half, HalfVec, Kernel, Level, SumVec, Typed};
 
 /// What level 0 of a sum chain adds up (device addresses and sizes).
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Level0 {
     /// Stored rows of `[plan.len(), f]` at `src`, read through the plan's
-    /// positions (index.cu's `scatter0`).
+    /// positions and added to what `dst` holds (`index_add`: index.cu's
+    /// `scatter0`, or segment.cu's windowed `sum0a` as
+    /// [`ScatterForm::level0`] says).
     Stored {
         /// The rows.
         src: u64,
@@ -76,6 +78,27 @@ fn level_scratch(dev: &Device, values: &[usize], row_bytes: usize) -> Result<Vec
                 .and_then(|b| dev.alloc(b))
         })
         .collect()
+}
+
+/// The arguments of a fused level 0 over stored rows (`sum0`, `sum0a`):
+/// the `[plan.len(), W vectors]` at `vals` through `dp`'s positions and
+/// level-0 tables (and window table, when it has one) into `dst`, chunks of
+/// rows with more go to the level-1 scratch at `next`.
+fn sum0_args<T: Element>(vals: u64, dp: &DevicePlan, w: u64, dst: u64, next: u64) -> Sum0<T> {
+    let (start, row, slot, n) = dp.levels[0];
+    Sum0::<T> {
+        vals: In::at(vals),
+        pos: In::at(dp.positions),
+        wfirst: In::at(dp.windows),
+        cstart: In::at(start),
+        crow: In::at(row),
+        cslot: In::at(slot),
+        nchunks: n,
+        W: w,
+        lanes_log2: lanes_log2(w),
+        dst: Out::at(dst),
+        next: Out::at(next),
+    }
 }
 
 /// Adds the segment sums of the plan `dp` over rows of `f` elements of `T`
@@ -128,6 +151,16 @@ pub(crate) fn sum_chain<T: Element>(
     let windows = cfg1(fused0_grid(dp.values[0] as u64, n, w, vb as u64));
     match level0 {
         Level0::Stored { src } => {
+            let sum = match form.level0(dp.values[0], w) {
+                Level0Sum::Windowed => {
+                    let args = sum0_args::<T>(src, dp, w, dst, next);
+                    let kernel = Kernel::fused0(Fused0::Add, v);
+                    // SAFETY: as above.
+                    unsafe { args.launch(dev, &kernels, kernel, windows) }?;
+                    return scatter_levels::<T>(dev, dp, &scratch, v, w, form, dst);
+                }
+                Level0Sum::Chunks(sum) => sum,
+            };
             let args = Scatter::<T> {
                 vals: In::at(src),
                 pos,
@@ -140,24 +173,12 @@ pub(crate) fn sum_chain<T: Element>(
                 dst: Out::at(dst),
                 next: Out::at(next),
             };
-            let kernel = Kernel::scatter(Level::Zero, form.resolve(dp.values[0], w), v);
+            let kernel = Kernel::scatter(Level::Zero, sum, v);
             // SAFETY: as above.
             unsafe { args.launch(dev, &kernels, kernel, chunks) }?;
         }
         Level0::Read { vals } => {
-            let args = Sum0::<T> {
-                vals: In::at(vals),
-                pos,
-                wfirst,
-                cstart,
-                crow,
-                cslot,
-                nchunks: n,
-                W: w,
-                lanes_log2: lanes,
-                dst: Out::at(dst),
-                next: Out::at(next),
-            };
+            let args = sum0_args::<T>(vals, dp, w, dst, next);
             let kernel = Kernel::fused0(Fused0::Read, v);
             // SAFETY: as above.
             unsafe { args.launch(dev, &kernels, kernel, windows) }?;
@@ -295,19 +316,7 @@ fn half_fused_chain<T: Element>(
     match level0 {
         Level0::Stored { .. } => unreachable!("taken by half_sum_chain above"),
         Level0::Read { vals } => {
-            let args = Sum0::<T> {
-                vals: In::at(vals),
-                pos,
-                wfirst,
-                cstart,
-                crow,
-                cslot,
-                nchunks: n,
-                W: w,
-                lanes_log2: lanes,
-                dst: Out::at(dst),
-                next: Out::at(next),
-            };
+            let args = sum0_args::<T>(vals, dp, w, dst, next);
             let kernel = Kernel::fused0_half(Fused0::Read, h, v);
             // SAFETY: as above.
             unsafe { args.launch(dev, &kernels, kernel, windows) }?;
@@ -440,6 +449,8 @@ pub(crate) fn max_chain<T: Element>(
 /// this chain may use while it runs): index.cu's half scatter levels, which
 /// sum in f32 exactly as the f32 chain does, keep every level past 0 in f32
 /// scratch and round once, when a row's sum is added to its destination.
+/// Level 0 is segment.cu's windowed `sum0a` where [`ScatterForm::level0`]
+/// says (the same adds in the same order, the same rounding).
 pub(crate) fn half_sum_chain<T: Element>(
     dev: &Device,
     dp: &DevicePlan,
@@ -460,6 +471,23 @@ pub(crate) fn half_sum_chain<T: Element>(
     let scratch = level_scratch(dev, &dp.values, f * std::mem::size_of::<f32>())?;
     let kernels = dev.kernels()?;
     let (start, row, slot, n) = dp.levels[0];
+    let next = scratch.first().map_or(0, DevMem::ptr);
+    if form.level0(dp.values[0], w) == Level0Sum::Windowed {
+        let args = sum0_args::<T>(src, dp, w, dst, next);
+        // windows of positions; a vector's f32 sums in shared memory
+        let f32_vec = (v.elems() * std::mem::size_of::<f32>()) as u64;
+        let grid = cfg1(fused0_grid(dp.values[0] as u64, n, w, f32_vec));
+        let kernel = Kernel::fused0_half(Fused0::Add, h, v);
+        // SAFETY: the tables come from a validated IndexPlan: positions are
+        // below src's rows (plan.len() rows of f halves = W vectors, checked
+        // by the callers), rows below dst's rows (checked), slots below
+        // level 1's scratch (sized from plan.values, rows of f f32 sums);
+        // wfirst is the plan's window table or 0; dst is used by this chain
+        // alone, and a row finished at level 0 has one chunk (one block
+        // adds into it).
+        unsafe { args.launch(dev, &kernels, kernel, grid) }?;
+        return half_levels::<T>(dev, dp, &scratch, f, form, h, dst);
+    }
     let args = ScatterHalf::<T> {
         vals: In::at(src),
         acc: In::null(),
@@ -471,7 +499,7 @@ pub(crate) fn half_sum_chain<T: Element>(
         W: w,
         lanes_log2: lanes,
         dst: Out::at(dst),
-        next: Out::at(scratch.first().map_or(0, DevMem::ptr)),
+        next: Out::at(next),
     };
     let kernel = Kernel::scatter_half(Level::Zero, sum, h, v);
     // SAFETY: the tables come from a validated IndexPlan: level-0 positions

@@ -263,6 +263,9 @@ pub(crate) enum Fused0 {
     /// `sum0`: the stored value of the entry (the model's segment sums; a
     /// hub row's chunks are loaded by the whole block, see segment.cu).
     Read,
+    /// `sum0a`: the same, each row's sum added to what the destination
+    /// holds (`index_add`'s windowed level 0).
+    Add,
     /// `smb0`: `alpha * grad` of the segment softmax's backward.
     SoftmaxBwd,
     /// `gss0`: `x[gather[e]] * w[e, head]` of gather_scale_scatter.
@@ -598,10 +601,15 @@ impl Kernel {
         }
     }
 
-    /// `{sum0,smb0,gss0}_*`.
+    /// `{sum0,sum0a,smb0,gss0}_*`.
     pub(crate) fn fused0(op: Fused0, v: SumVec) -> Kernel {
-        use Fused0::{GatherScale, Read, SoftmaxBwd};
+        use Fused0::{Add, GatherScale, Read, SoftmaxBwd};
         match (op, v) {
+            (Add, SumVec::F32x4) => Kernel::Sum0aF32x4,
+            (Add, SumVec::F32x2) => Kernel::Sum0aF32x2,
+            (Add, SumVec::F32x1) => Kernel::Sum0aF32x1,
+            (Add, SumVec::F64x2) => Kernel::Sum0aF64x2,
+            (Add, SumVec::F64x1) => Kernel::Sum0aF64x1,
             (Read, SumVec::F32x4) => Kernel::Sum0F32x4,
             (Read, SumVec::F32x2) => Kernel::Sum0F32x2,
             (Read, SumVec::F32x1) => Kernel::Sum0F32x1,
@@ -620,13 +628,21 @@ impl Kernel {
         }
     }
 
-    /// `{sum0,smb0,gss0}_{bf16,f16}x*`: the fused level 0 over half storage
+    /// `{sum0,sum0a,smb0,gss0}_{bf16,f16}x*`: the fused level 0 over half storage
     /// in vectors of `v` (f32 sums).
     pub(crate) fn fused0_half(op: Fused0, h: Half, v: HalfVec) -> Kernel {
-        use Fused0::{GatherScale as G, Read as R, SoftmaxBwd as B};
+        use Fused0::{Add as A, GatherScale as G, Read as R, SoftmaxBwd as B};
         use Half::{Bf16, F16};
         use HalfVec::{X1, X2, X4, X8};
         match (op, h, v) {
+            (A, Bf16, X8) => Kernel::Sum0aBf16x8,
+            (A, Bf16, X4) => Kernel::Sum0aBf16x4,
+            (A, Bf16, X2) => Kernel::Sum0aBf16x2,
+            (A, Bf16, X1) => Kernel::Sum0aBf16x1,
+            (A, F16, X8) => Kernel::Sum0aF16x8,
+            (A, F16, X4) => Kernel::Sum0aF16x4,
+            (A, F16, X2) => Kernel::Sum0aF16x2,
+            (A, F16, X1) => Kernel::Sum0aF16x1,
             (R, Bf16, X8) => Kernel::Sum0Bf16x8,
             (R, Bf16, X4) => Kernel::Sum0Bf16x4,
             (R, Bf16, X2) => Kernel::Sum0Bf16x2,
