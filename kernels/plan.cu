@@ -311,11 +311,19 @@ extern "C" __global__ void __launch_bounds__(RTX_BLOCK)
 
 // Level 0's chunk tables, one thread per chunk: chunk c belongs to the last
 // row r whose first chunk is <= c. Rows with several chunks are also listed
-// for level 1 as (row, first slot, chunks), in row order.
+// for level 1 as (row, first slot, chunks), in row order. The window table
+// (levels::window_table: entry b of ceil(n / RTX_WIN) + 1 is the first chunk
+// starting at or after b * RTX_WIN, nchunks when none does): chunk c + 1 is
+// the first for the windows whose first position lies in (start, end] of
+// chunk c, the chunk that ends at n for every window past it, chunk 0 for
+// window 0. Chunks are at most RTX_WIN long, so each writes at most one
+// entry but the last.
 extern "C" __global__ void __launch_bounds__(RTX_BLOCK)
     lvl0_fill(const u32* __restrict__ off, u64 rows, const U3* __restrict__ scan,
               const u64* __restrict__ info, u64 n, u32* __restrict__ cstart,
-              u32* __restrict__ crow, u32* __restrict__ cslot, u32* __restrict__ list) {
+              u32* __restrict__ crow, u32* __restrict__ cslot, u32* __restrict__ list,
+              u32* __restrict__ wfirst) {
+    const u64 windows = (n + RTX_WIN - 1) / RTX_WIN;
     const u64 nchunks = info[INFO_CHUNKS];
     for (u64 c = (u64)blockIdx.x * blockDim.x + threadIdx.x; c < nchunks; c += (u64)gridDim.x * blockDim.x) {
         u64 lo = 0, hi = rows;  // first r with scan[r].a > c
@@ -337,7 +345,14 @@ extern "C" __global__ void __launch_bounds__(RTX_BLOCK)
             list[3 * (u64)s.c + 1] = s.b;
             list[3 * (u64)s.c + 2] = chunks;
         }
-        if (c == 0) cstart[nchunks] = (u32)n;
+        if (c == 0) {
+            cstart[nchunks] = (u32)n;
+            wfirst[0] = 0;
+        }
+        const u64 s0 = first + (u64)j * RTX_CANONICAL_BLOCK;
+        const u64 e0 = min(s0 + RTX_CANONICAL_BLOCK, (u64)first + k);
+        for (u64 b = s0 / RTX_WIN + 1; b <= windows && (b * RTX_WIN <= e0 || e0 == n); ++b)
+            wfirst[b] = (u32)(c + 1);
     }
 }
 

@@ -229,35 +229,12 @@ __device__ __forceinline__ void grouped_level0(const Src& src, const u32* __rest
     }
 }
 
-// The first chunk c in [0, nchunks] whose start cstart[c] is >= target
-// (cstart ascending; c = nchunks when none is), found by the calling warp
-// with a 32-ary search: about four load latencies for 100,000 chunks.
-__device__ __forceinline__ u64 first_chunk_from(const u32* __restrict__ cstart, u64 nchunks,
-                                                u64 target) {
-    const u32 lane = threadIdx.x & 31;
-    u64 lo = 0, hi = nchunks;  // the answer is in [lo, hi]
-    while (lo < hi) {
-        const u64 step = (hi - lo + 30) / 31;
-        const u64 q = min(hi, lo + lane * step);
-        const bool ge = q == nchunks || (u64)__ldg(cstart + q) >= target;
-        const u32 f = __ffs(__ballot_sync(0xFFFFFFFFu, ge)) - 1;  // lane 31 probes hi: ge
-        const u64 qf = min(hi, lo + f * step);
-        if (f == 0) {
-            hi = lo;
-        } else {
-            lo = min(hi, lo + (f - 1) * step) + 1;
-            hi = qf;
-        }
-    }
-    return lo;
-}
-
 // Level 0 of a segment sum (or max) whose values Src computes, for rows of at
 // most 32 vectors. Block t takes window b of RTX_WIN positions and a slice of
 // at most RTX_SLICE_BYTES of the columns: the chunks that start inside the
-// window (from the plan's window table, or two warps find them with
-// first_chunk_from when it has none), whose positions span at
-// most RTX_WIN + 255 entries since no chunk is longer than 256. The whole
+// window (from the plan's window table, levels::window_table, which host
+// uploads and device builds both write), whose positions span at most
+// RTX_WIN + 255 entries since no chunk is longer than 256. The whole
 // block loads those entries' keys, then their values in the slice (4
 // independent loads per thread at a time: with 8, the batch-8 HetGAT step
 // ran 8% slower on the H200), into shared memory; then a group of lanes
@@ -280,7 +257,6 @@ __device__ __forceinline__ void windowed_level0(const Src& src, const u32* __res
     constexpr u32 SPAN = 2 * RTX_WIN;  // entries staged, at most RTX_WIN + 255
     constexpr u32 CW = RTX_SLICE_BYTES / sizeof(V);
     static_assert(SPAN * RTX_SLICE_BYTES <= RTX_WINDOW_BYTES, "a window's slice fits");
-    static_assert(RTX_BLOCK >= 64, "two warps search");
     V* vals = reinterpret_cast<V*>(smem);
     K* keys = reinterpret_cast<K*>(smem + RTX_WINDOW_BYTES);
     __shared__ u64 range[2];
@@ -290,12 +266,8 @@ __device__ __forceinline__ void windowed_level0(const Src& src, const u32* __res
     for (u64 t = blockIdx.x; t < windows * slices; t += gridDim.x) {
         const u64 b = t / slices;
         const u32 j0 = (u32)(t - b * slices) * CW, cw = min(CW, W - j0);
-        if (wfirst) {  // the plan's window table (levels::window_table)
-            if (threadIdx.x < 2) range[threadIdx.x] = __ldg(wfirst + b + threadIdx.x);
-        } else if (threadIdx.x < 64) {
-            range[threadIdx.x >> 5] =
-                first_chunk_from(cstart, nchunks, (b + (threadIdx.x >> 5)) * RTX_WIN);
-        }
+        // the plan's window table (levels::window_table)
+        if (threadIdx.x < 2) range[threadIdx.x] = __ldg(wfirst + b + threadIdx.x);
         __syncthreads();
         const u64 cb = range[0], nc = range[1] - cb;
         const u32 p0 = __ldg(cstart + cb), n = __ldg(cstart + range[1]) - p0;

@@ -276,6 +276,61 @@ pub(crate) mod tests {
         assert_eq!(g(&[0, 3, 257]), vec![0, 2, 2]);
     }
 
+    /// plan.cu's `lvl0_fill` writes the window table chunk by chunk: chunk
+    /// `c` (positions `start..end`) makes `c + 1` the first chunk of every
+    /// window whose first position is in `(start, end]` (every later window
+    /// too when `end` is the last position), chunk 0 that of window 0. Run
+    /// over every chunk in any order, the rule writes each entry once and
+    /// gives `window_table`.
+    #[test]
+    fn the_device_rule_per_chunk_gives_the_window_table() {
+        let mut seed = 0x5eed_u64;
+        let mut next = move |m: u64| {
+            seed = seed
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (seed >> 33) % m
+        };
+        let mut cases: Vec<Vec<u32>> = vec![vec![0, 1], vec![0, 256], vec![0, 255, 257]];
+        for _ in 0..200 {
+            // rows of 1..=600 entries cut into chunks of at most 256
+            let mut start = vec![0u32];
+            for _ in 0..1 + next(40) {
+                let most = if next(4) == 0 { 600 } else { 9 };
+                let mut k = 1 + next(most) as u32;
+                while k > 0 {
+                    let len = k.min(CANONICAL_BLOCK as u32);
+                    start.push(start.last().unwrap() + len);
+                    k -= len;
+                }
+            }
+            cases.push(start);
+        }
+        for start in cases {
+            let n = *start.last().unwrap() as usize;
+            let nchunks = start.len() - 1;
+            let windows = n.div_ceil(WINDOW);
+            let mut got = vec![None; windows + 1];
+            let mut put = |b: usize, c: usize| {
+                assert!(got[b].is_none(), "window {b} written twice");
+                got[b] = Some(c as u32);
+            };
+            for c in (0..nchunks).rev() {
+                let (s0, e0) = (start[c] as usize, start[c + 1] as usize);
+                if c == 0 {
+                    put(0, 0);
+                }
+                let mut b = s0 / WINDOW + 1;
+                while b <= windows && (b * WINDOW <= e0 || e0 == n) {
+                    put(b, c + 1);
+                    b += 1;
+                }
+            }
+            let got: Vec<u32> = got.into_iter().map(|x| x.expect("every window")).collect();
+            assert_eq!(got, window_table(&start), "chunks {start:?}");
+        }
+    }
+
     #[test]
     fn col_sum_levels_count_groups_and_counters() {
         // one group: the first level is the sums, no counter

@@ -164,7 +164,7 @@ macro_rules! with_kernel_table {
                 /// `lvl0_fill`.
                 Lvl0Fill[](
                     off: *const u32, rows: u64, scan: *const U3, info: *const u64, n: u64, cstart: *mut u32,
-                    crow: *mut u32, cslot: *mut u32, list: *mut u32,
+                    crow: *mut u32, cslot: *mut u32, list: *mut u32, wfirst: *mut u32,
                 );
                 /// `plan_levels`.
                 PlanLevels[](list_a: *mut u32, list_b: *mut u32, hi: *mut u32, n: u64, info: *mut u64);

@@ -7,7 +7,8 @@ use rtx_backend::prelude::*;
 use rtx_backend::workload::{index, indices, values};
 use rtx_backend::{Element, Error as BError, Unary};
 use rtx_backend_cpu::CpuBackend;
-use rtx_backend_cuda::CudaBackend;
+use rtx_backend::bf16;
+use rtx_backend_cuda::{CudaBackend, ScatterForm};
 
 fn backend() -> CudaBackend {
     CudaBackend::new(0).unwrap_or_else(|e| panic!("GPU test needs a CUDA device: {e}"))
@@ -87,6 +88,32 @@ fn fresh_device_lists_scatter_bit_identical_to_cpu() {
         fresh_case::<f32>(&g, rows, e, f, hub, 5);
         fresh_case::<f64>(&g, rows, e, f, hub, 6);
     }
+}
+
+/// The windowed level 0 reads the window table the device build writes:
+/// plans that end at, before and past a window's edge, one hub row of
+/// several chunks, rows that straddle windows; f32 and bf16 into a
+/// destination that is not zero, against the CPU backend.
+#[test]
+fn windowed_scatters_over_device_built_plans_bit_identical_to_cpu() {
+    let g = backend();
+    g.set_scatter_form(ScatterForm::Windowed);
+    for (rows, e, f, hub) in [
+        (1usize, 1usize, 4usize, false),
+        (1, 256, 3, false),
+        (1, 257, 1, false),
+        (1, 1000, 8, false),
+        (3, 511, 2, true),
+        (3, 512, 2, true),
+        (3, 513, 16, true),
+        (100, 25_600, 64, true),
+        (15_000, 42_955, 64, true),
+        (5000, 70_001, 8, false),
+    ] {
+        fresh_case::<f32>(&g, rows, e, f, hub, 8);
+        fresh_case::<bf16>(&g, rows, e, f, hub, 9);
+    }
+    g.set_scatter_form(ScatterForm::Auto);
 }
 
 #[test]

@@ -42,6 +42,12 @@ pub struct Args {
     /// Skip the slow host rows (CPU backend and host round trip).
     #[arg(long)]
     pub no_host: bool,
+    /// Instead of the anchors' cases, time the scatter in every form over
+    /// plans of 2^16 to 2^22 entries around the size rule's threshold
+    /// ([`rtx_backend_cuda::PIPELINED_SCATTER_MAX_ENTRIES`]), f32 and bf16:
+    /// rows `sweep-e{entries}-f{features}-{hub,uniform}`.
+    #[arg(long)]
+    pub form_sweep: bool,
 }
 
 /// One workload of WORKLOADS.md.
@@ -97,6 +103,12 @@ const CASES: [Case; 5] = [
 /// Backend errors.
 pub fn run(args: &Args) -> anyhow::Result<()> {
     let gpu = cuda_or_note(args.device);
+    if args.form_sweep {
+        return match &gpu {
+            Some(g) => form_sweep(g, args.reps),
+            None => Ok(()),
+        };
+    }
     let cpu = CpuBackend::new();
     if let Some(g) = &gpu {
         let t0 = std::time::Instant::now();
@@ -316,6 +328,75 @@ fn case(
             Some(scatter_bytes),
             &[],
         );
+    }
+    Ok(())
+}
+
+/// The scatter of every form over plans around the size rule's threshold
+/// (average degree 16, hub-skewed and uniform, 16 and 64 features), f32 and
+/// bf16: the backend's pick (`rtx-cuda-scatter-{ty}`) beside each forced
+/// form (`rtx-cuda-scatter-{ty}-{form}`), prepared indices. Every form
+/// gives the same bits (the tests' business, not timed here).
+fn form_sweep(g: &rtx_backend_cuda::CudaBackend, reps: usize) -> anyhow::Result<()> {
+    println!(
+        "{}",
+        json!({"device": g.device_name(), "impl": "rtx", "arch": g.arch(),
+               "pipelined_max_entries": rtx_backend_cuda::PIPELINED_SCATTER_MAX_ENTRIES})
+    );
+    for e in [
+        1usize << 16,
+        1 << 18,
+        1 << 20,
+        (1 << 20) + (1 << 18),
+        1 << 22,
+    ] {
+        for hub in [true, false] {
+            for f in [16usize, 64] {
+                let rows = e / 16;
+                let name = format!("sweep-e{e}-f{f}-{}", if hub { "hub" } else { "uniform" });
+                let h = g.index(&indices(1, e, rows, hub))?;
+                g.prepare_scatter(&h)?;
+                let msg = values_par(3, e * f);
+                sweep_forms::<f32>(g, reps, &name, &h, (rows, f), &msg)?;
+                let half: Vec<rtx_backend::bf16> = msg
+                    .iter()
+                    .map(|&x| rtx_backend::bf16::from_f32(x))
+                    .collect();
+                sweep_forms(g, reps, &name, &h, (rows, f), &half)?;
+                #[allow(clippy::drop_non_drop)]
+                drop(h);
+            }
+        }
+    }
+    g.set_scatter_form(ScatterForm::Auto);
+    Ok(())
+}
+
+/// One sweep case in `T`: the backend's pick, then each forced form.
+fn sweep_forms<T: rtx_backend::Element>(
+    g: &rtx_backend_cuda::CudaBackend,
+    reps: usize,
+    name: &str,
+    h: &rtx_backend_cuda::CudaIndex,
+    (rows, f): (usize, usize),
+    msg: &[T],
+) -> anyhow::Result<()> {
+    let e = msg.len() / f;
+    let sz = T::DTYPE.size();
+    let bytes = (e * f * sz + rows * f * sz * 2 + e * 4) as f64;
+    let gm = g.upload(msg, &[e, f])?;
+    let mut d = g.zeros::<T>(&[rows, f])?;
+    let ty = T::DTYPE.name();
+    let auto = std::iter::once((ScatterForm::Auto, ""));
+    for (form, tag) in auto.chain(FORCED_FORMS) {
+        g.set_scatter_form(form);
+        let ms = time_cuda(g, 3, reps, || g.index_add_idx(&mut d, h, &gm))?;
+        let row = if tag.is_empty() {
+            format!("rtx-cuda-scatter-{ty}")
+        } else {
+            format!("rtx-cuda-scatter-{ty}-{tag}")
+        };
+        emit("index", name, &row, ms, Some(bytes), &[]);
     }
     Ok(())
 }

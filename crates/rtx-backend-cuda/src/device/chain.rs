@@ -82,7 +82,7 @@ fn level_scratch(dev: &Device, values: &[usize], row_bytes: usize) -> Result<Vec
 
 /// The arguments of a fused level 0 over stored rows (`sum0`, `sum0a`):
 /// the `[plan.len(), W vectors]` at `vals` through `dp`'s positions and
-/// level-0 tables (and window table, when it has one) into `dst`, chunks of
+/// level-0 tables and window table into `dst`, chunks of
 /// rows with more go to the level-1 scratch at `next`.
 fn sum0_args<T: Element>(vals: u64, dp: &DevicePlan, w: u64, dst: u64, next: u64) -> Sum0<T> {
     let (start, row, slot, n) = dp.levels[0];
@@ -144,7 +144,7 @@ pub(crate) fn sum_chain<T: Element>(
     // gss0 against x's rows, and w holds plan.len() * heads weights), rows
     // below dst's rows (checked), slots below level 1's scratch (sized from
     // plan.values, rows of row_bytes = W vectors); wfirst is the plan's
-    // window table (windows + 1 chunk indices, levels::window_table) or 0;
+    // window table (windows + 1 chunk indices, levels::window_table);
     // dst is used by this chain alone. (For f32 and f64, T::Acc is T.)
     let chunks = cfg1(chunks_grid(n, lanes));
     // a fused level 0 walks windows of positions (segment.cu), scatter0 chunks
@@ -482,7 +482,7 @@ pub(crate) fn half_sum_chain<T: Element>(
         // below src's rows (plan.len() rows of f halves = W vectors, checked
         // by the callers), rows below dst's rows (checked), slots below
         // level 1's scratch (sized from plan.values, rows of f f32 sums);
-        // wfirst is the plan's window table or 0; dst is used by this chain
+        // wfirst is the plan's window table; dst is used by this chain
         // alone, and a row finished at level 0 has one chunk (one block
         // adds into it).
         unsafe { args.launch(dev, &kernels, kernel, grid) }?;

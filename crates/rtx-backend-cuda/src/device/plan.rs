@@ -22,8 +22,8 @@ pub(crate) struct DevicePlan {
     pub levels: Vec<(u64, u64, u64, u64)>,
     /// Values each level reads (`values[0]` = entries; `values[l]` = scratch slots of level l).
     pub values: Vec<usize>,
-    /// Device address of level 0's window table (`levels::window_table`), or
-    /// 0 when the plan has none (built on the device: the kernels search).
+    /// Device address of level 0's window table (`levels::window_table`;
+    /// 0 for a plan of no entries, which no kernel runs over).
     pub windows: u64,
 }
 
@@ -86,6 +86,7 @@ impl DevicePlan {
         rowof: u64,
         levels: Vec<(u64, u64, u64, u64)>,
         values: Vec<usize>,
+        windows: u64,
     ) -> DevicePlan {
         DevicePlan {
             mem,
@@ -93,7 +94,7 @@ impl DevicePlan {
             rowof,
             levels,
             values,
-            windows: 0,
+            windows,
         }
     }
 

@@ -1,7 +1,8 @@
 //! Scatter plans built on the device from a device-resident index list
 //! (kernels/plan.cu): the stable counting sort of `IndexPlan` as a radix
-//! sort, the row offsets, and the canonical chunk levels, bit for bit what
-//! `IndexPlan::new` + `levels::build_levels` give on the host. One readback
+//! sort, the row offsets, the canonical chunk levels and level 0's window
+//! table, bit for bit what `IndexPlan::new` + `levels::build_levels` +
+//! `levels::window_table` give on the host. One readback
 //! of a small info block per build (the level sizes the launches need, the
 //! range check's verdict); two when the destination has far more rows than
 //! the list has entries (the plan is then built for `max + 1` rows).
@@ -123,7 +124,7 @@ pub(crate) fn build(
 ) -> BResult<Built> {
     if n == 0 {
         return Ok(Built {
-            plan: DevicePlan::from_parts(dev.alloc(0)?, 0, idx, Vec::new(), vec![0]),
+            plan: DevicePlan::from_parts(dev.alloc(0)?, 0, idx, Vec::new(), vec![0], 0),
             max: None,
         });
     }
@@ -180,8 +181,9 @@ fn sort_rows(
 }
 
 /// The plan's one allocation and the addresses of its parts: the positions
-/// (`n` u32), level 0's tables (`c0 + 1`, `c0`, `c0` u32) and the levels
-/// past 0 (`hi_len(n)` u32 at plan_layout's offsets).
+/// (`n` u32), level 0's tables (`c0 + 1`, `c0`, `c0` u32), the levels past 0
+/// (`hi_len(n)` u32 at plan_layout's offsets) and level 0's window table
+/// (`ceil(n / WINDOW) + 1` u32).
 struct PlanMem {
     mem: DevMem,
     /// Level 0's chunk bound, `level0_bound(n, sort_rows)`.
@@ -191,12 +193,15 @@ struct PlanMem {
     row0: u64,
     slot0: u64,
     hi: u64,
+    wfirst: u64,
 }
 
 impl PlanMem {
     fn alloc(dev: &Device, n64: u64, sort_rows: u64) -> Result<PlanMem> {
         let c0 = level0_bound(n64, sort_rows);
-        let mem = alloc_u32(dev, n64 + 3 * c0 + 1 + hi_len(n64))?;
+        let windows = n64.div_ceil(crate::abi::WINDOW) + 1;
+        let hi = n64 + 3 * c0 + 1;
+        let mem = alloc_u32(dev, hi + hi_len(n64) + windows)?;
         let base = mem.ptr();
         Ok(PlanMem {
             c0,
@@ -204,7 +209,8 @@ impl PlanMem {
             start0: base + 4 * n64,
             row0: base + 4 * (n64 + c0 + 1),
             slot0: base + 4 * (n64 + 2 * c0 + 1),
-            hi: base + 4 * (n64 + 3 * c0 + 1),
+            hi: base + 4 * hi,
+            wfirst: base + 4 * (hi + hi_len(n64)),
             mem,
         })
     }
@@ -395,10 +401,12 @@ fn level_tables(
         crow: Out::at(plan.row0),
         cslot: Out::at(plan.slot0),
         list: Out::at(la),
+        wfirst: Out::at(plan.wfirst),
     };
     // SAFETY: the chunk count in info is at most level0_bound(n, rows) = c0
     // (plan_layout's tests), the tables hold c0 + 1, c0 and c0 u32, the list
-    // 3 * list_len(n).
+    // 3 * list_len(n), the window table ceil(n / WINDOW) + 1 u32 (entries
+    // 0 ..= ceil(n / WINDOW), the only ones written).
     unsafe { args.launch(dev, &k, Kernel::Lvl0Fill, cfg1(grid_for(plan.c0))) }?;
     let args = PlanLevels {
         list_a: Out::at(la),
@@ -455,7 +463,7 @@ fn finish(
     }
     let max = known_max.unwrap_or(words[INFO_MAX] as u32);
     Ok(Built {
-        plan: DevicePlan::from_parts(plan.mem, plan.positions, idx, tables, values),
+        plan: DevicePlan::from_parts(plan.mem, plan.positions, idx, tables, values, plan.wfirst),
         max: Some(max),
     })
 }
