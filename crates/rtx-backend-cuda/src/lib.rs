@@ -121,7 +121,7 @@ pub use device::{CudaBackend, CudaBuffer, CudaIndex, Recorded};
 pub use error::{Error, NvrtcError, Result};
 pub use settings::{
     ColSums, DEFAULT_INDEX_CACHE_BYTES, MatmulTiles, PIPELINED_SCATTER_MAX_ENTRIES, ScatterForm,
-    TransposeTile,
+    TransposeTile, WINDOWED_MAX_BYTES,
 };
 pub use source::{KERNEL_FILES, translation_unit as kernel_source};
 #[cfg(not(feature = "cuda"))]

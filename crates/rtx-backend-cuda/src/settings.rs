@@ -65,9 +65,9 @@ pub enum ScatterForm {
     /// Picked by size (the default): pipelined up to
     /// [`PIPELINED_SCATTER_MAX_ENTRIES`] entries (the longest chunk's latency
     /// dominates) or when a lane sums more than one column vector (rows wider
-    /// than 32 vectors), batched otherwise (throughput dominates); in the
-    /// first case `index_add`'s level 0 over rows of at most 32 vectors is
-    /// windowed.
+    /// than 32 vectors), batched otherwise (throughput dominates); and
+    /// `index_add`'s level 0 windowed for pipelined plans with a hub row and
+    /// at most [`WINDOWED_MAX_BYTES`] of values in rows of at most 32 vectors.
     #[default]
     Auto,
     /// Always the batched (throughput) form.
@@ -95,16 +95,52 @@ pub(crate) enum Level0Sum {
 /// `fused_level0`: wider rows take its grouped form, a group per chunk).
 pub(crate) const WINDOWED_MAX_VECTORS: u64 = 32;
 
+/// Most bytes of stored values (entries times row bytes) for which `Auto`
+/// windows `index_add`'s level 0. On the H200 (docs/PERFORMANCE.md, "The
+/// forms of the scatter-add") the windowed form is 1.3-1.8x faster than
+/// the pipelined one on hub-skewed plans of up to 16 MiB of values, even or
+/// slower on 32-64 MiB, and slower on plans without hub rows past 64k
+/// entries of 64 features: its blocks run their phases one after another,
+/// which pays where one chain is the time, not where throughput is.
+pub const WINDOWED_MAX_BYTES: usize = 16 << 20;
+
+/// What the choice of `index_add`'s level 0 reads of a plan and its rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct PlanShape {
+    /// Entries (values of level 0).
+    pub entries: usize,
+    /// Column vectors per row.
+    pub w: u64,
+    /// Bytes of one stored row.
+    pub row_bytes: usize,
+    /// Whether a row has more than one chunk (the plan has a level past 0):
+    /// a hub row, whose 256-value chunks are the chains that bound a small
+    /// scatter's time.
+    pub hub: bool,
+}
+
 impl ScatterForm {
-    /// Level 0 of `index_add` for a plan of `entries` entries whose rows
-    /// are `w` vectors wide: windowed where the chunk sums would be
-    /// pipelined (or always, [`ScatterForm::Windowed`]) and rows are at most
-    /// [`WINDOWED_MAX_VECTORS`] vectors, else [`ScatterForm::resolve`].
-    pub(crate) fn level0(self, entries: usize, w: u64) -> Level0Sum {
+    /// Level 0 of `index_add` for a plan of `shape`: windowed for
+    /// [`ScatterForm::Windowed`], and under `Auto` for a plan the chunk
+    /// sums would pipeline that has a hub row and at most
+    /// [`WINDOWED_MAX_BYTES`] of values; either only for rows of at most
+    /// [`WINDOWED_MAX_VECTORS`] vectors. Else the chunk sums of
+    /// [`ScatterForm::resolve`].
+    pub(crate) fn level0(self, shape: PlanShape) -> Level0Sum {
+        let PlanShape {
+            entries,
+            w,
+            row_bytes,
+            hub,
+        } = shape;
         let sum = self.resolve(entries, w);
         let windowed = match self {
             ScatterForm::Windowed => true,
-            ScatterForm::Auto => sum == ChunkSum::Pipelined,
+            ScatterForm::Auto => {
+                sum == ChunkSum::Pipelined
+                    && hub
+                    && entries.saturating_mul(row_bytes) <= WINDOWED_MAX_BYTES
+            }
             ScatterForm::Batched | ScatterForm::Pipelined => false,
         };
         if windowed && w <= WINDOWED_MAX_VECTORS {
@@ -274,24 +310,32 @@ mod tests {
             ChunkSum::Pipelined
         );
         assert_eq!(ScatterForm::Windowed.resolve(n + 1, 1), ChunkSum::Pipelined);
-        // index_add's level 0: windowed where pipelined and rows are narrow
+        // index_add's level 0: windowed for small hub-skewed plans of
+        // narrow rows (the anchors' Harris case: 42,955 rows of 256 bytes)
         let chunks = |s| Level0Sum::Chunks(s);
-        assert_eq!(ScatterForm::Auto.level0(n, 32), Level0Sum::Windowed);
-        assert_eq!(ScatterForm::Auto.level0(n, 33), chunks(ChunkSum::Pipelined));
-        assert_eq!(
-            ScatterForm::Auto.level0(n + 1, 32),
-            chunks(ChunkSum::Batched)
-        );
-        assert_eq!(ScatterForm::Windowed.level0(n + 1, 1), Level0Sum::Windowed);
-        assert_eq!(
-            ScatterForm::Windowed.level0(1, 33),
-            chunks(ChunkSum::Pipelined)
-        );
-        assert_eq!(
-            ScatterForm::Pipelined.level0(1, 1),
-            chunks(ChunkSum::Pipelined)
-        );
-        assert_eq!(ScatterForm::Batched.level0(1, 1), chunks(ChunkSum::Batched));
+        let shape = |entries, w, row_bytes, hub| PlanShape {
+            entries,
+            w,
+            row_bytes,
+            hub,
+        };
+        let auto = |s| ScatterForm::Auto.level0(s);
+        assert_eq!(auto(shape(42_955, 16, 256, true)), Level0Sum::Windowed);
+        assert_eq!(auto(shape(42_955, 16, 128, true)), Level0Sum::Windowed);
+        assert_eq!(auto(shape(1 << 16, 16, 256, true)), Level0Sum::Windowed);
+        let pipelined = chunks(ChunkSum::Pipelined);
+        assert_eq!(auto(shape((1 << 16) + 1, 16, 256, true)), pipelined);
+        assert_eq!(auto(shape(42_955, 16, 256, false)), pipelined);
+        assert_eq!(auto(shape(100, 33, 528, true)), pipelined);
+        let batched = chunks(ChunkSum::Batched);
+        assert_eq!(auto(shape(n + 1, 1, 4, true)), batched);
+        assert_eq!(auto(shape(usize::MAX, 1, 4, true)), batched);
+        let windowed = |s| ScatterForm::Windowed.level0(s);
+        assert_eq!(windowed(shape(n + 1, 32, 512, false)), Level0Sum::Windowed);
+        assert_eq!(windowed(shape(1, 33, 528, true)), pipelined);
+        let small_hub = shape(1000, 1, 4, true);
+        assert_eq!(ScatterForm::Pipelined.level0(small_hub), pipelined);
+        assert_eq!(ScatterForm::Batched.level0(small_hub), batched);
         assert!(TransposeTile::Force32.force32());
         assert!(!TransposeTile::ByShape.force32());
         assert!(!TransposeTile::NoBulk.force32());

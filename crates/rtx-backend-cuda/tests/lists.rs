@@ -3,11 +3,11 @@
 //! result bit-identical to rtx-backend-cpu with the same list on the host. Without a device every test FAILS saying so.
 #![cfg(feature = "cuda")]
 
+use rtx_backend::bf16;
 use rtx_backend::prelude::*;
 use rtx_backend::workload::{index, indices, values};
 use rtx_backend::{Element, Error as BError, Unary};
 use rtx_backend_cpu::CpuBackend;
-use rtx_backend::bf16;
 use rtx_backend_cuda::{CudaBackend, ScatterForm};
 
 fn backend() -> CudaBackend {

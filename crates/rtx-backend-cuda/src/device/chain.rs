@@ -22,7 +22,7 @@ use super::launch::{
 };
 use super::plan::DevicePlan;
 use crate::error::{Error, Result};
-use crate::settings::{Level0Sum, ScatterForm};
+use crate::settings::{Level0Sum, PlanShape, ScatterForm};
 use crate::table::{Float, Fused0, Half, HalfVec, Kernel, Level, SumVec, Typed};
 
 /// What level 0 of a sum chain adds up (device addresses and sizes).
@@ -78,6 +78,17 @@ fn level_scratch(dev: &Device, values: &[usize], row_bytes: usize) -> Result<Vec
                 .and_then(|b| dev.alloc(b))
         })
         .collect()
+}
+
+/// What the choice of `index_add`'s level 0 reads of `dp` and its rows of
+/// `w` vectors, `row_bytes` bytes stored.
+fn plan_shape(dp: &DevicePlan, w: u64, row_bytes: usize) -> PlanShape {
+    PlanShape {
+        entries: dp.values[0],
+        w,
+        row_bytes,
+        hub: dp.levels.len() > 1,
+    }
 }
 
 /// The arguments of a fused level 0 over stored rows (`sum0`, `sum0a`):
@@ -151,7 +162,7 @@ pub(crate) fn sum_chain<T: Element>(
     let windows = cfg1(fused0_grid(dp.values[0] as u64, n, w, vb as u64));
     match level0 {
         Level0::Stored { src } => {
-            let sum = match form.level0(dp.values[0], w) {
+            let sum = match form.level0(plan_shape(dp, w, row_bytes)) {
                 Level0Sum::Windowed => {
                     let args = sum0_args::<T>(src, dp, w, dst, next);
                     let kernel = Kernel::fused0(Fused0::Add, v);
@@ -472,7 +483,7 @@ pub(crate) fn half_sum_chain<T: Element>(
     let kernels = dev.kernels()?;
     let (start, row, slot, n) = dp.levels[0];
     let next = scratch.first().map_or(0, DevMem::ptr);
-    if form.level0(dp.values[0], w) == Level0Sum::Windowed {
+    if form.level0(plan_shape(dp, w, f * T::DTYPE.size())) == Level0Sum::Windowed {
         let args = sum0_args::<T>(src, dp, w, dst, next);
         // windows of positions; a vector's f32 sums in shared memory
         let f32_vec = (v.elems() * std::mem::size_of::<f32>()) as u64;
