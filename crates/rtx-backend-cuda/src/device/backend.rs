@@ -246,8 +246,8 @@ impl CudaBackend {
     }
 
     /// Sets the form of the scatter chunk sums, for `index_add` and every
-    /// segment sum (default [`ScatterForm::Auto`]). Both forms make the same
-    /// additions in the same order. A tuning knob for benchmarks.
+    /// segment sum (default [`ScatterForm::Auto`]). Every form makes the
+    /// same additions in the same order. A tuning knob for benchmarks.
     pub fn set_scatter_form(&self, form: ScatterForm) {
         self.settings.set_scatter_form(form);
     }
