@@ -99,7 +99,7 @@ pub(crate) const WINDOWED_MAX_VECTORS: u64 = 32;
 /// windows `index_add`'s level 0. On the H200 (docs/PERFORMANCE.md, "The
 /// forms of the scatter-add") the windowed form is 1.3-1.8x faster than
 /// the pipelined one on hub-skewed plans of up to 16 MiB of values, even or
-/// slower on 32-64 MiB, and slower on plans without hub rows past 64k
+/// slower on 32-64 MiB, and slower on plans without hub rows from 64k
 /// entries of 64 features: its blocks run their phases one after another,
 /// which pays where one chain is the time, not where throughput is.
 pub const WINDOWED_MAX_BYTES: usize = 16 << 20;
