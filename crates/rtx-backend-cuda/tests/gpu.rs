@@ -455,6 +455,9 @@ fn scatter_forms_case<T: rtx_backend::Element>(g: &CudaBackend) {
         (50, 100_000, 5, true),
         (3000, 40_000, 2, false),
         (15_000, 42_955, 16, true),
+        // 32 vectors a row (the most the windowed form takes), then 33
+        (400, 30_000, 128, true),
+        (400, 30_000, 132, true),
     ] {
         let idx = indices(11, e, rows, hub);
         let msg: Vec<T> = values(12, e * f);

@@ -185,6 +185,8 @@ fn half_scatter_add_is_the_canonical_f32_sum_rounded_once() {
         // (hub rows of several levels) in x4 vectors of the f32 scratch
         (30, 200_000, 64, true),
         (12, 70_000, 16, true),
+        // x8 vectors, 32 a row: the widest rows the windowed level 0 takes
+        (300, 20_000, 256, true),
     ] {
         scatter_case::<bf16>(rows, e, f, hub, 21);
         scatter_case::<f16>(rows, e, f, hub, 22);
