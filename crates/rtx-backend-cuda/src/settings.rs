@@ -82,15 +82,6 @@ pub enum ScatterForm {
     Windowed,
 }
 
-/// How level 0 of `index_add` sums its chunks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Level0Sum {
-    /// index.cu's `scatter0` kernels, a group of lanes per chunk.
-    Chunks(ChunkSum),
-    /// segment.cu's `sum0a` kernels, a block per window of positions.
-    Windowed,
-}
-
 /// Most column vectors per row that the windowed level 0 takes (segment.cu's
 /// `fused_level0`: wider rows take its grouped form, a group per chunk).
 pub(crate) const WINDOWED_MAX_VECTORS: u64 = 32;
@@ -120,34 +111,29 @@ pub(crate) struct PlanShape {
 }
 
 impl ScatterForm {
-    /// Level 0 of `index_add` for a plan of `shape`: windowed for
-    /// [`ScatterForm::Windowed`], and under `Auto` for a plan the chunk
-    /// sums would pipeline that has a hub row and at most
+    /// Whether `index_add`'s level 0 over a plan of `shape` is windowed
+    /// (segment.cu's `sum0a`) rather than chunk sums ([`ScatterForm::resolve`]):
+    /// always for [`ScatterForm::Windowed`], and under `Auto` for a plan the
+    /// chunk sums would pipeline that has a hub row and at most
     /// [`WINDOWED_MAX_BYTES`] of values; either only for rows of at most
-    /// [`WINDOWED_MAX_VECTORS`] vectors. Else the chunk sums of
-    /// [`ScatterForm::resolve`].
-    pub(crate) fn level0(self, shape: PlanShape) -> Level0Sum {
+    /// [`WINDOWED_MAX_VECTORS`] vectors.
+    pub(crate) fn windowed(self, shape: PlanShape) -> bool {
         let PlanShape {
             entries,
             w,
             row_bytes,
             hub,
         } = shape;
-        let sum = self.resolve(entries, w);
-        let windowed = match self {
+        let wanted = match self {
             ScatterForm::Windowed => true,
             ScatterForm::Auto => {
-                sum == ChunkSum::Pipelined
+                self.resolve(entries, w) == ChunkSum::Pipelined
                     && hub
                     && entries.saturating_mul(row_bytes) <= WINDOWED_MAX_BYTES
             }
             ScatterForm::Batched | ScatterForm::Pipelined => false,
         };
-        if windowed && w <= WINDOWED_MAX_VECTORS {
-            Level0Sum::Windowed
-        } else {
-            Level0Sum::Chunks(sum)
-        }
+        wanted && w <= WINDOWED_MAX_VECTORS
     }
 
     /// The chunk sums for a plan of `entries` entries whose rows are `w`
@@ -311,31 +297,32 @@ mod tests {
         );
         assert_eq!(ScatterForm::Windowed.resolve(n + 1, 1), ChunkSum::Pipelined);
         // index_add's level 0: windowed for small hub-skewed plans of
-        // narrow rows (the anchors' Harris case: 42,955 rows of 256 bytes)
-        let chunks = |s| Level0Sum::Chunks(s);
+        // narrow rows (the anchors' Harris case: 42,955 rows of 256 bytes);
+        // the other plans keep the chunk sums `resolve` gives
         let shape = |entries, w, row_bytes, hub| PlanShape {
             entries,
             w,
             row_bytes,
             hub,
         };
-        let auto = |s| ScatterForm::Auto.level0(s);
-        assert_eq!(auto(shape(42_955, 16, 256, true)), Level0Sum::Windowed);
-        assert_eq!(auto(shape(42_955, 16, 128, true)), Level0Sum::Windowed);
-        assert_eq!(auto(shape(1 << 16, 16, 256, true)), Level0Sum::Windowed);
-        let pipelined = chunks(ChunkSum::Pipelined);
-        assert_eq!(auto(shape((1 << 16) + 1, 16, 256, true)), pipelined);
-        assert_eq!(auto(shape(42_955, 16, 256, false)), pipelined);
-        assert_eq!(auto(shape(100, 33, 528, true)), pipelined);
-        let batched = chunks(ChunkSum::Batched);
-        assert_eq!(auto(shape(n + 1, 1, 4, true)), batched);
-        assert_eq!(auto(shape(usize::MAX, 1, 4, true)), batched);
-        let windowed = |s| ScatterForm::Windowed.level0(s);
-        assert_eq!(windowed(shape(n + 1, 32, 512, false)), Level0Sum::Windowed);
-        assert_eq!(windowed(shape(1, 33, 528, true)), pipelined);
+        let auto = |s| ScatterForm::Auto.windowed(s);
+        assert!(auto(shape(42_955, 16, 256, true)));
+        assert!(auto(shape(42_955, 16, 128, true)));
+        assert!(auto(shape(1 << 16, 16, 256, true)));
+        assert!(!auto(shape((1 << 16) + 1, 16, 256, true)));
+        assert!(!auto(shape(42_955, 16, 256, false)));
+        assert!(!auto(shape(100, 33, 528, true)));
+        assert!(!auto(shape(n + 1, 1, 4, true)));
+        assert!(!auto(shape(usize::MAX, 1, 4, true)));
+        assert_eq!(ScatterForm::Auto.resolve(usize::MAX, 1), ChunkSum::Batched);
+        let windowed = |s| ScatterForm::Windowed.windowed(s);
+        assert!(windowed(shape(n + 1, 32, 512, false)));
+        assert!(!windowed(shape(1, 33, 528, true)));
+        assert_eq!(ScatterForm::Windowed.resolve(1, 33), ChunkSum::Pipelined);
         let small_hub = shape(1000, 1, 4, true);
-        assert_eq!(ScatterForm::Pipelined.level0(small_hub), pipelined);
-        assert_eq!(ScatterForm::Batched.level0(small_hub), batched);
+        assert!(!ScatterForm::Pipelined.windowed(small_hub));
+        assert!(!ScatterForm::Batched.windowed(small_hub));
+        assert_eq!(ScatterForm::Batched.resolve(1000, 1), ChunkSum::Batched);
         assert!(TransposeTile::Force32.force32());
         assert!(!TransposeTile::ByShape.force32());
         assert!(!TransposeTile::NoBulk.force32());

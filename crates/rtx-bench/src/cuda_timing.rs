@@ -58,13 +58,32 @@ pub fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-/// Each form of the scatter chunk sums a bench forces beside the
-/// backend's own pick (every form gives the same bits), with its row suffix.
-pub const FORCED_FORMS: [(ScatterForm, &str); 3] = [
-    (ScatterForm::Batched, "batched"),
-    (ScatterForm::Pipelined, "pipelined"),
-    (ScatterForm::Windowed, "windowed"),
-];
+/// Times `scatter` (`index_add` calls of `bytes` bytes) in each form of the
+/// chunk sums forced, beside the backend's own pick (every form gives the
+/// same bits): rows `{row}-{batched,pipelined,windowed}` of `suite` and
+/// `case`; the backend is left on [`ScatterForm::Auto`].
+///
+/// # Errors
+/// Errors of `scatter` and of the events.
+pub fn forced_form_rows(
+    g: &CudaBackend,
+    reps: usize,
+    (suite, case, row): (&str, &str, &str),
+    bytes: f64,
+    mut scatter: impl FnMut() -> Result<()>,
+) -> anyhow::Result<()> {
+    for (form, tag) in [
+        (ScatterForm::Batched, "batched"),
+        (ScatterForm::Pipelined, "pipelined"),
+        (ScatterForm::Windowed, "windowed"),
+    ] {
+        g.set_scatter_form(form);
+        let ms = time_cuda(g, 3, reps, &mut scatter);
+        g.set_scatter_form(ScatterForm::Auto);
+        emit(suite, case, &format!("{row}-{tag}"), ms?, Some(bytes), &[]);
+    }
+    Ok(())
+}
 
 /// Median device time of `f` over `reps` runs after `warm` runs (CUDA events).
 ///

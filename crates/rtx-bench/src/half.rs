@@ -26,7 +26,7 @@ use rtx_backend_cuda::CudaBackend;
 use serde_json::json;
 
 use crate::cuda_timing::{
-    FORCED_FORMS, cuda_or_note, emit, time_cuda, time_cuda_queued, values_par,
+    cuda_or_note, emit, forced_form_rows, time_cuda, time_cuda_queued, values_par,
 };
 
 /// Arguments of `rtx-bench half`.
@@ -264,13 +264,10 @@ fn index_rows<T: Element>(
         Some(scatter_bytes),
         &xs,
     );
-    for (form, tag) in FORCED_FORMS {
-        g.set_scatter_form(form);
-        let ms = time_cuda(g, 3, args.reps, || g.index_add_idx(&mut d, h, &gm))?;
-        let row = format!("rtx-cuda-scatter-{ty}-{tag}");
-        emit("half", name, &row, ms, Some(scatter_bytes), &[]);
-    }
-    g.set_scatter_form(rtx_backend_cuda::ScatterForm::Auto);
+    let row = format!("rtx-cuda-scatter-{ty}");
+    forced_form_rows(g, args.reps, ("half", name, &row), scatter_bytes, || {
+        g.index_add_idx(&mut d, h, &gm)
+    })?;
     Ok((gms, sms))
 }
 

@@ -17,11 +17,10 @@ use rtx_backend::IndexPlan;
 use rtx_backend::conformance::indices;
 use rtx_backend::prelude::*;
 use rtx_backend_cpu::CpuBackend;
-use rtx_backend_cuda::ScatterForm;
 use serde_json::json;
 
 use crate::cuda_timing::{
-    FORCED_FORMS, HostRoundTrip, cuda_or_note, emit, time_cuda, time_host, values_par,
+    HostRoundTrip, cuda_or_note, emit, forced_form_rows, time_cuda, time_host, values_par,
 };
 
 /// Arguments of `rtx-bench index`.
@@ -270,15 +269,10 @@ fn case(
             ("bit_identical_runs", repeat_ok.into()),
         ],
     );
-    // every explicit form of the chunk sums (the default picks by size;
-    // every form gives the same bits)
-    for (form, tag) in FORCED_FORMS {
-        g.set_scatter_form(form);
-        let ms = time_cuda(g, 3, args.reps, || g.index_add_idx(&mut d, &h, &gm))?;
-        let row = format!("rtx-cuda-scatter-{tag}");
-        emit("index", c.name, &row, ms, Some(scatter_bytes), &[]);
-    }
-    g.set_scatter_form(ScatterForm::Auto);
+    let rows = ("index", c.name, "rtx-cuda-scatter");
+    forced_form_rows(g, args.reps, rows, scatter_bytes, || {
+        g.index_add_idx(&mut d, &h, &gm)
+    })?;
     // frees the device copies (a no-op stub without the cuda feature)
     #[allow(clippy::drop_non_drop)]
     drop(h);
@@ -368,7 +362,6 @@ fn form_sweep(g: &rtx_backend_cuda::CudaBackend, reps: usize) -> anyhow::Result<
             }
         }
     }
-    g.set_scatter_form(ScatterForm::Auto);
     Ok(())
 }
 
@@ -386,19 +379,12 @@ fn sweep_forms<T: rtx_backend::Element>(
     let bytes = (e * f * sz + rows * f * sz * 2 + e * 4) as f64;
     let gm = g.upload(msg, &[e, f])?;
     let mut d = g.zeros::<T>(&[rows, f])?;
-    let ty = T::DTYPE.name();
-    let auto = std::iter::once((ScatterForm::Auto, ""));
-    for (form, tag) in auto.chain(FORCED_FORMS) {
-        g.set_scatter_form(form);
-        let ms = time_cuda(g, 3, reps, || g.index_add_idx(&mut d, h, &gm))?;
-        let row = if tag.is_empty() {
-            format!("rtx-cuda-scatter-{ty}")
-        } else {
-            format!("rtx-cuda-scatter-{ty}-{tag}")
-        };
-        emit("index", name, &row, ms, Some(bytes), &[]);
-    }
-    Ok(())
+    let row = format!("rtx-cuda-scatter-{}", T::DTYPE.name());
+    let ms = time_cuda(g, 3, reps, || g.index_add_idx(&mut d, h, &gm))?;
+    emit("index", name, &row, ms, Some(bytes), &[]);
+    forced_form_rows(g, reps, ("index", name, &row), bytes, || {
+        g.index_add_idx(&mut d, h, &gm)
+    })
 }
 
 /// Every index on one row (the worst hub): one row of 16M contributions.

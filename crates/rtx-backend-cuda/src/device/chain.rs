@@ -22,7 +22,7 @@ use super::launch::{
 };
 use super::plan::DevicePlan;
 use crate::error::{Error, Result};
-use crate::settings::{Level0Sum, PlanShape, ScatterForm};
+use crate::settings::{PlanShape, ScatterForm};
 use crate::table::{Float, Fused0, Half, HalfVec, Kernel, Level, SumVec, Typed};
 
 /// What level 0 of a sum chain adds up (device addresses and sizes).
@@ -30,8 +30,8 @@ use crate::table::{Float, Fused0, Half, HalfVec, Kernel, Level, SumVec, Typed};
 pub(crate) enum Level0 {
     /// Stored rows of `[plan.len(), f]` at `src`, read through the plan's
     /// positions and added to what `dst` holds (`index_add`: index.cu's
-    /// `scatter0`, or segment.cu's windowed `sum0a` as
-    /// [`ScatterForm::level0`] says).
+    /// `scatter0`, or segment.cu's windowed `sum0a` where
+    /// [`ScatterForm::windowed`] says).
     Stored {
         /// The rows.
         src: u64,
@@ -160,18 +160,15 @@ pub(crate) fn sum_chain<T: Element>(
     let chunks = cfg1(chunks_grid(n, lanes));
     // a fused level 0 walks windows of positions (segment.cu), scatter0 chunks
     let windows = cfg1(fused0_grid(dp.values[0] as u64, n, w, vb as u64));
+    // a windowed index_add is the segment sum's `sum0` adding into dst
+    let (level0, read) = match level0 {
+        Level0::Stored { src } if form.windowed(plan_shape(dp, w, row_bytes)) => {
+            (Level0::Read { vals: src }, Fused0::Add)
+        }
+        other => (other, Fused0::Read),
+    };
     match level0 {
         Level0::Stored { src } => {
-            let sum = match form.level0(plan_shape(dp, w, row_bytes)) {
-                Level0Sum::Windowed => {
-                    let args = sum0_args::<T>(src, dp, w, dst, next);
-                    let kernel = Kernel::fused0(Fused0::Add, v);
-                    // SAFETY: as above.
-                    unsafe { args.launch(dev, &kernels, kernel, windows) }?;
-                    return scatter_levels::<T>(dev, dp, &scratch, v, w, form, dst);
-                }
-                Level0Sum::Chunks(sum) => sum,
-            };
             let args = Scatter::<T> {
                 vals: In::at(src),
                 pos,
@@ -184,13 +181,13 @@ pub(crate) fn sum_chain<T: Element>(
                 dst: Out::at(dst),
                 next: Out::at(next),
             };
-            let kernel = Kernel::scatter(Level::Zero, sum, v);
+            let kernel = Kernel::scatter(Level::Zero, form.resolve(dp.values[0], w), v);
             // SAFETY: as above.
             unsafe { args.launch(dev, &kernels, kernel, chunks) }?;
         }
         Level0::Read { vals } => {
             let args = sum0_args::<T>(vals, dp, w, dst, next);
-            let kernel = Kernel::fused0(Fused0::Read, v);
+            let kernel = Kernel::fused0(read, v);
             // SAFETY: as above.
             unsafe { args.launch(dev, &kernels, kernel, windows) }?;
         }
@@ -460,7 +457,7 @@ pub(crate) fn max_chain<T: Element>(
 /// this chain may use while it runs): index.cu's half scatter levels, which
 /// sum in f32 exactly as the f32 chain does, keep every level past 0 in f32
 /// scratch and round once, when a row's sum is added to its destination.
-/// Level 0 is segment.cu's windowed `sum0a` where [`ScatterForm::level0`]
+/// Level 0 is segment.cu's windowed `sum0a` where [`ScatterForm::windowed`]
 /// says (the same adds in the same order, the same rounding).
 pub(crate) fn half_sum_chain<T: Element>(
     dev: &Device,
@@ -483,7 +480,10 @@ pub(crate) fn half_sum_chain<T: Element>(
     let kernels = dev.kernels()?;
     let (start, row, slot, n) = dp.levels[0];
     let next = scratch.first().map_or(0, DevMem::ptr);
-    if form.level0(plan_shape(dp, w, f * T::DTYPE.size())) == Level0Sum::Windowed {
+    // windowed: the segment sum's sum0 adding into dst, in level 0's
+    // vector (`pick_level0`: as many lanes per chunk as f32's), not the
+    // fused chain's widest one
+    if form.windowed(plan_shape(dp, w, f * T::DTYPE.size())) {
         let args = sum0_args::<T>(src, dp, w, dst, next);
         // windows of positions; a vector's f32 sums in shared memory
         let f32_vec = (v.elems() * std::mem::size_of::<f32>()) as u64;
