@@ -14,8 +14,10 @@ use crate::{Error, Result};
 mod backward;
 mod forward;
 mod mixed;
+mod objective;
 
 pub use mixed::MixedHetGat;
+pub use objective::{LossKind, Objective, ObjectiveGrads, ObjectiveLoss, Targets};
 
 /// Hyper-parameters of a [`HetGat`].
 #[derive(Debug, Clone, PartialEq)]
@@ -32,6 +34,16 @@ pub struct HetGatConfig {
     pub negative_slope: f64,
     /// The node type the linear head reads.
     pub target: usize,
+    /// Outputs of the linear head `hidden -> out_features` (classes of a
+    /// classification, targets per node of a regression; 1 in the
+    /// benchmarks).
+    pub out_features: usize,
+    /// Dropout probability on every layer's input features in training
+    /// passes (PyG: `F.dropout(x, p, training)` before each convolution).
+    pub input_dropout: f64,
+    /// Dropout probability on the attention coefficients in training
+    /// passes (PyG: `GATConv(dropout=p)`).
+    pub attention_dropout: f64,
 }
 
 impl HetGatConfig {
@@ -45,6 +57,9 @@ impl HetGatConfig {
             layers: 2,
             negative_slope: 0.2,
             target: 0,
+            out_features: 1,
+            input_dropout: 0.0,
+            attention_dropout: 0.0,
         }
     }
 
@@ -77,12 +92,14 @@ const BIAS: usize = 4;
 /// source and destination linear maps without bias, attention vectors, a
 /// bias after aggregation), relation outputs summed per destination type
 /// (PyG `HeteroConv(aggr="sum")`), ReLU after each layer, and a linear head
-/// `hidden -> 1` on the target type.
+/// `hidden -> out_features` on the target type. Training passes may drop
+/// out every layer's input features and the attention coefficients
+/// ([`HetGatConfig::input_dropout`], [`HetGatConfig::attention_dropout`]).
 ///
 /// Parameters are one flat list (see [`HetGat::param_names`]): for layer `l`
 /// and relation `r`, `w_src [in_src, hidden]`, `w_dst [in_dst, hidden]`,
 /// `att_src [1, hidden]`, `att_dst [1, hidden]`, `bias [1, hidden]`; then
-/// `head_w [hidden, 1]` and `head_b [1, 1]`.
+/// `head_w [hidden, out_features]` and `head_b [1, out_features]`.
 ///
 /// Relations whose output cannot reach the head (in the last layer: those
 /// into other node types) are not computed; their parameters exist (as in
@@ -180,11 +197,22 @@ impl<B: Backend, T: Element> HetGat<B, T> {
             || config.heads == 0
             || config.channels == 0
             || config.layers == 0
+            || config.out_features == 0
         {
             return Err(Error::Model(format!(
                 "config {config:?} does not fit a graph of {types} node types \
                  (want one feature count per type, target < {types}, nonzero sizes)"
             )));
+        }
+        for (what, p) in [
+            ("input_dropout", config.input_dropout),
+            ("attention_dropout", config.attention_dropout),
+        ] {
+            if !(0.0..1.0).contains(&p) {
+                return Err(Error::Model(format!(
+                    "{what} is {p}; a dropout probability is in [0, 1)"
+                )));
+            }
         }
         let hidden = config.hidden()?;
         check_param_count::<T>(&relations, &config, hidden)?;
@@ -231,8 +259,9 @@ impl<B: Backend, T: Element> HetGat<B, T> {
             }
         }
         let head = 1.0 / (hidden as f64).sqrt();
-        draw("head_w".into(), [hidden, 1], head)?;
-        draw("head_b".into(), [1, 1], head)?;
+        let out = config.out_features;
+        draw("head_w".into(), [hidden, out], head)?;
+        draw("head_b".into(), [1, out], head)?;
         Ok(HetGat {
             config,
             hidden,
@@ -274,6 +303,45 @@ impl<B: Backend, T: Element> HetGat<B, T> {
     /// Parameter names (`conv0.aa.w_src`, ..., `head_w`, `head_b`).
     pub fn param_names(&self) -> &[String] {
         &self.names
+    }
+
+    /// The node type names of the schema the model was built for.
+    pub fn node_type_names(&self) -> &[String] {
+        &self.node_types
+    }
+
+    /// `(name, src type, dst type)` of every relation of the schema, in order.
+    pub fn relation_keys(&self) -> Vec<(&str, usize, usize)> {
+        self.relations
+            .iter()
+            .map(|r| (r.name.as_str(), r.src_type, r.dst_type))
+            .collect()
+    }
+
+    /// Replaces every parameter (e.g. from a checkpoint), all or nothing.
+    ///
+    /// # Errors
+    /// [`Error::Model`] when the count or a shape differs, naming the first
+    /// parameter that does not fit; nothing changes then.
+    pub fn set_params(&mut self, params: Vec<BTensor<B, T>>) -> Result<()> {
+        if params.len() != self.params.len() {
+            return Err(Error::Model(format!(
+                "{} parameters given; the model has {}",
+                params.len(),
+                self.params.len()
+            )));
+        }
+        for ((new, old), name) in params.iter().zip(&self.params).zip(&self.names) {
+            if new.shape() != old.shape() {
+                return Err(Error::Model(format!(
+                    "parameter {name} has shape {:?}; the model's is {:?}",
+                    new.shape(),
+                    old.shape()
+                )));
+            }
+        }
+        self.params = params;
+        Ok(())
     }
 
     /// Index of parameter `which` (a `CONV_PARAMS` index) of layer `l`, relation `r`.
@@ -458,7 +526,7 @@ fn liveness(
 
 /// Checks with checked arithmetic that the model's parameters (every
 /// convolution's `(in_src + in_dst + 3) * hidden` elements, then the head's
-/// `hidden + 1`) fit in memory an allocation can address, so building them
+/// `(hidden + 1) * out_features`) fit in memory an allocation can address, so building them
 /// cannot overflow or panic on capacity.
 fn check_param_count<T: Element>(
     rels: &[RelationKey],
@@ -493,8 +561,7 @@ fn check_param_count<T: Element>(
     let total = later
         .checked_mul(config.layers - 1)
         .and_then(|n| n.checked_add(first))
-        .and_then(|n| n.checked_add(hidden))
-        .and_then(|n| n.checked_add(1))
+        .and_then(|n| hidden.checked_add(1)?.checked_mul(config.out_features)?.checked_add(n))
         .ok_or_else(too_big)?;
     if total > isize::MAX as usize / size_of::<T>().max(1) {
         return Err(too_big());

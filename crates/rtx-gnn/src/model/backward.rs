@@ -2,9 +2,9 @@
 //! parameter (and of the inputs) from the forward pass's caches.
 
 use rtx_backend::prelude::*;
-use rtx_backend::{BTensor, Binary, Element, Unary};
+use rtx_backend::{BTensor, Binary, Element, TrainOps, Unary};
 
-use super::forward::{Forward, mse};
+use super::forward::{Forward, dropout_seed, mse};
 use super::{ATT_DST, ATT_SRC, BIAS, DeviceLoss, Grads, HetGat, LossAndGrads, W_DST, W_SRC};
 use crate::Result;
 use crate::topology::Topology;
@@ -57,7 +57,7 @@ impl<B: Backend, T: Element> HetGat<B, T> {
         x: &[BTensor<B, T>],
         input_grads: bool,
     ) -> Result<LossAndGrads<B, T, DeviceLoss<B, T>>> {
-        let fw = self.run_forward(b, graph, x)?;
+        let fw = self.run_forward(b, graph, x, None)?;
         let loss = mse(b, &fw.y)?;
         let n = loss.rows;
         // head: y = h @ w + b, dL/dy = 2y / n
@@ -123,8 +123,14 @@ impl<B: Backend, T: Element> HetGat<B, T> {
                 //   dalpha[e] = g[dst[e]] . hs[src[e]] (per head)
                 //   dhs = scatter_src(alpha * gather_dst(g))
                 let edges = graph.edges(r);
-                let dalpha = edges.dst_src_head_dot(b, g, &c.hs, heads)?;
-                let mut dhs = edges.dst_to_src(b, g, &c.alpha)?;
+                let mut dalpha = edges.dst_src_head_dot(b, g, &c.hs, heads)?;
+                let used = c.alpha_dropped.as_ref().unwrap_or(&c.alpha);
+                let mut dhs = edges.dst_to_src(b, g, used)?;
+                if let (Some(pass), Some(_)) = (fw.dropout, &c.alpha_dropped) {
+                    // through the attention dropout: the same mask on the gradient
+                    let p = self.config.attention_dropout;
+                    dalpha = b.dropout(&dalpha, p, dropout_seed(pass, l, r, true))?;
+                }
                 let dl = edges.softmax_by_dst_backward(b, &c.alpha, &dalpha)?;
                 let dz = b.unary_backward(slope, &c.z, &dl)?;
                 let das = edges.sum_by_src(b, &dz)?;
@@ -146,6 +152,15 @@ impl<B: Backend, T: Element> HetGat<B, T> {
                     add_into(b, &mut dx_in[st], gs)?;
                     let gd = b.matmul(&dad, false, &c.w_att_dst, true)?;
                     add_into(b, &mut dx_in[dt], gd)?;
+                }
+            }
+            if let (Some(pass), true) = (fw.dropout, self.config.input_dropout > 0.0) {
+                // through the input dropout of layer l: the same masks
+                let p = self.config.input_dropout;
+                for (t, d) in dx_in.iter_mut().enumerate() {
+                    if let Some(v) = d {
+                        *v = b.dropout(v, p, dropout_seed(pass, l, t, false))?;
+                    }
                 }
             }
             dx = dx_in;

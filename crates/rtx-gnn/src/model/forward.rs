@@ -2,7 +2,8 @@
 //! backward pass reads of the forward one (`Forward`).
 
 use rtx_backend::prelude::*;
-use rtx_backend::{BTensor, Binary, Element, Unary};
+use rtx_backend::workload::splitmix64;
+use rtx_backend::{BTensor, Binary, Element, TrainOps, Unary};
 
 use super::{ATT_DST, ATT_SRC, BIAS, DeviceLoss, HetGat, W_DST, W_SRC};
 use crate::topology::Topology;
@@ -16,11 +17,15 @@ pub(super) struct RelCache<B: Backend, T: Element> {
     pub(super) w_att_dst: BTensor<B, T>,
     pub(super) z: BTensor<B, T>,
     pub(super) alpha: BTensor<B, T>,
+    /// `alpha` after attention dropout (the coefficients the messages
+    /// used), when a training pass dropped any.
+    pub(super) alpha_dropped: Option<BTensor<B, T>>,
 }
 
 /// What the backward pass reads of one layer's forward.
 pub(super) struct LayerCache<B: Backend, T: Element> {
-    /// The layer's input per node type.
+    /// The layer's input per node type, as the convolutions read it (after
+    /// input dropout in a training pass).
     pub(super) x: Vec<Option<BTensor<B, T>>>,
     /// The layer's output per node type: relu of its relations' biased sum
     /// (the same buffers as the next layer's input; relu's backward reads it).
@@ -34,10 +39,24 @@ pub(super) struct Forward<B: Backend, T: Element> {
     /// The head's input (the target type's last activation) and output.
     pub(super) h: BTensor<B, T>,
     pub(super) y: BTensor<B, T>,
+    /// The dropout of the pass (`None`: no dropout).
+    pub(super) dropout: Option<u64>,
+}
+
+/// The seed of the dropout mask of one tensor of a pass: input dropout of
+/// layer `l`'s node type `i` (`attention == false`) or attention dropout of
+/// layer `l`'s relation `i`, drawn from the pass's seed by splitmix64, so
+/// every mask is a pure function of (pass seed, layer, type or relation,
+/// element index): counter-based, like the sampler's draws.
+pub(super) fn dropout_seed(pass: u64, l: usize, i: usize, attention: bool) -> u64 {
+    let tag = ((l as u64) << 33) | ((i as u64) << 1) | u64::from(attention);
+    splitmix64(pass, tag)
 }
 
 impl<B: Backend, T: Element> HetGat<B, T> {
-    /// The forward pass, keeping what the backward pass reads.
+    /// The forward pass, keeping what the backward pass reads; `dropout`:
+    /// the seed of a training pass's dropout masks (`None`: no dropout, as
+    /// in evaluation).
     ///
     /// # Errors
     /// As [`HetGat::forward`].
@@ -46,13 +65,23 @@ impl<B: Backend, T: Element> HetGat<B, T> {
         b: &B,
         graph: &G,
         x: &[BTensor<B, T>],
+        dropout: Option<u64>,
     ) -> Result<Forward<B, T>> {
         self.check_inputs(graph, x)?;
         let heads = self.config.heads;
         let slope = Unary::LeakyRelu(self.config.negative_slope);
+        let p_in = dropout.map_or(0.0, |_| self.config.input_dropout);
+        let p_att = dropout.map_or(0.0, |_| self.config.attention_dropout);
         let mut cur: Vec<Option<BTensor<B, T>>> = x.iter().cloned().map(Some).collect();
         let mut layers = Vec::with_capacity(self.config.layers);
         for l in 0..self.config.layers {
+            if let (Some(pass), true) = (dropout, p_in > 0.0) {
+                for (t, xt) in cur.iter_mut().enumerate() {
+                    if let Some(v) = xt {
+                        *v = b.dropout(v, p_in, dropout_seed(pass, l, t, false))?;
+                    }
+                }
+            }
             // per node type, its relations' aggregations and bias indices
             let mut parts: Vec<Vec<(BTensor<B, T>, usize)>> = vec![Vec::new(); cur.len()];
             let mut rels = Vec::with_capacity(self.relations.len());
@@ -81,15 +110,22 @@ impl<B: Backend, T: Element> HetGat<B, T> {
                 // the edge logits a_s[src] + a_d[dst] (fused gathers and add)
                 let z = edges.gather_add(b, &a_s, &a_d)?;
                 let alpha = edges.softmax_by_dst(b, &b.unary(slope, &z)?)?;
+                let alpha_dropped = match dropout {
+                    Some(pass) if p_att > 0.0 => {
+                        Some(b.dropout(&alpha, p_att, dropout_seed(pass, l, r, true))?)
+                    }
+                    _ => None,
+                };
                 // messages alpha[e] * hs[src[e]] summed per destination (fused
                 // index_select + head_scale + canonical scatter-add)
-                let out = edges.src_to_dst(b, &hs, &alpha)?;
+                let out = edges.src_to_dst(b, &hs, alpha_dropped.as_ref().unwrap_or(&alpha))?;
                 parts[rel.dst_type].push((out, self.pi(l, r, BIAS)));
                 rels.push(Some(RelCache {
                     hs,
                     w_att_dst,
                     z,
                     alpha,
+                    alpha_dropped,
                 }));
             }
             // relu(sum over the relations of (aggregation + bias)), in
@@ -114,13 +150,19 @@ impl<B: Backend, T: Element> HetGat<B, T> {
             .take()
             .ok_or_else(|| Error::Model("the target type has no output".into()))?;
         let (head_w, head_b) = (&self.params[self.head()], &self.params[self.head() + 1]);
-        debug_assert_eq!(head_w.shape(), &[self.hidden, 1]);
+        debug_assert_eq!(head_w.shape(), &[self.hidden, self.config.out_features]);
         let y = b.binary(Binary::Add, &b.matmul(&h, false, head_w, false)?, head_b)?;
-        Ok(Forward { layers, h, y })
+        Ok(Forward {
+            layers,
+            h,
+            y,
+            dropout,
+        })
     }
 
-    /// The model's output `[n_target, 1]` for inputs `x` (one `[nodes,
-    /// in_features]` tensor per node type).
+    /// The model's output `[n_target, out_features]` for inputs `x` (one
+    /// `[nodes, in_features]` tensor per node type), without dropout (an
+    /// evaluation pass).
     ///
     /// # Errors
     /// [`Error::Model`] for inputs that do not fit; backend errors.
@@ -130,7 +172,7 @@ impl<B: Backend, T: Element> HetGat<B, T> {
         graph: &G,
         x: &[BTensor<B, T>],
     ) -> Result<BTensor<B, T>> {
-        Ok(self.run_forward(b, graph, x)?.y)
+        Ok(self.run_forward(b, graph, x, None)?.y)
     }
 
     /// The MSE loss against zeros, `mean(y^2)`, computed as the canonical

@@ -18,9 +18,9 @@ use super::{DeviceLoss, Grads, HetGat, LossAndGrads};
 use crate::Result;
 use crate::topology::Topology;
 
-impl<B: Backend> HetGat<B, f32> {
-    /// This model with its parameters rounded once to `H` (`convert`); the
-    /// same configuration and schema.
+impl<B: Backend, A: Element> HetGat<B, A> {
+    /// This model with its parameters converted to `H` (`convert`: rounded
+    /// once when `H` is narrower); the same configuration and schema.
     ///
     /// # Errors
     /// Backend errors.
@@ -28,7 +28,7 @@ impl<B: Backend> HetGat<B, f32> {
         let params = self
             .params
             .iter()
-            .map(|p| b.convert::<f32, H>(p))
+            .map(|p| b.convert::<A, H>(p))
             .collect::<rtx_backend::Result<Vec<_>>>()?;
         Ok(HetGat {
             config: self.config.clone(),
@@ -40,7 +40,9 @@ impl<B: Backend> HetGat<B, f32> {
             live: self.live.clone(),
         })
     }
+}
 
+impl<B: Backend> HetGat<B, f32> {
     /// The `f32` loss and `f32` gradients of a mixed-precision pass on
     /// inputs `x` in `H`: the weights rounded once to `H`
     /// ([`HetGat::to_precision`]), forward and backward in `H`, the loss
@@ -88,7 +90,7 @@ impl<B: Backend, H: Element> HetGat<B, H> {
         x: &[BTensor<B, H>],
         input_grads: bool,
     ) -> Result<MixedPass<B, H>> {
-        let fw = self.run_forward(b, graph, x)?;
+        let fw = self.run_forward(b, graph, x, None)?;
         let y = b.convert::<H, f32>(&fw.y)?;
         let loss = mse(b, &y)?;
         let dy = b.unary(Unary::Scale(2.0 / loss.rows.max(1) as f64), &y)?;

@@ -1,0 +1,69 @@
+//! What the trainer prints: a line per epoch, or a JSON object per epoch.
+
+use rtx_gnn::metrics::Metric;
+use rtx_gnn::train::{EpochReport, Scores};
+use serde_json::{Map, Value, json};
+
+/// `loss 0.1234 accuracy 0.8123 macro-f1 0.8001`.
+fn scores_text(s: &Scores) -> String {
+    let mut out = format!("loss {:.4}", s.loss);
+    for (m, v) in &s.metrics {
+        out.push_str(&format!(" {} {v:.4}", m.name()));
+    }
+    out
+}
+
+/// `{"loss": .., "accuracy": .., ...}`.
+pub fn scores_json(s: &Scores) -> Value {
+    let mut o = Map::new();
+    o.insert("loss".into(), json!(s.loss));
+    for (m, v) in &s.metrics {
+        o.insert(key(*m).into(), json!(v));
+    }
+    Value::Object(o)
+}
+
+/// A metric's JSON key (`macro_f1`, not `macro-f1`).
+pub fn key(m: Metric) -> String {
+    m.name().replace('-', "_")
+}
+
+/// The human line of an epoch.
+pub fn epoch_line(r: &EpochReport, epochs: usize, seconds: f64) -> String {
+    let mut line = format!(
+        "epoch {:>3}/{epochs}  train loss {:.4}  lr {:.3e}",
+        r.epoch + 1,
+        r.train_loss,
+        r.lr
+    );
+    if let Some(v) = &r.val {
+        line.push_str(&format!("  | val {}", scores_text(v)));
+    }
+    if let Some(t) = &r.test {
+        line.push_str(&format!("  | test {}", scores_text(t)));
+    }
+    line.push_str(&format!("  {seconds:.2} s"));
+    if r.best {
+        line.push_str("  *");
+    }
+    if r.stop {
+        line.push_str("  (early stop)");
+    }
+    line
+}
+
+/// The JSON object of an epoch.
+pub fn epoch_json(r: &EpochReport, seconds: f64) -> Value {
+    json!({
+        "event": "epoch",
+        "epoch": r.epoch,
+        "global_step": r.global_step,
+        "train_loss": r.train_loss,
+        "lr": r.lr,
+        "val": r.val.as_ref().map(scores_json),
+        "test": r.test.as_ref().map(scores_json),
+        "best": r.best,
+        "stop": r.stop,
+        "seconds": seconds,
+    })
+}
