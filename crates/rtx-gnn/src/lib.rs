@@ -46,14 +46,17 @@
 //! # Ok::<(), rtx_gnn::Error>(())
 //! ```
 
+pub mod dataset;
 pub mod graph;
 pub mod mag;
 pub mod model;
 pub mod parallel;
+pub mod planted;
 pub mod store;
 pub mod testing;
 pub mod topology;
 
+pub use dataset::{Dataset, DatasetRelation, Features, Splits, Targets};
 pub use graph::{HeteroGraph, NodeType, Relation, harris_features};
 pub use model::{DeviceLoss, Grads, HetGat, HetGatConfig, LossAndGrads, MixedHetGat};
 pub use store::{GraphStore, IndexGraph, MiniBatch, StoreRelation};
@@ -71,6 +74,29 @@ pub enum Error {
     /// A model configuration or input that does not fit.
     #[error("model: {0}")]
     Model(String),
+    /// A dataset file or [`Dataset`] that does not fit the format: the
+    /// file (or "in memory"), the key (`paper.y`,
+    /// `__metadata__.num_nodes`, `header`) and what is wrong.
+    #[error("{origin}: {key}: {msg}")]
+    Dataset {
+        /// The file, or none for a dataset in memory.
+        origin: dataset::Origin,
+        /// The tensor key or metadata entry.
+        key: String,
+        /// What is wrong.
+        msg: String,
+    },
+    /// A file could not be read or written.
+    #[error("cannot {what} {}: {source}", .path.display())]
+    Io {
+        /// The file or directory.
+        path: std::path::PathBuf,
+        /// What was being done (`open`, `write`, ...).
+        what: String,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
     /// A collective of data-parallel training failed (another rank's
     /// error, a time-out), or this rank's error as reported to the group.
     #[error(transparent)]
