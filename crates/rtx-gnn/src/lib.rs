@@ -48,6 +48,7 @@
 
 pub mod graph;
 pub mod mag;
+pub mod metrics;
 pub mod model;
 pub mod parallel;
 pub mod store;
