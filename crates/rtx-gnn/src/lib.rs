@@ -49,6 +49,7 @@
 pub mod dataset;
 pub mod graph;
 pub mod mag;
+pub mod metrics;
 pub mod model;
 pub mod parallel;
 pub mod planted;
