@@ -307,6 +307,7 @@ impl Checkpoint {
     pub fn load(path: &Path) -> Result<Checkpoint> {
         let file = std::fs::File::open(path).map_err(|e| Error::Io {
             path: path.to_owned(),
+            what: "open".into(),
             source: e,
         })?;
         // SAFETY: the map is read-only and dropped before this returns; a
@@ -315,6 +316,7 @@ impl Checkpoint {
         // in safe code reading `&[u8]` of a private read-only mapping.
         let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::Io {
             path: path.to_owned(),
+            what: "memory-map".into(),
             source: e,
         })?;
         let st = SafeTensors::deserialize(&map)

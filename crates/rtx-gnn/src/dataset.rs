@@ -604,26 +604,7 @@ impl Dataset {
     pub fn save(&self, path: &Path) -> Result<()> {
         self.validate_at(Some(path))?;
         let bytes = self.to_bytes(path)?;
-        let dir = match path.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d,
-            _ => Path::new("."),
-        };
-        let mut tmp = tempfile::Builder::new()
-            .prefix(".rtx-dataset-")
-            .suffix(".tmp")
-            .tempfile_in(dir)
-            .map_err(|e| io_err(dir, "create a temporary file in", e))?;
-        tmp.write_all(&bytes)
-            .and_then(|()| tmp.as_file().sync_all())
-            .map_err(|e| io_err(tmp.path(), "write", e))?;
-        tmp.persist(path)
-            .map_err(|e| io_err(path, "rename the temporary file to", e.error))?;
-        // The rename is durable once the directory is synced (best effort:
-        // some file systems refuse to sync a directory).
-        if let Ok(d) = std::fs::File::open(dir) {
-            let _ = d.sync_all();
-        }
-        Ok(())
+        write_atomic(path, &bytes)
     }
 
     /// The whole file's bytes (the dataset is valid).
@@ -1352,4 +1333,34 @@ fn diagnose(bytes: &[u8], e: &SafeTensorError) -> (String, String) {
             (h, other.to_string())
         }
     }
+}
+
+/// Writes `bytes` to `path` all or nothing: to a temporary file in the same
+/// directory, synced to disk, then renamed over `path` (and the directory
+/// synced, where the file system allows), so `path` holds either its old
+/// contents or all of the new ones, whenever the process stops.
+///
+/// # Errors
+/// [`Error::Io`] naming the path and what failed.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".rtx-")
+        .suffix(".tmp")
+        .tempfile_in(dir)
+        .map_err(|e| io_err(dir, "create a temporary file in", e))?;
+    tmp.write_all(bytes)
+        .and_then(|()| tmp.as_file().sync_all())
+        .map_err(|e| io_err(tmp.path(), "write", e))?;
+    tmp.persist(path)
+        .map_err(|e| io_err(path, "rename the temporary file to", e.error))?;
+    // The rename is durable once the directory is synced (best effort:
+    // some file systems refuse to sync a directory).
+    if let Ok(d) = std::fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
 }

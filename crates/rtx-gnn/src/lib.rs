@@ -46,16 +46,19 @@
 //! # Ok::<(), rtx_gnn::Error>(())
 //! ```
 
+pub mod checkpoint;
 pub mod dataset;
 pub mod graph;
 pub mod mag;
 pub mod metrics;
 pub mod model;
+pub mod optim;
 pub mod parallel;
 pub mod planted;
 pub mod store;
 pub mod testing;
 pub mod topology;
+pub mod train;
 
 pub use dataset::{Dataset, DatasetRelation, Features, Splits, Targets};
 pub use graph::{HeteroGraph, NodeType, Relation, harris_features};
@@ -87,6 +90,10 @@ pub enum Error {
         /// What is wrong.
         msg: String,
     },
+    /// A checkpoint that cannot be read or does not fit the model: the file
+    /// and the first difference.
+    #[error("checkpoint {0}")]
+    Checkpoint(String),
     /// A file could not be read or written.
     #[error("cannot {what} {}: {source}", .path.display())]
     Io {
