@@ -16,7 +16,7 @@ with any '.' in a name written '#'):
   convs.{l}.convs.<{s}___{r}___{d}>.bias            [heads*channels]
   head.weight [out_features, heads*channels], head.bias [out_features]
 (in_s, in_d: the input features in layer 0, heads*channels after), keys
-starting with "optim." (rtx's optimizer state, not loaded here), and metadata:
+starting with "optim." or "rtx." (rtx's optimizer state and best parameters, not loaded here), and metadata:
 format "rtx-checkpoint/1", config / schema / task as JSON (see
 `checkpoint_meta`), and entries only rtx reads.
 
@@ -139,7 +139,7 @@ def model_from_checkpoint(path, device="cpu"):
     model = HetGAT(s["node_types"], s["edge_types"], c["target"], c["heads"], c["channels"],
                    c["layers"], c["out_features"], c["negative_slope"],
                    c.get("input_dropout", 0.0), c.get("attention_dropout", 0.0))
-    state = {k: v for k, v in load_file(path).items() if not k.startswith("optim.")}
+    state = {k: v for k, v in load_file(path).items() if not k.startswith(("optim.", "rtx."))}
     model.load_state_dict(state, strict=True)  # materialises the lazy GATConv weights
     return model.to(device).eval(), meta
 

@@ -8,10 +8,13 @@
 //!
 //! | key | shape | rtx parameter |
 //! |---|---|---|
-//! | `convs.{l}.convs.{src}__{rel}__{dst}.lin_src.weight` | `[H*C, in_src]` | `w_src` transposed |
-//! | `convs.{l}.convs.{src}__{rel}__{dst}.lin_dst.weight` | `[H*C, in_dst]` | `w_dst` transposed |
-//! | `convs.{l}.convs.{src}__{rel}__{dst}.att_src` / `.att_dst` | `[1, H, C]` | `att_src` / `att_dst` |
-//! | `convs.{l}.convs.{src}__{rel}__{dst}.bias` | `[H*C]` | `bias` |
+//! | `convs.{l}.convs.<{src}___{rel}___{dst}>.lin_src.weight` | `[H*C, in_src]` | `w_src` transposed |
+//! | `convs.{l}.convs.<{src}___{rel}___{dst}>.lin_dst.weight` | `[H*C, in_dst]` | `w_dst` transposed |
+//! | `convs.{l}.convs.<{src}___{rel}___{dst}>.att_src` / `.att_dst` | `[1, H, C]` | `att_src` / `att_dst` |
+//! | `convs.{l}.convs.<{src}___{rel}___{dst}>.bias` | `[H*C]` | `bias` |
+//!
+//! (`<s___r___d>` is PyG 2.8's `HeteroConv` key of the edge type, `.` in a
+//! name written `#`.)
 //! | `head.weight` / `head.bias` | `[out, H*C]` / `[out]` | `head_w` transposed / `head_b` |
 //! | `optim.{key}.exp_avg`, `.exp_avg_sq`, `.momentum_buffer` | as `{key}` | the optimizer's state |
 //! | `rtx.best.{key}` | as `{key}` | the best parameters so far |
@@ -61,7 +64,7 @@ fn pyg_key(name: &str, types: &[String], rels: &[(&str, usize, usize)]) -> (Stri
     let key = rels
         .iter()
         .find(|r| r.0 == rel)
-        .map(|&(r, s, d)| format!("{}__{r}__{}", types[s], types[d]))
+        .map(|&(r, s, d)| module_key(&types[s], r, &types[d]))
         .unwrap_or_else(|| rel.to_owned());
     let (leaf, layout) = match which {
         "w_src" => ("lin_src.weight", Layout::Transposed),
@@ -71,6 +74,13 @@ fn pyg_key(name: &str, types: &[String], rels: &[(&str, usize, usize)]) -> (Stri
         _ => ("bias", Layout::Flat),
     };
     (format!("convs.{l}.convs.{key}.{leaf}"), layout)
+}
+
+/// PyG 2.8's `HeteroConv` ModuleDict key of edge type `(s, r, d)`:
+/// `<s___r___d>`, with any `.` of a name written `#` (a module name cannot
+/// hold a dot).
+fn module_key(s: &str, r: &str, d: &str) -> String {
+    format!("<{s}___{r}___{d}>").replace('.', "#")
 }
 
 /// How a parameter's PyG tensor is laid out against rtx's `[r, c]`.

@@ -147,6 +147,11 @@ pub struct Args {
     #[arg(long, value_name = "FILE")]
     pub predict: Option<PathBuf>,
 
+    /// Write the dataset trained on (e.g. the built-in one) to this file in
+    /// the dataset format, so PyG can load it (`rtx_data.py`).
+    #[arg(long, value_name = "FILE")]
+    pub export_data: Option<PathBuf>,
+
     /// Output: a progress bar and a line per epoch, or one JSON object per
     /// epoch on stdout.
     #[arg(long, value_enum, default_value_t = Format::Human)]

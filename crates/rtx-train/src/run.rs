@@ -73,8 +73,13 @@ pub fn run(args: &Args) -> Res<Outcome> {
         Some(p) => Dataset::load(p)
             .with_context(|| format!("loading the dataset {}", p.display()))
             .input()?,
-        None => rtx_gnn::planted::small_classification(PLANTED_SEED).input()?,
+        None => rtx_gnn::planted::small_classification(PLANTED_SEED),
     };
+    if let Some(p) = &args.export_data {
+        data.save(p)
+            .with_context(|| format!("writing the dataset {}", p.display()))
+            .input()?;
+    }
     let resume = args
         .resume
         .as_deref()
