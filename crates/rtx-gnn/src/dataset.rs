@@ -21,6 +21,26 @@
 //! Every tensor and every metadata entry is checked before [`Dataset::load`]
 //! returns; an error ([`Error::Dataset`]) names the file, the key and what is
 //! wrong, and nothing is returned half-loaded.
+//!
+//! ```
+//! use rtx_gnn::{Dataset, Targets, planted};
+//!
+//! let dir = tempfile::tempdir()?;
+//! let path = dir.path().join("planted.safetensors");
+//! planted::small_classification(7).save(&path)?;
+//!
+//! let data = Dataset::load(&path)?;
+//! let paper = data.type_index("paper")?;
+//! let Some(Targets::Classes { classes, .. }) = &data.targets[paper] else { unreachable!() };
+//! assert_eq!(*classes, 8);
+//! assert_eq!(data.require_train(paper)?.len(), 1200);
+//! assert_eq!(data.relation_key(1), "author__writes__paper");
+//! let graph = data.graph()?; // the HeteroGraph the model trains on
+//! assert_eq!(graph.edges(), 18_000);
+//! let x: Vec<f32> = data.features[paper].as_ref().unwrap().to_elements();
+//! assert_eq!(x.len(), 2000 * 16);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 use std::borrow::Cow;
 use std::collections::HashMap;

@@ -603,8 +603,29 @@ fn headers_whose_sizes_lie_are_errors() {
     let mut long = raw_file(&header, &data);
     long.extend([0; 16]);
     load_err(&long, &["header", "16 bytes after the last tensor"]);
-    // Not JSON.
+    // A shape whose byte count overflows.
+    let huge = header.replace(r#""shape":[4,2]"#, r#""shape":[4294967296,4294967296]"#);
+    assert_ne!(huge, header);
+    load_err(
+        &raw_file(&huge, &data),
+        &["paper.x", "too many", "sizes lie"],
+    );
+    // Offsets past the end of the data.
+    let past = header.replace(r#""data_offsets":[0,32]"#, r#""data_offsets":[0,40]"#);
+    assert_ne!(past, header);
+    load_err(&raw_file(&past, &data), &["paper.x"]);
+    // Not JSON, JSON that is not an object, metadata that is not strings.
     load_err(&raw_file("{not json", &[]), &["header", "JSON"]);
+    load_err(&raw_file("[1, 2]", &[]), &["header", "JSON"]);
+    load_err(
+        &raw_file(r#"{"__metadata__": {"num_nodes": {"paper": 4}}}"#, &[]),
+        &["header", "JSON"],
+    );
+    // Not UTF-8.
+    load_err(&raw_file("{\"\u{0}\"}", &[]), &["header"]);
+    let mut bad = raw_file("{}", &[]);
+    bad[8] = 0xff;
+    load_err(&bad, &["header", "UTF-8"]);
 }
 
 // -------------------------------------------------------------------- dtypes
