@@ -628,6 +628,38 @@ fn headers_whose_sizes_lie_are_errors() {
     load_err(&bad, &["header", "UTF-8"]);
 }
 
+/// Any single corrupted byte (header or data) loads or is an error: no
+/// panic, and what loads is valid.
+#[test]
+fn corrupted_bytes_never_panic() {
+    use rtx_backend::workload::splitmix64;
+    let bytes = Raw::base().bytes();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("flip.safetensors");
+    let (mut loaded, mut refused) = (0, 0);
+    for k in 0..1500u64 {
+        let mut b = bytes.clone();
+        let r = splitmix64(77, k);
+        let at = (r % b.len() as u64) as usize;
+        b[at] = (r >> 32) as u8;
+        std::fs::write(&path, &b).unwrap();
+        match Dataset::load(&path) {
+            Ok(d) => {
+                d.validate().unwrap();
+                loaded += 1;
+            }
+            Err(e) => {
+                assert!(e.to_string().contains("flip.safetensors"), "{e}");
+                refused += 1;
+            }
+        }
+    }
+    assert!(
+        loaded > 0 && refused > 0,
+        "{loaded} loaded, {refused} refused"
+    );
+}
+
 // -------------------------------------------------------------------- dtypes
 
 #[test]
