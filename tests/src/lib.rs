@@ -1,6 +1,6 @@
 //! Workspace-level integration tests live in `tests/tests/it/` (one binary).
 //!
-//! The Rust examples of README.md and docs/backend.md are compiled and run
+//! The Rust examples of README.md, docs/backend.md and docs/training.md are compiled and run
 //! as doctests from here, and a unit test checks that every code path
 //! ARCHITECTURE.md names exists, so the documents cannot drift from the
 //! code.
@@ -12,6 +12,10 @@ mod readme {}
 #[cfg(doctest)]
 #[doc = include_str!("../../docs/backend.md")]
 mod backend_guide {}
+
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/training.md")]
+mod training_guide {}
 
 #[cfg(test)]
 mod tests {

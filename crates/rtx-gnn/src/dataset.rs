@@ -21,7 +21,28 @@
 //! Every tensor and every metadata entry is checked before [`Dataset::load`]
 //! returns; an error ([`Error::Dataset`]) names the file, the key and what is
 //! wrong, and nothing is returned half-loaded.
+//!
+//! ```
+//! use rtx_gnn::{Dataset, Targets, planted};
+//!
+//! let dir = tempfile::tempdir()?;
+//! let path = dir.path().join("planted.safetensors");
+//! planted::small_classification(7).save(&path)?;
+//!
+//! let data = Dataset::load(&path)?;
+//! let paper = data.type_index("paper")?;
+//! let Some(Targets::Classes { classes, .. }) = &data.targets[paper] else { unreachable!() };
+//! assert_eq!(*classes, 8);
+//! assert_eq!(data.require_train(paper)?.len(), 1200);
+//! assert_eq!(data.relation_key(1), "author__writes__paper");
+//! let graph = data.graph()?; // the HeteroGraph the model trains on
+//! assert_eq!(graph.edges(), 18_000);
+//! let x: Vec<f32> = data.features[paper].as_ref().unwrap().to_elements();
+//! assert_eq!(x.len(), 2000 * 16);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt;
 use std::io::Write;
@@ -595,89 +616,95 @@ impl Dataset {
     }
 
     /// Writes the dataset in the format [`Dataset::load`] reads: to a
-    /// temporary file in the same directory, flushed to disk, then renamed
+    /// temporary file in the same directory (`.<name>.<pid>.<n>.tmp`,
+    /// created with the usual permissions), flushed to disk, then renamed
     /// over `path`, so `path` is either the old file or the whole new one.
+    /// Features are written in their precision, labels and edge indices as
+    /// I64, masks as BOOL (a mask only where its split is not empty).
     ///
     /// # Errors
     /// [`Error::Dataset`] for an invalid dataset (the checks of
-    /// [`Dataset::validate`]), nothing written; [`Error::Io`] when writing fails.
+    /// [`Dataset::validate`]), nothing written; [`Error::Io`] when writing
+    /// fails (the temporary file is removed).
     pub fn save(&self, path: &Path) -> Result<()> {
         self.validate_at(Some(path))?;
         let bytes = self.to_bytes(path)?;
         write_atomic(path, &bytes)
     }
 
-    /// The whole file's bytes (the dataset is valid).
+    /// The whole file's bytes (the dataset is valid). Each tensor's bytes
+    /// are made while safetensors copies it into the file image (borrowed
+    /// outright for features on a little-endian host), so the peak is the
+    /// file plus one tensor.
     fn to_bytes(&self, path: &Path) -> Result<Vec<u8>> {
-        let mut tensors: Vec<(String, Dtype, Vec<usize>, Vec<u8>)> = Vec::new();
+        let mut tensors: Vec<(String, Lazy<'_>)> = Vec::new();
         let mut num_classes = serde_json::Map::new();
         for (i, t) in self.node_types.iter().enumerate() {
             let n = t.nodes;
             if let Some(x) = &self.features[i] {
-                let (dtype, bytes) = match x {
-                    Features::F32 { data, .. } => (Dtype::F32, le_bytes(data, |v| v.to_le_bytes())),
-                    Features::Bf16 { data, .. } => {
-                        (Dtype::BF16, le_bytes(data, |v| v.to_bits().to_le_bytes()))
-                    }
-                    Features::F16 { data, .. } => {
-                        (Dtype::F16, le_bytes(data, |v| v.to_bits().to_le_bytes()))
-                    }
+                let (dtype, payload) = match x {
+                    Features::F32 { data, .. } => (Dtype::F32, Payload::F32(data)),
+                    Features::Bf16 { data, .. } => (Dtype::BF16, Payload::Bf16(data)),
+                    Features::F16 { data, .. } => (Dtype::F16, Payload::F16(data)),
                 };
-                tensors.push((format!("{}.x", t.name), dtype, vec![n, x.dim()], bytes));
+                tensors.push((
+                    format!("{}.x", t.name),
+                    Lazy::new(dtype, vec![n, x.dim()], payload),
+                ));
             }
             match &self.targets[i] {
                 Some(Targets::Classes { labels, classes }) => {
-                    let bytes = le_bytes(labels, |&v| i64::from(v).to_le_bytes());
-                    tensors.push((format!("{}.y", t.name), Dtype::I64, vec![n], bytes));
+                    tensors.push((
+                        format!("{}.y", t.name),
+                        Lazy::new(Dtype::I64, vec![n], Payload::I64(labels, &[])),
+                    ));
                     num_classes.insert(t.name.clone(), (*classes).into());
                 }
-                Some(Targets::Values { data, dim }) => {
-                    let bytes = le_bytes(data, |v| v.to_le_bytes());
-                    tensors.push((format!("{}.y", t.name), Dtype::F32, vec![n, *dim], bytes));
-                }
+                Some(Targets::Values { data, dim }) => tensors.push((
+                    format!("{}.y", t.name),
+                    Lazy::new(Dtype::F32, vec![n, *dim], Payload::F32(data)),
+                )),
                 None => {}
             }
             for (mask, ids) in self.splits[i].named() {
-                if ids.is_empty() {
-                    continue;
+                if !ids.is_empty() {
+                    tensors.push((
+                        format!("{}.{mask}", t.name),
+                        Lazy::new(Dtype::BOOL, vec![n], Payload::Mask(n, ids)),
+                    ));
                 }
-                let mut bytes = vec![0u8; n];
-                for &v in ids {
-                    bytes[v as usize] = 1;
-                }
-                tensors.push((format!("{}.{mask}", t.name), Dtype::BOOL, vec![n], bytes));
             }
         }
         for (r, rel) in self.relations.iter().enumerate() {
-            let mut bytes = le_bytes(&rel.src, |&v| i64::from(v).to_le_bytes());
-            bytes.extend(le_bytes(&rel.dst, |&v| i64::from(v).to_le_bytes()));
             tensors.push((
                 format!("{}.edge_index", self.relation_key(r)),
-                Dtype::I64,
-                vec![2, rel.src.len()],
-                bytes,
+                Lazy::new(
+                    Dtype::I64,
+                    vec![2, rel.src.len()],
+                    Payload::I64(&rel.src, &rel.dst),
+                ),
             ));
         }
         let mut meta = HashMap::new();
         meta.insert("format".to_string(), FORMAT.to_string());
         meta.insert(
             "node_types".to_string(),
-            serde_json::to_string(&self.type_names()).unwrap_or_default(),
+            serde_json::Value::from(self.type_names()).to_string(),
         );
-        let edge_types: Vec<[&str; 3]> = self
+        let edge_types: Vec<serde_json::Value> = self
             .relations
             .iter()
             .map(|r| {
-                [
+                serde_json::Value::from(vec![
                     self.node_types[r.src_type].name.as_str(),
                     r.name.as_str(),
                     self.node_types[r.dst_type].name.as_str(),
-                ]
+                ])
             })
             .collect();
         meta.insert(
             "edge_types".to_string(),
-            serde_json::to_string(&edge_types).unwrap_or_default(),
+            serde_json::Value::Array(edge_types).to_string(),
         );
         let num_nodes: serde_json::Map<String, serde_json::Value> = self
             .node_types
@@ -694,25 +721,107 @@ impl Dataset {
                 serde_json::Value::Object(num_classes).to_string(),
             );
         }
-        let views = tensors
-            .iter()
-            .map(|(k, dtype, shape, bytes)| {
-                TensorView::new(*dtype, shape.clone(), bytes)
-                    .map(|v| (k.as_str(), v))
-                    .map_err(|e| err(Some(path), k.as_str(), format!("cannot write: {e}")))
-            })
-            .collect::<Result<Vec<_>>>()?;
-        safetensors::serialize(views, Some(meta))
+        safetensors::serialize(tensors, Some(meta))
             .map_err(|e| err(Some(path), "header", format!("cannot write: {e}")))
     }
 }
 
-fn le_bytes<T, const W: usize>(data: &[T], f: impl Fn(&T) -> [u8; W]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(data.len() * W);
-    for v in data {
-        out.extend_from_slice(&f(v));
+/// Creates `dir/.<name>.<pid>.<k>.tmp` (a new file; `k` counts up past
+/// names that exist), with the permissions a new file gets.
+fn create_temp(dir: &Path, name: &str) -> Result<(PathBuf, std::fs::File)> {
+    let pid = std::process::id();
+    let mut k = 0u32;
+    loop {
+        let tmp = dir.join(format!(".{name}.{pid}.{k}.tmp"));
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+        {
+            Ok(f) => return Ok((tmp, f)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && k < 1000 => k += 1,
+            Err(e) => return Err(io_err(&tmp, "create", e)),
+        }
     }
-    out
+}
+
+/// What a tensor of the writer holds, encoded to little-endian bytes
+/// only when safetensors copies it.
+#[derive(Debug)]
+enum Payload<'a> {
+    F32(&'a [f32]),
+    Bf16(&'a [bf16]),
+    F16(&'a [f16]),
+    /// One or two rows of ids as I64 (`edge_index`: src then dst).
+    I64(&'a [u32], &'a [u32]),
+    /// A BOOL mask of `n` nodes, true at the ids.
+    Mask(usize, &'a [u32]),
+}
+
+#[derive(Debug)]
+struct Lazy<'a> {
+    dtype: Dtype,
+    shape: Vec<usize>,
+    payload: Payload<'a>,
+}
+
+impl<'a> Lazy<'a> {
+    fn new(dtype: Dtype, shape: Vec<usize>, payload: Payload<'a>) -> Lazy<'a> {
+        Lazy {
+            dtype,
+            shape,
+            payload,
+        }
+    }
+}
+
+fn floats<T: Element>(data: &[T], le: impl Fn(&T) -> Vec<u8>) -> Cow<'_, [u8]> {
+    if cfg!(target_endian = "little") {
+        Cow::Borrowed(rtx_backend::bytes_of(data))
+    } else {
+        Cow::Owned(data.iter().flat_map(le).collect())
+    }
+}
+
+impl safetensors::View for Lazy<'_> {
+    fn dtype(&self) -> Dtype {
+        self.dtype
+    }
+
+    fn shape(&self) -> &[usize] {
+        &self.shape
+    }
+
+    fn data(&self) -> Cow<'_, [u8]> {
+        match self.payload {
+            Payload::F32(d) => floats(d, |v| v.to_le_bytes().to_vec()),
+            Payload::Bf16(d) => floats(d, |v| v.to_le_bytes().to_vec()),
+            Payload::F16(d) => floats(d, |v| v.to_le_bytes().to_vec()),
+            Payload::I64(a, b) => Cow::Owned(
+                a.iter()
+                    .chain(b)
+                    .flat_map(|&v| i64::from(v).to_le_bytes())
+                    .collect(),
+            ),
+            Payload::Mask(n, ids) => {
+                let mut m = vec![0u8; n];
+                for &i in ids {
+                    m[i as usize] = 1;
+                }
+                Cow::Owned(m)
+            }
+        }
+    }
+
+    fn data_len(&self) -> usize {
+        match self.payload {
+            Payload::F32(d) => 4 * d.len(),
+            Payload::Bf16(d) => 2 * d.len(),
+            Payload::F16(d) => 2 * d.len(),
+            Payload::I64(a, b) => 8 * (a.len() + b.len()),
+            Payload::Mask(n, _) => n,
+        }
+    }
 }
 
 /// Parses and checks a whole file's bytes.
@@ -1347,16 +1456,23 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".rtx-")
-        .suffix(".tmp")
-        .tempfile_in(dir)
-        .map_err(|e| io_err(dir, "create a temporary file in", e))?;
-    tmp.write_all(bytes)
-        .and_then(|()| tmp.as_file().sync_all())
-        .map_err(|e| io_err(tmp.path(), "write", e))?;
-    tmp.persist(path)
-        .map_err(|e| io_err(path, "rename the temporary file to", e.error))?;
+    let name = path
+        .file_name()
+        .map_or_else(|| "file".into(), |n| n.to_string_lossy().into_owned());
+    let (tmp, mut file) = create_temp(dir, &name)?;
+    let written = file
+        .write_all(bytes)
+        .and_then(|()| file.sync_all())
+        .map_err(|e| io_err(&tmp, "write", e))
+        .and_then(|()| {
+            drop(file);
+            std::fs::rename(&tmp, path)
+                .map_err(|e| io_err(path, &format!("rename {} to", tmp.display()), e))
+        });
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e);
+    }
     // The rename is durable once the directory is synced (best effort:
     // some file systems refuse to sync a directory).
     if let Ok(d) = std::fs::File::open(dir) {

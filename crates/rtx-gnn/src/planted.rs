@@ -8,7 +8,7 @@
 //! [`regression`] gives it targets that are a fixed nonlinear function of
 //! its 2-hop neighbourhood's features (so message passing is needed).
 //!
-//! All randomness is counter-based ([`splitmix64`], [`unit`] of
+//! All randomness is counter-based ([`splitmix64`], [`unit()`] of
 //! `anchors/WORKLOADS.md`) on streams derived from the seed, so a spec and
 //! a seed give the same dataset, bit for bit, on every machine.
 //!

@@ -280,6 +280,13 @@ fn the_writer_round_trips_and_writes_what_a_hand_reader_expects() {
         .map(|e| e.unwrap().file_name())
         .collect();
     assert_eq!(names, ["out.safetensors"]);
+    // With the permissions of any new file (not a temporary file's 0600).
+    let plain = dir.path().join("plain");
+    std::fs::write(&plain, b"").unwrap();
+    assert_eq!(
+        std::fs::metadata(&path).unwrap().permissions(),
+        std::fs::metadata(&plain).unwrap().permissions()
+    );
 }
 
 #[test]
@@ -492,6 +499,49 @@ fn a_node_type_with_no_nodes_loads() {
     assert_eq!(Dataset::load(&path).unwrap(), d);
 }
 
+/// A file written by `peers/rtx_data.py`'s `save` (safetensors.torch 0.8,
+/// torch 2.11, PyG 2.8 on the GPU host) from a HeteroData built the PyG way:
+/// float64 `x` (written as f32), bf16 `x`, `y` of shape `[50, 1]`, masks
+/// sliced from one buffer, an int32 `edge_index`, a relation with no edges,
+/// `ToUndirected`'s reverse relation.
+#[test]
+fn a_file_written_by_the_pyg_peer_loads() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/pyg_written.safetensors");
+    let d = Dataset::load(&path).unwrap();
+    let names: Vec<_> = d
+        .node_types
+        .iter()
+        .map(|t| (t.name.as_str(), t.nodes))
+        .collect();
+    assert_eq!(names, [("paper", 50), ("author", 20)]);
+    let keys: Vec<_> = (0..d.relations.len())
+        .map(|r| (d.relation_key(r), d.relations[r].src.len()))
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            ("author__writes__paper".to_string(), 80),
+            ("paper__cites__paper".to_string(), 0),
+            ("paper__rev_writes__author".to_string(), 80)
+        ]
+    );
+    // ToUndirected's reverse is the forward relation reversed.
+    assert_eq!(d.relations[2].src, d.relations[0].dst);
+    assert_eq!(d.relations[2].dst, d.relations[0].src);
+    let x: Vec<_> = d
+        .features
+        .iter()
+        .map(|f| f.as_ref().map(|f| (f.dtype_name(), f.dim())))
+        .collect();
+    assert_eq!(x, [Some(("F32", 4)), Some(("BF16", 3))]);
+    assert_eq!(d.targets[0].as_ref().unwrap().out_features(), 3);
+    let s = &d.splits[0];
+    assert_eq!(s.train, (0..30).collect::<Vec<u32>>());
+    assert_eq!(s.val, (30..40).collect::<Vec<u32>>());
+    assert_eq!(s.test, (40..50).collect::<Vec<u32>>());
+    d.graph().unwrap();
+}
+
 // ------------------------------------------------------- the file's structure
 
 #[test]
@@ -553,8 +603,61 @@ fn headers_whose_sizes_lie_are_errors() {
     let mut long = raw_file(&header, &data);
     long.extend([0; 16]);
     load_err(&long, &["header", "16 bytes after the last tensor"]);
-    // Not JSON.
+    // A shape whose byte count overflows.
+    let huge = header.replace(r#""shape":[4,2]"#, r#""shape":[4294967296,4294967296]"#);
+    assert_ne!(huge, header);
+    load_err(
+        &raw_file(&huge, &data),
+        &["paper.x", "too many", "sizes lie"],
+    );
+    // Offsets past the end of the data.
+    let past = header.replace(r#""data_offsets":[0,32]"#, r#""data_offsets":[0,40]"#);
+    assert_ne!(past, header);
+    load_err(&raw_file(&past, &data), &["paper.x"]);
+    // Not JSON, JSON that is not an object, metadata that is not strings.
     load_err(&raw_file("{not json", &[]), &["header", "JSON"]);
+    load_err(&raw_file("[1, 2]", &[]), &["header", "JSON"]);
+    load_err(
+        &raw_file(r#"{"__metadata__": {"num_nodes": {"paper": 4}}}"#, &[]),
+        &["header", "JSON"],
+    );
+    // Not UTF-8.
+    load_err(&raw_file("{\"\u{0}\"}", &[]), &["header"]);
+    let mut bad = raw_file("{}", &[]);
+    bad[8] = 0xff;
+    load_err(&bad, &["header", "UTF-8"]);
+}
+
+/// Any single corrupted byte (header or data) loads or is an error: no
+/// panic, and what loads is valid.
+#[test]
+fn corrupted_bytes_never_panic() {
+    use rtx_backend::workload::splitmix64;
+    let bytes = Raw::base().bytes();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("flip.safetensors");
+    let (mut loaded, mut refused) = (0, 0);
+    for k in 0..1500u64 {
+        let mut b = bytes.clone();
+        let r = splitmix64(77, k);
+        let at = (r % b.len() as u64) as usize;
+        b[at] = (r >> 32) as u8;
+        std::fs::write(&path, &b).unwrap();
+        match Dataset::load(&path) {
+            Ok(d) => {
+                d.validate().unwrap();
+                loaded += 1;
+            }
+            Err(e) => {
+                assert!(e.to_string().contains("flip.safetensors"), "{e}");
+                refused += 1;
+            }
+        }
+    }
+    assert!(
+        loaded > 0 && refused > 0,
+        "{loaded} loaded, {refused} refused"
+    );
 }
 
 // -------------------------------------------------------------------- dtypes
