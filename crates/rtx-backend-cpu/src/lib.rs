@@ -43,7 +43,8 @@
 //! ([`DenseOps`]: matmul, elementwise, row sums, per-head ops, with the
 //! parallel canonical sum), `gemm.rs` (the fast matrix product),
 //! `fused_ops.rs` ([`FusedOps`]: fused gathers, segment softmax, the fused
-//! elementwise ops), `pool.rs`
+//! elementwise ops), `train_ops.rs` ([`TrainOps`]: dropout, losses,
+//! optimizer steps: the trait's host defaults), `pool.rs`
 //! (the buffer pool), `tasks.rs` (how work is cut into rayon tasks) and
 //! `convert.rs` (element-type conversion; bf16 and f16 ops computed as their
 //! `f32` ops on widened inputs, rounded once).
@@ -53,6 +54,7 @@
 //! [`LayoutOps`]: rtx_backend::LayoutOps
 //! [`DenseOps`]: rtx_backend::DenseOps
 //! [`FusedOps`]: rtx_backend::FusedOps
+//! [`TrainOps`]: rtx_backend::TrainOps
 
 mod convert;
 mod core_ops;
@@ -63,6 +65,7 @@ mod index_ops;
 mod layout_ops;
 mod pool;
 mod tasks;
+mod train_ops;
 
 use std::sync::Arc;
 

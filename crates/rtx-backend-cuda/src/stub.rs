@@ -357,5 +357,7 @@ impl DenseOps for CudaBackend {}
 
 impl FusedOps for CudaBackend {}
 
+impl TrainOps for CudaBackend {}
+
 /// Sampling: the host defaults (every list op of the stub is an error).
 impl rtx_backend::SampleOps for CudaBackend {}

@@ -124,6 +124,12 @@ pub trait Element:
     /// `e^self` by the portable algorithm of [`crate::exp`], the same bits
     /// as the CUDA kernels' `rexp`.
     fn exp(self) -> Self;
+    /// `ln self` by the portable algorithm of [`crate::exp`] ([`crate::exp::ln64`],
+    /// [`crate::exp::ln32`]), the same bits as the CUDA kernels' `rln`.
+    fn ln(self) -> Self;
+    /// The correctly rounded square root (IEEE; the device's `__fsqrt_rn` /
+    /// `__dsqrt_rn`); computed in `f32` and rounded once for the half types.
+    fn sqrt(self) -> Self;
     /// Whether `self` is NaN.
     fn is_nan(self) -> bool;
 }
@@ -155,6 +161,12 @@ impl Element for f32 {
     }
     fn exp(self) -> Self {
         crate::exp::exp32(self)
+    }
+    fn ln(self) -> Self {
+        crate::exp::ln32(self)
+    }
+    fn sqrt(self) -> Self {
+        f32::sqrt(self)
     }
     fn is_nan(self) -> bool {
         f32::is_nan(self)
@@ -188,6 +200,12 @@ impl Element for f64 {
     }
     fn exp(self) -> Self {
         crate::exp::exp64(self)
+    }
+    fn ln(self) -> Self {
+        crate::exp::ln64(self)
+    }
+    fn sqrt(self) -> Self {
+        f64::sqrt(self)
     }
     fn is_nan(self) -> bool {
         f64::is_nan(self)
@@ -225,6 +243,14 @@ macro_rules! half_element {
             /// `e^x` computed in `f32` and rounded once.
             fn exp(self) -> Self {
                 Self::from_acc(crate::exp::exp32(self.to_f32()))
+            }
+            /// `ln x` computed in `f32` and rounded once.
+            fn ln(self) -> Self {
+                Self::from_acc(crate::exp::ln32(self.to_f32()))
+            }
+            /// `sqrt x` computed in `f32` and rounded once.
+            fn sqrt(self) -> Self {
+                Self::from_acc(self.to_f32().sqrt())
             }
             fn is_nan(self) -> bool {
                 half::$t::is_nan(self)

@@ -86,6 +86,16 @@ pub enum Error {
     /// [`crate::sample::check_spec`]).
     #[error("sample: {0}")]
     Sample(String),
+    /// An argument outside its domain (a dropout probability not in
+    /// `[0, 1)`, an optimizer step of 0, a hyperparameter combination the
+    /// optimizer rejects).
+    #[error("{op}: {detail}")]
+    InvalidArgument {
+        /// The operation.
+        op: &'static str,
+        /// The argument, its value and what is allowed.
+        detail: String,
+    },
     /// An op this backend does not (yet) run for an element type.
     #[error("{op}: element type {dtype} is not supported by this backend")]
     UnsupportedDType {

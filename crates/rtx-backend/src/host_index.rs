@@ -2,15 +2,16 @@
 //! round-trip defaults.
 
 use crate::{
-    BTensor, Backend, BackendCore, Binary, DenseOps, Element, FusedOps, IndexOps, LayoutOps,
-    Result, Unary,
+    AdamStep, BTensor, Backend, BackendCore, Binary, DenseOps, Element, FusedOps, IndexOps,
+    LayoutOps, RegressionLoss, Result, SgdStep, TrainOps, Unary,
 };
 
 /// Wraps a backend and runs its **index ops** ([`IndexOps`]) and so its
 /// **fused ops** ([`FusedOps`], compositions of index and dense ops) through
 /// the traits' provided defaults, i.e. through host memory, while the core,
-/// layout and dense ops ([`BackendCore`], [`LayoutOps`], [`DenseOps`]) are
-/// the wrapped backend's own.
+/// layout, dense and training ops ([`BackendCore`], [`LayoutOps`],
+/// [`DenseOps`], [`TrainOps`]) are the wrapped backend's own (a label list
+/// for [`TrainOps::cross_entropy`] is copied into the inner backend's list).
 ///
 /// This is the "before" of moving gather and scatter onto a device: the same
 /// model on the same device, paying a host round trip per index op. Because
@@ -20,7 +21,7 @@ use crate::{
 ///
 /// The index and fused defaults are taken by construction (their `impl`s
 /// override no op: the index one only names its host index list type with
-/// [`host_index_list!`](crate::host_index_list)); the delegating `impl`s of the other three capabilities must list
+/// [`host_index_list!`](crate::host_index_list)); the delegating `impl`s of the other four capabilities must list
 /// every op of their trait, which the test below checks by name.
 #[derive(Debug, Clone, Default)]
 pub struct HostIndexOps<B> {
@@ -175,6 +176,58 @@ impl<B: Backend> DenseOps for HostIndexOps<B> {
 
 impl<B: Backend> FusedOps for HostIndexOps<B> {}
 
+impl<B: Backend> TrainOps for HostIndexOps<B> {
+    fn dropout<T: Element>(
+        &self,
+        x: &BTensor<Self, T>,
+        p: f64,
+        seed: u64,
+    ) -> Result<BTensor<Self, T>> {
+        self.inner.dropout(x, p, seed)
+    }
+
+    fn cross_entropy<T: Element>(
+        &self,
+        logits: &BTensor<Self, T>,
+        labels: &Self::Index,
+        scale: f64,
+    ) -> Result<crate::LossGrad<Self, T>> {
+        let labels = self.inner.index_from_host(&self.index_to_host(labels)?)?;
+        self.inner.cross_entropy(logits, &labels, scale)
+    }
+
+    fn regression_loss<T: Element>(
+        &self,
+        kind: RegressionLoss,
+        y: &BTensor<Self, T>,
+        target: &BTensor<Self, T::Acc>,
+        scale: f64,
+    ) -> Result<crate::LossGrad<Self, T>> {
+        self.inner.regression_loss(kind, y, target, scale)
+    }
+
+    fn adam_step<T: Element>(
+        &self,
+        h: &AdamStep,
+        params: &mut [&mut BTensor<Self, T>],
+        grads: &[&BTensor<Self, T>],
+        m: &mut [&mut BTensor<Self, T>],
+        v: &mut [&mut BTensor<Self, T>],
+    ) -> Result<()> {
+        self.inner.adam_step(h, params, grads, m, v)
+    }
+
+    fn sgd_step<T: Element>(
+        &self,
+        h: &SgdStep,
+        params: &mut [&mut BTensor<Self, T>],
+        grads: &[&BTensor<Self, T>],
+        bufs: &mut [&mut BTensor<Self, T>],
+    ) -> Result<()> {
+        self.inner.sgd_step(h, params, grads, bufs)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     /// The `fn` names declared in `src` (a trait's file or an impl block).
@@ -206,6 +259,7 @@ mod tests {
             ("BackendCore", include_str!("capability/core.rs")),
             ("LayoutOps", include_str!("capability/layout.rs")),
             ("DenseOps", include_str!("capability/dense.rs")),
+            ("TrainOps", include_str!("capability/train.rs")),
         ] {
             let delegated = fn_names(impl_block(name));
             for op in fn_names(trait_src) {

@@ -2,7 +2,7 @@
 //! scatter-add order and `IndexPlan`. Never depends on a device library.
 //!
 //! * [`Backend`]: the sum of the capability traits ([`BackendCore`],
-//!   [`IndexOps`], [`LayoutOps`], [`DenseOps`], [`FusedOps`]), each with
+//!   [`IndexOps`], [`LayoutOps`], [`DenseOps`], [`FusedOps`], [`TrainOps`]), each with
 //!   provided ops ([`IndexOps::index_select`], [`IndexOps::index_add`],
 //!   [`LayoutOps::swap_dims`], ...) whose defaults round-trip through host
 //!   memory with this crate's [`reference`](mod@reference) implementations.
@@ -35,14 +35,15 @@ mod tensor;
 pub mod workload;
 
 pub use capability::{
-    Backend, BackendCore, BiasPart, DenseOps, FusedOps, IndexOps, LayoutOps, check_bias_parts,
-    sum_bias_relu_composed,
+    Backend, BackendCore, BiasPart, DenseOps, FusedOps, IndexOps, LayoutOps, LossGrad, TrainOps,
+    check_bias_parts, sum_bias_relu_composed,
 };
 pub use element::{DType, Element, bf16, bytes_of, f16, round_f32, vec_from_bytes, widen_f32};
 pub use error::{Error, Result};
 pub use host_alloc::{try_copy, try_vec, try_with_capacity};
 pub use host_index::HostIndexOps;
 pub use index_list::{HostIndex, check_len, concat_shifted};
+pub use ops::train::{AdamStep, RegressionLoss, SgdStep};
 pub use ops::{Binary, Unary};
 pub use ops::{check_index_add, dims2, reference};
 pub use order::CANONICAL_BLOCK;
@@ -56,5 +57,5 @@ pub type BTensor<B, T> = Tensor<<B as BackendCore>::Buffer<T>>;
 /// Every capability trait, for `use rtx_backend::prelude::*` where a concrete
 /// backend's methods are called.
 pub mod prelude {
-    pub use crate::{Backend, BackendCore, DenseOps, FusedOps, IndexOps, LayoutOps};
+    pub use crate::{Backend, BackendCore, DenseOps, FusedOps, IndexOps, LayoutOps, TrainOps};
 }

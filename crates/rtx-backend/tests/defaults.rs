@@ -48,6 +48,8 @@ impl DenseOps for CoreOnly {}
 
 impl FusedOps for CoreOnly {}
 
+impl TrainOps for CoreOnly {}
+
 rtx_backend::conformance_tests!(CoreOnly);
 
 #[test]

@@ -180,6 +180,8 @@ impl DenseOps for HostRoundTrip<'_> {}
 
 impl FusedOps for HostRoundTrip<'_> {}
 
+impl TrainOps for HostRoundTrip<'_> {}
+
 /// The CUDA backend, or `None` with a note on stderr (feature off, no device).
 pub fn cuda_or_note(ordinal: usize) -> Option<CudaBackend> {
     match CudaBackend::new(ordinal) {

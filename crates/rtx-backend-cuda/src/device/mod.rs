@@ -21,6 +21,7 @@
 //! * `dense_ops`: `DenseOps` (matmul, elementwise, row sums, per-head ops).
 //! * `fused_ops`: `FusedOps` (segment softmax and its backward,
 //!   gather_scale_scatter, gather_head_dot).
+//! * `train_ops`: `TrainOps` (dropout, losses, the multi-tensor optimizer steps).
 //! * `graph`: [`CudaBackend::record`] and [`Recorded`]: work captured once
 //!   into a CUDA graph and replayed with one launch.
 
@@ -46,6 +47,7 @@ mod pins;
 mod plan;
 mod plan_build;
 mod sample;
+mod train_ops;
 
 pub use backend::CudaBackend;
 pub use buffer::CudaBuffer;

@@ -9,18 +9,21 @@
 //! | [`LayoutOps`] | `swap_dims`, `permute`, `convert` | `layout.rs` |
 //! | [`DenseOps`] | `matmul`, `unary`, `unary_backward`, `binary`, `axpy`, `sum_rows`, `head_dot`, `head_scale` | `dense.rs` |
 //! | [`FusedOps`] | `segment_softmax`, `segment_softmax_backward`, `gather_scale_scatter`, `gather_head_dot`, `gather_add`, `head_scale_sum_rows`, `add_head_scale`, `sum_bias_relu` | `fused.rs` |
+//! | [`TrainOps`] | `dropout`, `cross_entropy`, `regression_loss`, `adam_step`, `sgd_step` | `train.rs` |
 
 mod core;
 mod dense;
 mod fused;
 mod index;
 mod layout;
+mod train;
 
 pub use self::core::BackendCore;
 pub use dense::DenseOps;
 pub use fused::{BiasPart, FusedOps, check_bias_parts, sum_bias_relu_composed};
 pub use index::IndexOps;
 pub use layout::LayoutOps;
+pub use train::{LossGrad, TrainOps};
 
 /// `t` widened to `f32` (exact for the half types) on the same backend,
 /// through the host: how the defaults run a half-precision op as its `f32` op.
@@ -62,6 +65,10 @@ pub(crate) fn round_t<B: BackendCore + ?Sized, T: crate::Element>(
 /// on the widened inputs, rounded once (a fused op is the `f32` fused op
 /// rounded once, not the composition of half ops); gather, permute and
 /// segment max move the bits (see [`reference`](mod@crate::reference)).
-pub trait Backend: BackendCore + IndexOps + LayoutOps + DenseOps + FusedOps {}
+///
+/// **Training.** The training ops ([`TrainOps`]: dropout, the losses, the
+/// optimizer steps) give the bits of their [`ops::train`](crate::ops::train)
+/// references on every backend.
+pub trait Backend: BackendCore + IndexOps + LayoutOps + DenseOps + FusedOps + TrainOps {}
 
-impl<B: BackendCore + IndexOps + LayoutOps + DenseOps + FusedOps> Backend for B {}
+impl<B: BackendCore + IndexOps + LayoutOps + DenseOps + FusedOps + TrainOps> Backend for B {}

@@ -15,6 +15,7 @@
 //! | `fused.rs` | [`FusedOps`](crate::FusedOps) and the segment ops they compose: softmax and the fused gathers |
 //! | `precision.rs` | every op family in `bf16`, `f16`, `f32` and `f64`: half types against their `f32` op rounded once and the reference; `convert` |
 //! | `special.rs` | `bf16` and `f16` against hand-computed bits: NaN, infinities, subnormals, `-0.0`, overflow, ties; a sum that only the canonical order rounds right |
+//! | `train.rs` | [`TrainOps`](crate::TrainOps): dropout's mask and scale, the losses against naive `f64` code and finite differences, the optimizers against hand-computed steps of torch's formulas, all four element types against the reference |
 //! | `harness.rs` | upload, download and the bit-exact and tolerance comparisons the cases share |
 
 mod dense;
@@ -25,6 +26,7 @@ mod layout;
 mod lists;
 mod precision;
 mod special;
+mod train;
 
 use crate::Backend;
 
@@ -42,6 +44,7 @@ pub use precision::{
     typed_layout_and_convert,
 };
 pub use special::{half_special_values, half_summation_order};
+pub use train::{train_adam, train_cross_entropy, train_dropout, train_regression_loss, train_sgd};
 
 /// Every case above, in order.
 pub fn run_all<B: Backend>(b: &B) {
@@ -73,6 +76,11 @@ pub fn run_all<B: Backend>(b: &B) {
     typed_index_lists_and_errors(b);
     half_special_values(b);
     half_summation_order(b);
+    train_dropout(b);
+    train_cross_entropy(b);
+    train_regression_loss(b);
+    train_adam(b);
+    train_sgd(b);
 }
 
 /// Declares one `#[test]` per conformance case for a backend built by `$make`.
@@ -90,7 +98,8 @@ macro_rules! conformance_tests {
             model_ops_match_reference segment_ops fused_gathers fused_dense model_ops_empty
             model_op_errors index_lists_match_host_lists index_list_edges
             typed_index_ops typed_dense_ops typed_fused_ops typed_layout_and_convert
-            typed_index_lists_and_errors half_special_values half_summation_order);
+            typed_index_lists_and_errors half_special_values half_summation_order
+            train_dropout train_cross_entropy train_regression_loss train_adam train_sgd);
     };
     (@cases $make:expr; $($case:ident)*) => {
         $(

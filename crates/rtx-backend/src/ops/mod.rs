@@ -67,6 +67,7 @@
 //! | `kind.rs` | the op enums [`Unary`] and [`Binary`] |
 //! | `check.rs` | the `check_*` argument checks every backend runs before any work (also [`dims2`] and [`check_index_add`], re-exported at the crate root) |
 //! | `rows.rs` | the row kernels the reference and the CPU backend share ([`mm_block`], [`softmax_segment`], ...) |
+//! | `train.rs` | the training ops' references: dropout, the losses, the optimizer updates ([`train`]) |
 //! | `reference.rs` | the host reference implementations ([`matmul`], [`segment_softmax`], ...), and the reference gather and scatter-add; public as `rtx_backend::reference` |
 //!
 //! Every item of `check.rs`, `kind.rs` and `rows.rs`, and the model ops'
@@ -76,6 +77,7 @@ mod check;
 mod kind;
 pub mod reference;
 mod rows;
+pub mod train;
 
 pub use crate::order::{canonical_accumulate, reduce_blocks};
 pub use check::{
