@@ -524,6 +524,9 @@ fn gradients_match_central_differences_in_f64_on_the_device() {
         layers: 2,
         negative_slope: 0.2,
         target: 0,
+        out_features: 1,
+        input_dropout: 0.0,
+        attention_dropout: 0.0,
     };
     let check = check_gradients(&b, &g, cfg, 11).unwrap();
     assert!(

@@ -89,14 +89,28 @@ fn same<T: Element>(data: &Dataset, cfg: &TrainConfig) {
     let dev = bits::<_, T>(&backend(), data, cfg);
     assert!(cpu.0.len() > 1, "{} steps", cpu.0.len());
     assert_eq!(cpu.0, dev.0, "step losses, CPU vs CUDA ({})", T::DTYPE);
-    assert_eq!(cpu.1, dev.1, "validation losses, CPU vs CUDA ({})", T::DTYPE);
-    assert!(cpu.2 == dev.2, "final parameters differ, CPU vs CUDA ({})", T::DTYPE);
+    assert_eq!(
+        cpu.1,
+        dev.1,
+        "validation losses, CPU vs CUDA ({})",
+        T::DTYPE
+    );
+    assert!(
+        cpu.2 == dev.2,
+        "final parameters differ, CPU vs CUDA ({})",
+        T::DTYPE
+    );
 }
 
 #[test]
 fn a_sampled_adamw_cross_entropy_epoch_gives_the_cpus_bits() {
     let data = planted::small_classification(7);
-    let cfg = config(Task::Classify, "paper", Some(256), Rule::parse("adamw").unwrap());
+    let cfg = config(
+        Task::Classify,
+        "paper",
+        Some(256),
+        Rule::parse("adamw").unwrap(),
+    );
     same::<f32>(&data, &cfg);
     same::<bf16>(&data, &cfg);
 }
@@ -114,7 +128,10 @@ fn full_graph_runs_of_every_optimizer_give_the_cpus_bits() {
     ] {
         same::<f32>(&data, &config(Task::Classify, "paper", None, rule));
     }
-    same::<f64>(&data, &config(Task::Classify, "paper", None, Rule::parse("adamw").unwrap()));
+    same::<f64>(
+        &data,
+        &config(Task::Classify, "paper", None, Rule::parse("adamw").unwrap()),
+    );
 }
 
 #[test]
@@ -124,7 +141,12 @@ fn a_regression_run_gives_the_cpus_bits() {
         .name
         .clone();
     for loss in [LossKind::Mse, LossKind::L1] {
-        let cfg = config(Task::Regress(loss), &target, None, Rule::parse("adamw").unwrap());
+        let cfg = config(
+            Task::Regress(loss),
+            &target,
+            None,
+            Rule::parse("adamw").unwrap(),
+        );
         same::<f32>(&data, &cfg);
     }
 }

@@ -187,9 +187,15 @@ fn optimizer_meta(o: &OptimizerConfig) -> Value {
             momentum,
             dampening,
             nesterov,
-        } => json!({"kind": "sgd", "momentum": momentum, "dampening": dampening, "nesterov": nesterov}),
-        Rule::Adam { betas, eps } => json!({"kind": "adam", "betas": [betas.0, betas.1], "eps": eps}),
-        Rule::AdamW { betas, eps } => json!({"kind": "adamw", "betas": [betas.0, betas.1], "eps": eps}),
+        } => {
+            json!({"kind": "sgd", "momentum": momentum, "dampening": dampening, "nesterov": nesterov})
+        }
+        Rule::Adam { betas, eps } => {
+            json!({"kind": "adam", "betas": [betas.0, betas.1], "eps": eps})
+        }
+        Rule::AdamW { betas, eps } => {
+            json!({"kind": "adamw", "betas": [betas.0, betas.1], "eps": eps})
+        }
     };
     json!({"rule": rule, "lr": o.lr, "weight_decay": o.weight_decay,
            "clip_norm": o.clip_norm, "schedule": schedule_meta(o.schedule)})
@@ -243,16 +249,40 @@ pub fn save<B: Backend + TrainOps + SampleOps, T: Element>(
             ParamState::Empty => param_steps.push(Value::Null),
             ParamState::Momentum(buf) => {
                 param_steps.push(json!("momentum"));
-                tensors.push(pyg_tensor(b, format!("optim.{key}.momentum_buffer"), layout, buf, heads)?);
+                tensors.push(pyg_tensor(
+                    b,
+                    format!("optim.{key}.momentum_buffer"),
+                    layout,
+                    buf,
+                    heads,
+                )?);
             }
             ParamState::Adam { m, v, steps } => {
                 param_steps.push(json!(steps));
-                tensors.push(pyg_tensor(b, format!("optim.{key}.exp_avg"), layout, m, heads)?);
-                tensors.push(pyg_tensor(b, format!("optim.{key}.exp_avg_sq"), layout, v, heads)?);
+                tensors.push(pyg_tensor(
+                    b,
+                    format!("optim.{key}.exp_avg"),
+                    layout,
+                    m,
+                    heads,
+                )?);
+                tensors.push(pyg_tensor(
+                    b,
+                    format!("optim.{key}.exp_avg_sq"),
+                    layout,
+                    v,
+                    heads,
+                )?);
             }
         }
         if let Some(best) = best {
-            tensors.push(pyg_tensor(b, format!("rtx.best.{key}"), layout, &best[i], heads)?);
+            tensors.push(pyg_tensor(
+                b,
+                format!("rtx.best.{key}"),
+                layout,
+                &best[i],
+                heads,
+            )?);
         }
     }
     let (config, schema) = model_meta(model);
@@ -264,7 +294,10 @@ pub fn save<B: Backend + TrainOps + SampleOps, T: Element>(
         "task".to_string(),
         task_meta(trainer.config().task, trainer.outputs()).to_string(),
     );
-    meta.insert("train".to_string(), train_meta(trainer.config()).to_string());
+    meta.insert(
+        "train".to_string(),
+        train_meta(trainer.config()).to_string(),
+    );
     meta.insert(
         "position".to_string(),
         position_meta(&trainer.position()).to_string(),
@@ -273,7 +306,10 @@ pub fn save<B: Backend + TrainOps + SampleOps, T: Element>(
         "optimizer".to_string(),
         json!({"steps": trainer.optimizer().steps(), "param_steps": param_steps}).to_string(),
     );
-    meta.insert("dtype".to_string(), <T::Acc as Element>::DTYPE.name().to_string());
+    meta.insert(
+        "dtype".to_string(),
+        <T::Acc as Element>::DTYPE.name().to_string(),
+    );
     let dtype = st_dtype(<T::Acc as Element>::DTYPE);
     let views = tensors
         .iter()
@@ -336,9 +372,12 @@ impl Checkpoint {
         let raw = header.metadata().clone().unwrap_or_default();
         let mut meta = HashMap::new();
         for key in ["config", "schema", "task"] {
-            let v = raw
-                .get(key)
-                .ok_or_else(|| err(path, format!("no `{key}` in the metadata: not an rtx checkpoint")))?;
+            let v = raw.get(key).ok_or_else(|| {
+                err(
+                    path,
+                    format!("no `{key}` in the metadata: not an rtx checkpoint"),
+                )
+            })?;
             let v: Value = serde_json::from_str(v)
                 .map_err(|e| err(path, format!("metadata `{key}` is not JSON: {e}")))?;
             meta.insert(key.to_string(), v);
@@ -352,7 +391,12 @@ impl Checkpoint {
         }
         let tensors = st
             .iter()
-            .map(|(k, v)| (k.to_string(), (v.dtype(), v.shape().to_vec(), v.data().to_vec())))
+            .map(|(k, v)| {
+                (
+                    k.to_string(),
+                    (v.dtype(), v.shape().to_vec(), v.data().to_vec()),
+                )
+            })
             .collect();
         Ok(Checkpoint {
             path: path.to_owned(),
@@ -397,9 +441,12 @@ impl Checkpoint {
     /// [`Error::Checkpoint`] when it holds no run settings or they do not
     /// parse, naming the field.
     pub fn train_config(&self) -> Result<TrainConfig> {
-        let t = self
-            .meta("train")
-            .ok_or_else(|| err(&self.path, "holds a model but no run settings: it cannot be resumed"))?;
+        let t = self.meta("train").ok_or_else(|| {
+            err(
+                &self.path,
+                "holds a model but no run settings: it cannot be resumed",
+            )
+        })?;
         parse_train(t).map_err(|m| err(&self.path, format!("metadata `train`: {m}")))
     }
 
@@ -412,7 +459,10 @@ impl Checkpoint {
         let (config, schema) = model_meta(model);
         let theirs = self.meta("schema").cloned().unwrap_or(Value::Null);
         if let Some(d) = first_difference("schema", &theirs, &schema) {
-            return Err(err(&self.path, format!("the checkpoint is for another graph schema: {d}")));
+            return Err(err(
+                &self.path,
+                format!("the checkpoint is for another graph schema: {d}"),
+            ));
         }
         let mut theirs = self.meta("config").cloned().unwrap_or(Value::Null);
         let mut ours = config;
@@ -424,7 +474,10 @@ impl Checkpoint {
             }
         }
         if let Some(d) = first_difference("config", &theirs, &ours) {
-            return Err(err(&self.path, format!("the checkpoint is for another model: {d}")));
+            return Err(err(
+                &self.path,
+                format!("the checkpoint is for another model: {d}"),
+            ));
         }
         Ok(())
     }
@@ -462,7 +515,10 @@ impl Checkpoint {
             }
         };
         if let Some(i) = v.iter().position(|x| !x.to_f64().is_finite()) {
-            return Err(err(&self.path, format!("tensor `{key}` holds {:?} at element {i}", v[i])));
+            return Err(err(
+                &self.path,
+                format!("tensor `{key}` holds {:?} at element {i}", v[i]),
+            ));
         }
         let v = if layout == Layout::Transposed {
             transpose(&v, shape[1], shape[0])
@@ -523,7 +579,10 @@ impl Checkpoint {
             );
         }
         if !self.resumable() {
-            return Err(err(&self.path, "holds a model but no run position: it cannot be resumed"));
+            return Err(err(
+                &self.path,
+                "holds a model but no run position: it cannot be resumed",
+            ));
         }
         let heads = model.config().heads;
         let types = model.node_type_names().to_vec();
@@ -533,20 +592,30 @@ impl Checkpoint {
         if per.len() != params.len() {
             return Err(err(
                 &self.path,
-                format!("optimizer state for {} parameters; the model has {}", per.len(), params.len()),
+                format!(
+                    "optimizer state for {} parameters; the model has {}",
+                    per.len(),
+                    params.len()
+                ),
             ));
         }
         let mut state = Vec::with_capacity(params.len());
         for ((p, name), s) in model.params().iter().zip(model.param_names()).zip(&per) {
             let (key, layout) = pyg_key(name, &types, &rels);
-            let get = |leaf: &str| self.param::<B, T::Acc>(b, &format!("optim.{key}.{leaf}"), layout, p.shape(), heads);
+            let get = |leaf: &str| {
+                self.param::<B, T::Acc>(b, &format!("optim.{key}.{leaf}"), layout, p.shape(), heads)
+            };
             state.push(match s {
                 Value::Null => ParamState::Empty,
-                Value::String(m) if m == "momentum" => ParamState::Momentum(get("momentum_buffer")?),
+                Value::String(m) if m == "momentum" => {
+                    ParamState::Momentum(get("momentum_buffer")?)
+                }
                 Value::Number(n) => ParamState::Adam {
                     m: get("exp_avg")?,
                     v: get("exp_avg_sq")?,
-                    steps: n.as_u64().ok_or_else(|| err(&self.path, format!("step count {n} of {key}")))?,
+                    steps: n
+                        .as_u64()
+                        .ok_or_else(|| err(&self.path, format!("step count {n} of {key}")))?,
                 },
                 other => return Err(err(&self.path, format!("optimizer state {other} of {key}"))),
             });
@@ -617,7 +686,10 @@ fn parse_position(v: &Value) -> std::result::Result<Position, String> {
         epoch_loss_sum: f64_bits(&v["epoch_loss_sum_bits"], "epoch_loss_sum_bits")?,
         best: match &v["best"] {
             Value::Null => None,
-            b => Some((f64_bits(&b[0], "best[0]")?, uint(&b[1], "best[1]")? as usize)),
+            b => Some((
+                f64_bits(&b[0], "best[0]")?,
+                uint(&b[1], "best[1]")? as usize,
+            )),
         },
         bad_epochs: uint(&v["bad_epochs"], "bad_epochs")? as usize,
         stopped: v["stopped"].as_bool().ok_or("stopped is not a bool")?,
@@ -639,7 +711,10 @@ fn parse_train(t: &Value) -> std::result::Result<TrainConfig, String> {
             nesterov: r["nesterov"].as_bool().ok_or("nesterov is not a bool")?,
         },
         Some(k @ ("adam" | "adamw")) => {
-            let betas = (real(&r["betas"][0], "betas[0]")?, real(&r["betas"][1], "betas[1]")?);
+            let betas = (
+                real(&r["betas"][0], "betas[0]")?,
+                real(&r["betas"][1], "betas[1]")?,
+            );
             let eps = real(&r["eps"], "eps")?;
             if k == "adam" {
                 Rule::Adam { betas, eps }
@@ -681,7 +756,10 @@ fn parse_train(t: &Value) -> std::result::Result<TrainConfig, String> {
         }),
     };
     Ok(TrainConfig {
-        target: t["target"].as_str().ok_or("target is not a string")?.to_string(),
+        target: t["target"]
+            .as_str()
+            .ok_or("target is not a string")?
+            .to_string(),
         task,
         epochs: uint(&t["epochs"], "epochs")? as usize,
         batch: match &t["batch"] {
@@ -732,7 +810,10 @@ pub fn check_dataset(ck: &Checkpoint, data: &Dataset) -> Result<()> {
     });
     let theirs = ck.meta("schema").cloned().unwrap_or(Value::Null);
     match first_difference("schema", &theirs, &ours) {
-        Some(d) => Err(err(ck.path(), format!("the checkpoint is for another dataset: {d}"))),
+        Some(d) => Err(err(
+            ck.path(),
+            format!("the checkpoint is for another dataset: {d}"),
+        )),
         None => Ok(()),
     }
 }

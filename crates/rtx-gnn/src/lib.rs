@@ -37,7 +37,8 @@
 //! let types = vec![NodeType { name: "a".into(), nodes: 3 }];
 //! let g = HeteroGraph::new(types, vec![("aa".into(), 0, 0, vec![0, 1, 2], vec![1, 1, 0])])?;
 //! let config = HetGatConfig { in_features: vec![2], heads: 2, channels: 3, layers: 2,
-//!                             negative_slope: 0.2, target: 0 };
+//!                             negative_slope: 0.2, target: 0, out_features: 1,
+//!                             input_dropout: 0.0, attention_dropout: 0.0 };
 //! let mut model = HetGat::<_, f32>::new(&b, &g, config, 7)?;
 //! let x = vec![b.upload(&[0.5f32, -1.0, 0.25, 2.0, -0.5, 1.0], &[3, 2])?];
 //! let first = model.train_step(&b, &g, &x, 1e-2)?;

@@ -561,7 +561,12 @@ fn check_param_count<T: Element>(
     let total = later
         .checked_mul(config.layers - 1)
         .and_then(|n| n.checked_add(first))
-        .and_then(|n| hidden.checked_add(1)?.checked_mul(config.out_features)?.checked_add(n))
+        .and_then(|n| {
+            hidden
+                .checked_add(1)?
+                .checked_mul(config.out_features)?
+                .checked_add(n)
+        })
         .ok_or_else(too_big)?;
     if total > isize::MAX as usize / size_of::<T>().max(1) {
         return Err(too_big());

@@ -475,7 +475,9 @@ impl<'a, B: Backend + TrainOps + SampleOps, T: Element> Trainer<'a, B, T> {
         if let Some(best) = &best
             && best.len() != params.len()
         {
-            return Err(Error::Model("the best parameters do not fit the model".into()));
+            return Err(Error::Model(
+                "the best parameters do not fit the model".into(),
+            ));
         }
         // all checks before any change
         let mut model = self.model.to_precision::<T::Acc>(self.b)?;
@@ -580,7 +582,8 @@ impl<'a, B: Backend + TrainOps + SampleOps, T: Element> Trainer<'a, B, T> {
         } else {
             self.position.bad_epochs += 1;
         }
-        let stop = matches!(watched, Some((_, _, patience)) if self.position.bad_epochs >= patience);
+        let stop =
+            matches!(watched, Some((_, _, patience)) if self.position.bad_epochs >= patience);
         Ok((best, stop))
     }
 
@@ -781,7 +784,12 @@ fn targets_of<B: Backend, A: Element>(
 ///
 /// # Errors
 /// [`Error::Model`] for outputs that do not fit the targets.
-pub fn score(out: &[f32], targets: &Option<DataTargets>, nodes: &[u32], task: Task) -> Result<Scores> {
+pub fn score(
+    out: &[f32],
+    targets: &Option<DataTargets>,
+    nodes: &[u32],
+    task: Task,
+) -> Result<Scores> {
     let m = nodes.len();
     match (targets, task) {
         (Some(DataTargets::Classes { labels, classes }), Task::Classify) => {
@@ -789,7 +797,9 @@ pub fn score(out: &[f32], targets: &Option<DataTargets>, nodes: &[u32], task: Ta
             let y: Vec<u32> = nodes.iter().map(|&n| labels[n as usize]).collect();
             let mut loss = 0.0;
             for (row, &yi) in out.chunks(c).zip(&y) {
-                let mx = row.iter().fold(f64::NEG_INFINITY, |a, &v| a.max(f64::from(v)));
+                let mx = row
+                    .iter()
+                    .fold(f64::NEG_INFINITY, |a, &v| a.max(f64::from(v)));
                 let s: f64 = row.iter().map(|&v| (f64::from(v) - mx).exp()).sum();
                 loss += mx + s.ln() - f64::from(row[yi as usize]);
             }
@@ -812,7 +822,11 @@ pub fn score(out: &[f32], targets: &Option<DataTargets>, nodes: &[u32], task: Ta
             let loss = if kind == LossKind::L1 { r.mae } else { r.mse };
             Ok(Scores {
                 loss,
-                metrics: vec![(Metric::Mse, r.mse), (Metric::Mae, r.mae), (Metric::R2, r.r2)],
+                metrics: vec![
+                    (Metric::Mse, r.mse),
+                    (Metric::Mae, r.mae),
+                    (Metric::R2, r.r2),
+                ],
             })
         }
         _ => Err(Error::Model("the task does not fit the targets".into())),

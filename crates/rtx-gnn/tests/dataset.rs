@@ -449,6 +449,7 @@ fn a_relation_with_no_edges_loads_and_trains_nothing_wrong() {
         layers: 2,
         negative_slope: 0.2,
         target: 0,
+        ..HetGatConfig::harris()
     };
     let mut model = HetGat::<_, f32>::new(&b, &g, config, 7).unwrap();
     let x: Vec<_> = d

@@ -22,6 +22,9 @@ fn config(features: [usize; 2], heads: usize, channels: usize) -> HetGatConfig {
         layers: 2,
         negative_slope: 0.2,
         target: 0,
+        out_features: 1,
+        input_dropout: 0.0,
+        attention_dropout: 0.0,
     }
 }
 

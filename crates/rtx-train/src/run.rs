@@ -8,16 +8,14 @@ use std::time::Instant;
 
 use anyhow::{Context, anyhow};
 use indicatif::{ProgressBar, ProgressStyle};
-use rtx_backend::{Element, SampleOps, TrainOps};
 use rtx_backend::prelude::*;
+use rtx_backend::{Element, SampleOps, TrainOps};
 use rtx_gnn::checkpoint::{self, Checkpoint};
 use rtx_gnn::dataset::{Dataset, Targets as DataTargets};
 use rtx_gnn::metrics::Metric;
 use rtx_gnn::model::LossKind;
 use rtx_gnn::optim::{OptimizerConfig, Rule, Schedule};
-use rtx_gnn::train::{
-    EarlyStopping, EpochEnd, ModelSettings, Task, TrainConfig, Trainer,
-};
+use rtx_gnn::train::{EarlyStopping, EpochEnd, ModelSettings, Task, TrainConfig, Trainer};
 use serde_json::json;
 
 use crate::args::{Args, BackendArg, Format, LossArg, OptimizerArg, PrecisionArg, TaskArg};
@@ -263,16 +261,17 @@ fn config_from_args(args: &Args, data: &Dataset, init: Option<&Checkpoint>) -> R
         Some(ck) => Some(ck.model_shape().input()?),
         None => None,
     };
-    let pick = |given: Option<usize>, from_ck: Option<usize>, default: usize, flag: &str| -> Res<usize> {
-        match (given, from_ck) {
-            (Some(g), Some(c)) if g != c => Err(Failure::Input(anyhow!(
-                "{flag} {g} differs from the --init checkpoint's {c}"
-            ))),
-            (Some(g), _) => Ok(g),
-            (None, Some(c)) => Ok(c),
-            (None, None) => Ok(default),
-        }
-    };
+    let pick =
+        |given: Option<usize>, from_ck: Option<usize>, default: usize, flag: &str| -> Res<usize> {
+            match (given, from_ck) {
+                (Some(g), Some(c)) if g != c => Err(Failure::Input(anyhow!(
+                    "{flag} {g} differs from the --init checkpoint's {c}"
+                ))),
+                (Some(g), _) => Ok(g),
+                (None, Some(c)) => Ok(c),
+                (None, None) => Ok(default),
+            }
+        };
     let model = ModelSettings {
         heads: pick(args.heads, shape.map(|s| s.heads), 4, "--heads")?,
         channels: pick(args.channels, shape.map(|s| s.channels), 16, "--channels")?,
@@ -308,7 +307,10 @@ fn loss_of(l: Option<LossArg>) -> LossKind {
 /// `FILE` with `.best` before its extension (`run.safetensors` ->
 /// `run.best.safetensors`).
 pub fn best_path(save: &Path) -> PathBuf {
-    let stem = save.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let stem = save
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let name = match save.extension() {
         Some(ext) => format!("{stem}.best.{}", ext.to_string_lossy()),
         None => format!("{stem}.best"),
@@ -343,7 +345,11 @@ fn train<B: Backend + TrainOps + SampleOps, T: Element>(b: &B, s: &Setup<'_>) ->
             "rtx-train on {}: {} ({nodes} nodes, {edges} edges), {} on {} ({} outputs), \
              {} layers x {} heads x {} channels, {params} parameters; {mode}; {} lr {}; {}",
             b.name(),
-            args.data.as_ref().map_or("built-in planted dataset".into(), |p| p.display().to_string()),
+            args.data
+                .as_ref()
+                .map_or("built-in planted dataset".into(), |p| p
+                    .display()
+                    .to_string()),
             match config.task {
                 Task::Classify => "classification",
                 Task::Regress(_) => "regression",
@@ -426,7 +432,10 @@ fn train<B: Backend + TrainOps + SampleOps, T: Element>(b: &B, s: &Setup<'_>) ->
         pb.finish_and_clear();
     }
     if interrupted {
-        let path = args.save.clone().unwrap_or_else(|| PathBuf::from(INTERRUPTED));
+        let path = args
+            .save
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(INTERRUPTED));
         checkpoint::save(&path, &trainer)
             .with_context(|| format!("writing the checkpoint {}", path.display()))
             .failed()?;
@@ -469,7 +478,11 @@ fn train<B: Backend + TrainOps + SampleOps, T: Element>(b: &B, s: &Setup<'_>) ->
         );
         if let Some((v, e)) = best {
             let metric = config.early_stopping.map_or(Metric::Loss, |e| e.metric);
-            line.push_str(&format!("; best epoch {} (val {} {v:.4})", e + 1, metric.name()));
+            line.push_str(&format!(
+                "; best epoch {} (val {} {v:.4})",
+                e + 1,
+                metric.name()
+            ));
         }
         if let Some(t) = &test {
             for (m, v) in &t.metrics {
@@ -518,12 +531,19 @@ fn write_predictions<B: Backend + TrainOps + SampleOps, T: Element>(
             format!("{name}.pred"),
             safetensors::Dtype::I64,
             vec![n],
-            pred.iter().flat_map(|&v| i64::from(v).to_le_bytes()).collect(),
+            pred.iter()
+                .flat_map(|&v| i64::from(v).to_le_bytes())
+                .collect(),
         ));
     }
     let views = tensors
         .iter()
-        .map(|(k, d, s, bytes)| Ok((k.clone(), safetensors::tensor::TensorView::new(*d, s.clone(), bytes)?)))
+        .map(|(k, d, s, bytes)| {
+            Ok((
+                k.clone(),
+                safetensors::tensor::TensorView::new(*d, s.clone(), bytes)?,
+            ))
+        })
         .collect::<anyhow::Result<Vec<_>>>()?;
     let meta = std::collections::HashMap::from([
         ("format".to_string(), "rtx-predictions/1".to_string()),

@@ -32,7 +32,10 @@ const FAST: [&str; 6] = ["--heads", "2", "--channels", "4", "--seed", "3"];
 #[test]
 fn json_format_prints_one_object_per_epoch_then_the_end() {
     let dir = tempfile::tempdir().unwrap();
-    let out = run(&[&FAST[..], &["--epochs", "3", "--format", "json"]].concat(), dir.path());
+    let out = run(
+        &[&FAST[..], &["--epochs", "3", "--format", "json"]].concat(),
+        dir.path(),
+    );
     assert!(out.status.success(), "{}", stderr(&out));
     let lines = json_lines(&out);
     assert_eq!(lines.len(), 4, "{lines:?}");
@@ -55,8 +58,14 @@ fn human_format_prints_a_line_per_epoch_and_a_metric() {
     assert!(out.status.success(), "{}", stderr(&out));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("epoch   1/2"), "{text}");
-    assert!(text.contains("val loss") && text.contains("accuracy"), "{text}");
-    assert!(text.lines().last().unwrap().starts_with("done: 2 epochs"), "{text}");
+    assert!(
+        text.contains("val loss") && text.contains("accuracy"),
+        "{text}"
+    );
+    assert!(
+        text.lines().last().unwrap().starts_with("done: 2 epochs"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -75,7 +84,7 @@ fn bad_input_exits_2_naming_what_is_wrong() {
         ),
         (vec!["--target".into(), "nosuch".into()], "nosuch"),
         (vec!["--task".into(), "regress".into()], "class labels"),
-        (vec!["--lr".into(), "-1".into()], "lr"),
+        (vec!["--lr=-1".into()], "lr"),
         (vec!["--schedule".into(), "linear".into()], "schedule"),
         (vec!["--backend".into(), "cuda".into()], "cuda"),
         (vec!["--momentum".into(), "0.9".into()], "--optimizer sgd"),
@@ -85,10 +94,16 @@ fn bad_input_exits_2_naming_what_is_wrong() {
         if args[0] == "--backend" && cfg!(feature = "cuda") {
             continue;
         }
-        let out = run(&args.iter().map(String::as_str).collect::<Vec<_>>(), dir.path());
+        let out = run(
+            &args.iter().map(String::as_str).collect::<Vec<_>>(),
+            dir.path(),
+        );
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
         let e = stderr(&out);
-        assert!(e.contains("rtx-train: error:") && e.contains(needle), "{args:?}: {e}");
+        assert!(
+            e.contains("rtx-train: error:") && e.contains(needle),
+            "{args:?}: {e}"
+        );
     }
     // clap's own usage errors are exit 2 as well
     let out = run(&["--epochs", "many"], dir.path());
@@ -100,22 +115,71 @@ fn resume_refuses_run_settings_and_continues_the_run() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     // 4 epochs straight
-    let whole = run(&[&FAST[..], &["--epochs", "4", "--format", "json", "--save", "whole.safetensors"]].concat(), d);
+    let whole = run(
+        &[
+            &FAST[..],
+            &[
+                "--epochs",
+                "4",
+                "--format",
+                "json",
+                "--save",
+                "whole.safetensors",
+            ],
+        ]
+        .concat(),
+        d,
+    );
     assert!(whole.status.success(), "{}", stderr(&whole));
     // 2, then resume to 4
-    let first = run(&[&FAST[..], &["--epochs", "2", "--format", "json", "--save", "part.safetensors"]].concat(), d);
+    let first = run(
+        &[
+            &FAST[..],
+            &[
+                "--epochs",
+                "2",
+                "--format",
+                "json",
+                "--save",
+                "part.safetensors",
+            ],
+        ]
+        .concat(),
+        d,
+    );
     assert!(first.status.success(), "{}", stderr(&first));
     assert!(d.join("part.best.safetensors").exists());
     let bad = run(&["--resume", "part.safetensors", "--lr", "0.1"], d);
     assert_eq!(bad.status.code(), Some(2));
-    assert!(stderr(&bad).contains("--lr cannot be given with --resume"), "{}", stderr(&bad));
-    let rest = run(&["--resume", "part.safetensors", "--epochs", "4", "--format", "json", "--save", "part.safetensors"], d);
+    assert!(
+        stderr(&bad).contains("--lr cannot be given with --resume"),
+        "{}",
+        stderr(&bad)
+    );
+    let rest = run(
+        &[
+            "--resume",
+            "part.safetensors",
+            "--epochs",
+            "4",
+            "--format",
+            "json",
+            "--save",
+            "part.safetensors",
+        ],
+        d,
+    );
     assert!(rest.status.success(), "{}", stderr(&rest));
     let w = json_lines(&whole);
     let r = json_lines(&rest);
     assert_eq!(r.len(), 3, "{r:?}");
     for e in 0..2 {
-        assert_eq!(w[2 + e]["train_loss"], r[e]["train_loss"], "epoch {}", 2 + e);
+        assert_eq!(
+            w[2 + e]["train_loss"],
+            r[e]["train_loss"],
+            "epoch {}",
+            2 + e
+        );
         assert_eq!(w[2 + e]["val"], r[e]["val"]);
     }
     let a = std::fs::read(d.join("whole.safetensors")).unwrap();
@@ -127,14 +191,32 @@ fn resume_refuses_run_settings_and_continues_the_run() {
     let mut names = sa.names();
     names.sort();
     for n in names {
-        assert_eq!(sa.tensor(n).unwrap().data(), sb.tensor(n).unwrap().data(), "{n}");
+        assert_eq!(
+            sa.tensor(n).unwrap().data(),
+            sb.tensor(n).unwrap().data(),
+            "{n}"
+        );
     }
 }
 
 #[test]
 fn predict_writes_every_target_nodes_logits_and_class() {
     let dir = tempfile::tempdir().unwrap();
-    let out = run(&[&FAST[..], &["--epochs", "1", "--predict", "p.safetensors", "--format", "json"]].concat(), dir.path());
+    let out = run(
+        &[
+            &FAST[..],
+            &[
+                "--epochs",
+                "1",
+                "--predict",
+                "p.safetensors",
+                "--format",
+                "json",
+            ],
+        ]
+        .concat(),
+        dir.path(),
+    );
     assert!(out.status.success(), "{}", stderr(&out));
     let bytes = std::fs::read(dir.path().join("p.safetensors")).unwrap();
     let st = safetensors::SafeTensors::deserialize(&bytes).unwrap();
@@ -164,7 +246,20 @@ fn ctrl_c_finishes_the_step_writes_a_checkpoint_and_exits_130() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let mut child = bin()
-        .args([&FAST[..], &["--epochs", "100000", "--format", "json", "--save", "ck.safetensors"]].concat())
+        .args(
+            [
+                &FAST[..],
+                &[
+                    "--epochs",
+                    "100000",
+                    "--format",
+                    "json",
+                    "--save",
+                    "ck.safetensors",
+                ],
+            ]
+            .concat(),
+        )
         .current_dir(d)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -184,7 +279,17 @@ fn ctrl_c_finishes_the_step_writes_a_checkpoint_and_exits_130() {
     assert_eq!(last["checkpoint"], "ck.safetensors");
     // the checkpoint resumes
     let epochs = last["epoch"].as_u64().unwrap() + 1;
-    let out = run(&["--resume", "ck.safetensors", "--epochs", &epochs.to_string(), "--format", "json"], d);
+    let out = run(
+        &[
+            "--resume",
+            "ck.safetensors",
+            "--epochs",
+            &epochs.to_string(),
+            "--format",
+            "json",
+        ],
+        d,
+    );
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(json_lines(&out).last().unwrap()["event"], "done");
 }

@@ -2,7 +2,7 @@
 //! parameter (and of the inputs) from the forward pass's caches.
 
 use rtx_backend::prelude::*;
-use rtx_backend::{BTensor, Binary, Element, TrainOps, Unary};
+use rtx_backend::{BTensor, Binary, Element, Unary};
 
 use super::forward::{Forward, dropout_seed, mse};
 use super::{ATT_DST, ATT_SRC, BIAS, DeviceLoss, Grads, HetGat, LossAndGrads, W_DST, W_SRC};

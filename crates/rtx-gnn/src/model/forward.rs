@@ -3,7 +3,7 @@
 
 use rtx_backend::prelude::*;
 use rtx_backend::workload::splitmix64;
-use rtx_backend::{BTensor, Binary, Element, TrainOps, Unary};
+use rtx_backend::{BTensor, Binary, Element, Unary};
 
 use super::{ATT_DST, ATT_SRC, BIAS, DeviceLoss, HetGat, W_DST, W_SRC};
 use crate::topology::Topology;
