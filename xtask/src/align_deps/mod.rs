@@ -280,7 +280,7 @@ fn plan_once(
     root: &Path,
 ) -> anyhow::Result<(AlignmentPlan, Vec<String>)> {
     // crates on a renamed thiserror stay as they are (their build would break)
-    let (held, renamed_info) = sources::hold_renamed(&mut analyses, root);
+    let (held, renamed_info) = sources::hold_renamed(&mut analyses, loaded, root);
     let all_members = loaded.members.clone();
     let manifests = &loaded.manifests;
     loaded

@@ -17,6 +17,7 @@ mod fmt_rustfmt;
 mod gpu_probe;
 mod gpu_test;
 mod large_fleets;
+mod mid_migration;
 mod policy_mistakes;
 mod prefilter;
 mod real_code;

@@ -15,6 +15,7 @@ use ws_entry::{can_add_ws_entry, plan_new_ws_entries};
 
 mod default_features;
 mod set_aside;
+mod two_names;
 mod ws_entry;
 
 pub(crate) use set_aside::hakari_sections;
@@ -131,6 +132,8 @@ pub fn plan_with_new_users(
         };
         // exempt declarations and hakari-managed ones stay as they are
         let (own, inherited) = (ctx.set_aside(own), ctx.set_aside(inherited));
+        // one package under two names in one crate: left for a person
+        let (own, inherited) = ctx.two_names(own, inherited, &ws_decls);
         let inherit = rule.inherit && root.has_workspace();
         let adds_user = new_users.contains(name);
         if adds_user && !inherit {
