@@ -9,6 +9,7 @@ mod child;
 mod ci_wiring;
 mod deep_nesting;
 mod docs;
+mod elsewhere;
 mod field_safety;
 mod field_safety_io;
 mod field_trust;
