@@ -54,7 +54,7 @@ pub struct Planned<'a> {
 /// A planned file, resolved.
 struct Target<'a> {
     plan: &'a Planned<'a>,
-    /// The file to replace (a link's target).
+    /// The file to replace: canonical (a link's target; through no linked directory).
     real: PathBuf,
     perms: Permissions,
     /// Its owner and group, kept.
@@ -225,7 +225,9 @@ fn resolve<'a>(files: &'a [Planned<'a>]) -> anyhow::Result<Vec<Target<'a>>> {
                 )
             })?
         } else {
-            p.path.to_path_buf()
+            // canonical, so the journal names the real file even when the
+            // workspace was given through a link that is gone by recovery
+            std::fs::canonicalize(p.path).unwrap_or_else(|_| p.path.to_path_buf())
         };
         let md = std::fs::metadata(&real)
             .with_context(|| format!("{}: cannot read it; nothing written", p.rel))?;

@@ -71,3 +71,37 @@ fn the_workspace_cargo_config_applies_when_run_from_another_directory() {
         "nothing made where xtask was started"
     );
 }
+
+/// A fix started on `--workspace LINK`, killed while replacing, the link
+/// then removed: the next run on the real path settles the journal (it names
+/// the real paths, not paths through the link).
+#[test]
+fn a_fix_through_a_link_killed_then_the_link_removed_is_settled_on_the_real_path() {
+    use crate::child::{Run, align_args, xtask_files};
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().canonicalize().unwrap();
+    let real = base.join("real");
+    crate::support::drifted_fleet(&real, 4).unwrap();
+    let link = base.join("link");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+
+    let mut run = Run::start(&align_args(&link, &[]), Some("before-replace:2"));
+    run.wait_paused();
+    let killed = run.kill9();
+    assert_eq!(killed.code, None, "{killed:?}");
+    assert!(
+        !xtask_files(&real).is_empty(),
+        "the kill left temporary files"
+    );
+    std::fs::remove_file(&link).unwrap();
+
+    let (code, out, err) = crate::support::align(&real, &[]);
+    assert!(
+        err.contains("xtask: recovering an interrupted run"),
+        "{code}: {out}{err}"
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(xtask_files(&real).is_empty(), "{:?}", xtask_files(&real));
+    let (code, out, err) = crate::support::align(&real, &["--check"]);
+    assert_eq!(code, 0, "{out}{err}");
+}
