@@ -67,6 +67,7 @@ pub(crate) mod exemption_use;
 pub(crate) mod lockfile;
 pub(crate) mod manifest;
 pub(crate) mod msrv;
+pub(crate) mod outside;
 pub(crate) mod patches;
 pub mod plan;
 pub(crate) mod planner;
@@ -280,7 +281,11 @@ fn plan_once(
     root: &Path,
 ) -> anyhow::Result<(AlignmentPlan, Vec<String>)> {
     // crates on a renamed thiserror stay as they are (their build would break)
-    let (held, renamed_info) = sources::hold_renamed(&mut analyses, loaded, root);
+    let (mut held, mut renamed_info) = sources::hold_renamed(&mut analyses, loaded, root);
+    // nor crates whose fix would write outside the workspace
+    let (outside, outside_info) = outside::hold(&mut analyses, root);
+    held.extend(outside);
+    renamed_info.extend(outside_info);
     let all_members = loaded.members.clone();
     let manifests = &loaded.manifests;
     loaded

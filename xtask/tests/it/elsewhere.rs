@@ -105,3 +105,55 @@ fn a_fix_through_a_link_killed_then_the_link_removed_is_settled_on_the_real_path
     let (code, out, err) = crate::support::align(&real, &["--check"]);
     assert_eq!(code, 0, "{out}{err}");
 }
+
+/// One rule for files outside the workspace: a `#[path]` module there is
+/// never written (a journal could not vouch for it), so its crate is left
+/// untouched and its findings need a person; the other crates are fixed.
+#[test]
+fn a_path_module_outside_the_workspace_is_never_written() {
+    use crate::support::{Fleet, POLICY, align, read};
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().canonicalize().unwrap();
+    let root = base.join("ws");
+    let fleet = Fleet::new(
+        &root,
+        "[workspace]\nresolver = \"2\"\nmembers = [\"crates/*\"]\n\n[workspace.package]\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace.dependencies]\nthiserror = \"2\"\n",
+    )
+    .unwrap();
+    fleet.write("policy/fleet.toml", POLICY).unwrap();
+    fleet
+        .add_crate("a", "[dependencies]\nthiserror = \"1\"\n")
+        .unwrap();
+    fleet
+        .write(
+            "crates/a/src/lib.rs",
+            "#[path = \"../../../../shared/errors.rs\"]\nmod errors;\n",
+        )
+        .unwrap();
+    let shared = "#[derive(Debug, thiserror::Error)]\n#[error(\"unknown {r#type}\")]\npub struct E {\n    r#type: String,\n}\n";
+    write(&base, "shared/errors.rs", shared);
+    fleet
+        .add_crate("b", "[dependencies]\nthiserror = \"1\"\n")
+        .unwrap();
+    let manifest_a = read(&fleet.manifest("a"));
+
+    let (code, out, err) = align(&root, &[]);
+    assert_eq!(code, 1, "a person must fix the outside file: {out}{err}");
+    assert_eq!(
+        read(&base.join("shared/errors.rs")),
+        shared,
+        "never written"
+    );
+    assert_eq!(
+        read(&fleet.manifest("a")),
+        manifest_a,
+        "its crate untouched"
+    );
+    assert!(out.contains("outside the workspace"), "{out}{err}");
+    assert!(out.contains("[needs a person]"), "{out}");
+    assert!(
+        read(&fleet.manifest("b")).contains("thiserror = { workspace = true }"),
+        "the other crate is fixed"
+    );
+    assert!(crate::child::xtask_files(&base).is_empty());
+}
