@@ -374,6 +374,9 @@ pub fn plan(
     root: &Path,
 ) -> anyhow::Result<AlignmentPlan> {
     let mut plan = AlignmentPlan::new();
+    // a file reached by two crates (`#[path]`) is analysed once per crate:
+    // its findings are listed (and counted) once; rule 4's are per manifest
+    let mut listed: BTreeSet<(&Path, usize, usize, Rule)> = BTreeSet::new();
     for a in analyses {
         for (path, old, new) in a.source_edits() {
             plan.edits
@@ -385,6 +388,11 @@ pub fn plan(
         let by_path: HashMap<&Path, &thiserror_src::AnalyzedFile> =
             a.files.iter().map(|f| (f.path.as_path(), f)).collect();
         for sf in &a.findings {
+            if sf.rule != Rule::MissingDirectDependency
+                && !listed.insert((sf.path.as_path(), sf.line, sf.column, sf.rule))
+            {
+                continue;
+            }
             let file = by_path.get(sf.path.as_path()).copied();
             let fl = lines.entry(sf.path.as_path()).or_insert_with(|| {
                 FileLines::new(

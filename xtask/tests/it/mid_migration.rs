@@ -114,3 +114,47 @@ fn a_thiserror_key_naming_another_package_is_a_finding_not_an_internal_error() {
         "the other member is still fixed"
     );
 }
+
+/// A `#[path]` file shared by two crates is analysed once per crate, but
+/// each of its findings is listed and counted once.
+#[test]
+fn a_path_file_shared_by_two_crates_has_its_findings_listed_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let fleet = Fleet::new(&root, ROOT).unwrap();
+    fleet.write("policy/fleet.toml", POLICY).unwrap();
+    for c in ["a", "b"] {
+        fleet
+            .add_crate(c, "[dependencies]\nthiserror = \"1\"\n")
+            .unwrap();
+        fleet
+            .write(
+                &format!("crates/{c}/src/lib.rs"),
+                "#[path = \"../../../shared/errors.rs\"]\nmod errors;\n",
+            )
+            .unwrap();
+    }
+    fleet
+        .write(
+            "shared/errors.rs",
+            "#[derive(Debug, thiserror::Error)]\n#[error(\"unknown {r#type}\")]\npub struct E {\n    r#type: String,\n}\n\n#[derive(Debug, thiserror::Error)]\n#[error(\"{0} {}\", .1)]\npub struct F(String, u32);\n",
+        )
+        .unwrap();
+
+    let (code, out, err) = align(&root, &["--check"]);
+    assert_eq!(code, 1, "{out}{err}");
+    let listed = |out: &str, rule: &str| out.lines().filter(|l| l.contains(rule)).count();
+    assert_eq!(listed(&out, "[thiserror2-raw-ident-in-format]"), 1, "{out}");
+    assert_eq!(
+        listed(&out, "[thiserror2-positional-with-numbered]"),
+        1,
+        "{out}"
+    );
+    // two manifests and two source findings
+    assert!(out.contains("align-deps: 4 violations in 3 files"), "{out}");
+
+    let (code, out, err) = align(&root, &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("fixed shared/errors.rs: 2 changes"), "{out}");
+    assert!(out.contains("fixed 4 findings in 3 files"), "{out}");
+}
