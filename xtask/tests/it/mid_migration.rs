@@ -158,3 +158,84 @@ fn a_path_file_shared_by_two_crates_has_its_findings_listed_once() {
     assert!(out.contains("fixed shared/errors.rs: 2 changes"), "{out}");
     assert!(out.contains("fixed 4 findings in 3 files"), "{out}");
 }
+
+/// A package exemption keeps the crate off the plan, toolchain floor
+/// included, with `inherit = true` as with `inherit = false`: its own
+/// thiserror declaration does not move when the workspace entry does.
+#[test]
+fn a_package_exemption_clears_the_toolchain_floor_under_inheritance() {
+    for inherit in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let fleet = Fleet::new(
+            &root,
+            "[workspace]\nresolver = \"2\"\nmembers = [\"crates/*\"]\n\n[workspace.package]\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace.dependencies]\nthiserror = \"1\"\n",
+        )
+        .unwrap();
+        fleet
+            .write(
+                "policy/fleet.toml",
+                &format!(
+                    "[dependencies.thiserror]\nversion = \"2\"\ninherit = {inherit}\n\n[[exempt]]\npackage = \"a\"\nreason = \"stays on Rust 1.60\"\n"
+                ),
+            )
+            .unwrap();
+        fleet.write("crates/a/src/lib.rs", "").unwrap();
+        fleet
+            .write(
+                "crates/a/Cargo.toml",
+                "[package]\nname = \"a\"\nversion.workspace = true\nedition.workspace = true\nrust-version = \"1.60\"\n\n[dependencies]\nthiserror = \"1\"\n",
+            )
+            .unwrap();
+        fleet
+            .add_crate("b", "[dependencies]\nthiserror = \"1\"\n")
+            .unwrap();
+        let a = read(&fleet.manifest("a"));
+        let (code, out, err) = align(&root, &[]);
+        assert_eq!(code, 0, "inherit = {inherit}: {out}{err}");
+        assert!(!out.contains("toolchain-floor"), "{out}");
+        assert_eq!(
+            read(&fleet.manifest("a")),
+            a,
+            "the exempt crate is untouched"
+        );
+        let b = read(&fleet.manifest("b"));
+        let wanted = if inherit {
+            "thiserror = { workspace = true }"
+        } else {
+            "thiserror = \"2\""
+        };
+        assert!(b.contains(wanted), "inherit = {inherit}: {b}");
+    }
+}
+
+/// An exempt crate that inherits the `[workspace.dependencies]` entry moves
+/// with it (the entry follows the policy): its floor is still a finding, and
+/// the advice is not the exemption it already has.
+#[test]
+fn an_exempt_crate_inheriting_the_workspace_entry_keeps_its_toolchain_floor() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let fleet = Fleet::new(
+        &root,
+        "[workspace]\nresolver = \"2\"\nmembers = [\"crates/*\"]\n\n[workspace.package]\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace.dependencies]\nthiserror = \"1\"\n",
+    )
+    .unwrap();
+    fleet
+        .write(
+            "policy/fleet.toml",
+            "[dependencies.thiserror]\nversion = \"2\"\n\n[[exempt]]\npackage = \"a\"\nreason = \"stays on Rust 1.60\"\n",
+        )
+        .unwrap();
+    fleet.write("crates/a/src/lib.rs", "").unwrap();
+    fleet
+        .write(
+            "crates/a/Cargo.toml",
+            "[package]\nname = \"a\"\nversion.workspace = true\nedition.workspace = true\nrust-version = \"1.60\"\n\n[dependencies]\nthiserror = { workspace = true }\n",
+        )
+        .unwrap();
+    let (code, out, err) = align(&root, &[]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(out.contains("rust-version = \"1.60\""), "{out}");
+    assert!(out.contains("`a` is exempt, but it inherits"), "{out}");
+}
