@@ -46,8 +46,10 @@
 //!   alone unless their `default-features` needs the fix below.
 //! - `inherit = false`, or a single-package manifest (no `[workspace]` to
 //!   inherit from): the requirement is rewritten in place (quote style kept).
-//! - The requirement matches only when it is textually `R`: the policy says
-//!   what every declaration ends up with.
+//! - The requirement matches when it is textually `R`, or accepts only
+//!   versions `R` accepts (stricter, e.g. `"2.0.12"` under `"2"`: kept, never
+//!   lowered; the workspace entry takes the strictest of those its converting
+//!   members have, `planner::stricter`).
 //!
 //! # default-features
 //! With inheritance cargo ignores a member's `default-features = false`

@@ -130,10 +130,23 @@ pub fn findings(
         }
     }
     if let Some(rule) = thiserror2_rule(policy) {
-        let floor = thiserror_floor(&rule.req);
+        // a stricter requirement [workspace.dependencies] keeps (or takes
+        // from a member) may need a newer Rust than the policy's
+        let (version, req) = plan
+            .entry_requirements
+            .get(THISERROR)
+            .and_then(|v| {
+                Some((
+                    v.as_str(),
+                    cargo_metadata::semver::VersionReq::parse(v).ok()?,
+                ))
+            })
+            .filter(|(_, r)| thiserror_floor(r) > thiserror_floor(&rule.req))
+            .unwrap_or((rule.version.as_str(), rule.req.clone()));
+        let floor = thiserror_floor(&req);
         let why = format!(
-            "thiserror \"{}\" needs Rust {}.{} (its releases declare rust-version 1.61 to 1.77)",
-            rule.version, floor.0, floor.1
+            "thiserror \"{version}\" needs Rust {}.{} (its releases declare rust-version 1.61 to 1.77)",
+            floor.0, floor.1
         );
         for p in meta.workspace_packages() {
             let manifest = rel(p.manifest_path.as_std_path());

@@ -90,8 +90,8 @@ impl Rule {
                 "yes: `workspace = true` in place of the requirement (and of `package`), the member's other keys kept",
             ),
             Rule::Version => (
-                "a requirement (a member's, or the `[workspace.dependencies]` entry's) that is not the policy's `version`",
-                "yes: the policy's requirement, written as is",
+                "a requirement (a member's, or the `[workspace.dependencies]` entry's) that is not the policy's `version` and accepts versions the policy does not",
+                "yes: the policy's requirement, written as is; a stricter one within the policy (`\"2.0.12\"` under `\"2\"`) is kept, and the workspace entry takes the strictest its inheriting members ask for",
             ),
             Rule::DefaultFeatures => (
                 "inheriting would change a member's default features, or a `version` beside `workspace = true` (ignored by cargo)",

@@ -23,5 +23,6 @@ mod policy_mistakes;
 mod prefilter;
 mod real_code;
 mod renamed_thiserror;
+mod stricter;
 mod support;
 mod thiserror_src;

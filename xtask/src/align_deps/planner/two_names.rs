@@ -5,11 +5,16 @@
 //! `thiserror2 = { package = "thiserror", version = "2" }`; once the fix gave
 //! both the policy's requirement, cargo would refuse the workspace. Such
 //! declarations are left as they are, each a `conflict` finding that needs a
-//! person (merging them means renaming the uses in the sources).
+//! person (merging them means renaming the uses in the sources). Names that
+//! already share a version (refused by cargo before the fix too) are fixed
+//! as before: the fix creates no clash there.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
+use cargo_metadata::semver::VersionReq;
+
+use super::set_aside::overlap;
 use super::{Ctx, Use};
 use crate::align_deps::manifest::Decl;
 use crate::align_deps::rule::Rule;
@@ -37,13 +42,43 @@ impl Ctx<'_, '_> {
                 u.decl.source().is_none()
             }
         };
-        let mut keys: BTreeMap<PathBuf, BTreeSet<String>> = BTreeMap::new();
+        // the requirement a declaration has now (an inherited one, its entry's)
+        let now = |u: &Use<'_>| {
+            let v = if u.decl.inherited() {
+                ws_decls
+                    .iter()
+                    .find(|w| w.key.get() == u.decl.key.get())
+                    .and_then(|w| w.version())
+            } else {
+                u.decl.version()
+            };
+            v.and_then(|(v, _)| VersionReq::parse(v).ok())
+        };
+        let mut keys: BTreeMap<PathBuf, Vec<(String, Option<VersionReq>)>> = BTreeMap::new();
         for u in own.iter().chain(&inherited).filter(|u| crates_io(u)) {
             keys.entry(u.m.path.clone())
                 .or_default()
-                .insert(u.decl.key.get().to_string());
+                .push((u.decl.key.get().to_string(), now(u)));
         }
-        keys.retain(|_, k| k.len() > 1);
+        // two names that share a version now are refused by cargo already:
+        // the fix makes that no worse; two that do not (1 and 2) are the
+        // clash the fix would create
+        keys.retain(|_, decls| {
+            let (mut apart, mut shared) = (false, false);
+            for (i, a) in decls.iter().enumerate() {
+                for b in decls[i + 1..].iter().filter(|b| b.0 != a.0) {
+                    match (&a.1, &b.1) {
+                        (Some(x), Some(y)) if !overlap(x, y) => apart = true,
+                        _ => shared = true,
+                    }
+                }
+            }
+            apart && !shared
+        });
+        let keys: BTreeMap<PathBuf, BTreeSet<String>> = keys
+            .into_iter()
+            .map(|(p, k)| (p, k.into_iter().map(|(k, _)| k).collect()))
+            .collect();
         if keys.is_empty() {
             return (own, inherited);
         }
