@@ -59,6 +59,8 @@ struct Target<'a> {
     perms: Permissions,
     /// Its owner and group, kept.
     owner: Owner,
+    /// Its extended attributes (ACLs, SELinux labels, `user.*`), kept.
+    xattrs: Vec<crate::fsutil::Xattr>,
     /// The file planned from.
     ident: Ident,
 }
@@ -255,11 +257,18 @@ fn resolve<'a>(files: &'a [Planned<'a>]) -> anyhow::Result<Vec<Target<'a>>> {
             );
         }
         seen.insert((md.dev(), md.ino()), out.len());
+        let xattrs = crate::fsutil::xattrs(&real).with_context(|| {
+            format!(
+                "{}: cannot read its extended attributes; nothing written",
+                p.rel
+            )
+        })?;
         out.push(Target {
             plan: p,
             real,
             perms: md.permissions(),
             owner: Owner::of(&md),
+            xattrs,
             ident: Ident::of(&md),
         });
     }
@@ -305,7 +314,15 @@ fn stage(targets: &[Target<'_>], entries: &[Entry]) -> anyhow::Result<()> {
         .context("cannot start the writer threads")?;
     pool.install(|| {
         targets.par_iter().zip(entries).try_for_each(|(t, e)| {
-            write_temp(&e.temp, t.plan.new.as_bytes(), &t.perms, t.owner, true).with_context(|| {
+            write_temp(
+                &e.temp,
+                t.plan.new.as_bytes(),
+                &t.perms,
+                t.owner,
+                &t.xattrs,
+                true,
+            )
+            .with_context(|| {
                 format!(
                     "{}: cannot write its temporary file {}",
                     t.name(),
@@ -316,7 +333,8 @@ fn stage(targets: &[Target<'_>], entries: &[Entry]) -> anyhow::Result<()> {
     })
 }
 
-/// Writes `contents` to `temp` with `perms`, `owner` and group, fsynced;
+/// Writes `contents` to `temp` with `perms`, `owner` and group and the
+/// extended attributes `xattrs`, fsynced;
 /// `fresh`: the file must not exist yet (a run's own new name).
 ///
 /// # Errors
@@ -327,6 +345,7 @@ pub fn write_temp(
     contents: &[u8],
     perms: &Permissions,
     owner: Owner,
+    xattrs: &[crate::fsutil::Xattr],
     fresh: bool,
 ) -> std::io::Result<()> {
     let mut opts = std::fs::OpenOptions::new();
@@ -351,6 +370,8 @@ pub fn write_temp(
     }
     // after the owner: chown clears set-user-ID and set-group-ID bits
     f.set_permissions(perms.clone())?;
+    // after the mode: an access ACL sets the group bits as they were
+    crate::fsutil::set_xattrs(&f, xattrs)?;
     f.sync_all()
 }
 
@@ -421,13 +442,20 @@ fn restore(t: &Target<'_>, e: &Entry) -> Result<(), String> {
             t.name()
         ));
     }
-    write_temp(&e.temp, t.plan.old.as_bytes(), &t.perms, t.owner, false)
-        .and_then(|()| std::fs::rename(&e.temp, &t.real))
-        .map_err(|err| {
-            // a half-written temporary file helps nobody (a full disk)
-            let _ = std::fs::remove_file(&e.temp);
-            format!("{}: cannot restore it: {err}", t.name())
-        })
+    write_temp(
+        &e.temp,
+        t.plan.old.as_bytes(),
+        &t.perms,
+        t.owner,
+        &t.xattrs,
+        false,
+    )
+    .and_then(|()| std::fs::rename(&e.temp, &t.real))
+    .map_err(|err| {
+        // a half-written temporary file helps nobody (a full disk)
+        let _ = std::fs::remove_file(&e.temp);
+        format!("{}: cannot restore it: {err}", t.name())
+    })
 }
 
 /// fsyncs the directory of every target (makes the renames durable), on a

@@ -26,3 +26,4 @@ mod renamed_thiserror;
 mod stricter;
 mod support;
 mod thiserror_src;
+mod xattrs;
