@@ -370,6 +370,8 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
         return archive::run(&matrix, file, &args.test_args, out, err);
     }
     let runner = choose_runner()?;
+    // read before the build: a mistyped limit is exit 2, never the default
+    let probe_timeout = isolate::timeout()?;
 
     let mut broken = Vec::new();
     for entry in &matrix.entries {
@@ -394,7 +396,7 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
 
     // in a child process with a time limit: a crashing or hanging driver
     // cannot take xtask down
-    let device = match isolate::probe_isolated() {
+    let device = match isolate::probe_isolated(probe_timeout) {
         Ok(d) => d,
         Err(reason) if args.require_device => {
             let text = format!("no usable CUDA device, and --require-device was given: {reason}");
