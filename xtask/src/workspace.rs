@@ -50,18 +50,19 @@ pub fn manifest_path(dir: Option<&Path>) -> anyhow::Result<PathBuf> {
         if dir.is_none() {
             // cargo xtask from a subdirectory: ask cargo for the workspace root.
             let out = crate::child::output(
-                cargo_command().args([
-                    "locate-project",
-                    "--workspace",
-                    "--message-format",
-                    "plain",
-                ]),
+                cargo_command()
+                    .args(["locate-project", "--workspace", "--message-format", "plain"])
+                    .env("RUSTUP_AUTO_INSTALL", "0")
+                    .env("RUST_BACKTRACE", "0"),
                 crate::child::Kind::Tool,
                 "`cargo locate-project`",
                 None,
             )?;
             if out.status.success() {
                 return Ok(PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()));
+            }
+            if let Some(advice) = toolchain_missing(Some(&base), &out.stderr) {
+                bail!("{advice}");
             }
         }
         bail!(
@@ -70,6 +71,26 @@ pub fn manifest_path(dir: Option<&Path>) -> anyhow::Result<PathBuf> {
         );
     }
     Ok(manifest)
+}
+
+/// When cargo (through rustup) refused to run because the toolchain pinned
+/// for `dir` (`rust-toolchain.toml` / `rust-toolchain`, also in a parent)
+/// is not installed: one line naming the file, the toolchain and the command
+/// that installs it, whatever directory xtask was started from.
+fn toolchain_missing(dir: Option<&Path>, stderr: &[u8]) -> Option<String> {
+    let stderr = String::from_utf8_lossy(stderr);
+    if !stderr.contains("is not installed") {
+        return None;
+    }
+    let pin = crate::fmt_check::toolchain::find_pin(dir?)?;
+    let ch = &pin.channel;
+    stderr.contains(&format!("'{ch}")).then(|| {
+        format!(
+            "{}: pins the toolchain `{ch}`, which is not installed here; cargo runs this workspace with it: \
+             install it with `rustup toolchain install {ch}`",
+            pin.file.display()
+        )
+    })
 }
 
 /// `cargo metadata --no-deps --offline` for the workspace of `manifest`, run
@@ -91,6 +112,11 @@ pub fn metadata_no_deps(manifest: &Path) -> anyhow::Result<cargo_metadata::Metad
     if let Some(dir) = manifest.parent().filter(|d| !d.as_os_str().is_empty()) {
         command.current_dir(dir);
     }
+    // a pinned toolchain that is not installed: one line of advice, not
+    // rustup's error and backtrace, and no download behind the user's back
+    command
+        .env("RUSTUP_AUTO_INSTALL", "0")
+        .env("RUST_BACKTRACE", "0");
     let out = crate::child::output(
         &mut command,
         crate::child::Kind::Tool,
@@ -99,6 +125,9 @@ pub fn metadata_no_deps(manifest: &Path) -> anyhow::Result<cargo_metadata::Metad
     )
     .with_context(|| format!("cargo metadata failed for {}", manifest.display()))?;
     if !out.status.success() {
+        if let Some(advice) = toolchain_missing(manifest.parent(), &out.stderr) {
+            bail!("{advice}");
+        }
         bail!(
             "cargo metadata failed for {}:\n{}",
             manifest.display(),

@@ -157,3 +157,71 @@ fn a_path_module_outside_the_workspace_is_never_written() {
     );
     assert!(crate::child::xtask_files(&base).is_empty());
 }
+
+/// The rustup proxy `cargo` beside `rustup` on `PATH`, if any.
+fn rustup_cargo() -> Option<std::path::PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .find(|d| d.join("rustup").is_file())
+        .map(|d| d.join("cargo"))
+        .filter(|c| c.is_file())
+}
+
+/// Run from inside a workspace (or from elsewhere with `--workspace`) whose
+/// pinned toolchain is not installed: one line of advice naming the file,
+/// the toolchain and the command that installs it, never rustup's error and
+/// backtrace.
+#[test]
+fn a_pinned_toolchain_that_is_not_installed_is_one_line_of_advice() {
+    let Some(proxy) = rustup_cargo() else {
+        eprintln!("SKIPPED: no rustup on PATH, so no toolchain file applies");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().canonicalize().unwrap().join("ws");
+    build_dir_workspace(&ws);
+    // a release no machine running these tests keeps installed
+    write(
+        &ws,
+        "rust-toolchain.toml",
+        "[toolchain]\nchannel = \"1.42.0\"\n",
+    );
+    let run = |cwd: &Path, args: &[&str]| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_xtask"));
+        cmd.current_dir(cwd)
+            .args(args)
+            .env("CARGO", &proxy)
+            .env("RUST_BACKTRACE", "1")
+            .env_remove("RUSTUP_TOOLCHAIN")
+            .env_remove("RUSTUP_TOOLCHAIN_SOURCE")
+            .env_remove("CARGO_TARGET_DIR");
+        let o = crate::support::output_within(&mut cmd);
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let ws_arg = ws.to_str().unwrap();
+    for (cwd, args) in [
+        (ws.clone(), vec!["align-deps", "--check"]),
+        (ws.join("a"), vec!["fmt-check"]),
+        (
+            dir.path().to_path_buf(),
+            vec!["align-deps", "--workspace", ws_arg],
+        ),
+    ] {
+        let (code, err) = run(&cwd, &args);
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert_eq!(
+            err.trim_end().lines().count(),
+            1,
+            "{args:?}: one line:\n{err}"
+        );
+        assert!(
+            err.contains("rust-toolchain.toml: pins the toolchain `1.42.0`"),
+            "{err}"
+        );
+        assert!(err.contains("rustup toolchain install 1.42.0"), "{err}");
+        assert!(!err.contains("backtrace"), "{err}");
+    }
+}
