@@ -312,8 +312,14 @@ fn plan_members(
         .iter()
         .flat_map(|a| {
             a.unresolved_modules.iter().map(|p| {
+                // the actual reason, as fmt-check gives it
+                let why = if p.is_file() {
+                    "it holds an expression, not a list of items (it is include!d as an expression), so it holds no error type"
+                } else {
+                    "no such file (e.g. a module behind #[cfg])"
+                };
                 format!(
-                    "{}: a module or include!d file of `{}` that was not scanned for thiserror 2 (no such file, e.g. behind #[cfg], or not a list of items)",
+                    "{}: a module or include!d file of `{}` that was not scanned for thiserror 2: {why}",
                     crate::fsutil::rel(root, p),
                     a.package
                 )

@@ -136,6 +136,20 @@ pub fn pinned_rustfmt(dir: &Path) -> anyhow::Result<Option<(PathBuf, Pin)>> {
     );
 }
 
+/// Whether rustup has the toolchain `channel` with its rustfmt installed
+/// (`rustup which rustfmt --toolchain <channel>`, nothing downloaded);
+/// `true` when that cannot be told (no rustup: a pin means nothing there).
+pub fn rustfmt_installed(channel: &str) -> bool {
+    let mut cmd = Command::new("rustup");
+    cmd.args(["which", "rustfmt", "--toolchain", channel])
+        .env("RUSTUP_AUTO_INSTALL", "0")
+        .env("RUST_BACKTRACE", "0");
+    match crate::child::output(&mut cmd, crate::child::Kind::Tool, "`rustup which`", None) {
+        Ok(o) => o.status.success(),
+        Err(_) => true,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

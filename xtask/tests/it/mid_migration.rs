@@ -239,3 +239,69 @@ fn an_exempt_crate_inheriting_the_workspace_entry_keeps_its_toolchain_floor() {
     assert!(out.contains("rust-version = \"1.60\""), "{out}");
     assert!(out.contains("`a` is exempt, but it inherits"), "{out}");
 }
+
+/// A file not scanned for thiserror 2 is reported with its actual reason:
+/// one that exists and holds an expression is not called missing.
+#[test]
+fn a_file_not_scanned_is_reported_with_its_actual_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let fleet = fleet(&root);
+    fleet
+        .write(
+            "crates/plain/src/lib.rs",
+            "pub const TEXT: &str = include!(\"text.rs\");\n\n#[cfg(feature = \"never\")]\nmod gone;\n\n#[derive(Debug, thiserror::Error)]\n#[error(\"plain\")]\npub struct Plain;\n",
+        )
+        .unwrap();
+    fleet
+        .write("crates/plain/src/text.rs", "\"an expression\"\n")
+        .unwrap();
+    let (code, out, err) = align(&root, &["--check"]);
+    assert_eq!(code, 1, "{out}{err}");
+    let line = |name: &str| {
+        format!("{out}{err}")
+            .lines()
+            .find(|l| l.contains(name) && l.contains("not scanned"))
+            .unwrap_or_else(|| panic!("{name} not reported:\n{out}{err}"))
+            .to_string()
+    };
+    let text = line("src/text.rs");
+    assert!(text.contains("holds an expression"), "{text}");
+    assert!(!text.contains("no such file"), "{text}");
+    let gone = line("src/gone.rs");
+    assert!(gone.contains("no such file"), "{gone}");
+}
+
+/// A stale declaration exemption says which it is: no declaration under
+/// that key, or a package the policy has no rule for.
+#[test]
+fn a_stale_declaration_exemption_says_why_it_matches_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let fleet = fleet(&root);
+    fleet
+        .add_crate(
+            "other",
+            "[dependencies]\nthiserror = { workspace = true }\nanyhow = \"1\"\n",
+        )
+        .unwrap();
+    fleet
+        .write(
+            "policy/fleet.toml",
+            &format!(
+                "{POLICY}\n[[exempt]]\nmanifest = \"crates/other/Cargo.toml\"\ndependency = \"errors\"\nreason = \"gone\"\n\n[[exempt]]\nmanifest = \"crates/other/Cargo.toml\"\ndependency = \"anyhow\"\nreason = \"not a policy dependency\"\n"
+            ),
+        )
+        .unwrap();
+    let (code, out, err) = align(&root, &["--check"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        out.contains("crates/other/Cargo.toml has no declaration under the key `errors`"),
+        "{out}"
+    );
+    assert!(
+        out.contains("`anyhow` in crates/other/Cargo.toml is the package `anyhow`, which the policy has no rule for"),
+        "{out}"
+    );
+    assert!(!out.contains("(or there is none)"), "{out}");
+}
