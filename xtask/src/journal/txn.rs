@@ -100,6 +100,21 @@ impl Target<'_> {
 /// Anything that stops the write, with the file named; the message says
 /// "nothing written" only where that is true.
 pub fn write_all(files: &[Planned<'_>], guard: Option<&Guard>) -> anyhow::Result<()> {
+    // one rule with recovery: a file outside the workspace is never written
+    // (a journal naming it could not be vouched for); planners keep such
+    // files out of a plan, this is the backstop
+    if let Some(p) = files.iter().find(|p| {
+        let rel = std::path::Path::new(p.rel);
+        p.rel.is_empty()
+            || !rel
+                .components()
+                .all(|c| matches!(c, std::path::Component::Normal(_)))
+    }) {
+        bail!(
+            "{}: outside the workspace; xtask never writes there (internal error: it was planned); nothing written",
+            p.rel
+        );
+    }
     let targets = resolve(files)?;
     if targets.is_empty() {
         return Ok(());
@@ -490,4 +505,27 @@ fn run_id() -> String {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos());
     format!("{}-{nanos:x}", std::process::id())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_outside_the_workspace_is_never_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("outside.rs");
+        std::fs::write(&file, "old").unwrap();
+        for rel in ["../outside.rs", "/abs/outside.rs", ""] {
+            let planned = [Planned {
+                path: &file,
+                rel,
+                old: "old",
+                new: "new".into(),
+            }];
+            let e = write_all(&planned, None).unwrap_err().to_string();
+            assert!(e.contains("outside the workspace"), "{rel}: {e}");
+            assert_eq!(std::fs::read_to_string(&file).unwrap(), "old");
+        }
+    }
 }
