@@ -101,3 +101,31 @@ fn a_looser_requirement_is_still_raised_to_the_policy() {
     assert!(read(&fleet.manifest("loose")).contains("thiserror = \"2.0.12\""));
     assert!(read(&root.join("Cargo.toml")).contains("thiserror = \"2.0.12\""));
 }
+
+/// A stricter requirement kept in `[workspace.dependencies]` counts for the
+/// toolchain floor: thiserror 2.0.21 declares Rust 1.77, so a member on 1.70
+/// that would inherit it is a `toolchain-floor` finding (with "2" alone,
+/// 1.61 would do).
+#[test]
+fn the_toolchain_floor_counts_the_stricter_requirement_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let fleet = fleet(&root, "2.0.21", true);
+    fleet.write("crates/old/src/lib.rs", "").unwrap();
+    fleet
+        .write(
+            "crates/old/Cargo.toml",
+            "[package]\nname = \"old\"\nversion.workspace = true\nedition.workspace = true\nrust-version = \"1.70\"\n\n[dependencies]\nthiserror = \"1\"\n",
+        )
+        .unwrap();
+    let (code, out, err) = align(&root, &["--check"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        out.contains("rust-version = \"1.70\" -> rust-version = \"1.77\" or later"),
+        "{out}"
+    );
+    assert!(
+        out.contains("thiserror \"2.0.21\" needs Rust 1.77"),
+        "{out}"
+    );
+}
