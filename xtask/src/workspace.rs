@@ -82,7 +82,7 @@ fn toolchain_missing(dir: Option<&Path>, stderr: &[u8]) -> Option<String> {
     if !stderr.contains("is not installed") {
         return None;
     }
-    let pin = crate::fmt_check::toolchain::find_pin(dir?)?;
+    let pin = crate::toolchain_file::find_pin(dir?)?;
     let ch = &pin.channel;
     stderr.contains(&format!("'{ch}")).then(|| {
         format!(

@@ -226,7 +226,7 @@ pub fn findings(
             fixed_in: None,
         });
     }
-    if let Some(pin) = crate::fmt_check::toolchain::find_pin(root)
+    if let Some(pin) = crate::toolchain_file::find_pin(root)
         && let Some(v) = channel_version(&pin.channel)
         && v < top
     {

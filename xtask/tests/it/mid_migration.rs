@@ -1,6 +1,6 @@
-//! Workspaces caught midway through a migration (issue 40's "wrong
-//! answers"): a fix must leave a workspace cargo accepts, and a state it
-//! cannot settle is a finding that needs a person, never an internal error.
+//! Workspaces caught midway through a migration: a fix must leave a
+//! workspace cargo accepts, and a state it cannot settle is a finding that
+//! needs a person, never an internal error.
 
 use std::path::Path;
 use std::process::Command;
