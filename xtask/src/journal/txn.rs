@@ -61,6 +61,8 @@ struct Target<'a> {
     owner: Owner,
     /// Its extended attributes (ACLs, SELinux labels, `user.*`), kept.
     xattrs: Vec<crate::fsutil::Xattr>,
+    /// Whether the planned path is a symbolic link (to `real`).
+    link: bool,
     /// The file planned from.
     ident: Ident,
 }
@@ -85,7 +87,7 @@ impl Owner {
 impl Target<'_> {
     /// The file for messages: `rel`, and where a link points.
     fn name(&self) -> String {
-        if self.real == self.plan.path {
+        if !self.link {
             self.plan.rel.to_string()
         } else {
             format!("{} (a link to {})", self.plan.rel, self.real.display())
@@ -284,6 +286,7 @@ fn resolve<'a>(files: &'a [Planned<'a>]) -> anyhow::Result<Vec<Target<'a>>> {
             perms: md.permissions(),
             owner: Owner::of(&md),
             xattrs,
+            link: link.file_type().is_symlink(),
             ident: Ident::of(&md),
         });
     }

@@ -225,3 +225,25 @@ fn a_pinned_toolchain_that_is_not_installed_is_one_line_of_advice() {
         assert!(!err.contains("backtrace"), "{err}");
     }
 }
+
+/// Through `--workspace LINK` a plain file is still named as itself in
+/// messages, not as "a link to" its real path.
+#[test]
+fn a_file_reached_through_a_linked_workspace_is_not_called_a_link() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().canonicalize().unwrap();
+    let real = base.join("real");
+    let fleet = crate::support::drifted_fleet(&real, 2).unwrap();
+    let link = base.join("link");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    std::fs::set_permissions(
+        fleet.manifest("c0000"),
+        std::fs::Permissions::from_mode(0o444),
+    )
+    .unwrap();
+    let (code, out, err) = crate::support::align(&link, &[]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(err.contains("crates/c0000/Cargo.toml: read-only"), "{err}");
+    assert!(!err.contains("a link to"), "{err}");
+}
