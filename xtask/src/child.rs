@@ -8,7 +8,8 @@
 //! - [`Kind::Build`] (`XTASK_BUILD_TIMEOUT`, default [`BUILD_DEFAULT`]):
 //!   builds and test runs (`gpu-test`'s cargo, `ci`'s steps).
 //!
-//! (The GPU driver probe has its own, `RTX_GPU_TEST_PROBE_TIMEOUT`.) The
+//! (The GPU driver probe has its own, `RTX_GPU_TEST_PROBE_TIMEOUT`, read by
+//! the same [`env_limit`].) The
 //! child is killed with SIGKILL when its time is up; its output so far is
 //! dropped and the error says which limit to raise.
 //!
@@ -55,15 +56,27 @@ impl Kind {
             Kind::Tool => TOOL_DEFAULT,
             Kind::Build => BUILD_DEFAULT,
         };
-        match std::env::var_os(self.var()) {
-            None => Ok(default),
-            Some(v) => parse_limit(self.var(), &v.to_string_lossy()),
-        }
+        env_limit(self.var(), default)
+    }
+}
+
+/// The time limit the environment variable `var` sets, in seconds (a
+/// fraction allowed: `1.5`), else `default`: the one reading of every
+/// limit xtask takes from the environment (`XTASK_TOOL_TIMEOUT`,
+/// `XTASK_BUILD_TIMEOUT`, `RTX_GPU_TEST_PROBE_TIMEOUT`).
+///
+/// # Errors
+/// The variable is set to something other than a positive number of
+/// seconds (never silently the default).
+pub fn env_limit(var: &str, default: Duration) -> anyhow::Result<Duration> {
+    match std::env::var_os(var) {
+        None => Ok(default),
+        Some(v) => parse_limit(var, &v.to_string_lossy()),
     }
 }
 
 /// The value `v` of the limit variable `var`, in seconds.
-fn parse_limit(var: &str, v: &str) -> anyhow::Result<Duration> {
+pub fn parse_limit(var: &str, v: &str) -> anyhow::Result<Duration> {
     match v.trim().parse::<f64>() {
         Ok(s) if s.is_finite() && s > 0.0 && s < 1e9 => Ok(Duration::from_secs_f64(s)),
         _ => bail!("{var}={v:?}: not a positive number of seconds"),

@@ -72,6 +72,78 @@ pub fn special_file(md: &std::fs::Metadata) -> Option<&'static str> {
     }
 }
 
+/// One extended attribute of a file: its name (`user.x`,
+/// `system.posix_acl_access`, `security.selinux`) and value.
+pub type Xattr = (std::ffi::CString, Vec<u8>);
+
+/// Whether an xattr call failed only because the file system has none.
+fn no_xattrs(e: rustix::io::Errno) -> bool {
+    e == rustix::io::Errno::NOTSUP || e == rustix::io::Errno::OPNOTSUPP
+}
+
+/// The extended attributes of the file at `path` (following links): empty
+/// where the file system has none.
+///
+/// # Errors
+/// Any other error reading them.
+pub fn xattrs(path: &Path) -> std::io::Result<Vec<Xattr>> {
+    let size = match rustix::fs::listxattr_query(path) {
+        Ok(n) => n,
+        Err(e) if no_xattrs(e) => return Ok(Vec::new()),
+        Err(e) => return Err(e.into()),
+    };
+    if size == 0 {
+        return Ok(Vec::new());
+    }
+    // (room for an attribute added meanwhile)
+    let mut names = vec![0u8; size + 256];
+    let n = rustix::fs::listxattr(path, &mut names[..])?;
+    names.truncate(n);
+    let mut out = Vec::new();
+    for name in names.split(|b| *b == 0).filter(|n| !n.is_empty()) {
+        let name = std::ffi::CString::new(name).map_err(std::io::Error::other)?;
+        let len = match rustix::fs::getxattr_query(path, name.as_c_str()) {
+            Ok(n) => n,
+            // removed meanwhile
+            Err(rustix::io::Errno::NODATA) => continue,
+            Err(e) => return Err(e.into()),
+        };
+        let mut value = vec![0u8; len + 256];
+        let n = rustix::fs::getxattr(path, name.as_c_str(), &mut value[..])?;
+        value.truncate(n);
+        out.push((name, value));
+    }
+    Ok(out)
+}
+
+/// Gives the open file `f` the extended attributes `attrs` (those it does
+/// not already hold with the same value).
+///
+/// # Errors
+/// An attribute cannot be set (the message names it).
+pub fn set_xattrs(f: &std::fs::File, attrs: &[Xattr]) -> std::io::Result<()> {
+    for (name, value) in attrs {
+        let mut now = vec![0u8; value.len()];
+        if rustix::fs::fgetxattr(f, name.as_c_str(), &mut now[..])
+            .is_ok_and(|n| now[..n] == value[..] && n == value.len())
+        {
+            continue;
+        }
+        rustix::fs::fsetxattr(f, name.as_c_str(), value, rustix::fs::XattrFlags::empty()).map_err(
+            |e| {
+                std::io::Error::new(
+                    std::io::Error::from(e).kind(),
+                    format!(
+                        "cannot keep its extended attribute `{}`: {e}",
+                        name.to_string_lossy()
+                    ),
+                )
+            },
+        )?;
+    }
+    Ok(())
+}
+
 /// `path` relative to `root`, `/`-separated (for messages and reports); a
 /// path outside `root` is shown whole.
 pub fn rel(root: &Path, path: &Path) -> String {

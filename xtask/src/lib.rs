@@ -21,6 +21,7 @@ pub(crate) mod rust_src;
 pub(crate) mod text;
 pub mod thiserror_src;
 pub(crate) mod timing;
+pub mod toolchain_file;
 pub mod workspace;
 
 /// What a command found.

@@ -49,7 +49,13 @@ pub fn packages(exemptions: &[Exemption]) -> BTreeSet<&str> {
 
 /// How many of `full` (the findings of the plan made without exemptions)
 /// exemption `e` covers; `Err(why)` when none.
-fn covered(e: &Exemption, full: &[Finding], m: &Members, root: &Path) -> Result<usize, String> {
+fn covered(
+    e: &Exemption,
+    full: &[Finding],
+    m: &Members,
+    root: &Path,
+    policy_deps: &BTreeSet<&str>,
+) -> Result<usize, String> {
     match &e.kind {
         ExemptKind::Package(p) => {
             let Some(manifest) = m.manifests.get(p) else {
@@ -101,8 +107,11 @@ fn covered(e: &Exemption, full: &[Finding], m: &Members, root: &Path) -> Result<
                 })
                 .count();
             if n == 0 {
-                Err(format!(
-                    "its declaration under the key `{dependency}` of a policy dependency holds the policy (or there is none)"
+                Err(declaration_is_stale(
+                    root,
+                    manifest,
+                    dependency,
+                    policy_deps,
                 ))
             } else {
                 Ok(n)
@@ -119,6 +128,56 @@ fn covered(e: &Exemption, full: &[Finding], m: &Members, root: &Path) -> Result<
     }
 }
 
+/// Why a declaration exemption of the key `dependency` in `manifest` covers
+/// no finding: that manifest has no declaration under the key, or it is not
+/// a policy dependency, or it holds the policy; said as it is.
+fn declaration_is_stale(
+    root: &Path,
+    manifest: &str,
+    dependency: &str,
+    policy_deps: &BTreeSet<&str>,
+) -> String {
+    use super::manifest::{Decl, Manifest};
+    let Ok(m) = Manifest::load(&root.join(manifest), root) else {
+        return format!("no finding of {manifest} is under the key `{dependency}`");
+    };
+    let mut tables = m.dependency_tables();
+    tables.extend(m.workspace_dependencies());
+    let packages: BTreeSet<String> = tables
+        .iter()
+        .flat_map(|t| Decl::all(t.table))
+        .filter(|d| d.key.get() == dependency)
+        .map(|d| d.package().to_string())
+        .collect();
+    if packages.is_empty() {
+        return format!("{manifest} has no declaration under the key `{dependency}`");
+    }
+    let ruled: Vec<&String> = packages
+        .iter()
+        .filter(|p| policy_deps.contains(p.as_str()))
+        .collect();
+    if ruled.is_empty() {
+        let list: Vec<String> = packages.iter().map(|p| format!("`{p}`")).collect();
+        return format!(
+            "`{dependency}` in {manifest} is the package {}, which the policy has no rule for",
+            list.join(", ")
+        );
+    }
+    let renamed = if ruled.iter().all(|p| p.as_str() == dependency) {
+        String::new()
+    } else {
+        format!(
+            " (package {})",
+            ruled
+                .iter()
+                .map(|p| p.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
+    format!("its declaration `{dependency}`{renamed} in {manifest} already holds the policy")
+}
+
 /// Judges every exemption of `lp` against `full`, the findings of the plan
 /// made without any exemption.
 pub fn judge(lp: &LoadedPolicy, root: &Path, full: &[Finding], m: &Members) -> Judged {
@@ -128,7 +187,9 @@ pub fn judge(lp: &LoadedPolicy, root: &Path, full: &[Finding], m: &Members) -> J
         let (line, column) = crate::text::line_col(&lp.text, e.span.start);
         let kind = e.kind.name();
         let what = e.kind.what();
-        match covered(e, full, m, root) {
+        let policy_deps: BTreeSet<&str> =
+            lp.policy.dependencies.keys().map(String::as_str).collect();
+        match covered(e, full, m, root, &policy_deps) {
             Ok(n) => {
                 let not_reported = plural(n, "finding", "findings");
                 let human = format!(

@@ -46,8 +46,10 @@
 //!   alone unless their `default-features` needs the fix below.
 //! - `inherit = false`, or a single-package manifest (no `[workspace]` to
 //!   inherit from): the requirement is rewritten in place (quote style kept).
-//! - The requirement matches only when it is textually `R`: the policy says
-//!   what every declaration ends up with.
+//! - The requirement matches when it is textually `R`, or accepts only
+//!   versions `R` accepts (stricter, e.g. `"2.0.12"` under `"2"`: kept, never
+//!   lowered; the workspace entry takes the strictest of those its converting
+//!   members have, `planner::stricter`).
 //!
 //! # default-features
 //! With inheritance cargo ignores a member's `default-features = false`
@@ -67,6 +69,7 @@ pub(crate) mod exemption_use;
 pub(crate) mod lockfile;
 pub(crate) mod manifest;
 pub(crate) mod msrv;
+pub(crate) mod outside;
 pub(crate) mod patches;
 pub mod plan;
 pub(crate) mod planner;
@@ -280,7 +283,11 @@ fn plan_once(
     root: &Path,
 ) -> anyhow::Result<(AlignmentPlan, Vec<String>)> {
     // crates on a renamed thiserror stay as they are (their build would break)
-    let (held, renamed_info) = sources::hold_renamed(&mut analyses, root);
+    let (mut held, mut renamed_info) = sources::hold_renamed(&mut analyses, loaded, root);
+    // nor crates whose fix would write outside the workspace
+    let (outside, outside_info) = outside::hold(&mut analyses, root);
+    held.extend(outside);
+    renamed_info.extend(outside_info);
     let all_members = loaded.members.clone();
     let manifests = &loaded.manifests;
     loaded
@@ -305,8 +312,14 @@ fn plan_members(
         .iter()
         .flat_map(|a| {
             a.unresolved_modules.iter().map(|p| {
+                // the actual reason, as fmt-check gives it
+                let why = if p.is_file() {
+                    "it holds an expression, not a list of items (it is include!d as an expression), so it holds no error type"
+                } else {
+                    "no such file (e.g. a module behind #[cfg])"
+                };
                 format!(
-                    "{}: a module or include!d file of `{}` that was not scanned for thiserror 2 (no such file, e.g. behind #[cfg], or not a list of items)",
+                    "{}: a module or include!d file of `{}` that was not scanned for thiserror 2: {why}",
                     crate::fsutil::rel(root, p),
                     a.package
                 )

@@ -80,6 +80,26 @@ impl Needs {
     }
 }
 
+/// Whether the member whose manifest is at `manifest` inherits a
+/// `[workspace.dependencies]` entry of the package `name`; `None` when that
+/// manifest was not read.
+fn inherits_entry(loaded: &Loaded, manifest: &Path, name: &str) -> Option<bool> {
+    use super::manifest::Decl;
+    let m = loaded.manifests.iter().find(|m| m.path == manifest)?;
+    let ws: Vec<Decl<'_>> = loaded.manifests[loaded.root]
+        .workspace_dependencies()
+        .map(|t| Decl::all(t.table))
+        .unwrap_or_default();
+    Some(m.dependency_tables().iter().any(|t| {
+        Decl::all(t.table).iter().any(|d| {
+            d.inherited()
+                && ws
+                    .iter()
+                    .any(|w| w.key.get() == d.key.get() && w.package() == name)
+        })
+    }))
+}
+
 /// The `toolchain-floor` findings of `plan` (empty when the workspace's
 /// declared and pinned toolchains meet what the fix needs).
 pub fn findings(
@@ -110,10 +130,23 @@ pub fn findings(
         }
     }
     if let Some(rule) = thiserror2_rule(policy) {
-        let floor = thiserror_floor(&rule.req);
+        // a stricter requirement [workspace.dependencies] keeps (or takes
+        // from a member) may need a newer Rust than the policy's
+        let (version, req) = plan
+            .entry_requirements
+            .get(THISERROR)
+            .and_then(|v| {
+                Some((
+                    v.as_str(),
+                    cargo_metadata::semver::VersionReq::parse(v).ok()?,
+                ))
+            })
+            .filter(|(_, r)| thiserror_floor(r) > thiserror_floor(&rule.req))
+            .unwrap_or((rule.version.as_str(), rule.req.clone()));
+        let floor = thiserror_floor(&req);
         let why = format!(
-            "thiserror \"{}\" needs Rust {}.{} (its releases declare rust-version 1.61 to 1.77)",
-            rule.version, floor.0, floor.1
+            "thiserror \"{version}\" needs Rust {}.{} (its releases declare rust-version 1.61 to 1.77)",
+            floor.0, floor.1
         );
         for p in meta.workspace_packages() {
             let manifest = rel(p.manifest_path.as_std_path());
@@ -122,10 +155,17 @@ pub fn findings(
                     && f.dependency == THISERROR
                     && f.fixed_in.as_deref().unwrap_or(&f.file) == manifest
             });
+            // a crate that inherits the entry moves with it (an exempt one
+            // too: the workspace entry always follows the policy); one that
+            // declares its own thiserror moves only where `moved` says so
             let inherits = moves_root
-                && p.dependencies
-                    .iter()
-                    .any(|d| d.name == THISERROR && d.path.is_none() && d.source.is_some());
+                && inherits_entry(loaded, p.manifest_path.as_std_path(), THISERROR).unwrap_or_else(
+                    || {
+                        p.dependencies
+                            .iter()
+                            .any(|d| d.name == THISERROR && d.path.is_none() && d.source.is_some())
+                    },
+                );
             if moved || inherits {
                 needs.add(&manifest, floor, why.clone());
             }
@@ -134,6 +174,12 @@ pub fn findings(
     let mut out = Vec::new();
     let Some((top, top_why)) = needs.max() else {
         return out;
+    };
+    let exempt = |name: &str| {
+        policy
+            .exemptions
+            .iter()
+            .any(|e| matches!(&e.kind, crate::policy::ExemptKind::Package(p) if p == name))
     };
     let mut reported = std::collections::BTreeSet::new();
     for p in meta.workspace_packages() {
@@ -164,13 +210,23 @@ pub fn findings(
             wanted: format!("rust-version = \"{}.{}\" or later", floor.0, floor.1),
             fixable: false,
             message: format!(
-                "`{}` declares Rust {written}, but the fix needs {}.{}: {why}; raise rust-version, or exempt `{}` in the policy; align-deps writes nothing until then",
-                p.name, floor.0, floor.1, p.name
+                "`{}` declares Rust {written}, but the fix needs {}.{}: {why}; {}; align-deps writes nothing until then",
+                p.name,
+                floor.0,
+                floor.1,
+                if exempt(p.name.as_str()) {
+                    format!(
+                        "raise rust-version (`{}` is exempt, but it inherits the [workspace.dependencies] entry, which follows the policy; or give it its own declaration)",
+                        p.name
+                    )
+                } else {
+                    format!("raise rust-version, or exempt `{}` in the policy", p.name)
+                }
             ),
             fixed_in: None,
         });
     }
-    if let Some(pin) = crate::fmt_check::toolchain::find_pin(root)
+    if let Some(pin) = crate::toolchain_file::find_pin(root)
         && let Some(v) = channel_version(&pin.channel)
         && v < top
     {

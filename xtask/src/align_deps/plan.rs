@@ -127,6 +127,10 @@ pub struct AlignmentPlan {
     pub edits: crate::edit::WriteSet,
     /// All findings, fixable or not, in the order found.
     pub findings: Vec<Finding>,
+    /// Per policy dependency, the requirement `[workspace.dependencies]`
+    /// ends with where it is stricter than the policy's (its toolchain
+    /// floor may be higher).
+    pub entry_requirements: std::collections::BTreeMap<String, String>,
 }
 
 impl AlignmentPlan {
@@ -147,6 +151,7 @@ impl AlignmentPlan {
     pub fn merge(&mut self, other: AlignmentPlan) -> anyhow::Result<()> {
         self.edits.merge(other.edits)?;
         self.findings.extend(other.findings);
+        self.entry_requirements.extend(other.entry_requirements);
         Ok(())
     }
 }

@@ -90,8 +90,8 @@ impl Rule {
                 "yes: `workspace = true` in place of the requirement (and of `package`), the member's other keys kept",
             ),
             Rule::Version => (
-                "a requirement (a member's, or the `[workspace.dependencies]` entry's) that is not the policy's `version`",
-                "yes: the policy's requirement, written as is",
+                "a requirement (a member's, or the `[workspace.dependencies]` entry's) that is not the policy's `version` and accepts versions the policy does not",
+                "yes: the policy's requirement, written as is; a stricter one within the policy (`\"2.0.12\"` under `\"2\"`) is kept, and the workspace entry takes the strictest its inheriting members ask for",
             ),
             Rule::DefaultFeatures => (
                 "inheriting would change a member's default features, or a `version` beside `workspace = true` (ignored by cargo)",
@@ -110,8 +110,8 @@ impl Rule {
                 "no: add them to the member or drop them from the entry",
             ),
             Rule::Conflict => (
-                "the `[workspace.dependencies]` key a member would inherit is another package",
-                "no: rename one of them",
+                "the `[workspace.dependencies]` key a member would inherit is another package, or a crate declares the policy's package under two names (`thiserror = \"1\"` beside `thiserror2 = { package = \"thiserror\", version = \"2\" }`), which cargo refuses once both hold the policy",
+                "no: rename one of them, or merge the two declarations",
             ),
             Rule::Hakari => (
                 "a declaration inside a cargo-hakari section shares no version with the policy",
@@ -167,7 +167,7 @@ impl SourceRule {
             ),
             SourceRule::MissingDirectDependency => (
                 "the derive reached through a re-export, no direct `thiserror`",
-                "yes: the manifest line, in the policy's form; no, when thiserror is only a renamed dependency (thiserror 2's derive names `::thiserror`)",
+                "yes: the manifest line, in the policy's form; no, when thiserror is only a renamed dependency (thiserror 2's derive names `::thiserror`) or the key `thiserror` is another package",
             ),
         }
     }

@@ -221,18 +221,42 @@ pub fn hold_back(
 /// the same package), so they are left untouched: their manifests are taken
 /// out of the manifest plan (returned), their source fixes dropped, their
 /// rule-4 finding kept for a person; an information line says so.
+///
+/// So are members whose `thiserror` key names another package
+/// (`thiserror = { package = "thiserror-core", ... }`) and that need a
+/// direct thiserror (rule 4): the key is taken, so it cannot be added.
 pub fn hold_renamed(
     analyses: &mut [CrateAnalysis],
+    loaded: &Loaded,
     root: &Path,
 ) -> (BTreeSet<std::path::PathBuf>, Vec<String>) {
     let mut held = BTreeSet::new();
     let mut info = Vec::new();
     for a in analyses.iter_mut() {
-        let Some(name) = a
+        let why = if let Some(name) = a
             .missing_dependencies
             .iter()
             .find_map(|m| m.renamed_as.clone())
-        else {
+        {
+            format!(
+                "it derives thiserror's Error through the renamed dependency `{name}`, \
+                 which thiserror 2's derive cannot use; rename `{name}` to `thiserror` (and its uses)"
+            )
+        } else if let Some((table, other)) = (!a.missing_dependencies.is_empty())
+            .then(|| {
+                loaded
+                    .manifests
+                    .iter()
+                    .find(|m| m.path == a.manifest_path)
+                    .and_then(thiserror_name_taken)
+            })
+            .flatten()
+        {
+            format!(
+                "its `{THISERROR}` in [{table}] is the package `{other}`, so the direct thiserror dependency it needs cannot be added; \
+                 rename that dependency (or move it to thiserror) by hand"
+            )
+        } else {
             continue;
         };
         held.insert(a.manifest_path.clone());
@@ -242,13 +266,24 @@ pub fn hold_renamed(
         a.findings
             .retain(|f| f.rule == Rule::MissingDirectDependency);
         info.push(format!(
-            "{}: `{}` is left untouched (its thiserror declarations and sources): it derives thiserror's Error through the renamed dependency `{name}`, \
-             which thiserror 2's derive cannot use; rename `{name}` to `thiserror` (and its uses), then run align-deps again",
+            "{}: `{}` is left untouched (its thiserror declarations and sources): {why}, then run align-deps again",
             crate::fsutil::rel(root, &a.manifest_path),
             a.package
         ));
     }
     (held, info)
+}
+
+/// The dependency table and package of a declaration of `m` whose key is
+/// `thiserror` but whose package is another one
+/// (`thiserror = { package = "thiserror-core", ... }`).
+fn thiserror_name_taken(m: &Manifest) -> Option<(String, String)> {
+    m.dependency_tables().into_iter().find_map(|t| {
+        super::manifest::Decl::all(t.table)
+            .into_iter()
+            .find(|d| d.key.get() == THISERROR && d.package() != THISERROR)
+            .map(|d| (t.name.clone(), d.package().to_string()))
+    })
 }
 
 /// The policy dependencies that rule 4 will add to some manifest.
@@ -339,6 +374,9 @@ pub fn plan(
     root: &Path,
 ) -> anyhow::Result<AlignmentPlan> {
     let mut plan = AlignmentPlan::new();
+    // a file reached by two crates (`#[path]`) is analysed once per crate:
+    // its findings are listed (and counted) once; rule 4's are per manifest
+    let mut listed: BTreeSet<(&Path, usize, usize, Rule)> = BTreeSet::new();
     for a in analyses {
         for (path, old, new) in a.source_edits() {
             plan.edits
@@ -350,6 +388,11 @@ pub fn plan(
         let by_path: HashMap<&Path, &thiserror_src::AnalyzedFile> =
             a.files.iter().map(|f| (f.path.as_path(), f)).collect();
         for sf in &a.findings {
+            if sf.rule != Rule::MissingDirectDependency
+                && !listed.insert((sf.path.as_path(), sf.line, sf.column, sf.rule))
+            {
+                continue;
+            }
             let file = by_path.get(sf.path.as_path()).copied();
             let fl = lines.entry(sf.path.as_path()).or_insert_with(|| {
                 FileLines::new(
@@ -463,6 +506,17 @@ fn plan_missing(
             a.package
         );
     };
+    if let Some((t, other)) = thiserror_name_taken(manifest) {
+        return unfixable(
+            finding,
+            table,
+            &manifest_rel,
+            &format!(
+                "the key `{THISERROR}` in its [{t}] is the package `{other}` (a crate has one dependency per name); \
+                 rename that dependency, or move it to thiserror, by hand"
+            ),
+        );
+    }
     let fields: Vec<(&str, String)> = match form {
         Some(NewUser::Inherit {
             default_features_true,

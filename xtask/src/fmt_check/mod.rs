@@ -267,6 +267,18 @@ impl Report<'_> {
             .clone()
             .or_else(|| toolchain::find_pin(&self.plan.root));
         let how = match &pin {
+            Some(p)
+                if p.channel.starts_with("nightly")
+                    && !toolchain::rustfmt_installed(&p.channel) =>
+            {
+                format!(
+                    "the workspace pins `{}` in {}, whose rustfmt honours them, but it is not installed here: \
+                     install it with `rustup toolchain install {} --component rustfmt`, then run fmt-check without the toolchain override",
+                    p.channel,
+                    p.file.display(),
+                    p.channel
+                )
+            }
             Some(p) if p.channel.starts_with("nightly") => format!(
                 "the workspace pins `{}` in {}, whose rustfmt honours them: run fmt-check without the toolchain override \
                  (`cargo +toolchain`, RUSTUP_TOOLCHAIN) so that the pinned rustfmt is used",

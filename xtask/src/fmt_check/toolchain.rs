@@ -4,52 +4,13 @@
 //! `rustup which rustfmt` run in that directory. A pinned toolchain that is
 //! not installed is one error naming it and the command that installs it.
 //!
-//! A leaf: it imports only [`crate::limit`].
+//! The toolchain file itself is read by [`crate::toolchain_file`]; this
+//! imports only that and [`crate::child`].
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// A toolchain pinned by a toolchain file.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Pin {
-    /// The `rust-toolchain.toml` or `rust-toolchain` file.
-    pub file: PathBuf,
-    /// Its channel (`nightly-2025-01-01`, `1.80.0`, `stable`), as written.
-    pub channel: String,
-}
-
-/// The toolchain file that applies to `dir`: the nearest `rust-toolchain.toml`
-/// or `rust-toolchain` in `dir` or a parent (rustup's lookup; in one
-/// directory the legacy `rust-toolchain` wins, as with rustup). Its channel is
-/// the `[toolchain] channel` of the TOML form or the legacy single line.
-pub fn find_pin(dir: &Path) -> Option<Pin> {
-    let mut d = Some(dir);
-    while let Some(here) = d {
-        for name in ["rust-toolchain", "rust-toolchain.toml"] {
-            let file = here.join(name);
-            if let Ok(text) = std::fs::read_to_string(&file) {
-                return channel_of(&text).map(|channel| Pin { file, channel });
-            }
-        }
-        d = here.parent();
-    }
-    None
-}
-
-/// The channel of a toolchain file's text (TOML `[toolchain] channel`, or a
-/// legacy file holding only the name).
-fn channel_of(text: &str) -> Option<String> {
-    let trimmed = text.trim();
-    if !trimmed.is_empty() && !trimmed.contains(['\n', '=', '[']) {
-        return Some(trimmed.to_string());
-    }
-    let value: toml::Table = toml::from_str(text).ok()?;
-    value
-        .get("toolchain")?
-        .get("channel")?
-        .as_str()
-        .map(str::to_string)
-}
+pub use crate::toolchain_file::{Pin, find_pin};
 
 /// Whether the caller chose the toolchain explicitly (`cargo +nightly`,
 /// `RUSTUP_TOOLCHAIN=...`): then it wins over the workspace's pin, as it does
@@ -136,6 +97,20 @@ pub fn pinned_rustfmt(dir: &Path) -> anyhow::Result<Option<(PathBuf, Pin)>> {
     );
 }
 
+/// Whether rustup has the toolchain `channel` with its rustfmt installed
+/// (`rustup which rustfmt --toolchain <channel>`, nothing downloaded);
+/// `true` when that cannot be told (no rustup: a pin means nothing there).
+pub fn rustfmt_installed(channel: &str) -> bool {
+    let mut cmd = Command::new("rustup");
+    cmd.args(["which", "rustfmt", "--toolchain", channel])
+        .env("RUSTUP_AUTO_INSTALL", "0")
+        .env("RUST_BACKTRACE", "0");
+    match crate::child::output(&mut cmd, crate::child::Kind::Tool, "`rustup which`", None) {
+        Ok(o) => o.status.success(),
+        Err(_) => true,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -149,19 +124,5 @@ mod tests {
         assert!(!overrides(Some("stable"), Some("toolchain-file")));
         assert!(!overrides(None, None));
         assert!(!overrides(Some(""), None));
-    }
-
-    #[test]
-    fn channels_of_both_file_forms() {
-        assert_eq!(
-            channel_of("nightly-2025-01-01\n").as_deref(),
-            Some("nightly-2025-01-01")
-        );
-        assert_eq!(
-            channel_of("[toolchain]\nchannel = \"1.80.0\"\ncomponents = [\"rustfmt\"]\n")
-                .as_deref(),
-            Some("1.80.0")
-        );
-        assert_eq!(channel_of("[toolchain]\nprofile = \"minimal\"\n"), None);
     }
 }

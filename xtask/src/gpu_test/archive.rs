@@ -18,7 +18,7 @@ use anyhow::{Context as _, bail};
 use super::process::{self, Stdout, shell_quote};
 use super::{Matrix, NEXTEST_INSTALL, build, describe, nextest_installed, select_args};
 use crate::Outcome;
-use crate::workspace::cargo_command;
+use crate::workspace::cargo_in;
 
 /// The profile the archive is built in (as ../shared/GPU.md).
 pub const PROFILE_ARGS: &[&str] = &["--release"];
@@ -78,7 +78,7 @@ pub fn run(
         )?;
         return Ok(Outcome::Violations);
     }
-    let mut cmd = cargo_command();
+    let mut cmd = cargo_in(&matrix.manifest);
     cmd.args(["nextest", "archive", "--manifest-path"])
         .arg(&matrix.manifest)
         .args(PROFILE_ARGS)

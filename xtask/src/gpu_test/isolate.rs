@@ -34,17 +34,22 @@ pub fn encode(result: &Result<probe::DeviceInfo, NoDevice>) -> String {
     }
 }
 
-/// Runs the probe in a child process. `Ok(text)`: a usable device, described.
+/// The probe's time limit: [`TIMEOUT_ENV`] read as every limit is
+/// ([`crate::child::env_limit`]: fractions of a second allowed).
+///
+/// # Errors
+/// The variable holds something other than a positive number of seconds.
+pub fn timeout() -> anyhow::Result<Duration> {
+    crate::child::env_limit(TIMEOUT_ENV, Duration::from_secs(DEFAULT_TIMEOUT_S))
+}
+
+/// Runs the probe in a child process, killed past `timeout`. `Ok(text)`: a
+/// usable device, described.
 ///
 /// # Errors
 /// Why there is no usable device, including a probe that crashed or did not
 /// answer in time ([`NoDevice::ProbeCrashed`], [`NoDevice::ProbeHung`]).
-pub fn probe_isolated() -> Result<String, NoDevice> {
-    let timeout = std::env::var(TIMEOUT_ENV)
-        .ok()
-        .and_then(|s| s.trim().parse::<u64>().ok())
-        .filter(|s| *s > 0)
-        .map_or(Duration::from_secs(DEFAULT_TIMEOUT_S), Duration::from_secs);
+pub fn probe_isolated(timeout: Duration) -> Result<String, NoDevice> {
     let in_process = || probe::probe().map(|d| d.to_string());
     let Ok(exe) = std::env::current_exe() else {
         return in_process();
@@ -81,9 +86,7 @@ pub fn probe_isolated() -> Result<String, NoDevice> {
             Ok(None) if start.elapsed() >= timeout => {
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err(NoDevice::ProbeHung {
-                    seconds: timeout.as_secs(),
-                });
+                return Err(NoDevice::ProbeHung { limit: timeout });
             }
             Ok(None) => std::thread::sleep(Duration::from_millis(20)),
             Err(_) => return in_process(),

@@ -38,7 +38,7 @@ use crate::Outcome;
 use crate::args::Target;
 use crate::diag::{Format, Level};
 use crate::policy::GpuTestEntry;
-use crate::workspace::{cargo_command, load_policy, manifest_path, metadata_no_deps};
+use crate::workspace::{cargo_command, cargo_in, load_policy, manifest_path, metadata_no_deps};
 pub use probe::{DeviceInfo, NoDevice, REQUIRED_DRIVER_API, probe};
 use process::Stdout;
 use results::{BuildEnd, Counts};
@@ -239,7 +239,7 @@ pub fn build(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> anyhow::Result<bool> {
-    let mut cmd = cargo_command();
+    let mut cmd = cargo_in(&matrix.manifest);
     cmd.args([
         "test",
         "--no-run",
@@ -273,7 +273,7 @@ fn entry_command(
     test_args: &[String],
     part: Option<(u32, u32)>,
 ) -> std::process::Command {
-    let mut cmd = cargo_command();
+    let mut cmd = cargo_in(&matrix.manifest);
     match runner {
         // One entry matching no test is not an error by itself (a filter may
         // select another entry's tests; a partition may hold none); no test
@@ -370,6 +370,8 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
         return archive::run(&matrix, file, &args.test_args, out, err);
     }
     let runner = choose_runner()?;
+    // read before the build: a mistyped limit is exit 2, never the default
+    let probe_timeout = isolate::timeout()?;
 
     let mut broken = Vec::new();
     for entry in &matrix.entries {
@@ -394,7 +396,7 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
 
     // in a child process with a time limit: a crashing or hanging driver
     // cannot take xtask down
-    let device = match isolate::probe_isolated() {
+    let device = match isolate::probe_isolated(probe_timeout) {
         Ok(d) => d,
         Err(reason) if args.require_device => {
             let text = format!("no usable CUDA device, and --require-device was given: {reason}");

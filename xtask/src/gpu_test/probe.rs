@@ -121,12 +121,13 @@ pub enum NoDevice {
     },
     /// The probe did not answer within its time limit (a driver call hangs).
     #[error(
-        "the CUDA driver probe did not answer within {seconds} s: a driver call (cuInit?) hangs; it was killed \
-         (a wedged GPU or driver; try `nvidia-smi`; the limit is set by RTX_GPU_TEST_PROBE_TIMEOUT)"
+        "the CUDA driver probe did not answer within {} s: a driver call (cuInit?) hangs; it was killed \
+         (a wedged GPU or driver; try `nvidia-smi`; the limit is set by RTX_GPU_TEST_PROBE_TIMEOUT)",
+        .limit.as_secs_f64()
     )]
     ProbeHung {
-        /// The time limit, in seconds.
-        seconds: u64,
+        /// The time limit.
+        limit: std::time::Duration,
     },
     /// What the probe in the child process reported.
     #[error("{0}")]

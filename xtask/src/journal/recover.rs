@@ -201,13 +201,16 @@ impl<'j> Settled<'j> {
         let ready = if staged {
             Ok(())
         } else {
-            write_temp(
-                &e.temp,
-                to.as_bytes(),
-                &md.permissions(),
-                Owner::of(&md),
-                false,
-            )
+            crate::fsutil::xattrs(&e.target).and_then(|xattrs| {
+                write_temp(
+                    &e.temp,
+                    to.as_bytes(),
+                    &md.permissions(),
+                    Owner::of(&md),
+                    &xattrs,
+                    false,
+                )
+            })
         };
         match ready.and_then(|()| std::fs::rename(&e.temp, &e.target)) {
             Ok(()) => self.moved.push(&e.rel),

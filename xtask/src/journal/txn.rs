@@ -54,11 +54,15 @@ pub struct Planned<'a> {
 /// A planned file, resolved.
 struct Target<'a> {
     plan: &'a Planned<'a>,
-    /// The file to replace (a link's target).
+    /// The file to replace: canonical (a link's target; through no linked directory).
     real: PathBuf,
     perms: Permissions,
     /// Its owner and group, kept.
     owner: Owner,
+    /// Its extended attributes (ACLs, SELinux labels, `user.*`), kept.
+    xattrs: Vec<crate::fsutil::Xattr>,
+    /// Whether the planned path is a symbolic link (to `real`).
+    link: bool,
     /// The file planned from.
     ident: Ident,
 }
@@ -83,7 +87,7 @@ impl Owner {
 impl Target<'_> {
     /// The file for messages: `rel`, and where a link points.
     fn name(&self) -> String {
-        if self.real == self.plan.path {
+        if !self.link {
             self.plan.rel.to_string()
         } else {
             format!("{} (a link to {})", self.plan.rel, self.real.display())
@@ -98,6 +102,21 @@ impl Target<'_> {
 /// Anything that stops the write, with the file named; the message says
 /// "nothing written" only where that is true.
 pub fn write_all(files: &[Planned<'_>], guard: Option<&Guard>) -> anyhow::Result<()> {
+    // one rule with recovery: a file outside the workspace is never written
+    // (a journal naming it could not be vouched for); planners keep such
+    // files out of a plan, this is the backstop
+    if let Some(p) = files.iter().find(|p| {
+        let rel = std::path::Path::new(p.rel);
+        p.rel.is_empty()
+            || !rel
+                .components()
+                .all(|c| matches!(c, std::path::Component::Normal(_)))
+    }) {
+        bail!(
+            "{}: outside the workspace; xtask never writes there (internal error: it was planned); nothing written",
+            p.rel
+        );
+    }
     let targets = resolve(files)?;
     if targets.is_empty() {
         return Ok(());
@@ -225,7 +244,9 @@ fn resolve<'a>(files: &'a [Planned<'a>]) -> anyhow::Result<Vec<Target<'a>>> {
                 )
             })?
         } else {
-            p.path.to_path_buf()
+            // canonical, so the journal names the real file even when the
+            // workspace was given through a link that is gone by recovery
+            std::fs::canonicalize(p.path).unwrap_or_else(|_| p.path.to_path_buf())
         };
         let md = std::fs::metadata(&real)
             .with_context(|| format!("{}: cannot read it; nothing written", p.rel))?;
@@ -253,11 +274,19 @@ fn resolve<'a>(files: &'a [Planned<'a>]) -> anyhow::Result<Vec<Target<'a>>> {
             );
         }
         seen.insert((md.dev(), md.ino()), out.len());
+        let xattrs = crate::fsutil::xattrs(&real).with_context(|| {
+            format!(
+                "{}: cannot read its extended attributes; nothing written",
+                p.rel
+            )
+        })?;
         out.push(Target {
             plan: p,
             real,
             perms: md.permissions(),
             owner: Owner::of(&md),
+            xattrs,
+            link: link.file_type().is_symlink(),
             ident: Ident::of(&md),
         });
     }
@@ -303,7 +332,15 @@ fn stage(targets: &[Target<'_>], entries: &[Entry]) -> anyhow::Result<()> {
         .context("cannot start the writer threads")?;
     pool.install(|| {
         targets.par_iter().zip(entries).try_for_each(|(t, e)| {
-            write_temp(&e.temp, t.plan.new.as_bytes(), &t.perms, t.owner, true).with_context(|| {
+            write_temp(
+                &e.temp,
+                t.plan.new.as_bytes(),
+                &t.perms,
+                t.owner,
+                &t.xattrs,
+                true,
+            )
+            .with_context(|| {
                 format!(
                     "{}: cannot write its temporary file {}",
                     t.name(),
@@ -314,7 +351,8 @@ fn stage(targets: &[Target<'_>], entries: &[Entry]) -> anyhow::Result<()> {
     })
 }
 
-/// Writes `contents` to `temp` with `perms`, `owner` and group, fsynced;
+/// Writes `contents` to `temp` with `perms`, `owner` and group and the
+/// extended attributes `xattrs`, fsynced;
 /// `fresh`: the file must not exist yet (a run's own new name).
 ///
 /// # Errors
@@ -325,6 +363,7 @@ pub fn write_temp(
     contents: &[u8],
     perms: &Permissions,
     owner: Owner,
+    xattrs: &[crate::fsutil::Xattr],
     fresh: bool,
 ) -> std::io::Result<()> {
     let mut opts = std::fs::OpenOptions::new();
@@ -349,6 +388,8 @@ pub fn write_temp(
     }
     // after the owner: chown clears set-user-ID and set-group-ID bits
     f.set_permissions(perms.clone())?;
+    // after the mode: an access ACL sets the group bits as they were
+    crate::fsutil::set_xattrs(&f, xattrs)?;
     f.sync_all()
 }
 
@@ -419,13 +460,20 @@ fn restore(t: &Target<'_>, e: &Entry) -> Result<(), String> {
             t.name()
         ));
     }
-    write_temp(&e.temp, t.plan.old.as_bytes(), &t.perms, t.owner, false)
-        .and_then(|()| std::fs::rename(&e.temp, &t.real))
-        .map_err(|err| {
-            // a half-written temporary file helps nobody (a full disk)
-            let _ = std::fs::remove_file(&e.temp);
-            format!("{}: cannot restore it: {err}", t.name())
-        })
+    write_temp(
+        &e.temp,
+        t.plan.old.as_bytes(),
+        &t.perms,
+        t.owner,
+        &t.xattrs,
+        false,
+    )
+    .and_then(|()| std::fs::rename(&e.temp, &t.real))
+    .map_err(|err| {
+        // a half-written temporary file helps nobody (a full disk)
+        let _ = std::fs::remove_file(&e.temp);
+        format!("{}: cannot restore it: {err}", t.name())
+    })
 }
 
 /// fsyncs the directory of every target (makes the renames durable), on a
@@ -460,4 +508,27 @@ fn run_id() -> String {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos());
     format!("{}-{nanos:x}", std::process::id())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_outside_the_workspace_is_never_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("outside.rs");
+        std::fs::write(&file, "old").unwrap();
+        for rel in ["../outside.rs", "/abs/outside.rs", ""] {
+            let planned = [Planned {
+                path: &file,
+                rel,
+                old: "old",
+                new: "new".into(),
+            }];
+            let e = write_all(&planned, None).unwrap_err().to_string();
+            assert!(e.contains("outside the workspace"), "{rel}: {e}");
+            assert_eq!(std::fs::read_to_string(&file).unwrap(), "old");
+        }
+    }
 }

@@ -58,6 +58,16 @@ fn gpu_test(
     driver_dir: &Path,
     extra: &[&str],
 ) -> (Option<i32>, String, String, Duration) {
+    gpu_test_within(root, driver_dir, extra, "3")
+}
+
+/// [`gpu_test`] with `RTX_GPU_TEST_PROBE_TIMEOUT=limit`.
+fn gpu_test_within(
+    root: &Path,
+    driver_dir: &Path,
+    extra: &[&str],
+    limit: &str,
+) -> (Option<i32>, String, String, Duration) {
     let start = Instant::now();
     let out = Command::new(env!("CARGO_BIN_EXE_xtask"))
         .arg("gpu-test")
@@ -66,7 +76,7 @@ fn gpu_test(
         .arg(root)
         .env_remove("RTX_GPU_TEST_LIBCUDA")
         .env("LD_LIBRARY_PATH", driver_dir)
-        .env("RTX_GPU_TEST_PROBE_TIMEOUT", "3")
+        .env("RTX_GPU_TEST_PROBE_TIMEOUT", limit)
         .env("CARGO_TARGET_DIR", root.join("target"))
         .output()
         .unwrap();
@@ -109,4 +119,28 @@ fn a_driver_whose_cuinit_segfaults_is_a_skip_reason() {
 #[test]
 fn a_driver_whose_cuinit_hangs_is_killed_after_the_time_limit() {
     case("for (;;) sleep(1);", "did not answer within 3 s");
+}
+
+/// The probe's limit is read as every limit is: a fraction of a second is
+/// that limit (never the 60 s default), junk is exit 2 naming the variable.
+#[test]
+fn the_probe_limit_takes_fractions_and_refuses_junk() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("ws");
+    workspace(&root);
+    let drv = dir.path().join("driver");
+    std::fs::create_dir_all(&drv).unwrap();
+    let Some(drv) = fake_driver(&drv, "for (;;) sleep(1);") else {
+        eprintln!("skipped: no `cc`");
+        return;
+    };
+    let (code, out, err, took) = gpu_test_within(&root, &drv, &[], "1.5");
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    assert!(out.contains("did not answer within 1.5 s"), "{out}");
+    assert!(took < Duration::from_secs(50), "{took:?}");
+    for junk in ["abc", "0", "-1"] {
+        let (code, out, err, _) = gpu_test_within(&root, &drv, &[], junk);
+        assert_eq!(code, Some(2), "{junk}: {out}\n{err}");
+        assert!(err.contains("RTX_GPU_TEST_PROBE_TIMEOUT="), "{err}");
+    }
 }

@@ -135,7 +135,7 @@ fn a_stale_exemption_is_a_finding_at_its_policy_line() {
         for line in [
             "policy/fleet.toml:15: source = \"crates/legacy/src/error.rs\" -> (no such entry) [needs a person] (this source exemption matches nothing: crates/legacy/src/error.rs has no thiserror 2 finding; drop the [[exempt]] entry (its reason: frozen until the rewrite))",
             "policy/fleet.toml:19: package = \"gone\" -> (no such entry) [needs a person] (this package exemption matches nothing: no member of the workspace is the package `gone`",
-            "policy/fleet.toml:23: manifest = \"crates/ok/Cargo.toml\" -> (no such entry) [needs a person] (this declaration exemption matches nothing: its declaration under the key `thiserror` of a policy dependency holds the policy (or there is none)",
+            "policy/fleet.toml:23: manifest = \"crates/ok/Cargo.toml\" -> (no such entry) [needs a person] (this declaration exemption matches nothing: its declaration `thiserror` in crates/ok/Cargo.toml already holds the policy",
         ] {
             assert!(out.contains(line), "{line}\n{out}");
         }

@@ -362,6 +362,44 @@ fn the_fix_refusal_under_an_override_of_a_nightly_pin_says_what_to_do() {
     assert_eq!(read(&ws.join("a/src/lib.rs")), "pub fn f()   {}\n");
 }
 
+/// The same refusal when the pinned nightly is not installed: it does not
+/// advise dropping the override "so that the pinned rustfmt is used" (there
+/// is none), but installing it first.
+#[test]
+fn the_fix_refusal_under_an_override_of_a_pin_that_is_not_installed_says_to_install_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path();
+    write(
+        ws,
+        "Cargo.toml",
+        "[workspace]\nresolver = \"2\"\nmembers = [\"a\"]\n",
+    );
+    write(ws, "a/Cargo.toml", &package("a"));
+    write(ws, "a/src/lib.rs", "pub fn f()   {}\n");
+    write(ws, "rustfmt.toml", "imports_granularity = \"Crate\"\n");
+    // a nightly no machine running these tests keeps installed
+    write(
+        ws,
+        "rust-toolchain.toml",
+        "[toolchain]\nchannel = \"nightly-2020-01-01\"\n",
+    );
+    let mut cmd = std::process::Command::new(crate::child::bin());
+    cmd.args(["fmt-check", "--fix", "--workspace", ws.to_str().unwrap()])
+        .env_remove("RUSTUP_TOOLCHAIN_SOURCE")
+        .env("RUSTUP_TOOLCHAIN", "stable");
+    let out = crate::support::output_within(&mut cmd);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--fix wrote nothing"), "{err}");
+    assert!(!err.contains("so that the pinned rustfmt is used"), "{err}");
+    assert!(
+        err.contains("is not installed here")
+            && err.contains("rustup toolchain install nightly-2020-01-01 --component rustfmt"),
+        "{err}"
+    );
+    assert_eq!(read(&ws.join("a/src/lib.rs")), "pub fn f()   {}\n");
+}
+
 /// `cargo generate-lockfile --offline` in `ws`: (success, stderr).
 fn generate_lockfile(ws: &Path) -> (bool, String) {
     let mut cmd = xtask::workspace::cargo_command();

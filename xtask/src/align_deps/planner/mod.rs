@@ -15,6 +15,8 @@ use ws_entry::{can_add_ws_entry, plan_new_ws_entries};
 
 mod default_features;
 mod set_aside;
+mod stricter;
+mod two_names;
 mod ws_entry;
 
 pub(crate) use set_aside::hakari_sections;
@@ -120,6 +122,7 @@ pub fn plan_with_new_users(
         .map(|t| Decl::all(t.table))
         .unwrap_or_default();
     let mut new_ws_lines: Vec<(String, String, String)> = Vec::new(); // (dependency, key, line)
+    let mut entry_versions: BTreeMap<String, String> = BTreeMap::new();
     for (name, rule) in &policy.dependencies {
         let (own, inherited) = users_of(ws, &tables, &ws_decls, name);
         let mut ctx = Ctx {
@@ -128,9 +131,12 @@ pub fn plan_with_new_users(
             root,
             exemptions: &policy.exemptions,
             plan: &mut plan,
+            entry_version: BTreeMap::new(),
         };
         // exempt declarations and hakari-managed ones stay as they are
         let (own, inherited) = (ctx.set_aside(own), ctx.set_aside(inherited));
+        // one package under two names in one crate: left for a person
+        let (own, inherited) = ctx.two_names(own, inherited, &ws_decls);
         let inherit = rule.inherit && root.has_workspace();
         let adds_user = new_users.contains(name);
         if adds_user && !inherit {
@@ -156,6 +162,9 @@ pub fn plan_with_new_users(
             }
             for (key, (converting, inheriting)) in by_key {
                 let existing = ws_decls.iter().find(|w| w.key.get() == key);
+                // the entry keeps the strictest requirement within the policy
+                // that it or a converting member has, so no minimum drops
+                ctx.pick_entry_version(key, existing, &converting);
                 let adds = adds_user && key == name;
                 let (needs_false, form) = ctx.plan_inherit(
                     key,
@@ -172,11 +181,29 @@ pub fn plan_with_new_users(
             }
         }
         for w in ws_decls.iter().filter(|w| w.package() == name) {
+            if !ctx.entry_version.contains_key(w.key.get())
+                && let Some((v, _)) = w.version()
+                && stricter::within(v, &rule.req)
+            {
+                ctx.entry_version
+                    .insert(w.key.get().to_string(), v.to_string());
+            }
             let needs_false = ws_needs_df_false.get(w.key.get()).copied().unwrap_or(false);
             ctx.plan_ws_entry(w, needs_false)?;
         }
+        // what [workspace.dependencies] asks for where it is not the policy's text
+        let stricter: Vec<String> = ctx
+            .entry_version
+            .values()
+            .filter(|v| **v != rule.version)
+            .cloned()
+            .collect();
+        if let Some(v) = stricter.into_iter().max_by_key(|v| stricter::minimum(v)) {
+            entry_versions.insert(name.clone(), v);
+        }
     }
     plan_new_ws_entries(root, &mut plan, new_ws_lines)?;
+    plan.entry_requirements.extend(entry_versions);
     plan.findings
         .sort_by(|a, b| (&a.file, a.line, a.column).cmp(&(&b.file, b.line, b.column)));
     Ok((plan, new_forms))
@@ -188,11 +215,54 @@ struct Ctx<'p, 'a> {
     root: &'a Manifest,
     exemptions: &'a [crate::policy::Exemption],
     plan: &'p mut AlignmentPlan,
+    /// Per `[workspace.dependencies]` key, the requirement its entry ends
+    /// with where it is not the policy's own text: a stricter one within
+    /// the policy ([`stricter`]), kept or taken from a converting member.
+    entry_version: BTreeMap<String, String>,
 }
 
 impl Ctx<'_, '_> {
     fn quoted(&self, quote: char) -> String {
         format!("{quote}{}{quote}", self.rule.version)
+    }
+
+    /// The requirement the `[workspace.dependencies]` entry `key` ends with.
+    fn entry_version(&self, key: &str) -> &str {
+        self.entry_version
+            .get(key)
+            .map_or(self.rule.version.as_str(), String::as_str)
+    }
+
+    /// Records the strictest requirement within the policy among the
+    /// existing entry `key` and the members converting to it (the entry's
+    /// own first on a tie), if there is one.
+    fn pick_entry_version(
+        &mut self,
+        key: &str,
+        existing: Option<&Decl<'_>>,
+        converting: &[Use<'_>],
+    ) {
+        let req = &self.rule.req;
+        let entry = existing
+            .filter(|w| w.source().is_none())
+            .and_then(|w| w.version())
+            .map(|(v, _)| v);
+        let members = converting
+            .iter()
+            .filter(|u| u.decl.source().is_none())
+            .filter_map(|u| u.decl.version().map(|(v, _)| v));
+        let mut best: Option<&str> = None;
+        for v in entry.into_iter().chain(members) {
+            if !stricter::within(v, req) {
+                continue;
+            }
+            if best.is_none_or(|b| stricter::minimum(v) > stricter::minimum(b)) {
+                best = Some(v);
+            }
+        }
+        if let Some(v) = best {
+            self.entry_version.insert(key.to_string(), v.to_string());
+        }
     }
 
     fn unfixable(&self, u: &Use<'_>, rule: Rule, wanted: &str, message: &str) -> Finding {
@@ -282,7 +352,10 @@ impl<'a> Ctx<'_, 'a> {
     fn version_splices(&self, u: &Use<'_>) -> Vec<Splice> {
         let quote = u.decl.quote(u.m.text());
         match (u.decl.form, u.decl.version()) {
-            (_, Some((v, _))) if v == self.rule.version => Vec::new(),
+            // already the policy, or stricter within it: kept as written
+            (_, Some((v, _))) if v == self.rule.version || stricter::within(v, &self.rule.req) => {
+                Vec::new()
+            }
             (Form::Simple, Some((_, span))) => vec![Splice::replace(span, self.quoted(quote))],
             (_, Some(_)) => {
                 u.m.decl_splices(&u.decl, &[Op::ReplaceValue("version", self.quoted(quote))])
@@ -418,7 +491,7 @@ impl<'a> Ctx<'_, 'a> {
         df: DefaultFeatures,
         ws_say: &str,
     ) -> anyhow::Result<()> {
-        let (name, version) = (self.name, &self.rule.version);
+        let (name, version) = (self.name, self.entry_version(key).to_string());
         for u in converting {
             let fix = df.fix(&u.decl, DefaultFeatures::own(&u.decl));
             let splices = match u.decl.form {

@@ -73,7 +73,7 @@ fn lowest(req: &VersionReq) -> Version {
 
 /// Whether some version satisfies both requirements (tried at each one's
 /// lowest version; enough for the requirements manifests carry).
-fn overlap(a: &VersionReq, b: &VersionReq) -> bool {
+pub(super) fn overlap(a: &VersionReq, b: &VersionReq) -> bool {
     [lowest(a), lowest(b)]
         .iter()
         .any(|v| a.matches(v) && b.matches(v))

@@ -10,7 +10,7 @@ use crate::align_deps::rule::Rule;
 impl Ctx<'_, '_> {
     /// The missing `[workspace.dependencies]` line for `key`: (package, key, line).
     pub(super) fn new_ws_entry(&self, key: &str, needs_false: bool) -> (String, String, String) {
-        let (name, version) = (self.name, &self.rule.version);
+        let (name, version) = (self.name, self.entry_version(key));
         let mut fields = Vec::new();
         if key != name {
             fields.push(format!("package = \"{name}\""));
@@ -60,7 +60,9 @@ impl Ctx<'_, '_> {
         }
         let df_written = w.default_features();
         let want_df = needs_false && df_written.map(|(_, v)| v) != Some(false);
-        let version_ok = w.version().is_some_and(|(v, _)| v == self.rule.version);
+        let target = self.entry_version(w.key.get()).to_string();
+        let version_ok = w.version().is_some_and(|(v, _)| v == target);
+        let quoted = |q: char| format!("{q}{target}{q}");
         if version_ok && !want_df {
             return Ok(());
         }
@@ -72,19 +74,19 @@ impl Ctx<'_, '_> {
                     span,
                     format!(
                         "{{ version = {}, default-features = false }}",
-                        self.quoted(quote)
+                        quoted(quote)
                     ),
                 )]
             } else {
-                vec![Splice::replace(span, self.quoted(quote))]
+                vec![Splice::replace(span, quoted(quote))]
             }
         } else {
             let mut ops = Vec::new();
             if !version_ok {
                 if w.has("version") {
-                    ops.push(Op::ReplaceValue("version", self.quoted(quote)));
+                    ops.push(Op::ReplaceValue("version", quoted(quote)));
                 } else {
-                    ops.push(Op::InsertFirst(format!("version = {}", self.quoted('"'))));
+                    ops.push(Op::InsertFirst(format!("version = {}", quoted('"'))));
                 }
             }
             if want_df {
@@ -104,7 +106,14 @@ impl Ctx<'_, '_> {
         };
         let mut what = Vec::new();
         if !version_ok {
-            what.push(format!("the policy requires \"{}\"", self.rule.version));
+            if target == self.rule.version {
+                what.push(format!("the policy requires \"{target}\""));
+            } else {
+                what.push(format!(
+                    "\"{target}\", the strictest requirement within the policy's \"{}\" that a member inheriting it asks for (so no minimum drops)",
+                    self.rule.version
+                ));
+            }
         }
         if want_df {
             what.push("default-features = false, because a member disables default features (members that had them keep them with default-features = true)".to_string());
