@@ -319,7 +319,7 @@ fn every_kernel_has_one_table_entry_and_every_entry_one_kernel() {
         absent.is_empty(),
         "table entries no .cu file defines: {absent:?}"
     );
-    assert_eq!(s.kernels.len(), 260);
+    assert_eq!(s.kernels.len(), 284);
 }
 
 #[test]
@@ -675,6 +675,12 @@ fn pickers_give_kernels_of_the_launchers_signature_and_element() {
         (Typed::SoftmaxExp, S::SoftmaxExp),
         (Typed::SoftmaxDiv, S::SoftmaxDiv),
         (Typed::SoftmaxBwd, S::SoftmaxBwd),
+        (Typed::Dropout, S::Dropout),
+        (Typed::CrossEntropy, S::CrossEntropy),
+        (Typed::Regression, S::Regression),
+        (Typed::Adam, S::Adam),
+        (Typed::Sgd, S::Sgd),
+        (Typed::Ln, S::LnProbe),
     ];
     for t in [Float::F32, Float::F64, Float::Bf16, Float::F16] {
         for (family, sig) in typed {
