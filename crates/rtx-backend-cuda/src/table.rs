@@ -1,6 +1,7 @@
 //! The kernel table: every `extern "C" __global__` entry point of
 //! kernels/*.cu with its parameters, listed once (`with_kernel_table!`
-//! below), and the typed choices that pick one (`table/choice.rs`). No
+//! below), and the typed choices that pick one (`table/choice.rs`; the
+//! training kernels' in `table/train.rs`). No
 //! kernel name is ever assembled from strings: a launch names a [`Kernel`],
 //! so a wrong name cannot compile, and a table entry the module lacks is an
 //! error value when the module loads. No argument is pushed by hand: a
@@ -565,10 +566,13 @@ impl Signature {
 }
 
 mod choice;
+mod train;
 #[cfg_attr(not(feature = "cuda"), allow(unused_imports))]
 pub(crate) use choice::{
     ChunkSum, Float, Fused0, Half, HalfVec, Level, MatmulTile, SpanKind, SumVec, Tile, Typed, Word,
 };
+#[cfg_attr(not(feature = "cuda"), allow(unused_imports))]
+pub(crate) use train::Train;
 
 #[cfg(test)]
 #[path = "table_tests.rs"]

@@ -675,14 +675,26 @@ fn pickers_give_kernels_of_the_launchers_signature_and_element() {
         (Typed::SoftmaxExp, S::SoftmaxExp),
         (Typed::SoftmaxDiv, S::SoftmaxDiv),
         (Typed::SoftmaxBwd, S::SoftmaxBwd),
-        (Typed::Dropout, S::Dropout),
-        (Typed::CrossEntropy, S::CrossEntropy),
-        (Typed::Regression, S::Regression),
-        (Typed::Adam, S::Adam),
-        (Typed::Sgd, S::Sgd),
-        (Typed::Ln, S::LnProbe),
+    ];
+    let train = [
+        S::Dropout,
+        S::CrossEntropy,
+        S::Regression,
+        S::Adam,
+        S::Sgd,
+        S::LnProbe,
     ];
     for t in [Float::F32, Float::F64, Float::Bf16, Float::F16] {
+        for (family, sig) in Train::ALL.into_iter().zip(train) {
+            let k = Kernel::train(family, t);
+            assert_eq!(
+                (k.signature(), k.dtype()),
+                (sig, Some(t.dtype())),
+                "{}",
+                k.name()
+            );
+            assert_eq!(k.name(), format!("{}_{}", family.name(), t.dtype().name()));
+        }
         for (family, sig) in typed {
             let k = Kernel::typed(family, t);
             assert_eq!(

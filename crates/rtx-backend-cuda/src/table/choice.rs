@@ -347,18 +347,6 @@ pub(crate) enum Typed {
     SoftmaxDiv,
     /// `softmax_bwd_*`.
     SoftmaxBwd,
-    /// `dropout_*` (train.cu).
-    Dropout,
-    /// `cross_entropy_*` (train.cu).
-    CrossEntropy,
-    /// `regression_*` (train.cu).
-    Regression,
-    /// `adam_*` (train.cu).
-    Adam,
-    /// `sgd_*` (train.cu).
-    Sgd,
-    /// `ln_*` (train.cu).
-    Ln,
 }
 
 impl Typed {
@@ -383,12 +371,6 @@ impl Typed {
             Typed::SoftmaxExp => "softmax_exp",
             Typed::SoftmaxDiv => "softmax_div",
             Typed::SoftmaxBwd => "softmax_bwd",
-            Typed::Dropout => "dropout",
-            Typed::CrossEntropy => "cross_entropy",
-            Typed::Regression => "regression",
-            Typed::Adam => "adam",
-            Typed::Sgd => "sgd",
-            Typed::Ln => "ln",
         }
     }
 }
@@ -784,30 +766,6 @@ impl Kernel {
             (Typed::SoftmaxDiv, F16) => Kernel::SoftmaxDivF16,
             (Typed::SoftmaxBwd, Bf16) => Kernel::SoftmaxBwdBf16,
             (Typed::SoftmaxBwd, F16) => Kernel::SoftmaxBwdF16,
-            (Typed::Dropout, F32) => Kernel::DropoutF32,
-            (Typed::Dropout, F64) => Kernel::DropoutF64,
-            (Typed::Dropout, Bf16) => Kernel::DropoutBf16,
-            (Typed::Dropout, F16) => Kernel::DropoutF16,
-            (Typed::CrossEntropy, F32) => Kernel::CrossEntropyF32,
-            (Typed::CrossEntropy, F64) => Kernel::CrossEntropyF64,
-            (Typed::CrossEntropy, Bf16) => Kernel::CrossEntropyBf16,
-            (Typed::CrossEntropy, F16) => Kernel::CrossEntropyF16,
-            (Typed::Regression, F32) => Kernel::RegressionF32,
-            (Typed::Regression, F64) => Kernel::RegressionF64,
-            (Typed::Regression, Bf16) => Kernel::RegressionBf16,
-            (Typed::Regression, F16) => Kernel::RegressionF16,
-            (Typed::Adam, F32) => Kernel::AdamF32,
-            (Typed::Adam, F64) => Kernel::AdamF64,
-            (Typed::Adam, Bf16) => Kernel::AdamBf16,
-            (Typed::Adam, F16) => Kernel::AdamF16,
-            (Typed::Sgd, F32) => Kernel::SgdF32,
-            (Typed::Sgd, F64) => Kernel::SgdF64,
-            (Typed::Sgd, Bf16) => Kernel::SgdBf16,
-            (Typed::Sgd, F16) => Kernel::SgdF16,
-            (Typed::Ln, F32) => Kernel::LnF32,
-            (Typed::Ln, F64) => Kernel::LnF64,
-            (Typed::Ln, Bf16) => Kernel::LnBf16,
-            (Typed::Ln, F16) => Kernel::LnF16,
         }
     }
 }
