@@ -81,6 +81,75 @@ __device__ __forceinline__ float rexp32(float x) {
 }
 __device__ __forceinline__ float rexp(float a) { return rexp32(a); }
 __device__ __forceinline__ double rexp(double a) { return rexp64(a); }
+// The one ln of the backend (the cross-entropy's log-sum-exp): rtx-backend's portable
+// ln (crates/rtx-backend/src/exp.rs, ln64 / ln32), line for line in explicit
+// round-to-nearest operations: x = 2^k m with m in [sqrt(1/2), sqrt(2)] (bit moves),
+// f = (m - 1) / (m + 1), ln m = 2 (f + f^3 p(f^2)) with the atanh series p by Horner,
+// then k LN2_HI + (k LN2_LO + ln m).
+__device__ __forceinline__ double rln64(double x) {
+    if (x != x || x < 0.0) return __longlong_as_double(0x7ff8000000000000ll);
+    if (x == 0.0) return __longlong_as_double((long long)0xfff0000000000000ull);
+    if (x == __longlong_as_double(0x7ff0000000000000ll)) return x;
+    unsigned long long bits = (unsigned long long)__double_as_longlong(x);
+    long long k = 0;
+    if ((bits >> 52) == 0) {
+        bits = (unsigned long long)__double_as_longlong(__dmul_rn(x, 18014398509481984.0));
+        k = -54;
+    }
+    k += (long long)(bits >> 52) - 1023;
+    double m = __longlong_as_double(
+        (long long)((bits & 0x000fffffffffffffull) | 0x3ff0000000000000ull));
+    if (m > 1.4142135623730951) {
+        m = __dmul_rn(m, 0.5);
+        k += 1;
+    }
+    const double f = __ddiv_rn(__dsub_rn(m, 1.0), __dadd_rn(m, 1.0));
+    const double w = __dmul_rn(f, f);
+    const double c[11] = {0.043478260869565216, 0.047619047619047616, 0.05263157894736842,
+                          0.058823529411764705, 0.06666666666666667,  0.07692307692307693,
+                          0.09090909090909091,  0.1111111111111111,   0.14285714285714285,
+                          0.2,                  0.3333333333333333};
+    double p = c[0];
+#pragma unroll
+    for (int i = 1; i < 11; ++i) p = __dadd_rn(__dmul_rn(p, w), c[i]);
+    const double lnm = __dmul_rn(2.0, __dadd_rn(f, __dmul_rn(__dmul_rn(f, w), p)));
+    const double kf = (double)k;
+    return __dadd_rn(__dmul_rn(kf, 0.6931471803691238),
+                     __dadd_rn(__dmul_rn(kf, 1.9082149292705877e-10), lnm));
+}
+__device__ __forceinline__ float rln32(float x) {
+    if (x != x || x < 0.0f) return __int_as_float(0x7fc00000);
+    if (x == 0.0f) return __int_as_float((int)0xff800000u);
+    if (x == __int_as_float(0x7f800000)) return x;
+    unsigned int bits = (unsigned int)__float_as_int(x);
+    int k = 0;
+    if ((bits >> 23) == 0) {
+        bits = (unsigned int)__float_as_int(__fmul_rn(x, 33554432.0f));
+        k = -25;
+    }
+    k += (int)(bits >> 23) - 127;
+    float m = __int_as_float((int)((bits & 0x007fffffu) | 0x3f800000u));
+    if (m > 1.4142135381698608f) {
+        m = __fmul_rn(m, 0.5f);
+        k += 1;
+    }
+    const float f = __fdiv_rn(__fsub_rn(m, 1.0f), __fadd_rn(m, 1.0f));
+    const float w = __fmul_rn(f, f);
+    const float c[5] = {0.09090909361839294f, 0.1111111119389534f, 0.1428571492433548f,
+                        0.20000000298023224f, 0.3333333432674408f};
+    float p = c[0];
+#pragma unroll
+    for (int i = 1; i < 5; ++i) p = __fadd_rn(__fmul_rn(p, w), c[i]);
+    const float lnm = __fmul_rn(2.0f, __fadd_rn(f, __fmul_rn(__fmul_rn(f, w), p)));
+    const float kf = (float)k;
+    return __fadd_rn(__fmul_rn(kf, 0.693145751953125f),
+                     __fadd_rn(__fmul_rn(kf, 1.428606765330187e-06f), lnm));
+}
+__device__ __forceinline__ float rln(float a) { return rln32(a); }
+__device__ __forceinline__ double rln(double a) { return rln64(a); }
+// The correctly rounded square root (Rust's f32::sqrt / f64::sqrt are IEEE's too).
+__device__ __forceinline__ float rroot(float a) { return __fsqrt_rn(a); }
+__device__ __forceinline__ double rroot(double a) { return __dsqrt_rn(a); }
 
 // Components of the vector types the scatter machinery moves.
 template <typename V> struct VecT;

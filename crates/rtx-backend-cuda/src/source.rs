@@ -4,8 +4,9 @@
 /// `(file name, text)` of every file under `kernels/`, in translation-unit
 /// order: each header (`.cuh`) before the files that include it. The model's
 /// ops are three files by op family (`model.cu`, `dense.cu`, `segment.cu`)
-/// sharing `model.cuh`.
-pub const KERNEL_FILES: [(&str, &str); 10] = [
+/// sharing `model.cuh`; `train.cu` (the training ops) uses `model.cuh` and
+/// `plan.cu`'s `splitmix64`.
+pub const KERNEL_FILES: [(&str, &str); 11] = [
     ("common.cuh", include_str!("../../../kernels/common.cuh")),
     ("index.cu", include_str!("../../../kernels/index.cu")),
     ("permute.cu", include_str!("../../../kernels/permute.cu")),
@@ -16,6 +17,7 @@ pub const KERNEL_FILES: [(&str, &str); 10] = [
     ("segment.cu", include_str!("../../../kernels/segment.cu")),
     ("plan.cu", include_str!("../../../kernels/plan.cu")),
     ("sample.cu", include_str!("../../../kernels/sample.cu")),
+    ("train.cu", include_str!("../../../kernels/train.cu")),
 ];
 
 /// The file a line `#include "name"` of `KERNEL_FILES` names, if it is one.

@@ -246,6 +246,15 @@ impl CudaBackend {
         match self.never {}
     }
 
+    /// `ln x` elementwise by the device's portable ln (for the tests).
+    ///
+    /// # Errors
+    /// Never constructed without the feature.
+    #[doc(hidden)]
+    pub fn ln_elementwise<T: Element>(&self, _x: &BTensor<Self, T>) -> BResult<BTensor<Self, T>> {
+        match self.never {}
+    }
+
     /// `n` indices made on the device by the anchors' generator.
     ///
     /// # Errors

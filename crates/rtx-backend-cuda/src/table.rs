@@ -1,6 +1,7 @@
 //! The kernel table: every `extern "C" __global__` entry point of
 //! kernels/*.cu with its parameters, listed once (`with_kernel_table!`
-//! below), and the typed choices that pick one (`table/choice.rs`). No
+//! below), and the typed choices that pick one (`table/choice.rs`; the
+//! training kernels' in `table/train.rs`). No
 //! kernel name is ever assembled from strings: a launch names a [`Kernel`],
 //! so a wrong name cannot compile, and a table entry the module lacks is an
 //! error value when the module loads. No argument is pushed by hand: a
@@ -195,6 +196,32 @@ macro_rules! with_kernel_table {
                 );
                 /// `relabel_apply`.
                 RelabelApply[](cand: *const u32, m: u64, map: *const u32, local: *mut u32);
+                // train.cu
+                /// `dropout_*`: inverted dropout, element `i` kept iff
+                /// `unit(seed, i) >= p`, kept ones times `s`.
+                Dropout[T](x: *const T, out: *mut T, n: u64, p: f64, seed: u64, s: A);
+                /// `cross_entropy_*`: softmax cross-entropy, a thread per row.
+                CrossEntropy[T](
+                    z: *const T, labels: *const u32, loss: *mut A, grad: *mut T, m: u64, c: u64, scale: A,
+                );
+                /// `regression_*`: MSE (`l1 == 0`) or L1, a thread per row.
+                Regression[T](
+                    y: *const T, t: *const A, loss: *mut A, grad: *mut T, m: u64, d: u64, l1: u32, scale: A,
+                );
+                /// `adam_*`: one multi-tensor Adam / AdamW step (`tab`: five
+                /// words per tensor; `blocks`: a word per block, tensor and
+                /// chunk of `len` elements).
+                Adam[T](
+                    tab: *const u64, blocks: *const u64, len: u64, gs: A, wd: A, omb1: A, beta2: A,
+                    omb2: A, decay: A, step_size: A, bc2_sqrt: A, eps: A, flags: u32,
+                );
+                /// `sgd_*`: one multi-tensor SGD step (tables as `adam_*`).
+                Sgd[T](
+                    tab: *const u64, blocks: *const u64, len: u64, gs: A, wd: A, momentum: A, omd: A,
+                    lr: A, flags: u32,
+                );
+                /// `ln_*`: the portable ln elementwise (for the GPU tests).
+                LnProbe[T](x: *const T, out: *mut T, n: u64);
             }
             kernels {
                 // index.cu: gather
@@ -466,6 +493,31 @@ macro_rules! with_kernel_table {
                 RelabelFlag = "relabel_flag": RelabelFlag[],
                 RelabelAssign = "relabel_assign": RelabelAssign[],
                 RelabelApply = "relabel_apply": RelabelApply[],
+                // train.cu: training ops, element-typed
+                DropoutF32 = "dropout_f32": Dropout[T = float],
+                DropoutF64 = "dropout_f64": Dropout[T = double],
+                DropoutBf16 = "dropout_bf16": Dropout[T = bf16],
+                DropoutF16 = "dropout_f16": Dropout[T = f16],
+                CrossEntropyF32 = "cross_entropy_f32": CrossEntropy[T = float],
+                CrossEntropyF64 = "cross_entropy_f64": CrossEntropy[T = double],
+                CrossEntropyBf16 = "cross_entropy_bf16": CrossEntropy[T = bf16],
+                CrossEntropyF16 = "cross_entropy_f16": CrossEntropy[T = f16],
+                RegressionF32 = "regression_f32": Regression[T = float],
+                RegressionF64 = "regression_f64": Regression[T = double],
+                RegressionBf16 = "regression_bf16": Regression[T = bf16],
+                RegressionF16 = "regression_f16": Regression[T = f16],
+                AdamF32 = "adam_f32": Adam[T = float],
+                AdamF64 = "adam_f64": Adam[T = double],
+                AdamBf16 = "adam_bf16": Adam[T = bf16],
+                AdamF16 = "adam_f16": Adam[T = f16],
+                SgdF32 = "sgd_f32": Sgd[T = float],
+                SgdF64 = "sgd_f64": Sgd[T = double],
+                SgdBf16 = "sgd_bf16": Sgd[T = bf16],
+                SgdF16 = "sgd_f16": Sgd[T = f16],
+                LnF32 = "ln_f32": LnProbe[T = float],
+                LnF64 = "ln_f64": LnProbe[T = double],
+                LnBf16 = "ln_bf16": LnProbe[T = bf16],
+                LnF16 = "ln_f16": LnProbe[T = f16],
             }
         }
     };
@@ -514,10 +566,13 @@ impl Signature {
 }
 
 mod choice;
+mod train;
 #[cfg_attr(not(feature = "cuda"), allow(unused_imports))]
 pub(crate) use choice::{
     ChunkSum, Float, Fused0, Half, HalfVec, Level, MatmulTile, SpanKind, SumVec, Tile, Typed, Word,
 };
+#[cfg_attr(not(feature = "cuda"), allow(unused_imports))]
+pub(crate) use train::Train;
 
 #[cfg(test)]
 #[path = "table_tests.rs"]

@@ -319,7 +319,7 @@ fn every_kernel_has_one_table_entry_and_every_entry_one_kernel() {
         absent.is_empty(),
         "table entries no .cu file defines: {absent:?}"
     );
-    assert_eq!(s.kernels.len(), 260);
+    assert_eq!(s.kernels.len(), 284);
 }
 
 #[test]
@@ -676,7 +676,25 @@ fn pickers_give_kernels_of_the_launchers_signature_and_element() {
         (Typed::SoftmaxDiv, S::SoftmaxDiv),
         (Typed::SoftmaxBwd, S::SoftmaxBwd),
     ];
+    let train = [
+        S::Dropout,
+        S::CrossEntropy,
+        S::Regression,
+        S::Adam,
+        S::Sgd,
+        S::LnProbe,
+    ];
     for t in [Float::F32, Float::F64, Float::Bf16, Float::F16] {
+        for (family, sig) in Train::ALL.into_iter().zip(train) {
+            let k = Kernel::train(family, t);
+            assert_eq!(
+                (k.signature(), k.dtype()),
+                (sig, Some(t.dtype())),
+                "{}",
+                k.name()
+            );
+            assert_eq!(k.name(), format!("{}_{}", family.name(), t.dtype().name()));
+        }
         for (family, sig) in typed {
             let k = Kernel::typed(family, t);
             assert_eq!(

@@ -15,7 +15,8 @@
 //! | `fused.rs` | [`FusedOps`](crate::FusedOps) and the segment ops they compose: softmax and the fused gathers |
 //! | `precision.rs` | every op family in `bf16`, `f16`, `f32` and `f64`: half types against their `f32` op rounded once and the reference; `convert` |
 //! | `special.rs` | `bf16` and `f16` against hand-computed bits: NaN, infinities, subnormals, `-0.0`, overflow, ties; a sum that only the canonical order rounds right |
-//! | `train.rs` | [`TrainOps`](crate::TrainOps): dropout's mask and scale, the losses against naive `f64` code and finite differences, the optimizers against hand-computed steps of torch's formulas, all four element types against the reference |
+//! | `train.rs` | [`TrainOps`](crate::TrainOps): dropout's mask and scale, the losses against naive `f64` code and finite differences, all four element types against the reference |
+//! | `optim.rs` | [`TrainOps`](crate::TrainOps)' optimizer steps against hand-computed steps of torch's formulas, all four element types against the reference |
 //! | `harness.rs` | upload, download and the bit-exact and tolerance comparisons the cases share |
 
 mod dense;
@@ -24,6 +25,7 @@ mod harness;
 mod index;
 mod layout;
 mod lists;
+mod optim;
 mod precision;
 mod special;
 mod train;
@@ -39,12 +41,13 @@ pub use index::{
 };
 pub use layout::{all_permutations, odd_transposes, swap_dims_2x3x4, vector_swap_shares_buffer};
 pub use lists::{index_list_edges, index_lists_match_host_lists};
+pub use optim::{train_adam, train_sgd};
 pub use precision::{
     typed_dense_ops, typed_fused_ops, typed_index_lists_and_errors, typed_index_ops,
     typed_layout_and_convert,
 };
 pub use special::{half_special_values, half_summation_order};
-pub use train::{train_adam, train_cross_entropy, train_dropout, train_regression_loss, train_sgd};
+pub use train::{train_cross_entropy, train_dropout, train_regression_loss};
 
 /// Every case above, in order.
 pub fn run_all<B: Backend>(b: &B) {

@@ -188,22 +188,29 @@ pub fn dropout<T: Element>(x: &[T], p: f64, seed: u64) -> Result<Vec<T>> {
 /// shape; [`Error::IndexOutOfRange`] naming the first bad label's position
 /// and value (with `bound = C`).
 pub fn check_cross_entropy(logits: &[usize], labels: &[u32]) -> Result<(usize, usize)> {
-    let (m, c) = rank2("cross_entropy", "logits", logits)?;
-    if labels.len() != m {
-        return Err(mismatch(
-            "cross_entropy",
-            format!(
-                "{} labels for logits of shape {logits:?} (want one per row)",
-                labels.len()
-            ),
-        ));
-    }
+    let (m, c) = check_cross_entropy_shape(logits, labels.len())?;
     if let Some((position, &value)) = labels.iter().enumerate().find(|(_, l)| **l as usize >= c) {
         return Err(Error::IndexOutOfRange {
             position,
             value: u64::from(value),
             bound: c,
         });
+    }
+    Ok((m, c))
+}
+
+/// The shape part of [`check_cross_entropy`] (a device backend checks the
+/// labels' bounds where they live): `logits` 2-D `[m, C]`, `labels` labels.
+///
+/// # Errors
+/// [`Error::Rank`]; [`Error::ShapeMismatch`] naming the label count and the shape.
+pub fn check_cross_entropy_shape(logits: &[usize], labels: usize) -> Result<(usize, usize)> {
+    let (m, c) = rank2("cross_entropy", "logits", logits)?;
+    if labels != m {
+        return Err(mismatch(
+            "cross_entropy",
+            format!("{labels} labels for logits of shape {logits:?} (want one per row)"),
+        ));
     }
     Ok((m, c))
 }
