@@ -128,7 +128,8 @@ fn check_objective(loss: LossKind, out: usize) {
         for (j, e) in v.iter_mut().enumerate() {
             *e += 0.1 * f64::from(rtx_backend::workload::value(900 + i as u64, j as u64));
         }
-        *p = b.upload(&v, &p.shape().to_vec()).unwrap();
+        let shape = p.shape().to_vec();
+        *p = b.upload(&v, &shape).unwrap();
     }
     let x = vec![
         b.upload(&xs[0], &[5, 3]).unwrap(),
@@ -151,6 +152,7 @@ fn check_objective(loss: LossKind, out: usize) {
     let grads = model.objective_grads(&b, &g, &x, &obj, drop).unwrap().grads;
     let eps = 1e-6;
     let mut checked = 0;
+    #[allow(clippy::needless_range_loop)] // the parameters are replaced inside
     for p in 0..model.params().len() {
         let base = b.download(&model.params()[p]).unwrap();
         let shape = model.params()[p].shape().to_vec();

@@ -18,7 +18,7 @@ pub fn scores_json(s: &Scores) -> Value {
     let mut o = Map::new();
     o.insert("loss".into(), json!(s.loss));
     for (m, v) in &s.metrics {
-        o.insert(key(*m).into(), json!(v));
+        o.insert(key(*m), json!(v));
     }
     Value::Object(o)
 }
