@@ -496,7 +496,11 @@ impl Run<'_> {
 }
 
 /// Files `cargo fmt` never formats: the targets of `#[rustfmt::skip] mod x;`
-/// and every module below them. Value: why (for the report).
+/// and every module below them; a file whose inner attributes hold a skip
+/// (`#![rustfmt::skip]`, `#![cfg_attr(rustfmt, rustfmt_skip)]`) and, when it
+/// is not a crate root, every module below it (rustfmt reaches those only
+/// through it; a crate root's own modules are still formatted, as rustfmt
+/// 1.9 does). Value: why (for the report).
 fn skipped_files(
     plan: &FileInventory,
     texts: &[Result<String, String>],
@@ -510,6 +514,18 @@ fn skipped_files(
             continue;
         }
         let mod_rs = is_mod_rs(&f.path, &roots);
+        if modscan::inner_skip(text) {
+            let why = format!("an inner skip attribute (`#![rustfmt::skip]`) in {}", f.rel);
+            out.insert(i, why.clone());
+            if !roots.contains(f.path.as_path()) {
+                for d in modscan::mod_decls(text).unwrap_or_default() {
+                    for (p, m) in modscan::resolve(&f.path, mod_rs, &d) {
+                        queue.push((p, m, why.clone()));
+                    }
+                }
+                continue;
+            }
+        }
         for d in modscan::mod_decls(text)
             .unwrap_or_default()
             .into_iter()
