@@ -75,6 +75,12 @@ pub fn may_hold_a_format_finding_in(text: &[u8]) -> bool {
     has("derive") && has("Error") && helpers(text).any(|after| helper_may_matter(&text[after..]))
 }
 
+/// Whether `text` holds a thiserror helper list in attribute position
+/// (`error(` after `[` or `,`; see [`helpers`]).
+pub(crate) fn has_helper(text: &[u8]) -> bool {
+    helpers(text).next().is_some()
+}
+
 /// Whether `text` contains `thiserror` (always a thiserror name), or a
 /// thiserror helper list in attribute position ([`helpers`]).
 fn thiserror_or_error_list(text: &[u8]) -> bool {
