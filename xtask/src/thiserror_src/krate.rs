@@ -96,8 +96,15 @@ fn walk_crate<T: Send>(
             // the first candidate that is a file; its metadata names it
             let mut found = None;
             for (p, m) in &candidates {
-                // read ahead and unchanged since (see `prefetch`)
-                if let Some(c) = cache.and_then(|c| c.get(p)) {
+                // read ahead and unchanged since (see `prefetch`); a file whose
+                // bytes it did not keep is read here where they are needed
+                if let Some(c) = cache.and_then(|c| c.get(p))
+                    && (c.bytes.is_some()
+                        || !(included
+                            || c.has_includes
+                            || (c.has_mods && c.decls.is_none())
+                            || parse(p, &[], kind)))
+                {
                     let k = c.key;
                     found = Some((p.clone(), *m, (k.dev(), k.ino()), k.size(), Err(c)));
                     break;
@@ -140,7 +147,11 @@ fn walk_crate<T: Send>(
                                     .with_context(|| format!("{}: cannot read", path.display()))?;
                                 buf[..n].to_vec()
                             }
-                            Err(c) => c.bytes.clone(),
+                            Err(c) => match &c.bytes {
+                                Some(b) => b.clone(),
+                                None => std::fs::read(&path)
+                                    .with_context(|| format!("{}: cannot read", path.display()))?,
+                            },
                         };
                         if parse(&path, &bytes, kind) {
                             let text = String::from_utf8(bytes).with_context(|| {
@@ -167,7 +178,7 @@ fn walk_crate<T: Send>(
                     )
                 }
                 Err(c) => (
-                    c.bytes.as_slice(),
+                    c.bytes.as_deref().unwrap_or_default(),
                     c.has_mods,
                     c.has_includes,
                     c.decls.as_deref(),

@@ -371,13 +371,15 @@ const SKELETON_MIN: usize = 8 << 10;
 /// there is none (or the file is small). Parsing a large file is mostly
 /// parsing its function bodies; the rules need only the items around them.
 ///
-/// A body is blanked when it is a function's (`{` after `fn NAME` since the
-/// last `;`, `{` or `}` of its level), lies inside no macro's brackets (a
-/// macro's tokens are scanned as a whole), and holds neither `derive` nor
-/// a helper `error(` in attribute position (the prefilter's test): every
-/// finding comes from a derive or a helper (see [`prefilter`]), a `use`
-/// item in a body scopes that body alone, and rule 2's bounds are the
-/// item's own generics. The blanked text has the same bytes at every other
+/// A body is blanked when it is a function's, an `impl`'s, a trait's or an
+/// inline module's (`{` after `fn NAME`, `impl`, `trait NAME`, `mod NAME`
+/// since the last `;`, `{` or `}` of its level: never a struct's fields or
+/// an enum's variants), lies inside no macro's brackets (a macro's tokens
+/// are scanned as a whole), and holds neither `derive` nor a helper
+/// `error(` in attribute position (the prefilter's test): every finding
+/// comes from a derive or a helper (see [`prefilter`]), a `use` item in a
+/// body scopes that body alone, and rule 2's bounds are the item's own
+/// generics. The blanked text has the same bytes at every other
 /// offset, so spans, lines and columns are those of the file. Tested
 /// against whole-file parsing (`skeleton_analysis_equals_whole_file`).
 fn skeleton(text: &str) -> Option<String> {
@@ -450,18 +452,26 @@ fn skeleton(text: &str) -> Option<String> {
                 }
             }
             b';' => stack.last_mut()?.fn_seen = false,
-            b'f' if code.get(i + 1) == Some(&b'n')
-                && (i == 0 || !(word(code[i - 1]) || code[i - 1] == b'#'))
-                && code.get(i + 2).is_some_and(|b| b.is_ascii_whitespace()) =>
-            {
-                let mut j = i + 2;
-                while j < code.len() && code[j].is_ascii_whitespace() {
+            b'f' | b'i' | b't' | b'm' if i == 0 || !(word(code[i - 1]) || code[i - 1] == b'#') => {
+                // `fn NAME`, `trait NAME`, `mod NAME`, `impl`: the next `{`
+                // of this level is the body of one (it holds items or
+                // statements, never a field or variant list)
+                let mut j = i;
+                while j < code.len() && word(code[j]) {
                     j += 1;
                 }
-                if code.get(j).is_some_and(|&b| word(b)) {
-                    stack.last_mut()?.fn_seen = true;
+                let kw = &code[i..j];
+                let named = matches!(kw, b"fn" | b"trait" | b"mod");
+                if named || kw == b"impl" {
+                    let mut k = j;
+                    while k < code.len() && code[k].is_ascii_whitespace() {
+                        k += 1;
+                    }
+                    if kw == b"impl" || (k > j && code.get(k).is_some_and(|&b| word(b))) {
+                        stack.last_mut()?.fn_seen = true;
+                    }
                 }
-                i = j;
+                i = j.max(i + 1);
                 continue;
             }
             _ => {}
@@ -577,6 +587,7 @@ mod tests {
             "fn f() {\n    use thiserror::Error;\n    #[derive(Debug, Error)]\n    #[error(\"{r#type}\")]\n    struct J { r#type: u8 }\n}\n",
             "macro_rules! m { () => { #[derive(Debug, helper::Error)] pub struct A; fn f() { #[error(\"{r#type}\")] x } } }\n",
             "#[derive(Debug, thiserror::Error)]\n#[error(\"{x}\", x = 1)]\npub struct S<F = fn() -> u8> { x: F }\nfn g() -> u8 { let e = E::new(); e.error(\"x\"); 3 }\n",
+            "mod inner {\n    use thiserror::Error as E;\n    #[derive(Debug, E)]\n    #[error(\"{r#type}\")]\n    pub struct Q { r#type: u8 }\n}\nimpl Foo { fn a() {} }\ntrait T { fn b() {} }\nmod empty { pub fn c() {} }\n#[derive(Debug, thiserror::Error)]\n#[error(\"{x}\", x = 1)]\npub struct G<X> { x: X }\n",
             "pub fn h() -> S<{ 3 }> { todo!() }\nimpl X { fn r#fn(&self) { } async fn a() -> Result<(), Error> { Err(Error::X)? } }\n#[derive(Debug, thiserror::Error)]\npub enum E { #[error(\"{0} {}\", .1)] X(u8, u8) }\n",
         ]
         .iter()
