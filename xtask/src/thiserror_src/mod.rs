@@ -251,16 +251,16 @@ struct Depth {
     levels: usize,
 }
 
-/// The first place where nesting (outside comments) passes [`MAX_NESTING`];
-/// `None` when it never does. Nesting counts `(`, `[`, `{` and generic `<`
-/// (a `<` counts until its `>` or the end of the statement: `;`, `{`, `}`
-/// reset it, so comparisons cannot add up across statements).
-fn too_deep(text: &str) -> Option<Depth> {
-    if text.len() < MAX_NESTING {
+/// The first place where nesting (outside comments and literals: `code` is
+/// the text's [`code_bytes`](crate::rust_src::lexer::code_bytes)) passes
+/// [`MAX_NESTING`]; `None` when it never does. Nesting counts `(`, `[`, `{`
+/// and generic `<` (a `<` counts until its `>` or the end of the statement:
+/// `;`, `{`, `}` reset it, so comparisons cannot add up across statements).
+fn too_deep(code: &[u8]) -> Option<Depth> {
+    if code.len() < MAX_NESTING {
         return None;
     }
-    let (_, blank) = crate::rust_src::lexer::split_comments(text);
-    let bytes = blank.as_bytes();
+    let bytes = code;
     let (mut brackets, mut angles) = (0usize, 0usize);
     let mut max = (0usize, 0usize);
     for (i, &b) in bytes.iter().enumerate() {
@@ -315,14 +315,17 @@ fn with_parsed<T>(
     with_parsed_as(path, text, true, f)
 }
 
-/// [`with_parsed`], with the [`skeleton`] (`blank`) or the whole file.
+/// [`with_parsed`], with the [`skeleton_of`] the file (`blank`) or the whole file.
 fn with_parsed_as<T>(
     path: &Path,
     text: &str,
     blank: bool,
     f: impl FnOnce(&scan::Source<'_>, &syn::File) -> Result<T, SourceError>,
 ) -> Result<T, SourceError> {
-    if let Some(depth) = too_deep(text) {
+    // comments and literals blanked, once for both uses (small files need neither)
+    let code = (text.len() >= MAX_NESTING.min(SKELETON_MIN))
+        .then(|| crate::rust_src::lexer::code_bytes(text));
+    if let Some(depth) = code.as_deref().and_then(too_deep) {
         let (line, column) = crate::text::line_col(text, depth.at);
         return Err(SourceError {
             path: path.to_path_buf(),
@@ -338,7 +341,11 @@ fn with_parsed_as<T>(
     // the function bodies that cannot matter are blanked first (the same
     // bytes elsewhere, so every span is the file's own); should that text
     // not parse, the file itself is parsed, for its own error
-    let parsed = match skeleton(text).filter(|_| blank) {
+    let sk = code
+        .as_deref()
+        .filter(|_| blank)
+        .and_then(|c| skeleton_of(text, c));
+    let parsed = match sk {
         Some(sk) => syn::parse_file(&sk).or_else(|_| syn::parse_file(text)),
         None => syn::parse_file(text),
     };
@@ -366,8 +373,15 @@ fn with_parsed_as<T>(
 /// Files smaller than this are parsed as they are (blanking saves little).
 const SKELETON_MIN: usize = 8 << 10;
 
-/// `text` with the inside of every function body that cannot matter to
-/// the source rules replaced by spaces (line breaks kept), or `None` when
+/// [`skeleton_of`], computing the code bytes.
+#[cfg(test)]
+fn skeleton(text: &str) -> Option<String> {
+    skeleton_of(text, &crate::rust_src::lexer::code_bytes(text))
+}
+
+/// `text` (`code`: its [`code_bytes`](crate::rust_src::lexer::code_bytes))
+/// with the inside of every function body that cannot matter to the source
+/// rules replaced by spaces (line breaks kept), or `None` when
 /// there is none (or the file is small). Parsing a large file is mostly
 /// parsing its function bodies; the rules need only the items around them.
 ///
@@ -382,11 +396,10 @@ const SKELETON_MIN: usize = 8 << 10;
 /// generics. The blanked text has the same bytes at every other
 /// offset, so spans, lines and columns are those of the file. Tested
 /// against whole-file parsing (`skeleton_analysis_equals_whole_file`).
-fn skeleton(text: &str) -> Option<String> {
+fn skeleton_of(text: &str, code: &[u8]) -> Option<String> {
     if text.len() < SKELETON_MIN {
         return None;
     }
-    let code = crate::rust_src::lexer::code_bytes(text);
     let word = |c: u8| c.is_ascii_alphanumeric() || c == b'_' || c >= 0x80;
     // per open bracket: (close byte, inside a macro, `fn NAME` seen at
     // this level since its last `;`/`{`/`}`, where a fn body opened)
