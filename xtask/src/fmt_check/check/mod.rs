@@ -705,7 +705,8 @@ impl Run<'_> {
             by_file.entry(i).or_default().push(a);
         }
         for (i, extra) in by_file {
-            let (Some(first), Ok(text)) = (self.assigned[i].take(), &self.texts[i]) else {
+            let Ok(text) = &self.texts[i] else { continue };
+            let Some(first) = self.assigned[i].take() else {
                 continue;
             };
             let mut runs = vec![first];
