@@ -31,11 +31,10 @@ struct LockPackage {
     dependencies: Vec<String>,
 }
 
-/// One read of a `Cargo.lock`: its text, parsed (each way at most once).
+/// One read of a `Cargo.lock`: its text, parsed (at most once).
 pub(crate) struct LockText {
     text: String,
     typed: OnceLock<Result<Lock, String>>,
-    table: OnceLock<Option<toml::Table>>,
 }
 
 impl LockText {
@@ -44,11 +43,18 @@ impl LockText {
             .get_or_init(|| toml::from_str::<Lock>(&self.text).map_err(|e| e.message().to_string()))
     }
 
-    /// The lockfile as a plain TOML table (`None`: it does not parse).
-    pub(crate) fn table(&self) -> Option<&toml::Table> {
-        self.table
-            .get_or_init(|| toml::from_str::<toml::Table>(&self.text).ok())
-            .as_ref()
+    /// The versions of `name` from crates.io that it locks (none when it
+    /// does not parse).
+    pub(crate) fn crates_io_versions(&self, name: &str) -> Vec<Version> {
+        let Ok(lock) = self.typed() else {
+            return Vec::new();
+        };
+        lock.package
+            .iter()
+            .filter(|p| p.name == name)
+            .filter(|p| p.source.as_deref().is_some_and(|s| s.contains("crates.io")))
+            .filter_map(|p| Version::parse(&p.version).ok())
+            .collect()
     }
 }
 
@@ -82,7 +88,6 @@ pub(crate) fn read(path: &Path) -> std::io::Result<Arc<LockText>> {
     let t = Arc::new(LockText {
         text,
         typed: OnceLock::new(),
-        table: OnceLock::new(),
     });
     *last = Some((path.to_path_buf(), key, Arc::clone(&t)));
     Ok(t)
@@ -95,11 +100,10 @@ pub fn forget() {
         .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
 }
 
-/// Reads and parses `root/Cargo.lock` (both ways) ahead of its uses.
+/// Reads and parses `root/Cargo.lock` ahead of its uses.
 pub fn warm(root: &Path) {
     if let Ok(t) = read(&root.join("Cargo.lock")) {
         let _ = t.typed();
-        let _ = t.table();
     }
 }
 
@@ -164,40 +168,39 @@ pub fn may_reach_thiserror(
     let lock = text.typed().as_ref().ok()?;
     // name -> the names it depends on (every version's, together)
     let mut deps: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    // name -> the names that depend on it
+    let mut users: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    let mut local: BTreeSet<&str> = BTreeSet::new();
     for p in &lock.package {
         let e = deps.entry(p.name.as_str()).or_default();
         for d in &p.dependencies {
-            e.insert(d.split(' ').next().unwrap_or(d));
+            let d = d.split(' ').next().unwrap_or(d);
+            e.insert(d);
+            users.entry(d).or_default().push(p.name.as_str());
+        }
+        if p.source.is_none() {
+            local.insert(p.name.as_str());
+        }
+    }
+    // everything that reaches thiserror: one walk back from it (not one
+    // walk forward per member)
+    let mut reaches: BTreeSet<&str> = BTreeSet::new();
+    let mut todo: Vec<&str> = THISERROR_PACKAGES.to_vec();
+    while let Some(n) = todo.pop() {
+        if reaches.insert(n) {
+            todo.extend(users.get(n).into_iter().flatten().copied());
         }
     }
     let mut out = BTreeSet::new();
     for m in members {
         let name = m.name.as_str();
-        let known = lock
-            .package
-            .iter()
-            .any(|p| p.name == name && p.source.is_none());
         let listed = deps.get(name);
-        let stale = !known
+        let stale = !local.contains(name)
             || m.dependencies
                 .iter()
                 .any(|d| listed.is_none_or(|l| !l.contains(d.name.as_str())));
-        if stale {
+        if stale || reaches.contains(name) {
             out.insert(name.to_string());
-            continue;
-        }
-        let mut seen: BTreeSet<&str> = BTreeSet::from([name]);
-        let mut todo = vec![name];
-        while let Some(n) = todo.pop() {
-            if THISERROR_PACKAGES.contains(&n) {
-                out.insert(name.to_string());
-                break;
-            }
-            for &d in deps.get(n).into_iter().flatten() {
-                if seen.insert(d) {
-                    todo.push(d);
-                }
-            }
         }
     }
     Some(out)

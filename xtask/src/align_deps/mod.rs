@@ -165,7 +165,14 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
     timing.mark("requirements checked");
     // the source side only reads: a file that does not parse stops the run here
     let analyses = sources::analyze_with(&meta, &root, policy, cache)?;
-    timing.mark("sources analysed");
+    timing.mark(&{
+        let parsed = analyses
+            .iter()
+            .flat_map(|a| &a.files)
+            .filter(|f| !f.original.is_empty());
+        let (n, bytes) = parsed.fold((0, 0), |(n, b), f| (n + 1, b + f.original.len()));
+        format!("sources analysed ({n} files parsed, {} KB)", bytes / 1024)
+    });
     let members = exempt_view(&meta, &analyses, &root);
     // what the exemptions cover: the findings of the plan made without them
     let full = if policy

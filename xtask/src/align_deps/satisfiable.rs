@@ -58,25 +58,10 @@ pub fn check(root: &Path, name: &str, req: &VersionReq, written: &str) -> Answer
 
 /// The crates.io versions of `name` in `root/Cargo.lock`.
 fn locked(root: &Path, name: &str) -> Vec<Version> {
-    let Ok(text) = super::lockfile::read(&root.join("Cargo.lock")) else {
-        return Vec::new();
-    };
-    let Some(lock) = text.table() else {
-        return Vec::new();
-    };
-    let Some(packages) = lock.get("package").and_then(|p| p.as_array()) else {
-        return Vec::new();
-    };
-    packages
-        .iter()
-        .filter(|p| p.get("name").and_then(|n| n.as_str()) == Some(name))
-        .filter(|p| {
-            p.get("source")
-                .and_then(|s| s.as_str())
-                .is_some_and(|s| s.contains("crates.io"))
-        })
-        .filter_map(|p| Version::parse(p.get("version")?.as_str()?).ok())
-        .collect()
+    match super::lockfile::read(&root.join("Cargo.lock")) {
+        Ok(text) => text.crates_io_versions(name),
+        Err(_) => Vec::new(),
+    }
 }
 
 /// Where cargo keeps its files.

@@ -187,6 +187,9 @@ pub struct FileInventory {
     pub crate_roots: Vec<CrateRoot>,
     /// How many `.rs` files the `[fmt] exclude` globs removed.
     pub excluded: usize,
+    /// How many directories were not entered because an `[fmt] exclude`
+    /// glob matches everything under them (their files are not counted).
+    pub excluded_dirs: usize,
     /// Notes for the report (things the user should know, not failures).
     pub notes: Vec<String>,
 }
@@ -232,7 +235,7 @@ pub fn plan(
         globs: &globs,
         default_edition: default_edition.as_deref(),
     };
-    let (mut files, excluded) = walk.run(&mut packages, &mut notes)?;
+    let (mut files, excluded, excluded_dirs) = walk.run(&mut packages, &mut notes)?;
     assign_owners(&mut files, &packages);
     files.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(FileInventory {
@@ -242,6 +245,7 @@ pub fn plan(
         files,
         crate_roots,
         excluded,
+        excluded_dirs,
         notes,
     })
 }
@@ -297,27 +301,51 @@ struct Walk<'a> {
 }
 
 impl Walk<'_> {
-    /// Every `.rs` file not excluded (and how many were), skipping hidden
-    /// and target directories; a `Cargo.toml` of no member adds its package.
+    /// Every `.rs` file not excluded (and how many files and directories
+    /// were), skipping hidden and target directories and not entering a
+    /// directory an exclude glob covers whole; a `Cargo.toml` of no member
+    /// adds its package. A directory that cannot be read is a note, not an
+    /// error: cargo fmt reads only the module files it reaches (one of them
+    /// there fails its rustfmt run, and fmt-check's with it).
     fn run(
         &self,
         packages: &mut Vec<Package>,
         notes: &mut Vec<String>,
-    ) -> anyhow::Result<(Vec<RsFile>, usize)> {
+    ) -> anyhow::Result<(Vec<RsFile>, usize, usize)> {
         let (root, target_dir, globs, default_edition) =
             (self.root, self.target_dir, self.globs, self.default_edition);
+        let member_dirs: Vec<PathBuf> = packages.iter().map(|p| p.dir.clone()).collect();
         let mut files = Vec::new();
-        let mut excluded = 0;
+        let (mut excluded, mut excluded_dirs) = (0, 0);
         let mut walk = walkdir::WalkDir::new(root)
             .follow_links(false)
             .sort_by_file_name()
             .into_iter();
         while let Some(entry) = walk.next() {
-            let entry =
-                entry.with_context(|| format!("{}: cannot walk the workspace", root.display()))?;
+            let entry = match entry {
+                Ok(e) => e,
+                Err(e) if e.depth() > 0 && e.io_error().is_some() => {
+                    let at = e.path().unwrap_or(root);
+                    notes.push(format!(
+                        "{}: cannot read this directory ({}): the Rust files in it are not checked (cargo fmt reads only the module files it reaches)",
+                        crate::fsutil::rel(root, at),
+                        e.io_error().map_or_else(String::new, ToString::to_string)
+                    ));
+                    continue;
+                }
+                Err(e) => {
+                    return Err(anyhow::Error::new(e)
+                        .context(format!("{}: cannot walk the workspace", root.display())));
+                }
+            };
             let path = entry.path();
             if entry.file_type().is_dir() {
-                if entry.depth() > 0 && skip_dir(path, target_dir) {
+                if entry.depth() > 0 && skip_dir(path, root, target_dir, &member_dirs) {
+                    walk.skip_current_dir();
+                } else if entry.depth() > 0
+                    && excludes_whole(globs, &crate::fsutil::rel(root, path))
+                {
+                    excluded_dirs += 1;
                     walk.skip_current_dir();
                 }
                 continue;
@@ -345,6 +373,14 @@ impl Walk<'_> {
                 continue;
             }
             let rel = crate::fsutil::rel(root, path);
+            // a file of a hidden directory entered for a member within it
+            if (rel.starts_with('.') || rel.contains("/."))
+                && path
+                    .parent()
+                    .is_some_and(|d| hidden_outside_members(d, root, &member_dirs, false))
+            {
+                continue;
+            }
             if name == "Cargo.toml" && entry.depth() > 0 {
                 let dir = path.parent().unwrap_or(root).to_path_buf();
                 if !packages.iter().any(|p| p.dir == dir) {
@@ -368,8 +404,41 @@ impl Walk<'_> {
                 owner: None,
             });
         }
-        Ok((files, excluded))
+        Ok((files, excluded, excluded_dirs))
     }
+}
+
+/// Whether `dir` is hidden, or inside a hidden directory, other than
+/// through a member: `.ci` holding the member `.ci/tool` is entered
+/// (`entering`) for that member only, its own files (`.ci/x.rs`) and other
+/// directories stay out; a hidden directory inside a member (`a/.cache`)
+/// stays out too.
+fn hidden_outside_members(dir: &Path, root: &Path, members: &[PathBuf], entering: bool) -> bool {
+    let hidden = |p: &Path| {
+        p.components()
+            .any(|c| c.as_os_str().as_encoded_bytes().starts_with(b"."))
+    };
+    let Ok(rel) = dir.strip_prefix(root) else {
+        return false;
+    };
+    if !hidden(rel) || (entering && members.iter().any(|m| m.starts_with(dir))) {
+        return false;
+    }
+    members
+        .iter()
+        .filter(|m| dir.starts_with(m) && m.starts_with(root))
+        .max_by_key(|m| m.components().count())
+        .is_none_or(|m| dir.strip_prefix(m).is_ok_and(hidden))
+}
+
+/// Whether the exclude globs cover everything under directory `rel`: they
+/// match the directory followed by `/` and a file two levels below it
+/// (`dir/**`, `**/fixtures/**`, `dir/*`: `*` crosses `/` in these globs),
+/// so the walk need not (and does not) enter it.
+fn excludes_whole(globs: &GlobSet, rel: &str) -> bool {
+    !globs.is_empty()
+        && globs.is_match(format!("{rel}/"))
+        && globs.is_match(format!("{rel}/_/_.rs"))
 }
 
 /// Each file's owner: the deepest package directory containing it.
@@ -394,15 +463,17 @@ fn canonical_parent(manifest: &Path) -> PathBuf {
         .unwrap_or_else(|_| crate::fsutil::normalize(dir))
 }
 
-/// Hidden directories, the workspace's target directory, and any directory
-/// cargo marked as a build directory (`CACHEDIR.TAG` / `.rustc_info.json`,
-/// e.g. a nested fixture's `target/`). A source module named `target` is kept.
-fn skip_dir(path: &Path, target_dir: Option<&Path>) -> bool {
+/// Hidden directories (but those that are or hold a member: `cargo fmt
+/// --all` formats every member, `.ci/tool` too), the workspace's target
+/// directory, and any directory cargo marked as a build directory
+/// (`CACHEDIR.TAG` / `.rustc_info.json`, e.g. a nested fixture's `target/`).
+/// A source module named `target` is kept.
+fn skip_dir(path: &Path, root: &Path, target_dir: Option<&Path>, members: &[PathBuf]) -> bool {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy())
         .unwrap_or_default();
-    name.starts_with('.')
+    hidden_outside_members(path, root, members, true)
         || target_dir == Some(path)
         || (name == "target"
             && (path.join("CACHEDIR.TAG").is_file() || path.join(".rustc_info.json").is_file()))

@@ -93,7 +93,7 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
         .map_err(|_| anyhow::anyhow!("rustfmt probe panicked"))??;
     timing.mark("cargo metadata, policy, walk");
     let mut configs = files::ConfigResolver::default();
-    let mut checked = check::check(&rustfmt, &plan, &mut configs, &mut notes, &mut timing)?;
+    let mut checked = check::check(&rustfmt, &mut plan, &mut configs, &mut notes, &mut timing)?;
     included::set_aside(&plan, &mut checked.reports);
     let unresolved = modules::unresolved(&plan, |i| {
         checked
@@ -133,7 +133,12 @@ struct Report<'a> {
 
 /// The reports sorted by verdict.
 struct Tally<'a> {
+    /// Every unformatted file, those that need a person included.
     unformatted: Vec<&'a FileReport>,
+    /// Unformatted files `--fix` does not write ([`FileReport::needs_person`]).
+    needs_person: usize,
+    /// Unreadable files nothing reaches (not checked; a note each).
+    not_read: Vec<&'a FileReport>,
     errors: Vec<&'a FileReport>,
     skipped: usize,
     /// `include!`d expression files (not formattable as items).
@@ -147,6 +152,13 @@ impl<'a> Tally<'a> {
         let with = |f: fn(&Verdict) -> bool| reports.iter().filter(move |r| f(&r.verdict));
         Tally {
             unformatted: with(|v| matches!(v, Verdict::Unformatted { .. })).collect(),
+            needs_person: reports
+                .iter()
+                .filter(|r| {
+                    r.needs_person.is_some() && matches!(r.verdict, Verdict::Unformatted { .. })
+                })
+                .count(),
+            not_read: with(|v| matches!(v, Verdict::NotRead(_))).collect(),
             errors: with(|v| matches!(v, Verdict::Error(_))).collect(),
             skipped: with(|v| matches!(v, Verdict::Skipped(_))).count(),
             not_items: with(|v| matches!(v, Verdict::NotItems(_))).collect(),
@@ -156,7 +168,10 @@ impl<'a> Tally<'a> {
                     r.via == Via::Standalone
                         && !matches!(
                             r.verdict,
-                            Verdict::Skipped(_) | Verdict::Error(_) | Verdict::NotItems(_)
+                            Verdict::Skipped(_)
+                                | Verdict::Error(_)
+                                | Verdict::NotItems(_)
+                                | Verdict::NotRead(_)
                         )
                 })
                 .count(),
@@ -188,13 +203,16 @@ impl Report<'_> {
             }
             anyhow::bail!(msg);
         }
-        Ok(
-            if (tally.unformatted.is_empty() || self.fix) && self.unresolved.is_empty() {
-                Outcome::Holds
-            } else {
-                Outcome::Violations
-            },
-        )
+        let left = if self.fix {
+            tally.needs_person
+        } else {
+            tally.unformatted.len()
+        };
+        Ok(if left == 0 && self.unresolved.is_empty() {
+            Outcome::Holds
+        } else {
+            Outcome::Violations
+        })
     }
 
     /// Every verdict, the notes and the summary.
@@ -205,7 +223,8 @@ impl Report<'_> {
         printer: &mut Printer<'_>,
     ) -> std::io::Result<()> {
         for r in &tally.unformatted {
-            printer.diagnostic(&self.unformatted(r, wrote > 0))?;
+            let written = wrote > 0 && r.needs_person.is_none();
+            printer.diagnostic(&self.unformatted(r, written))?;
         }
         for r in &tally.errors {
             printer.diagnostic(&self.cannot_format(r))?;
@@ -216,6 +235,17 @@ impl Report<'_> {
                     "note",
                     &format!(
                         "{}: include!d by {by} as an expression: not formattable as items (rustfmt formats files of items; cargo fmt does not reach it); not checked",
+                        self.rel(r)
+                    ),
+                )?;
+            }
+        }
+        for r in &tally.not_read {
+            if let Verdict::NotRead(why) = &r.verdict {
+                printer.note(
+                    "note",
+                    &format!(
+                        "{}: not checked: {why}; no target and no `mod` item reaches it, so cargo fmt never reads it either",
                         self.rel(r)
                     ),
                 )?;
@@ -323,7 +353,7 @@ impl Report<'_> {
             .unformatted
             .par_iter()
             .filter_map(|r| match &r.verdict {
-                Verdict::Unformatted { fixed, .. } => {
+                Verdict::Unformatted { fixed, .. } if r.needs_person.is_none() => {
                     verify::compare(self.rel(r), r.original.as_bytes(), fixed.as_bytes())
                 }
                 _ => None,
@@ -364,7 +394,15 @@ impl Report<'_> {
             return Ok(Vec::new());
         }
         let mut edits = crate::edit::WriteSet::new();
-        for r in &tally.unformatted {
+        let writable: Vec<&&FileReport> = tally
+            .unformatted
+            .iter()
+            .filter(|r| r.needs_person.is_none())
+            .collect();
+        if writable.is_empty() {
+            return Ok(Vec::new());
+        }
+        for r in &writable {
             if let Verdict::Unformatted { fixed, .. } = &r.verdict {
                 let f = &self.plan.files[r.file];
                 edits.replace_file(&f.path, &f.rel, &r.original, fixed)?;
@@ -374,7 +412,7 @@ impl Report<'_> {
         // rustfmt may accept syntax syn does not know yet
         edits.skip_rust_validation();
         edits.apply_with(self.guard)?;
-        Ok(tally.unformatted.iter().map(|r| self.rel(r)).collect())
+        Ok(writable.iter().map(|r| self.rel(r)).collect())
     }
 
     /// An unformatted (or, when `--fix` wrote it, reformatted) file.
@@ -404,7 +442,11 @@ impl Report<'_> {
         } else {
             unified_diff(rel, &old, &new)
         };
-        let mut human = format!("{rel}:{line}: {what} ({context})");
+        let person = r
+            .needs_person
+            .as_ref()
+            .map_or_else(String::new, |why| format!("; needs a person: {why}"));
+        let mut human = format!("{rel}:{line}: {what} ({context}){person}");
         if !*line_endings_only && !fixed {
             human = format!("{human}\n{diff}");
         }
@@ -421,11 +463,14 @@ impl Report<'_> {
                     .as_ref()
                     .map(|c| crate::fsutil::rel(&self.plan.root, c)),
                 reached_by_cargo_fmt: matches!(r.via, Via::CrateRoot(_)),
+                needs_a_person: r.needs_person.as_deref(),
                 diff: &diff,
             },
         );
         let (level, message) = if fixed {
             (Level::Notice, "reformatted".to_string())
+        } else if r.needs_person.is_some() {
+            (Level::Error, format!("{what} ({context}){person}"))
         } else {
             (
                 Level::Error,
@@ -479,24 +524,45 @@ impl Report<'_> {
     ) -> std::io::Result<()> {
         let Tally {
             unformatted,
+            needs_person,
+            not_read,
             errors,
             skipped,
             not_items,
             standalone,
         } = tally;
-        let checked = self.reports.len() - skipped - not_items.len();
+        let checked = self.reports.len() - skipped - not_items.len() - not_read.len();
+        let excluded_dirs = match self.plan.excluded_dirs {
+            0 => String::new(),
+            n => format!(
+                " and {} not entered",
+                crate::text::plural(n, "directory", "directories")
+            ),
+        };
+        let left = unformatted.len() - wrote;
+        let outcome = match (wrote, left) {
+            (0, n) => format!("{n} not formatted"),
+            (w, 0) => format!("{w} reformatted"),
+            (w, n) => format!("{w} reformatted, {n} not formatted"),
+        };
         let mut summary = format!(
-            "{} checked ({standalone} beyond cargo fmt's reach, {skipped} behind #[rustfmt::skip], {} excluded by policy): {} {}, {} cannot be formatted",
+            "{} checked ({standalone} beyond cargo fmt's reach, {skipped} behind #[rustfmt::skip], {} excluded by policy{excluded_dirs}): {outcome}, {} cannot be formatted",
             crate::text::plural(checked, "file", "files"),
             self.plan.excluded,
-            unformatted.len(),
-            if self.fix && wrote > 0 {
-                "reformatted"
-            } else {
-                "not formatted"
-            },
             errors.len()
         );
+        if *needs_person > 0 {
+            summary.push_str(&format!(
+                ", {} a person must format (see above)",
+                crate::text::plural(*needs_person, "file", "files")
+            ));
+        }
+        if !not_read.is_empty() {
+            summary.push_str(&format!(
+                ", {} not read (see the notes)",
+                crate::text::plural(not_read.len(), "file", "files")
+            ));
+        }
         if !not_items.is_empty() {
             summary.push_str(&format!(
                 ", {} include!d as an expression, not formattable as items (not checked)",
@@ -516,11 +582,10 @@ impl Report<'_> {
                 standalone: *standalone,
                 skipped: *skipped,
                 excluded: self.plan.excluded,
-                unformatted: if self.fix && wrote > 0 {
-                    0
-                } else {
-                    unformatted.len()
-                },
+                excluded_dirs: self.plan.excluded_dirs,
+                unformatted: left,
+                needs_a_person: *needs_person,
+                not_read: not_read.len(),
                 fixed: wrote,
                 errors: errors.len(),
                 unresolved_modules: self.unresolved.len(),
@@ -536,7 +601,10 @@ impl Report<'_> {
         for r in self.reports {
             if matches!(
                 r.verdict,
-                Verdict::Skipped(_) | Verdict::Error(_) | Verdict::NotItems(_)
+                Verdict::Skipped(_)
+                    | Verdict::Error(_)
+                    | Verdict::NotItems(_)
+                    | Verdict::NotRead(_)
             ) || r.edition.is_empty()
             {
                 continue;

@@ -33,6 +33,8 @@ pub(crate) struct FileVerdict<'a> {
     pub edition_source: &'a str,
     pub config: Option<String>,
     pub reached_by_cargo_fmt: bool,
+    /// Why `--fix` does not write it, when it does not.
+    pub needs_a_person: Option<&'a str>,
     pub diff: &'a str,
 }
 
@@ -60,7 +62,10 @@ pub(crate) struct Summary {
     pub standalone: usize,
     pub skipped: usize,
     pub excluded: usize,
+    pub excluded_dirs: usize,
     pub unformatted: usize,
+    pub needs_a_person: usize,
+    pub not_read: usize,
     pub fixed: usize,
     pub errors: usize,
     pub unresolved_modules: usize,

@@ -247,7 +247,12 @@ impl Rustfmt {
         )?;
         let stdout = String::from_utf8_lossy(&out.stdout);
         let stderr = String::from_utf8_lossy(&out.stderr);
-        let norm = |p: PathBuf| crate::fsutil::normalize(&cwd.join(p));
+        // rustfmt names each file on a line of its own, by its canonical path:
+        // a newline in the workspace's path would split those lines, so the
+        // path is read as one token (a stand-in without a newline), then put back
+        let shield = Shield::new(cwd, &stdout);
+        let stdout = shield.hide(&stdout);
+        let norm = |p: PathBuf| crate::fsutil::normalize(&cwd.join(shield.path(p)));
         let mut run = FileRun {
             warnings: warnings_of(&stderr),
             crash: crash_of(out.status, &stderr),
@@ -260,7 +265,7 @@ impl Rustfmt {
                     if let Some(t) = text {
                         let p = norm(p);
                         run.reached.push(p.clone());
-                        run.texts.insert(p, t);
+                        run.texts.insert(p, shield.show(t));
                     }
                 }
             }
@@ -314,6 +319,48 @@ impl Rustfmt {
             })
         };
         Ok(Formatted { result, warnings })
+    }
+}
+
+/// A directory path that holds a newline, as it appears in rustfmt's
+/// output, swapped for a stand-in that holds none (and that the output does
+/// not already hold) while the output is read line by line.
+struct Shield {
+    /// (the path as rustfmt prints it, its stand-in)
+    swap: Option<(String, String)>,
+}
+
+impl Shield {
+    fn new(dir: &Path, stdout: &str) -> Shield {
+        let swap = dir.to_str().filter(|d| d.contains('\n')).map(|d| {
+            let stand_in = (0..)
+                .map(|k| format!("\u{1}xtask-dir-{k}\u{1}"))
+                .find(|s| !stdout.contains(s.as_str()))
+                .expect("unbounded");
+            (d.to_string(), stand_in)
+        });
+        Shield { swap }
+    }
+
+    fn hide<'a>(&self, text: &'a str) -> std::borrow::Cow<'a, str> {
+        match &self.swap {
+            Some((dir, s)) if text.contains(dir.as_str()) => text.replace(dir.as_str(), s).into(),
+            _ => text.into(),
+        }
+    }
+
+    fn show(&self, text: String) -> String {
+        match &self.swap {
+            Some((dir, s)) if text.contains(s.as_str()) => text.replace(s.as_str(), dir),
+            _ => text,
+        }
+    }
+
+    fn path(&self, p: PathBuf) -> PathBuf {
+        match (&self.swap, p.to_str()) {
+            (Some(_), Some(t)) => PathBuf::from(self.show(t.to_string())),
+            _ => p,
+        }
     }
 }
 

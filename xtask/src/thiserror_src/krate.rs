@@ -62,7 +62,7 @@ pub fn has_direct_thiserror(package: &Package, kind: DepKind) -> bool {
 fn walk_crate<T: Send>(
     package: &Package,
     cache: Option<&SourceCache>,
-    parse: impl Fn(&Path, &[u8]) -> bool,
+    parse: impl Fn(&Path, &[u8], DepKind) -> bool,
     analyze: impl Fn(&Path, &scan::Source<'_>, &syn::File) -> Result<T, SourceError> + Sync,
 ) -> anyhow::Result<(Vec<(CrateFile, Option<(String, T)>)>, Vec<PathBuf>)> {
     use std::io::ErrorKind;
@@ -87,6 +87,7 @@ fn walk_crate<T: Send>(
     let mut buf = Vec::new();
     // (index into `files`, text) of each file the prefilter lets through
     let mut to_parse: Vec<(usize, PathBuf, String)> = Vec::new();
+    let mut queued: std::collections::HashSet<usize> = std::collections::HashSet::new();
     for (root, kind) in roots {
         // each entry: the candidate files of one module, in order, and
         // whether it is `include!`d
@@ -95,8 +96,15 @@ fn walk_crate<T: Send>(
             // the first candidate that is a file; its metadata names it
             let mut found = None;
             for (p, m) in &candidates {
-                // read ahead and unchanged since (see `prefetch`)
-                if let Some(c) = cache.and_then(|c| c.get(p)) {
+                // read ahead and unchanged since (see `prefetch`); a file whose
+                // bytes it did not keep is read here where they are needed
+                if let Some(c) = cache.and_then(|c| c.get(p))
+                    && (c.bytes.is_some()
+                        || !(included
+                            || c.has_includes
+                            || (c.has_mods && c.decls.is_none())
+                            || parse(p, &[], kind)))
+                {
                     let k = c.key;
                     found = Some((p.clone(), *m, (k.dev(), k.ino()), k.size(), Err(c)));
                     break;
@@ -130,6 +138,29 @@ fn walk_crate<T: Send>(
             if let Some(&i) = index.get(&key) {
                 if !files[i].0.needs.contains(&kind) {
                     files[i].0.needs.push(kind);
+                    // reached by another kind of target (a build script's
+                    // `#[path]` into the lib): what it may hold for this one
+                    if !queued.contains(&i) {
+                        let bytes = match source {
+                            Ok(mut file) => {
+                                let n = read_all(&mut file, &mut buf, size)
+                                    .with_context(|| format!("{}: cannot read", path.display()))?;
+                                buf[..n].to_vec()
+                            }
+                            Err(c) => match &c.bytes {
+                                Some(b) => b.clone(),
+                                None => std::fs::read(&path)
+                                    .with_context(|| format!("{}: cannot read", path.display()))?,
+                            },
+                        };
+                        if parse(&path, &bytes, kind) {
+                            let text = String::from_utf8(bytes).with_context(|| {
+                                format!("{}: cannot read: not UTF-8 text", path.display())
+                            })?;
+                            queued.insert(i);
+                            to_parse.push((i, path, text));
+                        }
+                    }
                 }
                 continue;
             }
@@ -147,13 +178,13 @@ fn walk_crate<T: Send>(
                     )
                 }
                 Err(c) => (
-                    c.bytes.as_slice(),
+                    c.bytes.as_deref().unwrap_or_default(),
                     c.has_mods,
                     c.has_includes,
                     c.decls.as_deref(),
                 ),
             };
-            let wanted = parse(&path, bytes);
+            let wanted = parse(&path, bytes, kind);
             // text only where it is needed (most files: none of these)
             let text = if included || has_mods || has_includes || wanted {
                 std::str::from_utf8(bytes)
@@ -190,6 +221,7 @@ fn walk_crate<T: Send>(
             // a file the prefilter clears is not parsed, and its text not kept
             // parsed after the walk, in parallel with the other files
             if wanted {
+                queued.insert(files.len());
                 to_parse.push((files.len(), path.clone(), text.to_string()));
             }
             let analysed = None;
@@ -253,7 +285,7 @@ fn read_all(file: &mut std::fs::File, buf: &mut Vec<u8>, size: u64) -> std::io::
 /// # Errors
 /// An unreadable file, or one that is too deeply nested to parse.
 pub fn crate_source_files(package: &Package) -> anyhow::Result<Vec<CrateFile>> {
-    let (files, _) = walk_crate(package, None, |_, _| false, |_, _, _| Ok(()))?;
+    let (files, _) = walk_crate(package, None, |_, _, _| false, |_, _, _| Ok(()))?;
     Ok(files.into_iter().map(|(f, _)| f).collect())
 }
 
@@ -368,16 +400,16 @@ pub fn analyze_crate_with(
         .map(|p| crate::fsutil::normalize(p))
         .collect();
     let is_exempt = |p: &Path| !exempt.is_empty() && exempt.contains(&crate::fsutil::normalize(p));
-    // rule 4 can apply only where some kind of target lacks a direct
-    // thiserror; elsewhere a file matters only for rules 1-3
-    let rule4 = package
-        .targets
-        .iter()
-        .any(|t| !has_direct_thiserror(package, DepKind::of_target(&t.kind)));
-    let parse = |path: &Path, text: &[u8]| {
+    // rule 4 can apply only to the code of a kind of target (lib, build
+    // script, tests) that lacks a direct thiserror; elsewhere a file matters
+    // only for rules 1-3 (a build script without a thiserror
+    // build-dependency leaves the lib's files to the narrow test)
+    let rule4 =
+        [DepKind::Normal, DepKind::Build, DepKind::Dev].map(|k| !has_direct_thiserror(package, k));
+    let parse = |path: &Path, text: &[u8], kind: DepKind| {
         options.parse_all
             || is_exempt(path)
-            || if rule4 {
+            || if rule4[kind as usize] {
                 prefilter::may_hold_a_finding_in(text, &ctx)
             } else {
                 prefilter::may_hold_a_format_finding_in(text)

@@ -251,16 +251,16 @@ struct Depth {
     levels: usize,
 }
 
-/// The first place where nesting (outside comments) passes [`MAX_NESTING`];
-/// `None` when it never does. Nesting counts `(`, `[`, `{` and generic `<`
-/// (a `<` counts until its `>` or the end of the statement: `;`, `{`, `}`
-/// reset it, so comparisons cannot add up across statements).
-fn too_deep(text: &str) -> Option<Depth> {
-    if text.len() < MAX_NESTING {
+/// The first place where nesting (outside comments and literals: `code` is
+/// the text's [`code_bytes`](crate::rust_src::lexer::code_bytes)) passes
+/// [`MAX_NESTING`]; `None` when it never does. Nesting counts `(`, `[`, `{`
+/// and generic `<` (a `<` counts until its `>` or the end of the statement:
+/// `;`, `{`, `}` reset it, so comparisons cannot add up across statements).
+fn too_deep(code: &[u8]) -> Option<Depth> {
+    if code.len() < MAX_NESTING {
         return None;
     }
-    let (_, blank) = crate::rust_src::lexer::split_comments(text);
-    let bytes = blank.as_bytes();
+    let bytes = code;
     let (mut brackets, mut angles) = (0usize, 0usize);
     let mut max = (0usize, 0usize);
     for (i, &b) in bytes.iter().enumerate() {
@@ -312,7 +312,20 @@ fn with_parsed<T>(
     text: &str,
     f: impl FnOnce(&scan::Source<'_>, &syn::File) -> Result<T, SourceError>,
 ) -> Result<T, SourceError> {
-    if let Some(depth) = too_deep(text) {
+    with_parsed_as(path, text, true, f)
+}
+
+/// [`with_parsed`], with the [`skeleton_of`] the file (`blank`) or the whole file.
+fn with_parsed_as<T>(
+    path: &Path,
+    text: &str,
+    blank: bool,
+    f: impl FnOnce(&scan::Source<'_>, &syn::File) -> Result<T, SourceError>,
+) -> Result<T, SourceError> {
+    // comments and literals blanked, once for both uses (small files need neither)
+    let code = (text.len() >= MAX_NESTING.min(SKELETON_MIN))
+        .then(|| crate::rust_src::lexer::code_bytes(text));
+    if let Some(depth) = code.as_deref().and_then(too_deep) {
         let (line, column) = crate::text::line_col(text, depth.at);
         return Err(SourceError {
             path: path.to_path_buf(),
@@ -325,7 +338,18 @@ fn with_parsed<T>(
         });
     }
     let src = scan::Source::new(text);
-    let result = match syn::parse_file(text) {
+    // the function bodies that cannot matter are blanked first (the same
+    // bytes elsewhere, so every span is the file's own); should that text
+    // not parse, the file itself is parsed, for its own error
+    let sk = code
+        .as_deref()
+        .filter(|_| blank)
+        .and_then(|c| skeleton_of(text, c));
+    let parsed = match sk {
+        Some(sk) => syn::parse_file(&sk).or_else(|_| syn::parse_file(text)),
+        None => syn::parse_file(text),
+    };
+    let result = match parsed {
         Ok(file) => f(&src, &file),
         Err(e) => {
             let lc = e.span().start();
@@ -344,6 +368,142 @@ fn with_parsed<T>(
     };
     proc_macro2::extra::invalidate_current_thread_spans();
     result
+}
+
+/// Files smaller than this are parsed as they are (blanking saves little).
+const SKELETON_MIN: usize = 8 << 10;
+
+/// [`skeleton_of`], computing the code bytes.
+#[cfg(test)]
+fn skeleton(text: &str) -> Option<String> {
+    skeleton_of(text, &crate::rust_src::lexer::code_bytes(text))
+}
+
+/// `text` (`code`: its [`code_bytes`](crate::rust_src::lexer::code_bytes))
+/// with the inside of every function body that cannot matter to the source
+/// rules replaced by spaces (line breaks kept), or `None` when
+/// there is none (or the file is small). Parsing a large file is mostly
+/// parsing its function bodies; the rules need only the items around them.
+///
+/// A body is blanked when it is a function's, an `impl`'s, a trait's or an
+/// inline module's (`{` after `fn NAME`, `impl`, `trait NAME`, `mod NAME`
+/// since the last `;`, `{` or `}` of its level: never a struct's fields or
+/// an enum's variants), lies inside no macro's brackets (a macro's tokens
+/// are scanned as a whole), and holds neither `derive` nor a helper
+/// `error(` in attribute position (the prefilter's test): every finding
+/// comes from a derive or a helper (see [`prefilter`]), a `use` item in a
+/// body scopes that body alone, and rule 2's bounds are the item's own
+/// generics. The blanked text has the same bytes at every other
+/// offset, so spans, lines and columns are those of the file. Tested
+/// against whole-file parsing (`skeleton_analysis_equals_whole_file`).
+fn skeleton_of(text: &str, code: &[u8]) -> Option<String> {
+    if text.len() < SKELETON_MIN {
+        return None;
+    }
+    let word = |c: u8| c.is_ascii_alphanumeric() || c == b'_' || c >= 0x80;
+    // per open bracket: (close byte, inside a macro, `fn NAME` seen at
+    // this level since its last `;`/`{`/`}`, where a fn body opened)
+    struct Level {
+        in_macro: bool,
+        fn_seen: bool,
+        body: Option<usize>,
+    }
+    let mut stack = vec![Level {
+        in_macro: false,
+        fn_seen: false,
+        body: None,
+    }];
+    let mut blank: Vec<(usize, usize)> = Vec::new();
+    let mut i = 0;
+    while i < code.len() {
+        let c = code[i];
+        match c {
+            b'{' | b'(' | b'[' => {
+                let top = stack.last_mut()?;
+                let fn_body = c == b'{' && top.fn_seen && !top.in_macro;
+                if c == b'{' {
+                    top.fn_seen = false;
+                }
+                // `name! (`, `name! {`, `macro_rules! name {`
+                let mut e = i;
+                while e > 0 && code[e - 1].is_ascii_whitespace() {
+                    e -= 1;
+                }
+                let mut w = e;
+                while w > 0 && word(code[w - 1]) {
+                    w -= 1;
+                }
+                if w < e {
+                    while w > 0 && code[w - 1].is_ascii_whitespace() {
+                        w -= 1;
+                    }
+                    e = w;
+                }
+                let macro_body = e > 0 && code[e - 1] == b'!';
+                let in_macro = top.in_macro || macro_body;
+                stack.push(Level {
+                    in_macro,
+                    fn_seen: false,
+                    body: fn_body.then_some(i),
+                });
+            }
+            b'}' | b')' | b']' => {
+                let level = stack.pop()?;
+                if stack.is_empty() {
+                    return None; // does not balance: parse the file as it is
+                }
+                if c == b'}' {
+                    stack.last_mut()?.fn_seen = false;
+                }
+                if let Some(open) = level.body {
+                    let body = &text.as_bytes()[open + 1..i];
+                    if memchr::memmem::find(body, b"derive").is_none()
+                        && !prefilter::has_helper(body)
+                    {
+                        blank.push((open + 1, i));
+                    }
+                }
+            }
+            b';' => stack.last_mut()?.fn_seen = false,
+            b'f' | b'i' | b't' | b'm' if i == 0 || !(word(code[i - 1]) || code[i - 1] == b'#') => {
+                // `fn NAME`, `trait NAME`, `mod NAME`, `impl`: the next `{`
+                // of this level is the body of one (it holds items or
+                // statements, never a field or variant list)
+                let mut j = i;
+                while j < code.len() && word(code[j]) {
+                    j += 1;
+                }
+                let kw = &code[i..j];
+                let named = matches!(kw, b"fn" | b"trait" | b"mod");
+                if named || kw == b"impl" {
+                    let mut k = j;
+                    while k < code.len() && code[k].is_ascii_whitespace() {
+                        k += 1;
+                    }
+                    if kw == b"impl" || (k > j && code.get(k).is_some_and(|&b| word(b))) {
+                        stack.last_mut()?.fn_seen = true;
+                    }
+                }
+                i = j.max(i + 1);
+                continue;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    if blank.is_empty() || stack.len() != 1 {
+        return None;
+    }
+    let mut out = text.as_bytes().to_vec();
+    for (from, to) in blank {
+        for b in &mut out[from..to] {
+            if *b != b'\n' {
+                *b = b' ';
+            }
+        }
+    }
+    // whole UTF-8 sequences were replaced (a region starts after `{` and ends before `}`)
+    String::from_utf8(out).ok()
 }
 
 fn analyze_parsed(
@@ -421,5 +581,77 @@ impl DepKind {
         } else {
             DepKind::Normal
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What a file's analysis is when its function bodies are blanked
+    /// first equals the whole file's: on this workspace's sources and the
+    /// unpacked crates in cargo's registry (real code of every style) that
+    /// the skeleton changes, up to a budget, and on texts made to tempt it.
+    #[test]
+    fn skeleton_analysis_equals_whole_file() {
+        let pad = "// padding\n".repeat(SKELETON_MIN / 10);
+        let mut texts: Vec<(String, String)> = [
+            // a derive inside a fn body, a helper in a macro's fn, a fn-pointer default
+            "fn f() {\n    use thiserror::Error;\n    #[derive(Debug, Error)]\n    #[error(\"{r#type}\")]\n    struct J { r#type: u8 }\n}\n",
+            "macro_rules! m { () => { #[derive(Debug, helper::Error)] pub struct A; fn f() { #[error(\"{r#type}\")] x } } }\n",
+            "#[derive(Debug, thiserror::Error)]\n#[error(\"{x}\", x = 1)]\npub struct S<F = fn() -> u8> { x: F }\nfn g() -> u8 { let e = E::new(); e.error(\"x\"); 3 }\n",
+            "mod inner {\n    use thiserror::Error as E;\n    #[derive(Debug, E)]\n    #[error(\"{r#type}\")]\n    pub struct Q { r#type: u8 }\n}\nimpl Foo { fn a() {} }\ntrait T { fn b() {} }\nmod empty { pub fn c() {} }\n#[derive(Debug, thiserror::Error)]\n#[error(\"{x}\", x = 1)]\npub struct G<X> { x: X }\n",
+            "pub fn h() -> S<{ 3 }> { todo!() }\nimpl X { fn r#fn(&self) { } async fn a() -> Result<(), Error> { Err(Error::X)? } }\n#[derive(Debug, thiserror::Error)]\npub enum E { #[error(\"{0} {}\", .1)] X(u8, u8) }\n",
+        ]
+        .iter()
+        .map(|t| ("unit".to_string(), format!("{pad}{t}")))
+        .collect();
+        let mut dirs = vec![Path::new(env!("CARGO_MANIFEST_DIR")).join("..")];
+        let home = std::env::var_os("CARGO_HOME")
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cargo")));
+        if let Some(h) = home
+            && let Ok(rd) = std::fs::read_dir(h.join("registry").join("src"))
+        {
+            dirs.extend(rd.flatten().map(|e| e.path()));
+        }
+        let mut budget: usize = 3 << 20;
+        for d in dirs {
+            for e in walkdir::WalkDir::new(&d)
+                .sort_by_file_name()
+                .into_iter()
+                .filter_entry(|e| e.file_name() != "target" && e.file_name() != ".git")
+                .flatten()
+            {
+                if budget == 0 || e.path().extension().is_none_or(|x| x != "rs") {
+                    continue;
+                }
+                let Ok(t) = std::fs::read_to_string(e.path()) else {
+                    continue;
+                };
+                // files that may hold a finding and that the skeleton changes
+                if t.len() > budget
+                    || !prefilter::may_hold_a_finding(&t, &CrateContext::default())
+                    || skeleton(&t).is_none()
+                {
+                    continue;
+                }
+                budget -= t.len();
+                texts.push((e.path().display().to_string(), t));
+            }
+        }
+        let ctx = CrateContext::default();
+        let mut compared = 0;
+        for (name, t) in &texts {
+            let path = Path::new(name);
+            let whole = with_parsed_as(path, t, false, |src, file| {
+                analyze_parsed(path, src, file, &ctx)
+            });
+            let Ok(whole) = whole else { continue };
+            let blanked = analyze_file(path, t, &ctx);
+            assert_eq!(blanked, Ok(whole), "{name}");
+            compared += 1;
+        }
+        assert!(compared >= 4, "{compared}");
     }
 }

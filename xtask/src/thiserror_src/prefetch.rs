@@ -3,9 +3,14 @@
 //! `cargo metadata` is single-threaded and the source walk needs its answer
 //! (the targets' roots), so the walk used to start only once cargo was done,
 //! with the second core idle meanwhile. [`Prefetch::start`] reads, on a
-//! thread of its own, every `.rs` file under the presumed workspace root
-//! (hidden directories, `target` and `node_modules` aside) into a
-//! [`SourceCache`], with the prefilter's context-free tests
+//! thread of its own, the module trees the walk will most likely follow:
+//! from the target roots the manifests name or cargo would find (the root
+//! package and the `[workspace] members`, their `[lib]`, `[[bin]]`, ...
+//! `path`s and `src/lib.rs`, `src/main.rs`, `src/bin/`, `build.rs`,
+//! `tests/`, `examples/`, `benches/`), following `mod` items and
+//! `include!`s, into a [`SourceCache`] (never the rest of the tree: a real
+//! workspace's `tests/` can hold ten thousand files of other languages),
+//! with the prefilter's context-free tests
 //! ([`modscan::may_declare_modules`], [`modscan::may_include`]) done there
 //! too; [`Prefetch::finish`] stops it (as soon as cargo has answered) and
 //! hands over what it read. (The caller's `first` work runs on that thread
@@ -72,7 +77,12 @@ impl FileKey {
 /// One file as the thread read it.
 pub(crate) struct Cached {
     pub(crate) key: FileKey,
-    pub(crate) bytes: Vec<u8>,
+    /// Its bytes, kept only when it holds both `derive` and `Error` (what
+    /// either prefilter needs before it lets a file through): a file without
+    /// them is never parsed, so the walk needs no more of it than the
+    /// facts below (where it does, an `include!`d file, an exemption, it
+    /// reads the file itself).
+    pub(crate) bytes: Option<Vec<u8>>,
     pub(crate) has_mods: bool,
     pub(crate) has_includes: bool,
     /// `modscan::mod_decls` of the text, when it may declare modules and is
@@ -151,42 +161,212 @@ impl Drop for Prefetch {
     }
 }
 
-/// Reads the regular `.rs` files under `root`, directories breadth first,
-/// until `stop` is set or the budget is spent.
+/// Reads the module trees of the presumed targets of the packages under
+/// `root` (see the module docs), until `stop` is set or the budget is spent.
 fn read_tree(root: &Path, stop: &AtomicBool) -> SourceCache {
     let mut cache = SourceCache::default();
     let mut kept = 0usize;
-    let mut dirs = std::collections::VecDeque::from([root.to_path_buf()]);
-    while let Some(dir) = dirs.pop_front() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for entry in entries {
-            if stop.load(Ordering::Relaxed) || kept > BUDGET {
-                return cache;
+    let mut buf = Vec::new();
+    // (candidates of one module in order, whether its directory is its own (mod-rs))
+    let mut stack: Vec<Vec<(PathBuf, bool)>> = Vec::new();
+    for dir in package_dirs(root) {
+        stack.extend(
+            target_roots(&dir)
+                .into_iter()
+                .rev()
+                .map(|r| vec![(r, true)]),
+        );
+    }
+    stack.reverse();
+    while let Some(candidates) = stack.pop() {
+        if stop.load(Ordering::Relaxed) || kept > BUDGET {
+            break;
+        }
+        for (path, mod_rs) in candidates {
+            if cache.files.contains_key(&path) {
+                break;
             }
-            let Ok(entry) = entry else { continue };
-            let Ok(t) = entry.file_type() else { continue };
-            let name = entry.file_name();
-            let name = name.as_encoded_bytes();
-            if t.is_dir() {
-                if !name.starts_with(b".") && name != b"target" && name != b"node_modules" {
-                    dirs.push_back(entry.path());
-                }
-            } else if t.is_file() && name.ends_with(b".rs") {
-                let path = entry.path();
-                if let Some(c) = read_one(&path) {
-                    kept += c.bytes.len();
-                    cache.files.insert(path, c);
+            let Some(c) = read_one(&path, &mut buf) else {
+                continue;
+            };
+            if let Some(decls) = &c.decls {
+                for d in decls.iter().rev() {
+                    stack.push(modscan::resolve(&path, mod_rs, d));
                 }
             }
+            if c.has_includes
+                && let Ok(text) = std::str::from_utf8(&buf)
+            {
+                let dir = path.parent().unwrap_or(Path::new("."));
+                for inc in modscan::include_paths(text) {
+                    stack.push(vec![(crate::fsutil::normalize(&dir.join(inc)), true)]);
+                }
+            }
+            kept += c.bytes.as_ref().map_or(0, Vec::len);
+            cache.files.insert(path, c);
+            break;
         }
     }
     cache
 }
 
-/// One file: its key when opened, then its bytes (as the walk reads them).
-fn read_one(path: &Path) -> Option<Cached> {
+/// The package directories of the workspace at `root` as its manifest
+/// names them: the root package and the `[workspace] members` (globs
+/// expanded; `exclude` left out). Empty when the manifest cannot be read.
+fn package_dirs(root: &Path) -> Vec<PathBuf> {
+    let Some(doc) = std::fs::read_to_string(root.join("Cargo.toml"))
+        .ok()
+        .and_then(|t| toml::from_str::<toml::Table>(&t).ok())
+    else {
+        return Vec::new();
+    };
+    let mut dirs = Vec::new();
+    if doc.contains_key("package") {
+        dirs.push(root.to_path_buf());
+    }
+    let ws = doc.get("workspace").and_then(toml::Value::as_table);
+    let list = |key: &str| -> Vec<String> {
+        ws.and_then(|w| w.get(key))
+            .and_then(toml::Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let excluded: Vec<PathBuf> = list("exclude")
+        .iter()
+        .map(|e| crate::fsutil::normalize(&root.join(e)))
+        .collect();
+    for pattern in list("members") {
+        for dir in expand(root, &pattern) {
+            if !dirs.contains(&dir)
+                && !excluded.iter().any(|e| dir.starts_with(e))
+                && dir.join("Cargo.toml").is_file()
+            {
+                dirs.push(dir);
+            }
+        }
+    }
+    dirs
+}
+
+/// What a member's manifest says about its targets, read line by line (a
+/// hint only, so no TOML parser: one per member costs more than the
+/// reading it guides): the `path = ".."` of `[lib]`, `[[bin]]`, `[[test]]`,
+/// `[[example]]`, `[[bench]]`, and `build` of `[package]` (`None`: absent;
+/// `Some(None)`: `false`).
+fn target_paths(dir: &Path) -> (Vec<String>, Option<Option<String>>) {
+    let Ok(text) = std::fs::read_to_string(dir.join("Cargo.toml")) else {
+        return (Vec::new(), None);
+    };
+    let (mut paths, mut build) = (Vec::new(), None);
+    let mut table = String::new();
+    for line in text.lines() {
+        let line = line.trim();
+        if line.starts_with('[') {
+            table = line
+                .trim_matches(|c| c == '[' || c == ']')
+                .trim()
+                .to_string();
+            continue;
+        }
+        let Some((key, value)) = line.split_once('=') else {
+            continue;
+        };
+        let (key, value) = (key.trim(), value.trim());
+        let string = || {
+            value
+                .strip_prefix('"')
+                .and_then(|v| v.split_once('"'))
+                .map(|(v, _)| v.to_string())
+        };
+        match (table.as_str(), key) {
+            ("lib" | "bin" | "test" | "example" | "bench", "path") => paths.extend(string()),
+            ("package", "build") => build = Some(string()),
+            _ => {}
+        }
+    }
+    (paths, build)
+}
+
+/// The directories a `members` entry names (`crates/*`: each directory of
+/// `crates` whose name the glob matches).
+fn expand(root: &Path, pattern: &str) -> Vec<PathBuf> {
+    let mut dirs = vec![root.to_path_buf()];
+    for part in pattern.split('/').filter(|p| !p.is_empty() && *p != ".") {
+        if !part.contains(['*', '?', '[']) {
+            dirs = dirs.into_iter().map(|d| d.join(part)).collect();
+            continue;
+        }
+        let Ok(glob) = globset::Glob::new(part) else {
+            return Vec::new();
+        };
+        let m = glob.compile_matcher();
+        let mut next = Vec::new();
+        for d in dirs {
+            let Ok(rd) = std::fs::read_dir(&d) else {
+                continue;
+            };
+            let mut names: Vec<PathBuf> = rd
+                .flatten()
+                .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()) && m.is_match(e.file_name()))
+                .map(|e| e.path())
+                .collect();
+            names.sort();
+            next.extend(names);
+        }
+        dirs = next;
+    }
+    dirs.into_iter()
+        .map(|d| crate::fsutil::normalize(&d))
+        .collect()
+}
+
+/// The target roots of the package in `dir` as cargo would find them: the
+/// `path`s its manifest gives (`[lib]`, `[[bin]]`, `[[test]]`, ...,
+/// `package.build`), and the conventional places.
+fn target_roots(dir: &Path) -> Vec<PathBuf> {
+    let (paths, build) = target_paths(dir);
+    let mut roots: Vec<PathBuf> = paths.iter().map(|p| dir.join(p)).collect();
+    match build {
+        Some(Some(b)) => roots.push(dir.join(b)),
+        Some(None) => {}
+        None => roots.push(dir.join("build.rs")),
+    }
+    roots.push(dir.join("src/lib.rs"));
+    roots.push(dir.join("src/main.rs"));
+    for sub in ["src/bin", "tests", "examples", "benches"] {
+        let Ok(rd) = std::fs::read_dir(dir.join(sub)) else {
+            continue;
+        };
+        let mut found: Vec<PathBuf> = rd
+            .flatten()
+            .filter_map(|e| {
+                let t = e.file_type().ok()?;
+                let p = e.path();
+                if t.is_dir() {
+                    Some(p.join("main.rs"))
+                } else {
+                    p.extension().is_some_and(|x| x == "rs").then_some(p)
+                }
+            })
+            .collect();
+        found.sort();
+        roots.extend(found);
+    }
+    roots
+        .into_iter()
+        .map(|p| crate::fsutil::normalize(&p))
+        .filter(|p| p.is_file())
+        .collect()
+}
+
+/// One file: its key when opened, then its bytes (as the walk reads them),
+/// read into `buf` (one buffer for every file: no allocation, no fresh
+/// pages) and copied out only when they may be parsed.
+fn read_one(path: &Path, buf: &mut Vec<u8>) -> Option<Cached> {
     use std::io::Read as _;
     let (mut f, md) = crate::fsutil::open_nonblocking(path).ok()?;
     if !md.is_file() {
@@ -194,23 +374,25 @@ fn read_one(path: &Path) -> Option<Cached> {
     }
     let key = FileKey::of(&md);
     let size = usize::try_from(md.len()).ok()?;
-    let mut bytes = Vec::with_capacity(size);
-    f.by_ref().take(md.len()).read_to_end(&mut bytes).ok()?;
+    buf.clear();
+    f.by_ref().take(md.len()).read_to_end(buf).ok()?;
     // a file that shrank meanwhile is left to the walk
-    if bytes.len() != size {
+    if buf.len() != size {
         return None;
     }
-    let has_mods = modscan::may_declare_modules(&bytes);
+    let bytes = buf.as_slice();
+    let has_mods = modscan::may_declare_modules(bytes);
     let decls = has_mods
-        .then(|| std::str::from_utf8(&bytes).ok())
+        .then(|| std::str::from_utf8(bytes).ok())
         .flatten()
         .map(|text| modscan::mod_decls(text).unwrap_or_default());
+    let has = |w: &[u8]| memchr::memmem::find(bytes, w).is_some();
     Some(Cached {
         decls,
         has_mods,
-        has_includes: modscan::may_include(&bytes),
+        has_includes: modscan::may_include(bytes),
         key,
-        bytes,
+        bytes: (has(b"derive") && has(b"Error")).then(|| bytes.to_vec()),
     })
 }
 
@@ -223,11 +405,26 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
         for (p, t) in [
+            (
+                "Cargo.toml",
+                "[package]\nname = \"p\"\n\n[workspace]\nmembers = [\"crates/*\"]\n",
+            ),
             ("src/lib.rs", "mod a;\npub fn f() {}\n"),
             ("src/a.rs", "pub fn g() {}\n"),
             ("target/debug/x.rs", "fn x() {}\n"),
             (".git/y.rs", "fn y() {}\n"),
+            ("stray/z.rs", "fn z() {}\n"),
             ("README.md", "text\n"),
+            (
+                "crates/c/Cargo.toml",
+                "[package]\nname = \"c\"\n\n[lib]\npath = \"lib.rs\"\n",
+            ),
+            ("crates/c/lib.rs", "include!(\"gen/t.rs\");\n"),
+            ("crates/c/gen/t.rs", "pub const T: u8 = 1;\n"),
+            (
+                "crates/c/tests/t.rs",
+                "#[derive(Debug, thiserror::Error)]\n#[error(\"x\")]\npub struct E;\n",
+            ),
         ] {
             std::fs::create_dir_all(root.join(p).parent().unwrap()).unwrap();
             std::fs::write(root.join(p), t).unwrap();
@@ -235,10 +432,17 @@ mod tests {
         let mut p = Prefetch::start(root.to_path_buf(), || {});
         // read to the end (not stopped)
         let cache = p.thread.take().unwrap().join().unwrap();
-        // only the `.rs` files outside hidden directories and `target`
-        assert_eq!(cache.len(), 2, "{cache:?}");
+        // the module trees of the targets the manifests name, nothing else
+        assert_eq!(cache.len(), 5, "{cache:?}");
+        for p in ["target/debug/x.rs", ".git/y.rs", "stray/z.rs"] {
+            assert!(cache.get(&root.join(p)).is_none(), "{p}");
+        }
+        assert!(cache.get(&root.join("crates/c/gen/t.rs")).is_some());
+        let t = cache.get(&root.join("crates/c/tests/t.rs")).unwrap();
+        assert!(t.bytes.is_some(), "`derive` and `Error`: kept");
         let lib = cache.get(&root.join("src/lib.rs")).unwrap();
-        assert_eq!(lib.bytes, b"mod a;\npub fn f() {}\n");
+        // no `derive` and `Error`: never parsed, so its bytes are not kept
+        assert_eq!(lib.bytes, None);
         assert!(lib.has_mods && !lib.has_includes);
         assert_eq!(lib.decls.as_ref().map(Vec::len), Some(1));
         // rewritten (another size, or renamed over): read again

@@ -75,6 +75,12 @@ pub fn may_hold_a_format_finding_in(text: &[u8]) -> bool {
     has("derive") && has("Error") && helpers(text).any(|after| helper_may_matter(&text[after..]))
 }
 
+/// Whether `text` holds a thiserror helper list in attribute position
+/// (`error(` after `[` or `,`; see [`helpers`]).
+pub(crate) fn has_helper(text: &[u8]) -> bool {
+    helpers(text).next().is_some()
+}
+
 /// Whether `text` contains `thiserror` (always a thiserror name), or a
 /// thiserror helper list in attribute position ([`helpers`]).
 fn thiserror_or_error_list(text: &[u8]) -> bool {
@@ -131,12 +137,17 @@ fn helpers(text: &[u8]) -> impl Iterator<Item = usize> + '_ {
 }
 
 /// Whether the arguments of a helper (`rest` starts just after its `(`) may
-/// give rules 1-3 something: a format string that is not one plain string
-/// literal without `r#` and without a backslash followed directly by `)`
-/// (no arguments: rules 2 and 3 need arguments, rule 1 an `r#` in the
-/// message) lets it through; so does anything unsure (a raw string, a
-/// comment, non-ASCII). `transparent`, `fmt = ..` and other non-literals
-/// give nothing.
+/// give rules 1-3 something. Rule 1 needs `r#` in the message; rule 3 a
+/// numbered placeholder (`{0}`) and a positional argument after the
+/// message; rule 2 a named argument (`name = ..`) after it. So a helper
+/// clears when its message is one plain string literal without `r#` and
+/// either nothing follows it (`#[error("index {0} out of range")]`), or only
+/// arguments follow that hold no `=` (no named argument) while the message
+/// holds no `{` before a digit and no `$` (nothing numbered):
+/// `#[error("{}: {}", .path, .source)]`. Anything unsure lets it through: a
+/// raw string, a `\x` or `\u` escape (it may spell `r#`, `{` or a digit),
+/// a comment, a char literal or lifetime, non-ASCII, brackets that do not
+/// close. `transparent`, `fmt = ..` and other non-literals give nothing.
 fn helper_may_matter(rest: &[u8]) -> bool {
     let mut i = 0;
     while i < rest.len() && is_ws(rest[i]) {
@@ -151,18 +162,63 @@ fn helper_may_matter(rest: &[u8]) -> bool {
     let start = i;
     while i < rest.len() && rest[i] != b'"' {
         if rest[i] == b'\\' {
-            return true; // an escape may spell `r#`
+            // `\x7b`, `\u{..}` may spell anything; other escapes are one character
+            if matches!(rest.get(i + 1), Some(b'x' | b'u') | None) {
+                return true;
+            }
+            i += 1;
+        } else if rest[i] >= 0x80 {
+            return true;
         }
         i += 1;
     }
-    if memchr::memmem::find(&rest[start..i.min(rest.len())], b"r#").is_some() {
+    let message = &rest[start..i.min(rest.len())];
+    if memchr::memmem::find(message, b"r#").is_some() {
         return true;
     }
     i += 1;
     while i < rest.len() && is_ws(rest[i]) {
         i += 1;
     }
-    rest.get(i) != Some(&b')')
+    match rest.get(i) {
+        Some(b')') => return false,
+        Some(b',') => {}
+        _ => return true,
+    }
+    let numbered = memchr::memchr(b'$', message).is_some()
+        || memchr::memchr_iter(b'{', message).any(|k| {
+            message[k + 1..]
+                .iter()
+                .find(|b| !is_ws(**b))
+                .is_some_and(u8::is_ascii_digit)
+        });
+    // the arguments, to the helper's `)`: a named one (`=`) or, with a
+    // numbered placeholder, any argument at all may matter
+    let mut depth = 0usize;
+    let mut any_arg = false;
+    i += 1;
+    while i < rest.len() {
+        let c = rest[i];
+        match c {
+            b'(' | b'[' | b'{' => depth += 1,
+            b')' | b']' | b'}' if depth == 0 => {
+                return any_arg && numbered;
+            }
+            b')' | b']' | b'}' => depth -= 1,
+            b'"' => {
+                i += 1;
+                while i < rest.len() && rest[i] != b'"' {
+                    i += if rest[i] == b'\\' { 2 } else { 1 };
+                }
+            }
+            b'=' | b'\'' | b'/' | b'#' => return true,
+            c if c >= 0x80 => return true,
+            c if !is_ws(c) && c != b',' => any_arg = true,
+            _ => {}
+        }
+        i += 1;
+    }
+    true
 }
 
 #[cfg(test)]
@@ -245,7 +301,23 @@ mod tests {
         ] {
             assert!(fmt(&item(needs)), "{needs}");
         }
+        for needs in [
+            "#[error(\"{0} {}\", .1)]",
+            "#[error(\"{ 0}\", x)]",
+            "#[error(\"{:1$}\", .0, .1)]",
+            "#[error(\"{}\", f(a = 1))]",
+            "#[error(\"{}\", c == '(')]",
+            "#[error(\"\\u{7b}0}\", .1)]",
+            "#[error(\"{}\" , x /* y */)]",
+            "#[error(\"{0}\", x(\")\"))]",
+        ] {
+            assert!(fmt(&item(needs)), "{needs}");
+        }
         for clear in [
+            "#[error(\"{}: {}\", .path, .source)]",
+            "#[error(\"'{}'{}\", .url, .loc.as_ref().map(|l| format!(\" to '{}'\", l)).unwrap_or_default())]",
+            "#[error(\"{}\\n  at {}\", .kind, .config_url)]",
+            "#[error(\n    \"a long message {0}\"\n)]",
             "#[error(\"plain {0}\")]",
             "#[error( \"plain\" )]",
             "#[error(transparent)]",

@@ -605,11 +605,19 @@ fn a_source_file_that_does_not_parse_is_exit_2_and_nothing_is_written() {
     );
     let (code, out, err) = align(ws, &["--check"]);
     assert_eq!(code, 1, "{out}{err}");
-    // one that may hold one is parsed, and not parsing stops the run
+    // nor one whose arguments fill `{}` alone (no `{0}`, no named argument)
     write(
         ws,
         "app/src/codes.rs",
         "#[derive(Debug, thiserror::Error)]\n#[error(\"code {}\", .0)]\npub struct Code(u8);\nfn broken( {\n",
+    );
+    let (code, out, err) = align(ws, &["--check"]);
+    assert_eq!(code, 1, "{out}{err}");
+    // one that may hold one is parsed, and not parsing stops the run
+    write(
+        ws,
+        "app/src/codes.rs",
+        "#[derive(Debug, thiserror::Error)]\n#[error(\"code {0} {}\", .0)]\npub struct Code(u8);\nfn broken( {\n",
     );
     let before = snapshot(ws);
     for extra in [&["--check"][..], &[]] {

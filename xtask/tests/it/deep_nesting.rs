@@ -7,11 +7,13 @@ use std::process::Command;
 
 use crate::support::{drifted_fleet, snapshot};
 
-/// A file with a thiserror type whose message has an argument (so the
-/// prefilter lets it through to the parser) and the given nesting.
+/// A file with a thiserror type whose message has a named argument (so the
+/// prefilter lets it through to the parser) and the given nesting (the
+/// parentheses in a constant: a function body that cannot matter to the
+/// rules is not parsed).
 fn deep_source(generics: usize, parens: usize, modules: usize) -> String {
     format!(
-        "use thiserror::Error;\n\n#[derive(Debug, Error)]\n#[error(\"e {{}}\", 1)]\npub struct E;\n\npub type Deep = {}u8{};\n\npub fn p() -> u32 {{\n    {}1{}\n}}\n\n{}pub fn inner() {{}}\n{}\n",
+        "use thiserror::Error;\n\n#[derive(Debug, Error)]\n#[error(\"e {{x}}\", x = 1)]\npub struct E;\n\npub type Deep = {}u8{};\n\npub const P: u32 = {}1{};\n\n{}pub fn inner() {{}}\n{}\n",
         "Vec<".repeat(generics),
         ">".repeat(generics),
         "(".repeat(parens),

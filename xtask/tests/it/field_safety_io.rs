@@ -109,6 +109,24 @@ fn fmt_check_names_a_dangling_or_looping_link() {
     std::os::unix::fs::symlink(root.join("a/nowhere.rs"), root.join("a/src/dangling.rs")).unwrap();
     std::os::unix::fs::symlink(root.join("a/src/looping.rs"), root.join("a/src/looping.rs"))
         .unwrap();
+    // nothing reaches them: cargo fmt never opens them, so they are notes
+    // (issue #40, item 14: an editor's lock file is such a link)
+    let (code, out, err) = fmt(&root, &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    for name in ["a/src/dangling.rs", "a/src/looping.rs"] {
+        assert!(
+            out.contains(&format!(
+                "note: {name}: not checked: a symbolic link that does not resolve"
+            )),
+            "{name}: {out}"
+        );
+    }
+    // a module whose file they are: an error, named at the file
+    std::fs::write(
+        root.join("a/src/main.rs"),
+        "mod dangling;\nmod looping;\nfn main() {}\n",
+    )
+    .unwrap();
     let (code, out, err) = fmt(&root, &[]);
     assert_eq!(code, 2, "{out}{err}");
     for name in ["a/src/dangling.rs", "a/src/looping.rs"] {

@@ -333,7 +333,8 @@ fn excluded_globs_and_hidden_and_target_dirs_are_skipped() {
         );
     let (code, out, _) = f.run(&[]);
     assert_eq!(code, 0, "{out}");
-    assert!(out.contains("1 file checked (0 beyond cargo fmt's reach, 0 behind #[rustfmt::skip], 2 excluded by policy)"), "{out}");
+    // `**/fixtures/**` covers a/fixtures whole: not entered, its files not counted
+    assert!(out.contains("1 file checked (0 beyond cargo fmt's reach, 0 behind #[rustfmt::skip], 1 excluded by policy and 1 directory not entered)"), "{out}");
     f.file("policy/fleet.toml", "[fmt]\nexclude = [\"[\"]\n");
     let (code, _, err) = f.run(&[]);
     assert_eq!(code, 2);
@@ -355,7 +356,47 @@ fn rustfmt_skip_modules_are_left_alone_like_cargo_fmt_does() {
     assert!(f.cargo_fmt_check().0);
     let (code, out, _) = f.run(&[]);
     assert_eq!(code, 0, "{out}");
-    assert!(out.contains("2 behind #[rustfmt::skip]"), "{out}");
+    assert!(out.contains("3 behind #[rustfmt::skip]"), "{out}");
+}
+
+/// Issue #40, item 13: an inner skip (`#![rustfmt::skip]`,
+/// `#![cfg_attr(rustfmt, rustfmt_skip)]`) at the top of a module file skips
+/// it and the modules below it, as cargo fmt does; at the top of a crate
+/// root it skips the root only (cargo fmt still formats its modules).
+#[test]
+fn inner_skip_attributes_skip_like_cargo_fmt() {
+    let f = Fixture::new();
+    f.workspace(&["a", "b"], "2021")
+        .package("a", "2021")
+        .file(
+            "a/src/lib.rs",
+            "mod gen;\nmod legacy;\nmod inl {\n    #![rustfmt::skip]\n    mod deep;\n}\n",
+        )
+        .file(
+            "a/src/gen.rs",
+            "//! generated\n#![allow(dead_code)]\n#![rustfmt::skip]\nmod table;\nfn g( ) {}\n",
+        )
+        .file("a/src/gen/table.rs", "pub const T: [u8; 2] = [1,2];\n")
+        .file(
+            "a/src/legacy.rs",
+            "#![cfg_attr(rustfmt, rustfmt_skip)]\nmod old;\nfn l( ) {}\n",
+        )
+        .file("a/src/legacy/old.rs", "fn o( ) {}\n")
+        .file("a/src/inl/deep.rs", "fn d( ) {}\n")
+        .package("b", "2021")
+        .file("b/src/lib.rs", "#![rustfmt::skip]\nmod m;\nfn r( ) {}\n")
+        .file("b/src/m.rs", "fn m( ) {}\n");
+    let (passed, cargo_says) = f.cargo_fmt_check();
+    assert!(!passed);
+    assert_eq!(cargo_says, set(&["b/src/m.rs"]));
+    assert_eq!(f.unformatted(), cargo_says);
+    let (code, out, _) = f.run(&[]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("6 behind #[rustfmt::skip]"), "{out}");
+    f.file("b/src/m.rs", "fn m() {}\n");
+    assert!(f.cargo_fmt_check().0);
+    let (code, out, _) = f.run(&[]);
+    assert_eq!(code, 0, "{out}");
 }
 
 #[test]

@@ -14,6 +14,7 @@ mod field_safety;
 mod field_safety_io;
 mod field_trust;
 mod fmt_check;
+mod fmt_reach;
 mod fmt_rustfmt;
 mod gpu_probe;
 mod gpu_test;

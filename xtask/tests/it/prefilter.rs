@@ -198,3 +198,64 @@ fn prefilter_is_exact() {
     assert_eq!(findings, 2, "the two drifted messages");
     assert!(cleared * 10 >= files * 8, "{cleared} of {files} cleared");
 }
+
+/// Issue #40, speed: a crate with a build script but no thiserror
+/// build-dependency used to send every file of the crate through the broad
+/// test (a `derive` of anything ending in `Error` was parsed); now only the
+/// build script's own files are, and arguments that can matter to no rule
+/// (`{}` placeholders, no named argument) clear a file. A file the build
+/// script shares with the lib (`#[path]`) is still parsed for the build
+/// script's rule 4, and the answer is the parse-everything one.
+#[test]
+fn prefilter_narrows_where_rule_4_cannot_apply() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    write(
+        &root,
+        "Cargo.toml",
+        "[workspace]\nresolver = \"2\"\nmembers = [\"b\"]\n",
+    );
+    write(
+        &root,
+        "b/Cargo.toml",
+        "[package]\nname = \"b\"\nversion = \"0.1.0\"\nedition = \"2021\"\nbuild = \"build.rs\"\n\n[dependencies]\nthiserror = \"1\"\n",
+    );
+    write(
+        &root,
+        "b/build.rs",
+        "#[path = \"src/shared.rs\"]\nmod shared;\nfn main() {}\n",
+    );
+    write(
+        &root,
+        "b/src/lib.rs",
+        "pub mod plain;\npub mod args;\npub mod shared;\n",
+    );
+    write(
+        &root,
+        "b/src/plain.rs",
+        "#[derive(Debug, thiserror::Error)]\npub enum P {\n    #[error(\"index {0} out of range\")]\n    A(u8),\n}\n",
+    );
+    write(
+        &root,
+        "b/src/args.rs",
+        "#[derive(Debug, thiserror::Error)]\n#[error(\"{}: {}\", .path, .source.kind())]\npub struct A { path: String, source: std::io::Error }\n",
+    );
+    write(
+        &root,
+        "b/src/shared.rs",
+        "#[derive(Debug, thiserror::Error)]\n#[error(\"shared\")]\npub struct S;\n",
+    );
+    let (files, cleared, findings) = compare(&root);
+    assert_eq!((files, findings), (5, 1), "rule 4 for the build script");
+    let p = packages(&root).into_iter().next().unwrap();
+    let a = analyze_crate(&p).unwrap();
+    let parsed: Vec<String> = a
+        .files
+        .iter()
+        .filter(|f| !f.original.is_empty())
+        .map(|f| f.path.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(parsed, ["shared.rs"], "{cleared} cleared");
+    assert_eq!(a.missing_dependencies.len(), 1);
+    assert_eq!(a.missing_dependencies[0].table(), "build-dependencies");
+}

@@ -764,10 +764,10 @@ fn unparsable_file_in_a_module_tree_is_an_error_with_location() {
     write(
         root,
         "app/src/nested.rs",
-        "pub mod deeper;\n#[derive(thiserror::Error)]\nfn (\n",
+        "pub mod deeper;\n#[derive(thiserror::Error)]\n#[error(\"{r#type}\")]\nfn (\n",
     );
     let e = analyze_crate(&packages(root)[0]).unwrap_err().to_string();
-    assert!(e.contains("app/src/nested.rs:3:"), "{e}");
+    assert!(e.contains("app/src/nested.rs:4:"), "{e}");
     // one that cannot hold a finding is not parsed (cargo reports it when it builds)
     write(root, "app/src/nested.rs", "pub mod deeper;\nfn (\n");
     let a = analyze_crate(&packages(root)[0]).unwrap();

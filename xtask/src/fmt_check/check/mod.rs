@@ -62,6 +62,37 @@ struct Assigned {
     edition_source: EditionSource,
     config: ConfigRef,
     via: Via,
+    /// Why `--fix` must not write it (a person must format it).
+    needs_person: Option<String>,
+}
+
+impl Assigned {
+    fn key(&self) -> (&str, Option<&Path>) {
+        (
+            &self.edition,
+            self.config.as_ref().map(|c| c.path.as_path()),
+        )
+    }
+
+    /// "edition 2021 (crate `a`, rustfmt.toml)" for messages.
+    fn describe(&self, root: &Path) -> String {
+        let krate = match &self.edition_source {
+            EditionSource::Package(p) => format!("crate `{p}`, "),
+            _ => String::new(),
+        };
+        let config = self.config.as_ref().map_or_else(
+            || "default config".to_string(),
+            |c| crate::fsutil::rel(root, &c.path),
+        );
+        format!("edition {} ({krate}{config})", self.edition)
+    }
+
+    /// The newline style its config sets.
+    fn style(&self) -> super::files::NewlineStyle {
+        self.config
+            .as_ref()
+            .map_or(super::files::NewlineStyle::Auto, |c| c.newline_style)
+    }
 }
 
 /// A warning rustfmt printed, with the config of the run that printed it.
@@ -94,12 +125,14 @@ pub struct CheckResult {
 /// rustfmt cannot be started, or a rustfmt config is malformed.
 pub fn check(
     rustfmt: &Rustfmt,
-    plan: &FileInventory,
+    plan: &mut FileInventory,
     configs: &mut ConfigResolver,
     notes: &mut Vec<String>,
     timing: &mut crate::timing::Timing,
 ) -> anyhow::Result<CheckResult> {
-    let texts = read_texts(plan);
+    let mut texts = read_texts(plan);
+    add_outside_modules(plan, &mut texts);
+    let plan: &FileInventory = plan;
     timing.mark("read files");
     let mode = if texts
         .par_iter()
@@ -115,6 +148,7 @@ pub fn check(
         texts: &texts,
         mode,
         assigned: (0..plan.files.len()).map(|_| None).collect(),
+        also: Vec::new(),
         to_format: Vec::new(),
         warnings: std::collections::BTreeSet::new(),
     };
@@ -128,12 +162,131 @@ pub fn check(
     let pending = pass2_pending(plan, &run.assigned, &skipped, &texts, configs)?;
     run.pass2(pending)?;
     run.format_unformatted()?;
+    run.reconcile()?;
     timing.mark("pass 2 (files cargo fmt does not reach)");
     let warnings = run.warnings.into_iter().collect();
+    let not_read = unread_and_unreached(plan, &texts);
     Ok(CheckResult {
-        reports: reports(plan, &texts, run.assigned, &skipped),
+        reports: reports(plan, &texts, run.assigned, &skipped, &not_read),
         warnings,
     })
+}
+
+/// The module files outside the workspace directory that a `#[path]`
+/// reaches from a checked file (and the modules below them), added to the
+/// plan with their texts: cargo fmt formats them with the crate that reaches
+/// them, so they are checked (but never written: see
+/// [`verdict::OUTSIDE`]). Files inside the workspace are all in the walk
+/// already (or excluded).
+fn add_outside_modules(plan: &mut FileInventory, texts: &mut Vec<Result<String, String>>) {
+    let known: HashSet<PathBuf> = plan.files.iter().map(|f| f.path.clone()).collect();
+    let roots: HashSet<&Path> = plan.crate_roots.iter().map(|r| r.path.as_path()).collect();
+    let mut queue: Vec<(PathBuf, bool, String)> = Vec::new();
+    for (f, t) in plan.files.iter().zip(texts.iter()) {
+        let Ok(t) = t else { continue };
+        if !may_have_path_attr(t.as_bytes()) {
+            continue;
+        }
+        queue.push((f.path.clone(), is_mod_rs(&f.path, &roots), t.clone()));
+    }
+    let mut added: Vec<(PathBuf, Result<String, String>)> = Vec::new();
+    let mut seen: HashSet<PathBuf> = HashSet::new();
+    while let Some((path, mod_rs, text)) = queue.pop() {
+        let inside = path.starts_with(&plan.root);
+        for d in modscan::mod_decls(&text).unwrap_or_default() {
+            // what rustfmt follows: not behind a skip, not inside a macro
+            if d.skip || d.in_macro || (inside && d.path_attr.is_none()) {
+                continue;
+            }
+            let Some((p, m)) = modscan::resolve(&path, mod_rs, &d)
+                .into_iter()
+                .find(|(p, _)| p.is_file())
+            else {
+                continue;
+            };
+            if p.starts_with(&plan.root) || known.contains(&p) || !seen.insert(p.clone()) {
+                continue;
+            }
+            let read = std::fs::read_to_string(&p).map_err(|e| format!("cannot read: {e}"));
+            if let Ok(t) = &read {
+                queue.push((p.clone(), m, t.clone()));
+            }
+            added.push((p, read));
+        }
+    }
+    if added.is_empty() {
+        return;
+    }
+    for (path, text) in added {
+        let rel = crate::fsutil::rel(&plan.root, &path);
+        plan.files.push(super::files::RsFile {
+            path,
+            rel,
+            owner: None,
+        });
+        texts.push(text);
+    }
+    let mut order: Vec<usize> = (0..plan.files.len()).collect();
+    order.sort_by(|&a, &b| plan.files[a].path.cmp(&plan.files[b].path));
+    let mut files: Vec<Option<super::files::RsFile>> = std::mem::take(&mut plan.files)
+        .into_iter()
+        .map(Some)
+        .collect();
+    let mut old: Vec<Option<Result<String, String>>> =
+        std::mem::take(texts).into_iter().map(Some).collect();
+    for i in order {
+        plan.files.extend(files[i].take());
+        texts.extend(old[i].take());
+    }
+}
+
+/// Whether `text` may hold a `#[path = ..]` attribute: the word `path`
+/// after `[` or `,` (whitespace aside; a `/` or non-ASCII byte there lets
+/// it through). `false`: no `mod` item of it has one.
+fn may_have_path_attr(text: &[u8]) -> bool {
+    memchr::memmem::find_iter(text, b"path").any(|at| {
+        let mut k = at;
+        while k > 0 && text[k - 1].is_ascii_whitespace() {
+            k -= 1;
+        }
+        k > 0 && matches!(text[k - 1], b'[' | b',' | b'/' | 0x80..=0xff)
+    })
+}
+
+/// Files that cannot be read (an editor's lock file `.#lib.rs`, a dangling
+/// link) and that nothing reaches: no target's root, no `mod` item of a
+/// readable file. cargo fmt never opens them, so neither is their state an
+/// error here: each gets a note. Value: why it cannot be read.
+fn unread_and_unreached(
+    plan: &FileInventory,
+    texts: &[Result<String, String>],
+) -> BTreeMap<usize, String> {
+    let mut unread: BTreeMap<usize, String> = texts
+        .iter()
+        .enumerate()
+        .filter_map(|(i, t)| t.as_ref().err().map(|e| (i, e.clone())))
+        .collect();
+    if unread.is_empty() {
+        return unread;
+    }
+    let roots: HashSet<&Path> = plan.crate_roots.iter().map(|r| r.path.as_path()).collect();
+    let mut reached: HashSet<PathBuf> = roots.iter().map(|p| p.to_path_buf()).collect();
+    for (f, t) in plan.files.iter().zip(texts) {
+        let Ok(t) = t else { continue };
+        if !modscan::may_declare_modules(t.as_bytes()) {
+            continue;
+        }
+        let mod_rs = is_mod_rs(&f.path, &roots);
+        for d in modscan::mod_decls(t).unwrap_or_default() {
+            reached.extend(
+                modscan::resolve(&f.path, mod_rs, &d)
+                    .into_iter()
+                    .map(|c| c.0),
+            );
+        }
+    }
+    unread.retain(|&i, _| !reached.contains(&plan.files[i].path));
+    unread
 }
 
 /// Every file's text, or why it cannot be read.
@@ -278,10 +431,14 @@ struct Run<'a> {
     /// How batches run.
     mode: Mode,
     assigned: Vec<Option<Assigned>>,
+    /// Further pass-1 runs that reached a file with another edition or
+    /// config (a `#[path]` module of two crates): (file, that run).
+    also: Vec<(usize, Assigned)>,
     /// [`Mode::Check`]: files rustfmt found unformatted: (file, the directory
-    /// rustfmt ran its config lookup from) for the stdin pass that gets their
+    /// rustfmt ran its config lookup from, which run: `None` the file's
+    /// first, `Some(k)` `also[k]`) for the stdin pass that gets their
     /// formatted text.
-    to_format: Vec<(usize, PathBuf)>,
+    to_format: Vec<(usize, PathBuf, Option<usize>)>,
     /// rustfmt's warnings, each once.
     warnings: std::collections::BTreeSet<RustfmtWarning>,
 }
@@ -316,9 +473,23 @@ impl Run<'_> {
                 let Some(i) = plan.file_index(path) else {
                     continue;
                 };
-                if self.assigned[i].is_some() {
-                    continue;
-                }
+                // reached again, by a crate root of another edition or config:
+                // cargo fmt checks it once per crate, so every one counts
+                let again = match &self.assigned[i] {
+                    None => false,
+                    Some(a) => {
+                        let key = (
+                            unit.edition.as_str(),
+                            unit.config.as_ref().map(|c| c.path.as_path()),
+                        );
+                        if a.key() == key
+                            || self.also.iter().any(|(j, b)| *j == i && b.key() == key)
+                        {
+                            continue;
+                        }
+                        true
+                    }
+                };
                 // the root whose directory holds the file most closely
                 let (root, pkg) = unit
                     .roots
@@ -330,17 +501,27 @@ impl Run<'_> {
                     Err(m) => Err(m),
                     Ok(()) => Ok(checked.texts.remove(path)),
                 };
+                let slot = again.then_some(self.also.len());
                 if checked.differ.contains(path) {
-                    self.to_format
-                        .push((i, root.parent().unwrap_or(&plan.root).to_path_buf()));
+                    self.to_format.push((
+                        i,
+                        root.parent().unwrap_or(&plan.root).to_path_buf(),
+                        slot,
+                    ));
                 }
-                self.assigned[i] = Some(Assigned {
+                let a = Assigned {
                     formatted,
                     edition: unit.edition.clone(),
                     edition_source: EditionSource::Package(plan.packages[*pkg].name.clone()),
                     config: unit.config.clone(),
                     via: Via::CrateRoot(root.clone()),
-                });
+                    needs_person: None,
+                };
+                if again {
+                    self.also.push((i, a));
+                } else {
+                    self.assigned[i] = Some(a);
+                }
             }
         }
         Ok(())
@@ -443,8 +624,11 @@ impl Run<'_> {
                 Some(r) => r.map(Some),
                 None => {
                     if differ.contains(&i) {
-                        self.to_format
-                            .push((i, plan.files[i].path.parent().unwrap_or(&plan.root).into()));
+                        self.to_format.push((
+                            i,
+                            plan.files[i].path.parent().unwrap_or(&plan.root).into(),
+                            None,
+                        ));
                     }
                     Ok(None)
                 }
@@ -455,6 +639,7 @@ impl Run<'_> {
                 edition_source: source,
                 config,
                 via: Via::Standalone,
+                needs_person: None,
             });
         }
 
@@ -464,14 +649,23 @@ impl Run<'_> {
     /// The formatted text of every file rustfmt found unformatted, one file
     /// through stdin each, with the edition and config its check used.
     fn format_unformatted(&mut self) -> anyhow::Result<()> {
-        let (plan, rustfmt, texts, assigned) =
-            (self.plan, self.rustfmt, self.texts, &self.assigned);
+        let (plan, rustfmt, texts, assigned, also) = (
+            self.plan,
+            self.rustfmt,
+            self.texts,
+            &self.assigned,
+            &self.also,
+        );
         let texts_of: Vec<anyhow::Result<(usize, super::rustfmt::Formatted)>> = self
             .to_format
             .par_iter()
             .with_max_len(1)
-            .map(|(i, dir)| {
-                let a = assigned[*i].as_ref().expect("assigned before formatting");
+            .enumerate()
+            .map(|(k, (i, dir, slot))| {
+                let a = match slot {
+                    Some(s) => &also[*s].1,
+                    None => assigned[*i].as_ref().expect("assigned before formatting"),
+                };
                 let cfg = a.config.as_ref().map(|c| c.path.as_path());
                 let r = rustfmt.format_text(
                     dir,
@@ -480,12 +674,17 @@ impl Run<'_> {
                     texts[*i].as_deref().unwrap_or(""),
                     &plan.files[*i].rel,
                 )?;
-                Ok((*i, r))
+                Ok((k, r))
             })
             .collect();
         for r in texts_of {
-            let (i, res) = r?;
-            if let Some(a) = self.assigned[i].as_mut() {
+            let (k, res) = r?;
+            let (i, _, slot) = &self.to_format[k];
+            let a = match slot {
+                Some(s) => Some(&mut self.also[*s].1),
+                None => self.assigned[*i].as_mut(),
+            };
+            if let Some(a) = a {
                 a.formatted = res.result.map(Some);
                 let config = a.config.clone();
                 self.keep_warnings(&config, res.warnings);
@@ -493,10 +692,104 @@ impl Run<'_> {
         }
         Ok(())
     }
+
+    /// A file that crate roots of several editions or configs reach must
+    /// satisfy each (cargo fmt checks it once per crate). Unformatted for
+    /// one is unformatted; the fix is the first run's text that every other
+    /// run keeps as it is (checked through stdin); when there is none (2021
+    /// and 2024 sort `use` lists differently), the file needs a person:
+    /// reported, never written.
+    fn reconcile(&mut self) -> anyhow::Result<()> {
+        let mut by_file: BTreeMap<usize, Vec<Assigned>> = BTreeMap::new();
+        for (i, a) in std::mem::take(&mut self.also) {
+            by_file.entry(i).or_default().push(a);
+        }
+        for (i, extra) in by_file {
+            let Ok(text) = &self.texts[i] else { continue };
+            let Some(first) = self.assigned[i].take() else {
+                continue;
+            };
+            let mut runs = vec![first];
+            runs.extend(extra);
+            let verdicts: Vec<Option<String>> = runs
+                .iter()
+                .map(|a| match &a.formatted {
+                    Ok(Some(f)) => match verdict::verdict(text, f, a.style()) {
+                        Verdict::Unformatted { fixed, .. } => Some(fixed),
+                        _ => None,
+                    },
+                    _ => None,
+                })
+                .collect();
+            if let Some(k) = runs.iter().position(|a| a.formatted.is_err()) {
+                let mut a = runs.swap_remove(k);
+                let with = a.describe(&self.plan.root);
+                if let Err(m) = &mut a.formatted {
+                    *m = format!("with {with}: {m}");
+                }
+                self.assigned[i] = Some(a);
+                continue;
+            }
+            if verdicts.iter().all(Option::is_none) {
+                self.assigned[i] = Some(runs.swap_remove(0));
+                continue;
+            }
+            let mut chosen = None;
+            for (k, fixed) in verdicts.iter().enumerate() {
+                let Some(fixed) = fixed else { continue };
+                let mut all = true;
+                for (j, b) in runs.iter().enumerate() {
+                    if j == k || !all {
+                        continue;
+                    }
+                    let dir = match &b.via {
+                        Via::CrateRoot(r) => r.parent().unwrap_or(&self.plan.root),
+                        Via::Standalone => &self.plan.root,
+                    };
+                    let cfg = b.config.as_ref().map(|c| c.path.as_path());
+                    let out = self.rustfmt.format_text(
+                        dir,
+                        Some(&b.edition),
+                        cfg,
+                        fixed,
+                        &self.plan.files[i].rel,
+                    )?;
+                    all = out.result.is_ok_and(|o| {
+                        verdict::verdict(fixed, &o, b.style()) == Verdict::Formatted
+                    });
+                }
+                if all {
+                    chosen = Some(k);
+                    break;
+                }
+            }
+            let needs_person = chosen.is_none().then(|| {
+                let who: Vec<String> = runs
+                    .iter()
+                    .map(|a| a.describe(&self.plan.root))
+                    .collect();
+                format!(
+                    "it is a module of crates formatted with {}, which format it differently, and no text rustfmt gives satisfies every one: \
+                     fmt-check --fix does not write it; format it by hand into a form each accepts (cargo fmt checks it once per crate)",
+                    who.join(" and ")
+                )
+            });
+            let k =
+                chosen.unwrap_or_else(|| verdicts.iter().position(Option::is_some).unwrap_or(0));
+            let mut a = runs.swap_remove(k);
+            a.needs_person = needs_person;
+            self.assigned[i] = Some(a);
+        }
+        Ok(())
+    }
 }
 
 /// Files `cargo fmt` never formats: the targets of `#[rustfmt::skip] mod x;`
-/// and every module below them. Value: why (for the report).
+/// and every module below them; a file whose inner attributes hold a skip
+/// (`#![rustfmt::skip]`, `#![cfg_attr(rustfmt, rustfmt_skip)]`) and, when it
+/// is not a crate root, every module below it (rustfmt reaches those only
+/// through it; a crate root's own modules are still formatted, as rustfmt
+/// 1.9 does). Value: why (for the report).
 fn skipped_files(
     plan: &FileInventory,
     texts: &[Result<String, String>],
@@ -510,6 +803,18 @@ fn skipped_files(
             continue;
         }
         let mod_rs = is_mod_rs(&f.path, &roots);
+        if modscan::inner_skip(text) {
+            let why = format!("an inner skip attribute (`#![rustfmt::skip]`) in {}", f.rel);
+            out.insert(i, why.clone());
+            if !roots.contains(f.path.as_path()) {
+                for d in modscan::mod_decls(text).unwrap_or_default() {
+                    for (p, m) in modscan::resolve(&f.path, mod_rs, &d) {
+                        queue.push((p, m, why.clone()));
+                    }
+                }
+                continue;
+            }
+        }
         for d in modscan::mod_decls(text)
             .unwrap_or_default()
             .into_iter()

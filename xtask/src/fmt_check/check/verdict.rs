@@ -36,7 +36,13 @@ pub enum Verdict {
     /// Not checked: an expression `include!`d by the named file, not a list
     /// of items (rustfmt formats items only; `cargo fmt` does not reach it).
     NotItems(String),
+    /// Not checked: it cannot be read (why) and nothing reaches it as a
+    /// module (an editor's lock file `.#lib.rs`): `cargo fmt` never opens it.
+    NotRead(String),
 }
+
+/// Why `--fix` does not write a file outside the workspace directory.
+pub const OUTSIDE: &str = "it lies outside the workspace (a `#[path]` module): fmt-check --fix writes only inside the workspace; format it where it lives";
 
 /// One checked file.
 #[derive(Debug, Clone)]
@@ -55,6 +61,8 @@ pub struct FileReport {
     pub config: Option<PathBuf>,
     /// How rustfmt reached it.
     pub via: Via,
+    /// Unformatted, but `--fix` does not write it: why (a person must format it).
+    pub needs_person: Option<String>,
 }
 
 /// The verdicts, in `plan.files` order.
@@ -63,21 +71,27 @@ pub(super) fn reports(
     texts: &[Result<String, String>],
     mut assigned: Vec<Option<Assigned>>,
     skipped: &BTreeMap<usize, String>,
+    not_read: &BTreeMap<usize, String>,
 ) -> Vec<FileReport> {
     plan.files
         .iter()
         .enumerate()
-        .map(|(i, _)| {
+        .map(|(i, f)| {
             let original = texts[i].clone().unwrap_or_default();
             match (&texts[i], assigned[i].take()) {
                 (Err(e), _) => FileReport {
                     file: i,
                     original,
-                    verdict: Verdict::Error(e.clone()),
+                    verdict: if not_read.contains_key(&i) {
+                        Verdict::NotRead(e.clone())
+                    } else {
+                        Verdict::Error(e.clone())
+                    },
                     edition: String::new(),
                     edition_source: EditionSource::Fallback,
                     config: None,
                     via: Via::Standalone,
+                    needs_person: None,
                 },
                 (Ok(_), None) => FileReport {
                     file: i,
@@ -87,6 +101,7 @@ pub(super) fn reports(
                     edition_source: EditionSource::Fallback,
                     config: None,
                     via: Via::Standalone,
+                    needs_person: None,
                 },
                 (Ok(text), Some(a)) => {
                     let style = a
@@ -98,6 +113,13 @@ pub(super) fn reports(
                         Ok(Some(f)) => verdict(text, f, style),
                         Err(msg) => Verdict::Error(msg.clone()),
                     };
+                    let needs_person = match &verdict {
+                        Verdict::Unformatted { .. } if !f.path.starts_with(&plan.root) => {
+                            Some(OUTSIDE.to_string())
+                        }
+                        Verdict::Unformatted { .. } => a.needs_person,
+                        _ => None,
+                    };
                     FileReport {
                         file: i,
                         original,
@@ -106,6 +128,7 @@ pub(super) fn reports(
                         edition_source: a.edition_source,
                         config: a.config.map(|c| c.path.clone()),
                         via: a.via,
+                        needs_person,
                     }
                 }
             }

@@ -203,7 +203,8 @@ pub(super) fn decls(text: &str, code: &[u8]) -> Option<Vec<ModDecl>> {
                     Some((at, name, skip)) if at == i => {
                         inline.push(name);
                         frame.inline = true;
-                        skip_all = skip;
+                        // `mod m { #![rustfmt::skip] .. }` skips as the outer form does
+                        skip_all = skip || super::inner_skip_at(text, code, i + 1);
                     }
                     _ => {
                         if let Some(m) = macro_before(code, i) {

@@ -159,7 +159,8 @@ fn scan(
                                 n.strip_prefix("r#")
                                     .map_or_else(|| n.clone(), str::to_string)
                             }));
-                            scan(g.stream(), inline, skip, in_macro, out);
+                            let inner = inner_skip_tokens(&g.stream());
+                            scan(g.stream(), inline, skip || inner, in_macro, out);
                             inline.pop();
                             i = at + 3;
                             attrs.clear();
@@ -182,6 +183,25 @@ fn scan(
     }
 }
 
+/// Whether a block's tokens start with inner attributes holding a skip.
+#[cfg(test)]
+fn inner_skip_tokens(ts: &TokenStream) -> bool {
+    let tts: Vec<TokenTree> = ts.clone().into_iter().collect();
+    let mut i = 0;
+    while let (Some(TokenTree::Punct(h)), Some(TokenTree::Punct(b)), Some(TokenTree::Group(g))) =
+        (tts.get(i), tts.get(i + 1), tts.get(i + 2))
+    {
+        if h.as_char() != '#' || b.as_char() != '!' || g.delimiter() != Delimiter::Bracket {
+            break;
+        }
+        if is_skip_attr(&g.stream().to_string().replace(' ', "")) {
+            return true;
+        }
+        i += 3;
+    }
+    false
+}
+
 /// The name of the macro whose body follows `before`: `name! (..)` or
 /// `macro_rules! name {..}` (`macro_rules`); `None` for any other group.
 #[cfg(test)]
@@ -196,11 +216,125 @@ fn macro_name(before: &[TokenTree]) -> Option<String> {
 
 mod fast;
 
-fn is_skip_attr(attr: &str) -> bool {
-    attr == "rustfmt_skip"
-        || attr
-            .match_indices("rustfmt::skip")
-            .any(|(k, m)| !attr[k + m.len()..].starts_with("::"))
+/// Whether an attribute (its text inside `#[..]`, whitespace removed) is a
+/// skip as rustfmt reads it (`is_skip` in rustfmt's `utils.rs`): the path
+/// `rustfmt::skip` or `rustfmt_skip` as written (not `::rustfmt::skip`, not
+/// `rustfmt::skip::macros(..)`), or `cfg_attr(PRED, ATTR)` with exactly two
+/// entries whose second is a skip (the predicate is not evaluated).
+pub(crate) fn is_skip_attr(attr: &str) -> bool {
+    if attr == "rustfmt::skip" || attr == "rustfmt_skip" {
+        return true;
+    }
+    let Some(list) = attr
+        .strip_prefix("cfg_attr(")
+        .and_then(|r| r.strip_suffix(')'))
+    else {
+        return false;
+    };
+    let parts = top_level_entries(list);
+    parts.len() == 2 && is_skip_attr(parts[1])
+}
+
+/// The comma-separated entries of an attribute's list (nested brackets and
+/// string literals kept whole; a trailing comma adds no entry).
+fn top_level_entries(list: &str) -> Vec<&str> {
+    let b = list.as_bytes();
+    let (mut out, mut depth, mut start, mut i) = (Vec::new(), 0usize, 0, 0);
+    while i < b.len() {
+        match b[i] {
+            b'(' | b'[' | b'{' => depth += 1,
+            b')' | b']' | b'}' => depth = depth.saturating_sub(1),
+            b'"' => {
+                i += 1;
+                while i < b.len() && b[i] != b'"' {
+                    i += if b[i] == b'\\' { 2 } else { 1 };
+                }
+            }
+            b',' if depth == 0 => {
+                out.push(&list[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    if start < list.len() {
+        out.push(&list[start..]);
+    }
+    out
+}
+
+/// Whether the file's inner attributes (the `#![..]` at its top, before
+/// any item; comments, a BOM and a shebang line aside) hold a skip
+/// ([`is_skip_attr`]): rustfmt leaves such a file alone and, when it reaches
+/// the file as a module (not as the crate root it was given), every module
+/// below it too (checked against `cargo fmt --check`, rustfmt 1.9).
+pub fn inner_skip(text: &str) -> bool {
+    let code = super::lexer::code_bytes(text);
+    let mut i = 0;
+    if code.starts_with("\u{feff}".as_bytes()) {
+        i = 3;
+    }
+    // a shebang line (`#!` not followed by `[`)
+    if code[i..].starts_with(b"#!") {
+        let mut j = i + 2;
+        while j < code.len() && code[j].is_ascii_whitespace() && code[j] != b'\n' {
+            j += 1;
+        }
+        if code.get(j) != Some(&b'[') {
+            i = memchr::memchr(b'\n', &code[i..]).map_or(code.len(), |n| i + n);
+        }
+    }
+    inner_skip_at(text, &code, i)
+}
+
+/// Whether the inner attributes starting at `code[from..]` (whitespace
+/// aside) hold a skip: those of a file, or of an inline module's block.
+pub(super) fn inner_skip_at(text: &str, code: &[u8], from: usize) -> bool {
+    let ws = |mut i: usize| {
+        while i < code.len() && (code[i].is_ascii_whitespace() || code[i] == 0x0b) {
+            i += 1;
+        }
+        i
+    };
+    let mut i = ws(from);
+    loop {
+        if code.get(i) != Some(&b'#') {
+            return false;
+        }
+        let bang = ws(i + 1);
+        if code.get(bang) != Some(&b'!') {
+            return false;
+        }
+        let open = ws(bang + 1);
+        if code.get(open) != Some(&b'[') {
+            return false;
+        }
+        let mut depth = 0usize;
+        let mut close = None;
+        for (k, &c) in code.iter().enumerate().skip(open) {
+            match c {
+                b'[' => depth += 1,
+                b']' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        close = Some(k);
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        let Some(close) = close else { return false };
+        let attr: String = text[open + 1..close]
+            .chars()
+            .filter(|c| !c.is_whitespace())
+            .collect();
+        if is_skip_attr(&attr) {
+            return true;
+        }
+        i = ws(close + 1);
+    }
 }
 
 fn path_attr(attr: &str) -> Option<String> {
@@ -492,6 +626,54 @@ mod tests {
         assert!(!may_include(
             b"// we include nothing\nlet includes = include_str!(\"x\");"
         ));
+    }
+
+    /// What rustfmt 1.9 skips (`rustfmt -v` on a crate whose modules carry
+    /// each form): exactly rustfmt's `is_skip`.
+    #[test]
+    fn skip_attributes_are_read_as_rustfmt_reads_them() {
+        for a in [
+            "rustfmt::skip",
+            "rustfmt_skip",
+            "cfg_attr(rustfmt,rustfmt_skip)",
+            "cfg_attr(any(a,b),rustfmt::skip)",
+            "cfg_attr(feature=\"a,b\",rustfmt::skip,)",
+        ] {
+            assert!(is_skip_attr(a), "{a}");
+        }
+        for a in [
+            "::rustfmt::skip",
+            "rustfmt::skip::macros(m)",
+            "cfg_attr(x,allow(y),rustfmt::skip)",
+            "allow(rustfmt_skip)",
+        ] {
+            assert!(!is_skip_attr(a), "{a}");
+        }
+        let src = "mod g {\n    #![rustfmt::skip]\n    mod h;\n}\n#[cfg_attr(rustfmt, rustfmt_skip)]\nmod b;\nmod i { #![allow(x)] mod j; }\n";
+        let d = mod_decls(src).unwrap();
+        let got: Vec<_> = d.iter().map(|m| (m.name.as_str(), m.skip)).collect();
+        assert_eq!(got, [("h", true), ("b", true), ("j", false)]);
+        assert_eq!(mod_decls_tokens(src).unwrap(), d);
+    }
+
+    #[test]
+    fn inner_skip_is_read_at_the_top_of_a_file_only() {
+        for t in [
+            "#![rustfmt::skip]\nmod a;",
+            "\u{feff}//! doc\n#![allow(dead_code)]\n/* c */ #! [ cfg_attr(rustfmt, rustfmt_skip) ]\nfn f() {}",
+            "#!/usr/bin/env run-cargo-script\n#![rustfmt::skip]\n",
+        ] {
+            assert!(inner_skip(t), "{t}");
+        }
+        for t in [
+            "#![allow(x)]\nfn f() {}\n#[rustfmt::skip]\nfn g() {}",
+            "// #![rustfmt::skip]\nfn f() {}",
+            "#![rustfmt::skip::macros(m)]",
+            "#[rustfmt::skip]\nmod a;",
+            "",
+        ] {
+            assert!(!inner_skip(t), "{t}");
+        }
     }
 
     #[test]
