@@ -54,7 +54,7 @@ fn config(task: Task, target: &str, batch: Option<usize>, rule: Rule) -> TrainCo
 
 /// Every step's loss bits, every epoch's validation loss bits, and the
 /// final parameters' bits.
-fn bits<B: Backend + TrainOps + SampleOps, T: Element>(
+fn bits<B: Backend + TrainOps + SampleOps + 'static, T: Element>(
     b: &B,
     data: &Dataset,
     cfg: &TrainConfig,

@@ -229,7 +229,7 @@ fn position_meta(p: &Position) -> Value {
 ///
 /// # Errors
 /// [`Error::Io`] naming the path; backend errors.
-pub fn save<B: Backend + TrainOps + SampleOps, T: Element>(
+pub fn save<B: Backend + TrainOps + SampleOps + 'static, T: Element>(
     path: &Path,
     trainer: &Trainer<'_, B, T>,
 ) -> Result<()> {
@@ -560,7 +560,7 @@ impl Checkpoint {
     ///
     /// # Errors
     /// [`Error::Checkpoint`] naming the first difference; nothing changes then.
-    pub fn restore<B: Backend + TrainOps + SampleOps, T: Element>(
+    pub fn restore<B: Backend + TrainOps + SampleOps + 'static, T: Element>(
         &self,
         trainer: &mut Trainer<'_, B, T>,
         model_only: bool,

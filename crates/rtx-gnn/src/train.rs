@@ -239,7 +239,7 @@ enum Graph<B: Backend + SampleOps, T: Element> {
 /// A training run: the model (master weights in `T::Acc`), the optimizer,
 /// the data on the backend and the position.
 #[derive(Debug)]
-pub struct Trainer<'a, B: Backend + TrainOps + SampleOps, T: Element> {
+pub struct Trainer<'a, B: Backend + TrainOps + SampleOps + 'static, T: Element> {
     b: &'a B,
     data: &'a Dataset,
     config: TrainConfig,
@@ -257,7 +257,7 @@ pub struct Trainer<'a, B: Backend + TrainOps + SampleOps, T: Element> {
     best_params: Option<Vec<BTensor<B, T::Acc>>>,
 }
 
-impl<'a, B: Backend + TrainOps + SampleOps, T: Element> Trainer<'a, B, T> {
+impl<'a, B: Backend + TrainOps + SampleOps + 'static, T: Element> Trainer<'a, B, T> {
     /// A run of `config` on `data`: validates the task against the data,
     /// uploads the graph, features and splits, and initialises the model
     /// from the seed as PyG initialises it.
@@ -587,6 +587,13 @@ impl<'a, B: Backend + TrainOps + SampleOps, T: Element> Trainer<'a, B, T> {
         Ok((best, stop))
     }
 
+    /// The master model itself when the pass computes in its type (`f32`,
+    /// `f64`), so a step makes no copy of the parameters; `None` for mixed
+    /// precision, whose pass reads the weights rounded to `T`.
+    fn same_precision(&self) -> Option<&HetGat<B, T>> {
+        (&self.model as &dyn std::any::Any).downcast_ref::<HetGat<B, T>>()
+    }
+
     /// The dropout seed of the current step (`None` without dropout).
     fn dropout_seed(&self) -> Option<u64> {
         let ms = &self.config.model;
@@ -605,10 +612,17 @@ impl<'a, B: Backend + TrainOps + SampleOps, T: Element> Trainer<'a, B, T> {
             targets: &self.train.targets,
         };
         let drop = self.dropout_seed();
-        let low = self.model.to_precision::<T>(self.b)?;
+        let owned;
+        let low = match self.same_precision() {
+            Some(m) => m,
+            None => {
+                owned = self.model.to_precision::<T>(self.b)?;
+                &owned
+            }
+        };
         let out = low.objective_grads(self.b, graph, x, &objective, drop)?;
         let loss = out.loss.read(self.b)?;
-        let grads = widen_grads_acc::<B, T>(self.b, &out.grads)?;
+        let grads = widen_grads_acc::<B, T>(self.b, out.grads)?;
         let info = self
             .optimizer
             .step(self.b, self.model.params_mut(), &grads)?;
@@ -636,10 +650,17 @@ impl<'a, B: Backend + TrainOps + SampleOps, T: Element> Trainer<'a, B, T> {
             targets: &targets,
         };
         let drop = self.dropout_seed();
-        let low = self.model.to_precision::<T>(b)?;
+        let owned;
+        let low = match self.same_precision() {
+            Some(m) => m,
+            None => {
+                owned = self.model.to_precision::<T>(b)?;
+                &owned
+            }
+        };
         let out = low.objective_grads(b, &mb.graph, &mb.x, &objective, drop)?;
         let loss = out.loss.read(b)?;
-        let grads = widen_grads_acc::<B, T>(b, &out.grads)?;
+        let grads = widen_grads_acc::<B, T>(b, out.grads)?;
         let info = self.optimizer.step(b, self.model.params_mut(), &grads)?;
         Ok((loss, info))
     }
@@ -653,7 +674,14 @@ impl<'a, B: Backend + TrainOps + SampleOps, T: Element> Trainer<'a, B, T> {
     /// Backend errors.
     pub fn outputs_of(&self, nodes: &[u32]) -> Result<Vec<f32>> {
         let b = self.b;
-        let low = self.model.to_precision::<T>(b)?;
+        let owned;
+        let low = match self.same_precision() {
+            Some(m) => m,
+            None => {
+                owned = self.model.to_precision::<T>(b)?;
+                &owned
+            }
+        };
         match &self.graph {
             Graph::Full { graph, x } => {
                 let y = low.forward(b, graph, x)?;
@@ -716,16 +744,25 @@ impl<'a, B: Backend + TrainOps + SampleOps, T: Element> Trainer<'a, B, T> {
 }
 
 /// The gradients of a pass in `T` widened to `T::Acc` for the master
-/// weights (a copy for `f32` and `f64`).
-fn widen_grads_acc<B: Backend, T: Element>(
+/// weights (moved as they are when `T` is its own accumulator type).
+fn widen_grads_acc<B: Backend + 'static, T: Element>(
     b: &B,
-    grads: &crate::model::Grads<B, T>,
+    grads: crate::model::Grads<B, T>,
 ) -> Result<crate::model::Grads<B, T::Acc>> {
-    grads
-        .iter()
-        .map(|g| g.as_ref().map(|g| b.convert::<T, T::Acc>(g)).transpose())
-        .collect::<rtx_backend::Result<_>>()
-        .map_err(Error::from)
+    let boxed: Box<dyn std::any::Any> = Box::new(grads);
+    match boxed.downcast::<crate::model::Grads<B, T::Acc>>() {
+        Ok(same) => Ok(*same),
+        Err(other) => {
+            let grads = other
+                .downcast::<crate::model::Grads<B, T>>()
+                .map_err(|_| Error::Model("gradients of an unexpected type".into()))?;
+            grads
+                .iter()
+                .map(|g| g.as_ref().map(|g| b.convert::<T, T::Acc>(g)).transpose())
+                .collect::<rtx_backend::Result<_>>()
+                .map_err(Error::from)
+        }
+    }
 }
 
 /// Every node type's features on the backend as `T` (a constant 1 column

@@ -160,7 +160,7 @@ struct Setup<'a> {
     init: Option<&'a Checkpoint>,
 }
 
-fn by_precision<B: Backend + TrainOps + SampleOps>(b: &B, s: &Setup<'_>) -> Res<Outcome> {
+fn by_precision<B: Backend + TrainOps + SampleOps + 'static>(b: &B, s: &Setup<'_>) -> Res<Outcome> {
     match s.args.precision {
         PrecisionArg::F32 => train::<B, f32>(b, s),
         PrecisionArg::F64 => train::<B, f64>(b, s),
@@ -321,7 +321,10 @@ pub fn best_path(save: &Path) -> PathBuf {
 /// Where Ctrl-C's checkpoint goes without --save.
 const INTERRUPTED: &str = "rtx-train-interrupted.safetensors";
 
-fn train<B: Backend + TrainOps + SampleOps, T: Element>(b: &B, s: &Setup<'_>) -> Res<Outcome> {
+fn train<B: Backend + TrainOps + SampleOps + 'static, T: Element>(
+    b: &B,
+    s: &Setup<'_>,
+) -> Res<Outcome> {
     let args = s.args;
     let started = Instant::now();
     let mut trainer = Trainer::<B, T>::new(b, s.data, s.config.clone()).input()?;
@@ -508,7 +511,7 @@ fn train<B: Backend + TrainOps + SampleOps, T: Element>(b: &B, s: &Setup<'_>) ->
 
 /// Writes every target node's outputs: `<type>.out` `[n, outputs]` (f32)
 /// and, for classification, `<type>.pred` `[n]` (i64, the argmax).
-fn write_predictions<B: Backend + TrainOps + SampleOps, T: Element>(
+fn write_predictions<B: Backend + TrainOps + SampleOps + 'static, T: Element>(
     trainer: &Trainer<'_, B, T>,
     path: &Path,
 ) -> anyhow::Result<()> {
