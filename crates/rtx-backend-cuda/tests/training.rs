@@ -1,8 +1,10 @@
 //! GPU tests of rtx-gnn's training surface on the CUDA backend (feature
 //! `cuda`): whole epochs (sampled and full-graph; AdamW, Adam, SGD with
 //! Nesterov momentum; cross-entropy and MSE; dropout; clipping; f32 and
-//! mixed bf16) give the CPU backend's bits: every step's loss, every
-//! validation score and every parameter.
+//! mixed bf16) give the bits of the CPU backend with the reference
+//! products (`CpuBackend::reference()`: canonical order, no FMA; the
+//! default SIMD GEMM fuses multiply-adds and differs in the last bits):
+//! every step's loss, every validation score and every parameter.
 //!
 //! Without a device every test here FAILS with a message saying so.
 #![cfg(feature = "cuda")]
@@ -85,7 +87,7 @@ fn bits<B: Backend + TrainOps + SampleOps + 'static, T: Element>(
 }
 
 fn same<T: Element>(data: &Dataset, cfg: &TrainConfig) {
-    let cpu = bits::<_, T>(&CpuBackend::new(), data, cfg);
+    let cpu = bits::<_, T>(&CpuBackend::reference(), data, cfg);
     let dev = bits::<_, T>(&backend(), data, cfg);
     assert!(cpu.0.len() > 1, "{} steps", cpu.0.len());
     assert_eq!(cpu.0, dev.0, "step losses, CPU vs CUDA ({})", T::DTYPE);

@@ -203,8 +203,12 @@ pub enum PrecisionArg {
 /// `--backend`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum BackendArg {
-    /// The CPU backend (rayon).
+    /// The CPU backend (rayon; a SIMD GEMM with fused multiply-adds: the
+    /// same bits on any thread count, not CUDA's).
     Cpu,
+    /// The CPU backend with the reference products (canonical order, no
+    /// FMA): slower, and the CUDA backend's bits.
+    CpuExact,
     /// The CUDA backend on device 0 (a build with `--features cuda`).
     Cuda,
 }

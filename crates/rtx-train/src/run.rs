@@ -131,6 +131,7 @@ pub fn run(args: &Args) -> Res<Outcome> {
     };
     match args.backend {
         BackendArg::Cpu => by_precision(&rtx_backend_cpu::CpuBackend::new(), &setup),
+        BackendArg::CpuExact => by_precision(&rtx_backend_cpu::CpuBackend::reference(), &setup),
         BackendArg::Cuda => cuda(&setup),
     }
 }

@@ -49,6 +49,29 @@ fn json_format_prints_one_object_per_epoch_then_the_end() {
     }
     assert_eq!(lines[3]["event"], "done");
     assert_eq!(lines[3]["epochs"], 3);
+    // the reference products (CUDA's bits) train too, to nearly the same losses
+    let exact = run(
+        &[
+            &FAST[..],
+            &[
+                "--epochs",
+                "3",
+                "--format",
+                "json",
+                "--backend",
+                "cpu-exact",
+            ],
+        ]
+        .concat(),
+        dir.path(),
+    );
+    assert!(exact.status.success(), "{}", stderr(&exact));
+    let e = json_lines(&exact);
+    let (a, b) = (
+        lines[2]["train_loss"].as_f64().unwrap(),
+        e[2]["train_loss"].as_f64().unwrap(),
+    );
+    assert!((a - b).abs() <= 1e-4 * a.abs(), "{a} vs {b}");
 }
 
 #[test]
