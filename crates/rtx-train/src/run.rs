@@ -374,7 +374,7 @@ fn train<B: Backend + TrainOps + SampleOps + 'static, T: Element>(
         let pb = ProgressBar::new(total);
         pb.set_style(
             ProgressStyle::with_template(
-                "{bar:30} {pos}/{len} steps  {per_sec}  loss {msg}  [{elapsed} < {eta}]",
+                "{bar:30} {pos}/{len} steps  {msg}  [{elapsed} < {eta}]",
             )
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
         );
@@ -393,7 +393,11 @@ fn train<B: Backend + TrainOps + SampleOps + 'static, T: Element>(
                 seen += 1;
                 if let Some(pb) = &bar {
                     pb.inc(1);
-                    pb.set_message(format!("{:.4}", running / seen as f64));
+                    pb.set_message(format!(
+                        "{:.1} steps/s  loss {:.4}",
+                        pb.per_sec(),
+                        running / seen as f64
+                    ));
                 }
                 !STOP.load(Ordering::SeqCst)
             })
