@@ -18,6 +18,7 @@ mod fmt_reach;
 mod fmt_rustfmt;
 mod gpu_probe;
 mod gpu_test;
+mod install;
 mod large_fleets;
 mod mid_migration;
 mod policy_mistakes;
