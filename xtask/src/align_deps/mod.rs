@@ -71,6 +71,7 @@ pub(crate) mod manifest;
 pub(crate) mod msrv;
 pub(crate) mod outside;
 pub(crate) mod patches;
+mod phases;
 pub mod plan;
 pub(crate) mod planner;
 mod report;
@@ -86,12 +87,10 @@ use anyhow::Context as _;
 
 use crate::Outcome;
 use crate::args::{FormatArg, Target};
-use crate::diag::Printer;
 use crate::thiserror_src;
 use manifest::Manifest;
 use plan::AlignmentPlan;
 use planner::Loaded;
-use report::{Report, apply_and_report, fix_command, report_check};
 
 /// Arguments of `cargo xtask align-deps`.
 #[derive(Debug, Clone, clap::Args)]
@@ -106,7 +105,8 @@ pub struct Args {
     pub format: FormatArg,
 }
 
-/// Runs `cargo xtask align-deps`.
+/// Runs `cargo xtask align-deps`: load the inputs, plan, judge, report
+/// (see [`phases`]), each phase a function of the previous one's output.
 ///
 /// # Errors
 /// Anything that stops the command from running (exit 2): no manifest, a
@@ -114,147 +114,10 @@ pub struct Args {
 /// error while writing (files already written are restored).
 pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Result<Outcome> {
     let mut timing = crate::timing::Timing::new("XTASK_ALIGN_TIMING");
-    let manifest = crate::workspace::manifest_path(args.target.workspace.as_deref())?;
-    lockfile::forget();
-    // Cargo.lock and the Rust files are read on the other core while cargo
-    // metadata runs (used only where unchanged since, under the root cargo names)
-    let prefetch = presumed_root(&manifest).map(|r| {
-        let lock_root = r.clone();
-        thiserror_src::prefetch::Prefetch::start(r, move || lockfile::warm(&lock_root))
-    });
-    let meta = load_metadata(&manifest);
-    let mut cache = prefetch.map(|p| std::sync::Arc::new(p.finish()));
-    let meta = meta?;
-    // one run at a time; an interrupted run is recovered before anything is read
-    let mut said = crate::text::CountingWriter::new(err);
-    let guard = crate::journal::Guard::acquire(
-        meta.target_directory.as_std_path(),
-        meta.workspace_root.as_std_path(),
-        !args.check,
-        &mut said,
-    )?;
-    if said.written() > 0 {
-        // it waited for another run or recovered one: files may have changed
-        // within the file system's time granularity, so nothing read ahead is used
-        cache = None;
-        lockfile::forget();
-    }
-    timing.mark(&format!(
-        "cargo metadata ({} files read meanwhile)",
-        cache.as_ref().map_or(0, |c| c.len())
-    ));
-    let root: PathBuf = meta.workspace_root.clone().into_std_path_buf();
-    let loaded_policy = crate::policy::load_policy(args.target.policy.as_deref(), &root)?;
-    let (mut loaded, member_names) = load_manifests(&meta, &root)?;
-    check_rules_match(&loaded, &loaded_policy)?;
-    let policy = &loaded_policy.policy;
-    timing.mark("manifests parsed");
-    // a requirement no published version matches: refused before anything is planned
-    let (unsatisfiable, mut unknown) = requirement_findings(&loaded_policy, &root);
-    if !args.check
-        && let Some(f) = unsatisfiable.first()
-    {
-        anyhow::bail!(
-            "{}:{}:{}: {}; nothing written",
-            loaded_policy.path.display(),
-            f.line,
-            f.column,
-            f.message
-        );
-    }
-    timing.mark("requirements checked");
-    // the source side only reads: a file that does not parse stops the run here
-    let analyses = sources::analyze_with(&meta, &root, policy, cache)?;
-    timing.mark(&{
-        let parsed = analyses
-            .iter()
-            .flat_map(|a| &a.files)
-            .filter(|f| !f.original.is_empty());
-        let (n, bytes) = parsed.fold((0, 0), |(n, b), f| (n + 1, b + f.original.len()));
-        format!("sources analysed ({n} files parsed, {} KB)", bytes / 1024)
-    });
-    let members = exempt_view(&meta, &analyses, &root);
-    // what the exemptions cover: the findings of the plan made without them
-    let full = if policy
-        .exemptions
-        .iter()
-        .any(|e| !matches!(e.kind, crate::policy::ExemptKind::Source(_)))
-    {
-        let mut bare = policy.clone();
-        bare.exemptions.clear();
-        Some(
-            plan_once(&mut loaded, analyses.clone(), &bare, &root)?
-                .0
-                .findings,
-        )
-    } else {
-        None
-    };
-    // exempt packages: their manifests and sources are left out of the plan
-    let exempt_packages = exemption_use::packages(&policy.exemptions);
-    let exempt_manifests: BTreeSet<PathBuf> = meta
-        .workspace_packages()
-        .iter()
-        .filter(|p| exempt_packages.contains(p.name.as_str()))
-        .map(|p| p.manifest_path.clone().into_std_path_buf())
-        .collect();
-    let manifests = &loaded.manifests;
-    loaded
-        .members
-        .retain(|&i| !exempt_manifests.contains(&manifests[i].path));
-    let analyses: Vec<_> = analyses
-        .into_iter()
-        .filter(|a| !exempt_packages.contains(a.package.as_str()))
-        .collect();
-    let (mut plan, mut info) = plan_once(&mut loaded, analyses, policy, &root)?;
-    let judged = exemption_use::judge(
-        &loaded_policy,
-        &root,
-        full.as_deref().unwrap_or(&plan.findings),
-        &members,
-    );
-    let floor = msrv::findings(&meta, &loaded, &plan, policy, &root);
-    let blocked = !floor.is_empty();
-    let blocker = if !unsatisfiable.is_empty() {
-        Some("the policy's requirement above is fixed")
-    } else if blocked {
-        Some("the toolchain floor findings above are settled")
-    } else {
-        None
-    };
-    plan.findings.extend(unsatisfiable);
-    plan.findings.extend(floor);
-    plan.findings.extend(patches::findings(
-        &loaded.manifests[loaded.root],
-        &root,
-        policy,
-    ));
-    plan.findings.extend(judged.stale);
-    plan.findings
-        .sort_by(|a, b| (&a.file, a.line, a.column).cmp(&(&b.file, b.line, b.column)));
-    timing.mark("planned");
-    info.extend(lockfile::older_majors(&root, policy, &member_names));
-    info.append(&mut unknown);
-    let mut printer = Printer::new(args.format.format, "align-deps", out, err);
-    let report = Report {
-        plan: &plan,
-        info: &info,
-        exempt: &judged.notes,
-        n_manifests: loaded.manifests.len(),
-        blocker,
-        fix_command: fix_command(&args.target),
-    };
-    let outcome = if args.check || blocked {
-        // (a fix run validates in `WriteSet::apply`)
-        plan.edits.validate()?;
-        timing.mark("validated");
-        report_check(&report, !args.check, &mut printer)
-    } else {
-        apply_and_report(&report, &mut printer, &guard)
-    };
-    timing.mark("reported");
-    timing.write_to(err)?;
-    outcome
+    let inputs = phases::load(args, err, &mut timing)?;
+    let planned = phases::plan(inputs)?;
+    let judged = phases::judge(planned, &mut timing);
+    phases::report(judged, args, out, err, &mut timing)
 }
 
 /// The members as the exemptions see them (names, manifests, source files).
