@@ -7,22 +7,24 @@
 //!    workspaces — are never read). When cargo rejects a manifest, the
 //!    manifests its message names are parsed to report `path:line:col`.
 //!    While it runs, another thread reads `Cargo.lock` and the `.rs` files
-//!    under the manifest's directory ([`thiserror_src::prefetch`]); later
+//!    under the manifest's directory ([`migration::Prefetch`]); later
 //!    steps use what it read only where the file is unchanged, and none of
 //!    it when taking the lock meant waiting for another run or recovering one.
 //! 2. The root manifest and each member manifest are parsed (in parallel) into
 //!    [`manifest::Manifest`], which keeps byte spans of every key and value.
-//! 3. When the policy asks for thiserror 2 or later, [`sources::analyze`]
-//!    runs the thiserror source analysis ([`crate::thiserror_src`]) on every
-//!    member that depends on thiserror from crates.io or not at all, in
-//!    parallel. A source file that does not parse stops the run here (exit 2,
-//!    `path:line:col`, nothing written).
+//! 3. When the policy asks for the new major of the dependency a source
+//!    migration is registered for ([`SOURCE_MIGRATION`], see [`migration`]:
+//!    today thiserror 1 -> 2, [`thiserror2`] and [`sources`]),
+//!    [`Migration::analyze`] runs its source analysis on every member it
+//!    concerns, in parallel. A source file that does not parse stops the run
+//!    here (exit 2, `path:line:col`, nothing written).
 //! 4. [`planner::plan_with_new_users`] computes every manifest finding and,
 //!    for the fixable ones, byte [`plan::Splice`]s of the original texts
 //!    (including the `[workspace.dependencies]` entry that crates gaining a
-//!    direct thiserror dependency will inherit); [`sources::plan`] adds the
-//!    source findings, the whole-file source replacements and those crates'
-//!    new manifest lines; the two plans merge into one. Nothing is written yet.
+//!    direct dependency through the migration will inherit);
+//!    [`Migration::plan`] adds the source findings, the whole-file source
+//!    replacements and those crates' new manifest lines; the two plans merge
+//!    into one. Nothing is written yet.
 //! 5. `--check` prints the findings and the unified diff of the plan
 //!    (manifests and sources); a fix run applies the whole plan through
 //!    [`crate::edit::WriteSet::apply`] (re-check that no file changed, validate TOML and
@@ -68,6 +70,7 @@
 pub(crate) mod exemption_use;
 pub(crate) mod lockfile;
 pub(crate) mod manifest;
+pub(crate) mod migration;
 pub(crate) mod msrv;
 pub(crate) mod outside;
 pub(crate) mod patches;
@@ -78,6 +81,7 @@ mod report;
 pub mod rule;
 pub(crate) mod satisfiable;
 pub mod sources;
+pub(crate) mod thiserror2;
 
 use std::collections::BTreeSet;
 use std::io::Write;
@@ -87,10 +91,14 @@ use anyhow::Context as _;
 
 use crate::Outcome;
 use crate::args::{FormatArg, Target};
-use crate::thiserror_src;
 use manifest::Manifest;
+use migration::{Analysis, Migration};
 use plan::AlignmentPlan;
 use planner::Loaded;
+
+/// The source migration of a run: the one registered today, thiserror 1 ->
+/// 2 (see [`migration`]); the only place the core names it.
+pub(crate) static SOURCE_MIGRATION: &dyn Migration = &thiserror2::Thiserror2;
 
 /// Arguments of `cargo xtask align-deps`.
 #[derive(Debug, Clone, clap::Args)]
@@ -123,7 +131,7 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
 /// The members as the exemptions see them (names, manifests, source files).
 fn exempt_view(
     meta: &cargo_metadata::Metadata,
-    analyses: &[thiserror_src::CrateAnalysis],
+    analyses: &[Analysis],
     root: &Path,
 ) -> exemption_use::Members {
     let rel = |p: &Path| crate::fsutil::rel(root, p);
@@ -148,14 +156,14 @@ fn exempt_view(
 /// and source findings and edits, and the information lines.
 fn plan_once(
     loaded: &mut Loaded,
-    mut analyses: Vec<thiserror_src::CrateAnalysis>,
+    mut analyses: Vec<Analysis>,
     policy: &crate::policy::Policy,
     root: &Path,
 ) -> anyhow::Result<(AlignmentPlan, Vec<String>)> {
-    // crates on a renamed thiserror stay as they are (their build would break)
-    let (mut held, mut renamed_info) = sources::hold_renamed(&mut analyses, loaded, root);
+    // crates the migration would break stay as they are (e.g. on a renamed dependency)
+    let (mut held, mut renamed_info) = SOURCE_MIGRATION.hold_renamed(&mut analyses, loaded, root);
     // nor crates whose fix would write outside the workspace
-    let (outside, outside_info) = outside::hold(&mut analyses, root);
+    let (outside, outside_info) = outside::hold(&mut analyses, root, SOURCE_MIGRATION.dependency());
     held.extend(outside);
     renamed_info.extend(outside_info);
     let all_members = loaded.members.clone();
@@ -172,12 +180,13 @@ fn plan_once(
 
 fn plan_members(
     loaded: &Loaded,
-    analyses: Vec<thiserror_src::CrateAnalysis>,
+    analyses: Vec<Analysis>,
     policy: &crate::policy::Policy,
     root: &Path,
 ) -> anyhow::Result<(AlignmentPlan, Vec<String>)> {
+    let migration = SOURCE_MIGRATION;
     let (mut plan, new_forms) =
-        planner::plan_with_new_users(loaded, policy, &sources::new_users(&analyses))?;
+        planner::plan_with_new_users(loaded, policy, &migration.new_users(&analyses))?;
     let not_scanned: Vec<String> = analyses
         .iter()
         .flat_map(|a| {
@@ -189,16 +198,22 @@ fn plan_members(
                     "no such file (e.g. a module behind #[cfg])"
                 };
                 format!(
-                    "{}: a module or include!d file of `{}` that was not scanned for thiserror 2: {why}",
+                    "{}: a module or include!d file of `{}` that was not scanned for {}: {why}",
                     crate::fsutil::rel(root, p),
-                    a.package
+                    a.package,
+                    migration.title()
                 )
             })
         })
         .collect();
-    let (analyses, mut held_back) = sources::hold_back(analyses, &plan, root);
+    let (analyses, mut held_back) = migration.hold_back(analyses, &plan, root);
     held_back.extend(not_scanned);
-    let source_plan = sources::plan(&analyses, loaded, new_forms.get(sources::THISERROR), root)?;
+    let source_plan = migration.plan(
+        &analyses,
+        loaded,
+        new_forms.get(migration.dependency()),
+        root,
+    )?;
     plan.merge(source_plan)?;
     Ok((plan, held_back))
 }

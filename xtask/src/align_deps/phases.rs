@@ -22,15 +22,15 @@ use crate::Outcome;
 use crate::diag::{Diagnostic, Printer};
 use crate::journal::Guard;
 use crate::policy::LoadedPolicy;
-use crate::thiserror_src;
 use crate::timing::Timing;
 
+use super::migration::{Analysis, Prefetch};
 use super::plan::{AlignmentPlan, Finding};
 use super::planner::Loaded;
 use super::report::{Report, apply_and_report, fix_command, report_check};
 use super::{
-    Args, check_rules_match, exempt_view, exemption_use, load_manifests, load_metadata, lockfile,
-    msrv, patches, plan_once, presumed_root, requirement_findings, sources,
+    Args, SOURCE_MIGRATION, check_rules_match, exempt_view, exemption_use, load_manifests,
+    load_metadata, lockfile, msrv, patches, plan_once, presumed_root, requirement_findings,
 };
 
 /// What every phase after [`load`] reads, and the lock held until the report
@@ -55,7 +55,7 @@ pub(super) struct Workspace {
 pub(super) struct Inputs {
     ws: Workspace,
     /// The source analysis of every member it applies to.
-    analyses: Vec<thiserror_src::CrateAnalysis>,
+    analyses: Vec<Analysis>,
 }
 
 /// Phase 2's output.
@@ -102,7 +102,7 @@ pub(super) fn load(
     // metadata runs (used only where unchanged since, under the root cargo names)
     let prefetch = presumed_root(&manifest).map(|r| {
         let lock_root = r.clone();
-        thiserror_src::prefetch::Prefetch::start(r, move || lockfile::warm(&lock_root))
+        Prefetch::start(r, move || lockfile::warm(&lock_root))
     });
     let meta = load_metadata(&manifest);
     let mut cache = prefetch.map(|p| std::sync::Arc::new(p.finish()));
@@ -145,7 +145,7 @@ pub(super) fn load(
     }
     timing.mark("requirements checked");
     // the source side only reads: a file that does not parse stops the run here
-    let analyses = sources::analyze_with(&meta, &root, &policy.policy, cache)?;
+    let analyses = SOURCE_MIGRATION.analyze(&meta, &root, &policy.policy, cache)?;
     timing.mark(&{
         let parsed = analyses
             .iter()

@@ -21,6 +21,7 @@ mod gpu_test;
 mod install;
 mod large_fleets;
 mod mid_migration;
+mod migration;
 mod policy_mistakes;
 mod prefilter;
 mod real_code;
