@@ -22,6 +22,7 @@ mod install;
 mod large_fleets;
 mod mid_migration;
 mod migration;
+mod phases;
 mod policy_mistakes;
 mod prefilter;
 mod real_code;
