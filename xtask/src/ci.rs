@@ -101,7 +101,7 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
                 }
             }
             Step::FmtCheck => {
-                writeln!(out, "ci: {name}: cargo xtask fmt-check")?;
+                writeln!(out, "ci: {name}: {} fmt-check", crate::args::invoked_as())?;
                 let args = crate::fmt_check::Args {
                     target: Target::default(),
                     format: args.format.clone(),
@@ -112,7 +112,11 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
                 in_process(crate::fmt_check::run(&args, out, err), err)?
             }
             Step::AlignDeps => {
-                writeln!(out, "ci: {name}: cargo xtask align-deps --check")?;
+                writeln!(
+                    out,
+                    "ci: {name}: {} align-deps --check",
+                    crate::args::invoked_as()
+                )?;
                 let args = crate::align_deps::Args {
                     check: true,
                     target: Target::default(),
@@ -121,7 +125,7 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Res
                 in_process(crate::align_deps::run(&args, out, err), err)?
             }
             Step::GpuTest => {
-                writeln!(out, "ci: {name}: cargo xtask gpu-test")?;
+                writeln!(out, "ci: {name}: {} gpu-test", crate::args::invoked_as())?;
                 let args = crate::gpu_test::Args {
                     target: Target::default(),
                     require_device: false,

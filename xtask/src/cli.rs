@@ -1,13 +1,15 @@
-//! Argument parsing and dispatch for `cargo xtask`.
+//! Argument parsing and dispatch for `cargo xtask` and `cargo fleet` (the
+//! same commands; [`run_as`] takes the name the help, version and advice
+//! print).
 
 use std::ffi::OsString;
 use std::io::Write;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use crate::{EXIT_ERROR, EXIT_WRITTEN, Outcome, Written};
 
-/// The rtx fleet tool: keeps a Cargo workspace consistent with its policy.
+/// The fleet tool: keeps a Cargo workspace consistent with its policy.
 ///
 /// Exit codes: 0 = holds (or everything fixed), 1 = violation or test failure
 /// found, 2 = could not run, nothing written (bad arguments, malformed policy
@@ -25,13 +27,15 @@ pub struct Cli {
 enum Command {
     /// Run every check CI runs on this workspace (fmt-check, clippy, tests, align-deps --check, gpu-test).
     Ci(crate::ci::Args),
-    /// Align every crate's dependency declarations to the fleet policy (policy/fleet.toml).
+    /// Align every crate's dependency declarations to the fleet policy (policy/fleet.toml or [workspace.metadata.fleet]).
     AlignDeps(crate::align_deps::Args),
     /// rustfmt every .rs file of the workspace with each crate's edition and rustfmt.toml.
     FmtCheck(crate::fmt_check::Args),
     /// Build the GPU tests everywhere; run them where a CUDA device is.
     GpuTest(crate::gpu_test::Args),
 }
+
+pub use crate::args::invoked_as;
 
 /// Runs `cargo xtask` with `args` (without the program name), writing normal
 /// output to `out` and errors to `err`; returns the exit code.
@@ -40,6 +44,30 @@ where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
 {
+    run_as("cargo xtask", args, out, err)
+}
+
+/// The arguments `cargo-fleet` was given, as the commands expect them:
+/// `cargo fleet X` runs `cargo-fleet fleet X` (cargo's convention for
+/// external subcommands), so a leading `fleet` is dropped; `cargo-fleet X`
+/// run directly works too.
+pub fn cargo_subcommand_args(args: impl IntoIterator<Item = OsString>) -> Vec<OsString> {
+    let mut args: Vec<OsString> = args.into_iter().collect();
+    if args.first().is_some_and(|a| a == "fleet") {
+        args.remove(0);
+    }
+    args
+}
+
+/// [`run`], with `name` (`"cargo fleet"`, `"cargo xtask"`) as the command
+/// name in help, `--version` and advice. The first name given in a process
+/// is the one kept.
+pub fn run_as<I, T>(name: &'static str, args: I, out: &mut dyn Write, err: &mut dyn Write) -> i32
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let name = crate::args::set_invoked_as(name);
     let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
     if args.len() == 1 && args[0] == crate::gpu_test::isolate::PROBE_SUBCOMMAND {
         // the child of `gpu-test`'s isolated driver probe
@@ -50,12 +78,16 @@ where
     }
     if args.is_empty() {
         // matklad's xtask convention: no arguments lists the commands.
-        let mut cmd = <Cli as clap::CommandFactory>::command();
+        let mut cmd = Cli::command().name(name).bin_name(name);
         let _ = write!(out, "{}", cmd.render_long_help());
         return 0;
     }
-    let cli = match Cli::try_parse_from(std::iter::once(OsString::from("cargo xtask")).chain(args))
-    {
+    let parsed = Cli::command()
+        .name(name)
+        .bin_name(name)
+        .try_get_matches_from(std::iter::once(OsString::from(name)).chain(args))
+        .and_then(|m| Cli::from_arg_matches(&m));
+    let cli = match parsed {
         Ok(cli) => cli,
         Err(e) => {
             let code = if e.use_stderr() { EXIT_ERROR } else { 0 };
@@ -186,6 +218,19 @@ mod tests {
         for c in ["align-deps", "fmt-check", "gpu-test", "ci"] {
             assert!(out.contains(&format!("  {c}")), "{c}: {out}");
         }
+    }
+
+    #[test]
+    fn cargo_runs_the_subcommand_with_its_name_first() {
+        let args = |v: &[&str]| v.iter().map(std::ffi::OsString::from).collect::<Vec<_>>();
+        assert_eq!(
+            super::cargo_subcommand_args(args(&["fleet", "align-deps", "--check"])),
+            args(&["align-deps", "--check"])
+        );
+        assert_eq!(
+            super::cargo_subcommand_args(args(&["fmt-check"])),
+            args(&["fmt-check"])
+        );
     }
 
     #[test]

@@ -121,9 +121,13 @@ fn covered(
             Some(&n) => Ok(n),
             None if !root.join(s).is_file() => Err(format!("there is no {s}")),
             None if !m.sources.values().any(|files| files.contains(s)) => Err(format!(
-                "{s} is in no member's module tree that the thiserror source side reads"
+                "{s} is in no member's module tree that the {} source side reads",
+                super::SOURCE_MIGRATION.dependency()
             )),
-            None => Err(format!("{s} has no thiserror 2 finding")),
+            None => Err(format!(
+                "{s} has no {} finding",
+                super::SOURCE_MIGRATION.title()
+            )),
         },
     }
 }

@@ -59,11 +59,7 @@ impl LockText {
 }
 
 /// The last lockfile read, by path, with the state it was read in.
-type Memo = (
-    PathBuf,
-    crate::thiserror_src::prefetch::FileKey,
-    Arc<LockText>,
-);
+type Memo = (PathBuf, super::migration::FileKey, Arc<LockText>);
 static LAST: Mutex<Option<Memo>> = Mutex::new(None);
 
 /// `path` read (as `std::fs::read_to_string` would: the same errors), or
@@ -73,7 +69,7 @@ static LAST: Mutex<Option<Memo>> = Mutex::new(None);
 pub(crate) fn read(path: &Path) -> std::io::Result<Arc<LockText>> {
     use std::io::Read as _;
     let mut file = std::fs::File::open(path)?;
-    let key = crate::thiserror_src::prefetch::FileKey::of(&file.metadata()?);
+    let key = super::migration::FileKey::of(&file.metadata()?);
     let mut last = LAST
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -148,21 +144,18 @@ pub fn older_majors(root: &Path, policy: &Policy, members: &BTreeSet<String>) ->
     report(lock, policy, members)
 }
 
-/// The packages whose code can derive thiserror's `Error`: `thiserror`
-/// itself and its derive crate.
-const THISERROR_PACKAGES: &[&str] = &["thiserror", "thiserror-impl"];
-
 /// The members whose dependency graph, as `root/Cargo.lock` records it, may
-/// reach thiserror (a `thiserror` or `thiserror-impl` package anywhere in
-/// it): only their code can derive thiserror's `Error`, directly or through
-/// a re-export, so only their sources can hold a thiserror finding. The
+/// reach one of `packages` (anywhere in it): only their code can use what
+/// those packages offer (a derive, directly or through a re-export), so only
+/// their sources can hold a finding of a migration of them. The
 /// lockfile lists every dependency whatever the features and platforms, so
 /// the graph is a superset of any build's. A member the lockfile does not
 /// know, or one declaring a dependency its entry lacks (a stale lockfile),
 /// is kept. `None` without a readable lockfile: keep every member.
-pub fn may_reach_thiserror(
+pub fn may_reach(
     root: &Path,
     members: &[&cargo_metadata::Package],
+    packages: &[&str],
 ) -> Option<BTreeSet<String>> {
     let text = read(&root.join("Cargo.lock")).ok()?;
     let lock = text.typed().as_ref().ok()?;
@@ -182,10 +175,10 @@ pub fn may_reach_thiserror(
             local.insert(p.name.as_str());
         }
     }
-    // everything that reaches thiserror: one walk back from it (not one
+    // everything that reaches `packages`: one walk back from them (not one
     // walk forward per member)
     let mut reaches: BTreeSet<&str> = BTreeSet::new();
-    let mut todo: Vec<&str> = THISERROR_PACKAGES.to_vec();
+    let mut todo: Vec<&str> = packages.to_vec();
     while let Some(n) = todo.pop() {
         if reaches.insert(n) {
             todo.extend(users.get(n).into_iter().flatten().copied());

@@ -7,22 +7,24 @@
 //!    workspaces — are never read). When cargo rejects a manifest, the
 //!    manifests its message names are parsed to report `path:line:col`.
 //!    While it runs, another thread reads `Cargo.lock` and the `.rs` files
-//!    under the manifest's directory ([`thiserror_src::prefetch`]); later
+//!    under the manifest's directory ([`migration::Prefetch`]); later
 //!    steps use what it read only where the file is unchanged, and none of
 //!    it when taking the lock meant waiting for another run or recovering one.
 //! 2. The root manifest and each member manifest are parsed (in parallel) into
 //!    [`manifest::Manifest`], which keeps byte spans of every key and value.
-//! 3. When the policy asks for thiserror 2 or later, [`sources::analyze`]
-//!    runs the thiserror source analysis ([`crate::thiserror_src`]) on every
-//!    member that depends on thiserror from crates.io or not at all, in
-//!    parallel. A source file that does not parse stops the run here (exit 2,
-//!    `path:line:col`, nothing written).
+//! 3. When the policy asks for the new major of the dependency a source
+//!    migration is registered for ([`SOURCE_MIGRATION`], see [`migration`]:
+//!    today thiserror 1 -> 2, [`thiserror2`] and [`sources`]),
+//!    [`Migration::analyze`] runs its source analysis on every member it
+//!    concerns, in parallel. A source file that does not parse stops the run
+//!    here (exit 2, `path:line:col`, nothing written).
 //! 4. [`planner::plan_with_new_users`] computes every manifest finding and,
 //!    for the fixable ones, byte [`plan::Splice`]s of the original texts
 //!    (including the `[workspace.dependencies]` entry that crates gaining a
-//!    direct thiserror dependency will inherit); [`sources::plan`] adds the
-//!    source findings, the whole-file source replacements and those crates'
-//!    new manifest lines; the two plans merge into one. Nothing is written yet.
+//!    direct dependency through the migration will inherit);
+//!    [`Migration::plan`] adds the source findings, the whole-file source
+//!    replacements and those crates' new manifest lines; the two plans merge
+//!    into one. Nothing is written yet.
 //! 5. `--check` prints the findings and the unified diff of the plan
 //!    (manifests and sources); a fix run applies the whole plan through
 //!    [`crate::edit::WriteSet::apply`] (re-check that no file changed, validate TOML and
@@ -68,15 +70,18 @@
 pub(crate) mod exemption_use;
 pub(crate) mod lockfile;
 pub(crate) mod manifest;
+pub(crate) mod migration;
 pub(crate) mod msrv;
 pub(crate) mod outside;
 pub(crate) mod patches;
+mod phases;
 pub mod plan;
 pub(crate) mod planner;
 mod report;
 pub mod rule;
 pub(crate) mod satisfiable;
 pub mod sources;
+pub(crate) mod thiserror2;
 
 use std::collections::BTreeSet;
 use std::io::Write;
@@ -86,12 +91,14 @@ use anyhow::Context as _;
 
 use crate::Outcome;
 use crate::args::{FormatArg, Target};
-use crate::diag::Printer;
-use crate::thiserror_src;
 use manifest::Manifest;
+use migration::{Analysis, Migration};
 use plan::AlignmentPlan;
 use planner::Loaded;
-use report::{Report, apply_and_report, fix_command, report_check};
+
+/// The source migration of a run: the one registered today, thiserror 1 ->
+/// 2 (see [`migration`]); the only place the core names it.
+pub(crate) static SOURCE_MIGRATION: &dyn Migration = &thiserror2::Thiserror2;
 
 /// Arguments of `cargo xtask align-deps`.
 #[derive(Debug, Clone, clap::Args)]
@@ -106,7 +113,8 @@ pub struct Args {
     pub format: FormatArg,
 }
 
-/// Runs `cargo xtask align-deps`.
+/// Runs `cargo xtask align-deps`: load the inputs, plan, judge, report
+/// (see [`phases`]), each phase a function of the previous one's output.
 ///
 /// # Errors
 /// Anything that stops the command from running (exit 2): no manifest, a
@@ -114,153 +122,16 @@ pub struct Args {
 /// error while writing (files already written are restored).
 pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Result<Outcome> {
     let mut timing = crate::timing::Timing::new("XTASK_ALIGN_TIMING");
-    let manifest = crate::workspace::manifest_path(args.target.workspace.as_deref())?;
-    lockfile::forget();
-    // Cargo.lock and the Rust files are read on the other core while cargo
-    // metadata runs (used only where unchanged since, under the root cargo names)
-    let prefetch = presumed_root(&manifest).map(|r| {
-        let lock_root = r.clone();
-        thiserror_src::prefetch::Prefetch::start(r, move || lockfile::warm(&lock_root))
-    });
-    let meta = load_metadata(&manifest);
-    let mut cache = prefetch.map(|p| std::sync::Arc::new(p.finish()));
-    let meta = meta?;
-    // one run at a time; an interrupted run is recovered before anything is read
-    let mut said = crate::text::CountingWriter::new(err);
-    let guard = crate::journal::Guard::acquire(
-        meta.target_directory.as_std_path(),
-        meta.workspace_root.as_std_path(),
-        !args.check,
-        &mut said,
-    )?;
-    if said.written() > 0 {
-        // it waited for another run or recovered one: files may have changed
-        // within the file system's time granularity, so nothing read ahead is used
-        cache = None;
-        lockfile::forget();
-    }
-    timing.mark(&format!(
-        "cargo metadata ({} files read meanwhile)",
-        cache.as_ref().map_or(0, |c| c.len())
-    ));
-    let root: PathBuf = meta.workspace_root.clone().into_std_path_buf();
-    let loaded_policy = crate::policy::load_policy(args.target.policy.as_deref(), &root)?;
-    let (mut loaded, member_names) = load_manifests(&meta, &root)?;
-    check_rules_match(&loaded, &loaded_policy)?;
-    let policy = &loaded_policy.policy;
-    timing.mark("manifests parsed");
-    // a requirement no published version matches: refused before anything is planned
-    let (unsatisfiable, mut unknown) = requirement_findings(&loaded_policy, &root);
-    if !args.check
-        && let Some(f) = unsatisfiable.first()
-    {
-        anyhow::bail!(
-            "{}:{}:{}: {}; nothing written",
-            loaded_policy.path.display(),
-            f.line,
-            f.column,
-            f.message
-        );
-    }
-    timing.mark("requirements checked");
-    // the source side only reads: a file that does not parse stops the run here
-    let analyses = sources::analyze_with(&meta, &root, policy, cache)?;
-    timing.mark(&{
-        let parsed = analyses
-            .iter()
-            .flat_map(|a| &a.files)
-            .filter(|f| !f.original.is_empty());
-        let (n, bytes) = parsed.fold((0, 0), |(n, b), f| (n + 1, b + f.original.len()));
-        format!("sources analysed ({n} files parsed, {} KB)", bytes / 1024)
-    });
-    let members = exempt_view(&meta, &analyses, &root);
-    // what the exemptions cover: the findings of the plan made without them
-    let full = if policy
-        .exemptions
-        .iter()
-        .any(|e| !matches!(e.kind, crate::policy::ExemptKind::Source(_)))
-    {
-        let mut bare = policy.clone();
-        bare.exemptions.clear();
-        Some(
-            plan_once(&mut loaded, analyses.clone(), &bare, &root)?
-                .0
-                .findings,
-        )
-    } else {
-        None
-    };
-    // exempt packages: their manifests and sources are left out of the plan
-    let exempt_packages = exemption_use::packages(&policy.exemptions);
-    let exempt_manifests: BTreeSet<PathBuf> = meta
-        .workspace_packages()
-        .iter()
-        .filter(|p| exempt_packages.contains(p.name.as_str()))
-        .map(|p| p.manifest_path.clone().into_std_path_buf())
-        .collect();
-    let manifests = &loaded.manifests;
-    loaded
-        .members
-        .retain(|&i| !exempt_manifests.contains(&manifests[i].path));
-    let analyses: Vec<_> = analyses
-        .into_iter()
-        .filter(|a| !exempt_packages.contains(a.package.as_str()))
-        .collect();
-    let (mut plan, mut info) = plan_once(&mut loaded, analyses, policy, &root)?;
-    let judged = exemption_use::judge(
-        &loaded_policy,
-        &root,
-        full.as_deref().unwrap_or(&plan.findings),
-        &members,
-    );
-    let floor = msrv::findings(&meta, &loaded, &plan, policy, &root);
-    let blocked = !floor.is_empty();
-    let blocker = if !unsatisfiable.is_empty() {
-        Some("the policy's requirement above is fixed")
-    } else if blocked {
-        Some("the toolchain floor findings above are settled")
-    } else {
-        None
-    };
-    plan.findings.extend(unsatisfiable);
-    plan.findings.extend(floor);
-    plan.findings.extend(patches::findings(
-        &loaded.manifests[loaded.root],
-        &root,
-        policy,
-    ));
-    plan.findings.extend(judged.stale);
-    plan.findings
-        .sort_by(|a, b| (&a.file, a.line, a.column).cmp(&(&b.file, b.line, b.column)));
-    timing.mark("planned");
-    info.extend(lockfile::older_majors(&root, policy, &member_names));
-    info.append(&mut unknown);
-    let mut printer = Printer::new(args.format.format, "align-deps", out, err);
-    let report = Report {
-        plan: &plan,
-        info: &info,
-        exempt: &judged.notes,
-        n_manifests: loaded.manifests.len(),
-        blocker,
-        fix_command: fix_command(&args.target),
-    };
-    let outcome = if args.check || blocked {
-        // (a fix run validates in `WriteSet::apply`)
-        plan.edits.validate()?;
-        timing.mark("validated");
-        report_check(&report, !args.check, &mut printer)
-    } else {
-        apply_and_report(&report, &mut printer, &guard)
-    };
-    timing.mark("reported");
-    timing.write_to(err)?;
-    outcome
+    let inputs = phases::load(args, err, &mut timing)?;
+    let planned = phases::plan(inputs)?;
+    let judged = phases::judge(planned, &mut timing);
+    phases::report(judged, args, out, err, &mut timing)
 }
 
 /// The members as the exemptions see them (names, manifests, source files).
 fn exempt_view(
     meta: &cargo_metadata::Metadata,
-    analyses: &[thiserror_src::CrateAnalysis],
+    analyses: &[Analysis],
     root: &Path,
 ) -> exemption_use::Members {
     let rel = |p: &Path| crate::fsutil::rel(root, p);
@@ -285,14 +156,14 @@ fn exempt_view(
 /// and source findings and edits, and the information lines.
 fn plan_once(
     loaded: &mut Loaded,
-    mut analyses: Vec<thiserror_src::CrateAnalysis>,
+    mut analyses: Vec<Analysis>,
     policy: &crate::policy::Policy,
     root: &Path,
 ) -> anyhow::Result<(AlignmentPlan, Vec<String>)> {
-    // crates on a renamed thiserror stay as they are (their build would break)
-    let (mut held, mut renamed_info) = sources::hold_renamed(&mut analyses, loaded, root);
+    // crates the migration would break stay as they are (e.g. on a renamed dependency)
+    let (mut held, mut renamed_info) = SOURCE_MIGRATION.hold_renamed(&mut analyses, loaded, root);
     // nor crates whose fix would write outside the workspace
-    let (outside, outside_info) = outside::hold(&mut analyses, root);
+    let (outside, outside_info) = outside::hold(&mut analyses, root, SOURCE_MIGRATION.dependency());
     held.extend(outside);
     renamed_info.extend(outside_info);
     let all_members = loaded.members.clone();
@@ -309,12 +180,13 @@ fn plan_once(
 
 fn plan_members(
     loaded: &Loaded,
-    analyses: Vec<thiserror_src::CrateAnalysis>,
+    analyses: Vec<Analysis>,
     policy: &crate::policy::Policy,
     root: &Path,
 ) -> anyhow::Result<(AlignmentPlan, Vec<String>)> {
+    let migration = SOURCE_MIGRATION;
     let (mut plan, new_forms) =
-        planner::plan_with_new_users(loaded, policy, &sources::new_users(&analyses))?;
+        planner::plan_with_new_users(loaded, policy, &migration.new_users(&analyses))?;
     let not_scanned: Vec<String> = analyses
         .iter()
         .flat_map(|a| {
@@ -326,16 +198,22 @@ fn plan_members(
                     "no such file (e.g. a module behind #[cfg])"
                 };
                 format!(
-                    "{}: a module or include!d file of `{}` that was not scanned for thiserror 2: {why}",
+                    "{}: a module or include!d file of `{}` that was not scanned for {}: {why}",
                     crate::fsutil::rel(root, p),
-                    a.package
+                    a.package,
+                    migration.title()
                 )
             })
         })
         .collect();
-    let (analyses, mut held_back) = sources::hold_back(analyses, &plan, root);
+    let (analyses, mut held_back) = migration.hold_back(analyses, &plan, root);
     held_back.extend(not_scanned);
-    let source_plan = sources::plan(&analyses, loaded, new_forms.get(sources::THISERROR), root)?;
+    let source_plan = migration.plan(
+        &analyses,
+        loaded,
+        new_forms.get(migration.dependency()),
+        root,
+    )?;
     plan.merge(source_plan)?;
     Ok((plan, held_back))
 }

@@ -1,7 +1,8 @@
 //! The toolchain floor: what a fix run writes can need a
 //! newer Rust than the workspace says it supports. `workspace = true` and
-//! `[workspace.dependencies]` need Cargo 1.64; thiserror 2 declares its own
-//! `rust-version` ([`THISERROR2_RUST`]). A crate whose `rust-version` (its
+//! `[workspace.dependencies]` need Cargo 1.64; the new major a source
+//! migration moves to declares its own `rust-version`
+//! ([`super::migration::Migration::toolchain_floor`]). A crate whose `rust-version` (its
 //! own, or `rust-version.workspace = true` from `[workspace.package]`) or a
 //! workspace whose pinned toolchain (`rust-toolchain.toml`,
 //! `rust-toolchain`) is below what the plan needs gets a `toolchain-floor`
@@ -18,39 +19,15 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use cargo_metadata::Metadata;
-use cargo_metadata::semver::Version;
 
 use super::manifest::Manifest;
 use super::plan::{AlignmentPlan, Finding};
 use super::planner::Loaded;
 use super::rule::Rule;
-use super::sources::{THISERROR, thiserror2_rule};
 use crate::policy::Policy;
 
 /// Cargo 1.64 stabilized `workspace = true` and `[workspace.dependencies]`.
 pub const INHERIT_CARGO: (u64, u64) = (1, 64);
-
-/// The `rust-version` thiserror 2 releases declare, from the first patch
-/// release that declares it (crates.io index, read 2026-12-03): 2.0.0-2.0.17
-/// 1.61, 2.0.18 1.68, 2.0.19-2.0.20 1.71, 2.0.21 1.77.
-pub const THISERROR2_RUST: &[(u64, (u64, u64))] =
-    &[(0, (1, 61)), (18, (1, 68)), (19, (1, 71)), (21, (1, 77))];
-
-/// The lowest Rust that some thiserror release matching `req` supports
-/// (the floor of the oldest matching release), and whether `req` also
-/// accepts releases that need more.
-fn thiserror_floor(req: &cargo_metadata::semver::VersionReq) -> (u64, u64) {
-    let newest = THISERROR2_RUST.last().map_or(0, |e| e.0);
-    (0..=newest)
-        .find(|p| req.matches(&Version::new(2, 0, *p)))
-        .map_or(THISERROR2_RUST[THISERROR2_RUST.len() - 1].1, |p| {
-            THISERROR2_RUST
-                .iter()
-                .rev()
-                .find(|(from, _)| *from <= p)
-                .map_or(THISERROR2_RUST[0].1, |e| e.1)
-        })
-}
 
 /// What the plan needs, and why.
 #[derive(Debug, Default)]
@@ -115,6 +92,8 @@ pub fn findings(
         "`workspace = true` needs Cargo {}.{}",
         INHERIT_CARGO.0, INHERIT_CARGO.1
     );
+    let migration = super::SOURCE_MIGRATION;
+    let dependency = migration.dependency();
     let root_rel = loaded.manifests[loaded.root].rel.clone();
     let mut moves_root = false;
     for f in plan.findings.iter().filter(|f| f.fixable) {
@@ -125,47 +104,48 @@ pub fn findings(
         if f.rule == Rule::Inherit || f.wanted.contains("workspace = true") {
             needs.add(target, INHERIT_CARGO, inherit.clone());
         }
-        if f.dependency == THISERROR && target == root_rel {
+        if f.dependency == dependency && target == root_rel {
             moves_root = true;
         }
     }
-    if let Some(rule) = thiserror2_rule(policy) {
+    if let Some(rule) = migration.rule(policy) {
         // a stricter requirement [workspace.dependencies] keeps (or takes
         // from a member) may need a newer Rust than the policy's
         let (version, req) = plan
             .entry_requirements
-            .get(THISERROR)
+            .get(dependency)
             .and_then(|v| {
                 Some((
                     v.as_str(),
                     cargo_metadata::semver::VersionReq::parse(v).ok()?,
                 ))
             })
-            .filter(|(_, r)| thiserror_floor(r) > thiserror_floor(&rule.req))
+            .filter(|(_, r)| migration.toolchain_floor(r) > migration.toolchain_floor(&rule.req))
             .unwrap_or((rule.version.as_str(), rule.req.clone()));
-        let floor = thiserror_floor(&req);
+        let floor = migration.toolchain_floor(&req);
         let why = format!(
-            "thiserror \"{version}\" needs Rust {}.{} (its releases declare rust-version 1.61 to 1.77)",
-            floor.0, floor.1
+            "{dependency} \"{version}\" needs Rust {}.{} ({})",
+            floor.0,
+            floor.1,
+            migration.floor_note()
         );
         for p in meta.workspace_packages() {
             let manifest = rel(p.manifest_path.as_std_path());
             let moved = plan.findings.iter().any(|f| {
                 f.fixable
-                    && f.dependency == THISERROR
+                    && f.dependency == dependency
                     && f.fixed_in.as_deref().unwrap_or(&f.file) == manifest
             });
             // a crate that inherits the entry moves with it (an exempt one
             // too: the workspace entry always follows the policy); one that
-            // declares its own thiserror moves only where `moved` says so
+            // declares its own moves only where `moved` says so
             let inherits = moves_root
-                && inherits_entry(loaded, p.manifest_path.as_std_path(), THISERROR).unwrap_or_else(
-                    || {
+                && inherits_entry(loaded, p.manifest_path.as_std_path(), dependency)
+                    .unwrap_or_else(|| {
                         p.dependencies
                             .iter()
-                            .any(|d| d.name == THISERROR && d.path.is_none() && d.source.is_some())
-                    },
-                );
+                            .any(|d| d.name == dependency && d.path.is_none() && d.source.is_some())
+                    });
             if moved || inherits {
                 needs.add(&manifest, floor, why.clone());
             }
@@ -203,7 +183,7 @@ pub fn findings(
             line,
             column,
             rule: Rule::ToolchainFloor.into(),
-            dependency: THISERROR.into(),
+            dependency: super::SOURCE_MIGRATION.dependency().into(),
             key: None,
             table: None,
             found: format!("rust-version = \"{written}\""),
@@ -238,7 +218,7 @@ pub fn findings(
             line,
             column,
             rule: Rule::ToolchainFloor.into(),
-            dependency: THISERROR.into(),
+            dependency: super::SOURCE_MIGRATION.dependency().into(),
             key: None,
             table: None,
             found: pin.channel.clone(),
@@ -314,7 +294,6 @@ fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use cargo_metadata::semver::VersionReq;
 
     #[test]
     fn channels_as_versions() {
@@ -331,16 +310,5 @@ mod tests {
         assert_eq!(channel_version("beta-2022-09-23"), Some((1, 65)));
         // 1.83.0: 2024-11-28
         assert_eq!(channel_version("nightly-2024-11-29"), Some((1, 85)));
-    }
-
-    #[test]
-    fn thiserror_floors() {
-        let f = |r: &str| thiserror_floor(&VersionReq::parse(r).unwrap());
-        assert_eq!(f("2"), (1, 61));
-        assert_eq!(f("^2.0.12"), (1, 61));
-        assert_eq!(f("^2.0.18"), (1, 68));
-        assert_eq!(f("=2.0.20"), (1, 71));
-        assert_eq!(f("^2.0.21"), (1, 77));
-        assert_eq!(f("^2.1"), (1, 77));
     }
 }

@@ -6,13 +6,13 @@
 //! the workspace), so a run killed mid-replace would leave every later
 //! command refusing its own journal. Instead a crate whose source fix would
 //! write such a file is left untouched as a whole (its manifest too: moving
-//! it to thiserror 2 without its sources would break its build), and every
+//! it to the new major without its sources would break its build), and every
 //! finding of its files needs a person.
 
 use std::collections::BTreeSet;
 use std::path::{Component, Path, PathBuf};
 
-use crate::thiserror_src::CrateAnalysis;
+use super::migration::Analysis;
 
 /// Whether `path` lies outside the workspace at `root`: its path relative to
 /// the root leaves it (`..`) or is not relative at all.
@@ -25,8 +25,12 @@ pub fn is_outside(root: &Path, path: &Path) -> bool {
 /// Holds the crates of `analyses` whose source fix would write a file
 /// outside the workspace: their fixes are dropped, their findings made ones
 /// that need a person; returns their manifests (to take out of the manifest
-/// plan) and an information line for each.
-pub fn hold(analyses: &mut [CrateAnalysis], root: &Path) -> (BTreeSet<PathBuf>, Vec<String>) {
+/// plan) and an information line for each (`dependency`: the migrated one).
+pub fn hold(
+    analyses: &mut [Analysis],
+    root: &Path,
+    dependency: &str,
+) -> (BTreeSet<PathBuf>, Vec<String>) {
     let mut held = BTreeSet::new();
     let mut info = Vec::new();
     for a in analyses.iter_mut() {
@@ -55,7 +59,7 @@ pub fn hold(analyses: &mut [CrateAnalysis], root: &Path) -> (BTreeSet<PathBuf>, 
             }
         }
         info.push(format!(
-            "{}: `{}` is left untouched (its thiserror declarations and sources): its fix would rewrite {}, outside the workspace, \
+            "{}: `{}` is left untouched (its {dependency} declarations and sources): its fix would rewrite {}, outside the workspace, \
              and align-deps never writes outside the workspace; fix that file by hand (or run align-deps in the workspace that holds it), then run align-deps again",
             crate::fsutil::rel(root, &a.manifest_path),
             a.package,

@@ -59,7 +59,7 @@ pub(super) fn fix_command(target: &Target) -> String {
             format!("'{}'", s.replace('\'', "'\\''"))
         }
     };
-    let mut cmd = "cargo xtask align-deps".to_string();
+    let mut cmd = format!("{} align-deps", crate::args::invoked_as());
     if let Some(w) = &target.workspace {
         cmd.push_str(&format!(" --workspace {}", quote(w)));
     }

@@ -40,6 +40,10 @@ use crate::thiserror_src::{
 /// The policy dependency whose source side is checked.
 pub const THISERROR: &str = "thiserror";
 
+/// The packages whose code can derive thiserror's `Error`: `thiserror`
+/// itself and its derive crate.
+const THISERROR_PACKAGES: &[&str] = &["thiserror", "thiserror-impl"];
+
 /// Whether every version `req` accepts is at least `major.0.0`: one of its
 /// comparators sets a lower bound of that major or above (`"2"`, `"^2.0"`,
 /// `"=2.0.3"`, `">=2, <3"`, `">1"`); `"*"` and `"<3"` do not.
@@ -122,7 +126,7 @@ pub fn analyze_with(
         .collect();
     // a member whose locked dependency graph has no thiserror cannot derive
     // its Error (unless a source exemption is about its files)
-    let members = match super::lockfile::may_reach_thiserror(root, &members) {
+    let members = match super::lockfile::may_reach(root, &members, THISERROR_PACKAGES) {
         Some(reach) => members
             .into_iter()
             .filter(|p| {

@@ -474,7 +474,10 @@ impl Report<'_> {
         } else {
             (
                 Level::Error,
-                format!("{what} ({context}); run `cargo xtask fmt-check --fix`"),
+                format!(
+                    "{what} ({context}); run `{} fmt-check --fix`",
+                    crate::args::invoked_as()
+                ),
             )
         };
         Diagnostic {

@@ -1,4 +1,5 @@
-//! The fleet policy (`policy/fleet.toml`): what `align-deps`, `fmt-check` and
+//! The fleet policy (`policy/fleet.toml`, or the `[workspace.metadata.fleet]`
+//! table of the root `Cargo.toml`, see [`load_policy`]): what `align-deps`, `fmt-check` and
 //! `gpu-test` enforce. Unknown keys anywhere are an error: a typo in policy must
 //! never silently weaken it.
 //!
@@ -128,6 +129,23 @@ struct RawGpuTest {
     features: Vec<Spanned<String>>,
 }
 
+/// A root `Cargo.toml` as far as its `[workspace.metadata.fleet]` table
+/// (every other key ignored).
+#[derive(Deserialize)]
+struct InManifest<T> {
+    workspace: Option<InWorkspace<T>>,
+}
+
+#[derive(Deserialize)]
+struct InWorkspace<T> {
+    metadata: Option<InMetadata<T>>,
+}
+
+#[derive(Deserialize)]
+struct InMetadata<T> {
+    fleet: Option<T>,
+}
+
 /// A policy that could not be loaded: missing, unreadable or malformed.
 #[derive(Debug, thiserror::Error)]
 pub enum PolicyError {
@@ -190,6 +208,84 @@ impl Policy {
             )
         })?;
         validate_not_empty(text).map_err(|(at, m)| malformed(at, m))?;
+        Policy::from_raw(raw, text, path)
+    }
+
+    /// Parses the `[workspace.metadata.fleet]` table of a root `Cargo.toml`
+    /// (`text`, at `path`): the same schema as `policy/fleet.toml`, its
+    /// errors at the line and column in `Cargo.toml`. `Ok(None)`: the
+    /// manifest has no such table.
+    ///
+    /// # Errors
+    /// As [`Policy::load`].
+    pub fn parse_in_manifest(text: &str, path: &Path) -> Result<Option<Policy>, PolicyError> {
+        let malformed = |offset: usize, message: String| {
+            let (line, column) = line_col(text, offset);
+            PolicyError::Malformed {
+                path: path.to_path_buf(),
+                line,
+                column,
+                message,
+            }
+        };
+        let root: InManifest<Spanned<toml::Table>> = toml::from_str(text).map_err(|e| {
+            malformed(
+                e.span().map_or(0, |s| s.start),
+                e.message().trim_end().to_string(),
+            )
+        })?;
+        let Some(table) = root
+            .workspace
+            .and_then(|w| w.metadata)
+            .and_then(|m| m.fleet)
+        else {
+            return Ok(None);
+        };
+        if table.get_ref().is_empty() {
+            return Err(malformed(
+                table.span().start,
+                "[workspace.metadata.fleet] is empty: it enforces nothing; write at least one rule such as `[workspace.metadata.fleet.dependencies.thiserror]` with `version = \"2\"`".into(),
+            ));
+        }
+        let root: InManifest<RawPolicy> = toml::from_str(text).map_err(|e| {
+            malformed(
+                e.span().map_or(0, |s| s.start),
+                format!("[workspace.metadata.fleet]: {}", e.message().trim_end()),
+            )
+        })?;
+        let Some(raw) = root
+            .workspace
+            .and_then(|w| w.metadata)
+            .and_then(|m| m.fleet)
+        else {
+            return Ok(None);
+        };
+        Policy::from_raw(raw, text, path).map(Some)
+    }
+
+    /// Whether the root `Cargo.toml` text has a `[workspace.metadata.fleet]`
+    /// table (`false` for text that is not TOML: cargo reports that).
+    pub fn in_manifest(text: &str) -> bool {
+        toml::from_str::<InManifest<serde::de::IgnoredAny>>(text).is_ok_and(|r| {
+            r.workspace
+                .and_then(|w| w.metadata)
+                .and_then(|m| m.fleet)
+                .is_some()
+        })
+    }
+
+    /// The validated policy of `raw`, parsed from `text` (whose byte offsets
+    /// its spans are); `path` is only used in error messages.
+    fn from_raw(raw: RawPolicy, text: &str, path: &Path) -> Result<Policy, PolicyError> {
+        let malformed = |offset: usize, message: String| {
+            let (line, column) = line_col(text, offset);
+            PolicyError::Malformed {
+                path: path.to_path_buf(),
+                line,
+                column,
+                message,
+            }
+        };
         let mut dependencies = BTreeMap::new();
         for (name, rule) in raw.dependencies {
             let name_span = name.span();

@@ -1085,7 +1085,8 @@ fn members_are_not_converted_when_the_workspace_entry_cannot_be_written() {
 }
 
 /// One rule for a missing default policy: align-deps and gpu-test exit 2 and
-/// say to create policy/fleet.toml or pass --policy; fmt-check (whose policy
+/// say where they looked (policy/fleet.toml, [workspace.metadata.fleet]) and
+/// to create one or pass --policy; fmt-check (whose policy
 /// only adds exclude globs) still runs. A missing --policy FILE names the OS
 /// error once.
 #[test]
@@ -1104,9 +1105,8 @@ fn missing_default_policy_is_one_rule_across_commands() {
         let (code, out, err) = xtask(&[cmd, "--workspace", ws]);
         assert_eq!(code, 2, "{cmd}: {out}{err}");
         assert!(
-            err.contains(
-                "policy/fleet.toml: no fleet policy in this workspace: create policy/fleet.toml"
-            ),
+            err.contains("no fleet policy in this workspace: looked for ")
+                && err.contains("policy/fleet.toml and for [workspace.metadata.fleet] in "),
             "{cmd}: {err}"
         );
         assert!(err.contains("or pass --policy FILE"), "{cmd}: {err}");

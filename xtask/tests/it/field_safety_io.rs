@@ -110,7 +110,7 @@ fn fmt_check_names_a_dangling_or_looping_link() {
     std::os::unix::fs::symlink(root.join("a/src/looping.rs"), root.join("a/src/looping.rs"))
         .unwrap();
     // nothing reaches them: cargo fmt never opens them, so they are notes
-    // (issue #40, item 14: an editor's lock file is such a link)
+    // (an editor's lock file, `src/.#lib.rs`, is such a link)
     let (code, out, err) = fmt(&root, &[]);
     assert_eq!(code, 0, "{out}{err}");
     for name in ["a/src/dangling.rs", "a/src/looping.rs"] {

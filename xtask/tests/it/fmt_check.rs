@@ -359,7 +359,7 @@ fn rustfmt_skip_modules_are_left_alone_like_cargo_fmt_does() {
     assert!(out.contains("3 behind #[rustfmt::skip]"), "{out}");
 }
 
-/// Issue #40, item 13: an inner skip (`#![rustfmt::skip]`,
+/// An inner skip (`#![rustfmt::skip]`,
 /// `#![cfg_attr(rustfmt, rustfmt_skip)]`) at the top of a module file skips
 /// it and the modules below it, as cargo fmt does; at the top of a crate
 /// root it skips the root only (cargo fmt still formats its modules).

@@ -1,5 +1,5 @@
 //! fmt-check against `cargo fmt --check` on what people's trees contain
-//! (issue #40, items 9-12 and 14): a file two editions reach, members in
+//! (what real trees hold): a file two editions reach, members in
 //! hidden directories, `#[path]` modules outside the workspace, a newline in
 //! the workspace path, editor lock files and unreadable directories.
 

@@ -199,7 +199,7 @@ fn prefilter_is_exact() {
     assert!(cleared * 10 >= files * 8, "{cleared} of {files} cleared");
 }
 
-/// Issue #40, speed: a crate with a build script but no thiserror
+/// Speed: a crate with a build script but no thiserror
 /// build-dependency used to send every file of the crate through the broad
 /// test (a `derive` of anything ending in `Error` was parsed); now only the
 /// build script's own files are, and arguments that can matter to no rule
