@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The PyG side of rtx checkpoints and predictions (issue 39).
+"""The PyG side of rtx checkpoints and predictions.
 
 `HetGAT` is the PyG model whose state_dict an rtx checkpoint holds: per layer a
 `HeteroConv({edge_type: GATConv((-1, -1), channels, heads=heads,

@@ -507,7 +507,9 @@ fn a_node_type_with_no_nodes_loads() {
 /// `ToUndirected`'s reverse relation.
 #[test]
 fn a_file_written_by_the_pyg_peer_loads() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/pyg_written.safetensors");
+    // read at run time: a build moved or unpacked elsewhere finds the file
+    let dir = std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
+    let path = Path::new(&dir).join("tests/data/pyg_written.safetensors");
     let d = Dataset::load(&path).unwrap();
     let names: Vec<_> = d
         .node_types

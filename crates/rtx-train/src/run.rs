@@ -373,10 +373,8 @@ fn train<B: Backend + TrainOps + SampleOps + 'static, T: Element>(
     let bar = (human && std::io::stderr().is_terminal() && total > 0).then(|| {
         let pb = ProgressBar::new(total);
         pb.set_style(
-            ProgressStyle::with_template(
-                "{bar:30} {pos}/{len} steps  {msg}  [{elapsed} < {eta}]",
-            )
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+            ProgressStyle::with_template("{bar:30} {pos}/{len} steps  {msg}  [{elapsed} < {eta}]")
+                .unwrap_or_else(|_| ProgressStyle::default_bar()),
         );
         pb.set_position(trainer.position().global_step.min(total));
         pb

@@ -35,11 +35,17 @@ use safetensors::tensor::{Dtype, SafeTensors, TensorView};
 use serde_json::{Value, json};
 
 use crate::dataset::Dataset;
-use crate::metrics::Metric;
-use crate::model::{HetGat, LossKind};
-use crate::optim::{OptimizerConfig, ParamState, Rule, Schedule};
-use crate::train::{EarlyStopping, ModelSettings, Position, Task, TrainConfig, Trainer};
+use crate::model::HetGat;
+use crate::optim::ParamState;
+use crate::train::{Position, TrainConfig, Trainer};
 use crate::{Error, Result};
+
+mod meta;
+
+use meta::{
+    first_difference, model_meta, parse_position, parse_train, position_meta, real, task_meta,
+    train_meta, uint,
+};
 
 /// The format tag of the metadata.
 pub const FORMAT: &str = "rtx-checkpoint/1";
@@ -137,91 +143,6 @@ fn pyg_tensor<B: Backend, A: Element>(
         pyg_shape(layout, &shape, heads),
         rtx_backend::bytes_of(&v).to_vec(),
     ))
-}
-
-/// The model's settings and schema as the metadata's `config` and `schema`.
-fn model_meta<B: Backend, A: Element>(model: &HetGat<B, A>) -> (Value, Value) {
-    let c = model.config();
-    let types = model.node_type_names();
-    let in_features: serde_json::Map<String, Value> = types
-        .iter()
-        .zip(&c.in_features)
-        .map(|(t, f)| (t.clone(), json!(f)))
-        .collect();
-    let config = json!({
-        "heads": c.heads, "channels": c.channels, "layers": c.layers,
-        "negative_slope": c.negative_slope, "out_features": c.out_features,
-        "target": types[c.target], "input_dropout": c.input_dropout,
-        "attention_dropout": c.attention_dropout, "in_features": in_features,
-    });
-    let schema = json!({
-        "node_types": types,
-        "edge_types": model.relation_keys().iter()
-            .map(|&(r, s, d)| json!([types[s], r, types[d]])).collect::<Vec<_>>(),
-    });
-    (config, schema)
-}
-
-fn task_meta(task: Task, outputs: usize) -> Value {
-    match task {
-        Task::Classify => json!({"kind": "classify", "classes": outputs}),
-        Task::Regress(l) => json!({"kind": "regress", "dim": outputs, "loss": l.name()}),
-    }
-}
-
-fn schedule_meta(s: Schedule) -> Value {
-    match s {
-        Schedule::Constant => json!({"kind": "constant"}),
-        Schedule::Step { every, gamma } => json!({"kind": "step", "every": every, "gamma": gamma}),
-        Schedule::Cosine {
-            warmup,
-            total,
-            min_lr,
-        } => json!({"kind": "cosine", "warmup": warmup, "total": total, "min_lr": min_lr}),
-    }
-}
-
-fn optimizer_meta(o: &OptimizerConfig) -> Value {
-    let rule = match o.rule {
-        Rule::Sgd {
-            momentum,
-            dampening,
-            nesterov,
-        } => {
-            json!({"kind": "sgd", "momentum": momentum, "dampening": dampening, "nesterov": nesterov})
-        }
-        Rule::Adam { betas, eps } => {
-            json!({"kind": "adam", "betas": [betas.0, betas.1], "eps": eps})
-        }
-        Rule::AdamW { betas, eps } => {
-            json!({"kind": "adamw", "betas": [betas.0, betas.1], "eps": eps})
-        }
-    };
-    json!({"rule": rule, "lr": o.lr, "weight_decay": o.weight_decay,
-           "clip_norm": o.clip_norm, "schedule": schedule_meta(o.schedule)})
-}
-
-fn train_meta(c: &TrainConfig) -> Value {
-    let m = &c.model;
-    json!({
-        "target": c.target, "epochs": c.epochs, "batch": c.batch, "fanouts": c.fanouts,
-        "eval_batch": c.eval_batch, "seed": c.seed.to_string(),
-        "early_stopping": c.early_stopping.map(|e| json!({"metric": e.metric.name(), "patience": e.patience})),
-        "model": {"heads": m.heads, "channels": m.channels, "layers": m.layers,
-                  "negative_slope": m.negative_slope, "input_dropout": m.input_dropout,
-                  "attention_dropout": m.attention_dropout},
-        "optimizer": optimizer_meta(&c.optimizer),
-        "task": match c.task { Task::Classify => "classify".to_string(), Task::Regress(l) => format!("regress-{}", l.name()) },
-    })
-}
-
-fn position_meta(p: &Position) -> Value {
-    json!({
-        "epoch": p.epoch, "step_in_epoch": p.step_in_epoch, "global_step": p.global_step,
-        "epoch_loss_sum_bits": format!("{:016x}", p.epoch_loss_sum.to_bits()),
-        "best": p.best.map(|(v, e)| json!([format!("{:016x}", v.to_bits()), e])),
-        "bad_epochs": p.bad_epochs, "stopped": p.stopped,
-    })
 }
 
 /// Writes `trainer`'s state to `path` (atomically: a temporary file in the
@@ -639,161 +560,6 @@ fn to_elements<S: Element, A: Element>(bytes: &[u8]) -> Vec<A> {
         .into_iter()
         .map(|v| A::from_f64(v.to_f64()))
         .collect()
-}
-
-/// The first difference between two JSON values, as `path: theirs vs ours`.
-fn first_difference(path: &str, theirs: &Value, ours: &Value) -> Option<String> {
-    match (theirs, ours) {
-        (Value::Object(a), Value::Object(b)) => {
-            let mut keys: Vec<&String> = a.keys().chain(b.keys()).collect();
-            keys.sort();
-            keys.dedup();
-            keys.into_iter().find_map(|k| {
-                first_difference(
-                    &format!("{path}.{k}"),
-                    a.get(k).unwrap_or(&Value::Null),
-                    b.get(k).unwrap_or(&Value::Null),
-                )
-            })
-        }
-        (Value::Array(a), Value::Array(b)) if a.len() == b.len() => a
-            .iter()
-            .zip(b)
-            .enumerate()
-            .find_map(|(i, (x, y))| first_difference(&format!("{path}[{i}]"), x, y)),
-        (Value::Number(a), Value::Number(b)) if a.as_f64() == b.as_f64() => None,
-        _ if theirs == ours => None,
-        _ => Some(format!("{path} is {theirs} in the checkpoint, {ours} here")),
-    }
-}
-
-fn f64_bits(v: &Value, what: &str) -> std::result::Result<f64, String> {
-    v.as_str()
-        .and_then(|s| u64::from_str_radix(s, 16).ok())
-        .map(f64::from_bits)
-        .ok_or_else(|| format!("{what} is not a 16-digit hex bit pattern"))
-}
-
-fn uint(v: &Value, what: &str) -> std::result::Result<u64, String> {
-    v.as_u64().ok_or_else(|| format!("{what} is not a count"))
-}
-
-fn parse_position(v: &Value) -> std::result::Result<Position, String> {
-    Ok(Position {
-        epoch: uint(&v["epoch"], "epoch")? as usize,
-        step_in_epoch: uint(&v["step_in_epoch"], "step_in_epoch")? as usize,
-        global_step: uint(&v["global_step"], "global_step")?,
-        epoch_loss_sum: f64_bits(&v["epoch_loss_sum_bits"], "epoch_loss_sum_bits")?,
-        best: match &v["best"] {
-            Value::Null => None,
-            b => Some((
-                f64_bits(&b[0], "best[0]")?,
-                uint(&b[1], "best[1]")? as usize,
-            )),
-        },
-        bad_epochs: uint(&v["bad_epochs"], "bad_epochs")? as usize,
-        stopped: v["stopped"].as_bool().ok_or("stopped is not a bool")?,
-    })
-}
-
-fn real(v: &Value, what: &str) -> std::result::Result<f64, String> {
-    v.as_f64().ok_or_else(|| format!("{what} is not a number"))
-}
-
-fn parse_train(t: &Value) -> std::result::Result<TrainConfig, String> {
-    let m = &t["model"];
-    let o = &t["optimizer"];
-    let r = &o["rule"];
-    let rule = match r["kind"].as_str() {
-        Some("sgd") => Rule::Sgd {
-            momentum: real(&r["momentum"], "momentum")?,
-            dampening: real(&r["dampening"], "dampening")?,
-            nesterov: r["nesterov"].as_bool().ok_or("nesterov is not a bool")?,
-        },
-        Some(k @ ("adam" | "adamw")) => {
-            let betas = (
-                real(&r["betas"][0], "betas[0]")?,
-                real(&r["betas"][1], "betas[1]")?,
-            );
-            let eps = real(&r["eps"], "eps")?;
-            if k == "adam" {
-                Rule::Adam { betas, eps }
-            } else {
-                Rule::AdamW { betas, eps }
-            }
-        }
-        other => return Err(format!("unknown optimizer {other:?}")),
-    };
-    let s = &o["schedule"];
-    let schedule = match s["kind"].as_str() {
-        Some("constant") => Schedule::Constant,
-        Some("step") => Schedule::Step {
-            every: uint(&s["every"], "every")?,
-            gamma: real(&s["gamma"], "gamma")?,
-        },
-        Some("cosine") => Schedule::Cosine {
-            warmup: uint(&s["warmup"], "warmup")?,
-            total: uint(&s["total"], "total")?,
-            min_lr: real(&s["min_lr"], "min_lr")?,
-        },
-        other => return Err(format!("unknown schedule {other:?}")),
-    };
-    let task = match t["task"].as_str() {
-        Some("classify") => Task::Classify,
-        Some("regress-mse") => Task::Regress(LossKind::Mse),
-        Some("regress-l1") => Task::Regress(LossKind::L1),
-        other => return Err(format!("unknown task {other:?}")),
-    };
-    let early_stopping = match &t["early_stopping"] {
-        Value::Null => None,
-        e => Some(EarlyStopping {
-            metric: e["metric"]
-                .as_str()
-                .ok_or("early_stopping.metric is not a string")?
-                .parse::<Metric>()
-                .map_err(|e| e.to_string())?,
-            patience: uint(&e["patience"], "patience")? as usize,
-        }),
-    };
-    Ok(TrainConfig {
-        target: t["target"]
-            .as_str()
-            .ok_or("target is not a string")?
-            .to_string(),
-        task,
-        epochs: uint(&t["epochs"], "epochs")? as usize,
-        batch: match &t["batch"] {
-            Value::Null => None,
-            v => Some(uint(v, "batch")? as usize),
-        },
-        fanouts: t["fanouts"]
-            .as_array()
-            .ok_or("fanouts is not a list")?
-            .iter()
-            .map(|v| uint(v, "a fanout").map(|x| x as u32))
-            .collect::<std::result::Result<_, _>>()?,
-        eval_batch: uint(&t["eval_batch"], "eval_batch")? as usize,
-        seed: t["seed"]
-            .as_str()
-            .and_then(|s| s.parse().ok())
-            .ok_or("seed is not a decimal string")?,
-        early_stopping,
-        model: ModelSettings {
-            heads: uint(&m["heads"], "heads")? as usize,
-            channels: uint(&m["channels"], "channels")? as usize,
-            layers: uint(&m["layers"], "layers")? as usize,
-            negative_slope: real(&m["negative_slope"], "negative_slope")?,
-            input_dropout: real(&m["input_dropout"], "input_dropout")?,
-            attention_dropout: real(&m["attention_dropout"], "attention_dropout")?,
-        },
-        optimizer: OptimizerConfig {
-            rule,
-            lr: real(&o["lr"], "lr")?,
-            weight_decay: real(&o["weight_decay"], "weight_decay")?,
-            clip_norm: o["clip_norm"].as_f64(),
-            schedule,
-        },
-    })
 }
 
 /// Checks that the dataset is the one the checkpoint's schema names (node
