@@ -1,9 +1,46 @@
 //! File helpers shared by every xtask command.
 
 use std::io::Write;
+use std::os::unix::fs::MetadataExt as _;
 use std::path::{Component, Path, PathBuf};
 
 use anyhow::Context as _;
+
+/// What names a file's state (device, inode, size, modification and
+/// status-change times): what was read of a file is used only while its
+/// [`std::fs::Metadata`] still gives the same key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct FileKey {
+    dev: u64,
+    ino: u64,
+    size: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+impl FileKey {
+    pub(crate) fn dev(&self) -> u64 {
+        self.dev
+    }
+
+    pub(crate) fn ino(&self) -> u64 {
+        self.ino
+    }
+
+    pub(crate) fn size(&self) -> u64 {
+        self.size
+    }
+
+    pub(crate) fn of(md: &std::fs::Metadata) -> FileKey {
+        FileKey {
+            dev: md.dev(),
+            ino: md.ino(),
+            size: md.len(),
+            mtime: (md.mtime(), md.mtime_nsec()),
+            ctime: (md.ctime(), md.ctime_nsec()),
+        }
+    }
+}
 
 /// Writes `contents` to a new temporary file beside `path` (same directory,
 /// so a rename replaces `path` atomically), with `perms` (`None`: `0o644`),

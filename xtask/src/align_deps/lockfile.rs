@@ -6,14 +6,20 @@
 //! network and no second cargo run (which would double the command's time), and
 //! it can never write the lockfile (`cargo metadata` rewrites a stale one, which
 //! `--check` must not do).
+//!
+//! A run reads `Cargo.lock` once, in its load phase ([`read`], taking the
+//! read-ahead's [`ReadAhead`] where the file is unchanged since), and hands
+//! that read to every use ([`older_majors`], [`may_reach`], the
+//! requirement check): nothing here outlives the run.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::OnceLock;
 
 use cargo_metadata::semver::{Op, Version, VersionReq};
 use serde::Deserialize;
 
+use crate::fsutil::FileKey;
 use crate::policy::Policy;
 
 #[derive(Debug, Deserialize)]
@@ -58,60 +64,68 @@ impl LockText {
     }
 }
 
-/// The last lockfile read, by path, with the state it was read in.
-type Memo = (PathBuf, super::migration::FileKey, Arc<LockText>);
-static LAST: Mutex<Option<Memo>> = Mutex::new(None);
+/// A lockfile read (and parsed) ahead of its uses, by path, with the state
+/// it was read in: [`read`] takes it while the file is unchanged.
+pub(crate) struct ReadAhead {
+    path: PathBuf,
+    key: FileKey,
+    text: LockText,
+}
 
-/// `path` read (as `std::fs::read_to_string` would: the same errors), or
-/// the earlier read of it while the file is unchanged (the same device,
-/// inode, size and times): the lockfile is read and parsed once per run,
-/// and may be while `cargo metadata` runs ([`warm`]).
-pub(crate) fn read(path: &Path) -> std::io::Result<Arc<LockText>> {
+/// Opens `path` and reads its state, as [`read`] and [`read_ahead`] do.
+fn open(path: &Path) -> std::io::Result<(std::fs::File, FileKey)> {
+    let file = std::fs::File::open(path)?;
+    let key = FileKey::of(&file.metadata()?);
+    Ok((file, key))
+}
+
+/// The rest of `file`, as text.
+fn text_of(mut file: std::fs::File) -> std::io::Result<LockText> {
     use std::io::Read as _;
-    let mut file = std::fs::File::open(path)?;
-    let key = super::migration::FileKey::of(&file.metadata()?);
-    let mut last = LAST
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    if let Some((p, k, t)) = last.as_ref()
-        && p == path
-        && *k == key
-    {
-        return Ok(Arc::clone(t));
-    }
     let mut text = String::new();
     file.read_to_string(&mut text)?;
-    let t = Arc::new(LockText {
+    Ok(LockText {
         text,
         typed: OnceLock::new(),
-    });
-    *last = Some((path.to_path_buf(), key, Arc::clone(&t)));
-    Ok(t)
+    })
 }
 
-/// Forgets the earlier read (the next [`read`] reads the file).
-pub fn forget() {
-    *LAST
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+/// Reads and parses `path` ahead of its uses (on the read-ahead thread
+/// while `cargo metadata` runs); `None` when it cannot be read (then
+/// [`read`] reads it, for its error).
+pub(crate) fn read_ahead(path: PathBuf) -> Option<ReadAhead> {
+    let (file, key) = open(&path).ok()?;
+    let text = text_of(file).ok()?;
+    let _ = text.typed();
+    Some(ReadAhead { path, key, text })
 }
 
-/// Reads and parses `root/Cargo.lock` ahead of its uses.
-pub fn warm(root: &Path) {
-    if let Ok(t) = read(&root.join("Cargo.lock")) {
-        let _ = t.typed();
+/// `path` read (as `std::fs::read_to_string` would: the same errors), or
+/// `ahead`'s text when it read the same path and the file is unchanged
+/// since (the same device, inode, size and times).
+pub(crate) fn read(path: &Path, ahead: Option<ReadAhead>) -> std::io::Result<LockText> {
+    let (file, key) = open(path)?;
+    match ahead {
+        Some(a) if a.path == path && a.key == key => Ok(a.text),
+        _ => text_of(file),
     }
 }
 
 /// Informational lines about `root/Cargo.lock`: for each policy dependency,
-/// every older version still locked and the non-member packages that pull it.
-/// Never an error: an absent or unreadable lockfile is itself a line.
-pub fn older_majors(root: &Path, policy: &Policy, members: &BTreeSet<String>) -> Vec<String> {
+/// every older version still locked and the non-member packages that pull it,
+/// from `lock`, the run's [`read`] of it. Never an error: an absent or
+/// unreadable lockfile is itself a line.
+pub(crate) fn older_majors(
+    root: &Path,
+    policy: &Policy,
+    members: &BTreeSet<String>,
+    lock: &std::io::Result<LockText>,
+) -> Vec<String> {
     if policy.dependencies.is_empty() {
         return Vec::new();
     }
     let path = root.join("Cargo.lock");
-    let text = match read(&path) {
+    let text = match lock {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return vec![format!(
@@ -144,21 +158,21 @@ pub fn older_majors(root: &Path, policy: &Policy, members: &BTreeSet<String>) ->
     report(lock, policy, members)
 }
 
-/// The members whose dependency graph, as `root/Cargo.lock` records it, may
-/// reach one of `packages` (anywhere in it): only their code can use what
+/// The members whose dependency graph, as `lock` (the run's read of
+/// `Cargo.lock`) records it, may reach one of `packages` (anywhere in it):
+/// only their code can use what
 /// those packages offer (a derive, directly or through a re-export), so only
 /// their sources can hold a finding of a migration of them. The
 /// lockfile lists every dependency whatever the features and platforms, so
 /// the graph is a superset of any build's. A member the lockfile does not
 /// know, or one declaring a dependency its entry lacks (a stale lockfile),
 /// is kept. `None` without a readable lockfile: keep every member.
-pub fn may_reach(
-    root: &Path,
+pub(crate) fn may_reach(
+    lock: Option<&LockText>,
     members: &[&cargo_metadata::Package],
     packages: &[&str],
 ) -> Option<BTreeSet<String>> {
-    let text = read(&root.join("Cargo.lock")).ok()?;
-    let lock = text.typed().as_ref().ok()?;
+    let lock = lock?.typed().as_ref().ok()?;
     // name -> the names it depends on (every version's, together)
     let mut deps: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
     // name -> the names that depend on it
@@ -335,9 +349,53 @@ source = "registry+https://github.com/rust-lang/crates.io-index"
     }
 
     #[test]
+    fn a_read_ahead_is_taken_only_for_its_unchanged_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a.lock"), dir.path().join("b.lock"));
+        std::fs::write(&a, LOCK).unwrap();
+        std::fs::write(&b, "").unwrap();
+        let versions = |t: &LockText| t.crates_io_versions("thiserror").len();
+        // the same file, unchanged: the read-ahead's text
+        let t = read(&a, read_ahead(a.clone())).unwrap();
+        assert_eq!(versions(&t), 2);
+        // another path: that file, read
+        let t = read(&b, read_ahead(a.clone())).unwrap();
+        assert_eq!(versions(&t), 0);
+        // rewritten since: read again
+        let ahead = read_ahead(a.clone());
+        std::fs::write(&a, "").unwrap();
+        assert_eq!(versions(&read(&a, ahead).unwrap()), 0);
+        // gone since: the error, as without a read-ahead
+        std::fs::write(&a, LOCK).unwrap();
+        let ahead = read_ahead(a.clone());
+        std::fs::remove_file(&a).unwrap();
+        let e = read(&a, ahead).err().unwrap();
+        assert_eq!(e.kind(), std::io::ErrorKind::NotFound);
+    }
+
+    #[test]
+    fn the_report_is_of_the_read_it_is_handed() {
+        // the run's one read, not the file as it is by the time of the report
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("Cargo.lock");
+        std::fs::write(&path, LOCK).unwrap();
+        let lock = read(&path, None);
+        std::fs::remove_file(&path).unwrap();
+        let members = BTreeSet::from(["app".to_string()]);
+        let lines = older_majors(dir.path(), &policy(), &members, &lock);
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(lines[0].contains("old-errors 0.3.0"), "{lines:?}");
+        let members_of =
+            |lock: Option<&LockText>| may_reach(lock, &[], &["thiserror"]).map(|m| m.len());
+        assert_eq!(members_of(lock.as_ref().ok()), Some(0));
+        assert_eq!(members_of(None), None, "no lockfile: every member kept");
+    }
+
+    #[test]
     fn missing_lockfile_is_an_info_line() {
         let dir = tempfile::tempdir().unwrap();
-        let lines = older_majors(dir.path(), &policy(), &BTreeSet::new());
+        let lock = read(&dir.path().join("Cargo.lock"), None);
+        let lines = older_majors(dir.path(), &policy(), &BTreeSet::new(), &lock);
         assert_eq!(lines.len(), 1);
         assert!(lines[0].starts_with("no Cargo.lock"), "{lines:?}");
     }

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use cargo_metadata::Metadata;
 use cargo_metadata::semver::VersionReq;
 
+use super::lockfile::LockText;
 use super::plan::AlignmentPlan;
 use super::planner::{Loaded, NewUser};
 use crate::policy::{DependencyRule, Policy};
@@ -22,7 +23,7 @@ use crate::policy::{DependencyRule, Policy};
 pub(crate) use crate::thiserror_src::CrateAnalysis as Analysis;
 /// The `.rs` files read ahead while `cargo metadata` runs (any migration's
 /// analysis takes them where they are unchanged).
-pub(crate) use crate::thiserror_src::prefetch::{FileKey, Prefetch, SourceCache};
+pub(crate) use crate::thiserror_src::prefetch::{Prefetch, SourceCache};
 
 /// A source migration of one policy dependency. Each method is one step the
 /// core takes, in this order: [`Migration::analyze`] (read only),
@@ -48,7 +49,8 @@ pub(crate) trait Migration: Sync {
     fn floor_note(&self) -> &'static str;
 
     /// The analysis of every member it concerns (nothing when
-    /// [`Migration::rule`] is `None`), in member order; reads only.
+    /// [`Migration::rule`] is `None`), in member order; reads only (`lock`:
+    /// the run's read of `Cargo.lock`, `None` when it could not be read).
     ///
     /// # Errors
     /// An unreadable source file or one that does not parse.
@@ -58,6 +60,7 @@ pub(crate) trait Migration: Sync {
         root: &Path,
         policy: &Policy,
         cache: Option<Arc<SourceCache>>,
+        lock: Option<&LockText>,
     ) -> anyhow::Result<Vec<Analysis>>;
 
     /// Holds the crates whose migration would break their build however the

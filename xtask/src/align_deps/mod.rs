@@ -225,11 +225,12 @@ fn plan_members(
 fn requirement_findings(
     lp: &crate::policy::LoadedPolicy,
     root: &Path,
+    lock: Option<&lockfile::LockText>,
 ) -> (Vec<plan::Finding>, Vec<String>) {
     let (mut findings, mut info) = (Vec::new(), Vec::new());
     let policy_rel = crate::fsutil::rel(root, &lp.path);
     for (name, rule) in &lp.policy.dependencies {
-        match satisfiable::check(root, name, &rule.req, &rule.version) {
+        match satisfiable::check(lock, name, &rule.req, &rule.version) {
             satisfiable::Answer::Yes => {}
             satisfiable::Answer::Unknown(why) => info.push(format!(
                 "{}: could not confirm that crates.io has a {name} version matching \"{}\" ({why}); \

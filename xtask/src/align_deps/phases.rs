@@ -2,8 +2,9 @@
 //! output:
 //!
 //! 1. [`load`]: read everything (the read-ahead while `cargo metadata`
-//!    runs, the workspace lock and recovery, the policy, the manifests, the
-//!    policy's requirements against the registry, the source analysis) into
+//!    runs, the workspace lock and recovery, the policy, the manifests,
+//!    `Cargo.lock` (once, handed to every later use), the policy's
+//!    requirements against the registry, the source analysis) into
 //!    [`Inputs`]. A malformed input stops the run here; nothing is planned.
 //! 2. [`plan`]: the plan made without the exemptions (what they cover, to
 //!    judge them) and the plan with them (exempt packages left out) into
@@ -24,6 +25,7 @@ use crate::journal::Guard;
 use crate::policy::LoadedPolicy;
 use crate::timing::Timing;
 
+use super::lockfile::LockText;
 use super::migration::{Analysis, Prefetch};
 use super::plan::{AlignmentPlan, Finding};
 use super::planner::Loaded;
@@ -49,6 +51,9 @@ pub(super) struct Workspace {
     unsatisfiable: Vec<Finding>,
     /// The requirements that could not be confirmed (information lines).
     unknown: Vec<String>,
+    /// `Cargo.lock`, read once (or why it could not be): every use takes it
+    /// from here.
+    lock: std::io::Result<LockText>,
 }
 
 /// Phase 1's output.
@@ -97,15 +102,17 @@ pub(super) fn load(
     timing: &mut Timing,
 ) -> anyhow::Result<Inputs> {
     let manifest = crate::workspace::manifest_path(args.target.workspace.as_deref())?;
-    lockfile::forget();
     // Cargo.lock and the Rust files are read on the other core while cargo
     // metadata runs (used only where unchanged since, under the root cargo names)
     let prefetch = presumed_root(&manifest).map(|r| {
-        let lock_root = r.clone();
-        Prefetch::start(r, move || lockfile::warm(&lock_root))
+        let lock_path = r.join("Cargo.lock");
+        Prefetch::start(r, move || lockfile::read_ahead(lock_path))
     });
     let meta = load_metadata(&manifest);
-    let mut cache = prefetch.map(|p| std::sync::Arc::new(p.finish()));
+    let (mut lock_ahead, mut cache) = match prefetch.map(Prefetch::finish) {
+        Some((lock, cache)) => (lock.flatten(), Some(std::sync::Arc::new(cache))),
+        None => (None, None),
+    };
     let meta = meta?;
     // one run at a time; an interrupted run is recovered before anything is read
     let mut said = crate::text::CountingWriter::new(err);
@@ -119,7 +126,7 @@ pub(super) fn load(
         // it waited for another run or recovered one: files may have changed
         // within the file system's time granularity, so nothing read ahead is used
         cache = None;
-        lockfile::forget();
+        lock_ahead = None;
     }
     timing.mark(&format!(
         "cargo metadata ({} files read meanwhile)",
@@ -130,8 +137,10 @@ pub(super) fn load(
     let (loaded, member_names) = load_manifests(&meta, &root)?;
     check_rules_match(&loaded, &policy)?;
     timing.mark("manifests parsed");
+    // the one read of Cargo.lock: the read-ahead's where it is unchanged since
+    let lock = lockfile::read(&root.join("Cargo.lock"), lock_ahead);
     // a requirement no published version matches: refused before anything is planned
-    let (unsatisfiable, unknown) = requirement_findings(&policy, &root);
+    let (unsatisfiable, unknown) = requirement_findings(&policy, &root, lock.as_ref().ok());
     if !args.check
         && let Some(f) = unsatisfiable.first()
     {
@@ -145,7 +154,8 @@ pub(super) fn load(
     }
     timing.mark("requirements checked");
     // the source side only reads: a file that does not parse stops the run here
-    let analyses = SOURCE_MIGRATION.analyze(&meta, &root, &policy.policy, cache)?;
+    let analyses =
+        SOURCE_MIGRATION.analyze(&meta, &root, &policy.policy, cache, lock.as_ref().ok())?;
     timing.mark(&{
         let parsed = analyses
             .iter()
@@ -164,6 +174,7 @@ pub(super) fn load(
             member_names,
             unsatisfiable,
             unknown,
+            lock,
         },
         analyses,
     })
@@ -242,6 +253,7 @@ pub(super) fn judge(planned: Planned, timing: &mut Timing) -> Judged {
         member_names,
         unsatisfiable,
         mut unknown,
+        lock,
     } = ws;
     let policy = &loaded_policy.policy;
     let judged = exemption_use::judge(
@@ -270,7 +282,7 @@ pub(super) fn judge(planned: Planned, timing: &mut Timing) -> Judged {
     plan.findings
         .sort_by(|a, b| (&a.file, a.line, a.column).cmp(&(&b.file, b.line, b.column)));
     timing.mark("planned");
-    info.extend(lockfile::older_majors(&root, policy, &member_names));
+    info.extend(lockfile::older_majors(&root, policy, &member_names, &lock));
     info.append(&mut unknown);
     Judged {
         guard,

@@ -2,7 +2,8 @@
 //! policy's requirement matches: a fix that writes `thiserror = "99"` into
 //! every manifest leaves a workspace cargo cannot resolve ("failed to select
 //! a version"). Asked in order, stopping at the first answer:
-//! 1. `Cargo.lock`: a crates.io package of that name at a matching version;
+//! 1. `Cargo.lock` (as the run read it): a crates.io package of that name at
+//!    a matching version;
 //! 2. cargo's local index cache (`$CARGO_HOME/registry/index/*/.cache`):
 //!    a matching version that is not yanked;
 //! 3. cargo's resolver on a one-dependency probe package in a temporary
@@ -17,6 +18,8 @@ use std::path::{Path, PathBuf};
 
 use cargo_metadata::semver::{Version, VersionReq};
 
+use super::lockfile::LockText;
+
 /// What is known about a requirement.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Answer {
@@ -28,9 +31,16 @@ pub enum Answer {
     Unknown(String),
 }
 
-/// Whether crates.io has a `name` version that `req` matches (see the module docs).
-pub fn check(root: &Path, name: &str, req: &VersionReq, written: &str) -> Answer {
-    if locked(root, name).iter().any(|v| req.matches(v)) {
+/// Whether crates.io has a `name` version that `req` matches (see the
+/// module docs); `lock`: the run's read of `Cargo.lock`, when it could be read.
+pub(crate) fn check(
+    lock: Option<&LockText>,
+    name: &str,
+    req: &VersionReq,
+    written: &str,
+) -> Answer {
+    let locked = lock.map(|l| l.crates_io_versions(name)).unwrap_or_default();
+    if locked.iter().any(|v| req.matches(v)) {
         return Answer::Yes;
     }
     let local = indexed(name);
@@ -53,14 +63,6 @@ pub fn check(root: &Path, name: &str, req: &VersionReq, written: &str) -> Answer
             ))
         }
         Probe::Failed(msg) => Answer::Unknown(msg),
-    }
-}
-
-/// The crates.io versions of `name` in `root/Cargo.lock`.
-fn locked(root: &Path, name: &str) -> Vec<Version> {
-    match super::lockfile::read(&root.join("Cargo.lock")) {
-        Ok(text) => text.crates_io_versions(name),
-        Err(_) => Vec::new(),
     }
 }
 

@@ -101,19 +101,22 @@ pub fn analyze(
     root: &Path,
     policy: &Policy,
 ) -> anyhow::Result<Vec<CrateAnalysis>> {
-    analyze_with(meta, root, policy, None)
+    let lock = super::lockfile::read(&root.join("Cargo.lock"), None);
+    analyze_with(meta, root, policy, None, lock.as_ref().ok())
 }
 
 /// [`analyze`], taking the files that `cache` read ahead from there where
-/// they are unchanged ([`thiserror_src::prefetch`]: the same answer).
+/// they are unchanged ([`thiserror_src::prefetch`]: the same answer), and
+/// `lock`, the run's read of `root/Cargo.lock` (`None`: it could not be read).
 ///
 /// # Errors
 /// As [`analyze`].
-pub fn analyze_with(
+pub(crate) fn analyze_with(
     meta: &Metadata,
     root: &Path,
     policy: &Policy,
     cache: Option<std::sync::Arc<thiserror_src::prefetch::SourceCache>>,
+    lock: Option<&super::lockfile::LockText>,
 ) -> anyhow::Result<Vec<CrateAnalysis>> {
     use rayon::prelude::*;
     if thiserror2_rule(policy).is_none() {
@@ -126,7 +129,7 @@ pub fn analyze_with(
         .collect();
     // a member whose locked dependency graph has no thiserror cannot derive
     // its Error (unless a source exemption is about its files)
-    let members = match super::lockfile::may_reach(root, &members, THISERROR_PACKAGES) {
+    let members = match super::lockfile::may_reach(lock, &members, THISERROR_PACKAGES) {
         Some(reach) => members
             .into_iter()
             .filter(|p| {

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use cargo_metadata::Metadata;
 use cargo_metadata::semver::{Version, VersionReq};
 
+use super::lockfile::LockText;
 use super::migration::{Analysis, Migration, SourceCache};
 use super::plan::AlignmentPlan;
 use super::planner::{Loaded, NewUser};
@@ -68,8 +69,9 @@ impl Migration for Thiserror2 {
         root: &Path,
         policy: &Policy,
         cache: Option<Arc<SourceCache>>,
+        lock: Option<&LockText>,
     ) -> anyhow::Result<Vec<Analysis>> {
-        sources::analyze_with(meta, root, policy, cache)
+        sources::analyze_with(meta, root, policy, cache, lock)
     }
 
     fn hold_renamed(

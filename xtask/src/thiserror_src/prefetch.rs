@@ -14,7 +14,8 @@
 //! ([`modscan::may_declare_modules`], [`modscan::may_include`]) done there
 //! too; [`Prefetch::finish`] stops it (as soon as cargo has answered) and
 //! hands over what it read. (The caller's `first` work runs on that thread
-//! before: `align-deps` reads and parses `Cargo.lock` there.)
+//! before, its result handed over with the files: `align-deps` reads and
+//! parses `Cargo.lock` there.)
 //!
 //! # Why the walk's answer cannot change
 //! The cache only saves the `read`: the walk still asks the file system
@@ -28,51 +29,16 @@
 //! outside the root, one the thread had not reached) is read as before.
 
 use std::collections::HashMap;
-use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+pub(crate) use crate::fsutil::FileKey;
 use crate::rust_src::modscan;
 
 /// The most bytes the thread keeps (a tree far larger than its module trees
 /// is not copied whole into memory).
 const BUDGET: usize = 512 << 20;
-
-/// What names a file's state: a cached file is used only while its
-/// [`std::fs::Metadata`] still gives the same key.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct FileKey {
-    dev: u64,
-    ino: u64,
-    size: u64,
-    mtime: (i64, i64),
-    ctime: (i64, i64),
-}
-
-impl FileKey {
-    pub(crate) fn dev(&self) -> u64 {
-        self.dev
-    }
-
-    pub(crate) fn ino(&self) -> u64 {
-        self.ino
-    }
-
-    pub(crate) fn size(&self) -> u64 {
-        self.size
-    }
-
-    pub(crate) fn of(md: &std::fs::Metadata) -> FileKey {
-        FileKey {
-            dev: md.dev(),
-            ino: md.ino(),
-            size: md.len(),
-            mtime: (md.mtime(), md.mtime_nsec()),
-            ctime: (md.ctime(), md.ctime_nsec()),
-        }
-    }
-}
 
 /// One file as the thread read it.
 pub(crate) struct Cached {
@@ -122,40 +88,43 @@ impl SourceCache {
     }
 }
 
-/// The reading thread (see the module docs).
+/// The reading thread (see the module docs), and what its `first` work
+/// returns.
 #[derive(Debug)]
-pub struct Prefetch {
+pub struct Prefetch<T = ()> {
     stop: Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<SourceCache>>,
+    thread: Option<std::thread::JoinHandle<(T, SourceCache)>>,
 }
 
-impl Prefetch {
+impl<T: Send + 'static> Prefetch<T> {
     /// Starts reading the `.rs` files under `root` (an absolute path), after
     /// running `first` on the same thread.
-    pub fn start(root: PathBuf, first: impl FnOnce() + Send + 'static) -> Prefetch {
+    pub fn start(root: PathBuf, first: impl FnOnce() -> T + Send + 'static) -> Prefetch<T> {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = Arc::clone(&stop);
         let thread = std::thread::Builder::new()
             .name("prefetch".into())
             .spawn(move || {
-                first();
-                read_tree(&root, &flag)
+                let first = first();
+                (first, read_tree(&root, &flag))
             })
             .ok();
         Prefetch { stop, thread }
     }
 
-    /// Stops the thread (after the file it is reading) and returns what it read.
-    pub fn finish(mut self) -> SourceCache {
+    /// Stops the thread (after the file it is reading) and returns what
+    /// `first` returned (`None` when the thread could not be started or
+    /// panicked) and what it read.
+    pub fn finish(mut self) -> (Option<T>, SourceCache) {
         self.stop.store(true, Ordering::Relaxed);
-        self.thread
-            .take()
-            .and_then(|t| t.join().ok())
-            .unwrap_or_default()
+        match self.thread.take().and_then(|t| t.join().ok()) {
+            Some((first, cache)) => (Some(first), cache),
+            None => (None, SourceCache::default()),
+        }
     }
 }
 
-impl Drop for Prefetch {
+impl<T> Drop for Prefetch<T> {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
     }
@@ -431,7 +400,7 @@ mod tests {
         }
         let mut p = Prefetch::start(root.to_path_buf(), || {});
         // read to the end (not stopped)
-        let cache = p.thread.take().unwrap().join().unwrap();
+        let ((), cache) = p.thread.take().unwrap().join().unwrap();
         // the module trees of the targets the manifests name, nothing else
         assert_eq!(cache.len(), 5, "{cache:?}");
         for p in ["target/debug/x.rs", ".git/y.rs", "stray/z.rs"] {
@@ -461,8 +430,9 @@ mod tests {
     fn a_stopped_prefetch_hands_over_what_it_read() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("a.rs"), "fn a() {}\n").unwrap();
-        let p = Prefetch::start(dir.path().to_path_buf(), || {});
-        let cache = p.finish();
+        let p = Prefetch::start(dir.path().to_path_buf(), || 7);
+        let (first, cache) = p.finish();
+        assert_eq!(first, Some(7), "what `first` returned is handed over");
         assert!(cache.len() <= 1);
     }
 }
