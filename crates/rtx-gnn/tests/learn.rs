@@ -114,10 +114,10 @@ fn mag_classes_are_balanced_edges_homophilous_and_splits_contiguous() {
     };
     assert_eq!((labels, *c), (&classes[0], MAG_CLASSES));
     // balanced: every class within 35 % of n / K on papers and authors
-    for t in 0..2 {
-        let n = classes[t].len();
+    for (t, cl) in classes.iter().enumerate().take(2) {
+        let n = cl.len();
         let mut count = vec![0usize; MAG_CLASSES];
-        classes[t].iter().for_each(|&k| count[k as usize] += 1);
+        cl.iter().for_each(|&k| count[k as usize] += 1);
         let mean = n as f64 / MAG_CLASSES as f64;
         for (k, &m) in count.iter().enumerate() {
             assert!(
@@ -131,7 +131,7 @@ fn mag_classes_are_balanced_edges_homophilous_and_splits_contiguous() {
     // whose endpoint types have a node of every class (institutions at 1/64
     // have two a class: an empty class's edges go anywhere)
     let every_class = |t: usize| {
-        let mut seen = vec![false; MAG_CLASSES];
+        let mut seen = [false; MAG_CLASSES];
         classes[t].iter().for_each(|&k| seen[k as usize] = true);
         seen.iter().all(|&v| v)
     };
