@@ -475,9 +475,9 @@ pub fn small_classification(seed: u64) -> Dataset {
 
 /// [`classification`] of [`PlantedSpec::mag`]: ogbn-mag's schema and
 /// sizes at `1 / div`, [`MAG_CLASSES`] classes on papers. `div` 16 (46,024
-/// papers, 2.6 million edges) takes about a second to generate in a release
-/// build; `div` 1 (1.94 million nodes, 36.8 million edges, 1 GB of
-/// features) a few seconds and about 2.5 GB of memory (docs/training.md).
+/// papers, 2.3 million edges) takes about half a second to generate and
+/// write in a release build; `div` 1 (1.94 million nodes, 36.8 million
+/// edges, 1 GB of features) about 6 s (docs/training.md).
 ///
 /// # Errors
 /// As [`classification`] (homophily outside `0..=1`, a signal that is not

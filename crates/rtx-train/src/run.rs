@@ -384,11 +384,15 @@ fn train<B: Backend + TrainOps + SampleOps + 'static, T: Element>(
             "rtx-train on {}: {} ({nodes} nodes, {edges} edges), {} on {} ({} outputs), \
              {} layers x {} heads x {} channels, {params} parameters; {mode}; {} lr {}; {}",
             b.name(),
-            args.data
-                .as_ref()
-                .map_or("built-in planted dataset".into(), |p| p
-                    .display()
-                    .to_string()),
+            match (&args.data, &args.planted) {
+                (Some(p), _) => p.display().to_string(),
+                (None, Some(spec)) => format!("planted {spec}"),
+                (None, None) => "built-in planted dataset".into(),
+            } + if args.features_only {
+                " (features only)"
+            } else {
+                ""
+            },
             match config.task {
                 Task::Classify => "classification",
                 Task::Regress(_) => "regression",
