@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Time to accuracy, rtx against PyG (issue 42), from the JSON lines of
+"""Time to accuracy, rtx against PyG on the same task, from the JSON lines of
 `rtx-train --format json` and `pyg_learn.py` (one object per epoch with
 `elapsed`, wall seconds since the first epoch began, and `val` / `test`
 scores). Needs only the standard library.

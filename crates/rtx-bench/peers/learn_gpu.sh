@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 42's learning comparison in one command: generate the planted
+# The rtx-against-PyG learning comparison in one command: generate the planted
 # mag-shaped dataset (rtx-train --planted SPEC --export-data), then per seed,
 # in alternating rounds, rtx-train (the HetGAT), pyg_learn.py (PyG's HetGAT,
 # the same settings) and rtx-train --features-only (the baseline), each

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The PyG peer of `rtx-train` (issue 42): trains the same HetGAT on the same
+"""The PyG peer of `rtx-train` in the learning comparison: trains the same HetGAT on the same
 dataset file with the same AdamW, hyper-parameters, fanouts, batch size and
 epochs, evaluates the validation and test splits after every epoch the way
 rtx-train does, and prints one JSON object per epoch as

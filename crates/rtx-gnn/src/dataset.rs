@@ -56,11 +56,11 @@ use safetensors::{Dtype, SafeTensors};
 use crate::graph::NodeType;
 use crate::{Error, HeteroGraph, Result};
 
+mod features_only;
+pub use features_only::SELF_RELATION;
+
 /// The value of the `format` metadata entry.
 pub const FORMAT: &str = "rtx-hetero/1";
-
-/// The relation name of [`Dataset::features_only`]'s self-loops.
-pub const SELF_RELATION: &str = "self";
 
 /// The node attributes a file may hold per node type.
 pub const NODE_ATTRS: [&str; 5] = ["x", "y", "train_mask", "val_mask", "test_mask"];
@@ -373,44 +373,6 @@ impl Dataset {
             .get(node_type)
             .and_then(Option::as_ref)
             .ok_or_else(|| err(None, format!("{name}.y"), "no targets for this node type"))
-    }
-
-    /// The features-only view of node type `target`, for a baseline that
-    /// sees no neighbour: the type alone (its features, targets and
-    /// splits) with one relation `<target>__self__<target>` ([`SELF_RELATION`])
-    /// of the edges `i -> i`, one per node. A GAT layer over a single
-    /// incoming edge gives it attention 1 (a softmax over one logit), so the
-    /// HetGAT on this dataset is a per-node MLP: every layer a linear map of
-    /// the node's own features plus a bias, ReLU, then the head. Sampled
-    /// training reaches the node itself and nothing else.
-    ///
-    /// # Errors
-    /// [`Error::Dataset`] for an unknown type or one without features
-    /// (`<type>.x`).
-    pub fn features_only(&self, target: &str) -> Result<Dataset> {
-        let t = self.type_index(target)?;
-        let Some(x) = &self.features[t] else {
-            return Err(err(
-                None,
-                format!("{target}.x"),
-                "a features-only baseline needs the type's features",
-            ));
-        };
-        let nt = self.node_types[t].clone();
-        let ids: Vec<u32> = (0..nt.nodes as u32).collect();
-        Ok(Dataset {
-            node_types: vec![nt],
-            relations: vec![DatasetRelation {
-                src_type: 0,
-                name: SELF_RELATION.into(),
-                dst_type: 0,
-                src: ids.clone(),
-                dst: ids,
-            }],
-            features: vec![Some(x.clone())],
-            targets: vec![self.targets[t].clone()],
-            splits: vec![self.splits[t].clone()],
-        })
     }
 
     /// The [`HeteroGraph`] of the dataset's topology (relation name = `rel`).

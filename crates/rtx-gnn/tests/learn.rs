@@ -1,4 +1,4 @@
-//! What issue 42's learning comparison rests on: the mag-shaped planted
+//! What the rtx-against-PyG learning comparison rests on: the mag-shaped planted
 //! classification (ogbn-mag's schema and sizes, deterministic bits,
 //! balanced classes, the homophily it promises, contiguous splits) and the
 //! features-only baseline (`Dataset::features_only`: predictions that
