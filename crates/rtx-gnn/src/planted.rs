@@ -13,7 +13,10 @@
 //! a seed give the same dataset, bit for bit, on every machine.
 //!
 //! [`small_classification`] and [`small_regression`] are small enough to
-//! train in seconds in a debug build.
+//! train in seconds in a debug build; [`mag_classification`]
+//! ([`PlantedSpec::mag`]) has ogbn-mag's schema and sizes (or 1/div of
+//! them), for comparing what rtx and PyG learn and how soon
+//! (docs/training.md "Planted mag-shaped tasks").
 
 use rtx_backend::exp::exp64;
 use rtx_backend::workload::{index, splitmix64, unit, value};
