@@ -20,6 +20,9 @@ layers, ReLU, Linear(64, 1) on the target type, MSE against zeros, SGD.
   the step; 32 features.
 Usage: python3 pyg_sampled.py --anchors DIR [--case mag|dynamic|all]
        [--steps N] [--batch B] [--fanouts 15,10] [--div D] [--infer-batches N]
+
+`TorchNeighborSampler` (the sampler above, on any heterogeneous graph) is
+imported by pyg_learn.py; importing this module runs nothing.
 """
 import argparse, math, sys, time
 
@@ -31,11 +34,8 @@ ap.add_argument("--batch", type=int, default=1024)
 ap.add_argument("--fanouts", default="15,10")
 ap.add_argument("--div", type=int, default=1)
 ap.add_argument("--infer-batches", type=int, default=0)
-args = ap.parse_args()
-sys.path.insert(0, args.anchors)
 import numpy as np
 import torch
-from torch_anchors import emit, indices, values
 from torch_geometric.nn import GATConv, HeteroConv, Linear
 
 dev = "cuda"
@@ -73,58 +73,51 @@ def median(v):
     return v[len(v) // 2]
 
 
-def mag():
-    div = max(args.div, 1)
-    names = [n for n, _ in MAG_NODES]
-    counts = [max(n // div, 1) for _, n in MAG_NODES]
-    rels = []  # (name, s, d, src, dst) on the device
-    for name, s, d, e, seed in MAG_RELS:
-        e = max(e // div, 1)
-        src = torch.from_numpy(indices(seed, counts[s], e, "hub")).to(dev)
-        dst = torch.from_numpy(indices(seed + 1, counts[d], e, "hub")).to(dev)
-        rels.append((name, s, d, src, dst))
-    for name, r in MAG_REV:
-        _, s, d, src, dst = rels[r]
-        rels.append((name, d, s, dst, src))
-    x_all = [torch.from_numpy(values(200 + t, n * 128)).view(n, 128).to(dev) for t, n in enumerate(counts)]
-    # CSR by destination per relation
-    csr = []
-    for name, s, d, src, dst in rels:
-        perm = torch.sort(dst, stable=True).indices
-        rowptr = torch.zeros(counts[d] + 1, dtype=torch.int64, device=dev)
-        rowptr[1:] = torch.cumsum(torch.bincount(dst, minlength=counts[d]), 0)
-        csr.append((rowptr, src[perm]))
-    keys = [(names[s], name, names[d]) for name, s, d, _, _ in rels]
-    maps = [torch.full((n,), -1, dtype=torch.int64, device=dev) for n in counts]
-    fanouts = [int(f) for f in args.fanouts.split(",")]
-    n_papers = counts[0]
-    m = 1_000_003
-    while math.gcd(m, n_papers) != 1:
-        m += 1
-    steps_per_epoch = -(-n_papers // args.batch)
+class TorchNeighborSampler:
+    """PyG NeighborLoader's sampling in torch on the device (no pyg-lib or
+    torch-sparse): per relation a CSR by destination (stable sort); per hop
+    and relation into a frontier type, up to `k` distinct incoming neighbours
+    of every frontier node, uniformly without replacement (Floyd's picks,
+    vectorized over the frontier, from torch's global RNG); the frontier of
+    hop 0 the seeds, of hop h the nodes first reached in hop h - 1 (as rtx's
+    sampler defines it: crates/rtx-backend/src/sample.rs).
 
-    def seeds_of(step):
-        s = step % steps_per_epoch
-        i = torch.arange(s * args.batch, min(s * args.batch + args.batch, n_papers), dtype=torch.int64)
-        return ((i * m + 12345) % n_papers).to(dev)
+    counts: nodes per type; rels: [(src type, dst type, src, dst)] (int64 on
+    `device`); fanouts: one k per hop."""
 
-    def relabel(t, cand, nodes):
+    def __init__(self, counts, rels, fanouts, device):
+        self.counts, self.fanouts, self.dev = list(counts), list(fanouts), device
+        self.types = [(s, d) for s, d, _, _ in rels]
+        self.csr = []
+        for s, d, src, dst in rels:
+            perm = torch.sort(dst, stable=True).indices
+            rowptr = torch.zeros(self.counts[d] + 1, dtype=torch.int64, device=device)
+            rowptr[1:] = torch.cumsum(torch.bincount(dst, minlength=self.counts[d]), 0)
+            self.csr.append((rowptr, src[perm]))
+        self.maps = [torch.full((n,), -1, dtype=torch.int64, device=device) for n in self.counts]
+
+    def _relabel(self, t, cand, nodes):
+        maps = self.maps
         uniq = torch.unique(cand)
         new = uniq[maps[t][uniq] < 0]
         start = sum(len(c) for c in nodes[t])
-        maps[t][new] = torch.arange(start, start + len(new), device=dev)
+        maps[t][new] = torch.arange(start, start + len(new), device=self.dev)
         if len(new):
             nodes[t].append(new)
         return maps[t][cand]
 
-    def sample(step):
-        nodes = [[] for _ in counts]
-        relabel(0, seeds_of(step), nodes)
-        frontier = {0: (torch.cat(nodes[0]), 0)}
-        edges = {k: ([], []) for k in keys}
-        for k in fanouts:
+    def sample(self, seeds, target):
+        """(per type the global ids of its sampled nodes, local id = position;
+        per relation its sampled edge_index [2, E] in local ids, or None when
+        nothing was sampled; the seeds' local ids, in the order given)."""
+        dev = self.dev
+        nodes = [[] for _ in self.counts]
+        seed_local = self._relabel(target, seeds, nodes)
+        frontier = {target: (torch.cat(nodes[target]), 0)}
+        edges = [([], []) for _ in self.csr]
+        for k in self.fanouts:
             sizes = [sum(len(c) for c in n) for n in nodes]
-            for (name, s, d, _, _), (rowptr, nbr), key in zip(rels, csr, keys):
+            for r, ((s, d), (rowptr, nbr)) in enumerate(zip(self.types, self.csr)):
                 if d not in frontier:
                     continue
                 f, lo = frontier[d]
@@ -143,19 +136,53 @@ def mag():
                 valid = torch.arange(k, device=dev)[None, :] < take[:, None]
                 pos = (start[:, None] + picks)[valid]
                 dst_local = (lo + torch.arange(len(f), device=dev))[:, None].expand(-1, k)[valid]
-                src_local = relabel(s, nbr[pos], nodes)
-                edges[key][0].append(src_local)
-                edges[key][1].append(dst_local)
+                src_local = self._relabel(s, nbr[pos], nodes)
+                edges[r][0].append(src_local)
+                edges[r][1].append(dst_local)
             frontier = {}
-            for t in range(len(counts)):
+            for t in range(len(self.counts)):
                 if len(nodes[t]) and sum(len(c) for c in nodes[t]) > sizes[t]:
                     allt = torch.cat(nodes[t])
                     frontier[t] = (allt[sizes[t]:], sizes[t])
         node_ids = [torch.cat(n) if n else torch.zeros(0, dtype=torch.int64, device=dev) for n in nodes]
         for t, ids in enumerate(node_ids):
-            maps[t][ids] = -1
+            self.maps[t][ids] = -1
+        ei = [torch.stack([torch.cat(a), torch.cat(b)]) if a else None for a, b in edges]
+        return node_ids, ei, seed_local
+
+
+def mag():
+    div = max(args.div, 1)
+    names = [n for n, _ in MAG_NODES]
+    counts = [max(n // div, 1) for _, n in MAG_NODES]
+    rels = []  # (name, s, d, src, dst) on the device
+    for name, s, d, e, seed in MAG_RELS:
+        e = max(e // div, 1)
+        src = torch.from_numpy(indices(seed, counts[s], e, "hub")).to(dev)
+        dst = torch.from_numpy(indices(seed + 1, counts[d], e, "hub")).to(dev)
+        rels.append((name, s, d, src, dst))
+    for name, r in MAG_REV:
+        _, s, d, src, dst = rels[r]
+        rels.append((name, d, s, dst, src))
+    x_all = [torch.from_numpy(values(200 + t, n * 128)).view(n, 128).to(dev) for t, n in enumerate(counts)]
+    keys = [(names[s], name, names[d]) for name, s, d, _, _ in rels]
+    fanouts = [int(f) for f in args.fanouts.split(",")]
+    sampler = TorchNeighborSampler(counts, [(s, d, src, dst) for _, s, d, src, dst in rels], fanouts, dev)
+    n_papers = counts[0]
+    m = 1_000_003
+    while math.gcd(m, n_papers) != 1:
+        m += 1
+    steps_per_epoch = -(-n_papers // args.batch)
+
+    def seeds_of(step):
+        s = step % steps_per_epoch
+        i = torch.arange(s * args.batch, min(s * args.batch + args.batch, n_papers), dtype=torch.int64)
+        return ((i * m + 12345) % n_papers).to(dev)
+
+    def sample(step):
+        node_ids, edges, _ = sampler.sample(seeds_of(step), 0)
         x = {names[t]: x_all[t][ids] for t, ids in enumerate(node_ids)}
-        ei = {key: torch.stack([torch.cat(a), torch.cat(b)]) for key, (a, b) in edges.items() if a}
+        ei = {key: e for key, e in zip(keys, edges) if e is not None}
         n_edges = sum(v.shape[1] for v in ei.values())
         return x, ei, n_edges
 
@@ -245,6 +272,9 @@ def dynamic():
 
 if __name__ == "__main__":
     import json
+    args = ap.parse_args()
+    sys.path.insert(0, args.anchors)
+    from torch_anchors import emit, indices, values
     print(json.dumps({"device": torch.cuda.get_device_name(0), "torch": torch.__version__, "suite": "sampled"}), flush=True)
     if args.case in ("dynamic", "all"):
         dynamic()

@@ -13,13 +13,17 @@
 //! a seed give the same dataset, bit for bit, on every machine.
 //!
 //! [`small_classification`] and [`small_regression`] are small enough to
-//! train in seconds in a debug build.
+//! train in seconds in a debug build; [`mag_classification`]
+//! ([`PlantedSpec::mag`]) has ogbn-mag's schema and sizes (or 1/div of
+//! them), for comparing what rtx and PyG learn and how soon
+//! (docs/training.md "Planted mag-shaped tasks").
 
 use rtx_backend::exp::exp64;
 use rtx_backend::workload::{index, splitmix64, unit, value};
 
 use crate::dataset::{Dataset, DatasetRelation, Features, Splits, Targets};
 use crate::graph::NodeType;
+use crate::mag::{MAG_FEATURES, MAG_NODES, MAG_RELATIONS, MAG_REVERSE};
 use crate::{Error, Result};
 
 /// What [`classification`] and [`regression`] generate.
@@ -41,6 +45,10 @@ pub struct PlantedSpec {
     pub homophily: f64,
     /// Class-mean strength in the features against unit-variance noise.
     pub feature_signal: f64,
+    /// Only the target type's features carry the class means; the other
+    /// types' features are the noise alone (random features, as
+    /// [`PlantedSpec::mag`] gives ogbn-mag's featureless types).
+    pub target_signal_only: bool,
     /// Skew edge endpoints toward low ids (hubs, `P(id < x) = (x/n)^(1/3)`
     /// within a class) instead of uniform.
     pub power_law: bool,
@@ -70,12 +78,73 @@ impl PlantedSpec {
             classes: 8,
             homophily: 0.8,
             feature_signal: 0.35,
+            target_signal_only: false,
             power_law: false,
             split: (0.6, 0.2),
             seed,
         }
     }
+
+    /// ogbn-mag's shape at `1 / div` of its size ([`crate::mag`]'s schema
+    /// and counts, at least one node and edge each): `paper` (736,389 / div),
+    /// `author` (1,134,649 / div), `institution` (8,740 / div) and
+    /// `field_of_study` (59,965 / div), 128 features each; `author -writes->
+    /// paper`, `paper -cites-> paper`, `paper -has_topic-> field_of_study`,
+    /// `author -affiliated_with-> institution` with ogbn-mag's edge counts /
+    /// div, and the reverses `rev_writes`, `rev_has_topic`,
+    /// `rev_affiliated_with` (`cites` stays directed, as in
+    /// [`crate::mag`]); power-law endpoints (hubs); [`MAG_CLASSES`] classes
+    /// on papers, every node of every type with a hidden class (an author
+    /// writes mostly in its own class, a paper cites mostly its own class);
+    /// only papers' features carry the class signal, the other types'
+    /// features are unit noise; papers split as ogbn-mag splits them by
+    /// year, contiguous: the first 629,571 / 736,389 train, the next
+    /// 64,879 / 736,389 validation, the rest (5.7 %) test.
+    pub fn mag(div: usize, homophily: f64, feature_signal: f64, seed: u64) -> PlantedSpec {
+        let div = div.max(1);
+        let types: Vec<(String, usize, usize)> = MAG_NODES
+            .iter()
+            .map(|&(name, n)| (name.to_string(), (n / div).max(1), MAG_FEATURES))
+            .collect();
+        let relations = MAG_RELATIONS
+            .iter()
+            .map(|&(name, s, d, e, _)| {
+                let edges = (e / div).max(1);
+                let degree = edges as f64 / types[s].1 as f64;
+                (
+                    types[s].0.clone(),
+                    name.to_string(),
+                    types[d].0.clone(),
+                    degree,
+                )
+            })
+            .collect();
+        let (n, train, val) = MAG_SPLIT;
+        PlantedSpec {
+            types,
+            relations,
+            reverses: MAG_REVERSE
+                .iter()
+                .map(|&(name, r)| (name.to_string(), r))
+                .collect(),
+            target: "paper".into(),
+            classes: MAG_CLASSES,
+            homophily,
+            feature_signal,
+            target_signal_only: true,
+            power_law: true,
+            split: (train as f64 / n as f64, val as f64 / n as f64),
+            seed,
+        }
+    }
 }
+
+/// The class count of [`PlantedSpec::mag`] (ogbn-mag has 349 venues).
+pub const MAG_CLASSES: usize = 64;
+
+/// ogbn-mag's paper split by year: `(papers, train, validation)`; the
+/// rest (41,939) is the test split.
+pub const MAG_SPLIT: (usize, usize, usize) = (736_389, 629_571, 64_879);
 
 /// Stream `tag` of `seed`.
 fn stream(seed: u64, tag: u64) -> u64 {
@@ -101,6 +170,23 @@ fn bad(msg: String) -> Error {
         key: "planted spec".into(),
         msg,
     }
+}
+
+/// Every node's hidden class, per node type of the spec (uniform over
+/// `0..classes`, independent per node): the labels of the target type, and
+/// what the edges of every relation are homophilous by.
+pub fn hidden_classes(spec: &PlantedSpec) -> Vec<Vec<u32>> {
+    let c = spec.classes.max(1) as u64;
+    spec.types
+        .iter()
+        .enumerate()
+        .map(|(t, &(_, n, _))| {
+            let s = stream(spec.seed, CLASS_TAG + t as u64);
+            (0..n as u64)
+                .map(|i| (splitmix64(s, i) % c) as u32)
+                .collect()
+        })
+        .collect()
 }
 
 fn generate(spec: &PlantedSpec) -> Result<Planted> {
@@ -135,17 +221,7 @@ fn generate(spec: &PlantedSpec) -> Result<Planted> {
             nodes: *n,
         })
         .collect();
-    let classes: Vec<Vec<u32>> = spec
-        .types
-        .iter()
-        .enumerate()
-        .map(|(t, &(_, n, _))| {
-            let s = stream(spec.seed, CLASS_TAG + t as u64);
-            (0..n as u64)
-                .map(|i| (splitmix64(s, i) % c) as u32)
-                .collect()
-        })
-        .collect();
+    let classes = hidden_classes(spec);
     // Features: signal * mean[class] + unit-variance uniform noise.
     let sqrt3 = 3f64.sqrt();
     let features: Vec<Option<Features>> = spec
@@ -156,18 +232,23 @@ fn generate(spec: &PlantedSpec) -> Result<Planted> {
             (f > 0).then(|| {
                 let ms = stream(spec.seed, MEAN_TAG + t as u64);
                 let ns = stream(spec.seed, NOISE_TAG + t as u64);
+                let signal = if spec.target_signal_only && t != target {
+                    0.0
+                } else {
+                    spec.feature_signal
+                };
                 let mut data = Vec::with_capacity(n * f);
                 for (i, &cl) in classes[t].iter().enumerate() {
                     let cl = u64::from(cl);
                     for j in 0..f as u64 {
-                        let mean = if value(ms, cl * f as u64 + j) < 0.0 {
+                        let mean = if signal == 0.0 || value(ms, cl * f as u64 + j) < 0.0 {
                             -1.0
                         } else {
                             1.0
                         };
                         let k = i as u64 * f as u64 + j;
                         let noise = f64::from(value(ns, k)) * sqrt3;
-                        data.push((spec.feature_signal * mean + noise) as f32);
+                        data.push((signal * mean + noise) as f32);
                     }
                 }
                 Features::F32 { data, dim: f }
@@ -393,6 +474,24 @@ pub fn regression(spec: &PlantedSpec) -> Result<Dataset> {
 /// Never: the spec is valid.
 pub fn small_classification(seed: u64) -> Dataset {
     classification(&PlantedSpec::small(seed)).expect("the small spec is valid")
+}
+
+/// [`classification`] of [`PlantedSpec::mag`]: ogbn-mag's schema and
+/// sizes at `1 / div`, [`MAG_CLASSES`] classes on papers. `div` 16 (46,024
+/// papers, 2.3 million edges) takes about half a second to generate and
+/// write in a release build; `div` 1 (1.94 million nodes, 36.8 million
+/// edges, 1 GB of features) about 6 s (docs/training.md).
+///
+/// # Errors
+/// As [`classification`] (homophily outside `0..=1`, a signal that is not
+/// finite).
+pub fn mag_classification(
+    div: usize,
+    homophily: f64,
+    feature_signal: f64,
+    seed: u64,
+) -> Result<Dataset> {
+    classification(&PlantedSpec::mag(div, homophily, feature_signal, seed))
 }
 
 /// [`regression`] of [`PlantedSpec::small`] with features that carry no

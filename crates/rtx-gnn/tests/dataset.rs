@@ -1427,6 +1427,7 @@ mod planted {
             classes: 5,
             homophily: 0.5,
             feature_signal: 1.0,
+            target_signal_only: false,
             power_law: true,
             split: (0.5, 0.25),
             seed: 9,

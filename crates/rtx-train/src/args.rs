@@ -19,6 +19,21 @@ pub struct Args {
     #[arg(long, value_name = "FILE")]
     pub data: Option<PathBuf>,
 
+    /// Generate a planted dataset instead of --data:
+    /// `mag:DIV:HOMOPHILY:SIGNAL[:SEED]` is ogbn-mag's schema and sizes at
+    /// 1/DIV (64 classes on papers, edges sharing a class with probability
+    /// HOMOPHILY, paper features SIGNAL times the class mean plus unit
+    /// noise; rtx_gnn::planted::mag_classification; seed 0). With
+    /// --export-data it writes the file PyG loads.
+    #[arg(long, value_name = "SPEC", conflicts_with = "data")]
+    pub planted: Option<String>,
+
+    /// Train the features-only baseline: the target type alone with a
+    /// self-loop relation (`<t>__self__<t>`), so the model sees a node's
+    /// own features and no neighbour (an MLP of the same widths).
+    #[arg(long)]
+    pub features_only: bool,
+
     /// The node type to classify or regress. Default: the one type with
     /// targets (`<type>.y`).
     #[arg(long, value_name = "TYPE")]

@@ -52,8 +52,11 @@ pub fn epoch_line(r: &EpochReport, epochs: usize, seconds: f64) -> String {
     line
 }
 
-/// The JSON object of an epoch.
-pub fn epoch_json(r: &EpochReport, seconds: f64) -> Value {
+/// The JSON object of an epoch: `seconds` the epoch's (its steps and its
+/// evaluation), `elapsed` the run's since its first epoch began (set-up,
+/// loading and uploads excluded; checkpoint writing included), for
+/// time-to-accuracy comparisons (`peers/learn_compare.py`).
+pub fn epoch_json(r: &EpochReport, seconds: f64, elapsed: f64) -> Value {
     json!({
         "event": "epoch",
         "epoch": r.epoch,
@@ -65,5 +68,6 @@ pub fn epoch_json(r: &EpochReport, seconds: f64) -> Value {
         "best": r.best,
         "stop": r.stop,
         "seconds": seconds,
+        "elapsed": elapsed,
     })
 }

@@ -67,12 +67,23 @@ const PLANTED_SEED: u64 = 7;
 /// # Errors
 /// [`Failure::Input`] before training starts, [`Failure::Run`] after.
 pub fn run(args: &Args) -> Res<Outcome> {
-    let data = match &args.data {
-        Some(p) => Dataset::load(p)
+    let mut data = match (&args.data, &args.planted) {
+        (Some(p), _) => Dataset::load(p)
             .with_context(|| format!("loading the dataset {}", p.display()))
             .input()?,
-        None => rtx_gnn::planted::small_classification(PLANTED_SEED),
+        (None, Some(spec)) => planted(spec).input()?,
+        (None, None) => rtx_gnn::planted::small_classification(PLANTED_SEED),
     };
+    if args.features_only {
+        let target = match &args.target {
+            Some(t) => t.clone(),
+            None => only_target(&data)?,
+        };
+        data = data
+            .features_only(&target)
+            .context("--features-only")
+            .input()?;
+    }
     if let Some(p) = &args.export_data {
         data.save(p)
             .with_context(|| format!("writing the dataset {}", p.display()))
@@ -175,29 +186,7 @@ fn by_precision<B: Backend + TrainOps + SampleOps + 'static>(b: &B, s: &Setup<'_
 fn config_from_args(args: &Args, data: &Dataset, init: Option<&Checkpoint>) -> Res<TrainConfig> {
     let target = match &args.target {
         Some(t) => t.clone(),
-        None => {
-            let with_y: Vec<&str> = data
-                .node_types
-                .iter()
-                .zip(&data.targets)
-                .filter(|(_, y)| y.is_some())
-                .map(|(t, _)| t.name.as_str())
-                .collect();
-            match with_y.as_slice() {
-                [one] => one.to_string(),
-                [] => {
-                    return Err(Failure::Input(anyhow!(
-                        "the dataset has no targets (no `<type>.y`): nothing to learn"
-                    )));
-                }
-                many => {
-                    return Err(Failure::Input(anyhow!(
-                        "several node types have targets ({}): choose one with --target",
-                        many.join(", ")
-                    )));
-                }
-            }
-        }
+        None => only_target(data)?,
     };
     let t = data.type_index(&target).input()?;
     let task = match (args.task, &data.targets[t]) {
@@ -298,6 +287,52 @@ fn config_from_args(args: &Args, data: &Dataset, init: Option<&Checkpoint>) -> R
     })
 }
 
+/// The one node type with targets.
+fn only_target(data: &Dataset) -> Res<String> {
+    let with_y: Vec<&str> = data
+        .node_types
+        .iter()
+        .zip(&data.targets)
+        .filter(|(_, y)| y.is_some())
+        .map(|(t, _)| t.name.as_str())
+        .collect();
+    match with_y.as_slice() {
+        [one] => Ok(one.to_string()),
+        [] => Err(Failure::Input(anyhow!(
+            "the dataset has no targets (no `<type>.y`): nothing to learn"
+        ))),
+        many => Err(Failure::Input(anyhow!(
+            "several node types have targets ({}): choose one with --target",
+            many.join(", ")
+        ))),
+    }
+}
+
+/// The dataset of `--planted SPEC`: `mag:DIV:HOMOPHILY:SIGNAL[:SEED]`.
+fn planted(spec: &str) -> anyhow::Result<Dataset> {
+    let parts: Vec<&str> = spec.split(':').collect();
+    let usage = || {
+        anyhow!(
+            "--planted {spec:?}: want mag:DIV:HOMOPHILY:SIGNAL[:SEED], e.g. mag:16:0.5:0.3 \
+             (1/16 of ogbn-mag, homophily 0.5, feature signal 0.3)"
+        )
+    };
+    let (["mag", div, h, sig] | ["mag", div, h, sig, _]) = parts.as_slice() else {
+        return Err(usage());
+    };
+    let div: usize = div.parse().map_err(|_| usage())?;
+    let h: f64 = h.parse().map_err(|_| usage())?;
+    let sig: f64 = sig.parse().map_err(|_| usage())?;
+    let seed: u64 = match parts.get(4) {
+        Some(s) => s.parse().map_err(|_| usage())?,
+        None => 0,
+    };
+    if div == 0 {
+        return Err(usage());
+    }
+    Ok(rtx_gnn::planted::mag_classification(div, h, sig, seed)?)
+}
+
 fn loss_of(l: Option<LossArg>) -> LossKind {
     match l {
         Some(LossArg::L1) => LossKind::L1,
@@ -349,11 +384,15 @@ fn train<B: Backend + TrainOps + SampleOps + 'static, T: Element>(
             "rtx-train on {}: {} ({nodes} nodes, {edges} edges), {} on {} ({} outputs), \
              {} layers x {} heads x {} channels, {params} parameters; {mode}; {} lr {}; {}",
             b.name(),
-            args.data
-                .as_ref()
-                .map_or("built-in planted dataset".into(), |p| p
-                    .display()
-                    .to_string()),
+            match (&args.data, &args.planted) {
+                (Some(p), _) => p.display().to_string(),
+                (None, Some(spec)) => format!("planted {spec}"),
+                (None, None) => "built-in planted dataset".into(),
+            } + if args.features_only {
+                " (features only)"
+            } else {
+                ""
+            },
             match config.task {
                 Task::Classify => "classification",
                 Task::Regress(_) => "regression",
@@ -381,6 +420,7 @@ fn train<B: Backend + TrainOps + SampleOps + 'static, T: Element>(
     });
     let mut out = std::io::stdout().lock();
     let mut interrupted = false;
+    let training = Instant::now();
     while !trainer.finished() {
         let epoch_start = Instant::now();
         let mut running = 0.0;
@@ -421,7 +461,7 @@ fn train<B: Backend + TrainOps + SampleOps + 'static, T: Element>(
                 let line = if human {
                     output::epoch_line(&report, config.epochs, secs)
                 } else {
-                    output::epoch_json(&report, secs).to_string()
+                    output::epoch_json(&report, secs, training.elapsed().as_secs_f64()).to_string()
                 };
                 match &bar {
                     Some(pb) => pb.println(line),

@@ -112,6 +112,18 @@ fn bad_input_exits_2_naming_what_is_wrong() {
         (vec!["--backend".into(), "cuda".into()], "cuda"),
         (vec!["--momentum".into(), "0.9".into()], "--optimizer sgd"),
         (vec!["--dropout".into(), "1.5".into()], "dropout"),
+        (
+            vec!["--planted".into(), "mag:16".into()],
+            "mag:DIV:HOMOPHILY",
+        ),
+        (
+            vec!["--planted".into(), "mag:16:1.5:0.3".into()],
+            "homophily",
+        ),
+        (
+            vec!["--features-only".into(), "--target".into(), "x".into()],
+            "x",
+        ),
     ];
     for (args, needle) in cases {
         if args[0] == "--backend" && cfg!(feature = "cuda") {
@@ -315,4 +327,50 @@ fn ctrl_c_finishes_the_step_writes_a_checkpoint_and_exits_130() {
     );
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(json_lines(&out).last().unwrap()["event"], "done");
+}
+
+/// `--planted mag:...` generates the mag-shaped dataset (here at 1/4096),
+/// `--export-data` writes it, `--data` trains on the file with the same
+/// bits, and `--features-only` trains the self-loop baseline on it.
+#[test]
+fn planted_mag_exports_and_trains_and_features_only_trains() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let common = [&FAST[..], &["--epochs", "2", "--format", "json"]].concat();
+    let made = run(
+        &[
+            &common[..],
+            &[
+                "--planted",
+                "mag:4096:0.6:0.3:5",
+                "--export-data",
+                "mag.safetensors",
+            ],
+        ]
+        .concat(),
+        d,
+    );
+    assert!(made.status.success(), "{}", stderr(&made));
+    let from_file = run(&[&common[..], &["--data", "mag.safetensors"]].concat(), d);
+    assert!(from_file.status.success(), "{}", stderr(&from_file));
+    let (a, b) = (json_lines(&made), json_lines(&from_file));
+    assert_eq!(a.len(), 3);
+    for (x, y) in a[..2].iter().zip(&b[..2]) {
+        assert_eq!(x["train_loss"], y["train_loss"]);
+        assert_eq!(x["val"], y["val"]);
+        assert!(x["elapsed"].as_f64().unwrap() >= x["seconds"].as_f64().unwrap());
+    }
+    let mlp = run(
+        &[
+            &common[..],
+            &["--data", "mag.safetensors", "--features-only"],
+        ]
+        .concat(),
+        d,
+    );
+    assert!(mlp.status.success(), "{}", stderr(&mlp));
+    let m = json_lines(&mlp);
+    assert_eq!(m.len(), 3);
+    assert_ne!(m[0]["train_loss"], a[0]["train_loss"]);
+    assert!(m[2]["test"]["accuracy"].as_f64().is_some());
 }

@@ -51,9 +51,11 @@ use rtx_backend::Element;
 use crate::graph::NodeType;
 use crate::{Error, HeteroGraph, Result};
 
+mod features_only;
 mod read;
 mod write;
 
+pub use features_only::SELF_RELATION;
 use read::parse;
 pub use write::write_atomic;
 

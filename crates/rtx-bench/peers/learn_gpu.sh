@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# The rtx-against-PyG learning comparison in one command: generate the planted
+# mag-shaped dataset (rtx-train --planted SPEC --export-data), then per seed,
+# in alternating rounds, rtx-train (the HetGAT), pyg_learn.py (PyG's HetGAT,
+# the same settings) and rtx-train --features-only (the baseline), each
+# writing JSON lines under OUT; then learn_compare.py's table (also written
+# to OUT/compare_<spec>.md). docs/training.md "Planted mag-shaped tasks".
+#
+# usage: learn_gpu.sh SPEC OUT [EPOCHS] [SEEDS]
+#   SPEC    mag:DIV:HOMOPHILY:SIGNAL[:SEED], e.g. mag:16:0.5:0.2
+#   OUT     a folder for the JSON lines and the table
+#   EPOCHS  of the graph models (10); SEEDS "0 1 2"
+# environment: BATCH (1024; 0 = full-graph training on both sides), FANOUTS
+# (15,10), MLP_EPOCHS (30), BACKEND (cuda), PYG_DEVICE (pyg_learn.py's
+# default: cuda when available), RTX_TRAIN (target/release/rtx-train),
+# PYTHON (python3), DATA (where the dataset goes: /tmp/learn-<spec>.safetensors)
+set -euo pipefail
+SPEC=${1:?usage: learn_gpu.sh SPEC OUT [EPOCHS] [SEEDS]}
+OUT=${2:?usage: learn_gpu.sh SPEC OUT [EPOCHS] [SEEDS]}
+EPOCHS=${3:-10}
+SEEDS=${4:-0 1 2}
+HERE=$(cd "$(dirname "$0")" && pwd)
+B=${RTX_TRAIN:-$HERE/../../../target/release/rtx-train}
+PY=${PYTHON:-python3}
+BACKEND=${BACKEND:-cuda}
+TAG=${SPEC//:/_}
+DATA=${DATA:-/tmp/learn-$TAG.safetensors}
+BATCH=${BATCH:-1024}
+FANOUTS=${FANOUTS:-15,10}
+if [ "$BATCH" = 0 ]; then SAMPLE=(); else SAMPLE=(--batch "$BATCH" --fanouts "$FANOUTS"); fi
+PYDEV=()
+if [ -n "${PYG_DEVICE:-}" ]; then PYDEV=(--device "$PYG_DEVICE"); fi
+mkdir -p "$OUT"
+if [ ! -f "$DATA" ]; then
+  "$B" --planted "$SPEC" --export-data "$DATA" --batch 1024 --epochs 0 --format json > /dev/null
+fi
+rtx=() pyg=() mlp=()
+for s in $SEEDS; do
+  r=$OUT/rtx_${TAG}_s$s.jsonl p=$OUT/pyg_${TAG}_s$s.jsonl m=$OUT/mlp_${TAG}_s$s.jsonl
+  "$B" --data "$DATA" --backend "$BACKEND" "${SAMPLE[@]}" --epochs "$EPOCHS" --seed "$s" --format json > "$r"
+  "$PY" "$HERE/pyg_learn.py" --data "$DATA" "${SAMPLE[@]}" --epochs "$EPOCHS" --seed "$s" "${PYDEV[@]}" > "$p"
+  "$B" --data "$DATA" --backend "$BACKEND" --features-only "${SAMPLE[@]}" --epochs "${MLP_EPOCHS:-30}" \
+    --seed "$s" --format json > "$m"
+  rtx+=("$r") pyg+=("$p") mlp+=("$m")
+done
+"$PY" "$HERE/learn_compare.py" --rtx "${rtx[@]}" --pyg "${pyg[@]}" --mlp "${mlp[@]}" | tee "$OUT/compare_$TAG.md"
