@@ -191,6 +191,40 @@ impl<B: Backend, T: Element> HetGat<B, T> {
         seed: u64,
     ) -> Result<Self> {
         let (node_types, relations) = schema(graph);
+        Self::for_schema(b, node_types, relations, config, seed)
+    }
+
+    /// [`HetGat::new`] for a schema given as node types and relations
+    /// `(name, src type, dst type)` (the schema is all a model reads of a
+    /// graph when it is built; e.g. a [`GraphStore`](crate::GraphStore)'s).
+    ///
+    /// # Errors
+    /// As [`HetGat::new`].
+    pub fn with_schema(
+        b: &B,
+        node_types: &[NodeType],
+        relations: &[(String, usize, usize)],
+        config: HetGatConfig,
+        seed: u64,
+    ) -> Result<Self> {
+        let relations = relations
+            .iter()
+            .map(|(name, s, d)| RelationKey {
+                name: name.clone(),
+                src_type: *s,
+                dst_type: *d,
+            })
+            .collect();
+        Self::for_schema(b, node_types.to_vec(), relations, config, seed)
+    }
+
+    fn for_schema(
+        b: &B,
+        node_types: Vec<NodeType>,
+        relations: Vec<RelationKey>,
+        config: HetGatConfig,
+        seed: u64,
+    ) -> Result<Self> {
         let types = node_types.len();
         if config.in_features.len() != types
             || config.target >= types

@@ -448,13 +448,12 @@ fn train<B: Backend + TrainOps + SampleOps + 'static, T: Element>(
             EpochEnd::Done(report) => {
                 let secs = epoch_start.elapsed().as_secs_f64();
                 if let Some(save) = &args.save {
-                    checkpoint::save(save, &trainer)
-                        .with_context(|| format!("writing the checkpoint {}", save.display()))
-                        .failed()?;
-                    if report.best {
-                        let best = best_path(save);
-                        checkpoint::save(&best, &trainer)
-                            .with_context(|| format!("writing the checkpoint {}", best.display()))
+                    // one read of the device, written to both files
+                    let bytes = checkpoint::to_bytes(&trainer).failed()?;
+                    let best = report.best.then(|| best_path(save));
+                    for path in std::iter::once(save).chain(best.as_ref()) {
+                        rtx_gnn::dataset::write_atomic(path, &bytes)
+                            .with_context(|| format!("writing the checkpoint {}", path.display()))
                             .failed()?;
                     }
                 }

@@ -20,13 +20,6 @@ use crate::table::{Float, Kernel, Train};
 /// Elements one block of an optimizer step updates (16 per thread).
 const STEP_CHUNK: u64 = 4096;
 
-/// The shapes of a list of tensors.
-fn shapes<'a, T: Element>(
-    ts: impl IntoIterator<Item = &'a BTensor<CudaBackend, T>>,
-) -> Vec<&'a [usize]> {
-    ts.into_iter().map(|x| x.shape()).collect()
-}
-
 /// The writable device address of `t`, made unique first (no other tensor
 /// sees the writes).
 fn unique_ptr<T: Element>(b: &CudaBackend, t: &mut BTensor<CudaBackend, T>) -> BResult<u64> {
@@ -199,16 +192,7 @@ impl TrainOps for CudaBackend {
         m: &mut [&mut BTensor<Self, T>],
         v: &mut [&mut BTensor<Self, T>],
     ) -> BResult<()> {
-        let s = t::adam_scalars::<T::Acc>(h)?;
-        t::check_optimizer(
-            "adam_step",
-            &shapes(params.iter().map(|x| &**x)),
-            &[
-                ("grads", &shapes(grads.iter().copied())),
-                ("m", &shapes(m.iter().map(|x| &**x))),
-                ("v", &shapes(v.iter().map(|x| &**x))),
-            ],
-        )?;
+        let s = t::adam_checked::<T::Acc, _>(h, params, grads, m, v)?;
         let mut table = StepTable::new(params.len());
         for i in 0..params.len() {
             let n = params[i].numel();
@@ -256,18 +240,7 @@ impl TrainOps for CudaBackend {
         grads: &[&BTensor<Self, T>],
         bufs: &mut [&mut BTensor<Self, T>],
     ) -> BResult<()> {
-        let s = t::sgd_scalars::<T::Acc>(h)?;
-        t::check_sgd_bufs(h, params.len(), bufs.len())?;
-        {
-            let ps = shapes(params.iter().map(|x| &**x));
-            let gs = shapes(grads.iter().copied());
-            let bs = shapes(bufs.iter().map(|x| &**x));
-            let mut lists: Vec<(&'static str, &[&[usize]])> = vec![("grads", &gs)];
-            if s.has_momentum {
-                lists.push(("bufs", &bs));
-            }
-            t::check_optimizer("sgd_step", &ps, &lists)?;
-        }
+        let s = t::sgd_checked::<T::Acc, _>(h, params, grads, bufs)?;
         let mut table = StepTable::new(params.len());
         for i in 0..params.len() {
             let n = params[i].numel();

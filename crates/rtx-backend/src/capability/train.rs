@@ -8,13 +8,6 @@ use crate::{BTensor, DenseOps, Element, IndexOps, Result};
 /// gradient in `T` (of the input's shape).
 pub type LossGrad<B, T> = (BTensor<B, <T as Element>::Acc>, BTensor<B, T>);
 
-/// The shapes of a list of tensors.
-pub(crate) fn shapes<'a, S: 'a>(
-    ts: impl IntoIterator<Item = &'a crate::Tensor<S>>,
-) -> Vec<&'a [usize]> {
-    ts.into_iter().map(|x| x.shape()).collect()
-}
-
 /// Training ops, each defined by its host reference in
 /// [`ops::train`](crate::ops::train) and bit-exact on every backend (the CPU
 /// backend takes these defaults; the CUDA backend's kernels compute the same
@@ -138,16 +131,7 @@ pub trait TrainOps: DenseOps + IndexOps {
         m: &mut [&mut BTensor<Self, T>],
         v: &mut [&mut BTensor<Self, T>],
     ) -> Result<()> {
-        let s = t::adam_scalars::<T::Acc>(h)?;
-        t::check_optimizer(
-            "adam_step",
-            &shapes(params.iter().map(|x| &**x)),
-            &[
-                ("grads", &shapes(grads.iter().copied())),
-                ("m", &shapes(m.iter().map(|x| &**x))),
-                ("v", &shapes(v.iter().map(|x| &**x))),
-            ],
-        )?;
+        let s = t::adam_checked::<T::Acc, _>(h, params, grads, m, v)?;
         for i in 0..params.len() {
             let mut hp = self.download(params[i])?;
             let hg = self.download(grads[i])?;
@@ -193,16 +177,7 @@ pub trait TrainOps: DenseOps + IndexOps {
         grads: &[&BTensor<Self, T>],
         bufs: &mut [&mut BTensor<Self, T>],
     ) -> Result<()> {
-        let s = t::sgd_scalars::<T::Acc>(h)?;
-        t::check_sgd_bufs(h, params.len(), bufs.len())?;
-        let ps = shapes(params.iter().map(|x| &**x));
-        let gs = shapes(grads.iter().copied());
-        let bs = shapes(bufs.iter().map(|x| &**x));
-        let mut lists: Vec<(&'static str, &[&[usize]])> = vec![("grads", &gs)];
-        if s.has_momentum {
-            lists.push(("bufs", &bs));
-        }
-        t::check_optimizer("sgd_step", &ps, &lists)?;
+        let s = t::sgd_checked::<T::Acc, _>(h, params, grads, bufs)?;
         for i in 0..params.len() {
             let mut hp = self.download(params[i])?;
             let hg = self.download(grads[i])?;

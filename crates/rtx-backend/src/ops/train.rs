@@ -584,3 +584,60 @@ pub fn check_sgd_bufs(h: &SgdStep, params: usize, bufs: usize) -> Result<()> {
     }
     Ok(())
 }
+
+/// The shapes of a list of tensors.
+pub fn shapes<'a, S: 'a>(ts: impl IntoIterator<Item = &'a crate::Tensor<S>>) -> Vec<&'a [usize]> {
+    ts.into_iter().map(|x| x.shape()).collect()
+}
+
+/// Everything an `adam_step` checks before any work, and its scalars: the
+/// step's settings ([`adam_scalars`]) and equal shapes of `params`,
+/// `grads`, `m` and `v` pairwise ([`check_optimizer`]). Every backend's
+/// `adam_step` starts here.
+///
+/// # Errors
+/// As [`adam_scalars`] and [`check_optimizer`].
+pub fn adam_checked<A: Element, S>(
+    h: &AdamStep,
+    params: &[&mut crate::Tensor<S>],
+    grads: &[&crate::Tensor<S>],
+    m: &[&mut crate::Tensor<S>],
+    v: &[&mut crate::Tensor<S>],
+) -> Result<AdamScalars<A>> {
+    let s = adam_scalars::<A>(h)?;
+    check_optimizer(
+        "adam_step",
+        &shapes(params.iter().map(|x| &**x)),
+        &[
+            ("grads", &shapes(grads.iter().copied())),
+            ("m", &shapes(m.iter().map(|x| &**x))),
+            ("v", &shapes(v.iter().map(|x| &**x))),
+        ],
+    )?;
+    Ok(s)
+}
+
+/// Everything an `sgd_step` checks before any work, and its scalars: the
+/// step's settings ([`sgd_scalars`]), the buffer count
+/// ([`check_sgd_bufs`]) and equal shapes of `params`, `grads` and (with
+/// momentum) `bufs`. Every backend's `sgd_step` starts here.
+///
+/// # Errors
+/// As [`sgd_scalars`], [`check_sgd_bufs`] and [`check_optimizer`].
+pub fn sgd_checked<A: Element, S>(
+    h: &SgdStep,
+    params: &[&mut crate::Tensor<S>],
+    grads: &[&crate::Tensor<S>],
+    bufs: &[&mut crate::Tensor<S>],
+) -> Result<SgdScalars<A>> {
+    let s = sgd_scalars::<A>(h)?;
+    check_sgd_bufs(h, params.len(), bufs.len())?;
+    let gs = shapes(grads.iter().copied());
+    let bs = shapes(bufs.iter().map(|x| &**x));
+    let mut lists: Vec<(&'static str, &[&[usize]])> = vec![("grads", &gs)];
+    if s.has_momentum {
+        lists.push(("bufs", &bs));
+    }
+    check_optimizer("sgd_step", &shapes(params.iter().map(|x| &**x)), &lists)?;
+    Ok(s)
+}

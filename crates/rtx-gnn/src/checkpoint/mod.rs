@@ -154,6 +154,18 @@ pub fn save<B: Backend + TrainOps + SampleOps + 'static, T: Element>(
     path: &Path,
     trainer: &Trainer<'_, B, T>,
 ) -> Result<()> {
+    crate::dataset::write_atomic(path, &to_bytes(trainer)?)
+}
+
+/// `trainer`'s state as the bytes of a checkpoint file (what [`save`]
+/// writes: write them to several files without reading the device again).
+///
+/// # Errors
+/// Backend errors.
+pub fn to_bytes<B: Backend + TrainOps + SampleOps + 'static, T: Element>(
+    trainer: &Trainer<'_, B, T>,
+) -> Result<Vec<u8>> {
+    let path = Path::new("checkpoint");
     let b = trainer.backend();
     let model = trainer.model();
     let heads = model.config().heads;
@@ -240,8 +252,7 @@ pub fn save<B: Backend + TrainOps + SampleOps + 'static, T: Element>(
                 .map_err(|e| err(path, format!("tensor {k}: {e}")))
         })
         .collect::<Result<Vec<_>>>()?;
-    let bytes = safetensors::serialize(views, Some(meta)).map_err(|e| err(path, e))?;
-    crate::dataset::write_atomic(path, &bytes)
+    safetensors::serialize(views, Some(meta)).map_err(|e| err(path, e))
 }
 
 /// The shape of a checkpoint's model.

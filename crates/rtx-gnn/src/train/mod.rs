@@ -220,6 +220,23 @@ pub enum EpochEnd {
     Interrupted,
 }
 
+/// The model of a pass: the master weights, or their copy rounded to `T`.
+enum PassModel<'m, B: Backend, T: Element> {
+    Master(&'m HetGat<B, T>),
+    Rounded(HetGat<B, T>),
+}
+
+impl<B: Backend, T: Element> std::ops::Deref for PassModel<'_, B, T> {
+    type Target = HetGat<B, T>;
+
+    fn deref(&self) -> &HetGat<B, T> {
+        match self {
+            PassModel::Master(m) => m,
+            PassModel::Rounded(m) => m,
+        }
+    }
+}
+
 /// Per split, its rows on the backend and their targets.
 #[derive(Debug)]
 struct SplitData<B: Backend, A: Element> {
@@ -354,27 +371,13 @@ impl<'a, B: Backend + TrainOps + SampleOps + 'static, T: Element> Trainer<'a, B,
         };
         let model = match &graph {
             Graph::Full { graph, .. } => HetGat::new(b, graph, model_config, config.seed)?,
-            Graph::Sampled(store) => {
-                // the schema is all the model reads at construction
-                let schema = crate::store::IndexGraph::<B>::new(
-                    b,
-                    store.node_types().to_vec(),
-                    store
-                        .relations()
-                        .iter()
-                        .map(|(n, s, d)| -> Result<_> {
-                            Ok((
-                                n.clone(),
-                                *s,
-                                *d,
-                                b.index_from_host(&[])?,
-                                b.index_from_host(&[])?,
-                            ))
-                        })
-                        .collect::<Result<Vec<_>>>()?,
-                )?;
-                HetGat::new(b, &schema, model_config, config.seed)?
-            }
+            Graph::Sampled(store) => HetGat::with_schema(
+                b,
+                store.node_types(),
+                store.relations(),
+                model_config,
+                config.seed,
+            )?,
         };
         let optimizer = Optimizer::new(config.optimizer, model.params().len())?;
         let split = |nodes: &[u32]| split_data::<B, T::Acc>(b, data, target, nodes);
@@ -594,11 +597,14 @@ impl<'a, B: Backend + TrainOps + SampleOps + 'static, T: Element> Trainer<'a, B,
         Ok((best, stop))
     }
 
-    /// The master model itself when the pass computes in its type (`f32`,
-    /// `f64`), so a step makes no copy of the parameters; `None` for mixed
-    /// precision, whose pass reads the weights rounded to `T`.
-    fn same_precision(&self) -> Option<&HetGat<B, T>> {
-        (&self.model as &dyn std::any::Any).downcast_ref::<HetGat<B, T>>()
+    /// The model a pass runs: the master model itself when the pass
+    /// computes in its type (`f32`, `f64`: no copy of the parameters), else
+    /// its weights rounded to `T` (mixed precision).
+    fn pass_model(&self) -> Result<PassModel<'_, B, T>> {
+        match (&self.model as &dyn std::any::Any).downcast_ref::<HetGat<B, T>>() {
+            Some(m) => Ok(PassModel::Master(m)),
+            None => Ok(PassModel::Rounded(self.model.to_precision::<T>(self.b)?)),
+        }
     }
 
     /// The dropout seed of the current step (`None` without dropout).
@@ -619,14 +625,7 @@ impl<'a, B: Backend + TrainOps + SampleOps + 'static, T: Element> Trainer<'a, B,
             targets: &self.train.targets,
         };
         let drop = self.dropout_seed();
-        let owned;
-        let low = match self.same_precision() {
-            Some(m) => m,
-            None => {
-                owned = self.model.to_precision::<T>(self.b)?;
-                &owned
-            }
-        };
+        let low = self.pass_model()?;
         let out = low.objective_grads(self.b, graph, x, &objective, drop)?;
         let loss = out.loss.read(self.b)?;
         let grads = widen_grads_acc::<B, T>(self.b, out.grads)?;
@@ -657,14 +656,7 @@ impl<'a, B: Backend + TrainOps + SampleOps + 'static, T: Element> Trainer<'a, B,
             targets: &targets,
         };
         let drop = self.dropout_seed();
-        let owned;
-        let low = match self.same_precision() {
-            Some(m) => m,
-            None => {
-                owned = self.model.to_precision::<T>(b)?;
-                &owned
-            }
-        };
+        let low = self.pass_model()?;
         let out = low.objective_grads(b, &mb.graph, &mb.x, &objective, drop)?;
         let loss = out.loss.read(b)?;
         let grads = widen_grads_acc::<B, T>(b, out.grads)?;
@@ -681,14 +673,7 @@ impl<'a, B: Backend + TrainOps + SampleOps + 'static, T: Element> Trainer<'a, B,
     /// Backend errors.
     pub fn outputs_of(&self, nodes: &[u32]) -> Result<Vec<f32>> {
         let b = self.b;
-        let owned;
-        let low = match self.same_precision() {
-            Some(m) => m,
-            None => {
-                owned = self.model.to_precision::<T>(b)?;
-                &owned
-            }
-        };
+        let low = self.pass_model()?;
         match &self.graph {
             Graph::Full { graph, x } => {
                 let y = low.forward(b, graph, x)?;
