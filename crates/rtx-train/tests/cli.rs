@@ -306,7 +306,23 @@ fn ctrl_c_finishes_the_step_writes_a_checkpoint_and_exits_130() {
     assert!(first.contains("\"epoch\""), "{first}");
     // SAFETY: kill(2) on our own child's pid with SIGINT.
     assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    // a watchdog: a run the signal did not stop is killed within 120 s
+    // (the test then fails on its exit status), and stands down once the
+    // child has exited, before it is reaped
+    let pid = child.id() as i32;
+    let (done, stood_down) = std::sync::mpsc::channel::<()>();
+    let watchdog = std::thread::spawn(move || {
+        if stood_down
+            .recv_timeout(std::time::Duration::from_secs(120))
+            .is_err()
+        {
+            // SAFETY: kill(2) on our child's pid, not yet reaped.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+    });
     let rest: Vec<String> = lines.map(Result::unwrap).collect();
+    done.send(()).unwrap();
+    watchdog.join().unwrap();
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130), "{rest:?}");
     let last: Value = serde_json::from_str(rest.last().unwrap()).unwrap();
