@@ -223,7 +223,7 @@ pub enum EpochEnd {
 /// The model of a pass: the master weights, or their copy rounded to `T`.
 enum PassModel<'m, B: Backend, T: Element> {
     Master(&'m HetGat<B, T>),
-    Rounded(HetGat<B, T>),
+    Rounded(Box<HetGat<B, T>>),
 }
 
 impl<B: Backend, T: Element> std::ops::Deref for PassModel<'_, B, T> {
@@ -603,7 +603,9 @@ impl<'a, B: Backend + TrainOps + SampleOps + 'static, T: Element> Trainer<'a, B,
     fn pass_model(&self) -> Result<PassModel<'_, B, T>> {
         match (&self.model as &dyn std::any::Any).downcast_ref::<HetGat<B, T>>() {
             Some(m) => Ok(PassModel::Master(m)),
-            None => Ok(PassModel::Rounded(self.model.to_precision::<T>(self.b)?)),
+            None => Ok(PassModel::Rounded(Box::new(
+                self.model.to_precision::<T>(self.b)?,
+            ))),
         }
     }
 
