@@ -6,7 +6,9 @@
 
 use rayon::prelude::*;
 use rtx_backend::prelude::*;
-use rtx_backend::{BTensor, BiasPart, Binary, Element, IndexPlan, Result, Tensor, ops, try_vec};
+use rtx_backend::{
+    BTensor, BiasPart, Binary, Element, IndexPlan, Indices, Result, Tensor, ops, try_vec,
+};
 use rtx_tensor::Layout;
 
 use crate::tasks::{ELEMS_PER_TASK, MIN_ROWS_PER_TASK};
@@ -52,14 +54,19 @@ impl FusedOps for CpuBackend {
         Ok(Tensor::new(out, layout))
     }
 
-    fn gather_add<T: Element>(
+    fn gather_add<'i, T: Element>(
         &self,
         a: &BTensor<Self, T>,
-        a_idx: &[u32],
+        a_idx: impl Into<Indices<'i, Self>>,
         b: &BTensor<Self, T>,
-        b_idx: &[u32],
+        b_idx: impl Into<Indices<'i, Self>>,
     ) -> Result<BTensor<Self, T>> {
-        let (_, _, f) = ops::check_gather_add(a.shape(), a_idx, b.shape(), b_idx)?;
+        let (ai, bi) = (a_idx.into(), b_idx.into());
+        let (al, bl) = (ai.host_list(self)?, bi.host_list(self)?);
+        let (a_idx, b_idx) = (&al[..], &bl[..]);
+        let (na, nb, f) = ops::check_gather_add(a.shape(), a_idx, b.shape(), b_idx)?;
+        ai.rows_of("gather_add", "a", na)?;
+        bi.rows_of("gather_add", "b", nb)?;
         if T::DTYPE.is_half() {
             let (a, b) = (self.widen(a)?, self.widen(b)?);
             return self.round(&self.gather_add(&a, a_idx, &b, b_idx)?);
@@ -83,14 +90,19 @@ impl FusedOps for CpuBackend {
         self.head_scale_plus(Some(x), a, s)
     }
 
-    fn gather_scale_scatter<T: Element>(
+    fn gather_scale_scatter<'i, T: Element>(
         &self,
         x: &BTensor<Self, T>,
-        gather: &[u32],
+        gather: impl Into<Indices<'i, Self>>,
         weights: &BTensor<Self, T>,
-        plan: &IndexPlan,
+        scatter: impl Into<Indices<'i, Self>>,
     ) -> Result<BTensor<Self, T>> {
+        let (gi, si) = (gather.into(), scatter.into());
+        let plan = si.host_plan_of_op(self, "gather_scale_scatter")?;
+        let list = gi.host_list(self)?;
+        let (gather, plan) = (&list[..], &*plan);
         let (h, c) = ops::check_gather_scale_scatter(x.shape(), gather, weights.shape(), plan)?;
+        gi.rows_of("gather_scale_scatter", "x", x.shape()[0])?;
         if T::DTYPE.is_half() {
             let (x, w) = (self.widen(x)?, self.widen(weights)?);
             return self.round(&self.gather_scale_scatter(&x, gather, &w, plan)?);
@@ -109,15 +121,20 @@ impl FusedOps for CpuBackend {
         Ok(Tensor::new(out, layout))
     }
 
-    fn gather_head_dot<T: Element>(
+    fn gather_head_dot<'i, T: Element>(
         &self,
         a: &BTensor<Self, T>,
-        a_idx: &[u32],
+        a_idx: impl Into<Indices<'i, Self>>,
         b: &BTensor<Self, T>,
-        b_idx: &[u32],
+        b_idx: impl Into<Indices<'i, Self>>,
         heads: usize,
     ) -> Result<BTensor<Self, T>> {
+        let (ai, bi) = (a_idx.into(), b_idx.into());
+        let (al, bl) = (ai.host_list(self)?, bi.host_list(self)?);
+        let (a_idx, b_idx) = (&al[..], &bl[..]);
         let (h, c) = ops::check_gather_head_dot(a.shape(), a_idx, b.shape(), b_idx, heads)?;
+        ai.rows_of("gather_head_dot", "a", a.shape()[0])?;
+        bi.rows_of("gather_head_dot", "b", b.shape()[0])?;
         if T::DTYPE.is_half() {
             let (a, b) = (self.widen(a)?, self.widen(b)?);
             return self.round(&self.gather_head_dot(&a, a_idx, &b, b_idx, heads)?);
@@ -133,11 +150,13 @@ impl FusedOps for CpuBackend {
         Ok(Tensor::new(out, layout))
     }
 
-    fn segment_softmax<T: Element>(
+    fn segment_softmax<'i, T: Element>(
         &self,
         x: &BTensor<Self, T>,
-        plan: &IndexPlan,
+        idx: impl Into<Indices<'i, Self>>,
     ) -> Result<BTensor<Self, T>> {
+        let plan = idx.into().host_plan_of_op(self, "segment_softmax")?;
+        let plan = &*plan;
         let (_, f) = ops::check_segment("segment_softmax", x.shape(), plan)?;
         if T::DTYPE.is_half() {
             return self.round(&self.segment_softmax(&self.widen(x)?, plan)?);
@@ -152,12 +171,16 @@ impl FusedOps for CpuBackend {
         Ok(Tensor::new(out, x.layout().clone()))
     }
 
-    fn segment_softmax_backward<T: Element>(
+    fn segment_softmax_backward<'i, T: Element>(
         &self,
         alpha: &BTensor<Self, T>,
         grad: &BTensor<Self, T>,
-        plan: &IndexPlan,
+        idx: impl Into<Indices<'i, Self>>,
     ) -> Result<BTensor<Self, T>> {
+        let plan = idx
+            .into()
+            .host_plan_of_op(self, "segment_softmax_backward")?;
+        let plan = &*plan;
         let (_, f) = ops::check_segment("segment_softmax_backward", alpha.shape(), plan)?;
         ops::check_same("segment_softmax_backward", alpha.shape(), grad.shape())?;
         if T::DTYPE.is_half() {

@@ -4,7 +4,7 @@
 use rtx_backend::order::add_row_sum;
 use rtx_backend::prelude::*;
 use rtx_backend::{
-    BTensor, Element, IndexPlan, Result, Tensor, check_index_add, dims2, ops, reference,
+    BTensor, Element, Indices, Result, Tensor, check_index_add, dims2, ops, reference,
 };
 use rtx_tensor::Layout;
 
@@ -14,12 +14,16 @@ use crate::tasks::MIN_ROWS_PER_TASK;
 impl IndexOps for CpuBackend {
     rtx_backend::host_index_list!();
 
-    fn index_select<T: Element>(
+    fn index_select<'i, T: Element>(
         &self,
         src: &BTensor<Self, T>,
-        idx: &[u32],
+        idx: impl Into<Indices<'i, Self>>,
     ) -> Result<BTensor<Self, T>> {
+        let idx = idx.into();
         let (rows, f) = dims2("index_select", "src", src.layout())?;
+        idx.rows_of("index_select", "src", rows)?;
+        let list = idx.host_list(self)?;
+        let idx = &list[..];
         reference::check_indices(idx, rows)?;
         let layout = Layout::contiguous(&[idx.len(), f])?;
         let s = src.storage();
@@ -31,12 +35,15 @@ impl IndexOps for CpuBackend {
         Ok(Tensor::new(out, layout))
     }
 
-    fn index_add_planned<T: Element>(
+    fn index_add<'i, T: Element>(
         &self,
         dst: &mut BTensor<Self, T>,
-        plan: &IndexPlan,
+        idx: impl Into<Indices<'i, Self>>,
         src: &BTensor<Self, T>,
     ) -> Result<()> {
+        let (rows, _) = dims2("index_add", "dst", dst.layout())?;
+        let plan = idx.into().host_plan(self, "index_add", rows)?;
+        let plan = &*plan;
         let f = check_index_add(dst.layout(), plan, src.layout())?;
         if f == 0 || plan.is_empty() {
             return Ok(());
@@ -50,11 +57,13 @@ impl IndexOps for CpuBackend {
         Ok(())
     }
 
-    fn segment_max<T: Element>(
+    fn segment_max<'i, T: Element>(
         &self,
         x: &BTensor<Self, T>,
-        plan: &IndexPlan,
+        idx: impl Into<Indices<'i, Self>>,
     ) -> Result<BTensor<Self, T>> {
+        let plan = idx.into().host_plan_of_op(self, "segment_max")?;
+        let plan = &*plan;
         let (_, f) = ops::check_segment("segment_max", x.shape(), plan)?;
         let layout = Layout::contiguous(&[plan.rows(), f])?;
         let xs = x.storage();

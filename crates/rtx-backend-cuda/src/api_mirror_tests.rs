@@ -160,13 +160,22 @@ fn compare(stub: &Surface, device: &Surface) -> Vec<String> {
     diffs
 }
 
+/// The `.rs` files under `dir`, at any depth.
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+        let p = e.expect("a directory entry").path();
+        if p.is_dir() {
+            rust_files(&p, out);
+        } else if p.extension().is_some_and(|e| e == "rs") {
+            out.push(p);
+        }
+    }
+}
+
 fn device_surface(types: &BTreeSet<String>) -> Surface {
     let mut device = Surface::default();
-    let mut files: Vec<PathBuf> = std::fs::read_dir(src().join("device"))
-        .expect("src/device")
-        .map(|e| e.expect("a directory entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "rs"))
-        .collect();
+    let mut files = Vec::new();
+    rust_files(&src().join("device"), &mut files);
     files.sort();
     for f in &files {
         device.add(f, types);

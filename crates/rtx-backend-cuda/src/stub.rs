@@ -188,12 +188,12 @@ impl CudaBackend {
         match self.never {}
     }
 
-    /// Drops the calling thread's cached index lists.
+    /// Drops the cached index lists and plans.
     pub fn clear_index_cache(&self) {
         match self.never {}
     }
 
-    /// `(entries, bytes)` of the calling thread's index cache.
+    /// `(entries, bytes)` of the index cache.
     pub fn index_cache_stats(&self) -> (usize, usize) {
         match self.never {}
     }
@@ -357,6 +357,12 @@ impl IndexOps for CudaBackend {
 
     fn index_len(&self, _idx: &CudaIndex) -> usize {
         match self.never {}
+    }
+}
+
+impl<'a> From<&'a CudaIndex> for rtx_backend::Indices<'a, CudaBackend> {
+    fn from(list: &'a CudaIndex) -> Self {
+        rtx_backend::Indices::held(list)
     }
 }
 

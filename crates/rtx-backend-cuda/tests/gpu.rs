@@ -5,6 +5,7 @@
 //! `cargo test --workspace` stays green on CPU-only CI.
 #![cfg(feature = "cuda")]
 
+use rtx_backend::Indices;
 use std::sync::OnceLock;
 
 use rtx_backend::conformance::{indices, splitmix64, values};
@@ -671,12 +672,14 @@ fn index_handle_matches_the_trait_and_checks_ranges() {
     let h = g.index(&idx).unwrap();
     assert_eq!(h.len(), e);
     assert_eq!(h.max_index(), idx.iter().copied().max());
-    let a = g.download(&g.index_select_idx(&src, &h).unwrap()).unwrap();
+    let a = g
+        .download(&g.index_select(&src, Indices::held(&h)).unwrap())
+        .unwrap();
     let b = g.download(&g.index_select(&src, &idx).unwrap()).unwrap();
     assert_same("handle gather", &a, &b);
     let msg = g.upload(&values::<f32>(5, e * f), &[e, f]).unwrap();
     let mut d1 = g.zeros::<f32>(&[rows, f]).unwrap();
-    g.index_add_idx(&mut d1, &h, &msg).unwrap();
+    g.index_add(&mut d1, Indices::held(&h), &msg).unwrap();
     let mut d2 = g.zeros::<f32>(&[rows, f]).unwrap();
     g.index_add(&mut d2, &idx, &msg).unwrap();
     assert_same(
@@ -687,7 +690,9 @@ fn index_handle_matches_the_trait_and_checks_ranges() {
     // a destination with too few rows: the trait's range error, dst untouched
     let small0: Vec<f32> = values(6, 10 * f);
     let mut small = g.upload(&small0, &[10, f]).unwrap();
-    let err = g.index_add_idx(&mut small, &h, &msg).unwrap_err();
+    let err = g
+        .index_add(&mut small, Indices::held(&h), &msg)
+        .unwrap_err();
     let first = idx.iter().position(|&i| i >= 10).unwrap();
     assert!(
         matches!(err, BError::IndexOutOfRange { position, bound: 10, .. } if position == first),
@@ -699,7 +704,7 @@ fn index_handle_matches_the_trait_and_checks_ranges() {
     let x = other
         .upload(&values::<f32>(2, rows * f), &[rows, f])
         .unwrap();
-    assert!(other.index_select_idx(&x, &h).is_err());
+    assert!(other.index_select(&x, Indices::held(&h)).is_err());
 }
 
 #[test]

@@ -14,6 +14,7 @@
 //! Without a device every test here FAILS with a message saying so.
 #![cfg(feature = "cuda")]
 
+use rtx_backend::Indices;
 use std::sync::OnceLock;
 
 use rtx_backend::conformance::{indices, splitmix64, values};
@@ -101,7 +102,9 @@ fn segment_case<T: Element>(rows: usize, e: usize, f: usize, seed: u64) {
         let c = format!("{case} {form:?}");
         let s = g.download(&g.segment_sum(&xg, &plan).unwrap()).unwrap();
         assert_same(&format!("segment_sum {c}"), &s, &sum_w);
-        let s = g.segment_sum_idx(&xg, &list, rows).unwrap();
+        let s = g
+            .segment_sum(&xg, Indices::held(&list).with_rows(rows))
+            .unwrap();
         assert_same(
             &format!("segment_sum_idx {c}"),
             &g.download(&s).unwrap(),
@@ -109,7 +112,9 @@ fn segment_case<T: Element>(rows: usize, e: usize, f: usize, seed: u64) {
         );
         let m = g.download(&g.segment_max(&xg, &plan).unwrap()).unwrap();
         assert_same(&format!("segment_max {c}"), &m, &max_w);
-        let m = g.segment_max_idx(&xg, &list, rows).unwrap();
+        let m = g
+            .segment_max(&xg, Indices::held(&list).with_rows(rows))
+            .unwrap();
         assert_same(
             &format!("segment_max_idx {c}"),
             &g.download(&m).unwrap(),
@@ -175,7 +180,9 @@ fn softmax_case<T: Element>(rows: usize, e: usize, f: usize, seed: u64) {
         let c = format!("{case} {form:?}");
         let a = g.download(&g.segment_softmax(&xg, &plan).unwrap()).unwrap();
         assert_same(&format!("segment_softmax {c}"), &a, &alpha_w);
-        let a = g.segment_softmax_idx(&xg, &list, rows).unwrap();
+        let a = g
+            .segment_softmax(&xg, Indices::held(&list).with_rows(rows))
+            .unwrap();
         assert_same(
             &format!("segment_softmax_idx {c}"),
             &g.download(&a).unwrap(),
@@ -188,7 +195,7 @@ fn softmax_case<T: Element>(rows: usize, e: usize, f: usize, seed: u64) {
             &back_w,
         );
         let d = g
-            .segment_softmax_backward_idx(&ag, &gg, &list, rows)
+            .segment_softmax_backward(&ag, &gg, Indices::held(&list).with_rows(rows))
             .unwrap();
         assert_same(
             &format!("softmax backward _idx {c}"),
@@ -256,7 +263,12 @@ fn gss_case<T: Element>(n: usize, rows: usize, e: usize, heads: usize, c: usize,
             &want,
         );
         let got = g
-            .gather_scale_scatter_idx(&xg, &gl, &wg, &sl, rows)
+            .gather_scale_scatter(
+                &xg,
+                Indices::held(&gl),
+                &wg,
+                Indices::held(&sl).with_rows(rows),
+            )
             .unwrap();
         assert_same(
             &format!("{case} _idx {form:?}"),

@@ -3,6 +3,7 @@
 //! result bit-identical to rtx-backend-cpu with the same list on the host. Without a device every test FAILS saying so.
 #![cfg(feature = "cuda")]
 
+use rtx_backend::Indices;
 use rtx_backend::bf16;
 use rtx_backend::prelude::*;
 use rtx_backend::workload::{index, indices, values};
@@ -49,8 +50,12 @@ fn fresh_case<T: Element>(g: &CudaBackend, rows: usize, e: usize, f: usize, hub:
     let msg: Vec<T> = values(seed + 1, e * f);
     let dst: Vec<T> = values(seed + 2, rows * f);
     let mut d = g.upload(&dst, &[rows, f]).unwrap();
-    g.index_add_idx(&mut d, &list, &g.upload(&msg, &[e, f]).unwrap())
-        .unwrap();
+    g.index_add(
+        &mut d,
+        Indices::held(&list),
+        &g.upload(&msg, &[e, f]).unwrap(),
+    )
+    .unwrap();
     let mut c = cpu.upload(&dst, &[rows, f]).unwrap();
     cpu.index_add(&mut c, &idx, &cpu.upload(&msg, &[e, f]).unwrap())
         .unwrap();
@@ -60,7 +65,7 @@ fn fresh_case<T: Element>(g: &CudaBackend, rows: usize, e: usize, f: usize, hub:
         &cpu.download(&c).unwrap(),
     );
     let src = g.upload(&dst, &[rows, f]).unwrap();
-    let gg = g.index_select_idx(&src, &list).unwrap();
+    let gg = g.index_select(&src, Indices::held(&list)).unwrap();
     let cg = cpu
         .index_select(&cpu.upload(&dst, &[rows, f]).unwrap(), &idx)
         .unwrap();
@@ -133,8 +138,12 @@ fn all_indices_into_one_row_and_empty_lists() {
     assert_eq!(&*g.index_download(&list).unwrap(), &idx[..]);
     let msg: Vec<f32> = values(9, 300_000 * 2);
     let mut d = g.zeros::<f32>(&[50_000, 2]).unwrap();
-    g.index_add_idx(&mut d, &list, &g.upload(&msg, &[300_000, 2]).unwrap())
-        .unwrap();
+    g.index_add(
+        &mut d,
+        Indices::held(&list),
+        &g.upload(&msg, &[300_000, 2]).unwrap(),
+    )
+    .unwrap();
     let mut c = cpu.zeros::<f32>(&[50_000, 2]).unwrap();
     cpu.index_add(&mut c, &idx, &cpu.upload(&msg, &[300_000, 2]).unwrap())
         .unwrap();
@@ -146,11 +155,18 @@ fn all_indices_into_one_row_and_empty_lists() {
     // empty device lists
     let empty = g.index_random(1, 0, 0, 10, true).unwrap();
     let mut d = g.zeros::<f32>(&[10, 3]).unwrap();
-    g.index_add_idx(&mut d, &empty, &g.zeros::<f32>(&[0, 3]).unwrap())
-        .unwrap();
+    g.index_add(
+        &mut d,
+        Indices::held(&empty),
+        &g.zeros::<f32>(&[0, 3]).unwrap(),
+    )
+    .unwrap();
     assert!(g.download(&d).unwrap().iter().all(|&x| x == 0.0));
     let s = g
-        .segment_sum_idx(&g.zeros::<f32>(&[0, 3]).unwrap(), &empty, 10)
+        .segment_sum(
+            &g.zeros::<f32>(&[0, 3]).unwrap(),
+            Indices::held(&empty).with_rows(10),
+        )
         .unwrap();
     assert_eq!(s.shape(), &[10, 3]);
     assert_eq!(g.index_max(&empty).unwrap(), None);
@@ -167,7 +183,7 @@ fn out_of_range_indices_made_on_the_device_are_caught_there() {
     // the scatter's first use of the list builds its plan: checked on the device
     let list = g.index_random(13, 0, e, made_for, false).unwrap();
     let mut d = g.upload(&dst, &[rows, f]).unwrap();
-    let err = g.index_add_idx(&mut d, &list, &msg).unwrap_err();
+    let err = g.index_add(&mut d, Indices::held(&list), &msg).unwrap_err();
     assert!(
         matches!(err, BError::IndexOutOfRange { position, value, bound: 500 }
             if position == first && value == u64::from(idx[first])),
@@ -177,7 +193,7 @@ fn out_of_range_indices_made_on_the_device_are_caught_there() {
     // a gather's first use: the largest index found on the device
     let list = g.index_random(13, 0, e, made_for, false).unwrap();
     let err = g
-        .index_select_idx(&g.upload(&dst, &[rows, f]).unwrap(), &list)
+        .index_select(&g.upload(&dst, &[rows, f]).unwrap(), Indices::held(&list))
         .unwrap_err();
     assert!(
         matches!(err, BError::IndexOutOfRange { position, bound: 500, .. } if position == first),
@@ -188,13 +204,14 @@ fn out_of_range_indices_made_on_the_device_are_caught_there() {
     let host = indices(16, 5000, 1 << 26, true);
     let big = (1usize << 26) + 3;
     let m = g.upload(&values::<f32>(17, 5000), &[5000, 1]).unwrap();
-    let s = g.segment_sum_idx(&m, &list, big).unwrap();
+    let s = g
+        .segment_sum(&m, Indices::held(&list).with_rows(big))
+        .unwrap();
     let cpu = CpuBackend::reference();
     let want = cpu
-        .segment_sum_idx(
+        .segment_sum(
             &cpu.upload(&values::<f32>(17, 5000), &[5000, 1]).unwrap(),
-            &cpu.index_from_host(&host).unwrap(),
-            big,
+            Indices::held(&cpu.index_from_host(&host).unwrap()).with_rows(big),
         )
         .unwrap();
     same_bits(
@@ -217,7 +234,7 @@ fn lists_dropped_while_their_ops_are_queued() {
     for step in 0..8u64 {
         // made, used and dropped without a synchronization
         let list = g.index_random(100 + step, 0, e, rows, true).unwrap();
-        g.index_add_idx(&mut d, &list, &m).unwrap();
+        g.index_add(&mut d, Indices::held(&list), &m).unwrap();
         drop(list);
         cpu.index_add(&mut c, &indices(100 + step, e, rows, true), &cm)
             .unwrap();
@@ -239,7 +256,9 @@ fn more_than_two_to_the_31_values_through_a_device_list() {
     let ones = g
         .unary(Unary::Exp, &g.zeros::<f32>(&[e, f]).unwrap())
         .unwrap();
-    let s = g.segment_sum_idx(&ones, &list, rows).unwrap();
+    let s = g
+        .segment_sum(&ones, Indices::held(&list).with_rows(rows))
+        .unwrap();
     let got = g.download(&s).unwrap();
     let mut counts = vec![0u32; rows];
     for i in indices(31, e, rows, false) {
@@ -271,8 +290,10 @@ fn same_bits_twice_and_a_dynamic_graph_loop() {
             let e = 100_000 + 7 * step as usize;
             let src = g.index_random(50 + step, 0, e, nodes, true).unwrap();
             let dst = g.index_random(60 + step, 0, e, nodes, false).unwrap();
-            let msg = g.index_select_idx(&h, &src).unwrap();
-            h = g.segment_sum_idx(&msg, &dst, nodes).unwrap();
+            let msg = g.index_select(&h, Indices::held(&src)).unwrap();
+            h = g
+                .segment_sum(&msg, Indices::held(&dst).with_rows(nodes))
+                .unwrap();
             let (hs, hd) = (
                 indices(50 + step, e, nodes, true),
                 indices(60 + step, e, nodes, false),

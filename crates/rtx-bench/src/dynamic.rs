@@ -26,6 +26,7 @@
 //! `rtx-fresh-layer-check` row says whether a fresh layer's result is
 //! bit-identical to the CPU backend's.
 
+use rtx_backend::Indices;
 use std::time::Instant;
 
 use rtx_backend::prelude::*;
@@ -288,7 +289,7 @@ fn run_case(
     for _ in 0..2 {
         let l = fresh()?;
         let mut d = g.zeros::<f32>(&[c.rows, f])?;
-        g.index_add_idx(&mut d, &l.dst, &msg)?;
+        g.index_add(&mut d, Indices::held(&l.dst), &msg)?;
     }
     let mut t_plan = Vec::new();
     let mut t_scatter = Vec::new();
@@ -298,11 +299,13 @@ fn run_case(
         t_plan.push(wall(g, || Ok(g.prepare_scatter(&l.dst)?))?);
         let l = fresh()?;
         let mut d = g.zeros::<f32>(&[c.rows, f])?;
-        t_scatter.push(wall(g, || Ok(g.index_add_idx(&mut d, &l.dst, &msg)?))?);
+        t_scatter.push(wall(g, || {
+            Ok(g.index_add(&mut d, Indices::held(&l.dst), &msg)?)
+        })?);
         let l = fresh()?;
         t_layer.push(wall(g, || {
-            let m = g.index_select_idx(&x, &l.src)?;
-            g.segment_sum_idx(&m, &l.dst, c.rows)?;
+            let m = g.index_select(&x, Indices::held(&l.src))?;
+            g.segment_sum(&m, Indices::held(&l.dst).with_rows(c.rows))?;
             Ok(())
         })?);
     }
@@ -335,7 +338,9 @@ fn run_case(
     let l = fresh()?;
     g.prepare_scatter(&l.dst)?;
     let mut d = g.zeros::<f32>(&[c.rows, f])?;
-    let ms = median_wall(g, args.reps, || Ok(g.index_add_idx(&mut d, &l.dst, &msg)?))?;
+    let ms = median_wall(g, args.reps, || {
+        Ok(g.index_add(&mut d, Indices::held(&l.dst), &msg)?)
+    })?;
     emit(
         "dynamic",
         c.name,
@@ -345,7 +350,7 @@ fn run_case(
         &extra,
     );
     let ms = median_wall(g, args.reps, || {
-        Ok(g.index_select_idx(&x, &l.src).map(drop)?)
+        Ok(g.index_select(&x, Indices::held(&l.src)).map(drop)?)
     })?;
     emit("dynamic", c.name, "rtx-handle-gather", ms, None, &extra);
 
@@ -413,8 +418,10 @@ fn check(
     let f = c.f;
     let fresh_src = g.index_from_host(hs)?;
     let fresh_dst = g.index_from_host(hd)?;
-    let got =
-        g.download(&g.segment_sum_idx(&g.index_select_idx(x, &fresh_src)?, &fresh_dst, c.rows)?)?;
+    let got = g.download(&g.segment_sum(
+        &g.index_select(x, Indices::held(&fresh_src))?,
+        Indices::held(&fresh_dst).with_rows(c.rows),
+    )?)?;
     let cx = cpu.upload(&g.download(x)?, &[c.nodes, f])?;
     let want =
         cpu.download(&cpu.segment_sum(&cpu.index_select(&cx, hs)?, &IndexPlan::new(hd, c.rows)?)?)?;

@@ -18,6 +18,7 @@
 //! copy and permute rows also carry `ms_queued` and the `_queued` ratios,
 //! one of [`QUEUED`] back-to-back calls, the device's own time.
 
+use rtx_backend::Indices;
 use rtx_backend::conformance::indices;
 use rtx_backend::prelude::*;
 use rtx_backend::{BTensor, Element, bf16, f16};
@@ -213,11 +214,11 @@ fn index_rows<T: Element>(
     let mut extra_g = Vec::new();
     let mut extra_s = Vec::new();
     let mut d = g.zeros::<T>(&[n, f])?;
-    g.index_add_idx(&mut d, h, &gm)?;
+    g.index_add(&mut d, Indices::held(h), &gm)?;
     let first = g.download(&d)?;
     if f32_ms.is_some() {
         let mut d2 = g.zeros::<T>(&[n, f])?;
-        g.index_add_idx(&mut d2, h, &gm)?;
+        g.index_add(&mut d2, Indices::held(h), &gm)?;
         extra_s.push((
             "bit_identical_runs",
             bits(&g.download(&d2)?) == bits(&first),
@@ -225,7 +226,7 @@ fn index_rows<T: Element>(
         if !args.no_check {
             let cpu = CpuBackend::new();
             let cs = cpu.upload(src, &[n, f])?;
-            let gathered = g.download(&g.index_select_idx(&gs, h)?)?;
+            let gathered = g.download(&g.index_select(&gs, Indices::held(h))?)?;
             let want = cpu.download(&cpu.index_select(&cs, idx)?)?;
             extra_g.push(("bit_identical_to_cpu", bits(&gathered) == bits(&want)));
             let mut cd = cpu.zeros::<T>(&[n, f])?;
@@ -237,8 +238,12 @@ fn index_rows<T: Element>(
         }
     }
     drop(first);
-    let gms = time_cuda(g, 3, args.reps, || g.index_select_idx(&gs, h).map(|_| ()))?;
-    let sms = time_cuda(g, 3, args.reps, || g.index_add_idx(&mut d, h, &gm))?;
+    let gms = time_cuda(g, 3, args.reps, || {
+        g.index_select(&gs, Indices::held(h)).map(|_| ())
+    })?;
+    let sms = time_cuda(g, 3, args.reps, || {
+        g.index_add(&mut d, Indices::held(h), &gm)
+    })?;
     let ratio = |ms: f64, base: f64| json!((ms / base * 1000.0).round() / 1000.0);
     let mut xg: Vec<(&str, serde_json::Value)> =
         extra_g.iter().map(|&(k, v)| (k, v.into())).collect();
@@ -266,7 +271,7 @@ fn index_rows<T: Element>(
     );
     let row = format!("rtx-cuda-scatter-{ty}");
     forced_form_rows(g, args.reps, ("half", name, &row), scatter_bytes, || {
-        g.index_add_idx(&mut d, h, &gm)
+        g.index_add(&mut d, Indices::held(h), &gm)
     })?;
     Ok((gms, sms))
 }

@@ -14,6 +14,7 @@
 //! (1 GiB device-to-device copy, the bandwidth ceiling).
 
 use rtx_backend::IndexPlan;
+use rtx_backend::Indices;
 use rtx_backend::conformance::indices;
 use rtx_backend::prelude::*;
 use rtx_backend_cpu::CpuBackend;
@@ -238,10 +239,12 @@ fn case(
         None,
         &[("bytes", h.bytes().into())],
     );
-    let out = g.index_select_idx(&gs, &h)?;
+    let out = g.index_select(&gs, Indices::held(&h))?;
     let gather_ok = bits(&g.download(&out)?) == bits(&want_gather);
     drop(out);
-    let ms = time_cuda(g, 3, args.reps, || g.index_select_idx(&gs, &h).map(|_| ()))?;
+    let ms = time_cuda(g, 3, args.reps, || {
+        g.index_select(&gs, Indices::held(&h)).map(|_| ())
+    })?;
     emit(
         "index",
         c.name,
@@ -251,13 +254,15 @@ fn case(
         &[("bit_identical_to_cpu", gather_ok.into())],
     );
     let mut d = g.zeros::<f32>(&[n, f])?;
-    g.index_add_idx(&mut d, &h, &gm)?;
+    g.index_add(&mut d, Indices::held(&h), &gm)?;
     let scatter_ok = bits(&g.download(&d)?) == bits(&want_scatter);
     let mut d2 = g.zeros::<f32>(&[n, f])?;
-    g.index_add_idx(&mut d2, &h, &gm)?;
+    g.index_add(&mut d2, Indices::held(&h), &gm)?;
     let repeat_ok = bits(&g.download(&d2)?) == bits(&g.download(&d)?);
     drop(d2);
-    let ms = time_cuda(g, 3, args.reps, || g.index_add_idx(&mut d, &h, &gm))?;
+    let ms = time_cuda(g, 3, args.reps, || {
+        g.index_add(&mut d, Indices::held(&h), &gm)
+    })?;
     emit(
         "index",
         c.name,
@@ -271,7 +276,7 @@ fn case(
     );
     let rows = ("index", c.name, "rtx-cuda-scatter");
     forced_form_rows(g, args.reps, rows, scatter_bytes, || {
-        g.index_add_idx(&mut d, &h, &gm)
+        g.index_add(&mut d, Indices::held(&h), &gm)
     })?;
     // frees the device copies (a no-op stub without the cuda feature)
     #[allow(clippy::drop_non_drop)]
@@ -380,10 +385,10 @@ fn sweep_forms<T: rtx_backend::Element>(
     let gm = g.upload(msg, &[e, f])?;
     let mut d = g.zeros::<T>(&[rows, f])?;
     let row = format!("rtx-cuda-scatter-{}", T::DTYPE.name());
-    let ms = time_cuda(g, 3, reps, || g.index_add_idx(&mut d, h, &gm))?;
+    let ms = time_cuda(g, 3, reps, || g.index_add(&mut d, Indices::held(h), &gm))?;
     emit("index", name, &row, ms, Some(bytes), &[]);
     forced_form_rows(g, reps, ("index", name, &row), bytes, || {
-        g.index_add_idx(&mut d, h, &gm)
+        g.index_add(&mut d, Indices::held(h), &gm)
     })
 }
 
@@ -395,7 +400,7 @@ fn extreme_hub(g: &rtx_backend_cuda::CudaBackend, reps: usize) -> anyhow::Result
     let h = g.index(&idx)?;
     g.prepare_scatter(&h)?;
     let mut d = g.zeros::<f32>(&[n, f])?;
-    let ms = time_cuda(g, 3, reps, || g.index_add_idx(&mut d, &h, &gm))?;
+    let ms = time_cuda(g, 3, reps, || g.index_add(&mut d, Indices::held(&h), &gm))?;
     let bytes = (e * f * 4 + n * f * 8 + e * 4) as f64;
     emit(
         "index",

@@ -4,6 +4,7 @@
 //! [`IndexGraph`] of backend index lists). On a device backend neither the
 //! topology nor a sample is ever copied to the host.
 
+use rtx_backend::Indices;
 use rtx_backend::prelude::*;
 use rtx_backend::sample::{Csr, SampleSpec};
 use rtx_backend::{BTensor, Element, SampleOps};
@@ -218,7 +219,7 @@ impl<B: Backend + SampleOps, T: Element> GraphStore<B, T> {
             .features
             .iter()
             .zip(&s.nodes)
-            .map(|(f, n)| b.index_select_idx(f, n))
+            .map(|(f, n)| b.index_select(f, Indices::held(n)))
             .collect::<rtx_backend::Result<Vec<_>>>()?;
         let edges = s.src.iter().map(|l| b.index_len(l)).sum();
         let graph = IndexGraph {

@@ -3,11 +3,11 @@
 //! that stands still) and a [`IndexGraph`] (backend index lists, their
 //! plans built where they live: a mini-batch sampled on the device never
 //! crosses to the host). The model's forward and backward are written once
-//! against [`RelEdges`], whose ops pick the host-list or `_idx` form.
+//! against [`RelEdges`]: each endpoint as [`Indices`], whatever form.
 
-use rtx_backend::{BTensor, Backend, Element, IndexOps, Result};
+use rtx_backend::{BTensor, Backend, Element, IndexOps, Indices, Result};
 
-use crate::graph::{HeteroGraph, NodeType, Relation};
+use crate::graph::{HeteroGraph, NodeType};
 use crate::store::IndexGraph;
 
 /// A graph the model runs on: node types with their counts, and relations
@@ -23,22 +23,19 @@ pub trait Topology<B: Backend> {
     fn edges(&self, r: usize) -> RelEdges<'_, B>;
 }
 
-/// The edges of one relation, as the model's ops take them.
+/// The edges of one relation, as the model's ops take them: each endpoint
+/// as gathers take it (a list) and as sums by it take it (a plan where the
+/// graph has one), each with its node count.
 #[derive(Debug)]
-pub enum RelEdges<'a, B: IndexOps> {
-    /// Host lists with both plans built.
-    Host(&'a Relation),
-    /// Backend lists; their plans are built by the backend at first use.
-    Backend {
-        /// Source node of every edge.
-        src: &'a B::Index,
-        /// Destination node of every edge.
-        dst: &'a B::Index,
-        /// Nodes of the source type.
-        src_rows: usize,
-        /// Nodes of the destination type.
-        dst_rows: usize,
-    },
+pub struct RelEdges<'a, B: IndexOps> {
+    /// Source node of every edge, to gather by.
+    pub src: Indices<'a, B>,
+    /// Source node of every edge, to sum by.
+    pub by_src: Indices<'a, B>,
+    /// Destination node of every edge, to gather by.
+    pub dst: Indices<'a, B>,
+    /// Destination node of every edge, to sum by.
+    pub by_dst: Indices<'a, B>,
 }
 
 impl<B: Backend> RelEdges<'_, B> {
@@ -49,18 +46,12 @@ impl<B: Backend> RelEdges<'_, B> {
         a: &BTensor<B, T>,
         b: &BTensor<B, T>,
     ) -> Result<BTensor<B, T>> {
-        match self {
-            RelEdges::Host(r) => bk.gather_add(a, r.src(), b, r.dst()),
-            RelEdges::Backend { src, dst, .. } => bk.gather_add_idx(a, src, b, dst),
-        }
+        bk.gather_add(a, self.src, b, self.dst)
     }
 
     /// Softmax of `z` over each destination's edges.
     pub fn softmax_by_dst<T: Element>(&self, bk: &B, z: &BTensor<B, T>) -> Result<BTensor<B, T>> {
-        match self {
-            RelEdges::Host(r) => bk.segment_softmax(z, r.dst_plan()),
-            RelEdges::Backend { dst, dst_rows, .. } => bk.segment_softmax_idx(z, dst, *dst_rows),
-        }
+        bk.segment_softmax(z, self.by_dst)
     }
 
     /// The backward of [`RelEdges::softmax_by_dst`].
@@ -70,12 +61,7 @@ impl<B: Backend> RelEdges<'_, B> {
         alpha: &BTensor<B, T>,
         grad: &BTensor<B, T>,
     ) -> Result<BTensor<B, T>> {
-        match self {
-            RelEdges::Host(r) => bk.segment_softmax_backward(alpha, grad, r.dst_plan()),
-            RelEdges::Backend { dst, dst_rows, .. } => {
-                bk.segment_softmax_backward_idx(alpha, grad, dst, *dst_rows)
-            }
-        }
+        bk.segment_softmax_backward(alpha, grad, self.by_dst)
     }
 
     /// `sum over e into d of w[e] * x[src[e]]` (head-scaled): messages from
@@ -86,12 +72,7 @@ impl<B: Backend> RelEdges<'_, B> {
         x: &BTensor<B, T>,
         w: &BTensor<B, T>,
     ) -> Result<BTensor<B, T>> {
-        match self {
-            RelEdges::Host(r) => bk.gather_scale_scatter(x, r.src(), w, r.dst_plan()),
-            RelEdges::Backend {
-                src, dst, dst_rows, ..
-            } => bk.gather_scale_scatter_idx(x, src, w, dst, *dst_rows),
-        }
+        bk.gather_scale_scatter(x, self.src, w, self.by_dst)
     }
 
     /// `sum over e from s of w[e] * g[dst[e]]`: the adjoint of
@@ -102,12 +83,7 @@ impl<B: Backend> RelEdges<'_, B> {
         g: &BTensor<B, T>,
         w: &BTensor<B, T>,
     ) -> Result<BTensor<B, T>> {
-        match self {
-            RelEdges::Host(r) => bk.gather_scale_scatter(g, r.dst(), w, r.src_plan()),
-            RelEdges::Backend {
-                src, dst, src_rows, ..
-            } => bk.gather_scale_scatter_idx(g, dst, w, src, *src_rows),
-        }
+        bk.gather_scale_scatter(g, self.dst, w, self.by_src)
     }
 
     /// `g[dst[e]] . h[src[e]]` per edge and head.
@@ -118,26 +94,17 @@ impl<B: Backend> RelEdges<'_, B> {
         h: &BTensor<B, T>,
         heads: usize,
     ) -> Result<BTensor<B, T>> {
-        match self {
-            RelEdges::Host(r) => bk.gather_head_dot(g, r.dst(), h, r.src(), heads),
-            RelEdges::Backend { src, dst, .. } => bk.gather_head_dot_idx(g, dst, h, src, heads),
-        }
+        bk.gather_head_dot(g, self.dst, h, self.src, heads)
     }
 
     /// Per-edge rows summed per source node.
     pub fn sum_by_src<T: Element>(&self, bk: &B, x: &BTensor<B, T>) -> Result<BTensor<B, T>> {
-        match self {
-            RelEdges::Host(r) => bk.segment_sum(x, r.src_plan()),
-            RelEdges::Backend { src, src_rows, .. } => bk.segment_sum_idx(x, src, *src_rows),
-        }
+        bk.segment_sum(x, self.by_src)
     }
 
     /// Per-edge rows summed per destination node.
     pub fn sum_by_dst<T: Element>(&self, bk: &B, x: &BTensor<B, T>) -> Result<BTensor<B, T>> {
-        match self {
-            RelEdges::Host(r) => bk.segment_sum(x, r.dst_plan()),
-            RelEdges::Backend { dst, dst_rows, .. } => bk.segment_sum_idx(x, dst, *dst_rows),
-        }
+        bk.segment_sum(x, self.by_dst)
     }
 }
 
@@ -156,7 +123,14 @@ impl<B: Backend> Topology<B> for HeteroGraph {
     }
 
     fn edges(&self, r: usize) -> RelEdges<'_, B> {
-        RelEdges::Host(&self.relations()[r])
+        let rel = &self.relations()[r];
+        let rows = |t: usize| self.node_types()[t].nodes;
+        RelEdges {
+            src: Indices::list(rel.src()).with_rows(rows(rel.src_type())),
+            by_src: Indices::Plan(rel.src_plan()),
+            dst: Indices::list(rel.dst()).with_rows(rows(rel.dst_type())),
+            by_dst: Indices::Plan(rel.dst_plan()),
+        }
     }
 }
 
@@ -176,11 +150,13 @@ impl<B: Backend> Topology<B> for IndexGraph<B> {
 
     fn edges(&self, r: usize) -> RelEdges<'_, B> {
         let (_, s, d) = &self.relations[r];
-        RelEdges::Backend {
-            src: &self.src[r],
-            dst: &self.dst[r],
-            src_rows: self.node_types[*s].nodes,
-            dst_rows: self.node_types[*d].nodes,
+        let src = Indices::held(&self.src[r]).with_rows(self.node_types[*s].nodes);
+        let dst = Indices::held(&self.dst[r]).with_rows(self.node_types[*d].nodes);
+        RelEdges {
+            src,
+            by_src: src,
+            dst,
+            by_dst: dst,
         }
     }
 }

@@ -11,8 +11,8 @@ use rtx_backend::{BTensor, Element, Result as BResult, Tensor};
 use rtx_tensor::Layout;
 
 use super::buffer::{CudaBuffer, DevMem, Pool};
-use super::cache;
 use super::context::Device;
+use super::indices::IndexCache;
 use super::kernels::Origin;
 use crate::abi::{COL_SUM_COUNTERS, REQUIRED_DRIVER_VERSION};
 use crate::error::{Error, Result};
@@ -29,12 +29,8 @@ static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 pub struct CudaBackend {
     pub(super) dev: Arc<Device>,
     pub(super) settings: Settings,
-}
-
-impl Drop for CudaBackend {
-    fn drop(&mut self) {
-        cache::unregister_backend(self.dev.id);
-    }
+    /// Host lists and plans on the device (`indices/`).
+    pub(super) indices: IndexCache,
 }
 
 fn driver_version() -> Result<i32> {
@@ -91,7 +87,6 @@ impl CudaBackend {
         pool.set_release_threshold(u64::MAX)?;
         let counters = DevMem::alloc(&stream, pool, COL_SUM_COUNTERS * 4)?;
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-        cache::register_backend(id);
         let backend = CudaBackend {
             dev: Arc::new(Device {
                 id,
@@ -107,9 +102,10 @@ impl CudaBackend {
                 counters,
             }),
             settings: Settings::default(),
+            indices: IndexCache::default(),
         };
         // the climb counters start at zero (ordered before any kernel on the
-        // stream; on an error the backend drops and unregisters)
+        // stream; on an error the backend is dropped)
         backend.dev.zero(&backend.dev.counters)?;
         Ok(backend)
     }
@@ -187,28 +183,6 @@ impl CudaBackend {
     /// Driver errors.
     pub fn memory_in_use(&self) -> Result<u64> {
         self.dev.pool.used()
-    }
-
-    /// Sets the byte budget of each thread's index cache for this backend
-    /// (default [`DEFAULT_INDEX_CACHE_BYTES`](crate::DEFAULT_INDEX_CACHE_BYTES);
-    /// 0 disables caching). Applies at each thread's next lookup.
-    pub fn set_index_cache_limit(&self, bytes: usize) {
-        self.settings.set_index_cache_limit(bytes);
-    }
-
-    /// The byte budget of each thread's index cache.
-    pub fn index_cache_limit(&self) -> usize {
-        self.settings.index_cache_limit()
-    }
-
-    /// Drops the calling thread's cached index lists and plans of this backend.
-    pub fn clear_index_cache(&self) {
-        cache::clear(self.dev.id);
-    }
-
-    /// `(entries, bytes)` of the calling thread's index cache for this backend.
-    pub fn index_cache_stats(&self) -> (usize, usize) {
-        cache::stats(self.dev.id)
     }
 
     /// Sets the tile of the 2-D transpose kernel (default

@@ -6,15 +6,11 @@
 //! column sum; each with exactly its composition's bits.
 
 use rtx_backend::prelude::*;
-use rtx_backend::{
-    BTensor, BiasPart, Element, IndexPlan, Result as BResult, check_bias_parts, ops,
-};
+use rtx_backend::{BTensor, BiasPart, Element, Indices, Result as BResult, check_bias_parts, ops};
 
 use super::args::{BiasParts, In, Out};
 use super::backend::{CudaBackend, ptr};
-use super::cache;
 use super::chain::{self, Level0};
-use super::index_lists::CudaIndex;
 use super::launch::{
     GatherAdd, GatherHeadDot, HeadScaleRows, SoftmaxBwd, SoftmaxDiv, SoftmaxExp, SumBiasRelu,
     acc_size, cfg1, col_sums_grid, grid_for,
@@ -240,46 +236,19 @@ impl CudaBackend {
         Ok(out)
     }
 
-    /// `f(ia, ib)` with the device addresses of two host lists, each checked
-    /// against its rows (`na`, `nb`) through the index cache's maxima (0, 0
-    /// for empty lists).
-    fn with_two_lists<R>(
+    /// The two device lists of a fused two-gather op, checked against
+    /// their tensors' rows (`na`, `nb`).
+    fn two_lists(
         &self,
-        a_idx: &[u32],
+        op: &'static str,
+        a_idx: Indices<'_, Self>,
         na: usize,
-        b_idx: &[u32],
-        nb: usize,
-        f: impl FnOnce(u64, u64) -> BResult<R>,
-    ) -> BResult<R> {
-        if a_idx.is_empty() && b_idx.is_empty() {
-            return f(0, 0);
-        }
-        let limit = self.index_cache_limit();
-        cache::with_idx_entry(&self.dev, limit, a_idx, na, |ae| {
-            cache::with_idx_entry(&self.dev, limit, b_idx, nb, |be| {
-                f(ae.dev_idx(&self.dev)?, be.dev_idx(&self.dev)?)
-            })
-        })
-    }
-
-    /// The device addresses of two of this backend's lists (`check_own`
-    /// done), each checked against its rows (0, 0 for empty lists).
-    fn two_dev_lists(
-        &self,
-        a_idx: &CudaIndex,
-        na: usize,
-        b_idx: &CudaIndex,
+        b_idx: Indices<'_, Self>,
         nb: usize,
     ) -> BResult<(u64, u64)> {
-        a_idx.entry.max(&self.dev, Some(na))?;
-        b_idx.entry.max(&self.dev, Some(nb))?;
-        if a_idx.is_empty() {
-            return Ok((0, 0));
-        }
-        Ok((
-            a_idx.entry.dev_idx(&self.dev)?,
-            b_idx.entry.dev_idx(&self.dev)?,
-        ))
+        let a = self.gather_list(a_idx, op, "a", na)?;
+        let b = self.gather_list(b_idx, op, "b", nb)?;
+        Ok((a.dev_list(&self.dev)?, b.dev_list(&self.dev)?))
     }
 }
 
@@ -350,67 +319,75 @@ impl FusedOps for CudaBackend {
         Ok(out)
     }
 
-    /// Segment max, the numerators in one pass, their sums, the division:
-    /// the composition's bits in four launches past the max chain.
-    fn segment_softmax<T: Element>(
+    /// Fused: the segment max by the plan, one kernel for `exp(x - max)`,
+    /// the segment sum, one kernel for the division.
+    fn segment_softmax<'i, T: Element>(
         &self,
         x: &BTensor<Self, T>,
-        plan: &IndexPlan,
+        idx: impl Into<Indices<'i, Self>>,
     ) -> BResult<BTensor<Self, T>> {
-        let (e, f) = ops::check_segment("segment_softmax", x.shape(), plan)?;
-        let out = self.out::<T>(&[e, f])?;
-        if e == 0 || f == 0 {
+        let idx = idx.into();
+        let (rows, _, empty) = self.segment_shape("segment_softmax", x.shape(), idx)?;
+        let out = self.out::<T>(x.shape())?;
+        if empty {
             return Ok(out);
         }
-        let dp = cache::plan_of(&self.dev, self.index_cache_limit(), plan)?;
-        self.softmax_by(x, &dp, plan.rows(), out)
+        let dp = self.scatter_plan(idx, "segment_softmax", rows)?;
+        self.softmax_by(x, &dp, rows, out)
     }
 
-    /// Fused: the sums of `alpha * grad` (computed on the fly), then
-    /// `alpha * (grad - sum)`; the composition's bits.
-    fn segment_softmax_backward<T: Element>(
+    /// Fused: one segment sum of `alpha * grad` (its products made as the
+    /// first level reads them), one kernel for the rest.
+    fn segment_softmax_backward<'i, T: Element>(
         &self,
         alpha: &BTensor<Self, T>,
         grad: &BTensor<Self, T>,
-        plan: &IndexPlan,
+        idx: impl Into<Indices<'i, Self>>,
     ) -> BResult<BTensor<Self, T>> {
-        let (e, f) = ops::check_segment("segment_softmax_backward", alpha.shape(), plan)?;
-        ops::check_same("segment_softmax_backward", alpha.shape(), grad.shape())?;
-        let out = self.out::<T>(&[e, f])?;
-        if e == 0 || f == 0 {
+        let idx = idx.into();
+        let op = "segment_softmax_backward";
+        let (rows, _, empty) = self.segment_shape(op, alpha.shape(), idx)?;
+        ops::check_same(op, alpha.shape(), grad.shape())?;
+        let out = self.out::<T>(alpha.shape())?;
+        if empty {
             return Ok(out);
         }
-        let dp = cache::plan_of(&self.dev, self.index_cache_limit(), plan)?;
-        self.softmax_backward_by(alpha, grad, &dp, plan.rows(), out)
+        let dp = self.scatter_plan(idx, op, rows)?;
+        self.softmax_backward_by(alpha, grad, &dp, rows, out)
     }
 
     /// Fused: level 0 of the canonical scatter computes `x[gather[e]] * w[e, h]`
     /// on the fly (no `[E, F]` messages); the composition's bits.
-    fn gather_scale_scatter<T: Element>(
+    fn gather_scale_scatter<'i, T: Element>(
         &self,
         x: &BTensor<Self, T>,
-        gather: &[u32],
+        gather: impl Into<Indices<'i, Self>>,
         weights: &BTensor<Self, T>,
-        plan: &IndexPlan,
+        scatter: impl Into<Indices<'i, Self>>,
     ) -> BResult<BTensor<Self, T>> {
-        // the indices are checked through the cache entry's maximum
+        let (gather, scatter) = (gather.into(), scatter.into());
+        let op = "gather_scale_scatter";
+        let rows = scatter.needed_rows(op)?;
+        for i in [gather, scatter] {
+            if let Indices::Held { list, .. } = i {
+                self.check_own(list)?;
+            }
+        }
         let (n, heads, c) = ops::gather_scale_scatter_shapes(
             x.shape(),
-            gather.len(),
+            gather.len(self),
             weights.shape(),
-            plan.len(),
-            plan.rows(),
+            scatter.len(self),
+            rows,
         )?;
-        let limit = self.index_cache_limit();
-        cache::with_idx_entry(&self.dev, limit, gather, n, |ge| {
-            let gi = ge.dev_idx(&self.dev)?;
-            let dp = if gather.is_empty() || c == 0 {
-                None
-            } else {
-                Some(cache::plan_of(&self.dev, limit, plan)?)
-            };
-            self.gss_by(x, gi, weights, heads, c, dp.as_deref(), plan.rows())
-        })
+        let g = self.gather_list(gather, op, "x", n)?;
+        if g.len() == 0 || c == 0 {
+            self.check_only(scatter, op, "the output", rows)?;
+            return self.gss_by(x, 0, weights, heads, c, None, rows);
+        }
+        let dp = self.scatter_plan(scatter, op, rows)?;
+        let gi = g.dev_list(&self.dev)?;
+        self.gss_by(x, gi, weights, heads, c, Some(&dp), rows)
     }
 
     /// Fused: the products summed as they are made (reduce_rows's first level
@@ -470,140 +447,43 @@ impl FusedOps for CudaBackend {
     }
 
     /// Fused: one kernel, each entry's two gathered rows added.
-    fn gather_add<T: Element>(
+    fn gather_add<'i, T: Element>(
         &self,
         a: &BTensor<Self, T>,
-        a_idx: &[u32],
+        a_idx: impl Into<Indices<'i, Self>>,
         b: &BTensor<Self, T>,
-        b_idx: &[u32],
+        b_idx: impl Into<Indices<'i, Self>>,
     ) -> BResult<BTensor<Self, T>> {
-        // the indices are checked through the cache entries' maxima
-        let (na, nb, f) = ops::gather_add_shapes(a.shape(), a_idx.len(), b.shape(), b_idx.len())?;
-        let (e, vec16) = (a_idx.len(), per_vector::<T>());
-        self.with_two_lists(a_idx, na, b_idx, nb, |ia, ib| {
-            self.two_gathers(TwoGathers::Add { f: f as u64 }, a, ia, b, ib, e, f, vec16)
-        })
-    }
-
-    fn gather_add_idx<T: Element>(
-        &self,
-        a: &BTensor<Self, T>,
-        a_idx: &CudaIndex,
-        b: &BTensor<Self, T>,
-        b_idx: &CudaIndex,
-    ) -> BResult<BTensor<Self, T>> {
-        self.check_own(a_idx)?;
-        self.check_own(b_idx)?;
-        let (na, nb, f) = ops::gather_add_shapes(a.shape(), a_idx.len(), b.shape(), b_idx.len())?;
-        let (ia, ib) = self.two_dev_lists(a_idx, na, b_idx, nb)?;
-        let (e, vec16) = (a_idx.len(), per_vector::<T>());
+        let (a_idx, b_idx) = (a_idx.into(), b_idx.into());
+        let (na, nb, f) =
+            ops::gather_add_shapes(a.shape(), a_idx.len(self), b.shape(), b_idx.len(self))?;
+        let (ia, ib) = self.two_lists("gather_add", a_idx, na, b_idx, nb)?;
+        let (e, vec16) = (a_idx.len(self), per_vector::<T>());
         self.two_gathers(TwoGathers::Add { f: f as u64 }, a, ia, b, ib, e, f, vec16)
     }
 
     /// Fused: one kernel, each edge's per-head dot of the two gathered rows.
-    fn gather_head_dot<T: Element>(
+    fn gather_head_dot<'i, T: Element>(
         &self,
         a: &BTensor<Self, T>,
-        a_idx: &[u32],
+        a_idx: impl Into<Indices<'i, Self>>,
         b: &BTensor<Self, T>,
-        b_idx: &[u32],
+        b_idx: impl Into<Indices<'i, Self>>,
         heads: usize,
     ) -> BResult<BTensor<Self, T>> {
-        // the indices are checked through the cache entries' maxima
-        let (na, nb, c) =
-            ops::gather_head_dot_shapes(a.shape(), a_idx.len(), b.shape(), b_idx.len(), heads)?;
-        let e = a_idx.len();
-        let k = TwoGathers::HeadDot {
-            heads: heads as u64,
-            c: c as u64,
-        };
-        self.with_two_lists(a_idx, na, b_idx, nb, |ia, ib| {
-            self.two_gathers(k, a, ia, b, ib, e, heads, 1)
-        })
-    }
-
-    fn segment_softmax_idx<T: Element>(
-        &self,
-        x: &BTensor<Self, T>,
-        idx: &CudaIndex,
-        rows: usize,
-    ) -> BResult<BTensor<Self, T>> {
-        let (e, f) = self.check_segment_idx("segment_softmax", x, idx, rows)?;
-        let out = self.out::<T>(&[e, f])?;
-        if e == 0 || f == 0 {
-            return Ok(out);
-        }
-        let dp = idx.entry.plan(&self.dev, rows)?;
-        self.softmax_by(x, &dp, rows, out)
-    }
-
-    fn segment_softmax_backward_idx<T: Element>(
-        &self,
-        alpha: &BTensor<Self, T>,
-        grad: &BTensor<Self, T>,
-        idx: &CudaIndex,
-        rows: usize,
-    ) -> BResult<BTensor<Self, T>> {
-        let op = "segment_softmax_backward";
-        let (e, f) = self.check_segment_idx(op, alpha, idx, rows)?;
-        ops::check_same(op, alpha.shape(), grad.shape())?;
-        let out = self.out::<T>(&[e, f])?;
-        if e == 0 || f == 0 {
-            return Ok(out);
-        }
-        let dp = idx.entry.plan(&self.dev, rows)?;
-        self.softmax_backward_by(alpha, grad, &dp, rows, out)
-    }
-
-    fn gather_scale_scatter_idx<T: Element>(
-        &self,
-        x: &BTensor<Self, T>,
-        gather: &CudaIndex,
-        weights: &BTensor<Self, T>,
-        scatter: &CudaIndex,
-        rows: usize,
-    ) -> BResult<BTensor<Self, T>> {
-        self.check_own(gather)?;
-        self.check_own(scatter)?;
-        let (n, heads, c) = ops::gather_scale_scatter_shapes(
-            x.shape(),
-            gather.len(),
-            weights.shape(),
-            scatter.len(),
-            rows,
+        let (a_idx, b_idx) = (a_idx.into(), b_idx.into());
+        let (na, nb, c) = ops::gather_head_dot_shapes(
+            a.shape(),
+            a_idx.len(self),
+            b.shape(),
+            b_idx.len(self),
+            heads,
         )?;
-        let e = gather.len();
-        gather.entry.max(&self.dev, Some(n))?;
-        let dp = if e == 0 || c == 0 {
-            None
-        } else {
-            Some(scatter.entry.plan(&self.dev, rows)?)
-        };
-        let gi = if e == 0 {
-            0
-        } else {
-            gather.entry.dev_idx(&self.dev)?
-        };
-        self.gss_by(x, gi, weights, heads, c, dp.as_deref(), rows)
-    }
-
-    fn gather_head_dot_idx<T: Element>(
-        &self,
-        a: &BTensor<Self, T>,
-        a_idx: &CudaIndex,
-        b: &BTensor<Self, T>,
-        b_idx: &CudaIndex,
-        heads: usize,
-    ) -> BResult<BTensor<Self, T>> {
-        self.check_own(a_idx)?;
-        self.check_own(b_idx)?;
-        let (na, nb, c) =
-            ops::gather_head_dot_shapes(a.shape(), a_idx.len(), b.shape(), b_idx.len(), heads)?;
-        let (ia, ib) = self.two_dev_lists(a_idx, na, b_idx, nb)?;
+        let (ia, ib) = self.two_lists("gather_head_dot", a_idx, na, b_idx, nb)?;
         let k = TwoGathers::HeadDot {
             heads: heads as u64,
             c: c as u64,
         };
-        self.two_gathers(k, a, ia, b, ib, a_idx.len(), heads, 1)
+        self.two_gathers(k, a, ia, b, ib, a_idx.len(self), heads, 1)
     }
 }

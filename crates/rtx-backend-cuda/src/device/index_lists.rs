@@ -12,7 +12,7 @@ use rtx_backend::{Result as BResult, check_len};
 use super::args::{In, Out};
 use super::backend::CudaBackend;
 use super::context::Device;
-use super::entry::{IndexEntry, Source};
+use super::indices::{Largest, ListEntry};
 use super::launch::{IndexRandom, IndexRepeat, IndexShift, cfg1, grid_for};
 use crate::error::{Error, Result};
 use crate::table::Kernel;
@@ -26,7 +26,7 @@ use crate::table::Kernel;
 /// reads it is queued is safe (the memory is freed in stream order).
 #[derive(Debug, Clone)]
 pub struct CudaIndex {
-    pub(super) entry: Arc<IndexEntry>,
+    pub(super) entry: Arc<ListEntry>,
     pub(super) backend: u64,
 }
 
@@ -44,7 +44,7 @@ impl CudaIndex {
     /// The largest index, when known without device work (`None` when empty
     /// or not yet found: see [`CudaBackend::index_max`]).
     pub fn max_index(&self) -> Option<u32> {
-        self.entry.known_max().flatten()
+        self.entry.known_largest().and_then(Largest::get)
     }
 
     /// Host and device bytes held.
@@ -57,15 +57,15 @@ impl CudaIndex {
 fn produce(
     dev: &Device,
     n: usize,
-    max: Option<Option<u32>>,
+    largest: Option<Largest>,
     launch: impl FnOnce(u64) -> Result<()>,
-) -> BResult<IndexEntry> {
+) -> BResult<ListEntry> {
     check_len(n)?;
     let mem = dev.alloc(4 * n)?;
     if n > 0 {
         launch(mem.ptr())?;
     }
-    Ok(IndexEntry::from_device(mem, n, max))
+    Ok(ListEntry::from_device(mem, n, largest))
 }
 
 /// Copies the parts `(device list, length, offset)` one after another to
@@ -91,7 +91,7 @@ pub(super) fn copy_parts(dev: &Device, parts: &[(u64, u64, u32)], out: u64) -> R
 }
 
 impl CudaBackend {
-    pub(super) fn wrap(&self, entry: IndexEntry) -> CudaIndex {
+    pub(super) fn wrap(&self, entry: ListEntry) -> CudaIndex {
         CudaIndex {
             entry: Arc::new(entry),
             backend: self.dev.id,
@@ -106,8 +106,8 @@ impl CudaBackend {
     /// [`rtx_backend::Error::TooManyIndices`] past `u32::MAX` entries; device errors.
     pub fn index(&self, idx: &[u32]) -> BResult<CudaIndex> {
         check_len(idx.len())?;
-        let entry = IndexEntry::from_idx(idx.into(), crate::hash::max_of(idx));
-        entry.dev_idx(&self.dev)?;
+        let entry = ListEntry::from_host(idx.into(), Largest::of(crate::hash::max_of(idx)));
+        entry.dev_list(&self.dev)?;
         Ok(self.wrap(entry))
     }
 
@@ -162,7 +162,7 @@ impl CudaBackend {
             let last = u64::from(offset) + parents as u64 - 1;
             Some(u32::try_from(last).map_err(|_| overflow())?)
         };
-        let entry = produce(&self.dev, n, Some(max), |out| {
+        let entry = produce(&self.dev, n, Some(Largest::of(max)), |out| {
             let k = self.dev.kernels()?;
             let args = IndexRepeat {
                 out: Out::at(out),
@@ -183,7 +183,7 @@ impl CudaBackend {
     /// [`Error::ForeignIndex`]; device errors.
     pub fn index_max(&self, index: &CudaIndex) -> BResult<Option<u32>> {
         self.check_own(index)?;
-        index.entry.max(&self.dev, None)
+        Ok(index.entry.largest(&self.dev)?.get())
     }
 
     /// The entries of `index`, on the host.
@@ -192,12 +192,12 @@ impl CudaBackend {
     /// [`Error::ForeignIndex`]; device errors.
     pub fn index_download<'a>(&self, index: &'a CudaIndex) -> BResult<Cow<'a, [u32]>> {
         self.check_own(index)?;
-        Ok(match &index.entry.source {
-            Source::Idx(h) => Cow::Borrowed(h),
-            _ => {
+        Ok(match index.entry.host() {
+            Some(h) => Cow::Borrowed(h),
+            None => {
                 let mut out = vec![0u32; index.len()];
                 if !out.is_empty() {
-                    let p = index.entry.dev_idx(&self.dev)?;
+                    let p = index.entry.dev_list(&self.dev)?;
                     self.dev.read(p, &mut out, "a download of an index list")?;
                 }
                 Cow::Owned(out)
@@ -215,7 +215,7 @@ impl CudaBackend {
         let mut max: Option<u32> = None;
         for (part, &(p, offset)) in parts.iter().enumerate() {
             self.check_own(p)?;
-            if let Some(m) = p.entry.max(&self.dev, None)? {
+            if let Largest::Is(m) = p.entry.largest(&self.dev)? {
                 let shifted =
                     m.checked_add(offset)
                         .ok_or(rtx_backend::Error::IndexOffsetOverflow {
@@ -230,10 +230,10 @@ impl CudaBackend {
         let srcs = parts
             .iter()
             .filter(|(p, _)| !p.is_empty())
-            .map(|&(p, offset)| Ok((p.entry.dev_idx(&self.dev)?, p.len() as u64, offset)))
+            .map(|&(p, offset)| Ok((p.entry.dev_list(&self.dev)?, p.len() as u64, offset)))
             .collect::<BResult<Vec<_>>>()?;
         // no shifted entry passes u32::MAX: checked above through the maxima
-        let entry = produce(&self.dev, n, Some(max), |out| {
+        let entry = produce(&self.dev, n, Some(Largest::of(max)), |out| {
             copy_parts(&self.dev, &srcs, out)
         })?;
         Ok(self.wrap(entry))

@@ -8,9 +8,8 @@
 //! * `launch`: launch geometry, one typed launcher per signature of the kernel table.
 //! * `plan`: a scatter plan on the device (positions and chunk tables).
 //! * `plan_build`: scatter plans built on the device from a device list (kernels/plan.cu).
-//! * `entry`: device-resident index lists with their plans, built lazily.
-//! * `pins`: index lists and plans pinned by address on a thread.
-//! * `cache`: the per-thread index cache and the lookups (pins, then cache).
+//! * `indices`: an op's `Indices` to device memory in one place (the
+//!   backend's cache of host lists and plans, the pins, the device entries).
 //! * `chain`: the one level-chain runner of every segment sum (and the segment max).
 //! * `backend`: [`CudaBackend`], opening the device, its settings.
 //! * `core_ops`: `BackendCore` (upload, download, zeros, make_unique).
@@ -28,22 +27,20 @@
 mod args;
 mod backend;
 mod buffer;
-mod cache;
 mod chain;
 mod context;
 mod convert;
 mod core_ops;
 mod dense_ops;
-mod entry;
 mod fused_ops;
 mod graph;
 mod index_lists;
 mod index_ops;
+mod indices;
 mod kernels;
 mod launch;
 mod layout_ops;
 pub(crate) mod nccl;
-mod pins;
 mod plan;
 mod plan_build;
 mod sample;

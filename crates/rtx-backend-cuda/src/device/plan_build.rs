@@ -114,7 +114,7 @@ pub(crate) fn index_max(dev: &Device, idx: u64, n: usize, rows: Option<usize>) -
 /// [`BError::IndexOutOfRange`] naming its position, value and `rows`.
 ///
 /// The plan's `rowof` is `idx` itself: the caller keeps the list alive as
-/// long as the plan (both live in one `IndexEntry`).
+/// long as the plan (both live in one `ListEntry`).
 pub(crate) fn build(
     dev: &Device,
     idx: u64,

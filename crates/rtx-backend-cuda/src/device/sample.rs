@@ -12,8 +12,8 @@ use super::args::{In, Out};
 use super::backend::CudaBackend;
 use super::buffer::DevMem;
 use super::context::Device;
-use super::entry::IndexEntry;
 use super::index_lists::{CudaIndex, copy_parts};
+use super::indices::{Largest, ListEntry};
 use super::launch::{
     GatherU32, PlanOffsets, RelabelApply, RelabelAssign, RelabelClaim, RelabelFlag, SampleCount,
     SamplePick, cfg1, grid_for,
@@ -138,7 +138,7 @@ impl CudaBackend {
             1 => chunks.swap_remove(0).0,
             _ => self.concat(&chunks)?,
         };
-        Ok(self.wrap(IndexEntry::from_device(mem, n, None)))
+        Ok(self.wrap(ListEntry::from_device(mem, n, None)))
     }
 
     /// The picks of one hop through relation `c` for the `n` frontier nodes
@@ -155,8 +155,8 @@ impl CudaBackend {
     ) -> BResult<Option<(Chunk, Chunk)>> {
         let dev = &self.dev;
         let k = dev.kernels()?;
-        let off = c.offsets().entry.dev_idx(dev)?;
-        let nbr = c.neighbors().entry.dev_idx(dev)?;
+        let off = c.offsets().entry.dev_list(dev)?;
+        let nbr = c.neighbors().entry.dev_list(dev)?;
         let n64 = n as u64;
         let counts = alloc_u32(dev, n + 1)?;
         let cp = counts.ptr();
@@ -214,7 +214,8 @@ impl SampleOps for CudaBackend {
             });
         }
         let dev = &self.dev;
-        let src_max = src.entry.max(dev, Some(src_nodes))?;
+        src.entry.check_below(dev, src_nodes)?;
+        let src_max = src.entry.largest(dev)?;
         let offsets = alloc_u32(dev, dst_nodes + 1)?;
         let nbrs = alloc_u32(dev, n)?;
         if n == 0 {
@@ -225,8 +226,8 @@ impl SampleOps for CudaBackend {
             let keys = alloc_u32(dev, n)?;
             let (n64, rows) = (n as u64, dst_nodes as u64);
             let (sp, dp, pos) = (
-                src.entry.dev_idx(dev)?,
-                dst.entry.dev_idx(dev)?,
+                src.entry.dev_list(dev)?,
+                dst.entry.dev_list(dev)?,
                 plan.positions,
             );
             let (kp, op, np) = (keys.ptr(), offsets.ptr(), nbrs.ptr());
@@ -258,12 +259,12 @@ impl SampleOps for CudaBackend {
         Ok(Csr::from_parts(
             (src_type, src_nodes),
             (dst_type, dst_nodes),
-            self.wrap(IndexEntry::from_device(
+            self.wrap(ListEntry::from_device(
                 offsets,
                 dst_nodes + 1,
-                Some(Some(last)),
+                Some(Largest::Is(last)),
             )),
-            self.wrap(IndexEntry::from_device(nbrs, n, Some(src_max))),
+            self.wrap(ListEntry::from_device(nbrs, n, Some(src_max))),
         ))
     }
 
@@ -283,7 +284,7 @@ impl SampleOps for CudaBackend {
         let dev = &self.dev;
         let types = node_counts.len();
         let t0 = spec.seed_type;
-        seeds.entry.max(dev, Some(node_counts[t0]))?;
+        seeds.entry.check_below(dev, node_counts[t0])?;
         // per type: the map of global ids to local ones, zeroed at first use
         let mut maps: Vec<Option<DevMem>> = (0..types).map(|_| None).collect();
         let mut map_of = |t: usize| -> BResult<u64> {
@@ -299,7 +300,7 @@ impl SampleOps for CudaBackend {
         let mut nodes: Vec<Vec<Chunk>> = (0..types).map(|_| Vec::new()).collect();
         let mut count = vec![0usize; types];
         let (seed_local, fresh) =
-            self.relabel(map_of(t0)?, seeds.entry.dev_idx(dev)?, seeds.len(), 0)?;
+            self.relabel(map_of(t0)?, seeds.entry.dev_list(dev)?, seeds.len(), 0)?;
         count[t0] = fresh.1;
         nodes[t0].push(fresh);
         let mut frontier: Vec<Option<Frontier>> = (0..types).map(|_| None).collect();

@@ -130,7 +130,7 @@ impl TrainOps for CudaBackend {
         self.check_own(labels)?;
         let (m, c) = t::check_cross_entropy_shape(logits.shape(), labels.len())?;
         // every label below c: the first one that is not, by position and value
-        labels.entry.max(&self.dev, Some(c))?;
+        labels.entry.check_below(&self.dev, c)?;
         let loss = self.out::<T::Acc>(&[m, 1])?;
         let grad = self.out::<T>(&[m, c])?;
         if m == 0 {
@@ -138,7 +138,7 @@ impl TrainOps for CudaBackend {
         }
         let args = CrossEntropy::<T> {
             z: In::at(ptr(logits)),
-            labels: In::at(labels.entry.dev_idx(&self.dev)?),
+            labels: In::at(labels.entry.dev_list(&self.dev)?),
             loss: Out::at(ptr(&loss)),
             grad: Out::at(ptr(&grad)),
             m: m as u64,

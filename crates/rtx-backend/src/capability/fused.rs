@@ -7,9 +7,8 @@
 //! copies of the inputs. The composition of half-precision ops, which
 //! rounds every intermediate, is not the definition.
 
-use super::index::host_plan;
 use super::{round_t, widen_t};
-use crate::{BTensor, Binary, DenseOps, Element, IndexOps, IndexPlan, Result, Unary, ops};
+use crate::{BTensor, Binary, DenseOps, Element, IndexOps, Indices, Result, Unary, ops};
 
 /// One part of [`FusedOps::sum_bias_relu`]: a relation's aggregation
 /// `[n, f]` and its bias `[1, f]`.
@@ -59,31 +58,33 @@ pub fn sum_bias_relu_composed<B: DenseOps + ?Sized, T: Element>(
 /// bits as the composition.
 pub trait FusedOps: IndexOps + DenseOps {
     /// Softmax over each segment (each destination's incoming edges):
-    /// `x: [plan.len(), f]` (one column per head), out the same shape,
-    /// max-subtracted. Defined as the composition in [`ops`]; a fused
-    /// override must give the same bits.
+    /// `x: [E, f]` (one column per head) for indices of `E` entries, out the
+    /// same shape, max-subtracted. Defined as the composition in [`ops`]; a
+    /// fused override must give the same bits.
     ///
     /// Default: that composition on this backend ([`IndexOps::segment_max`],
     /// [`IndexOps::index_select`], [`DenseOps::binary`], [`DenseOps::unary`],
     /// [`IndexOps::segment_sum`]): no round trip beyond those ops' own.
     ///
     /// # Errors
-    /// [`Error::Rank`](crate::Error::Rank); [`Error::ShapeMismatch`](crate::Error::ShapeMismatch) naming the shape and the plan.
-    fn segment_softmax<T: Element>(
+    /// [`Error::Rank`](crate::Error::Rank); [`Error::ShapeMismatch`](crate::Error::ShapeMismatch) naming the shape and the
+    /// indices, or for a list without a row count.
+    fn segment_softmax<'i, T: Element>(
         &self,
         x: &BTensor<Self, T>,
-        plan: &IndexPlan,
+        idx: impl Into<Indices<'i, Self>>,
     ) -> Result<BTensor<Self, T>> {
-        ops::check_segment("segment_softmax", x.shape(), plan)?;
+        let idx = idx.into();
+        let rows = idx.needed_rows("segment_softmax")?;
+        ops::check_segment_len("segment_softmax", x.shape(), idx.len(self), rows)?;
         if T::DTYPE.is_half() {
-            return round_t(self, &self.segment_softmax(&widen_t(self, x)?, plan)?);
+            return round_t(self, &self.segment_softmax(&widen_t(self, x)?, idx)?);
         }
-        let idx = ops::plan_indices(plan);
-        let m = self.segment_max(x, plan)?;
-        let d = self.binary(Binary::Sub, x, &self.index_select(&m, &idx)?)?;
+        let m = self.segment_max(x, idx)?;
+        let d = self.binary(Binary::Sub, x, &self.index_select(&m, idx)?)?;
         let e = self.unary(Unary::Exp, &d)?;
-        let s = self.segment_sum(&e, plan)?;
-        self.binary(Binary::Div, &e, &self.index_select(&s, &idx)?)
+        let s = self.segment_sum(&e, idx)?;
+        self.binary(Binary::Div, &e, &self.index_select(&s, idx)?)
     }
 
     /// The backward of [`FusedOps::segment_softmax`] from its output `alpha`
@@ -92,54 +93,69 @@ pub trait FusedOps: IndexOps + DenseOps {
     /// Default: that composition on this backend; a fused override must give the same bits.
     ///
     /// # Errors
-    /// [`Error::Rank`](crate::Error::Rank); [`Error::ShapeMismatch`](crate::Error::ShapeMismatch) naming the shapes and the plan.
-    fn segment_softmax_backward<T: Element>(
+    /// [`Error::Rank`](crate::Error::Rank); [`Error::ShapeMismatch`](crate::Error::ShapeMismatch) naming the shapes and the
+    /// indices, or for a list without a row count.
+    fn segment_softmax_backward<'i, T: Element>(
         &self,
         alpha: &BTensor<Self, T>,
         grad: &BTensor<Self, T>,
-        plan: &IndexPlan,
+        idx: impl Into<Indices<'i, Self>>,
     ) -> Result<BTensor<Self, T>> {
-        ops::check_segment("segment_softmax_backward", alpha.shape(), plan)?;
-        ops::check_same("segment_softmax_backward", alpha.shape(), grad.shape())?;
+        let idx = idx.into();
+        let op = "segment_softmax_backward";
+        let rows = idx.needed_rows(op)?;
+        ops::check_segment_len(op, alpha.shape(), idx.len(self), rows)?;
+        ops::check_same(op, alpha.shape(), grad.shape())?;
         if T::DTYPE.is_half() {
             let (a, g) = (widen_t(self, alpha)?, widen_t(self, grad)?);
-            return round_t(self, &self.segment_softmax_backward(&a, &g, plan)?);
+            return round_t(self, &self.segment_softmax_backward(&a, &g, idx)?);
         }
-        let idx = ops::plan_indices(plan);
         let t = self.binary(Binary::Mul, alpha, grad)?;
-        let s = self.segment_sum(&t, plan)?;
-        let u = self.binary(Binary::Sub, grad, &self.index_select(&s, &idx)?)?;
+        let s = self.segment_sum(&t, idx)?;
+        let u = self.binary(Binary::Sub, grad, &self.index_select(&s, idx)?)?;
         self.binary(Binary::Mul, alpha, &u)
     }
 
-    /// Fused message passing: `segment_sum(head_scale(index_select(x, gather),
-    /// weights), plan)`, i.e. `out[r] = sum over entries p of plan row r of
-    /// weights[p, h] * x[gather[p]]` (per head block), without materializing
-    /// the `[E, heads*c]` messages. `x: [n, heads*c]`, `weights: [E, heads]`,
-    /// `gather.len() == plan.len() == E`; out `[plan.rows(), heads*c]`.
-    /// (GAT aggregation forward with `gather = src`, `plan` by destination;
-    /// its adjoint with `gather = dst`, `plan` by source.) An index op.
+    /// Fused message passing: `segment_sum(head_scale(index_select(x,
+    /// gather), weights), scatter)`, i.e. `out[r] = sum over entries p with
+    /// scatter[p] = r of weights[p, h] * x[gather[p]]` (per head block,
+    /// summed in the canonical order), without materializing the
+    /// `[E, heads*c]` messages. `x: [n, heads*c]`, `weights: [E, heads]`,
+    /// both indices of `E` entries; out `[R, heads*c]` for `scatter` into
+    /// `R` rows. (GAT aggregation forward with `gather = src`, `scatter =
+    /// dst`; its adjoint with the two swapped.) An index op.
     ///
     /// Default: that composition on this backend; a fused override must give
     /// the same bits.
     ///
     /// # Errors
-    /// [`Error::Rank`](crate::Error::Rank); [`Error::ShapeMismatch`](crate::Error::ShapeMismatch); [`Error::IndexOutOfRange`](crate::Error::IndexOutOfRange);
-    /// [`Error::Layout`](crate::Error::Layout) when `[plan.rows(), heads*c]` overflows (all before any work).
-    fn gather_scale_scatter<T: Element>(
+    /// [`Error::Rank`](crate::Error::Rank); [`Error::ShapeMismatch`](crate::Error::ShapeMismatch) (also for a `scatter` list
+    /// without a row count); [`Error::IndexOutOfRange`](crate::Error::IndexOutOfRange);
+    /// [`Error::Layout`](crate::Error::Layout) when `[R, heads*c]` overflows (all before any work).
+    fn gather_scale_scatter<'i, T: Element>(
         &self,
         x: &BTensor<Self, T>,
-        gather: &[u32],
+        gather: impl Into<Indices<'i, Self>>,
         weights: &BTensor<Self, T>,
-        plan: &IndexPlan,
+        scatter: impl Into<Indices<'i, Self>>,
     ) -> Result<BTensor<Self, T>> {
-        ops::check_gather_scale_scatter(x.shape(), gather, weights.shape(), plan)?;
+        let (gather, scatter) = (gather.into(), scatter.into());
+        let op = "gather_scale_scatter";
+        let rows = scatter.needed_rows(op)?;
+        let (n, ..) = ops::gather_scale_scatter_shapes(
+            x.shape(),
+            gather.len(self),
+            weights.shape(),
+            scatter.len(self),
+            rows,
+        )?;
+        gather.rows_of(op, "x", n)?;
         if T::DTYPE.is_half() {
             let (x, w) = (widen_t(self, x)?, widen_t(self, weights)?);
-            return round_t(self, &self.gather_scale_scatter(&x, gather, &w, plan)?);
+            return round_t(self, &self.gather_scale_scatter(&x, gather, &w, scatter)?);
         }
         let msg = self.head_scale(&self.index_select(x, gather)?, weights)?;
-        self.segment_sum(&msg, plan)
+        self.segment_sum(&msg, scatter)
     }
 
     /// Fused edge scores: `head_dot(index_select(a, a_idx), index_select(b,
@@ -152,15 +168,24 @@ pub trait FusedOps: IndexOps + DenseOps {
     /// # Errors
     /// [`Error::Rank`](crate::Error::Rank); [`Error::ShapeMismatch`](crate::Error::ShapeMismatch); [`Error::IndexOutOfRange`](crate::Error::IndexOutOfRange);
     /// [`Error::Layout`](crate::Error::Layout) when `[E, heads]` overflows (all before any work).
-    fn gather_head_dot<T: Element>(
+    fn gather_head_dot<'i, T: Element>(
         &self,
         a: &BTensor<Self, T>,
-        a_idx: &[u32],
+        a_idx: impl Into<Indices<'i, Self>>,
         b: &BTensor<Self, T>,
-        b_idx: &[u32],
+        b_idx: impl Into<Indices<'i, Self>>,
         heads: usize,
     ) -> Result<BTensor<Self, T>> {
-        ops::check_gather_head_dot(a.shape(), a_idx, b.shape(), b_idx, heads)?;
+        let (a_idx, b_idx) = (a_idx.into(), b_idx.into());
+        let (na, nb, _) = ops::gather_head_dot_shapes(
+            a.shape(),
+            a_idx.len(self),
+            b.shape(),
+            b_idx.len(self),
+            heads,
+        )?;
+        a_idx.rows_of("gather_head_dot", "a", na)?;
+        b_idx.rows_of("gather_head_dot", "b", nb)?;
         if T::DTYPE.is_half() {
             let (a, b) = (widen_t(self, a)?, widen_t(self, b)?);
             return round_t(self, &self.gather_head_dot(&a, a_idx, &b, b_idx, heads)?);
@@ -181,14 +206,18 @@ pub trait FusedOps: IndexOps + DenseOps {
     /// # Errors
     /// [`Error::Rank`](crate::Error::Rank); [`Error::ShapeMismatch`](crate::Error::ShapeMismatch); [`Error::IndexOutOfRange`](crate::Error::IndexOutOfRange);
     /// [`Error::Layout`](crate::Error::Layout) when `[E, f]` overflows (all before any work).
-    fn gather_add<T: Element>(
+    fn gather_add<'i, T: Element>(
         &self,
         a: &BTensor<Self, T>,
-        a_idx: &[u32],
+        a_idx: impl Into<Indices<'i, Self>>,
         b: &BTensor<Self, T>,
-        b_idx: &[u32],
+        b_idx: impl Into<Indices<'i, Self>>,
     ) -> Result<BTensor<Self, T>> {
-        ops::check_gather_add(a.shape(), a_idx, b.shape(), b_idx)?;
+        let (a_idx, b_idx) = (a_idx.into(), b_idx.into());
+        let (na, nb, _) =
+            ops::gather_add_shapes(a.shape(), a_idx.len(self), b.shape(), b_idx.len(self))?;
+        a_idx.rows_of("gather_add", "a", na)?;
+        b_idx.rows_of("gather_add", "b", nb)?;
         if T::DTYPE.is_half() {
             let (a, b) = (widen_t(self, a)?, widen_t(self, b)?);
             return round_t(self, &self.gather_add(&a, a_idx, &b, b_idx)?);
@@ -270,81 +299,5 @@ pub trait FusedOps: IndexOps + DenseOps {
             return round_t(self, &self.sum_bias_relu(&refs)?);
         }
         sum_bias_relu_composed(self, parts)
-    }
-
-    /// [`FusedOps::segment_softmax`] by the plan of `idx` into `rows` rows.
-    ///
-    /// # Errors
-    /// As [`IndexPlan::new`] and [`FusedOps::segment_softmax`].
-    fn segment_softmax_idx<T: Element>(
-        &self,
-        x: &BTensor<Self, T>,
-        idx: &Self::Index,
-        rows: usize,
-    ) -> Result<BTensor<Self, T>> {
-        self.segment_softmax(x, &host_plan(self, idx, rows)?)
-    }
-
-    /// [`FusedOps::segment_softmax_backward`] by the plan of `idx` into `rows` rows.
-    ///
-    /// # Errors
-    /// As [`IndexPlan::new`] and [`FusedOps::segment_softmax_backward`].
-    fn segment_softmax_backward_idx<T: Element>(
-        &self,
-        alpha: &BTensor<Self, T>,
-        grad: &BTensor<Self, T>,
-        idx: &Self::Index,
-        rows: usize,
-    ) -> Result<BTensor<Self, T>> {
-        let plan = host_plan(self, idx, rows)?;
-        self.segment_softmax_backward(alpha, grad, &plan)
-    }
-
-    /// [`FusedOps::gather_scale_scatter`] with backend index lists: gather by
-    /// `gather`, scatter by the plan of `scatter` into `rows` rows.
-    ///
-    /// # Errors
-    /// As [`IndexPlan::new`] and [`FusedOps::gather_scale_scatter`].
-    fn gather_scale_scatter_idx<T: Element>(
-        &self,
-        x: &BTensor<Self, T>,
-        gather: &Self::Index,
-        weights: &BTensor<Self, T>,
-        scatter: &Self::Index,
-        rows: usize,
-    ) -> Result<BTensor<Self, T>> {
-        let plan = host_plan(self, scatter, rows)?;
-        self.gather_scale_scatter(x, &self.index_to_host(gather)?, weights, &plan)
-    }
-
-    /// [`FusedOps::gather_add`] with backend index lists.
-    ///
-    /// # Errors
-    /// As [`FusedOps::gather_add`].
-    fn gather_add_idx<T: Element>(
-        &self,
-        a: &BTensor<Self, T>,
-        a_idx: &Self::Index,
-        b: &BTensor<Self, T>,
-        b_idx: &Self::Index,
-    ) -> Result<BTensor<Self, T>> {
-        let (ai, bi) = (self.index_to_host(a_idx)?, self.index_to_host(b_idx)?);
-        self.gather_add(a, &ai, b, &bi)
-    }
-
-    /// [`FusedOps::gather_head_dot`] with backend index lists.
-    ///
-    /// # Errors
-    /// As [`FusedOps::gather_head_dot`].
-    fn gather_head_dot_idx<T: Element>(
-        &self,
-        a: &BTensor<Self, T>,
-        a_idx: &Self::Index,
-        b: &BTensor<Self, T>,
-        b_idx: &Self::Index,
-        heads: usize,
-    ) -> Result<BTensor<Self, T>> {
-        let (ai, bi) = (self.index_to_host(a_idx)?, self.index_to_host(b_idx)?);
-        self.gather_head_dot(a, &ai, b, &bi, heads)
     }
 }

@@ -4,33 +4,27 @@
 use std::borrow::Cow;
 
 use crate::ops::{check_index_add, dims2};
-use crate::{BTensor, BackendCore, Element, IndexPlan, Result, concat_shifted, ops, reference};
+use crate::{BTensor, BackendCore, Element, Indices, Result, concat_shifted, ops, reference};
 use rtx_tensor::Layout;
 
-/// Index ops along dim 0 of 2-D tensors `[rows, features]`, with host index
-/// lists of `u32`. Every op validates before any work: an out-of-range index
-/// is [`Error::IndexOutOfRange`](crate::Error::IndexOutOfRange) and leaves the
-/// destination untouched. Index ops give the same bits on every backend (the
-/// [canonical order](crate::order) for sums).
+/// Index ops along dim 0 of 2-D tensors `[rows, features]`. Every op
+/// takes its indices as [`Indices`]: a host list, a host
+/// [`IndexPlan`](crate::IndexPlan), or a list held by the backend
+/// ([`IndexOps::Index`]: device memory on a device backend, made once with
+/// [`IndexOps::index_from_host`] or by backend code such as a sampler),
+/// the same bits whichever form. Every op validates before any work: an
+/// out-of-range index is [`Error::IndexOutOfRange`](crate::Error::IndexOutOfRange)
+/// and leaves the destination untouched. Index ops give the same bits on
+/// every backend (the [canonical order](crate::order) for sums).
 ///
 /// The defaults are host round trips over [`reference`](mod@crate::reference) and [`ops`](crate::ops); a
 /// backend that takes them all (`impl IndexOps for B { rtx_backend::host_index_list!(); }`)
 /// is correct everywhere, and [`HostIndexOps`](crate::HostIndexOps) does exactly that.
-///
-/// **Backend index lists.** Every op that takes a host `&[u32]` or a host
-/// [`IndexPlan`] has a twin with the suffix `_idx` that takes a
-/// [`IndexOps::Index`]: a list held by the backend (device memory on a device
-/// backend), made once with [`IndexOps::index_from_host`] or by backend code
-/// (a sampler, [`IndexOps::index_concat`]), whose scatter plan the backend
-/// builds where the list lives. Plan-taking ops take the list and the
-/// destination row count instead: the plan of `idx` into `rows` rows is
-/// [`IndexPlan::new`]`(idx, rows)`. The twins give the same bits as the host
-/// ops; their defaults download the list and call them.
 pub trait IndexOps: BackendCore {
     /// An index list held by the backend. Cheap to clone (shared); ops hold
     /// what they use, so dropping a list while work that reads it is still
     /// queued is safe.
-    type Index: Clone + Send + Sync + std::fmt::Debug;
+    type Index: Clone + Send + Sync + std::fmt::Debug + 'static;
 
     /// Copies `idx` into a backend index list.
     ///
@@ -68,57 +62,6 @@ pub trait IndexOps: BackendCore {
         self.index_from_host(&concat_shifted(&borrowed)?)
     }
 
-    /// [`IndexOps::index_select`] with a backend index list.
-    ///
-    /// # Errors
-    /// As [`IndexOps::index_select`].
-    fn index_select_idx<T: Element>(
-        &self,
-        src: &BTensor<Self, T>,
-        idx: &Self::Index,
-    ) -> Result<BTensor<Self, T>> {
-        self.index_select(src, &self.index_to_host(idx)?)
-    }
-
-    /// [`IndexOps::index_add`] with a backend index list.
-    ///
-    /// # Errors
-    /// As [`IndexOps::index_add`].
-    fn index_add_idx<T: Element>(
-        &self,
-        dst: &mut BTensor<Self, T>,
-        idx: &Self::Index,
-        src: &BTensor<Self, T>,
-    ) -> Result<()> {
-        self.index_add(dst, &self.index_to_host(idx)?, src)
-    }
-
-    /// [`IndexOps::segment_sum`] by the plan of `idx` into `rows` rows.
-    ///
-    /// # Errors
-    /// As [`IndexPlan::new`] and [`IndexOps::segment_sum`].
-    fn segment_sum_idx<T: Element>(
-        &self,
-        x: &BTensor<Self, T>,
-        idx: &Self::Index,
-        rows: usize,
-    ) -> Result<BTensor<Self, T>> {
-        self.segment_sum(x, &host_plan(self, idx, rows)?)
-    }
-
-    /// [`IndexOps::segment_max`] by the plan of `idx` into `rows` rows.
-    ///
-    /// # Errors
-    /// As [`IndexPlan::new`] and [`IndexOps::segment_max`].
-    fn segment_max_idx<T: Element>(
-        &self,
-        x: &BTensor<Self, T>,
-        idx: &Self::Index,
-        rows: usize,
-    ) -> Result<BTensor<Self, T>> {
-        self.segment_max(x, &host_plan(self, idx, rows)?)
-    }
-
     /// Gather along dim 0: `out[i, :] = src[idx[i], :]`, `src: [R, F]`, `out: [E, F]`.
     ///
     /// Default: a host round trip (download `src`, [`reference::index_select`],
@@ -126,109 +69,97 @@ pub trait IndexOps: BackendCore {
     ///
     /// # Errors
     /// [`Error::Rank`](crate::Error::Rank) unless `src` is 2-D; [`Error::IndexOutOfRange`](crate::Error::IndexOutOfRange);
-    /// [`Error::Layout`](crate::Error::Layout) when `[E, F]` overflows.
-    fn index_select<T: Element>(
+    /// [`Error::ShapeMismatch`](crate::Error::ShapeMismatch) when the indices
+    /// say another row count than `src`'s; [`Error::Layout`](crate::Error::Layout) when `[E, F]` overflows.
+    fn index_select<'i, T: Element>(
         &self,
         src: &BTensor<Self, T>,
-        idx: &[u32],
+        idx: impl Into<Indices<'i, Self>>,
     ) -> Result<BTensor<Self, T>> {
+        let idx = idx.into();
         let (rows, f) = dims2("index_select", "src", src.layout())?;
-        reference::check_indices(idx, rows)?;
+        idx.rows_of("index_select", "src", rows)?;
+        let list = idx.host_list(self)?;
+        reference::check_indices(&list, rows)?;
         let host = self.download(src)?;
-        let out = reference::index_select(&host, rows, f, idx)?;
-        self.upload(&out, &[idx.len(), f])
+        let out = reference::index_select(&host, rows, f, &list)?;
+        self.upload(&out, &[list.len(), f])
     }
 
     /// Scatter-add along dim 0, in place: `dst[idx[i], :] += src[i, :]`,
     /// `dst: [R, F]`, `src: [E, F]`, summed in the [canonical order](crate::order).
+    /// A plan given as the indices is used as it is (a static graph builds
+    /// it once).
     ///
-    /// Default: builds an [`IndexPlan`] and calls [`IndexOps::index_add_planned`].
+    /// Default: a host round trip (download both, [`reference::index_add`]
+    /// by the indices' plan, upload the result). Device backends override it
+    /// with device kernels.
     ///
     /// # Errors
     /// [`Error::Rank`](crate::Error::Rank), [`Error::ShapeMismatch`](crate::Error::ShapeMismatch), [`Error::IndexOutOfRange`](crate::Error::IndexOutOfRange),
     /// [`Error::TooManyIndices`](crate::Error::TooManyIndices) (more than `u32::MAX` entries), and the
     /// errors of building the plan ([`IndexPlan::new`]), all before any work:
     /// `dst` untouched.
-    fn index_add<T: Element>(
+    fn index_add<'i, T: Element>(
         &self,
         dst: &mut BTensor<Self, T>,
-        idx: &[u32],
+        idx: impl Into<Indices<'i, Self>>,
         src: &BTensor<Self, T>,
     ) -> Result<()> {
+        let idx = idx.into();
         let (rows, _) = dims2("index_add", "dst", dst.layout())?;
-        let plan = IndexPlan::new(idx, rows)?;
-        self.index_add_planned(dst, &plan, src)
-    }
-
-    /// [`IndexOps::index_add`] with a prebuilt plan (a static graph builds it once).
-    ///
-    /// Default: a host round trip (download both, [`reference::index_add`],
-    /// upload the result). Device backends override it with a device kernel.
-    ///
-    /// # Errors
-    /// [`Error::Rank`](crate::Error::Rank), [`Error::ShapeMismatch`](crate::Error::ShapeMismatch) (plan rows or entries vs the
-    /// tensors), before any work.
-    fn index_add_planned<T: Element>(
-        &self,
-        dst: &mut BTensor<Self, T>,
-        plan: &IndexPlan,
-        src: &BTensor<Self, T>,
-    ) -> Result<()> {
-        let f = check_index_add(dst.layout(), plan, src.layout())?;
+        let plan = idx.host_plan(self, "index_add", rows)?;
+        let f = check_index_add(dst.layout(), &plan, src.layout())?;
         let mut host = self.download(dst)?;
         let s = self.download(src)?;
-        reference::index_add(&mut host, f, plan, &s)?;
+        reference::index_add(&mut host, f, &plan, &s)?;
         *dst = self.upload(&host, dst.shape())?;
         Ok(())
     }
 
-    /// Segment max: `x: [plan.len(), f]` into `[plan.rows(), f]`, row `r` the
-    /// column-wise maximum of the entries of plan row `r` (an index op: see
-    /// [`ops`] for ties, NaN and empty rows).
+    /// Segment max: `x: [E, f]` into `[R, f]` for indices of `E` entries
+    /// into `R` rows, row `r` the column-wise maximum of the entries of row
+    /// `r` (an index op: see [`ops`] for ties, NaN and empty rows).
     ///
     /// Default: a host round trip over [`ops::segment_max`]. Device backends override it.
     ///
     /// # Errors
-    /// [`Error::Rank`](crate::Error::Rank); [`Error::ShapeMismatch`](crate::Error::ShapeMismatch) naming the shape and the plan;
-    /// [`Error::Layout`](crate::Error::Layout) when `[plan.rows(), f]` overflows.
-    fn segment_max<T: Element>(
+    /// [`Error::Rank`](crate::Error::Rank); [`Error::ShapeMismatch`](crate::Error::ShapeMismatch) naming the shape and the
+    /// indices, or for a list without a row count ([`Indices::needed_rows`]);
+    /// [`Error::Layout`](crate::Error::Layout) when `[R, f]` overflows.
+    fn segment_max<'i, T: Element>(
         &self,
         x: &BTensor<Self, T>,
-        plan: &IndexPlan,
+        idx: impl Into<Indices<'i, Self>>,
     ) -> Result<BTensor<Self, T>> {
-        let (_, f) = ops::check_segment("segment_max", x.shape(), plan)?;
+        let idx = idx.into();
+        let rows = idx.needed_rows("segment_max")?;
+        ops::check_segment_len("segment_max", x.shape(), idx.len(self), rows)?;
+        let plan = idx.host_plan(self, "segment_max", rows)?;
+        let (_, f) = ops::check_segment("segment_max", x.shape(), &plan)?;
         let out = Layout::contiguous(&[plan.rows(), f])?;
         let hx = self.download(x)?;
-        self.upload(&ops::segment_max(&hx, f, plan), out.shape())
+        self.upload(&ops::segment_max(&hx, f, &plan), out.shape())
     }
 
-    /// Segment sum: `x: [plan.len(), f]` into `[plan.rows(), f]`; exactly
-    /// `index_add_planned` into zeros (canonical order; empty rows `+0.0`).
+    /// Segment sum: `x: [E, f]` into `[R, f]`; exactly `index_add` into
+    /// zeros (canonical order; empty rows `+0.0`).
     ///
-    /// Default: [`BackendCore::zeros`] then [`IndexOps::index_add_planned`] on this
+    /// Default: [`BackendCore::zeros`] then [`IndexOps::index_add`] on this
     /// backend (no round trip of its own).
     ///
     /// # Errors
-    /// [`Error::Rank`](crate::Error::Rank); [`Error::ShapeMismatch`](crate::Error::ShapeMismatch) naming the shape and the plan;
-    /// [`Error::Layout`](crate::Error::Layout) when `[plan.rows(), f]` overflows.
-    fn segment_sum<T: Element>(
+    /// As [`IndexOps::segment_max`].
+    fn segment_sum<'i, T: Element>(
         &self,
         x: &BTensor<Self, T>,
-        plan: &IndexPlan,
+        idx: impl Into<Indices<'i, Self>>,
     ) -> Result<BTensor<Self, T>> {
-        let (_, f) = ops::check_segment("segment_sum", x.shape(), plan)?;
-        let mut out = self.zeros(&[plan.rows(), f])?;
-        self.index_add_planned(&mut out, plan, x)?;
+        let idx = idx.into();
+        let rows = idx.needed_rows("segment_sum")?;
+        let (_, f) = ops::check_segment_len("segment_sum", x.shape(), idx.len(self), rows)?;
+        let mut out = self.zeros(&[rows, f])?;
+        self.index_add(&mut out, idx, x)?;
         Ok(out)
     }
-}
-
-/// The host [`IndexPlan`] of a backend index list into `rows` rows: what the
-/// `_idx` defaults run their host-plan twins with.
-pub(super) fn host_plan<B: IndexOps + ?Sized>(
-    b: &B,
-    idx: &B::Index,
-    rows: usize,
-) -> Result<IndexPlan> {
-    IndexPlan::new(&b.index_to_host(idx)?, rows)
 }

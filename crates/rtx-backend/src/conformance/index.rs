@@ -211,7 +211,7 @@ pub fn scatter_matches_reference<B: Backend>(b: &B) {
         let src: Vec<f32> = values(3, e * f);
         let dst0: Vec<f32> = values(4, rows * f);
         let mut d = up(b, &dst0, &[rows, f]);
-        b.index_add_planned(&mut d, &plan, &up(b, &src, &[e, f]))
+        b.index_add(&mut d, &plan, &up(b, &src, &[e, f]))
             .expect("index_add");
         let mut want = dst0.clone();
         reference::index_add(&mut want, f, &plan, &src).expect("reference");

@@ -4,6 +4,7 @@
 //! errors of bad lists.
 
 use super::harness::{assert_bits, down, up};
+use crate::Indices;
 use crate::order::CANONICAL_BLOCK;
 use crate::workload::{indices, values};
 use crate::{Backend, Error, IndexPlan, concat_shifted};
@@ -52,7 +53,9 @@ pub fn index_lists_match_host_lists<B: Backend>(b: &B) {
             let case = format!("{name} (rows {rows}, e {e}, f {f})");
             let src: Vec<f32> = values(31, rows * f);
             let st = up(b, &src, &[rows, f]);
-            let g = b.index_select_idx(&st, &list).expect("index_select_idx");
+            let g = b
+                .index_select(&st, Indices::held(&list))
+                .expect("index_select_idx");
             let want = b.index_select(&st, &idx).expect("index_select");
             assert_bits(&format!("gather {case}"), &down(b, &g), &down(b, &want));
 
@@ -60,30 +63,31 @@ pub fn index_lists_match_host_lists<B: Backend>(b: &B) {
             let mt = up(b, &msg, &[e, f]);
             let dst: Vec<f32> = values(33, rows * f);
             let mut d1 = up(b, &dst, &[rows, f]);
-            b.index_add_idx(&mut d1, &list, &mt).expect("index_add_idx");
+            b.index_add(&mut d1, Indices::held(&list), &mt)
+                .expect("index_add_idx");
             let mut d2 = up(b, &dst, &[rows, f]);
             b.index_add(&mut d2, &idx, &mt).expect("index_add");
             assert_bits(&format!("scatter {case}"), &down(b, &d1), &down(b, &d2));
 
             let s1 = b
-                .segment_sum_idx(&mt, &list, rows)
+                .segment_sum(&mt, Indices::held(&list).with_rows(rows))
                 .expect("segment_sum_idx");
             let s2 = b.segment_sum(&mt, &plan).expect("segment_sum");
             assert_bits(&format!("segment_sum {case}"), &down(b, &s1), &down(b, &s2));
             let m1 = b
-                .segment_max_idx(&mt, &list, rows)
+                .segment_max(&mt, Indices::held(&list).with_rows(rows))
                 .expect("segment_max_idx");
             let m2 = b.segment_max(&mt, &plan).expect("segment_max");
             assert_bits(&format!("segment_max {case}"), &down(b, &m1), &down(b, &m2));
             let a1 = b
-                .segment_softmax_idx(&mt, &list, rows)
+                .segment_softmax(&mt, Indices::held(&list).with_rows(rows))
                 .expect("segment_softmax_idx");
             let a2 = b.segment_softmax(&mt, &plan).expect("segment_softmax");
             assert_bits(&format!("softmax {case}"), &down(b, &a1), &down(b, &a2));
             let gr: Vec<f32> = values(34, e * f);
             let gt = up(b, &gr, &[e, f]);
             let k1 = b
-                .segment_softmax_backward_idx(&a1, &gt, &list, rows)
+                .segment_softmax_backward(&a1, &gt, Indices::held(&list).with_rows(rows))
                 .expect("backward_idx");
             let k2 = b
                 .segment_softmax_backward(&a2, &gt, &plan)
@@ -97,21 +101,26 @@ pub fn index_lists_match_host_lists<B: Backend>(b: &B) {
         let w: Vec<f64> = values(36, e * heads);
         let wt = up(b, &w, &[e, heads]);
         let g1 = b
-            .gather_scale_scatter_idx(&xt, &list, &wt, &list, rows)
+            .gather_scale_scatter(
+                &xt,
+                Indices::held(&list),
+                &wt,
+                Indices::held(&list).with_rows(rows),
+            )
             .expect("gather_scale_scatter_idx");
         let g2 = b
             .gather_scale_scatter(&xt, &idx, &wt, &plan)
             .expect("gather_scale_scatter");
         assert_bits(&format!("gss {name}"), &down(b, &g1), &down(b, &g2));
         let h1 = b
-            .gather_head_dot_idx(&xt, &list, &xt, &list, heads)
+            .gather_head_dot(&xt, Indices::held(&list), &xt, Indices::held(&list), heads)
             .expect("gather_head_dot_idx");
         let h2 = b
             .gather_head_dot(&xt, &idx, &xt, &idx, heads)
             .expect("gather_head_dot");
         assert_bits(&format!("ghd {name}"), &down(b, &h1), &down(b, &h2));
         let a1 = b
-            .gather_add_idx(&xt, &list, &xt, &list)
+            .gather_add(&xt, Indices::held(&list), &xt, Indices::held(&list))
             .expect("gather_add_idx");
         let a2 = b.gather_add(&xt, &idx, &xt, &idx).expect("gather_add");
         assert_bits(&format!("gather_add {name}"), &down(b, &a1), &down(b, &a2));
@@ -155,7 +164,8 @@ pub fn index_list_edges<B: Backend>(b: &B) {
     let mut outs = Vec::new();
     for rows in [90usize, 90, 200] {
         let mut d = b.zeros::<f32>(&[rows, f]).unwrap();
-        b.index_add_idx(&mut d, &cat, &mt).expect("index_add_idx");
+        b.index_add(&mut d, Indices::held(&cat), &mt)
+            .expect("index_add_idx");
         let mut h = b.zeros::<f32>(&[rows, f]).unwrap();
         b.index_add(&mut h, &want, &mt).expect("index_add");
         let got = down(b, &d);
@@ -167,7 +177,7 @@ pub fn index_list_edges<B: Backend>(b: &B) {
     // out of range: into fewer rows than the largest index (89 of `cat`)
     let dst: Vec<f32> = values(44, 60 * f);
     let mut d = up(b, &dst, &[60, f]);
-    let err = b.index_add_idx(&mut d, &cat, &mt).unwrap_err();
+    let err = b.index_add(&mut d, Indices::held(&cat), &mt).unwrap_err();
     let first = want.iter().position(|&i| i >= 60).unwrap();
     assert!(
         matches!(err, Error::IndexOutOfRange { position, value, bound: 60 }
@@ -176,12 +186,14 @@ pub fn index_list_edges<B: Backend>(b: &B) {
     );
     assert_bits("dst untouched", &down(b, &d), &dst);
     let src = up(b, &dst, &[60, f]);
-    let err = b.index_select_idx(&src, &cat).unwrap_err();
+    let err = b.index_select(&src, Indices::held(&cat)).unwrap_err();
     assert!(
         matches!(err, Error::IndexOutOfRange { position, bound: 60, .. } if position == first),
         "{err}"
     );
-    let err = b.segment_sum_idx(&mt, &cat, 60).unwrap_err();
+    let err = b
+        .segment_sum(&mt, Indices::held(&cat).with_rows(60))
+        .unwrap_err();
     assert!(
         matches!(err, Error::IndexOutOfRange { bound: 60, .. }),
         "{err}"
@@ -189,7 +201,7 @@ pub fn index_list_edges<B: Backend>(b: &B) {
     // a fresh list whose first use is the failing scatter
     let fresh = b.index_from_host(&want).unwrap();
     let mut d = up(b, &dst, &[60, f]);
-    let err = b.index_add_idx(&mut d, &fresh, &mt).unwrap_err();
+    let err = b.index_add(&mut d, Indices::held(&fresh), &mt).unwrap_err();
     assert!(
         matches!(err, Error::IndexOutOfRange { position, .. } if position == first),
         "{err}"
@@ -198,8 +210,12 @@ pub fn index_list_edges<B: Backend>(b: &B) {
     // shapes
     let short = up(b, &msg[..f * 10], &[10, f]);
     let mut d = b.zeros::<f32>(&[200, f]).unwrap();
-    let err = b.index_add_idx(&mut d, &cat, &short).unwrap_err();
+    let err = b
+        .index_add(&mut d, Indices::held(&cat), &short)
+        .unwrap_err();
     assert!(matches!(err, Error::ShapeMismatch { .. }), "{err}");
-    let err = b.segment_sum_idx(&short, &cat, 200).unwrap_err();
+    let err = b
+        .segment_sum(&short, Indices::held(&cat).with_rows(200))
+        .unwrap_err();
     assert!(matches!(err, Error::ShapeMismatch { .. }), "{err}");
 }

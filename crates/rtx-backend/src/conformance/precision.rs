@@ -13,6 +13,7 @@
 //! untouched scatter rows) keep the input bits.
 
 use super::harness::{assert_bits, assert_close, down, up};
+use crate::Indices;
 use crate::order::canonical_sum;
 use crate::workload::{indices, splitmix64, values};
 use crate::{
@@ -551,21 +552,26 @@ fn lists_case<B: Backend, T: Element>(b: &B) {
     };
     twin(
         "index_select",
-        &b.index_select_idx(&xt, &gi).expect("_idx"),
+        &b.index_select(&xt, Indices::held(&gi)).expect("_idx"),
         &msg,
     );
     let dst: Vec<T> = data(43, rows * f, 1.0);
     let (mut d1, mut d2) = (up(b, &dst, &[rows, f]), up(b, &dst, &[rows, f]));
-    b.index_add_idx(&mut d1, &si, &msg).expect("_idx");
+    b.index_add(&mut d1, Indices::held(&si), &msg)
+        .expect("_idx");
     b.index_add(&mut d2, &scatter, &msg).expect("host");
     twin("index_add", &d1, &d2);
-    let s = b.segment_sum_idx(&msg, &si, rows).expect("_idx");
+    let s = b
+        .segment_sum(&msg, Indices::held(&si).with_rows(rows))
+        .expect("_idx");
     twin(
         "segment_sum",
         &s,
         &b.segment_sum(&msg, &plan).expect("host"),
     );
-    let m = b.segment_max_idx(&msg, &si, rows).expect("_idx");
+    let m = b
+        .segment_max(&msg, Indices::held(&si).with_rows(rows))
+        .expect("_idx");
     twin(
         "segment_max",
         &m,
@@ -573,7 +579,9 @@ fn lists_case<B: Backend, T: Element>(b: &B) {
     );
     let logits: Vec<T> = data(44, e * heads, 3.0);
     let lt = up(b, &logits, &[e, heads]);
-    let alpha = b.segment_softmax_idx(&lt, &si, rows).expect("_idx");
+    let alpha = b
+        .segment_softmax(&lt, Indices::held(&si).with_rows(rows))
+        .expect("_idx");
     twin(
         "segment_softmax",
         &alpha,
@@ -582,28 +590,35 @@ fn lists_case<B: Backend, T: Element>(b: &B) {
     let g: Vec<T> = data(45, e * heads, 1.0);
     let gt = up(b, &g, &[e, heads]);
     let got = b
-        .segment_softmax_backward_idx(&alpha, &gt, &si, rows)
+        .segment_softmax_backward(&alpha, &gt, Indices::held(&si).with_rows(rows))
         .expect("_idx");
     let want = b
         .segment_softmax_backward(&alpha, &gt, &plan)
         .expect("host");
     twin("segment_softmax_backward", &got, &want);
     let got = b
-        .gather_scale_scatter_idx(&xt, &gi, &alpha, &si, rows)
+        .gather_scale_scatter(
+            &xt,
+            Indices::held(&gi),
+            &alpha,
+            Indices::held(&si).with_rows(rows),
+        )
         .expect("_idx");
     let want = b
         .gather_scale_scatter(&xt, &gather, &alpha, &plan)
         .expect("host");
     twin("gather_scale_scatter", &got, &want);
     let yt = up(b, &data::<T>(46, rows * f, 2.0), &[rows, f]);
-    let got = b.gather_add_idx(&xt, &gi, &yt, &si).expect("_idx");
+    let got = b
+        .gather_add(&xt, Indices::held(&gi), &yt, Indices::held(&si))
+        .expect("_idx");
     twin(
         "gather_add",
         &got,
         &b.gather_add(&xt, &gather, &yt, &scatter).expect("host"),
     );
     let got = b
-        .gather_head_dot_idx(&xt, &gi, &yt, &si, heads)
+        .gather_head_dot(&xt, Indices::held(&gi), &yt, Indices::held(&si), heads)
         .expect("_idx");
     let want = b
         .gather_head_dot(&xt, &gather, &yt, &scatter, heads)

@@ -7,6 +7,7 @@
 //! half types, so a mixed-precision pass has its loss in `f32`) by
 //! [`TrainOps`](rtx_backend::TrainOps), whose kernels give the CPU's bits.
 
+use rtx_backend::Indices;
 use rtx_backend::prelude::*;
 use rtx_backend::{BTensor, Element, RegressionLoss, TrainOps};
 
@@ -103,7 +104,7 @@ impl<B: Backend + TrainOps, T: Element> HetGat<B, T> {
         let rows = objective.rows;
         let m = b.index_len(rows);
         let out = self.config.out_features;
-        let y = b.index_select_idx(&fw.y, rows)?;
+        let y = b.index_select(&fw.y, Indices::held(rows))?;
         let n = fw.y.shape()[0];
         let (loss_rows, dy_rows, scale) = match (objective.loss, objective.targets) {
             (LossKind::CrossEntropy, Targets::Classes(labels)) => {
@@ -142,7 +143,7 @@ impl<B: Backend + TrainOps, T: Element> HetGat<B, T> {
         };
         // the rows are distinct: the scatter back places each row's gradient
         let mut dy = b.zeros::<T>(&[n, out])?;
-        b.index_add_idx(&mut dy, rows, &dy_rows)?;
+        b.index_add(&mut dy, Indices::held(rows), &dy_rows)?;
         let (grads, _) = self.backward(b, graph, &fw, &dy, x.len(), false)?;
         Ok(LossAndGrads {
             loss: ObjectiveLoss {

@@ -15,6 +15,7 @@
 //! precision); its master weights, the optimizer state and the loss are in
 //! `T::Acc`.
 
+use rtx_backend::Indices;
 use rtx_backend::prelude::*;
 use rtx_backend::sample::SampleSpec;
 use rtx_backend::workload::splitmix64;
@@ -679,7 +680,7 @@ impl<'a, B: Backend + TrainOps + SampleOps + 'static, T: Element> Trainer<'a, B,
         match &self.graph {
             Graph::Full { graph, x } => {
                 let y = low.forward(b, graph, x)?;
-                let rows = b.index_select_idx(&y, &b.index_from_host(nodes)?)?;
+                let rows = b.index_select(&y, Indices::held(&b.index_from_host(nodes)?))?;
                 Ok(b.download(&b.convert::<T, f32>(&rows)?)?)
             }
             Graph::Sampled(store) => {
@@ -694,7 +695,7 @@ impl<'a, B: Backend + TrainOps + SampleOps + 'static, T: Element> Trainer<'a, B,
                     );
                     let mb = store.sample(b, &b.index_from_host(chunk)?, &spec)?;
                     let y = low.forward(b, &mb.graph, &mb.x)?;
-                    let rows = b.index_select_idx(&y, &mb.seeds)?;
+                    let rows = b.index_select(&y, Indices::held(&mb.seeds))?;
                     out.extend(b.download(&b.convert::<T, f32>(&rows)?)?);
                 }
                 Ok(out)

@@ -1,0 +1,235 @@
+//! [`Indices`]: the one index argument of every index and fused op.
+//!
+//! An op's indices come in one of three forms, all meaning the same list:
+//! a host list (`&[u32]`), a host [`IndexPlan`] (the list stably sorted by
+//! row, built once for a graph that stands still), or a list held by the
+//! backend ([`IndexOps::Index`], e.g. device memory filled by a sampler).
+//! Ops take `impl Into<Indices>`, so `&idx`, `&plan` and `&held` are
+//! passed as they are. Where an op creates the tensor its entries address
+//! (the segment ops, a scatter side of a fused op) it needs the row count:
+//! a plan has it, a list says it with [`Indices::with_rows`].
+//!
+//! A backend resolves an `Indices` in one place: the host defaults through
+//! [`Indices::host_list`] and [`Indices::host_plan`]; the CUDA backend to a
+//! device list or plan (`rtx-backend-cuda`'s `device/indices/`).
+
+use std::borrow::Cow;
+
+use crate::{Error, HostIndex, IndexOps, IndexPlan, Result, ops};
+
+/// The indices of an index or fused op (see the [module](self) docs).
+/// Cheap to copy: it borrows.
+pub enum Indices<'a, B: IndexOps + ?Sized> {
+    /// A host list; `rows`, where given, the number of rows its entries
+    /// address (each entry below it).
+    List {
+        /// The entries.
+        list: &'a [u32],
+        /// The rows they address, where the caller says.
+        rows: Option<usize>,
+    },
+    /// A host plan: its entries and row count.
+    Plan(&'a IndexPlan),
+    /// A list held by the backend; `rows` as for [`Indices::List`].
+    Held {
+        /// The backend list.
+        list: &'a B::Index,
+        /// The rows its entries address, where the caller says.
+        rows: Option<usize>,
+    },
+}
+
+impl<B: IndexOps + ?Sized> Clone for Indices<'_, B> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<B: IndexOps + ?Sized> Copy for Indices<'_, B> {}
+
+impl<B: IndexOps + ?Sized> std::fmt::Debug for Indices<'_, B> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Indices::List { list, rows } => f
+                .debug_struct("List")
+                .field("len", &list.len())
+                .field("rows", rows)
+                .finish(),
+            Indices::Plan(p) => f
+                .debug_struct("Plan")
+                .field("len", &p.len())
+                .field("rows", &p.rows())
+                .finish(),
+            Indices::Held { list, rows } => f
+                .debug_struct("Held")
+                .field("list", list)
+                .field("rows", rows)
+                .finish(),
+        }
+    }
+}
+
+impl<'a, B: IndexOps + ?Sized> Indices<'a, B> {
+    /// A host list (`Indices::from(list)`); add its row count with
+    /// [`Indices::with_rows`].
+    pub fn list(list: &'a [u32]) -> Self {
+        Indices::List { list, rows: None }
+    }
+
+    /// A list held by the backend; add its row count with
+    /// [`Indices::with_rows`]. (A concrete backend's lists also convert with
+    /// `From`, e.g. `&CudaIndex`.)
+    pub fn held(list: &'a B::Index) -> Self {
+        Indices::Held { list, rows: None }
+    }
+
+    /// The same list, its entries addressing `rows` rows. A plan keeps its
+    /// own row count (ops check it against the tensors).
+    #[must_use]
+    pub fn with_rows(self, rows: usize) -> Self {
+        match self {
+            Indices::List { list, .. } => Indices::List {
+                list,
+                rows: Some(rows),
+            },
+            Indices::Held { list, .. } => Indices::Held {
+                list,
+                rows: Some(rows),
+            },
+            plan @ Indices::Plan(_) => plan,
+        }
+    }
+
+    /// Number of entries.
+    pub fn len(&self, b: &B) -> usize {
+        match self {
+            Indices::List { list, .. } => list.len(),
+            Indices::Plan(p) => p.len(),
+            Indices::Held { list, .. } => b.index_len(list),
+        }
+    }
+
+    /// Whether there is no entry.
+    pub fn is_empty(&self, b: &B) -> bool {
+        self.len(b) == 0
+    }
+
+    /// The rows the entries address, where known.
+    pub fn rows(&self) -> Option<usize> {
+        match self {
+            Indices::List { rows, .. } | Indices::Held { rows, .. } => *rows,
+            Indices::Plan(p) => Some(p.rows()),
+        }
+    }
+
+    /// The row count of an op whose tensor `what` has `rows` rows: `rows`,
+    /// after checking that the indices, where they say, address as many.
+    ///
+    /// # Errors
+    /// [`Error::ShapeMismatch`] naming both counts.
+    pub fn rows_of(&self, op: &'static str, what: &str, rows: usize) -> Result<usize> {
+        match self.rows() {
+            Some(r) if r != rows => Err(Error::ShapeMismatch {
+                op,
+                detail: format!("indices into {r} rows, but {what} has {rows} rows"),
+            }),
+            _ => Ok(rows),
+        }
+    }
+
+    /// The row count of an op that creates the tensor the entries address.
+    ///
+    /// # Errors
+    /// [`Error::ShapeMismatch`] for a list that does not say it (pass a plan
+    /// or [`Indices::with_rows`]).
+    pub fn needed_rows(&self, op: &'static str) -> Result<usize> {
+        self.rows().ok_or_else(|| Error::ShapeMismatch {
+            op,
+            detail: "an index list without a row count: pass a plan, or the list \
+                     `.with_rows(rows)` (Indices::with_rows)"
+                .into(),
+        })
+    }
+
+    /// The entries on the host, in list order (borrowed where they are; a
+    /// plan's recovered from its rows).
+    ///
+    /// # Errors
+    /// The backend's, downloading a held list.
+    pub fn host_list<'s>(&self, b: &'s B) -> Result<Cow<'s, [u32]>>
+    where
+        'a: 's,
+    {
+        Ok(match *self {
+            Indices::List { list, .. } => Cow::Borrowed(list),
+            Indices::Plan(p) => Cow::Owned(ops::plan_indices(p)),
+            Indices::Held { list, .. } => b.index_to_host(list)?,
+        })
+    }
+
+    /// The host plan into `rows` rows (borrowed for a plan, built for a
+    /// list: [`IndexPlan::new`], which checks every entry).
+    ///
+    /// # Errors
+    /// [`Error::ShapeMismatch`] for a plan of another row count; as
+    /// [`IndexPlan::new`].
+    pub fn host_plan<'s>(
+        &self,
+        b: &'s B,
+        op: &'static str,
+        rows: usize,
+    ) -> Result<Cow<'s, IndexPlan>>
+    where
+        'a: 's,
+    {
+        match *self {
+            Indices::Plan(p) => {
+                self.rows_of(op, "the output", rows)?;
+                Ok(Cow::Borrowed(p))
+            }
+            _ => Ok(Cow::Owned(IndexPlan::new(&self.host_list(b)?, rows)?)),
+        }
+    }
+
+    /// The host plan of an op that creates the tensor its entries address
+    /// ([`Indices::needed_rows`], then [`Indices::host_plan`]).
+    ///
+    /// # Errors
+    /// As those two.
+    pub fn host_plan_of_op<'s>(&self, b: &'s B, op: &'static str) -> Result<Cow<'s, IndexPlan>>
+    where
+        'a: 's,
+    {
+        self.host_plan(b, op, self.needed_rows(op)?)
+    }
+}
+
+impl<'a, B: IndexOps + ?Sized> From<&'a [u32]> for Indices<'a, B> {
+    fn from(list: &'a [u32]) -> Self {
+        Indices::List { list, rows: None }
+    }
+}
+
+impl<'a, B: IndexOps + ?Sized> From<&'a Vec<u32>> for Indices<'a, B> {
+    fn from(list: &'a Vec<u32>) -> Self {
+        Indices::List { list, rows: None }
+    }
+}
+
+impl<'a, const N: usize, B: IndexOps + ?Sized> From<&'a [u32; N]> for Indices<'a, B> {
+    fn from(list: &'a [u32; N]) -> Self {
+        Indices::List { list, rows: None }
+    }
+}
+
+impl<'a, B: IndexOps + ?Sized> From<&'a IndexPlan> for Indices<'a, B> {
+    fn from(plan: &'a IndexPlan) -> Self {
+        Indices::Plan(plan)
+    }
+}
+
+impl<'a, B: IndexOps<Index = HostIndex> + ?Sized> From<&'a HostIndex> for Indices<'a, B> {
+    fn from(list: &'a HostIndex) -> Self {
+        Indices::Held { list, rows: None }
+    }
+}
