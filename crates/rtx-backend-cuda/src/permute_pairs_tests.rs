@@ -714,18 +714,21 @@ fn the_half_gpu_test_shapes_reach_every_two_byte_kernel() {
 fn pair_kernels_are_named_by_tile_and_take_the_b2_signatures() {
     for tile in [Tile::T32x32, Tile::T64x64, Tile::T128x32, Tile::T32x128] {
         let (tr, tc) = tile.dims();
-        let k = Kernel::transpose_pairs(tile);
+        let k = Kernel::of(Family::TransposePairs(tile));
         assert_eq!(k.name(), format!("transpose{tr}x{tc}_p2"));
-        assert_eq!(k.signature(), Kernel::transpose(Word::B2, tile).signature());
+        assert_eq!(
+            k.signature(),
+            Kernel::of(Family::Transpose(Word::B2, tile)).signature()
+        );
     }
     for (kind, name) in [
         (SpanKind::Planes, "transpose_planes_p2"),
         (SpanKind::Rows, "transpose_rows_p2"),
         (SpanKind::Cols, "transpose_cols_p2"),
     ] {
-        let k = Kernel::transpose_span_pairs(kind);
+        let k = Kernel::of(Family::TransposeSpanPairs(kind));
         assert_eq!(k.name(), name);
-        let b2 = Kernel::transpose_span(kind, Word::B2);
+        let b2 = Kernel::of(Family::TransposeSpan(kind, Word::B2));
         assert_eq!(k.signature(), b2.signature());
     }
 }

@@ -31,7 +31,7 @@
 //!   the elements are runs of another size.
 
 use crate::abi::{MAX_RANK, PERMUTE_SPAN_BYTES};
-use crate::table::{Kernel, SpanKind, Tile, Word};
+use crate::table::{Family, Kernel, SpanKind, Tile, Word};
 
 /// Counts the kernels' 32-bit index math takes: below 2^31.
 const LIMIT: u64 = 1 << 31;
@@ -150,10 +150,10 @@ impl Choice {
     /// `None` for the fallback, whose copy_rows kernel depends on the run.
     pub(crate) fn kernel(&self) -> Option<Kernel> {
         match self {
-            Choice::Span(kind, w, _) => Some(Kernel::transpose_span(*kind, *w)),
-            Choice::SpanPairs(kind, _) => Some(Kernel::transpose_span_pairs(*kind)),
-            Choice::Tiled(w, tile, _) => Some(Kernel::transpose(*w, *tile)),
-            Choice::TiledPairs(tile, _) => Some(Kernel::transpose_pairs(*tile)),
+            Choice::Span(kind, w, _) => Some(Kernel::of(Family::TransposeSpan(*kind, *w))),
+            Choice::SpanPairs(kind, _) => Some(Kernel::of(Family::TransposeSpanPairs(*kind))),
+            Choice::Tiled(w, tile, _) => Some(Kernel::of(Family::Transpose(*w, *tile))),
+            Choice::TiledPairs(tile, _) => Some(Kernel::of(Family::TransposePairs(*tile))),
             Choice::Fallback => None,
         }
     }

@@ -23,7 +23,7 @@ use super::launch::{
 use super::plan::DevicePlan;
 use crate::error::{Error, Result};
 use crate::settings::{PlanShape, ScatterForm};
-use crate::table::{Float, Fused0, Half, HalfVec, Kernel, Level, SumVec, Typed};
+use crate::table::{Family, Float, Fused0, Half, HalfVec, Kernel, Level, ModelOp, SumVec};
 
 /// What level 0 of a sum chain adds up (device addresses and sizes).
 #[derive(Debug, Clone, Copy)]
@@ -181,13 +181,17 @@ pub(crate) fn sum_chain<T: Element>(
                 dst: Out::at(dst),
                 next: Out::at(next),
             };
-            let kernel = Kernel::scatter(Level::Zero, form.resolve(dp.values[0], w), v);
+            let kernel = Kernel::of(Family::Scatter(
+                Level::Zero,
+                form.resolve(dp.values[0], w),
+                v,
+            ));
             // SAFETY: as above.
             unsafe { args.launch(dev, &kernels, kernel, chunks) }?;
         }
         Level0::Read { vals } => {
             let args = sum0_args::<T>(vals, dp, w, dst, next);
-            let kernel = Kernel::fused0(read, v);
+            let kernel = Kernel::of(Family::Fused0(read, v));
             // SAFETY: as above.
             unsafe { args.launch(dev, &kernels, kernel, windows) }?;
         }
@@ -206,7 +210,7 @@ pub(crate) fn sum_chain<T: Element>(
                 dst: Out::at(dst),
                 next: Out::at(next),
             };
-            let kernel = Kernel::fused0(Fused0::SoftmaxBwd, v);
+            let kernel = Kernel::of(Family::Fused0(Fused0::SoftmaxBwd, v));
             // SAFETY: as above.
             unsafe { args.launch(dev, &kernels, kernel, windows) }?;
         }
@@ -233,7 +237,7 @@ pub(crate) fn sum_chain<T: Element>(
                 dst: Out::at(dst),
                 next: Out::at(next),
             };
-            let kernel = Kernel::fused0(Fused0::GatherScale, v);
+            let kernel = Kernel::of(Family::Fused0(Fused0::GatherScale, v));
             // SAFETY: as above.
             unsafe { args.launch(dev, &kernels, kernel, windows) }?;
         }
@@ -255,7 +259,11 @@ fn scatter_levels<E: Element>(
     dst: u64,
 ) -> Result<()> {
     let lanes = lanes_log2(w);
-    let kernel = Kernel::scatter(Level::Higher, form.resolve(dp.values[0], w), v);
+    let kernel = Kernel::of(Family::Scatter(
+        Level::Higher,
+        form.resolve(dp.values[0], w),
+        v,
+    ));
     let kernels = dev.kernels()?;
     for (l, &(start, row, slot, n)) in dp.levels.iter().enumerate().skip(1) {
         let args = Scatter::<E> {
@@ -325,7 +333,7 @@ fn half_fused_chain<T: Element>(
         Level0::Stored { .. } => unreachable!("taken by half_sum_chain above"),
         Level0::Read { vals } => {
             let args = sum0_args::<T>(vals, dp, w, dst, next);
-            let kernel = Kernel::fused0_half(Fused0::Read, h, v);
+            let kernel = Kernel::of(Family::Fused0Half(Fused0::Read, h, v));
             // SAFETY: as above.
             unsafe { args.launch(dev, &kernels, kernel, windows) }?;
         }
@@ -344,7 +352,7 @@ fn half_fused_chain<T: Element>(
                 dst: Out::at(dst),
                 next: Out::at(next),
             };
-            let kernel = Kernel::fused0_half(Fused0::SoftmaxBwd, h, v);
+            let kernel = Kernel::of(Family::Fused0Half(Fused0::SoftmaxBwd, h, v));
             // SAFETY: as above.
             unsafe { args.launch(dev, &kernels, kernel, windows) }?;
             // the sums stay f32: f32 levels into the f32 dst
@@ -375,7 +383,7 @@ fn half_fused_chain<T: Element>(
                 dst: Out::at(dst),
                 next: Out::at(next),
             };
-            let kernel = Kernel::fused0_half(Fused0::GatherScale, h, v);
+            let kernel = Kernel::of(Family::Fused0Half(Fused0::GatherScale, h, v));
             // SAFETY: as above.
             unsafe { args.launch(dev, &kernels, kernel, windows) }?;
         }
@@ -429,7 +437,7 @@ pub(crate) fn max_chain<T: Element>(
             };
             // the windows stage T::Acc values in shared memory
             let grid = fused0_grid(dp.values[0] as u64, n, ff, acc_bytes as u64);
-            let kernel = Kernel::typed(Typed::Segmax0, t);
+            let kernel = Kernel::of(Family::Model(ModelOp::Segmax0, t));
             // SAFETY: as above.
             unsafe { args.launch(dev, &kernels, kernel, cfg1(grid)) }?;
             continue;
@@ -445,7 +453,7 @@ pub(crate) fn max_chain<T: Element>(
             dst,
             next,
         };
-        let kernel = Kernel::typed(Typed::Segmax, t);
+        let kernel = Kernel::of(Family::Model(ModelOp::Segmax, t));
         // SAFETY: as above.
         unsafe { args.launch(dev, &kernels, kernel, cfg1(grid_for(n * ff))) }?;
     }
@@ -488,7 +496,7 @@ pub(crate) fn half_sum_chain<T: Element>(
         // windows of positions; a vector's f32 sums in shared memory
         let f32_vec = (v.elems() * std::mem::size_of::<f32>()) as u64;
         let grid = cfg1(fused0_grid(dp.values[0] as u64, n, w, f32_vec));
-        let kernel = Kernel::fused0_half(Fused0::Add, h, v);
+        let kernel = Kernel::of(Family::Fused0Half(Fused0::Add, h, v));
         // SAFETY: the tables come from a validated IndexPlan: positions are
         // below src's rows (plan.len() rows of f halves = W vectors, checked
         // by the callers), rows below dst's rows (checked), slots below
@@ -512,7 +520,7 @@ pub(crate) fn half_sum_chain<T: Element>(
         dst: Out::at(dst),
         next: Out::at(next),
     };
-    let kernel = Kernel::scatter_half(Level::Zero, sum, h, v);
+    let kernel = Kernel::of(Family::ScatterHalf(Level::Zero, sum, h, v));
     // SAFETY: the tables come from a validated IndexPlan: level-0 positions
     // are below src's rows (plan.len() rows of f halves, checked by the
     // callers), rows below dst's rows (checked), slots below level 1's
@@ -552,7 +560,7 @@ fn half_levels<T: Element>(
     let kernels = dev.kernels()?;
     for (l, &(start, row, slot, n)) in dp.levels.iter().enumerate().skip(1) {
         let sum = form.resolve(dp.values[l], w);
-        let kernel = Kernel::scatter_half(Level::Higher, sum, h, v);
+        let kernel = Kernel::of(Family::ScatterHalf(Level::Higher, sum, h, v));
         let args = ScatterHalf::<T> {
             vals: In::null(),
             acc: In::at(scratch[l - 1].ptr()),
