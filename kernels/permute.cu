@@ -16,12 +16,12 @@
 //   permutes whose last dim moves, software-pipelined over one wave of blocks;
 // * transpose_bulk_b4: the same 64x64 f32 tiles through Hopper's bulk tensor
 //   copies (sm_90+), when the tensor maps can describe the matrices (and
-//   transpose_bulk_b2 of permute2.cu, 128x128 tiles of 2-byte elements);
+//   transpose_bulk_b2 of permute_2byte.cu, 128x128 tiles of 2-byte elements);
 // * transpose_runs_b* / permute_b*: copy_rows with 64-bit decodes, for what
 //   the others do not take (runs of other sizes, counts past 2^31, N-D
 //   permutes that keep the last dim).
 // 2-byte elements of even sides and row strides take the span and tiled
-// kernels of permute2.cu (`_p2`), which move 4-byte element pairs; 2-byte
+// kernels of permute_2byte.cu (`_p2`), which move 4-byte element pairs; 2-byte
 // runs of 16-byte vectors shorter than a line take its permute_lines_b16.
 
 // Division by d of n < 2^31 (1 <= d < 2^31): q = (n * m) >> s with

@@ -528,8 +528,8 @@ struct GatherScale {
 
 // Each over stored vectors S (IO: how they are read and rounded), scratch
 // `next` of A (the scalar computed in: float for half storage) holding
-// IO::V vectors. sum0 and gss0 store a row's sum to dst as S (rounded once
-// for half storage), smb0 keeps it in A: the softmax backward's sums are
+// IO::V vectors. sum0 and gather_scale_sum0 store a row's sum to dst as S (rounded once
+// for half storage), softmax_bwd_sum0 keeps it in A: the softmax backward's sums are
 // scratch. ADD: a row's sum is added to what dst holds (sum0a, index_add's
 // windowed level 0), else stored as `0 + sum`.
 #define RTX_SUM0(NAME, ADD, S, A, IO)                                                       \
@@ -540,7 +540,7 @@ struct GatherScale {
         fused_level0<false, ADD, IO>(s, pos, wfirst, cstart, crow, cslot, nchunks, W,       \
                                      lanes_log2, dst, reinterpret_cast<IO::V*>(next));      \
     }
-#define RTX_SMB0(NAME, S, A, IO)                                                            \
+#define RTX_SOFTMAX_BWD_SUM0(NAME, S, A, IO)                                                            \
     extern "C" __global__ void __launch_bounds__(RTX_BLOCK, RTX_FUSED_MIN_BLOCKS)           \
         NAME(const S* __restrict__ alpha, const S* __restrict__ g, RTX_FUSED_ARGS,          \
              A* __restrict__ dst, A* __restrict__ next) {                                   \
@@ -549,7 +549,7 @@ struct GatherScale {
                                                   W, lanes_log2, reinterpret_cast<IO::V*>(dst), \
                                                   reinterpret_cast<IO::V*>(next));          \
     }
-#define RTX_GSS0(NAME, S, WT, A, IO)                                                        \
+#define RTX_GATHER_SCALE_SUM0(NAME, S, WT, A, IO)                                                        \
     extern "C" __global__ void __launch_bounds__(RTX_BLOCK, RTX_FUSED_MIN_BLOCKS)           \
         NAME(const S* __restrict__ x, const u32* __restrict__ gather,                       \
              const WT* __restrict__ w, u64 heads, u64 vecs_per_head,                        \
@@ -584,15 +584,15 @@ typedef IoHalf<F16, f16x4, float4> IoF16x4;
 typedef IoHalf<F16, f16x2, float2> IoF16x2;
 typedef IoHalf<F16, f16, float> IoF16x1;
 
-// {sum0,sum0a,smb0,gss0}_{type}x{lanes}: level 0 of the model's segment
+// {sum0,sum0a,softmax_bwd_sum0,gather_scale_sum0}_{type}x{lanes}: level 0 of the model's segment
 // sums of stored values (segment_sum, the softmax's denominators), of
 // index_add in the windowed form (sum0a: small plans of narrow rows, whose
 // time is the longest chunk's chain; index.cu's scatter0 takes the others),
 // of the softmax backward's sums and of gather_scale_scatter; the vector
 // types as index.cu's (S stored, WT its scalar, A the scalar computed in).
 // @kernels RTX_SUM0
-// @kernels RTX_SMB0
-// @kernels RTX_GSS0
+// @kernels RTX_SOFTMAX_BWD_SUM0
+// @kernels RTX_GATHER_SCALE_SUM0
 
 // The softmax's elementwise passes, a thread per element, over an element
 // kind K (model.cuh): stored tensors are K::S, read through K::ld (the

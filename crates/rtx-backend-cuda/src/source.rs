@@ -13,7 +13,10 @@ pub const KERNEL_FILES: [(&str, &str); 11] = [
     ("common.cuh", include_str!("../../../kernels/common.cuh")),
     ("index.cu", include_str!("../../../kernels/index.cu")),
     ("permute.cu", include_str!("../../../kernels/permute.cu")),
-    ("permute2.cu", include_str!("../../../kernels/permute2.cu")),
+    (
+        "permute_2byte.cu",
+        include_str!("../../../kernels/permute_2byte.cu"),
+    ),
     ("model.cuh", include_str!("../../../kernels/model.cuh")),
     ("model.cu", include_str!("../../../kernels/model.cu")),
     ("dense.cu", include_str!("../../../kernels/dense.cu")),

@@ -134,16 +134,16 @@ macro_rules! with_kernel_table {
                     vals: *const V, pos: *const u32, wfirst: *const u32, cstart: *const u32, crow: *const u32,
                     cslot: *const u32, nchunks: u64, W: u64, lanes_log2: u32, dst: *mut V, next: *mut A,
                 );
-                /// `smb0_*`: level 0 of the segment softmax's backward sums
+                /// `softmax_bwd_sum0_*`: level 0 of the segment softmax's backward sums
                 /// (sums and scratch in the type computed in).
-                Smb0[V](
+                SoftmaxBwdSum0[V](
                     alpha: *const V, g: *const V, pos: *const u32, wfirst: *const u32, cstart: *const u32,
                     crow: *const u32, cslot: *const u32, nchunks: u64, W: u64, lanes_log2: u32, dst: *mut A,
                     next: *mut A,
                 );
-                /// `gss0_*`: level 0 of gather_scale_scatter (the next level's
+                /// `gather_scale_sum0_*`: level 0 of gather_scale_scatter (the next level's
                 /// scratch in the type computed in).
-                Gss0[V](
+                GatherScaleSum0[V](
                     x: *const V, gather: *const u32, w: *const T, heads: u64, vecs_per_head: u64,
                     pos: *const u32, wfirst: *const u32, cstart: *const u32, crow: *const u32,
                     cslot: *const u32, nchunks: u64, W: u64, lanes_log2: u32, dst: *mut V, next: *mut A,
@@ -167,14 +167,14 @@ macro_rules! with_kernel_table {
                 /// `plan_offsets`.
                 PlanOffsets[](skeys: *const u32, n: u64, rows: u64, off: *mut u32);
                 /// `lvl0_sums`.
-                Lvl0Sums[](off: *const u32, rows: u64, sums: *mut U3);
+                Lvl0Sums[](off: *const u32, rows: u64, sums: *mut Level0Counts);
                 /// `lvl0_spine`.
-                Lvl0Spine[](sums: *mut U3, ntiles: u64, info: *mut u64);
+                Lvl0Spine[](sums: *mut Level0Counts, ntiles: u64, info: *mut u64);
                 /// `lvl0_apply`.
-                Lvl0Apply[](off: *const u32, rows: u64, sums: *const U3, out: *mut U3);
+                Lvl0Apply[](off: *const u32, rows: u64, sums: *const Level0Counts, out: *mut Level0Counts);
                 /// `lvl0_fill`.
                 Lvl0Fill[](
-                    off: *const u32, rows: u64, scan: *const U3, info: *const u64, n: u64, cstart: *mut u32,
+                    off: *const u32, rows: u64, scan: *const Level0Counts, info: *const u64, n: u64, cstart: *mut u32,
                     crow: *mut u32, cslot: *mut u32, list: *mut u32, wfirst: *mut u32,
                 );
                 /// `plan_levels`.
@@ -453,32 +453,32 @@ macro_rules! with_kernel_table {
                 Sum0aF16x4 = "sum0a_f16x4": Sum0[V = f16x4] by RTX_SUM0("true, f16x4, float, IoF16x4") for Fused0Half(Fused0::Add, Half::F16, HalfVec::X4),
                 Sum0aF16x2 = "sum0a_f16x2": Sum0[V = f16x2] by RTX_SUM0("true, f16x2, float, IoF16x2") for Fused0Half(Fused0::Add, Half::F16, HalfVec::X2),
                 Sum0aF16x1 = "sum0a_f16x1": Sum0[V = f16] by RTX_SUM0("true, f16, float, IoF16x1") for Fused0Half(Fused0::Add, Half::F16, HalfVec::X1),
-                Smb0F32x4 = "smb0_f32x4": Smb0[V = float4] by RTX_SMB0("float4, float, IoF32x4") for Fused0(Fused0::SoftmaxBwd, SumVec::F32x4),
-                Smb0F32x2 = "smb0_f32x2": Smb0[V = float2] by RTX_SMB0("float2, float, IoF32x2") for Fused0(Fused0::SoftmaxBwd, SumVec::F32x2),
-                Smb0F32x1 = "smb0_f32x1": Smb0[V = float] by RTX_SMB0("float, float, IoF32x1") for Fused0(Fused0::SoftmaxBwd, SumVec::F32x1),
-                Smb0F64x2 = "smb0_f64x2": Smb0[V = double2] by RTX_SMB0("double2, double, IoF64x2") for Fused0(Fused0::SoftmaxBwd, SumVec::F64x2),
-                Smb0F64x1 = "smb0_f64x1": Smb0[V = double] by RTX_SMB0("double, double, IoF64x1") for Fused0(Fused0::SoftmaxBwd, SumVec::F64x1),
-                Smb0Bf16x8 = "smb0_bf16x8": Smb0[V = bf16x8] by RTX_SMB0("bf16x8, float, IoBf16x8") for Fused0Half(Fused0::SoftmaxBwd, Half::Bf16, HalfVec::X8),
-                Smb0Bf16x4 = "smb0_bf16x4": Smb0[V = bf16x4] by RTX_SMB0("bf16x4, float, IoBf16x4") for Fused0Half(Fused0::SoftmaxBwd, Half::Bf16, HalfVec::X4),
-                Smb0Bf16x2 = "smb0_bf16x2": Smb0[V = bf16x2] by RTX_SMB0("bf16x2, float, IoBf16x2") for Fused0Half(Fused0::SoftmaxBwd, Half::Bf16, HalfVec::X2),
-                Smb0Bf16x1 = "smb0_bf16x1": Smb0[V = bf16] by RTX_SMB0("bf16, float, IoBf16x1") for Fused0Half(Fused0::SoftmaxBwd, Half::Bf16, HalfVec::X1),
-                Smb0F16x8 = "smb0_f16x8": Smb0[V = f16x8] by RTX_SMB0("f16x8, float, IoF16x8") for Fused0Half(Fused0::SoftmaxBwd, Half::F16, HalfVec::X8),
-                Smb0F16x4 = "smb0_f16x4": Smb0[V = f16x4] by RTX_SMB0("f16x4, float, IoF16x4") for Fused0Half(Fused0::SoftmaxBwd, Half::F16, HalfVec::X4),
-                Smb0F16x2 = "smb0_f16x2": Smb0[V = f16x2] by RTX_SMB0("f16x2, float, IoF16x2") for Fused0Half(Fused0::SoftmaxBwd, Half::F16, HalfVec::X2),
-                Smb0F16x1 = "smb0_f16x1": Smb0[V = f16] by RTX_SMB0("f16, float, IoF16x1") for Fused0Half(Fused0::SoftmaxBwd, Half::F16, HalfVec::X1),
-                Gss0F32x4 = "gss0_f32x4": Gss0[V = float4] by RTX_GSS0("float4, float, float, IoF32x4") for Fused0(Fused0::GatherScale, SumVec::F32x4),
-                Gss0F32x2 = "gss0_f32x2": Gss0[V = float2] by RTX_GSS0("float2, float, float, IoF32x2") for Fused0(Fused0::GatherScale, SumVec::F32x2),
-                Gss0F32x1 = "gss0_f32x1": Gss0[V = float] by RTX_GSS0("float, float, float, IoF32x1") for Fused0(Fused0::GatherScale, SumVec::F32x1),
-                Gss0F64x2 = "gss0_f64x2": Gss0[V = double2] by RTX_GSS0("double2, double, double, IoF64x2") for Fused0(Fused0::GatherScale, SumVec::F64x2),
-                Gss0F64x1 = "gss0_f64x1": Gss0[V = double] by RTX_GSS0("double, double, double, IoF64x1") for Fused0(Fused0::GatherScale, SumVec::F64x1),
-                Gss0Bf16x8 = "gss0_bf16x8": Gss0[V = bf16x8] by RTX_GSS0("bf16x8, bf16, float, IoBf16x8") for Fused0Half(Fused0::GatherScale, Half::Bf16, HalfVec::X8),
-                Gss0Bf16x4 = "gss0_bf16x4": Gss0[V = bf16x4] by RTX_GSS0("bf16x4, bf16, float, IoBf16x4") for Fused0Half(Fused0::GatherScale, Half::Bf16, HalfVec::X4),
-                Gss0Bf16x2 = "gss0_bf16x2": Gss0[V = bf16x2] by RTX_GSS0("bf16x2, bf16, float, IoBf16x2") for Fused0Half(Fused0::GatherScale, Half::Bf16, HalfVec::X2),
-                Gss0Bf16x1 = "gss0_bf16x1": Gss0[V = bf16] by RTX_GSS0("bf16, bf16, float, IoBf16x1") for Fused0Half(Fused0::GatherScale, Half::Bf16, HalfVec::X1),
-                Gss0F16x8 = "gss0_f16x8": Gss0[V = f16x8] by RTX_GSS0("f16x8, f16, float, IoF16x8") for Fused0Half(Fused0::GatherScale, Half::F16, HalfVec::X8),
-                Gss0F16x4 = "gss0_f16x4": Gss0[V = f16x4] by RTX_GSS0("f16x4, f16, float, IoF16x4") for Fused0Half(Fused0::GatherScale, Half::F16, HalfVec::X4),
-                Gss0F16x2 = "gss0_f16x2": Gss0[V = f16x2] by RTX_GSS0("f16x2, f16, float, IoF16x2") for Fused0Half(Fused0::GatherScale, Half::F16, HalfVec::X2),
-                Gss0F16x1 = "gss0_f16x1": Gss0[V = f16] by RTX_GSS0("f16, f16, float, IoF16x1") for Fused0Half(Fused0::GatherScale, Half::F16, HalfVec::X1),
+                SoftmaxBwdSum0F32x4 = "softmax_bwd_sum0_f32x4": SoftmaxBwdSum0[V = float4] by RTX_SOFTMAX_BWD_SUM0("float4, float, IoF32x4") for Fused0(Fused0::SoftmaxBwd, SumVec::F32x4),
+                SoftmaxBwdSum0F32x2 = "softmax_bwd_sum0_f32x2": SoftmaxBwdSum0[V = float2] by RTX_SOFTMAX_BWD_SUM0("float2, float, IoF32x2") for Fused0(Fused0::SoftmaxBwd, SumVec::F32x2),
+                SoftmaxBwdSum0F32x1 = "softmax_bwd_sum0_f32x1": SoftmaxBwdSum0[V = float] by RTX_SOFTMAX_BWD_SUM0("float, float, IoF32x1") for Fused0(Fused0::SoftmaxBwd, SumVec::F32x1),
+                SoftmaxBwdSum0F64x2 = "softmax_bwd_sum0_f64x2": SoftmaxBwdSum0[V = double2] by RTX_SOFTMAX_BWD_SUM0("double2, double, IoF64x2") for Fused0(Fused0::SoftmaxBwd, SumVec::F64x2),
+                SoftmaxBwdSum0F64x1 = "softmax_bwd_sum0_f64x1": SoftmaxBwdSum0[V = double] by RTX_SOFTMAX_BWD_SUM0("double, double, IoF64x1") for Fused0(Fused0::SoftmaxBwd, SumVec::F64x1),
+                SoftmaxBwdSum0Bf16x8 = "softmax_bwd_sum0_bf16x8": SoftmaxBwdSum0[V = bf16x8] by RTX_SOFTMAX_BWD_SUM0("bf16x8, float, IoBf16x8") for Fused0Half(Fused0::SoftmaxBwd, Half::Bf16, HalfVec::X8),
+                SoftmaxBwdSum0Bf16x4 = "softmax_bwd_sum0_bf16x4": SoftmaxBwdSum0[V = bf16x4] by RTX_SOFTMAX_BWD_SUM0("bf16x4, float, IoBf16x4") for Fused0Half(Fused0::SoftmaxBwd, Half::Bf16, HalfVec::X4),
+                SoftmaxBwdSum0Bf16x2 = "softmax_bwd_sum0_bf16x2": SoftmaxBwdSum0[V = bf16x2] by RTX_SOFTMAX_BWD_SUM0("bf16x2, float, IoBf16x2") for Fused0Half(Fused0::SoftmaxBwd, Half::Bf16, HalfVec::X2),
+                SoftmaxBwdSum0Bf16x1 = "softmax_bwd_sum0_bf16x1": SoftmaxBwdSum0[V = bf16] by RTX_SOFTMAX_BWD_SUM0("bf16, float, IoBf16x1") for Fused0Half(Fused0::SoftmaxBwd, Half::Bf16, HalfVec::X1),
+                SoftmaxBwdSum0F16x8 = "softmax_bwd_sum0_f16x8": SoftmaxBwdSum0[V = f16x8] by RTX_SOFTMAX_BWD_SUM0("f16x8, float, IoF16x8") for Fused0Half(Fused0::SoftmaxBwd, Half::F16, HalfVec::X8),
+                SoftmaxBwdSum0F16x4 = "softmax_bwd_sum0_f16x4": SoftmaxBwdSum0[V = f16x4] by RTX_SOFTMAX_BWD_SUM0("f16x4, float, IoF16x4") for Fused0Half(Fused0::SoftmaxBwd, Half::F16, HalfVec::X4),
+                SoftmaxBwdSum0F16x2 = "softmax_bwd_sum0_f16x2": SoftmaxBwdSum0[V = f16x2] by RTX_SOFTMAX_BWD_SUM0("f16x2, float, IoF16x2") for Fused0Half(Fused0::SoftmaxBwd, Half::F16, HalfVec::X2),
+                SoftmaxBwdSum0F16x1 = "softmax_bwd_sum0_f16x1": SoftmaxBwdSum0[V = f16] by RTX_SOFTMAX_BWD_SUM0("f16, float, IoF16x1") for Fused0Half(Fused0::SoftmaxBwd, Half::F16, HalfVec::X1),
+                GatherScaleSum0F32x4 = "gather_scale_sum0_f32x4": GatherScaleSum0[V = float4] by RTX_GATHER_SCALE_SUM0("float4, float, float, IoF32x4") for Fused0(Fused0::GatherScale, SumVec::F32x4),
+                GatherScaleSum0F32x2 = "gather_scale_sum0_f32x2": GatherScaleSum0[V = float2] by RTX_GATHER_SCALE_SUM0("float2, float, float, IoF32x2") for Fused0(Fused0::GatherScale, SumVec::F32x2),
+                GatherScaleSum0F32x1 = "gather_scale_sum0_f32x1": GatherScaleSum0[V = float] by RTX_GATHER_SCALE_SUM0("float, float, float, IoF32x1") for Fused0(Fused0::GatherScale, SumVec::F32x1),
+                GatherScaleSum0F64x2 = "gather_scale_sum0_f64x2": GatherScaleSum0[V = double2] by RTX_GATHER_SCALE_SUM0("double2, double, double, IoF64x2") for Fused0(Fused0::GatherScale, SumVec::F64x2),
+                GatherScaleSum0F64x1 = "gather_scale_sum0_f64x1": GatherScaleSum0[V = double] by RTX_GATHER_SCALE_SUM0("double, double, double, IoF64x1") for Fused0(Fused0::GatherScale, SumVec::F64x1),
+                GatherScaleSum0Bf16x8 = "gather_scale_sum0_bf16x8": GatherScaleSum0[V = bf16x8] by RTX_GATHER_SCALE_SUM0("bf16x8, bf16, float, IoBf16x8") for Fused0Half(Fused0::GatherScale, Half::Bf16, HalfVec::X8),
+                GatherScaleSum0Bf16x4 = "gather_scale_sum0_bf16x4": GatherScaleSum0[V = bf16x4] by RTX_GATHER_SCALE_SUM0("bf16x4, bf16, float, IoBf16x4") for Fused0Half(Fused0::GatherScale, Half::Bf16, HalfVec::X4),
+                GatherScaleSum0Bf16x2 = "gather_scale_sum0_bf16x2": GatherScaleSum0[V = bf16x2] by RTX_GATHER_SCALE_SUM0("bf16x2, bf16, float, IoBf16x2") for Fused0Half(Fused0::GatherScale, Half::Bf16, HalfVec::X2),
+                GatherScaleSum0Bf16x1 = "gather_scale_sum0_bf16x1": GatherScaleSum0[V = bf16] by RTX_GATHER_SCALE_SUM0("bf16, bf16, float, IoBf16x1") for Fused0Half(Fused0::GatherScale, Half::Bf16, HalfVec::X1),
+                GatherScaleSum0F16x8 = "gather_scale_sum0_f16x8": GatherScaleSum0[V = f16x8] by RTX_GATHER_SCALE_SUM0("f16x8, f16, float, IoF16x8") for Fused0Half(Fused0::GatherScale, Half::F16, HalfVec::X8),
+                GatherScaleSum0F16x4 = "gather_scale_sum0_f16x4": GatherScaleSum0[V = f16x4] by RTX_GATHER_SCALE_SUM0("f16x4, f16, float, IoF16x4") for Fused0Half(Fused0::GatherScale, Half::F16, HalfVec::X4),
+                GatherScaleSum0F16x2 = "gather_scale_sum0_f16x2": GatherScaleSum0[V = f16x2] by RTX_GATHER_SCALE_SUM0("f16x2, f16, float, IoF16x2") for Fused0Half(Fused0::GatherScale, Half::F16, HalfVec::X2),
+                GatherScaleSum0F16x1 = "gather_scale_sum0_f16x1": GatherScaleSum0[V = f16] by RTX_GATHER_SCALE_SUM0("f16, f16, float, IoF16x1") for Fused0Half(Fused0::GatherScale, Half::F16, HalfVec::X1),
                 // plan.cu: device scatter plans and device index lists
                 IndexBounds = "index_bounds": IndexBounds[],
                 PlanHist = "plan_hist": PlanHist[],
@@ -582,5 +582,7 @@ pub(crate) use choice::{
     Tile, Train, Word,
 };
 
+#[cfg(test)]
+mod choice_tests;
 #[cfg(test)]
 mod pinned_tests;

@@ -228,7 +228,11 @@ fn cuda_parameters_are_read_canonically() {
         ("const VecT<double2>::T* __restrict__ w", "*const f64", "w"),
         ("const __grid_constant__ TensorMap min", "TensorMap", "min"),
         ("const SpanParams q", "SpanParams", "q"),
-        ("U3* __restrict__ sums", "*mut U3", "sums"),
+        (
+            "Level0Counts* __restrict__ sums",
+            "*mut Level0Counts",
+            "sums",
+        ),
     ];
     for (p, ty, name) in cases {
         assert_eq!(cuda_param(p), (ty.to_string(), name.to_string()), "{p}");

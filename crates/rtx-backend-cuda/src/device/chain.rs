@@ -17,8 +17,8 @@ use super::args::{In, Out};
 use super::buffer::DevMem;
 use super::context::Device;
 use super::launch::{
-    Gss0, Scatter, ScatterHalf, Segmax, Segmax0, Smb0, Sum0, cfg1, chunks_grid, fused0_grid,
-    grid_for, lanes_log2,
+    GatherScaleSum0, Scatter, ScatterHalf, Segmax, Segmax0, SoftmaxBwdSum0, Sum0, cfg1,
+    chunks_grid, fused0_grid, grid_for, lanes_log2,
 };
 use super::plan::DevicePlan;
 use crate::error::{Error, Result};
@@ -42,7 +42,7 @@ pub(crate) enum Level0 {
         /// The rows.
         vals: u64,
     },
-    /// `alpha * g` of the segment softmax's backward (`smb0`), both
+    /// `alpha * g` of the segment softmax's backward (`softmax_bwd_sum0`), both
     /// `[plan.len(), f]`.
     SoftmaxBwd {
         /// The softmax's outputs.
@@ -50,7 +50,7 @@ pub(crate) enum Level0 {
         /// Their gradients.
         g: u64,
     },
-    /// `x[gather[e]] * w[e, head]` of gather_scale_scatter (`gss0`).
+    /// `x[gather[e]] * w[e, head]` of gather_scale_scatter (`gather_scale_sum0`).
     GatherScale {
         /// The gathered rows.
         x: u64,
@@ -152,7 +152,7 @@ pub(crate) fn sum_chain<T: Element>(
     // SAFETY (every launch of level 0): the tables come from a validated
     // IndexPlan: level-0 positions are below the rows of the level-0 values
     // (plan.len() rows, checked by the callers, as is every gather index of
-    // gss0 against x's rows, and w holds plan.len() * heads weights), rows
+    // gather_scale_sum0 against x's rows, and w holds plan.len() * heads weights), rows
     // below dst's rows (checked), slots below level 1's scratch (sized from
     // plan.values, rows of row_bytes = W vectors); wfirst is the plan's
     // window table (windows + 1 chunk indices, levels::window_table);
@@ -196,7 +196,7 @@ pub(crate) fn sum_chain<T: Element>(
             unsafe { args.launch(dev, &kernels, kernel, windows) }?;
         }
         Level0::SoftmaxBwd { alpha, g } => {
-            let args = Smb0::<T> {
+            let args = SoftmaxBwdSum0::<T> {
                 alpha: In::at(alpha),
                 g: In::at(g),
                 pos,
@@ -220,7 +220,7 @@ pub(crate) fn sum_chain<T: Element>(
             w: weights,
             heads,
         } => {
-            let args = Gss0::<T> {
+            let args = GatherScaleSum0::<T> {
                 x: In::at(x),
                 gather: In::at(gather),
                 w: In::at(weights),
@@ -290,7 +290,7 @@ fn scatter_levels<E: Element>(
 }
 
 /// [`sum_chain`] over bf16 / f16 rows: level 0 is segment.cu's fused
-/// kernel over half storage (`{sum0,smb0,gss0}_{bf16,f16}x*`: widened values,
+/// kernel over half storage (`{sum0,softmax_bwd_sum0,gather_scale_sum0}_{bf16,f16}x*`: widened values,
 /// f32 products and sums exactly as the f32 kernel's), every level past it
 /// sums f32 scratch. A row's sum is rounded once into the half `dst`
 /// (index.cu's half `scatterN` past level 0: `dst + sum`, dst zeroed), or,
@@ -338,7 +338,7 @@ fn half_fused_chain<T: Element>(
             unsafe { args.launch(dev, &kernels, kernel, windows) }?;
         }
         Level0::SoftmaxBwd { alpha, g } => {
-            let args = Smb0::<T> {
+            let args = SoftmaxBwdSum0::<T> {
                 alpha: In::at(alpha),
                 g: In::at(g),
                 pos,
@@ -366,7 +366,7 @@ fn half_fused_chain<T: Element>(
             w: weights,
             heads,
         } => {
-            let args = Gss0::<T> {
+            let args = GatherScaleSum0::<T> {
                 x: In::at(x),
                 gather: In::at(gather),
                 w: In::at(weights),

@@ -110,7 +110,7 @@ impl CudaBackend {
 
     /// The segment softmax backward of `alpha`, `grad: [e, f]` (e, f > 0) by
     /// the device plan `dp` into `rows` rows, written to `out`: the sums of
-    /// `alpha * grad` in `T::Acc` (`smb0` and the scatter chain, into zeros),
+    /// `alpha * grad` in `T::Acc` (`softmax_bwd_sum0` and the scatter chain, into zeros),
     /// then `alpha * (grad - sum)`, each output rounded once.
     fn softmax_backward_by<T: Element>(
         &self,

@@ -370,7 +370,7 @@ impl CudaBackend {
 /// The bulk-copy kernel of `elem` (`B4` or `B2`, what [`permute_plan::bulk`]
 /// gives) and its dynamic shared memory: S + 2 tiles of `tile` (the bulk
 /// form's) and S mbarriers, S = [`BULK_STAGES`] (kernels/permute.cu,
-/// permute2.cu).
+/// permute_2byte.cu).
 fn bulk_kernel(elem: Word, tile: [u32; 2]) -> (Kernel, u32) {
     let kernel = match elem {
         Word::B2 => Kernel::TransposeBulkB2,

@@ -8,7 +8,12 @@ use super::*;
 
 /// Kernel and macro names renamed since the lists were pinned: `(old, new)`
 /// prefixes.
-const RENAMED: &[(&str, &str)] = &[];
+const RENAMED: &[(&str, &str)] = &[
+    ("smb0_", "softmax_bwd_sum0_"),
+    ("gss0_", "gather_scale_sum0_"),
+    ("RTX_SMB0(", "RTX_SOFTMAX_BWD_SUM0("),
+    ("RTX_GSS0(", "RTX_GATHER_SCALE_SUM0("),
+];
 
 /// The name `old` has now.
 fn renamed(old: &str) -> String {
