@@ -123,10 +123,7 @@ __device__ __forceinline__ typename K::A canon_dot(const typename K::S* __restri
                 canon_dot<K>(a + i * f + h * c, b + (b_bcast ? 0 : i) * f + h * c, c));     \
         }                                                                                   \
     }
-RTX_HEAD_DOT(head_dot_f32, float, KF32)
-RTX_HEAD_DOT(head_dot_f64, double, KF64)
-RTX_HEAD_DOT(head_dot_bf16, bf16, KBf16)
-RTX_HEAD_DOT(head_dot_f16, f16, KF16)
+// @kernels RTX_HEAD_DOT
 
 // out[p, h] = canonical dot of a[ai[p], h*c..] and b[bi[p], h*c..]: exactly
 // head_dot of the two gathers.
@@ -142,10 +139,7 @@ RTX_HEAD_DOT(head_dot_f16, f16, KF16)
             out[t] = K::st(canon_dot<K>(a + ra * f + h * c, b + rb * f + h * c, c));        \
         }                                                                                   \
     }
-RTX_GATHER_HEAD_DOT(gather_head_dot_f32, float, KF32)
-RTX_GATHER_HEAD_DOT(gather_head_dot_f64, double, KF64)
-RTX_GATHER_HEAD_DOT(gather_head_dot_bf16, bf16, KBf16)
-RTX_GATHER_HEAD_DOT(gather_head_dot_f16, f16, KF16)
+// @kernels RTX_GATHER_HEAD_DOT
 
 // The canonical column sums of a row-major [n, f]: level 0's row g, column
 // j, is the sum of rows 256g .. min(n, 256g + 256) of column j, left to right
@@ -360,10 +354,7 @@ __device__ __forceinline__ void reduce_rows_body(const typename K::S* __restrict
         NAME(const T* __restrict__ in, const A* __restrict__ acc, u64 n, u64 f, RrClimb cl) { \
         reduce_rows_body<K>(in, acc, n, f, cl);                                             \
     }
-RTX_REDUCE_ROWS(reduce_rows_f32, float, float, KF32)
-RTX_REDUCE_ROWS(reduce_rows_f64, double, double, KF64)
-RTX_REDUCE_ROWS(reduce_rows_bf16, bf16, float, KBf16)
-RTX_REDUCE_ROWS(reduce_rows_f16, f16, float, KF16)
+// @kernels RTX_REDUCE_ROWS
 
 // head_scale_sum_rows: reduce_rows of head_scale(a, s) without storing the
 // products (a_rs = 0 broadcasts a's one row).
@@ -382,10 +373,7 @@ __device__ __forceinline__ void head_scale_rows_body(const typename K::S* __rest
              RrClimb cl) {                                                                  \
         head_scale_rows_body<K>(a, s, n, f, c, a_rs, cl);                                   \
     }
-RTX_HEAD_SCALE_ROWS(head_scale_rows_f32, float, KF32)
-RTX_HEAD_SCALE_ROWS(head_scale_rows_f64, double, KF64)
-RTX_HEAD_SCALE_ROWS(head_scale_rows_bf16, bf16, KBf16)
-RTX_HEAD_SCALE_ROWS(head_scale_rows_f16, f16, KF16)
+// @kernels RTX_HEAD_SCALE_ROWS
 
 // ---------------------------------------------------------------- matrix product
 
@@ -627,22 +615,7 @@ __device__ __forceinline__ void matmul_level0(const typename K::S* __restrict__ 
         __shared__ __align__(16) A Bs[MM_K][MM_T + MM_PAD];                                 \
         matmul_level0<K, TM, TN>(a, b, out, part, m, n, k, a_rs, a_ps, b_ps, b_js, As, Bs); \
     }
-RTX_MATMUL(matmul64x64_f32, float, float, KF32, 64, 64)
-RTX_MATMUL(matmul32x64_f32, float, float, KF32, 32, 64)
-RTX_MATMUL(matmul64x32_f32, float, float, KF32, 64, 32)
-RTX_MATMUL(matmul32x32_f32, float, float, KF32, 32, 32)
-RTX_MATMUL(matmul64x64_f64, double, double, KF64, 64, 64)
-RTX_MATMUL(matmul32x64_f64, double, double, KF64, 32, 64)
-RTX_MATMUL(matmul64x32_f64, double, double, KF64, 64, 32)
-RTX_MATMUL(matmul32x32_f64, double, double, KF64, 32, 32)
-RTX_MATMUL(matmul64x64_bf16, bf16, float, KBf16, 64, 64)
-RTX_MATMUL(matmul32x64_bf16, bf16, float, KBf16, 32, 64)
-RTX_MATMUL(matmul64x32_bf16, bf16, float, KBf16, 64, 32)
-RTX_MATMUL(matmul32x32_bf16, bf16, float, KBf16, 32, 32)
-RTX_MATMUL(matmul64x64_f16, f16, float, KF16, 64, 64)
-RTX_MATMUL(matmul32x64_f16, f16, float, KF16, 32, 64)
-RTX_MATMUL(matmul64x32_f16, f16, float, KF16, 64, 32)
-RTX_MATMUL(matmul32x32_f16, f16, float, KF16, 32, 32)
+// @kernels RTX_MATMUL
 
 // Level 0 of op(a) @ op(b) for products of few columns (at most MMD_N =
 // RTX_MATMUL_DOT_N, 8: the attention logits x @ head_dot(W, att), their
@@ -783,7 +756,4 @@ __device__ __forceinline__ void matmul_dot_outputs(const typename K::S* __restri
         else                                                                                \
             matmul_dot_outputs<K>(a, b, out, part, m, n, k, a_rs, a_ps, b_ps, b_js);        \
     }
-RTX_MATMUL_DOT(matmul_dot_f32, float, float, KF32)
-RTX_MATMUL_DOT(matmul_dot_f64, double, double, KF64)
-RTX_MATMUL_DOT(matmul_dot_bf16, bf16, float, KBf16)
-RTX_MATMUL_DOT(matmul_dot_f16, f16, float, KF16)
+// @kernels RTX_MATMUL_DOT

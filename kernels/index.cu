@@ -23,10 +23,7 @@ struct GatherMap {
         GatherMap m{idx};                                                                   \
         copy_rows<V, GatherMap>(src, out, nrows, W, lanes_log2, m);                         \
     }
-RTX_GATHER(gather_b16, uint4)
-RTX_GATHER(gather_b8, uint2)
-RTX_GATHER(gather_b4, u32)
-RTX_GATHER(gather_b2, u16)
+// @kernels RTX_GATHER
 
 // Row (of `vals`) of value p of a level: through the plan's positions at level 0.
 template <bool INDIRECT>
@@ -229,16 +226,7 @@ __device__ __forceinline__ void scatter_level(const V* __restrict__ vals,
     }
 // scatter{0,N}{,p}_{type}x{lanes}: level 0 (through positions) or higher;
 // batched or pipelined (p) chunk sums; f32 or f64 in vectors of 4/2/1 or 2/1.
-#define RTX_SCATTER_ALL(SUFFIX, V)                   \
-    RTX_SCATTER(scatter0_##SUFFIX, V, true, false)   \
-    RTX_SCATTER(scatterN_##SUFFIX, V, false, false)  \
-    RTX_SCATTER(scatter0p_##SUFFIX, V, true, true)   \
-    RTX_SCATTER(scatterNp_##SUFFIX, V, false, true)
-RTX_SCATTER_ALL(f32x4, float4)
-RTX_SCATTER_ALL(f32x2, float2)
-RTX_SCATTER_ALL(f32x1, float)
-RTX_SCATTER_ALL(f64x2, double2)
-RTX_SCATTER_ALL(f64x1, double)
+// @kernels RTX_SCATTER
 
 // Scatter-add into half storage (bf16, f16): level 0 widens the stored
 // values to f32 and sums each chunk exactly as the f32 kernels do (same
@@ -309,19 +297,7 @@ __device__ __forceinline__ void scatter_level_half(
 // halves (16, 8, 4, 2 bytes) summed as f32x8, float4, float2, float. B0, BN:
 // blocks per SM of the batched level 0 and levels past 0 (the most that
 // compile without spills: x8's f32x8 sums take more registers).
-#define RTX_SCATTER_HALF_ALL(SUFFIX, K, HS, V, B0, BN)              \
-    RTX_SCATTER_HALF(scatter0_##SUFFIX, K, HS, V, true, false, B0)  \
-    RTX_SCATTER_HALF(scatterN_##SUFFIX, K, HS, V, false, false, BN) \
-    RTX_SCATTER_HALF(scatter0p_##SUFFIX, K, HS, V, true, true, 1)   \
-    RTX_SCATTER_HALF(scatterNp_##SUFFIX, K, HS, V, false, true, 1)
-RTX_SCATTER_HALF_ALL(bf16x8, Bf16, bf16x8, f32x8, 3, 2)
-RTX_SCATTER_HALF_ALL(bf16x4, Bf16, bf16x4, float4, 4, 4)
-RTX_SCATTER_HALF_ALL(bf16x2, Bf16, bf16x2, float2, 4, 4)
-RTX_SCATTER_HALF_ALL(bf16x1, Bf16, bf16, float, 4, 4)
-RTX_SCATTER_HALF_ALL(f16x8, F16, f16x8, f32x8, 3, 2)
-RTX_SCATTER_HALF_ALL(f16x4, F16, f16x4, float4, 4, 4)
-RTX_SCATTER_HALF_ALL(f16x2, F16, f16x2, float2, 4, 4)
-RTX_SCATTER_HALF_ALL(f16x1, F16, f16, float, 4, 4)
+// @kernels RTX_SCATTER_HALF
 
 // Element-wise conversions between f32 and half storage, one element per
 // thread, grid-stride: narrow_* rounds f32 to the kind (Bf16::narrow,
@@ -341,10 +317,8 @@ RTX_SCATTER_HALF_ALL(f16x1, F16, f16, float, 4, 4)
              i += (u64)gridDim.x * blockDim.x)                                              \
             out[i] = K::widen(__ldg(in + i));                                               \
     }
-RTX_NARROW(narrow_bf16, Bf16, bf16)
-RTX_NARROW(narrow_f16, F16, f16)
-RTX_WIDEN(widen_bf16, Bf16, bf16)
-RTX_WIDEN(widen_f16, F16, f16)
+// @kernels RTX_NARROW
+// @kernels RTX_WIDEN
 
 // The weight update of mixed-precision training (DenseOps::axpy_mixed): the
 // f32 master y += alpha * widen(x) (the product rounded, then the sum, as
@@ -360,5 +334,4 @@ RTX_WIDEN(widen_f16, F16, f16)
             low[i] = (H)K::narrow(v);                                                       \
         }                                                                                   \
     }
-RTX_AXPY_MIXED(axpy_mixed_bf16, Bf16, bf16)
-RTX_AXPY_MIXED(axpy_mixed_f16, F16, f16)
+// @kernels RTX_AXPY_MIXED

@@ -81,10 +81,7 @@ __device__ __forceinline__ void unary_body(const typename K::S* __restrict__ x,
         NAME(const T* __restrict__ x, T* __restrict__ out, u64 n, u32 op, A s) {            \
         unary_body<K>(x, out, n, op, s);                                                    \
     }
-RTX_UNARY(unary_f32, float, float, KF32)
-RTX_UNARY(unary_f64, double, double, KF64)
-RTX_UNARY(unary_bf16, bf16, float, KBf16)
-RTX_UNARY(unary_f16, f16, float, KF16)
+// @kernels RTX_UNARY
 
 template <typename K>
 __device__ __forceinline__ void unary_bwd_body(const typename K::S* __restrict__ x,
@@ -118,10 +115,7 @@ __device__ __forceinline__ void unary_bwd_body(const typename K::S* __restrict__
              u32 op, A s) {                                                                 \
         unary_bwd_body<K>(x, g, out, n, op, s);                                             \
     }
-RTX_UNARY_BWD(unary_bwd_f32, float, float, KF32)
-RTX_UNARY_BWD(unary_bwd_f64, double, double, KF64)
-RTX_UNARY_BWD(unary_bwd_bf16, bf16, float, KBf16)
-RTX_UNARY_BWD(unary_bwd_f16, f16, float, KF16)
+// @kernels RTX_UNARY_BWD
 
 // out = a op b; b is one row of f values repeated over a's rows when f > 0.
 // The vector path needs whole vectors in b's row (f % N == 0) and, to find
@@ -159,10 +153,7 @@ __device__ __forceinline__ void binary_body(const typename K::S* __restrict__ a,
              u32 op, u64 f) {                                                               \
         binary_body<K>(a, b, out, n, op, f);                                                \
     }
-RTX_BINARY(binary_f32, float, KF32)
-RTX_BINARY(binary_f64, double, KF64)
-RTX_BINARY(binary_bf16, bf16, KBf16)
-RTX_BINARY(binary_f16, f16, KF16)
+// @kernels RTX_BINARY
 
 // y = y + alpha * x (the product rounded, then the sum; y rounded once).
 template <typename K>
@@ -193,10 +184,7 @@ __device__ __forceinline__ void axpy_body(typename K::S* __restrict__ y,
         NAME(T* __restrict__ y, const T* __restrict__ x, u64 n, A alpha) {                  \
         axpy_body<K>(y, x, n, alpha);                                                       \
     }
-RTX_AXPY(axpy_f32, float, float, KF32)
-RTX_AXPY(axpy_f64, double, double, KF64)
-RTX_AXPY(axpy_bf16, bf16, float, KBf16)
-RTX_AXPY(axpy_f16, f16, float, KF16)
+// @kernels RTX_AXPY
 
 // out[i, h*c + j] = a[i or 0, h*c + j] * s[i, h], plus x[i, h*c + j] first
 // when x is not null (add_head_scale: x + the product). When a head's c
@@ -314,10 +302,7 @@ __device__ __forceinline__ void sum_bias_relu_body(const BiasParts& p,
         NAME(BiasParts p, T* __restrict__ out, u64 n, u64 f) {                              \
         sum_bias_relu_body<K>(p, out, n, f);                                                \
     }
-RTX_SUM_BIAS_RELU(sum_bias_relu_f32, float, KF32)
-RTX_SUM_BIAS_RELU(sum_bias_relu_f64, double, KF64)
-RTX_SUM_BIAS_RELU(sum_bias_relu_bf16, bf16, KBf16)
-RTX_SUM_BIAS_RELU(sum_bias_relu_f16, f16, KF16)
+// @kernels RTX_SUM_BIAS_RELU
 
 // gather_add: out[p, :] = a[ai[p], :] + b[bi[p], :] over rows of f
 // elements (every ai below a's rows and bi below b's, checked by the host).
@@ -376,10 +361,7 @@ __device__ __forceinline__ void gather_add_body(const typename K::S* __restrict_
              const u32* __restrict__ bi, T* __restrict__ out, u64 e, u64 f) {               \
         gather_add_body<K>(a, ai, b, bi, out, e, f);                                        \
     }
-RTX_GATHER_ADD(gather_add_f32, float, KF32)
-RTX_GATHER_ADD(gather_add_f64, double, KF64)
-RTX_GATHER_ADD(gather_add_bf16, bf16, KBf16)
-RTX_GATHER_ADD(gather_add_f16, f16, KF16)
+// @kernels RTX_GATHER_ADD
 
 #define RTX_HEAD_SCALE(NAME, T, K)                                                          \
     extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
@@ -387,7 +369,4 @@ RTX_GATHER_ADD(gather_add_f16, f16, KF16)
              T* __restrict__ out, u64 n, u64 heads, u64 c, u32 a_bcast) {                   \
         head_scale_body<K>(x, a, s, out, n, heads, c, a_bcast);                             \
     }
-RTX_HEAD_SCALE(head_scale_f32, float, KF32)
-RTX_HEAD_SCALE(head_scale_f64, double, KF64)
-RTX_HEAD_SCALE(head_scale_bf16, bf16, KBf16)
-RTX_HEAD_SCALE(head_scale_f16, f16, KF16)
+// @kernels RTX_HEAD_SCALE

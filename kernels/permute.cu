@@ -16,12 +16,12 @@
 //   permutes whose last dim moves, software-pipelined over one wave of blocks;
 // * transpose_bulk_b4: the same 64x64 f32 tiles through Hopper's bulk tensor
 //   copies (sm_90+), when the tensor maps can describe the matrices (and
-//   transpose_bulk_b2 of permute2.cu, 128x128 tiles of 2-byte elements);
+//   transpose_bulk_b2 of permute_2byte.cu, 128x128 tiles of 2-byte elements);
 // * transpose_runs_b* / permute_b*: copy_rows with 64-bit decodes, for what
 //   the others do not take (runs of other sizes, counts past 2^31, N-D
 //   permutes that keep the last dim).
 // 2-byte elements of even sides and row strides take the span and tiled
-// kernels of permute2.cu (`_p2`), which move 4-byte element pairs; 2-byte
+// kernels of permute_2byte.cu (`_p2`), which move 4-byte element pairs; 2-byte
 // runs of 16-byte vectors shorter than a line take its permute_lines_b16.
 
 // Division by d of n < 2^31 (1 <= d < 2^31): q = (n * m) >> s with
@@ -294,15 +294,7 @@ __device__ __forceinline__ void transpose_cols(const E* __restrict__ in, E* __re
         NAME(const E* __restrict__ in, E* __restrict__ out, const SpanParams q) {        \
         FN<E>(in, out, q);                                                               \
     }
-RTX_TRANSPOSE_SPAN(transpose_planes_b4, transpose_planes, u32)
-RTX_TRANSPOSE_SPAN(transpose_planes_b8, transpose_planes, u64)
-RTX_TRANSPOSE_SPAN(transpose_rows_b4, transpose_rows, u32)
-RTX_TRANSPOSE_SPAN(transpose_rows_b8, transpose_rows, u64)
-RTX_TRANSPOSE_SPAN(transpose_cols_b4, transpose_cols, u32)
-RTX_TRANSPOSE_SPAN(transpose_cols_b8, transpose_cols, u64)
-RTX_TRANSPOSE_SPAN(transpose_planes_b2, transpose_planes, u16)
-RTX_TRANSPOSE_SPAN(transpose_rows_b2, transpose_rows, u16)
-RTX_TRANSPOSE_SPAN(transpose_cols_b2, transpose_cols, u16)
+// @kernels RTX_TRANSPOSE_SPAN
 
 // Tiled transpose of a batch of row-strided matrices: matrix q (decoded over
 // up to RTX_MAX_RANK batch dims, last fastest, each with an input and an
@@ -420,19 +412,7 @@ __device__ __forceinline__ void transpose_tiled(const E* __restrict__ in, E* __r
         NAME(const E* __restrict__ in, E* __restrict__ out, const TileParams p) {         \
         transpose_tiled<E, TR, TC>(in, out, p);                                           \
     }
-RTX_TRANSPOSE(transpose32x32_b4, u32, 32, 32)
-RTX_TRANSPOSE(transpose64x64_b4, u32, 64, 64)
-RTX_TRANSPOSE(transpose128x32_b4, u32, 128, 32)
-RTX_TRANSPOSE(transpose32x128_b4, u32, 32, 128)
-RTX_TRANSPOSE(transpose32x32_b8, u64, 32, 32)
-RTX_TRANSPOSE(transpose64x64_b8, u64, 64, 64)
-RTX_TRANSPOSE(transpose128x32_b8, u64, 128, 32)
-RTX_TRANSPOSE(transpose32x128_b8, u64, 32, 128)
-RTX_TRANSPOSE(transpose32x32_b16, uint4, 32, 32)
-RTX_TRANSPOSE(transpose32x32_b2, u16, 32, 32)
-RTX_TRANSPOSE(transpose64x64_b2, u16, 64, 64)
-RTX_TRANSPOSE(transpose128x32_b2, u16, 128, 32)
-RTX_TRANSPOSE(transpose32x128_b2, u16, 32, 128)
+// @kernels RTX_TRANSPOSE
 
 // A CUtensorMap (cuda.h; NVRTC has no driver headers): 128 opaque bytes the
 // host encodes with cuTensorMapEncodeTiled.
@@ -631,7 +611,6 @@ struct MoveWords {
              const TileParams p) {                                                           \
         transpose_bulk<E, TR, TC, S>(&min, &mout, p, __VA_ARGS__{});                         \
     }
-RTX_TRANSPOSE_BULK(transpose_bulk_b4, u32, 64, 64, RTX_BULK_STAGES, MoveWords<64, 64>)
 
 // Batched transpose of runs: in [batch, rows, cols, run] -> out [batch, cols, rows, run],
 // a run being W vectors. Output run o = (b, c, r) copies input run (b, r, c).
@@ -662,10 +641,7 @@ struct TransposeRunsMap {
             copy_rows<V, TransposeRunsMap<u64>>(in, out, nruns, W, lanes_log2, m);           \
         }                                                                                    \
     }
-RTX_TRANSPOSE_RUNS(transpose_runs_b16, uint4)
-RTX_TRANSPOSE_RUNS(transpose_runs_b8, uint2)
-RTX_TRANSPOSE_RUNS(transpose_runs_b4, u32)
-RTX_TRANSPOSE_RUNS(transpose_runs_b2, u16)
+// @kernels RTX_TRANSPOSE_RUNS
 
 // General N-D permute. The output, viewed as `rank` dims `out_dims` of runs
 // (a run is W vectors: the trailing dim when it stays last, else one element),
@@ -707,7 +683,4 @@ struct PermuteMap {
             copy_rows<V, PermuteMap<u64>>(in, out, nruns, W, lanes_log2, m);                 \
         }                                                                                    \
     }
-RTX_PERMUTE(permute_b16, uint4)
-RTX_PERMUTE(permute_b8, uint2)
-RTX_PERMUTE(permute_b4, u32)
-RTX_PERMUTE(permute_b2, u16)
+// @kernels RTX_PERMUTE

@@ -38,16 +38,20 @@
 
 // ---- warp and block reductions and scans ----
 
-struct U3 {
+// A row of level 0: its chunks, the slots it takes in level 1, and 1 if it
+// has several chunks (summed over rows by the level-0 scans).
+struct Level0Counts {
     u32 a, b, c;
 };
-__device__ __forceinline__ U3 operator+(U3 x, U3 y) { return U3{x.a + y.a, x.b + y.b, x.c + y.c}; }
+__device__ __forceinline__ Level0Counts operator+(Level0Counts x, Level0Counts y) {
+    return Level0Counts{x.a + y.a, x.b + y.b, x.c + y.c};
+}
 __device__ __forceinline__ u32 shfl_up(u32 v, u32 d) { return __shfl_up_sync(0xffffffffu, v, d); }
-__device__ __forceinline__ U3 shfl_up(U3 v, u32 d) {
-    return U3{shfl_up(v.a, d), shfl_up(v.b, d), shfl_up(v.c, d)};
+__device__ __forceinline__ Level0Counts shfl_up(Level0Counts v, u32 d) {
+    return Level0Counts{shfl_up(v.a, d), shfl_up(v.b, d), shfl_up(v.c, d)};
 }
 __device__ __forceinline__ u32 zero_of(u32) { return 0; }
-__device__ __forceinline__ U3 zero_of(U3) { return U3{0, 0, 0}; }
+__device__ __forceinline__ Level0Counts zero_of(Level0Counts) { return Level0Counts{0, 0, 0}; }
 
 // Exclusive scan of one value per thread across the block (all threads must
 // call it); `*total` receives the block's sum. Integer sums: exact in any order.
@@ -195,10 +199,10 @@ struct PlainLoad {
 // Row r of level 0: (chunks, slots it takes in level 1, 1 if it has several chunks).
 struct Lvl0Load {
     const u32* __restrict__ off;
-    __device__ __forceinline__ U3 operator()(u64 r) const {
+    __device__ __forceinline__ Level0Counts operator()(u64 r) const {
         const u32 k = __ldg(off + r + 1) - __ldg(off + r);
         const u32 c = (k + RTX_CANONICAL_BLOCK - 1) / RTX_CANONICAL_BLOCK;
-        return c > 1 ? U3{c, c, 1} : U3{c, 0, 0};
+        return c > 1 ? Level0Counts{c, c, 1} : Level0Counts{c, 0, 0};
     }
 };
 
@@ -287,15 +291,15 @@ extern "C" __global__ void __launch_bounds__(RTX_BLOCK)
 }
 
 extern "C" __global__ void __launch_bounds__(RTX_BLOCK)
-    lvl0_sums(const u32* __restrict__ off, u64 rows, U3* __restrict__ sums) {
-    scan_sums<U3>(Lvl0Load{off}, rows, sums);
+    lvl0_sums(const u32* __restrict__ off, u64 rows, Level0Counts* __restrict__ sums) {
+    scan_sums<Level0Counts>(Lvl0Load{off}, rows, sums);
 }
 // The spine of level 0's scan; its total is (chunks of level 0, values of
 // level 1, rows of level 1), written to the info block.
 extern "C" __global__ void __launch_bounds__(RTX_BLOCK)
-    lvl0_spine(U3* __restrict__ sums, u64 ntiles, u64* info) {
-    __shared__ U3 total;
-    scan_spine<U3>(sums, ntiles, &total);
+    lvl0_spine(Level0Counts* __restrict__ sums, u64 ntiles, u64* info) {
+    __shared__ Level0Counts total;
+    scan_spine<Level0Counts>(sums, ntiles, &total);
     __syncthreads();
     if (threadIdx.x == 0) {
         info[INFO_CHUNKS + 0] = total.a;
@@ -304,9 +308,9 @@ extern "C" __global__ void __launch_bounds__(RTX_BLOCK)
     }
 }
 extern "C" __global__ void __launch_bounds__(RTX_BLOCK)
-    lvl0_apply(const u32* __restrict__ off, u64 rows, const U3* __restrict__ sums,
-               U3* __restrict__ out) {
-    scan_apply<U3>(Lvl0Load{off}, rows, sums, out);
+    lvl0_apply(const u32* __restrict__ off, u64 rows, const Level0Counts* __restrict__ sums,
+               Level0Counts* __restrict__ out) {
+    scan_apply<Level0Counts>(Lvl0Load{off}, rows, sums, out);
 }
 
 // Level 0's chunk tables, one thread per chunk: chunk c belongs to the last
@@ -319,7 +323,7 @@ extern "C" __global__ void __launch_bounds__(RTX_BLOCK)
 // window 0. Chunks are at most RTX_WIN long, so each writes at most one
 // entry but the last.
 extern "C" __global__ void __launch_bounds__(RTX_BLOCK)
-    lvl0_fill(const u32* __restrict__ off, u64 rows, const U3* __restrict__ scan,
+    lvl0_fill(const u32* __restrict__ off, u64 rows, const Level0Counts* __restrict__ scan,
               const u64* __restrict__ info, u64 n, u32* __restrict__ cstart,
               u32* __restrict__ crow, u32* __restrict__ cslot, u32* __restrict__ list,
               u32* __restrict__ wfirst) {
@@ -332,7 +336,7 @@ extern "C" __global__ void __launch_bounds__(RTX_BLOCK)
             if ((u64)scan[mid].a <= c) lo = mid + 1; else hi = mid;
         }
         const u64 r = lo - 1;
-        const U3 s = scan[r];
+        const Level0Counts s = scan[r];
         const u32 j = (u32)(c - s.a);
         const u32 first = __ldg(off + r);
         const u32 k = __ldg(off + r + 1) - first;
@@ -388,7 +392,7 @@ extern "C" __global__ void __launch_bounds__(RTX_BLOCK)
         u32* cstart = hi + hi_offset(n, level);
         u32* crow = cstart + vb + 1;
         u32* cslot = crow + vb;
-        U3 carry = U3{0, 0, 0};
+        Level0Counts carry = Level0Counts{0, 0, 0};
         for (u64 b = 0; b < m; b += RTX_BLOCK) {
             const u64 j = b + threadIdx.x;
             u32 row = 0, first = 0, k = 0;
@@ -398,9 +402,10 @@ extern "C" __global__ void __launch_bounds__(RTX_BLOCK)
                 k = in[3 * j + 2];
             }
             const u32 chunks = (k + RTX_CANONICAL_BLOCK - 1) / RTX_CANONICAL_BLOCK;
-            const U3 v = chunks > 1 ? U3{chunks, chunks, 1} : U3{chunks, 0, 0};
-            U3 tot;
-            const U3 e = carry + block_exclusive_scan(v, &tot);
+            const Level0Counts v =
+                chunks > 1 ? Level0Counts{chunks, chunks, 1} : Level0Counts{chunks, 0, 0};
+            Level0Counts tot;
+            const Level0Counts e = carry + block_exclusive_scan(v, &tot);
             for (u32 c = 0; c < chunks; ++c) {
                 cstart[e.a + c] = first + c * RTX_CANONICAL_BLOCK;
                 crow[e.a + c] = row;

@@ -81,10 +81,7 @@ __device__ __forceinline__ void segmax_level(const typename K::A* __restrict__ v
              A* __restrict__ next) {                                                        \
         segmax_level<K>(vals, pos, cstart, crow, cslot, nchunks, f, dst, next);             \
     }
-RTX_SEGMAX(segmax_f32, float, float, KF32)
-RTX_SEGMAX(segmax_f64, double, double, KF64)
-RTX_SEGMAX(segmax_bf16, bf16, float, KBf16)
-RTX_SEGMAX(segmax_f16, f16, float, KF16)
+// @kernels RTX_SEGMAX
 
 // Bytes of values a block of the fused level-0 kernels stages per window.
 #define RTX_WINDOW_BYTES 32768
@@ -531,8 +528,8 @@ struct GatherScale {
 
 // Each over stored vectors S (IO: how they are read and rounded), scratch
 // `next` of A (the scalar computed in: float for half storage) holding
-// IO::V vectors. sum0 and gss0 store a row's sum to dst as S (rounded once
-// for half storage), smb0 keeps it in A: the softmax backward's sums are
+// IO::V vectors. sum0 and gather_scale_sum0 store a row's sum to dst as S (rounded once
+// for half storage), softmax_bwd_sum0 keeps it in A: the softmax backward's sums are
 // scratch. ADD: a row's sum is added to what dst holds (sum0a, index_add's
 // windowed level 0), else stored as `0 + sum`.
 #define RTX_SUM0(NAME, ADD, S, A, IO)                                                       \
@@ -543,7 +540,7 @@ struct GatherScale {
         fused_level0<false, ADD, IO>(s, pos, wfirst, cstart, crow, cslot, nchunks, W,       \
                                      lanes_log2, dst, reinterpret_cast<IO::V*>(next));      \
     }
-#define RTX_SMB0(NAME, S, A, IO)                                                            \
+#define RTX_SOFTMAX_BWD_SUM0(NAME, S, A, IO)                                                            \
     extern "C" __global__ void __launch_bounds__(RTX_BLOCK, RTX_FUSED_MIN_BLOCKS)           \
         NAME(const S* __restrict__ alpha, const S* __restrict__ g, RTX_FUSED_ARGS,          \
              A* __restrict__ dst, A* __restrict__ next) {                                   \
@@ -552,7 +549,7 @@ struct GatherScale {
                                                   W, lanes_log2, reinterpret_cast<IO::V*>(dst), \
                                                   reinterpret_cast<IO::V*>(next));          \
     }
-#define RTX_GSS0(NAME, S, WT, A, IO)                                                        \
+#define RTX_GATHER_SCALE_SUM0(NAME, S, WT, A, IO)                                                        \
     extern "C" __global__ void __launch_bounds__(RTX_BLOCK, RTX_FUSED_MIN_BLOCKS)           \
         NAME(const S* __restrict__ x, const u32* __restrict__ gather,                       \
              const WT* __restrict__ w, u64 heads, u64 vecs_per_head,                        \
@@ -571,10 +568,7 @@ struct GatherScale {
         fused_level0<true, false, IoKind<K>>(s, pos, wfirst, cstart, crow, cslot, nchunks,  \
                                              W, lanes_log2, dst, next);                     \
     }
-RTX_SEGMAX0(segmax0_f32, float, float, KF32)
-RTX_SEGMAX0(segmax0_f64, double, double, KF64)
-RTX_SEGMAX0(segmax0_bf16, bf16, float, KBf16)
-RTX_SEGMAX0(segmax0_f16, f16, float, KF16)
+// @kernels RTX_SEGMAX0
 
 typedef IoSame<float4> IoF32x4;
 typedef IoSame<float2> IoF32x2;
@@ -590,30 +584,15 @@ typedef IoHalf<F16, f16x4, float4> IoF16x4;
 typedef IoHalf<F16, f16x2, float2> IoF16x2;
 typedef IoHalf<F16, f16, float> IoF16x1;
 
-// {sum0,sum0a,smb0,gss0}_{type}x{lanes}: level 0 of the model's segment
+// {sum0,sum0a,softmax_bwd_sum0,gather_scale_sum0}_{type}x{lanes}: level 0 of the model's segment
 // sums of stored values (segment_sum, the softmax's denominators), of
 // index_add in the windowed form (sum0a: small plans of narrow rows, whose
 // time is the longest chunk's chain; index.cu's scatter0 takes the others),
 // of the softmax backward's sums and of gather_scale_scatter; the vector
 // types as index.cu's (S stored, WT its scalar, A the scalar computed in).
-#define RTX_FUSED_ALL(SUFFIX, S, WT, A, IO)                                                 \
-    RTX_SUM0(sum0_##SUFFIX, false, S, A, IO)                                                \
-    RTX_SUM0(sum0a_##SUFFIX, true, S, A, IO)                                                \
-    RTX_SMB0(smb0_##SUFFIX, S, A, IO)                                                       \
-    RTX_GSS0(gss0_##SUFFIX, S, WT, A, IO)
-RTX_FUSED_ALL(f32x4, float4, float, float, IoF32x4)
-RTX_FUSED_ALL(f32x2, float2, float, float, IoF32x2)
-RTX_FUSED_ALL(f32x1, float, float, float, IoF32x1)
-RTX_FUSED_ALL(f64x2, double2, double, double, IoF64x2)
-RTX_FUSED_ALL(f64x1, double, double, double, IoF64x1)
-RTX_FUSED_ALL(bf16x8, bf16x8, bf16, float, IoBf16x8)
-RTX_FUSED_ALL(bf16x4, bf16x4, bf16, float, IoBf16x4)
-RTX_FUSED_ALL(bf16x2, bf16x2, bf16, float, IoBf16x2)
-RTX_FUSED_ALL(bf16x1, bf16, bf16, float, IoBf16x1)
-RTX_FUSED_ALL(f16x8, f16x8, f16, float, IoF16x8)
-RTX_FUSED_ALL(f16x4, f16x4, f16, float, IoF16x4)
-RTX_FUSED_ALL(f16x2, f16x2, f16, float, IoF16x2)
-RTX_FUSED_ALL(f16x1, f16, f16, float, IoF16x1)
+// @kernels RTX_SUM0
+// @kernels RTX_SOFTMAX_BWD_SUM0
+// @kernels RTX_GATHER_SCALE_SUM0
 
 // The softmax's elementwise passes, a thread per element, over an element
 // kind K (model.cuh): stored tensors are K::S, read through K::ld (the
@@ -642,10 +621,7 @@ __device__ __forceinline__ void softmax_exp_k(const typename K::S* __restrict__ 
              A* __restrict__ out, u64 e, u64 f) {                                           \
         softmax_exp_k<K>(x, m, rowof, out, e, f);                                           \
     }
-RTX_SOFTMAX_EXP(softmax_exp_f32, float, float, KF32)
-RTX_SOFTMAX_EXP(softmax_exp_f64, double, double, KF64)
-RTX_SOFTMAX_EXP(softmax_exp_bf16, bf16, float, KBf16)
-RTX_SOFTMAX_EXP(softmax_exp_f16, f16, float, KF16)
+// @kernels RTX_SOFTMAX_EXP
 
 // alpha[e, j] = ex[e, j] / s[row, j], row = rowof[e]: the last step of the
 // softmax composition.
@@ -667,10 +643,7 @@ __device__ __forceinline__ void softmax_div_k(const typename K::A* __restrict__ 
              T* __restrict__ out, u64 e, u64 f) {                                           \
         softmax_div_k<K>(ex, s, rowof, out, e, f);                                          \
     }
-RTX_SOFTMAX_DIV(softmax_div_f32, float, float, KF32)
-RTX_SOFTMAX_DIV(softmax_div_f64, double, double, KF64)
-RTX_SOFTMAX_DIV(softmax_div_bf16, bf16, float, KBf16)
-RTX_SOFTMAX_DIV(softmax_div_f16, f16, float, KF16)
+// @kernels RTX_SOFTMAX_DIV
 
 // out[e, j] = alpha[e, j] * (g[e, j] - s[row, j]), row = rowof[e] (s: the
 // sums of alpha * g, kept in K::A).
@@ -693,7 +666,4 @@ __device__ __forceinline__ void softmax_bwd_k(const typename K::S* __restrict__ 
              const u32* __restrict__ rowof, T* __restrict__ out, u64 e, u64 f) {            \
         softmax_bwd_k<K>(alpha, g, s, rowof, out, e, f);                                    \
     }
-RTX_SOFTMAX_BWD(softmax_bwd_f32, float, float, KF32)
-RTX_SOFTMAX_BWD(softmax_bwd_f64, double, double, KF64)
-RTX_SOFTMAX_BWD(softmax_bwd_bf16, bf16, float, KBf16)
-RTX_SOFTMAX_BWD(softmax_bwd_f16, f16, float, KF16)
+// @kernels RTX_SOFTMAX_BWD

@@ -30,10 +30,7 @@ __device__ __forceinline__ void dropout_body(const typename K::S* __restrict__ x
         NAME(const T* __restrict__ x, T* __restrict__ out, u64 n, double p, u64 seed, A s) { \
         dropout_body<K>(x, out, n, p, seed, s);                                             \
     }
-RTX_DROPOUT(dropout_f32, float, float, KF32)
-RTX_DROPOUT(dropout_f64, double, double, KF64)
-RTX_DROPOUT(dropout_bf16, bf16, float, KBf16)
-RTX_DROPOUT(dropout_f16, f16, float, KF16)
+// @kernels RTX_DROPOUT
 
 // ---------------------------------------------------------------- losses
 
@@ -72,10 +69,7 @@ __device__ __forceinline__ void cross_entropy_body(const typename K::S* __restri
              T* __restrict__ grad, u64 m, u64 c, A scale) {                                 \
         cross_entropy_body<K>(z, labels, loss, grad, m, c, scale);                          \
     }
-RTX_CROSS_ENTROPY(cross_entropy_f32, float, float, KF32)
-RTX_CROSS_ENTROPY(cross_entropy_f64, double, double, KF64)
-RTX_CROSS_ENTROPY(cross_entropy_bf16, bf16, float, KBf16)
-RTX_CROSS_ENTROPY(cross_entropy_f16, f16, float, KF16)
+// @kernels RTX_CROSS_ENTROPY
 
 // MSE (l1 == 0) or L1 (l1 == 1), a thread per row: the loss summed over the
 // columns in order from +0; grad (2 d) * scale or sign(d) * scale, d = y - t.
@@ -109,10 +103,7 @@ __device__ __forceinline__ void regression_body(const typename K::S* __restrict_
              T* __restrict__ grad, u64 m, u64 d, u32 l1, A scale) {                         \
         regression_body<K>(y, t, loss, grad, m, d, l1, scale);                              \
     }
-RTX_REGRESSION(regression_f32, float, float, KF32)
-RTX_REGRESSION(regression_f64, double, double, KF64)
-RTX_REGRESSION(regression_bf16, bf16, float, KBf16)
-RTX_REGRESSION(regression_f16, f16, float, KF16)
+// @kernels RTX_REGRESSION
 
 // ---------------------------------------------------------------- optimizers
 
@@ -166,10 +157,7 @@ __device__ __forceinline__ void adam_body(const u64* __restrict__ tab,
         adam_body<K>(tab, blocks, len, gs, wd, omb1, beta2, omb2, decay, step_size,         \
                      bc2_sqrt, eps, flags);                                                 \
     }
-RTX_ADAM(adam_f32, float, float, KF32)
-RTX_ADAM(adam_f64, double, double, KF64)
-RTX_ADAM(adam_bf16, bf16, float, KBf16)
-RTX_ADAM(adam_f16, f16, float, KF16)
+// @kernels RTX_ADAM
 
 // SGD (flags: 1 weight decay, 2 momentum, 4 Nesterov, 8 the first step), torch's order.
 template <typename K>
@@ -201,10 +189,7 @@ __device__ __forceinline__ void sgd_body(const u64* __restrict__ tab,
              A wd, A momentum, A omd, A lr, u32 flags) {                                    \
         sgd_body<K>(tab, blocks, len, gs, wd, momentum, omd, lr, flags);                    \
     }
-RTX_SGD(sgd_f32, float, float, KF32)
-RTX_SGD(sgd_f64, double, double, KF64)
-RTX_SGD(sgd_bf16, bf16, float, KBf16)
-RTX_SGD(sgd_f16, f16, float, KF16)
+// @kernels RTX_SGD
 
 // ---------------------------------------------------------------- ln
 
@@ -220,7 +205,4 @@ __device__ __forceinline__ void ln_body(const typename K::S* __restrict__ x,
         NAME(const T* __restrict__ x, T* __restrict__ out, u64 n) {                         \
         ln_body<K>(x, out, n);                                                              \
     }
-RTX_LN(ln_f32, float, KF32)
-RTX_LN(ln_f64, double, KF64)
-RTX_LN(ln_bf16, bf16, KBf16)
-RTX_LN(ln_f16, f16, KF16)
+// @kernels RTX_LN

@@ -1,4 +1,4 @@
-//! The blocked walk of `permute_lines_b16` (kernels/permute2.cu) for
+//! The blocked walk of `permute_lines_b16` (kernels/permute_2byte.cu) for
 //! kept-last-dim permutes of 2-byte runs shorter than a line: a host model
 //! of the kernel against rtx-tensor's host permute, the whole-line property,
 //! and the walk the device layout ops would take for a shape.
@@ -25,7 +25,7 @@ fn run_lines(l: &Lines, run: usize, input: &[u16]) -> Vec<u16> {
     all_written(out)
 }
 
-/// lines_at of kernels/permute2.cu: the input and output runs of walk
+/// lines_at of kernels/permute_2byte.cu: the input and output runs of walk
 /// index `v`.
 fn lines_at(p: &LinesParams, mut v: u32) -> (u64, u64) {
     let (mut s, mut d) = (0, 0);

@@ -1,4 +1,4 @@
-//! The 2-byte pair kernels of kernels/permute2.cu: which shapes take them
+//! The 2-byte pair kernels of kernels/permute_2byte.cu: which shapes take them
 //! (even sides and strides) and which the `_b2` kernels, the `_b2` twin for
 //! unaligned tensors, host models of each pair kernel (thread by thread as
 //! the CUDA code indexes, words only at even element offsets) against
@@ -136,7 +136,7 @@ fn word(input: &[u16], at: u64) -> u32 {
     u32::from(input[at]) | u32::from(input[at + 1]) << 16
 }
 
-/// pair_of of kernels/permute2.cu: the low halves of `a` and `b` for even
+/// pair_of of kernels/permute_2byte.cu: the low halves of `a` and `b` for even
 /// `c`, the high halves for odd.
 fn pair_of(a: u32, b: u32, c: u64) -> u32 {
     if c.is_multiple_of(2) {
@@ -173,7 +173,7 @@ fn frame(p: &TileParams, tile: Tile, t: u32) -> Frame {
 }
 
 /// `transpose{TR}x{TC}_p2` run on the host, thread by thread as
-/// kernels/permute2.cu's `load_pairs` and `transpose_pairs` do it: words
+/// kernels/permute_2byte.cu's `load_pairs` and `transpose_pairs` do it: words
 /// read and written at even element offsets only, every output element
 /// written once.
 fn run_tiled_pairs(p: &TileParams, tile: Tile, input: &[u16]) -> Vec<u16> {
@@ -219,7 +219,7 @@ fn run_tiled_pairs(p: &TileParams, tile: Tile, input: &[u16]) -> Vec<u16> {
     all_written(out)
 }
 
-/// kernels/permute2.cu's `quads_fit` for aligned tensors and a tile of
+/// kernels/permute_2byte.cu's `quads_fit` for aligned tensors and a tile of
 /// 64 x 64 elements or more: rows, columns, row strides and every batch
 /// stride multiples of 4.
 fn quads_fit(p: &TileParams, tile: Tile) -> bool {
@@ -241,7 +241,7 @@ fn unit(input: &[u16], at: u64) -> [u16; 4] {
 }
 
 /// The quad path of `transpose{TR}x{TC}_p2` run on the host, thread by
-/// thread as kernels/permute2.cu's `load_quads` and `transpose_quads` do
+/// thread as kernels/permute_2byte.cu's `load_quads` and `transpose_quads` do
 /// it: 8-byte units read and written at element offsets that are multiples
 /// of 4, the shared 4 x 4 blocks at word q * QS + 8u (rows in order), 16-byte
 /// shared reads aligned, every output element written once.
@@ -375,7 +375,7 @@ fn tiled_pairs_match_the_host_permute() {
 /// `transpose_planes_p2` run on the host: the span of whole planes read as
 /// words into the padded shared span (a pad word per 4 for planes of at
 /// most 64 words, else per 32), each output word made from the two input
-/// words `PlanesPairs` of kernels/permute2.cu picks; stored as
+/// words `PlanesPairs` of kernels/permute_2byte.cu picks; stored as
 /// `store_words` does with `head` single words first (the output's
 /// alignment), then vectors of 4 words whose positions `words4` steps from
 /// the first one's, then the tail.
@@ -439,7 +439,7 @@ fn run_planes_pairs(q: &SpanParams, input: &[u16], head: u64) -> Vec<u16> {
 /// words (16-byte vectors when the columns are whole vectors) into the
 /// shared words of interleaved row pairs (`cols_swz` flipping the low bits
 /// of the word index), the output span made by `ColsPairs` of
-/// kernels/permute2.cu.
+/// kernels/permute_2byte.cu.
 fn run_cols_pairs(q: &SpanParams, input: &[u16]) -> Vec<u16> {
     let (r, c) = (u64::from(q.rows), u64::from(q.cols));
     let plane = r * c;
@@ -714,18 +714,21 @@ fn the_half_gpu_test_shapes_reach_every_two_byte_kernel() {
 fn pair_kernels_are_named_by_tile_and_take_the_b2_signatures() {
     for tile in [Tile::T32x32, Tile::T64x64, Tile::T128x32, Tile::T32x128] {
         let (tr, tc) = tile.dims();
-        let k = Kernel::transpose_pairs(tile);
+        let k = Kernel::of(Family::TransposePairs(tile));
         assert_eq!(k.name(), format!("transpose{tr}x{tc}_p2"));
-        assert_eq!(k.signature(), Kernel::transpose(Word::B2, tile).signature());
+        assert_eq!(
+            k.signature(),
+            Kernel::of(Family::Transpose(Word::B2, tile)).signature()
+        );
     }
     for (kind, name) in [
         (SpanKind::Planes, "transpose_planes_p2"),
         (SpanKind::Rows, "transpose_rows_p2"),
         (SpanKind::Cols, "transpose_cols_p2"),
     ] {
-        let k = Kernel::transpose_span_pairs(kind);
+        let k = Kernel::of(Family::TransposeSpanPairs(kind));
         assert_eq!(k.name(), name);
-        let b2 = Kernel::transpose_span(kind, Word::B2);
+        let b2 = Kernel::of(Family::TransposeSpan(kind, Word::B2));
         assert_eq!(k.signature(), b2.signature());
     }
 }

@@ -14,24 +14,24 @@
 //!   tensor copies (2-byte ones in 128x128 tiles) when the tensor maps can
 //!   describe the matrices ([`bulk`]);
 //! * 2-byte elements (bf16, f16) take the `_p2` kernels of
-//!   kernels/permute2.cu ([`Choice::SpanPairs`], [`Choice::TiledPairs`]),
+//!   kernels/permute_2byte.cu ([`Choice::SpanPairs`], [`Choice::TiledPairs`]),
 //!   which move 4-byte element pairs, when every row is whole words in the
 //!   input and the output (even sides and row strides), with the parameters
 //!   of the `_b2` kernel, which the host takes instead for tensors not
 //!   4-byte aligned ([`Choice::unpaired`]); the 64x64, 128x32 and 32x128
 //!   pair tiles move 8-byte units of 4 halves instead when sides and strides
 //!   are multiples of 4 and both tensors 8-byte aligned (the kernel decides:
-//!   `quads_fit` of kernels/permute2.cu);
+//!   `quads_fit` of kernels/permute_2byte.cu);
 //! * [`lines`]: permutes of 2-byte elements that keep the last dim (and
 //!   batched transposes of runs), runs of 16-byte vectors shorter than a
-//!   128-byte line: `permute_lines_b16` of kernels/permute2.cu, copy_rows'
+//!   128-byte line: `permute_lines_b16` of kernels/permute_2byte.cu, copy_rows'
 //!   lanes over a blocked walk that reads and writes whole lines;
 //! * [`Choice::Fallback`]: the copy_rows kernels with 64-bit decodes, when a
 //!   count does not fit the 32-bit index math (dims or tiles past 2^31) or
 //!   the elements are runs of another size.
 
 use crate::abi::{MAX_RANK, PERMUTE_SPAN_BYTES};
-use crate::table::{Kernel, SpanKind, Tile, Word};
+use crate::table::{Family, Kernel, SpanKind, Tile, Word};
 
 /// Counts the kernels' 32-bit index math takes: below 2^31.
 const LIMIT: u64 = 1 << 31;
@@ -150,10 +150,10 @@ impl Choice {
     /// `None` for the fallback, whose copy_rows kernel depends on the run.
     pub(crate) fn kernel(&self) -> Option<Kernel> {
         match self {
-            Choice::Span(kind, w, _) => Some(Kernel::transpose_span(*kind, *w)),
-            Choice::SpanPairs(kind, _) => Some(Kernel::transpose_span_pairs(*kind)),
-            Choice::Tiled(w, tile, _) => Some(Kernel::transpose(*w, *tile)),
-            Choice::TiledPairs(tile, _) => Some(Kernel::transpose_pairs(*tile)),
+            Choice::Span(kind, w, _) => Some(Kernel::of(Family::TransposeSpan(*kind, *w))),
+            Choice::SpanPairs(kind, _) => Some(Kernel::of(Family::TransposeSpanPairs(*kind))),
+            Choice::Tiled(w, tile, _) => Some(Kernel::of(Family::Transpose(*w, *tile))),
+            Choice::TiledPairs(tile, _) => Some(Kernel::of(Family::TransposePairs(*tile))),
             Choice::Fallback => None,
         }
     }
@@ -464,7 +464,7 @@ pub(crate) fn permute(shape: &[usize], perm: &[usize], elem_bytes: u64, force32:
 /// two lo parts of [`lines`]' walk.
 pub(crate) const LINES_RANK: usize = MAX_RANK + 2;
 
-/// `LinesParams` of kernels/permute2.cu: the walk of `permute_lines_b16`,
+/// `LinesParams` of kernels/permute_2byte.cu: the walk of `permute_lines_b16`,
 /// `rank` dims (last fastest) with the input and the output stride (in
 /// runs) of each.
 #[repr(C)]
@@ -486,7 +486,7 @@ pub(crate) struct Lines {
     pub w: u64,
 }
 
-/// The blocked walk of `permute_lines_b16` (kernels/permute2.cu) for
+/// The blocked walk of `permute_lines_b16` (kernels/permute_2byte.cu) for
 /// contiguous `shape` by `perm` (rtx-tensor's simplified `Permute`) that
 /// keeps the last dim, for 2-byte elements whose runs (the last dim) are
 /// 16-byte vectors shorter than a 128-byte line; `None` otherwise (the

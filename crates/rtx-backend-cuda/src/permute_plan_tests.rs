@@ -317,7 +317,7 @@ fn bulk_maps_move_every_element_once() {
     assert_eq!((tile, bulk(&p, elem, tile)), (Tile::T128x32, None));
 }
 
-/// `MovePairs<TR, TC>` of kernels/permute2.cu on the host, warp by warp:
+/// `MovePairs<TR, TC>` of kernels/permute_2byte.cu on the host, warp by warp:
 /// the 2x2 blocks each warp instruction moves, in words of the input tile
 /// (TR rows of TC halves) and the output tile (TC rows of TR halves).
 /// Returns, per warp instruction, the 32 lanes' (read row r, read row r + 1,

@@ -35,7 +35,8 @@ macro_rules! kernel_enum {
         kernels {
             $(
                 $(#[$km:meta])*
-                $v:ident = $name:literal : $ksig:ident [$($letter:ident = $cty:ident)?],
+                $v:ident = $name:literal : $ksig:ident [$($letter:ident = $cty:ident)?]
+                    $(by $mac:ident ($args:literal))? $(for $fam:ident $fargs:tt)?,
             )*
         }
     ) => {
@@ -108,6 +109,32 @@ macro_rules! kernel_enum {
             pub(crate) const fn signature(self) -> Signature {
                 match self {
                     $(Kernel::$v => Signature::$ksig,)*
+                }
+            }
+
+            /// The kernel-defining macro of kernels/*.cu it is instantiated
+            /// with and the macro's arguments after the kernel's name, e.g.
+            /// `("RTX_SCATTER", "float4, true, false")`; `None` for a kernel
+            /// written out in its file. `source.rs` writes the invocation.
+            pub(crate) const fn instantiation(self) -> Option<(&'static str, &'static str)> {
+                match self {
+                    $(Kernel::$v => {
+                        const I: &[(&str, &str)] = &[$((stringify!($mac), $args))?];
+                        match I {
+                            [i] => Some(*i),
+                            _ => None,
+                        }
+                    })*
+                }
+            }
+
+            /// The kernel of a family's choice: the table's `for` clauses
+            /// as match arms, so a choice without a kernel, or two kernels
+            /// for one choice, does not compile.
+            #[deny(unreachable_patterns)]
+            pub(crate) const fn of(choice: Family) -> Kernel {
+                match choice {
+                    $($(Family::$fam $fargs => Kernel::$v,)?)*
                 }
             }
 

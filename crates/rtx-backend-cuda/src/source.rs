@@ -1,5 +1,8 @@
 //! The kernel sources, embedded at build time, and the single translation
-//! unit NVRTC compiles from them. Plain text handling: no device needed.
+//! unit NVRTC compiles from them, with the kernels' instantiations written
+//! from the table (`table.rs`). Plain text handling: no device needed.
+
+use crate::table::Kernel;
 
 /// `(file name, text)` of every file under `kernels/`, in translation-unit
 /// order: each header (`.cuh`) before the files that include it. The model's
@@ -10,7 +13,10 @@ pub const KERNEL_FILES: [(&str, &str); 11] = [
     ("common.cuh", include_str!("../../../kernels/common.cuh")),
     ("index.cu", include_str!("../../../kernels/index.cu")),
     ("permute.cu", include_str!("../../../kernels/permute.cu")),
-    ("permute2.cu", include_str!("../../../kernels/permute2.cu")),
+    (
+        "permute_2byte.cu",
+        include_str!("../../../kernels/permute_2byte.cu"),
+    ),
     ("model.cuh", include_str!("../../../kernels/model.cuh")),
     ("model.cu", include_str!("../../../kernels/model.cu")),
     ("dense.cu", include_str!("../../../kernels/dense.cu")),
@@ -31,10 +37,44 @@ fn included_kernel_file(line: &str) -> Option<&'static str> {
     KERNEL_FILES.iter().map(|(n, _)| *n).find(|n| *n == name)
 }
 
+/// The macro a line `// @kernels MACRO` of a kernels file names: the place
+/// of the invocations of that kernel-defining macro, written from the table.
+pub(crate) fn kernels_marker(line: &str) -> Option<&str> {
+    let name = line.trim().strip_prefix("// @kernels ")?.trim();
+    let ident = name.starts_with("RTX_")
+        && name
+            .chars()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
+    ident.then_some(name)
+}
+
+/// The invocation of its kernel-defining macro that instantiates `k`, e.g.
+/// `RTX_SCATTER(scatter0_f32x4, float4, true, false)`; `None` for a kernel
+/// written out in its file.
+pub(crate) fn invocation(k: Kernel) -> Option<String> {
+    let (mac, args) = k.instantiation()?;
+    Some(format!("{mac}({}, {args})", k.name()))
+}
+
+/// The invocations of `mac`, one a line, in table order.
+fn invocations_of(mac: &str) -> String {
+    let mut out = String::new();
+    for &k in Kernel::ALL {
+        if k.instantiation().is_some_and(|(m, _)| m == mac)
+            && let Some(line) = invocation(k)
+        {
+            out.push_str(&line);
+            out.push('\n');
+        }
+    }
+    out
+}
+
 /// The files concatenated into one translation unit: first the `#define`s
 /// of the constants shared with the host (`src/abi.rs`), then every file in
 /// order, its `#include` lines of other kernel files and `#pragma once`
-/// dropped (each header is in the unit once, before its users).
+/// dropped (each header is in the unit once, before its users), and each
+/// `// @kernels MACRO` line followed by the table's invocations of `MACRO`.
 pub fn translation_unit() -> String {
     let mut out = crate::abi::defines_header();
     for (name, text) in KERNEL_FILES {
@@ -46,6 +86,9 @@ pub fn translation_unit() -> String {
             } else {
                 out.push_str(line);
                 out.push('\n');
+                if let Some(mac) = kernels_marker(line) {
+                    out.push_str(&invocations_of(mac));
+                }
             }
         }
     }
@@ -142,4 +185,20 @@ mod tests {
         assert_eq!(fnv1a(&[]), 0xcbf2_9ce4_8422_2325);
         assert_ne!(fnv1a(&[b"ab", b"c"]), fnv1a(&[b"a", b"bc"]));
     }
+
+    #[test]
+    fn markers_name_a_macro() {
+        assert_eq!(
+            kernels_marker("// @kernels RTX_SCATTER"),
+            Some("RTX_SCATTER")
+        );
+        assert_eq!(kernels_marker("  // @kernels RTX_SUM0 "), Some("RTX_SUM0"));
+        assert_eq!(kernels_marker("// @kernels rtx_scatter"), None);
+        assert_eq!(kernels_marker("// kernels RTX_SCATTER"), None);
+        assert_eq!(kernels_marker("RTX_SCATTER(a, b)"), None);
+    }
 }
+
+#[cfg(test)]
+#[path = "table_tests.rs"]
+mod table_tests;

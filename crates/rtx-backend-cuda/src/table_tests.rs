@@ -1,16 +1,18 @@
-//! The disagreement tests of the Rust/CUDA boundary: kernels/*.cu are parsed
-//! as text (comments stripped, `#define`s collected, the kernel-defining macro
-//! invocations expanded) and compared with [`Kernel`] and
-//! [`crate::abi::defines`]; `table_sig_tests.rs` compares every kernel's
-//! parameters with the table's signatures.
+//! The disagreement tests of the Rust/CUDA boundary: kernels/*.cu are read
+//! as text (comments stripped, `#define`s collected) and compared with the
+//! table (`table.rs`) and [`crate::abi::defines`]. A kernel is a table entry
+//! and either a kernel-defining macro, invoked by the translation unit from
+//! the entry's `by` clause where its file's `// @kernels` line stands
+//! (`source.rs`), or a kernel written out in its file. `table_sig_tests.rs`
+//! compares every kernel's parameters with the table's signatures; the
+//! kernels and choices of before the generation are pinned in
+//! `table/pinned_tests.rs`.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use rtx_backend::DType;
-
-use super::*;
+use super::{KERNEL_FILES, invocation, kernels_marker, translation_unit};
 use crate::abi;
-use crate::source::KERNEL_FILES;
+use crate::table::*;
 
 /// A function-like or object-like `#define`.
 #[derive(Debug)]
@@ -185,80 +187,90 @@ fn written_out_name(after_global: &str) -> String {
 /// Whether a macro's body defines a kernel named by its first parameter.
 fn defines_kernel(m: &Macro) -> bool {
     m.body.contains("__global__")
+        && m.params
+            .as_ref()
+            .and_then(|p| p.first())
+            .map(String::as_str)
+            == Some("NAME")
 }
 
 /// Kernels as `(name, parameters as written)`.
 type Kernels = Vec<(String, Vec<String>)>;
 
-/// The kernels the invocations in `text` define, expanding macros.
-fn expand_kernels(text: &str, macros: &BTreeMap<String, Macro>, out: &mut Kernels) {
-    let bytes = text.as_bytes();
-    let mut i = 0;
-    while i < text.len() {
-        let c = bytes[i] as char;
-        if !(c.is_ascii_alphabetic() || c == '_')
-            || (i > 0 && (bytes[i - 1].is_ascii_alphanumeric() || bytes[i - 1] == b'_'))
-        {
-            i += 1;
-            continue;
-        }
-        let end = text[i..]
-            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-            .map_or(text.len(), |e| i + e);
-        let word = &text[i..end];
-        match macros.get(word) {
-            Some(
-                m @ Macro {
-                    params: Some(params),
-                    ..
-                },
-            ) if text[end..].starts_with('(') => {
-                let (args, after) = call_args(text, end);
-                if defines_kernel(m) {
-                    // the invocation's arguments in the body: the types it binds
-                    let body = substitute(&m.body, params, &args);
-                    out.push((args[0].clone(), self::params(&body, &args[0], macros)));
-                } else {
-                    expand_kernels(&substitute(&m.body, params, &args), macros, out);
-                }
-                i = after;
-            }
-            _ => i = end,
-        }
-    }
-}
-
-/// Every kernel defined by kernels/*.cu (with repeats, if any), and every
-/// macro they define, and every `RTX_*` identifier they use.
+/// The kernels of kernels/*.cu, the macros they define, and every `RTX_*`
+/// identifier they use.
 struct Sources {
+    /// The kernels written out, then those of the table's instantiations
+    /// (each macro's body with the entry's arguments).
     kernels: Kernels,
+    /// The written-out kernels' names, with repeats, if any.
+    written_out: Vec<String>,
+    /// `(file, macro)` of every `// @kernels` line.
+    markers: Vec<(String, String)>,
     macros: BTreeMap<String, Macro>,
     used: BTreeSet<String>,
     common: String,
+    /// The text outside `#define`s, of every file.
+    top: String,
 }
 
 fn sources() -> Sources {
-    parse(&KERNEL_FILES)
+    parse(&KERNEL_FILES, Kernel::ALL)
 }
 
-/// [`sources`] of the files `files` (`(name, text)`, the shared header first).
-fn parse(files: &[(&str, &str)]) -> Sources {
-    let mut all_macros = BTreeMap::new();
+/// The parameters of `k`'s instantiation: its macro's body with the
+/// kernel's name and the entry's arguments substituted.
+fn instantiated(k: Kernel, macros: &BTreeMap<String, Macro>) -> Result<Vec<String>, String> {
+    let (mac, _) = k.instantiation().expect("an instantiated kernel");
+    let m = macros
+        .get(mac)
+        .ok_or_else(|| format!("{}: no `#define {mac}` in kernels/*.cu", k.name()))?;
+    let Some(params) = m.params.as_ref().filter(|_| defines_kernel(m)) else {
+        return Err(format!("{}: {mac} does not define a kernel NAME", k.name()));
+    };
+    let line = invocation(k).expect("an instantiated kernel");
+    let (args, _) = call_args(&line, mac.len());
+    // a variadic macro's last arguments may hold commas (`MoveWords<64, 64>`)
+    let variadic = params.last().is_some_and(|p| p == "...");
+    if args.len() != params.len() && !(variadic && args.len() >= params.len() - 1) {
+        return Err(format!(
+            "{}: `{line}`: {mac} takes {} parameters",
+            k.name(),
+            params.len()
+        ));
+    }
+    let body = substitute(&m.body, params, &args);
+    Ok(self::params(&body, k.name(), macros))
+}
+
+/// [`sources`] of the files `files` (`(name, text)`, the shared header first)
+/// for the table's kernels `table`.
+fn parse(files: &[(&str, &str)], table: &[Kernel]) -> Sources {
+    let mut macros = BTreeMap::new();
     let mut kernels = Vec::new();
+    let mut written_out = Vec::new();
+    let mut markers = Vec::new();
     let mut used = BTreeSet::new();
-    let mut globals = 0;
-    let mut kernel_macros = 0;
-    for (_, text) in files {
+    let mut all_top = String::new();
+    for (file, text) in files {
+        for line in text.lines() {
+            if let Some(m) = kernels_marker(line) {
+                markers.push((file.to_string(), m.to_string()));
+            }
+        }
         let text = strip_comments(text);
-        globals += text.matches("__global__").count();
-        let (macros, top) = split_defines(&text);
-        kernel_macros += macros.values().filter(|m| defines_kernel(m)).count();
-        // the macros of this file and of the files before it (the header first)
-        all_macros.extend(macros);
+        let (file_macros, top) = split_defines(&text);
+        for (name, m) in file_macros {
+            assert!(
+                macros.insert(name.clone(), m).is_none(),
+                "{name} defined twice in kernels/*.cu"
+            );
+        }
         // a kernel written out directly, outside any macro
         for part in top.split("__global__").skip(1) {
             let name = written_out_name(part);
-            let p = params(&format!("__global__{part}"), &name, &all_macros);
+            let p = params(&format!("__global__{part}"), &name, &macros);
+            written_out.push(name.clone());
             kernels.push((name, p));
         }
         let mut word = String::new();
@@ -272,54 +284,116 @@ fn parse(files: &[(&str, &str)]) -> Sources {
                 word.clear();
             }
         }
-        expand_kernels(&top, &all_macros, &mut kernels);
+        all_top.push_str(&top);
     }
-    // every __global__ is in a kernel-defining macro or written out: none is missed
-    let written_out: usize = files
-        .iter()
-        .map(|(_, t)| {
-            split_defines(&strip_comments(t))
-                .1
-                .matches("__global__")
-                .count()
-        })
-        .sum();
-    assert_eq!(
-        globals,
-        kernel_macros + written_out,
-        "a __global__ the parser cannot place"
-    );
+    for &k in table {
+        if k.instantiation().is_some() {
+            let p = instantiated(k, &macros).unwrap_or_else(|e| panic!("{e}"));
+            kernels.push((k.name().to_string(), p));
+        }
+    }
     Sources {
         kernels,
-        macros: all_macros,
+        written_out,
+        markers,
+        macros,
         used,
         common: strip_comments(files[0].1),
+        top: all_top,
     }
 }
 
 #[test]
 fn every_kernel_has_one_table_entry_and_every_entry_one_kernel() {
     let s = sources();
-    let mut seen = BTreeSet::new();
-    for (k, _) in &s.kernels {
-        assert!(
-            seen.insert(k.as_str()),
-            "kernel {k} defined twice in kernels/*.cu"
-        );
-    }
+    // the written-out kernels are the entries without a macro
+    let mut written: Vec<&str> = s.written_out.iter().map(String::as_str).collect();
+    written.sort_unstable();
+    let mut plain: Vec<&str> = Kernel::ALL
+        .iter()
+        .filter(|k| k.instantiation().is_none())
+        .map(|k| k.name())
+        .collect();
+    plain.sort_unstable();
+    assert_eq!(
+        written, plain,
+        "written-out kernels vs table entries without `by`"
+    );
     let table: BTreeSet<&str> = Kernel::ALL.iter().map(|k| k.name()).collect();
     assert_eq!(table.len(), Kernel::ALL.len(), "a name twice in the table");
-    let missing: Vec<_> = seen.difference(&table).collect();
-    assert!(
-        missing.is_empty(),
-        "kernels without a table entry: {missing:?}"
-    );
-    let absent: Vec<_> = table.difference(&seen).collect();
-    assert!(
-        absent.is_empty(),
-        "table entries no .cu file defines: {absent:?}"
-    );
+    assert_eq!(s.kernels.len(), Kernel::ALL.len());
     assert_eq!(s.kernels.len(), 284);
+    // every kernel-defining macro has one marker and instantiates a kernel
+    // of the table, and no file invokes one itself
+    let used: BTreeSet<&str> = Kernel::ALL
+        .iter()
+        .filter_map(|k| k.instantiation().map(|i| i.0))
+        .collect();
+    let defining: BTreeSet<&str> = s
+        .macros
+        .iter()
+        .filter(|(_, m)| defines_kernel(m))
+        .map(|(n, _)| n.as_str())
+        .collect();
+    assert_eq!(
+        defining, used,
+        "kernel-defining macros vs the table's `by` macros"
+    );
+    let marked: Vec<&str> = s.markers.iter().map(|(_, m)| m.as_str()).collect();
+    assert_eq!(
+        marked.iter().copied().collect::<BTreeSet<_>>(),
+        used,
+        "`// @kernels` lines vs the table's macros"
+    );
+    assert_eq!(
+        marked.len(),
+        used.len(),
+        "a macro with two `// @kernels` lines"
+    );
+    for mac in &used {
+        assert!(
+            !s.top.contains(&format!("{mac}(")),
+            "kernels/*.cu invokes {mac} itself: the table's entries are its invocations"
+        );
+    }
+    // a marker follows its macro's #define (in its file or an earlier one)
+    for (file, mac) in &s.markers {
+        let at = KERNEL_FILES.iter().position(|(n, _)| n == file).unwrap();
+        let def = KERNEL_FILES
+            .iter()
+            .position(|(_, t)| t.contains(&format!("#define {mac}(")))
+            .unwrap();
+        assert!(
+            def <= at,
+            "{file}: `// @kernels {mac}` before {mac} is defined"
+        );
+    }
+}
+
+#[test]
+fn the_translation_unit_invokes_every_table_macro_once_per_entry() {
+    let tu = translation_unit();
+    let mut lines: BTreeMap<&str, usize> = BTreeMap::new();
+    let used: BTreeSet<&str> = Kernel::ALL
+        .iter()
+        .filter_map(|k| k.instantiation().map(|i| i.0))
+        .collect();
+    for line in tu.lines() {
+        if used.iter().any(|m| line.starts_with(&format!("{m}("))) {
+            *lines.entry(line).or_default() += 1;
+        }
+    }
+    let want: BTreeMap<String, usize> = Kernel::ALL
+        .iter()
+        .filter_map(|&k| invocation(k))
+        .map(|l| (l, 1))
+        .collect();
+    let got: BTreeMap<String, usize> = lines.into_iter().map(|(l, n)| (l.to_string(), n)).collect();
+    assert_eq!(got, want);
+    // each right after its marker's block: the marker line, then its macro's lines
+    let at = tu.find("// @kernels RTX_SCATTER\n").unwrap();
+    let next = &tu[at..].lines().nth(1).unwrap();
+    assert_eq!(*next, "RTX_SCATTER(scatter0_f32x4, float4, true, false)");
 }
 
 #[test]
@@ -400,369 +474,37 @@ fn the_translation_unit_defines_before_it_checks() {
 }
 
 #[test]
-fn every_matmul_tile_names_its_kernel() {
-    use MatmulTile::{T32x32, T32x64, T64x32, T64x64};
-    for (f, suffix) in [
-        (Float::F32, "f32"),
-        (Float::F64, "f64"),
-        (Float::Bf16, "bf16"),
-        (Float::F16, "f16"),
-    ] {
-        for tile in [T64x64, T32x64, T64x32, T32x32] {
-            let (tm, tn) = (tile.tm(), tile.tn());
-            assert_eq!(
-                Kernel::matmul(f, tile).name(),
-                format!("matmul{tm}x{tn}_{suffix}")
-            );
-            assert_eq!(tile.threads(), tm * tn / 16);
-        }
-        assert_eq!(
-            Kernel::typed(Typed::MatmulDot, f).name(),
-            format!("matmul_dot_{suffix}")
-        );
-    }
-}
-
-#[test]
-fn half_pickers_give_kernels_of_their_element_and_vector() {
-    // rows of 2-byte elements: the widest word dividing the row, 2 bytes alone
-    // for odd rows; scatter and conversion kernels bind the half type they say
-    for (bytes, w) in [(2, Word::B2), (6, Word::B2), (4, Word::B4), (12, Word::B4)] {
-        assert_eq!(Word::dividing(bytes), w, "{bytes} bytes");
-        assert_eq!(
-            Kernel::gather(w).binding().map(|b| b.1),
-            Some(match w {
-                Word::B2 => "u16",
-                _ => "u32",
-            })
-        );
-    }
-    for (f, v, cty) in [
-        (1, HalfVec::X1, ""),
-        (6, HalfVec::X2, "x2"),
-        (12, HalfVec::X4, "x4"),
-        (64, HalfVec::X8, "x8"),
-    ] {
-        assert_eq!(HalfVec::pick(f), v);
-        // levels past 0 sum f32 scratch in float4 lanes at most
-        let scratch = if v == HalfVec::X8 { HalfVec::X4 } else { v };
-        assert_eq!(HalfVec::pick_scratch(f), scratch, "f = {f}");
-        assert!(f.is_multiple_of(scratch.elems()));
-        assert_eq!(HalfVec::pick_level0(f, ChunkSum::Batched), v, "f = {f}");
-        assert_eq!(
-            HalfVec::pick_level0(f, ChunkSum::Pipelined),
-            scratch,
-            "f = {f}"
-        );
-        // rows past 32 x4 vectors keep x8 in the latency form too
-        for (wide, want) in [(128, HalfVec::X4), (136, HalfVec::X8), (256, HalfVec::X8)] {
-            assert_eq!(
-                HalfVec::pick_level0(wide, ChunkSum::Pipelined),
-                want,
-                "f = {wide}"
-            );
-        }
-        for (dt, h) in [(DType::BF16, Half::Bf16), (DType::F16, Half::F16)] {
-            assert_eq!(Half::of(dt), Some(h));
-            for level in [Level::Zero, Level::Higher] {
-                for form in [ChunkSum::Batched, ChunkSum::Pipelined] {
-                    let k = Kernel::scatter_half(level, form, h, v);
-                    assert_eq!(k.dtype(), Some(dt), "{}", k.name());
-                    assert_eq!(
-                        k.binding().map(|b| b.1.to_string()),
-                        Some(format!("{}{cty}", dt.name()))
-                    );
-                    let zero = k.name().starts_with("scatter0");
-                    assert_eq!(zero, level == Level::Zero, "{}", k.name());
-                    assert_eq!(k.name().contains("p_"), form == ChunkSum::Pipelined);
-                }
-            }
-            for widen in [false, true] {
-                let k = Kernel::convert_half(h, widen);
-                assert_eq!(k.dtype(), Some(dt));
-                assert_eq!(k.name().starts_with("widen"), widen);
-            }
-        }
-    }
-    assert_eq!(Half::of(DType::F32), None);
-    assert_eq!(Half::of(DType::F64), None);
-}
-
-#[test]
-fn pickers_give_the_kernels_of_old() {
-    // the names the host assembled before the table, for every choice
-    for (w, b) in [(Word::B4, 4), (Word::B8, 8), (Word::B16, 16)] {
-        assert_eq!(Kernel::gather(w).name(), format!("gather_b{b}"));
-        assert_eq!(Kernel::permute(w).name(), format!("permute_b{b}"));
-        assert_eq!(
-            Kernel::transpose_runs(w).name(),
-            format!("transpose_runs_b{b}")
-        );
-        for (r, c) in [(1, 1), (5000, 3), (3, 5000), (100, 100)] {
-            for force in [false, true] {
-                let t = Tile::pick(r, c, w, force);
-                let (tr, tc) = t.dims();
-                assert_eq!(
-                    Kernel::transpose(w, t).name(),
-                    format!("transpose{tr}x{tc}_b{b}")
-                );
-            }
-        }
-    }
-    let vecs = [
-        (SumVec::F32x4, "f32x4"),
-        (SumVec::F32x2, "f32x2"),
-        (SumVec::F32x1, "f32x1"),
-        (SumVec::F64x2, "f64x2"),
-        (SumVec::F64x1, "f64x1"),
-    ];
-    for (v, s) in vecs {
-        for (lv, l) in [(Level::Zero, "0"), (Level::Higher, "N")] {
-            for (f, p) in [(ChunkSum::Batched, ""), (ChunkSum::Pipelined, "p")] {
-                assert_eq!(
-                    Kernel::scatter(lv, f, v).name(),
-                    format!("scatter{l}{p}_{s}")
-                );
-            }
-        }
-        for (op, b) in [
-            (Fused0::Read, "sum0"),
-            (Fused0::SoftmaxBwd, "smb0"),
-            (Fused0::GatherScale, "gss0"),
-        ] {
-            assert_eq!(Kernel::fused0(op, v).name(), format!("{b}_{s}"));
-        }
-    }
-    assert_eq!(
-        Kernel::typed(Typed::GatherHeadDot, Float::F64).name(),
-        "gather_head_dot_f64"
-    );
-    assert_eq!(
-        Kernel::typed(Typed::Segmax0, Float::F32).name(),
-        "segmax0_f32"
-    );
-    assert_eq!(Word::dividing(256), Word::B16);
-    assert_eq!(Word::dividing(12), Word::B4);
-    assert_eq!(Word::dividing(8), Word::B8);
-    assert_eq!(Tile::pick(4_211_136, 32, Word::B4, false), Tile::T128x32);
-    assert_eq!(Tile::pick(32, 4_211_136, Word::B4, false), Tile::T32x128);
-    assert_eq!(Tile::pick(8192, 8192, Word::B4, false), Tile::T64x64);
-    assert_eq!(Tile::pick(8192, 8192, Word::B16, false), Tile::T32x32);
-    assert_eq!(Tile::pick(8192, 8192, Word::B4, true), Tile::T32x32);
-    // the scatter's vector: by row bytes alone when align is the row's length
-    for f in 1..40usize {
-        let want = if f % 4 == 0 {
-            16
-        } else if f % 2 == 0 {
-            8
-        } else {
-            4
-        };
-        assert_eq!(
-            SumVec::pick(DType::F32, 4 * f, f, "test").unwrap().bytes(),
-            want
-        );
-        assert_eq!(
-            SumVec::pick(DType::F64, 8 * f, f, "test").unwrap().bytes(),
-            if f % 2 == 0 { 16 } else { 8 }
-        );
-    }
-}
-
-#[test]
-fn the_parser_sees_through_pasted_names() {
+fn the_parser_reads_a_macro_kernels_parameters() {
     let (m, top) = split_defines(&strip_comments(
-        "#define K(NAME) extern \"C\" __global__ void NAME(int x) {}\n\
-         #define ALL(S) K(a_##S) \\\n K(b_##S)\n// K(c)\nALL(f32)\nK(d)\n",
-    ));
-    let mut out = Vec::new();
-    expand_kernels(&top, &m, &mut out);
-    let names: Vec<&str> = out.iter().map(|(n, _)| n.as_str()).collect();
-    assert_eq!(names, ["a_f32", "b_f32", "d"]);
-    assert!(out.iter().all(|(_, p)| p.len() == 1));
-    let (m, top) = split_defines(
         "#define ARGS int a, int b\n\
          #define K(NAME, T) extern \"C\" __global__ void __launch_bounds__(256, 2) \\\n\
          NAME(const T* x, ARGS, f<T> y) {}\n\
-         K(k, float)\n",
+         // K(c, float)\n",
+    ));
+    assert!(defines_kernel(&m["K"]));
+    assert!(!defines_kernel(&m["ARGS"]));
+    assert_eq!(top.trim(), "");
+    let body = substitute(
+        &m["K"].body,
+        m["K"].params.as_ref().unwrap(),
+        &["k".into(), "float".into()],
     );
-    let mut out = Vec::new();
-    expand_kernels(&top, &m, &mut out);
-    assert_eq!(out.len(), 1);
-    assert_eq!(out[0].0, "k");
-    assert_eq!(out[0].1.len(), 4);
+    assert_eq!(
+        params(&body, "k", &m),
+        ["const float* x", "int a", "int b", "f<float> y"]
+    );
     let part = " void __launch_bounds__(256) direct(int a, int b) {}";
     assert_eq!(written_out_name(part), "direct");
     assert_eq!(arity(&format!("__global__{part}"), "direct", &m), 2);
-}
-
-/// The segment families' half kernels: the typed pickers and the fused
-/// level 0's give kernels of the launcher's signature, of the half element,
-/// named for it; the level-0 vector never straddles a head.
-#[test]
-fn segment_pickers_give_half_kernels_of_the_launchers_signature() {
-    use Signature as S;
-    let typed = [
-        (Typed::Segmax0, S::Segmax0),
-        (Typed::Segmax, S::Segmax),
-        (Typed::SoftmaxExp, S::SoftmaxExp),
-        (Typed::SoftmaxDiv, S::SoftmaxDiv),
-        (Typed::SoftmaxBwd, S::SoftmaxBwd),
-    ];
-    for (t, h, dt) in [
-        (Float::Bf16, Half::Bf16, DType::BF16),
-        (Float::F16, Half::F16, DType::F16),
-    ] {
-        for (family, sig) in typed {
-            let k = Kernel::typed(family, t);
-            assert_eq!((k.signature(), k.dtype()), (sig, Some(dt)), "{}", k.name());
-            assert_eq!(k.name(), format!("{}_{}", family.name(), dt.name()));
-        }
-        for (op, sig, base) in [
-            (Fused0::Read, S::Sum0, "sum0"),
-            (Fused0::Add, S::Sum0, "sum0a"),
-            (Fused0::SoftmaxBwd, S::Smb0, "smb0"),
-            (Fused0::GatherScale, S::Gss0, "gss0"),
-        ] {
-            for v in [HalfVec::X8, HalfVec::X4, HalfVec::X2, HalfVec::X1] {
-                let k = Kernel::fused0_half(op, h, v);
-                assert_eq!((k.signature(), k.dtype()), (sig, Some(dt)), "{}", k.name());
-                assert_eq!(k.name(), format!("{base}_{}x{}", dt.name(), v.elems()));
-            }
-        }
-    }
-    // (row elements, head channels) -> halves per vector
-    for (f, align, n) in [
-        (64, 64, 8),
-        (64, 16, 8),
-        (48, 12, 4),
-        (24, 6, 2),
-        (12, 3, 1),
-        (6, 6, 2),
-        (8, 2, 2),
-        (7, 7, 1),
-    ] {
-        let v = HalfVec::pick_aligned(f, align);
-        assert_eq!(v.elems(), n, "f {f}, align {align}");
-        assert!(f % n == 0 && align % n == 0);
-    }
+    // a kernel's instantiation: its macro's parameters with the entry's arguments
+    let s = sources();
+    let (_, p) = s
+        .kernels
+        .iter()
+        .find(|(n, _)| n == "scatter0_f64x2")
+        .unwrap();
+    assert_eq!(p[0], "const double2* __restrict__ vals");
 }
 
 #[path = "table_sig_tests.rs"]
 mod signatures;
-
-/// The pickers give kernels of the signature and element their launchers
-/// are called with (a typed launcher refuses any other at run time, so a
-/// mismatch here would be an error on the device).
-#[test]
-fn pickers_give_kernels_of_the_launchers_signature_and_element() {
-    use Signature as S;
-    let typed = [
-        (Typed::Unary, S::Unary),
-        (Typed::UnaryBwd, S::UnaryBwd),
-        (Typed::Binary, S::Binary),
-        (Typed::Axpy, S::Axpy),
-        (Typed::SumBiasRelu, S::SumBiasRelu),
-        (Typed::GatherAdd, S::GatherAdd),
-        (Typed::HeadScale, S::HeadScale),
-        (Typed::HeadDot, S::HeadDot),
-        (Typed::GatherHeadDot, S::GatherHeadDot),
-        (Typed::ReduceRows, S::ReduceRows),
-        (Typed::HeadScaleRows, S::HeadScaleRows),
-        (Typed::MatmulDot, S::Matmul),
-        (Typed::Segmax0, S::Segmax0),
-        (Typed::Segmax, S::Segmax),
-        (Typed::SoftmaxExp, S::SoftmaxExp),
-        (Typed::SoftmaxDiv, S::SoftmaxDiv),
-        (Typed::SoftmaxBwd, S::SoftmaxBwd),
-    ];
-    let train = [
-        S::Dropout,
-        S::CrossEntropy,
-        S::Regression,
-        S::Adam,
-        S::Sgd,
-        S::LnProbe,
-    ];
-    for t in [Float::F32, Float::F64, Float::Bf16, Float::F16] {
-        for (family, sig) in Train::ALL.into_iter().zip(train) {
-            let k = Kernel::train(family, t);
-            assert_eq!(
-                (k.signature(), k.dtype()),
-                (sig, Some(t.dtype())),
-                "{}",
-                k.name()
-            );
-            assert_eq!(k.name(), format!("{}_{}", family.name(), t.dtype().name()));
-        }
-        for (family, sig) in typed {
-            let k = Kernel::typed(family, t);
-            assert_eq!(
-                (k.signature(), k.dtype()),
-                (sig, Some(t.dtype())),
-                "{}",
-                k.name()
-            );
-        }
-        for tile in [
-            MatmulTile::T64x64,
-            MatmulTile::T32x64,
-            MatmulTile::T64x32,
-            MatmulTile::T32x32,
-        ] {
-            let k = Kernel::matmul(t, tile);
-            assert_eq!(
-                (k.signature(), k.dtype()),
-                (S::Matmul, Some(t.dtype())),
-                "{}",
-                k.name()
-            );
-        }
-    }
-    let vecs = [
-        (SumVec::F32x4, DType::F32),
-        (SumVec::F32x2, DType::F32),
-        (SumVec::F32x1, DType::F32),
-        (SumVec::F64x2, DType::F64),
-        (SumVec::F64x1, DType::F64),
-    ];
-    for (v, d) in vecs {
-        for level in [Level::Zero, Level::Higher] {
-            for form in [ChunkSum::Batched, ChunkSum::Pipelined] {
-                let k = Kernel::scatter(level, form, v);
-                assert_eq!(
-                    (k.signature(), k.dtype()),
-                    (S::Scatter, Some(d)),
-                    "{}",
-                    k.name()
-                );
-            }
-        }
-        for (op, sig) in [
-            (Fused0::Read, S::Sum0),
-            (Fused0::Add, S::Sum0),
-            (Fused0::SoftmaxBwd, S::Smb0),
-            (Fused0::GatherScale, S::Gss0),
-        ] {
-            let k = Kernel::fused0(op, v);
-            assert_eq!((k.signature(), k.dtype()), (sig, Some(d)), "{}", k.name());
-        }
-    }
-    for w in [Word::B4, Word::B8, Word::B16] {
-        for (k, sig) in [
-            (Kernel::gather(w), S::Gather),
-            (Kernel::transpose_runs(w), S::TransposeRuns),
-            (Kernel::permute(w), S::Permute),
-            (Kernel::transpose(w, Tile::T32x32), S::TransposeTiled),
-        ] {
-            assert_eq!((k.signature(), k.dtype()), (sig, None), "{}", k.name());
-        }
-    }
-    for kind in [SpanKind::Planes, SpanKind::Rows, SpanKind::Cols] {
-        for w in [Word::B4, Word::B8] {
-            let k = Kernel::transpose_span(kind, w);
-            assert_eq!(k.signature(), S::TransposeSpan, "{}", k.name());
-        }
-    }
-    assert_eq!(Kernel::TransposeBulkB4.signature(), S::TransposeBulk);
-}

@@ -66,8 +66,8 @@ impl<E> In<E> {
 /// type, moved 4, 8 or 16 at a time.
 pub(crate) enum Words {}
 
-/// kernels/plan.cu's `U3`: three `u32` counts of level 0's scan.
-pub(crate) enum U3 {}
+/// kernels/plan.cu's `Level0Counts`: three `u32` counts of level 0's scan.
+pub(crate) enum Level0Counts {}
 
 /// A float element passed by value (the table's `T` as a parameter).
 #[repr(transparent)]

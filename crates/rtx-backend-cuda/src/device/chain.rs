@@ -17,13 +17,13 @@ use super::args::{In, Out};
 use super::buffer::DevMem;
 use super::context::Device;
 use super::launch::{
-    Gss0, Scatter, ScatterHalf, Segmax, Segmax0, Smb0, Sum0, cfg1, chunks_grid, fused0_grid,
-    grid_for, lanes_log2,
+    GatherScaleSum0, Scatter, ScatterHalf, Segmax, Segmax0, SoftmaxBwdSum0, Sum0, cfg1,
+    chunks_grid, fused0_grid, grid_for, lanes_log2,
 };
 use super::plan::DevicePlan;
 use crate::error::{Error, Result};
 use crate::settings::{PlanShape, ScatterForm};
-use crate::table::{Float, Fused0, Half, HalfVec, Kernel, Level, SumVec, Typed};
+use crate::table::{Family, Float, Fused0, Half, HalfVec, Kernel, Level, ModelOp, SumVec};
 
 /// What level 0 of a sum chain adds up (device addresses and sizes).
 #[derive(Debug, Clone, Copy)]
@@ -42,7 +42,7 @@ pub(crate) enum Level0 {
         /// The rows.
         vals: u64,
     },
-    /// `alpha * g` of the segment softmax's backward (`smb0`), both
+    /// `alpha * g` of the segment softmax's backward (`softmax_bwd_sum0`), both
     /// `[plan.len(), f]`.
     SoftmaxBwd {
         /// The softmax's outputs.
@@ -50,7 +50,7 @@ pub(crate) enum Level0 {
         /// Their gradients.
         g: u64,
     },
-    /// `x[gather[e]] * w[e, head]` of gather_scale_scatter (`gss0`).
+    /// `x[gather[e]] * w[e, head]` of gather_scale_scatter (`gather_scale_sum0`).
     GatherScale {
         /// The gathered rows.
         x: u64,
@@ -152,7 +152,7 @@ pub(crate) fn sum_chain<T: Element>(
     // SAFETY (every launch of level 0): the tables come from a validated
     // IndexPlan: level-0 positions are below the rows of the level-0 values
     // (plan.len() rows, checked by the callers, as is every gather index of
-    // gss0 against x's rows, and w holds plan.len() * heads weights), rows
+    // gather_scale_sum0 against x's rows, and w holds plan.len() * heads weights), rows
     // below dst's rows (checked), slots below level 1's scratch (sized from
     // plan.values, rows of row_bytes = W vectors); wfirst is the plan's
     // window table (windows + 1 chunk indices, levels::window_table);
@@ -181,18 +181,22 @@ pub(crate) fn sum_chain<T: Element>(
                 dst: Out::at(dst),
                 next: Out::at(next),
             };
-            let kernel = Kernel::scatter(Level::Zero, form.resolve(dp.values[0], w), v);
+            let kernel = Kernel::of(Family::Scatter(
+                Level::Zero,
+                form.resolve(dp.values[0], w),
+                v,
+            ));
             // SAFETY: as above.
             unsafe { args.launch(dev, &kernels, kernel, chunks) }?;
         }
         Level0::Read { vals } => {
             let args = sum0_args::<T>(vals, dp, w, dst, next);
-            let kernel = Kernel::fused0(read, v);
+            let kernel = Kernel::of(Family::Fused0(read, v));
             // SAFETY: as above.
             unsafe { args.launch(dev, &kernels, kernel, windows) }?;
         }
         Level0::SoftmaxBwd { alpha, g } => {
-            let args = Smb0::<T> {
+            let args = SoftmaxBwdSum0::<T> {
                 alpha: In::at(alpha),
                 g: In::at(g),
                 pos,
@@ -206,7 +210,7 @@ pub(crate) fn sum_chain<T: Element>(
                 dst: Out::at(dst),
                 next: Out::at(next),
             };
-            let kernel = Kernel::fused0(Fused0::SoftmaxBwd, v);
+            let kernel = Kernel::of(Family::Fused0(Fused0::SoftmaxBwd, v));
             // SAFETY: as above.
             unsafe { args.launch(dev, &kernels, kernel, windows) }?;
         }
@@ -216,7 +220,7 @@ pub(crate) fn sum_chain<T: Element>(
             w: weights,
             heads,
         } => {
-            let args = Gss0::<T> {
+            let args = GatherScaleSum0::<T> {
                 x: In::at(x),
                 gather: In::at(gather),
                 w: In::at(weights),
@@ -233,7 +237,7 @@ pub(crate) fn sum_chain<T: Element>(
                 dst: Out::at(dst),
                 next: Out::at(next),
             };
-            let kernel = Kernel::fused0(Fused0::GatherScale, v);
+            let kernel = Kernel::of(Family::Fused0(Fused0::GatherScale, v));
             // SAFETY: as above.
             unsafe { args.launch(dev, &kernels, kernel, windows) }?;
         }
@@ -255,7 +259,11 @@ fn scatter_levels<E: Element>(
     dst: u64,
 ) -> Result<()> {
     let lanes = lanes_log2(w);
-    let kernel = Kernel::scatter(Level::Higher, form.resolve(dp.values[0], w), v);
+    let kernel = Kernel::of(Family::Scatter(
+        Level::Higher,
+        form.resolve(dp.values[0], w),
+        v,
+    ));
     let kernels = dev.kernels()?;
     for (l, &(start, row, slot, n)) in dp.levels.iter().enumerate().skip(1) {
         let args = Scatter::<E> {
@@ -282,7 +290,7 @@ fn scatter_levels<E: Element>(
 }
 
 /// [`sum_chain`] over bf16 / f16 rows: level 0 is segment.cu's fused
-/// kernel over half storage (`{sum0,smb0,gss0}_{bf16,f16}x*`: widened values,
+/// kernel over half storage (`{sum0,softmax_bwd_sum0,gather_scale_sum0}_{bf16,f16}x*`: widened values,
 /// f32 products and sums exactly as the f32 kernel's), every level past it
 /// sums f32 scratch. A row's sum is rounded once into the half `dst`
 /// (index.cu's half `scatterN` past level 0: `dst + sum`, dst zeroed), or,
@@ -325,12 +333,12 @@ fn half_fused_chain<T: Element>(
         Level0::Stored { .. } => unreachable!("taken by half_sum_chain above"),
         Level0::Read { vals } => {
             let args = sum0_args::<T>(vals, dp, w, dst, next);
-            let kernel = Kernel::fused0_half(Fused0::Read, h, v);
+            let kernel = Kernel::of(Family::Fused0Half(Fused0::Read, h, v));
             // SAFETY: as above.
             unsafe { args.launch(dev, &kernels, kernel, windows) }?;
         }
         Level0::SoftmaxBwd { alpha, g } => {
-            let args = Smb0::<T> {
+            let args = SoftmaxBwdSum0::<T> {
                 alpha: In::at(alpha),
                 g: In::at(g),
                 pos,
@@ -344,7 +352,7 @@ fn half_fused_chain<T: Element>(
                 dst: Out::at(dst),
                 next: Out::at(next),
             };
-            let kernel = Kernel::fused0_half(Fused0::SoftmaxBwd, h, v);
+            let kernel = Kernel::of(Family::Fused0Half(Fused0::SoftmaxBwd, h, v));
             // SAFETY: as above.
             unsafe { args.launch(dev, &kernels, kernel, windows) }?;
             // the sums stay f32: f32 levels into the f32 dst
@@ -358,7 +366,7 @@ fn half_fused_chain<T: Element>(
             w: weights,
             heads,
         } => {
-            let args = Gss0::<T> {
+            let args = GatherScaleSum0::<T> {
                 x: In::at(x),
                 gather: In::at(gather),
                 w: In::at(weights),
@@ -375,7 +383,7 @@ fn half_fused_chain<T: Element>(
                 dst: Out::at(dst),
                 next: Out::at(next),
             };
-            let kernel = Kernel::fused0_half(Fused0::GatherScale, h, v);
+            let kernel = Kernel::of(Family::Fused0Half(Fused0::GatherScale, h, v));
             // SAFETY: as above.
             unsafe { args.launch(dev, &kernels, kernel, windows) }?;
         }
@@ -429,7 +437,7 @@ pub(crate) fn max_chain<T: Element>(
             };
             // the windows stage T::Acc values in shared memory
             let grid = fused0_grid(dp.values[0] as u64, n, ff, acc_bytes as u64);
-            let kernel = Kernel::typed(Typed::Segmax0, t);
+            let kernel = Kernel::of(Family::Model(ModelOp::Segmax0, t));
             // SAFETY: as above.
             unsafe { args.launch(dev, &kernels, kernel, cfg1(grid)) }?;
             continue;
@@ -445,7 +453,7 @@ pub(crate) fn max_chain<T: Element>(
             dst,
             next,
         };
-        let kernel = Kernel::typed(Typed::Segmax, t);
+        let kernel = Kernel::of(Family::Model(ModelOp::Segmax, t));
         // SAFETY: as above.
         unsafe { args.launch(dev, &kernels, kernel, cfg1(grid_for(n * ff))) }?;
     }
@@ -488,7 +496,7 @@ pub(crate) fn half_sum_chain<T: Element>(
         // windows of positions; a vector's f32 sums in shared memory
         let f32_vec = (v.elems() * std::mem::size_of::<f32>()) as u64;
         let grid = cfg1(fused0_grid(dp.values[0] as u64, n, w, f32_vec));
-        let kernel = Kernel::fused0_half(Fused0::Add, h, v);
+        let kernel = Kernel::of(Family::Fused0Half(Fused0::Add, h, v));
         // SAFETY: the tables come from a validated IndexPlan: positions are
         // below src's rows (plan.len() rows of f halves = W vectors, checked
         // by the callers), rows below dst's rows (checked), slots below
@@ -512,7 +520,7 @@ pub(crate) fn half_sum_chain<T: Element>(
         dst: Out::at(dst),
         next: Out::at(next),
     };
-    let kernel = Kernel::scatter_half(Level::Zero, sum, h, v);
+    let kernel = Kernel::of(Family::ScatterHalf(Level::Zero, sum, h, v));
     // SAFETY: the tables come from a validated IndexPlan: level-0 positions
     // are below src's rows (plan.len() rows of f halves, checked by the
     // callers), rows below dst's rows (checked), slots below level 1's
@@ -552,7 +560,7 @@ fn half_levels<T: Element>(
     let kernels = dev.kernels()?;
     for (l, &(start, row, slot, n)) in dp.levels.iter().enumerate().skip(1) {
         let sum = form.resolve(dp.values[l], w);
-        let kernel = Kernel::scatter_half(Level::Higher, sum, h, v);
+        let kernel = Kernel::of(Family::ScatterHalf(Level::Higher, sum, h, v));
         let args = ScatterHalf::<T> {
             vals: In::null(),
             acc: In::at(scratch[l - 1].ptr()),

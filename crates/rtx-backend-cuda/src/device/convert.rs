@@ -13,7 +13,7 @@ use super::args::{In, Out};
 use super::backend::{CudaBackend, ptr};
 use super::launch::{AxpyMixed, Narrow, Widen, cfg1, grid_for};
 use crate::error::Error;
-use crate::table::{Half, Kernel};
+use crate::table::{Family, Half, Kernel};
 
 impl CudaBackend {
     /// `x` converted element by element to `U`, the bits of
@@ -78,7 +78,7 @@ impl CudaBackend {
             args.launch(
                 &self.dev,
                 &k,
-                Kernel::convert_half(h, false),
+                Kernel::of(Family::Narrow(h)),
                 cfg1(grid_for(n)),
             )
         }?;
@@ -99,7 +99,7 @@ impl CudaBackend {
             args.launch(
                 &self.dev,
                 &k,
-                Kernel::convert_half(h, true),
+                Kernel::of(Family::Widen(h)),
                 cfg1(grid_for(n)),
             )
         }?;
@@ -160,7 +160,14 @@ impl CudaBackend {
         // and low n elements of H (equal shapes, checked); master and low
         // are unique (no other tensor sees the writes) and distinct buffers
         // of distinct tensors.
-        unsafe { args.launch(&self.dev, &k, Kernel::axpy_mixed(h), cfg1(grid_for(n))) }?;
+        unsafe {
+            args.launch(
+                &self.dev,
+                &k,
+                Kernel::of(Family::AxpyMixed(h)),
+                cfg1(grid_for(n)),
+            )
+        }?;
         Ok(())
     }
 }

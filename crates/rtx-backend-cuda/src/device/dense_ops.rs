@@ -18,7 +18,7 @@ use crate::abi::{CANONICAL_BLOCK, COL_SUM_COUNTERS, COL_SUM_LEVELS, binary_code,
 use crate::error::{Error, Result};
 use crate::levels::col_sum_levels;
 use crate::settings::{ColSums, MatmulTiles};
-use crate::table::{Float, Kernel, MatmulTile, Typed};
+use crate::table::{Family, Float, Kernel, MatmulTile, ModelOp};
 
 /// Scratch for `n` elements of `T`, its size checked.
 fn scratch<T: Element>(dev: &Device, n: usize) -> Result<DevMem> {
@@ -75,11 +75,11 @@ impl DenseOps for CudaBackend {
         let float = Float::of(T::DTYPE);
         let (kernel, cfg) = match tile {
             Some(tile) => (
-                Kernel::matmul(float, tile),
+                Kernel::of(Family::Matmul(float, tile)),
                 matmul_config(tile, m, n, chunks),
             ),
             None => (
-                Kernel::typed(Typed::MatmulDot, float),
+                Kernel::of(Family::Model(ModelOp::MatmulDot, float)),
                 cfg1(matmul_dot_grid(m, n, chunks, a_ps == 1)),
             ),
         };
@@ -123,7 +123,7 @@ impl DenseOps for CudaBackend {
             s: Elem(T::Acc::from_f64(s)),
         };
         let kern = self.dev.kernels()?;
-        let kernel = Kernel::typed(Typed::Unary, Float::of(T::DTYPE));
+        let kernel = Kernel::of(Family::Model(ModelOp::Unary, Float::of(T::DTYPE)));
         // SAFETY: x and out hold n elements of T.
         unsafe { args.launch(&self.dev, &kern, kernel, cfg1(vector_grid::<T>(n))) }?;
         Ok(out)
@@ -151,7 +151,7 @@ impl DenseOps for CudaBackend {
             s: Elem(T::Acc::from_f64(s)),
         };
         let kern = self.dev.kernels()?;
-        let kernel = Kernel::typed(Typed::UnaryBwd, Float::of(T::DTYPE));
+        let kernel = Kernel::of(Family::Model(ModelOp::UnaryBwd, Float::of(T::DTYPE)));
         // SAFETY: x, grad and out hold n elements of T (equal shapes checked).
         unsafe { args.launch(&self.dev, &kern, kernel, cfg1(vector_grid::<T>(n))) }?;
         Ok(out)
@@ -180,7 +180,7 @@ impl DenseOps for CudaBackend {
             f,
         };
         let kern = self.dev.kernels()?;
-        let kernel = Kernel::typed(Typed::Binary, Float::of(T::DTYPE));
+        let kernel = Kernel::of(Family::Model(ModelOp::Binary, Float::of(T::DTYPE)));
         // a thread per 16-byte vector when b's row is whole vectors
         let grid = if f.is_multiple_of(per_vector::<T>()) {
             vector_grid::<T>(n)
@@ -216,7 +216,7 @@ impl DenseOps for CudaBackend {
             alpha: Elem(T::Acc::from_f64(alpha)),
         };
         let kern = self.dev.kernels()?;
-        let kernel = Kernel::typed(Typed::Axpy, Float::of(T::DTYPE));
+        let kernel = Kernel::of(Family::Model(ModelOp::Axpy, Float::of(T::DTYPE)));
         // SAFETY: y and x hold n elements of T; y is unique (no other tensor
         // sees the write).
         unsafe { args.launch(&self.dev, &kern, kernel, cfg1(vector_grid::<T>(n))) }?;
@@ -264,7 +264,7 @@ impl DenseOps for CudaBackend {
             b_bcast: u32::from(b_rows == 1),
         };
         let kern = self.dev.kernels()?;
-        let kernel = Kernel::typed(Typed::HeadDot, Float::of(T::DTYPE));
+        let kernel = Kernel::of(Family::Model(ModelOp::HeadDot, Float::of(T::DTYPE)));
         // SAFETY: a holds n*h*c, b (b_rows)*h*c, out n*h elements (checked).
         unsafe { args.launch(&self.dev, &kern, kernel, cfg1(grid_for((n * h) as u64))) }?;
         Ok(out)
@@ -317,7 +317,7 @@ impl CudaBackend {
             a_bcast: u32::from(a_rows == 1),
         };
         let kern = self.dev.kernels()?;
-        let kernel = Kernel::typed(Typed::HeadScale, Float::of(T::DTYPE));
+        let kernel = Kernel::of(Family::Model(ModelOp::HeadScale, Float::of(T::DTYPE)));
         let total = (n * h * c) as u64;
         // a thread per 16-byte vector when a head's channels are whole vectors
         let cfg = cfg1(if (c as u64).is_multiple_of(per_vector::<T>()) {
@@ -361,7 +361,7 @@ impl CudaBackend {
         dst: u64,
     ) -> BResult<()> {
         let kern = self.dev.kernels()?;
-        let name = Kernel::typed(Typed::ReduceRows, Float::of(T::DTYPE));
+        let name = Kernel::of(Family::Model(ModelOp::ReduceRows, Float::of(T::DTYPE)));
         let (nn, ff) = (rows as u64, f as u64);
         let (stored, acc) = match src {
             RowsAt::Stored(p) => (p, 0),

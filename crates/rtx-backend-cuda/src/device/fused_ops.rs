@@ -17,7 +17,7 @@ use super::launch::{
 };
 use super::plan::DevicePlan;
 use crate::abi::SUM_BIAS_PARTS;
-use crate::table::{Float, Kernel, Typed};
+use crate::table::{Family, Float, Kernel, ModelOp};
 
 impl CudaBackend {
     /// A segment sum by the plan `dp` into `dst` (zeroed here first: each row
@@ -82,7 +82,7 @@ impl CudaBackend {
             e: ee,
             f: ff,
         };
-        let kernel = Kernel::typed(Typed::SoftmaxExp, t);
+        let kernel = Kernel::of(Family::Model(ModelOp::SoftmaxExp, t));
         // SAFETY: x (T) and out (T::Acc) hold e*f, m rows*f elements of T;
         // rowof holds e rows below rows.
         unsafe { args.launch(&self.dev, &kern, kernel, cfg1(grid_for(ee * ff))) }?;
@@ -97,7 +97,7 @@ impl CudaBackend {
             e: ee,
             f: ff,
         };
-        let kernel = Kernel::typed(Typed::SoftmaxDiv, t);
+        let kernel = Kernel::of(Family::Model(ModelOp::SoftmaxDiv, t));
         // SAFETY: ex (T::Acc) and out (T) hold e*f, s rows*f elements of
         // T::Acc; rowof holds e rows below rows.
         unsafe { args.launch(&self.dev, &kern, kernel, cfg1(grid_for(ee * ff))) }?;
@@ -106,7 +106,7 @@ impl CudaBackend {
 
     /// The segment softmax backward of `alpha`, `grad: [e, f]` (e, f > 0) by
     /// the device plan `dp` into `rows` rows, written to `out`: the sums of
-    /// `alpha * grad` in `T::Acc` (`smb0` and the scatter chain, into zeros),
+    /// `alpha * grad` in `T::Acc` (`softmax_bwd_sum0` and the scatter chain, into zeros),
     /// then `alpha * (grad - sum)`, each output rounded once.
     fn softmax_backward_by<T: Element>(
         &self,
@@ -135,7 +135,7 @@ impl CudaBackend {
             e: ee,
             f: ff,
         };
-        let kernel = Kernel::typed(Typed::SoftmaxBwd, Float::of(T::DTYPE));
+        let kernel = Kernel::of(Family::Model(ModelOp::SoftmaxBwd, Float::of(T::DTYPE)));
         // SAFETY: alpha, g and out hold e*f elements of T, s rows*f of
         // T::Acc; rowof holds e rows below rows.
         unsafe { args.launch(&self.dev, &kern, kernel, cfg1(grid_for(ee * ff))) }?;
@@ -213,7 +213,7 @@ impl CudaBackend {
                     e: ee,
                     f,
                 };
-                let k = Kernel::typed(Typed::GatherAdd, t);
+                let k = Kernel::of(Family::Model(ModelOp::GatherAdd, t));
                 // SAFETY: as above.
                 unsafe { args.launch(&self.dev, &kern, k, cfg) }?;
             }
@@ -228,7 +228,7 @@ impl CudaBackend {
                     heads,
                     c,
                 };
-                let k = Kernel::typed(Typed::GatherHeadDot, t);
+                let k = Kernel::of(Family::Model(ModelOp::GatherHeadDot, t));
                 // SAFETY: as above.
                 unsafe { args.launch(&self.dev, &kern, k, cfg) }?;
             }
@@ -310,7 +310,7 @@ impl FusedOps for CudaBackend {
             n: nn,
             f: ff,
         };
-        let kernel = Kernel::typed(Typed::SumBiasRelu, Float::of(T::DTYPE));
+        let kernel = Kernel::of(Family::Model(ModelOp::SumBiasRelu, Float::of(T::DTYPE)));
         // a thread per 16-byte vector (the kernel strides when rows are not)
         let cfg = cfg1(grid_for(total.div_ceil(per_vector::<T>())));
         // SAFETY: the first k inputs of p hold n*f elements of T and its
@@ -426,7 +426,7 @@ impl FusedOps for CudaBackend {
                 a_rs,
                 cl: *climb,
             };
-            let kernel = Kernel::typed(Typed::HeadScaleRows, Float::of(T::DTYPE));
+            let kernel = Kernel::of(Family::Model(ModelOp::HeadScaleRows, Float::of(T::DTYPE)));
             let cfg = cfg1(col_sums_grid(n, f, acc_size::<T>()));
             // SAFETY: a holds n*f elements (a_rs = f) or f (a_rs = 0), s
             // n*(f/c) (checked shapes); the climb's buffers and counters are

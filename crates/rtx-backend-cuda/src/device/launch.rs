@@ -9,7 +9,9 @@
 use cudarc::driver::{LaunchConfig, PushKernelArg};
 use rtx_backend::{DType, Element};
 
-use super::args::{BiasParts, Elem, In, Out, PermuteParams, RrClimb, TensorMap, U3, Words};
+use super::args::{
+    BiasParts, Elem, In, Level0Counts, Out, PermuteParams, RrClimb, TensorMap, Words,
+};
 use super::context::Device;
 use super::kernels::Kernels;
 pub(crate) use crate::abi::MATMUL_DOT_MAX_N;
@@ -306,7 +308,14 @@ mod tests {
         use crate::table::Signature;
         assert!(check(Kernel::GatherB4, Signature::Gather, None).is_ok());
         assert!(check(Kernel::UnaryF64, Signature::Unary, Some(DType::F64)).is_ok());
-        assert!(check(Kernel::Gss0F32x4, Signature::Gss0, Some(DType::F32)).is_ok());
+        assert!(
+            check(
+                Kernel::GatherScaleSum0F32x4,
+                Signature::GatherScaleSum0,
+                Some(DType::F32)
+            )
+            .is_ok()
+        );
         let e = check(Kernel::UnaryF32, Signature::Unary, Some(DType::F64)).unwrap_err();
         assert!(
             matches!(

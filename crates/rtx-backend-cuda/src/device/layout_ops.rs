@@ -23,7 +23,7 @@ use super::launch::{
 };
 use crate::abi::{BULK_STAGES, MAX_RANK};
 use crate::permute_plan::{self, Choice, MapShape, TileParams};
-use crate::table::{Kernel, Tile, Word};
+use crate::table::{Family, Kernel, Tile, Word};
 
 impl LayoutOps for CudaBackend {
     /// f32 <-> bf16 / f16 and bf16 <-> f16 on the device (index.cu's
@@ -116,7 +116,7 @@ impl CudaBackend {
         };
         // SAFETY: both tensors hold nruns runs of W words; the map sends run
         // (b, c, r) to (b, r, c), within range.
-        unsafe { args.launch(&self.dev, &k, Kernel::transpose_runs(word), cfg) }?;
+        unsafe { args.launch(&self.dev, &k, Kernel::of(Family::TransposeRuns(word)), cfg) }?;
         Ok(())
     }
 
@@ -325,7 +325,7 @@ impl CudaBackend {
         // SAFETY: out_dims multiply to nruns and the input strides of a
         // contiguous tensor of the same element count keep every read in
         // range; both tensors hold nruns runs of W words.
-        unsafe { args.launch(&self.dev, &k, Kernel::permute(word), cfg) }?;
+        unsafe { args.launch(&self.dev, &k, Kernel::of(Family::Permute(word)), cfg) }?;
         Ok(())
     }
 
@@ -370,7 +370,7 @@ impl CudaBackend {
 /// The bulk-copy kernel of `elem` (`B4` or `B2`, what [`permute_plan::bulk`]
 /// gives) and its dynamic shared memory: S + 2 tiles of `tile` (the bulk
 /// form's) and S mbarriers, S = [`BULK_STAGES`] (kernels/permute.cu,
-/// permute2.cu).
+/// permute_2byte.cu).
 fn bulk_kernel(elem: Word, tile: [u32; 2]) -> (Kernel, u32) {
     let kernel = match elem {
         Word::B2 => Kernel::TransposeBulkB2,

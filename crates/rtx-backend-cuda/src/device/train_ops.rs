@@ -15,7 +15,7 @@ use super::index_lists::CudaIndex;
 use super::launch::{
     Adam, CrossEntropy, Dropout, LnProbe, MAX_GRID_X, Regression, Sgd, cfg1, grid_for,
 };
-use crate::table::{Float, Kernel, Train};
+use crate::table::{Family, Float, Kernel, Train};
 
 /// Elements one block of an optimizer step updates (16 per thread).
 const STEP_CHUNK: u64 = 4096;
@@ -115,7 +115,7 @@ impl TrainOps for CudaBackend {
             s: Elem(t::dropout_scale::<T::Acc>(p)),
         };
         let k = self.dev.kernels()?;
-        let kernel = Kernel::train(Train::Dropout, Float::of(T::DTYPE));
+        let kernel = Kernel::of(Family::Train(Train::Dropout, Float::of(T::DTYPE)));
         // SAFETY: x and out hold n elements of T; out is fresh.
         unsafe { args.launch(&self.dev, &k, kernel, cfg1(grid_for(n))) }?;
         Ok(out)
@@ -146,7 +146,7 @@ impl TrainOps for CudaBackend {
             scale: Elem(T::Acc::from_f64(scale)),
         };
         let k = self.dev.kernels()?;
-        let kernel = Kernel::train(Train::CrossEntropy, Float::of(T::DTYPE));
+        let kernel = Kernel::of(Family::Train(Train::CrossEntropy, Float::of(T::DTYPE)));
         // SAFETY: logits and grad hold m * c elements of T, labels m u32 each
         // below c (checked), loss m of T::Acc; loss and grad are fresh.
         unsafe { args.launch(&self.dev, &k, kernel, cfg1(grid_for(m as u64))) }?;
@@ -177,7 +177,7 @@ impl TrainOps for CudaBackend {
             scale: Elem(T::Acc::from_f64(scale)),
         };
         let k = self.dev.kernels()?;
-        let kernel = Kernel::train(Train::Regression, Float::of(T::DTYPE));
+        let kernel = Kernel::of(Family::Train(Train::Regression, Float::of(T::DTYPE)));
         // SAFETY: y and grad hold m * d elements of T, target m * d of T::Acc
         // (equal shapes, checked), loss m of T::Acc; loss and grad are fresh.
         unsafe { args.launch(&self.dev, &k, kernel, cfg1(grid_for(m as u64))) }?;
@@ -223,7 +223,7 @@ impl TrainOps for CudaBackend {
             flags: u32::from(s.decay_grad) | (u32::from(s.decay_param) << 1),
         };
         let k = self.dev.kernels()?;
-        let kernel = Kernel::train(Train::Adam, Float::of(T::DTYPE));
+        let kernel = Kernel::of(Family::Train(Train::Adam, Float::of(T::DTYPE)));
         // SAFETY: the table's entries are the unique buffers of params, m and
         // v (each written by the blocks of its own chunks only) and the grads
         // (read), each of the n elements of T its entry says (equal shapes,
@@ -274,7 +274,7 @@ impl TrainOps for CudaBackend {
             flags,
         };
         let k = self.dev.kernels()?;
-        let kernel = Kernel::train(Train::Sgd, Float::of(T::DTYPE));
+        let kernel = Kernel::of(Family::Train(Train::Sgd, Float::of(T::DTYPE)));
         // SAFETY: as adam_step's (the buffers only with momentum).
         unsafe { args.launch(&self.dev, &k, kernel, cfg1(grid)) }?;
         Ok(())
@@ -301,7 +301,7 @@ impl CudaBackend {
             n,
         };
         let k = self.dev.kernels()?;
-        let kernel = Kernel::train(Train::Ln, Float::of(T::DTYPE));
+        let kernel = Kernel::of(Family::Train(Train::Ln, Float::of(T::DTYPE)));
         // SAFETY: x and out hold n elements of T; out is fresh.
         unsafe { args.launch(&self.dev, &k, kernel, cfg1(grid_for(n))) }?;
         Ok(out)

@@ -1,7 +1,8 @@
 //! The typed choices that pick a kernel of the table: the word of a copy
 //! kernel, the element and vector of a typed kernel, the tiles, the levels
-//! and forms of the scatter chain, and the pickers from them to a
-//! [`Kernel`]. No kernel name is assembled from strings.
+//! and forms of the scatter chain, and the [`Family`] of each kernel, which
+//! [`Kernel::of`] (generated from the table) turns into the kernel. No
+//! kernel name is assembled from strings.
 
 use rtx_backend::DType;
 
@@ -266,9 +267,9 @@ pub(crate) enum Fused0 {
     /// `sum0a`: the same, each row's sum added to what the destination
     /// holds (`index_add`'s windowed level 0).
     Add,
-    /// `smb0`: `alpha * grad` of the segment softmax's backward.
+    /// `softmax_bwd_sum0`: `alpha * grad` of the segment softmax's backward.
     SoftmaxBwd,
-    /// `gss0`: `x[gather[e]] * w[e, head]` of gather_scale_scatter.
+    /// `gather_scale_sum0`: `x[gather[e]] * w[e, head]` of gather_scale_scatter.
     GatherScale,
 }
 
@@ -310,9 +311,10 @@ impl MatmulTile {
     }
 }
 
-/// An element-typed kernel family of the model's kernels (model.cu, dense.cu, segment.cu).
+/// An op of the model's element-typed kernels (model.cu, dense.cu,
+/// segment.cu): with a [`Float`], a [`Family::Model`] choice.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Typed {
+pub(crate) enum ModelOp {
     /// `unary_*`.
     Unary,
     /// `unary_bwd_*`.
@@ -349,30 +351,22 @@ pub(crate) enum Typed {
     SoftmaxBwd,
 }
 
-impl Typed {
-    /// The family's name, as its kernels' names begin.
-    #[cfg(test)]
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Typed::Unary => "unary",
-            Typed::UnaryBwd => "unary_bwd",
-            Typed::Binary => "binary",
-            Typed::Axpy => "axpy",
-            Typed::SumBiasRelu => "sum_bias_relu",
-            Typed::GatherAdd => "gather_add",
-            Typed::HeadScale => "head_scale",
-            Typed::HeadDot => "head_dot",
-            Typed::GatherHeadDot => "gather_head_dot",
-            Typed::ReduceRows => "reduce_rows",
-            Typed::HeadScaleRows => "head_scale_rows",
-            Typed::MatmulDot => "matmul_dot",
-            Typed::Segmax0 => "segmax0",
-            Typed::Segmax => "segmax",
-            Typed::SoftmaxExp => "softmax_exp",
-            Typed::SoftmaxDiv => "softmax_div",
-            Typed::SoftmaxBwd => "softmax_bwd",
-        }
-    }
+/// An op of the training kernels (train.cu): with a [`Float`], a
+/// [`Family::Train`] choice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Train {
+    /// `dropout_*`.
+    Dropout,
+    /// `cross_entropy_*`.
+    CrossEntropy,
+    /// `regression_*`.
+    Regression,
+    /// `adam_*`.
+    Adam,
+    /// `sgd_*`.
+    Sgd,
+    /// `ln_*`.
+    Ln,
 }
 
 /// The span transpose kernels (`transpose_{planes,rows,cols}_b*`).
@@ -425,347 +419,59 @@ impl Tile {
     }
 }
 
-impl Kernel {
+/// A kernel family and the choices that pick one of its kernels:
+/// [`Kernel::of`] gives the kernel, from the table's `for` clauses
+/// (`table.rs`), which cover every choice exactly once (checked by the
+/// compiler). A new family is a variant here, its entries in the table and
+/// its kernel-defining macro in kernels/*.cu.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Family {
     /// `gather_b*`.
-    pub(crate) fn gather(w: Word) -> Kernel {
-        match w {
-            Word::B16 => Kernel::GatherB16,
-            Word::B8 => Kernel::GatherB8,
-            Word::B4 => Kernel::GatherB4,
-            Word::B2 => Kernel::GatherB2,
-        }
-    }
-
+    Gather(Word),
     /// `transpose_runs_b*`.
-    pub(crate) fn transpose_runs(w: Word) -> Kernel {
-        match w {
-            Word::B16 => Kernel::TransposeRunsB16,
-            Word::B8 => Kernel::TransposeRunsB8,
-            Word::B4 => Kernel::TransposeRunsB4,
-            Word::B2 => Kernel::TransposeRunsB2,
-        }
-    }
-
+    TransposeRuns(Word),
+    /// `permute_b*`.
+    Permute(Word),
     /// `transpose_{planes,rows,cols}_b*` (2-, 4- and 8-byte elements; the
-    /// choice never gives 16-byte ones a span kernel).
-    pub(crate) fn transpose_span(kind: SpanKind, w: Word) -> Kernel {
-        match (kind, w) {
-            (SpanKind::Planes, Word::B2) => Kernel::TransposePlanesB2,
-            (SpanKind::Planes, Word::B4) => Kernel::TransposePlanesB4,
-            (SpanKind::Planes, _) => Kernel::TransposePlanesB8,
-            (SpanKind::Rows, Word::B2) => Kernel::TransposeRowsB2,
-            (SpanKind::Rows, Word::B4) => Kernel::TransposeRowsB4,
-            (SpanKind::Rows, _) => Kernel::TransposeRowsB8,
-            (SpanKind::Cols, Word::B2) => Kernel::TransposeColsB2,
-            (SpanKind::Cols, Word::B4) => Kernel::TransposeColsB4,
-            (SpanKind::Cols, _) => Kernel::TransposeColsB8,
-        }
-    }
-
+    /// permute plan never gives 16-byte ones a span kernel, which take the
+    /// 8-byte one).
+    TransposeSpan(SpanKind, Word),
     /// `transpose_{planes,rows,cols}_p2`: the span kernels of 2-byte
     /// elements moved as 4-byte pairs.
-    pub(crate) fn transpose_span_pairs(kind: SpanKind) -> Kernel {
-        match kind {
-            SpanKind::Planes => Kernel::TransposePlanesP2,
-            SpanKind::Rows => Kernel::TransposeRowsP2,
-            SpanKind::Cols => Kernel::TransposeColsP2,
-        }
-    }
+    TransposeSpanPairs(SpanKind),
+    /// `transpose{TR}x{TC}_b*`: the tiled transpose (16-byte elements have
+    /// the 32x32 tile only: [`Tile::pick`] never gives them another).
+    Transpose(Word, Tile),
+    /// `transpose{TR}x{TC}_p2`: the tiled transpose of 2-byte elements
+    /// moved as 4-byte pairs.
+    TransposePairs(Tile),
+    /// `scatter{0,N}{,p}_*`: a level of the scatter chain.
+    Scatter(Level, ChunkSum, SumVec),
+    /// `scatter{0,N}{,p}_{bf16,f16}x*`: a level of the scatter chain into
+    /// half storage.
+    ScatterHalf(Level, ChunkSum, Half, HalfVec),
+    /// `narrow_*`: f32 rounded to half storage.
+    Narrow(Half),
+    /// `widen_*`: half storage widened to f32.
+    Widen(Half),
+    /// `axpy_mixed_*`.
+    AxpyMixed(Half),
+    /// `{sum0,sum0a,softmax_bwd_sum0,gather_scale_sum0}_*`: a fused level 0.
+    Fused0(Fused0, SumVec),
+    /// `{sum0,sum0a,softmax_bwd_sum0,gather_scale_sum0}_{bf16,f16}x*`: a
+    /// fused level 0 over half storage in vectors of halves (f32 sums).
+    Fused0Half(Fused0, Half, HalfVec),
+    /// `matmul{TM}x{TN}_*`.
+    Matmul(Float, MatmulTile),
+    /// The model's element-typed kernels.
+    Model(ModelOp, Float),
+    /// The training kernels.
+    Train(Train, Float),
+}
 
-    /// `transpose{TR}x{TC}_p2`: the tiled transpose of 2-byte elements moved
-    /// as 4-byte pairs.
-    pub(crate) fn transpose_pairs(tile: Tile) -> Kernel {
-        match tile {
-            Tile::T32x32 => Kernel::Transpose32x32P2,
-            Tile::T64x64 => Kernel::Transpose64x64P2,
-            Tile::T128x32 => Kernel::Transpose128x32P2,
-            Tile::T32x128 => Kernel::Transpose32x128P2,
-        }
-    }
-
-    /// `permute_b*`.
-    pub(crate) fn permute(w: Word) -> Kernel {
-        match w {
-            Word::B16 => Kernel::PermuteB16,
-            Word::B8 => Kernel::PermuteB8,
-            Word::B4 => Kernel::PermuteB4,
-            Word::B2 => Kernel::PermuteB2,
-        }
-    }
-
-    /// The tiled transpose of `elem` elements with `tile` (16-byte elements
-    /// have the 32x32 tile only: [`Tile::pick`] never gives them another).
-    pub(crate) fn transpose(elem: Word, tile: Tile) -> Kernel {
-        match (elem, tile) {
-            (Word::B16, _) => Kernel::Transpose32x32B16,
-            (Word::B8, Tile::T32x32) => Kernel::Transpose32x32B8,
-            (Word::B8, Tile::T64x64) => Kernel::Transpose64x64B8,
-            (Word::B8, Tile::T128x32) => Kernel::Transpose128x32B8,
-            (Word::B8, Tile::T32x128) => Kernel::Transpose32x128B8,
-            (Word::B4, Tile::T32x32) => Kernel::Transpose32x32B4,
-            (Word::B4, Tile::T64x64) => Kernel::Transpose64x64B4,
-            (Word::B4, Tile::T128x32) => Kernel::Transpose128x32B4,
-            (Word::B4, Tile::T32x128) => Kernel::Transpose32x128B4,
-            (Word::B2, Tile::T32x32) => Kernel::Transpose32x32B2,
-            (Word::B2, Tile::T64x64) => Kernel::Transpose64x64B2,
-            (Word::B2, Tile::T128x32) => Kernel::Transpose128x32B2,
-            (Word::B2, Tile::T32x128) => Kernel::Transpose32x128B2,
-        }
-    }
-
-    /// `scatter{0,N}{,p}_*`.
-    pub(crate) fn scatter(level: Level, form: ChunkSum, v: SumVec) -> Kernel {
-        use ChunkSum::{Batched, Pipelined};
-        use Level::{Higher, Zero};
-        match (level, form, v) {
-            (Zero, Batched, SumVec::F32x4) => Kernel::Scatter0F32x4,
-            (Zero, Batched, SumVec::F32x2) => Kernel::Scatter0F32x2,
-            (Zero, Batched, SumVec::F32x1) => Kernel::Scatter0F32x1,
-            (Zero, Batched, SumVec::F64x2) => Kernel::Scatter0F64x2,
-            (Zero, Batched, SumVec::F64x1) => Kernel::Scatter0F64x1,
-            (Zero, Pipelined, SumVec::F32x4) => Kernel::Scatter0pF32x4,
-            (Zero, Pipelined, SumVec::F32x2) => Kernel::Scatter0pF32x2,
-            (Zero, Pipelined, SumVec::F32x1) => Kernel::Scatter0pF32x1,
-            (Zero, Pipelined, SumVec::F64x2) => Kernel::Scatter0pF64x2,
-            (Zero, Pipelined, SumVec::F64x1) => Kernel::Scatter0pF64x1,
-            (Higher, Batched, SumVec::F32x4) => Kernel::ScatterNF32x4,
-            (Higher, Batched, SumVec::F32x2) => Kernel::ScatterNF32x2,
-            (Higher, Batched, SumVec::F32x1) => Kernel::ScatterNF32x1,
-            (Higher, Batched, SumVec::F64x2) => Kernel::ScatterNF64x2,
-            (Higher, Batched, SumVec::F64x1) => Kernel::ScatterNF64x1,
-            (Higher, Pipelined, SumVec::F32x4) => Kernel::ScatterNpF32x4,
-            (Higher, Pipelined, SumVec::F32x2) => Kernel::ScatterNpF32x2,
-            (Higher, Pipelined, SumVec::F32x1) => Kernel::ScatterNpF32x1,
-            (Higher, Pipelined, SumVec::F64x2) => Kernel::ScatterNpF64x2,
-            (Higher, Pipelined, SumVec::F64x1) => Kernel::ScatterNpF64x1,
-        }
-    }
-
-    /// `scatter{0,N}{,p}_{bf16,f16}x*`.
-    pub(crate) fn scatter_half(level: Level, form: ChunkSum, h: Half, v: HalfVec) -> Kernel {
-        use ChunkSum::{Batched as B, Pipelined as P};
-        use Half::{Bf16, F16};
-        use HalfVec::{X1, X2, X4, X8};
-        use Level::{Higher as N, Zero as Z};
-        match (level, form, h, v) {
-            (Z, B, Bf16, X8) => Kernel::Scatter0Bf16x8,
-            (Z, B, F16, X8) => Kernel::Scatter0F16x8,
-            (N, B, Bf16, X8) => Kernel::ScatterNBf16x8,
-            (N, B, F16, X8) => Kernel::ScatterNF16x8,
-            (Z, P, Bf16, X8) => Kernel::Scatter0pBf16x8,
-            (Z, P, F16, X8) => Kernel::Scatter0pF16x8,
-            (N, P, Bf16, X8) => Kernel::ScatterNpBf16x8,
-            (N, P, F16, X8) => Kernel::ScatterNpF16x8,
-            (Z, B, Bf16, X4) => Kernel::Scatter0Bf16x4,
-            (Z, B, Bf16, X2) => Kernel::Scatter0Bf16x2,
-            (Z, B, Bf16, X1) => Kernel::Scatter0Bf16x1,
-            (Z, B, F16, X4) => Kernel::Scatter0F16x4,
-            (Z, B, F16, X2) => Kernel::Scatter0F16x2,
-            (Z, B, F16, X1) => Kernel::Scatter0F16x1,
-            (N, B, Bf16, X4) => Kernel::ScatterNBf16x4,
-            (N, B, Bf16, X2) => Kernel::ScatterNBf16x2,
-            (N, B, Bf16, X1) => Kernel::ScatterNBf16x1,
-            (N, B, F16, X4) => Kernel::ScatterNF16x4,
-            (N, B, F16, X2) => Kernel::ScatterNF16x2,
-            (N, B, F16, X1) => Kernel::ScatterNF16x1,
-            (Z, P, Bf16, X4) => Kernel::Scatter0pBf16x4,
-            (Z, P, Bf16, X2) => Kernel::Scatter0pBf16x2,
-            (Z, P, Bf16, X1) => Kernel::Scatter0pBf16x1,
-            (Z, P, F16, X4) => Kernel::Scatter0pF16x4,
-            (Z, P, F16, X2) => Kernel::Scatter0pF16x2,
-            (Z, P, F16, X1) => Kernel::Scatter0pF16x1,
-            (N, P, Bf16, X4) => Kernel::ScatterNpBf16x4,
-            (N, P, Bf16, X2) => Kernel::ScatterNpBf16x2,
-            (N, P, Bf16, X1) => Kernel::ScatterNpBf16x1,
-            (N, P, F16, X4) => Kernel::ScatterNpF16x4,
-            (N, P, F16, X2) => Kernel::ScatterNpF16x2,
-            (N, P, F16, X1) => Kernel::ScatterNpF16x1,
-        }
-    }
-
-    /// `narrow_*` (f32 to `h`) or, `widen`, `widen_*` (`h` to f32).
-    pub(crate) fn convert_half(h: Half, widen: bool) -> Kernel {
-        match (h, widen) {
-            (Half::Bf16, false) => Kernel::NarrowBf16,
-            (Half::F16, false) => Kernel::NarrowF16,
-            (Half::Bf16, true) => Kernel::WidenBf16,
-            (Half::F16, true) => Kernel::WidenF16,
-        }
-    }
-
-    /// `axpy_mixed_*` of `h`.
-    pub(crate) fn axpy_mixed(h: Half) -> Kernel {
-        match h {
-            Half::Bf16 => Kernel::AxpyMixedBf16,
-            Half::F16 => Kernel::AxpyMixedF16,
-        }
-    }
-
-    /// `{sum0,sum0a,smb0,gss0}_*`.
-    pub(crate) fn fused0(op: Fused0, v: SumVec) -> Kernel {
-        use Fused0::{Add, GatherScale, Read, SoftmaxBwd};
-        match (op, v) {
-            (Add, SumVec::F32x4) => Kernel::Sum0aF32x4,
-            (Add, SumVec::F32x2) => Kernel::Sum0aF32x2,
-            (Add, SumVec::F32x1) => Kernel::Sum0aF32x1,
-            (Add, SumVec::F64x2) => Kernel::Sum0aF64x2,
-            (Add, SumVec::F64x1) => Kernel::Sum0aF64x1,
-            (Read, SumVec::F32x4) => Kernel::Sum0F32x4,
-            (Read, SumVec::F32x2) => Kernel::Sum0F32x2,
-            (Read, SumVec::F32x1) => Kernel::Sum0F32x1,
-            (Read, SumVec::F64x2) => Kernel::Sum0F64x2,
-            (Read, SumVec::F64x1) => Kernel::Sum0F64x1,
-            (SoftmaxBwd, SumVec::F32x4) => Kernel::Smb0F32x4,
-            (SoftmaxBwd, SumVec::F32x2) => Kernel::Smb0F32x2,
-            (SoftmaxBwd, SumVec::F32x1) => Kernel::Smb0F32x1,
-            (SoftmaxBwd, SumVec::F64x2) => Kernel::Smb0F64x2,
-            (SoftmaxBwd, SumVec::F64x1) => Kernel::Smb0F64x1,
-            (GatherScale, SumVec::F32x4) => Kernel::Gss0F32x4,
-            (GatherScale, SumVec::F32x2) => Kernel::Gss0F32x2,
-            (GatherScale, SumVec::F32x1) => Kernel::Gss0F32x1,
-            (GatherScale, SumVec::F64x2) => Kernel::Gss0F64x2,
-            (GatherScale, SumVec::F64x1) => Kernel::Gss0F64x1,
-        }
-    }
-
-    /// `{sum0,sum0a,smb0,gss0}_{bf16,f16}x*`: the fused level 0 over half storage
-    /// in vectors of `v` (f32 sums).
-    pub(crate) fn fused0_half(op: Fused0, h: Half, v: HalfVec) -> Kernel {
-        use Fused0::{Add as A, GatherScale as G, Read as R, SoftmaxBwd as B};
-        use Half::{Bf16, F16};
-        use HalfVec::{X1, X2, X4, X8};
-        match (op, h, v) {
-            (A, Bf16, X8) => Kernel::Sum0aBf16x8,
-            (A, Bf16, X4) => Kernel::Sum0aBf16x4,
-            (A, Bf16, X2) => Kernel::Sum0aBf16x2,
-            (A, Bf16, X1) => Kernel::Sum0aBf16x1,
-            (A, F16, X8) => Kernel::Sum0aF16x8,
-            (A, F16, X4) => Kernel::Sum0aF16x4,
-            (A, F16, X2) => Kernel::Sum0aF16x2,
-            (A, F16, X1) => Kernel::Sum0aF16x1,
-            (R, Bf16, X8) => Kernel::Sum0Bf16x8,
-            (R, Bf16, X4) => Kernel::Sum0Bf16x4,
-            (R, Bf16, X2) => Kernel::Sum0Bf16x2,
-            (R, Bf16, X1) => Kernel::Sum0Bf16x1,
-            (R, F16, X8) => Kernel::Sum0F16x8,
-            (R, F16, X4) => Kernel::Sum0F16x4,
-            (R, F16, X2) => Kernel::Sum0F16x2,
-            (R, F16, X1) => Kernel::Sum0F16x1,
-            (B, Bf16, X8) => Kernel::Smb0Bf16x8,
-            (B, Bf16, X4) => Kernel::Smb0Bf16x4,
-            (B, Bf16, X2) => Kernel::Smb0Bf16x2,
-            (B, Bf16, X1) => Kernel::Smb0Bf16x1,
-            (B, F16, X8) => Kernel::Smb0F16x8,
-            (B, F16, X4) => Kernel::Smb0F16x4,
-            (B, F16, X2) => Kernel::Smb0F16x2,
-            (B, F16, X1) => Kernel::Smb0F16x1,
-            (G, Bf16, X8) => Kernel::Gss0Bf16x8,
-            (G, Bf16, X4) => Kernel::Gss0Bf16x4,
-            (G, Bf16, X2) => Kernel::Gss0Bf16x2,
-            (G, Bf16, X1) => Kernel::Gss0Bf16x1,
-            (G, F16, X8) => Kernel::Gss0F16x8,
-            (G, F16, X4) => Kernel::Gss0F16x4,
-            (G, F16, X2) => Kernel::Gss0F16x2,
-            (G, F16, X1) => Kernel::Gss0F16x1,
-        }
-    }
-
-    /// The matmul kernel of `tile` for `t`.
-    pub(crate) fn matmul(t: Float, tile: MatmulTile) -> Kernel {
-        use Float::{Bf16, F16, F32, F64};
-        use MatmulTile::{T32x32, T32x64, T64x32, T64x64};
-        match (t, tile) {
-            (F32, T64x64) => Kernel::Matmul64x64F32,
-            (F32, T32x64) => Kernel::Matmul32x64F32,
-            (F32, T64x32) => Kernel::Matmul64x32F32,
-            (F32, T32x32) => Kernel::Matmul32x32F32,
-            (F64, T64x64) => Kernel::Matmul64x64F64,
-            (F64, T32x64) => Kernel::Matmul32x64F64,
-            (F64, T64x32) => Kernel::Matmul64x32F64,
-            (F64, T32x32) => Kernel::Matmul32x32F64,
-            (Bf16, T64x64) => Kernel::Matmul64x64Bf16,
-            (Bf16, T32x64) => Kernel::Matmul32x64Bf16,
-            (Bf16, T64x32) => Kernel::Matmul64x32Bf16,
-            (Bf16, T32x32) => Kernel::Matmul32x32Bf16,
-            (F16, T64x64) => Kernel::Matmul64x64F16,
-            (F16, T32x64) => Kernel::Matmul32x64F16,
-            (F16, T64x32) => Kernel::Matmul64x32F16,
-            (F16, T32x32) => Kernel::Matmul32x32F16,
-        }
-    }
-
-    /// The element-typed kernel `family` for `t`.
-    pub(crate) fn typed(family: Typed, t: Float) -> Kernel {
-        use Float::{Bf16, F16, F32, F64};
-        match (family, t) {
-            (Typed::Unary, F32) => Kernel::UnaryF32,
-            (Typed::Unary, F64) => Kernel::UnaryF64,
-            (Typed::Unary, Bf16) => Kernel::UnaryBf16,
-            (Typed::Unary, F16) => Kernel::UnaryF16,
-            (Typed::UnaryBwd, F32) => Kernel::UnaryBwdF32,
-            (Typed::UnaryBwd, F64) => Kernel::UnaryBwdF64,
-            (Typed::UnaryBwd, Bf16) => Kernel::UnaryBwdBf16,
-            (Typed::UnaryBwd, F16) => Kernel::UnaryBwdF16,
-            (Typed::Binary, F32) => Kernel::BinaryF32,
-            (Typed::Binary, F64) => Kernel::BinaryF64,
-            (Typed::Binary, Bf16) => Kernel::BinaryBf16,
-            (Typed::Binary, F16) => Kernel::BinaryF16,
-            (Typed::Axpy, F32) => Kernel::AxpyF32,
-            (Typed::Axpy, F64) => Kernel::AxpyF64,
-            (Typed::Axpy, Bf16) => Kernel::AxpyBf16,
-            (Typed::Axpy, F16) => Kernel::AxpyF16,
-            (Typed::GatherAdd, F32) => Kernel::GatherAddF32,
-            (Typed::GatherAdd, F64) => Kernel::GatherAddF64,
-            (Typed::SumBiasRelu, F32) => Kernel::SumBiasReluF32,
-            (Typed::SumBiasRelu, F64) => Kernel::SumBiasReluF64,
-            (Typed::SumBiasRelu, Bf16) => Kernel::SumBiasReluBf16,
-            (Typed::SumBiasRelu, F16) => Kernel::SumBiasReluF16,
-            (Typed::HeadScale, F32) => Kernel::HeadScaleF32,
-            (Typed::HeadScale, F64) => Kernel::HeadScaleF64,
-            (Typed::HeadScale, Bf16) => Kernel::HeadScaleBf16,
-            (Typed::HeadScale, F16) => Kernel::HeadScaleF16,
-            (Typed::HeadDot, F32) => Kernel::HeadDotF32,
-            (Typed::HeadDot, F64) => Kernel::HeadDotF64,
-            (Typed::GatherHeadDot, F32) => Kernel::GatherHeadDotF32,
-            (Typed::GatherHeadDot, F64) => Kernel::GatherHeadDotF64,
-            (Typed::ReduceRows, F32) => Kernel::ReduceRowsF32,
-            (Typed::ReduceRows, F64) => Kernel::ReduceRowsF64,
-            (Typed::HeadScaleRows, F32) => Kernel::HeadScaleRowsF32,
-            (Typed::HeadScaleRows, F64) => Kernel::HeadScaleRowsF64,
-            (Typed::MatmulDot, F32) => Kernel::MatmulDotF32,
-            (Typed::MatmulDot, F64) => Kernel::MatmulDotF64,
-            (Typed::Segmax0, F32) => Kernel::Segmax0F32,
-            (Typed::Segmax0, F64) => Kernel::Segmax0F64,
-            (Typed::Segmax, F32) => Kernel::SegmaxF32,
-            (Typed::Segmax, F64) => Kernel::SegmaxF64,
-            (Typed::SoftmaxExp, F32) => Kernel::SoftmaxExpF32,
-            (Typed::SoftmaxExp, F64) => Kernel::SoftmaxExpF64,
-            (Typed::SoftmaxDiv, F32) => Kernel::SoftmaxDivF32,
-            (Typed::SoftmaxDiv, F64) => Kernel::SoftmaxDivF64,
-            (Typed::SoftmaxBwd, F32) => Kernel::SoftmaxBwdF32,
-            (Typed::SoftmaxBwd, F64) => Kernel::SoftmaxBwdF64,
-            (Typed::GatherAdd, Bf16) => Kernel::GatherAddBf16,
-            (Typed::GatherAdd, F16) => Kernel::GatherAddF16,
-            (Typed::HeadDot, Bf16) => Kernel::HeadDotBf16,
-            (Typed::HeadDot, F16) => Kernel::HeadDotF16,
-            (Typed::GatherHeadDot, Bf16) => Kernel::GatherHeadDotBf16,
-            (Typed::GatherHeadDot, F16) => Kernel::GatherHeadDotF16,
-            (Typed::ReduceRows, Bf16) => Kernel::ReduceRowsBf16,
-            (Typed::ReduceRows, F16) => Kernel::ReduceRowsF16,
-            (Typed::HeadScaleRows, Bf16) => Kernel::HeadScaleRowsBf16,
-            (Typed::HeadScaleRows, F16) => Kernel::HeadScaleRowsF16,
-            (Typed::MatmulDot, Bf16) => Kernel::MatmulDotBf16,
-            (Typed::MatmulDot, F16) => Kernel::MatmulDotF16,
-            (Typed::Segmax0, Bf16) => Kernel::Segmax0Bf16,
-            (Typed::Segmax0, F16) => Kernel::Segmax0F16,
-            (Typed::Segmax, Bf16) => Kernel::SegmaxBf16,
-            (Typed::Segmax, F16) => Kernel::SegmaxF16,
-            (Typed::SoftmaxExp, Bf16) => Kernel::SoftmaxExpBf16,
-            (Typed::SoftmaxExp, F16) => Kernel::SoftmaxExpF16,
-            (Typed::SoftmaxDiv, Bf16) => Kernel::SoftmaxDivBf16,
-            (Typed::SoftmaxDiv, F16) => Kernel::SoftmaxDivF16,
-            (Typed::SoftmaxBwd, Bf16) => Kernel::SoftmaxBwdBf16,
-            (Typed::SoftmaxBwd, F16) => Kernel::SoftmaxBwdF16,
-        }
+impl Kernel {
+    /// `gather_b*` (`Kernel::of(Family::Gather(w))`).
+    pub(crate) fn gather(w: Word) -> Kernel {
+        Kernel::of(Family::Gather(w))
     }
 }

@@ -285,9 +285,7 @@ __device__ __forceinline__ void transpose_rows_pairs(const u16* __restrict__ in,
         NAME(const u16* __restrict__ in, u16* __restrict__ out, const SpanParams q) {     \
         FN(in, out, q);                                                                   \
     }
-RTX_TRANSPOSE_SPAN_PAIRS(transpose_planes_p2, transpose_planes_pairs)
-RTX_TRANSPOSE_SPAN_PAIRS(transpose_rows_p2, transpose_rows_pairs)
-RTX_TRANSPOSE_SPAN_PAIRS(transpose_cols_p2, transpose_cols_pairs<>)
+// @kernels RTX_TRANSPOSE_SPAN_PAIRS
 
 // The tiled transpose of permute.cu (TileParams, the same tiles and the same
 // one-wave pipeline) moving words: tile rows of TC elements are TC / 2 words.
@@ -495,10 +493,7 @@ __device__ __forceinline__ void transpose_tiled_pairs(const u16* __restrict__ in
         NAME(const u16* __restrict__ in, u16* __restrict__ out, const TileParams p) {     \
         transpose_tiled_pairs<TR, TC>(in, out, p);                                        \
     }
-RTX_TRANSPOSE_PAIRS(transpose32x32_p2, 32, 32)
-RTX_TRANSPOSE_PAIRS(transpose64x64_p2, 64, 64)
-RTX_TRANSPOSE_PAIRS(transpose128x32_p2, 128, 32)
-RTX_TRANSPOSE_PAIRS(transpose32x128_p2, 32, 128)
+// @kernels RTX_TRANSPOSE_PAIRS
 
 // The shared-memory transpose of a TR x TC tile of 2-byte elements (the bulk
 // kernel's, whose tiles clip at the matrix edges, so any sides) in 2 x 2
@@ -529,7 +524,9 @@ struct MovePairs {
 // of 256 bytes in and out, as the f32 kernel's; measured on the H200 against
 // 64 x 64, 64 x 128 and 128 x 64 tiles: docs/PERFORMANCE.md, "bf16 and
 // f16"), the f32 kernel's stages: 192 KiB of shared memory, a block per SM.
-RTX_TRANSPOSE_BULK(transpose_bulk_b2, u16, 128, 128, RTX_BULK_STAGES, MovePairs<128, 128>)
+// Both transpose_bulk kernels are instantiated here, after MovePairs:
+// transpose_bulk_b4 (MoveWords<64, 64>) and transpose_bulk_b2 (MovePairs<128, 128>).
+// @kernels RTX_TRANSPOSE_BULK
 
 // N-D permutes of 2-byte elements that keep the last dim, with runs (the
 // kept dim) of 16-byte vectors shorter than a 128-byte line: the runs of a
