@@ -13,6 +13,62 @@ use rtx_backend::Element;
 use crate::abi::{COL_SUM_LEVELS, MAX_RANK, SUM_BIAS_PARTS};
 use crate::permute_plan::{LinesParams, SpanParams, TileParams};
 
+/// A device address of `E`s, 0 for none: what device memory hands out
+/// ([`DevMem::ptr`](super::buffer::DevMem::ptr), a tensor's `ptr`, a plan's
+/// tables) and kernel parameters are made from, so that a parameter of
+/// `u32`s cannot be given a tensor of `f32`s. Reading the same bytes as
+/// another type is an explicit [`DevPtr::cast`].
+#[repr(transparent)]
+pub(crate) struct DevPtr<E>(u64, PhantomData<fn() -> E>);
+
+impl<E> DevPtr<E> {
+    /// No address (a kernel told it has none).
+    pub(crate) const NULL: Self = Self(0, PhantomData);
+
+    /// The address `addr`, holding `E`s: where raw memory gets its type.
+    pub(crate) const fn new(addr: u64) -> Self {
+        Self(addr, PhantomData)
+    }
+
+    /// The address, for the driver and for arithmetic on bytes.
+    pub(crate) const fn addr(self) -> u64 {
+        self.0
+    }
+
+    /// The address `bytes` further on.
+    pub(crate) const fn byte_add(self, bytes: u64) -> Self {
+        Self(self.0 + bytes, PhantomData)
+    }
+
+    /// The same address, its bytes read as `F`s (the caller says why that
+    /// is what they hold).
+    pub(crate) const fn cast<F>(self) -> DevPtr<F> {
+        DevPtr(self.0, PhantomData)
+    }
+}
+
+impl<E> Clone for DevPtr<E> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<E> Copy for DevPtr<E> {}
+
+impl<E> PartialEq for DevPtr<E> {
+    fn eq(&self, other: &Self) -> bool {
+        self.0 == other.0
+    }
+}
+
+impl<E> Eq for DevPtr<E> {}
+
+impl<E> fmt::Debug for DevPtr<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "DevPtr({:#x})", self.0)
+    }
+}
+
 /// A device address a kernel reads `E`s from (`const E*`), 0 where the
 /// kernel is told it has none.
 #[repr(transparent)]
@@ -26,9 +82,9 @@ pub(crate) struct Out<E>(u64, PhantomData<fn() -> E>);
 macro_rules! pointer {
     ($p:ident) => {
         impl<E> $p<E> {
-            /// The pointer at the device address `addr`.
-            pub(crate) const fn at(addr: u64) -> Self {
-                Self(addr, PhantomData)
+            /// The parameter pointing at `p`.
+            pub(crate) const fn at(p: DevPtr<E>) -> Self {
+                Self(p.0, PhantomData)
             }
         }
 

@@ -10,6 +10,7 @@ use cudarc::driver::{CudaContext, DriverError, result, sys};
 use rtx_backend::{BTensor, Element, Result as BResult, Tensor};
 use rtx_tensor::Layout;
 
+use super::args::DevPtr;
 use super::buffer::{CudaBuffer, DevMem, Pool};
 use super::context::Device;
 use super::indices::IndexCache;
@@ -257,6 +258,6 @@ impl CudaBackend {
 }
 
 /// The device address of `t`'s buffer.
-pub(super) fn ptr<T: Element>(t: &BTensor<CudaBackend, T>) -> u64 {
-    t.storage().device_ptr()
+pub(super) fn ptr<T: Element>(t: &BTensor<CudaBackend, T>) -> DevPtr<T> {
+    t.storage().ptr()
 }

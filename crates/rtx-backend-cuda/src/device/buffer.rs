@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaStream, DriverError, result, sys};
 
+use super::args::DevPtr;
 use crate::error::{Error, Result};
 
 /// The device's default memory pool handle.
@@ -78,9 +79,10 @@ pub(crate) struct DevMem {
 }
 
 impl DevMem {
-    /// The device address (0 for an empty allocation).
-    pub fn ptr(&self) -> u64 {
-        self.ptr
+    /// The device address (0 for an empty allocation), holding `E`s: the
+    /// type the caller stores there.
+    pub fn ptr<E>(&self) -> DevPtr<E> {
+        DevPtr::new(self.ptr)
     }
 
     /// Size in bytes.
@@ -164,7 +166,7 @@ impl<T> std::fmt::Debug for CudaBuffer<T> {
             "CudaBuffer<{}>[{}] @ {:#x}",
             std::any::type_name::<T>(),
             self.len,
-            self.mem.ptr()
+            self.mem.ptr::<T>().addr()
         )
     }
 }
@@ -192,6 +194,11 @@ impl<T> CudaBuffer<T> {
     /// The device address (0 when empty), for interop with other CUDA code
     /// on the backend's stream.
     pub fn device_ptr(&self) -> u64 {
+        self.mem.ptr::<T>().addr()
+    }
+
+    /// The elements' device address, typed.
+    pub(super) fn ptr(&self) -> DevPtr<T> {
         self.mem.ptr()
     }
 

@@ -13,7 +13,7 @@
 
 use rtx_backend::{DType, Element};
 
-use super::args::{In, Out};
+use super::args::{DevPtr, In, Out};
 use super::buffer::DevMem;
 use super::context::Device;
 use super::launch::{
@@ -26,41 +26,55 @@ use crate::settings::{PlanShape, ScatterForm};
 use crate::table::{Family, Float, Fused0, Half, HalfVec, Kernel, Level, ModelOp, SumVec};
 
 /// What level 0 of a sum chain adds up (device addresses and sizes).
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Level0 {
+#[derive(Debug)]
+pub(crate) enum Level0<T> {
     /// Stored rows of `[plan.len(), f]` at `src`, read through the plan's
     /// positions and added to what `dst` holds (`index_add`: index.cu's
     /// `scatter0`, or segment.cu's windowed `sum0a` where
     /// [`ScatterForm::windowed`] says).
     Stored {
         /// The rows.
-        src: u64,
+        src: DevPtr<T>,
     },
     /// The same, by segment.cu's fused `sum0` (a hub row's chunks loaded by
     /// the whole block).
     Read {
         /// The rows.
-        vals: u64,
+        vals: DevPtr<T>,
     },
     /// `alpha * g` of the segment softmax's backward (`softmax_bwd_sum0`), both
     /// `[plan.len(), f]`.
     SoftmaxBwd {
         /// The softmax's outputs.
-        alpha: u64,
+        alpha: DevPtr<T>,
         /// Their gradients.
-        g: u64,
+        g: DevPtr<T>,
     },
     /// `x[gather[e]] * w[e, head]` of gather_scale_scatter (`gather_scale_sum0`).
     GatherScale {
         /// The gathered rows.
-        x: u64,
+        x: DevPtr<T>,
         /// The gather list, `plan.len()` indices below x's rows.
-        gather: u64,
+        gather: DevPtr<u32>,
         /// The weights, `[plan.len(), heads]`.
-        w: u64,
+        w: DevPtr<T>,
         /// Heads per row.
         heads: u64,
     },
+}
+
+impl<T> Clone for Level0<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for Level0<T> {}
+
+/// Level 1's scratch (where level 0 writes the chunks of rows that go on),
+/// null when the plan has one level.
+fn first_scratch<E>(scratch: &[DevMem]) -> DevPtr<E> {
+    scratch.first().map_or(DevPtr::NULL, DevMem::ptr)
 }
 
 /// The scratch of every level past 0: `values[l]` rows of `row_bytes` bytes
@@ -95,16 +109,22 @@ fn plan_shape(dp: &DevicePlan, w: u64, row_bytes: usize) -> PlanShape {
 /// the `[plan.len(), W vectors]` at `vals` through `dp`'s positions and
 /// level-0 tables and window table into `dst`, chunks of
 /// rows with more go to the level-1 scratch at `next`.
-fn sum0_args<T: Element>(vals: u64, dp: &DevicePlan, w: u64, dst: u64, next: u64) -> Sum0<T> {
-    let (start, row, slot, n) = dp.levels[0];
+fn sum0_args<T: Element>(
+    vals: DevPtr<T>,
+    dp: &DevicePlan,
+    w: u64,
+    dst: DevPtr<T>,
+    next: DevPtr<T::Acc>,
+) -> Sum0<T> {
+    let l0 = dp.levels[0];
     Sum0::<T> {
         vals: In::at(vals),
         pos: In::at(dp.positions),
         wfirst: In::at(dp.windows),
-        cstart: In::at(start),
-        crow: In::at(row),
-        cslot: In::at(slot),
-        nchunks: n,
+        cstart: In::at(l0.start),
+        crow: In::at(l0.row),
+        cslot: In::at(l0.slot),
+        nchunks: l0.chunks,
         W: w,
         lanes_log2: lanes_log2(w),
         dst: Out::at(dst),
@@ -127,8 +147,8 @@ pub(crate) fn sum_chain<T: Element>(
     f: usize,
     align: usize,
     form: ScatterForm,
-    level0: Level0,
-    dst: u64,
+    level0: Level0<T>,
+    dst: DevPtr<T>,
 ) -> Result<()> {
     if f == 0 || dp.values[0] == 0 {
         return Ok(());
@@ -146,9 +166,9 @@ pub(crate) fn sum_chain<T: Element>(
     let vph = (align * T::DTYPE.size() / vb) as u64;
     let kernels = dev.kernels()?;
     let (pos, wfirst) = (In::at(dp.positions), In::at(dp.windows));
-    let (start, row, slot, n) = dp.levels[0];
-    let next = scratch.first().map_or(0, DevMem::ptr);
-    let (cstart, crow, cslot) = (In::at(start), In::at(row), In::at(slot));
+    let l0 = dp.levels[0];
+    let n = l0.chunks;
+    let (cstart, crow, cslot) = (In::at(l0.start), In::at(l0.row), In::at(l0.slot));
     // SAFETY (every launch of level 0): the tables come from a validated
     // IndexPlan: level-0 positions are below the rows of the level-0 values
     // (plan.len() rows, checked by the callers, as is every gather index of
@@ -179,7 +199,7 @@ pub(crate) fn sum_chain<T: Element>(
                 W: w,
                 lanes_log2: lanes,
                 dst: Out::at(dst),
-                next: Out::at(next),
+                next: Out::at(first_scratch(&scratch)),
             };
             let kernel = Kernel::of(Family::Scatter(
                 Level::Zero,
@@ -190,7 +210,7 @@ pub(crate) fn sum_chain<T: Element>(
             unsafe { args.launch(dev, &kernels, kernel, chunks) }?;
         }
         Level0::Read { vals } => {
-            let args = sum0_args::<T>(vals, dp, w, dst, next);
+            let args = sum0_args::<T>(vals, dp, w, dst, first_scratch(&scratch));
             let kernel = Kernel::of(Family::Fused0(read, v));
             // SAFETY: as above.
             unsafe { args.launch(dev, &kernels, kernel, windows) }?;
@@ -207,8 +227,9 @@ pub(crate) fn sum_chain<T: Element>(
                 nchunks: n,
                 W: w,
                 lanes_log2: lanes,
-                dst: Out::at(dst),
-                next: Out::at(next),
+                // the sums' storage: T::Acc, which is T for f32 and f64
+                dst: Out::at(dst.cast()),
+                next: Out::at(first_scratch(&scratch)),
             };
             let kernel = Kernel::of(Family::Fused0(Fused0::SoftmaxBwd, v));
             // SAFETY: as above.
@@ -235,7 +256,7 @@ pub(crate) fn sum_chain<T: Element>(
                 W: w,
                 lanes_log2: lanes,
                 dst: Out::at(dst),
-                next: Out::at(next),
+                next: Out::at(first_scratch(&scratch)),
             };
             let kernel = Kernel::of(Family::Fused0(Fused0::GatherScale, v));
             // SAFETY: as above.
@@ -256,7 +277,7 @@ fn scatter_levels<E: Element>(
     v: SumVec,
     w: u64,
     form: ScatterForm,
-    dst: u64,
+    dst: DevPtr<E>,
 ) -> Result<()> {
     let lanes = lanes_log2(w);
     let kernel = Kernel::of(Family::Scatter(
@@ -265,18 +286,19 @@ fn scatter_levels<E: Element>(
         v,
     ));
     let kernels = dev.kernels()?;
-    for (l, &(start, row, slot, n)) in dp.levels.iter().enumerate().skip(1) {
+    for (l, t) in dp.levels.iter().enumerate().skip(1) {
+        let n = t.chunks;
         let args = Scatter::<E> {
             vals: In::at(scratch[l - 1].ptr()),
             pos: In::null(),
-            cstart: In::at(start),
-            crow: In::at(row),
-            cslot: In::at(slot),
+            cstart: In::at(t.start),
+            crow: In::at(t.row),
+            cslot: In::at(t.slot),
             nchunks: n,
             W: w,
             lanes_log2: lanes,
             dst: Out::at(dst),
-            next: Out::at(scratch.get(l).map_or(0, DevMem::ptr)),
+            next: Out::at(scratch.get(l).map_or(DevPtr::NULL, DevMem::ptr)),
         };
         // SAFETY: the tables come from a validated IndexPlan: values of
         // level l are the rows of scratch[l - 1] (sized from plan.values,
@@ -304,8 +326,8 @@ fn half_fused_chain<T: Element>(
     align: usize,
     form: ScatterForm,
     h: Half,
-    level0: Level0,
-    dst: u64,
+    level0: Level0<T>,
+    dst: DevPtr<T>,
 ) -> Result<()> {
     if let Level0::Stored { src } = level0 {
         return half_sum_chain::<T>(dev, dp, f, form, h, src, dst);
@@ -318,9 +340,9 @@ fn half_fused_chain<T: Element>(
     let scratch = level_scratch(dev, &dp.values, f32_row)?;
     let kernels = dev.kernels()?;
     let (pos, wfirst) = (In::at(dp.positions), In::at(dp.windows));
-    let (start, row, slot, n) = dp.levels[0];
-    let next = scratch.first().map_or(0, DevMem::ptr);
-    let (cstart, crow, cslot) = (In::at(start), In::at(row), In::at(slot));
+    let l0 = dp.levels[0];
+    let n = l0.chunks;
+    let (cstart, crow, cslot) = (In::at(l0.start), In::at(l0.row), In::at(l0.slot));
     // windows of positions; a vector's f32 values in shared memory
     let f32_vec = (v.elems() * std::mem::size_of::<f32>()) as u64;
     let windows = cfg1(fused0_grid(dp.values[0] as u64, n, w, f32_vec));
@@ -332,7 +354,7 @@ fn half_fused_chain<T: Element>(
     match level0 {
         Level0::Stored { .. } => unreachable!("taken by half_sum_chain above"),
         Level0::Read { vals } => {
-            let args = sum0_args::<T>(vals, dp, w, dst, next);
+            let args = sum0_args::<T>(vals, dp, w, dst, first_scratch(&scratch));
             let kernel = Kernel::of(Family::Fused0Half(Fused0::Read, h, v));
             // SAFETY: as above.
             unsafe { args.launch(dev, &kernels, kernel, windows) }?;
@@ -349,8 +371,9 @@ fn half_fused_chain<T: Element>(
                 nchunks: n,
                 W: w,
                 lanes_log2: lanes,
-                dst: Out::at(dst),
-                next: Out::at(next),
+                // the softmax backward's sums stay f32 (T::Acc)
+                dst: Out::at(dst.cast()),
+                next: Out::at(first_scratch(&scratch)),
             };
             let kernel = Kernel::of(Family::Fused0Half(Fused0::SoftmaxBwd, h, v));
             // SAFETY: as above.
@@ -358,7 +381,7 @@ fn half_fused_chain<T: Element>(
             // the sums stay f32: f32 levels into the f32 dst
             let sv = SumVec::pick(DType::F32, f32_row, f, "softmax backward sums")?;
             let sw = (f32_row / sv.bytes()) as u64;
-            return scatter_levels::<T::Acc>(dev, dp, &scratch, sv, sw, form, dst);
+            return scatter_levels::<T::Acc>(dev, dp, &scratch, sv, sw, form, dst.cast());
         }
         Level0::GatherScale {
             x,
@@ -381,7 +404,7 @@ fn half_fused_chain<T: Element>(
                 W: w,
                 lanes_log2: lanes,
                 dst: Out::at(dst),
-                next: Out::at(next),
+                next: Out::at(first_scratch(&scratch)),
             };
             let kernel = Kernel::of(Family::Fused0Half(Fused0::GatherScale, h, v));
             // SAFETY: as above.
@@ -400,22 +423,23 @@ pub(crate) fn max_chain<T: Element>(
     dev: &Device,
     dp: &DevicePlan,
     f: usize,
-    x: u64,
-    dst: u64,
+    x: DevPtr<T>,
+    dst: DevPtr<T>,
 ) -> Result<()> {
     if f == 0 || dp.values[0] == 0 {
         return Ok(());
     }
     let acc_bytes = std::mem::size_of::<T::Acc>();
     let scratch = level_scratch(dev, &dp.values, f * acc_bytes)?;
-    let t = Float::of(T::DTYPE);
+    let float = Float::of(T::DTYPE);
     let ff = f as u64;
     let lanes = lanes_log2(ff);
     let kernels = dev.kernels()?;
     let dst = Out::at(dst);
-    for (l, &(start, row, slot, n)) in dp.levels.iter().enumerate() {
-        let next = Out::at(scratch.get(l).map_or(0, DevMem::ptr));
-        let (cstart, crow, cslot) = (In::at(start), In::at(row), In::at(slot));
+    for (l, t) in dp.levels.iter().enumerate() {
+        let n = t.chunks;
+        let next = Out::at(scratch.get(l).map_or(DevPtr::NULL, DevMem::ptr));
+        let (cstart, crow, cslot) = (In::at(t.start), In::at(t.row), In::at(t.slot));
         // SAFETY (both launches): the tables come from a validated plan whose
         // entry count is x's row count (checked) and whose rows are dst's
         // (rows of W = f scalar columns of T); wfirst is the plan's window
@@ -437,7 +461,7 @@ pub(crate) fn max_chain<T: Element>(
             };
             // the windows stage T::Acc values in shared memory
             let grid = fused0_grid(dp.values[0] as u64, n, ff, acc_bytes as u64);
-            let kernel = Kernel::of(Family::Model(ModelOp::Segmax0, t));
+            let kernel = Kernel::of(Family::Model(ModelOp::Segmax0, float));
             // SAFETY: as above.
             unsafe { args.launch(dev, &kernels, kernel, cfg1(grid)) }?;
             continue;
@@ -453,7 +477,7 @@ pub(crate) fn max_chain<T: Element>(
             dst,
             next,
         };
-        let kernel = Kernel::of(Family::Model(ModelOp::Segmax, t));
+        let kernel = Kernel::of(Family::Model(ModelOp::Segmax, float));
         // SAFETY: as above.
         unsafe { args.launch(dev, &kernels, kernel, cfg1(grid_for(n * ff))) }?;
     }
@@ -473,8 +497,8 @@ pub(crate) fn half_sum_chain<T: Element>(
     f: usize,
     form: ScatterForm,
     h: Half,
-    src: u64,
-    dst: u64,
+    src: DevPtr<T>,
+    dst: DevPtr<T>,
 ) -> Result<()> {
     if f == 0 || dp.values[0] == 0 {
         return Ok(());
@@ -486,16 +510,15 @@ pub(crate) fn half_sum_chain<T: Element>(
     // f32 scratch: rows of f sums (W vectors of v.elems() floats)
     let scratch = level_scratch(dev, &dp.values, f * std::mem::size_of::<f32>())?;
     let kernels = dev.kernels()?;
-    let (start, row, slot, n) = dp.levels[0];
-    let next = scratch.first().map_or(0, DevMem::ptr);
+    let l0 = dp.levels[0];
     // windowed: the segment sum's sum0 adding into dst, in level 0's
     // vector (`pick_level0`: as many lanes per chunk as f32's), not the
     // fused chain's widest one
     if form.windowed(plan_shape(dp, w, f * T::DTYPE.size())) {
-        let args = sum0_args::<T>(src, dp, w, dst, next);
+        let args = sum0_args::<T>(src, dp, w, dst, first_scratch(&scratch));
         // windows of positions; a vector's f32 sums in shared memory
         let f32_vec = (v.elems() * std::mem::size_of::<f32>()) as u64;
-        let grid = cfg1(fused0_grid(dp.values[0] as u64, n, w, f32_vec));
+        let grid = cfg1(fused0_grid(dp.values[0] as u64, l0.chunks, w, f32_vec));
         let kernel = Kernel::of(Family::Fused0Half(Fused0::Add, h, v));
         // SAFETY: the tables come from a validated IndexPlan: positions are
         // below src's rows (plan.len() rows of f halves = W vectors, checked
@@ -511,14 +534,14 @@ pub(crate) fn half_sum_chain<T: Element>(
         vals: In::at(src),
         acc: In::null(),
         pos: In::at(dp.positions),
-        cstart: In::at(start),
-        crow: In::at(row),
-        cslot: In::at(slot),
-        nchunks: n,
+        cstart: In::at(l0.start),
+        crow: In::at(l0.row),
+        cslot: In::at(l0.slot),
+        nchunks: l0.chunks,
         W: w,
         lanes_log2: lanes,
         dst: Out::at(dst),
-        next: Out::at(next),
+        next: Out::at(first_scratch(&scratch)),
     };
     let kernel = Kernel::of(Family::ScatterHalf(Level::Zero, sum, h, v));
     // SAFETY: the tables come from a validated IndexPlan: level-0 positions
@@ -526,7 +549,7 @@ pub(crate) fn half_sum_chain<T: Element>(
     // callers), rows below dst's rows (checked), slots below level 1's
     // scratch (sized from plan.values, rows of f f32 sums = W vectors); dst
     // is used by this chain alone.
-    unsafe { args.launch(dev, &kernels, kernel, cfg1(chunks_grid(n, lanes))) }?;
+    unsafe { args.launch(dev, &kernels, kernel, cfg1(chunks_grid(l0.chunks, lanes))) }?;
     half_levels::<T>(dev, dp, &scratch, f, form, h, dst)
 }
 
@@ -552,27 +575,28 @@ fn half_levels<T: Element>(
     f: usize,
     form: ScatterForm,
     h: Half,
-    dst: u64,
+    dst: DevPtr<T>,
 ) -> Result<()> {
     let v = HalfVec::pick_scratch(f);
     let w = (f / v.elems()) as u64;
     let lanes = lanes_log2(w);
     let kernels = dev.kernels()?;
-    for (l, &(start, row, slot, n)) in dp.levels.iter().enumerate().skip(1) {
+    for (l, t) in dp.levels.iter().enumerate().skip(1) {
+        let n = t.chunks;
         let sum = form.resolve(dp.values[l], w);
         let kernel = Kernel::of(Family::ScatterHalf(Level::Higher, sum, h, v));
         let args = ScatterHalf::<T> {
             vals: In::null(),
             acc: In::at(scratch[l - 1].ptr()),
             pos: In::null(),
-            cstart: In::at(start),
-            crow: In::at(row),
-            cslot: In::at(slot),
+            cstart: In::at(t.start),
+            crow: In::at(t.row),
+            cslot: In::at(t.slot),
             nchunks: n,
             W: w,
             lanes_log2: lanes,
             dst: Out::at(dst),
-            next: Out::at(scratch.get(l).map_or(0, DevMem::ptr)),
+            next: Out::at(scratch.get(l).map_or(DevPtr::NULL, DevMem::ptr)),
         };
         // SAFETY: the tables come from a validated IndexPlan: values of
         // level l are the rows of scratch[l - 1] (sized from plan.values,

@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use cudarc::driver::{CudaContext, CudaStream, result};
 
+use super::args::DevPtr;
 use super::buffer::{DevMem, Pool};
 use super::kernels::{self, Kernels};
 use crate::error::Result;
@@ -48,19 +49,21 @@ impl Device {
             self.ctx.bind_to_thread()?;
             // SAFETY: m holds bytes.len() bytes; the copy from pageable host memory
             // is staged before the call returns, so `bytes` may be freed after it.
-            unsafe { result::memcpy_htod_async(m.ptr(), bytes, self.stream.cu_stream()) }?;
+            unsafe {
+                result::memcpy_htod_async(m.ptr::<u8>().addr(), bytes, self.stream.cu_stream())
+            }?;
         }
         Ok(m)
     }
 
-    /// Copies `out.len()` values from device address `src` into `out` and
+    /// Copies `out.len()` values from `src` into `out` and
     /// waits for the stream (so for all work queued before). `what` names the
     /// copy in the error while the stream is being recorded (a copy to host
     /// memory cannot be part of a graph).
     ///
     /// Callers pass plain data (`u32`, `u64`, `f32`, `f64`); `src` holds at
     /// least `size_of_val(out)` bytes.
-    pub(crate) fn read<W: Copy>(&self, src: u64, out: &mut [W], what: &str) -> Result<()> {
+    pub(crate) fn read<W: Copy>(&self, src: DevPtr<W>, out: &mut [W], what: &str) -> Result<()> {
         self.refuse_while_recording(what)?;
         let bytes = std::mem::size_of_val(out);
         if bytes > 0 {
@@ -71,7 +74,7 @@ impl Device {
             self.ctx.bind_to_thread()?;
             // SAFETY: `src` holds at least `bytes` bytes (the callers' contract);
             // the stream is synchronized below before `out` is read or dropped.
-            unsafe { result::memcpy_dtoh_async(view, src, self.stream.cu_stream()) }?;
+            unsafe { result::memcpy_dtoh_async(view, src.addr(), self.stream.cu_stream()) }?;
         }
         self.stream.synchronize()?;
         Ok(())
@@ -82,7 +85,9 @@ impl Device {
         if m.bytes() > 0 {
             self.ctx.bind_to_thread()?;
             // SAFETY: m is a live allocation of m.bytes() bytes in this context.
-            unsafe { result::memset_d8_async(m.ptr(), 0, m.bytes(), self.stream.cu_stream()) }?;
+            unsafe {
+                result::memset_d8_async(m.ptr::<u8>().addr(), 0, m.bytes(), self.stream.cu_stream())
+            }?;
         }
         Ok(())
     }

@@ -9,7 +9,7 @@ use cudarc::driver::result;
 use rtx_backend::prelude::*;
 use rtx_backend::{BTensor, Element, Result as BResult, ops};
 
-use super::args::{In, Out};
+use super::args::{DevPtr, In, Out};
 use super::backend::{CudaBackend, ptr};
 use super::launch::{AxpyMixed, Narrow, Widen, cfg1, grid_for};
 use crate::error::Error;
@@ -40,7 +40,12 @@ impl CudaBackend {
             // SAFETY: both allocations hold numel elements of the one type
             // (`bytes` bytes) and do not overlap (out is fresh).
             unsafe {
-                result::memcpy_dtod_async(ptr(&out), ptr(x), bytes, self.dev.stream.cu_stream())
+                result::memcpy_dtod_async(
+                    ptr(&out).addr(),
+                    ptr(x).addr(),
+                    bytes,
+                    self.dev.stream.cu_stream(),
+                )
             }
             .map_err(Error::from)?;
             return Ok(out);
@@ -48,8 +53,13 @@ impl CudaBackend {
         let (from, to) = (Half::of(T::DTYPE), Half::of(U::DTYPE));
         let f32_side = |d: rtx_backend::DType| d == rtx_backend::DType::F32;
         match (from, to) {
-            (None, Some(h)) if f32_side(T::DTYPE) => self.narrow::<U>(h, ptr(x), ptr(&out), n)?,
-            (Some(h), None) if f32_side(U::DTYPE) => self.widen::<T>(h, ptr(x), ptr(&out), n)?,
+            // (the f32 side's pointers cast: its type was just checked)
+            (None, Some(h)) if f32_side(T::DTYPE) => {
+                self.narrow::<U>(h, ptr(x).cast(), ptr(&out), n)?;
+            }
+            (Some(h), None) if f32_side(U::DTYPE) => {
+                self.widen::<T>(h, ptr(x), ptr(&out).cast(), n)?;
+            }
             (Some(a), Some(b)) => {
                 let wide = self.out::<f32>(x.shape())?;
                 self.widen::<T>(a, ptr(x), ptr(&wide), n)?;
@@ -65,7 +75,7 @@ impl CudaBackend {
     }
 
     /// `n` f32 at `src` rounded to the half type `H` (kind `h`) at `dst`.
-    fn narrow<H: Element>(&self, h: Half, src: u64, dst: u64, n: u64) -> BResult<()> {
+    fn narrow<H: Element>(&self, h: Half, src: DevPtr<f32>, dst: DevPtr<H>, n: u64) -> BResult<()> {
         let args = Narrow::<H> {
             r#in: In::at(src),
             out: Out::at(dst),
@@ -86,7 +96,7 @@ impl CudaBackend {
     }
 
     /// `n` elements of the half type `H` (kind `h`) at `src` widened to f32 at `dst`.
-    fn widen<H: Element>(&self, h: Half, src: u64, dst: u64, n: u64) -> BResult<()> {
+    fn widen<H: Element>(&self, h: Half, src: DevPtr<H>, dst: DevPtr<f32>, n: u64) -> BResult<()> {
         let args = Widen::<H> {
             r#in: In::at(src),
             out: Out::at(dst),
@@ -149,9 +159,9 @@ impl CudaBackend {
         self.make_unique(low)?;
         let unique = "unique after make_unique";
         let args = AxpyMixed::<H> {
-            y: Out::at(master.storage_mut().expect(unique).device_ptr()),
+            y: Out::at(master.storage_mut().expect(unique).ptr().cast()),
             x: In::at(ptr(x)),
-            low: Out::at(low.storage_mut().expect(unique).device_ptr()),
+            low: Out::at(low.storage_mut().expect(unique).ptr()),
             n,
             alpha: f32::from_f64(alpha),
         };

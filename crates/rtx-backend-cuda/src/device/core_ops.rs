@@ -32,8 +32,7 @@ impl BackendCore for CudaBackend {
     fn download<T: Element>(&self, t: &BTensor<Self, T>) -> BResult<Vec<T>> {
         let mut out = vec![T::ZERO; t.numel()];
         // T is a sealed Element (plain bits); the buffer holds numel elements
-        self.dev
-            .read(t.storage().mem.ptr(), &mut out, "a download")?;
+        self.dev.read(t.storage().ptr(), &mut out, "a download")?;
         Ok(out)
     }
 
@@ -59,8 +58,8 @@ impl BackendCore for CudaBackend {
             // SAFETY: both allocations hold `bytes` bytes and do not overlap.
             unsafe {
                 result::memcpy_dtod_async(
-                    copy.storage().mem.ptr(),
-                    t.storage().mem.ptr(),
+                    copy.storage().ptr().addr(),
+                    t.storage().ptr().addr(),
                     bytes,
                     self.dev.stream.cu_stream(),
                 )

@@ -5,7 +5,7 @@
 use rtx_backend::prelude::*;
 use rtx_backend::{BTensor, Binary, Element, Result as BResult, Unary, dims2, ops};
 
-use super::args::{Elem, In, Out, RrClimb};
+use super::args::{DevPtr, Elem, In, Out, RrClimb};
 use super::backend::{CudaBackend, ptr};
 use super::buffer::DevMem;
 use super::context::Device;
@@ -32,12 +32,12 @@ fn scratch<T: Element>(dev: &Device, n: usize) -> Result<DevMem> {
 
 /// The rows a column sum reads: stored elements of `T`, or `T::Acc` scratch
 /// (a product's chunk sums, a level launched alone).
-#[derive(Debug, Clone, Copy)]
-pub(super) enum RowsAt {
-    /// Stored elements at this device address.
-    Stored(u64),
-    /// `T::Acc` elements at this device address.
-    Acc(u64),
+#[derive(Debug)]
+pub(super) enum RowsAt<T: Element> {
+    /// Stored elements.
+    Stored(DevPtr<T>),
+    /// `T::Acc` elements.
+    Acc(DevPtr<T::Acc>),
 }
 
 impl DenseOps for CudaBackend {
@@ -205,10 +205,7 @@ impl DenseOps for CudaBackend {
             return Ok(());
         }
         self.make_unique(y)?;
-        let py = y
-            .storage_mut()
-            .expect("unique after make_unique")
-            .device_ptr();
+        let py = y.storage_mut().expect("unique after make_unique").ptr();
         let args = Axpy::<T> {
             y: Out::at(py),
             x: In::at(ptr(x)),
@@ -307,7 +304,7 @@ impl CudaBackend {
             return Ok(out);
         }
         let args = HeadScale::<T> {
-            x: In::at(x.map_or(0, ptr)),
+            x: In::at(x.map_or(DevPtr::NULL, ptr)),
             a: In::at(ptr(a)),
             s: In::at(ptr(s)),
             out: Out::at(ptr(&out)),
@@ -340,11 +337,11 @@ impl CudaBackend {
         &self,
         groups: usize,
         f: usize,
-        out: u64,
-        first: impl FnOnce(u64, u64) -> BResult<()>,
+        out: DevPtr<T>,
+        first: impl FnOnce(DevPtr<T>, DevPtr<T::Acc>) -> BResult<()>,
     ) -> BResult<()> {
         if groups <= 1 {
-            return first(out, 0);
+            return first(out, DevPtr::NULL);
         }
         let part = scratch::<T::Acc>(&self.dev, groups * f)?;
         first(out, part.ptr())?;
@@ -355,17 +352,17 @@ impl CudaBackend {
     /// into the `f` values of `T` at `dst`, each rounded once.
     pub(super) fn reduce_rows<T: Element>(
         &self,
-        src: RowsAt,
+        src: RowsAt<T>,
         rows: usize,
         f: usize,
-        dst: u64,
+        dst: DevPtr<T>,
     ) -> BResult<()> {
         let kern = self.dev.kernels()?;
         let name = Kernel::of(Family::Model(ModelOp::ReduceRows, Float::of(T::DTYPE)));
         let (nn, ff) = (rows as u64, f as u64);
         let (stored, acc) = match src {
-            RowsAt::Stored(p) => (p, 0),
-            RowsAt::Acc(p) => (0, p),
+            RowsAt::Stored(p) => (p, DevPtr::NULL),
+            RowsAt::Acc(p) => (DevPtr::NULL, p),
         };
         self.column_sums::<T>(rows, f, dst, |climb| {
             let args = ReduceRows::<T> {
@@ -395,7 +392,7 @@ impl CudaBackend {
         &self,
         rows: usize,
         f: usize,
-        dst: u64,
+        dst: DevPtr<T>,
         launch: impl FnOnce(&RrClimb) -> BResult<()>,
     ) -> BResult<()> {
         let lv = col_sum_levels(rows, col_sum_tiles(f, acc_size::<T>()));
@@ -418,25 +415,27 @@ impl CudaBackend {
             out: [0; COL_SUM_LEVELS],
             rows: [0; COL_SUM_LEVELS],
             cnt: [0; COL_SUM_LEVELS],
-            counters: self.dev.counters.ptr(),
+            counters: self.dev.counters.ptr::<u32>().addr(),
             levels: levels as u64,
         };
-        let mut at = part.ptr();
+        let mut at: DevPtr<T::Acc> = part.ptr();
         for i in 0..levels {
             p.rows[i] = lv.rows[i];
             p.cnt[i] = lv.cnt[i];
             p.out[i] = if lv.rows[i] == 1 {
-                dst
+                dst.addr()
             } else {
                 let here = at;
-                at += lv.rows[i] * f as u64 * acc_size::<T>() as u64;
-                here
+                at = at.byte_add(lv.rows[i] * f as u64 * acc_size::<T>() as u64);
+                here.addr()
             };
         }
         launch(&p)?;
         if climb {
             return Ok(());
         }
-        self.reduce_rows::<T>(RowsAt::Acc(p.out[0]), lv.rows[0] as usize, f, dst)
+        // not climbing, level 0 has several rows: T::Acc scratch
+        let first = DevPtr::<T::Acc>::new(p.out[0]);
+        self.reduce_rows::<T>(RowsAt::Acc(first), lv.rows[0] as usize, f, dst)
     }
 }

@@ -8,7 +8,7 @@
 use rtx_backend::prelude::*;
 use rtx_backend::{BTensor, BiasPart, Element, Indices, Result as BResult, check_bias_parts, ops};
 
-use super::args::{BiasParts, In, Out};
+use super::args::{BiasParts, DevPtr, In, Out};
 use super::backend::{CudaBackend, ptr};
 use super::chain::{self, Level0};
 use super::launch::{
@@ -29,12 +29,14 @@ impl CudaBackend {
         dp: &DevicePlan,
         f: usize,
         align: usize,
-        level0: Level0,
+        level0: Level0<T>,
         dst: &BTensor<Self, D>,
     ) -> BResult<()> {
         self.zero(dst)?;
         let form = self.settings.scatter_form();
-        chain::sum_chain::<T>(&self.dev, dp, f, align, form, level0, ptr(dst))?;
+        // D is T, or T::Acc for Level0::SoftmaxBwd, whose chain writes T::Acc
+        let d = ptr(dst).cast::<T>();
+        chain::sum_chain::<T>(&self.dev, dp, f, align, form, level0, d)?;
         Ok(())
     }
 
@@ -149,7 +151,7 @@ impl CudaBackend {
     fn gss_by<T: Element>(
         &self,
         x: &BTensor<Self, T>,
-        gi: u64,
+        gi: DevPtr<u32>,
         weights: &BTensor<Self, T>,
         heads: usize,
         c: usize,
@@ -182,9 +184,9 @@ impl CudaBackend {
         &self,
         kernel: TwoGathers,
         a: &BTensor<Self, T>,
-        ia: u64,
+        ia: DevPtr<u32>,
         b: &BTensor<Self, T>,
-        ib: u64,
+        ib: DevPtr<u32>,
         e: usize,
         out_cols: usize,
         per_thread: u64,
@@ -245,7 +247,7 @@ impl CudaBackend {
         na: usize,
         b_idx: Indices<'_, Self>,
         nb: usize,
-    ) -> BResult<(u64, u64)> {
+    ) -> BResult<(DevPtr<u32>, DevPtr<u32>)> {
         let a = self.gather_list(a_idx, op, "a", na)?;
         let b = self.gather_list(b_idx, op, "b", nb)?;
         Ok((a.dev_list(&self.dev)?, b.dev_list(&self.dev)?))
@@ -300,7 +302,7 @@ impl FusedOps for CudaBackend {
             k: parts.len() as u64,
         };
         for (i, (x, b)) in parts.iter().enumerate() {
-            (p.x[i], p.b[i]) = (ptr(x), ptr(b));
+            (p.x[i], p.b[i]) = (ptr(x).addr(), ptr(b).addr());
         }
         let (po, nn, ff) = (ptr(&out), n as u64, f as u64);
         let kern = self.dev.kernels()?;
@@ -383,7 +385,7 @@ impl FusedOps for CudaBackend {
         let g = self.gather_list(gather, op, "x", n)?;
         if g.len() == 0 || c == 0 {
             self.check_only(scatter, op, "the output", rows)?;
-            return self.gss_by(x, 0, weights, heads, c, None, rows);
+            return self.gss_by(x, DevPtr::NULL, weights, heads, c, None, rows);
         }
         let dp = self.scatter_plan(scatter, op, rows)?;
         let gi = g.dev_list(&self.dev)?;

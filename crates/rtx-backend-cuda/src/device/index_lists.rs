@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use rtx_backend::{Result as BResult, check_len};
 
-use super::args::{In, Out};
+use super::args::{DevPtr, In, Out};
 use super::backend::CudaBackend;
 use super::context::Device;
 use super::indices::{Largest, ListEntry};
@@ -58,7 +58,7 @@ fn produce(
     dev: &Device,
     n: usize,
     largest: Option<Largest>,
-    launch: impl FnOnce(u64) -> Result<()>,
+    launch: impl FnOnce(DevPtr<u32>) -> Result<()>,
 ) -> BResult<ListEntry> {
     check_len(n)?;
     let mem = dev.alloc(4 * n)?;
@@ -72,7 +72,11 @@ fn produce(
 /// `out`, each entry plus its part's offset (one `index_shift` per part).
 /// The caller guarantees that `out` holds the lengths' sum of `u32`s and
 /// that no entry plus its offset passes `u32::MAX`.
-pub(super) fn copy_parts(dev: &Device, parts: &[(u64, u64, u32)], out: u64) -> Result<()> {
+pub(super) fn copy_parts(
+    dev: &Device,
+    parts: &[(DevPtr<u32>, u64, u32)],
+    out: DevPtr<u32>,
+) -> Result<()> {
     let k = dev.kernels()?;
     let mut dst = out;
     for (src, len, offset) in parts.iter().filter(|p| p.1 > 0) {
@@ -85,7 +89,7 @@ pub(super) fn copy_parts(dev: &Device, parts: &[(u64, u64, u32)], out: u64) -> R
         // SAFETY: src holds len u32, out (the new list from this part's place
         // on) len more (the caller's contract), and no sum passes u32::MAX.
         unsafe { args.launch(dev, &k, Kernel::IndexShift, cfg1(grid_for(*len))) }?;
-        dst += 4 * len;
+        dst = dst.byte_add(4 * len);
     }
     Ok(())
 }

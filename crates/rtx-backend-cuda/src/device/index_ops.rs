@@ -37,7 +37,8 @@ impl CudaBackend {
         let w = row_bytes / word.bytes();
         let lanes_log2 = lanes_log2(w);
         let nrows = e as u64;
-        let (s, o) = (src.storage().mem.ptr(), out.storage().mem.ptr());
+        // rows are moved as raw words
+        let (s, o) = (ptr(src).cast(), ptr(&out).cast());
         let cfg = cfg1(rows_grid(nrows, lanes_log2));
         let k = self.dev.kernels()?;
         let args = Gather {
@@ -69,10 +70,7 @@ impl CudaBackend {
             return Ok(());
         }
         self.make_unique(dst)?;
-        let d = dst
-            .storage_mut()
-            .expect("unique after make_unique")
-            .device_ptr();
+        let d = dst.storage_mut().expect("unique after make_unique").ptr();
         let form = self.settings.scatter_form();
         if let Some(h) = Half::of(T::DTYPE) {
             chain::half_sum_chain::<T>(&self.dev, plan, f, form, h, ptr(src), d)?;

@@ -14,7 +14,7 @@ use rtx_backend::prelude::*;
 use rtx_backend::{BTensor, Element, Result as BResult};
 use rtx_tensor::PermuteKind;
 
-use super::args::{self, In, Out, TensorMap};
+use super::args::{self, DevPtr, In, Out, TensorMap, Words};
 use super::backend::{CudaBackend, ptr};
 use super::kernels::Kernels;
 use super::launch::{
@@ -98,7 +98,7 @@ impl CudaBackend {
         if inner > 1 && self.permute_lines(t, out, &shape, &[0, 2, 1, 3])? {
             return Ok(());
         }
-        let (i, o) = (ptr(t), ptr(out));
+        let (i, o) = (words(t), words(out));
         let k = self.dev.kernels()?;
         let word = Word::dividing(run_bytes);
         let w = run_bytes / word.bytes();
@@ -129,9 +129,9 @@ impl CudaBackend {
         out: &BTensor<Self, T>,
         choice: Choice,
     ) -> BResult<bool> {
-        let (i, o) = (ptr(t), ptr(out));
+        let (i, o) = (words(t), words(out));
         let k = self.dev.kernels()?;
-        let choice = if i.is_multiple_of(4) && o.is_multiple_of(4) {
+        let choice = if i.addr().is_multiple_of(4) && o.addr().is_multiple_of(4) {
             choice
         } else {
             choice.unpaired()
@@ -186,8 +186,8 @@ impl CudaBackend {
             shared_mem_bytes: 0,
         };
         let args = TransposeTiled {
-            r#in: In::at(ptr(t)),
-            out: Out::at(ptr(out)),
+            r#in: In::at(words(t)),
+            out: Out::at(words(out)),
             p: params,
         };
         // SAFETY: the strides and dims of params describe the permutation
@@ -222,10 +222,10 @@ impl CudaBackend {
         let Some(bulk) = permute_plan::bulk(p, elem, tile) else {
             return Ok(false);
         };
-        let (i, o) = (ptr(t), ptr(out));
+        let (i, o) = (words(t), words(out));
         let (Some(min), Some(mout)) = (
-            encode_map(i, bulk.elem, &bulk.input),
-            encode_map(o, bulk.elem, &bulk.output),
+            encode_map(i.addr(), bulk.elem, &bulk.input),
+            encode_map(o.addr(), bulk.elem, &bulk.output),
         ) else {
             return Ok(false);
         };
@@ -310,7 +310,7 @@ impl CudaBackend {
         let w = run_bytes / word.bytes();
         let lanes_log2 = lanes_log2(w);
         let nruns = (t.numel() / p.run) as u64;
-        let (i, o) = (ptr(t), ptr(out));
+        let (i, o) = (words(t), words(out));
         let params = p.params;
         let k = self.dev.kernels()?;
         let cfg = cfg1(rows_grid(nruns, lanes_log2));
@@ -340,11 +340,11 @@ impl CudaBackend {
         shape: &[usize],
         perm: &[usize],
     ) -> BResult<bool> {
-        let (i, o) = (ptr(t), ptr(out));
+        let (i, o) = (words(t), words(out));
         let Some(l) = permute_plan::lines(shape, perm, T::DTYPE.size() as u64) else {
             return Ok(false);
         };
-        if !(i.is_multiple_of(16) && o.is_multiple_of(16)) {
+        if !(i.addr().is_multiple_of(16) && o.addr().is_multiple_of(16)) {
             return Ok(false);
         }
         let k = self.dev.kernels()?;
@@ -383,6 +383,12 @@ fn bulk_kernel(elem: Word, tile: [u32; 2]) -> (Kernel, u32) {
 /// The tiled tensor map `m` of `elem` elements (4 or 2 bytes) at `addr`;
 /// `None` when the address is not 16-byte aligned or the driver refuses
 /// the map.
+/// A tensor's elements as the words a copy kernel moves (layout ops move
+/// bytes, whatever the element type).
+fn words<T: Element>(t: &BTensor<CudaBackend, T>) -> DevPtr<Words> {
+    ptr(t).cast()
+}
+
 fn encode_map(addr: u64, elem: Word, m: &MapShape) -> Option<sys::CUtensorMap> {
     if !addr.is_multiple_of(16) {
         return None;

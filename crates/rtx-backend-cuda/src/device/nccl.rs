@@ -379,8 +379,8 @@ impl Communicator<CudaBackend> for NcclComm {
                 // in-place form.
                 unsafe {
                     result::all_gather(
-                        send as *const _,
-                        recv as *mut _,
+                        send.addr() as *const _,
+                        recv.addr() as *mut _,
                         p.numel(),
                         ty,
                         comm,
@@ -406,8 +406,8 @@ impl Communicator<CudaBackend> for NcclComm {
             // the stream is waited for (run).
             unsafe {
                 result::all_gather(
-                    send.ptr() as *const _,
-                    recv.ptr() as *mut _,
+                    send.ptr::<u64>().addr() as *const _,
+                    recv.ptr::<u64>().addr() as *mut _,
                     1,
                     sys::ncclDataType_t::ncclUint64,
                     comm,

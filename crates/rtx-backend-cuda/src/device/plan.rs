@@ -4,6 +4,7 @@
 
 use rtx_backend::{IndexPlan, Result as BResult};
 
+use super::args::DevPtr;
 use super::buffer::DevMem;
 use super::context::Device;
 use crate::levels::{build_levels, window_table};
@@ -13,18 +14,33 @@ use crate::levels::{build_levels, window_table};
 #[derive(Debug)]
 pub(crate) struct DevicePlan {
     mem: DevMem,
-    /// Device address of the positions (level 0 values).
-    pub positions: u64,
-    /// Device address of the destination row of every plan entry (the index
-    /// list the plan was built from), for the segment ops' elementwise steps.
-    pub rowof: u64,
-    /// Per level: (start, row, slot, chunks).
-    pub levels: Vec<(u64, u64, u64, u64)>,
+    /// The positions (level 0 values).
+    pub positions: DevPtr<u32>,
+    /// The destination row of every plan entry (the index list the plan was
+    /// built from), for the segment ops' elementwise steps.
+    pub rowof: DevPtr<u32>,
+    /// Every level's chunk table.
+    pub levels: Vec<ChunkTable>,
     /// Values each level reads (`values[0]` = entries; `values[l]` = scratch slots of level l).
     pub values: Vec<usize>,
-    /// Device address of level 0's window table (`levels::window_table`;
-    /// 0 for a plan of no entries, which no kernel runs over).
-    pub windows: u64,
+    /// Level 0's window table (`levels::window_table`; null for a plan of
+    /// no entries, which no kernel runs over).
+    pub windows: DevPtr<u32>,
+}
+
+/// One level's chunk table on the device (crate `levels`): chunk `c` sums
+/// the values from `start[c]` to `start[c + 1]` into row `row[c]`, or into
+/// slot `slot[c]` of the next level's values.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ChunkTable {
+    /// `chunks + 1` value offsets.
+    pub start: DevPtr<u32>,
+    /// The destination row of each chunk.
+    pub row: DevPtr<u32>,
+    /// The next level's slot of each chunk (or a row's end marker).
+    pub slot: DevPtr<u32>,
+    /// Number of chunks.
+    pub chunks: u64,
 }
 
 impl DevicePlan {
@@ -64,17 +80,26 @@ impl DevicePlan {
                 .map_or(Vec::new(), |l| window_table(&l.start)),
         );
         let mem = dev.upload_bytes(u32_bytes(&host))?;
-        let base = mem.ptr();
-        let a = |i: usize| base + 4 * i as u64;
+        let base: DevPtr<u32> = mem.ptr();
+        let a = |i: usize| base.byte_add(4 * i as u64);
         Ok(DevicePlan {
             positions: base,
             rowof: a(plan.len()),
             levels: at
                 .into_iter()
-                .map(|(s, r, o, n)| (a(s), a(r), a(o), n as u64))
+                .map(|(s, r, o, n)| ChunkTable {
+                    start: a(s),
+                    row: a(r),
+                    slot: a(o),
+                    chunks: n as u64,
+                })
                 .collect(),
             values: lv.values,
-            windows: if lv.levels.is_empty() { 0 } else { a(win) },
+            windows: if lv.levels.is_empty() {
+                DevPtr::NULL
+            } else {
+                a(win)
+            },
             mem,
         })
     }
@@ -82,11 +107,11 @@ impl DevicePlan {
     /// A plan whose tables were written on the device into `mem`.
     pub fn from_parts(
         mem: DevMem,
-        positions: u64,
-        rowof: u64,
-        levels: Vec<(u64, u64, u64, u64)>,
+        positions: DevPtr<u32>,
+        rowof: DevPtr<u32>,
+        levels: Vec<ChunkTable>,
         values: Vec<usize>,
-        windows: u64,
+        windows: DevPtr<u32>,
     ) -> DevicePlan {
         DevicePlan {
             mem,

@@ -9,14 +9,14 @@
 
 use rtx_backend::{Error as BError, Result as BResult};
 
-use super::args::{In, Out};
+use super::args::{DevPtr, In, Level0Counts, Out};
 use super::buffer::DevMem;
 use super::context::Device;
 use super::launch::{
     IndexBounds, Lvl0Apply, Lvl0Fill, Lvl0Spine, Lvl0Sums, MAX_GRID_X, PlanHist, PlanLevels,
     PlanOffsets, PlanRank, ScanApply, ScanSpine, ScanSums, cfg1, grid_for,
 };
-use super::plan::DevicePlan;
+use super::plan::{ChunkTable, DevicePlan};
 use crate::error::{Error, Result};
 use crate::plan_layout::{
     INFO_BAD, INFO_CHUNKS, INFO_LEVELS, INFO_MAX, INFO_OVERFLOW, INFO_VALUES, INFO_WORDS, carve,
@@ -54,14 +54,14 @@ fn read_info(dev: &Device, info: &DevMem) -> Result<[u64; INFO_WORDS]> {
 }
 
 /// The index at position `p` of the device list `idx` (for error messages).
-fn index_at(dev: &Device, idx: u64, p: u64) -> Result<u32> {
+fn index_at(dev: &Device, idx: DevPtr<u32>, p: u64) -> Result<u32> {
     let mut v = [0u32];
-    dev.read(idx + 4 * p, &mut v, "reading a bad index back")?;
+    dev.read(idx.byte_add(4 * p), &mut v, "reading a bad index back")?;
     Ok(v[0])
 }
 
 /// `IndexOutOfRange` for the first bad position reported in `info`, if any.
-fn bad_index(dev: &Device, idx: u64, info: &[u64; INFO_WORDS], rows: usize) -> BResult<()> {
+fn bad_index(dev: &Device, idx: DevPtr<u32>, info: &[u64; INFO_WORDS], rows: usize) -> BResult<()> {
     if info[INFO_BAD] == 0 {
         return Ok(());
     }
@@ -76,7 +76,13 @@ fn bad_index(dev: &Device, idx: u64, info: &[u64; INFO_WORDS], rows: usize) -> B
 
 /// Launches `index_bounds` over the `n` indices at `idx` into the zeroed
 /// `info`: the largest index, and with `rows` the first one `>= rows`.
-fn launch_bounds(dev: &Device, idx: u64, n: u64, rows: Option<usize>, info: &DevMem) -> Result<()> {
+fn launch_bounds(
+    dev: &Device,
+    idx: DevPtr<u32>,
+    n: u64,
+    rows: Option<usize>,
+    info: &DevMem,
+) -> Result<()> {
     let k = dev.kernels()?;
     let (bound, check) = match rows {
         Some(r) => (r as u64, 1u32),
@@ -95,7 +101,12 @@ fn launch_bounds(dev: &Device, idx: u64, n: u64, rows: Option<usize>, info: &Dev
 
 /// The largest of the `n > 0` indices at `idx`, and with `rows` the first
 /// position whose index is `>= rows` as an error. One readback.
-pub(crate) fn index_max(dev: &Device, idx: u64, n: usize, rows: Option<usize>) -> BResult<u32> {
+pub(crate) fn index_max(
+    dev: &Device,
+    idx: DevPtr<u32>,
+    n: usize,
+    rows: Option<usize>,
+) -> BResult<u32> {
     let info = alloc_u32(dev, 2 * INFO_WORDS as u64)?;
     dev.zero(&info)?;
     launch_bounds(dev, idx, n as u64, rows, &info)?;
@@ -117,14 +128,21 @@ pub(crate) fn index_max(dev: &Device, idx: u64, n: usize, rows: Option<usize>) -
 /// long as the plan (both live in one `ListEntry`).
 pub(crate) fn build(
     dev: &Device,
-    idx: u64,
+    idx: DevPtr<u32>,
     n: usize,
     rows: usize,
     known_max: Option<u32>,
 ) -> BResult<Built> {
     if n == 0 {
         return Ok(Built {
-            plan: DevicePlan::from_parts(dev.alloc(0)?, 0, idx, Vec::new(), vec![0], 0),
+            plan: DevicePlan::from_parts(
+                dev.alloc(0)?,
+                DevPtr::NULL,
+                idx,
+                Vec::new(),
+                vec![0],
+                DevPtr::NULL,
+            ),
             max: None,
         });
     }
@@ -150,7 +168,7 @@ pub(crate) fn build(
 /// else the list's largest index + 1 after the range check (one readback).
 fn sort_rows(
     dev: &Device,
-    idx: u64,
+    idx: DevPtr<u32>,
     n64: u64,
     rows: usize,
     known_max: Option<u32>,
@@ -188,12 +206,12 @@ struct PlanMem {
     mem: DevMem,
     /// Level 0's chunk bound, `level0_bound(n, sort_rows)`.
     c0: u64,
-    positions: u64,
-    start0: u64,
-    row0: u64,
-    slot0: u64,
-    hi: u64,
-    wfirst: u64,
+    positions: DevPtr<u32>,
+    start0: DevPtr<u32>,
+    row0: DevPtr<u32>,
+    slot0: DevPtr<u32>,
+    hi: DevPtr<u32>,
+    wfirst: DevPtr<u32>,
 }
 
 impl PlanMem {
@@ -202,15 +220,16 @@ impl PlanMem {
         let windows = n64.div_ceil(crate::abi::WINDOW) + 1;
         let hi = n64 + 3 * c0 + 1;
         let mem = alloc_u32(dev, hi + hi_len(n64) + windows)?;
-        let base = mem.ptr();
+        let base: DevPtr<u32> = mem.ptr();
+        let at = |words: u64| base.byte_add(4 * words);
         Ok(PlanMem {
             c0,
             positions: base,
-            start0: base + 4 * n64,
-            row0: base + 4 * (n64 + c0 + 1),
-            slot0: base + 4 * (n64 + 2 * c0 + 1),
-            hi: base + 4 * hi,
-            wfirst: base + 4 * (hi + hi_len(n64)),
+            start0: at(n64),
+            row0: at(n64 + c0 + 1),
+            slot0: at(n64 + 2 * c0 + 1),
+            hi: at(hi),
+            wfirst: at(hi + hi_len(n64)),
             mem,
         })
     }
@@ -267,9 +286,9 @@ impl Scratch {
         Ok(Scratch { mem, at })
     }
 
-    /// The address of part `i`.
-    fn p(&self, i: usize) -> u64 {
-        self.mem.ptr() + self.at[i]
+    /// Part `i`, holding `E`s (the part's comment says which).
+    fn p<E>(&self, i: usize) -> DevPtr<E> {
+        self.mem.ptr::<E>().byte_add(self.at[i])
     }
 }
 
@@ -278,23 +297,23 @@ impl Scratch {
 /// keys.
 fn radix_sort(
     dev: &Device,
-    idx: u64,
+    idx: DevPtr<u32>,
     n64: u64,
     sort_rows: u64,
-    positions: u64,
+    positions: DevPtr<u32>,
     scratch: &Scratch,
-) -> Result<u64> {
+) -> Result<DevPtr<u32>> {
     let k = dev.kernels()?;
     let (passes, dbits) = radix(sort_rows);
     let ntiles = tiles(n64);
     let ncounts = (1u64 << dbits) * ntiles;
     let (counts, offs, sums) = (
-        scratch.p(Scratch::COUNTS),
-        scratch.p(Scratch::OFFS),
-        scratch.p(Scratch::SUMS),
+        scratch.p::<u32>(Scratch::COUNTS),
+        scratch.p::<u32>(Scratch::OFFS),
+        scratch.p::<u32>(Scratch::SUMS),
     );
-    let keys = Scratch::KEYS.map(|i| scratch.p(i));
-    let vals = Scratch::VALS.map(|i| scratch.p(i));
+    let keys = Scratch::KEYS.map(|i| scratch.p::<u32>(i));
+    let vals = Scratch::VALS.map(|i| scratch.p::<u32>(i));
     for pass in 0..passes {
         let last = pass + 1 == passes;
         let kin = if pass == 0 {
@@ -303,7 +322,7 @@ fn radix_sort(
             keys[(pass as usize - 1) % 2]
         };
         let vin = if pass == 0 {
-            0
+            DevPtr::NULL
         } else {
             vals[(pass as usize - 1) % 2]
         };
@@ -348,18 +367,24 @@ fn radix_sort(
 /// `info`.
 fn level_tables(
     dev: &Device,
-    sorted: u64,
+    sorted: DevPtr<u32>,
     n64: u64,
     sort_rows: u64,
     plan: &PlanMem,
     scratch: &Scratch,
-    info: u64,
+    info: DevPtr<u64>,
 ) -> Result<()> {
     let k = dev.kernels()?;
     let t0 = tiles(sort_rows);
-    let off = scratch.p(Scratch::OFF);
-    let (s3, sc3) = (scratch.p(Scratch::SUMS3), scratch.p(Scratch::SCAN3));
-    let (la, lb) = (scratch.p(Scratch::LIST_A), scratch.p(Scratch::LIST_B));
+    let off = scratch.p::<u32>(Scratch::OFF);
+    let (s3, sc3) = (
+        scratch.p::<Level0Counts>(Scratch::SUMS3),
+        scratch.p::<Level0Counts>(Scratch::SCAN3),
+    );
+    let (la, lb) = (
+        scratch.p::<u32>(Scratch::LIST_A),
+        scratch.p::<u32>(Scratch::LIST_B),
+    );
     let args = PlanOffsets {
         skeys: In::at(sorted),
         n: n64,
@@ -426,7 +451,7 @@ fn level_tables(
 /// the plan over `plan`'s tables.
 fn finish(
     dev: &Device,
-    idx: u64,
+    idx: DevPtr<u32>,
     n: usize,
     rows: usize,
     known_max: Option<u32>,
@@ -448,17 +473,22 @@ fn finish(
             ),
         }));
     }
-    let mut tables = vec![(plan.start0, plan.row0, plan.slot0, words[INFO_CHUNKS])];
+    let mut tables = vec![ChunkTable {
+        start: plan.start0,
+        row: plan.row0,
+        slot: plan.slot0,
+        chunks: words[INFO_CHUNKS],
+    }];
     let mut values = vec![n];
     for l in 1..levels as u32 {
         let vb = hi_vb(n64, l);
-        let s = plan.hi + 4 * hi_offset(n64, l);
-        tables.push((
-            s,
-            s + 4 * (vb + 1),
-            s + 4 * (2 * vb + 1),
-            words[INFO_CHUNKS + l as usize],
-        ));
+        let start = plan.hi.byte_add(4 * hi_offset(n64, l));
+        tables.push(ChunkTable {
+            start,
+            row: start.byte_add(4 * (vb + 1)),
+            slot: start.byte_add(4 * (2 * vb + 1)),
+            chunks: words[INFO_CHUNKS + l as usize],
+        });
         values.push(words[INFO_VALUES + l as usize] as usize);
     }
     let max = known_max.unwrap_or(words[INFO_MAX] as u32);
@@ -471,7 +501,13 @@ fn finish(
 /// Exclusive scan of the `n` u32 at `input` into `out`, with `sums` holding
 /// `tiles(n)` u32 of scratch: tile sums, their scan by one block, then each
 /// tile's scan.
-pub(crate) fn scan_u32(dev: &Device, input: u64, n: u64, sums: u64, out: u64) -> Result<()> {
+pub(crate) fn scan_u32(
+    dev: &Device,
+    input: DevPtr<u32>,
+    n: u64,
+    sums: DevPtr<u32>,
+    out: DevPtr<u32>,
+) -> Result<()> {
     let k = dev.kernels()?;
     let nt = tiles(n);
     let args = ScanSums {

@@ -8,7 +8,7 @@
 use rtx_backend::sample::{Csr, SampleSpec, Sampled, check_spec, sample_key};
 use rtx_backend::{Error as BError, Result as BResult, SampleOps};
 
-use super::args::{In, Out};
+use super::args::{DevPtr, In, Out};
 use super::backend::CudaBackend;
 use super::buffer::DevMem;
 use super::context::Device;
@@ -28,7 +28,7 @@ type Chunk = (DevMem, usize);
 
 /// A hop's frontier of one node type: its nodes (a copy when they span
 /// chunks), their address, count and first local id.
-type Frontier = (Option<DevMem>, u64, usize, usize);
+type Frontier = (Option<DevMem>, DevPtr<u32>, usize, usize);
 
 /// `n` `u32`s of fresh device memory.
 fn alloc_u32(dev: &Device, n: usize) -> Result<DevMem> {
@@ -40,8 +40,8 @@ fn alloc_u32(dev: &Device, n: usize) -> Result<DevMem> {
     dev.alloc(bytes)
 }
 
-/// The `u32` at device address `p` (synchronizes the stream).
-fn read_u32(dev: &Device, p: u64, what: &str) -> Result<u32> {
+/// The `u32` at `p` (synchronizes the stream).
+fn read_u32(dev: &Device, p: DevPtr<u32>, what: &str) -> Result<u32> {
     let mut v = [0u32];
     dev.read(p, &mut v, what)?;
     Ok(v[0])
@@ -49,12 +49,12 @@ fn read_u32(dev: &Device, p: u64, what: &str) -> Result<u32> {
 
 /// The exclusive scan of the `n + 1` counts at `counts` (the last one 0), and
 /// its total (one readback).
-fn scan_total(dev: &Device, counts: u64, n: usize, what: &str) -> Result<(DevMem, usize)> {
+fn scan_total(dev: &Device, counts: DevPtr<u32>, n: usize, what: &str) -> Result<(DevMem, usize)> {
     let n1 = n as u64 + 1;
     let out = alloc_u32(dev, n + 1)?;
     let sums = alloc_u32(dev, tiles(n1) as usize)?;
     scan_u32(dev, counts, n1, sums.ptr(), out.ptr())?;
-    let total = read_u32(dev, out.ptr() + 4 * n as u64, what)? as usize;
+    let total = read_u32(dev, out.ptr().byte_add(4 * n as u64), what)? as usize;
     Ok((out, total))
 }
 
@@ -66,7 +66,13 @@ impl CudaBackend {
     /// map (nodes assigned before keep their ids; new ones get `base..` in
     /// order of first position). Returns every candidate's local id and the
     /// new nodes' global ids.
-    fn relabel(&self, map: u64, cand: u64, m: usize, base: usize) -> BResult<(Chunk, Chunk)> {
+    fn relabel(
+        &self,
+        map: DevPtr<u32>,
+        cand: DevPtr<u32>,
+        m: usize,
+        base: usize,
+    ) -> BResult<(Chunk, Chunk)> {
         if m > MAX_CANDIDATES {
             return Err(BError::Sample(format!(
                 "{m} sampled nodes in one relabelling; the sampler takes at most {MAX_CANDIDATES}"
@@ -123,7 +129,7 @@ impl CudaBackend {
     fn concat(&self, chunks: &[Chunk]) -> BResult<DevMem> {
         let n: usize = chunks.iter().map(|c| c.1).sum();
         let out = alloc_u32(&self.dev, n)?;
-        let parts: Vec<(u64, u64, u32)> = chunks
+        let parts: Vec<(DevPtr<u32>, u64, u32)> = chunks
             .iter()
             .map(|(c, len)| (c.ptr(), *len as u64, 0))
             .collect();
@@ -147,7 +153,7 @@ impl CudaBackend {
     fn hop(
         &self,
         c: &Csr<CudaIndex>,
-        front: u64,
+        front: DevPtr<u32>,
         n: usize,
         lo: usize,
         fanout: u32,
@@ -287,7 +293,7 @@ impl SampleOps for CudaBackend {
         seeds.entry.check_below(dev, node_counts[t0])?;
         // per type: the map of global ids to local ones, zeroed at first use
         let mut maps: Vec<Option<DevMem>> = (0..types).map(|_| None).collect();
-        let mut map_of = |t: usize| -> BResult<u64> {
+        let mut map_of = |t: usize| -> BResult<DevPtr<u32>> {
             if let Some(m) = &maps[t] {
                 return Ok(m.ptr());
             }

@@ -9,7 +9,7 @@ use rtx_backend::ops::train::{self as t, AdamStep, RegressionLoss, SgdStep};
 use rtx_backend::prelude::*;
 use rtx_backend::{BTensor, Element, Error as BError, LossGrad, Result as BResult};
 
-use super::args::{Elem, In, Out};
+use super::args::{DevPtr, Elem, In, Out};
 use super::backend::{CudaBackend, ptr};
 use super::index_lists::CudaIndex;
 use super::launch::{
@@ -22,12 +22,14 @@ const STEP_CHUNK: u64 = 4096;
 
 /// The writable device address of `t`, made unique first (no other tensor
 /// sees the writes).
-fn unique_ptr<T: Element>(b: &CudaBackend, t: &mut BTensor<CudaBackend, T>) -> BResult<u64> {
+fn unique_ptr<T: Element>(b: &CudaBackend, t: &mut BTensor<CudaBackend, T>) -> BResult<DevPtr<T>> {
     b.make_unique(t)?;
-    Ok(t.storage_mut()
-        .expect("unique after make_unique")
-        .device_ptr())
+    Ok(t.storage_mut().expect("unique after make_unique").ptr())
 }
+
+/// An uploaded [`StepTable`]: its memory, the tensor table, the block
+/// words and the number of blocks.
+type Uploaded = (super::buffer::DevMem, DevPtr<u64>, DevPtr<u64>, u32);
 
 /// The device tables of one multi-tensor step: five words per tensor
 /// (addresses of p, g, m / buf, v, and n), then a word per block
@@ -45,18 +47,17 @@ impl StepTable {
         }
     }
 
-    fn push(&mut self, p: u64, g: u64, m: u64, v: u64, n: usize) {
-        self.words.extend([p, g, m, v, n as u64]);
+    /// A tensor of `n` elements: parameters `p`, gradients `g`, and the
+    /// optimizer's state `m` and `v` (null where it keeps none).
+    fn push<T>(&mut self, p: DevPtr<T>, g: DevPtr<T>, m: DevPtr<T>, v: DevPtr<T>, n: usize) {
+        self.words
+            .extend([p.addr(), g.addr(), m.addr(), v.addr(), n as u64]);
         self.tensors += 1;
     }
 
     /// The block words appended; uploads the whole table: `(memory, tab
     /// address, blocks address, blocks)`, or `None` without elements.
-    fn upload(
-        mut self,
-        b: &CudaBackend,
-        op: &'static str,
-    ) -> BResult<Option<(super::buffer::DevMem, u64, u64, u32)>> {
+    fn upload(mut self, b: &CudaBackend, op: &'static str) -> BResult<Option<Uploaded>> {
         let tab_words = self.words.len();
         for i in 0..self.tensors {
             let n = self.words[5 * i + 4];
@@ -82,8 +83,9 @@ impl StepTable {
         }
         let bytes: Vec<u8> = self.words.iter().flat_map(|w| w.to_ne_bytes()).collect();
         let mem = b.dev.upload_bytes(&bytes)?;
-        let at = mem.ptr();
-        Ok(Some((mem, at, at + 8 * tab_words as u64, blocks as u32)))
+        let at: DevPtr<u64> = mem.ptr();
+        let blocks_at = at.byte_add(8 * tab_words as u64);
+        Ok(Some((mem, at, blocks_at, blocks as u32)))
     }
 }
 
@@ -251,9 +253,9 @@ impl TrainOps for CudaBackend {
             let pb = if s.has_momentum {
                 unique_ptr(self, bufs[i])?
             } else {
-                0
+                DevPtr::NULL
             };
-            table.push(pp, ptr(grads[i]), pb, 0, n);
+            table.push(pp, ptr(grads[i]), pb, DevPtr::NULL, n);
         }
         let Some((_mem, tab, blocks, grid)) = table.upload(self, "sgd_step")? else {
             return Ok(());

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use rtx_backend::{IndexPlan, Result as BResult, ops, reference};
 
+use super::super::args::DevPtr;
 use super::super::buffer::DevMem;
 use super::super::context::Device;
 use super::super::plan::{DevicePlan, u32_bytes};
@@ -125,14 +126,14 @@ impl ListEntry {
         }
     }
 
-    /// The list on the device (uploaded at first use; 0 for an empty list,
+    /// The list on the device (uploaded at first use; null for an empty list,
     /// which no kernel reads).
     ///
     /// # Errors
     /// Device errors.
-    pub fn dev_list(&self, dev: &Device) -> BResult<u64> {
+    pub fn dev_list(&self, dev: &Device) -> BResult<DevPtr<u32>> {
         if self.len == 0 {
-            return Ok(0);
+            return Ok(DevPtr::NULL);
         }
         if let Some(m) = self.dev.get() {
             return Ok(m.ptr());
