@@ -162,7 +162,7 @@ pub(crate) fn build_levels(plan: &IndexPlan) -> ScatterLevels {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use rtx_backend::conformance::{indices, values};
+    use rtx_backend::workload::{indices, values};
     use rtx_backend::{Element, reference};
 
     /// Runs the tables as the kernels do (per column, chunk by chunk).
