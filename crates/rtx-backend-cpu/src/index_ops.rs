@@ -3,9 +3,8 @@
 
 use rtx_backend::order::add_row_sum;
 use rtx_backend::prelude::*;
-use rtx_backend::{
-    BTensor, Element, IndexPlan, Result, Tensor, check_index_add, dims2, ops, reference,
-};
+use rtx_backend::implement::{check_index_add, dims2};
+use rtx_backend::{BTensor, Element, IndexPlan, Result, Tensor, ops, reference};
 use rtx_tensor::Layout;
 
 use crate::CpuBackend;

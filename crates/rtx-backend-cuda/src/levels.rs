@@ -13,7 +13,8 @@
 //! level is one monotone `start` array of `n + 1` entries plus a row and a slot
 //! per chunk.
 
-use rtx_backend::{CANONICAL_BLOCK, IndexPlan};
+use rtx_backend::IndexPlan;
+use rtx_backend::order::CANONICAL_BLOCK;
 
 /// Slot of a chunk whose sum is added into its destination row.
 pub(crate) const FINAL: u32 = u32::MAX;

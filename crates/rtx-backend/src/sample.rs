@@ -31,7 +31,8 @@
 use std::borrow::Cow;
 
 use crate::workload::splitmix64;
-use crate::{Error, IndexOps, IndexPlan, Result, check_len};
+use crate::index_list::check_len;
+use crate::{Error, IndexOps, IndexPlan, Result};
 
 /// The incoming neighbours of every destination node of one relation: the
 /// CSR of the relation's adjacency by destination. `offsets` has

@@ -6,7 +6,8 @@ use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
-use rtx_backend::{IndexPlan, Result as BResult, check_len};
+use rtx_backend::implement::check_len;
+use rtx_backend::{IndexPlan, Result as BResult};
 
 use super::context::Device;
 use super::entry::{IndexEntry, Source};

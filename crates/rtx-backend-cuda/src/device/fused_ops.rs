@@ -6,9 +6,8 @@
 //! column sum; each with exactly its composition's bits.
 
 use rtx_backend::prelude::*;
-use rtx_backend::{
-    BTensor, BiasPart, Element, IndexPlan, Result as BResult, check_bias_parts, ops,
-};
+use rtx_backend::implement::check_bias_parts;
+use rtx_backend::{BTensor, BiasPart, Element, IndexPlan, Result as BResult, ops};
 
 use super::args::{BiasParts, In, Out};
 use super::backend::{CudaBackend, ptr};

@@ -6,7 +6,8 @@
 use super::harness::{assert_bits, down, up};
 use crate::order::CANONICAL_BLOCK;
 use crate::workload::{indices, values};
-use crate::{Backend, Error, IndexPlan, concat_shifted};
+use crate::implement::concat_shifted;
+use crate::{Backend, Error, IndexPlan};
 
 /// The lists: `(name, idx, rows)`.
 fn cases() -> Vec<(&'static str, Vec<u32>, usize)> {
