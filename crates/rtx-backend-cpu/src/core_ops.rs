@@ -1,7 +1,7 @@
 //! [`BackendCore`] of the CPU backend: buffers are `Vec`s on the host.
 
-use rtx_backend::prelude::*;
 use rtx_backend::implement::try_copy;
+use rtx_backend::prelude::*;
 use rtx_backend::{BTensor, Element, Error, Result, Tensor};
 use rtx_tensor::Layout;
 

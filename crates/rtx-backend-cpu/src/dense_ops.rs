@@ -7,9 +7,9 @@
 //! bit-identical for any thread count.
 
 use rayon::prelude::*;
+use rtx_backend::implement::{dims2, try_vec};
 use rtx_backend::order::{CANONICAL_BLOCK, canonical_accumulate, reduce_blocks};
 use rtx_backend::prelude::*;
-use rtx_backend::implement::{dims2, try_vec};
 use rtx_backend::{BTensor, Binary, Element, Error, Result, Tensor, Unary, ops};
 use rtx_tensor::Layout;
 

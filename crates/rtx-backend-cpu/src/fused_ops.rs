@@ -5,8 +5,8 @@
 //! thread count.
 
 use rayon::prelude::*;
-use rtx_backend::prelude::*;
 use rtx_backend::implement::{check_bias_parts, try_vec};
+use rtx_backend::prelude::*;
 use rtx_backend::{BTensor, BiasPart, Binary, Element, IndexPlan, Result, Tensor, ops};
 use rtx_tensor::Layout;
 

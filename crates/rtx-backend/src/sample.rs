@@ -30,8 +30,8 @@
 
 use std::borrow::Cow;
 
-use crate::workload::splitmix64;
 use crate::index_list::check_len;
+use crate::workload::splitmix64;
 use crate::{Error, IndexOps, IndexPlan, Result};
 
 /// The incoming neighbours of every destination node of one relation: the

@@ -4,8 +4,8 @@
 
 use std::time::Instant;
 
-use rtx_backend::workload::value;
 use rtx_backend::prelude::*;
+use rtx_backend::workload::value;
 use rtx_backend::{BTensor, Element, Result};
 use rtx_backend_cuda::{CudaBackend, CudaBuffer, ScatterForm};
 

@@ -18,8 +18,8 @@
 //! copy and permute rows also carry `ms_queued` and the `_queued` ratios,
 //! one of [`QUEUED`] back-to-back calls, the device's own time.
 
-use rtx_backend::workload::indices;
 use rtx_backend::prelude::*;
+use rtx_backend::workload::indices;
 use rtx_backend::{BTensor, Element, bf16, f16};
 use rtx_backend_cpu::CpuBackend;
 use rtx_backend_cuda::CudaBackend;

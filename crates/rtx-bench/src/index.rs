@@ -14,8 +14,8 @@
 //! (1 GiB device-to-device copy, the bandwidth ceiling).
 
 use rtx_backend::IndexPlan;
-use rtx_backend::workload::indices;
 use rtx_backend::prelude::*;
+use rtx_backend::workload::indices;
 use rtx_backend_cpu::CpuBackend;
 use serde_json::json;
 

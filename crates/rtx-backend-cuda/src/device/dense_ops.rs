@@ -2,8 +2,8 @@
 //! [`rtx_backend::ops`] in the canonical order, bit-identical to the CPU
 //! backend (`exp` excepted: the device's `expf` / `exp`).
 
-use rtx_backend::prelude::*;
 use rtx_backend::implement::dims2;
+use rtx_backend::prelude::*;
 use rtx_backend::{BTensor, Binary, Element, Result as BResult, Unary, ops};
 
 use super::args::{Elem, In, Out, RrClimb};

@@ -5,8 +5,8 @@
 //! `sum_bias_relu` in one kernel each; `head_scale_sum_rows` as one climbing
 //! column sum; each with exactly its composition's bits.
 
-use rtx_backend::prelude::*;
 use rtx_backend::implement::check_bias_parts;
+use rtx_backend::prelude::*;
 use rtx_backend::{BTensor, BiasPart, Element, IndexPlan, Result as BResult, ops};
 
 use super::args::{BiasParts, In, Out};

@@ -6,8 +6,8 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use rtx_backend::prelude::*;
 use rtx_backend::implement::{check_index_add, dims2};
+use rtx_backend::prelude::*;
 use rtx_backend::{BTensor, Element, Error as BError, IndexPlan, Result as BResult, ops};
 use rtx_tensor::Layout;
 

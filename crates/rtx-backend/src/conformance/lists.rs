@@ -4,9 +4,9 @@
 //! errors of bad lists.
 
 use super::harness::{assert_bits, down, up};
+use crate::implement::concat_shifted;
 use crate::order::CANONICAL_BLOCK;
 use crate::workload::{indices, values};
-use crate::implement::concat_shifted;
 use crate::{Backend, Error, IndexPlan};
 
 /// The lists: `(name, idx, rows)`.
