@@ -171,7 +171,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
 /// docs): the edges made on the device (`index_random`, bit for bit
 /// `harris_like`'s host lists), the model on their device lists.
 fn hetgat_sampled(g: &CudaBackend, args: &Args) -> anyhow::Result<()> {
-    use rtx_gnn::testing::{harris_like, harris_like_lists};
+    use rtx_gnn::graph::{harris_like, harris_like_lists};
     use rtx_gnn::{HetGat, HetGatConfig, IndexGraph};
     let (na, nb) = (200_000usize, 100_000usize);
     let edges = [30_000usize, 20_000, 25_000];

@@ -556,7 +556,7 @@ mod tests {
         let want = harris_features::<f32>(3);
         assert_eq!(b.download(&w.x[1]).unwrap(), want[1]);
         // a graph that is not Harris-shaped at any batch
-        let odd = rtx_gnn::testing::harris_like(10_000, 4_000, [10, 10, 10], 1).unwrap();
+        let odd = rtx_gnn::graph::harris_like(10_000, 4_000, [10, 10, 10], 1).unwrap();
         let e = Workload::new(&b, &odd, 0).err().unwrap().to_string();
         assert!(e.contains("not a Harris-shaped graph"), "{e}");
     }
