@@ -34,7 +34,7 @@ pub fn emit(
     println!("{}", serde_json::Value::Object(row));
 }
 
-/// `n` values of stream `seed` (WORKLOADS.md `value`), generated on all cores.
+/// `n` values of stream `seed` (docs/workloads.md `value`), generated on all cores.
 pub fn values_par(seed: u64, n: usize) -> Vec<f32> {
     let mut out = vec![0.0f32; n];
     let threads = std::thread::available_parallelism().map_or(4, |p| p.get());

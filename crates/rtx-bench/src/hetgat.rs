@@ -1,4 +1,4 @@
-//! `rtx-bench hetgat`: trains the HetGAT of `anchors/WORKLOADS.md` on the
+//! `rtx-bench hetgat`: trains the HetGAT of `docs/workloads.md` on the
 //! Harris-shaped graph, with a progress bar, the loss per step and a summary.
 
 use std::time::{Duration, Instant};

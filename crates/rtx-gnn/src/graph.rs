@@ -141,7 +141,7 @@ impl HeteroGraph {
         })
     }
 
-    /// The Harris-shaped graph of WORKLOADS.md with `batch` disjoint copies
+    /// The Harris-shaped graph of docs/workloads.md with `batch` disjoint copies
     /// (copy `c` offsets node ids by `c * n_type`, as PyG batches graphs).
     ///
     /// # Errors
