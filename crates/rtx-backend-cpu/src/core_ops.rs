@@ -1,7 +1,8 @@
 //! [`BackendCore`] of the CPU backend: buffers are `Vec`s on the host.
 
+use rtx_backend::implement::try_copy;
 use rtx_backend::prelude::*;
-use rtx_backend::{BTensor, Element, Error, Result, Tensor, try_copy};
+use rtx_backend::{BTensor, Element, Error, Result, Tensor};
 use rtx_tensor::Layout;
 
 use crate::{CpuBackend, CpuBuffer};

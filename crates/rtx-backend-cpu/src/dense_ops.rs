@@ -7,9 +7,10 @@
 //! bit-identical for any thread count.
 
 use rayon::prelude::*;
+use rtx_backend::implement::{dims2, try_vec};
 use rtx_backend::order::{CANONICAL_BLOCK, canonical_accumulate, reduce_blocks};
 use rtx_backend::prelude::*;
-use rtx_backend::{BTensor, Binary, Element, Error, Result, Tensor, Unary, dims2, ops, try_vec};
+use rtx_backend::{BTensor, Binary, Element, Error, Result, Tensor, Unary, ops};
 use rtx_tensor::Layout;
 
 use crate::tasks::{ELEMS_PER_TASK, MIN_ROWS_PER_TASK};

@@ -5,10 +5,9 @@
 //! thread count.
 
 use rayon::prelude::*;
+use rtx_backend::implement::{check_bias_parts, try_vec};
 use rtx_backend::prelude::*;
-use rtx_backend::{
-    BTensor, BiasPart, Binary, Element, IndexPlan, Indices, Result, Tensor, ops, try_vec,
-};
+use rtx_backend::{BTensor, BiasPart, Binary, Element, IndexPlan, Indices, Result, Tensor, ops};
 use rtx_tensor::Layout;
 
 use crate::tasks::{ELEMS_PER_TASK, MIN_ROWS_PER_TASK};
@@ -20,7 +19,7 @@ impl FusedOps for CpuBackend {
         &self,
         parts: &[BiasPart<'_, Self, T>],
     ) -> Result<BTensor<Self, T>> {
-        let (n, f) = rtx_backend::check_bias_parts::<Self, T>(parts)?;
+        let (n, f) = check_bias_parts::<Self, T>(parts)?;
         if T::DTYPE.is_half() {
             let wide = parts
                 .iter()

@@ -1,11 +1,10 @@
 //! [`IndexOps`] of the CPU backend: gather, scatter-add and segment max,
 //! parallel over destination rows, each row in the canonical order.
 
+use rtx_backend::implement::{check_index_add, dims2};
 use rtx_backend::order::add_row_sum;
 use rtx_backend::prelude::*;
-use rtx_backend::{
-    BTensor, Element, Indices, Result, Tensor, check_index_add, dims2, ops, reference,
-};
+use rtx_backend::{BTensor, Element, Indices, Result, Tensor, ops, reference};
 use rtx_tensor::Layout;
 
 use crate::CpuBackend;

@@ -461,7 +461,7 @@ mod tests {
 
     #[test]
     fn bit_identical_for_any_thread_count() {
-        use rtx_backend::conformance::{indices, values};
+        use rtx_backend::workload::{indices, values};
         let (rows, e, f) = (3000, 300_000, 8);
         let idx = indices(1, e, rows, true);
         let src: Vec<f32> = values(3, e * f);

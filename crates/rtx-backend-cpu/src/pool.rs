@@ -16,7 +16,8 @@ use std::collections::HashMap;
 use std::ops::{Deref, DerefMut};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use rtx_backend::{DType, Element, Result, bf16, f16, try_copy, try_vec};
+use rtx_backend::implement::{try_copy, try_vec};
+use rtx_backend::{DType, Element, Result, bf16, f16};
 
 /// The most bytes the pool of one backend holds (1 GiB): about the
 /// temporaries of a batch-8 HetGAT step.

@@ -2,8 +2,8 @@
 //! threads, on sizes that cut every op into many rayon tasks (and the
 //! canonical sums into several level-0 blocks computed in parallel).
 
-use rtx_backend::conformance::{indices, values};
 use rtx_backend::prelude::*;
+use rtx_backend::workload::{indices, values};
 use rtx_backend::{Element, IndexPlan, Unary, bf16, f16};
 use rtx_backend_cpu::{CpuBackend, DenseKernels};
 
@@ -126,9 +126,7 @@ mod props {
         let b = CpuBackend::new();
         let v = |s: u64, n: usize| -> Vec<T> {
             (0..n)
-                .map(|i| {
-                    T::from_f64(f64::from(rtx_backend::conformance::value(s, i as u64)) * 64.0)
-                })
+                .map(|i| T::from_f64(f64::from(rtx_backend::workload::value(s, i as u64)) * 64.0))
                 .collect()
         };
         let (src, dst) = (v(seed, idx.len() * f), v(seed ^ 1, rows * f));

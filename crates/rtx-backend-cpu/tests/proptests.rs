@@ -44,7 +44,7 @@ proptest! {
     #[test]
     fn scatter_matches_reference_bits((rows, f, idx, seed) in case()) {
         let b = CpuBackend::new();
-        let src: Vec<f32> = (0..idx.len() * f).map(|i| rtx_backend::conformance::value(seed, i as u64)).collect();
+        let src: Vec<f32> = (0..idx.len() * f).map(|i| rtx_backend::workload::value(seed, i as u64)).collect();
         let mut d = b.zeros::<f32>(&[rows, f]).unwrap();
         b.index_add(&mut d, &idx, &b.upload(&src, &[idx.len(), f]).unwrap()).unwrap();
         let mut want = vec![0.0f32; rows * f];

@@ -44,7 +44,7 @@ pub(crate) const WINDOW: u64 = crate::levels::WINDOW as u64;
 /// Bytes of one entry's column slice the windowed fused level 0 stages (`RTX_SLICE_BYTES`).
 pub(crate) const SLICE_BYTES: u64 = 64;
 /// Terms of one block of the canonical order (`RTX_CANONICAL_BLOCK`).
-pub(crate) const CANONICAL_BLOCK: usize = rtx_backend::CANONICAL_BLOCK;
+pub(crate) const CANONICAL_BLOCK: usize = rtx_backend::order::CANONICAL_BLOCK;
 /// Most parts one `sum_bias_relu` launch sums (`RTX_SUM_BIAS_PARTS`); more
 /// take the composition.
 pub(crate) const SUM_BIAS_PARTS: usize = 8;

@@ -93,7 +93,7 @@ pub(crate) fn f16_widen(i: u16) -> f32 {
 
 #[cfg(test)]
 mod tests {
-    use rtx_backend::conformance::splitmix64;
+    use rtx_backend::workload::splitmix64;
     use rtx_backend::{bf16, f16};
 
     use super::*;

@@ -13,7 +13,8 @@
 //! level is one monotone `start` array of `n + 1` entries plus a row and a slot
 //! per chunk.
 
-use rtx_backend::{CANONICAL_BLOCK, IndexPlan};
+use rtx_backend::IndexPlan;
+use rtx_backend::order::CANONICAL_BLOCK;
 
 /// Slot of a chunk whose sum is added into its destination row.
 pub(crate) const FINAL: u32 = u32::MAX;
@@ -162,7 +163,7 @@ pub(crate) fn build_levels(plan: &IndexPlan) -> ScatterLevels {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use rtx_backend::conformance::{indices, values};
+    use rtx_backend::workload::{indices, values};
     use rtx_backend::{Element, reference};
 
     /// Runs the tables as the kernels do (per column, chunk by chunk).

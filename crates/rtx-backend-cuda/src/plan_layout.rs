@@ -90,7 +90,7 @@ mod tests {
     use super::*;
     use crate::levels::build_levels;
     use rtx_backend::IndexPlan;
-    use rtx_backend::conformance::indices;
+    use rtx_backend::workload::indices;
 
     #[test]
     fn radix_passes_cover_the_bits() {

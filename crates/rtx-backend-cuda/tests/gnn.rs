@@ -13,7 +13,9 @@ use rtx_backend::workload::{indices, values};
 use rtx_backend::{BTensor, Binary, Element, HostIndexOps, IndexPlan, Unary, bf16, f16};
 use rtx_backend_cpu::CpuBackend;
 use rtx_backend_cuda::{ColSums, CudaBackend};
-use rtx_gnn::testing::{check_gradients, harris_like, mixed_training_bits, training_bits};
+use rtx_gnn::determinism::{mixed_training_bits, training_bits};
+use rtx_gnn::gradcheck::check_gradients;
+use rtx_gnn::graph::harris_like;
 use rtx_gnn::{HetGatConfig, HeteroGraph};
 
 fn backend() -> CudaBackend {

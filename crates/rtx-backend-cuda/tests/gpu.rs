@@ -8,9 +8,9 @@
 use rtx_backend::Indices;
 use std::sync::OnceLock;
 
-use rtx_backend::conformance::{indices, splitmix64, values};
 use rtx_backend::order::canonical_sum;
 use rtx_backend::prelude::*;
+use rtx_backend::workload::{indices, splitmix64, values};
 use rtx_backend::{BTensor, Error as BError, IndexPlan, reference};
 use rtx_backend_cpu::CpuBackend;
 use rtx_backend_cuda::{CudaBackend, Error, ScatterForm, TransposeTile};

@@ -11,9 +11,8 @@
 use rtx_backend::prelude::*;
 use rtx_backend::{BTensor, Binary, Element, IndexPlan};
 use rtx_backend_cuda::CudaBackend;
-use rtx_gnn::testing::{
-    TRAINING_LR, TRAINING_SEED, harris_like, inputs, training_bits, training_config,
-};
+use rtx_gnn::determinism::{TRAINING_LR, TRAINING_SEED, training_bits, training_config};
+use rtx_gnn::graph::{harris_like, harris_like_inputs};
 use rtx_gnn::{HetGat, HeteroGraph};
 
 fn backend() -> CudaBackend {
@@ -54,7 +53,7 @@ fn a_recorded_training_step_replays_the_eager_steps_bit_for_bit() {
     let (losses, params) = pinned(&dev, &g, || {
         let mut model =
             HetGat::<CudaBackend, f32>::new(&dev, &g, training_config(&g), TRAINING_SEED).unwrap();
-        let x = inputs::<_, f32>(&dev, &g, &model.config().in_features).unwrap();
+        let x = harris_like_inputs::<_, f32>(&dev, &g, &model.config().in_features).unwrap();
         // the recording runs step 1; each replay one more
         let mut step = dev
             .record(|b| model.train_step_enqueued(b, &g, &x, TRAINING_LR))
@@ -79,7 +78,7 @@ fn a_recorded_forward_reads_the_parameters_where_they_are() {
     pinned(&dev, &g, || {
         let mut model =
             HetGat::<CudaBackend, f32>::new(&dev, &g, training_config(&g), TRAINING_SEED).unwrap();
-        let x = inputs::<_, f32>(&dev, &g, &model.config().in_features).unwrap();
+        let x = harris_like_inputs::<_, f32>(&dev, &g, &model.config().in_features).unwrap();
         let eager = bits(&dev, &model.forward(&dev, &g, &x).unwrap());
         let mut fwd = dev.record(|b| model.forward(b, &g, &x)).unwrap();
         assert_eq!(bits(&dev, fwd.outputs()), eager, "the recording's own run");

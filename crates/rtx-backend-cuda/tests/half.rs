@@ -16,9 +16,9 @@
 use std::sync::OnceLock;
 
 use rayon::prelude::*;
-use rtx_backend::conformance::{indices, splitmix64, values};
 use rtx_backend::order::canonical_sum;
 use rtx_backend::prelude::*;
+use rtx_backend::workload::{indices, splitmix64, values};
 use rtx_backend::{BTensor, Element, IndexPlan, bf16, f16};
 use rtx_backend_cpu::CpuBackend;
 use rtx_backend_cuda::{CudaBackend, ScatterForm, TransposeTile};

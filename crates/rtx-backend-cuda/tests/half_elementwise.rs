@@ -17,8 +17,8 @@
 
 use std::sync::OnceLock;
 
-use rtx_backend::conformance::{splitmix64, values};
 use rtx_backend::prelude::*;
+use rtx_backend::workload::{splitmix64, values};
 use rtx_backend::{BTensor, Backend, Binary, Element, Unary, bf16, f16, round_f32, widen_f32};
 use rtx_backend_cpu::CpuBackend;
 use rtx_backend_cuda::CudaBackend;

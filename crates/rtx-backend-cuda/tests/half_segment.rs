@@ -17,8 +17,8 @@
 use rtx_backend::Indices;
 use std::sync::OnceLock;
 
-use rtx_backend::conformance::{indices, splitmix64, values};
 use rtx_backend::prelude::*;
+use rtx_backend::workload::{indices, splitmix64, values};
 use rtx_backend::{BTensor, Element, IndexPlan, bf16, f16};
 use rtx_backend_cpu::CpuBackend;
 use rtx_backend_cuda::{CudaBackend, ScatterForm};

@@ -18,10 +18,11 @@ use rtx_backend_cpu::CpuBackend;
 use rtx_backend_cuda::CudaBackend;
 use rtx_backend_cuda::comm::{NcclComm, NcclId, nccl_version};
 use rtx_gnn::HetGatConfig;
+use rtx_gnn::determinism::{TRAINING_LR, TRAINING_SEED, training_config};
+use rtx_gnn::graph::harris_like;
 use rtx_gnn::parallel::{
     RankRun, Shard, TrainSpec, harris_shards, run_ranks, train_shard, train_single, union,
 };
-use rtx_gnn::testing::{TRAINING_LR, TRAINING_SEED, harris_like, training_config};
 
 fn spec(config: HetGatConfig) -> TrainSpec {
     TrainSpec {

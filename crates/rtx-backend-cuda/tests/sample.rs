@@ -13,8 +13,8 @@ use rtx_backend::sample::{SampleSpec, csr_host};
 use rtx_backend::{Error, SampleOps};
 use rtx_backend_cpu::CpuBackend;
 use rtx_backend_cuda::CudaBackend;
+use rtx_gnn::determinism::sampled_training_bits;
 use rtx_gnn::mag::{mag_node_types, mag_relations, mag_store};
-use rtx_gnn::testing::sampled_training_bits;
 
 fn backend() -> CudaBackend {
     CudaBackend::new(0).unwrap_or_else(|e| panic!("GPU test needs a CUDA device: {e}"))

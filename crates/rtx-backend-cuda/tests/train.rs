@@ -6,8 +6,8 @@
 //! FAILS with a message saying so.
 #![cfg(feature = "cuda")]
 
-use rtx_backend::conformance::{indices, values};
 use rtx_backend::prelude::*;
+use rtx_backend::workload::{indices, values};
 use rtx_backend::{AdamStep, BTensor, Element, RegressionLoss, SgdStep, bf16, f16};
 use rtx_backend_cpu::CpuBackend;
 use rtx_backend_cuda::CudaBackend;

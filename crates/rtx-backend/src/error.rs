@@ -74,7 +74,7 @@ pub enum Error {
         what: String,
     },
     /// Host memory could not be reserved (a huge but valid size; see
-    /// [`try_with_capacity`](crate::try_with_capacity)).
+    /// [`try_with_capacity`](crate::implement::try_with_capacity)).
     #[error("cannot allocate host memory for {elements} elements of {element_bytes} bytes")]
     HostAllocation {
         /// Elements asked for.

@@ -50,7 +50,7 @@ pub fn check_len(len: usize) -> Result<()> {
 pub fn concat_shifted(parts: &[(&[u32], u32)]) -> Result<Vec<u32>> {
     let total = parts.iter().map(|(p, _)| p.len()).sum::<usize>();
     check_len(total)?;
-    let mut out = crate::try_with_capacity(total)?;
+    let mut out = crate::host_alloc::try_with_capacity(total)?;
     for (part, &(p, offset)) in parts.iter().enumerate() {
         if let Some(&max) = p.iter().max()
             && max.checked_add(offset).is_none()
@@ -68,20 +68,20 @@ pub fn concat_shifted(parts: &[(&[u32], u32)]) -> Result<Vec<u32>> {
 #[macro_export]
 macro_rules! host_index_list {
     () => {
-        type Index = $crate::HostIndex;
+        type Index = $crate::implement::HostIndex;
 
-        fn index_from_host(&self, idx: &[u32]) -> $crate::Result<$crate::HostIndex> {
-            $crate::HostIndex::new(idx)
+        fn index_from_host(&self, idx: &[u32]) -> $crate::Result<$crate::implement::HostIndex> {
+            $crate::implement::HostIndex::new(idx)
         }
 
         fn index_to_host<'a>(
             &self,
-            idx: &'a $crate::HostIndex,
+            idx: &'a $crate::implement::HostIndex,
         ) -> $crate::Result<::std::borrow::Cow<'a, [u32]>> {
             Ok(::std::borrow::Cow::Borrowed(idx.as_slice()))
         }
 
-        fn index_len(&self, idx: &$crate::HostIndex) -> usize {
+        fn index_len(&self, idx: &$crate::implement::HostIndex) -> usize {
             idx.as_slice().len()
         }
     };

@@ -15,7 +15,8 @@
 
 use std::borrow::Cow;
 
-use crate::{Error, HostIndex, IndexOps, IndexPlan, Result, ops};
+use crate::index_list::HostIndex;
+use crate::{Error, IndexOps, IndexPlan, Result, ops};
 
 /// The indices of an index or fused op (see the [module](self) docs).
 /// Cheap to copy: it borrows.

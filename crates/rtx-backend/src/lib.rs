@@ -15,7 +15,10 @@
 //!   definitions, fixed reduction orders and shared row kernels.
 //! * [`HostIndexOps`]: a wrapper that forces a backend's index ops onto the
 //!   host round-trip defaults (the "before" of a device gather/scatter).
-//! * [`workload`]: the anchors' splitmix64 generators.
+//! * [`workload`]: the deterministic splitmix64 generators of the
+//!   benchmark and test workloads (`docs/workloads.md`).
+//! * [`implement`]: what only a backend implementation needs (argument
+//!   checks, fallible host allocation, host index lists).
 
 mod capability;
 pub mod comm;
@@ -26,6 +29,7 @@ mod error;
 pub mod exp;
 mod host_alloc;
 mod host_index;
+pub mod implement;
 mod index_list;
 mod indices;
 pub mod ops;
@@ -37,21 +41,20 @@ pub mod workload;
 
 pub use capability::{
     Backend, BackendCore, BiasPart, DenseOps, FusedOps, IndexOps, LayoutOps, LossGrad, TrainOps,
-    check_bias_parts, sum_bias_relu_composed,
 };
 pub use element::{DType, Element, bf16, bytes_of, f16, round_f32, vec_from_bytes, widen_f32};
 pub use error::{Error, Result};
-pub use host_alloc::{try_copy, try_vec, try_with_capacity};
 pub use host_index::HostIndexOps;
-pub use index_list::{HostIndex, check_len, concat_shifted};
 pub use indices::Indices;
+pub use ops::reference;
 pub use ops::train::{AdamStep, RegressionLoss, SgdStep};
 pub use ops::{Binary, Unary};
-pub use ops::{check_index_add, dims2, reference};
-pub use order::CANONICAL_BLOCK;
 pub use plan::IndexPlan;
 pub use sample::SampleOps;
 pub use tensor::Tensor;
+
+// capability/index.rs's default `index_concat` names it from the root.
+pub(crate) use index_list::concat_shifted;
 
 /// The tensor type of backend `B` with elements `T`.
 pub type BTensor<B, T> = Tensor<<B as BackendCore>::Buffer<T>>;

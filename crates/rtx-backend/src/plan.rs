@@ -2,7 +2,8 @@
 
 use rayon::prelude::*;
 
-use crate::{Error, Result, try_copy, try_vec};
+use crate::host_alloc::{try_copy, try_vec};
+use crate::{Error, Result};
 
 mod radix;
 

@@ -30,8 +30,9 @@
 
 use std::borrow::Cow;
 
+use crate::index_list::check_len;
 use crate::workload::splitmix64;
-use crate::{Error, IndexOps, IndexPlan, Result, check_len};
+use crate::{Error, IndexOps, IndexPlan, Result};
 
 /// The incoming neighbours of every destination node of one relation: the
 /// CSR of the relation's adjacency by destination. `offsets` has

@@ -1,7 +1,8 @@
-//! The anchors' deterministic workload generators (`anchors/WORKLOADS.md`):
-//! splitmix64 streams and the values, units and indices built on them.
-//! Always compiled: benches, the HetGAT graph builder and model
-//! initialization use them; the conformance suite re-exports them.
+//! The deterministic workload generators (`docs/workloads.md`): splitmix64
+//! streams and the values, units and indices built on them. Always
+//! compiled, and this is their one public path: benches, tests, the HetGAT
+//! graph builders, model initialization and the conformance suite all use
+//! `rtx_backend::workload`.
 
 /// splitmix64 value `i` of stream `seed`: `mix(seed + (i + 1) * 0x9E3779B97F4A7C15)`.
 ///
@@ -61,7 +62,7 @@ mod tests {
     }
 
     /// Known values computed independently (Python, exact integer arithmetic)
-    /// from WORKLOADS.md's definitions.
+    /// from the definitions in docs/workloads.md.
     #[test]
     fn pinned_values_of_workloads_md() {
         assert_eq!(splitmix64(1, 0), 0x910a_2dec_8902_5cc1);

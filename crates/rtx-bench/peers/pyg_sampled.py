@@ -4,7 +4,7 @@ PyG's HeteroConv of GATConv((-1, -1), 16, heads=4, add_self_loops=False), two
 layers, ReLU, Linear(64, 1) on the target type, MSE against zeros, SGD.
 
 * `mag` (suite "sampled"): the ogbn-mag-shaped graph of crates/rtx-gnn/src/mag.rs,
-  built identically (WORKLOADS.md generators: edge k of a relation seeded s
+  built identically (docs/workloads.md generators: edge k of a relation seeded s
   runs index(s, k, n_src, hub) -> index(s + 1, k, n_dst, hub); features
   value(200 + t, i), 128 per node), reverse relations as rtx adds them.
   PyG's NeighborLoader needs pyg-lib or torch-sparse, which the GPU host

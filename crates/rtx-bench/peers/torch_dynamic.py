@@ -5,7 +5,7 @@ same lists: torch `index_select` + `index_add_` (atomic, and with
 timed with CUDA events (median of --reps after 3 warm runs). One JSON line
 per row, {"suite": "dynamic", "case", "impl", "ms", "gbps"?}.
 
-The lists are the anchors' generators (WORKLOADS.md), imported from
+The lists are the anchors' generators (docs/workloads.md), imported from
 torch_anchors.py (pass its folder with --anchors):
 * minibatch-1024x15x10: sources = indices(1000 + 2k, 1M, 15360, hub) ++
   indices(1001 + 2k, 1M, 153600, hub), destinations = i // 15 for the first

@@ -4,8 +4,8 @@
 
 use std::time::Instant;
 
-use rtx_backend::conformance::value;
 use rtx_backend::prelude::*;
+use rtx_backend::workload::value;
 use rtx_backend::{BTensor, Element, Result};
 use rtx_backend_cuda::{CudaBackend, CudaBuffer, ScatterForm};
 
@@ -34,7 +34,7 @@ pub fn emit(
     println!("{}", serde_json::Value::Object(row));
 }
 
-/// `n` values of stream `seed` (WORKLOADS.md `value`), generated on all cores.
+/// `n` values of stream `seed` (docs/workloads.md `value`), generated on all cores.
 pub fn values_par(seed: u64, n: usize) -> Vec<f32> {
     let mut out = vec![0.0f32; n];
     let threads = std::thread::available_parallelism().map_or(4, |p| p.get());
@@ -195,14 +195,14 @@ pub fn cuda_or_note(ordinal: usize) -> Option<CudaBackend> {
 
 #[cfg(test)]
 mod tests {
-    use rtx_backend::conformance::splitmix64;
+    use rtx_backend::workload::splitmix64;
 
     #[test]
     fn splitmix_check_value_of_workloads_md() {
         assert_eq!(splitmix64(0, 0), 0xe220_a839_7b1d_cdaf);
         assert_eq!(
             super::values_par(2, 1000),
-            rtx_backend::conformance::values::<f32>(2, 1000)
+            rtx_backend::workload::values::<f32>(2, 1000)
         );
     }
 }

@@ -278,7 +278,7 @@ fn column_sums<T: Element>(g: &CudaBackend, args: &Args, suffix: &str) -> anyhow
         Some(3.0 * bytes),
         &[],
     );
-    let composed = || rtx_backend::sum_bias_relu_composed(g, &parts);
+    let composed = || rtx_backend::implement::sum_bias_relu_composed(g, &parts);
     let ms = per_call(g, args, || composed().map(drop))?;
     emit(
         "dense",
@@ -293,7 +293,7 @@ fn column_sums<T: Element>(g: &CudaBackend, args: &Args, suffix: &str) -> anyhow
     // widens exactly, rounds as `half` does, and copies when T is f32.
     let widen = |t: &BTensor<CudaBackend, T>| g.convert::<T, f32>(t);
     let (wx, wy, wb0, wb1) = (widen(&x)?, widen(&y)?, widen(&b0)?, widen(&b1)?);
-    let sum = rtx_backend::sum_bias_relu_composed(g, &[(&wx, &wb0), (&wy, &wb1)])?;
+    let sum = rtx_backend::implement::sum_bias_relu_composed(g, &[(&wx, &wb0), (&wy, &wb1)])?;
     let defined: Vec<T> = g.download(&g.convert::<f32, T>(&sum)?)?;
     let bits = |v: &[T]| v.iter().map(|v| v.to_f32().to_bits()).collect::<Vec<_>>();
     anyhow::ensure!(

@@ -10,7 +10,7 @@
 //!   features (global ids) and sum them into their parents (16,384 local
 //!   rows), F = 64.
 //! * `1M-2M-f64-hub`, `1M-16M-f64-hub`: the anchors' 1M-row hub lists of 2M
-//!   and 16M entries as destinations (WORKLOADS.md, seed `1 + k` for draw
+//!   and 16M entries as destinations (docs/workloads.md, seed `1 + k` for draw
 //!   `k`), uniform sources, F = 64.
 //! * `hetgat-sampled`: the HetGAT (2 layers x 3 relations, 4 heads x 16
 //!   channels) trained one step per freshly sampled edge set of a two-type
@@ -172,7 +172,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
 /// docs): the edges made on the device (`index_random`, bit for bit
 /// `harris_like`'s host lists), the model on their device lists.
 fn hetgat_sampled(g: &CudaBackend, args: &Args) -> anyhow::Result<()> {
-    use rtx_gnn::testing::{harris_like, harris_like_lists};
+    use rtx_gnn::graph::{harris_like, harris_like_lists};
     use rtx_gnn::{HetGat, HetGatConfig, IndexGraph};
     let (na, nb) = (200_000usize, 100_000usize);
     let edges = [30_000usize, 20_000, 25_000];

@@ -1,6 +1,6 @@
 //! `rtx-bench half`: bf16 and f16 storage on the device beside f32 in the
 //! same run: gather and scatter-add over the anchors' index workloads
-//! (shared/anchors/WORKLOADS.md) and permutes of tensors of 8 MB and more,
+//! (docs/workloads.md) and permutes of tensors of 8 MB and more,
 //! each beside the device copy bandwidth; JSON lines in the anchors format,
 //! paired with `peers/torch_half.py` (the same case names).
 //!
@@ -19,8 +19,8 @@
 //! one of [`QUEUED`] back-to-back calls, the device's own time.
 
 use rtx_backend::Indices;
-use rtx_backend::conformance::indices;
 use rtx_backend::prelude::*;
+use rtx_backend::workload::indices;
 use rtx_backend::{BTensor, Element, bf16, f16};
 use rtx_backend_cpu::CpuBackend;
 use rtx_backend_cuda::CudaBackend;
@@ -47,7 +47,7 @@ pub struct Args {
     pub no_check: bool,
 }
 
-/// The index workloads of WORKLOADS.md: name, rows, indices, features, hub.
+/// The index workloads of docs/workloads.md: name, rows, indices, features, hub.
 const INDEX_CASES: [(&str, usize, usize, usize, bool); 5] = [
     ("harris-hub-f64", 15_000, 42_955, 64, true),
     ("1M-16M-f64-hub", 1 << 20, 16 << 20, 64, true),

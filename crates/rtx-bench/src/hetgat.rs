@@ -1,4 +1,4 @@
-//! `rtx-bench hetgat`: trains the HetGAT of `anchors/WORKLOADS.md` on the
+//! `rtx-bench hetgat`: trains the HetGAT of `docs/workloads.md` on the
 //! Harris-shaped graph, with a progress bar, the loss per step and a summary.
 
 use std::time::{Duration, Instant};
@@ -11,7 +11,7 @@ use rtx_backend_cpu::CpuBackend;
 use rtx_gnn::graph::{HARRIS_FEATURES, HARRIS_NODES};
 use rtx_gnn::{DeviceLoss, HetGat, HetGatConfig, HeteroGraph, MixedHetGat, harris_features};
 
-use crate::hold::HoldGraph;
+use crate::resident::ResidentGraph;
 
 /// Which backend runs the model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -253,7 +253,7 @@ fn harris_batch(graph: &HeteroGraph) -> anyhow::Result<usize> {
 pub(crate) type Recorded = (Vec<f64>, Vec<f64>, f32);
 
 /// A backend that can also replay a recorded step (CUDA graphs).
-pub(crate) trait StaticGraph: HoldGraph + Sized {
+pub(crate) trait StaticGraph: ResidentGraph + Sized {
     /// Wall times (ms) of `reps` train steps (SGD at `lr`) and `infer_reps`
     /// forwards (finished on the device) replayed from a recording (a CUDA
     /// graph), when the backend can record work: `(train, infer, loss of the
@@ -412,7 +412,7 @@ fn train<B: StaticGraph>(b: &B, args: &Args) -> anyhow::Result<()> {
     );
     let mut losses = Vec::with_capacity(args.steps);
     let mut times = Vec::with_capacity(args.steps);
-    let replayed = b.with_graph(&graph, || -> anyhow::Result<_> {
+    let replayed = b.with_resident_graph(&graph, || -> anyhow::Result<_> {
         train_loop(b, &mut w, args, &pb, &mut losses, &mut times)?;
         if args.replay == 0 {
             return Ok(None);
@@ -556,7 +556,7 @@ mod tests {
         let want = harris_features::<f32>(3);
         assert_eq!(b.download(&w.x[1]).unwrap(), want[1]);
         // a graph that is not Harris-shaped at any batch
-        let odd = rtx_gnn::testing::harris_like(10_000, 4_000, [10, 10, 10], 1).unwrap();
+        let odd = rtx_gnn::graph::harris_like(10_000, 4_000, [10, 10, 10], 1).unwrap();
         let e = Workload::new(&b, &odd, 0).err().unwrap().to_string();
         assert!(e.contains("not a Harris-shaped graph"), "{e}");
     }

@@ -1,5 +1,5 @@
 //! `rtx-bench index`: gather (index_select) and scatter-add (index_add) over
-//! the anchors' index workloads (shared/anchors/WORKLOADS.md), JSON lines in
+//! the anchors' index workloads (docs/workloads.md), JSON lines in
 //! the anchors format, beside `torch_anchors.py --suite index`.
 //!
 //! Rows (impl): `rtx-cuda-gather` / `rtx-cuda-scatter` (device kernels with a
@@ -15,8 +15,8 @@
 
 use rtx_backend::IndexPlan;
 use rtx_backend::Indices;
-use rtx_backend::conformance::indices;
 use rtx_backend::prelude::*;
+use rtx_backend::workload::indices;
 use rtx_backend_cpu::CpuBackend;
 use serde_json::json;
 
@@ -50,7 +50,7 @@ pub struct Args {
     pub form_sweep: bool,
 }
 
-/// One workload of WORKLOADS.md.
+/// One workload of docs/workloads.md.
 struct Case {
     name: &'static str,
     rows: usize,

@@ -17,10 +17,10 @@ mod gat;
 #[cfg(feature = "cuda")]
 mod half;
 mod hetgat;
-mod hold;
 mod index;
 mod parallel;
 mod permute;
+mod resident;
 #[cfg(feature = "cuda")]
 mod sampled;
 mod transpose;

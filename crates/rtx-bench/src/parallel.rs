@@ -19,7 +19,7 @@ use rtx_backend_cpu::CpuBackend;
 use rtx_gnn::parallel::{DataParallel, Shard, harris_shards, run_ranks};
 use rtx_gnn::{HetGat, HetGatConfig};
 
-use crate::hold::HoldGraph;
+use crate::resident::ResidentGraph;
 use serde_json::json;
 
 /// What a data-parallel run trains (from `rtx-bench hetgat`'s arguments).
@@ -47,7 +47,7 @@ struct RankTimes {
 /// Trains `shard` for `steps` data-parallel steps on `b` over `comm`, with
 /// the shard's index lists and plans held on the device (as the
 /// single-device `hetgat` run holds them).
-fn rank_loop<B: HoldGraph, C: Communicator<B>>(
+fn rank_loop<B: ResidentGraph, C: Communicator<B>>(
     b: &B,
     comm: C,
     shard: &Shard<f32>,
@@ -61,7 +61,7 @@ fn rank_loop<B: HoldGraph, C: Communicator<B>>(
         losses: Vec::with_capacity(args.steps),
         ms: Vec::with_capacity(args.steps),
     };
-    b.with_graph(&shard.graph, || -> rtx_gnn::Result<()> {
+    b.with_resident_graph(&shard.graph, || -> rtx_gnn::Result<()> {
         for step in 0..args.steps {
             let t = Instant::now();
             let loss = dp.train_step(b, &shard.graph, &x, args.lr)?;
@@ -203,7 +203,7 @@ fn compare_one_rank(
     dp.set_check(false);
     // both steps run with the shard's lists and plans held on the device, as
     // the single-device `hetgat` run holds them
-    let (same, s_med, d_med) = b.with_graph(g, || -> anyhow::Result<_> {
+    let (same, s_med, d_med) = b.with_resident_graph(g, || -> anyhow::Result<_> {
     // warm up both (kernels, buffers, index caches)
     let (l1, l2) = (
         single.train_step(&b, g, &x, args.lr)?,

@@ -1,5 +1,5 @@
 //! `rtx-bench transpose`: swap_dims over the anchors' transpose workloads
-//! (shared/anchors/WORKLOADS.md), JSON lines beside
+//! (docs/workloads.md), JSON lines beside
 //! `torch_anchors.py --suite transpose`.
 //!
 //! Rows (impl): `rtx-cuda-transpose` (the device kernels through

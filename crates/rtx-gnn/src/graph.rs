@@ -1,8 +1,11 @@
-//! Heterogeneous graphs with static topology, and the Harris-shaped workload
-//! of `anchors/WORKLOADS.md`.
+//! Heterogeneous graphs with static topology, the Harris-shaped workload of
+//! `docs/workloads.md` ([`HeteroGraph::harris`], [`harris_features`]) and
+//! Harris-like graphs of any size ([`harris_like`], with inputs from
+//! [`harris_like_inputs`]), the graphs the tests and benches build.
 
+use rtx_backend::prelude::*;
 use rtx_backend::workload::{index, values};
-use rtx_backend::{Element, IndexPlan};
+use rtx_backend::{BTensor, Element, IndexPlan};
 
 use crate::{Error, Result};
 
@@ -138,7 +141,7 @@ impl HeteroGraph {
         })
     }
 
-    /// The Harris-shaped graph of WORKLOADS.md with `batch` disjoint copies
+    /// The Harris-shaped graph of docs/workloads.md with `batch` disjoint copies
     /// (copy `c` offsets node ids by `c * n_type`, as PyG batches graphs).
     ///
     /// # Errors
@@ -227,6 +230,87 @@ pub fn harris_features<T: Element>(batch: usize) -> Vec<Vec<T>> {
         .collect()
 }
 
+/// A Harris-like graph of any size: types `a` (`na` nodes) and `b` (`nb`);
+/// relations aa, ab, ba with `edges` edges, uniform sources and hub-skewed
+/// destinations (so some nodes get no edges); relation `i` draws its
+/// sources from stream `seed + 10 i` and its destinations from the next.
+/// `harris_like(10_000, 5_000, [20_000, 11_478, 11_477], 10)` is
+/// [`HeteroGraph::harris`]`(1)`.
+///
+/// # Errors
+/// [`crate::Error::Graph`] when a node count is 0 and the relation has edges.
+pub fn harris_like(na: usize, nb: usize, edges: [usize; 3], seed: u64) -> Result<HeteroGraph> {
+    let (types, rels) = harris_like_lists(na, nb, edges, seed, |s, e, rows, hub| {
+        Ok::<_, crate::Error>((0..e as u64).map(|k| index(s, k, rows, hub)).collect())
+    })?;
+    HeteroGraph::new(types, rels)
+}
+
+/// The node types and relations of [`harris_like`], each edge list made by
+/// `make(stream, len, rows, hub)`: entry `k` must be
+/// `index(stream, k, rows, hub)` (a device backend makes them where they live).
+///
+/// # Errors
+/// What `make` returns.
+pub fn harris_like_lists<I, E>(
+    na: usize,
+    nb: usize,
+    edges: [usize; 3],
+    seed: u64,
+    mut make: impl FnMut(u64, usize, usize, bool) -> std::result::Result<I, E>,
+) -> std::result::Result<(Vec<NodeType>, Vec<crate::StoreRelation<I>>), E> {
+    let types = vec![
+        NodeType {
+            name: "a".into(),
+            nodes: na,
+        },
+        NodeType {
+            name: "b".into(),
+            nodes: nb,
+        },
+    ];
+    let n = [na, nb];
+    let mut rels = Vec::with_capacity(3);
+    for (i, (&(name, s, d), e)) in [("aa", 0usize, 0usize), ("ab", 0, 1), ("ba", 1, 0)]
+        .iter()
+        .zip(edges)
+        .enumerate()
+    {
+        let s_seed = seed + 10 * i as u64;
+        let src = make(s_seed, e, n[s], false)?;
+        let dst = make(s_seed + 1, e, n[d], true)?;
+        rels.push((name.to_string(), s, d, src, dst));
+    }
+    Ok((types, rels))
+}
+
+/// Inputs per node type `t` of any graph: `[nodes, features[t]]` from
+/// stream `40 + t` (on the Harris-shaped graph with 32 features, the
+/// [`harris_features`]). The inputs of the training runs of
+/// [`determinism`](crate::determinism) and of
+/// [`check_gradients`](crate::gradcheck::check_gradients).
+///
+/// # Errors
+/// Sizes that overflow; backend errors.
+pub fn harris_like_inputs<B: Backend, T: Element>(
+    b: &B,
+    graph: &HeteroGraph,
+    features: &[usize],
+) -> Result<Vec<BTensor<B, T>>> {
+    graph
+        .node_types()
+        .iter()
+        .zip(features)
+        .enumerate()
+        .map(|(t, (nt, &f))| {
+            let n = nt.nodes.checked_mul(f).ok_or_else(|| {
+                crate::Error::Model(format!("{} nodes x {f} features overflows", nt.nodes))
+            })?;
+            Ok(b.upload(&values::<T>(40 + t as u64, n), &[nt.nodes, f])?)
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -252,6 +336,16 @@ mod tests {
             }
         }
         assert!(HeteroGraph::harris(0).is_err());
+    }
+
+    #[test]
+    fn harris_like_at_the_harris_sizes_is_harris() {
+        let h = HeteroGraph::harris(1).unwrap();
+        let l = harris_like(10_000, 5_000, [20_000, 11_478, 11_477], 10).unwrap();
+        assert_eq!(h.node_types(), l.node_types());
+        for (a, b) in h.relations().iter().zip(l.relations()) {
+            assert_eq!((a.name(), a.src(), a.dst()), (b.name(), b.src(), b.dst()));
+        }
     }
 
     #[test]

@@ -5,15 +5,18 @@
 //! `bf16` or `f16` activations and messages, `f32` master weights and loss).
 //!
 //! * [`graph`]: [`HeteroGraph`] (node types, relations, index plans built
-//!   once for the static topology) and the Harris-shaped workload of
-//!   `anchors/WORKLOADS.md` ([`HeteroGraph::harris`], [`harris_features`]).
+//!   once for the static topology), the Harris-shaped workload of
+//!   `docs/workloads.md` ([`HeteroGraph::harris`], [`harris_features`]) and
+//!   Harris-like graphs of any size ([`graph::harris_like`]).
 //! * [`store`]: [`GraphStore`], a graph held by the backend (a CSR per
 //!   relation, features per type), and the mini-batches sampled from it on
 //!   the backend ([`MiniBatch`], whose topology is an [`IndexGraph`] of backend lists); [`mag`]: a graph with
 //!   ogbn-mag's sizes. The model runs on any [`Topology`]: a static
 //!   [`HeteroGraph`] or a [`IndexGraph`].
-//! * [`testing`]: the training run the tests compare across backends and
-//!   modes ([`testing::training_bits`]), reusable by device backends.
+//! * [`determinism`]: fixed training runs reduced to their bits
+//!   ([`determinism::training_bits`]), which the tests of every backend
+//!   compare across backends, modes and runs; [`gradcheck`]: the f64
+//!   gradient check against central differences.
 //! * [`model`]: [`HetGat`], the PyG `HeteroConv` of `GATConv((-1, -1),
 //!   16, heads=4, add_self_loops=False)` peer, with [`HetGatConfig`].
 //!
@@ -49,6 +52,8 @@
 
 pub mod checkpoint;
 pub mod dataset;
+pub mod determinism;
+pub mod gradcheck;
 pub mod graph;
 pub mod mag;
 pub mod metrics;
@@ -57,7 +62,6 @@ pub mod optim;
 pub mod parallel;
 pub mod planted;
 pub mod store;
-pub mod testing;
 pub mod topology;
 pub mod train;
 

@@ -7,7 +7,7 @@
 //! inputs of the same shape on both sides of a comparison).
 //!
 //! Edge `k` of a relation with seed `s` runs from `index(s, k, n_src, hub)`
-//! to `index(s + 1, k, n_dst, hub)` (the anchors' generator, WORKLOADS.md):
+//! to `index(s + 1, k, n_dst, hub)` (the anchors' generator, docs/workloads.md):
 //! both ends skewed toward low ids, `P(id < x) = (x / n)^(1/3)`, a power law
 //! with hubs of tens of thousands of edges. Features of type `t` are
 //! `value(200 + t, i)` row-major. `crates/rtx-bench/peers/pyg_sampled.py`

@@ -47,7 +47,7 @@ pub struct HetGatConfig {
 }
 
 impl HetGatConfig {
-    /// The WORKLOADS.md model: 32 input features, 4 heads x 16 channels, two
+    /// The docs/workloads.md model: 32 input features, 4 heads x 16 channels, two
     /// layers, LeakyReLU(0.2), head on type `a`.
     pub fn harris() -> HetGatConfig {
         HetGatConfig {

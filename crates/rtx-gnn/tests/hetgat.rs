@@ -11,7 +11,7 @@ use rtx_gnn::graph::RelationSpec;
 use rtx_gnn::{HetGat, HetGatConfig, HeteroGraph, NodeType};
 
 fn graph(na: usize, nb: usize, edges: [usize; 3], seed: u64) -> HeteroGraph {
-    rtx_gnn::testing::harris_like(na, nb, edges, seed).unwrap()
+    rtx_gnn::graph::harris_like(na, nb, edges, seed).unwrap()
 }
 
 fn config(features: [usize; 2], heads: usize, channels: usize) -> HetGatConfig {
@@ -48,7 +48,7 @@ fn inputs<B: Backend, T: Element>(
 fn gradients_match_central_differences_in_f64() {
     let b = CpuBackend::new();
     let g = graph(7, 5, [14, 9, 10], 3);
-    let check = rtx_gnn::testing::check_gradients(&b, &g, config([3, 4], 2, 3), 11).unwrap();
+    let check = rtx_gnn::gradcheck::check_gradients(&b, &g, config([3, 4], 2, 3), 11).unwrap();
     assert!(
         check.mismatches.is_empty(),
         "{} of {} entries off: {:#?}",
@@ -180,7 +180,7 @@ fn forward_matches_naive_loops() {
 
 fn train<B: Backend>(b: &B, steps: usize) -> (Vec<u64>, Vec<Vec<u64>>) {
     let g = graph(400, 200, [800, 460, 460], 7);
-    rtx_gnn::testing::training_bits::<B, f32>(b, &g, steps).unwrap()
+    rtx_gnn::determinism::training_bits::<B, f32>(b, &g, steps).unwrap()
 }
 
 /// The loss and parameter bits of every step are the same on every run and

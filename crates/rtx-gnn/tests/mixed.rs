@@ -6,7 +6,8 @@
 use rtx_backend::prelude::*;
 use rtx_backend::{BTensor, Element, HostIndexOps, bf16, f16};
 use rtx_backend_cpu::{CpuBackend, DenseKernels};
-use rtx_gnn::testing::{harris_like, inputs, mixed_training_bits, training_config};
+use rtx_gnn::determinism::{mixed_training_bits, training_config};
+use rtx_gnn::graph::{harris_like, harris_like_inputs};
 use rtx_gnn::{HetGat, HeteroGraph, MixedHetGat};
 
 fn graph() -> HeteroGraph {
@@ -62,11 +63,12 @@ fn fused_update_is_sgd_on_the_widened_gradients<H: Element<Acc = f32>>() {
     let b = CpuBackend::new();
     let g = graph();
     let mut plain = HetGat::<_, f32>::new(&b, &g, training_config(&g), 5).unwrap();
-    let x: Vec<BTensor<CpuBackend, H>> = inputs::<_, f32>(&b, &g, &plain.config().in_features)
-        .unwrap()
-        .iter()
-        .map(|t| b.convert::<f32, H>(t).unwrap())
-        .collect();
+    let x: Vec<BTensor<CpuBackend, H>> =
+        harris_like_inputs::<_, f32>(&b, &g, &plain.config().in_features)
+            .unwrap()
+            .iter()
+            .map(|t| b.convert::<f32, H>(t).unwrap())
+            .collect();
     let same = HetGat::<_, f32>::new(&b, &g, training_config(&g), 5).unwrap();
     let mut mixed = MixedHetGat::<_, H>::new(&b, same).unwrap();
     for step in 0..4 {
@@ -101,7 +103,7 @@ fn the_one_op_update_equals_sgd_on_the_widened_gradients() {
 #[test]
 fn mixed_training_converges_close_to_f32() {
     let b = CpuBackend::reference();
-    let (f32_losses, _) = rtx_gnn::testing::training_bits::<_, f32>(&b, &graph(), 6).unwrap();
+    let (f32_losses, _) = rtx_gnn::determinism::training_bits::<_, f32>(&b, &graph(), 6).unwrap();
     let l32 = f32::from_bits(f32_losses[0] as u32);
     for (ty, tol, losses) in [
         ("bf16", 3e-2, train::<_, bf16>(&b, 6).0),
@@ -136,14 +138,15 @@ fn gradient_errors<H: Element>(tol: f64) -> Vec<f64> {
     let g = graph();
     let model = HetGat::<_, f32>::new(&b, &g, training_config(&g), 42).unwrap();
     // the inputs rounded to H, and the same values in f32
-    let x32: Vec<BTensor<CpuBackend, f32>> = inputs::<_, f32>(&b, &g, &model.config().in_features)
-        .unwrap()
-        .iter()
-        .map(|t| {
-            b.convert::<H, f32>(&b.convert::<f32, H>(t).unwrap())
-                .unwrap()
-        })
-        .collect();
+    let x32: Vec<BTensor<CpuBackend, f32>> =
+        harris_like_inputs::<_, f32>(&b, &g, &model.config().in_features)
+            .unwrap()
+            .iter()
+            .map(|t| {
+                b.convert::<H, f32>(&b.convert::<f32, H>(t).unwrap())
+                    .unwrap()
+            })
+            .collect();
     let xh: Vec<BTensor<CpuBackend, H>> = x32.iter().map(|t| b.convert(t).unwrap()).collect();
     let full = model.loss_and_grads(&b, &g, &x32, true).unwrap();
     let mixed = model.loss_and_grads_mixed(&b, &g, &xh, true).unwrap();

@@ -12,10 +12,11 @@ use rtx_backend::comm::{CommError, Communicator, HostComm, host_group};
 use rtx_backend::prelude::*;
 use rtx_backend::workload::values;
 use rtx_backend_cpu::CpuBackend;
+use rtx_gnn::determinism::{TRAINING_LR, TRAINING_SEED, training_config};
+use rtx_gnn::graph::harris_like;
 use rtx_gnn::parallel::{
     self, RankRun, Shard, TrainSpec, harris_shards, run_ranks, train_shard, union,
 };
-use rtx_gnn::testing::{TRAINING_LR, TRAINING_SEED, harris_like, training_config};
 use rtx_gnn::{Error, HetGat, HeteroGraph};
 
 const LIMIT: Duration = Duration::from_secs(30);

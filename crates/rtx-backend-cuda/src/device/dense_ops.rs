@@ -2,8 +2,9 @@
 //! [`rtx_backend::ops`] in the canonical order, bit-identical to the CPU
 //! backend (`exp` excepted: the device's `expf` / `exp`).
 
+use rtx_backend::implement::dims2;
 use rtx_backend::prelude::*;
-use rtx_backend::{BTensor, Binary, Element, Result as BResult, Unary, dims2, ops};
+use rtx_backend::{BTensor, Binary, Element, Result as BResult, Unary, ops};
 
 use super::args::{DevPtr, Elem, In, Out, RrClimb};
 use super::backend::{CudaBackend, ptr};

@@ -5,8 +5,9 @@
 //! `sum_bias_relu` in one kernel each; `head_scale_sum_rows` as one climbing
 //! column sum; each with exactly its composition's bits.
 
+use rtx_backend::implement::{check_bias_parts, sum_bias_relu_composed};
 use rtx_backend::prelude::*;
-use rtx_backend::{BTensor, BiasPart, Element, Indices, Result as BResult, check_bias_parts, ops};
+use rtx_backend::{BTensor, BiasPart, Element, Indices, Result as BResult, ops};
 
 use super::args::{BiasParts, DevPtr, In, Out};
 use super::backend::{CudaBackend, ptr};
@@ -288,9 +289,9 @@ impl FusedOps for CudaBackend {
             return self.round_dev(self.sum_bias_relu(&refs));
         }
         if parts.len() > SUM_BIAS_PARTS {
-            return rtx_backend::sum_bias_relu_composed(self, parts);
+            return sum_bias_relu_composed(self, parts);
         }
-        let (n, f) = rtx_backend::check_bias_parts::<Self, T>(parts)?;
+        let (n, f) = check_bias_parts::<Self, T>(parts)?;
         let out = self.out::<T>(&[n, f])?;
         let total = (n * f) as u64;
         if total == 0 {

@@ -7,7 +7,8 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use rtx_backend::{Result as BResult, check_len};
+use rtx_backend::Result as BResult;
+use rtx_backend::implement::check_len;
 
 use super::args::{DevPtr, In, Out};
 use super::backend::CudaBackend;

@@ -4,8 +4,9 @@
 
 use std::borrow::Cow;
 
+use rtx_backend::implement::dims2;
 use rtx_backend::prelude::*;
-use rtx_backend::{BTensor, Element, Error as BError, Indices, Result as BResult, dims2, ops};
+use rtx_backend::{BTensor, Element, Error as BError, Indices, Result as BResult, ops};
 use rtx_tensor::Layout;
 
 use super::args::{In, Out};

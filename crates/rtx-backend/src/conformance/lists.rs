@@ -5,9 +5,10 @@
 
 use super::harness::{assert_bits, down, up};
 use crate::Indices;
+use crate::implement::concat_shifted;
 use crate::order::CANONICAL_BLOCK;
 use crate::workload::{indices, values};
-use crate::{Backend, Error, IndexPlan, concat_shifted};
+use crate::{Backend, Error, IndexPlan};
 
 /// The lists: `(name, idx, rows)`.
 fn cases() -> Vec<(&'static str, Vec<u32>, usize)> {

@@ -32,7 +32,6 @@ mod train;
 
 use crate::Backend;
 
-pub use crate::workload::{indices, splitmix64, value, values};
 pub use dense::{model_op_errors, model_ops_empty, model_ops_match_reference};
 pub use fused::{fused_dense, fused_gathers, segment_ops};
 pub use index::{

@@ -12,7 +12,7 @@
 //! * **Dense reductions** (the inner dimension of [`matmul`], the channels of
 //!   [`head_dot`], the rows of [`sum_rows`]) follow
 //!   [`order::canonical_sum`](crate::order::canonical_sum): blocks of
-//!   [`CANONICAL_BLOCK`](crate::CANONICAL_BLOCK) terms summed left to right from the first term, then
+//!   [`CANONICAL_BLOCK`](crate::order::CANONICAL_BLOCK) terms summed left to right from the first term, then
 //!   the block sums the same way. An empty reduction is `+0.0`. Each product
 //!   is rounded before it is added (no fused multiply-add). This is the
 //!   reference, not a cross-backend promise: the conformance suite compares

@@ -16,6 +16,7 @@
 
 use rtx_tensor::Layout;
 
+use crate::host_alloc::{try_vec, try_with_capacity};
 use crate::ops::check::{check_len, check_matmul, mismatch};
 use crate::ops::{
     Binary, SegmentScratch, Unary, axpy_slice, binary_slice, gather_scale_scatter_row,
@@ -23,7 +24,7 @@ use crate::ops::{
     softmax_backward_segment, softmax_segment, transpose2, unary_backward_slice, unary_slice,
 };
 use crate::order::{CANONICAL_BLOCK, add_row_sum, canonical_accumulate};
-use crate::{Element, Error, IndexPlan, Result, round_f32, try_vec, try_with_capacity, widen_f32};
+use crate::{Element, Error, IndexPlan, Result, round_f32, widen_f32};
 
 // Defined next to `IndexPlan`, which validates its indices with it; the
 // public path is this one.

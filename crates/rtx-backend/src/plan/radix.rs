@@ -7,7 +7,8 @@
 use rayon::prelude::*;
 
 use super::IndexPlan;
-use crate::{Result, try_vec, try_with_capacity};
+use crate::Result;
+use crate::host_alloc::{try_vec, try_with_capacity};
 
 /// Asks the kernel to back the `cap` elements of `v`'s allocation with huge
 /// pages where it can (transparent huge pages in `madvise` mode, the common

@@ -42,7 +42,7 @@ impl<T: Element> Shard<T> {
     }
 }
 
-/// The Harris batch of `batch` copies (WORKLOADS.md) split over `ranks`:
+/// The Harris batch of `batch` copies (docs/workloads.md) split over `ranks`:
 /// rank `r` gets copies `batch * r / ranks .. batch * (r + 1) / ranks` (its
 /// graph is `HeteroGraph::harris` of that many copies, the copies being
 /// disjoint and alike) and their rows of `harris_features(batch)`.

@@ -11,7 +11,8 @@ mod entry;
 
 use std::sync::Arc;
 
-use rtx_backend::{IndexPlan, Indices, Result as BResult, check_len};
+use rtx_backend::implement::check_len;
+use rtx_backend::{IndexPlan, Indices, Result as BResult};
 
 pub(crate) use cache::IndexCache;
 use cache::{Cached, PinKey, list_key, plan_key};
