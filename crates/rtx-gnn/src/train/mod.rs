@@ -10,8 +10,8 @@
 //! resumed from a checkpoint at any step therefore continues with the bits
 //! of a run that never stopped, and two runs give the same bits on every
 //! backend whose ops do (the CPU and CUDA backends). Each epoch's report
-//! carries the [`loss_hash`] of its steps' losses (`hash.rs`) to compare
-//! that at a glance.
+//! carries the [`loss_hash`] of its steps' losses (`hash.rs`), so two runs'
+//! loss bits compare at a glance.
 //!
 //! The model computes in `T` (`f32`, `f64`, or `bf16` / `f16` for mixed
 //! precision); its master weights, the optimizer state and the loss are in
