@@ -4,7 +4,9 @@
 //! mixed bf16) give the bits of the CPU backend with the reference
 //! products (`CpuBackend::reference()`: canonical order, no FMA; the
 //! default SIMD GEMM fuses multiply-adds and differs in the last bits):
-//! every step's loss, every validation score and every parameter.
+//! every step's loss, every validation score and every parameter; and an
+//! epoch's loss hash (`train::loss_hash`), sampled and on the full
+//! Harris-shaped regression.
 //!
 //! Without a device every test here FAILS with a message saying so.
 #![cfg(feature = "cuda")]
@@ -17,7 +19,7 @@ use rtx_gnn::dataset::Dataset;
 use rtx_gnn::model::LossKind;
 use rtx_gnn::optim::{OptimizerConfig, Rule, Schedule};
 use rtx_gnn::planted;
-use rtx_gnn::train::{EpochEnd, ModelSettings, Task, TrainConfig, Trainer};
+use rtx_gnn::train::{EpochEnd, EpochReport, ModelSettings, Task, TrainConfig, Trainer, loss_hash};
 
 fn backend() -> CudaBackend {
     CudaBackend::new(0).unwrap_or_else(|e| panic!("GPU test needs a CUDA device: {e}"))
@@ -151,4 +153,82 @@ fn a_regression_run_gives_the_cpus_bits() {
         );
         same::<f32>(&data, &cfg);
     }
+}
+
+/// The first epoch's report on `b`, checked against the hash of its step
+/// losses.
+fn first_epoch<B: Backend + TrainOps + SampleOps + 'static>(
+    b: &B,
+    data: &Dataset,
+    cfg: &TrainConfig,
+) -> EpochReport {
+    let mut t = Trainer::<B, f32>::new(b, data, cfg.clone()).unwrap();
+    let mut steps = Vec::new();
+    let EpochEnd::Done(r) = t
+        .run_epoch(&mut |s| {
+            steps.push(s.loss);
+            true
+        })
+        .unwrap()
+    else {
+        unreachable!()
+    };
+    assert_eq!(r.loss_hash, loss_hash(steps), "{}", b.name());
+    r
+}
+
+#[test]
+fn an_epochs_loss_hash_is_the_cpus_and_repeats() {
+    let dev = backend();
+    let cpu = CpuBackend::reference();
+    // a sampled classification epoch (dropout, clipping, cosine warm-up)
+    let data = planted::small_classification(7);
+    let cfg = config(
+        Task::Classify,
+        "paper",
+        Some(256),
+        Rule::parse("adamw").unwrap(),
+    );
+    let c = first_epoch(&cpu, &data, &cfg);
+    let d = first_epoch(&dev, &data, &cfg);
+    assert_eq!(
+        format!("{:016x}", c.loss_hash),
+        format!("{:016x}", d.loss_hash),
+        "sampled classification epoch, CPU vs CUDA"
+    );
+    assert_eq!(d.loss_hash, first_epoch(&dev, &data, &cfg).loss_hash);
+    // a full-graph epoch of the Harris-shaped regression, rtx-train's
+    // defaults (`rtx-train --planted harris:1 --backend cuda`)
+    let harris = planted::harris_regression(1, 0).unwrap();
+    let cfg = TrainConfig {
+        target: "a".into(),
+        task: Task::Regress(LossKind::Mse),
+        epochs: 1,
+        batch: None,
+        fanouts: vec![],
+        eval_batch: 4096,
+        seed: 0,
+        early_stopping: None,
+        model: ModelSettings::default(),
+        optimizer: OptimizerConfig {
+            rule: Rule::parse("adamw").unwrap(),
+            lr: 0.01,
+            weight_decay: 0.01,
+            clip_norm: None,
+            schedule: Schedule::Constant,
+        },
+    };
+    let c = first_epoch(&cpu, &harris, &cfg);
+    let d = first_epoch(&dev, &harris, &cfg);
+    assert_eq!(
+        format!("{:016x}", c.loss_hash),
+        format!("{:016x}", d.loss_hash),
+        "full-graph Harris regression epoch, CPU vs CUDA"
+    );
+    assert_eq!(d.loss_hash, first_epoch(&dev, &harris, &cfg).loss_hash);
+    assert_eq!(
+        c.val.map(|v| v.loss.to_bits()),
+        d.val.map(|v| v.loss.to_bits()),
+        "validation loss"
+    );
 }

@@ -16,7 +16,9 @@
 //! train in seconds in a debug build; [`mag_classification`]
 //! ([`PlantedSpec::mag`]) has ogbn-mag's schema and sizes (or 1/div of
 //! them), for comparing what rtx and PyG learn and how soon
-//! (docs/training.md "Planted mag-shaped tasks").
+//! (docs/training.md "Planted mag-shaped tasks"); [`harris_regression`]
+//! puts [`regression`]'s targets ([`two_hop_targets`]) on the Harris-shaped
+//! benchmark graph (`harris.rs`).
 
 use rtx_backend::exp::exp64;
 use rtx_backend::workload::{index, splitmix64, unit, value};
@@ -25,6 +27,10 @@ use crate::dataset::{Dataset, DatasetRelation, Features, Splits, Targets};
 use crate::graph::NodeType;
 use crate::mag::{MAG_FEATURES, MAG_NODES, MAG_RELATIONS, MAG_REVERSE};
 use crate::{Error, Result};
+
+mod harris;
+
+pub use harris::{HARRIS_SPLIT, HARRIS_TARGET, harris_regression};
 
 /// What [`classification`] and [`regression`] generate.
 #[derive(Debug, Clone, PartialEq)]
@@ -325,15 +331,8 @@ fn generate(spec: &PlantedSpec) -> Result<Planted> {
         };
         relations.push(rev);
     }
-    let n = node_types[target].nodes;
-    let a = ((tr * n as f64).round() as usize).min(n);
-    let b = (((tr + va) * n as f64).round() as usize).clamp(a, n);
     let mut splits = vec![Splits::default(); node_types.len()];
-    splits[target] = Splits {
-        train: (0..a as u32).collect(),
-        val: (a as u32..b as u32).collect(),
-        test: (b as u32..n as u32).collect(),
-    };
+    splits[target] = contiguous_splits(node_types[target].nodes, spec.split);
     let nt = node_types.len();
     let dataset = Dataset {
         node_types,
@@ -368,6 +367,19 @@ pub fn classification(spec: &PlantedSpec) -> Result<Dataset> {
     });
     dataset.validate()?;
     Ok(dataset)
+}
+
+/// The contiguous splits of `n` nodes by fractions `(train, val)`: train
+/// `0..a`, validation `a..b`, test `b..n`, `a = round(train * n)`, `b =
+/// round((train + val) * n)` (clamped to `0..=n`).
+fn contiguous_splits(n: usize, (tr, va): (f64, f64)) -> Splits {
+    let a = ((tr * n as f64).round() as usize).min(n);
+    let b = (((tr + va) * n as f64).round() as usize).clamp(a, n);
+    Splits {
+        train: (0..a as u32).collect(),
+        val: (a as u32..b as u32).collect(),
+        test: (b as u32..n as u32).collect(),
+    }
 }
 
 /// Per node of every type, the mean of `value[src]` over its incoming edges
@@ -413,24 +425,29 @@ fn standardized(v: &[f64]) -> Vec<f64> {
     v.iter().map(|x| (x - mean) / sd).collect()
 }
 
-/// A dataset whose target type has two real targets per node, a fixed
-/// nonlinear function of its 2-hop neighbourhood: with
-/// `h = tanh(w_t . x / sqrt(f))` per node (`w_t` a fixed `±sqrt(3)`-ish
-/// vector of its type, `h = 0` without features), `m1` the mean of `h` over
-/// a node's in-neighbours and `m2` the mean of `m1` over its in-neighbours
-/// (0 with none), the targets are `tanh(2 z(m2))` and `z(m1)^2 - 1`, `z`
-/// standardising over the target type's nodes (`tanh` through the portable
-/// [`exp64`]). A node's own features enter its targets only through 2-hop
-/// cycles (`paper -> author -> paper`) and self-loops.
-///
-/// # Errors
-/// As [`classification`].
-pub fn regression(spec: &PlantedSpec) -> Result<Dataset> {
-    let Planted {
-        mut dataset,
-        target,
-        ..
-    } = generate(spec)?;
+/// The weights `w_t` of the fixed projection of node type `t`'s `f`
+/// features in [`two_hop_targets`]: `sqrt(3) value(s, j)`, `j < f`, `s` the
+/// seed's stream of type `t` (uniform in `[-sqrt(3), sqrt(3))`, unit
+/// variance).
+pub fn projection(seed: u64, node_type: usize, features: usize) -> Vec<f64> {
+    let ws = stream(seed, WEIGHT_TAG + node_type as u64);
+    (0..features as u64)
+        .map(|j| f64::from(value(ws, j)) * 3f64.sqrt())
+        .collect()
+}
+
+/// Two real targets per node of type `target` (row-major `[n, 2]`), a
+/// fixed nonlinear function of its 2-hop neighbourhood in `dataset`: with
+/// `h = tanh(w_t . x / sqrt(f))` per node of every type (`w_t` =
+/// [`projection`]`(seed, t, f)`, `h = 0` without features), `m1` the mean
+/// of `h` over a node's in-neighbours (every relation into its type) and
+/// `m2` the mean of `m1` over its in-neighbours (0 with none), the targets
+/// are `tanh(2 z(m2))` and `z(m1)^2 - 1`, `z` standardising over the
+/// target type's nodes (`tanh` through the portable [`exp64`]; sums in
+/// `f64`, in relation and edge order). A node's own features enter its
+/// targets only through 2-hop cycles and self-loops. The targets of
+/// [`regression`] and [`harris_regression`].
+pub fn two_hop_targets(dataset: &Dataset, target: usize, seed: u64) -> Vec<f32> {
     let h: Vec<Vec<f64>> = dataset
         .features
         .iter()
@@ -441,10 +458,7 @@ pub fn regression(spec: &PlantedSpec) -> Result<Dataset> {
                 return vec![0.0; n];
             };
             let f = x.dim();
-            let ws = stream(spec.seed, WEIGHT_TAG + t as u64);
-            let w: Vec<f64> = (0..f as u64)
-                .map(|j| f64::from(value(ws, j)) * 3f64.sqrt())
-                .collect();
+            let w = projection(seed, t, f);
             let x = x.to_f32();
             (0..n)
                 .map(|i| {
@@ -454,14 +468,30 @@ pub fn regression(spec: &PlantedSpec) -> Result<Dataset> {
                 .collect()
         })
         .collect();
-    let m1 = in_mean(&dataset, &h);
-    let m2 = in_mean(&dataset, &m1);
+    let m1 = in_mean(dataset, &h);
+    let m2 = in_mean(dataset, &m1);
     let (z1, z2) = (standardized(&m1[target]), standardized(&m2[target]));
     let mut data = Vec::with_capacity(2 * z1.len());
     for (a, b) in z1.iter().zip(&z2) {
         data.push(tanh(2.0 * b) as f32);
         data.push((a * a - 1.0) as f32);
     }
+    data
+}
+
+/// A dataset whose target type has two real targets per node, a fixed
+/// nonlinear function of its 2-hop neighbourhood: [`two_hop_targets`]
+/// with the spec's seed.
+///
+/// # Errors
+/// As [`classification`].
+pub fn regression(spec: &PlantedSpec) -> Result<Dataset> {
+    let Planted {
+        mut dataset,
+        target,
+        ..
+    } = generate(spec)?;
+    let data = two_hop_targets(&dataset, target, spec.seed);
     dataset.targets[target] = Some(Targets::Values { data, dim: 2 });
     dataset.validate()?;
     Ok(dataset)

@@ -13,7 +13,7 @@ use rtx_gnn::model::{LossKind, Objective, Targets};
 use rtx_gnn::optim::{OptimizerConfig, Rule, Schedule};
 use rtx_gnn::planted;
 use rtx_gnn::train::{
-    EarlyStopping, EpochEnd, EpochReport, ModelSettings, Task, TrainConfig, Trainer,
+    EarlyStopping, EpochEnd, EpochReport, ModelSettings, Task, TrainConfig, Trainer, loss_hash,
 };
 use rtx_gnn::{HetGat, HetGatConfig, HeteroGraph, NodeType};
 
@@ -345,6 +345,48 @@ fn resume_matches(batch: Option<usize>, mid_step: Option<usize>, rule: Rule) {
         .collect();
     let got: Vec<u64> = rest.iter().map(|r| r.train_loss.to_bits()).collect();
     assert_eq!(tail, got, "epoch losses after resuming");
+    let hashes = |r: &[EpochReport]| r.iter().map(|e| e.loss_hash).collect::<Vec<_>>();
+    assert_eq!(
+        hashes(&whole_reports[2..]),
+        hashes(&rest),
+        "epoch loss hashes after resuming"
+    );
+}
+
+/// An epoch's `loss_hash` is `train::loss_hash` of its steps' losses, in
+/// order: the same in a second run, another with another seed.
+#[test]
+fn an_epochs_loss_hash_hashes_its_step_losses_in_order() {
+    let b = CpuBackend::new();
+    let data = planted::small_classification(7);
+    let run = |seed: u64, batch: Option<usize>| {
+        let mut cfg = config(Task::Classify, 2, batch);
+        cfg.seed = seed;
+        let mut t = Trainer::<CpuBackend, f32>::new(&b, &data, cfg).unwrap();
+        let mut out = Vec::new();
+        while !t.finished() {
+            let mut steps = Vec::new();
+            let EpochEnd::Done(r) = t
+                .run_epoch(&mut |s| {
+                    steps.push(s.loss);
+                    true
+                })
+                .unwrap()
+            else {
+                unreachable!()
+            };
+            assert_eq!(r.loss_hash, loss_hash(steps.iter().copied()), "{steps:?}");
+            out.push(r.loss_hash);
+        }
+        out
+    };
+    for batch in [None, Some(500)] {
+        let first = run(3, batch);
+        assert_ne!(first[0], first[1], "{batch:?}");
+        assert_eq!(first, run(3, batch), "{batch:?}");
+        let other = run(4, batch);
+        assert!(first.iter().zip(&other).all(|(a, b)| a != b), "{batch:?}");
+    }
 }
 
 #[test]

@@ -23,8 +23,12 @@ pub struct Args {
     /// `mag:DIV:HOMOPHILY:SIGNAL[:SEED]` is ogbn-mag's schema and sizes at
     /// 1/DIV (64 classes on papers, edges sharing a class with probability
     /// HOMOPHILY, paper features SIGNAL times the class mean plus unit
-    /// noise; rtx_gnn::planted::mag_classification; seed 0). With
-    /// --export-data it writes the file PyG loads.
+    /// noise; rtx_gnn::planted::mag_classification; seed 0);
+    /// `harris:BATCH[:SEED]` is the Harris-shaped benchmark graph of BATCH
+    /// copies with two regression targets on type `a` from each node's
+    /// 2-hop neighbourhood (rtx_gnn::planted::harris_regression; seed 0;
+    /// train it on the full graph). With --export-data it writes the file
+    /// PyG loads.
     #[arg(long, value_name = "SPEC", conflicts_with = "data")]
     pub planted: Option<String>,
 

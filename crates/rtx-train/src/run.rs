@@ -308,13 +308,17 @@ fn only_target(data: &Dataset) -> Res<String> {
     }
 }
 
-/// The dataset of `--planted SPEC`: `mag:DIV:HOMOPHILY:SIGNAL[:SEED]`.
+/// The dataset of `--planted SPEC`: `mag:DIV:HOMOPHILY:SIGNAL[:SEED]` or
+/// `harris:BATCH[:SEED]`.
 fn planted(spec: &str) -> anyhow::Result<Dataset> {
     let parts: Vec<&str> = spec.split(':').collect();
+    if parts[0] == "harris" {
+        return planted_harris(spec, &parts);
+    }
     let usage = || {
         anyhow!(
             "--planted {spec:?}: want mag:DIV:HOMOPHILY:SIGNAL[:SEED], e.g. mag:16:0.5:0.3 \
-             (1/16 of ogbn-mag, homophily 0.5, feature signal 0.3)"
+             (1/16 of ogbn-mag, homophily 0.5, feature signal 0.3), or harris:BATCH[:SEED]"
         )
     };
     let (["mag", div, h, sig] | ["mag", div, h, sig, _]) = parts.as_slice() else {
@@ -331,6 +335,34 @@ fn planted(spec: &str) -> anyhow::Result<Dataset> {
         return Err(usage());
     }
     Ok(rtx_gnn::planted::mag_classification(div, h, sig, seed)?)
+}
+
+/// `--planted harris:BATCH[:SEED]`: the Harris-shaped regression of
+/// `BATCH` copies (`planted::harris_regression`).
+fn planted_harris(spec: &str, parts: &[&str]) -> anyhow::Result<Dataset> {
+    let bad = |what: String| {
+        anyhow!(
+            "--planted {spec:?}: {what}; want harris:BATCH[:SEED], e.g. harris:4 (4 copies of \
+             the Harris-shaped graph, seed 0)"
+        )
+    };
+    let (["harris", batch] | ["harris", batch, _]) = parts else {
+        return Err(bad(match parts.len() {
+            1 => "no BATCH".to_string(),
+            n => format!("{n} fields, not 2 or 3"),
+        }));
+    };
+    let batch: usize = match batch.parse() {
+        Ok(b) if b > 0 => b,
+        _ => return Err(bad(format!("BATCH {batch:?} is not a count of at least 1"))),
+    };
+    let seed: u64 = match parts.get(2) {
+        Some(s) => s
+            .parse()
+            .map_err(|_| bad(format!("SEED {s:?} is not an unsigned integer")))?,
+        None => 0,
+    };
+    rtx_gnn::planted::harris_regression(batch, seed).map_err(|e| anyhow!("--planted {spec:?}: {e}"))
 }
 
 fn loss_of(l: Option<LossArg>) -> LossKind {

@@ -121,6 +121,24 @@ fn bad_input_exits_2_naming_what_is_wrong() {
             "homophily",
         ),
         (
+            vec!["--planted".into(), "harris".into()],
+            "harris:BATCH[:SEED]",
+        ),
+        (vec!["--planted".into(), "harris:0".into()], "BATCH \"0\""),
+        (
+            vec!["--planted".into(), "harris:two".into()],
+            "BATCH \"two\"",
+        ),
+        (
+            vec!["--planted".into(), "harris:1:-3".into()],
+            "SEED \"-3\"",
+        ),
+        (vec!["--planted".into(), "harris:1:2:3".into()], "4 fields"),
+        (
+            vec!["--planted".into(), "harris:999999999".into()],
+            "batch 999999999",
+        ),
+        (
             vec!["--features-only".into(), "--target".into(), "x".into()],
             "x",
         ),
@@ -343,6 +361,89 @@ fn ctrl_c_finishes_the_step_writes_a_checkpoint_and_exits_130() {
     );
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(json_lines(&out).last().unwrap()["event"], "done");
+}
+
+/// The epoch's `loss_hash` (JSON) and `(hash ...)` (the human line): 16
+/// hex digits, the same in two runs of a seed, others with another seed,
+/// full-graph and sampled.
+#[test]
+fn the_loss_hash_repeats_with_the_seed_and_changes_with_another() {
+    let dir = tempfile::tempdir().unwrap();
+    let hashes = |seed: &str, extra: &[&str], format: &str| -> Vec<String> {
+        let out = run(
+            &[
+                &["--heads", "2", "--channels", "4", "--epochs", "2"][..],
+                &["--seed", seed, "--format", format],
+                extra,
+            ]
+            .concat(),
+            dir.path(),
+        );
+        assert!(out.status.success(), "{}", stderr(&out));
+        if format == "json" {
+            json_lines(&out)[..2]
+                .iter()
+                .map(|l| l["loss_hash"].as_str().unwrap().to_string())
+                .collect()
+        } else {
+            String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .filter_map(|l| l.split_once("(hash ").map(|(_, r)| r[..16].to_string()))
+                .collect()
+        }
+    };
+    for extra in [&[][..], &["--batch", "400", "--fanouts", "4,3"]] {
+        let a = hashes("3", extra, "json");
+        assert_eq!(a.len(), 2);
+        for h in &a {
+            assert!(
+                h.len() == 16 && h.bytes().all(|c| c.is_ascii_hexdigit()),
+                "{h}"
+            );
+        }
+        assert_ne!(a[0], a[1], "{extra:?}");
+        assert_eq!(a, hashes("3", extra, "json"), "{extra:?}: a second run");
+        assert_eq!(a, hashes("3", extra, "human"), "{extra:?}: the human line");
+        let b = hashes("4", extra, "json");
+        assert!(a[0] != b[0] && a[1] != b[1], "{extra:?}: {a:?} vs {b:?}");
+    }
+}
+
+/// `--planted harris:BATCH:SEED` generates the Harris-shaped regression,
+/// `--export-data` writes it and `--data` trains on the file with the same
+/// bits (loss hash and scores); the features-only baseline trains on it.
+#[test]
+fn planted_harris_exports_and_trains_a_regression() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let common = [&FAST[..], &["--epochs", "2", "--format", "json"]].concat();
+    let made = run(
+        &[
+            &common[..],
+            &["--planted", "harris:1:3", "--export-data", "h.safetensors"],
+        ]
+        .concat(),
+        d,
+    );
+    assert!(made.status.success(), "{}", stderr(&made));
+    let from_file = run(&[&common[..], &["--data", "h.safetensors"]].concat(), d);
+    assert!(from_file.status.success(), "{}", stderr(&from_file));
+    let (a, b) = (json_lines(&made), json_lines(&from_file));
+    assert_eq!(a.len(), 3);
+    for (x, y) in a[..2].iter().zip(&b[..2]) {
+        assert_eq!(x["loss_hash"], y["loss_hash"]);
+        assert_eq!(x["val"], y["val"]);
+        assert!(x["val"]["r2"].as_f64().is_some() && x["test"]["mae"].as_f64().is_some());
+    }
+    let other_seed = run(&[&common[..], &["--planted", "harris:1:4"]].concat(), d);
+    assert!(other_seed.status.success(), "{}", stderr(&other_seed));
+    assert_ne!(json_lines(&other_seed)[0]["loss_hash"], a[0]["loss_hash"]);
+    let mlp = run(
+        &[&common[..], &["--data", "h.safetensors", "--features-only"]].concat(),
+        d,
+    );
+    assert!(mlp.status.success(), "{}", stderr(&mlp));
+    assert!(json_lines(&mlp)[1]["test"]["r2"].as_f64().is_some());
 }
 
 /// `--planted mag:...` generates the mag-shaped dataset (here at 1/4096),

@@ -7,7 +7,9 @@ use serde_json::{Value, json};
 use crate::metrics::Metric;
 use crate::model::{HetGat, LossKind};
 use crate::optim::{OptimizerConfig, Rule, Schedule};
-use crate::train::{EarlyStopping, ModelSettings, Position, Task, TrainConfig};
+use crate::train::{
+    EarlyStopping, LOSS_HASH_START, ModelSettings, Position, Task, TrainConfig, loss_hash_hex,
+};
 use rtx_backend::{Backend, Element};
 
 /// The model's settings and schema as the metadata's `config` and `schema`.
@@ -90,6 +92,7 @@ pub(super) fn position_meta(p: &Position) -> Value {
     json!({
         "epoch": p.epoch, "step_in_epoch": p.step_in_epoch, "global_step": p.global_step,
         "epoch_loss_sum_bits": format!("{:016x}", p.epoch_loss_sum.to_bits()),
+        "epoch_loss_hash": loss_hash_hex(p.epoch_loss_hash),
         "best": p.best.map(|(v, e)| json!([format!("{:016x}", v.to_bits()), e])),
         "bad_epochs": p.bad_epochs, "stopped": p.stopped,
     })
@@ -138,6 +141,7 @@ pub(super) fn parse_position(v: &Value) -> std::result::Result<Position, String>
         step_in_epoch: uint(&v["step_in_epoch"], "step_in_epoch")? as usize,
         global_step: uint(&v["global_step"], "global_step")?,
         epoch_loss_sum: f64_bits(&v["epoch_loss_sum_bits"], "epoch_loss_sum_bits")?,
+        epoch_loss_hash: epoch_loss_hash(v)?,
         best: match &v["best"] {
             Value::Null => None,
             b => Some((
@@ -148,6 +152,25 @@ pub(super) fn parse_position(v: &Value) -> std::result::Result<Position, String>
         bad_epochs: uint(&v["bad_epochs"], "bad_epochs")? as usize,
         stopped: v["stopped"].as_bool().ok_or("stopped is not a bool")?,
     })
+}
+
+/// The position's `epoch_loss_hash`; a checkpoint written before there
+/// was one has none, which is the start's hash at an epoch's start and an
+/// error within one (the resumed epoch's hash would be wrong).
+fn epoch_loss_hash(v: &Value) -> std::result::Result<u64, String> {
+    match &v["epoch_loss_hash"] {
+        Value::Null if v["step_in_epoch"].as_u64() == Some(0) => Ok(LOSS_HASH_START),
+        Value::Null => Err(
+            "no epoch_loss_hash within an epoch (a checkpoint of an older \
+                            rtx-train: resume it from an epoch's end)"
+                .into(),
+        ),
+        h => h
+            .as_str()
+            .filter(|s| s.len() == 16)
+            .and_then(|s| u64::from_str_radix(s, 16).ok())
+            .ok_or_else(|| "epoch_loss_hash is not 16 hex digits".into()),
+    }
 }
 
 pub(super) fn real(v: &Value, what: &str) -> std::result::Result<f64, String> {
@@ -248,4 +271,31 @@ pub(super) fn parse_train(t: &Value) -> std::result::Result<TrainConfig, String>
             schedule,
         },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_epoch_loss_hash_round_trips_and_an_older_checkpoint_has_none_only_at_an_epochs_start() {
+        let p = Position {
+            step_in_epoch: 3,
+            epoch_loss_hash: 0x0123_4567_89ab_cdef,
+            ..Position::default()
+        };
+        let mut v = position_meta(&p);
+        assert_eq!(v["epoch_loss_hash"], "0123456789abcdef");
+        assert_eq!(parse_position(&v), Ok(p));
+        v.as_object_mut().unwrap().remove("epoch_loss_hash");
+        let e = parse_position(&v).unwrap_err();
+        assert!(e.contains("no epoch_loss_hash within an epoch"), "{e}");
+        v["step_in_epoch"] = json!(0);
+        assert_eq!(
+            parse_position(&v).map(|p| p.epoch_loss_hash),
+            Ok(LOSS_HASH_START)
+        );
+        v["epoch_loss_hash"] = json!("xyz");
+        assert!(parse_position(&v).is_err());
+    }
 }

@@ -9,7 +9,9 @@
 //! the dropout masks of step `s` (`splitmix64(seed ^ DROPOUT, s)`). A run
 //! resumed from a checkpoint at any step therefore continues with the bits
 //! of a run that never stopped, and two runs give the same bits on every
-//! backend whose ops do (the CPU and CUDA backends).
+//! backend whose ops do (the CPU and CUDA backends). Each epoch's report
+//! carries the [`loss_hash`] of its steps' losses (`hash.rs`), so two runs'
+//! loss bits compare at a glance.
 //!
 //! The model computes in `T` (`f32`, `f64`, or `bf16` / `f16` for mixed
 //! precision); its master weights, the optimizer state and the loss are in
@@ -30,9 +32,11 @@ use crate::store::{GraphStore, StoreRelation};
 use crate::{Error, Result};
 
 mod data;
+mod hash;
 
 use data::{features, split_data, targets_of, widen_grads_acc};
 pub use data::{score, shuffle};
+pub use hash::{LOSS_HASH_START, loss_hash, loss_hash_hex, loss_hash_step};
 
 /// Stream tags of the run's seed.
 const SHUFFLE: u64 = 0x5348_5546_464c_4531;
@@ -157,7 +161,7 @@ impl Scores {
 }
 
 /// Where a run stands: what a checkpoint saves to resume bit for bit.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Position {
     /// The epoch in progress (0-based).
     pub epoch: usize,
@@ -167,12 +171,30 @@ pub struct Position {
     pub global_step: u64,
     /// The sum of the epoch's step losses so far.
     pub epoch_loss_sum: f64,
+    /// The [`loss_hash`] of the epoch's step losses so far.
+    pub epoch_loss_hash: u64,
     /// The best validation value so far and its epoch.
     pub best: Option<(f64, usize)>,
     /// Epochs since the best one.
     pub bad_epochs: usize,
     /// Whether early stopping ended the run.
     pub stopped: bool,
+}
+
+impl Default for Position {
+    /// The start of a run: epoch 0, no step, no best epoch.
+    fn default() -> Self {
+        Position {
+            epoch: 0,
+            step_in_epoch: 0,
+            global_step: 0,
+            epoch_loss_sum: 0.0,
+            epoch_loss_hash: LOSS_HASH_START,
+            best: None,
+            bad_epochs: 0,
+            stopped: false,
+        }
+    }
 }
 
 /// One step's report (for progress displays).
@@ -199,6 +221,8 @@ pub struct EpochReport {
     pub global_step: u64,
     /// The mean training loss of its steps.
     pub train_loss: f64,
+    /// The [`loss_hash`] of its steps' losses, in order (`hash.rs`).
+    pub loss_hash: u64,
     /// The learning rate of its last step.
     pub lr: f64,
     /// Validation scores (`None` without a validation split).
@@ -535,6 +559,7 @@ impl<'a, B: Backend + TrainOps + SampleOps + 'static, T: Element> Trainer<'a, B,
             self.position.step_in_epoch += 1;
             self.position.global_step += 1;
             self.position.epoch_loss_sum += loss;
+            self.position.epoch_loss_hash = loss_hash_step(self.position.epoch_loss_hash, loss);
             let report = StepReport {
                 epoch,
                 step: k,
@@ -550,14 +575,17 @@ impl<'a, B: Backend + TrainOps + SampleOps + 'static, T: Element> Trainer<'a, B,
         let test = self.test.as_ref().map(|s| self.evaluate(s)).transpose()?;
         let (best, stop) = self.judge(epoch, val.as_ref())?;
         let train_loss = self.position.epoch_loss_sum / steps.max(1) as f64;
+        let loss_hash = self.position.epoch_loss_hash;
         self.position.epoch += 1;
         self.position.step_in_epoch = 0;
         self.position.epoch_loss_sum = 0.0;
+        self.position.epoch_loss_hash = LOSS_HASH_START;
         self.position.stopped = stop;
         Ok(EpochEnd::Done(EpochReport {
             epoch,
             global_step: self.position.global_step,
             train_loss,
+            loss_hash,
             lr: last_lr,
             val,
             test,
