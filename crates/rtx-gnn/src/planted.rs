@@ -9,7 +9,7 @@
 //! its 2-hop neighbourhood's features (so message passing is needed).
 //!
 //! All randomness is counter-based ([`splitmix64`], [`unit()`] of
-//! `anchors/WORKLOADS.md`) on streams derived from the seed, so a spec and
+//! `docs/workloads.md`) on streams derived from the seed, so a spec and
 //! a seed give the same dataset, bit for bit, on every machine.
 //!
 //! [`small_classification`] and [`small_regression`] are small enough to
