@@ -47,12 +47,15 @@
 //!   names a kernel of the table and passes its arguments as the named,
 //!   typed fields of the launcher generated for its signature; tests fail
 //!   when the table, the defines and the .cu files disagree.
-//! * **Index cache.** `index_select` / `index_add` / `index_add_planned` take
-//!   host index lists; each thread keeps, per backend, an LRU cache of their
-//!   device copies and scatter plans keyed by the exact list (hash, then a
-//!   full comparison), bounded in bytes ([`DEFAULT_INDEX_CACHE_BYTES`],
-//!   [`CudaBackend::set_index_cache_limit`]). [`CudaBackend::index`] returns a
-//!   [`CudaIndex`] handle for zero per-call hashing.
+//! * **Indices.** Every index and fused op takes its indices as
+//!   [`rtx_backend::Indices`]: a host list, a host plan or a [`CudaIndex`]
+//!   (device memory, e.g. from the sampler), resolved to a device list or
+//!   plan in one place (`indices/resolve.rs`). Host lists and plans are
+//!   kept on the device in the backend's LRU cache, keyed by the exact
+//!   content (a sampled hash, then a full comparison) and bounded in bytes
+//!   ([`DEFAULT_INDEX_CACHE_BYTES`], [`CudaBackend::set_index_cache_limit`]);
+//!   [`CudaBackend::with_static_indices`] pins them by address, and
+//!   [`CudaBackend::index`] returns a [`CudaIndex`] for no per-call hashing.
 //! * **Scatter-add** follows [`rtx_backend::order`] exactly: no atomics, one
 //!   launch per level of the canonical block tree, results bit-identical to
 //!   `rtx-backend-cpu` for finite values (a NaN produced by the adds is the
@@ -73,66 +76,67 @@
 //!   same bits).
 //!
 //! # Modules
-//! Host code, built and tested with or without the feature: `abi` (the
-//! constants and op codes shared with the kernels, [`REQUIRED_DRIVER_VERSION`]),
-//! `table` (the kernel table and the choices that pick a kernel),
-//! `signature` (the `Kernel` and `Signature` enums the table declares),
-//! `source` (the kernel sources and the translation unit), `levels` (the
-//! chunk tables of the canonical order), `hash`, `settings`, `error`.
-//! Device code (`cuda` feature), one room per capability in `device/`:
-//! `backend` (the backend, opening the device), `core_ops`, `index_ops`,
-//! `layout_ops`, `dense_ops`, `fused_ops`, `graph` (recorded work), over the
-//! leaves `args` (kernel parameter types), `buffer`, `kernels`, `context`,
-//! `launch` (the typed launchers), `entry`, `pins`, `cache` and `chain`
-//! (the one level-chain runner of every segment sum). Without the feature,
-//! `stub` stands in for `device` with the same public surface (a test
-//! compares the two).
+//! By concept, each folder's files marked with the `cuda` feature where
+//! they are device code; the rest builds and is tested anywhere:
+//! * `kernels/`: the kernel table (`table.rs`, `table/choice.rs`: every
+//!   `__global__` with its signature, instantiation and the choice that
+//!   picks it), `signature.rs`, `source.rs` (the translation unit), `abi.rs`
+//!   (constants and op codes shared with CUDA); with the feature
+//!   `compile.rs` (NVRTC, the disk cache), `args.rs` (typed device
+//!   addresses and kernel parameters), `launch.rs` (the typed launchers).
+//! * `indices/`: how an index list becomes device memory and a scatter
+//!   plan: `levels.rs` (chunk tables), `layout.rs` (a plan built on the
+//!   device: its layout), `hash.rs` (cache keys); with the feature
+//!   `resolve.rs` (an op's `Indices` to a device list or plan), `cache.rs`,
+//!   `entry.rs`, `lists.rs` ([`CudaIndex`]), `plan.rs`, `build.rs`.
+//! * `permute/`: the permute kernel for each shape.
+//! * `runtime/` (feature): the backend, its context, memory, recorded
+//!   graphs and NCCL.
+//! * `ops/` (feature): one file per capability (`core`, `index`, `layout`,
+//!   `dense`, `fused`, `train`, `sample`, `convert`) and `chain.rs` (the one
+//!   level-chain runner of every segment sum).
+//!
+//! Without the feature, `stub.rs` stands in for `runtime/` and `ops/` with
+//! the same public surface (`api_mirror_tests.rs` compares the two).
 
+// The concepts whose host half serves the device code: without the `cuda`
+// feature they build and are tested, but only their tests call most of it
+// (the table still makes `kernel_source`, the settings the stub's knobs).
 pub mod comm;
 mod error;
-// The host halves of the device code: tested without a device, used only with it.
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
-mod abi;
+mod indices;
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
-mod hash;
-#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
-mod levels;
-#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
-mod permute_plan;
-#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
-mod plan_layout;
+mod kernels;
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 mod settings;
-#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
-mod signature;
-#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
-mod source;
-#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
-mod table;
 
 #[cfg(feature = "cuda")]
-mod device;
+mod ops;
+#[cfg(any(feature = "cuda", test))]
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+mod permute;
+#[cfg(feature = "cuda")]
+mod runtime;
 #[cfg(not(feature = "cuda"))]
 mod stub;
 
-pub use abi::REQUIRED_DRIVER_VERSION;
-#[cfg(feature = "cuda")]
-pub use device::{CudaBackend, CudaBuffer, CudaIndex, Recorded};
 pub use error::{Error, NvrtcError, Result};
+#[cfg(feature = "cuda")]
+pub use indices::CudaIndex;
+pub use kernels::REQUIRED_DRIVER_VERSION;
+pub use kernels::{KERNEL_FILES, kernel_source};
+#[cfg(feature = "cuda")]
+pub use runtime::{CudaBackend, CudaBuffer, Recorded};
 pub use settings::{
     ColSums, DEFAULT_INDEX_CACHE_BYTES, MatmulTiles, PIPELINED_SCATTER_MAX_ENTRIES, ScatterForm,
     TransposeTile, WINDOWED_MAX_BYTES,
 };
-pub use source::{KERNEL_FILES, translation_unit as kernel_source};
 #[cfg(not(feature = "cuda"))]
 pub use stub::{CudaBackend, CudaBuffer, CudaIndex, Recorded};
 
 #[cfg(test)]
-#[path = "api_mirror_tests.rs"]
 mod api_mirror_tests;
-// the host port of kernels/common.cuh's half conversions, tested against `half`
-#[cfg(test)]
-mod half_bits;
 
 #[cfg(test)]
 mod tests {

@@ -3,7 +3,7 @@
 
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 
-use crate::table::ChunkSum;
+use crate::kernels::table::ChunkSum;
 
 /// Default byte budget of each thread's index cache, per backend: 512 MiB
 /// (host copy of the key plus device index list and plan).

@@ -1,0 +1,243 @@
+//! Device copies of indices: a [`ListEntry`] (a list on the device, its
+//! largest entry, the scatter plan built from it) and a [`PlanEntry`] (a
+//! host plan on the device). What the cache, the pins and a `CudaIndex`
+//! hold, and what the kernels read.
+
+use std::sync::{Arc, Mutex, OnceLock};
+
+use rtx_backend::{IndexPlan, Result as BResult, ops, reference};
+
+use crate::indices::build;
+use crate::indices::plan::{DevicePlan, u32_bytes};
+use crate::kernels::args::DevPtr;
+use crate::runtime::buffer::DevMem;
+use crate::runtime::context::Device;
+
+/// The largest entry of a list, once known.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Largest {
+    /// The list has no entry.
+    Empty,
+    /// Its largest entry.
+    Is(u32),
+}
+
+impl Largest {
+    /// Of an optional maximum (`None`: no entry).
+    pub fn of(max: Option<u32>) -> Largest {
+        max.map_or(Largest::Empty, Largest::Is)
+    }
+
+    /// `None` for an empty list.
+    pub fn get(self) -> Option<u32> {
+        match self {
+            Largest::Empty => None,
+            Largest::Is(m) => Some(m),
+        }
+    }
+}
+
+/// An index list on the device, uploaded from the host at first use or made
+/// there (a sampler, a concatenation), with the scatter plan built from it
+/// at its first scatter. The plan does not depend on the row count: its rows
+/// end at the largest entry, and each use checks that entry against its own
+/// row count.
+#[derive(Debug)]
+pub(crate) struct ListEntry {
+    /// The host list it was made from, kept to compare with on a cache hit
+    /// and to download without a copy (`None` for a list made on the device).
+    host: Option<Arc<[u32]>>,
+    len: usize,
+    largest: OnceLock<Largest>,
+    dev: OnceLock<DevMem>,
+    plan: Mutex<Option<Arc<DevicePlan>>>,
+}
+
+impl ListEntry {
+    /// A host list (not yet on the device), whose largest entry is known.
+    pub fn from_host(list: Arc<[u32]>, largest: Largest) -> ListEntry {
+        ListEntry {
+            len: list.len(),
+            host: Some(list),
+            largest: OnceLock::from(largest),
+            dev: OnceLock::new(),
+            plan: Mutex::new(None),
+        }
+    }
+
+    /// A list of `len` entries already on the device in `mem` (`largest`
+    /// where known).
+    pub fn from_device(mem: DevMem, len: usize, largest: Option<Largest>) -> ListEntry {
+        ListEntry {
+            host: None,
+            len,
+            largest: largest.map_or_else(OnceLock::new, OnceLock::from),
+            dev: OnceLock::from(mem),
+            plan: Mutex::new(None),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// The host list it was made from, if any.
+    pub fn host(&self) -> Option<&Arc<[u32]>> {
+        self.host.as_ref()
+    }
+
+    /// The largest entry if known without device work.
+    pub fn known_largest(&self) -> Option<Largest> {
+        self.largest.get().copied()
+    }
+
+    /// The largest entry: found on the device with one readback the first
+    /// time for a device-made list, then known.
+    ///
+    /// # Errors
+    /// Device errors.
+    pub fn largest(&self, dev: &Device) -> BResult<Largest> {
+        if let Some(&m) = self.largest.get() {
+            return Ok(m);
+        }
+        if self.len == 0 {
+            return Ok(*self.largest.get_or_init(|| Largest::Empty));
+        }
+        let m = build::index_max(dev, self.dev_list(dev)?, self.len, None)?;
+        Ok(*self.largest.get_or_init(|| Largest::Is(m)))
+    }
+
+    /// Checks every entry against `rows`: a host comparison once the largest
+    /// is known; an out-of-range list names its first bad position (found on
+    /// the host for a host list, on the device otherwise).
+    ///
+    /// # Errors
+    /// [`rtx_backend::Error::IndexOutOfRange`]; device errors.
+    pub fn check_below(&self, dev: &Device, rows: usize) -> BResult<()> {
+        let Largest::Is(m) = self.largest(dev)? else {
+            return Ok(());
+        };
+        if (m as usize) < rows {
+            return Ok(());
+        }
+        match &self.host {
+            Some(list) => reference::check_indices(list, rows),
+            None => build::index_max(dev, self.dev_list(dev)?, self.len, Some(rows)).map(drop),
+        }
+    }
+
+    /// The list on the device (uploaded at first use; null for an empty list,
+    /// which no kernel reads).
+    ///
+    /// # Errors
+    /// Device errors.
+    pub fn dev_list(&self, dev: &Device) -> BResult<DevPtr<u32>> {
+        if self.len == 0 {
+            return Ok(DevPtr::NULL);
+        }
+        if let Some(m) = self.dev.get() {
+            return Ok(m.ptr());
+        }
+        let list = self
+            .host
+            .as_ref()
+            .expect("a list made on the device is created with its memory");
+        let m = dev.upload_bytes(u32_bytes(list))?;
+        // Another thread may have won the race: keep its copy, drop ours.
+        Ok(self.dev.get_or_init(|| m).ptr())
+    }
+
+    /// The scatter plan, its entries checked against `rows` (built on the
+    /// device at first use).
+    ///
+    /// # Errors
+    /// [`rtx_backend::Error::IndexOutOfRange`]; device errors.
+    pub fn plan(&self, dev: &Device, rows: usize) -> BResult<Arc<DevicePlan>> {
+        let mut g = self.plan.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(p) = &*g {
+            // built before, so the largest entry is known: a host comparison
+            self.check_below(dev, rows)?;
+            return Ok(Arc::clone(p));
+        }
+        // a known largest entry is checked here; an unknown one by the build
+        let known = match self.known_largest() {
+            Some(_) => {
+                self.check_below(dev, rows)?;
+                self.known_largest().and_then(Largest::get)
+            }
+            None => None,
+        };
+        let built = build::build(dev, self.dev_list(dev)?, self.len, rows, known)?;
+        let _ = self.largest.set(Largest::of(built.max));
+        let p = Arc::new(built.plan);
+        *g = Some(Arc::clone(&p));
+        Ok(p)
+    }
+
+    /// Host and device bytes held.
+    pub fn bytes(&self) -> usize {
+        let host = self.host.as_ref().map_or(0, |l| 4 * l.len());
+        host + self.dev.get().map_or(0, DevMem::bytes) + plan_bytes(&self.plan)
+    }
+}
+
+/// A host [`IndexPlan`] on the device: its plan uploaded at first use (the
+/// chunk tables built on the host), and its list, for a gather by a plan,
+/// recovered from the plan's rows.
+#[derive(Debug)]
+pub(crate) struct PlanEntry {
+    host: Arc<IndexPlan>,
+    plan: Mutex<Option<Arc<DevicePlan>>>,
+    list: OnceLock<Arc<ListEntry>>,
+}
+
+impl PlanEntry {
+    pub fn new(host: Arc<IndexPlan>) -> PlanEntry {
+        PlanEntry {
+            host,
+            plan: Mutex::new(None),
+            list: OnceLock::new(),
+        }
+    }
+
+    /// The host plan.
+    pub fn host(&self) -> &IndexPlan {
+        &self.host
+    }
+
+    /// The plan on the device.
+    ///
+    /// # Errors
+    /// Device errors.
+    pub fn plan(&self, dev: &Device) -> BResult<Arc<DevicePlan>> {
+        let mut g = self.plan.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(p) = &*g {
+            return Ok(Arc::clone(p));
+        }
+        let p = Arc::new(DevicePlan::upload(dev, &self.host)?);
+        *g = Some(Arc::clone(&p));
+        Ok(p)
+    }
+
+    /// The plan's list, in list order.
+    pub fn list(&self) -> Arc<ListEntry> {
+        Arc::clone(self.list.get_or_init(|| {
+            let list = ops::plan_indices(&self.host);
+            let largest = Largest::of(list.iter().copied().max());
+            Arc::new(ListEntry::from_host(list.into(), largest))
+        }))
+    }
+
+    /// Host and device bytes held.
+    pub fn bytes(&self) -> usize {
+        let host = 4 * self.host.len() + 8 * self.host.offsets().len();
+        host + plan_bytes(&self.plan) + self.list.get().map_or(0, |l| l.bytes())
+    }
+}
+
+fn plan_bytes(plan: &Mutex<Option<Arc<DevicePlan>>>) -> usize {
+    plan.lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_ref()
+        .map_or(0, |p| p.bytes())
+}

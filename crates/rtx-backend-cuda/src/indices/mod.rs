@@ -1,0 +1,43 @@
+//! How an op's indices become device memory: a list on the device and its
+//! scatter plan (the positions sorted by row and the canonical order's chunk
+//! tables), built once and kept.
+//!
+//! * `levels`: an `IndexPlan` as chunk tables, one per level of the
+//!   canonical block tree (the host reference of what the device builds).
+//! * `layout`: the layout of a plan built on the device (its tables'
+//!   offsets and bounds, shared with kernels/plan.cu).
+//! * `hash`: the cache keys of host lists and plans.
+//! * `resolve` (feature): an op's `Indices` to a device list
+//!   (`gather_list`) or plan (`scatter_plan`), in one place.
+//! * `cache` (feature): the backend's LRU of host lists and plans, and the pins.
+//! * `entry` (feature): `ListEntry` and `PlanEntry`, the device copies.
+//! * `lists` (feature): [`CudaIndex`], device lists and their producers.
+//! * `plan` (feature): `DevicePlan`, a plan's tables on the device.
+//! * `build` (feature): a plan built on the device from a device list.
+
+#[cfg(any(feature = "cuda", test))]
+pub(crate) mod hash;
+#[cfg(any(feature = "cuda", test))]
+pub(crate) mod layout;
+#[cfg(any(feature = "cuda", test))]
+pub(crate) mod levels;
+
+#[cfg(feature = "cuda")]
+pub(crate) mod build;
+#[cfg(feature = "cuda")]
+mod cache;
+#[cfg(feature = "cuda")]
+pub(crate) mod entry;
+#[cfg(feature = "cuda")]
+pub(crate) mod lists;
+#[cfg(feature = "cuda")]
+pub(crate) mod plan;
+#[cfg(feature = "cuda")]
+mod resolve;
+
+#[cfg(feature = "cuda")]
+pub(crate) use cache::IndexCache;
+#[cfg(feature = "cuda")]
+pub(crate) use entry::{Largest, ListEntry};
+#[cfg(feature = "cuda")]
+pub use lists::CudaIndex;

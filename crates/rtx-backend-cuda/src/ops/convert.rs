@@ -1,0 +1,183 @@
+//! `LayoutOps::convert` on the device: a tensor's elements converted to
+//! another element type, rounding to nearest even once, exactly as
+//! `rtx_backend::reference::convert` (the host's `half` crate, Rust's `as`). Between f32 and bf16 / f16 (and between the two
+//! half types, through exact f32) on the device, with index.cu's `narrow_*`
+//! and `widen_*` kernels, whose integer bit operations are `half`'s
+//! conversions; the pairs with f64 through the host.
+
+use cudarc::driver::result;
+use rtx_backend::prelude::*;
+use rtx_backend::{BTensor, Element, Result as BResult, ops};
+
+use crate::error::Error;
+use crate::kernels::args::{DevPtr, In, Out};
+use crate::kernels::launch::{AxpyMixed, Narrow, Widen, cfg1, grid_for};
+use crate::kernels::table::{Family, Half, Kernel};
+use crate::runtime::backend::{CudaBackend, ptr};
+
+impl CudaBackend {
+    /// `x` converted element by element to `U`, the bits of
+    /// `rtx_backend::reference::convert`: one rounding to nearest even for a
+    /// narrower `U` (NaN stays NaN, quieted as the `half` crate does it;
+    /// overflow goes to infinity; f16 keeps subnormals); between the two half
+    /// types through f32, which is exact. The same type copies the bits.
+    ///
+    /// # Errors
+    /// Device errors; a failed host allocation (the pairs with f64).
+    pub(crate) fn convert_on_device<T: Element, U: Element>(
+        &self,
+        x: &BTensor<Self, T>,
+    ) -> BResult<BTensor<Self, U>> {
+        let n = x.numel() as u64;
+        let out = self.out::<U>(x.shape())?;
+        if n == 0 {
+            return Ok(out);
+        }
+        if T::DTYPE == U::DTYPE {
+            // the same type: the bits, copied on the device
+            self.dev.ctx.bind_to_thread().map_err(Error::from)?;
+            let bytes = x.numel() * T::DTYPE.size();
+            // SAFETY: both allocations hold numel elements of the one type
+            // (`bytes` bytes) and do not overlap (out is fresh).
+            unsafe {
+                result::memcpy_dtod_async(
+                    ptr(&out).addr(),
+                    ptr(x).addr(),
+                    bytes,
+                    self.dev.stream.cu_stream(),
+                )
+            }
+            .map_err(Error::from)?;
+            return Ok(out);
+        }
+        let (from, to) = (Half::of(T::DTYPE), Half::of(U::DTYPE));
+        let f32_side = |d: rtx_backend::DType| d == rtx_backend::DType::F32;
+        match (from, to) {
+            // (the f32 side's pointers cast: its type was just checked)
+            (None, Some(h)) if f32_side(T::DTYPE) => {
+                self.narrow::<U>(h, ptr(x).cast(), ptr(&out), n)?;
+            }
+            (Some(h), None) if f32_side(U::DTYPE) => {
+                self.widen::<T>(h, ptr(x), ptr(&out).cast(), n)?;
+            }
+            (Some(a), Some(b)) => {
+                let wide = self.out::<f32>(x.shape())?;
+                self.widen::<T>(a, ptr(x), ptr(&wide), n)?;
+                self.narrow::<U>(b, ptr(&wide), ptr(&out), n)?;
+            }
+            _ => {
+                // the pairs with f64: through the host
+                let host = self.download(x)?;
+                return self.upload(&rtx_backend::reference::convert::<T, U>(&host), x.shape());
+            }
+        }
+        Ok(out)
+    }
+
+    /// `n` f32 at `src` rounded to the half type `H` (kind `h`) at `dst`.
+    fn narrow<H: Element>(&self, h: Half, src: DevPtr<f32>, dst: DevPtr<H>, n: u64) -> BResult<()> {
+        let args = Narrow::<H> {
+            r#in: In::at(src),
+            out: Out::at(dst),
+            n,
+        };
+        let k = self.dev.kernels()?;
+        // SAFETY: src holds n f32, dst n elements of H (both allocated for
+        // the tensor's numel); the grid-stride loop touches nothing else.
+        unsafe {
+            args.launch(
+                &self.dev,
+                &k,
+                Kernel::of(Family::Narrow(h)),
+                cfg1(grid_for(n)),
+            )
+        }?;
+        Ok(())
+    }
+
+    /// `n` elements of the half type `H` (kind `h`) at `src` widened to f32 at `dst`.
+    fn widen<H: Element>(&self, h: Half, src: DevPtr<H>, dst: DevPtr<f32>, n: u64) -> BResult<()> {
+        let args = Widen::<H> {
+            r#in: In::at(src),
+            out: Out::at(dst),
+            n,
+        };
+        let k = self.dev.kernels()?;
+        // SAFETY: src holds n elements of H, dst n f32; the grid-stride loop
+        // touches nothing else.
+        unsafe {
+            args.launch(
+                &self.dev,
+                &k,
+                Kernel::of(Family::Widen(h)),
+                cfg1(grid_for(n)),
+            )
+        }?;
+        Ok(())
+    }
+
+    /// `t` widened to f32 on the device (exact): how a bf16 / f16 op without
+    /// kernels of its own runs its f32 op, as the trait defaults define it
+    /// (the f32 op on the widened inputs, rounded once per output).
+    pub(crate) fn widen_dev<T: Element>(
+        &self,
+        t: &BTensor<Self, T>,
+    ) -> BResult<BTensor<Self, f32>> {
+        self.convert_on_device(t)
+    }
+
+    /// The f32 result `t` rounded once per element to `T` (see [`Self::widen_dev`]).
+    pub(crate) fn round_dev<T: Element>(
+        &self,
+        t: BResult<BTensor<Self, f32>>,
+    ) -> BResult<BTensor<Self, T>> {
+        self.convert_on_device(&t?)
+    }
+
+    /// [`DenseOps::axpy_mixed`] on the device: one `axpy_mixed_*` pass
+    /// (index.cu) for the half types; for f32 and f64, `axpy` on the
+    /// converted `x` and `low` a converted copy, the definition itself.
+    pub(crate) fn axpy_mixed_dev<H: Element>(
+        &self,
+        master: &mut BTensor<Self, H::Acc>,
+        alpha: f64,
+        x: &BTensor<Self, H>,
+        low: &mut BTensor<Self, H>,
+    ) -> BResult<()> {
+        ops::check_same("axpy_mixed", master.shape(), x.shape())?;
+        ops::check_same("axpy_mixed", master.shape(), low.shape())?;
+        let Some(h) = Half::of(H::DTYPE) else {
+            self.axpy(master, alpha, &self.convert::<H, H::Acc>(x)?)?;
+            *low = self.convert::<H::Acc, H>(master)?;
+            return Ok(());
+        };
+        let n = x.numel() as u64;
+        if n == 0 {
+            return Ok(());
+        }
+        self.make_unique(master)?;
+        self.make_unique(low)?;
+        let unique = "unique after make_unique";
+        let args = AxpyMixed::<H> {
+            y: Out::at(master.storage_mut().expect(unique).ptr().cast()),
+            x: In::at(ptr(x)),
+            low: Out::at(low.storage_mut().expect(unique).ptr()),
+            n,
+            alpha: f32::from_f64(alpha),
+        };
+        let k = self.dev.kernels()?;
+        // SAFETY: master holds n f32 (H::Acc is f32 for the half types), x
+        // and low n elements of H (equal shapes, checked); master and low
+        // are unique (no other tensor sees the writes) and distinct buffers
+        // of distinct tensors.
+        unsafe {
+            args.launch(
+                &self.dev,
+                &k,
+                Kernel::of(Family::AxpyMixed(h)),
+                cfg1(grid_for(n)),
+            )
+        }?;
+        Ok(())
+    }
+}

@@ -1,0 +1,367 @@
+//! [`SampleOps`] on the device (kernels/sample.cu): a relation's CSR from its
+//! edge lists by the device plan's stable sort, and the neighbour sampler of
+//! `rtx_backend::sample`, bit for bit the host reference. Neither the
+//! topology nor a sample crosses to the host: a sample reads back one count
+//! per relabelling and one edge total per (hop, relation), the sizes its
+//! allocations need.
+
+use rtx_backend::sample::{Csr, SampleSpec, Sampled, check_spec, sample_key};
+use rtx_backend::{Error as BError, Result as BResult, SampleOps};
+
+use crate::error::{Error, Result};
+use crate::indices::build::scan_u32;
+use crate::indices::layout::tiles;
+use crate::indices::lists::{CudaIndex, copy_parts};
+use crate::indices::{Largest, ListEntry};
+use crate::kernels::args::{DevPtr, In, Out};
+use crate::kernels::launch::{
+    GatherU32, PlanOffsets, RelabelApply, RelabelAssign, RelabelClaim, RelabelFlag, SampleCount,
+    SamplePick, cfg1, grid_for,
+};
+use crate::kernels::table::Kernel;
+use crate::runtime::backend::CudaBackend;
+use crate::runtime::buffer::DevMem;
+use crate::runtime::context::Device;
+
+/// A list of `u32`s on the device and its length.
+type Chunk = (DevMem, usize);
+
+/// A hop's frontier of one node type: its nodes (a copy when they span
+/// chunks), their address, count and first local id.
+type Frontier = (Option<DevMem>, DevPtr<u32>, usize, usize);
+
+/// `n` `u32`s of fresh device memory.
+fn alloc_u32(dev: &Device, n: usize) -> Result<DevMem> {
+    let bytes = n.checked_mul(4).ok_or(Error::SizeOverflow {
+        what: "sampler buffer",
+        count: n,
+        size: 4,
+    })?;
+    dev.alloc(bytes)
+}
+
+/// The `u32` at `p` (synchronizes the stream).
+fn read_u32(dev: &Device, p: DevPtr<u32>, what: &str) -> Result<u32> {
+    let mut v = [0u32];
+    dev.read(p, &mut v, what)?;
+    Ok(v[0])
+}
+
+/// The exclusive scan of the `n + 1` counts at `counts` (the last one 0), and
+/// its total (one readback).
+fn scan_total(dev: &Device, counts: DevPtr<u32>, n: usize, what: &str) -> Result<(DevMem, usize)> {
+    let n1 = n as u64 + 1;
+    let out = alloc_u32(dev, n + 1)?;
+    let sums = alloc_u32(dev, tiles(n1) as usize)?;
+    scan_u32(dev, counts, n1, sums.ptr(), out.ptr())?;
+    let total = read_u32(dev, out.ptr().byte_add(4 * n as u64), what)? as usize;
+    Ok((out, total))
+}
+
+/// The largest position the relabelling encodes (see kernels/sample.cu).
+const MAX_CANDIDATES: usize = (1 << 31) - 2;
+
+impl CudaBackend {
+    /// Numbers the `m` global ids of type `t` at `cand` against the type's
+    /// map (nodes assigned before keep their ids; new ones get `base..` in
+    /// order of first position). Returns every candidate's local id and the
+    /// new nodes' global ids.
+    fn relabel(
+        &self,
+        map: DevPtr<u32>,
+        cand: DevPtr<u32>,
+        m: usize,
+        base: usize,
+    ) -> BResult<(Chunk, Chunk)> {
+        if m > MAX_CANDIDATES {
+            return Err(BError::Sample(format!(
+                "{m} sampled nodes in one relabelling; the sampler takes at most {MAX_CANDIDATES}"
+            )));
+        }
+        let dev = &self.dev;
+        let k = dev.kernels()?;
+        let m64 = m as u64;
+        let args = RelabelClaim {
+            cand: In::at(cand),
+            m: m64,
+            map: Out::at(map),
+        };
+        // SAFETY: cand holds m ids, each below the map's node count
+        // (neighbours of a CSR built by csr_by_dst, or range-checked seeds).
+        unsafe { args.launch(dev, &k, Kernel::RelabelClaim, cfg1(grid_for(m64))) }?;
+        let flags = alloc_u32(dev, m + 1)?;
+        let args = RelabelFlag {
+            cand: In::at(cand),
+            m: m64,
+            map: In::at(map),
+            flags: Out::at(flags.ptr()),
+        };
+        // SAFETY: as above for cand and map; flags holds m + 1 u32.
+        unsafe { args.launch(dev, &k, Kernel::RelabelFlag, cfg1(grid_for(m64 + 1))) }?;
+        let (pos, new) = scan_total(dev, flags.ptr(), m, "reading a sample's node count back")?;
+        let fresh = alloc_u32(dev, new)?;
+        let args = RelabelAssign {
+            cand: In::at(cand),
+            m: m64,
+            flags: In::at(flags.ptr()),
+            pos: In::at(pos.ptr()),
+            base: base as u64,
+            map: Out::at(map),
+            fresh: Out::at(fresh.ptr()),
+        };
+        // SAFETY: as above for cand and map; pos is the exclusive scan of the
+        // m flags, so flagged positions write distinct slots below `new`,
+        // fresh's length.
+        unsafe { args.launch(dev, &k, Kernel::RelabelAssign, cfg1(grid_for(m64))) }?;
+        let local = alloc_u32(dev, m)?;
+        let args = RelabelApply {
+            cand: In::at(cand),
+            m: m64,
+            map: In::at(map),
+            local: Out::at(local.ptr()),
+        };
+        // SAFETY: as above for cand and map; local holds m u32.
+        unsafe { args.launch(dev, &k, Kernel::RelabelApply, cfg1(grid_for(m64))) }?;
+        Ok(((local, m), (fresh, new)))
+    }
+
+    /// The chunks one after another in one new allocation.
+    fn concat(&self, chunks: &[Chunk]) -> BResult<DevMem> {
+        let n: usize = chunks.iter().map(|c| c.1).sum();
+        let out = alloc_u32(&self.dev, n)?;
+        let parts: Vec<(DevPtr<u32>, u64, u32)> = chunks
+            .iter()
+            .map(|(c, len)| (c.ptr(), *len as u64, 0))
+            .collect();
+        copy_parts(&self.dev, &parts, out.ptr())?;
+        Ok(out)
+    }
+
+    /// The chunks one after another as one device list (no copy for one).
+    fn join(&self, mut chunks: Vec<Chunk>) -> BResult<CudaIndex> {
+        let n: usize = chunks.iter().map(|c| c.1).sum();
+        let mem = match chunks.len() {
+            1 => chunks.swap_remove(0).0,
+            _ => self.concat(&chunks)?,
+        };
+        Ok(self.wrap(ListEntry::from_device(mem, n, None)))
+    }
+
+    /// The picks of one hop through relation `c` for the `n` frontier nodes
+    /// at `front` (local ids from `lo`): their global ids and local
+    /// destinations, `None` when nothing was drawn.
+    fn hop(
+        &self,
+        c: &Csr<CudaIndex>,
+        front: DevPtr<u32>,
+        n: usize,
+        lo: usize,
+        fanout: u32,
+        key: u64,
+    ) -> BResult<Option<(Chunk, Chunk)>> {
+        let dev = &self.dev;
+        let k = dev.kernels()?;
+        let off = c.offsets().entry.dev_list(dev)?;
+        let nbr = c.neighbors().entry.dev_list(dev)?;
+        let n64 = n as u64;
+        let counts = alloc_u32(dev, n + 1)?;
+        let cp = counts.ptr();
+        let args = SampleCount {
+            off: In::at(off),
+            front: In::at(front),
+            n: n64,
+            fanout,
+            counts: Out::at(cp),
+        };
+        // SAFETY: front holds n node ids below the CSR's dst_nodes, off
+        // dst_nodes + 1 offsets, counts n + 1 u32.
+        unsafe { args.launch(dev, &k, Kernel::SampleCount, cfg1(grid_for(n64 + 1))) }?;
+        let (eoff, m) = scan_total(dev, cp, n, "reading a hop's edge count back")?;
+        if m == 0 {
+            return Ok(None);
+        }
+        let (cand, dstl) = (alloc_u32(dev, m)?, alloc_u32(dev, m)?);
+        let args = SamplePick {
+            off: In::at(off),
+            nbr: In::at(nbr),
+            front: In::at(front),
+            n: n64,
+            lo: lo as u64,
+            fanout,
+            key,
+            eoff: In::at(eoff.ptr()),
+            cand: Out::at(cand.ptr()),
+            dstl: Out::at(dstl.ptr()),
+        };
+        // SAFETY: as above for off and front; eoff is the exclusive scan of
+        // each node's min(degree, fanout), so node i writes slots eoff[i].. of
+        // its own, all below m, the length of cand and dstl; the CSR's
+        // offsets bound every neighbour read.
+        unsafe { args.launch(dev, &k, Kernel::SamplePick, cfg1(grid_for(n64))) }?;
+        Ok(Some(((cand, m), (dstl, m))))
+    }
+}
+
+impl SampleOps for CudaBackend {
+    fn csr_by_dst(
+        &self,
+        src: &CudaIndex,
+        dst: &CudaIndex,
+        (src_type, src_nodes): (usize, usize),
+        (dst_type, dst_nodes): (usize, usize),
+    ) -> BResult<Csr<CudaIndex>> {
+        self.check_own(src)?;
+        self.check_own(dst)?;
+        let n = src.len();
+        if n != dst.len() {
+            return Err(BError::ShapeMismatch {
+                op: "csr_by_dst",
+                detail: format!("{n} sources but {} destinations", dst.len()),
+            });
+        }
+        let dev = &self.dev;
+        src.entry.check_below(dev, src_nodes)?;
+        let src_max = src.entry.largest(dev)?;
+        let offsets = alloc_u32(dev, dst_nodes + 1)?;
+        let nbrs = alloc_u32(dev, n)?;
+        if n == 0 {
+            dev.zero(&offsets)?;
+        } else {
+            let plan = dst.entry.plan(dev, dst_nodes)?;
+            let k = dev.kernels()?;
+            let keys = alloc_u32(dev, n)?;
+            let (n64, rows) = (n as u64, dst_nodes as u64);
+            let (sp, dp, pos) = (
+                src.entry.dev_list(dev)?,
+                dst.entry.dev_list(dev)?,
+                plan.positions,
+            );
+            let (kp, op, np) = (keys.ptr(), offsets.ptr(), nbrs.ptr());
+            for (from, to) in [(dp, kp), (sp, np)] {
+                let args = GatherU32 {
+                    src: In::at(from),
+                    idx: In::at(pos),
+                    n: n64,
+                    out: Out::at(to),
+                };
+                // SAFETY: the plan's positions are a permutation of 0..n, both
+                // lists hold n u32 and so does the output.
+                unsafe { args.launch(dev, &k, Kernel::GatherU32, cfg1(grid_for(n64))) }?;
+            }
+            let args = PlanOffsets {
+                skeys: In::at(kp),
+                n: n64,
+                rows,
+                off: Out::at(op),
+            };
+            // SAFETY: the keys are sorted (the destinations in plan order) and
+            // hold n u32, off holds rows + 1 u32.
+            unsafe { args.launch(dev, &k, Kernel::PlanOffsets, cfg1(grid_for(rows + 1))) }?;
+        }
+        let last = u32::try_from(n).map_err(|_| BError::TooManyIndices {
+            len: n,
+            max: u32::MAX as usize,
+        })?;
+        Ok(Csr::from_parts(
+            (src_type, src_nodes),
+            (dst_type, dst_nodes),
+            self.wrap(ListEntry::from_device(
+                offsets,
+                dst_nodes + 1,
+                Some(Largest::Is(last)),
+            )),
+            self.wrap(ListEntry::from_device(nbrs, n, Some(src_max))),
+        ))
+    }
+
+    fn sample_neighbors(
+        &self,
+        node_counts: &[usize],
+        relations: &[Csr<CudaIndex>],
+        seeds: &CudaIndex,
+        spec: &SampleSpec,
+    ) -> BResult<Sampled<CudaIndex>> {
+        check_spec(node_counts, relations, seeds.len(), spec)?;
+        self.check_own(seeds)?;
+        for c in relations {
+            self.check_own(c.offsets())?;
+            self.check_own(c.neighbors())?;
+        }
+        let dev = &self.dev;
+        let types = node_counts.len();
+        let t0 = spec.seed_type;
+        seeds.entry.check_below(dev, node_counts[t0])?;
+        // per type: the map of global ids to local ones, zeroed at first use
+        let mut maps: Vec<Option<DevMem>> = (0..types).map(|_| None).collect();
+        let mut map_of = |t: usize| -> BResult<DevPtr<u32>> {
+            if let Some(m) = &maps[t] {
+                return Ok(m.ptr());
+            }
+            let m = alloc_u32(dev, node_counts[t])?;
+            dev.zero(&m)?;
+            let p = m.ptr();
+            maps[t] = Some(m);
+            Ok(p)
+        };
+        let mut nodes: Vec<Vec<Chunk>> = (0..types).map(|_| Vec::new()).collect();
+        let mut count = vec![0usize; types];
+        let (seed_local, fresh) =
+            self.relabel(map_of(t0)?, seeds.entry.dev_list(dev)?, seeds.len(), 0)?;
+        count[t0] = fresh.1;
+        nodes[t0].push(fresh);
+        let mut frontier: Vec<Option<Frontier>> = (0..types).map(|_| None).collect();
+        frontier[t0] = Some((None, nodes[t0][0].0.ptr(), count[t0], 0));
+        let mut src: Vec<Vec<Chunk>> = (0..relations.len()).map(|_| Vec::new()).collect();
+        let mut dst: Vec<Vec<Chunk>> = (0..relations.len()).map(|_| Vec::new()).collect();
+        for fan in &spec.fanouts {
+            let before = count.clone();
+            let chunks_before: Vec<usize> = nodes.iter().map(Vec::len).collect();
+            for (r, c) in relations.iter().enumerate() {
+                let Some((_, fp, n, lo)) = frontier[c.dst_type()] else {
+                    continue;
+                };
+                if fan[r] == 0 {
+                    continue;
+                }
+                let key = sample_key(spec.seed, spec.step, r);
+                let Some((cand, dstl)) = self.hop(c, fp, n, lo, fan[r], key)? else {
+                    continue;
+                };
+                let st = c.src_type();
+                let (local, fresh) = self.relabel(map_of(st)?, cand.0.ptr(), cand.1, count[st])?;
+                count[st] += fresh.1;
+                if fresh.1 > 0 {
+                    nodes[st].push(fresh);
+                }
+                src[r].push(local);
+                dst[r].push(dstl);
+            }
+            for t in 0..types {
+                let added = &nodes[t][chunks_before[t]..];
+                frontier[t] = match added {
+                    [] => None,
+                    [one] => Some((None, one.0.ptr(), one.1, before[t])),
+                    _ => {
+                        let mem = self.concat(added)?;
+                        let p = mem.ptr();
+                        Some((Some(mem), p, count[t] - before[t], before[t]))
+                    }
+                };
+            }
+        }
+        drop(frontier);
+        let join_all = |lists: Vec<Vec<Chunk>>| {
+            lists
+                .into_iter()
+                .map(|c| self.join(c))
+                .collect::<BResult<Vec<_>>>()
+        };
+        Ok(Sampled {
+            nodes: join_all(nodes)?,
+            src: join_all(src)?,
+            dst: join_all(dst)?,
+            seeds: self.join(vec![seed_local])?,
+            counts: count,
+        })
+    }
+}

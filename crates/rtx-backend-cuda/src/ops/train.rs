@@ -1,0 +1,316 @@
+//! [`TrainOps`] on the device (kernels/train.cu): dropout, the losses and the
+//! multi-tensor optimizer steps, each the [`rtx_backend::ops::train`]
+//! reference operation for operation (explicit round-to-nearest intrinsics,
+//! the portable exp and ln), so the bits are the CPU backend's. Every check
+//! runs before any work; an optimizer step is one upload of its tensor table
+//! and one launch.
+
+use rtx_backend::ops::train::{self as t, AdamStep, RegressionLoss, SgdStep};
+use rtx_backend::prelude::*;
+use rtx_backend::{BTensor, Element, Error as BError, LossGrad, Result as BResult};
+
+use crate::indices::lists::CudaIndex;
+use crate::kernels::args::{DevPtr, Elem, In, Out};
+use crate::kernels::launch::{
+    Adam, CrossEntropy, Dropout, LnProbe, MAX_GRID_X, Regression, Sgd, cfg1, grid_for,
+};
+use crate::kernels::table::{Family, Float, Kernel, Train};
+use crate::runtime::backend::{CudaBackend, ptr};
+
+/// Elements one block of an optimizer step updates (16 per thread).
+const STEP_CHUNK: u64 = 4096;
+
+/// The writable device address of `t`, made unique first (no other tensor
+/// sees the writes).
+fn unique_ptr<T: Element>(b: &CudaBackend, t: &mut BTensor<CudaBackend, T>) -> BResult<DevPtr<T>> {
+    b.make_unique(t)?;
+    Ok(t.storage_mut().expect("unique after make_unique").ptr())
+}
+
+/// An uploaded [`StepTable`]: its memory, the tensor table, the block
+/// words and the number of blocks.
+type Uploaded = (
+    crate::runtime::buffer::DevMem,
+    DevPtr<u64>,
+    DevPtr<u64>,
+    u32,
+);
+
+/// The device tables of one multi-tensor step: five words per tensor
+/// (addresses of p, g, m / buf, v, and n), then a word per block
+/// (`tensor << 32 | chunk`). `None` when there is nothing to update.
+struct StepTable {
+    words: Vec<u64>,
+    tensors: usize,
+}
+
+impl StepTable {
+    fn new(n: usize) -> Self {
+        StepTable {
+            words: Vec::with_capacity(5 * n),
+            tensors: 0,
+        }
+    }
+
+    /// A tensor of `n` elements: parameters `p`, gradients `g`, and the
+    /// optimizer's state `m` and `v` (null where it keeps none).
+    fn push<T>(&mut self, p: DevPtr<T>, g: DevPtr<T>, m: DevPtr<T>, v: DevPtr<T>, n: usize) {
+        self.words
+            .extend([p.addr(), g.addr(), m.addr(), v.addr(), n as u64]);
+        self.tensors += 1;
+    }
+
+    /// The block words appended; uploads the whole table: `(memory, tab
+    /// address, blocks address, blocks)`, or `None` without elements.
+    fn upload(mut self, b: &CudaBackend, op: &'static str) -> BResult<Option<Uploaded>> {
+        let tab_words = self.words.len();
+        for i in 0..self.tensors {
+            let n = self.words[5 * i + 4];
+            let chunks = n.div_ceil(STEP_CHUNK);
+            if chunks > u64::from(u32::MAX) {
+                return Err(BError::SizeOverflow {
+                    op,
+                    what: format!("{n} elements of one tensor ({chunks} chunks)"),
+                });
+            }
+            self.words
+                .extend((0..chunks).map(|c| ((i as u64) << 32) | c));
+        }
+        let blocks = (self.words.len() - tab_words) as u64;
+        if blocks == 0 {
+            return Ok(None);
+        }
+        if blocks > MAX_GRID_X {
+            return Err(BError::SizeOverflow {
+                op,
+                what: format!("{blocks} blocks of one launch"),
+            });
+        }
+        let bytes: Vec<u8> = self.words.iter().flat_map(|w| w.to_ne_bytes()).collect();
+        let mem = b.dev.upload_bytes(&bytes)?;
+        let at: DevPtr<u64> = mem.ptr();
+        let blocks_at = at.byte_add(8 * tab_words as u64);
+        Ok(Some((mem, at, blocks_at, blocks as u32)))
+    }
+}
+
+impl TrainOps for CudaBackend {
+    fn dropout<T: Element>(
+        &self,
+        x: &BTensor<Self, T>,
+        p: f64,
+        seed: u64,
+    ) -> BResult<BTensor<Self, T>> {
+        t::check_dropout(p)?;
+        if p == 0.0 {
+            // a copy, bits and all (x * 1 would canonicalize a NaN's payload)
+            let mut out = x.clone();
+            self.make_unique(&mut out)?;
+            return Ok(out);
+        }
+        let out = self.out::<T>(x.shape())?;
+        let n = x.numel() as u64;
+        if n == 0 {
+            return Ok(out);
+        }
+        let args = Dropout::<T> {
+            x: In::at(ptr(x)),
+            out: Out::at(ptr(&out)),
+            n,
+            p,
+            seed,
+            s: Elem(t::dropout_scale::<T::Acc>(p)),
+        };
+        let k = self.dev.kernels()?;
+        let kernel = Kernel::of(Family::Train(Train::Dropout, Float::of(T::DTYPE)));
+        // SAFETY: x and out hold n elements of T; out is fresh.
+        unsafe { args.launch(&self.dev, &k, kernel, cfg1(grid_for(n))) }?;
+        Ok(out)
+    }
+
+    fn cross_entropy<T: Element>(
+        &self,
+        logits: &BTensor<Self, T>,
+        labels: &CudaIndex,
+        scale: f64,
+    ) -> BResult<LossGrad<Self, T>> {
+        self.check_own(labels)?;
+        let (m, c) = t::check_cross_entropy_shape(logits.shape(), labels.len())?;
+        // every label below c: the first one that is not, by position and value
+        labels.entry.check_below(&self.dev, c)?;
+        let loss = self.out::<T::Acc>(&[m, 1])?;
+        let grad = self.out::<T>(&[m, c])?;
+        if m == 0 {
+            return Ok((loss, grad));
+        }
+        let args = CrossEntropy::<T> {
+            z: In::at(ptr(logits)),
+            labels: In::at(labels.entry.dev_list(&self.dev)?),
+            loss: Out::at(ptr(&loss)),
+            grad: Out::at(ptr(&grad)),
+            m: m as u64,
+            c: c as u64,
+            scale: Elem(T::Acc::from_f64(scale)),
+        };
+        let k = self.dev.kernels()?;
+        let kernel = Kernel::of(Family::Train(Train::CrossEntropy, Float::of(T::DTYPE)));
+        // SAFETY: logits and grad hold m * c elements of T, labels m u32 each
+        // below c (checked), loss m of T::Acc; loss and grad are fresh.
+        unsafe { args.launch(&self.dev, &k, kernel, cfg1(grid_for(m as u64))) }?;
+        Ok((loss, grad))
+    }
+
+    fn regression_loss<T: Element>(
+        &self,
+        kind: RegressionLoss,
+        y: &BTensor<Self, T>,
+        target: &BTensor<Self, T::Acc>,
+        scale: f64,
+    ) -> BResult<LossGrad<Self, T>> {
+        let (m, d) = t::check_regression(y.shape(), target.shape())?;
+        let loss = self.out::<T::Acc>(&[m, 1])?;
+        let grad = self.out::<T>(&[m, d])?;
+        if m == 0 {
+            return Ok((loss, grad));
+        }
+        let args = Regression::<T> {
+            y: In::at(ptr(y)),
+            t: In::at(ptr(target)),
+            loss: Out::at(ptr(&loss)),
+            grad: Out::at(ptr(&grad)),
+            m: m as u64,
+            d: d as u64,
+            l1: u32::from(kind == RegressionLoss::L1),
+            scale: Elem(T::Acc::from_f64(scale)),
+        };
+        let k = self.dev.kernels()?;
+        let kernel = Kernel::of(Family::Train(Train::Regression, Float::of(T::DTYPE)));
+        // SAFETY: y and grad hold m * d elements of T, target m * d of T::Acc
+        // (equal shapes, checked), loss m of T::Acc; loss and grad are fresh.
+        unsafe { args.launch(&self.dev, &k, kernel, cfg1(grid_for(m as u64))) }?;
+        Ok((loss, grad))
+    }
+
+    fn adam_step<T: Element>(
+        &self,
+        h: &AdamStep,
+        params: &mut [&mut BTensor<Self, T>],
+        grads: &[&BTensor<Self, T>],
+        m: &mut [&mut BTensor<Self, T>],
+        v: &mut [&mut BTensor<Self, T>],
+    ) -> BResult<()> {
+        let s = t::adam_checked::<T::Acc, _>(h, params, grads, m, v)?;
+        let mut table = StepTable::new(params.len());
+        for i in 0..params.len() {
+            let n = params[i].numel();
+            if n == 0 {
+                continue;
+            }
+            let pp = unique_ptr(self, params[i])?;
+            let pm = unique_ptr(self, m[i])?;
+            let pv = unique_ptr(self, v[i])?;
+            table.push(pp, ptr(grads[i]), pm, pv, n);
+        }
+        let Some((_mem, tab, blocks, grid)) = table.upload(self, "adam_step")? else {
+            return Ok(());
+        };
+        let args = Adam::<T> {
+            tab: In::at(tab),
+            blocks: In::at(blocks),
+            len: STEP_CHUNK,
+            gs: Elem(s.grad_scale),
+            wd: Elem(s.weight_decay),
+            omb1: Elem(s.one_minus_beta1),
+            beta2: Elem(s.beta2),
+            omb2: Elem(s.one_minus_beta2),
+            decay: Elem(s.decay),
+            step_size: Elem(s.step_size),
+            bc2_sqrt: Elem(s.bc2_sqrt),
+            eps: Elem(s.eps),
+            flags: u32::from(s.decay_grad) | (u32::from(s.decay_param) << 1),
+        };
+        let k = self.dev.kernels()?;
+        let kernel = Kernel::of(Family::Train(Train::Adam, Float::of(T::DTYPE)));
+        // SAFETY: the table's entries are the unique buffers of params, m and
+        // v (each written by the blocks of its own chunks only) and the grads
+        // (read), each of the n elements of T its entry says (equal shapes,
+        // checked); the table memory lives until after the launch is queued
+        // and is freed in stream order.
+        unsafe { args.launch(&self.dev, &k, kernel, cfg1(grid)) }?;
+        Ok(())
+    }
+
+    fn sgd_step<T: Element>(
+        &self,
+        h: &SgdStep,
+        params: &mut [&mut BTensor<Self, T>],
+        grads: &[&BTensor<Self, T>],
+        bufs: &mut [&mut BTensor<Self, T>],
+    ) -> BResult<()> {
+        let s = t::sgd_checked::<T::Acc, _>(h, params, grads, bufs)?;
+        let mut table = StepTable::new(params.len());
+        for i in 0..params.len() {
+            let n = params[i].numel();
+            if n == 0 {
+                continue;
+            }
+            let pp = unique_ptr(self, params[i])?;
+            let pb = if s.has_momentum {
+                unique_ptr(self, bufs[i])?
+            } else {
+                DevPtr::NULL
+            };
+            table.push(pp, ptr(grads[i]), pb, DevPtr::NULL, n);
+        }
+        let Some((_mem, tab, blocks, grid)) = table.upload(self, "sgd_step")? else {
+            return Ok(());
+        };
+        let flags = u32::from(s.decay)
+            | (u32::from(s.has_momentum) << 1)
+            | (u32::from(s.nesterov) << 2)
+            | (u32::from(s.first) << 3);
+        let args = Sgd::<T> {
+            tab: In::at(tab),
+            blocks: In::at(blocks),
+            len: STEP_CHUNK,
+            gs: Elem(s.grad_scale),
+            wd: Elem(s.weight_decay),
+            momentum: Elem(s.momentum),
+            omd: Elem(s.one_minus_dampening),
+            lr: Elem(s.lr),
+            flags,
+        };
+        let k = self.dev.kernels()?;
+        let kernel = Kernel::of(Family::Train(Train::Sgd, Float::of(T::DTYPE)));
+        // SAFETY: as adam_step's (the buffers only with momentum).
+        unsafe { args.launch(&self.dev, &k, kernel, cfg1(grid)) }?;
+        Ok(())
+    }
+}
+
+impl CudaBackend {
+    /// `ln x` elementwise by the device's portable ln (kernels/model.cuh's
+    /// `rln`): the bits of [`rtx_backend::exp::ln64`] / [`rtx_backend::exp::ln32`]
+    /// (`Element::ln`). For the tests that compare the two.
+    ///
+    /// # Errors
+    /// Device errors.
+    #[doc(hidden)]
+    pub fn ln_elementwise<T: Element>(&self, x: &BTensor<Self, T>) -> BResult<BTensor<Self, T>> {
+        let out = self.out::<T>(x.shape())?;
+        let n = x.numel() as u64;
+        if n == 0 {
+            return Ok(out);
+        }
+        let args = LnProbe::<T> {
+            x: In::at(ptr(x)),
+            out: Out::at(ptr(&out)),
+            n,
+        };
+        let k = self.dev.kernels()?;
+        let kernel = Kernel::of(Family::Train(Train::Ln, Float::of(T::DTYPE)));
+        // SAFETY: x and out hold n elements of T; out is fresh.
+        unsafe { args.launch(&self.dev, &k, kernel, cfg1(grid_for(n))) }?;
+        Ok(out)
+    }
+}

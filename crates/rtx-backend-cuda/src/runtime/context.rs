@@ -1,0 +1,105 @@
+//! One opened device: context, the backend's stream, its memory pool and its
+//! kernels (loaded on first use). Opened by `CudaBackend::new`; every room
+//! reaches the device through it.
+
+use std::sync::{Arc, Mutex};
+
+use cudarc::driver::{CudaContext, CudaStream, result};
+
+use crate::error::Result;
+use crate::kernels::args::DevPtr;
+use crate::kernels::compile::{self, Kernels};
+use crate::runtime::buffer::{DevMem, Pool};
+
+/// One device: context, the backend's stream, pool and kernels.
+#[derive(Debug)]
+pub(crate) struct Device {
+    /// The backend's id (keys its index caches and pins).
+    pub id: u64,
+    pub ordinal: usize,
+    pub name: String,
+    /// The NVRTC target, e.g. `sm_90`.
+    pub arch: String,
+    /// The compute capability's major version (9 for sm_90: Hopper's bulk
+    /// tensor copies).
+    pub major: i32,
+    /// `cuDriverGetVersion`.
+    pub driver: i32,
+    pub ctx: Arc<CudaContext>,
+    pub stream: Arc<CudaStream>,
+    pub pool: Pool,
+    pub kernels: Mutex<Option<Arc<Kernels>>>,
+    /// The column sums' climb counters (`abi::COL_SUM_COUNTERS` u32s): zero
+    /// between launches, and only this stream's kernels use them, one at a
+    /// time.
+    pub counters: DevMem,
+}
+
+impl Device {
+    /// A new allocation of `bytes` bytes (uninitialized) on the backend's stream.
+    pub(crate) fn alloc(&self, bytes: usize) -> Result<DevMem> {
+        DevMem::alloc(&self.stream, self.pool, bytes)
+    }
+
+    /// A new allocation holding `bytes` (copied from the host).
+    pub(crate) fn upload_bytes(&self, bytes: &[u8]) -> Result<DevMem> {
+        self.refuse_while_recording("an upload from host memory")?;
+        let m = self.alloc(bytes.len())?;
+        if !bytes.is_empty() {
+            self.ctx.bind_to_thread()?;
+            // SAFETY: m holds bytes.len() bytes; the copy from pageable host memory
+            // is staged before the call returns, so `bytes` may be freed after it.
+            unsafe {
+                result::memcpy_htod_async(m.ptr::<u8>().addr(), bytes, self.stream.cu_stream())
+            }?;
+        }
+        Ok(m)
+    }
+
+    /// Copies `out.len()` values from `src` into `out` and
+    /// waits for the stream (so for all work queued before). `what` names the
+    /// copy in the error while the stream is being recorded (a copy to host
+    /// memory cannot be part of a graph).
+    ///
+    /// Callers pass plain data (`u32`, `u64`, `f32`, `f64`); `src` holds at
+    /// least `size_of_val(out)` bytes.
+    pub(crate) fn read<W: Copy>(&self, src: DevPtr<W>, out: &mut [W], what: &str) -> Result<()> {
+        self.refuse_while_recording(what)?;
+        let bytes = std::mem::size_of_val(out);
+        if bytes > 0 {
+            // SAFETY: W is plain data (see above): every bit pattern is valid;
+            // the byte view covers exactly `out`.
+            let view =
+                unsafe { std::slice::from_raw_parts_mut(out.as_mut_ptr().cast::<u8>(), bytes) };
+            self.ctx.bind_to_thread()?;
+            // SAFETY: `src` holds at least `bytes` bytes (the callers' contract);
+            // the stream is synchronized below before `out` is read or dropped.
+            unsafe { result::memcpy_dtoh_async(view, src.addr(), self.stream.cu_stream()) }?;
+        }
+        self.stream.synchronize()?;
+        Ok(())
+    }
+
+    /// Zeroes all of `m` on the backend's stream.
+    pub(crate) fn zero(&self, m: &DevMem) -> Result<()> {
+        if m.bytes() > 0 {
+            self.ctx.bind_to_thread()?;
+            // SAFETY: m is a live allocation of m.bytes() bytes in this context.
+            unsafe {
+                result::memset_d8_async(m.ptr::<u8>().addr(), 0, m.bytes(), self.stream.cu_stream())
+            }?;
+        }
+        Ok(())
+    }
+
+    /// The kernels, compiled (or read from the disk cache) on first use.
+    pub(crate) fn kernels(&self) -> Result<Arc<Kernels>> {
+        let mut g = self.kernels.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(k) = &*g {
+            return Ok(Arc::clone(k));
+        }
+        let k = Arc::new(compile::load_kernels(&self.ctx, &self.arch, self.driver)?);
+        *g = Some(Arc::clone(&k));
+        Ok(k)
+    }
+}
