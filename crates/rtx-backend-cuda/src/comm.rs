@@ -5,7 +5,7 @@
 //! [`CommError::Unavailable`](rtx_backend::comm::CommError::Unavailable).
 
 #[cfg(feature = "cuda")]
-pub use crate::runtime::nccl::{Failures, NcclComm, NcclId, nccl_version};
+pub use crate::backend::nccl::{Failures, NcclComm, NcclId, nccl_version};
 
 #[cfg(not(feature = "cuda"))]
 pub use off::{Failures, NcclComm, NcclId, nccl_version};

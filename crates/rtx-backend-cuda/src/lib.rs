@@ -112,6 +112,8 @@ mod kernels;
 mod settings;
 
 #[cfg(feature = "cuda")]
+mod backend;
+#[cfg(feature = "cuda")]
 mod ops;
 #[cfg(any(feature = "cuda", test))]
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
@@ -121,13 +123,15 @@ mod runtime;
 #[cfg(not(feature = "cuda"))]
 mod stub;
 
+#[cfg(feature = "cuda")]
+pub use backend::{CudaBackend, Recorded};
 pub use error::{Error, NvrtcError, Result};
 #[cfg(feature = "cuda")]
 pub use indices::CudaIndex;
 pub use kernels::REQUIRED_DRIVER_VERSION;
 pub use kernels::{KERNEL_FILES, kernel_source};
 #[cfg(feature = "cuda")]
-pub use runtime::{CudaBackend, CudaBuffer, Recorded};
+pub use runtime::CudaBuffer;
 pub use settings::{
     ColSums, DEFAULT_INDEX_CACHE_BYTES, MatmulTiles, PIPELINED_SCATTER_MAX_ENTRIES, ScatterForm,
     TransposeTile, WINDOWED_MAX_BYTES,

@@ -15,14 +15,14 @@ use crate::indices::layout::{
     hi_len, hi_offset, hi_vb, level0_bound, list_len, radix, rows_direct_limit, tiles,
 };
 use crate::indices::plan::{ChunkTable, DevicePlan};
-use crate::kernels::args::{DevPtr, In, Level0Counts, Out};
-use crate::kernels::launch::{
+use crate::kernels::table::Kernel;
+use crate::runtime::args::{DevPtr, In, Level0Counts, Out};
+use crate::runtime::buffer::DevMem;
+use crate::runtime::context::Device;
+use crate::runtime::launch::{
     IndexBounds, Lvl0Apply, Lvl0Fill, Lvl0Spine, Lvl0Sums, MAX_GRID_X, PlanHist, PlanLevels,
     PlanOffsets, PlanRank, ScanApply, ScanSpine, ScanSums, cfg1, grid_for,
 };
-use crate::kernels::table::Kernel;
-use crate::runtime::buffer::DevMem;
-use crate::runtime::context::Device;
 
 /// A plan built on the device, with the largest index of its list.
 #[derive(Debug)]

@@ -9,7 +9,7 @@ use rtx_backend::{IndexPlan, Result as BResult, ops, reference};
 
 use crate::indices::build;
 use crate::indices::plan::{DevicePlan, u32_bytes};
-use crate::kernels::args::DevPtr;
+use crate::runtime::args::DevPtr;
 use crate::runtime::buffer::DevMem;
 use crate::runtime::context::Device;
 

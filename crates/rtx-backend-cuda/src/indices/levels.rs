@@ -163,6 +163,12 @@ pub(crate) fn build_levels(plan: &IndexPlan) -> ScatterLevels {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+
+    #[test]
+    fn the_column_sum_kernel_has_room_for_the_levels_of_the_largest_sum() {
+        let most = col_sum_levels(usize::MAX, 1).rows.len();
+        assert_eq!(most, crate::kernels::abi::COL_SUM_LEVELS);
+    }
     use rtx_backend::workload::{indices, values};
     use rtx_backend::{Element, reference};
 

@@ -8,7 +8,8 @@
 //!   offsets and bounds, shared with kernels/plan.cu).
 //! * `hash`: the cache keys of host lists and plans.
 //! * `resolve` (feature): an op's `Indices` to a device list
-//!   (`gather_list`) or plan (`scatter_plan`), in one place.
+//!   (`Resolver::gather_list`) or plan (`Resolver::scatter_plan`), in one
+//!   place; the pins of `with_static_indices`.
 //! * `cache` (feature): the backend's LRU of host lists and plans, and the pins.
 //! * `entry` (feature): `ListEntry` and `PlanEntry`, the device copies.
 //! * `lists` (feature): [`CudaIndex`], device lists and their producers.
@@ -33,7 +34,7 @@ pub(crate) mod lists;
 #[cfg(feature = "cuda")]
 pub(crate) mod plan;
 #[cfg(feature = "cuda")]
-mod resolve;
+pub(crate) mod resolve;
 
 #[cfg(feature = "cuda")]
 pub(crate) use cache::IndexCache;
@@ -41,3 +42,5 @@ pub(crate) use cache::IndexCache;
 pub(crate) use entry::{Largest, ListEntry};
 #[cfg(feature = "cuda")]
 pub use lists::CudaIndex;
+#[cfg(feature = "cuda")]
+pub(crate) use resolve::Resolver;

@@ -5,7 +5,7 @@
 use rtx_backend::{IndexPlan, Result as BResult};
 
 use crate::indices::levels::{build_levels, window_table};
-use crate::kernels::args::DevPtr;
+use crate::runtime::args::DevPtr;
 use crate::runtime::buffer::DevMem;
 use crate::runtime::context::Device;
 

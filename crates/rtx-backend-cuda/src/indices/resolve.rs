@@ -1,26 +1,27 @@
-//! An op's [`Indices`] to device memory, in one place:
-//! [`CudaBackend::gather_list`] gives the device list an op gathers by,
-//! [`CudaBackend::scatter_plan`] the device plan it sums by. A backend list
-//! ([`CudaIndex`]) already is device memory; a host list or plan is found
-//! in the backend's [`IndexCache`] (pinned by address, else by content) or
-//! copied to the device and kept there once its entries passed the range
-//! check. `entry` holds the device copies, `cache` finds them again.
+//! An op's [`Indices`] to device memory, in one place: [`Resolver`] (a
+//! backend's index cache on its device) gives the device list an op
+//! gathers by ([`Resolver::gather_list`]) and the device plan it sums by
+//! ([`Resolver::scatter_plan`]). A backend list ([`CudaIndex`]) already is
+//! device memory; a host list or plan is found in the [`IndexCache`]
+//! (pinned by address, else by content) or copied to the device and kept
+//! there once its entries passed the range check. `entry` holds the device
+//! copies, `cache` finds them again. The backend's ops reach it through
+//! `CudaBackend::gather_list` / `scatter_plan` (`backend/mod.rs`).
 
 use std::sync::Arc;
 
 use rtx_backend::implement::check_len;
-use rtx_backend::{IndexPlan, Indices, Result as BResult};
+use rtx_backend::{IndexOps, IndexPlan, Indices, Result as BResult};
 
 use super::cache::{Cached, IndexCache, PinKey, list_key, plan_key};
 use super::entry::{Largest, ListEntry, PlanEntry};
-
-use super::lists::CudaIndex;
+use super::hash::{max_of, same_list};
+use super::lists::{CudaIndex, check_owner};
 use super::plan::DevicePlan;
-use crate::indices::hash::{max_of, same_list};
-use crate::runtime::backend::CudaBackend;
+use crate::runtime::context::Device;
 
 /// Host lists at least this long run with a cached candidate of the same
-/// sample key while the host compares every entry ([`CudaBackend::run_then_confirm`]):
+/// sample key while the host compares every entry ([`Resolver::run_then_confirm`]):
 /// the comparison of a long list costs about as much as the op.
 pub(crate) const CONFIRM_AFTER_MIN: usize = 1 << 20;
 
@@ -28,13 +29,15 @@ pub(crate) const CONFIRM_AFTER_MIN: usize = 1 << 20;
 /// checks passed.
 type Found<E> = (Arc<E>, Option<(u64, Cached)>);
 
-impl<'a> From<&'a CudaIndex> for Indices<'a, CudaBackend> {
-    fn from(list: &'a CudaIndex) -> Self {
-        Indices::held(list)
-    }
+/// A backend's index cache on its device, under its byte budget.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Resolver<'c> {
+    pub cache: &'c IndexCache,
+    pub dev: &'c Device,
+    pub limit: usize,
 }
 
-impl CudaBackend {
+impl<'c> Resolver<'c> {
     /// The device list of `idx`, every entry checked below `rows`: the rows
     /// of `op`'s tensor `what` it gathers from. An empty list's address is 0.
     ///
@@ -42,16 +45,16 @@ impl CudaBackend {
     /// [`rtx_backend::Error::ShapeMismatch`] when `idx` says another row
     /// count; [`rtx_backend::Error::IndexOutOfRange`]; a foreign list; too
     /// many entries; device errors.
-    pub(crate) fn gather_list(
+    pub(crate) fn gather_list<B: IndexOps<Index = CudaIndex> + ?Sized>(
         &self,
-        idx: Indices<'_, Self>,
+        idx: Indices<'_, B>,
         op: &'static str,
         what: &str,
         rows: usize,
     ) -> BResult<Arc<ListEntry>> {
         idx.rows_of(op, what, rows)?;
         let (entry, fresh) = self.list_entry(idx)?;
-        entry.check_below(&self.dev, rows)?;
+        entry.check_below(self.dev, rows)?;
         self.keep(fresh);
         Ok(entry)
     }
@@ -60,59 +63,65 @@ impl CudaBackend {
     /// `op` sums into), every entry checked below `rows`.
     ///
     /// # Errors
-    /// As [`CudaBackend::gather_list`].
-    pub(crate) fn scatter_plan(
+    /// As [`Resolver::gather_list`].
+    pub(crate) fn scatter_plan<B: IndexOps<Index = CudaIndex> + ?Sized>(
         &self,
-        idx: Indices<'_, Self>,
+        idx: Indices<'_, B>,
         op: &'static str,
         rows: usize,
     ) -> BResult<Arc<DevicePlan>> {
         idx.rows_of(op, "the output", rows)?;
         if let Indices::Plan(p) = idx {
             let (entry, fresh) = self.plan_entry(p)?;
-            let plan = entry.plan(&self.dev)?;
+            let plan = entry.plan(self.dev)?;
             self.keep(fresh);
             return Ok(plan);
         }
         let (entry, fresh) = self.list_entry(idx)?;
-        let plan = entry.plan(&self.dev, rows)?;
+        let plan = entry.plan(self.dev, rows)?;
         self.keep(fresh);
         Ok(plan)
     }
 
     /// The device list of `idx`, found or made (not yet checked).
-    fn list_entry(&self, idx: Indices<'_, Self>) -> BResult<Found<ListEntry>> {
+    fn list_entry<B: IndexOps<Index = CudaIndex> + ?Sized>(
+        &self,
+        idx: Indices<'_, B>,
+    ) -> BResult<Found<ListEntry>> {
         match idx {
             Indices::Held { list, .. } => {
-                self.check_own(list)?;
+                check_owner(list, self.dev.id)?;
                 Ok((Arc::clone(&list.entry), None))
             }
             Indices::Plan(p) => Ok((self.plan_entry(p)?.0.list(), None)),
-            Indices::List { list, .. } => {
-                if let Some(Cached::List(e)) = self.indices.pinned(&PinKey::list(list)) {
-                    return Ok((e, None));
-                }
-                check_len(list.len())?;
-                let key = list_key(list);
-                if let Some(e) = self.indices.find_list(key, list) {
-                    self.indices.shrink_to(self.index_cache_limit());
-                    return Ok((e, None));
-                }
-                let largest = Largest::of(max_of(list));
-                let e = Arc::new(ListEntry::from_host(list.into(), largest));
-                Ok((Arc::clone(&e), Some((key, Cached::List(e)))))
-            }
+            Indices::List { list, .. } => self.host_list_entry(list),
         }
+    }
+
+    /// The device copy of host list `list`, found or made (not yet checked).
+    fn host_list_entry(&self, list: &[u32]) -> BResult<Found<ListEntry>> {
+        if let Some(Cached::List(e)) = self.cache.pinned(&PinKey::list(list)) {
+            return Ok((e, None));
+        }
+        check_len(list.len())?;
+        let key = list_key(list);
+        if let Some(e) = self.cache.find_list(key, list) {
+            self.cache.shrink_to(self.limit);
+            return Ok((e, None));
+        }
+        let largest = Largest::of(max_of(list));
+        let e = Arc::new(ListEntry::from_host(list.into(), largest));
+        Ok((Arc::clone(&e), Some((key, Cached::List(e)))))
     }
 
     /// The device copy of host plan `plan`, found or made.
     fn plan_entry(&self, plan: &IndexPlan) -> BResult<Found<PlanEntry>> {
-        if let Some(Cached::Plan(e)) = self.indices.pinned(&PinKey::plan(plan)) {
+        if let Some(Cached::Plan(e)) = self.cache.pinned(&PinKey::plan(plan)) {
             return Ok((e, None));
         }
         let key = plan_key(plan);
-        if let Some(e) = self.indices.find_plan(key, plan) {
-            self.indices.shrink_to(self.index_cache_limit());
+        if let Some(e) = self.cache.find_plan(key, plan) {
+            self.cache.shrink_to(self.limit);
             return Ok((e, None));
         }
         let e = Arc::new(PlanEntry::new(Arc::new(plan.clone())));
@@ -122,7 +131,7 @@ impl CudaBackend {
     /// Caches a fresh entry whose op passed its checks.
     fn keep(&self, fresh: Option<(u64, Cached)>) {
         if let Some((key, entry)) = fresh {
-            self.indices.insert(key, entry, self.index_cache_limit());
+            self.cache.insert(key, entry, self.limit);
         }
     }
 
@@ -140,13 +149,10 @@ impl CudaBackend {
         rows: usize,
         f: impl Fn(&ListEntry) -> BResult<R>,
     ) -> BResult<Option<R>> {
-        if list.len() < CONFIRM_AFTER_MIN || self.indices.pinned(&PinKey::list(list)).is_some() {
+        if list.len() < CONFIRM_AFTER_MIN || self.cache.pinned(&PinKey::list(list)).is_some() {
             return Ok(None);
         }
-        for e in self
-            .indices
-            .list_candidates(list_key(list), list.len(), rows)
-        {
+        for e in self.cache.list_candidates(list_key(list), list.len(), rows) {
             let r = f(&e)?;
             if e.host().is_some_and(|h| same_list(h, list)) {
                 return Ok(Some(r));
@@ -155,67 +161,40 @@ impl CudaBackend {
         Ok(None)
     }
 
-    /// Runs `f` with `lists` and `plans` held on the device and found by
-    /// address, without hashing or comparing them, for the duration of the
-    /// call: for a static graph whose lists the caller keeps unchanged (they
-    /// are borrowed for the call, so no other list can take their place).
-    /// Lists and plans are copied to the device before `f` runs.
+    /// Pins `lists` and `plans` (copied to the device first) until the
+    /// guard drops: found by address, without hashing or comparing (see
+    /// `CudaBackend::with_static_indices`).
     ///
     /// # Errors
-    /// Too many entries; device errors (before `f` runs).
-    pub fn with_static_indices<R>(
-        &self,
-        lists: &[&[u32]],
-        plans: &[&IndexPlan],
-        f: impl FnOnce() -> R,
-    ) -> BResult<R> {
-        struct Unpin<'c>(&'c IndexCache, Vec<PinKey>);
-        impl Drop for Unpin<'_> {
-            fn drop(&mut self) {
-                for k in &self.1 {
-                    self.0.unpin(k);
-                }
-            }
-        }
-        let mut guard = Unpin(&self.indices, Vec::with_capacity(lists.len() + plans.len()));
+    /// Too many entries; device errors (nothing stays pinned).
+    pub(crate) fn pin(&self, lists: &[&[u32]], plans: &[&IndexPlan]) -> BResult<Pinned<'c>> {
+        let mut guard = Pinned(self.cache, Vec::with_capacity(lists.len() + plans.len()));
         for &list in lists.iter().filter(|l| !l.is_empty()) {
-            let (entry, _) = self.list_entry(Indices::list(list))?;
-            entry.dev_list(&self.dev)?;
+            let (entry, _) = self.host_list_entry(list)?;
+            entry.dev_list(self.dev)?;
             let key = PinKey::list(list);
-            self.indices.pin(key, Cached::List(entry));
+            self.cache.pin(key, Cached::List(entry));
             guard.1.push(key);
         }
         for &plan in plans.iter().filter(|p| !p.is_empty()) {
             let (entry, _) = self.plan_entry(plan)?;
-            entry.plan(&self.dev)?;
+            entry.plan(self.dev)?;
             let key = PinKey::plan(plan);
-            self.indices.pin(key, Cached::Plan(entry));
+            self.cache.pin(key, Cached::Plan(entry));
             guard.1.push(key);
         }
-        let r = f();
-        drop(guard);
-        Ok(r)
+        Ok(guard)
     }
+}
 
-    /// Sets the byte budget of this backend's index cache (default
-    /// [`DEFAULT_INDEX_CACHE_BYTES`](crate::DEFAULT_INDEX_CACHE_BYTES); 0
-    /// disables caching). Applies at the next lookup.
-    pub fn set_index_cache_limit(&self, bytes: usize) {
-        self.settings.set_index_cache_limit(bytes);
-    }
+/// Lists and plans pinned until dropped.
+#[derive(Debug)]
+pub(crate) struct Pinned<'c>(&'c IndexCache, Vec<PinKey>);
 
-    /// The byte budget of the index cache.
-    pub fn index_cache_limit(&self) -> usize {
-        self.settings.index_cache_limit()
-    }
-
-    /// Drops the cached index lists and plans (pinned ones stay pinned).
-    pub fn clear_index_cache(&self) {
-        self.indices.clear();
-    }
-
-    /// `(entries, bytes)` of the index cache.
-    pub fn index_cache_stats(&self) -> (usize, usize) {
-        self.indices.stats()
+impl Drop for Pinned<'_> {
+    fn drop(&mut self) {
+        for k in &self.1 {
+            self.0.unpin(k);
+        }
     }
 }

@@ -170,14 +170,6 @@ mod tests {
     }
 
     #[test]
-    fn the_column_sum_kernel_has_room_for_the_levels_of_the_largest_sum() {
-        let most = crate::indices::levels::col_sum_levels(usize::MAX, 1)
-            .rows
-            .len();
-        assert_eq!(most, COL_SUM_LEVELS);
-    }
-
-    #[test]
     fn defines_are_unique_and_well_formed() {
         let d = defines();
         let mut names: Vec<&str> = d.iter().map(|(n, _)| *n).collect();

@@ -9,9 +9,6 @@
 //! * `source`: the translation unit (the files, their `// @kernels` lines
 //!   expanded from the table).
 //! * `compile` (feature): NVRTC, the disk cache, the loaded kernels.
-//! * `args` (feature): typed device addresses ([`args::DevPtr`]) and the
-//!   parameter types kernels take.
-//! * `launch` (feature): one typed launcher per signature, launch geometry.
 
 pub(crate) mod abi;
 pub(crate) mod signature;
@@ -19,11 +16,7 @@ pub(crate) mod source;
 pub(crate) mod table;
 
 #[cfg(feature = "cuda")]
-pub(crate) mod args;
-#[cfg(feature = "cuda")]
 pub(crate) mod compile;
-#[cfg(feature = "cuda")]
-pub(crate) mod launch;
 
 // the host port of common.cuh's half conversions, tested against `half`
 #[cfg(test)]

@@ -575,11 +575,126 @@ impl Signature {
     }
 }
 
+/// A kernel family and the choices that pick one of its kernels:
+/// [`Kernel::of`] gives the kernel, from the table's `for` clauses
+/// (`table.rs`), which cover every choice exactly once (checked by the
+/// compiler). A new op is a variant here (or of [`ModelOp`] / [`Train`]),
+/// its signature and entries in the table above, its kernel-defining macro
+/// in kernels/*.cu and its launch in `ops/`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Family {
+    /// `gather_b*`.
+    Gather(Word),
+    /// `transpose_runs_b*`.
+    TransposeRuns(Word),
+    /// `permute_b*`.
+    Permute(Word),
+    /// `transpose_{planes,rows,cols}_b*` (2-, 4- and 8-byte elements; the
+    /// permute plan never gives 16-byte ones a span kernel, which take the
+    /// 8-byte one).
+    TransposeSpan(SpanKind, Word),
+    /// `transpose_{planes,rows,cols}_p2`: the span kernels of 2-byte
+    /// elements moved as 4-byte pairs.
+    TransposeSpanPairs(SpanKind),
+    /// `transpose{TR}x{TC}_b*`: the tiled transpose (16-byte elements have
+    /// the 32x32 tile only: [`Tile::pick`] never gives them another).
+    Transpose(Word, Tile),
+    /// `transpose{TR}x{TC}_p2`: the tiled transpose of 2-byte elements
+    /// moved as 4-byte pairs.
+    TransposePairs(Tile),
+    /// `scatter{0,N}{,p}_*`: a level of the scatter chain.
+    Scatter(Level, ChunkSum, SumVec),
+    /// `scatter{0,N}{,p}_{bf16,f16}x*`: a level of the scatter chain into
+    /// half storage.
+    ScatterHalf(Level, ChunkSum, Half, HalfVec),
+    /// `narrow_*`: f32 rounded to half storage.
+    Narrow(Half),
+    /// `widen_*`: half storage widened to f32.
+    Widen(Half),
+    /// `axpy_mixed_*`.
+    AxpyMixed(Half),
+    /// `{sum0,sum0a,softmax_bwd_sum0,gather_scale_sum0}_*`: a fused level 0.
+    Fused0(Fused0, SumVec),
+    /// `{sum0,sum0a,softmax_bwd_sum0,gather_scale_sum0}_{bf16,f16}x*`: a
+    /// fused level 0 over half storage in vectors of halves (f32 sums).
+    Fused0Half(Fused0, Half, HalfVec),
+    /// `matmul{TM}x{TN}_*`.
+    Matmul(Float, MatmulTile),
+    /// The model's element-typed kernels.
+    Model(ModelOp, Float),
+    /// The training kernels.
+    Train(Train, Float),
+}
+
+/// An op of the model's element-typed kernels (model.cu, dense.cu,
+/// segment.cu): with a [`Float`], a [`Family::Model`] choice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ModelOp {
+    /// `unary_*`.
+    Unary,
+    /// `unary_bwd_*`.
+    UnaryBwd,
+    /// `binary_*`.
+    Binary,
+    /// `axpy_*`.
+    Axpy,
+    /// `sum_bias_relu_*`.
+    SumBiasRelu,
+    /// `gather_add_*`.
+    GatherAdd,
+    /// `head_scale_*`.
+    HeadScale,
+    /// `head_dot_*`.
+    HeadDot,
+    /// `gather_head_dot_*`.
+    GatherHeadDot,
+    /// `reduce_rows_*`.
+    ReduceRows,
+    /// `head_scale_rows_*`.
+    HeadScaleRows,
+    /// `matmul_dot_*`: products of few columns, a thread per output.
+    MatmulDot,
+    /// `segmax0_*`: level 0 of a segment max.
+    Segmax0,
+    /// `segmax_*`: the levels past 0 of a segment max.
+    Segmax,
+    /// `softmax_exp_*`.
+    SoftmaxExp,
+    /// `softmax_div_*`.
+    SoftmaxDiv,
+    /// `softmax_bwd_*`.
+    SoftmaxBwd,
+}
+
+/// An op of the training kernels (train.cu): with a [`Float`], a
+/// [`Family::Train`] choice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Train {
+    /// `dropout_*`.
+    Dropout,
+    /// `cross_entropy_*`.
+    CrossEntropy,
+    /// `regression_*`.
+    Regression,
+    /// `adam_*`.
+    Adam,
+    /// `sgd_*`.
+    Sgd,
+    /// `ln_*`.
+    Ln,
+}
+
+impl Kernel {
+    /// `gather_b*` (`Kernel::of(Family::Gather(w))`).
+    pub(crate) fn gather(w: Word) -> Kernel {
+        Kernel::of(Family::Gather(w))
+    }
+}
+
 mod choice;
 #[cfg_attr(not(feature = "cuda"), allow(unused_imports))]
 pub(crate) use choice::{
-    ChunkSum, Family, Float, Fused0, Half, HalfVec, Level, MatmulTile, ModelOp, SpanKind, SumVec,
-    Tile, Train, Word,
+    ChunkSum, Float, Fused0, Half, HalfVec, Level, MatmulTile, SpanKind, SumVec, Tile, Word,
 };
 
 #[cfg(test)]

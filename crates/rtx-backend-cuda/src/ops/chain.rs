@@ -15,14 +15,14 @@ use rtx_backend::{DType, Element};
 
 use crate::error::{Error, Result};
 use crate::indices::plan::DevicePlan;
-use crate::kernels::args::{DevPtr, In, Out};
-use crate::kernels::launch::{
+use crate::kernels::table::{Family, Float, Fused0, Half, HalfVec, Kernel, Level, ModelOp, SumVec};
+use crate::runtime::args::{DevPtr, In, Out};
+use crate::runtime::buffer::DevMem;
+use crate::runtime::context::Device;
+use crate::runtime::launch::{
     GatherScaleSum0, Scatter, ScatterHalf, Segmax, Segmax0, SoftmaxBwdSum0, Sum0, cfg1,
     chunks_grid, fused0_grid, grid_for, lanes_log2,
 };
-use crate::kernels::table::{Family, Float, Fused0, Half, HalfVec, Kernel, Level, ModelOp, SumVec};
-use crate::runtime::buffer::DevMem;
-use crate::runtime::context::Device;
 use crate::settings::{PlanShape, ScatterForm};
 
 /// What level 0 of a sum chain adds up (device addresses and sizes).

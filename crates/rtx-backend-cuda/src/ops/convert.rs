@@ -9,11 +9,11 @@ use cudarc::driver::result;
 use rtx_backend::prelude::*;
 use rtx_backend::{BTensor, Element, Result as BResult, ops};
 
+use crate::backend::{CudaBackend, ptr};
 use crate::error::Error;
-use crate::kernels::args::{DevPtr, In, Out};
-use crate::kernels::launch::{AxpyMixed, Narrow, Widen, cfg1, grid_for};
 use crate::kernels::table::{Family, Half, Kernel};
-use crate::runtime::backend::{CudaBackend, ptr};
+use crate::runtime::args::{DevPtr, In, Out};
+use crate::runtime::launch::{AxpyMixed, Narrow, Widen, cfg1, grid_for};
 
 impl CudaBackend {
     /// `x` converted element by element to `U`, the bits of

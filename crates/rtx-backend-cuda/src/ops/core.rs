@@ -5,8 +5,8 @@ use rtx_backend::prelude::*;
 use rtx_backend::{BTensor, Element, Error as BError, Result as BResult, Tensor, bytes_of};
 use rtx_tensor::Layout;
 
+use crate::backend::CudaBackend;
 use crate::error::Error;
-use crate::runtime::backend::CudaBackend;
 use crate::runtime::buffer::CudaBuffer;
 
 impl BackendCore for CudaBackend {

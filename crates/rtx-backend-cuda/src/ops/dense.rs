@@ -6,21 +6,21 @@ use rtx_backend::implement::dims2;
 use rtx_backend::prelude::*;
 use rtx_backend::{BTensor, Binary, Element, Result as BResult, Unary, ops};
 
+use crate::backend::{CudaBackend, ptr};
 use crate::error::{Error, Result};
 use crate::indices::levels::col_sum_levels;
 use crate::kernels::abi::{
     CANONICAL_BLOCK, COL_SUM_COUNTERS, COL_SUM_LEVELS, binary_code, unary_code,
 };
-use crate::kernels::args::{DevPtr, Elem, In, Out, RrClimb};
-use crate::kernels::launch::{
+use crate::kernels::table::{Family, Float, Kernel, MatmulTile, ModelOp};
+use crate::runtime::args::{DevPtr, Elem, In, Out, RrClimb};
+use crate::runtime::buffer::DevMem;
+use crate::runtime::context::Device;
+use crate::runtime::launch::{
     Axpy, Binary as BinaryArgs, HeadDot, HeadScale, MATMUL_DOT_MAX_N, Matmul, ReduceRows,
     Unary as UnaryArgs, UnaryBwd, acc_size, cfg1, col_sum_tiles, col_sums_grid, grid_for,
     matmul_config, matmul_dot_grid, matmul_tile,
 };
-use crate::kernels::table::{Family, Float, Kernel, MatmulTile, ModelOp};
-use crate::runtime::backend::{CudaBackend, ptr};
-use crate::runtime::buffer::DevMem;
-use crate::runtime::context::Device;
 use crate::settings::{ColSums, MatmulTiles};
 
 /// Scratch for `n` elements of `T`, its size checked.

@@ -9,16 +9,16 @@ use rtx_backend::implement::{check_bias_parts, sum_bias_relu_composed};
 use rtx_backend::prelude::*;
 use rtx_backend::{BTensor, BiasPart, Element, Indices, Result as BResult, ops};
 
+use crate::backend::{CudaBackend, ptr};
 use crate::indices::plan::DevicePlan;
 use crate::kernels::abi::SUM_BIAS_PARTS;
-use crate::kernels::args::{BiasParts, DevPtr, In, Out};
-use crate::kernels::launch::{
+use crate::kernels::table::{Family, Float, Kernel, ModelOp};
+use crate::ops::chain::{self, Level0};
+use crate::runtime::args::{BiasParts, DevPtr, In, Out};
+use crate::runtime::launch::{
     GatherAdd, GatherHeadDot, HeadScaleRows, SoftmaxBwd, SoftmaxDiv, SoftmaxExp, SumBiasRelu,
     acc_size, cfg1, col_sums_grid, grid_for,
 };
-use crate::kernels::table::{Family, Float, Kernel, ModelOp};
-use crate::ops::chain::{self, Level0};
-use crate::runtime::backend::{CudaBackend, ptr};
 
 impl CudaBackend {
     /// A segment sum by the plan `dp` into `dst` (zeroed here first: each row

@@ -9,14 +9,14 @@ use rtx_backend::prelude::*;
 use rtx_backend::{BTensor, Element, Error as BError, Indices, Result as BResult, ops};
 use rtx_tensor::Layout;
 
+use crate::backend::{CudaBackend, ptr};
 use crate::indices::ListEntry;
 use crate::indices::lists::CudaIndex;
 use crate::indices::plan::DevicePlan;
-use crate::kernels::args::{In, Out};
-use crate::kernels::launch::{Gather, cfg1, lanes_log2, rows_grid};
 use crate::kernels::table::{Half, Kernel, Word};
 use crate::ops::chain::{self, Level0};
-use crate::runtime::backend::{CudaBackend, ptr};
+use crate::runtime::args::{In, Out};
+use crate::runtime::launch::{Gather, cfg1, lanes_log2, rows_grid};
 
 impl CudaBackend {
     // ---- the kernels ----
@@ -160,7 +160,10 @@ impl IndexOps for CudaBackend {
         let (rows, f) = dims2("index_select", "src", src.layout())?;
         if let Indices::List { list, .. } = idx {
             idx.rows_of("index_select", "src", rows)?;
-            if let Some(out) = self.run_then_confirm(list, rows, |e| self.gather(src, e, f))? {
+            if let Some(out) = self
+                .resolver()
+                .run_then_confirm(list, rows, |e| self.gather(src, e, f))?
+            {
                 return Ok(out);
             }
         }
@@ -194,7 +197,7 @@ impl IndexOps for CudaBackend {
             idx.rows_of("index_add", "dst", rows)?;
             let dst_bytes = dst.numel().saturating_mul(T::DTYPE.size());
             if dst_bytes <= CONFIRM_COPY_RATIO.saturating_mul(4 * len) {
-                let optimistic = self.run_then_confirm(list, rows, |e| {
+                let optimistic = self.resolver().run_then_confirm(list, rows, |e| {
                     let mut copy = dst.clone();
                     self.make_unique(&mut copy)?;
                     let plan = e.plan(&self.dev, rows)?;

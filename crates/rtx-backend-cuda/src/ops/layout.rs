@@ -14,16 +14,16 @@ use rtx_backend::prelude::*;
 use rtx_backend::{BTensor, Element, Result as BResult};
 use rtx_tensor::PermuteKind;
 
+use crate::backend::{CudaBackend, ptr};
 use crate::kernels::abi::{BULK_STAGES, MAX_RANK};
-use crate::kernels::args::{self, DevPtr, In, Out, TensorMap, Words};
 use crate::kernels::compile::Kernels;
-use crate::kernels::launch::{
+use crate::kernels::table::{Family, Kernel, Tile, Word};
+use crate::permute::{self, Choice, MapShape, TileParams};
+use crate::runtime::args::{self, DevPtr, In, Out, TensorMap, Words};
+use crate::runtime::launch::{
     MAX_GRID_X, Permute, PermuteLines, TransposeBulk, TransposeRuns, TransposeSpan, TransposeTiled,
     cfg1, lanes_log2, rows_grid,
 };
-use crate::kernels::table::{Family, Kernel, Tile, Word};
-use crate::permute::{self, Choice, MapShape, TileParams};
-use crate::runtime::backend::{CudaBackend, ptr};
 
 impl LayoutOps for CudaBackend {
     /// f32 <-> bf16 / f16 and bf16 <-> f16 on the device (index.cu's

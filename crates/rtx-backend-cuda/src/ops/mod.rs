@@ -3,6 +3,7 @@
 //! segment max / sum), `layout` (`LayoutOps`: transpose and permute
 //! launches), `dense` (`DenseOps`), `fused` (`FusedOps`), `train`
 //! (`TrainOps`), `sample` (`SampleOps`), `convert` (f32 <-> bf16 / f16),
+//! `lists` (the producers of [`CudaIndex`](crate::CudaIndex) lists),
 //! and `chain`, the one level-chain runner of every segment sum (and the
 //! segment max).
 
@@ -13,5 +14,6 @@ mod dense;
 mod fused;
 mod index;
 mod layout;
+mod lists;
 mod sample;
 mod train;

@@ -8,20 +8,20 @@
 use rtx_backend::sample::{Csr, SampleSpec, Sampled, check_spec, sample_key};
 use rtx_backend::{Error as BError, Result as BResult, SampleOps};
 
+use crate::backend::CudaBackend;
 use crate::error::{Error, Result};
 use crate::indices::build::scan_u32;
 use crate::indices::layout::tiles;
 use crate::indices::lists::{CudaIndex, copy_parts};
 use crate::indices::{Largest, ListEntry};
-use crate::kernels::args::{DevPtr, In, Out};
-use crate::kernels::launch::{
+use crate::kernels::table::Kernel;
+use crate::runtime::args::{DevPtr, In, Out};
+use crate::runtime::buffer::DevMem;
+use crate::runtime::context::Device;
+use crate::runtime::launch::{
     GatherU32, PlanOffsets, RelabelApply, RelabelAssign, RelabelClaim, RelabelFlag, SampleCount,
     SamplePick, cfg1, grid_for,
 };
-use crate::kernels::table::Kernel;
-use crate::runtime::backend::CudaBackend;
-use crate::runtime::buffer::DevMem;
-use crate::runtime::context::Device;
 
 /// A list of `u32`s on the device and its length.
 type Chunk = (DevMem, usize);

@@ -9,13 +9,13 @@ use rtx_backend::ops::train::{self as t, AdamStep, RegressionLoss, SgdStep};
 use rtx_backend::prelude::*;
 use rtx_backend::{BTensor, Element, Error as BError, LossGrad, Result as BResult};
 
+use crate::backend::{CudaBackend, ptr};
 use crate::indices::lists::CudaIndex;
-use crate::kernels::args::{DevPtr, Elem, In, Out};
-use crate::kernels::launch::{
+use crate::kernels::table::{Family, Float, Kernel, Train};
+use crate::runtime::args::{DevPtr, Elem, In, Out};
+use crate::runtime::launch::{
     Adam, CrossEntropy, Dropout, LnProbe, MAX_GRID_X, Regression, Sgd, cfg1, grid_for,
 };
-use crate::kernels::table::{Family, Float, Kernel, Train};
-use crate::runtime::backend::{CudaBackend, ptr};
 
 /// Elements one block of an optimizer step updates (16 per thread).
 const STEP_CHUNK: u64 = 4096;

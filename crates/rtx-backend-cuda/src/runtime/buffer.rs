@@ -7,7 +7,7 @@ use std::sync::Arc;
 use cudarc::driver::{CudaStream, DriverError, result, sys};
 
 use crate::error::{Error, Result};
-use crate::kernels::args::DevPtr;
+use crate::runtime::args::DevPtr;
 
 /// The device's default memory pool handle.
 #[derive(Debug, Clone, Copy)]

@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex};
 use cudarc::driver::{CudaContext, CudaStream, result};
 
 use crate::error::Result;
-use crate::kernels::args::DevPtr;
 use crate::kernels::compile::{self, Kernels};
+use crate::runtime::args::DevPtr;
 use crate::runtime::buffer::{DevMem, Pool};
 
 /// One device: context, the backend's stream, pool and kernels.

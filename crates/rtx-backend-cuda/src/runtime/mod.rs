@@ -1,19 +1,16 @@
-//! The device runtime (feature `cuda`): the backend and what it stands on.
+//! What kernels run on (feature `cuda`): an opened device, its memory, and
+//! typed launches.
 //!
-//! * `backend`: [`CudaBackend`], opening the device (the driver probe,
-//!   context, stream and pool), its settings, the helpers every op uses.
-//! * `context`: one opened device: context, stream, pool, kernels.
+//! * `context`: one opened device: context, stream, pool, compiled kernels.
 //! * `buffer`: device memory (stream-ordered pool allocations) and [`CudaBuffer`].
-//! * `graph`: [`CudaBackend::record`] and [`Recorded`]: work captured once
-//!   into a CUDA graph and replayed with one launch.
-//! * `nccl`: `NcclComm`, the communicator of several devices.
+//! * `args`: typed device addresses ([`args::DevPtr`]) and the parameter
+//!   types kernels take.
+//! * `launch`: one typed launcher per signature of the kernel table, and
+//!   launch geometry.
 
-pub(crate) mod backend;
+pub(crate) mod args;
 pub(crate) mod buffer;
 pub(crate) mod context;
-pub(crate) mod graph;
-pub(crate) mod nccl;
+pub(crate) mod launch;
 
-pub use backend::CudaBackend;
 pub use buffer::CudaBuffer;
-pub use graph::Recorded;

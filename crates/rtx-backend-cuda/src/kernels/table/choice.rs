@@ -1,14 +1,13 @@
-//! The typed choices that pick a kernel of the table: the word of a copy
-//! kernel, the element and vector of a typed kernel, the tiles, the levels
-//! and forms of the scatter chain, and the [`Family`] of each kernel, which
-//! [`Kernel::of`] (generated from the table) turns into the kernel. No
+//! The typed choices that pick a kernel of the table from the data: the
+//! word of a copy kernel, the element and vector of a typed kernel, the
+//! tiles, the levels and forms of the scatter chain. With an op (the
+//! [`Family`](super::Family) enums beside the table, `table.rs`) they make
+//! the choice [`Kernel::of`](super::Kernel::of) turns into the kernel. No
 //! kernel name is assembled from strings.
 
 use rtx_backend::DType;
 
 use crate::error::{Error, Result};
-
-use super::Kernel;
 
 /// The unsigned word a copy kernel moves (`u16`, `u32`, `uint2`/`u64`, `uint4`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -311,64 +310,6 @@ impl MatmulTile {
     }
 }
 
-/// An op of the model's element-typed kernels (model.cu, dense.cu,
-/// segment.cu): with a [`Float`], a [`Family::Model`] choice.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ModelOp {
-    /// `unary_*`.
-    Unary,
-    /// `unary_bwd_*`.
-    UnaryBwd,
-    /// `binary_*`.
-    Binary,
-    /// `axpy_*`.
-    Axpy,
-    /// `sum_bias_relu_*`.
-    SumBiasRelu,
-    /// `gather_add_*`.
-    GatherAdd,
-    /// `head_scale_*`.
-    HeadScale,
-    /// `head_dot_*`.
-    HeadDot,
-    /// `gather_head_dot_*`.
-    GatherHeadDot,
-    /// `reduce_rows_*`.
-    ReduceRows,
-    /// `head_scale_rows_*`.
-    HeadScaleRows,
-    /// `matmul_dot_*`: products of few columns, a thread per output.
-    MatmulDot,
-    /// `segmax0_*`: level 0 of a segment max.
-    Segmax0,
-    /// `segmax_*`: the levels past 0 of a segment max.
-    Segmax,
-    /// `softmax_exp_*`.
-    SoftmaxExp,
-    /// `softmax_div_*`.
-    SoftmaxDiv,
-    /// `softmax_bwd_*`.
-    SoftmaxBwd,
-}
-
-/// An op of the training kernels (train.cu): with a [`Float`], a
-/// [`Family::Train`] choice.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Train {
-    /// `dropout_*`.
-    Dropout,
-    /// `cross_entropy_*`.
-    CrossEntropy,
-    /// `regression_*`.
-    Regression,
-    /// `adam_*`.
-    Adam,
-    /// `sgd_*`.
-    Sgd,
-    /// `ln_*`.
-    Ln,
-}
-
 /// The span transpose kernels (`transpose_{planes,rows,cols}_b*`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum SpanKind {
@@ -416,62 +357,5 @@ impl Tile {
         } else {
             Tile::T64x64
         }
-    }
-}
-
-/// A kernel family and the choices that pick one of its kernels:
-/// [`Kernel::of`] gives the kernel, from the table's `for` clauses
-/// (`table.rs`), which cover every choice exactly once (checked by the
-/// compiler). A new family is a variant here, its entries in the table and
-/// its kernel-defining macro in kernels/*.cu.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Family {
-    /// `gather_b*`.
-    Gather(Word),
-    /// `transpose_runs_b*`.
-    TransposeRuns(Word),
-    /// `permute_b*`.
-    Permute(Word),
-    /// `transpose_{planes,rows,cols}_b*` (2-, 4- and 8-byte elements; the
-    /// permute plan never gives 16-byte ones a span kernel, which take the
-    /// 8-byte one).
-    TransposeSpan(SpanKind, Word),
-    /// `transpose_{planes,rows,cols}_p2`: the span kernels of 2-byte
-    /// elements moved as 4-byte pairs.
-    TransposeSpanPairs(SpanKind),
-    /// `transpose{TR}x{TC}_b*`: the tiled transpose (16-byte elements have
-    /// the 32x32 tile only: [`Tile::pick`] never gives them another).
-    Transpose(Word, Tile),
-    /// `transpose{TR}x{TC}_p2`: the tiled transpose of 2-byte elements
-    /// moved as 4-byte pairs.
-    TransposePairs(Tile),
-    /// `scatter{0,N}{,p}_*`: a level of the scatter chain.
-    Scatter(Level, ChunkSum, SumVec),
-    /// `scatter{0,N}{,p}_{bf16,f16}x*`: a level of the scatter chain into
-    /// half storage.
-    ScatterHalf(Level, ChunkSum, Half, HalfVec),
-    /// `narrow_*`: f32 rounded to half storage.
-    Narrow(Half),
-    /// `widen_*`: half storage widened to f32.
-    Widen(Half),
-    /// `axpy_mixed_*`.
-    AxpyMixed(Half),
-    /// `{sum0,sum0a,softmax_bwd_sum0,gather_scale_sum0}_*`: a fused level 0.
-    Fused0(Fused0, SumVec),
-    /// `{sum0,sum0a,softmax_bwd_sum0,gather_scale_sum0}_{bf16,f16}x*`: a
-    /// fused level 0 over half storage in vectors of halves (f32 sums).
-    Fused0Half(Fused0, Half, HalfVec),
-    /// `matmul{TM}x{TN}_*`.
-    Matmul(Float, MatmulTile),
-    /// The model's element-typed kernels.
-    Model(ModelOp, Float),
-    /// The training kernels.
-    Train(Train, Float),
-}
-
-impl Kernel {
-    /// `gather_b*` (`Kernel::of(Family::Gather(w))`).
-    pub(crate) fn gather(w: Word) -> Kernel {
-        Kernel::of(Family::Gather(w))
     }
 }

@@ -1,20 +1,27 @@
-//! The backend itself: [`CudaBackend`], opening its device (the driver
-//! probe, context, stream and pool), its settings and the helpers every room
-//! uses to allocate tensors. The ops are in the capability rooms
-//! (`ops/`).
+//! The backend itself (feature `cuda`): [`CudaBackend`], opening its device
+//! (the driver probe, context, stream and pool), its settings and index
+//! cache, and the helpers every op uses to allocate tensors; `graph`
+//! ([`CudaBackend::record`], [`Recorded`]) and `nccl` (`NcclComm`). The
+//! ops are in `ops/`.
+
+mod graph;
+pub(crate) mod nccl;
+
+pub use graph::Recorded;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use cudarc::driver::{CudaContext, DriverError, result, sys};
-use rtx_backend::{BTensor, Element, Result as BResult, Tensor};
+use rtx_backend::{BTensor, Element, IndexPlan, Indices, Result as BResult, Tensor};
 use rtx_tensor::Layout;
 
 use crate::error::{Error, Result};
-use crate::indices::IndexCache;
+use crate::indices::plan::DevicePlan;
+use crate::indices::{IndexCache, ListEntry, Resolver};
 use crate::kernels::abi::{COL_SUM_COUNTERS, REQUIRED_DRIVER_VERSION};
-use crate::kernels::args::DevPtr;
 use crate::kernels::compile::Origin;
+use crate::runtime::args::DevPtr;
 use crate::runtime::buffer::{CudaBuffer, DevMem, Pool};
 use crate::runtime::context::Device;
 use crate::settings::{ColSums, MatmulTiles, ScatterForm, Settings, TransposeTile};
@@ -184,6 +191,87 @@ impl CudaBackend {
     /// Driver errors.
     pub fn memory_in_use(&self) -> Result<u64> {
         self.dev.pool.used()
+    }
+
+    // ---- indices: the index cache and the pins (`indices/`) ----
+
+    /// The index cache on this backend's device, under its budget.
+    pub(crate) fn resolver(&self) -> Resolver<'_> {
+        Resolver {
+            cache: &self.indices,
+            dev: &self.dev,
+            limit: self.index_cache_limit(),
+        }
+    }
+
+    /// The device list of `idx`, every entry checked below `rows` (`op`'s
+    /// tensor `what`): [`Resolver::gather_list`].
+    ///
+    /// # Errors
+    /// As [`Resolver::gather_list`].
+    pub(crate) fn gather_list(
+        &self,
+        idx: Indices<'_, Self>,
+        op: &'static str,
+        what: &str,
+        rows: usize,
+    ) -> BResult<Arc<ListEntry>> {
+        self.resolver().gather_list(idx, op, what, rows)
+    }
+
+    /// The device plan of `idx` into `rows` rows: [`Resolver::scatter_plan`].
+    ///
+    /// # Errors
+    /// As [`Resolver::scatter_plan`].
+    pub(crate) fn scatter_plan(
+        &self,
+        idx: Indices<'_, Self>,
+        op: &'static str,
+        rows: usize,
+    ) -> BResult<Arc<DevicePlan>> {
+        self.resolver().scatter_plan(idx, op, rows)
+    }
+
+    /// Runs `f` with `lists` and `plans` held on the device and found by
+    /// address, without hashing or comparing them, for the duration of the
+    /// call: for a static graph whose lists the caller keeps unchanged (they
+    /// are borrowed for the call, so no other list can take their place).
+    /// Lists and plans are copied to the device before `f` runs.
+    ///
+    /// # Errors
+    /// Too many entries; device errors (before `f` runs).
+    pub fn with_static_indices<R>(
+        &self,
+        lists: &[&[u32]],
+        plans: &[&IndexPlan],
+        f: impl FnOnce() -> R,
+    ) -> BResult<R> {
+        let pinned = self.resolver().pin(lists, plans)?;
+        let r = f();
+        drop(pinned);
+        Ok(r)
+    }
+
+    /// Sets the byte budget of this backend's index cache (default
+    /// [`DEFAULT_INDEX_CACHE_BYTES`](crate::DEFAULT_INDEX_CACHE_BYTES); 0
+    /// disables caching). Applies at the next lookup.
+    pub fn set_index_cache_limit(&self, bytes: usize) {
+        self.settings.set_index_cache_limit(bytes);
+    }
+
+    /// The byte budget of the index cache.
+    pub fn index_cache_limit(&self) -> usize {
+        self.settings.index_cache_limit()
+    }
+
+    /// Drops the cached index lists and plans (pinned ones stay pinned).
+    pub fn clear_index_cache(&self) {
+        self.indices.clear();
+    }
+
+    /// `(entries, bytes)` of the index cache.
+    pub fn index_cache_stats(&self) -> (usize, usize) {
+        self.indices.stats()
     }
 
     /// Sets the tile of the 2-D transpose kernel (default

@@ -16,8 +16,8 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaGraph, CudaStream, sys};
 
+use crate::backend::CudaBackend;
 use crate::error::{Error, Result};
-use crate::runtime::backend::CudaBackend;
 use crate::runtime::context::Device;
 
 /// Work recorded by [`CudaBackend::record`]: a CUDA graph and the outputs of

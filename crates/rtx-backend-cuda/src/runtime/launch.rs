@@ -12,12 +12,12 @@ use rtx_backend::{DType, Element};
 use crate::error::{Error, Result};
 pub(crate) use crate::kernels::abi::MATMUL_DOT_MAX_N;
 use crate::kernels::abi::{BLOCK, CANONICAL_BLOCK, ROWS_PER_GROUP, SLICE_BYTES, WINDOW};
-use crate::kernels::args::{
-    BiasParts, Elem, In, Level0Counts, Out, PermuteParams, RrClimb, TensorMap, Words,
-};
 use crate::kernels::compile::Kernels;
 use crate::kernels::table::{Kernel, MatmulTile, Signature, with_kernel_table};
 use crate::permute::{LinesParams, SpanParams, TileParams};
+use crate::runtime::args::{
+    BiasParts, Elem, In, Level0Counts, Out, PermuteParams, RrClimb, TensorMap, Words,
+};
 use crate::runtime::context::Device;
 
 /// Largest grid.x the driver accepts.

@@ -19,7 +19,7 @@ use cudarc::nccl::{result, sys};
 use rtx_backend::comm::{AbortHandle, CommError, CommResult, Communicator};
 use rtx_backend::{BTensor, DType, Element};
 
-use crate::runtime::backend::{CudaBackend, ptr};
+use crate::backend::{CudaBackend, ptr};
 
 /// Whether the NCCL library loads; probing cannot panic.
 fn nccl_present() -> bool {
