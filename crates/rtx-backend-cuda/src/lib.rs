@@ -22,7 +22,7 @@
 //! assert_eq!(gpu.download(&acc)?, [1.0, 2.0, 6.0, 8.0]);
 //! // a static topology: validate and upload once, no per-call hashing
 //! let edges = gpu.index(&[1, 1, 0])?;
-//! let g2 = gpu.index_select(&x, Indices::held(&edges))?;
+//! let g2 = gpu.index_select(&x, &edges)?;
 //! # let _ = g2; Ok(())
 //! # }
 //! ```

@@ -106,7 +106,7 @@ fn segment_case<T: Element>(rows: usize, e: usize, f: usize, seed: u64) {
             .segment_sum(&xg, Indices::held(&list).with_rows(rows))
             .unwrap();
         assert_same(
-            &format!("segment_sum_idx {c}"),
+            &format!("segment_sum, backend list {c}"),
             &g.download(&s).unwrap(),
             &sum_w,
         );
@@ -116,7 +116,7 @@ fn segment_case<T: Element>(rows: usize, e: usize, f: usize, seed: u64) {
             .segment_max(&xg, Indices::held(&list).with_rows(rows))
             .unwrap();
         assert_same(
-            &format!("segment_max_idx {c}"),
+            &format!("segment_max, backend list {c}"),
             &g.download(&m).unwrap(),
             &max_w,
         );
@@ -184,7 +184,7 @@ fn softmax_case<T: Element>(rows: usize, e: usize, f: usize, seed: u64) {
             .segment_softmax(&xg, Indices::held(&list).with_rows(rows))
             .unwrap();
         assert_same(
-            &format!("segment_softmax_idx {c}"),
+            &format!("segment_softmax, backend list {c}"),
             &g.download(&a).unwrap(),
             &alpha_w,
         );
@@ -198,7 +198,7 @@ fn softmax_case<T: Element>(rows: usize, e: usize, f: usize, seed: u64) {
             .segment_softmax_backward(&ag, &gg, Indices::held(&list).with_rows(rows))
             .unwrap();
         assert_same(
-            &format!("softmax backward _idx {c}"),
+            &format!("softmax backward, backend list {c}"),
             &g.download(&d).unwrap(),
             &back_w,
         );
@@ -271,7 +271,7 @@ fn gss_case<T: Element>(n: usize, rows: usize, e: usize, heads: usize, c: usize,
             )
             .unwrap();
         assert_same(
-            &format!("{case} _idx {form:?}"),
+            &format!("{case}, backend list {form:?}"),
             &g.download(&got).unwrap(),
             &want,
         );

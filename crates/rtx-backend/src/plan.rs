@@ -44,7 +44,7 @@ fn first_out_of_range(idx: &[u32], rows: usize) -> Option<usize> {
 /// Built in O(E + R) by a stable counting sort that validates every index
 /// first; long lists by a parallel stable radix sort (rayon) with the same
 /// result. A static graph builds it once and reuses it for every
-/// `index_add_planned` call.
+/// scatter and segment op (pass `&plan` as the indices).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IndexPlan {
     /// `offsets[r]..offsets[r + 1]` indexes `positions` for row `r`; `rows + 1`

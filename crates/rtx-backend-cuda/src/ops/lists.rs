@@ -30,7 +30,7 @@ impl CudaBackend {
         }
     }
 
-    /// Validates `idx` once and keeps it on the device, for repeated `_idx`
+    /// Validates `idx` once and keeps it on the device, for repeated
     /// ops with no per-call hashing. The list is uploaded now; the scatter
     /// plan is built on the device at the first scatter.
     ///

@@ -5,7 +5,7 @@
 //! | trait | ops | file |
 //! |---|---|---|
 //! | [`BackendCore`] | buffers, `upload`, `download`, `zeros`, `synchronize`, `make_unique` | `core.rs` |
-//! | [`IndexOps`] | `index_select`, `index_add`, `index_add_planned`, `segment_max`, `segment_sum` | `index.rs` |
+//! | [`IndexOps`] | `index_select`, `index_add`, `segment_max`, `segment_sum` (indices as [`Indices`](crate::Indices)) | `index.rs` |
 //! | [`LayoutOps`] | `swap_dims`, `permute`, `convert` | `layout.rs` |
 //! | [`DenseOps`] | `matmul`, `unary`, `unary_backward`, `binary`, `axpy`, `sum_rows`, `head_dot`, `head_scale` | `dense.rs` |
 //! | [`FusedOps`] | `segment_softmax`, `segment_softmax_backward`, `gather_scale_scatter`, `gather_head_dot`, `gather_add`, `head_scale_sum_rows`, `add_head_scale`, `sum_bias_relu` | `fused.rs` |

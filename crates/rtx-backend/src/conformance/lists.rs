@@ -1,7 +1,8 @@
-//! The backend-index-list cases: every `_idx` op bit-identical to its
-//! host-list twin on the same backend (itself checked against the reference
-//! by the other cases), over lists of every shape the suite covers, and the
-//! errors of bad lists.
+//! The index-form cases: every index and fused op given its indices as a
+//! list held by the backend, as a host plan and as a host list with its row
+//! count, bit-identical to the host list on the same backend (itself checked
+//! against the reference by the other cases), over lists of every shape the
+//! suite covers; the errors of bad lists and of row counts that disagree.
 
 use super::harness::{assert_bits, down, up};
 use crate::Indices;
@@ -38,7 +39,8 @@ fn cases() -> Vec<(&'static str, Vec<u32>, usize)> {
     ]
 }
 
-/// Every `_idx` op against its host-list twin, bit for bit, f32 and f64.
+/// Every op with a backend list, a plan or a host list with rows, against
+/// the host list, bit for bit, f32 and f64.
 pub fn index_lists_match_host_lists<B: Backend>(b: &B) {
     for (name, idx, rows) in cases() {
         let list = b.index_from_host(&idx).expect("index_from_host");
@@ -56,40 +58,68 @@ pub fn index_lists_match_host_lists<B: Backend>(b: &B) {
             let st = up(b, &src, &[rows, f]);
             let g = b
                 .index_select(&st, Indices::held(&list))
-                .expect("index_select_idx");
+                .expect("index_select, backend list");
             let want = b.index_select(&st, &idx).expect("index_select");
             assert_bits(&format!("gather {case}"), &down(b, &g), &down(b, &want));
+            let by_plan = b.index_select(&st, &plan).expect("index_select by plan");
+            assert_bits(
+                &format!("gather by plan {case}"),
+                &down(b, &by_plan),
+                &down(b, &want),
+            );
 
             let msg: Vec<f32> = values(32, e * f);
             let mt = up(b, &msg, &[e, f]);
             let dst: Vec<f32> = values(33, rows * f);
             let mut d1 = up(b, &dst, &[rows, f]);
             b.index_add(&mut d1, Indices::held(&list), &mt)
-                .expect("index_add_idx");
+                .expect("index_add, backend list");
             let mut d2 = up(b, &dst, &[rows, f]);
             b.index_add(&mut d2, &idx, &mt).expect("index_add");
             assert_bits(&format!("scatter {case}"), &down(b, &d1), &down(b, &d2));
+            let mut d3 = up(b, &dst, &[rows, f]);
+            b.index_add(&mut d3, &plan, &mt).expect("index_add by plan");
+            assert_bits(
+                &format!("scatter by plan {case}"),
+                &down(b, &d3),
+                &down(b, &d2),
+            );
+            let with_rows = Indices::from(&idx).with_rows(rows);
+            let s3 = b.segment_sum(&mt, with_rows).expect("segment_sum by list");
 
             let s1 = b
                 .segment_sum(&mt, Indices::held(&list).with_rows(rows))
-                .expect("segment_sum_idx");
+                .expect("segment_sum, backend list");
             let s2 = b.segment_sum(&mt, &plan).expect("segment_sum");
             assert_bits(&format!("segment_sum {case}"), &down(b, &s1), &down(b, &s2));
+            assert_bits(
+                &format!("segment_sum by list {case}"),
+                &down(b, &s3),
+                &down(b, &s2),
+            );
             let m1 = b
                 .segment_max(&mt, Indices::held(&list).with_rows(rows))
-                .expect("segment_max_idx");
+                .expect("segment_max, backend list");
             let m2 = b.segment_max(&mt, &plan).expect("segment_max");
             assert_bits(&format!("segment_max {case}"), &down(b, &m1), &down(b, &m2));
             let a1 = b
                 .segment_softmax(&mt, Indices::held(&list).with_rows(rows))
-                .expect("segment_softmax_idx");
+                .expect("segment_softmax, backend list");
             let a2 = b.segment_softmax(&mt, &plan).expect("segment_softmax");
             assert_bits(&format!("softmax {case}"), &down(b, &a1), &down(b, &a2));
+            let a3 = b
+                .segment_softmax(&mt, with_rows)
+                .expect("segment_softmax by list");
+            assert_bits(
+                &format!("softmax by list {case}"),
+                &down(b, &a3),
+                &down(b, &a2),
+            );
             let gr: Vec<f32> = values(34, e * f);
             let gt = up(b, &gr, &[e, f]);
             let k1 = b
                 .segment_softmax_backward(&a1, &gt, Indices::held(&list).with_rows(rows))
-                .expect("backward_idx");
+                .expect("backward, backend list");
             let k2 = b
                 .segment_softmax_backward(&a2, &gt, &plan)
                 .expect("backward");
@@ -108,24 +138,75 @@ pub fn index_lists_match_host_lists<B: Backend>(b: &B) {
                 &wt,
                 Indices::held(&list).with_rows(rows),
             )
-            .expect("gather_scale_scatter_idx");
+            .expect("gather_scale_scatter, backend list");
         let g2 = b
             .gather_scale_scatter(&xt, &idx, &wt, &plan)
             .expect("gather_scale_scatter");
         assert_bits(&format!("gss {name}"), &down(b, &g1), &down(b, &g2));
         let h1 = b
             .gather_head_dot(&xt, Indices::held(&list), &xt, Indices::held(&list), heads)
-            .expect("gather_head_dot_idx");
+            .expect("gather_head_dot, backend list");
         let h2 = b
             .gather_head_dot(&xt, &idx, &xt, &idx, heads)
             .expect("gather_head_dot");
         assert_bits(&format!("ghd {name}"), &down(b, &h1), &down(b, &h2));
         let a1 = b
             .gather_add(&xt, Indices::held(&list), &xt, Indices::held(&list))
-            .expect("gather_add_idx");
+            .expect("gather_add, backend list");
         let a2 = b.gather_add(&xt, &idx, &xt, &idx).expect("gather_add");
         assert_bits(&format!("gather_add {name}"), &down(b, &a1), &down(b, &a2));
+        let a3 = b
+            .gather_add(&xt, &plan, &xt, &plan)
+            .expect("gather_add by plan");
+        assert_bits(
+            &format!("gather_add by plan {name}"),
+            &down(b, &a3),
+            &down(b, &a2),
+        );
     }
+}
+
+/// Row counts: a list without one where an op creates the tensor its
+/// entries address, a list or plan whose row count is not its tensor's, a
+/// plan of another row count than the destination: each
+/// `Error::ShapeMismatch` naming both counts, the destination untouched;
+/// and a list's row count does not loosen the range check.
+pub fn index_row_counts<B: Backend>(b: &B) {
+    let idx = vec![0u32, 2, 2, 1];
+    let x = up(b, &[1.0f32, 2.0, 3.0, 4.0], &[4, 1]);
+    let mismatch = |e: Error, want: &str| match &e {
+        Error::ShapeMismatch { detail, .. } if detail.contains(want) => {}
+        _ => panic!("want a shape mismatch naming {want:?}, got {e}"),
+    };
+    let e = b.segment_sum(&x, &idx).expect_err("a list without rows");
+    mismatch(e, "without a row count");
+    let e = b.segment_max(&x, Indices::held(&b.index_from_host(&idx).unwrap()));
+    mismatch(
+        e.expect_err("a backend list without rows"),
+        "without a row count",
+    );
+    let src = up(b, &[5.0f32, 6.0, 7.0], &[3, 1]);
+    let e = b.index_select(&src, Indices::from(&idx).with_rows(4));
+    mismatch(e.expect_err("rows 4 for a source of 3"), "4 rows");
+    let before = [9.0f32, 8.0, 7.0, 6.0];
+    let mut dst = up(b, &before, &[4, 1]);
+    let plan = IndexPlan::new(&idx, 3).unwrap();
+    let e = b
+        .index_add(&mut dst, &plan, &x)
+        .expect_err("a plan of 3 rows into 4");
+    mismatch(e, "3 rows");
+    assert_eq!(down(b, &dst), before, "destination untouched");
+    let e = b
+        .segment_sum(&x, Indices::from(&idx).with_rows(2))
+        .expect_err("entry 2 in a list of 2 rows");
+    assert!(
+        matches!(e, Error::IndexOutOfRange { position: 1, .. }),
+        "{e}"
+    );
+    let s = b
+        .segment_sum(&x, Indices::from(&idx).with_rows(3))
+        .expect("rows given");
+    assert_eq!(down(b, &s), [1.0, 4.0, 5.0]);
 }
 
 /// Concatenation with offsets, the same bits twice, one list into
@@ -166,7 +247,7 @@ pub fn index_list_edges<B: Backend>(b: &B) {
     for rows in [90usize, 90, 200] {
         let mut d = b.zeros::<f32>(&[rows, f]).unwrap();
         b.index_add(&mut d, Indices::held(&cat), &mt)
-            .expect("index_add_idx");
+            .expect("index_add, backend list");
         let mut h = b.zeros::<f32>(&[rows, f]).unwrap();
         b.index_add(&mut h, &want, &mt).expect("index_add");
         let got = down(b, &d);

@@ -521,8 +521,8 @@ fn layout_case<B: Backend, T: Element>(b: &B) {
     assert_bits(&format!("convert {ty} -> {ty}"), &same, &x);
 }
 
-/// In every element type: each `_idx` op (a list held by the backend) is
-/// bit-identical to its host-list twin; an out-of-range index is an error
+/// In every element type: each op given a list held by the backend is
+/// bit-identical to the op given the host list; an out-of-range index is an error
 /// naming it, before any work (the destination keeps its bits); empty lists
 /// and zero sizes give their shapes (sums over nothing are `+0.0`).
 pub fn typed_index_lists_and_errors<B: Backend>(b: &B) {
@@ -545,25 +545,26 @@ fn lists_case<B: Backend, T: Element>(b: &B) {
     let msg = b.index_select(&xt, &gather).expect("gather");
     let twin = |case: &str, got: &BTensor<B, T>, want: &BTensor<B, T>| {
         assert_bits(
-            &format!("{case} {ty}: _idx vs host list"),
+            &format!("{case} {ty}: backend list vs host list"),
             &down(b, got),
             &down(b, want),
         );
     };
     twin(
         "index_select",
-        &b.index_select(&xt, Indices::held(&gi)).expect("_idx"),
+        &b.index_select(&xt, Indices::held(&gi))
+            .expect("backend list"),
         &msg,
     );
     let dst: Vec<T> = data(43, rows * f, 1.0);
     let (mut d1, mut d2) = (up(b, &dst, &[rows, f]), up(b, &dst, &[rows, f]));
     b.index_add(&mut d1, Indices::held(&si), &msg)
-        .expect("_idx");
+        .expect("backend list");
     b.index_add(&mut d2, &scatter, &msg).expect("host");
     twin("index_add", &d1, &d2);
     let s = b
         .segment_sum(&msg, Indices::held(&si).with_rows(rows))
-        .expect("_idx");
+        .expect("backend list");
     twin(
         "segment_sum",
         &s,
@@ -571,7 +572,7 @@ fn lists_case<B: Backend, T: Element>(b: &B) {
     );
     let m = b
         .segment_max(&msg, Indices::held(&si).with_rows(rows))
-        .expect("_idx");
+        .expect("backend list");
     twin(
         "segment_max",
         &m,
@@ -581,7 +582,7 @@ fn lists_case<B: Backend, T: Element>(b: &B) {
     let lt = up(b, &logits, &[e, heads]);
     let alpha = b
         .segment_softmax(&lt, Indices::held(&si).with_rows(rows))
-        .expect("_idx");
+        .expect("backend list");
     twin(
         "segment_softmax",
         &alpha,
@@ -591,7 +592,7 @@ fn lists_case<B: Backend, T: Element>(b: &B) {
     let gt = up(b, &g, &[e, heads]);
     let got = b
         .segment_softmax_backward(&alpha, &gt, Indices::held(&si).with_rows(rows))
-        .expect("_idx");
+        .expect("backend list");
     let want = b
         .segment_softmax_backward(&alpha, &gt, &plan)
         .expect("host");
@@ -603,7 +604,7 @@ fn lists_case<B: Backend, T: Element>(b: &B) {
             &alpha,
             Indices::held(&si).with_rows(rows),
         )
-        .expect("_idx");
+        .expect("backend list");
     let want = b
         .gather_scale_scatter(&xt, &gather, &alpha, &plan)
         .expect("host");
@@ -611,7 +612,7 @@ fn lists_case<B: Backend, T: Element>(b: &B) {
     let yt = up(b, &data::<T>(46, rows * f, 2.0), &[rows, f]);
     let got = b
         .gather_add(&xt, Indices::held(&gi), &yt, Indices::held(&si))
-        .expect("_idx");
+        .expect("backend list");
     twin(
         "gather_add",
         &got,
@@ -619,7 +620,7 @@ fn lists_case<B: Backend, T: Element>(b: &B) {
     );
     let got = b
         .gather_head_dot(&xt, Indices::held(&gi), &yt, Indices::held(&si), heads)
-        .expect("_idx");
+        .expect("backend list");
     let want = b
         .gather_head_dot(&xt, &gather, &yt, &scatter, heads)
         .expect("host");
