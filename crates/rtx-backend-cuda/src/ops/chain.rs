@@ -1,15 +1,15 @@
 //! The level chains of the canonical order ([`rtx_backend::order`]) on the
-//! device: one launch per level of a plan's chunk tables (crate `levels`),
-//! each level reading the scratch its predecessor wrote. [`sum_chain`] is the
-//! one runner of every segment sum (the scatter-add of `index_add` and
-//! `segment_sum`, the segment softmax's denominators, and the fused sums of
-//! the softmax backward and gather_scale_scatter); [`max_chain`] runs the
-//! segment max the same way; [`half_sum_chain`] is the scatter-add into bf16
-//! and f16 storage (f32 sums). Over bf16 and f16 every chain keeps what passes
-//! between levels in f32 (`Element::Acc`) and rounds each output once: a
-//! fused level 0 over half storage (`half_fused_chain`), then index.cu's half
-//! levels into a half destination, or f32 levels into the f32 sums of the
-//! softmax backward.
+//! device: one launch per level of a plan's chunk tables
+//! (`indices/levels.rs`), each level reading the scratch its predecessor
+//! wrote. [`sum_chain`] is the one runner of every segment sum, in every
+//! element type (the scatter-add of `index_add` and `segment_sum`, the
+//! segment softmax's denominators, and the fused sums of the softmax
+//! backward and gather_scale_scatter): level 0 by element type
+//! (`wide_level0`, `half_level0`), the levels past it by one loop
+//! (`higher_levels`) that resolves each level's chunk-sum form from its own
+//! value count. Over bf16 and f16 a chain keeps what passes between levels
+//! in f32 (`Element::Acc`) and rounds each output once. [`max_chain`] runs
+//! the segment max the same way.
 
 use rtx_backend::{DType, Element};
 
@@ -132,15 +132,32 @@ fn sum0_args<T: Element>(
     }
 }
 
+/// What the levels past 0 of a sum chain add into `dst`, and how.
+#[derive(Debug)]
+enum Higher<T: Element> {
+    /// Rows of `w` vectors `v` of f32 or f64 sums, added into the `T::Acc`s
+    /// at `dst` (a chain over f32 / f64 rows, or the f32 sums of the
+    /// softmax backward over bf16 / f16): index.cu's `scatterN`.
+    Wide {
+        v: SumVec,
+        w: u64,
+        dst: DevPtr<T::Acc>,
+    },
+    /// Rows of `f` f32 sums added to the half rows at `dst`, each rounded
+    /// once: index.cu's half `scatterN`.
+    Half { h: Half, f: usize, dst: DevPtr<T> },
+}
+
 /// Adds the segment sums of the plan `dp` over rows of `f` elements of `T`
 /// into the `[rows, f]` at `dst` (which only this chain may use while it
-/// runs): level 0 as `level0` says, the levels past it with index.cu's
-/// `scatterN`, the chunk-sum form resolved from `form`. The vector type is
-/// the widest dividing a row whose element count divides `align` (`f` but
-/// for gather_scale_scatter, whose heads must not straddle a vector). `dst`
+/// runs): one launch per level, level 0 as `level0` says, the levels past
+/// it summing the scratch their predecessor wrote, each level's chunk-sum
+/// form resolved from `form` and that level's own value count. `align`:
+/// the element count a vector must divide (`f` but for
+/// gather_scale_scatter, whose heads must not straddle a vector). `dst`
 /// holds `T`, but for [`Level0::SoftmaxBwd`], whose sums are scratch in
-/// `T::Acc` (f32 for bf16 and f16). bf16 and f16 rows take
-/// [`half_fused_chain`]: f32 sums, each row rounded once.
+/// `T::Acc` (f32 for bf16 and f16). Over bf16 and f16 every sum is f32,
+/// each row rounded once.
 pub(crate) fn sum_chain<T: Element>(
     dev: &Device,
     dp: &DevicePlan,
@@ -153,9 +170,28 @@ pub(crate) fn sum_chain<T: Element>(
     if f == 0 || dp.values[0] == 0 {
         return Ok(());
     }
-    if let Some(h) = Half::of(T::DTYPE) {
-        return half_fused_chain::<T>(dev, dp, f, align, form, h, level0, dst);
-    }
+    let (scratch, higher) = match Half::of(T::DTYPE) {
+        None => wide_level0::<T>(dev, dp, f, align, form, level0, dst)?,
+        Some(h) => half_level0::<T>(dev, dp, f, align, form, h, level0, dst)?,
+    };
+    higher_levels::<T>(dev, dp, &scratch, form, higher)
+}
+
+/// Level 0 of a chain over f32 / f64 rows: index.cu's `scatter0` for
+/// stored rows (segment.cu's windowed `sum0a` where
+/// [`ScatterForm::windowed`] says), segment.cu's fused `sum0`,
+/// `softmax_bwd_sum0` or `gather_scale_sum0` otherwise, in the widest
+/// vector dividing a row and `align`. Returns the scratch of the levels
+/// past 0 and what they add.
+fn wide_level0<T: Element>(
+    dev: &Device,
+    dp: &DevicePlan,
+    f: usize,
+    align: usize,
+    form: ScatterForm,
+    level0: Level0<T>,
+    dst: DevPtr<T>,
+) -> Result<(Vec<DevMem>, Higher<T>)> {
     let row_bytes = f * T::DTYPE.size();
     let v = SumVec::pick(T::DTYPE, row_bytes, align, "scatter-family sum")?;
     let vb = v.bytes();
@@ -263,63 +299,21 @@ pub(crate) fn sum_chain<T: Element>(
             unsafe { args.launch(dev, &kernels, kernel, windows) }?;
         }
     }
-    scatter_levels::<T>(dev, dp, &scratch, v, w, form, dst)
+    // T::Acc is T for f32 and f64
+    let dst = dst.cast();
+    Ok((scratch, Higher::Wide { v, w, dst }))
 }
 
-/// The levels past 0 of a sum chain of `E` (f32 or f64) rows of `w`
-/// vectors `v`, reading the scratch level 0 wrote (`scratch[l]`: level
-/// `l + 1`'s values) and adding each row's sum into the `E`s at `dst`:
-/// index.cu's `scatterN`.
-fn scatter_levels<E: Element>(
-    dev: &Device,
-    dp: &DevicePlan,
-    scratch: &[DevMem],
-    v: SumVec,
-    w: u64,
-    form: ScatterForm,
-    dst: DevPtr<E>,
-) -> Result<()> {
-    let lanes = lanes_log2(w);
-    let kernel = Kernel::of(Family::Scatter(
-        Level::Higher,
-        form.resolve(dp.values[0], w),
-        v,
-    ));
-    let kernels = dev.kernels()?;
-    for (l, t) in dp.levels.iter().enumerate().skip(1) {
-        let n = t.chunks;
-        let args = Scatter::<E> {
-            vals: In::at(scratch[l - 1].ptr()),
-            pos: In::null(),
-            cstart: In::at(t.start),
-            crow: In::at(t.row),
-            cslot: In::at(t.slot),
-            nchunks: n,
-            W: w,
-            lanes_log2: lanes,
-            dst: Out::at(dst),
-            next: Out::at(scratch.get(l).map_or(DevPtr::NULL, DevMem::ptr)),
-        };
-        // SAFETY: the tables come from a validated IndexPlan: values of
-        // level l are the rows of scratch[l - 1] (sized from plan.values,
-        // rows of W vectors of E), rows below dst's rows (checked by the
-        // callers), slots below the next level's scratch; levels run in
-        // stream order, each reading the scratch its predecessor wrote; dst
-        // is used by this chain alone.
-        unsafe { args.launch(dev, &kernels, kernel, cfg1(chunks_grid(n, lanes))) }?;
-    }
-    Ok(())
-}
-
-/// [`sum_chain`] over bf16 / f16 rows: level 0 is segment.cu's fused
-/// kernel over half storage (`{sum0,softmax_bwd_sum0,gather_scale_sum0}_{bf16,f16}x*`: widened values,
-/// f32 products and sums exactly as the f32 kernel's), every level past it
-/// sums f32 scratch. A row's sum is rounded once into the half `dst`
-/// (index.cu's half `scatterN` past level 0: `dst + sum`, dst zeroed), or,
-/// for the softmax backward's sums, kept in the f32 `dst` (f32 `scatterN`).
-/// Stored values take [`half_sum_chain`].
+/// Level 0 of a chain over bf16 / f16 rows, summing in f32 exactly as the
+/// f32 kernels do: stored rows by index.cu's half `scatter0` (segment.cu's
+/// windowed `sum0a` where [`ScatterForm::windowed`] says), otherwise
+/// segment.cu's fused kernel over half storage
+/// (`{sum0,softmax_bwd_sum0,gather_scale_sum0}_{bf16,f16}x*`: widened
+/// values, f32 products and sums). The levels past 0 sum f32 scratch and
+/// round each row once into the half `dst`, or, for the softmax backward,
+/// keep its sums in the f32 `dst`.
 #[allow(clippy::too_many_arguments)]
-fn half_fused_chain<T: Element>(
+fn half_level0<T: Element>(
     dev: &Device,
     dp: &DevicePlan,
     f: usize,
@@ -328,36 +322,81 @@ fn half_fused_chain<T: Element>(
     h: Half,
     level0: Level0<T>,
     dst: DevPtr<T>,
-) -> Result<()> {
+) -> Result<(Vec<DevMem>, Higher<T>)> {
+    // f32 scratch: rows of f sums
+    let f32_row = f * std::mem::size_of::<f32>();
+    let scratch = level_scratch(dev, &dp.values, f32_row)?;
+    let kernels = dev.kernels()?;
+    let l0 = dp.levels[0];
+    let n = l0.chunks;
+    let (pos, wfirst) = (In::at(dp.positions), In::at(dp.windows));
+    let (cstart, crow, cslot) = (In::at(l0.start), In::at(l0.row), In::at(l0.slot));
+    let half_rows = Higher::Half { h, f, dst };
     if let Level0::Stored { src } = level0 {
-        return half_sum_chain::<T>(dev, dp, f, form, h, src, dst);
+        let sum = form.resolve(dp.values[0], (f / HalfVec::pick(f).elems()) as u64);
+        let v = HalfVec::pick_level0(f, sum);
+        let w = (f / v.elems()) as u64;
+        let lanes = lanes_log2(w);
+        // windowed: the segment sum's sum0 adding into dst, in level 0's
+        // vector (`pick_level0`: as many lanes per chunk as f32's), not the
+        // fused kernels' widest one
+        if form.windowed(plan_shape(dp, w, f * T::DTYPE.size())) {
+            let args = sum0_args::<T>(src, dp, w, dst, first_scratch(&scratch));
+            // windows of positions; a vector's f32 sums in shared memory
+            let f32_vec = (v.elems() * std::mem::size_of::<f32>()) as u64;
+            let grid = cfg1(fused0_grid(dp.values[0] as u64, n, w, f32_vec));
+            let kernel = Kernel::of(Family::Fused0Half(Fused0::Add, h, v));
+            // SAFETY: the tables come from a validated IndexPlan: positions are
+            // below src's rows (plan.len() rows of f halves = W vectors, checked
+            // by the callers), rows below dst's rows (checked), slots below
+            // level 1's scratch (sized from plan.values, rows of f f32 sums);
+            // wfirst is the plan's window table; dst is used by this chain
+            // alone, and a row finished at level 0 has one chunk (one block
+            // adds into it).
+            unsafe { args.launch(dev, &kernels, kernel, grid) }?;
+            return Ok((scratch, half_rows));
+        }
+        let args = ScatterHalf::<T> {
+            vals: In::at(src),
+            acc: In::null(),
+            pos,
+            cstart,
+            crow,
+            cslot,
+            nchunks: n,
+            W: w,
+            lanes_log2: lanes,
+            dst: Out::at(dst),
+            next: Out::at(first_scratch(&scratch)),
+        };
+        let kernel = Kernel::of(Family::ScatterHalf(Level::Zero, sum, h, v));
+        // SAFETY: the tables come from a validated IndexPlan: level-0 positions
+        // are below src's rows (plan.len() rows of f halves, checked by the
+        // callers), rows below dst's rows (checked), slots below level 1's
+        // scratch (sized from plan.values, rows of f f32 sums = W vectors); dst
+        // is used by this chain alone.
+        unsafe { args.launch(dev, &kernels, kernel, cfg1(chunks_grid(n, lanes))) }?;
+        return Ok((scratch, half_rows));
     }
     let v = HalfVec::pick_aligned(f, align);
     let w = (f / v.elems()) as u64;
     let lanes = lanes_log2(w);
-    // f32 scratch: rows of f sums (W vectors of v.elems() floats)
-    let f32_row = f * std::mem::size_of::<f32>();
-    let scratch = level_scratch(dev, &dp.values, f32_row)?;
-    let kernels = dev.kernels()?;
-    let (pos, wfirst) = (In::at(dp.positions), In::at(dp.windows));
-    let l0 = dp.levels[0];
-    let n = l0.chunks;
-    let (cstart, crow, cslot) = (In::at(l0.start), In::at(l0.row), In::at(l0.slot));
     // windows of positions; a vector's f32 values in shared memory
     let f32_vec = (v.elems() * std::mem::size_of::<f32>()) as u64;
     let windows = cfg1(fused0_grid(dp.values[0] as u64, n, w, f32_vec));
-    // SAFETY (each launch of level 0): as in sum_chain, the level-0 values
+    // SAFETY (each launch below): as in wide_level0, the level-0 values
     // plan.len() rows of f halves (W vectors of v.elems()), x's rows of f
     // halves, w plan.len() * heads halves, level 1's scratch rows of f f32
     // sums (W vectors of v.elems() floats), dst rows of f halves (f floats
     // for the softmax backward).
     match level0 {
-        Level0::Stored { .. } => unreachable!("taken by half_sum_chain above"),
+        Level0::Stored { .. } => unreachable!("taken above"),
         Level0::Read { vals } => {
             let args = sum0_args::<T>(vals, dp, w, dst, first_scratch(&scratch));
             let kernel = Kernel::of(Family::Fused0Half(Fused0::Read, h, v));
             // SAFETY: as above.
             unsafe { args.launch(dev, &kernels, kernel, windows) }?;
+            Ok((scratch, half_rows))
         }
         Level0::SoftmaxBwd { alpha, g } => {
             let args = SoftmaxBwdSum0::<T> {
@@ -381,7 +420,8 @@ fn half_fused_chain<T: Element>(
             // the sums stay f32: f32 levels into the f32 dst
             let sv = SumVec::pick(DType::F32, f32_row, f, "softmax backward sums")?;
             let sw = (f32_row / sv.bytes()) as u64;
-            return scatter_levels::<T::Acc>(dev, dp, &scratch, sv, sw, form, dst.cast());
+            let dst = dst.cast();
+            Ok((scratch, Higher::Wide { v: sv, w: sw, dst }))
         }
         Level0::GatherScale {
             x,
@@ -409,9 +449,86 @@ fn half_fused_chain<T: Element>(
             let kernel = Kernel::of(Family::Fused0Half(Fused0::GatherScale, h, v));
             // SAFETY: as above.
             unsafe { args.launch(dev, &kernels, kernel, windows) }?;
+            Ok((scratch, half_rows))
         }
     }
-    half_levels::<T>(dev, dp, &scratch, f, form, h, dst)
+}
+
+/// The levels past 0 of a sum chain, reading the scratch level 0 wrote
+/// (`scratch[l]`: level `l + 1`'s values) and adding each row's sum into
+/// its destination as `higher` says.
+///
+/// Each level's chunk-sum form is `form` resolved from that level's own
+/// value count: a level past 0 holds about a 256th of its predecessor's
+/// values (a plan of 16M entries over 1M hub-skewed rows has a level 1 of
+/// some 13k scratch rows), so it is few chunks and its time is the chain of
+/// its longest chunk (a hub row's 256 scratch rows), which the pipelined
+/// form walks with two batches in flight instead of one. Every form makes
+/// the same additions in the same order (the same bits).
+fn higher_levels<T: Element>(
+    dev: &Device,
+    dp: &DevicePlan,
+    scratch: &[DevMem],
+    form: ScatterForm,
+    higher: Higher<T>,
+) -> Result<()> {
+    let kernels = dev.kernels()?;
+    for (l, t) in dp.levels.iter().enumerate().skip(1) {
+        let n = t.chunks;
+        let (cstart, crow, cslot) = (In::at(t.start), In::at(t.row), In::at(t.slot));
+        // SAFETY (both launches): the tables come from a validated
+        // IndexPlan: values of level l are the rows of scratch[l - 1] (sized
+        // from plan.values, rows of W vectors of sums), rows below dst's
+        // rows (checked by the callers), slots below the next level's
+        // scratch; levels run in stream order, each reading the scratch its
+        // predecessor wrote; dst is used by this chain alone.
+        match higher {
+            Higher::Wide { v, w, dst } => {
+                let lanes = lanes_log2(w);
+                let sum = form.resolve(dp.values[l], w);
+                let kernel = Kernel::of(Family::Scatter(Level::Higher, sum, v));
+                let args = Scatter::<T::Acc> {
+                    vals: In::at(scratch[l - 1].ptr()),
+                    pos: In::null(),
+                    cstart,
+                    crow,
+                    cslot,
+                    nchunks: n,
+                    W: w,
+                    lanes_log2: lanes,
+                    dst: Out::at(dst),
+                    next: Out::at(scratch.get(l).map_or(DevPtr::NULL, DevMem::ptr)),
+                };
+                // SAFETY: as above.
+                unsafe { args.launch(dev, &kernels, kernel, cfg1(chunks_grid(n, lanes))) }?;
+            }
+            Higher::Half { h, f, dst } => {
+                // vectors of at most 4 halves: the scratch is rows of f f32
+                // sums at any width
+                let v = HalfVec::pick_scratch(f);
+                let w = (f / v.elems()) as u64;
+                let lanes = lanes_log2(w);
+                let sum = form.resolve(dp.values[l], w);
+                let kernel = Kernel::of(Family::ScatterHalf(Level::Higher, sum, h, v));
+                let args = ScatterHalf::<T> {
+                    vals: In::null(),
+                    acc: In::at(scratch[l - 1].ptr()),
+                    pos: In::null(),
+                    cstart,
+                    crow,
+                    cslot,
+                    nchunks: n,
+                    W: w,
+                    lanes_log2: lanes,
+                    dst: Out::at(dst),
+                    next: Out::at(scratch.get(l).map_or(DevPtr::NULL, DevMem::ptr)),
+                };
+                // SAFETY: as above.
+                unsafe { args.launch(dev, &kernels, kernel, cfg1(chunks_grid(n, lanes))) }?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The segment max of `[plan.len(), f]` at `x` by the plan `dp` into the
@@ -480,131 +597,6 @@ pub(crate) fn max_chain<T: Element>(
         let kernel = Kernel::of(Family::Model(ModelOp::Segmax, float));
         // SAFETY: as above.
         unsafe { args.launch(dev, &kernels, kernel, cfg1(grid_for(n * ff))) }?;
-    }
-    Ok(())
-}
-
-/// Adds the segment sums of the plan `dp` over the half rows (`h`, `f`
-/// elements) at `src` into the `[rows, f]` half tensor at `dst` (which only
-/// this chain may use while it runs): index.cu's half scatter levels, which
-/// sum in f32 exactly as the f32 chain does, keep every level past 0 in f32
-/// scratch and round once, when a row's sum is added to its destination.
-/// Level 0 is segment.cu's windowed `sum0a` where [`ScatterForm::windowed`]
-/// says (the same adds in the same order, the same rounding).
-pub(crate) fn half_sum_chain<T: Element>(
-    dev: &Device,
-    dp: &DevicePlan,
-    f: usize,
-    form: ScatterForm,
-    h: Half,
-    src: DevPtr<T>,
-    dst: DevPtr<T>,
-) -> Result<()> {
-    if f == 0 || dp.values[0] == 0 {
-        return Ok(());
-    }
-    let sum = form.resolve(dp.values[0], (f / HalfVec::pick(f).elems()) as u64);
-    let v = HalfVec::pick_level0(f, sum);
-    let w = (f / v.elems()) as u64;
-    let lanes = lanes_log2(w);
-    // f32 scratch: rows of f sums (W vectors of v.elems() floats)
-    let scratch = level_scratch(dev, &dp.values, f * std::mem::size_of::<f32>())?;
-    let kernels = dev.kernels()?;
-    let l0 = dp.levels[0];
-    // windowed: the segment sum's sum0 adding into dst, in level 0's
-    // vector (`pick_level0`: as many lanes per chunk as f32's), not the
-    // fused chain's widest one
-    if form.windowed(plan_shape(dp, w, f * T::DTYPE.size())) {
-        let args = sum0_args::<T>(src, dp, w, dst, first_scratch(&scratch));
-        // windows of positions; a vector's f32 sums in shared memory
-        let f32_vec = (v.elems() * std::mem::size_of::<f32>()) as u64;
-        let grid = cfg1(fused0_grid(dp.values[0] as u64, l0.chunks, w, f32_vec));
-        let kernel = Kernel::of(Family::Fused0Half(Fused0::Add, h, v));
-        // SAFETY: the tables come from a validated IndexPlan: positions are
-        // below src's rows (plan.len() rows of f halves = W vectors, checked
-        // by the callers), rows below dst's rows (checked), slots below
-        // level 1's scratch (sized from plan.values, rows of f f32 sums);
-        // wfirst is the plan's window table; dst is used by this chain
-        // alone, and a row finished at level 0 has one chunk (one block
-        // adds into it).
-        unsafe { args.launch(dev, &kernels, kernel, grid) }?;
-        return half_levels::<T>(dev, dp, &scratch, f, form, h, dst);
-    }
-    let args = ScatterHalf::<T> {
-        vals: In::at(src),
-        acc: In::null(),
-        pos: In::at(dp.positions),
-        cstart: In::at(l0.start),
-        crow: In::at(l0.row),
-        cslot: In::at(l0.slot),
-        nchunks: l0.chunks,
-        W: w,
-        lanes_log2: lanes,
-        dst: Out::at(dst),
-        next: Out::at(first_scratch(&scratch)),
-    };
-    let kernel = Kernel::of(Family::ScatterHalf(Level::Zero, sum, h, v));
-    // SAFETY: the tables come from a validated IndexPlan: level-0 positions
-    // are below src's rows (plan.len() rows of f halves, checked by the
-    // callers), rows below dst's rows (checked), slots below level 1's
-    // scratch (sized from plan.values, rows of f f32 sums = W vectors); dst
-    // is used by this chain alone.
-    unsafe { args.launch(dev, &kernels, kernel, cfg1(chunks_grid(l0.chunks, lanes))) }?;
-    half_levels::<T>(dev, dp, &scratch, f, form, h, dst)
-}
-
-/// The levels past 0 of a sum chain into the half rows (`h`, `f` elements)
-/// at `dst`, reading the f32 scratch level 0 wrote (`scratch[l]`: level
-/// `l + 1`'s values): index.cu's half `scatterN`, which adds a row's f32 sum
-/// to its widened destination and rounds once. Vectors of at most 4 halves
-/// ([`HalfVec::pick_scratch`]), whatever level 0 took: the scratch is rows
-/// of f f32 sums at any width.
-///
-/// Each level's chunk-sum form is `form` resolved from that level's own value
-/// count, not level 0's: a level past 0 holds about a 256th of its
-/// predecessor's values (a plan of 16M entries over 1M hub-skewed rows has a
-/// level 1 of some 13k scratch rows), so it is few chunks and its time is the
-/// chain of its longest chunk (a hub row's 256 scratch rows), which the
-/// pipelined form walks with two batches in flight instead of one. Both
-/// forms make the same additions in the same order (the same bits); the f32
-/// chains keep level 0's form on every level.
-fn half_levels<T: Element>(
-    dev: &Device,
-    dp: &DevicePlan,
-    scratch: &[DevMem],
-    f: usize,
-    form: ScatterForm,
-    h: Half,
-    dst: DevPtr<T>,
-) -> Result<()> {
-    let v = HalfVec::pick_scratch(f);
-    let w = (f / v.elems()) as u64;
-    let lanes = lanes_log2(w);
-    let kernels = dev.kernels()?;
-    for (l, t) in dp.levels.iter().enumerate().skip(1) {
-        let n = t.chunks;
-        let sum = form.resolve(dp.values[l], w);
-        let kernel = Kernel::of(Family::ScatterHalf(Level::Higher, sum, h, v));
-        let args = ScatterHalf::<T> {
-            vals: In::null(),
-            acc: In::at(scratch[l - 1].ptr()),
-            pos: In::null(),
-            cstart: In::at(t.start),
-            crow: In::at(t.row),
-            cslot: In::at(t.slot),
-            nchunks: n,
-            W: w,
-            lanes_log2: lanes,
-            dst: Out::at(dst),
-            next: Out::at(scratch.get(l).map_or(DevPtr::NULL, DevMem::ptr)),
-        };
-        // SAFETY: the tables come from a validated IndexPlan: values of
-        // level l are the rows of scratch[l - 1] (sized from plan.values,
-        // rows of f f32 sums = W vectors), rows below dst's rows (rows of f
-        // halves, checked by the callers), slots below the next level's
-        // scratch; levels run in stream order, each reading the scratch its
-        // predecessor wrote; dst is used by this chain alone.
-        unsafe { args.launch(dev, &kernels, kernel, cfg1(chunks_grid(n, lanes))) }?;
     }
     Ok(())
 }

@@ -13,7 +13,7 @@ use crate::backend::{CudaBackend, ptr};
 use crate::indices::ListEntry;
 use crate::indices::lists::CudaIndex;
 use crate::indices::plan::DevicePlan;
-use crate::kernels::table::{Half, Kernel, Word};
+use crate::kernels::table::{Kernel, Word};
 use crate::ops::chain::{self, Level0};
 use crate::runtime::args::{In, Out};
 use crate::runtime::launch::{Gather, cfg1, lanes_log2, rows_grid};
@@ -73,10 +73,6 @@ impl CudaBackend {
         self.make_unique(dst)?;
         let d = dst.storage_mut().expect("unique after make_unique").ptr();
         let form = self.settings.scatter_form();
-        if let Some(h) = Half::of(T::DTYPE) {
-            chain::half_sum_chain::<T>(&self.dev, plan, f, form, h, ptr(src), d)?;
-            return Ok(());
-        }
         let level0 = Level0::Stored { src: ptr(src) };
         chain::sum_chain::<T>(&self.dev, plan, f, f, form, level0, d)?;
         Ok(())
