@@ -7,7 +7,9 @@
 use rayon::prelude::*;
 use rtx_backend::implement::{check_bias_parts, try_vec};
 use rtx_backend::prelude::*;
-use rtx_backend::{BTensor, BiasPart, Binary, Element, IndexPlan, Indices, Result, Tensor, ops};
+use rtx_backend::{
+    BTensor, BiasPart, Binary, Element, IndexPlan, Indices, Result, Tensor, ops, reference,
+};
 use rtx_tensor::Layout;
 
 use crate::tasks::{ELEMS_PER_TASK, MIN_ROWS_PER_TASK};
@@ -97,11 +99,21 @@ impl FusedOps for CpuBackend {
         scatter: impl Into<Indices<'i, Self>>,
     ) -> Result<BTensor<Self, T>> {
         let (gi, si) = (gather.into(), scatter.into());
-        let plan = si.host_plan_of_op(self, "gather_scale_scatter")?;
+        let op = "gather_scale_scatter";
+        // shapes, then the gather's entries, then the scatter's
+        let rows = si.needed_rows(op)?;
+        let (n, h, c) = ops::gather_scale_scatter_shapes(
+            x.shape(),
+            gi.len(self),
+            weights.shape(),
+            si.len(self),
+            rows,
+        )?;
+        gi.rows_of(op, "x", n)?;
         let list = gi.host_list(self)?;
+        reference::check_indices(&list, n)?;
+        let plan = si.host_plan(self, op, rows)?;
         let (gather, plan) = (&list[..], &*plan);
-        let (h, c) = ops::check_gather_scale_scatter(x.shape(), gather, weights.shape(), plan)?;
-        gi.rows_of("gather_scale_scatter", "x", x.shape()[0])?;
         if T::DTYPE.is_half() {
             let (x, w) = (self.widen(x)?, self.widen(weights)?);
             return self.round(&self.gather_scale_scatter(&x, gather, &w, plan)?);
@@ -154,7 +166,9 @@ impl FusedOps for CpuBackend {
         x: &BTensor<Self, T>,
         idx: impl Into<Indices<'i, Self>>,
     ) -> Result<BTensor<Self, T>> {
-        let plan = idx.into().host_plan_of_op(self, "segment_softmax")?;
+        let plan = idx
+            .into()
+            .segment_plan(self, "segment_softmax", x.shape())?;
         let plan = &*plan;
         let (_, f) = ops::check_segment("segment_softmax", x.shape(), plan)?;
         if T::DTYPE.is_half() {
@@ -178,7 +192,7 @@ impl FusedOps for CpuBackend {
     ) -> Result<BTensor<Self, T>> {
         let plan = idx
             .into()
-            .host_plan_of_op(self, "segment_softmax_backward")?;
+            .segment_plan(self, "segment_softmax_backward", alpha.shape())?;
         let plan = &*plan;
         let (_, f) = ops::check_segment("segment_softmax_backward", alpha.shape(), plan)?;
         ops::check_same("segment_softmax_backward", alpha.shape(), grad.shape())?;

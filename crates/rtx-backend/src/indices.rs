@@ -192,16 +192,24 @@ impl<'a, B: IndexOps + ?Sized> Indices<'a, B> {
         }
     }
 
-    /// The host plan of an op that creates the tensor its entries address
-    /// ([`Indices::needed_rows`], then [`Indices::host_plan`]).
+    /// The host plan of a segment op over `x` (`[E, f]` for `E` entries):
+    /// its row count ([`Indices::needed_rows`]), `x`'s shape, then the plan
+    /// ([`Indices::host_plan`]), checked in that order.
     ///
     /// # Errors
-    /// As those two.
-    pub fn host_plan_of_op<'s>(&self, b: &'s B, op: &'static str) -> Result<Cow<'s, IndexPlan>>
+    /// As those, and [`ops::check_segment_len`].
+    pub fn segment_plan<'s>(
+        &self,
+        b: &'s B,
+        op: &'static str,
+        x: &[usize],
+    ) -> Result<Cow<'s, IndexPlan>>
     where
         'a: 's,
     {
-        self.host_plan(b, op, self.needed_rows(op)?)
+        let rows = self.needed_rows(op)?;
+        ops::check_segment_len(op, x, self.len(b), rows)?;
+        self.host_plan(b, op, rows)
     }
 }
 

@@ -91,15 +91,24 @@ impl Lru {
         }
     }
 
-    /// The first entry under `key` that `pick` accepts, marked as used now.
-    fn find<R>(&mut self, key: u64, pick: impl Fn(&Cached) -> Option<R>) -> Option<R> {
+    /// The entries under `key` that `pick` accepts.
+    fn under<R>(&self, key: u64, pick: impl Fn(&Cached) -> Option<R>) -> Vec<R> {
+        self.entries.get(&key).map_or_else(Vec::new, |v| {
+            v.iter().filter_map(|(e, _)| pick(e)).collect()
+        })
+    }
+
+    /// Marks the entry under `key` that `is` names as used now.
+    fn touch(&mut self, key: u64, is: impl Fn(&Cached) -> bool) {
         self.tick += 1;
         let tick = self.tick;
-        self.entries.get_mut(&key)?.iter_mut().find_map(|(e, t)| {
-            let r = pick(e)?;
+        if let Some((_, t)) = self
+            .entries
+            .get_mut(&key)
+            .and_then(|v| v.iter_mut().find(|(e, _)| is(e)))
+        {
             *t = tick;
-            Some(r)
-        })
+        }
     }
 }
 
@@ -155,12 +164,22 @@ impl IndexCache {
         }
     }
 
-    /// The cached entry of host list `list` (key [`list_key`]).
+    /// The cached entry of host list `list` (key [`list_key`]). The lists
+    /// are compared outside the lock (a long list's comparison takes a
+    /// while; other threads keep using the cache).
     pub fn find_list(&self, key: u64, list: &[u32]) -> Option<Arc<ListEntry>> {
-        self.lru().find(key, |e| match e {
-            Cached::List(l) if l.host().is_some_and(|h| same_list(h, list)) => Some(Arc::clone(l)),
+        let candidates = self.lru().under(key, |e| match e {
+            Cached::List(l) if l.len() == list.len() && l.host().is_some() => Some(Arc::clone(l)),
             _ => None,
-        })
+        });
+        let hit = candidates
+            .into_iter()
+            .find(|l| l.host().is_some_and(|h| same_list(h, list)))?;
+        self.lru().touch(
+            key,
+            |e| matches!(e, Cached::List(l) if Arc::ptr_eq(l, &hit)),
+        );
+        Some(hit)
     }
 
     /// Cached lists under `key` of `len` entries whose largest entry is
@@ -189,12 +208,18 @@ impl IndexCache {
         })
     }
 
-    /// The cached entry of host plan `plan`.
+    /// The cached entry of host plan `plan` (compared outside the lock).
     pub fn find_plan(&self, key: u64, plan: &IndexPlan) -> Option<Arc<PlanEntry>> {
-        self.lru().find(key, |e| match e {
-            Cached::Plan(p) if *p.host() == *plan => Some(Arc::clone(p)),
-            _ => None,
-        })
+        let candidates = self.lru().under(key, |e| match e {
+            Cached::Plan(p) => Some(Arc::clone(p)),
+            Cached::List(_) => None,
+        });
+        let hit = candidates.into_iter().find(|p| *p.host() == *plan)?;
+        self.lru().touch(
+            key,
+            |e| matches!(e, Cached::Plan(p) if Arc::ptr_eq(p, &hit)),
+        );
+        Some(hit)
     }
 
     /// Keeps `entry` under `key` if it fits `limit`, then evicts the least

@@ -50,7 +50,42 @@ pub(crate) struct ListEntry {
     len: usize,
     largest: OnceLock<Largest>,
     dev: OnceLock<DevMem>,
-    plan: Mutex<Option<Arc<DevicePlan>>>,
+    plan: Built<DevicePlan>,
+}
+
+/// A value built once, at first use, by one thread (others wait for it);
+/// read without a lock once built (the cache sums entries' bytes under its
+/// own lock, never waiting for a build).
+#[derive(Debug)]
+struct Built<V> {
+    value: OnceLock<Arc<V>>,
+    building: Mutex<()>,
+}
+
+impl<V> Built<V> {
+    fn new() -> Self {
+        Built {
+            value: OnceLock::new(),
+            building: Mutex::new(()),
+        }
+    }
+
+    fn get(&self) -> Option<&Arc<V>> {
+        self.value.get()
+    }
+
+    /// The value, built by `build` if no thread has built it yet.
+    fn get_or_build(&self, build: impl FnOnce() -> BResult<V>) -> BResult<Arc<V>> {
+        if let Some(v) = self.value.get() {
+            return Ok(Arc::clone(v));
+        }
+        let _one = self.building.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(v) = self.value.get() {
+            return Ok(Arc::clone(v));
+        }
+        let v = Arc::new(build()?);
+        Ok(Arc::clone(self.value.get_or_init(|| v)))
+    }
 }
 
 impl ListEntry {
@@ -61,7 +96,7 @@ impl ListEntry {
             host: Some(list),
             largest: OnceLock::from(largest),
             dev: OnceLock::new(),
-            plan: Mutex::new(None),
+            plan: Built::new(),
         }
     }
 
@@ -73,7 +108,7 @@ impl ListEntry {
             len,
             largest: largest.map_or_else(OnceLock::new, OnceLock::from),
             dev: OnceLock::from(mem),
-            plan: Mutex::new(None),
+            plan: Built::new(),
         }
     }
 
@@ -153,31 +188,37 @@ impl ListEntry {
     /// # Errors
     /// [`rtx_backend::Error::IndexOutOfRange`]; device errors.
     pub fn plan(&self, dev: &Device, rows: usize) -> BResult<Arc<DevicePlan>> {
-        let mut g = self.plan.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(p) = &*g {
+        if let Some(p) = self.plan.get() {
             // built before, so the largest entry is known: a host comparison
             self.check_below(dev, rows)?;
             return Ok(Arc::clone(p));
         }
-        // a known largest entry is checked here; an unknown one by the build
-        let known = match self.known_largest() {
-            Some(_) => {
-                self.check_below(dev, rows)?;
-                self.known_largest().and_then(Largest::get)
-            }
-            None => None,
-        };
-        let built = build::build(dev, self.dev_list(dev)?, self.len, rows, known)?;
-        let _ = self.largest.set(Largest::of(built.max));
-        let p = Arc::new(built.plan);
-        *g = Some(Arc::clone(&p));
+        let mut checked = false;
+        let p = self.plan.get_or_build(|| {
+            // a known largest entry is checked here; an unknown one by the build
+            let known = match self.known_largest() {
+                Some(_) => {
+                    self.check_below(dev, rows)?;
+                    self.known_largest().and_then(Largest::get)
+                }
+                None => None,
+            };
+            let built = build::build(dev, self.dev_list(dev)?, self.len, rows, known)?;
+            let _ = self.largest.set(Largest::of(built.max));
+            checked = true;
+            Ok(built.plan)
+        })?;
+        if !checked {
+            // another thread built it for its own row count
+            self.check_below(dev, rows)?;
+        }
         Ok(p)
     }
 
     /// Host and device bytes held.
     pub fn bytes(&self) -> usize {
         let host = self.host.as_ref().map_or(0, |l| 4 * l.len());
-        host + self.dev.get().map_or(0, DevMem::bytes) + plan_bytes(&self.plan)
+        host + self.dev.get().map_or(0, DevMem::bytes) + self.plan.get().map_or(0, |p| p.bytes())
     }
 }
 
@@ -187,7 +228,7 @@ impl ListEntry {
 #[derive(Debug)]
 pub(crate) struct PlanEntry {
     host: Arc<IndexPlan>,
-    plan: Mutex<Option<Arc<DevicePlan>>>,
+    plan: Built<DevicePlan>,
     list: OnceLock<Arc<ListEntry>>,
 }
 
@@ -195,7 +236,7 @@ impl PlanEntry {
     pub fn new(host: Arc<IndexPlan>) -> PlanEntry {
         PlanEntry {
             host,
-            plan: Mutex::new(None),
+            plan: Built::new(),
             list: OnceLock::new(),
         }
     }
@@ -210,13 +251,8 @@ impl PlanEntry {
     /// # Errors
     /// Device errors.
     pub fn plan(&self, dev: &Device) -> BResult<Arc<DevicePlan>> {
-        let mut g = self.plan.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(p) = &*g {
-            return Ok(Arc::clone(p));
-        }
-        let p = Arc::new(DevicePlan::upload(dev, &self.host)?);
-        *g = Some(Arc::clone(&p));
-        Ok(p)
+        self.plan
+            .get_or_build(|| DevicePlan::upload(dev, &self.host))
     }
 
     /// The plan's list, in list order.
@@ -231,13 +267,6 @@ impl PlanEntry {
     /// Host and device bytes held.
     pub fn bytes(&self) -> usize {
         let host = 4 * self.host.len() + 8 * self.host.offsets().len();
-        host + plan_bytes(&self.plan) + self.list.get().map_or(0, |l| l.bytes())
+        host + self.plan.get().map_or(0, |p| p.bytes()) + self.list.get().map_or(0, |l| l.bytes())
     }
-}
-
-fn plan_bytes(plan: &Mutex<Option<Arc<DevicePlan>>>) -> usize {
-    plan.lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .as_ref()
-        .map_or(0, |p| p.bytes())
 }

@@ -55,6 +55,8 @@ impl<'c> Resolver<'c> {
         idx.rows_of(op, what, rows)?;
         let (entry, fresh) = self.list_entry(idx)?;
         entry.check_below(self.dev, rows)?;
+        // on the device before it is cached: the budget counts both copies
+        entry.dev_list(self.dev)?;
         self.keep(fresh);
         Ok(entry)
     }
@@ -93,7 +95,10 @@ impl<'c> Resolver<'c> {
                 check_owner(list, self.dev.id)?;
                 Ok((Arc::clone(&list.entry), None))
             }
-            Indices::Plan(p) => Ok((self.plan_entry(p)?.0.list(), None)),
+            Indices::Plan(p) => {
+                let (entry, fresh) = self.plan_entry(p)?;
+                Ok((entry.list(), fresh))
+            }
             Indices::List { list, .. } => self.host_list_entry(list),
         }
     }
@@ -170,15 +175,17 @@ impl<'c> Resolver<'c> {
     pub(crate) fn pin(&self, lists: &[&[u32]], plans: &[&IndexPlan]) -> BResult<Pinned<'c>> {
         let mut guard = Pinned(self.cache, Vec::with_capacity(lists.len() + plans.len()));
         for &list in lists.iter().filter(|l| !l.is_empty()) {
-            let (entry, _) = self.host_list_entry(list)?;
+            let (entry, fresh) = self.host_list_entry(list)?;
             entry.dev_list(self.dev)?;
+            self.keep(fresh);
             let key = PinKey::list(list);
             self.cache.pin(key, Cached::List(entry));
             guard.1.push(key);
         }
         for &plan in plans.iter().filter(|p| !p.is_empty()) {
-            let (entry, _) = self.plan_entry(plan)?;
+            let (entry, fresh) = self.plan_entry(plan)?;
             entry.plan(self.dev)?;
+            self.keep(fresh);
             let key = PinKey::plan(plan);
             self.cache.pin(key, Cached::Plan(entry));
             guard.1.push(key);

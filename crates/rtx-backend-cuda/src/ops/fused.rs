@@ -239,6 +239,17 @@ impl CudaBackend {
         Ok(out)
     }
 
+    /// [`Error::ForeignIndex`](crate::Error::ForeignIndex) for the first of
+    /// `idx` held by another backend.
+    fn check_owners(&self, idx: &[Indices<'_, Self>]) -> BResult<()> {
+        for i in idx {
+            if let Indices::Held { list, .. } = i {
+                self.check_own(list)?;
+            }
+        }
+        Ok(())
+    }
+
     /// The two device lists of a fused two-gather op, checked against
     /// their tensors' rows (`na`, `nb`).
     fn two_lists(
@@ -331,6 +342,9 @@ impl FusedOps for CudaBackend {
     ) -> BResult<BTensor<Self, T>> {
         let idx = idx.into();
         let (rows, _, empty) = self.segment_shape("segment_softmax", x.shape(), idx)?;
+        if empty {
+            self.check_only(idx, "segment_softmax", "the output", rows)?;
+        }
         let out = self.out::<T>(x.shape())?;
         if empty {
             return Ok(out);
@@ -351,6 +365,9 @@ impl FusedOps for CudaBackend {
         let op = "segment_softmax_backward";
         let (rows, _, empty) = self.segment_shape(op, alpha.shape(), idx)?;
         ops::check_same(op, alpha.shape(), grad.shape())?;
+        if empty {
+            self.check_only(idx, op, "the output", rows)?;
+        }
         let out = self.out::<T>(alpha.shape())?;
         if empty {
             return Ok(out);
@@ -370,12 +387,8 @@ impl FusedOps for CudaBackend {
     ) -> BResult<BTensor<Self, T>> {
         let (gather, scatter) = (gather.into(), scatter.into());
         let op = "gather_scale_scatter";
+        self.check_owners(&[gather, scatter])?;
         let rows = scatter.needed_rows(op)?;
-        for i in [gather, scatter] {
-            if let Indices::Held { list, .. } = i {
-                self.check_own(list)?;
-            }
-        }
         let (n, heads, c) = ops::gather_scale_scatter_shapes(
             x.shape(),
             gather.len(self),
@@ -458,6 +471,7 @@ impl FusedOps for CudaBackend {
         b_idx: impl Into<Indices<'i, Self>>,
     ) -> BResult<BTensor<Self, T>> {
         let (a_idx, b_idx) = (a_idx.into(), b_idx.into());
+        self.check_owners(&[a_idx, b_idx])?;
         let (na, nb, f) =
             ops::gather_add_shapes(a.shape(), a_idx.len(self), b.shape(), b_idx.len(self))?;
         let (ia, ib) = self.two_lists("gather_add", a_idx, na, b_idx, nb)?;
@@ -475,6 +489,7 @@ impl FusedOps for CudaBackend {
         heads: usize,
     ) -> BResult<BTensor<Self, T>> {
         let (a_idx, b_idx) = (a_idx.into(), b_idx.into());
+        self.check_owners(&[a_idx, b_idx])?;
         let (na, nb, c) = ops::gather_head_dot_shapes(
             a.shape(),
             a_idx.len(self),

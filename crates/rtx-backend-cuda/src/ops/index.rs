@@ -98,9 +98,10 @@ impl CudaBackend {
         }
     }
 
-    /// `(rows, f, empty)` of a segment op after its checks: `x: [E, f]` for
-    /// `E` entries, the output `[rows, f]`, `empty` when there is nothing to
-    /// reduce.
+    /// `(rows, f, empty)` of a segment op after its shape checks: `x:
+    /// [E, f]` for `E` entries, the output `[rows, f]`, `empty` when there
+    /// is nothing to reduce (then the caller checks the indices alone,
+    /// [`CudaBackend::check_only`], after its own shape checks).
     pub(crate) fn segment_shape(
         &self,
         op: &'static str,
@@ -112,11 +113,7 @@ impl CudaBackend {
             self.check_own(list)?;
         }
         let (e, f) = ops::check_segment_len(op, x, idx.len(self), rows)?;
-        let empty = e == 0 || f == 0;
-        if empty {
-            self.check_only(idx, op, "the output", rows)?;
-        }
-        Ok((rows, f, empty))
+        Ok((rows, f, e == 0 || f == 0))
     }
 }
 
@@ -153,6 +150,9 @@ impl IndexOps for CudaBackend {
         idx: impl Into<Indices<'i, Self>>,
     ) -> BResult<BTensor<Self, T>> {
         let idx = idx.into();
+        if let Indices::Held { list, .. } = idx {
+            self.check_own(list)?;
+        }
         let (rows, f) = dims2("index_select", "src", src.layout())?;
         if let Indices::List { list, .. } = idx {
             idx.rows_of("index_select", "src", rows)?;
@@ -179,20 +179,23 @@ impl IndexOps for CudaBackend {
         src: &BTensor<Self, T>,
     ) -> BResult<()> {
         let idx = idx.into();
-        let (rows, f) = dims2("index_add", "dst", dst.layout())?;
-        dims2("index_add", "src", src.layout())?;
         if let Indices::Held { list, .. } = idx {
             self.check_own(list)?;
         }
+        let (rows, f) = dims2("index_add", "dst", dst.layout())?;
+        dims2("index_add", "src", src.layout())?;
+        // the indices are checked before the shapes, as the host reference does
         let len = idx.len(self);
-        check_src(dst.layout(), len, src.layout())?;
         if f == 0 || len == 0 {
-            return self.check_only(idx, "index_add", "dst", rows);
+            self.check_only(idx, "index_add", "dst", rows)?;
+            return check_src(dst.layout(), len, src.layout());
         }
         if let Indices::List { list, .. } = idx {
             idx.rows_of("index_add", "dst", rows)?;
             let dst_bytes = dst.numel().saturating_mul(T::DTYPE.size());
-            if dst_bytes <= CONFIRM_COPY_RATIO.saturating_mul(4 * len) {
+            if dst_bytes <= CONFIRM_COPY_RATIO.saturating_mul(4 * len)
+                && check_src(dst.layout(), len, src.layout()).is_ok()
+            {
                 let optimistic = self.resolver().run_then_confirm(list, rows, |e| {
                     let mut copy = dst.clone();
                     self.make_unique(&mut copy)?;
@@ -208,6 +211,7 @@ impl IndexOps for CudaBackend {
             }
         }
         let plan = self.scatter_plan(idx, "index_add", rows)?;
+        check_src(dst.layout(), len, src.layout())?;
         self.scatter(dst, &plan, src, f)
     }
 
@@ -219,6 +223,9 @@ impl IndexOps for CudaBackend {
     ) -> BResult<BTensor<Self, T>> {
         let idx = idx.into();
         let (rows, f, empty) = self.segment_shape("segment_max", x.shape(), idx)?;
+        if empty {
+            self.check_only(idx, "segment_max", "the output", rows)?;
+        }
         let out = self.out::<T>(&[rows, f])?;
         self.zero(&out)?;
         if empty {
@@ -239,6 +246,7 @@ impl IndexOps for CudaBackend {
         let idx = idx.into();
         let (rows, f, empty) = self.segment_shape("segment_sum", x.shape(), idx)?;
         if empty {
+            self.check_only(idx, "segment_sum", "the output", rows)?;
             return self.zeros::<T>(&[rows, f]);
         }
         let dp = self.scatter_plan(idx, "segment_sum", rows)?;

@@ -379,15 +379,15 @@ fn bulk_kernel(elem: Word, tile: [u32; 2]) -> (Kernel, u32) {
     (kernel, (BULK_STAGES + 2) * tile + BULK_STAGES * 8)
 }
 
-/// The tiled tensor map `m` of `elem` elements (4 or 2 bytes) at `addr`;
-/// `None` when the address is not 16-byte aligned or the driver refuses
-/// the map.
 /// A tensor's elements as the words a copy kernel moves (layout ops move
 /// bytes, whatever the element type).
 fn words<T: Element>(t: &BTensor<CudaBackend, T>) -> DevPtr<Words> {
     ptr(t).cast()
 }
 
+/// The tiled tensor map `m` of `elem` elements (4 or 2 bytes) at `addr`;
+/// `None` when the address is not 16-byte aligned or the driver refuses
+/// the map.
 fn encode_map(addr: u64, elem: Word, m: &MapShape) -> Option<sys::CUtensorMap> {
     if !addr.is_multiple_of(16) {
         return None;

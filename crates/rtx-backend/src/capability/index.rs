@@ -132,10 +132,7 @@ pub trait IndexOps: BackendCore {
         x: &BTensor<Self, T>,
         idx: impl Into<Indices<'i, Self>>,
     ) -> Result<BTensor<Self, T>> {
-        let idx = idx.into();
-        let rows = idx.needed_rows("segment_max")?;
-        ops::check_segment_len("segment_max", x.shape(), idx.len(self), rows)?;
-        let plan = idx.host_plan(self, "segment_max", rows)?;
+        let plan = idx.into().segment_plan(self, "segment_max", x.shape())?;
         let (_, f) = ops::check_segment("segment_max", x.shape(), &plan)?;
         let out = Layout::contiguous(&[plan.rows(), f])?;
         let hx = self.download(x)?;
