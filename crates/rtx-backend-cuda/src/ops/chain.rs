@@ -132,6 +132,66 @@ fn sum0_args<T: Element>(
     }
 }
 
+/// The arguments of the softmax backward's fused level 0
+/// (`softmax_bwd_sum0`): `alpha * g` through `dp`'s positions and level-0
+/// tables into the `T::Acc` sums at `sums`.
+fn softmax_bwd0_args<T: Element>(
+    alpha: DevPtr<T>,
+    g: DevPtr<T>,
+    dp: &DevicePlan,
+    w: u64,
+    sums: DevPtr<T::Acc>,
+    next: DevPtr<T::Acc>,
+) -> SoftmaxBwdSum0<T> {
+    let l0 = dp.levels[0];
+    SoftmaxBwdSum0::<T> {
+        alpha: In::at(alpha),
+        g: In::at(g),
+        pos: In::at(dp.positions),
+        wfirst: In::at(dp.windows),
+        cstart: In::at(l0.start),
+        crow: In::at(l0.row),
+        cslot: In::at(l0.slot),
+        nchunks: l0.chunks,
+        W: w,
+        lanes_log2: lanes_log2(w),
+        dst: Out::at(sums),
+        next: Out::at(next),
+    }
+}
+
+/// The arguments of gather_scale_scatter's fused level 0
+/// (`gather_scale_sum0`): `x[gather[e]] * w[e, head]` through `dp`'s
+/// positions and level-0 tables into `dst`, `vph` vectors per head.
+#[allow(clippy::too_many_arguments)]
+fn gather_scale0_args<T: Element>(
+    (x, gather, weights, heads): (DevPtr<T>, DevPtr<u32>, DevPtr<T>, u64),
+    vph: u64,
+    dp: &DevicePlan,
+    w: u64,
+    dst: DevPtr<T>,
+    next: DevPtr<T::Acc>,
+) -> GatherScaleSum0<T> {
+    let l0 = dp.levels[0];
+    GatherScaleSum0::<T> {
+        x: In::at(x),
+        gather: In::at(gather),
+        w: In::at(weights),
+        heads,
+        vecs_per_head: vph,
+        pos: In::at(dp.positions),
+        wfirst: In::at(dp.windows),
+        cstart: In::at(l0.start),
+        crow: In::at(l0.row),
+        cslot: In::at(l0.slot),
+        nchunks: l0.chunks,
+        W: w,
+        lanes_log2: lanes_log2(w),
+        dst: Out::at(dst),
+        next: Out::at(next),
+    }
+}
+
 /// What the levels past 0 of a sum chain add into `dst`, and how.
 #[derive(Debug)]
 enum Higher<T: Element> {
@@ -201,7 +261,7 @@ fn wide_level0<T: Element>(
     // vectors per head of gather_scale_scatter
     let vph = (align * T::DTYPE.size() / vb) as u64;
     let kernels = dev.kernels()?;
-    let (pos, wfirst) = (In::at(dp.positions), In::at(dp.windows));
+    let pos = In::at(dp.positions);
     let l0 = dp.levels[0];
     let n = l0.chunks;
     let (cstart, crow, cslot) = (In::at(l0.start), In::at(l0.row), In::at(l0.slot));
@@ -252,21 +312,8 @@ fn wide_level0<T: Element>(
             unsafe { args.launch(dev, &kernels, kernel, windows) }?;
         }
         Level0::SoftmaxBwd { alpha, g } => {
-            let args = SoftmaxBwdSum0::<T> {
-                alpha: In::at(alpha),
-                g: In::at(g),
-                pos,
-                wfirst,
-                cstart,
-                crow,
-                cslot,
-                nchunks: n,
-                W: w,
-                lanes_log2: lanes,
-                // the sums' storage: T::Acc, which is T for f32 and f64
-                dst: Out::at(dst.cast()),
-                next: Out::at(first_scratch(&scratch)),
-            };
+            // the sums' storage: T::Acc, which is T for f32 and f64
+            let args = softmax_bwd0_args::<T>(alpha, g, dp, w, dst.cast(), first_scratch(&scratch));
             let kernel = Kernel::of(Family::Fused0(Fused0::SoftmaxBwd, v));
             // SAFETY: as above.
             unsafe { args.launch(dev, &kernels, kernel, windows) }?;
@@ -277,23 +324,14 @@ fn wide_level0<T: Element>(
             w: weights,
             heads,
         } => {
-            let args = GatherScaleSum0::<T> {
-                x: In::at(x),
-                gather: In::at(gather),
-                w: In::at(weights),
-                heads,
-                vecs_per_head: vph,
-                pos,
-                wfirst,
-                cstart,
-                crow,
-                cslot,
-                nchunks: n,
-                W: w,
-                lanes_log2: lanes,
-                dst: Out::at(dst),
-                next: Out::at(first_scratch(&scratch)),
-            };
+            let args = gather_scale0_args::<T>(
+                (x, gather, weights, heads),
+                vph,
+                dp,
+                w,
+                dst,
+                first_scratch(&scratch),
+            );
             let kernel = Kernel::of(Family::Fused0(Fused0::GatherScale, v));
             // SAFETY: as above.
             unsafe { args.launch(dev, &kernels, kernel, windows) }?;
@@ -329,7 +367,7 @@ fn half_level0<T: Element>(
     let kernels = dev.kernels()?;
     let l0 = dp.levels[0];
     let n = l0.chunks;
-    let (pos, wfirst) = (In::at(dp.positions), In::at(dp.windows));
+    let pos = In::at(dp.positions);
     let (cstart, crow, cslot) = (In::at(l0.start), In::at(l0.row), In::at(l0.slot));
     let half_rows = Higher::Half { h, f, dst };
     if let Level0::Stored { src } = level0 {
@@ -380,7 +418,6 @@ fn half_level0<T: Element>(
     }
     let v = HalfVec::pick_aligned(f, align);
     let w = (f / v.elems()) as u64;
-    let lanes = lanes_log2(w);
     // windows of positions; a vector's f32 values in shared memory
     let f32_vec = (v.elems() * std::mem::size_of::<f32>()) as u64;
     let windows = cfg1(fused0_grid(dp.values[0] as u64, n, w, f32_vec));
@@ -399,21 +436,8 @@ fn half_level0<T: Element>(
             Ok((scratch, half_rows))
         }
         Level0::SoftmaxBwd { alpha, g } => {
-            let args = SoftmaxBwdSum0::<T> {
-                alpha: In::at(alpha),
-                g: In::at(g),
-                pos,
-                wfirst,
-                cstart,
-                crow,
-                cslot,
-                nchunks: n,
-                W: w,
-                lanes_log2: lanes,
-                // the softmax backward's sums stay f32 (T::Acc)
-                dst: Out::at(dst.cast()),
-                next: Out::at(first_scratch(&scratch)),
-            };
+            // the softmax backward's sums stay f32 (T::Acc)
+            let args = softmax_bwd0_args::<T>(alpha, g, dp, w, dst.cast(), first_scratch(&scratch));
             let kernel = Kernel::of(Family::Fused0Half(Fused0::SoftmaxBwd, h, v));
             // SAFETY: as above.
             unsafe { args.launch(dev, &kernels, kernel, windows) }?;
@@ -429,23 +453,14 @@ fn half_level0<T: Element>(
             w: weights,
             heads,
         } => {
-            let args = GatherScaleSum0::<T> {
-                x: In::at(x),
-                gather: In::at(gather),
-                w: In::at(weights),
-                heads,
-                vecs_per_head: (align / v.elems()) as u64,
-                pos,
-                wfirst,
-                cstart,
-                crow,
-                cslot,
-                nchunks: n,
-                W: w,
-                lanes_log2: lanes,
-                dst: Out::at(dst),
-                next: Out::at(first_scratch(&scratch)),
-            };
+            let args = gather_scale0_args::<T>(
+                (x, gather, weights, heads),
+                (align / v.elems()) as u64,
+                dp,
+                w,
+                dst,
+                first_scratch(&scratch),
+            );
             let kernel = Kernel::of(Family::Fused0Half(Fused0::GatherScale, h, v));
             // SAFETY: as above.
             unsafe { args.launch(dev, &kernels, kernel, windows) }?;
