@@ -18,7 +18,8 @@ use std::borrow::Cow;
 use crate::index_list::HostIndex;
 use crate::{Error, IndexOps, IndexPlan, Result, ops};
 
-/// The indices of an index or fused op (see the [module](self) docs).
+/// The indices of an index or fused op: the same list as a host list, a
+/// host plan or a list the backend holds; ops take `impl Into<Indices>`.
 /// Cheap to copy: it borrows.
 pub enum Indices<'a, B: IndexOps + ?Sized> {
     /// A host list; `rows`, where given, the number of rows its entries

@@ -13,12 +13,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use cudarc::driver::{CudaContext, DriverError, result, sys};
-use rtx_backend::{BTensor, Element, IndexPlan, Indices, Result as BResult, Tensor};
+use rtx_backend::{BTensor, Element, IndexPlan, Result as BResult, Tensor};
 use rtx_tensor::Layout;
 
 use crate::error::{Error, Result};
-use crate::indices::plan::DevicePlan;
-use crate::indices::{IndexCache, ListEntry, Resolver};
+use crate::indices::{IndexCache, Resolver};
 use crate::kernels::abi::{COL_SUM_COUNTERS, REQUIRED_DRIVER_VERSION};
 use crate::kernels::compile::Origin;
 use crate::runtime::args::DevPtr;
@@ -195,41 +194,14 @@ impl CudaBackend {
 
     // ---- indices: the index cache and the pins (`indices/`) ----
 
-    /// The index cache on this backend's device, under its budget.
+    /// The index cache on this backend's device, under its budget: where
+    /// every op resolves its `Indices` (`indices/resolve.rs`).
     pub(crate) fn resolver(&self) -> Resolver<'_> {
         Resolver {
             cache: &self.indices,
             dev: &self.dev,
             limit: self.index_cache_limit(),
         }
-    }
-
-    /// The device list of `idx`, every entry checked below `rows` (`op`'s
-    /// tensor `what`): [`Resolver::gather_list`].
-    ///
-    /// # Errors
-    /// As [`Resolver::gather_list`].
-    pub(crate) fn gather_list(
-        &self,
-        idx: Indices<'_, Self>,
-        op: &'static str,
-        what: &str,
-        rows: usize,
-    ) -> BResult<Arc<ListEntry>> {
-        self.resolver().gather_list(idx, op, what, rows)
-    }
-
-    /// The device plan of `idx` into `rows` rows: [`Resolver::scatter_plan`].
-    ///
-    /// # Errors
-    /// As [`Resolver::scatter_plan`].
-    pub(crate) fn scatter_plan(
-        &self,
-        idx: Indices<'_, Self>,
-        op: &'static str,
-        rows: usize,
-    ) -> BResult<Arc<DevicePlan>> {
-        self.resolver().scatter_plan(idx, op, rows)
     }
 
     /// Runs `f` with `lists` and `plans` held on the device and found by

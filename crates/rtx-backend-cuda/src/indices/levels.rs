@@ -2,7 +2,7 @@
 //! order ([`rtx_backend::order`]) laid out as independent launches.
 //!
 //! Plain host code (no device), so it is unit-tested against the reference on
-//! any machine: [`tests::simulate`] runs the tables the way the kernels do.
+//! any machine: `tests::simulate` runs the tables the way the kernels do.
 //!
 //! For each destination row with `k > 0` contributions, level 0 cuts the row's
 //! plan positions into chunks of [`CANONICAL_BLOCK`] (the last may be shorter).

@@ -6,7 +6,7 @@
 //! (pinned by address, else by content) or copied to the device and kept
 //! there once its entries passed the range check. `entry` holds the device
 //! copies, `cache` finds them again. The backend's ops reach it through
-//! `CudaBackend::gather_list` / `scatter_plan` (`backend/mod.rs`).
+//! `CudaBackend::resolver` (`backend/mod.rs`).
 
 use std::sync::Arc;
 

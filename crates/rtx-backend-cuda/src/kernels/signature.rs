@@ -21,7 +21,7 @@
 //! a `T` or `V` kernel computes in (`float` for `float` and the half types,
 //! `double` for `double`), for its scalars and its f32 scratch.
 
-/// Declares [`Kernel`] and [`Signature`] from the table (see the module doc).
+/// Declares `Kernel` and `Signature` from the table (see the module doc).
 macro_rules! kernel_enum {
     (
         signatures {

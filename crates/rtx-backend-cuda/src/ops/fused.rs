@@ -260,8 +260,8 @@ impl CudaBackend {
         b_idx: Indices<'_, Self>,
         nb: usize,
     ) -> BResult<(DevPtr<u32>, DevPtr<u32>)> {
-        let a = self.gather_list(a_idx, op, "a", na)?;
-        let b = self.gather_list(b_idx, op, "b", nb)?;
+        let a = self.resolver().gather_list(a_idx, op, "a", na)?;
+        let b = self.resolver().gather_list(b_idx, op, "b", nb)?;
         Ok((a.dev_list(&self.dev)?, b.dev_list(&self.dev)?))
     }
 }
@@ -349,7 +349,7 @@ impl FusedOps for CudaBackend {
         if empty {
             return Ok(out);
         }
-        let dp = self.scatter_plan(idx, "segment_softmax", rows)?;
+        let dp = self.resolver().scatter_plan(idx, "segment_softmax", rows)?;
         self.softmax_by(x, &dp, rows, out)
     }
 
@@ -372,7 +372,7 @@ impl FusedOps for CudaBackend {
         if empty {
             return Ok(out);
         }
-        let dp = self.scatter_plan(idx, op, rows)?;
+        let dp = self.resolver().scatter_plan(idx, op, rows)?;
         self.softmax_backward_by(alpha, grad, &dp, rows, out)
     }
 
@@ -396,12 +396,12 @@ impl FusedOps for CudaBackend {
             scatter.len(self),
             rows,
         )?;
-        let g = self.gather_list(gather, op, "x", n)?;
+        let g = self.resolver().gather_list(gather, op, "x", n)?;
         if g.len() == 0 || c == 0 {
             self.check_only(scatter, op, "the output", rows)?;
             return self.gss_by(x, DevPtr::NULL, weights, heads, c, None, rows);
         }
-        let dp = self.scatter_plan(scatter, op, rows)?;
+        let dp = self.resolver().scatter_plan(scatter, op, rows)?;
         let gi = g.dev_list(&self.dev)?;
         self.gss_by(x, gi, weights, heads, c, Some(&dp), rows)
     }

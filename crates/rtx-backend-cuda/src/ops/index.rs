@@ -83,7 +83,7 @@ impl CudaBackend {
     /// entries.
     ///
     /// # Errors
-    /// As [`CudaBackend::gather_list`].
+    /// As [`Resolver::gather_list`](crate::indices::Resolver::gather_list).
     pub(crate) fn check_only(
         &self,
         idx: Indices<'_, Self>,
@@ -94,7 +94,7 @@ impl CudaBackend {
         match idx {
             Indices::Plan(_) => idx.rows_of(op, what, rows).map(drop),
             _ if idx.is_empty(self) => idx.rows_of(op, what, rows).map(drop),
-            _ => self.gather_list(idx, op, what, rows).map(drop),
+            _ => self.resolver().gather_list(idx, op, what, rows).map(drop),
         }
     }
 
@@ -143,7 +143,7 @@ impl IndexOps for CudaBackend {
     }
 
     /// Device gather. A long host list already cached is gathered before it
-    /// is confirmed equal ([`CudaBackend::run_then_confirm`]).
+    /// is confirmed equal (`Resolver::run_then_confirm`).
     fn index_select<'i, T: Element>(
         &self,
         src: &BTensor<Self, T>,
@@ -163,7 +163,9 @@ impl IndexOps for CudaBackend {
                 return Ok(out);
             }
         }
-        let entry = self.gather_list(idx, "index_select", "src", rows)?;
+        let entry = self
+            .resolver()
+            .gather_list(idx, "index_select", "src", rows)?;
         self.gather(src, &entry, f)
     }
 
@@ -171,7 +173,7 @@ impl IndexOps for CudaBackend {
     /// plan (built on the device from a list, uploaded from a host plan). A
     /// long host list already cached is scattered into a copy of `dst` while
     /// it is confirmed, when `dst` is small next to the list
-    /// ([`CONFIRM_COPY_RATIO`]).
+    /// (`CONFIRM_COPY_RATIO`).
     fn index_add<'i, T: Element>(
         &self,
         dst: &mut BTensor<Self, T>,
@@ -210,7 +212,7 @@ impl IndexOps for CudaBackend {
                 }
             }
         }
-        let plan = self.scatter_plan(idx, "index_add", rows)?;
+        let plan = self.resolver().scatter_plan(idx, "index_add", rows)?;
         check_src(dst.layout(), len, src.layout())?;
         self.scatter(dst, &plan, src, f)
     }
@@ -231,7 +233,7 @@ impl IndexOps for CudaBackend {
         if empty {
             return Ok(out);
         }
-        let dp = self.scatter_plan(idx, "segment_max", rows)?;
+        let dp = self.resolver().scatter_plan(idx, "segment_max", rows)?;
         chain::max_chain::<T>(&self.dev, &dp, f, ptr(x), ptr(&out))?;
         Ok(out)
     }
@@ -249,7 +251,7 @@ impl IndexOps for CudaBackend {
             self.check_only(idx, "segment_sum", "the output", rows)?;
             return self.zeros::<T>(&[rows, f]);
         }
-        let dp = self.scatter_plan(idx, "segment_sum", rows)?;
+        let dp = self.resolver().scatter_plan(idx, "segment_sum", rows)?;
         let out = self.out::<T>(&[rows, f])?;
         self.segment_sum_by(x, &dp, f, &out)?;
         Ok(out)

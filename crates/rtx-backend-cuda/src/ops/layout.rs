@@ -1,7 +1,7 @@
 //! [`LayoutOps`] on the device: `permute` (and through it `swap_dims` /
 //! `transpose`) following rtx-tensor's plan: relabels share the buffer,
 //! (batched) 2-D transposes and N-D permutes whose last dim moves use the
-//! kernel [`permute`](crate::permute) picks (span kernels for small planes and narrow
+//! kernel the `permute` module picks (span kernels for small planes and narrow
 //! sides, the pipelined tiled kernel otherwise), anything else the N-D
 //! copy_rows permute kernel up to [`MAX_RANK`] (2-byte runs shorter than a
 //! line: its blocked walk, [`permute::lines`]), a host round trip past

@@ -113,7 +113,7 @@ impl CudaBackend {
     /// with one readback the first time for a device-made list, then known.
     ///
     /// # Errors
-    /// [`Error::ForeignIndex`]; device errors.
+    /// [`Error::ForeignIndex`](crate::Error::ForeignIndex); device errors.
     pub fn index_max(&self, index: &CudaIndex) -> BResult<Option<u32>> {
         self.check_own(index)?;
         Ok(index.entry.largest(&self.dev)?.get())
@@ -122,7 +122,7 @@ impl CudaBackend {
     /// The entries of `index`, on the host.
     ///
     /// # Errors
-    /// [`Error::ForeignIndex`]; device errors.
+    /// [`Error::ForeignIndex`](crate::Error::ForeignIndex); device errors.
     pub fn index_download<'a>(&self, index: &'a CudaIndex) -> BResult<Cow<'a, [u32]>> {
         self.check_own(index)?;
         Ok(match index.entry.host() {
@@ -143,7 +143,7 @@ impl CudaBackend {
     ///
     /// # Errors
     /// [`rtx_backend::Error::IndexOffsetOverflow`] naming the part;
-    /// [`Error::ForeignIndex`]; too many indices; device errors.
+    /// [`Error::ForeignIndex`](crate::Error::ForeignIndex); too many indices; device errors.
     pub fn index_concat_device(&self, parts: &[(&CudaIndex, u32)]) -> BResult<CudaIndex> {
         let mut max: Option<u32> = None;
         for (part, &(p, offset)) in parts.iter().enumerate() {

@@ -98,7 +98,7 @@ pub trait IndexOps: BackendCore {
     /// # Errors
     /// [`Error::Rank`](crate::Error::Rank), [`Error::ShapeMismatch`](crate::Error::ShapeMismatch), [`Error::IndexOutOfRange`](crate::Error::IndexOutOfRange),
     /// [`Error::TooManyIndices`](crate::Error::TooManyIndices) (more than `u32::MAX` entries), and the
-    /// errors of building the plan ([`IndexPlan::new`]), all before any work:
+    /// errors of building the plan ([`IndexPlan::new`](crate::IndexPlan::new)), all before any work:
     /// `dst` untouched.
     fn index_add<'i, T: Element>(
         &self,

@@ -213,7 +213,7 @@ impl safetensors::View for Lazy<'_> {
 /// contents or all of the new ones, whenever the process stops.
 ///
 /// # Errors
-/// [`Error::Io`] naming the path and what failed.
+/// [`Error::Io`](crate::Error::Io) naming the path and what failed.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
