@@ -30,8 +30,14 @@ pub enum Indices<'a, B: IndexOps + ?Sized> {
         /// The rows they address, where the caller says.
         rows: Option<usize>,
     },
-    /// A host plan: its entries and row count.
-    Plan(&'a IndexPlan),
+    /// A host plan: its entries and row count; `rows`, where given, must be
+    /// the plan's own (an op refuses another).
+    Plan {
+        /// The plan.
+        plan: &'a IndexPlan,
+        /// The rows the caller says it addresses.
+        rows: Option<usize>,
+    },
     /// A list held by the backend; `rows` as for [`Indices::List`].
     Held {
         /// The backend list.
@@ -57,10 +63,11 @@ impl<B: IndexOps + ?Sized> std::fmt::Debug for Indices<'_, B> {
                 .field("len", &list.len())
                 .field("rows", rows)
                 .finish(),
-            Indices::Plan(p) => f
+            Indices::Plan { plan, rows } => f
                 .debug_struct("Plan")
-                .field("len", &p.len())
-                .field("rows", &p.rows())
+                .field("len", &plan.len())
+                .field("plan_rows", &plan.rows())
+                .field("rows", rows)
                 .finish(),
             Indices::Held { list, rows } => f
                 .debug_struct("Held")
@@ -78,6 +85,11 @@ impl<'a, B: IndexOps + ?Sized> Indices<'a, B> {
         Indices::List { list, rows: None }
     }
 
+    /// A host plan (`Indices::from(plan)`).
+    pub fn plan(plan: &'a IndexPlan) -> Self {
+        Indices::Plan { plan, rows: None }
+    }
+
     /// A list held by the backend; add its row count with
     /// [`Indices::with_rows`]. (A concrete backend's lists also convert with
     /// `From`, e.g. `&CudaIndex`.)
@@ -85,20 +97,15 @@ impl<'a, B: IndexOps + ?Sized> Indices<'a, B> {
         Indices::Held { list, rows: None }
     }
 
-    /// The same list, its entries addressing `rows` rows. A plan keeps its
-    /// own row count (ops check it against the tensors).
+    /// The same list, its entries addressing `rows` rows (for a plan, a
+    /// count an op checks against the plan's own).
     #[must_use]
     pub fn with_rows(self, rows: usize) -> Self {
+        let rows = Some(rows);
         match self {
-            Indices::List { list, .. } => Indices::List {
-                list,
-                rows: Some(rows),
-            },
-            Indices::Held { list, .. } => Indices::Held {
-                list,
-                rows: Some(rows),
-            },
-            plan @ Indices::Plan(_) => plan,
+            Indices::List { list, .. } => Indices::List { list, rows },
+            Indices::Held { list, .. } => Indices::Held { list, rows },
+            Indices::Plan { plan, .. } => Indices::Plan { plan, rows },
         }
     }
 
@@ -106,7 +113,7 @@ impl<'a, B: IndexOps + ?Sized> Indices<'a, B> {
     pub fn len(&self, b: &B) -> usize {
         match self {
             Indices::List { list, .. } => list.len(),
-            Indices::Plan(p) => p.len(),
+            Indices::Plan { plan, .. } => plan.len(),
             Indices::Held { list, .. } => b.index_len(list),
         }
     }
@@ -120,7 +127,22 @@ impl<'a, B: IndexOps + ?Sized> Indices<'a, B> {
     pub fn rows(&self) -> Option<usize> {
         match self {
             Indices::List { rows, .. } | Indices::Held { rows, .. } => *rows,
-            Indices::Plan(p) => Some(p.rows()),
+            Indices::Plan { plan, .. } => Some(plan.rows()),
+        }
+    }
+
+    /// [`Error::ShapeMismatch`] for a plan said to address another row
+    /// count than its own.
+    fn check_said_rows(&self, op: &'static str) -> Result<()> {
+        match *self {
+            Indices::Plan {
+                plan,
+                rows: Some(r),
+            } if r != plan.rows() => Err(Error::ShapeMismatch {
+                op,
+                detail: format!("a plan into {} rows, said to address {r}", plan.rows()),
+            }),
+            _ => Ok(()),
         }
     }
 
@@ -130,6 +152,7 @@ impl<'a, B: IndexOps + ?Sized> Indices<'a, B> {
     /// # Errors
     /// [`Error::ShapeMismatch`] naming both counts.
     pub fn rows_of(&self, op: &'static str, what: &str, rows: usize) -> Result<usize> {
+        self.check_said_rows(op)?;
         match self.rows() {
             Some(r) if r != rows => Err(Error::ShapeMismatch {
                 op,
@@ -145,6 +168,7 @@ impl<'a, B: IndexOps + ?Sized> Indices<'a, B> {
     /// [`Error::ShapeMismatch`] for a list that does not say it (pass a plan
     /// or [`Indices::with_rows`]).
     pub fn needed_rows(&self, op: &'static str) -> Result<usize> {
+        self.check_said_rows(op)?;
         self.rows().ok_or_else(|| Error::ShapeMismatch {
             op,
             detail: "an index list without a row count: pass a plan, or the list \
@@ -164,7 +188,7 @@ impl<'a, B: IndexOps + ?Sized> Indices<'a, B> {
     {
         Ok(match *self {
             Indices::List { list, .. } => Cow::Borrowed(list),
-            Indices::Plan(p) => Cow::Owned(ops::plan_indices(p)),
+            Indices::Plan { plan, .. } => Cow::Owned(ops::plan_indices(plan)),
             Indices::Held { list, .. } => b.index_to_host(list)?,
         })
     }
@@ -173,7 +197,7 @@ impl<'a, B: IndexOps + ?Sized> Indices<'a, B> {
     /// list: [`IndexPlan::new`], which checks every entry).
     ///
     /// # Errors
-    /// [`Error::ShapeMismatch`] for a plan of another row count; as
+    /// [`Error::ShapeMismatch`] for indices of another row count; as
     /// [`IndexPlan::new`].
     pub fn host_plan<'s>(
         &self,
@@ -184,11 +208,9 @@ impl<'a, B: IndexOps + ?Sized> Indices<'a, B> {
     where
         'a: 's,
     {
+        self.rows_of(op, "the output", rows)?;
         match *self {
-            Indices::Plan(p) => {
-                self.rows_of(op, "the output", rows)?;
-                Ok(Cow::Borrowed(p))
-            }
+            Indices::Plan { plan, .. } => Ok(Cow::Borrowed(plan)),
             _ => Ok(Cow::Owned(IndexPlan::new(&self.host_list(b)?, rows)?)),
         }
     }
@@ -234,7 +256,7 @@ impl<'a, const N: usize, B: IndexOps + ?Sized> From<&'a [u32; N]> for Indices<'a
 
 impl<'a, B: IndexOps + ?Sized> From<&'a IndexPlan> for Indices<'a, B> {
     fn from(plan: &'a IndexPlan) -> Self {
-        Indices::Plan(plan)
+        Indices::plan(plan)
     }
 }
 

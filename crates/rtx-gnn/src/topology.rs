@@ -127,9 +127,9 @@ impl<B: Backend> Topology<B> for HeteroGraph {
         let rows = |t: usize| self.node_types()[t].nodes;
         RelEdges {
             src: Indices::list(rel.src()).with_rows(rows(rel.src_type())),
-            by_src: Indices::Plan(rel.src_plan()),
+            by_src: Indices::plan(rel.src_plan()),
             dst: Indices::list(rel.dst()).with_rows(rows(rel.dst_type())),
-            by_dst: Indices::Plan(rel.dst_plan()),
+            by_dst: Indices::plan(rel.dst_plan()),
         }
     }
 }

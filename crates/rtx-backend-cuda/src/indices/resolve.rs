@@ -73,7 +73,7 @@ impl<'c> Resolver<'c> {
         rows: usize,
     ) -> BResult<Arc<DevicePlan>> {
         idx.rows_of(op, "the output", rows)?;
-        if let Indices::Plan(p) = idx {
+        if let Indices::Plan { plan: p, .. } = idx {
             let (entry, fresh) = self.plan_entry(p)?;
             let plan = entry.plan(self.dev)?;
             self.keep(fresh);
@@ -95,7 +95,7 @@ impl<'c> Resolver<'c> {
                 check_owner(list, self.dev.id)?;
                 Ok((Arc::clone(&list.entry), None))
             }
-            Indices::Plan(p) => {
+            Indices::Plan { plan: p, .. } => {
                 let (entry, fresh) = self.plan_entry(p)?;
                 Ok((entry.list(), fresh))
             }

@@ -92,7 +92,7 @@ impl CudaBackend {
         rows: usize,
     ) -> BResult<()> {
         match idx {
-            Indices::Plan(_) => idx.rows_of(op, what, rows).map(drop),
+            Indices::Plan { .. } => idx.rows_of(op, what, rows).map(drop),
             _ if idx.is_empty(self) => idx.rows_of(op, what, rows).map(drop),
             _ => self.resolver().gather_list(idx, op, what, rows).map(drop),
         }

@@ -197,6 +197,15 @@ pub fn index_row_counts<B: Backend>(b: &B) {
     mismatch(e, "3 rows");
     assert_eq!(down(b, &dst), before, "destination untouched");
     let e = b
+        .index_add(&mut dst, Indices::from(&idx).with_rows(3), &x)
+        .expect_err("a list said to address 3 rows into 4");
+    mismatch(e, "3 rows");
+    let e = b
+        .segment_sum(&x, Indices::from(&plan).with_rows(4))
+        .expect_err("a plan of 3 rows said to address 4");
+    mismatch(e, "said to address 4");
+    assert_eq!(down(b, &dst), before, "destination untouched");
+    let e = b
         .segment_sum(&x, Indices::from(&idx).with_rows(2))
         .expect_err("entry 2 in a list of 2 rows");
     assert!(
