@@ -5,6 +5,10 @@
 //! ([`Written`]), exit 3; [`cli::run`] maps them to exit codes and prints
 //! errors.
 
+// The docs are for the tool's developers: module maps link the private
+// modules they describe (`cargo doc --document-private-items`).
+#![allow(rustdoc::private_intra_doc_links)]
+
 pub mod align_deps;
 pub(crate) mod args;
 pub mod child;

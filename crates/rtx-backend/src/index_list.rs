@@ -1,5 +1,5 @@
 //! [`HostIndex`]: the [`IndexOps::Index`](crate::IndexOps::Index) of backends
-//! whose index lists live in host memory, and [`host_index_list!`], the items
+//! whose index lists live in host memory, and [`host_index_list!`](crate::host_index_list), the items
 //! such a backend writes in its `impl IndexOps`.
 
 use std::sync::Arc;

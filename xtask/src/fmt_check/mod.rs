@@ -6,10 +6,11 @@
 //! - [`files`]: the walk, package ownership (editions), rustfmt config lookup.
 //! - [`rustfmt`]: locating and running rustfmt, parsing its output.
 //! - [`check`]: which rustfmt run formats which file; verdicts (line endings).
-//! - [`modscan`]: `mod` declarations (`#[rustfmt::skip]`, module following).
+//! - [`modscan`](crate::rust_src::modscan): `mod` declarations (`#[rustfmt::skip]`, module following).
 //! - [`included`]: `include!`d expression files (not formattable as items).
 //! - [`modules`]: `mod name;` items that lead to no file (cargo fmt stops on them).
-//! - [`verify`], [`lexer`], [`tokens`]: `--verify-formatting-only REV`.
+//! - [`verify`], [`lexer`](crate::rust_src::lexer), [`tokens`](crate::rust_src::tokens):
+//!   `--verify-formatting-only REV`.
 
 pub(crate) mod batch;
 pub(crate) mod check;

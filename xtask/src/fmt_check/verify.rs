@@ -1,8 +1,8 @@
 //! `cargo xtask fmt-check --verify-formatting-only REV`: proves that a commit
 //! (typically a whole-workspace rustfmt pass) only reformats. For every `.rs`
-//! file it changed, the token streams before and after ([`super::tokens`],
+//! file it changed, the token streams before and after ([`tokens`](crate::rust_src::tokens),
 //! spacing ignored, rustfmt's own token edits normalized) and the comments
-//! ([`super::lexer`], rustfmt's re-indentation ignored) must be the same.
+//! ([`lexer`](crate::rust_src::lexer), rustfmt's re-indentation ignored) must be the same.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead as _, BufReader, Read as _, Write};

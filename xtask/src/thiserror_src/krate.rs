@@ -368,7 +368,7 @@ pub struct AnalyzeOptions {
 }
 
 /// Analyses every source file of `package` (the module trees of all its targets) with
-/// [`analyze_file`] and decides rule 4 (see [`analyze_crate_with`]).
+/// [`analyze_file`](super::analyze_file) and decides rule 4 (see [`analyze_crate_with`]).
 ///
 /// # Errors
 /// As [`analyze_crate_with`].

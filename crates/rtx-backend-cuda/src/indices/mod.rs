@@ -12,7 +12,7 @@
 //!   place; the pins of `with_static_indices`.
 //! * `cache` (feature): the backend's LRU of host lists and plans, and the pins.
 //! * `entry` (feature): `ListEntry` and `PlanEntry`, the device copies.
-//! * `lists` (feature): [`CudaIndex`], device lists and their producers.
+//! * `lists` (feature): `CudaIndex`, device lists and their producers.
 //! * `plan` (feature): `DevicePlan`, a plan's tables on the device.
 //! * `build` (feature): a plan built on the device from a device list.
 

@@ -17,7 +17,7 @@ use rtx_tensor::Layout;
 /// and leaves the destination untouched. Index ops give the same bits on
 /// every backend (the [canonical order](crate::order) for sums).
 ///
-/// The defaults are host round trips over [`reference`](mod@crate::reference) and [`ops`](crate::ops); a
+/// The defaults are host round trips over [`reference`](mod@crate::reference) and [`ops`]; a
 /// backend that takes them all (`impl IndexOps for B { rtx_backend::host_index_list!(); }`)
 /// is correct everywhere, and [`HostIndexOps`](crate::HostIndexOps) does exactly that.
 pub trait IndexOps: BackendCore {

@@ -106,7 +106,7 @@ impl<B: Backend, H: Element> HetGat<B, H> {
 /// attention and their gradients in `H`, each op computing in `f32` and
 /// rounding once), the loss `mean(y^2)` in `f32`, and updates every master
 /// weight from its `H` gradient and rounds it to `H` again in one op
-/// ([`DenseOps::axpy_mixed`](rtx_backend::DenseOps::axpy_mixed)): the bits
+/// ([`DenseOps::axpy_mixed`]): the bits
 /// of SGD on the widened gradients followed by rounding the weights at the
 /// next step. Every op is deterministic, so a run gives the same loss bits
 /// every time, for any thread count, on every backend whose ops give the

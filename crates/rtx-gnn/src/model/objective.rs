@@ -5,7 +5,7 @@
 //!
 //! The loss is computed in the element's accumulator type (`f32` for the
 //! half types, so a mixed-precision pass has its loss in `f32`) by
-//! [`TrainOps`](rtx_backend::TrainOps), whose kernels give the CPU's bits.
+//! [`TrainOps`], whose kernels give the CPU's bits.
 
 use rtx_backend::Indices;
 use rtx_backend::prelude::*;
