@@ -22,6 +22,8 @@ pub(crate) mod compile;
 #[cfg(test)]
 mod half_bits;
 #[cfg(test)]
+mod host_check_tests;
+#[cfg(test)]
 mod table_tests;
 
 pub use abi::REQUIRED_DRIVER_VERSION;
