@@ -23,6 +23,8 @@ mod permute;
 mod resident;
 #[cfg(feature = "cuda")]
 mod sampled;
+#[cfg(any(feature = "cuda", test))]
+mod sampled_trainer;
 mod transpose;
 
 /// rtx benchmarks and demo.

@@ -26,6 +26,8 @@ use rtx_gnn::{GraphStore, HetGat};
 use serde_json::json;
 
 use crate::cuda_timing::{emit, median};
+use crate::hetgat::Precision;
+use crate::sampled_trainer;
 
 /// Arguments of `rtx-bench sampled`.
 #[derive(Debug, Clone, clap::Args)]
@@ -54,6 +56,14 @@ pub struct Args {
     /// Inference batches over the papers (0: every paper).
     #[arg(long, default_value_t = 0)]
     pub infer_batches: usize,
+    /// Time the training surface's step instead (`rtx_gnn::train::Trainer`
+    /// on the planted mag-shaped classification: cross-entropy over the
+    /// seeds, AdamW; `sampled_trainer.rs`): row `rtx-trainer-step`.
+    #[arg(long)]
+    pub trainer: bool,
+    /// With `--trainer`: the element type of the model's passes.
+    #[arg(long, value_enum, default_value_t = Precision::F32)]
+    pub precision: Precision,
 }
 
 /// The run's seed.
@@ -160,6 +170,9 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
         a.batch,
         fan.join("x")
     );
+    if a.trainer {
+        return trainer_step(&g, a, &case);
+    }
     let t = Instant::now();
     let mut tr = Trainer::new(&g, a)?;
     g.synchronize()?;
@@ -226,6 +239,33 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
     if a.check_steps > 0 {
         check(a, &case, &losses)?;
     }
+    Ok(())
+}
+
+/// `--trainer`: the training surface's sampled step (`sampled_trainer`).
+fn trainer_step(g: &CudaBackend, a: &Args, case: &str) -> anyhow::Result<()> {
+    let t = Instant::now();
+    let data = sampled_trainer::dataset(a.div)?;
+    let made = t.elapsed().as_secs_f64() * 1e3;
+    let config = sampled_trainer::config(a.batch, &a.fanouts);
+    let run = sampled_trainer::time_steps(g, &data, config, a.precision, a.steps)?;
+    emit(
+        "sampled",
+        case,
+        "rtx-trainer-step",
+        median(run.ms.clone()),
+        None,
+        &[
+            ("steps", json!(run.ms.len())),
+            (
+                "precision",
+                json!(format!("{:?}", a.precision).to_lowercase()),
+            ),
+            ("objective", json!("cross-entropy over the seeds, adamw")),
+            ("loss_hash", json!(run.hash())),
+            ("dataset_ms", json!(made)),
+        ],
+    );
     Ok(())
 }
 
