@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 
 use crate::kernels::table::ChunkSum;
 
-/// Default byte budget of each thread's index cache, per backend: 512 MiB
+/// Default byte budget of a backend's index cache: 512 MiB
 /// (host copy of the key plus device index list and plan).
 pub const DEFAULT_INDEX_CACHE_BYTES: usize = 512 << 20;
 

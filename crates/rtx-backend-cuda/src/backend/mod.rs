@@ -226,9 +226,11 @@ impl CudaBackend {
 
     /// Sets the byte budget of this backend's index cache (default
     /// [`DEFAULT_INDEX_CACHE_BYTES`](crate::DEFAULT_INDEX_CACHE_BYTES); 0
-    /// disables caching). Applies at the next lookup.
+    /// disables caching), evicting the least recently used entries over it
+    /// now.
     pub fn set_index_cache_limit(&self, bytes: usize) {
         self.settings.set_index_cache_limit(bytes);
+        self.indices.shrink_to(bytes);
     }
 
     /// The byte budget of the index cache.
@@ -320,4 +322,17 @@ impl CudaBackend {
 /// The device address of `t`'s buffer.
 pub(crate) fn ptr<T: Element>(t: &BTensor<CudaBackend, T>) -> DevPtr<T> {
     t.storage().ptr()
+}
+
+/// The writable device address of `t`, made unique first (no other tensor
+/// sees the writes).
+///
+/// # Errors
+/// As [`BackendCore::make_unique`](rtx_backend::BackendCore::make_unique).
+pub(crate) fn unique_ptr<T: Element>(
+    b: &CudaBackend,
+    t: &mut BTensor<CudaBackend, T>,
+) -> BResult<DevPtr<T>> {
+    rtx_backend::BackendCore::make_unique(b, t)?;
+    Ok(t.storage_mut().expect("unique after make_unique").ptr())
 }

@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use rtx_backend::{IndexPlan, Result as BResult, ops, reference};
 
 use crate::indices::build;
+use crate::indices::hash::max_of;
 use crate::indices::plan::{DevicePlan, u32_bytes};
 use crate::runtime::args::DevPtr;
 use crate::runtime::buffer::DevMem;
@@ -89,8 +90,10 @@ impl<V> Built<V> {
 }
 
 impl ListEntry {
-    /// A host list (not yet on the device), whose largest entry is known.
-    pub fn from_host(list: Arc<[u32]>, largest: Largest) -> ListEntry {
+    /// A host list (not yet on the device); its largest entry is found
+    /// here, on the host.
+    pub fn from_host(list: Arc<[u32]>) -> ListEntry {
+        let largest = Largest::of(max_of(&list));
         ListEntry {
             len: list.len(),
             host: Some(list),
@@ -257,11 +260,11 @@ impl PlanEntry {
 
     /// The plan's list, in list order.
     pub fn list(&self) -> Arc<ListEntry> {
-        Arc::clone(self.list.get_or_init(|| {
-            let list = ops::plan_indices(&self.host);
-            let largest = Largest::of(list.iter().copied().max());
-            Arc::new(ListEntry::from_host(list.into(), largest))
-        }))
+        Arc::clone(
+            self.list.get_or_init(|| {
+                Arc::new(ListEntry::from_host(ops::plan_indices(&self.host).into()))
+            }),
+        )
     }
 
     /// Host and device bytes held.

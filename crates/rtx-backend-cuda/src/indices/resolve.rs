@@ -14,8 +14,8 @@ use rtx_backend::implement::check_len;
 use rtx_backend::{IndexOps, IndexPlan, Indices, Result as BResult};
 
 use super::cache::{Cached, IndexCache, PinKey, list_key, plan_key};
-use super::entry::{Largest, ListEntry, PlanEntry};
-use super::hash::{max_of, same_list};
+use super::entry::{ListEntry, PlanEntry};
+use super::hash::same_list;
 use super::lists::{CudaIndex, check_owner};
 use super::plan::DevicePlan;
 use crate::runtime::context::Device;
@@ -25,9 +25,21 @@ use crate::runtime::context::Device;
 /// the comparison of a long list costs about as much as the op.
 pub(crate) const CONFIRM_AFTER_MIN: usize = 1 << 20;
 
-/// A device copy found or made for an op, and what to cache once the op's
-/// checks passed.
-type Found<E> = (Arc<E>, Option<(u64, Cached)>);
+/// Where a device copy came from, and so what the cache does once the op's
+/// checks and device work are done.
+#[derive(Debug)]
+enum Origin {
+    /// Made now: cached (under this key) once the op's checks passed.
+    Fresh(u64, Cached),
+    /// Found in the cache, which now accounts for what the op added to it
+    /// (a device copy, a plan).
+    Cached,
+    /// Held by the caller (a backend list, a pin): not the cache's.
+    Held,
+}
+
+/// A device copy found or made for an op, and where it came from.
+type Found<E> = (Arc<E>, Origin);
 
 /// A backend's index cache on its device, under its byte budget.
 #[derive(Debug, Clone, Copy)]
@@ -53,11 +65,11 @@ impl<'c> Resolver<'c> {
         rows: usize,
     ) -> BResult<Arc<ListEntry>> {
         idx.rows_of(op, what, rows)?;
-        let (entry, fresh) = self.list_entry(idx)?;
+        let (entry, origin) = self.list_entry(idx)?;
         entry.check_below(self.dev, rows)?;
         // on the device before it is cached: the budget counts both copies
         entry.dev_list(self.dev)?;
-        self.keep(fresh);
+        self.keep(origin);
         Ok(entry)
     }
 
@@ -74,14 +86,14 @@ impl<'c> Resolver<'c> {
     ) -> BResult<Arc<DevicePlan>> {
         idx.rows_of(op, "the output", rows)?;
         if let Indices::Plan { plan: p, .. } = idx {
-            let (entry, fresh) = self.plan_entry(p)?;
+            let (entry, origin) = self.plan_entry(p)?;
             let plan = entry.plan(self.dev)?;
-            self.keep(fresh);
+            self.keep(origin);
             return Ok(plan);
         }
-        let (entry, fresh) = self.list_entry(idx)?;
+        let (entry, origin) = self.list_entry(idx)?;
         let plan = entry.plan(self.dev, rows)?;
-        self.keep(fresh);
+        self.keep(origin);
         Ok(plan)
     }
 
@@ -93,11 +105,11 @@ impl<'c> Resolver<'c> {
         match idx {
             Indices::Held { list, .. } => {
                 check_owner(list, self.dev.id)?;
-                Ok((Arc::clone(&list.entry), None))
+                Ok((Arc::clone(&list.entry), Origin::Held))
             }
             Indices::Plan { plan: p, .. } => {
-                let (entry, fresh) = self.plan_entry(p)?;
-                Ok((entry.list(), fresh))
+                let (entry, origin) = self.plan_entry(p)?;
+                Ok((entry.list(), origin))
             }
             Indices::List { list, .. } => self.host_list_entry(list),
         }
@@ -106,37 +118,38 @@ impl<'c> Resolver<'c> {
     /// The device copy of host list `list`, found or made (not yet checked).
     fn host_list_entry(&self, list: &[u32]) -> BResult<Found<ListEntry>> {
         if let Some(Cached::List(e)) = self.cache.pinned(&PinKey::list(list)) {
-            return Ok((e, None));
+            return Ok((e, Origin::Held));
         }
         check_len(list.len())?;
         let key = list_key(list);
         if let Some(e) = self.cache.find_list(key, list) {
-            self.cache.shrink_to(self.limit);
-            return Ok((e, None));
+            return Ok((e, Origin::Cached));
         }
-        let largest = Largest::of(max_of(list));
-        let e = Arc::new(ListEntry::from_host(list.into(), largest));
-        Ok((Arc::clone(&e), Some((key, Cached::List(e)))))
+        let e = Arc::new(ListEntry::from_host(list.into()));
+        Ok((Arc::clone(&e), Origin::Fresh(key, Cached::List(e))))
     }
 
     /// The device copy of host plan `plan`, found or made.
     fn plan_entry(&self, plan: &IndexPlan) -> BResult<Found<PlanEntry>> {
         if let Some(Cached::Plan(e)) = self.cache.pinned(&PinKey::plan(plan)) {
-            return Ok((e, None));
+            return Ok((e, Origin::Held));
         }
         let key = plan_key(plan);
         if let Some(e) = self.cache.find_plan(key, plan) {
-            self.cache.shrink_to(self.limit);
-            return Ok((e, None));
+            return Ok((e, Origin::Cached));
         }
         let e = Arc::new(PlanEntry::new(Arc::new(plan.clone())));
-        Ok((Arc::clone(&e), Some((key, Cached::Plan(e)))))
+        Ok((Arc::clone(&e), Origin::Fresh(key, Cached::Plan(e))))
     }
 
-    /// Caches a fresh entry whose op passed its checks.
-    fn keep(&self, fresh: Option<(u64, Cached)>) {
-        if let Some((key, entry)) = fresh {
-            self.cache.insert(key, entry, self.limit);
+    /// After an op's checks and device work: caches a fresh entry, or
+    /// accounts for what the op added to a cached one (either may evict the
+    /// least recently used entries down to the budget).
+    fn keep(&self, origin: Origin) {
+        match origin {
+            Origin::Fresh(key, entry) => self.cache.insert(key, entry, self.limit),
+            Origin::Cached => self.cache.shrink_to(self.limit),
+            Origin::Held => {}
         }
     }
 
@@ -175,17 +188,17 @@ impl<'c> Resolver<'c> {
     pub(crate) fn pin(&self, lists: &[&[u32]], plans: &[&IndexPlan]) -> BResult<Pinned<'c>> {
         let mut guard = Pinned(self.cache, Vec::with_capacity(lists.len() + plans.len()));
         for &list in lists.iter().filter(|l| !l.is_empty()) {
-            let (entry, fresh) = self.host_list_entry(list)?;
+            let (entry, origin) = self.host_list_entry(list)?;
             entry.dev_list(self.dev)?;
-            self.keep(fresh);
+            self.keep(origin);
             let key = PinKey::list(list);
             self.cache.pin(key, Cached::List(entry));
             guard.1.push(key);
         }
         for &plan in plans.iter().filter(|p| !p.is_empty()) {
-            let (entry, fresh) = self.plan_entry(plan)?;
+            let (entry, origin) = self.plan_entry(plan)?;
             entry.plan(self.dev)?;
-            self.keep(fresh);
+            self.keep(origin);
             let key = PinKey::plan(plan);
             self.cache.pin(key, Cached::Plan(entry));
             guard.1.push(key);

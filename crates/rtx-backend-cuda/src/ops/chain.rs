@@ -71,10 +71,10 @@ impl<T> Clone for Level0<T> {
 
 impl<T> Copy for Level0<T> {}
 
-/// Level 1's scratch (where level 0 writes the chunks of rows that go on),
-/// null when the plan has one level.
-fn first_scratch<E>(scratch: &[DevMem]) -> DevPtr<E> {
-    scratch.first().map_or(DevPtr::NULL, DevMem::ptr)
+/// The scratch level `l` writes the chunks of rows that go on into
+/// (`scratch[l]`: level `l + 1`'s values), null past the plan's last level.
+fn scratch_at<E>(scratch: &[DevMem], l: usize) -> DevPtr<E> {
+    scratch.get(l).map_or(DevPtr::NULL, DevMem::ptr)
 }
 
 /// The scratch of every level past 0: `values[l]` rows of `row_bytes` bytes
@@ -203,9 +203,14 @@ enum Higher<T: Element> {
         w: u64,
         dst: DevPtr<T::Acc>,
     },
-    /// Rows of `f` f32 sums added to the half rows at `dst`, each rounded
-    /// once: index.cu's half `scatterN`.
-    Half { h: Half, f: usize, dst: DevPtr<T> },
+    /// Rows of `w` vectors `v` of f32 sums added to the half rows at
+    /// `dst`, each rounded once: index.cu's half `scatterN`.
+    Half {
+        h: Half,
+        v: HalfVec,
+        w: u64,
+        dst: DevPtr<T>,
+    },
 }
 
 /// Adds the segment sums of the plan `dp` over rows of `f` elements of `T`
@@ -295,7 +300,7 @@ fn wide_level0<T: Element>(
                 W: w,
                 lanes_log2: lanes,
                 dst: Out::at(dst),
-                next: Out::at(first_scratch(&scratch)),
+                next: Out::at(scratch_at(&scratch, 0)),
             };
             let kernel = Kernel::of(Family::Scatter(
                 Level::Zero,
@@ -306,14 +311,14 @@ fn wide_level0<T: Element>(
             unsafe { args.launch(dev, &kernels, kernel, chunks) }?;
         }
         Level0::Read { vals } => {
-            let args = sum0_args::<T>(vals, dp, w, dst, first_scratch(&scratch));
+            let args = sum0_args::<T>(vals, dp, w, dst, scratch_at(&scratch, 0));
             let kernel = Kernel::of(Family::Fused0(read, v));
             // SAFETY: as above.
             unsafe { args.launch(dev, &kernels, kernel, windows) }?;
         }
         Level0::SoftmaxBwd { alpha, g } => {
             // the sums' storage: T::Acc, which is T for f32 and f64
-            let args = softmax_bwd0_args::<T>(alpha, g, dp, w, dst.cast(), first_scratch(&scratch));
+            let args = softmax_bwd0_args::<T>(alpha, g, dp, w, dst.cast(), scratch_at(&scratch, 0));
             let kernel = Kernel::of(Family::Fused0(Fused0::SoftmaxBwd, v));
             // SAFETY: as above.
             unsafe { args.launch(dev, &kernels, kernel, windows) }?;
@@ -330,7 +335,7 @@ fn wide_level0<T: Element>(
                 dp,
                 w,
                 dst,
-                first_scratch(&scratch),
+                scratch_at(&scratch, 0),
             );
             let kernel = Kernel::of(Family::Fused0(Fused0::GatherScale, v));
             // SAFETY: as above.
@@ -369,7 +374,15 @@ fn half_level0<T: Element>(
     let n = l0.chunks;
     let pos = In::at(dp.positions);
     let (cstart, crow, cslot) = (In::at(l0.start), In::at(l0.row), In::at(l0.slot));
-    let half_rows = Higher::Half { h, f, dst };
+    // the levels past 0: vectors of at most 4 halves, the scratch being rows
+    // of f f32 sums at any width
+    let sv = HalfVec::pick_scratch(f);
+    let half_rows = Higher::Half {
+        h,
+        v: sv,
+        w: (f / sv.elems()) as u64,
+        dst,
+    };
     if let Level0::Stored { src } = level0 {
         let sum = form.resolve(dp.values[0], (f / HalfVec::pick(f).elems()) as u64);
         let v = HalfVec::pick_level0(f, sum);
@@ -379,7 +392,7 @@ fn half_level0<T: Element>(
         // vector (`pick_level0`: as many lanes per chunk as f32's), not the
         // fused kernels' widest one
         if form.windowed(plan_shape(dp, w, f * T::DTYPE.size())) {
-            let args = sum0_args::<T>(src, dp, w, dst, first_scratch(&scratch));
+            let args = sum0_args::<T>(src, dp, w, dst, scratch_at(&scratch, 0));
             // windows of positions; a vector's f32 sums in shared memory
             let f32_vec = (v.elems() * std::mem::size_of::<f32>()) as u64;
             let grid = cfg1(fused0_grid(dp.values[0] as u64, n, w, f32_vec));
@@ -405,7 +418,7 @@ fn half_level0<T: Element>(
             W: w,
             lanes_log2: lanes,
             dst: Out::at(dst),
-            next: Out::at(first_scratch(&scratch)),
+            next: Out::at(scratch_at(&scratch, 0)),
         };
         let kernel = Kernel::of(Family::ScatterHalf(Level::Zero, sum, h, v));
         // SAFETY: the tables come from a validated IndexPlan: level-0 positions
@@ -429,7 +442,7 @@ fn half_level0<T: Element>(
     match level0 {
         Level0::Stored { .. } => unreachable!("taken above"),
         Level0::Read { vals } => {
-            let args = sum0_args::<T>(vals, dp, w, dst, first_scratch(&scratch));
+            let args = sum0_args::<T>(vals, dp, w, dst, scratch_at(&scratch, 0));
             let kernel = Kernel::of(Family::Fused0Half(Fused0::Read, h, v));
             // SAFETY: as above.
             unsafe { args.launch(dev, &kernels, kernel, windows) }?;
@@ -437,7 +450,7 @@ fn half_level0<T: Element>(
         }
         Level0::SoftmaxBwd { alpha, g } => {
             // the softmax backward's sums stay f32 (T::Acc)
-            let args = softmax_bwd0_args::<T>(alpha, g, dp, w, dst.cast(), first_scratch(&scratch));
+            let args = softmax_bwd0_args::<T>(alpha, g, dp, w, dst.cast(), scratch_at(&scratch, 0));
             let kernel = Kernel::of(Family::Fused0Half(Fused0::SoftmaxBwd, h, v));
             // SAFETY: as above.
             unsafe { args.launch(dev, &kernels, kernel, windows) }?;
@@ -459,7 +472,7 @@ fn half_level0<T: Element>(
                 dp,
                 w,
                 dst,
-                first_scratch(&scratch),
+                scratch_at(&scratch, 0),
             );
             let kernel = Kernel::of(Family::Fused0Half(Fused0::GatherScale, h, v));
             // SAFETY: as above.
@@ -488,9 +501,15 @@ fn higher_levels<T: Element>(
     higher: Higher<T>,
 ) -> Result<()> {
     let kernels = dev.kernels()?;
+    let w = match higher {
+        Higher::Wide { w, .. } | Higher::Half { w, .. } => w,
+    };
+    let lanes = lanes_log2(w);
     for (l, t) in dp.levels.iter().enumerate().skip(1) {
         let n = t.chunks;
         let (cstart, crow, cslot) = (In::at(t.start), In::at(t.row), In::at(t.slot));
+        let sum = form.resolve(dp.values[l], w);
+        let grid = cfg1(chunks_grid(n, lanes));
         // SAFETY (both launches): the tables come from a validated
         // IndexPlan: values of level l are the rows of scratch[l - 1] (sized
         // from plan.values, rows of W vectors of sums), rows below dst's
@@ -498,9 +517,7 @@ fn higher_levels<T: Element>(
         // scratch; levels run in stream order, each reading the scratch its
         // predecessor wrote; dst is used by this chain alone.
         match higher {
-            Higher::Wide { v, w, dst } => {
-                let lanes = lanes_log2(w);
-                let sum = form.resolve(dp.values[l], w);
+            Higher::Wide { v, dst, .. } => {
                 let kernel = Kernel::of(Family::Scatter(Level::Higher, sum, v));
                 let args = Scatter::<T::Acc> {
                     vals: In::at(scratch[l - 1].ptr()),
@@ -512,18 +529,12 @@ fn higher_levels<T: Element>(
                     W: w,
                     lanes_log2: lanes,
                     dst: Out::at(dst),
-                    next: Out::at(scratch.get(l).map_or(DevPtr::NULL, DevMem::ptr)),
+                    next: Out::at(scratch_at(scratch, l)),
                 };
                 // SAFETY: as above.
-                unsafe { args.launch(dev, &kernels, kernel, cfg1(chunks_grid(n, lanes))) }?;
+                unsafe { args.launch(dev, &kernels, kernel, grid) }?;
             }
-            Higher::Half { h, f, dst } => {
-                // vectors of at most 4 halves: the scratch is rows of f f32
-                // sums at any width
-                let v = HalfVec::pick_scratch(f);
-                let w = (f / v.elems()) as u64;
-                let lanes = lanes_log2(w);
-                let sum = form.resolve(dp.values[l], w);
+            Higher::Half { h, v, dst, .. } => {
                 let kernel = Kernel::of(Family::ScatterHalf(Level::Higher, sum, h, v));
                 let args = ScatterHalf::<T> {
                     vals: In::null(),
@@ -536,10 +547,10 @@ fn higher_levels<T: Element>(
                     W: w,
                     lanes_log2: lanes,
                     dst: Out::at(dst),
-                    next: Out::at(scratch.get(l).map_or(DevPtr::NULL, DevMem::ptr)),
+                    next: Out::at(scratch_at(scratch, l)),
                 };
                 // SAFETY: as above.
-                unsafe { args.launch(dev, &kernels, kernel, cfg1(chunks_grid(n, lanes))) }?;
+                unsafe { args.launch(dev, &kernels, kernel, grid) }?;
             }
         }
     }
@@ -570,7 +581,7 @@ pub(crate) fn max_chain<T: Element>(
     let dst = Out::at(dst);
     for (l, t) in dp.levels.iter().enumerate() {
         let n = t.chunks;
-        let next = Out::at(scratch.get(l).map_or(DevPtr::NULL, DevMem::ptr));
+        let next = Out::at(scratch_at(&scratch, l));
         let (cstart, crow, cslot) = (In::at(t.start), In::at(t.row), In::at(t.slot));
         // SAFETY (both launches): the tables come from a validated plan whose
         // entry count is x's row count (checked) and whose rows are dst's

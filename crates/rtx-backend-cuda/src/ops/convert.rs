@@ -9,7 +9,7 @@ use cudarc::driver::result;
 use rtx_backend::prelude::*;
 use rtx_backend::{BTensor, Element, Result as BResult, ops};
 
-use crate::backend::{CudaBackend, ptr};
+use crate::backend::{CudaBackend, ptr, unique_ptr};
 use crate::error::Error;
 use crate::kernels::table::{Family, Half, Kernel};
 use crate::runtime::args::{DevPtr, In, Out};
@@ -155,13 +155,13 @@ impl CudaBackend {
         if n == 0 {
             return Ok(());
         }
-        self.make_unique(master)?;
-        self.make_unique(low)?;
-        let unique = "unique after make_unique";
+        // master holds H::Acc, f32 for the half types
+        let y = unique_ptr(self, master)?.cast();
+        let low_p = unique_ptr(self, low)?;
         let args = AxpyMixed::<H> {
-            y: Out::at(master.storage_mut().expect(unique).ptr().cast()),
+            y: Out::at(y),
             x: In::at(ptr(x)),
-            low: Out::at(low.storage_mut().expect(unique).ptr()),
+            low: Out::at(low_p),
             n,
             alpha: f32::from_f64(alpha),
         };

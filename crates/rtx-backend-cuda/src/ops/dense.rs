@@ -6,7 +6,7 @@ use rtx_backend::implement::dims2;
 use rtx_backend::prelude::*;
 use rtx_backend::{BTensor, Binary, Element, Result as BResult, Unary, ops};
 
-use crate::backend::{CudaBackend, ptr};
+use crate::backend::{CudaBackend, ptr, unique_ptr};
 use crate::error::{Error, Result};
 use crate::indices::levels::col_sum_levels;
 use crate::kernels::abi::{
@@ -207,8 +207,7 @@ impl DenseOps for CudaBackend {
         if n == 0 {
             return Ok(());
         }
-        self.make_unique(y)?;
-        let py = y.storage_mut().expect("unique after make_unique").ptr();
+        let py = unique_ptr(self, y)?;
         let args = Axpy::<T> {
             y: Out::at(py),
             x: In::at(ptr(x)),

@@ -9,7 +9,7 @@ use rtx_backend::prelude::*;
 use rtx_backend::{BTensor, Element, Error as BError, Indices, Result as BResult, ops};
 use rtx_tensor::Layout;
 
-use crate::backend::{CudaBackend, ptr};
+use crate::backend::{CudaBackend, ptr, unique_ptr};
 use crate::indices::ListEntry;
 use crate::indices::lists::CudaIndex;
 use crate::indices::plan::DevicePlan;
@@ -70,8 +70,7 @@ impl CudaBackend {
         if f == 0 || plan.values[0] == 0 {
             return Ok(());
         }
-        self.make_unique(dst)?;
-        let d = dst.storage_mut().expect("unique after make_unique").ptr();
+        let d = unique_ptr(self, dst)?;
         let form = self.settings.scatter_form();
         let level0 = Level0::Stored { src: ptr(src) };
         chain::sum_chain::<T>(&self.dev, plan, f, f, form, level0, d)?;

@@ -38,8 +38,7 @@ impl CudaBackend {
     /// [`rtx_backend::Error::TooManyIndices`] past `u32::MAX` entries; device errors.
     pub fn index(&self, idx: &[u32]) -> BResult<CudaIndex> {
         check_len(idx.len())?;
-        let entry =
-            ListEntry::from_host(idx.into(), Largest::of(crate::indices::hash::max_of(idx)));
+        let entry = ListEntry::from_host(idx.into());
         entry.dev_list(&self.dev)?;
         Ok(self.wrap(entry))
     }

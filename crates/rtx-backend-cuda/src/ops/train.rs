@@ -9,7 +9,7 @@ use rtx_backend::ops::train::{self as t, AdamStep, RegressionLoss, SgdStep};
 use rtx_backend::prelude::*;
 use rtx_backend::{BTensor, Element, Error as BError, LossGrad, Result as BResult};
 
-use crate::backend::{CudaBackend, ptr};
+use crate::backend::{CudaBackend, ptr, unique_ptr};
 use crate::indices::lists::CudaIndex;
 use crate::kernels::table::{Family, Float, Kernel, Train};
 use crate::runtime::args::{DevPtr, Elem, In, Out};
@@ -19,13 +19,6 @@ use crate::runtime::launch::{
 
 /// Elements one block of an optimizer step updates (16 per thread).
 const STEP_CHUNK: u64 = 4096;
-
-/// The writable device address of `t`, made unique first (no other tensor
-/// sees the writes).
-fn unique_ptr<T: Element>(b: &CudaBackend, t: &mut BTensor<CudaBackend, T>) -> BResult<DevPtr<T>> {
-    b.make_unique(t)?;
-    Ok(t.storage_mut().expect("unique after make_unique").ptr())
-}
 
 /// An uploaded [`StepTable`]: its memory, the tensor table, the block
 /// words and the number of blocks.
