@@ -83,6 +83,14 @@ pub fn parse_limit(var: &str, v: &str) -> anyhow::Result<Duration> {
     }
 }
 
+/// `cmd` told not to download a toolchain behind the user's back (a pinned
+/// toolchain that is missing is then an error xtask turns into one line of
+/// advice) nor to print a backtrace.
+pub fn no_rustup_download(cmd: &mut Command) -> &mut Command {
+    cmd.env("RUSTUP_AUTO_INSTALL", "0")
+        .env("RUST_BACKTRACE", "0")
+}
+
 /// Runs `cmd` to its end within its limit, stdin empty (unless `input` is
 /// given: written from a thread), stdout and stderr captured.
 ///

@@ -195,6 +195,17 @@ pub fn rel(root: &Path, path: &Path) -> String {
     }
 }
 
+/// Whether `rel`, a path relative to a workspace's root, names a file inside
+/// it: not empty, and every component a plain name (no `..`, `.`, root or
+/// prefix). The one rule of what xtask may write (the planners, the
+/// journal's write path and recovery all ask it).
+pub fn is_inside_rel(rel: &str) -> bool {
+    !rel.is_empty()
+        && Path::new(rel)
+            .components()
+            .all(|c| matches!(c, std::path::Component::Normal(_)))
+}
+
 /// `path` with `.` and `..` resolved lexically (no filesystem access).
 pub fn normalize(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();

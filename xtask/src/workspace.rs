@@ -50,10 +50,12 @@ pub fn manifest_path(dir: Option<&Path>) -> anyhow::Result<PathBuf> {
         if dir.is_none() {
             // cargo xtask from a subdirectory: ask cargo for the workspace root.
             let out = crate::child::output(
-                cargo_command()
-                    .args(["locate-project", "--workspace", "--message-format", "plain"])
-                    .env("RUSTUP_AUTO_INSTALL", "0")
-                    .env("RUST_BACKTRACE", "0"),
+                crate::child::no_rustup_download(&mut cargo_command()).args([
+                    "locate-project",
+                    "--workspace",
+                    "--message-format",
+                    "plain",
+                ]),
                 crate::child::Kind::Tool,
                 "`cargo locate-project`",
                 None,
@@ -114,9 +116,7 @@ pub fn metadata_no_deps(manifest: &Path) -> anyhow::Result<cargo_metadata::Metad
     }
     // a pinned toolchain that is not installed: one line of advice, not
     // rustup's error and backtrace, and no download behind the user's back
-    command
-        .env("RUSTUP_AUTO_INSTALL", "0")
-        .env("RUST_BACKTRACE", "0");
+    crate::child::no_rustup_download(&mut command);
     let out = crate::child::output(
         &mut command,
         crate::child::Kind::Tool,

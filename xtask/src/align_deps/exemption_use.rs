@@ -187,12 +187,11 @@ fn declaration_is_stale(
 pub fn judge(lp: &LoadedPolicy, root: &Path, full: &[Finding], m: &Members) -> Judged {
     let policy_rel = crate::fsutil::rel(root, &lp.path);
     let mut judged = Judged::default();
+    let policy_deps: BTreeSet<&str> = lp.policy.dependencies.keys().map(String::as_str).collect();
     for e in &lp.policy.exemptions {
         let (line, column) = crate::text::line_col(&lp.text, e.span.start);
         let kind = e.kind.name();
         let what = e.kind.what();
-        let policy_deps: BTreeSet<&str> =
-            lp.policy.dependencies.keys().map(String::as_str).collect();
         match covered(e, full, m, root, &policy_deps) {
             Ok(n) => {
                 let not_reported = plural(n, "finding", "findings");

@@ -155,12 +155,8 @@ pub fn findings(
     let Some((top, top_why)) = needs.max() else {
         return out;
     };
-    let exempt = |name: &str| {
-        policy
-            .exemptions
-            .iter()
-            .any(|e| matches!(&e.kind, crate::policy::ExemptKind::Package(p) if p == name))
-    };
+    let exempt_packages = super::exemption_use::packages(&policy.exemptions);
+    let exempt = |name: &str| exempt_packages.contains(name);
     let mut reported = std::collections::BTreeSet::new();
     for p in meta.workspace_packages() {
         let manifest = rel(p.manifest_path.as_std_path());

@@ -10,16 +10,14 @@
 //! finding of its files needs a person.
 
 use std::collections::BTreeSet;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use super::migration::Analysis;
 
 /// Whether `path` lies outside the workspace at `root`: its path relative to
 /// the root leaves it (`..`) or is not relative at all.
 pub fn is_outside(root: &Path, path: &Path) -> bool {
-    let rel = crate::fsutil::rel(root, path);
-    let rel = Path::new(&rel);
-    rel.as_os_str().is_empty() || !rel.components().all(|c| matches!(c, Component::Normal(_)))
+    !crate::fsutil::is_inside_rel(&crate::fsutil::rel(root, path))
 }
 
 /// Holds the crates of `analyses` whose source fix would write a file

@@ -54,10 +54,9 @@ pub fn pinned_rustfmt(dir: &Path) -> anyhow::Result<Option<(PathBuf, Pin)>> {
     cmd.args(["which", "rustfmt"])
         .current_dir(dir)
         .env_remove("RUSTUP_TOOLCHAIN")
-        .env_remove("RUSTUP_TOOLCHAIN_SOURCE")
-        // one probe, no download behind the user's back
-        .env("RUSTUP_AUTO_INSTALL", "0")
-        .env("RUST_BACKTRACE", "0");
+        .env_remove("RUSTUP_TOOLCHAIN_SOURCE");
+    // one probe, no download behind the user's back
+    crate::child::no_rustup_download(&mut cmd);
     let what = format!("`rustup which rustfmt` in {}", dir.display());
     let out = match crate::child::output(&mut cmd, crate::child::Kind::Tool, &what, None) {
         Ok(o) => o,
@@ -102,9 +101,7 @@ pub fn pinned_rustfmt(dir: &Path) -> anyhow::Result<Option<(PathBuf, Pin)>> {
 /// `true` when that cannot be told (no rustup: a pin means nothing there).
 pub fn rustfmt_installed(channel: &str) -> bool {
     let mut cmd = Command::new("rustup");
-    cmd.args(["which", "rustfmt", "--toolchain", channel])
-        .env("RUSTUP_AUTO_INSTALL", "0")
-        .env("RUST_BACKTRACE", "0");
+    crate::child::no_rustup_download(&mut cmd).args(["which", "rustfmt", "--toolchain", channel]);
     match crate::child::output(&mut cmd, crate::child::Kind::Tool, "`rustup which`", None) {
         Ok(o) => o.status.success(),
         Err(_) => true,

@@ -32,7 +32,7 @@
 
 use std::collections::BTreeSet;
 use std::io::Write;
-use std::path::{Component, Path};
+use std::path::Path;
 
 use anyhow::bail;
 
@@ -343,7 +343,7 @@ pub fn vouch(journal: &Journal, root: &Path) -> Result<(), String> {
     }
     for (n, e) in journal.files.iter().enumerate() {
         let rel = Path::new(&e.rel);
-        if e.rel.is_empty() || !rel.components().all(|c| matches!(c, Component::Normal(_))) {
+        if !crate::fsutil::is_inside_rel(&e.rel) {
             return Err(format!(
                 "file {:?} is not a path inside the workspace",
                 e.rel

@@ -105,13 +105,7 @@ pub fn write_all(files: &[Planned<'_>], guard: Option<&Guard>) -> anyhow::Result
     // one rule with recovery: a file outside the workspace is never written
     // (a journal naming it could not be vouched for); planners keep such
     // files out of a plan, this is the backstop
-    if let Some(p) = files.iter().find(|p| {
-        let rel = std::path::Path::new(p.rel);
-        p.rel.is_empty()
-            || !rel
-                .components()
-                .all(|c| matches!(c, std::path::Component::Normal(_)))
-    }) {
+    if let Some(p) = files.iter().find(|p| !crate::fsutil::is_inside_rel(p.rel)) {
         bail!(
             "{}: outside the workspace; xtask never writes there (internal error: it was planned); nothing written",
             p.rel

@@ -616,14 +616,19 @@ mod tests {
             dirs.extend(rd.flatten().map(|e| e.path()));
         }
         let mut budget: usize = 3 << 20;
-        for d in dirs {
+        'dirs: for d in dirs {
             for e in walkdir::WalkDir::new(&d)
                 .sort_by_file_name()
                 .into_iter()
                 .filter_entry(|e| e.file_name() != "target" && e.file_name() != ".git")
                 .flatten()
             {
-                if budget == 0 || e.path().extension().is_none_or(|x| x != "rs") {
+                if budget < SKELETON_MIN {
+                    break 'dirs;
+                }
+                // the size first: a file over the budget is not read at all
+                let fits = e.metadata().is_ok_and(|m| m.len() as usize <= budget);
+                if !fits || e.path().extension().is_none_or(|x| x != "rs") {
                     continue;
                 }
                 let Ok(t) = std::fs::read_to_string(e.path()) else {

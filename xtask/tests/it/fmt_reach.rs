@@ -85,11 +85,11 @@ impl Ws {
 
     /// `cargo fmt --all --check` in the workspace: (passed, stdout).
     fn cargo_fmt_check(&self) -> (bool, String) {
-        let out = Command::new(cargo())
-            .args(["fmt", "--all", "--check"])
-            .current_dir(&self.root)
-            .output()
-            .unwrap();
+        let out = crate::support::output_within(
+            Command::new(cargo())
+                .args(["fmt", "--all", "--check"])
+                .current_dir(&self.root),
+        );
         (
             out.status.success(),
             String::from_utf8_lossy(&out.stdout).into_owned(),

@@ -69,17 +69,17 @@ fn gpu_test_within(
     limit: &str,
 ) -> (Option<i32>, String, String, Duration) {
     let start = Instant::now();
-    let out = Command::new(env!("CARGO_BIN_EXE_xtask"))
-        .arg("gpu-test")
-        .args(extra)
-        .arg("--workspace")
-        .arg(root)
-        .env_remove("RTX_GPU_TEST_LIBCUDA")
-        .env("LD_LIBRARY_PATH", driver_dir)
-        .env("RTX_GPU_TEST_PROBE_TIMEOUT", limit)
-        .env("CARGO_TARGET_DIR", root.join("target"))
-        .output()
-        .unwrap();
+    let out = crate::support::output_within(
+        Command::new(env!("CARGO_BIN_EXE_xtask"))
+            .arg("gpu-test")
+            .args(extra)
+            .arg("--workspace")
+            .arg(root)
+            .env_remove("RTX_GPU_TEST_LIBCUDA")
+            .env("LD_LIBRARY_PATH", driver_dir)
+            .env("RTX_GPU_TEST_PROBE_TIMEOUT", limit)
+            .env("CARGO_TARGET_DIR", root.join("target")),
+    );
     (
         out.status.code(),
         String::from_utf8_lossy(&out.stdout).into_owned(),

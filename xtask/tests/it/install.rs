@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::support::{DRIFTED_ROOT, POLICY, drifted_fleet, output_within, read};
+use crate::support::{DRIFTED_ROOT, POLICY, build_within, drifted_fleet, output_within, read};
 
 /// Installs `cargo-fleet` under `root` (`root/bin/cargo-fleet`). `--debug`
 /// and a target directory kept between runs (under cargo's per-test
@@ -32,7 +32,7 @@ fn install(root: &Path) {
         "--color",
         "never",
     ]);
-    let out = output_within(&mut cmd);
+    let out = build_within(&mut cmd);
     assert!(
         out.status.success(),
         "cargo install failed: {}",

@@ -552,3 +552,8 @@ pub fn real_workspace(root: &Path, shape: RealShape) -> io::Result<Fleet> {
 pub fn output_within(cmd: &mut std::process::Command) -> std::process::Output {
     xtask::child::output(cmd, xtask::child::Kind::Tool, "a test's command", None).unwrap()
 }
+
+/// [`output_within`] under a build's limit (a command that compiles).
+pub fn build_within(cmd: &mut std::process::Command) -> std::process::Output {
+    xtask::child::output(cmd, xtask::child::Kind::Build, "a test's build", None).unwrap()
+}

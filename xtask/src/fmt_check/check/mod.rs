@@ -91,7 +91,7 @@ impl Assigned {
     }
 
     /// The newline style its config sets.
-    fn style(&self) -> super::files::NewlineStyle {
+    pub(super) fn style(&self) -> super::files::NewlineStyle {
         self.config
             .as_ref()
             .map_or(super::files::NewlineStyle::Auto, |c| c.newline_style)

@@ -104,10 +104,7 @@ pub(super) fn reports(
                     needs_person: None,
                 },
                 (Ok(text), Some(a)) => {
-                    let style = a
-                        .config
-                        .as_ref()
-                        .map_or(NewlineStyle::Auto, |c| c.newline_style);
+                    let style = a.style();
                     let verdict = match &a.formatted {
                         Ok(None) => Verdict::Formatted,
                         Ok(Some(f)) => verdict(text, f, style),
