@@ -166,11 +166,10 @@ impl FusedOps for CpuBackend {
         x: &BTensor<Self, T>,
         idx: impl Into<Indices<'i, Self>>,
     ) -> Result<BTensor<Self, T>> {
-        let plan = idx
+        let (plan, f) = idx
             .into()
             .segment_plan(self, "segment_softmax", x.shape())?;
         let plan = &*plan;
-        let (_, f) = ops::check_segment("segment_softmax", x.shape(), plan)?;
         if T::DTYPE.is_half() {
             return self.round(&self.segment_softmax(&self.widen(x)?, plan)?);
         }
@@ -190,11 +189,10 @@ impl FusedOps for CpuBackend {
         grad: &BTensor<Self, T>,
         idx: impl Into<Indices<'i, Self>>,
     ) -> Result<BTensor<Self, T>> {
-        let plan = idx
+        let (plan, f) = idx
             .into()
             .segment_plan(self, "segment_softmax_backward", alpha.shape())?;
         let plan = &*plan;
-        let (_, f) = ops::check_segment("segment_softmax_backward", alpha.shape(), plan)?;
         ops::check_same("segment_softmax_backward", alpha.shape(), grad.shape())?;
         if T::DTYPE.is_half() {
             let (a, g) = (self.widen(alpha)?, self.widen(grad)?);

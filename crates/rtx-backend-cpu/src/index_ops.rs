@@ -61,9 +61,8 @@ impl IndexOps for CpuBackend {
         x: &BTensor<Self, T>,
         idx: impl Into<Indices<'i, Self>>,
     ) -> Result<BTensor<Self, T>> {
-        let plan = idx.into().segment_plan(self, "segment_max", x.shape())?;
+        let (plan, f) = idx.into().segment_plan(self, "segment_max", x.shape())?;
         let plan = &*plan;
-        let (_, f) = ops::check_segment("segment_max", x.shape(), plan)?;
         let layout = Layout::contiguous(&[plan.rows(), f])?;
         let xs = x.storage();
         let mut out = self.for_overwrite(&layout)?;

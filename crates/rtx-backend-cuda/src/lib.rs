@@ -54,7 +54,7 @@
 //!   kept on the device in the backend's LRU cache, keyed by the exact
 //!   content (a sampled hash, then a full comparison) and bounded in bytes
 //!   ([`DEFAULT_INDEX_CACHE_BYTES`], [`CudaBackend::set_index_cache_limit`]);
-//!   [`CudaBackend::with_static_indices`] pins them by address, and
+//!   `IndexOps::with_static_indices` pins them by address, and
 //!   [`CudaBackend::index`] returns a [`CudaIndex`] for no per-call hashing.
 //! * **Scatter-add** follows [`rtx_backend::order`] exactly: no atomics, one
 //!   launch per level of the canonical block tree, results bit-identical to

@@ -8,7 +8,7 @@ use std::convert::Infallible;
 use std::marker::PhantomData;
 
 use rtx_backend::prelude::*;
-use rtx_backend::{BTensor, Element, IndexPlan, Result as BResult};
+use rtx_backend::{BTensor, Element, Result as BResult};
 
 use crate::error::{Error, Result};
 use crate::settings::{ColSums, MatmulTiles, ScatterForm, TransposeTile};
@@ -307,19 +307,6 @@ impl CudaBackend {
     /// # Errors
     /// Never returns.
     pub fn prepare_scatter(&self, _index: &CudaIndex) -> BResult<()> {
-        match self.never {}
-    }
-
-    /// Runs `f` with `lists` and `plans` pinned on the device.
-    ///
-    /// # Errors
-    /// Never returns.
-    pub fn with_static_indices<R>(
-        &self,
-        _lists: &[&[u32]],
-        _plans: &[&IndexPlan],
-        _f: impl FnOnce() -> R,
-    ) -> BResult<R> {
         match self.never {}
     }
 }

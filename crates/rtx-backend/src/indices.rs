@@ -215,9 +215,9 @@ impl<'a, B: IndexOps + ?Sized> Indices<'a, B> {
         }
     }
 
-    /// The host plan of a segment op over `x` (`[E, f]` for `E` entries):
-    /// its row count ([`Indices::needed_rows`]), `x`'s shape, then the plan
-    /// ([`Indices::host_plan`]), checked in that order.
+    /// The host plan of a segment op over `x` (`[E, f]` for `E` entries) and
+    /// `f`: its row count ([`Indices::needed_rows`]), `x`'s shape, then the
+    /// plan ([`Indices::host_plan`]), checked in that order.
     ///
     /// # Errors
     /// As those, and [`ops::check_segment_len`].
@@ -226,13 +226,13 @@ impl<'a, B: IndexOps + ?Sized> Indices<'a, B> {
         b: &'s B,
         op: &'static str,
         x: &[usize],
-    ) -> Result<Cow<'s, IndexPlan>>
+    ) -> Result<(Cow<'s, IndexPlan>, usize)>
     where
         'a: 's,
     {
         let rows = self.needed_rows(op)?;
-        ops::check_segment_len(op, x, self.len(b), rows)?;
-        self.host_plan(b, op, rows)
+        let (_, f) = ops::check_segment_len(op, x, self.len(b), rows)?;
+        Ok((self.host_plan(b, op, rows)?, f))
     }
 }
 

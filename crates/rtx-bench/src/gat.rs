@@ -148,7 +148,7 @@ fn suite<B: StaticGraph>(b: &B, args: &Args, o: &Opts) -> anyhow::Result<()> {
         let graph = HeteroGraph::harris(batch)?;
         let mut w = Workload::new(b, &graph, 0)?;
         // the device backend holds the static topology for the whole case
-        b.with_resident_graph(&graph, || case(b, args, o, batch, &mut w))??;
+        graph.with_resident(b, || case(b, args, o, batch, &mut w))??;
     }
     Ok(())
 }

@@ -11,8 +11,6 @@ use rtx_backend_cpu::CpuBackend;
 use rtx_gnn::graph::{HARRIS_FEATURES, HARRIS_NODES};
 use rtx_gnn::{DeviceLoss, HetGat, HetGatConfig, HeteroGraph, MixedHetGat, harris_features};
 
-use crate::resident::ResidentGraph;
-
 /// Which backend runs the model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum BackendKind {
@@ -253,7 +251,7 @@ fn harris_batch(graph: &HeteroGraph) -> anyhow::Result<usize> {
 pub(crate) type Recorded = (Vec<f64>, Vec<f64>, f32);
 
 /// A backend that can also replay a recorded step (CUDA graphs).
-pub(crate) trait StaticGraph: ResidentGraph + Sized {
+pub(crate) trait StaticGraph: rtx_backend::Backend + Sized {
     /// Wall times (ms) of `reps` train steps (SGD at `lr`) and `infer_reps`
     /// forwards (finished on the device) replayed from a recording (a CUDA
     /// graph), when the backend can record work: `(train, infer, loss of the
@@ -412,7 +410,7 @@ fn train<B: StaticGraph>(b: &B, args: &Args) -> anyhow::Result<()> {
     );
     let mut losses = Vec::with_capacity(args.steps);
     let mut times = Vec::with_capacity(args.steps);
-    let replayed = b.with_resident_graph(&graph, || -> anyhow::Result<_> {
+    let replayed = graph.with_resident(b, || -> anyhow::Result<_> {
         train_loop(b, &mut w, args, &pb, &mut losses, &mut times)?;
         if args.replay == 0 {
             return Ok(None);

@@ -20,7 +20,6 @@ mod hetgat;
 mod index;
 mod parallel;
 mod permute;
-mod resident;
 #[cfg(feature = "cuda")]
 mod sampled;
 #[cfg(any(feature = "cuda", test))]

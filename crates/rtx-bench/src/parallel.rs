@@ -19,7 +19,6 @@ use rtx_backend_cpu::CpuBackend;
 use rtx_gnn::parallel::{DataParallel, Shard, harris_shards, run_ranks};
 use rtx_gnn::{HetGat, HetGatConfig};
 
-use crate::resident::ResidentGraph;
 use serde_json::json;
 
 /// What a data-parallel run trains (from `rtx-bench hetgat`'s arguments).
@@ -47,7 +46,7 @@ struct RankTimes {
 /// Trains `shard` for `steps` data-parallel steps on `b` over `comm`, with
 /// the shard's index lists and plans held on the device (as the
 /// single-device `hetgat` run holds them).
-fn rank_loop<B: ResidentGraph, C: Communicator<B>>(
+fn rank_loop<B: rtx_backend::Backend, C: Communicator<B>>(
     b: &B,
     comm: C,
     shard: &Shard<f32>,
@@ -61,7 +60,7 @@ fn rank_loop<B: ResidentGraph, C: Communicator<B>>(
         losses: Vec::with_capacity(args.steps),
         ms: Vec::with_capacity(args.steps),
     };
-    b.with_resident_graph(&shard.graph, || -> rtx_gnn::Result<()> {
+    shard.graph.with_resident(b, || -> rtx_gnn::Result<()> {
         for step in 0..args.steps {
             let t = Instant::now();
             let loss = dp.train_step(b, &shard.graph, &x, args.lr)?;
@@ -203,7 +202,7 @@ fn compare_one_rank(
     dp.set_check(false);
     // both steps run with the shard's lists and plans held on the device, as
     // the single-device `hetgat` run holds them
-    let (same, s_med, d_med) = b.with_resident_graph(g, || -> anyhow::Result<_> {
+    let (same, s_med, d_med) = g.with_resident(&b, || -> anyhow::Result<_> {
     // warm up both (kernels, buffers, index caches)
     let (l1, l2) = (
         single.train_step(&b, g, &x, args.lr)?,

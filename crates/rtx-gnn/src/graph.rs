@@ -199,6 +199,27 @@ impl HeteroGraph {
     pub fn edges(&self) -> usize {
         self.relations.iter().map(Relation::edges).sum()
     }
+
+    /// Runs `f` with this graph's lists and plans kept where `b`'s index ops
+    /// find them without a per-call lookup
+    /// ([`IndexOps::with_static_indices`]: on a device, copied there once and
+    /// found by address).
+    ///
+    /// # Errors
+    /// Backend errors before `f` runs.
+    pub fn with_resident<B: IndexOps, R>(&self, b: &B, f: impl FnOnce() -> R) -> Result<R> {
+        let lists: Vec<&[u32]> = self
+            .relations
+            .iter()
+            .flat_map(|r| [r.src(), r.dst()])
+            .collect();
+        let plans: Vec<&IndexPlan> = self
+            .relations
+            .iter()
+            .flat_map(|r| [r.dst_plan(), r.src_plan()])
+            .collect();
+        Ok(b.with_static_indices(&lists, &plans, f)?)
+    }
 }
 
 /// Node types of the Harris-shaped graph: `(name, nodes per copy)`.

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use cudarc::driver::{CudaContext, DriverError, result, sys};
-use rtx_backend::{BTensor, Element, IndexPlan, Result as BResult, Tensor};
+use rtx_backend::{BTensor, Element, Result as BResult, Tensor};
 use rtx_tensor::Layout;
 
 use crate::error::{Error, Result};
@@ -202,26 +202,6 @@ impl CudaBackend {
             dev: &self.dev,
             limit: self.index_cache_limit(),
         }
-    }
-
-    /// Runs `f` with `lists` and `plans` held on the device and found by
-    /// address, without hashing or comparing them, for the duration of the
-    /// call: for a static graph whose lists the caller keeps unchanged (they
-    /// are borrowed for the call, so no other list can take their place).
-    /// Lists and plans are copied to the device before `f` runs.
-    ///
-    /// # Errors
-    /// Too many entries; device errors (before `f` runs).
-    pub fn with_static_indices<R>(
-        &self,
-        lists: &[&[u32]],
-        plans: &[&IndexPlan],
-        f: impl FnOnce() -> R,
-    ) -> BResult<R> {
-        let pinned = self.resolver().pin(lists, plans)?;
-        let r = f();
-        drop(pinned);
-        Ok(r)
     }
 
     /// Sets the byte budget of this backend's index cache (default

@@ -4,7 +4,7 @@
 //! A host list is looked up by a hash of a fixed sample of its entries
 //! ([`crate::indices::hash::sample_key`]: a few thousand reads however long the list)
 //! and confirmed by comparing every entry; a host plan by a hash of its
-//! positions and compared whole. Pins (`CudaBackend::with_static_indices`)
+//! positions and compared whole. Pins (`IndexOps::with_static_indices`)
 //! skip both for lists and plans the caller promises to keep unchanged: the
 //! address and length are the key, sound because the caller's borrow keeps
 //! the memory from being reused while pinned.

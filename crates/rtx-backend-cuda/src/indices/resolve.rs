@@ -181,7 +181,7 @@ impl<'c> Resolver<'c> {
 
     /// Pins `lists` and `plans` (copied to the device first) until the
     /// guard drops: found by address, without hashing or comparing (see
-    /// `CudaBackend::with_static_indices`).
+    /// `IndexOps::with_static_indices`).
     ///
     /// # Errors
     /// Too many entries; device errors (nothing stays pinned).

@@ -6,7 +6,7 @@ use std::borrow::Cow;
 
 use rtx_backend::implement::dims2;
 use rtx_backend::prelude::*;
-use rtx_backend::{BTensor, Element, Error as BError, Indices, Result as BResult, ops};
+use rtx_backend::{BTensor, Element, Error as BError, IndexPlan, Indices, Result as BResult, ops};
 use rtx_tensor::Layout;
 
 use crate::backend::{CudaBackend, ptr, unique_ptr};
@@ -139,6 +139,26 @@ impl IndexOps for CudaBackend {
     /// On the device: one copy kernel per part.
     fn index_concat(&self, parts: &[(&CudaIndex, u32)]) -> BResult<CudaIndex> {
         self.index_concat_device(parts)
+    }
+
+    /// Runs `f` with `lists` and `plans` held on the device and found by
+    /// address, without hashing or comparing them, for the duration of the
+    /// call: for a static graph whose lists the caller keeps unchanged (they
+    /// are borrowed for the call, so no other list can take their place).
+    /// Lists and plans are copied to the device before `f` runs.
+    ///
+    /// # Errors
+    /// Too many entries; device errors (before `f` runs).
+    fn with_static_indices<R>(
+        &self,
+        lists: &[&[u32]],
+        plans: &[&IndexPlan],
+        f: impl FnOnce() -> R,
+    ) -> BResult<R> {
+        let pinned = self.resolver().pin(lists, plans)?;
+        let r = f();
+        drop(pinned);
+        Ok(r)
     }
 
     /// Device gather. A long host list already cached is gathered before it

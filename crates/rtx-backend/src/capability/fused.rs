@@ -80,11 +80,15 @@ pub trait FusedOps: IndexOps + DenseOps {
         if T::DTYPE.is_half() {
             return round_t(self, &self.segment_softmax(&widen_t(self, x)?, idx)?);
         }
-        let m = self.segment_max(x, idx)?;
-        let d = self.binary(Binary::Sub, x, &self.index_select(&m, idx)?)?;
+        // the indices resolved once: the plan to reduce by, each entry's row
+        // to gather by
+        let plan = idx.host_plan(self, "segment_softmax", rows)?;
+        let row_of = ops::plan_indices(&plan);
+        let m = self.segment_max(x, &*plan)?;
+        let d = self.binary(Binary::Sub, x, &self.index_select(&m, &row_of)?)?;
         let e = self.unary(Unary::Exp, &d)?;
-        let s = self.segment_sum(&e, idx)?;
-        self.binary(Binary::Div, &e, &self.index_select(&s, idx)?)
+        let s = self.segment_sum(&e, &*plan)?;
+        self.binary(Binary::Div, &e, &self.index_select(&s, &row_of)?)
     }
 
     /// The backward of [`FusedOps::segment_softmax`] from its output `alpha`
@@ -110,9 +114,14 @@ pub trait FusedOps: IndexOps + DenseOps {
             let (a, g) = (widen_t(self, alpha)?, widen_t(self, grad)?);
             return round_t(self, &self.segment_softmax_backward(&a, &g, idx)?);
         }
+        let plan = idx.host_plan(self, op, rows)?;
         let t = self.binary(Binary::Mul, alpha, grad)?;
-        let s = self.segment_sum(&t, idx)?;
-        let u = self.binary(Binary::Sub, grad, &self.index_select(&s, idx)?)?;
+        let s = self.segment_sum(&t, &*plan)?;
+        let u = self.binary(
+            Binary::Sub,
+            grad,
+            &self.index_select(&s, &ops::plan_indices(&plan))?,
+        )?;
         self.binary(Binary::Mul, alpha, &u)
     }
 

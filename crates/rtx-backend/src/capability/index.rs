@@ -62,6 +62,26 @@ pub trait IndexOps: BackendCore {
         self.index_from_host(&concat_shifted(&borrowed)?)
     }
 
+    /// Runs `f` with `lists` and `plans` (a graph that stands still) kept
+    /// where this backend's ops find them without a per-call lookup, for the
+    /// duration of the call; the caller keeps them unchanged (they are
+    /// borrowed for the call).
+    ///
+    /// Default: runs `f` (host backends read host lists in place). The CUDA
+    /// backend copies them to the device first and finds them by address.
+    ///
+    /// # Errors
+    /// Backend errors before `f` runs.
+    fn with_static_indices<R>(
+        &self,
+        lists: &[&[u32]],
+        plans: &[&crate::IndexPlan],
+        f: impl FnOnce() -> R,
+    ) -> Result<R> {
+        let _ = (lists, plans);
+        Ok(f())
+    }
+
     /// Gather along dim 0: `out[i, :] = src[idx[i], :]`, `src: [R, F]`, `out: [E, F]`.
     ///
     /// Default: a host round trip (download `src`, [`reference::index_select`],
@@ -132,8 +152,7 @@ pub trait IndexOps: BackendCore {
         x: &BTensor<Self, T>,
         idx: impl Into<Indices<'i, Self>>,
     ) -> Result<BTensor<Self, T>> {
-        let plan = idx.into().segment_plan(self, "segment_max", x.shape())?;
-        let (_, f) = ops::check_segment("segment_max", x.shape(), &plan)?;
+        let (plan, f) = idx.into().segment_plan(self, "segment_max", x.shape())?;
         let out = Layout::contiguous(&[plan.rows(), f])?;
         let hx = self.download(x)?;
         self.upload(&ops::segment_max(&hx, f, &plan), out.shape())

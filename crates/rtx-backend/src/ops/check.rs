@@ -15,7 +15,11 @@ pub fn dims2(op: &'static str, arg: &'static str, l: &Layout) -> Result<(usize, 
 }
 
 /// [`dims2`] of a bare shape (the argument checks below take shapes).
-fn rank2(op: &'static str, arg: &'static str, shape: &[usize]) -> Result<(usize, usize)> {
+pub(super) fn rank2(
+    op: &'static str,
+    arg: &'static str,
+    shape: &[usize],
+) -> Result<(usize, usize)> {
     match *shape {
         [r, f] => Ok((r, f)),
         _ => Err(Error::Rank {

@@ -17,6 +17,7 @@
 //! before any work: shapes, ranks, label bounds, a dropout probability, an
 //! optimizer step.
 
+use super::check::{mismatch, rank2};
 use crate::{Element, Error, Result, workload};
 
 /// The regression losses of [`TrainOps::regression_loss`](crate::TrainOps::regression_loss).
@@ -108,22 +109,6 @@ impl Default for SgdStep {
 
 fn invalid(op: &'static str, detail: String) -> Error {
     Error::InvalidArgument { op, detail }
-}
-
-fn mismatch(op: &'static str, detail: String) -> Error {
-    Error::ShapeMismatch { op, detail }
-}
-
-fn rank2(op: &'static str, arg: &'static str, shape: &[usize]) -> Result<(usize, usize)> {
-    match *shape {
-        [r, f] => Ok((r, f)),
-        _ => Err(Error::Rank {
-            op,
-            arg,
-            expected: 2,
-            shape: shape.to_vec(),
-        }),
-    }
 }
 
 // ---------------------------------------------------------------- dropout

@@ -27,12 +27,19 @@ pub(super) fn model_meta<B: Backend, A: Element>(model: &HetGat<B, A>) -> (Value
         "target": types[c.target], "input_dropout": c.input_dropout,
         "attention_dropout": c.attention_dropout, "in_features": in_features,
     });
-    let schema = json!({
-        "node_types": types,
-        "edge_types": model.relation_keys().iter()
-            .map(|&(r, s, d)| json!([types[s], r, types[d]])).collect::<Vec<_>>(),
-    });
+    let schema = schema_json(types, &model.relation_keys());
     (config, schema)
+}
+
+/// A checkpoint's `schema`: node types in order, and each relation as
+/// `[src type, name, dst type]`.
+pub(super) fn schema_json<S: AsRef<str>>(types: &[S], relations: &[(&str, usize, usize)]) -> Value {
+    let types: Vec<&str> = types.iter().map(AsRef::as_ref).collect();
+    json!({
+        "node_types": types,
+        "edge_types": relations.iter()
+            .map(|&(r, s, d)| json!([types[s], r, types[d]])).collect::<Vec<_>>(),
+    })
 }
 
 pub(super) fn task_meta(task: Task, outputs: usize) -> Value {

@@ -277,24 +277,15 @@ pub struct Checkpoint {
 }
 
 impl Checkpoint {
-    /// Reads and parses `path` (memory-mapped; the tensors are copied out).
+    /// Reads and parses `path` (read whole: every tensor is copied out).
     ///
     /// # Errors
     /// [`Error::Io`]; [`Error::Checkpoint`] for a file that is not a
     /// safetensors file or lacks the metadata this format needs (naming it).
     pub fn load(path: &Path) -> Result<Checkpoint> {
-        let file = std::fs::File::open(path).map_err(|e| Error::Io {
+        let map = std::fs::read(path).map_err(|e| Error::Io {
             path: path.to_owned(),
-            what: "open".into(),
-            source: e,
-        })?;
-        // SAFETY: the map is read-only and dropped before this returns; a
-        // file changed under the map by another process can give wrong
-        // bytes (caught by the checks below) but not undefined behaviour
-        // in safe code reading `&[u8]` of a private read-only mapping.
-        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::Io {
-            path: path.to_owned(),
-            what: "memory-map".into(),
+            what: "read".into(),
             source: e,
         })?;
         let st = SafeTensors::deserialize(&map)
@@ -579,12 +570,13 @@ fn to_elements<S: Element, A: Element>(bytes: &[u8]) -> Vec<A> {
 /// # Errors
 /// [`Error::Checkpoint`].
 pub fn check_dataset(ck: &Checkpoint, data: &Dataset) -> Result<()> {
-    let ours = json!({
-        "node_types": data.node_types.iter().map(|t| t.name.clone()).collect::<Vec<_>>(),
-        "edge_types": data.relations.iter().map(|r| json!([
-            data.node_types[r.src_type].name, r.name, data.node_types[r.dst_type].name
-        ])).collect::<Vec<_>>(),
-    });
+    let types: Vec<&str> = data.node_types.iter().map(|t| t.name.as_str()).collect();
+    let relations: Vec<(&str, usize, usize)> = data
+        .relations
+        .iter()
+        .map(|r| (r.name.as_str(), r.src_type, r.dst_type))
+        .collect();
+    let ours = meta::schema_json(&types, &relations);
     let theirs = ck.meta("schema").cloned().unwrap_or(Value::Null);
     match first_difference("schema", &theirs, &ours) {
         Some(d) => Err(err(

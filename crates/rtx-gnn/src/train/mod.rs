@@ -278,7 +278,7 @@ struct SplitData<B: Backend, A: Element> {
 enum Graph<B: Backend + SampleOps, T: Element> {
     /// Static topology and every node's features.
     Full {
-        graph: HeteroGraph,
+        graph: std::sync::Arc<HeteroGraph>,
         x: Vec<BTensor<B, T>>,
     },
     /// A store sampled each step.
@@ -374,7 +374,7 @@ impl<'a, B: Backend + TrainOps + SampleOps + 'static, T: Element> Trainer<'a, B,
         let x = features::<B, T>(b, data)?;
         let graph = match config.batch {
             None => Graph::Full {
-                graph: data.graph()?,
+                graph: std::sync::Arc::new(data.graph()?),
                 x,
             },
             Some(_) => {
@@ -395,7 +395,7 @@ impl<'a, B: Backend + TrainOps + SampleOps + 'static, T: Element> Trainer<'a, B,
             }
         };
         let model = match &graph {
-            Graph::Full { graph, .. } => HetGat::new(b, graph, model_config, config.seed)?,
+            Graph::Full { graph, .. } => HetGat::new(b, &**graph, model_config, config.seed)?,
             Graph::Sampled(store) => HetGat::with_schema(
                 b,
                 store.node_types(),
@@ -533,6 +533,18 @@ impl<'a, B: Backend + TrainOps + SampleOps + 'static, T: Element> Trainer<'a, B,
     /// # Errors
     /// Backend and model errors; a NaN or infinite loss (naming the step).
     pub fn run_epoch(&mut self, on_step: &mut dyn FnMut(&StepReport) -> bool) -> Result<EpochEnd> {
+        // a static graph stays resident for the epoch: no per-op lookup of
+        // its lists and plans on a device
+        if let Graph::Full { graph, .. } = &self.graph {
+            let graph = std::sync::Arc::clone(graph);
+            let b = self.b;
+            return graph.with_resident(b, || self.epoch(on_step))?;
+        }
+        self.epoch(on_step)
+    }
+
+    /// [`Trainer::run_epoch`]'s steps and evaluation.
+    fn epoch(&mut self, on_step: &mut dyn FnMut(&StepReport) -> bool) -> Result<EpochEnd> {
         let steps = self.steps_per_epoch();
         let epoch = self.position.epoch;
         let order = match self.config.batch {
@@ -657,7 +669,7 @@ impl<'a, B: Backend + TrainOps + SampleOps + 'static, T: Element> Trainer<'a, B,
         };
         let drop = self.dropout_seed();
         let low = self.pass_model()?;
-        let out = low.objective_grads(self.b, graph, x, &objective, drop)?;
+        let out = low.objective_grads(self.b, &**graph, x, &objective, drop)?;
         let loss = out.loss.read(self.b)?;
         let grads = widen_grads_acc::<B, T>(self.b, out.grads)?;
         let info = self
@@ -707,7 +719,7 @@ impl<'a, B: Backend + TrainOps + SampleOps + 'static, T: Element> Trainer<'a, B,
         let low = self.pass_model()?;
         match &self.graph {
             Graph::Full { graph, x } => {
-                let y = low.forward(b, graph, x)?;
+                let y = low.forward(b, &**graph, x)?;
                 let rows = b.index_select(&y, Indices::held(&b.index_from_host(nodes)?))?;
                 Ok(b.download(&b.convert::<T, f32>(&rows)?)?)
             }
