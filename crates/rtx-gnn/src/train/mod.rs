@@ -262,7 +262,17 @@ impl<B: Backend, T: Element> std::ops::Deref for PassModel<'_, B, T> {
     }
 }
 
-/// Per split, its rows on the backend and their targets.
+/// An evaluated split (validation, test): its nodes, and the same on the
+/// backend for the full-graph forward's row selection.
+#[derive(Debug)]
+struct EvalSplit<B: Backend> {
+    /// Node ids (global, ascending).
+    nodes: Vec<u32>,
+    /// The same on the backend.
+    rows: B::Index,
+}
+
+/// The training split: its rows on the backend and their targets.
 #[derive(Debug)]
 struct SplitData<B: Backend, A: Element> {
     /// Node ids (global, ascending).
@@ -299,8 +309,8 @@ pub struct Trainer<'a, B: Backend + TrainOps + SampleOps + 'static, T: Element> 
     optimizer: Optimizer<B, T::Acc>,
     graph: Graph<B, T>,
     train: SplitData<B, T::Acc>,
-    val: Option<SplitData<B, T::Acc>>,
-    test: Option<SplitData<B, T::Acc>>,
+    val: Option<EvalSplit<B>>,
+    test: Option<EvalSplit<B>>,
     position: Position,
     /// The best parameters so far (early stopping's metric, or the last).
     best_params: Option<Vec<BTensor<B, T::Acc>>>,
@@ -405,11 +415,16 @@ impl<'a, B: Backend + TrainOps + SampleOps + 'static, T: Element> Trainer<'a, B,
             )?,
         };
         let optimizer = Optimizer::new(config.optimizer, model.params().len())?;
-        let split = |nodes: &[u32]| split_data::<B, T::Acc>(b, data, target, nodes);
         let sp = &data.splits[target];
-        let train = split(&sp.train)?;
-        let val = (!sp.val.is_empty()).then(|| split(&sp.val)).transpose()?;
-        let test = (!sp.test.is_empty()).then(|| split(&sp.test)).transpose()?;
+        let train = split_data::<B, T::Acc>(b, data, target, &sp.train)?;
+        let eval = |nodes: &Vec<u32>| -> Result<EvalSplit<B>> {
+            Ok(EvalSplit {
+                nodes: nodes.clone(),
+                rows: b.index_from_host(nodes)?,
+            })
+        };
+        let val = (!sp.val.is_empty()).then(|| eval(&sp.val)).transpose()?;
+        let test = (!sp.test.is_empty()).then(|| eval(&sp.test)).transpose()?;
         Ok(Trainer {
             b,
             data,
@@ -583,8 +598,7 @@ impl<'a, B: Backend + TrainOps + SampleOps + 'static, T: Element> Trainer<'a, B,
                 return Ok(EpochEnd::Interrupted);
             }
         }
-        let val = self.val.as_ref().map(|s| self.evaluate(s)).transpose()?;
-        let test = self.test.as_ref().map(|s| self.evaluate(s)).transpose()?;
+        let (val, test) = self.evaluate_splits()?;
         let (best, stop) = self.judge(epoch, val.as_ref())?;
         let train_loss = self.position.epoch_loss_sum / steps.max(1) as f64;
         let loss_hash = self.position.epoch_loss_hash;
@@ -743,27 +757,49 @@ impl<'a, B: Backend + TrainOps + SampleOps + 'static, T: Element> Trainer<'a, B,
         }
     }
 
-    /// Loss and metrics of a split.
-    fn evaluate(&self, split: &SplitData<B, T::Acc>) -> Result<Scores> {
-        let out = self.outputs_of(&split.nodes)?;
-        score(
-            &out,
-            &self.data.targets[self.target],
-            &split.nodes,
-            self.config.task,
-        )
-    }
-
     /// The scores of the current parameters on the validation and test
-    /// splits.
+    /// splits: a full-graph run's one forward serves both; a sampled run
+    /// samples each split's mini-batches as [`Trainer::outputs_of`] does.
     ///
     /// # Errors
     /// Backend errors.
     pub fn evaluate_splits(&self) -> Result<(Option<Scores>, Option<Scores>)> {
-        Ok((
-            self.val.as_ref().map(|s| self.evaluate(s)).transpose()?,
-            self.test.as_ref().map(|s| self.evaluate(s)).transpose()?,
-        ))
+        let b = self.b;
+        let score_of = |split: &EvalSplit<B>, out: Vec<f32>| {
+            score(
+                &out,
+                &self.data.targets[self.target],
+                &split.nodes,
+                self.config.task,
+            )
+        };
+        match &self.graph {
+            Graph::Full { graph, x } => {
+                if self.val.is_none() && self.test.is_none() {
+                    return Ok((None, None));
+                }
+                let y = self.pass_model()?.forward(b, &**graph, x)?;
+                let of = |split: &Option<EvalSplit<B>>| -> Result<Option<Scores>> {
+                    split
+                        .as_ref()
+                        .map(|s| {
+                            let rows = b.index_select(&y, Indices::held(&s.rows))?;
+                            score_of(s, b.download(&b.convert::<T, f32>(&rows)?)?)
+                        })
+                        .transpose()
+                };
+                Ok((of(&self.val)?, of(&self.test)?))
+            }
+            Graph::Sampled(_) => {
+                let of = |split: &Option<EvalSplit<B>>| -> Result<Option<Scores>> {
+                    split
+                        .as_ref()
+                        .map(|s| score_of(s, self.outputs_of(&s.nodes)?))
+                        .transpose()
+                };
+                Ok((of(&self.val)?, of(&self.test)?))
+            }
+        }
     }
 
     /// Puts the best parameters in place (after training, for predictions).
