@@ -204,6 +204,89 @@ fn l1_gradients_match_finite_differences_with_dropout() {
     check_objective(LossKind::L1, 2);
 }
 
+/// The loss over a few rows (a mini-batch's seeds) against the host
+/// computed from the forward's outputs: torch's `cross_entropy`,
+/// `mse_loss` and `l1_loss` means over those rows alone, in f64.
+#[test]
+fn an_objective_over_some_rows_is_the_host_mean_over_those_rows() {
+    let b = CpuBackend::new();
+    let (g, xs) = tiny();
+    let rows_host = [4u32, 0, 2];
+    let x = vec![
+        b.upload(&xs[0], &[5, 3]).unwrap(),
+        b.upload(&xs[1], &[3, 2]).unwrap(),
+    ];
+    let rows = b.index_from_host(&rows_host).unwrap();
+    for (loss, out) in [
+        (LossKind::CrossEntropy, 3usize),
+        (LossKind::Mse, 2),
+        (LossKind::L1, 2),
+    ] {
+        let cfg = HetGatConfig {
+            in_features: vec![3, 2],
+            heads: 2,
+            channels: 2,
+            layers: 2,
+            negative_slope: 0.2,
+            target: 0,
+            out_features: out,
+            input_dropout: 0.0,
+            attention_dropout: 0.0,
+        };
+        let model = HetGat::<CpuBackend, f64>::new(&b, &g, cfg, 11).unwrap();
+        let y = b.download(&model.forward(&b, &g, &x).unwrap()).unwrap();
+        let labels = [2u32, 0, 1];
+        let values: Vec<f64> = (0..3 * out).map(|i| (i as f64 * 0.37).sin()).collect();
+        let targets = match loss {
+            LossKind::CrossEntropy => Targets::Classes(b.index_from_host(&labels).unwrap()),
+            _ => Targets::Values(b.upload(&values, &[3, out]).unwrap()),
+        };
+        let obj = Objective {
+            loss,
+            rows: &rows,
+            targets: &targets,
+        };
+        let got = model
+            .objective_grads(&b, &g, &x, &obj, None)
+            .unwrap()
+            .loss
+            .read(&b)
+            .unwrap();
+        let row = |k: usize| &y[rows_host[k] as usize * out..(rows_host[k] as usize + 1) * out];
+        let want = match loss {
+            LossKind::CrossEntropy => {
+                (0..3)
+                    .map(|k| {
+                        let z = row(k);
+                        let lse = z.iter().map(|v| v.exp()).sum::<f64>().ln();
+                        lse - z[labels[k] as usize]
+                    })
+                    .sum::<f64>()
+                    / 3.0
+            }
+            LossKind::Mse => {
+                (0..3)
+                    .flat_map(|k| (0..out).map(move |j| (k, j)))
+                    .map(|(k, j)| (row(k)[j] - values[k * out + j]).powi(2))
+                    .sum::<f64>()
+                    / (3 * out) as f64
+            }
+            LossKind::L1 => {
+                (0..3)
+                    .flat_map(|k| (0..out).map(move |j| (k, j)))
+                    .map(|(k, j)| (row(k)[j] - values[k * out + j]).abs())
+                    .sum::<f64>()
+                    / (3 * out) as f64
+            }
+        };
+        assert!(
+            (got - want).abs() <= 1e-12 * want.abs().max(1.0),
+            "{}: {got} vs the host's {want}",
+            loss.name()
+        );
+    }
+}
+
 #[test]
 fn full_graph_classification_learns_the_planted_labels() {
     let b = CpuBackend::new();
