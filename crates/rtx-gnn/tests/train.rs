@@ -313,6 +313,33 @@ fn full_graph_classification_learns_the_planted_labels() {
     );
 }
 
+/// An epoch's validation and test scores (one full-graph forward for both,
+/// or sampled batches) are the scores of each split's own outputs.
+#[test]
+fn epoch_scores_are_the_scores_of_each_splits_outputs() {
+    let b = CpuBackend::new();
+    let data = planted::small_classification(7);
+    for batch in [None, Some(256)] {
+        let mut t =
+            Trainer::<CpuBackend, f32>::new(&b, &data, config(Task::Classify, 2, batch)).unwrap();
+        let reports = run_all(&mut t);
+        let last = reports.last().unwrap();
+        let sp = &data.splits[t.target()];
+        assert!(!sp.val.is_empty() && !sp.test.is_empty());
+        for (nodes, got) in [(&sp.val, &last.val), (&sp.test, &last.test)] {
+            let out = t.outputs_of(nodes).unwrap();
+            let want =
+                rtx_gnn::train::score(&out, &data.targets[t.target()], nodes, Task::Classify)
+                    .unwrap();
+            assert_eq!(got.as_ref(), Some(&want), "batch {batch:?}");
+        }
+        assert_eq!(
+            t.evaluate_splits().unwrap(),
+            (last.val.clone(), last.test.clone())
+        );
+    }
+}
+
 #[test]
 fn sampled_classification_learns_and_repeats_bit_for_bit() {
     let b = CpuBackend::new();
