@@ -18,7 +18,9 @@ seeds.
 
 Usage:
   learn_compare.py --rtx rtx_s0.jsonl rtx_s1.jsonl ... --pyg pyg_s0.jsonl pyg_s1.jsonl ...
-      [--mlp mlp_s0.jsonl ...] [--metric accuracy|r2] [--json]
+      [--mlp mlp_s0.jsonl ...] [--metric accuracy|r2] [--at VALUE] [--json]
+(--at: also each side's time to one validation value for every seed, e.g.
+0.70, which both may reach where one seed's PyG final is out of reach.)
 (--mlp: rtx-train --features-only runs, whose final test metric is
 reported beside, for the "at least 10 points above the features-only
 baseline" target.)
@@ -64,6 +66,12 @@ def epoch_seconds(rows):
     return v[mid] if len(v) % 2 else (v[mid - 1] + v[mid]) / 2
 
 
+def gap(ours, baseline):
+    """`ours - baseline` in accuracy points, in words."""
+    d = 100 * (ours - baseline)
+    return f"{abs(d):.2f} points {'below' if d >= 0 else 'above'} rtx"
+
+
 def mean(v):
     v = [x for x in v if x is not None]
     return sum(v) / len(v) if v else None
@@ -76,6 +84,8 @@ def main():
     ap.add_argument("--mlp", nargs="*", default=[])
     ap.add_argument("--metric", choices=["accuracy", "r2"], default=None,
                     help="the validation metric (default: accuracy when present, else r2)")
+    ap.add_argument("--at", type=float, default=None,
+                    help="also the time each side took to reach this validation metric (one target for every seed)")
     ap.add_argument("--json", action="store_true", help="one JSON object per seed and the mean, not a table")
     args = ap.parse_args()
     if len(args.rtx) != len(args.pyg):
@@ -103,12 +113,20 @@ def main():
         row["epoch_speedup"] = row["pyg_epoch_s"] / row["rtx_epoch_s"] if row["rtx_epoch_s"] > 0 else None
         if i < len(args.mlp):
             row["mlp_test"] = final(epochs(args.mlp[i]), "test", metric)
+        if args.at is not None:
+            ra, pa = reach(r, args.at, metric), reach(p, args.at, metric)
+            row["at_rtx_time"], row["at_pyg_time"] = (ra[0] if ra else None), (pa[0] if pa else None)
+            row["at_rtx_epoch"], row["at_pyg_epoch"] = (ra[1] if ra else None), (pa[1] if pa else None)
+            row["at_speedup"] = pa[0] / ra[0] if ra and pa and ra[0] > 0 else None
         res.append(row)
     keys = [k for k in res[0] if k != "seed"]
     avg = {k: mean([r.get(k) for r in res]) for k in keys}
     # the speed-up of the mean times, not the mean of the speed-ups
     if avg["rtx_time"] and avg["pyg_time"] and all(r["rtx_time"] is not None for r in res):
         avg["speedup"] = avg["pyg_time"] / avg["rtx_time"]
+    if args.at is not None:
+        both = all(r["at_rtx_time"] is not None and r["at_pyg_time"] is not None for r in res)
+        avg["at_speedup"] = avg["at_pyg_time"] / avg["at_rtx_time"] if both and avg["at_rtx_time"] else None
     if avg["rtx_epoch_s"]:
         avg["epoch_speedup"] = avg["pyg_epoch_s"] / avg["rtx_epoch_s"]
     if args.json:
@@ -143,13 +161,20 @@ def main():
     if m["rtx_test"] is not None and m["pyg_test"] is not None and metric == "accuracy":
         print(f"\nmean test accuracy: rtx {m['rtx_test']:.4f}, PyG {m['pyg_test']:.4f} "
               f"(difference {100 * (m['rtx_test'] - m['pyg_test']):+.2f} points)"
-              + (f"; features-only {m['mlp_test']:.4f} ({100 * (m['rtx_test'] - m['mlp_test']):+.2f} points below rtx)"
+              + (f"; features-only {m['mlp_test']:.4f} ({gap(m['rtx_test'], m['mlp_test'])})"
                  if m.get("mlp_test") is not None else ""))
     elif m["rtx_test"] is not None and m["pyg_test"] is not None:
         print(f"\nmean test {metric}: rtx {m['rtx_test']:.4f}, PyG {m['pyg_test']:.4f} "
               f"(difference {m['rtx_test'] - m['pyg_test']:+.4f}); mean val {metric}: rtx "
               f"{m['rtx_val']:.4f}, PyG {m['pyg_val']:.4f} (difference {m['rtx_val'] - m['pyg_val']:+.4f})"
               + (f"; features-only test {m['mlp_test']:.4f}" if m.get("mlp_test") is not None else ""))
+    if args.at is not None:
+        print(f"\ntime to validation {metric} {args.at}:")
+        for r in res + [dict(avg, seed="mean", at_rtx_epoch=None, at_pyg_epoch=None)]:
+            ep = lambda e: "" if e is None else f" ({e + 1})"  # noqa: E731
+            print(f"  seed {r['seed']}: rtx {f(r['at_rtx_time'], '.2f')} s{ep(r['at_rtx_epoch'])}, "
+                  f"PyG {f(r['at_pyg_time'], '.2f')} s{ep(r['at_pyg_epoch'])}, "
+                  f"speed-up {f(r['at_speedup'], '.2f')}" + ("x" if r["at_speedup"] else ""))
     if m.get("epoch_speedup"):
         print(f"epoch time (median after the first, mean over seeds): rtx {m['rtx_epoch_s']:.4f} s, "
               f"PyG {m['pyg_epoch_s']:.4f} s: {m['epoch_speedup']:.2f}x")
