@@ -103,12 +103,10 @@ fn tiny() -> (HeteroGraph, Vec<Vec<f64>>) {
     (g, x)
 }
 
-/// Every parameter element's gradient against central differences of the
-/// objective in f64, the same dropout masks in every evaluation.
-fn check_objective(loss: LossKind, out: usize) {
-    let b = CpuBackend::new();
-    let (g, xs) = tiny();
-    let cfg = HetGatConfig {
+/// The model of [`tiny`]'s graph: 2 layers x 2 heads x 2 channels, `out`
+/// outputs on type 0, input and attention dropout `p_in`, `p_att`.
+fn tiny_config(out: usize, (p_in, p_att): (f64, f64)) -> HetGatConfig {
+    HetGatConfig {
         in_features: vec![3, 2],
         heads: 2,
         channels: 2,
@@ -116,10 +114,44 @@ fn check_objective(loss: LossKind, out: usize) {
         negative_slope: 0.2,
         target: 0,
         out_features: out,
-        input_dropout: 0.3,
-        attention_dropout: 0.25,
-    };
-    let mut model = HetGat::<CpuBackend, f64>::new(&b, &g, cfg, 5).unwrap();
+        input_dropout: p_in,
+        attention_dropout: p_att,
+    }
+}
+
+/// [`tiny`]'s features on `b`.
+fn tiny_inputs(b: &CpuBackend, xs: &[Vec<f64>]) -> Vec<rtx_backend::BTensor<CpuBackend, f64>> {
+    vec![
+        b.upload(&xs[0], &[5, 3]).unwrap(),
+        b.upload(&xs[1], &[3, 2]).unwrap(),
+    ]
+}
+
+/// The objectives' rows of [`tiny`]'s type 0.
+const TINY_ROWS: [u32; 3] = [4, 0, 2];
+/// Their classes.
+const TINY_LABELS: [u32; 3] = [2, 0, 1];
+
+/// Their regression targets, `out` each.
+fn tiny_values(out: usize) -> Vec<f64> {
+    (0..3 * out).map(|i| (i as f64 * 0.37).sin()).collect()
+}
+
+/// [`TINY_LABELS`] or [`tiny_values`] on `b`, as `loss` reads them.
+fn tiny_targets(b: &CpuBackend, loss: LossKind, out: usize) -> Targets<CpuBackend, f64> {
+    match loss {
+        LossKind::CrossEntropy => Targets::Classes(b.index_from_host(&TINY_LABELS).unwrap()),
+        _ => Targets::Values(b.upload(&tiny_values(out), &[3, out]).unwrap()),
+    }
+}
+
+/// Every parameter element's gradient against central differences of the
+/// objective in f64, the same dropout masks in every evaluation.
+fn check_objective(loss: LossKind, out: usize) {
+    let b = CpuBackend::new();
+    let (g, xs) = tiny();
+    let mut model =
+        HetGat::<CpuBackend, f64>::new(&b, &g, tiny_config(out, (0.3, 0.25)), 5).unwrap();
     // biases start at zero, and a node whose inputs are all dropped then sits
     // on ReLU's kink, where a central difference is not the derivative: move
     // every parameter off its initial value
@@ -131,18 +163,9 @@ fn check_objective(loss: LossKind, out: usize) {
         let shape = p.shape().to_vec();
         *p = b.upload(&v, &shape).unwrap();
     }
-    let x = vec![
-        b.upload(&xs[0], &[5, 3]).unwrap(),
-        b.upload(&xs[1], &[3, 2]).unwrap(),
-    ];
-    let rows = b.index_from_host(&[4, 0, 2]).unwrap();
-    let targets = match loss {
-        LossKind::CrossEntropy => Targets::Classes(b.index_from_host(&[2, 0, 1]).unwrap()),
-        _ => {
-            let t: Vec<f64> = (0..3 * out).map(|i| (i as f64 * 0.37).sin()).collect();
-            Targets::Values(b.upload(&t, &[3, out]).unwrap())
-        }
-    };
+    let x = tiny_inputs(&b, &xs);
+    let rows = b.index_from_host(&TINY_ROWS).unwrap();
+    let targets = tiny_targets(&b, loss, out);
     let obj = Objective {
         loss,
         rows: &rows,
@@ -211,36 +234,18 @@ fn l1_gradients_match_finite_differences_with_dropout() {
 fn an_objective_over_some_rows_is_the_host_mean_over_those_rows() {
     let b = CpuBackend::new();
     let (g, xs) = tiny();
-    let rows_host = [4u32, 0, 2];
-    let x = vec![
-        b.upload(&xs[0], &[5, 3]).unwrap(),
-        b.upload(&xs[1], &[3, 2]).unwrap(),
-    ];
-    let rows = b.index_from_host(&rows_host).unwrap();
+    let x = tiny_inputs(&b, &xs);
+    let rows = b.index_from_host(&TINY_ROWS).unwrap();
     for (loss, out) in [
         (LossKind::CrossEntropy, 3usize),
         (LossKind::Mse, 2),
         (LossKind::L1, 2),
     ] {
-        let cfg = HetGatConfig {
-            in_features: vec![3, 2],
-            heads: 2,
-            channels: 2,
-            layers: 2,
-            negative_slope: 0.2,
-            target: 0,
-            out_features: out,
-            input_dropout: 0.0,
-            attention_dropout: 0.0,
-        };
-        let model = HetGat::<CpuBackend, f64>::new(&b, &g, cfg, 11).unwrap();
+        let model =
+            HetGat::<CpuBackend, f64>::new(&b, &g, tiny_config(out, (0.0, 0.0)), 11).unwrap();
         let y = b.download(&model.forward(&b, &g, &x).unwrap()).unwrap();
-        let labels = [2u32, 0, 1];
-        let values: Vec<f64> = (0..3 * out).map(|i| (i as f64 * 0.37).sin()).collect();
-        let targets = match loss {
-            LossKind::CrossEntropy => Targets::Classes(b.index_from_host(&labels).unwrap()),
-            _ => Targets::Values(b.upload(&values, &[3, out]).unwrap()),
-        };
+        let (labels, values) = (TINY_LABELS, tiny_values(out));
+        let targets = tiny_targets(&b, loss, out);
         let obj = Objective {
             loss,
             rows: &rows,
@@ -252,7 +257,7 @@ fn an_objective_over_some_rows_is_the_host_mean_over_those_rows() {
             .loss
             .read(&b)
             .unwrap();
-        let row = |k: usize| &y[rows_host[k] as usize * out..(rows_host[k] as usize + 1) * out];
+        let row = |k: usize| &y[TINY_ROWS[k] as usize * out..(TINY_ROWS[k] as usize + 1) * out];
         let want = match loss {
             LossKind::CrossEntropy => {
                 (0..3)

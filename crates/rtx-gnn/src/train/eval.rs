@@ -3,11 +3,11 @@
 
 use rtx_backend::prelude::*;
 use rtx_backend::sample::SampleSpec;
-use rtx_backend::{Element, Indices, SampleOps, TrainOps};
+use rtx_backend::{BTensor, Element, Indices, SampleOps, TrainOps};
 
 use super::data::score;
 use super::{EVAL_SAMPLE, Graph, Scores, Trainer};
-use crate::Result;
+use crate::{Error, Result};
 
 /// An evaluated split (validation, test): its nodes, and the same on the
 /// backend for the full-graph forward's row selection.
@@ -29,14 +29,10 @@ impl<B: Backend + TrainOps + SampleOps + 'static, T: Element> Trainer<'_, B, T> 
     /// Backend errors.
     pub fn outputs_of(&self, nodes: &[u32]) -> Result<Vec<f32>> {
         let b = self.b;
-        let low = self.pass_model()?;
         match &self.graph {
-            Graph::Full { graph, x } => {
-                let y = low.forward(b, &**graph, x)?;
-                let rows = b.index_select(&y, Indices::held(&b.index_from_host(nodes)?))?;
-                Ok(b.download(&b.convert::<T, f32>(&rows)?)?)
-            }
+            Graph::Full { .. } => self.rows_of(&self.full_forward()?, &b.index_from_host(nodes)?),
             Graph::Sampled(store) => {
+                let low = self.pass_model()?;
                 let mut out = Vec::with_capacity(nodes.len() * self.outputs);
                 for (i, chunk) in nodes.chunks(self.config.eval_batch).enumerate() {
                     let spec = SampleSpec::uniform(
@@ -48,8 +44,7 @@ impl<B: Backend + TrainOps + SampleOps + 'static, T: Element> Trainer<'_, B, T> 
                     );
                     let mb = store.sample(b, &b.index_from_host(chunk)?, &spec)?;
                     let y = low.forward(b, &mb.graph, &mb.x)?;
-                    let rows = b.index_select(&y, Indices::held(&mb.seeds))?;
-                    out.extend(b.download(&b.convert::<T, f32>(&rows)?)?);
+                    out.extend(self.rows_of(&y, &mb.seeds)?);
                 }
                 Ok(out)
             }
@@ -63,41 +58,41 @@ impl<B: Backend + TrainOps + SampleOps + 'static, T: Element> Trainer<'_, B, T> 
     /// # Errors
     /// Backend errors.
     pub fn evaluate_splits(&self) -> Result<(Option<Scores>, Option<Scores>)> {
-        let b = self.b;
-        let score_of = |split: &EvalSplit<B>, out: Vec<f32>| {
+        let full = match &self.graph {
+            Graph::Full { .. } if self.val.is_some() || self.test.is_some() => {
+                Some(self.full_forward()?)
+            }
+            _ => None,
+        };
+        let of = |split: &Option<EvalSplit<B>>| -> Result<Option<Scores>> {
+            let Some(s) = split else { return Ok(None) };
+            let out = match &full {
+                Some(y) => self.rows_of(y, &s.rows)?,
+                None => self.outputs_of(&s.nodes)?,
+            };
             score(
                 &out,
                 &self.data.targets[self.target],
-                &split.nodes,
+                &s.nodes,
                 self.config.task,
             )
+            .map(Some)
         };
-        match &self.graph {
-            Graph::Full { graph, x } => {
-                if self.val.is_none() && self.test.is_none() {
-                    return Ok((None, None));
-                }
-                let y = self.pass_model()?.forward(b, &**graph, x)?;
-                let of = |split: &Option<EvalSplit<B>>| -> Result<Option<Scores>> {
-                    split
-                        .as_ref()
-                        .map(|s| {
-                            let rows = b.index_select(&y, Indices::held(&s.rows))?;
-                            score_of(s, b.download(&b.convert::<T, f32>(&rows)?)?)
-                        })
-                        .transpose()
-                };
-                Ok((of(&self.val)?, of(&self.test)?))
-            }
-            Graph::Sampled(_) => {
-                let of = |split: &Option<EvalSplit<B>>| -> Result<Option<Scores>> {
-                    split
-                        .as_ref()
-                        .map(|s| score_of(s, self.outputs_of(&s.nodes)?))
-                        .transpose()
-                };
-                Ok((of(&self.val)?, of(&self.test)?))
-            }
-        }
+        Ok((of(&self.val)?, of(&self.test)?))
+    }
+
+    /// The full-graph forward of the model in evaluation mode.
+    fn full_forward(&self) -> Result<BTensor<B, T>> {
+        let Graph::Full { graph, x } = &self.graph else {
+            return Err(Error::Model("full_forward on a sampled run".into()));
+        };
+        self.pass_model()?.forward(self.b, &**graph, x)
+    }
+
+    /// Rows `rows` of the outputs `y`, in `f32` on the host.
+    fn rows_of(&self, y: &BTensor<B, T>, rows: &B::Index) -> Result<Vec<f32>> {
+        let b = self.b;
+        let picked = b.index_select(y, Indices::held(rows))?;
+        Ok(b.download(&b.convert::<T, f32>(&picked)?)?)
     }
 }
