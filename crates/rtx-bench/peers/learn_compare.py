@@ -66,6 +66,11 @@ def epoch_seconds(rows):
     return v[mid] if len(v) % 2 else (v[mid - 1] + v[mid]) / 2
 
 
+def ep(e):
+    """` (N)`: the epochs run to reach a target (`e` the 0-based epoch), or nothing."""
+    return "" if e is None else f" ({e + 1})"
+
+
 def gap(ours, baseline):
     """`ours - baseline` in accuracy points, in words."""
     d = 100 * (ours - baseline)
@@ -142,7 +147,6 @@ def main():
             "pyg val/test", "mlp test", "rtx/pyg total s", "rtx/pyg epoch s", "epoch speed-up")
     lines = []
     for r in res + [dict(avg, seed="mean", rtx_epoch=None, pyg_epoch=None)]:
-        ep = lambda e: "" if e is None else f" ({e + 1})"  # noqa: E731
         lines.append((str(r["seed"]), f(r["target"], ".4f"),
                       f(r["rtx_time"], ".2f") + ep(r["rtx_epoch"]),
                       f(r["pyg_time"], ".2f") + ep(r["pyg_epoch"]),
@@ -171,8 +175,7 @@ def main():
     if args.at is not None:
         print(f"\ntime to validation {metric} {args.at}:")
         for r in res + [dict(avg, seed="mean", at_rtx_epoch=None, at_pyg_epoch=None)]:
-            ep = lambda e: "" if e is None else f" ({e + 1})"  # noqa: E731
-            print(f"  seed {r['seed']}: rtx {f(r['at_rtx_time'], '.2f')} s{ep(r['at_rtx_epoch'])}, "
+                print(f"  seed {r['seed']}: rtx {f(r['at_rtx_time'], '.2f')} s{ep(r['at_rtx_epoch'])}, "
                   f"PyG {f(r['at_pyg_time'], '.2f')} s{ep(r['at_pyg_epoch'])}, "
                   f"speed-up {f(r['at_speedup'], '.2f')}" + ("x" if r["at_speedup"] else ""))
     if m.get("epoch_speedup"):
