@@ -134,7 +134,7 @@ pub use kernels::{KERNEL_FILES, kernel_source};
 pub use runtime::CudaBuffer;
 pub use settings::{
     ColSums, DEFAULT_INDEX_CACHE_BYTES, MatmulTiles, PIPELINED_SCATTER_MAX_ENTRIES, ScatterForm,
-    TransposeTile, WINDOWED_MAX_BYTES,
+    StreamActivity, TransposeTile, WINDOWED_MAX_BYTES,
 };
 #[cfg(not(feature = "cuda"))]
 pub use stub::{CudaBackend, CudaBuffer, CudaIndex, Recorded};

@@ -13,6 +13,38 @@ pub const DEFAULT_INDEX_CACHE_BYTES: usize = 512 << 20;
 /// the scatter chunk sums by default.
 pub const PIPELINED_SCATTER_MAX_ENTRIES: usize = 1 << 20;
 
+/// What a backend has put on its stream since it was made (a counter of
+/// each; [`StreamActivity::since`] gives a stretch of work's share): the
+/// launches, copies and host waits that a step's wall time pays for
+/// besides its kernels' device time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct StreamActivity {
+    /// Launches: each kernel, each replay of a recorded graph (one launch
+    /// for all its kernels); kernels launched while a graph is being
+    /// recorded count once, at the recording.
+    pub launches: u64,
+    /// Copies and memsets (host to device, device to host, device to device).
+    pub copies: u64,
+    /// Device allocations from the stream's pool.
+    pub allocations: u64,
+    /// Times the host waited for the stream (each read back to the host,
+    /// each `synchronize`).
+    pub waits: u64,
+}
+
+impl StreamActivity {
+    /// The activity between `earlier` and `self` (each counter's difference).
+    #[must_use]
+    pub fn since(&self, earlier: &StreamActivity) -> StreamActivity {
+        StreamActivity {
+            launches: self.launches.saturating_sub(earlier.launches),
+            copies: self.copies.saturating_sub(earlier.copies),
+            allocations: self.allocations.saturating_sub(earlier.allocations),
+            waits: self.waits.saturating_sub(earlier.waits),
+        }
+    }
+}
+
 /// Tile of the 2-D transpose kernel (a tuning knob for benchmarks).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum TransposeTile {

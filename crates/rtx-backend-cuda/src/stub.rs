@@ -11,7 +11,7 @@ use rtx_backend::prelude::*;
 use rtx_backend::{BTensor, Element, Result as BResult};
 
 use crate::error::{Error, Result};
-use crate::settings::{ColSums, MatmulTiles, ScatterForm, TransposeTile};
+use crate::settings::{ColSums, MatmulTiles, ScatterForm, StreamActivity, TransposeTile};
 
 /// Recorded work (uninhabited without the `cuda` feature).
 #[derive(Debug)]
@@ -140,6 +140,11 @@ impl CudaBackend {
     /// # Errors
     /// Never returns.
     pub fn synchronize(&self) -> Result<()> {
+        match self.never {}
+    }
+
+    /// What this backend has put on its stream so far.
+    pub fn activity(&self) -> StreamActivity {
         match self.never {}
     }
 

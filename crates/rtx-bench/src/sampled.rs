@@ -248,7 +248,10 @@ fn trainer_step(g: &CudaBackend, a: &Args, case: &str) -> anyhow::Result<()> {
     let data = sampled_trainer::dataset(a.div)?;
     let made = t.elapsed().as_secs_f64() * 1e3;
     let config = sampled_trainer::config(a.batch, &a.fanouts);
-    let run = sampled_trainer::time_steps(g, &data, config, a.precision, a.steps)?;
+    let run =
+        sampled_trainer::time_steps(g, &data, config, a.precision, a.steps, &|| g.activity())?;
+    let steps = run.ms.len() as f64;
+    let per_step = |n: u64| n as f64 / steps;
     emit(
         "sampled",
         case,
@@ -263,6 +266,13 @@ fn trainer_step(g: &CudaBackend, a: &Args, case: &str) -> anyhow::Result<()> {
             ),
             ("objective", json!("cross-entropy over the seeds, adamw")),
             ("loss_hash", json!(run.hash())),
+            ("launches_per_step", json!(per_step(run.activity.launches))),
+            ("copies_per_step", json!(per_step(run.activity.copies))),
+            (
+                "allocations_per_step",
+                json!(per_step(run.activity.allocations)),
+            ),
+            ("waits_per_step", json!(per_step(run.activity.waits))),
             ("dataset_ms", json!(made)),
         ],
     );

@@ -8,11 +8,14 @@
 //! sampling on the device, the feature gather, forward, backward, the
 //! optimizer, the loss read. Row `rtx-trainer-step` (median of the timed
 //! steps after 3 warm-up steps) with the loss hash of those steps
-//! (`rtx_gnn::train::loss_hash`: equal between runs and backends).
+//! (`rtx_gnn::train::loss_hash`: equal between runs and backends), and on
+//! the GPU the launches, copies, allocations and host waits per timed step
+//! (`CudaBackend::activity`): what the step pays for besides kernel time.
 
 use std::time::Instant;
 
 use rtx_backend::{Backend, Element, SampleOps, TrainOps, bf16, f16};
+use rtx_backend_cuda::StreamActivity;
 use rtx_gnn::optim::{OptimizerConfig, Rule, Schedule};
 use rtx_gnn::train::{
     ModelSettings, StepReport, Task, TrainConfig, Trainer, loss_hash, loss_hash_hex,
@@ -34,6 +37,9 @@ pub struct TrainerSteps {
     pub ms: Vec<f64>,
     /// The loss of each timed step.
     pub losses: Vec<f64>,
+    /// The backend's stream activity over the timed steps (all of them
+    /// together), as the caller's probe counts it.
+    pub activity: StreamActivity,
 }
 
 impl TrainerSteps {
@@ -77,7 +83,9 @@ pub fn config(batch: usize, fanouts: &[u32]) -> TrainConfig {
 }
 
 /// Times `steps` steps after [`WARMUP`] ones (fewer when the epoch is
-/// shorter) on `b` in `precision`.
+/// shorter) on `b` in `precision`; `probe` reads the backend's stream
+/// activity (`CudaBackend::activity`; a backend without one: the default),
+/// read when the timed steps start and when they end.
 ///
 /// # Errors
 /// As [`Trainer::new`] and [`Trainer::run_epoch`]; an epoch with no step to
@@ -88,11 +96,12 @@ pub fn time_steps<B: Backend + TrainOps + SampleOps + 'static>(
     config: TrainConfig,
     precision: Precision,
     steps: usize,
+    probe: &dyn Fn() -> StreamActivity,
 ) -> anyhow::Result<TrainerSteps> {
     match precision {
-        Precision::F32 => time_in::<B, f32>(b, data, config, steps),
-        Precision::Bf16 => time_in::<B, bf16>(b, data, config, steps),
-        Precision::F16 => time_in::<B, f16>(b, data, config, steps),
+        Precision::F32 => time_in::<B, f32>(b, data, config, steps, probe),
+        Precision::Bf16 => time_in::<B, bf16>(b, data, config, steps, probe),
+        Precision::F16 => time_in::<B, f16>(b, data, config, steps, probe),
     }
 }
 
@@ -101,20 +110,26 @@ fn time_in<B: Backend + TrainOps + SampleOps + 'static, T: Element>(
     data: &Dataset,
     config: TrainConfig,
     steps: usize,
+    probe: &dyn Fn() -> StreamActivity,
 ) -> anyhow::Result<TrainerSteps> {
     let mut trainer = Trainer::<B, T>::new(b, data, config)?;
     let want = WARMUP + steps;
     let mut out = TrainerSteps {
         ms: Vec::new(),
         losses: Vec::new(),
+        activity: StreamActivity::default(),
     };
     let mut last = Instant::now();
     let mut seen = 0;
+    let mut start = StreamActivity::default();
     trainer.run_epoch(&mut |r: &StepReport| {
         let now = Instant::now();
         if seen >= WARMUP {
             out.ms.push(now.duration_since(last).as_secs_f64() * 1e3);
             out.losses.push(r.loss);
+            out.activity = probe().since(&start);
+        } else if seen + 1 == WARMUP {
+            start = probe();
         }
         last = now;
         seen += 1;
@@ -137,7 +152,9 @@ mod tests {
     fn the_timed_steps_repeat_their_losses_on_the_cpu() {
         let cpu = CpuBackend::reference();
         let data = dataset(256).unwrap();
-        let run = || time_steps(&cpu, &data, config(64, &[5, 3]), Precision::F32, 2).unwrap();
+        let none = StreamActivity::default;
+        let run =
+            || time_steps(&cpu, &data, config(64, &[5, 3]), Precision::F32, 2, &none).unwrap();
         let (a, b) = (run(), run());
         assert_eq!(a.ms.len(), 2);
         assert!(a.ms.iter().all(|&t| t > 0.0));
@@ -145,7 +162,7 @@ mod tests {
         assert_eq!(a.losses, b.losses, "the same steps");
         assert_eq!(a.hash(), b.hash());
         assert_eq!(a.hash().len(), 16);
-        let other = time_steps(&cpu, &data, config(32, &[5, 3]), Precision::F32, 2).unwrap();
+        let other = time_steps(&cpu, &data, config(32, &[5, 3]), Precision::F32, 2, &none).unwrap();
         assert_ne!(a.hash(), other.hash(), "other batches, other losses");
     }
 
@@ -154,7 +171,33 @@ mod tests {
         let cpu = CpuBackend::new();
         let data = dataset(256).unwrap();
         let papers = data.node_types[data.type_index("paper").unwrap()].nodes;
-        let e = time_steps(&cpu, &data, config(papers, &[2]), Precision::F32, 1).unwrap_err();
+        let none = StreamActivity::default;
+        let e =
+            time_steps(&cpu, &data, config(papers, &[2]), Precision::F32, 1, &none).unwrap_err();
         assert!(e.to_string().contains("warm-up"), "{e}");
+    }
+
+    #[test]
+    fn the_activity_is_the_probes_change_over_the_timed_steps() {
+        // a probe that counts its own reads as launches: read once when the
+        // warm-up ends and once per timed step, the last read minus the
+        // first is the number of timed steps
+        let cpu = CpuBackend::new();
+        let data = dataset(256).unwrap();
+        let reads = std::cell::Cell::new(0u64);
+        let probe = || {
+            reads.set(reads.get() + 1);
+            StreamActivity {
+                launches: reads.get(),
+                waits: 7 * reads.get(),
+                ..StreamActivity::default()
+            }
+        };
+        let run = time_steps(&cpu, &data, config(64, &[5, 3]), Precision::F32, 3, &probe).unwrap();
+        assert_eq!(run.ms.len(), 3);
+        assert_eq!(reads.get(), 4, "one read at the start, one per timed step");
+        assert_eq!(run.activity.launches, 3);
+        assert_eq!(run.activity.waits, 21);
+        assert_eq!(run.activity.copies, 0);
     }
 }

@@ -52,6 +52,7 @@ impl<R> Recorded<R> {
     /// Driver errors.
     pub fn replay(&mut self) -> Result<&R> {
         self.graph.launch()?;
+        self.dev.activity.kernel();
         Ok(&self.out)
     }
 

@@ -23,7 +23,7 @@ use crate::kernels::compile::Origin;
 use crate::runtime::args::DevPtr;
 use crate::runtime::buffer::{CudaBuffer, DevMem, Pool};
 use crate::runtime::context::Device;
-use crate::settings::{ColSums, MatmulTiles, ScatterForm, Settings, TransposeTile};
+use crate::settings::{ColSums, MatmulTiles, ScatterForm, Settings, StreamActivity, TransposeTile};
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -107,6 +107,7 @@ impl CudaBackend {
                 pool,
                 kernels: Mutex::new(None),
                 counters,
+                activity: Default::default(),
             }),
             settings: Settings::default(),
             indices: IndexCache::default(),
@@ -152,7 +153,16 @@ impl CudaBackend {
     /// Driver errors (including errors of earlier kernels).
     pub fn synchronize(&self) -> Result<()> {
         self.dev.stream.synchronize()?;
+        self.dev.activity.wait();
         Ok(())
+    }
+
+    /// What this backend has put on its stream so far: kernel launches,
+    /// copies, allocations, host waits. Take it before and after some work
+    /// and [`StreamActivity::since`] counts that work's (e.g. the launches
+    /// and waits of one training step).
+    pub fn activity(&self) -> StreamActivity {
+        self.dev.activity.get()
     }
 
     /// Runs `f` between two CUDA events on the backend's stream and returns

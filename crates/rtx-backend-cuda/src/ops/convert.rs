@@ -48,6 +48,7 @@ impl CudaBackend {
                 )
             }
             .map_err(Error::from)?;
+            self.dev.activity.copy();
             return Ok(out);
         }
         let (from, to) = (Half::of(T::DTYPE), Half::of(U::DTYPE));

@@ -65,6 +65,7 @@ impl BackendCore for CudaBackend {
                 )
             }
             .map_err(Error::from)?;
+            self.dev.activity.copy();
         }
         *t = copy;
         Ok(())

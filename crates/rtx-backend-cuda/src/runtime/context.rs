@@ -2,6 +2,7 @@
 //! kernels (loaded on first use). Opened by `CudaBackend::new`; every room
 //! reaches the device through it.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use cudarc::driver::{CudaContext, CudaStream, result};
@@ -33,11 +34,50 @@ pub(crate) struct Device {
     /// between launches, and only this stream's kernels use them, one at a
     /// time.
     pub counters: DevMem,
+    /// What this device's stream has been given (`CudaBackend::activity`).
+    pub activity: Activity,
+}
+
+/// The counters behind [`crate::StreamActivity`], bumped where the work is
+/// queued.
+#[derive(Debug, Default)]
+pub(crate) struct Activity {
+    launches: AtomicU64,
+    copies: AtomicU64,
+    allocations: AtomicU64,
+    waits: AtomicU64,
+}
+
+impl Activity {
+    pub(crate) fn kernel(&self) {
+        self.launches.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn copy(&self) {
+        self.copies.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn wait(&self) {
+        self.waits.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The counts so far.
+    pub(crate) fn get(&self) -> crate::StreamActivity {
+        crate::StreamActivity {
+            launches: self.launches.load(Ordering::Relaxed),
+            copies: self.copies.load(Ordering::Relaxed),
+            allocations: self.allocations.load(Ordering::Relaxed),
+            waits: self.waits.load(Ordering::Relaxed),
+        }
+    }
 }
 
 impl Device {
     /// A new allocation of `bytes` bytes (uninitialized) on the backend's stream.
     pub(crate) fn alloc(&self, bytes: usize) -> Result<DevMem> {
+        if bytes > 0 {
+            self.activity.allocations.fetch_add(1, Ordering::Relaxed);
+        }
         DevMem::alloc(&self.stream, self.pool, bytes)
     }
 
@@ -52,6 +92,7 @@ impl Device {
             unsafe {
                 result::memcpy_htod_async(m.ptr::<u8>().addr(), bytes, self.stream.cu_stream())
             }?;
+            self.activity.copy();
         }
         Ok(m)
     }
@@ -75,8 +116,10 @@ impl Device {
             // SAFETY: `src` holds at least `bytes` bytes (the callers' contract);
             // the stream is synchronized below before `out` is read or dropped.
             unsafe { result::memcpy_dtoh_async(view, src.addr(), self.stream.cu_stream()) }?;
+            self.activity.copy();
         }
         self.stream.synchronize()?;
+        self.activity.wait();
         Ok(())
     }
 
@@ -88,6 +131,7 @@ impl Device {
             unsafe {
                 result::memset_d8_async(m.ptr::<u8>().addr(), 0, m.bytes(), self.stream.cu_stream())
             }?;
+            self.activity.copy();
         }
         Ok(())
     }

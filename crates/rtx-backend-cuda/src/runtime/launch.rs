@@ -96,6 +96,7 @@ macro_rules! launcher {
                 // signature (checked above); the accesses are the caller's
                 // contract.
                 unsafe { b.launch(cfg) }?;
+                dev.activity.kernel();
                 Ok(())
             }
         }
@@ -130,6 +131,7 @@ macro_rules! launcher {
                 // signature for the element T (checked above); the accesses
                 // are the caller's contract.
                 unsafe { b.launch(cfg) }?;
+                dev.activity.kernel();
                 Ok(())
             }
         }
