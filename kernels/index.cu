@@ -320,6 +320,36 @@ __device__ __forceinline__ void scatter_level_half(
 // @kernels RTX_NARROW
 // @kernels RTX_WIDEN
 
+// The same conversions over many tensors in one launch (a model's weights
+// rounded, its gradients widened): `tab` holds three words per tensor (the
+// input's and output's addresses, the length n), `blocks` one word per
+// block, (tensor << 32) | chunk: the block converts elements
+// [chunk * len, min((chunk + 1) * len, n)) of that tensor.
+#define RTX_CONVERT_ALL_ENTRY(IN, OUT)                                                      \
+    const u64 word = blocks[blockIdx.x];                                                    \
+    const u64* e = tab + 3 * (word >> 32);                                                  \
+    const u64 n = e[2];                                                                     \
+    const u64 lo = (word & 0xffffffffull) * len;                                            \
+    const u64 hi = lo + len < n ? lo + len : n;                                             \
+    const IN* __restrict__ in = reinterpret_cast<const IN*>(e[0]);                          \
+    OUT* __restrict__ out = reinterpret_cast<OUT*>(e[1])
+#define RTX_NARROW_ALL(NAME, K, H)                                                          \
+    extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
+        NAME(const u64* __restrict__ tab, const u64* __restrict__ blocks, u64 len) {        \
+        RTX_CONVERT_ALL_ENTRY(float, H);                                                    \
+        for (u64 i = lo + threadIdx.x; i < hi; i += blockDim.x)                             \
+            out[i] = (H)K::narrow(__ldg(in + i));                                           \
+    }
+#define RTX_WIDEN_ALL(NAME, K, H)                                                           \
+    extern "C" __global__ void __launch_bounds__(RTX_BLOCK)                                 \
+        NAME(const u64* __restrict__ tab, const u64* __restrict__ blocks, u64 len) {        \
+        RTX_CONVERT_ALL_ENTRY(H, float);                                                    \
+        for (u64 i = lo + threadIdx.x; i < hi; i += blockDim.x)                             \
+            out[i] = K::widen(__ldg(in + i));                                               \
+    }
+// @kernels RTX_NARROW_ALL
+// @kernels RTX_WIDEN_ALL
+
 // The weight update of mixed-precision training (DenseOps::axpy_mixed): the
 // f32 master y += alpha * widen(x) (the product rounded, then the sum, as
 // axpy_f32 on the widened x), and low = the new y rounded to the kind.

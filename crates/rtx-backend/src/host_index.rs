@@ -98,6 +98,13 @@ impl<B: Backend> LayoutOps for HostIndexOps<B> {
     fn convert<T: Element, U: Element>(&self, x: &BTensor<Self, T>) -> Result<BTensor<Self, U>> {
         self.inner.convert(x)
     }
+
+    fn convert_all<T: Element, U: Element>(
+        &self,
+        xs: &[&BTensor<Self, T>],
+    ) -> Result<Vec<BTensor<Self, U>>> {
+        self.inner.convert_all(xs)
+    }
 }
 
 impl<B: Backend> DenseOps for HostIndexOps<B> {

@@ -17,6 +17,7 @@ mod mixed;
 mod objective;
 
 pub use mixed::MixedHetGat;
+pub(crate) use mixed::convert_present;
 pub use objective::{LossKind, Objective, ObjectiveGrads, ObjectiveLoss, Targets};
 
 /// Hyper-parameters of a [`HetGat`].

@@ -59,6 +59,11 @@ macro_rules! with_kernel_table {
                 /// `axpy_mixed_{bf16,f16}`: f32 master weights updated from a
                 /// half gradient, and rounded to half.
                 AxpyMixed[V](y: *mut f32, x: *const V, low: *mut V, n: u64, alpha: f32);
+                /// `{narrow,widen}_all_{bf16,f16}`: `narrow_*` / `widen_*` over
+                /// many tensors in one launch (`tab`: three words per tensor,
+                /// the input's and output's addresses and n; `blocks`: a word
+                /// per block, tensor and chunk of `len` elements).
+                ConvertAll[](tab: *const u64, blocks: *const u64, len: u64);
                 // permute.cu
                 /// `transpose_{planes,rows,cols}_b*`.
                 TransposeSpan[E](r#in: *const E, out: *mut E, q: SpanParams);
@@ -300,6 +305,10 @@ macro_rules! with_kernel_table {
                 WidenF16 = "widen_f16": Widen[V = f16] by RTX_WIDEN("F16, f16") for Widen(Half::F16),
                 AxpyMixedBf16 = "axpy_mixed_bf16": AxpyMixed[V = bf16] by RTX_AXPY_MIXED("Bf16, bf16") for AxpyMixed(Half::Bf16),
                 AxpyMixedF16 = "axpy_mixed_f16": AxpyMixed[V = f16] by RTX_AXPY_MIXED("F16, f16") for AxpyMixed(Half::F16),
+                NarrowAllBf16 = "narrow_all_bf16": ConvertAll[] by RTX_NARROW_ALL("Bf16, bf16") for NarrowAll(Half::Bf16),
+                NarrowAllF16 = "narrow_all_f16": ConvertAll[] by RTX_NARROW_ALL("F16, f16") for NarrowAll(Half::F16),
+                WidenAllBf16 = "widen_all_bf16": ConvertAll[] by RTX_WIDEN_ALL("Bf16, bf16") for WidenAll(Half::Bf16),
+                WidenAllF16 = "widen_all_f16": ConvertAll[] by RTX_WIDEN_ALL("F16, f16") for WidenAll(Half::F16),
                 // permute.cu
                 TransposePlanesB4 = "transpose_planes_b4": TransposeSpan[E = u32] by RTX_TRANSPOSE_SPAN("transpose_planes, u32") for TransposeSpan(SpanKind::Planes, Word::B4),
                 TransposePlanesB8 = "transpose_planes_b8": TransposeSpan[E = u64] by RTX_TRANSPOSE_SPAN("transpose_planes, u64") for TransposeSpan(SpanKind::Planes, Word::B8 | Word::B16),
@@ -613,6 +622,10 @@ pub(crate) enum Family {
     Widen(Half),
     /// `axpy_mixed_*`.
     AxpyMixed(Half),
+    /// `narrow_all_*`: `narrow_*` over many tensors.
+    NarrowAll(Half),
+    /// `widen_all_*`: `widen_*` over many tensors.
+    WidenAll(Half),
     /// `{sum0,sum0a,softmax_bwd_sum0,gather_scale_sum0}_*`: a fused level 0.
     Fused0(Fused0, SumVec),
     /// `{sum0,sum0a,softmax_bwd_sum0,gather_scale_sum0}_{bf16,f16}x*`: a

@@ -12,8 +12,12 @@ use rtx_backend::{BTensor, Element, Result as BResult, ops};
 use crate::backend::{CudaBackend, ptr, unique_ptr};
 use crate::error::Error;
 use crate::kernels::table::{Family, Half, Kernel};
+use crate::ops::table::TensorTable;
 use crate::runtime::args::{DevPtr, In, Out};
-use crate::runtime::launch::{AxpyMixed, Narrow, Widen, cfg1, grid_for};
+use crate::runtime::launch::{AxpyMixed, ConvertAll, Narrow, Widen, cfg1, grid_for};
+
+/// Elements one block of `convert_all` converts (16 per thread).
+const CONVERT_CHUNK: u64 = 4096;
 
 impl CudaBackend {
     /// `x` converted element by element to `U`, the bits of
@@ -73,6 +77,53 @@ impl CudaBackend {
             }
         }
         Ok(out)
+    }
+
+    /// Every tensor of `xs` converted as [`convert_on_device`] converts it:
+    /// between f32 and a half type in one launch over a table of the
+    /// tensors (`narrow_all_*` / `widen_all_*`: per element the kernels of
+    /// `narrow_*` / `widen_*`), every other pair tensor by tensor.
+    ///
+    /// [`convert_on_device`]: CudaBackend::convert_on_device
+    ///
+    /// # Errors
+    /// As [`CudaBackend::convert_on_device`]; a table past one launch's grid.
+    pub(crate) fn convert_all_on_device<T: Element, U: Element>(
+        &self,
+        xs: &[&BTensor<Self, T>],
+    ) -> BResult<Vec<BTensor<Self, U>>> {
+        let f32_side = |d: rtx_backend::DType| d == rtx_backend::DType::F32;
+        let family = match (Half::of(T::DTYPE), Half::of(U::DTYPE)) {
+            (None, Some(h)) if f32_side(T::DTYPE) => Family::NarrowAll(h),
+            (Some(h), None) if f32_side(U::DTYPE) => Family::WidenAll(h),
+            _ => return xs.iter().map(|x| self.convert_on_device(x)).collect(),
+        };
+        let outs = xs
+            .iter()
+            .map(|x| self.out::<U>(x.shape()))
+            .collect::<BResult<Vec<_>>>()?;
+        let mut table = TensorTable::new(xs.len(), 3);
+        for (x, o) in xs.iter().zip(&outs) {
+            if x.numel() > 0 {
+                table.push(&[ptr(x).addr(), ptr(o).addr()], x.numel());
+            }
+        }
+        let Some((_mem, tab, blocks, grid)) = table.upload(self, CONVERT_CHUNK, "convert_all")?
+        else {
+            return Ok(outs);
+        };
+        let args = ConvertAll {
+            tab: In::at(tab),
+            blocks: In::at(blocks),
+            len: CONVERT_CHUNK,
+        };
+        let k = self.dev.kernels()?;
+        // SAFETY: each table entry is an input tensor's buffer (numel
+        // elements of T, read) and its fresh output's (numel elements of U,
+        // written by the blocks of its own chunks only); the table memory
+        // lives until after the launch is queued and is freed in stream order.
+        unsafe { args.launch(&self.dev, &k, Kernel::of(family), cfg1(grid)) }?;
+        Ok(outs)
     }
 
     /// `n` f32 at `src` rounded to the half type `H` (kind `h`) at `dst`.

@@ -33,6 +33,14 @@ impl LayoutOps for CudaBackend {
         self.convert_on_device(x)
     }
 
+    /// f32 to and from bf16 / f16: one launch for all (`convert_all_on_device`).
+    fn convert_all<T: Element, U: Element>(
+        &self,
+        xs: &[&BTensor<Self, T>],
+    ) -> BResult<Vec<BTensor<Self, U>>> {
+        self.convert_all_on_device(xs)
+    }
+
     /// Relabel: shares the buffer. Transpose: tiled kernel. Permute: N-D kernel.
     fn permute<T: Element>(
         &self,

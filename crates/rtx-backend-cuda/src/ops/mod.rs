@@ -4,6 +4,7 @@
 //! launches), `dense` (`DenseOps`), `fused` (`FusedOps`), `train`
 //! (`TrainOps`), `sample` (`SampleOps`), `convert` (f32 <-> bf16 / f16),
 //! `lists` (the producers of [`CudaIndex`](crate::CudaIndex) lists),
+//! `table` (the tensor table of a multi-tensor launch),
 //! and `chain`, the one level-chain runner of every segment sum (and the
 //! segment max).
 
@@ -16,4 +17,5 @@ mod index;
 mod layout;
 mod lists;
 mod sample;
+mod table;
 mod train;

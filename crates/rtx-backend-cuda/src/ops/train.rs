@@ -7,85 +7,23 @@
 
 use rtx_backend::ops::train::{self as t, AdamStep, RegressionLoss, SgdStep};
 use rtx_backend::prelude::*;
-use rtx_backend::{BTensor, Element, Error as BError, LossGrad, Result as BResult};
+use rtx_backend::{BTensor, Element, LossGrad, Result as BResult};
 
 use crate::backend::{CudaBackend, ptr, unique_ptr};
 use crate::indices::lists::CudaIndex;
 use crate::kernels::table::{Family, Float, Kernel, Train};
+use crate::ops::table::TensorTable;
 use crate::runtime::args::{DevPtr, Elem, In, Out};
 use crate::runtime::launch::{
-    Adam, CrossEntropy, Dropout, LnProbe, MAX_GRID_X, Regression, Sgd, cfg1, grid_for,
+    Adam, CrossEntropy, Dropout, LnProbe, Regression, Sgd, cfg1, grid_for,
 };
 
 /// Elements one block of an optimizer step updates (16 per thread).
 const STEP_CHUNK: u64 = 4096;
 
-/// An uploaded [`StepTable`]: its memory, the tensor table, the block
-/// words and the number of blocks.
-type Uploaded = (
-    crate::runtime::buffer::DevMem,
-    DevPtr<u64>,
-    DevPtr<u64>,
-    u32,
-);
-
-/// The device tables of one multi-tensor step: five words per tensor
-/// (addresses of p, g, m / buf, v, and n), then a word per block
-/// (`tensor << 32 | chunk`). `None` when there is nothing to update.
-struct StepTable {
-    words: Vec<u64>,
-    tensors: usize,
-}
-
-impl StepTable {
-    fn new(n: usize) -> Self {
-        StepTable {
-            words: Vec::with_capacity(5 * n),
-            tensors: 0,
-        }
-    }
-
-    /// A tensor of `n` elements: parameters `p`, gradients `g`, and the
-    /// optimizer's state `m` and `v` (null where it keeps none).
-    fn push<T>(&mut self, p: DevPtr<T>, g: DevPtr<T>, m: DevPtr<T>, v: DevPtr<T>, n: usize) {
-        self.words
-            .extend([p.addr(), g.addr(), m.addr(), v.addr(), n as u64]);
-        self.tensors += 1;
-    }
-
-    /// The block words appended; uploads the whole table: `(memory, tab
-    /// address, blocks address, blocks)`, or `None` without elements.
-    fn upload(mut self, b: &CudaBackend, op: &'static str) -> BResult<Option<Uploaded>> {
-        let tab_words = self.words.len();
-        for i in 0..self.tensors {
-            let n = self.words[5 * i + 4];
-            let chunks = n.div_ceil(STEP_CHUNK);
-            if chunks > u64::from(u32::MAX) {
-                return Err(BError::SizeOverflow {
-                    op,
-                    what: format!("{n} elements of one tensor ({chunks} chunks)"),
-                });
-            }
-            self.words
-                .extend((0..chunks).map(|c| ((i as u64) << 32) | c));
-        }
-        let blocks = (self.words.len() - tab_words) as u64;
-        if blocks == 0 {
-            return Ok(None);
-        }
-        if blocks > MAX_GRID_X {
-            return Err(BError::SizeOverflow {
-                op,
-                what: format!("{blocks} blocks of one launch"),
-            });
-        }
-        let bytes: Vec<u8> = self.words.iter().flat_map(|w| w.to_ne_bytes()).collect();
-        let mem = b.dev.upload_bytes(&bytes)?;
-        let at: DevPtr<u64> = mem.ptr();
-        let blocks_at = at.byte_add(8 * tab_words as u64);
-        Ok(Some((mem, at, blocks_at, blocks as u32)))
-    }
-}
+/// Words per tensor of an optimizer step's table: the addresses of p, g,
+/// m / buf and v, then n (kernels/train.cu's `RTX_TRAIN_ENTRY`).
+const STEP_WORDS: usize = 5;
 
 impl TrainOps for CudaBackend {
     fn dropout<T: Element>(
@@ -193,7 +131,7 @@ impl TrainOps for CudaBackend {
         v: &mut [&mut BTensor<Self, T>],
     ) -> BResult<()> {
         let s = t::adam_checked::<T::Acc, _>(h, params, grads, m, v)?;
-        let mut table = StepTable::new(params.len());
+        let mut table = TensorTable::new(params.len(), STEP_WORDS);
         for i in 0..params.len() {
             let n = params[i].numel();
             if n == 0 {
@@ -202,9 +140,9 @@ impl TrainOps for CudaBackend {
             let pp = unique_ptr(self, params[i])?;
             let pm = unique_ptr(self, m[i])?;
             let pv = unique_ptr(self, v[i])?;
-            table.push(pp, ptr(grads[i]), pm, pv, n);
+            table.push(&[pp.addr(), ptr(grads[i]).addr(), pm.addr(), pv.addr()], n);
         }
-        let Some((_mem, tab, blocks, grid)) = table.upload(self, "adam_step")? else {
+        let Some((_mem, tab, blocks, grid)) = table.upload(self, STEP_CHUNK, "adam_step")? else {
             return Ok(());
         };
         let args = Adam::<T> {
@@ -241,7 +179,7 @@ impl TrainOps for CudaBackend {
         bufs: &mut [&mut BTensor<Self, T>],
     ) -> BResult<()> {
         let s = t::sgd_checked::<T::Acc, _>(h, params, grads, bufs)?;
-        let mut table = StepTable::new(params.len());
+        let mut table = TensorTable::new(params.len(), STEP_WORDS);
         for i in 0..params.len() {
             let n = params[i].numel();
             if n == 0 {
@@ -253,9 +191,9 @@ impl TrainOps for CudaBackend {
             } else {
                 DevPtr::NULL
             };
-            table.push(pp, ptr(grads[i]), pb, DevPtr::NULL, n);
+            table.push(&[pp.addr(), ptr(grads[i]).addr(), pb.addr(), 0], n);
         }
-        let Some((_mem, tab, blocks, grid)) = table.upload(self, "sgd_step")? else {
+        let Some((_mem, tab, blocks, grid)) = table.upload(self, STEP_CHUNK, "sgd_step")? else {
             return Ok(());
         };
         let flags = u32::from(s.decay)

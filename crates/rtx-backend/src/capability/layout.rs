@@ -64,4 +64,20 @@ pub trait LayoutOps: BackendCore {
         let host = self.download(x)?;
         self.upload(&crate::reference::convert::<T, U>(&host), x.shape())
     }
+
+    /// Every tensor of `xs` converted as [`convert`](LayoutOps::convert)
+    /// converts it, in order: the same bits, in as few launches as the
+    /// backend can (a model's parameters rounded to a half type, its
+    /// gradients widened, in one launch each on the GPU).
+    ///
+    /// Default: [`convert`](LayoutOps::convert) of each.
+    ///
+    /// # Errors
+    /// As [`convert`](LayoutOps::convert).
+    fn convert_all<T: Element, U: Element>(
+        &self,
+        xs: &[&BTensor<Self, T>],
+    ) -> Result<Vec<BTensor<Self, U>>> {
+        xs.iter().map(|x| self.convert::<T, U>(x)).collect()
+    }
 }

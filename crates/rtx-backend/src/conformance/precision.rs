@@ -480,6 +480,66 @@ pub fn typed_layout_and_convert<B: Backend>(b: &B) {
         &got,
         &reference::convert::<f64, f32>(&d),
     );
+    convert_all_case::<B, f32, bf16>(b);
+    convert_all_case::<B, f32, f16>(b);
+    convert_all_case::<B, bf16, f32>(b);
+    convert_all_case::<B, f16, f32>(b);
+    convert_all_case::<B, f64, bf16>(b);
+    convert_all_case::<B, f32, f32>(b);
+}
+
+/// `convert_all` over tensors of many sizes (empty ones, one element, a
+/// block's chunk and one past it, several chunks, 2-D) gives each tensor
+/// its own `convert`, the reference's bits, in order and in its shape.
+fn convert_all_case<B: Backend, T: Element, U: Element>(b: &B) {
+    let shapes: [&[usize]; 9] = [
+        &[0],
+        &[1],
+        &[4095],
+        &[4096],
+        &[4097],
+        &[3, 0],
+        &[3 * 4096 + 5],
+        &[64, 129],
+        &[7, 3],
+    ];
+    let hosts: Vec<Vec<T>> = shapes
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            // raw bit patterns for the narrow types' inputs (NaNs, ties,
+            // subnormals), spread values otherwise
+            let n: usize = s.iter().product();
+            (0..n)
+                .map(|j| {
+                    let bits = splitmix64(40 + i as u64, j as u64);
+                    T::from_f64(match T::DTYPE.size() {
+                        4 => f64::from(f32::from_bits(bits as u32)),
+                        _ => (bits % 20_001) as f64 / 997.0 - 10.0,
+                    })
+                })
+                .collect()
+        })
+        .collect();
+    let tensors: Vec<BTensor<B, T>> = hosts.iter().zip(shapes).map(|(h, s)| up(b, h, s)).collect();
+    let refs: Vec<&BTensor<B, T>> = tensors.iter().collect();
+    let got = b.convert_all::<T, U>(&refs).expect("convert_all");
+    let (ty, uy) = (T::DTYPE, U::DTYPE);
+    assert_eq!(
+        got.len(),
+        shapes.len(),
+        "convert_all {ty} -> {uy}: one output per input"
+    );
+    for ((g, h), s) in got.iter().zip(&hosts).zip(shapes) {
+        assert_eq!(g.shape(), s, "convert_all {ty} -> {uy}: the input's shape");
+        assert_bits(
+            &format!("convert_all {ty} -> {uy} {s:?}"),
+            &down(b, g),
+            &reference::convert::<T, U>(h),
+        );
+    }
+    let none = b.convert_all::<T, U>(&[]).expect("convert_all of nothing");
+    assert!(none.is_empty(), "convert_all {ty} -> {uy} of no tensor");
 }
 
 fn layout_case<B: Backend, T: Element>(b: &B) {

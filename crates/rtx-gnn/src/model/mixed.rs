@@ -25,11 +25,7 @@ impl<B: Backend, A: Element> HetGat<B, A> {
     /// # Errors
     /// Backend errors.
     pub fn to_precision<H: Element>(&self, b: &B) -> Result<HetGat<B, H>> {
-        let params = self
-            .params
-            .iter()
-            .map(|p| b.convert::<A, H>(p))
-            .collect::<rtx_backend::Result<Vec<_>>>()?;
+        let params = b.convert_all::<A, H>(&self.params.iter().collect::<Vec<_>>())?;
         Ok(HetGat {
             config: self.config.clone(),
             hidden: self.hidden,
@@ -61,19 +57,29 @@ impl<B: Backend> HetGat<B, f32> {
         let (loss, grads, dx) = self
             .to_precision::<H>(b)?
             .mixed_pass(b, graph, x, input_grads)?;
-        let widen = |g: Option<BTensor<B, H>>| g.map(|g| b.convert::<H, f32>(&g)).transpose();
         Ok(LossAndGrads {
             loss,
-            grads: grads
-                .into_iter()
-                .map(widen)
-                .collect::<rtx_backend::Result<_>>()?,
-            input_grads: dx
-                .into_iter()
-                .map(widen)
-                .collect::<rtx_backend::Result<_>>()?,
+            grads: convert_present(b, &grads)?,
+            input_grads: convert_present(b, &dx)?,
         })
     }
+}
+
+/// Each present tensor of `xs` converted to `U` ([`LayoutOps::convert_all`]:
+/// one launch for all on a GPU), the absent ones left absent.
+///
+/// # Errors
+/// Backend errors.
+pub(crate) fn convert_present<B: Backend, T: Element, U: Element>(
+    b: &B,
+    xs: &[Option<BTensor<B, T>>],
+) -> rtx_backend::Result<Vec<Option<BTensor<B, U>>>> {
+    let present: Vec<&BTensor<B, T>> = xs.iter().flatten().collect();
+    let mut done = b.convert_all::<T, U>(&present)?.into_iter();
+    Ok(xs
+        .iter()
+        .map(|x| x.as_ref().and_then(|_| done.next()))
+        .collect())
 }
 
 /// The loss, the parameter gradients and the input gradients of a pass in `H`.

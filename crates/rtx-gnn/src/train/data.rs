@@ -27,11 +27,7 @@ pub(super) fn widen_grads_acc<B: Backend + 'static, T: Element>(
             let grads = other
                 .downcast::<crate::model::Grads<B, T>>()
                 .map_err(|_| Error::Model("gradients of an unexpected type".into()))?;
-            grads
-                .iter()
-                .map(|g| g.as_ref().map(|g| b.convert::<T, T::Acc>(g)).transpose())
-                .collect::<rtx_backend::Result<_>>()
-                .map_err(Error::from)
+            crate::model::convert_present::<B, T, T::Acc>(b, &grads).map_err(Error::from)
         }
     }
 }

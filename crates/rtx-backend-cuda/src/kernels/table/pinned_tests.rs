@@ -90,6 +90,10 @@ const INSTANTIATIONS: &[&str] = &[
     "RTX_WIDEN(widen_f16, F16, f16)",
     "RTX_AXPY_MIXED(axpy_mixed_bf16, Bf16, bf16)",
     "RTX_AXPY_MIXED(axpy_mixed_f16, F16, f16)",
+    "RTX_NARROW_ALL(narrow_all_bf16, Bf16, bf16)",
+    "RTX_NARROW_ALL(narrow_all_f16, F16, f16)",
+    "RTX_WIDEN_ALL(widen_all_bf16, Bf16, bf16)",
+    "RTX_WIDEN_ALL(widen_all_f16, F16, f16)",
     "RTX_TRANSPOSE_SPAN(transpose_planes_b4, transpose_planes, u32)",
     "RTX_TRANSPOSE_SPAN(transpose_planes_b8, transpose_planes, u64)",
     "RTX_TRANSPOSE_SPAN(transpose_rows_b4, transpose_rows, u32)",
@@ -423,6 +427,10 @@ const PICKS: &[&str] = &[
     "Narrow(F16) narrow_f16",
     "Widen(F16) widen_f16",
     "AxpyMixed(F16) axpy_mixed_f16",
+    "NarrowAll(Bf16) narrow_all_bf16",
+    "WidenAll(Bf16) widen_all_bf16",
+    "NarrowAll(F16) narrow_all_f16",
+    "WidenAll(F16) widen_all_f16",
     "Fused0(Read, F32x4) sum0_f32x4",
     "Fused0(Read, F32x2) sum0_f32x2",
     "Fused0(Read, F32x1) sum0_f32x1",
@@ -677,7 +685,13 @@ fn every_choice_picks_the_kernel_it_picked_before() {
         }
     }
     for h in halves {
-        all.extend([Family::Narrow(h), Family::Widen(h), Family::AxpyMixed(h)]);
+        all.extend([
+            Family::Narrow(h),
+            Family::Widen(h),
+            Family::AxpyMixed(h),
+            Family::NarrowAll(h),
+            Family::WidenAll(h),
+        ]);
     }
     for o in fused {
         all.extend(sums.map(|v| Family::Fused0(o, v)));
