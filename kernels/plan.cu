@@ -261,6 +261,35 @@ __device__ __forceinline__ void scan_spine(T* __restrict__ sums, u64 ntiles, T* 
     if (threadIdx.x == 0 && total) *total = carry;
 }
 
+// The same exclusive scan by one block, tile after tile, carrying the sum
+// of the tiles before (scan_sums, scan_spine and scan_apply in one launch,
+// for scans of a few tiles); the grand total goes to *total (when total !=
+// 0). Integer sums: the same values as the three launches give.
+template <typename T, typename Load>
+__device__ __forceinline__ void scan_single(Load load, u64 n, T* __restrict__ out, T* total) {
+    const u64 ntiles = (n + PLAN_TILE - 1) / PLAN_TILE;
+    T carry = zero_of(T{});
+    for (u64 t = 0; t < ntiles; ++t) {
+        const u64 first = t * PLAN_TILE + (u64)threadIdx.x * RTX_PLAN_ITEMS;
+        T v[RTX_PLAN_ITEMS];
+        T s = zero_of(T{});
+#pragma unroll
+        for (u32 k = 0; k < RTX_PLAN_ITEMS; ++k) {
+            v[k] = first + k < n ? load(first + k) : zero_of(T{});
+            s = s + v[k];
+        }
+        T tot;
+        T run = carry + block_exclusive_scan(s, &tot);
+#pragma unroll
+        for (u32 k = 0; k < RTX_PLAN_ITEMS; ++k) {
+            if (first + k < n) out[first + k] = run;
+            run = run + v[k];
+        }
+        carry = carry + tot;
+    }
+    if (threadIdx.x == 0 && total) *total = carry;
+}
+
 extern "C" __global__ void __launch_bounds__(RTX_BLOCK)
     scan_sums_u32(const u32* __restrict__ in, u64 n, u32* __restrict__ sums) {
     scan_sums<u32>(PlainLoad{in}, n, sums);
@@ -273,6 +302,11 @@ extern "C" __global__ void __launch_bounds__(RTX_BLOCK)
     scan_apply_u32(const u32* __restrict__ in, u64 n, const u32* __restrict__ sums,
                    u32* __restrict__ out) {
     scan_apply<u32>(PlainLoad{in}, n, sums, out);
+}
+
+extern "C" __global__ void __launch_bounds__(RTX_BLOCK)
+    scan_single_u32(const u32* __restrict__ in, u64 n, u32* __restrict__ out) {
+    scan_single<u32>(PlainLoad{in}, n, out, (u32*)0);
 }
 
 // ---- row offsets and level 0 ----
@@ -311,6 +345,21 @@ extern "C" __global__ void __launch_bounds__(RTX_BLOCK)
     lvl0_apply(const u32* __restrict__ off, u64 rows, const Level0Counts* __restrict__ sums,
                Level0Counts* __restrict__ out) {
     scan_apply<Level0Counts>(Lvl0Load{off}, rows, sums, out);
+}
+
+// lvl0_sums, lvl0_spine and lvl0_apply in one launch (one block; for
+// few rows): the scan of the rows' counts and its total in the info block.
+extern "C" __global__ void __launch_bounds__(RTX_BLOCK)
+    lvl0_single(const u32* __restrict__ off, u64 rows, Level0Counts* __restrict__ out,
+                u64* info) {
+    __shared__ Level0Counts total;
+    scan_single<Level0Counts>(Lvl0Load{off}, rows, out, &total);
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        info[INFO_CHUNKS + 0] = total.a;
+        info[INFO_VALUES + 1] = total.b;
+        info[INFO_M] = total.c;
+    }
 }
 
 // Level 0's chunk tables, one thread per chunk: chunk c belongs to the last

@@ -89,6 +89,10 @@ fn fresh_device_lists_scatter_bit_identical_to_cpu() {
         (1 << 22, 1 << 20, 2, false),
         ((1 << 22) + 1, 1 << 20, 2, true),
         (1_000_000, 2_000_000, 8, true),
+        // a mini-batch's list: level 0's scan in one block (4 tiles of
+        // rows), and one row more: three launches
+        (16_384, 168_960, 4, false),
+        (16_385, 168_960, 4, true),
     ] {
         fresh_case::<f32>(&g, rows, e, f, hub, 5);
         fresh_case::<f64>(&g, rows, e, f, hub, 6);

@@ -20,9 +20,14 @@ use crate::runtime::args::{DevPtr, In, Level0Counts, Out};
 use crate::runtime::buffer::DevMem;
 use crate::runtime::context::Device;
 use crate::runtime::launch::{
-    IndexBounds, Lvl0Apply, Lvl0Fill, Lvl0Spine, Lvl0Sums, MAX_GRID_X, PlanHist, PlanLevels,
-    PlanOffsets, PlanRank, ScanApply, ScanSpine, ScanSums, cfg1, grid_for,
+    IndexBounds, Lvl0Apply, Lvl0Fill, Lvl0Single, Lvl0Spine, Lvl0Sums, MAX_GRID_X, PlanHist,
+    PlanLevels, PlanOffsets, PlanRank, ScanApply, ScanSingle, ScanSpine, ScanSums, cfg1, grid_for,
 };
+
+/// Scans of at most this many tiles run in one block, one launch
+/// (`scan_single_u32`, `lvl0_single`) instead of three: a few tiles take a
+/// block a few microseconds, less than two launches more cost the host.
+pub(crate) const SINGLE_SCAN_TILES: u64 = 4;
 
 /// A plan built on the device, with the largest index of its list.
 #[derive(Debug)]
@@ -393,29 +398,41 @@ fn level_tables(
     };
     // SAFETY: skeys holds n u32, off rows + 1.
     unsafe { args.launch(dev, &k, Kernel::PlanOffsets, cfg1(grid_for(sort_rows + 1))) }?;
-    let args = Lvl0Sums {
-        off: In::at(off),
-        rows: sort_rows,
-        sums: Out::at(s3),
-    };
-    // SAFETY: off holds rows + 1 u32, sums tiles(rows) triples.
-    unsafe { args.launch(dev, &k, Kernel::Lvl0Sums, cfg1(tile_grid(t0))) }?;
-    let args = Lvl0Spine {
-        sums: Out::at(s3),
-        ntiles: t0,
-        info: Out::at(info),
-    };
-    // SAFETY: one block; sums holds ntiles triples, info INFO_WORDS words.
-    unsafe { args.launch(dev, &k, Kernel::Lvl0Spine, cfg1(1)) }?;
-    let args = Lvl0Apply {
-        off: In::at(off),
-        rows: sort_rows,
-        sums: In::at(s3),
-        out: Out::at(sc3),
-    };
-    // SAFETY: off holds rows + 1 u32, sums tiles(rows) triples, out rows
-    // triples.
-    unsafe { args.launch(dev, &k, Kernel::Lvl0Apply, cfg1(tile_grid(t0))) }?;
+    if t0 <= SINGLE_SCAN_TILES {
+        let args = Lvl0Single {
+            off: In::at(off),
+            rows: sort_rows,
+            out: Out::at(sc3),
+            info: Out::at(info),
+        };
+        // SAFETY: one block; off holds rows + 1 u32, out rows triples, info
+        // INFO_WORDS words.
+        unsafe { args.launch(dev, &k, Kernel::Lvl0Single, cfg1(1)) }?;
+    } else {
+        let args = Lvl0Sums {
+            off: In::at(off),
+            rows: sort_rows,
+            sums: Out::at(s3),
+        };
+        // SAFETY: off holds rows + 1 u32, sums tiles(rows) triples.
+        unsafe { args.launch(dev, &k, Kernel::Lvl0Sums, cfg1(tile_grid(t0))) }?;
+        let args = Lvl0Spine {
+            sums: Out::at(s3),
+            ntiles: t0,
+            info: Out::at(info),
+        };
+        // SAFETY: one block; sums holds ntiles triples, info INFO_WORDS words.
+        unsafe { args.launch(dev, &k, Kernel::Lvl0Spine, cfg1(1)) }?;
+        let args = Lvl0Apply {
+            off: In::at(off),
+            rows: sort_rows,
+            sums: In::at(s3),
+            out: Out::at(sc3),
+        };
+        // SAFETY: off holds rows + 1 u32, sums tiles(rows) triples, out rows
+        // triples.
+        unsafe { args.launch(dev, &k, Kernel::Lvl0Apply, cfg1(tile_grid(t0))) }?;
+    }
     let args = Lvl0Fill {
         off: In::at(off),
         rows: sort_rows,
@@ -502,7 +519,7 @@ fn finish(
 
 /// Exclusive scan of the `n` u32 at `input` into `out`, with `sums` holding
 /// `tiles(n)` u32 of scratch: tile sums, their scan by one block, then each
-/// tile's scan.
+/// tile's scan; one block for all of it up to [`SINGLE_SCAN_TILES`] tiles.
 pub(crate) fn scan_u32(
     dev: &Device,
     input: DevPtr<u32>,
@@ -512,6 +529,15 @@ pub(crate) fn scan_u32(
 ) -> Result<()> {
     let k = dev.kernels()?;
     let nt = tiles(n);
+    if nt <= SINGLE_SCAN_TILES {
+        let args = ScanSingle {
+            r#in: In::at(input),
+            n,
+            out: Out::at(out),
+        };
+        // SAFETY: one block; in and out hold n u32 (distinct allocations).
+        return unsafe { args.launch(dev, &k, Kernel::ScanSingleU32, cfg1(1)) };
+    }
     let args = ScanSums {
         r#in: In::at(input),
         n,

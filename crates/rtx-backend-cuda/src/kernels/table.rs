@@ -169,6 +169,8 @@ macro_rules! with_kernel_table {
                 ScanSpine[](sums: *mut u32, ntiles: u64);
                 /// `scan_apply_u32`.
                 ScanApply[](r#in: *const u32, n: u64, sums: *const u32, out: *mut u32);
+                /// `scan_single_u32`: the three scan launches in one block.
+                ScanSingle[](r#in: *const u32, n: u64, out: *mut u32);
                 /// `plan_offsets`.
                 PlanOffsets[](skeys: *const u32, n: u64, rows: u64, off: *mut u32);
                 /// `lvl0_sums`.
@@ -177,6 +179,8 @@ macro_rules! with_kernel_table {
                 Lvl0Spine[](sums: *mut Level0Counts, ntiles: u64, info: *mut u64);
                 /// `lvl0_apply`.
                 Lvl0Apply[](off: *const u32, rows: u64, sums: *const Level0Counts, out: *mut Level0Counts);
+                /// `lvl0_single`: level 0's three scan launches in one block.
+                Lvl0Single[](off: *const u32, rows: u64, out: *mut Level0Counts, info: *mut u64);
                 /// `lvl0_fill`.
                 Lvl0Fill[](
                     off: *const u32, rows: u64, scan: *const Level0Counts, info: *const u64, n: u64, cstart: *mut u32,
@@ -495,10 +499,12 @@ macro_rules! with_kernel_table {
                 ScanSumsU32 = "scan_sums_u32": ScanSums[],
                 ScanSpineU32 = "scan_spine_u32": ScanSpine[],
                 ScanApplyU32 = "scan_apply_u32": ScanApply[],
+                ScanSingleU32 = "scan_single_u32": ScanSingle[],
                 PlanOffsets = "plan_offsets": PlanOffsets[],
                 Lvl0Sums = "lvl0_sums": Lvl0Sums[],
                 Lvl0Spine = "lvl0_spine": Lvl0Spine[],
                 Lvl0Apply = "lvl0_apply": Lvl0Apply[],
+                Lvl0Single = "lvl0_single": Lvl0Single[],
                 Lvl0Fill = "lvl0_fill": Lvl0Fill[],
                 PlanLevels = "plan_levels": PlanLevels[],
                 IndexRandom = "index_random": IndexRandom[],
