@@ -43,10 +43,26 @@ fn random_lists_are_the_host_generator_bit_for_bit() {
 /// A fresh device list per case: scatter, gather and segment sum against
 /// the CPU backend with the same list on the host.
 fn fresh_case<T: Element>(g: &CudaBackend, rows: usize, e: usize, f: usize, hub: bool, seed: u64) {
-    let cpu = CpuBackend::reference();
     let case = format!("rows {rows} e {e} f {f} hub {hub}");
     let idx = indices(seed, e, rows, hub);
     let list = g.index_random(seed, 0, e, rows, hub).unwrap();
+    against_cpu::<T>(g, &list, &idx, rows, f, seed, &case);
+}
+
+/// Scatter and gather by the device list `list` (whose entries are `idx`)
+/// against the CPU backend with `idx` on the host.
+fn against_cpu<T: Element>(
+    g: &CudaBackend,
+    list: &rtx_backend_cuda::CudaIndex,
+    idx: &[u32],
+    rows: usize,
+    f: usize,
+    seed: u64,
+    case: &str,
+) {
+    let cpu = CpuBackend::reference();
+    let e = idx.len();
+    let list = list.clone();
     let msg: Vec<T> = values(seed + 1, e * f);
     let dst: Vec<T> = values(seed + 2, rows * f);
     let mut d = g.upload(&dst, &[rows, f]).unwrap();
@@ -57,7 +73,7 @@ fn fresh_case<T: Element>(g: &CudaBackend, rows: usize, e: usize, f: usize, hub:
     )
     .unwrap();
     let mut c = cpu.upload(&dst, &[rows, f]).unwrap();
-    cpu.index_add(&mut c, &idx, &cpu.upload(&msg, &[e, f]).unwrap())
+    cpu.index_add(&mut c, idx, &cpu.upload(&msg, &[e, f]).unwrap())
         .unwrap();
     same_bits(
         &format!("scatter {case}"),
@@ -67,7 +83,7 @@ fn fresh_case<T: Element>(g: &CudaBackend, rows: usize, e: usize, f: usize, hub:
     let src = g.upload(&dst, &[rows, f]).unwrap();
     let gg = g.index_select(&src, Indices::held(&list)).unwrap();
     let cg = cpu
-        .index_select(&cpu.upload(&dst, &[rows, f]).unwrap(), &idx)
+        .index_select(&cpu.upload(&dst, &[rows, f]).unwrap(), idx)
         .unwrap();
     same_bits(
         &format!("gather {case}"),
@@ -97,6 +113,74 @@ fn fresh_device_lists_scatter_bit_identical_to_cpu() {
         fresh_case::<f32>(&g, rows, e, f, hub, 5);
         fresh_case::<f64>(&g, rows, e, f, hub, 6);
     }
+}
+
+/// `prepare_plans` over fresh device lists (a mini-batch's, a hub's, one
+/// row, an empty list, the same list twice): one wait for all of them, and
+/// each list's scatter the CPU's bits; a list with an entry past its rows
+/// is the error naming the first such position, and the others' plans
+/// stay usable.
+#[test]
+fn plans_prepared_together_wait_once_and_scatter_the_cpus_bits() {
+    let g = backend();
+    let shapes = [
+        (16_384usize, 168_960usize, false),
+        (16_385, 100_000, true),
+        (37, 9, false),
+        (1, 700, false),
+        (70_000, 300_000, true),
+        (5, 0, false),
+    ];
+    let lists: Vec<_> = shapes
+        .iter()
+        .enumerate()
+        .map(|(i, &(rows, e, hub))| g.index_random(40 + i as u64, 0, e, rows, hub).unwrap())
+        .collect();
+    let mut all: Vec<Indices<'_, CudaBackend>> = lists
+        .iter()
+        .zip(&shapes)
+        .map(|(l, &(rows, _, _))| Indices::held(l).with_rows(rows))
+        .collect();
+    all.push(Indices::held(&lists[0]).with_rows(shapes[0].0));
+    let before = g.activity();
+    g.prepare_plans(&all).unwrap();
+    let spent = g.activity().since(&before);
+    assert_eq!(spent.waits, 1, "one wait for every plan: {spent:?}");
+    for (i, (l, &(rows, e, hub))) in lists.iter().zip(&shapes).enumerate() {
+        let idx = indices(40 + i as u64, e, rows, hub);
+        let case = format!("prepared: rows {rows} e {e} hub {hub}");
+        let before = g.activity();
+        against_cpu::<f32>(&g, l, &idx, rows, 3, 50 + i as u64, &case);
+        let used = g.activity().since(&before);
+        assert_eq!(
+            used.waits, 2,
+            "{case}: only the two downloads wait: {used:?}"
+        );
+    }
+    let (made_for, rows) = (1000usize, 500usize);
+    let bad = g.index_random(60, 0, 20_000, made_for, false).unwrap();
+    let host = indices(60, 20_000, made_for, false);
+    let first = host.iter().position(|&i| i as usize >= rows).unwrap();
+    let fine = g.index_random(61, 0, 5000, rows, false).unwrap();
+    let e = g
+        .prepare_plans(&[
+            Indices::held(&fine).with_rows(rows),
+            Indices::held(&bad).with_rows(rows),
+        ])
+        .unwrap_err();
+    assert!(
+        matches!(e, BError::IndexOutOfRange { position, bound, .. } if position == first && bound == rows),
+        "{e}"
+    );
+    against_cpu::<f32>(
+        &g,
+        &fine,
+        &indices(61, 5000, rows, false),
+        rows,
+        2,
+        62,
+        "after an error",
+    );
 }
 
 /// The windowed level 0 reads the window table the device build writes:

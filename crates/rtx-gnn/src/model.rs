@@ -353,6 +353,34 @@ impl<B: Backend, T: Element> HetGat<B, T> {
             .collect()
     }
 
+    /// Makes ready together the scatter plans a pass over `graph` sums by
+    /// ([`IndexOps::prepare_plans`](rtx_backend::IndexOps::prepare_plans)):
+    /// each relation live in some layer by its destinations, and for a
+    /// `backward` pass by its sources too. On the GPU a mini-batch's plans
+    /// then cost one wait instead of one each; the pass's bits are the same.
+    ///
+    /// # Errors
+    /// Backend errors (an entry out of range for its node type).
+    pub fn prepare_plans<G: Topology<B> + ?Sized>(
+        &self,
+        b: &B,
+        graph: &G,
+        backward: bool,
+    ) -> Result<()> {
+        let mut lists = Vec::new();
+        for r in 0..self.relations.len() {
+            if !self.live.iter().any(|layer| layer[r]) {
+                continue;
+            }
+            let edges = graph.edges(r);
+            lists.push(edges.by_dst);
+            if backward {
+                lists.push(edges.by_src);
+            }
+        }
+        Ok(b.prepare_plans(&lists)?)
+    }
+
     /// Replaces every parameter (e.g. from a checkpoint), all or nothing.
     ///
     /// # Errors

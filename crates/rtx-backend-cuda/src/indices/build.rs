@@ -138,8 +138,45 @@ pub(crate) fn build(
     rows: usize,
     known_max: Option<u32>,
 ) -> BResult<Built> {
+    match start(dev, idx, n, rows, known_max)? {
+        Started::Done(built) => Ok(built),
+        Started::Queued(p) => {
+            let words = read_info(dev, &p.info)?;
+            p.finish(dev, &words)
+        }
+    }
+}
+
+/// A build started by [`start`]: done already (an empty list), or queued
+/// on the stream, waiting for the sizes its info block will hold.
+pub(crate) enum Started {
+    Done(Built),
+    Queued(Pending),
+}
+
+/// A plan whose kernels are queued: [`Pending::finish`] with its info
+/// block's words (read back after the kernels ran) makes it.
+pub(crate) struct Pending {
+    info: DevMem,
+    plan: PlanMem,
+    idx: DevPtr<u32>,
+    n: usize,
+    rows: usize,
+    known_max: Option<u32>,
+}
+
+/// Queues the build of [`build`] (at most one readback first, for a
+/// destination of far more rows than entries), leaving its one readback of
+/// the sizes to the caller: several builds can share one wait.
+pub(crate) fn start(
+    dev: &Device,
+    idx: DevPtr<u32>,
+    n: usize,
+    rows: usize,
+    known_max: Option<u32>,
+) -> BResult<Started> {
     if n == 0 {
-        return Ok(Built {
+        return Ok(Started::Done(Built {
             plan: DevicePlan::from_parts(
                 dev.alloc(0)?,
                 DevPtr::NULL,
@@ -149,7 +186,7 @@ pub(crate) fn build(
                 DevPtr::NULL,
             ),
             max: None,
-        });
+        }));
     }
     if n > u32::MAX as usize {
         return Err(BError::TooManyIndices {
@@ -165,7 +202,14 @@ pub(crate) fn build(
     let scratch = Scratch::alloc(dev, n64, sort_rows)?;
     let sorted = radix_sort(dev, idx, n64, sort_rows, plan.positions, &scratch)?;
     level_tables(dev, sorted, n64, sort_rows, &plan, &scratch, info.ptr())?;
-    finish(dev, idx, n, rows, known_max, &info, plan)
+    Ok(Started::Queued(Pending {
+        info,
+        plan,
+        idx,
+        n,
+        rows,
+        known_max,
+    }))
 }
 
 /// The rows the sort and the offsets run over: `known_max + 1`, else `rows`
@@ -464,57 +508,71 @@ fn level_tables(
     Ok(())
 }
 
-/// The one readback: the level sizes and the range check's verdict, and
-/// the plan over `plan`'s tables.
-fn finish(
-    dev: &Device,
-    idx: DevPtr<u32>,
-    n: usize,
-    rows: usize,
-    known_max: Option<u32>,
-    info: &DevMem,
-    plan: PlanMem,
-) -> BResult<Built> {
-    let n64 = n as u64;
-    let words = read_info(dev, info)?;
-    if known_max.is_none() {
-        bad_index(dev, idx, &words, rows)?;
+impl Pending {
+    /// The info block the queued kernels write: its `INFO_WORDS` words are
+    /// what [`Pending::finish`] takes, read back once they have run.
+    pub(crate) fn info(&self) -> DevPtr<u64> {
+        self.info.ptr()
     }
-    let levels = words[INFO_LEVELS] as usize;
-    if words[INFO_OVERFLOW] != 0
-        || levels == 0
-        || levels > 1 + crate::kernels::abi::PLAN_HI_LEVELS as usize
-    {
-        return Err(BError::from(Error::DevicePlan {
-            detail: format!(
-                "{levels} levels (overflow flag {}) for {n} entries",
-                words[INFO_OVERFLOW]
+
+    /// The plan over the queued build's tables, from its info block's
+    /// `words` (the level sizes, the range check's verdict).
+    pub(crate) fn finish(self, dev: &Device, words: &[u64; INFO_WORDS]) -> BResult<Built> {
+        let Pending {
+            info: _,
+            plan,
+            idx,
+            n,
+            rows,
+            known_max,
+        } = self;
+        let n64 = n as u64;
+        if known_max.is_none() {
+            bad_index(dev, idx, words, rows)?;
+        }
+        let levels = words[INFO_LEVELS] as usize;
+        if words[INFO_OVERFLOW] != 0
+            || levels == 0
+            || levels > 1 + crate::kernels::abi::PLAN_HI_LEVELS as usize
+        {
+            return Err(BError::from(Error::DevicePlan {
+                detail: format!(
+                    "{levels} levels (overflow flag {}) for {n} entries",
+                    words[INFO_OVERFLOW]
+                ),
+            }));
+        }
+        let mut tables = vec![ChunkTable {
+            start: plan.start0,
+            row: plan.row0,
+            slot: plan.slot0,
+            chunks: words[INFO_CHUNKS],
+        }];
+        let mut values = vec![n];
+        for l in 1..levels as u32 {
+            let vb = hi_vb(n64, l);
+            let start = plan.hi.byte_add(4 * hi_offset(n64, l));
+            tables.push(ChunkTable {
+                start,
+                row: start.byte_add(4 * (vb + 1)),
+                slot: start.byte_add(4 * (2 * vb + 1)),
+                chunks: words[INFO_CHUNKS + l as usize],
+            });
+            values.push(words[INFO_VALUES + l as usize] as usize);
+        }
+        let max = known_max.unwrap_or(words[INFO_MAX] as u32);
+        Ok(Built {
+            plan: DevicePlan::from_parts(
+                plan.mem,
+                plan.positions,
+                idx,
+                tables,
+                values,
+                plan.wfirst,
             ),
-        }));
+            max: Some(max),
+        })
     }
-    let mut tables = vec![ChunkTable {
-        start: plan.start0,
-        row: plan.row0,
-        slot: plan.slot0,
-        chunks: words[INFO_CHUNKS],
-    }];
-    let mut values = vec![n];
-    for l in 1..levels as u32 {
-        let vb = hi_vb(n64, l);
-        let start = plan.hi.byte_add(4 * hi_offset(n64, l));
-        tables.push(ChunkTable {
-            start,
-            row: start.byte_add(4 * (vb + 1)),
-            slot: start.byte_add(4 * (2 * vb + 1)),
-            chunks: words[INFO_CHUNKS + l as usize],
-        });
-        values.push(words[INFO_VALUES + l as usize] as usize);
-    }
-    let max = known_max.unwrap_or(words[INFO_MAX] as u32);
-    Ok(Built {
-        plan: DevicePlan::from_parts(plan.mem, plan.positions, idx, tables, values, plan.wfirst),
-        max: Some(max),
-    })
 }
 
 /// Exclusive scan of the `n` u32 at `input` into `out`, with `sums` holding

@@ -9,6 +9,7 @@ use rtx_backend::{IndexPlan, Result as BResult, ops, reference};
 
 use crate::indices::build;
 use crate::indices::hash::max_of;
+use crate::indices::layout::INFO_WORDS;
 use crate::indices::plan::{DevicePlan, u32_bytes};
 use crate::runtime::args::DevPtr;
 use crate::runtime::buffer::DevMem;
@@ -216,6 +217,69 @@ impl ListEntry {
             self.check_below(dev, rows)?;
         }
         Ok(p)
+    }
+
+    /// The scatter plans of `lists` (each entry with the rows it is summed
+    /// into), built together: every build queued, then one wait for all
+    /// their sizes ([`build::start`], `Device::read_each`); entries built
+    /// before, and each entry against each of its row counts, checked as
+    /// [`ListEntry::plan`] checks them. A plan another thread finishes first
+    /// is kept and this one dropped (the same plan).
+    ///
+    /// # Errors
+    /// As [`ListEntry::plan`]; nothing is kept from a batch with an error
+    /// in a build's sizes (its other plans are kept).
+    pub fn plans_together(dev: &Device, lists: &[(&ListEntry, usize)]) -> BResult<()> {
+        let mut queued: Vec<(&ListEntry, build::Pending)> = Vec::new();
+        for &(e, rows) in lists {
+            let seen = queued.iter().any(|(q, _)| std::ptr::eq(*q, e));
+            if seen || e.plan.get().is_some() {
+                continue;
+            }
+            let known = match e.known_largest() {
+                Some(_) => {
+                    e.check_below(dev, rows)?;
+                    e.known_largest().and_then(Largest::get)
+                }
+                None => None,
+            };
+            match build::start(dev, e.dev_list(dev)?, e.len, rows, known)? {
+                build::Started::Done(built) => e.keep(built),
+                build::Started::Queued(p) => queued.push((e, p)),
+            }
+        }
+        if !queued.is_empty() {
+            let mut words = vec![[0u64; INFO_WORDS]; queued.len()];
+            let mut parts: Vec<(DevPtr<u64>, &mut [u64])> = queued
+                .iter()
+                .map(|(_, p)| p.info())
+                .zip(words.iter_mut().map(|w| &mut w[..]))
+                .collect();
+            dev.read_each(&mut parts, "reading device plans' sizes back")?;
+            let mut first_error = None;
+            for ((e, p), w) in queued.into_iter().zip(&words) {
+                match p.finish(dev, w) {
+                    Ok(built) => e.keep(built),
+                    Err(err) => {
+                        first_error.get_or_insert(err);
+                    }
+                }
+            }
+            if let Some(err) = first_error {
+                return Err(err);
+            }
+        }
+        for &(e, rows) in lists {
+            e.check_below(dev, rows)?;
+        }
+        Ok(())
+    }
+
+    /// Keeps a plan built for this list (unless another thread kept one
+    /// first) and the largest entry its build found.
+    fn keep(&self, built: build::Built) {
+        let _ = self.largest.set(Largest::of(built.max));
+        let _ = self.plan.value.set(Arc::new(built.plan));
     }
 
     /// Host and device bytes held.

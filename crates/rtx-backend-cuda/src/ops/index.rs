@@ -236,6 +236,26 @@ impl IndexOps for CudaBackend {
         self.scatter(dst, &plan, src, f)
     }
 
+    /// Held lists' plans built together, one wait for all their sizes
+    /// (`ListEntry::plans_together`); host lists and plans through the
+    /// index cache, each as its first sum would make it.
+    fn prepare_plans(&self, lists: &[Indices<'_, Self>]) -> BResult<()> {
+        let mut held: Vec<(&ListEntry, usize)> = Vec::new();
+        for &idx in lists {
+            let rows = idx.needed_rows("prepare_plans")?;
+            match idx {
+                Indices::Held { list, .. } => {
+                    self.check_own(list)?;
+                    held.push((&list.entry, rows));
+                }
+                _ => {
+                    self.resolver().scatter_plan(idx, "prepare_plans", rows)?;
+                }
+            }
+        }
+        ListEntry::plans_together(&self.dev, &held)
+    }
+
     /// Device segment max by the indices' device plan.
     fn segment_max<'i, T: Element>(
         &self,

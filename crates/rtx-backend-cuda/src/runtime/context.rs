@@ -123,6 +123,34 @@ impl Device {
         Ok(())
     }
 
+    /// [`Device::read`] of several `(src, out)` pairs with one wait: every
+    /// copy queued, then the stream waited for once.
+    pub(crate) fn read_each<W: Copy>(
+        &self,
+        parts: &mut [(DevPtr<W>, &mut [W])],
+        what: &str,
+    ) -> Result<()> {
+        self.refuse_while_recording(what)?;
+        self.ctx.bind_to_thread()?;
+        for (src, out) in parts.iter_mut() {
+            let bytes = std::mem::size_of_val(*out);
+            if bytes == 0 {
+                continue;
+            }
+            // SAFETY: as in `read`: W is plain data, the view covers `out`.
+            let view =
+                unsafe { std::slice::from_raw_parts_mut(out.as_mut_ptr().cast::<u8>(), bytes) };
+            // SAFETY: `src` holds at least `bytes` bytes (the callers'
+            // contract); the stream is synchronized below before any `out` is
+            // read or dropped.
+            unsafe { result::memcpy_dtoh_async(view, src.addr(), self.stream.cu_stream()) }?;
+            self.activity.copy();
+        }
+        self.stream.synchronize()?;
+        self.activity.wait();
+        Ok(())
+    }
+
     /// Zeroes all of `m` on the backend's stream.
     pub(crate) fn zero(&self, m: &DevMem) -> Result<()> {
         if m.bytes() > 0 {

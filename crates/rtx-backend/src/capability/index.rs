@@ -62,6 +62,28 @@ pub trait IndexOps: BackendCore {
         self.index_from_host(&concat_shifted(&borrowed)?)
     }
 
+    /// Makes ready now, together, the scatter plans that sums by `lists` will
+    /// use (each list for the rows it names with [`Indices::with_rows`]),
+    /// instead of one at a time at each list's first sum: on the GPU, a
+    /// mini-batch's plans built with one wait for their sizes rather than a
+    /// wait each. The ops that scatter by these lists later find their plans
+    /// built; they give the same bits either way. An entry out of range for
+    /// its rows is the error its first sum would give.
+    ///
+    /// Default: the checks alone (plans are made at first use).
+    ///
+    /// # Errors
+    /// [`Error::IndexOutOfRange`](crate::Error::IndexOutOfRange);
+    /// [`Error::ShapeMismatch`](crate::Error::ShapeMismatch) for a list that
+    /// names no row count; backend errors.
+    fn prepare_plans(&self, lists: &[Indices<'_, Self>]) -> Result<()> {
+        for idx in lists {
+            let rows = idx.needed_rows("prepare_plans")?;
+            crate::plan::check_indices(&idx.host_list(self)?, rows)?;
+        }
+        Ok(())
+    }
+
     /// Runs `f` with `lists` and `plans` (a graph that stands still) kept
     /// where this backend's ops find them without a per-call lookup, for the
     /// duration of the call; the caller keeps them unchanged (they are

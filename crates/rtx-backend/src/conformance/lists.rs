@@ -310,3 +310,91 @@ pub fn index_list_edges<B: Backend>(b: &B) {
         .unwrap_err();
     assert!(matches!(err, Error::ShapeMismatch { .. }), "{err}");
 }
+
+/// `prepare_plans` over every case's list at once (held lists, the same
+/// list twice, a host list and a host plan beside them), then each op by
+/// the prepared list: the bits of the same op on a list never prepared.
+/// Its errors: a list without rows (`ShapeMismatch`), an entry out of
+/// range for its rows (`IndexOutOfRange` naming its position), the lists
+/// still usable after it.
+pub fn prepared_plans<B: Backend>(b: &B) {
+    let cases = cases();
+    let lists: Vec<_> = cases
+        .iter()
+        .map(|(_, idx, _)| b.index_from_host(idx).expect("index_from_host"))
+        .collect();
+    let mut prepared: Vec<Indices<'_, B>> = lists
+        .iter()
+        .zip(&cases)
+        .map(|(l, (_, _, rows))| Indices::held(l).with_rows(*rows))
+        .collect();
+    prepared.push(Indices::held(&lists[0]).with_rows(cases[0].2));
+    let (_, idx0, rows0) = &cases[0];
+    let plan0 = IndexPlan::new(idx0, *rows0).expect("plan");
+    prepared.push(Indices::from(&idx0[..]).with_rows(*rows0));
+    prepared.push(Indices::from(&plan0));
+    b.prepare_plans(&prepared).expect("prepare_plans");
+    for ((name, idx, rows), list) in cases.iter().zip(&lists) {
+        let f = 3;
+        let src: Vec<f32> = values(61, idx.len() * f);
+        let st = up(b, &src, &[idx.len(), f]);
+        let base: Vec<f32> = values(62, rows * f);
+        let mut want = up(b, &base, &[*rows, f]);
+        let fresh = b.index_from_host(idx).expect("index_from_host");
+        b.index_add(&mut want, Indices::held(&fresh).with_rows(*rows), &st)
+            .expect("index_add, not prepared");
+        let mut got = up(b, &base, &[*rows, f]);
+        b.index_add(&mut got, Indices::held(list).with_rows(*rows), &st)
+            .expect("index_add, prepared");
+        assert_bits(
+            &format!("{name}: index_add by a prepared list"),
+            &down(b, &got),
+            &down(b, &want),
+        );
+        let seg = b
+            .segment_sum(&st, Indices::held(list).with_rows(*rows))
+            .expect("segment_sum, prepared");
+        let seg_want = b
+            .segment_sum(&st, Indices::held(&fresh).with_rows(*rows))
+            .expect("segment_sum, not prepared");
+        assert_bits(
+            &format!("{name}: segment_sum by a prepared list"),
+            &down(b, &seg),
+            &down(b, &seg_want),
+        );
+    }
+    let e = b
+        .prepare_plans(&[Indices::held(&lists[0])])
+        .expect_err("a list without rows");
+    assert!(
+        matches!(&e, Error::ShapeMismatch { detail, .. } if detail.contains("without a row count")),
+        "{e}"
+    );
+    let bad = b
+        .index_from_host(&[0, 1, 7, 2, 9])
+        .expect("index_from_host");
+    let e = b
+        .prepare_plans(&[
+            Indices::held(&lists[2]).with_rows(cases[2].2),
+            Indices::held(&bad).with_rows(5),
+        ])
+        .expect_err("entry 7 of 5 rows");
+    assert!(
+        matches!(
+            e,
+            Error::IndexOutOfRange {
+                position: 2,
+                value: 7,
+                bound: 5
+            }
+        ),
+        "{e}"
+    );
+    let ok = b
+        .segment_sum(
+            &up(b, &[1.0f32; 5], &[5, 1]),
+            Indices::held(&bad).with_rows(10),
+        )
+        .expect("the list into rows it fits");
+    assert_eq!(down(b, &ok)[7], 1.0);
+}

@@ -39,7 +39,7 @@ pub use index::{
     repeatable, scatter_duplicates_untouched, scatter_matches_reference,
 };
 pub use layout::{all_permutations, odd_transposes, swap_dims_2x3x4, vector_swap_shares_buffer};
-pub use lists::{index_list_edges, index_lists_match_host_lists, index_row_counts};
+pub use lists::{index_list_edges, index_lists_match_host_lists, index_row_counts, prepared_plans};
 pub use optim::{train_adam, train_sgd};
 pub use precision::{
     typed_dense_ops, typed_fused_ops, typed_index_lists_and_errors, typed_index_ops,
@@ -72,6 +72,7 @@ pub fn run_all<B: Backend>(b: &B) {
     index_lists_match_host_lists(b);
     index_list_edges(b);
     index_row_counts(b);
+    prepared_plans(b);
     typed_index_ops(b);
     typed_dense_ops(b);
     typed_fused_ops(b);
@@ -100,6 +101,7 @@ macro_rules! conformance_tests {
             swap_dims_2x3x4 vector_swap_shares_buffer all_permutations odd_transposes
             model_ops_match_reference segment_ops fused_gathers fused_dense model_ops_empty
             model_op_errors index_lists_match_host_lists index_list_edges index_row_counts
+            prepared_plans
             typed_index_ops typed_dense_ops typed_fused_ops typed_layout_and_convert
             typed_index_lists_and_errors half_special_values half_summation_order
             train_dropout train_cross_entropy train_regression_loss train_adam train_sgd);

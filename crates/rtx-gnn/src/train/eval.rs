@@ -43,6 +43,7 @@ impl<B: Backend + TrainOps + SampleOps + 'static, T: Element> Trainer<'_, B, T> 
                         i as u64,
                     );
                     let mb = store.sample(b, &b.index_from_host(chunk)?, &spec)?;
+                    low.prepare_plans(b, &mb.graph, false)?;
                     let y = low.forward(b, &mb.graph, &mb.x)?;
                     out.extend(self.rows_of(&y, &mb.seeds)?);
                 }

@@ -705,6 +705,7 @@ impl<'a, B: Backend + TrainOps + SampleOps + 'static, T: Element> Trainer<'a, B,
         };
         let drop = self.dropout_seed();
         let low = self.pass_model()?;
+        low.prepare_plans(b, &mb.graph, true)?;
         let out = low.objective_grads(b, &mb.graph, &mb.x, &objective, drop)?;
         let loss = out.loss.read(b)?;
         let grads = widen_grads_acc::<B, T>(b, out.grads)?;
