@@ -361,4 +361,27 @@ mod tests {
         assert!(TransposeTile::ByShape.bulk());
         assert!(!TransposeTile::NoBulk.bulk() && !TransposeTile::Force32.bulk());
     }
+
+    #[test]
+    fn activity_since_is_each_counters_difference() {
+        let a = StreamActivity {
+            launches: 10,
+            copies: 3,
+            allocations: 7,
+            waits: 2,
+        };
+        let b = StreamActivity {
+            launches: 574,
+            copies: 130,
+            allocations: 479,
+            waits: 29,
+        };
+        let d = b.since(&a);
+        assert_eq!(
+            (d.launches, d.copies, d.allocations, d.waits),
+            (564, 127, 472, 27)
+        );
+        // an earlier reading that is larger (another backend's): no wrap
+        assert_eq!(a.since(&b), StreamActivity::default());
+    }
 }
