@@ -227,8 +227,9 @@ impl ListEntry {
     /// is kept and this one dropped (the same plan).
     ///
     /// # Errors
-    /// As [`ListEntry::plan`]; nothing is kept from a batch with an error
-    /// in a build's sizes (its other plans are kept).
+    /// As [`ListEntry::plan`] (the first error of the batch): a list whose
+    /// build reports an error keeps no plan; the batch's other plans are
+    /// kept.
     pub fn plans_together(dev: &Device, lists: &[(&ListEntry, usize)]) -> BResult<()> {
         let mut queued: Vec<(&ListEntry, build::Pending)> = Vec::new();
         for &(e, rows) in lists {
