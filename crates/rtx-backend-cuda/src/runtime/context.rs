@@ -105,26 +105,12 @@ impl Device {
     /// Callers pass plain data (`u32`, `u64`, `f32`, `f64`); `src` holds at
     /// least `size_of_val(out)` bytes.
     pub(crate) fn read<W: Copy>(&self, src: DevPtr<W>, out: &mut [W], what: &str) -> Result<()> {
-        self.refuse_while_recording(what)?;
-        let bytes = std::mem::size_of_val(out);
-        if bytes > 0 {
-            // SAFETY: W is plain data (see above): every bit pattern is valid;
-            // the byte view covers exactly `out`.
-            let view =
-                unsafe { std::slice::from_raw_parts_mut(out.as_mut_ptr().cast::<u8>(), bytes) };
-            self.ctx.bind_to_thread()?;
-            // SAFETY: `src` holds at least `bytes` bytes (the callers' contract);
-            // the stream is synchronized below before `out` is read or dropped.
-            unsafe { result::memcpy_dtoh_async(view, src.addr(), self.stream.cu_stream()) }?;
-            self.activity.copy();
-        }
-        self.stream.synchronize()?;
-        self.activity.wait();
-        Ok(())
+        self.read_each(&mut [(src, out)], what)
     }
 
     /// [`Device::read`] of several `(src, out)` pairs with one wait: every
-    /// copy queued, then the stream waited for once.
+    /// copy queued, then the stream waited for once (for all work queued
+    /// before). The same contract for each pair.
     pub(crate) fn read_each<W: Copy>(
         &self,
         parts: &mut [(DevPtr<W>, &mut [W])],
@@ -137,7 +123,8 @@ impl Device {
             if bytes == 0 {
                 continue;
             }
-            // SAFETY: as in `read`: W is plain data, the view covers `out`.
+            // SAFETY: W is plain data (the callers' contract): every bit
+            // pattern is valid; the byte view covers exactly `out`.
             let view =
                 unsafe { std::slice::from_raw_parts_mut(out.as_mut_ptr().cast::<u8>(), bytes) };
             // SAFETY: `src` holds at least `bytes` bytes (the callers'
