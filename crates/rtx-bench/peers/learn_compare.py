@@ -18,15 +18,18 @@ seeds.
 
 Usage:
   learn_compare.py --rtx rtx_s0.jsonl rtx_s1.jsonl ... --pyg pyg_s0.jsonl pyg_s1.jsonl ...
-      [--mlp mlp_s0.jsonl ...] [--metric accuracy|r2] [--at VALUE] [--json]
+      [--mlp mlp_s0.jsonl ...] [--metric accuracy|r2] [--at VALUE|common] [--json]
 (--at: also each side's time to one validation value for every seed, e.g.
-0.70, which both may reach where one seed's PyG final is out of reach.)
+0.70, which both may reach where one seed's PyG final is out of reach;
+`common`: the highest multiple of 0.01 that every run of both sides
+reached.)
 (--mlp: rtx-train --features-only runs, whose final test metric is
 reported beside, for the "at least 10 points above the features-only
 baseline" target.)
 """
 import argparse
 import json
+import math
 import sys
 
 
@@ -82,6 +85,18 @@ def mean(v):
     return sum(v) / len(v) if v else None
 
 
+def common_level(paths, metric):
+    """The highest multiple of 0.01 that every run's validation `metric`
+    reached (its best epoch), so that both sides' time to it is defined."""
+    best = []
+    for path in paths:
+        rows = epochs(path)
+        m = metric or ("accuracy" if "accuracy" in rows[-1]["val"] else "r2")
+        best.append(max(r["val"][m] for r in rows))
+    # a hair below each best, against a best that is itself a multiple of 0.01
+    return math.floor(min(best) * 100 + 1e-9) / 100
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rtx", nargs="+", required=True)
@@ -89,14 +104,22 @@ def main():
     ap.add_argument("--mlp", nargs="*", default=[])
     ap.add_argument("--metric", choices=["accuracy", "r2"], default=None,
                     help="the validation metric (default: accuracy when present, else r2)")
-    ap.add_argument("--at", type=float, default=None,
-                    help="also the time each side took to reach this validation metric (one target for every seed)")
+    ap.add_argument("--at", default=None,
+                    help="also the time each side took to reach this validation metric (one target for every "
+                         "seed), or 'common': the highest multiple of 0.01 that every run of both sides reached")
     ap.add_argument("--json", action="store_true", help="one JSON object per seed and the mean, not a table")
     args = ap.parse_args()
     if len(args.rtx) != len(args.pyg):
         raise SystemExit(f"{len(args.rtx)} rtx files against {len(args.pyg)} PyG files: want pairs")
     res = []
     metric = args.metric
+    if args.at is not None and args.at != "common":
+        try:
+            args.at = float(args.at)
+        except ValueError:
+            raise SystemExit(f"--at {args.at!r}: want a number or 'common'")
+    if args.at == "common":
+        args.at = common_level(args.rtx + args.pyg, metric)
     for i, (rp, pp) in enumerate(zip(args.rtx, args.pyg)):
         r, p = epochs(rp), epochs(pp)
         if metric is None:

@@ -3,7 +3,8 @@
 # mag-shaped dataset (rtx-train --planted SPEC --export-data), then per seed,
 # in alternating rounds, rtx-train (the HetGAT), pyg_learn.py (PyG's HetGAT,
 # the same settings) and rtx-train --features-only (the baseline), each
-# writing JSON lines under OUT; then learn_compare.py's table (also written
+# writing JSON lines under OUT; then learn_compare.py's table, with each
+# side's time to the highest validation level every run reached (also written
 # to OUT/compare_<spec>.md). docs/training.md "Planted mag-shaped tasks" and
 # "Planted Harris-shaped regression".
 #
@@ -53,4 +54,5 @@ for s in $SEEDS; do
     --seed "$s" --format json > "$m"
   rtx+=("$r") pyg+=("$p") mlp+=("$m")
 done
-"$PY" "$HERE/learn_compare.py" --rtx "${rtx[@]}" --pyg "${pyg[@]}" --mlp "${mlp[@]}" | tee "$OUT/compare_$TAG.md"
+"$PY" "$HERE/learn_compare.py" --rtx "${rtx[@]}" --pyg "${pyg[@]}" --mlp "${mlp[@]}" --at common \
+  | tee "$OUT/compare_$TAG.md"
