@@ -85,14 +85,10 @@ def mean(v):
     return sum(v) / len(v) if v else None
 
 
-def common_level(paths, metric):
+def common_level(runs, metric):
     """The highest multiple of 0.01 that every run's validation `metric`
     reached (its best epoch), so that both sides' time to it is defined."""
-    best = []
-    for path in paths:
-        rows = epochs(path)
-        m = metric or ("accuracy" if "accuracy" in rows[-1]["val"] else "r2")
-        best.append(max(r["val"][m] for r in rows))
+    best = [max(r["val"][metric] for r in rows) for rows in runs]
     # a hair below each best, against a best that is itself a multiple of 0.01
     return math.floor(min(best) * 100 + 1e-9) / 100
 
@@ -118,15 +114,15 @@ def main():
             args.at = float(args.at)
         except ValueError:
             raise SystemExit(f"--at {args.at!r}: want a number or 'common'")
+    rtx_runs, pyg_runs = [epochs(p) for p in args.rtx], [epochs(p) for p in args.pyg]
+    if metric is None:
+        metric = "accuracy" if "accuracy" in pyg_runs[0][-1]["val"] else "r2"
+    for path, rows in zip(args.rtx + args.pyg, rtx_runs + pyg_runs):
+        if metric not in rows[-1]["val"]:
+            raise SystemExit(f"{path}: no validation {metric}")
     if args.at == "common":
-        args.at = common_level(args.rtx + args.pyg, metric)
-    for i, (rp, pp) in enumerate(zip(args.rtx, args.pyg)):
-        r, p = epochs(rp), epochs(pp)
-        if metric is None:
-            metric = "accuracy" if "accuracy" in p[-1]["val"] else "r2"
-        for path, rows in ((rp, r), (pp, p)):
-            if metric not in rows[-1]["val"]:
-                raise SystemExit(f"{path}: no validation {metric}")
+        args.at = common_level(rtx_runs + pyg_runs, metric)
+    for i, (r, p) in enumerate(zip(rtx_runs, pyg_runs)):
         target = p[-1]["val"][metric]
         rr, pr = reach(r, target, metric), reach(p, target, metric)
         row = dict(seed=i, target=target,

@@ -199,14 +199,7 @@ impl ListEntry {
         }
         let mut checked = false;
         let p = self.plan.get_or_build(|| {
-            // a known largest entry is checked here; an unknown one by the build
-            let known = match self.known_largest() {
-                Some(_) => {
-                    self.check_below(dev, rows)?;
-                    self.known_largest().and_then(Largest::get)
-                }
-                None => None,
-            };
+            let known = self.checked_known_max(dev, rows)?;
             let built = build::build(dev, self.dev_list(dev)?, self.len, rows, known)?;
             let _ = self.largest.set(Largest::of(built.max));
             checked = true;
@@ -237,13 +230,7 @@ impl ListEntry {
             if seen || e.plan.get().is_some() {
                 continue;
             }
-            let known = match e.known_largest() {
-                Some(_) => {
-                    e.check_below(dev, rows)?;
-                    e.known_largest().and_then(Largest::get)
-                }
-                None => None,
-            };
+            let known = e.checked_known_max(dev, rows)?;
             match build::start(dev, e.dev_list(dev)?, e.len, rows, known)? {
                 build::Started::Done(built) => e.keep(built),
                 build::Started::Queued(p) => queued.push((e, p)),
@@ -274,6 +261,19 @@ impl ListEntry {
             e.check_below(dev, rows)?;
         }
         Ok(())
+    }
+
+    /// The largest entry for a build into `rows`: where it is known, checked
+    /// against `rows` here (the build then runs no range check); unknown,
+    /// `None`, and the build checks every entry.
+    fn checked_known_max(&self, dev: &Device, rows: usize) -> BResult<Option<u32>> {
+        match self.known_largest() {
+            Some(largest) => {
+                self.check_below(dev, rows)?;
+                Ok(largest.get())
+            }
+            None => Ok(None),
+        }
     }
 
     /// Keeps a plan built for this list (unless another thread kept one

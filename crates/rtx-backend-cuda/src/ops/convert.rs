@@ -7,7 +7,7 @@
 
 use cudarc::driver::result;
 use rtx_backend::prelude::*;
-use rtx_backend::{BTensor, Element, Result as BResult, ops};
+use rtx_backend::{BTensor, DType, Element, Result as BResult, ops};
 
 use crate::backend::{CudaBackend, ptr, unique_ptr};
 use crate::error::Error;
@@ -18,6 +18,29 @@ use crate::runtime::launch::{AxpyMixed, ConvertAll, Narrow, Widen, cfg1, grid_fo
 
 /// Elements one block of `convert_all` converts (16 per thread).
 const CONVERT_CHUNK: u64 = 4096;
+
+/// How a conversion between two different element types runs on the device.
+enum Pair {
+    /// f32 rounded to a half type.
+    Narrow(Half),
+    /// A half type widened to f32.
+    Widen(Half),
+    /// One half type to the other, through f32 (exact).
+    Halves(Half, Half),
+    /// A pair with f64: through the host.
+    Host,
+}
+
+impl Pair {
+    fn of(from: DType, to: DType) -> Pair {
+        match (Half::of(from), Half::of(to)) {
+            (None, Some(h)) if from == DType::F32 => Pair::Narrow(h),
+            (Some(h), None) if to == DType::F32 => Pair::Widen(h),
+            (Some(a), Some(b)) => Pair::Halves(a, b),
+            _ => Pair::Host,
+        }
+    }
+}
 
 impl CudaBackend {
     /// `x` converted element by element to `U`, the bits of
@@ -55,22 +78,20 @@ impl CudaBackend {
             self.dev.activity.copy();
             return Ok(out);
         }
-        let (from, to) = (Half::of(T::DTYPE), Half::of(U::DTYPE));
-        let f32_side = |d: rtx_backend::DType| d == rtx_backend::DType::F32;
-        match (from, to) {
+        match Pair::of(T::DTYPE, U::DTYPE) {
             // (the f32 side's pointers cast: its type was just checked)
-            (None, Some(h)) if f32_side(T::DTYPE) => {
+            Pair::Narrow(h) => {
                 self.narrow::<U>(h, ptr(x).cast(), ptr(&out), n)?;
             }
-            (Some(h), None) if f32_side(U::DTYPE) => {
+            Pair::Widen(h) => {
                 self.widen::<T>(h, ptr(x), ptr(&out).cast(), n)?;
             }
-            (Some(a), Some(b)) => {
+            Pair::Halves(a, b) => {
                 let wide = self.out::<f32>(x.shape())?;
                 self.widen::<T>(a, ptr(x), ptr(&wide), n)?;
                 self.narrow::<U>(b, ptr(&wide), ptr(&out), n)?;
             }
-            _ => {
+            Pair::Host => {
                 // the pairs with f64: through the host
                 let host = self.download(x)?;
                 return self.upload(&rtx_backend::reference::convert::<T, U>(&host), x.shape());
@@ -92,10 +113,9 @@ impl CudaBackend {
         &self,
         xs: &[&BTensor<Self, T>],
     ) -> BResult<Vec<BTensor<Self, U>>> {
-        let f32_side = |d: rtx_backend::DType| d == rtx_backend::DType::F32;
-        let family = match (Half::of(T::DTYPE), Half::of(U::DTYPE)) {
-            (None, Some(h)) if f32_side(T::DTYPE) => Family::NarrowAll(h),
-            (Some(h), None) if f32_side(U::DTYPE) => Family::WidenAll(h),
+        let family = match Pair::of(T::DTYPE, U::DTYPE) {
+            Pair::Narrow(h) => Family::NarrowAll(h),
+            Pair::Widen(h) => Family::WidenAll(h),
             _ => return xs.iter().map(|x| self.convert_on_device(x)).collect(),
         };
         let outs = xs
@@ -231,5 +251,28 @@ impl CudaBackend {
             )
         }?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_pair_takes_its_path() {
+        use DType::{BF16, F16, F32, F64};
+        let name = |p: Pair| match p {
+            Pair::Narrow(h) => format!("narrow {h:?}"),
+            Pair::Widen(h) => format!("widen {h:?}"),
+            Pair::Halves(a, b) => format!("halves {a:?} {b:?}"),
+            Pair::Host => "host".into(),
+        };
+        assert_eq!(name(Pair::of(F32, BF16)), "narrow Bf16");
+        assert_eq!(name(Pair::of(F32, F16)), "narrow F16");
+        assert_eq!(name(Pair::of(F16, F32)), "widen F16");
+        assert_eq!(name(Pair::of(BF16, F16)), "halves Bf16 F16");
+        for (a, b) in [(F64, BF16), (F16, F64), (F64, F32), (F32, F64)] {
+            assert_eq!(name(Pair::of(a, b)), "host", "{a:?} -> {b:?}");
+        }
     }
 }

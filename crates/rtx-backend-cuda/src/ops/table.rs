@@ -52,7 +52,6 @@ pub(crate) type Uploaded = (DevMem, DevPtr<u64>, DevPtr<u64>, u32);
 pub(crate) struct TensorTable {
     words: Vec<u64>,
     width: usize,
-    tensors: usize,
 }
 
 impl TensorTable {
@@ -61,7 +60,6 @@ impl TensorTable {
         TensorTable {
             words: Vec::with_capacity(width * tensors),
             width,
-            tensors: 0,
         }
     }
 
@@ -71,7 +69,6 @@ impl TensorTable {
         debug_assert_eq!(addrs.len() + 1, self.width, "a table entry's words");
         self.words.extend(addrs);
         self.words.push(n as u64);
-        self.tensors += 1;
     }
 
     /// The block words appended for chunks of `len` elements; uploads the
@@ -84,19 +81,18 @@ impl TensorTable {
         op: &'static str,
     ) -> BResult<Option<Uploaded>> {
         let tab_words = self.words.len();
-        let lens = (0..self.tensors).map(|i| self.words[self.width * i + self.width - 1]);
+        let lens = self.words.chunks(self.width).map(|e| e[self.width - 1]);
         let blocks = block_words(lens, len, op)?;
-        if blocks.is_empty() {
+        let nblocks = blocks.len() as u32;
+        if nblocks == 0 {
             return Ok(None);
         }
-        let nblocks = blocks.len() as u64;
         self.words.extend(blocks);
-        let blocks = nblocks;
         let bytes: Vec<u8> = self.words.iter().flat_map(|w| w.to_ne_bytes()).collect();
         let mem = b.dev.upload_bytes(&bytes)?;
         let at: DevPtr<u64> = mem.ptr();
         let blocks_at = at.byte_add(8 * tab_words as u64);
-        Ok(Some((mem, at, blocks_at, blocks as u32)))
+        Ok(Some((mem, at, blocks_at, nblocks)))
     }
 }
 

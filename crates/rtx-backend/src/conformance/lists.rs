@@ -339,28 +339,27 @@ pub fn prepared_plans<B: Backend>(b: &B) {
         let src: Vec<f32> = values(61, idx.len() * f);
         let st = up(b, &src, &[idx.len(), f]);
         let base: Vec<f32> = values(62, rows * f);
-        let mut want = up(b, &base, &[*rows, f]);
         let fresh = b.index_from_host(idx).expect("index_from_host");
-        b.index_add(&mut want, Indices::held(&fresh).with_rows(*rows), &st)
-            .expect("index_add, not prepared");
-        let mut got = up(b, &base, &[*rows, f]);
-        b.index_add(&mut got, Indices::held(list).with_rows(*rows), &st)
-            .expect("index_add, prepared");
+        // index_add and segment_sum by one list: (scatter, sum)
+        let by = |l| {
+            let mut d = up(b, &base, &[*rows, f]);
+            b.index_add(&mut d, Indices::held(l).with_rows(*rows), &st)
+                .expect("index_add");
+            let seg = b
+                .segment_sum(&st, Indices::held(l).with_rows(*rows))
+                .expect("segment_sum");
+            (down(b, &d), down(b, &seg))
+        };
+        let (got, want) = (by(list), by(&fresh));
         assert_bits(
             &format!("{name}: index_add by a prepared list"),
-            &down(b, &got),
-            &down(b, &want),
+            &got.0,
+            &want.0,
         );
-        let seg = b
-            .segment_sum(&st, Indices::held(list).with_rows(*rows))
-            .expect("segment_sum, prepared");
-        let seg_want = b
-            .segment_sum(&st, Indices::held(&fresh).with_rows(*rows))
-            .expect("segment_sum, not prepared");
         assert_bits(
             &format!("{name}: segment_sum by a prepared list"),
-            &down(b, &seg),
-            &down(b, &seg_want),
+            &got.1,
+            &want.1,
         );
     }
     let e = b
