@@ -218,7 +218,7 @@ impl CpuBackend {
             ops::head_scale_row(&xa[ar * f..(ar + 1) * f], &xs[i * h..(i + 1) * h], c, o);
             if let Some(xx) = xx {
                 for (o, &v) in o.iter_mut().zip(&xx[i * f..(i + 1) * f]) {
-                    *o = v + *o;
+                    *o = ops::add(v, *o);
                 }
             }
         });

@@ -41,11 +41,11 @@ impl FusedOps for CpuBackend {
             let at = r * f;
             let (x0, b0) = ins[0];
             for ((o, &x), &b) in o.iter_mut().zip(&x0[at..at + f]).zip(b0) {
-                *o = x + b;
+                *o = ops::add(x, b);
             }
             for &(x, b) in &ins[1..] {
                 for ((o, &x), &b) in o.iter_mut().zip(&x[at..at + f]).zip(b) {
-                    *o = *o + (x + b);
+                    *o = ops::add(*o, ops::add(x, b));
                 }
             }
             for o in o.iter_mut() {

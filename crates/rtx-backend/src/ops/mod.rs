@@ -92,7 +92,7 @@ pub use reference::{
     segment_softmax, segment_softmax_backward, sum_rows, unary, unary_backward,
 };
 pub use rows::{
-    SegmentScratch, axpy_row, axpy_slice, binary_slice, dot, gather_scale_scatter_row,
+    SegmentScratch, add, axpy_row, axpy_slice, binary_slice, dot, gather_scale_scatter_row,
     head_dot_row, head_scale_row, matmul_row, mm_block, outer_term, plan_indices, relu,
     segment_max_row, softmax_backward_segment, softmax_segment, transpose2, unary_backward_slice,
     unary_slice,

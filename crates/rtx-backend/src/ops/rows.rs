@@ -224,11 +224,21 @@ pub fn unary_backward_slice<T: Element>(op: Unary, x: &[T], g: &[T], out: &mut [
     }
 }
 
-/// `out[i] = a[i] op b[i]` over equal-length slices.
+/// `x + y`, where an addition of two NaNs keeps `x`'s: Rust leaves the
+/// payload of such a sum open, and an optimized build may swap the operands
+/// of an addition, so two loops computing the same sums could keep different
+/// NaNs. Every host addition that fused and composed paths must agree on
+/// goes through here.
+#[inline]
+pub fn add<T: Element>(x: T, y: T) -> T {
+    if x.is_nan() { x } else { x + y }
+}
+
+/// `out[i] = a[i] op b[i]` over equal-length slices (`Add` is [`add`]).
 pub fn binary_slice<T: Element>(op: Binary, a: &[T], b: &[T], out: &mut [T]) {
     let it = out.iter_mut().zip(a).zip(b);
     match op {
-        Binary::Add => it.for_each(|((o, &x), &y)| *o = x + y),
+        Binary::Add => it.for_each(|((o, &x), &y)| *o = add(x, y)),
         Binary::Sub => it.for_each(|((o, &x), &y)| *o = x - y),
         Binary::Mul => it.for_each(|((o, &x), &y)| *o = x * y),
         Binary::Div => it.for_each(|((o, &x), &y)| *o = x / y),
