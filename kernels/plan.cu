@@ -113,18 +113,20 @@ extern "C" __global__ void __launch_bounds__(RTX_BLOCK)
 
 // ---- one radix pass ----
 
-// counts[d * ntiles + t] = items of tile t whose digit is d.
+// counts[d * ntiles + t] = items of tile t whose digit is d. A tile of the
+// sort is `items` rounds of RTX_BLOCK consecutive items (fewer rounds for
+// short lists: more tiles, so more blocks).
 extern "C" __global__ void __launch_bounds__(RTX_BLOCK)
-    plan_hist(const u32* __restrict__ keys, u64 n, u32 shift, u32 dbits, u64 ntiles,
+    plan_hist(const u32* __restrict__ keys, u64 n, u32 shift, u32 dbits, u64 ntiles, u32 items,
               u32* __restrict__ counts) {
     __shared__ u32 h[PLAN_RADIX];
     const u32 radix = 1u << dbits, mask = radix - 1;
     for (u64 t = blockIdx.x; t < ntiles; t += gridDim.x) {
         for (u32 d = threadIdx.x; d < radix; d += blockDim.x) h[d] = 0;
         __syncthreads();
-        const u64 base = t * PLAN_TILE;
+        const u64 base = t * RTX_BLOCK * items;
 #pragma unroll 4
-        for (u32 k = 0; k < RTX_PLAN_ITEMS; ++k) {
+        for (u32 k = 0; k < items; ++k) {
             const u64 i = base + (u64)k * RTX_BLOCK + threadIdx.x;
             if (i < n) atomicAdd(&h[(__ldg(keys + i) >> shift) & mask], 1u);
         }
@@ -136,15 +138,15 @@ extern "C" __global__ void __launch_bounds__(RTX_BLOCK)
 
 // Stable placement: item i of tile t (digit d) goes to
 //   offs[d * ntiles + t] + (items of tile t before i with digit d).
-// A tile is taken in RTX_PLAN_ITEMS rounds of RTX_BLOCK consecutive items;
+// A tile is taken in `items` rounds of RTX_BLOCK consecutive items;
 // in a round, lanes with the same digit find each other with a match mask,
 // warps add the counts of the warps before them, and `base` carries each
 // digit's running position to the next round. vals == 0: the value of item i
 // is i itself (the first pass).
 extern "C" __global__ void __launch_bounds__(RTX_BLOCK)
     plan_rank(const u32* __restrict__ keys, const u32* __restrict__ vals, u64 n, u32 shift,
-              u32 dbits, u64 ntiles, const u32* __restrict__ offs, u32* __restrict__ keys_out,
-              u32* __restrict__ vals_out) {
+              u32 dbits, u64 ntiles, u32 items, const u32* __restrict__ offs,
+              u32* __restrict__ keys_out, u32* __restrict__ vals_out) {
     __shared__ u32 base[PLAN_RADIX];
     __shared__ unsigned char wh[PLAN_WARPS][PLAN_RADIX];
     const u32 radix = 1u << dbits, mask = radix - 1;
@@ -155,8 +157,8 @@ extern "C" __global__ void __launch_bounds__(RTX_BLOCK)
     for (u64 t = blockIdx.x; t < ntiles; t += gridDim.x) {
         for (u32 d = threadIdx.x; d < radix; d += blockDim.x) base[d] = __ldg(offs + (u64)d * ntiles + t);
         __syncthreads();
-        const u64 tile0 = t * PLAN_TILE;
-        for (u32 k = 0; k < RTX_PLAN_ITEMS; ++k) {
+        const u64 tile0 = t * RTX_BLOCK * items;
+        for (u32 k = 0; k < items; ++k) {
             const u64 i = tile0 + (u64)k * RTX_BLOCK + threadIdx.x;
             const bool valid = i < n;
             const u32 key = valid ? __ldg(keys + i) : 0;
