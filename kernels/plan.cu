@@ -223,28 +223,34 @@ __device__ __forceinline__ void scan_sums(Load load, u64 n, T* __restrict__ sums
     }
 }
 
+// out[i] = base + exclusive prefix of i within tile t, for the items of
+// tile t; returns the tile's sum (every thread).
+template <typename T, typename Load>
+__device__ __forceinline__ T scan_tile(Load load, u64 n, u64 t, T base, T* __restrict__ out) {
+    const u64 first = t * PLAN_TILE + (u64)threadIdx.x * RTX_PLAN_ITEMS;
+    T v[RTX_PLAN_ITEMS];
+    T s = zero_of(T{});
+#pragma unroll
+    for (u32 k = 0; k < RTX_PLAN_ITEMS; ++k) {
+        v[k] = first + k < n ? load(first + k) : zero_of(T{});
+        s = s + v[k];
+    }
+    T tot;
+    T run = base + block_exclusive_scan(s, &tot);
+#pragma unroll
+    for (u32 k = 0; k < RTX_PLAN_ITEMS; ++k) {
+        if (first + k < n) out[first + k] = run;
+        run = run + v[k];
+    }
+    return tot;
+}
+
 // out[i] = sums[t] + exclusive prefix of i within its tile t.
 template <typename T, typename Load>
 __device__ __forceinline__ void scan_apply(Load load, u64 n, const T* __restrict__ sums,
                                            T* __restrict__ out) {
     const u64 ntiles = (n + PLAN_TILE - 1) / PLAN_TILE;
-    for (u64 t = blockIdx.x; t < ntiles; t += gridDim.x) {
-        const u64 first = t * PLAN_TILE + (u64)threadIdx.x * RTX_PLAN_ITEMS;
-        T v[RTX_PLAN_ITEMS];
-        T s = zero_of(T{});
-#pragma unroll
-        for (u32 k = 0; k < RTX_PLAN_ITEMS; ++k) {
-            v[k] = first + k < n ? load(first + k) : zero_of(T{});
-            s = s + v[k];
-        }
-        T tot;
-        T run = sums[t] + block_exclusive_scan(s, &tot);
-#pragma unroll
-        for (u32 k = 0; k < RTX_PLAN_ITEMS; ++k) {
-            if (first + k < n) out[first + k] = run;
-            run = run + v[k];
-        }
-    }
+    for (u64 t = blockIdx.x; t < ntiles; t += gridDim.x) scan_tile(load, n, t, sums[t], out);
 }
 
 // Exclusive scan of the tile sums in place, by one block; the grand total
@@ -271,24 +277,7 @@ template <typename T, typename Load>
 __device__ __forceinline__ void scan_single(Load load, u64 n, T* __restrict__ out, T* total) {
     const u64 ntiles = (n + PLAN_TILE - 1) / PLAN_TILE;
     T carry = zero_of(T{});
-    for (u64 t = 0; t < ntiles; ++t) {
-        const u64 first = t * PLAN_TILE + (u64)threadIdx.x * RTX_PLAN_ITEMS;
-        T v[RTX_PLAN_ITEMS];
-        T s = zero_of(T{});
-#pragma unroll
-        for (u32 k = 0; k < RTX_PLAN_ITEMS; ++k) {
-            v[k] = first + k < n ? load(first + k) : zero_of(T{});
-            s = s + v[k];
-        }
-        T tot;
-        T run = carry + block_exclusive_scan(s, &tot);
-#pragma unroll
-        for (u32 k = 0; k < RTX_PLAN_ITEMS; ++k) {
-            if (first + k < n) out[first + k] = run;
-            run = run + v[k];
-        }
-        carry = carry + tot;
-    }
+    for (u64 t = 0; t < ntiles; ++t) carry = carry + scan_tile(load, n, t, carry, out);
     if (threadIdx.x == 0 && total) *total = carry;
 }
 
