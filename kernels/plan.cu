@@ -113,18 +113,20 @@ extern "C" __global__ void __launch_bounds__(RTX_BLOCK)
 
 // ---- one radix pass ----
 
-// counts[d * ntiles + t] = items of tile t whose digit is d.
+// counts[d * ntiles + t] = items of tile t whose digit is d. A tile of the
+// sort is `items` rounds of RTX_BLOCK consecutive items (fewer rounds for
+// short lists: more tiles, so more blocks).
 extern "C" __global__ void __launch_bounds__(RTX_BLOCK)
-    plan_hist(const u32* __restrict__ keys, u64 n, u32 shift, u32 dbits, u64 ntiles,
+    plan_hist(const u32* __restrict__ keys, u64 n, u32 shift, u32 dbits, u64 ntiles, u32 items,
               u32* __restrict__ counts) {
     __shared__ u32 h[PLAN_RADIX];
     const u32 radix = 1u << dbits, mask = radix - 1;
     for (u64 t = blockIdx.x; t < ntiles; t += gridDim.x) {
         for (u32 d = threadIdx.x; d < radix; d += blockDim.x) h[d] = 0;
         __syncthreads();
-        const u64 base = t * PLAN_TILE;
+        const u64 base = t * RTX_BLOCK * items;
 #pragma unroll 4
-        for (u32 k = 0; k < RTX_PLAN_ITEMS; ++k) {
+        for (u32 k = 0; k < items; ++k) {
             const u64 i = base + (u64)k * RTX_BLOCK + threadIdx.x;
             if (i < n) atomicAdd(&h[(__ldg(keys + i) >> shift) & mask], 1u);
         }
@@ -136,15 +138,15 @@ extern "C" __global__ void __launch_bounds__(RTX_BLOCK)
 
 // Stable placement: item i of tile t (digit d) goes to
 //   offs[d * ntiles + t] + (items of tile t before i with digit d).
-// A tile is taken in RTX_PLAN_ITEMS rounds of RTX_BLOCK consecutive items;
+// A tile is taken in `items` rounds of RTX_BLOCK consecutive items;
 // in a round, lanes with the same digit find each other with a match mask,
 // warps add the counts of the warps before them, and `base` carries each
 // digit's running position to the next round. vals == 0: the value of item i
 // is i itself (the first pass).
 extern "C" __global__ void __launch_bounds__(RTX_BLOCK)
     plan_rank(const u32* __restrict__ keys, const u32* __restrict__ vals, u64 n, u32 shift,
-              u32 dbits, u64 ntiles, const u32* __restrict__ offs, u32* __restrict__ keys_out,
-              u32* __restrict__ vals_out) {
+              u32 dbits, u64 ntiles, u32 items, const u32* __restrict__ offs,
+              u32* __restrict__ keys_out, u32* __restrict__ vals_out) {
     __shared__ u32 base[PLAN_RADIX];
     __shared__ unsigned char wh[PLAN_WARPS][PLAN_RADIX];
     const u32 radix = 1u << dbits, mask = radix - 1;
@@ -155,8 +157,8 @@ extern "C" __global__ void __launch_bounds__(RTX_BLOCK)
     for (u64 t = blockIdx.x; t < ntiles; t += gridDim.x) {
         for (u32 d = threadIdx.x; d < radix; d += blockDim.x) base[d] = __ldg(offs + (u64)d * ntiles + t);
         __syncthreads();
-        const u64 tile0 = t * PLAN_TILE;
-        for (u32 k = 0; k < RTX_PLAN_ITEMS; ++k) {
+        const u64 tile0 = t * RTX_BLOCK * items;
+        for (u32 k = 0; k < items; ++k) {
             const u64 i = tile0 + (u64)k * RTX_BLOCK + threadIdx.x;
             const bool valid = i < n;
             const u32 key = valid ? __ldg(keys + i) : 0;
@@ -221,28 +223,34 @@ __device__ __forceinline__ void scan_sums(Load load, u64 n, T* __restrict__ sums
     }
 }
 
+// out[i] = base + exclusive prefix of i within tile t, for the items of
+// tile t; returns the tile's sum (every thread).
+template <typename T, typename Load>
+__device__ __forceinline__ T scan_tile(Load load, u64 n, u64 t, T base, T* __restrict__ out) {
+    const u64 first = t * PLAN_TILE + (u64)threadIdx.x * RTX_PLAN_ITEMS;
+    T v[RTX_PLAN_ITEMS];
+    T s = zero_of(T{});
+#pragma unroll
+    for (u32 k = 0; k < RTX_PLAN_ITEMS; ++k) {
+        v[k] = first + k < n ? load(first + k) : zero_of(T{});
+        s = s + v[k];
+    }
+    T tot;
+    T run = base + block_exclusive_scan(s, &tot);
+#pragma unroll
+    for (u32 k = 0; k < RTX_PLAN_ITEMS; ++k) {
+        if (first + k < n) out[first + k] = run;
+        run = run + v[k];
+    }
+    return tot;
+}
+
 // out[i] = sums[t] + exclusive prefix of i within its tile t.
 template <typename T, typename Load>
 __device__ __forceinline__ void scan_apply(Load load, u64 n, const T* __restrict__ sums,
                                            T* __restrict__ out) {
     const u64 ntiles = (n + PLAN_TILE - 1) / PLAN_TILE;
-    for (u64 t = blockIdx.x; t < ntiles; t += gridDim.x) {
-        const u64 first = t * PLAN_TILE + (u64)threadIdx.x * RTX_PLAN_ITEMS;
-        T v[RTX_PLAN_ITEMS];
-        T s = zero_of(T{});
-#pragma unroll
-        for (u32 k = 0; k < RTX_PLAN_ITEMS; ++k) {
-            v[k] = first + k < n ? load(first + k) : zero_of(T{});
-            s = s + v[k];
-        }
-        T tot;
-        T run = sums[t] + block_exclusive_scan(s, &tot);
-#pragma unroll
-        for (u32 k = 0; k < RTX_PLAN_ITEMS; ++k) {
-            if (first + k < n) out[first + k] = run;
-            run = run + v[k];
-        }
-    }
+    for (u64 t = blockIdx.x; t < ntiles; t += gridDim.x) scan_tile(load, n, t, sums[t], out);
 }
 
 // Exclusive scan of the tile sums in place, by one block; the grand total
@@ -269,24 +277,7 @@ template <typename T, typename Load>
 __device__ __forceinline__ void scan_single(Load load, u64 n, T* __restrict__ out, T* total) {
     const u64 ntiles = (n + PLAN_TILE - 1) / PLAN_TILE;
     T carry = zero_of(T{});
-    for (u64 t = 0; t < ntiles; ++t) {
-        const u64 first = t * PLAN_TILE + (u64)threadIdx.x * RTX_PLAN_ITEMS;
-        T v[RTX_PLAN_ITEMS];
-        T s = zero_of(T{});
-#pragma unroll
-        for (u32 k = 0; k < RTX_PLAN_ITEMS; ++k) {
-            v[k] = first + k < n ? load(first + k) : zero_of(T{});
-            s = s + v[k];
-        }
-        T tot;
-        T run = carry + block_exclusive_scan(s, &tot);
-#pragma unroll
-        for (u32 k = 0; k < RTX_PLAN_ITEMS; ++k) {
-            if (first + k < n) out[first + k] = run;
-            run = run + v[k];
-        }
-        carry = carry + tot;
-    }
+    for (u64 t = 0; t < ntiles; ++t) carry = carry + scan_tile(load, n, t, carry, out);
     if (threadIdx.x == 0 && total) *total = carry;
 }
 

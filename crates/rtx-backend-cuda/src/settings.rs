@@ -30,6 +30,10 @@ pub struct StreamActivity {
     /// Times the host waited for the stream (each read back to the host,
     /// each `synchronize`).
     pub waits: u64,
+    /// Microseconds the host spent blocked in those waits: a step's wall
+    /// time less this is (about) the host's time queueing its work, so a
+    /// step with little of it is bound by the host, not the device.
+    pub wait_us: u64,
 }
 
 impl StreamActivity {
@@ -41,6 +45,7 @@ impl StreamActivity {
             copies: self.copies.saturating_sub(earlier.copies),
             allocations: self.allocations.saturating_sub(earlier.allocations),
             waits: self.waits.saturating_sub(earlier.waits),
+            wait_us: self.wait_us.saturating_sub(earlier.wait_us),
         }
     }
 }
@@ -369,17 +374,19 @@ mod tests {
             copies: 3,
             allocations: 7,
             waits: 2,
+            wait_us: 100,
         };
         let b = StreamActivity {
             launches: 574,
             copies: 130,
             allocations: 479,
             waits: 29,
+            wait_us: 3100,
         };
         let d = b.since(&a);
         assert_eq!(
-            (d.launches, d.copies, d.allocations, d.waits),
-            (564, 127, 472, 27)
+            (d.launches, d.copies, d.allocations, d.waits, d.wait_us),
+            (564, 127, 472, 27, 3000)
         );
         // an earlier reading that is larger (another backend's): no wrap
         assert_eq!(a.since(&b), StreamActivity::default());

@@ -109,6 +109,9 @@ fn fresh_device_lists_scatter_bit_identical_to_cpu() {
         // rows), and one row more: three launches
         (16_384, 168_960, 4, false),
         (16_385, 168_960, 4, true),
+        // the radix passes' short tiles, and the long ones from 2^20 entries
+        (300_000, (1 << 20) - 1, 1, true),
+        (300_000, 1 << 20, 1, false),
     ] {
         fresh_case::<f32>(&g, rows, e, f, hub, 5);
         fresh_case::<f64>(&g, rows, e, f, hub, 6);

@@ -95,9 +95,23 @@ fn device_samples_are_the_cpu_samples() {
         },
     ];
     for spec in &specs {
+        let before = g.activity();
         let a = gs
             .sample(&g, &g.index_from_host(&seeds).unwrap(), spec)
             .unwrap();
+        // one wait for the seeds' relabelling, one a hop for its edge
+        // totals, one a relabelling (at most one a relation and hop), and
+        // at most one a node type for the feature gathers' range checks
+        let pairs: usize = spec
+            .fanouts
+            .iter()
+            .map(|f| f.iter().filter(|&&k| k > 0).count())
+            .sum();
+        let waits = g.activity().since(&before).waits as usize;
+        assert!(
+            waits <= 1 + spec.fanouts.len() + pairs + 4,
+            "{waits} waits for {pairs} relation hops, {spec:?}"
+        );
         let b = cs
             .sample(&cpu, &cpu.index_from_host(&seeds).unwrap(), spec)
             .unwrap();

@@ -273,6 +273,10 @@ fn trainer_step(g: &CudaBackend, a: &Args, case: &str) -> anyhow::Result<()> {
                 json!(per_step(run.activity.allocations)),
             ),
             ("waits_per_step", json!(per_step(run.activity.waits))),
+            (
+                "wait_ms_per_step",
+                json!(per_step(run.activity.wait_us) / 1000.0),
+            ),
             ("dataset_ms", json!(made)),
         ],
     );

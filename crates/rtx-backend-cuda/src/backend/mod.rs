@@ -152,9 +152,7 @@ impl CudaBackend {
     /// # Errors
     /// Driver errors (including errors of earlier kernels).
     pub fn synchronize(&self) -> Result<()> {
-        self.dev.stream.synchronize()?;
-        self.dev.activity.wait();
-        Ok(())
+        self.dev.activity.synchronize(&self.dev.stream)
     }
 
     /// What this backend has put on its stream so far: kernel launches,

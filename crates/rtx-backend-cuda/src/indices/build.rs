@@ -12,7 +12,8 @@ use rtx_backend::{Error as BError, Result as BResult};
 use crate::error::{Error, Result};
 use crate::indices::layout::{
     INFO_BAD, INFO_CHUNKS, INFO_LEVELS, INFO_MAX, INFO_OVERFLOW, INFO_VALUES, INFO_WORDS, carve,
-    hi_len, hi_offset, hi_vb, level0_bound, list_len, radix, rows_direct_limit, tiles,
+    hi_len, hi_offset, hi_vb, level0_bound, list_len, radix, rows_direct_limit, sort_items,
+    sort_tiles, tiles,
 };
 use crate::indices::plan::{ChunkTable, DevicePlan};
 use crate::kernels::table::Kernel;
@@ -292,7 +293,8 @@ struct Scratch {
 }
 
 impl Scratch {
-    /// The radix sort's counts and their exclusive scan, `(1 << dbits) * tiles(n)` u32 each.
+    /// The radix sort's counts and their exclusive scan, `(1 << dbits) *
+    /// sort_tiles(n)` u32 each.
     const COUNTS: usize = 0;
     const OFFS: usize = 1;
     /// The scan's tile sums.
@@ -311,7 +313,7 @@ impl Scratch {
 
     fn alloc(dev: &Device, n64: u64, sort_rows: u64) -> Result<Scratch> {
         let (_, dbits) = radix(sort_rows);
-        let ncounts = (1u64 << dbits) * tiles(n64);
+        let ncounts = (1u64 << dbits) * sort_tiles(n64);
         let sizes = [
             4 * ncounts,           // counts
             4 * ncounts,           // offs
@@ -354,7 +356,7 @@ fn radix_sort(
 ) -> Result<DevPtr<u32>> {
     let k = dev.kernels()?;
     let (passes, dbits) = radix(sort_rows);
-    let ntiles = tiles(n64);
+    let (ntiles, items) = (sort_tiles(n64), sort_items(n64));
     let ncounts = (1u64 << dbits) * ntiles;
     let (counts, offs, sums) = (
         scratch.p::<u32>(Scratch::COUNTS),
@@ -387,6 +389,7 @@ fn radix_sort(
             shift: pass * dbits,
             dbits,
             ntiles,
+            items,
             counts: Out::at(counts),
         };
         // SAFETY: keys holds n u32, counts (1 << dbits) * ntiles.
@@ -399,6 +402,7 @@ fn radix_sort(
             shift: pass * dbits,
             dbits,
             ntiles,
+            items,
             offs: In::at(offs),
             keys_out: Out::at(kout),
             vals_out: Out::at(vout),

@@ -38,6 +38,28 @@ pub(crate) fn tiles(n: u64) -> u64 {
     n.div_ceil(TILE)
 }
 
+/// Lists of fewer entries than this sort in tiles of [`SHORT_SORT_ITEMS`]
+/// rounds of a block (so on more blocks); longer ones in tiles of `TILE`.
+pub(crate) const SHORT_SORT_ENTRIES: u64 = 1 << 20;
+
+/// Rounds of a block in a tile of a short list's radix passes.
+pub(crate) const SHORT_SORT_ITEMS: u32 = 4;
+
+/// Rounds of a block in a tile of the radix passes over `n` entries
+/// (`plan_hist` / `plan_rank`'s `items`).
+pub(crate) fn sort_items(n: u64) -> u32 {
+    if n < SHORT_SORT_ENTRIES {
+        SHORT_SORT_ITEMS
+    } else {
+        PLAN_ITEMS as u32
+    }
+}
+
+/// Tiles of the radix passes over `n` entries.
+pub(crate) fn sort_tiles(n: u64) -> u64 {
+    n.div_ceil(u64::from(BLOCK) * u64::from(sort_items(n)))
+}
+
 /// At most this many chunks at level 0 of `n` entries into `rows` rows:
 /// every non-empty row has one chunk plus one per full block.
 pub(crate) fn level0_bound(n: u64, rows: u64) -> u64 {
@@ -91,6 +113,19 @@ mod tests {
     use crate::indices::levels::build_levels;
     use rtx_backend::IndexPlan;
     use rtx_backend::workload::indices;
+
+    #[test]
+    fn short_lists_sort_in_smaller_tiles() {
+        assert_eq!(sort_items(0), SHORT_SORT_ITEMS);
+        assert_eq!(sort_tiles(0), 0);
+        assert_eq!(sort_tiles(1), 1);
+        // 169k entries: tiles of 1,024 instead of 4,096
+        assert_eq!(sort_tiles(168_960), 165);
+        assert_eq!(tiles(168_960), 42);
+        assert_eq!(sort_items(SHORT_SORT_ENTRIES - 1), SHORT_SORT_ITEMS);
+        assert_eq!(sort_items(SHORT_SORT_ENTRIES), PLAN_ITEMS as u32);
+        assert_eq!(sort_tiles(SHORT_SORT_ENTRIES), tiles(SHORT_SORT_ENTRIES));
+    }
 
     #[test]
     fn radix_passes_cover_the_bits() {

@@ -157,11 +157,11 @@ macro_rules! with_kernel_table {
                 /// `index_bounds`.
                 IndexBounds[](idx: *const u32, n: u64, bound: u64, check: u32, info: *mut u64);
                 /// `plan_hist`.
-                PlanHist[](keys: *const u32, n: u64, shift: u32, dbits: u32, ntiles: u64, counts: *mut u32);
+                PlanHist[](keys: *const u32, n: u64, shift: u32, dbits: u32, ntiles: u64, items: u32, counts: *mut u32);
                 /// `plan_rank`.
                 PlanRank[](
                     keys: *const u32, vals: *const u32, n: u64, shift: u32, dbits: u32, ntiles: u64,
-                    offs: *const u32, keys_out: *mut u32, vals_out: *mut u32,
+                    items: u32, offs: *const u32, keys_out: *mut u32, vals_out: *mut u32,
                 );
                 /// `scan_sums_u32`.
                 ScanSums[](r#in: *const u32, n: u64, sums: *mut u32);

@@ -2,8 +2,8 @@
 //! edge lists by the device plan's stable sort, and the neighbour sampler of
 //! `rtx_backend::sample`, bit for bit the host reference. Neither the
 //! topology nor a sample crosses to the host: a sample reads back one count
-//! per relabelling and one edge total per (hop, relation), the sizes its
-//! allocations need.
+//! per relabelling and, with one wait a hop, every relation's edge total of
+//! the hop: the sizes its allocations need.
 
 use rtx_backend::sample::{Csr, SampleSpec, Sampled, check_spec, sample_key};
 use rtx_backend::{Error as BError, Result as BResult, SampleOps};
@@ -147,39 +147,56 @@ impl CudaBackend {
         Ok(self.wrap(ListEntry::from_device(mem, n, None)))
     }
 
-    /// The picks of one hop through relation `c` for the `n` frontier nodes
-    /// at `front` (local ids from `lo`): their global ids and local
-    /// destinations, `None` when nothing was drawn.
-    fn hop(
+    /// Queues the count of one hop through relation `c` for the `n`
+    /// frontier nodes at `front`: each node's `min(degree, fanout)` and
+    /// their exclusive scan, `n + 1` u32 whose last is the hop's edge total
+    /// (read back by the caller, with the other relations' of the hop).
+    fn hop_count(
         &self,
         c: &Csr<CudaIndex>,
         front: DevPtr<u32>,
         n: usize,
-        lo: usize,
         fanout: u32,
-        key: u64,
-    ) -> BResult<Option<(Chunk, Chunk)>> {
+    ) -> BResult<DevMem> {
         let dev = &self.dev;
         let k = dev.kernels()?;
         let off = c.offsets().entry.dev_list(dev)?;
-        let nbr = c.neighbors().entry.dev_list(dev)?;
         let n64 = n as u64;
         let counts = alloc_u32(dev, n + 1)?;
-        let cp = counts.ptr();
         let args = SampleCount {
             off: In::at(off),
             front: In::at(front),
             n: n64,
             fanout,
-            counts: Out::at(cp),
+            counts: Out::at(counts.ptr()),
         };
         // SAFETY: front holds n node ids below the CSR's dst_nodes, off
         // dst_nodes + 1 offsets, counts n + 1 u32.
         unsafe { args.launch(dev, &k, Kernel::SampleCount, cfg1(grid_for(n64 + 1))) }?;
-        let (eoff, m) = scan_total(dev, cp, n, "reading a hop's edge count back")?;
-        if m == 0 {
-            return Ok(None);
-        }
+        let eoff = alloc_u32(dev, n + 1)?;
+        let sums = alloc_u32(dev, tiles(n64 + 1) as usize)?;
+        scan_u32(dev, counts.ptr(), n64 + 1, sums.ptr(), eoff.ptr())?;
+        Ok(eoff)
+    }
+
+    /// The `m > 0` picks of one hop through relation `c` for the `n`
+    /// frontier nodes at `front` (local ids from `lo`), placed by `eoff`
+    /// ([`CudaBackend::hop_count`]'s scan, whose total is `m`): their global
+    /// ids and local destinations.
+    fn hop_pick(
+        &self,
+        c: &Csr<CudaIndex>,
+        (front, n, lo): (DevPtr<u32>, usize, usize),
+        fanout: u32,
+        key: u64,
+        eoff: &DevMem,
+        m: usize,
+    ) -> BResult<(Chunk, Chunk)> {
+        let dev = &self.dev;
+        let k = dev.kernels()?;
+        let off = c.offsets().entry.dev_list(dev)?;
+        let nbr = c.neighbors().entry.dev_list(dev)?;
+        let n64 = n as u64;
         let (cand, dstl) = (alloc_u32(dev, m)?, alloc_u32(dev, m)?);
         let args = SamplePick {
             off: In::at(off),
@@ -193,12 +210,13 @@ impl CudaBackend {
             cand: Out::at(cand.ptr()),
             dstl: Out::at(dstl.ptr()),
         };
-        // SAFETY: as above for off and front; eoff is the exclusive scan of
-        // each node's min(degree, fanout), so node i writes slots eoff[i].. of
-        // its own, all below m, the length of cand and dstl; the CSR's
-        // offsets bound every neighbour read.
+        // SAFETY: front holds n node ids below the CSR's dst_nodes, off
+        // dst_nodes + 1 offsets; eoff is the exclusive scan of each node's
+        // min(degree, fanout), so node i writes slots eoff[i].. of its own,
+        // all below m, the length of cand and dstl; the CSR's offsets bound
+        // every neighbour read.
         unsafe { args.launch(dev, &k, Kernel::SamplePick, cfg1(grid_for(n64))) }?;
-        Ok(Some(((cand, m), (dstl, m))))
+        Ok(((cand, m), (dstl, m)))
     }
 }
 
@@ -316,6 +334,10 @@ impl SampleOps for CudaBackend {
         for fan in &spec.fanouts {
             let before = count.clone();
             let chunks_before: Vec<usize> = nodes.iter().map(Vec::len).collect();
+            // every relation's count of this hop queued, their edge totals
+            // read with one wait (the frontier is fixed for the hop, so the
+            // picks do not depend on the relabellings)
+            let mut counted = Vec::new();
             for (r, c) in relations.iter().enumerate() {
                 let Some((_, fp, n, lo)) = frontier[c.dst_type()] else {
                     continue;
@@ -323,10 +345,26 @@ impl SampleOps for CudaBackend {
                 if fan[r] == 0 {
                     continue;
                 }
-                let key = sample_key(spec.seed, spec.step, r);
-                let Some((cand, dstl)) = self.hop(c, fp, n, lo, fan[r], key)? else {
+                let eoff = self.hop_count(c, fp, n, fan[r])?;
+                counted.push((r, (fp, n, lo), eoff));
+            }
+            let mut totals = vec![[0u32]; counted.len()];
+            if !counted.is_empty() {
+                let mut parts: Vec<(DevPtr<u32>, &mut [u32])> = counted
+                    .iter()
+                    .map(|(_, (_, n, _), eoff)| eoff.ptr::<u32>().byte_add(4 * *n as u64))
+                    .zip(totals.iter_mut().map(|t| &mut t[..]))
+                    .collect();
+                dev.read_each(&mut parts, "reading a hop's edge counts back")?;
+            }
+            for ((r, front, eoff), [m]) in counted.iter().zip(&totals) {
+                let (r, m) = (*r, *m as usize);
+                if m == 0 {
                     continue;
-                };
+                }
+                let c = &relations[r];
+                let key = sample_key(spec.seed, spec.step, r);
+                let (cand, dstl) = self.hop_pick(c, *front, fan[r], key, eoff, m)?;
                 let st = c.src_type();
                 let (local, fresh) = self.relabel(map_of(st)?, cand.0.ptr(), cand.1, count[st])?;
                 count[st] += fresh.1;

@@ -46,6 +46,7 @@ pub(crate) struct Activity {
     copies: AtomicU64,
     allocations: AtomicU64,
     waits: AtomicU64,
+    wait_us: AtomicU64,
 }
 
 impl Activity {
@@ -57,8 +58,19 @@ impl Activity {
         self.copies.fetch_add(1, Ordering::Relaxed);
     }
 
-    pub(crate) fn wait(&self) {
+    /// One wait for the stream, which blocked the host for `took`.
+    pub(crate) fn wait(&self, took: std::time::Duration) {
         self.waits.fetch_add(1, Ordering::Relaxed);
+        let us = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
+        self.wait_us.fetch_add(us, Ordering::Relaxed);
+    }
+
+    /// Waits for `stream` (so for all work queued on it), counted.
+    pub(crate) fn synchronize(&self, stream: &CudaStream) -> Result<()> {
+        let start = std::time::Instant::now();
+        stream.synchronize()?;
+        self.wait(start.elapsed());
+        Ok(())
     }
 
     /// The counts so far.
@@ -68,6 +80,7 @@ impl Activity {
             copies: self.copies.load(Ordering::Relaxed),
             allocations: self.allocations.load(Ordering::Relaxed),
             waits: self.waits.load(Ordering::Relaxed),
+            wait_us: self.wait_us.load(Ordering::Relaxed),
         }
     }
 }
@@ -133,9 +146,7 @@ impl Device {
             unsafe { result::memcpy_dtoh_async(view, src.addr(), self.stream.cu_stream()) }?;
             self.activity.copy();
         }
-        self.stream.synchronize()?;
-        self.activity.wait();
-        Ok(())
+        self.activity.synchronize(&self.stream)
     }
 
     /// Zeroes all of `m` on the backend's stream.
