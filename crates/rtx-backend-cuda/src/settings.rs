@@ -30,9 +30,9 @@ pub struct StreamActivity {
     /// Times the host waited for the stream (each read back to the host,
     /// each `synchronize`).
     pub waits: u64,
-    /// Microseconds the host spent blocked in those waits: a step's wall
-    /// time less this is (about) the host's time queueing its work, so a
-    /// step with little of it is bound by the host, not the device.
+    /// Microseconds the host spent blocked in those waits (a read back from
+    /// its first copy, which waits for the stream, to its end): a step's
+    /// wall time less this is the host's time queueing its work.
     pub wait_us: u64,
 }
 

@@ -5,7 +5,7 @@
 
 use rtx_backend::prelude::*;
 use rtx_backend::workload::{splitmix64, unit};
-use rtx_backend::{BTensor, Element};
+use rtx_backend::{BTensor, Element, Indices};
 
 use crate::graph::NodeType;
 use crate::topology::Topology;
@@ -355,9 +355,8 @@ impl<B: Backend, T: Element> HetGat<B, T> {
 
     /// Makes ready together the scatter plans a pass over `graph` sums by
     /// ([`IndexOps::prepare_plans`](rtx_backend::IndexOps::prepare_plans)):
-    /// each relation live in some layer by its destinations, and for a
-    /// `backward` pass by its sources too. On the GPU a mini-batch's plans
-    /// then cost one wait instead of one each; the pass's bits are the same.
+    /// [`HetGat::plan_lists`]. On the GPU a mini-batch's plans then cost one
+    /// wait instead of one each; the pass's bits are the same.
     ///
     /// # Errors
     /// Backend errors (an entry out of range for its node type).
@@ -367,6 +366,18 @@ impl<B: Backend, T: Element> HetGat<B, T> {
         graph: &G,
         backward: bool,
     ) -> Result<()> {
+        Ok(b.prepare_plans(&self.plan_lists(graph, backward))?)
+    }
+
+    /// The lists a pass over `graph` sums by, with their row counts: each
+    /// relation live in some layer by its destinations, and for a
+    /// `backward` pass by its sources too (a caller adds its own, e.g. the
+    /// objective's rows, and prepares them all at once).
+    pub fn plan_lists<'g, G: Topology<B> + ?Sized>(
+        &self,
+        graph: &'g G,
+        backward: bool,
+    ) -> Vec<Indices<'g, B>> {
         let mut lists = Vec::new();
         for r in 0..self.relations.len() {
             if !self.live.iter().any(|layer| layer[r]) {
@@ -378,7 +389,7 @@ impl<B: Backend, T: Element> HetGat<B, T> {
                 lists.push(edges.by_src);
             }
         }
-        Ok(b.prepare_plans(&lists)?)
+        lists
     }
 
     /// Replaces every parameter (e.g. from a checkpoint), all or nothing.

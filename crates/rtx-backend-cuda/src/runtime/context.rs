@@ -131,6 +131,9 @@ impl Device {
     ) -> Result<()> {
         self.refuse_while_recording(what)?;
         self.ctx.bind_to_thread()?;
+        // a copy into pageable memory waits for the stream itself: the
+        // wait is timed from the first copy
+        let start = std::time::Instant::now();
         for (src, out) in parts.iter_mut() {
             let bytes = std::mem::size_of_val(*out);
             if bytes == 0 {
@@ -146,7 +149,9 @@ impl Device {
             unsafe { result::memcpy_dtoh_async(view, src.addr(), self.stream.cu_stream()) }?;
             self.activity.copy();
         }
-        self.activity.synchronize(&self.stream)
+        self.stream.synchronize()?;
+        self.activity.wait(start.elapsed());
+        Ok(())
     }
 
     /// Zeroes all of `m` on the backend's stream.

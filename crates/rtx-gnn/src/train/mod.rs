@@ -20,7 +20,7 @@
 use rtx_backend::prelude::*;
 use rtx_backend::sample::SampleSpec;
 use rtx_backend::workload::splitmix64;
-use rtx_backend::{BTensor, Element, SampleOps, TrainOps};
+use rtx_backend::{BTensor, Element, Indices, SampleOps, TrainOps};
 
 use crate::dataset::{Dataset, Targets as DataTargets};
 use crate::graph::HeteroGraph;
@@ -675,12 +675,12 @@ impl<'a, B: Backend + TrainOps + SampleOps + 'static, T: Element> Trainer<'a, B,
         let drop = self.dropout_seed();
         let low = self.pass_model()?;
         let out = low.objective_grads(self.b, &**graph, x, &objective, drop)?;
-        let loss = out.loss.read(self.b)?;
         let grads = widen_grads_acc::<B, T>(self.b, out.grads)?;
         let info = self
             .optimizer
             .step(self.b, self.model.params_mut(), &grads)?;
-        Ok((loss, info))
+        // read after the update is queued: the wait then covers it too
+        Ok((out.loss.read(self.b)?, info))
     }
 
     /// One mini-batch step on `seeds` (global ids of the target type).
@@ -705,12 +705,17 @@ impl<'a, B: Backend + TrainOps + SampleOps + 'static, T: Element> Trainer<'a, B,
         };
         let drop = self.dropout_seed();
         let low = self.pass_model()?;
-        low.prepare_plans(b, &mb.graph, true)?;
+        // the graph's plans and the objective's (its rows' gradients are
+        // scattered back into the target type's outputs), with one wait
+        let mut lists = low.plan_lists(&mb.graph, true);
+        let outputs = mb.graph.node_types[self.target].nodes;
+        lists.push(Indices::held(&mb.seeds).with_rows(outputs));
+        b.prepare_plans(&lists)?;
         let out = low.objective_grads(b, &mb.graph, &mb.x, &objective, drop)?;
-        let loss = out.loss.read(b)?;
         let grads = widen_grads_acc::<B, T>(b, out.grads)?;
         let info = self.optimizer.step(b, self.model.params_mut(), &grads)?;
-        Ok((loss, info))
+        // read after the update is queued: the wait then covers it too
+        Ok((out.loss.read(b)?, info))
     }
 
     /// Puts the best parameters in place (after training, for predictions).
