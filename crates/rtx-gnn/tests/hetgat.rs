@@ -367,3 +367,67 @@ fn sgd_with_a_misshapen_gradient_changes_no_parameter() {
     model.sgd(&b, &grads, 0.1).unwrap();
     assert_ne!(snapshot(&model), before);
 }
+
+/// `plan_lists` names, in relation order, the sum-by lists of exactly the
+/// relations live in some layer (here every relation but `ac`, whose
+/// output never reaches the head on `a`), each with its row count, and
+/// for a backward pass each relation's sources after its destinations.
+#[test]
+fn plan_lists_are_the_live_relations_sum_by_lists() {
+    let b = CpuBackend::new();
+    let (na, nb, nc) = (5usize, 4usize, 3usize);
+    let ty = |name: &str, nodes| NodeType {
+        name: name.into(),
+        nodes,
+    };
+    let rel = |name: &str, s, d, src: Vec<u32>, dst: Vec<u32>| -> RelationSpec {
+        (name.into(), s, d, src, dst)
+    };
+    let g = HeteroGraph::new(
+        vec![ty("a", na), ty("b", nb), ty("c", nc)],
+        vec![
+            rel("aa", 0, 0, vec![0, 1, 4], vec![1, 2, 0]),
+            rel("ba", 1, 0, vec![3, 0], vec![4, 4]),
+            rel("ac", 0, 2, vec![2], vec![1]),
+            rel("cb", 2, 1, vec![0, 2, 1], vec![3, 3, 0]),
+        ],
+    )
+    .unwrap();
+    let config = HetGatConfig {
+        in_features: vec![2, 3, 1],
+        heads: 1,
+        channels: 2,
+        layers: 2,
+        negative_slope: 0.2,
+        target: 0,
+        out_features: 1,
+        input_dropout: 0.0,
+        attention_dropout: 0.0,
+    };
+    let model = HetGat::<_, f32>::new(&b, &g, config, 0).unwrap();
+    let seen = |backward| -> Vec<(Vec<u32>, Option<usize>)> {
+        model
+            .plan_lists(&g, backward)
+            .iter()
+            .map(|l| (l.host_list(&b).unwrap().into_owned(), l.rows()))
+            .collect()
+    };
+    let by = |list: &[u32], rows| (list.to_vec(), Some(rows));
+    assert_eq!(
+        seen(false),
+        [by(&[1, 2, 0], na), by(&[4, 4], na), by(&[3, 3, 0], nb)]
+    );
+    assert_eq!(
+        seen(true),
+        [
+            by(&[1, 2, 0], na),
+            by(&[0, 1, 4], na),
+            by(&[4, 4], na),
+            by(&[3, 0], nb),
+            by(&[3, 3, 0], nb),
+            by(&[0, 2, 1], nc),
+        ]
+    );
+    // and prepare_plans makes them ready
+    model.prepare_plans(&b, &g, true).unwrap();
+}
