@@ -393,18 +393,11 @@ fn plan_lists_are_the_live_relations_sum_by_lists() {
         ],
     )
     .unwrap();
-    let config = HetGatConfig {
+    let three_types = HetGatConfig {
         in_features: vec![2, 3, 1],
-        heads: 1,
-        channels: 2,
-        layers: 2,
-        negative_slope: 0.2,
-        target: 0,
-        out_features: 1,
-        input_dropout: 0.0,
-        attention_dropout: 0.0,
+        ..config([2, 3], 1, 2)
     };
-    let model = HetGat::<_, f32>::new(&b, &g, config, 0).unwrap();
+    let model = HetGat::<_, f32>::new(&b, &g, three_types, 0).unwrap();
     let seen = |backward| -> Vec<(Vec<u32>, Option<usize>)> {
         model
             .plan_lists(&g, backward)
