@@ -10,9 +10,10 @@
 
 use rtx_backend::prelude::*;
 use rtx_backend::sample::{SampleSpec, csr_host};
-use rtx_backend::{Error, SampleOps};
+use rtx_backend::{Error, Indices, SampleOps};
 use rtx_backend_cpu::CpuBackend;
 use rtx_backend_cuda::CudaBackend;
+use rtx_gnn::Topology;
 use rtx_gnn::determinism::sampled_training_bits;
 use rtx_gnn::mag::{mag_node_types, mag_relations, mag_store};
 
@@ -100,8 +101,8 @@ fn device_samples_are_the_cpu_samples() {
             .sample(&g, &g.index_from_host(&seeds).unwrap(), spec)
             .unwrap();
         // one wait for the seeds' relabelling, one a hop for its edge
-        // totals, one a relabelling (at most one a relation and hop), and
-        // at most one a node type for the feature gathers' range checks
+        // totals, one a relabelling (at most one a relation and hop); none
+        // for the feature gathers: a sample's lists carry their bounds
         let pairs: usize = spec
             .fanouts
             .iter()
@@ -109,15 +110,31 @@ fn device_samples_are_the_cpu_samples() {
             .sum();
         let waits = g.activity().since(&before).waits as usize;
         assert!(
-            waits <= 1 + spec.fanouts.len() + pairs + 4,
+            waits <= 1 + spec.fanouts.len() + pairs,
             "{waits} waits for {pairs} relation hops, {spec:?}"
         );
+        // gathers by the sample's local ids wait for no range check either
+        let before = g.activity();
+        let seed_rows = g.index_select(&a.x[0], Indices::held(&a.seeds)).unwrap();
+        for r in 0..7 {
+            let (s, d) = a.graph.relation_edges(r);
+            let (_, st, dt) = a.graph.relation_key(r);
+            g.index_select(&a.x[st], Indices::held(s)).unwrap();
+            g.index_select(&a.x[dt], Indices::held(d)).unwrap();
+        }
+        assert_eq!(g.activity().since(&before).waits, 0, "{spec:?}");
         let b = cs
             .sample(&cpu, &cpu.index_from_host(&seeds).unwrap(), spec)
             .unwrap();
         let host = |l| g.index_to_host(l).unwrap().into_owned();
         let chost = |l| cpu.index_to_host(l).unwrap().into_owned();
         assert_eq!(host(&a.seeds), chost(&b.seeds), "{spec:?}");
+        assert_eq!(
+            g.download(&seed_rows).unwrap(),
+            cpu.download(&cpu.index_select(&b.x[0], Indices::held(&b.seeds)).unwrap())
+                .unwrap(),
+            "the seeds' rows, {spec:?}"
+        );
         for t in 0..4 {
             assert_eq!(host(&a.nodes[t]), chost(&b.nodes[t]), "type {t}, {spec:?}");
             assert_eq!(

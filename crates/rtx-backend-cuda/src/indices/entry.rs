@@ -51,6 +51,10 @@ pub(crate) struct ListEntry {
     host: Option<Arc<[u32]>>,
     len: usize,
     largest: OnceLock<Largest>,
+    /// Every entry is below this, known from what made the list (a
+    /// sampler's node ids and local ids): a range check against at least as
+    /// many rows needs neither the largest entry nor a wait for it.
+    below: Option<u64>,
     dev: OnceLock<DevMem>,
     plan: Built<DevicePlan>,
 }
@@ -99,6 +103,7 @@ impl ListEntry {
             len: list.len(),
             host: Some(list),
             largest: OnceLock::from(largest),
+            below: None,
             dev: OnceLock::new(),
             plan: Built::new(),
         }
@@ -111,8 +116,19 @@ impl ListEntry {
             host: None,
             len,
             largest: largest.map_or_else(OnceLock::new, OnceLock::from),
+            below: None,
             dev: OnceLock::from(mem),
             plan: Built::new(),
+        }
+    }
+
+    /// A list of `len` entries on the device in `mem`, every one below
+    /// `below` by construction (the maker's guarantee: a kernel that wrote an
+    /// entry past it would let a gather read out of bounds).
+    pub fn from_device_below(mem: DevMem, len: usize, below: usize) -> ListEntry {
+        ListEntry {
+            below: Some(below as u64),
+            ..ListEntry::from_device(mem, len, None)
         }
     }
 
@@ -153,6 +169,9 @@ impl ListEntry {
     /// # Errors
     /// [`rtx_backend::Error::IndexOutOfRange`]; device errors.
     pub fn check_below(&self, dev: &Device, rows: usize) -> BResult<()> {
+        if self.below.is_some_and(|b| b <= rows as u64) {
+            return Ok(());
+        }
         let Largest::Is(m) = self.largest(dev)? else {
             return Ok(());
         };

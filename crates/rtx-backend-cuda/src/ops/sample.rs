@@ -137,14 +137,17 @@ impl CudaBackend {
         Ok(out)
     }
 
-    /// The chunks one after another as one device list (no copy for one).
-    fn join(&self, mut chunks: Vec<Chunk>) -> BResult<CudaIndex> {
+    /// The chunks one after another as one device list (no copy for one),
+    /// every entry below `below` (node ids below their type's count, local
+    /// ids below the sample's count of the type: the sampler's kernels write
+    /// no other), so a gather by it needs no range check.
+    fn join(&self, mut chunks: Vec<Chunk>, below: usize) -> BResult<CudaIndex> {
         let n: usize = chunks.iter().map(|c| c.1).sum();
         let mem = match chunks.len() {
             1 => chunks.swap_remove(0).0,
             _ => self.concat(&chunks)?,
         };
-        Ok(self.wrap(ListEntry::from_device(mem, n, None)))
+        Ok(self.wrap(ListEntry::from_device_below(mem, n, below)))
     }
 
     /// Queues the count of one hop through relation `c` for the `n`
@@ -388,17 +391,21 @@ impl SampleOps for CudaBackend {
             }
         }
         drop(frontier);
-        let join_all = |lists: Vec<Vec<Chunk>>| {
+        // each list with the count its entries are below
+        let join_all = |lists: Vec<Vec<Chunk>>, below: &dyn Fn(usize) -> usize| {
             lists
                 .into_iter()
-                .map(|c| self.join(c))
+                .enumerate()
+                .map(|(i, c)| self.join(c, below(i)))
                 .collect::<BResult<Vec<_>>>()
         };
+        let local_src = |r: usize| count[relations[r].src_type()];
+        let local_dst = |r: usize| count[relations[r].dst_type()];
         Ok(Sampled {
-            nodes: join_all(nodes)?,
-            src: join_all(src)?,
-            dst: join_all(dst)?,
-            seeds: self.join(vec![seed_local])?,
+            nodes: join_all(nodes, &|t| node_counts[t])?,
+            src: join_all(src, &local_src)?,
+            dst: join_all(dst, &local_dst)?,
+            seeds: self.join(vec![seed_local], count[t0])?,
             counts: count,
         })
     }
