@@ -1,9 +1,10 @@
 //! [`SampleOps`] on the device (kernels/sample.cu): a relation's CSR from its
 //! edge lists by the device plan's stable sort, and the neighbour sampler of
 //! `rtx_backend::sample`, bit for bit the host reference. Neither the
-//! topology nor a sample crosses to the host: a sample reads back one count
-//! per relabelling and, with one wait a hop, every relation's edge total of
-//! the hop: the sizes its allocations need.
+//! topology nor a sample crosses to the host: a sample waits once for the
+//! seeds' count of distinct nodes and twice a hop, for every relation's edge
+//! total of the hop, then for every node type's count of new nodes: the
+//! sizes its allocations and the next hop's launches need.
 
 use rtx_backend::sample::{Csr, SampleSpec, Sampled, check_spec, sample_key};
 use rtx_backend::{Error as BError, Result as BResult, SampleOps};
@@ -40,44 +41,49 @@ fn alloc_u32(dev: &Device, n: usize) -> Result<DevMem> {
     dev.alloc(bytes)
 }
 
-/// The `u32` at `p` (synchronizes the stream).
-fn read_u32(dev: &Device, p: DevPtr<u32>, what: &str) -> Result<u32> {
-    let mut v = [0u32];
-    dev.read(p, &mut v, what)?;
-    Ok(v[0])
-}
-
-/// The exclusive scan of the `n + 1` counts at `counts` (the last one 0), and
-/// its total (one readback).
-fn scan_total(dev: &Device, counts: DevPtr<u32>, n: usize, what: &str) -> Result<(DevMem, usize)> {
-    let n1 = n as u64 + 1;
-    let out = alloc_u32(dev, n + 1)?;
-    let sums = alloc_u32(dev, tiles(n1) as usize)?;
-    scan_u32(dev, counts, n1, sums.ptr(), out.ptr())?;
-    let total = read_u32(dev, out.ptr().byte_add(4 * n as u64), what)? as usize;
-    Ok((out, total))
-}
-
 /// The largest position the relabelling encodes (see kernels/sample.cu).
 const MAX_CANDIDATES: usize = (1 << 31) - 2;
 
+/// A relabelling queued on the stream and not yet read: the new nodes'
+/// buffer (room for every candidate) and the scan whose last entry is their
+/// count.
+struct Relabelled {
+    fresh: DevMem,
+    pos: DevMem,
+    m: usize,
+}
+
+impl Relabelled {
+    /// Where the count of new nodes will be.
+    fn count_at(&self) -> DevPtr<u32> {
+        self.pos.ptr::<u32>().byte_add(4 * self.m as u64)
+    }
+}
+
+/// Refuses a relabelling of more candidates than the encoding holds.
+fn check_candidates(m: usize) -> BResult<()> {
+    if m > MAX_CANDIDATES {
+        return Err(BError::Sample(format!(
+            "{m} sampled nodes in one relabelling; the sampler takes at most {MAX_CANDIDATES}"
+        )));
+    }
+    Ok(())
+}
+
 impl CudaBackend {
-    /// Numbers the `m` global ids of type `t` at `cand` against the type's
-    /// map (nodes assigned before keep their ids; new ones get `base..` in
-    /// order of first position). Returns every candidate's local id and the
-    /// new nodes' global ids.
+    /// Queues the numbering of the `m` global ids of type `t` at `cand`
+    /// against the type's map (nodes assigned before keep their ids; new
+    /// ones get `base..` in order of first position, listed in the returned
+    /// buffer). Nothing is read back: the count of new nodes is at
+    /// [`Relabelled::count_at`], for the caller to read with others.
     fn relabel(
         &self,
         map: DevPtr<u32>,
         cand: DevPtr<u32>,
         m: usize,
         base: usize,
-    ) -> BResult<(Chunk, Chunk)> {
-        if m > MAX_CANDIDATES {
-            return Err(BError::Sample(format!(
-                "{m} sampled nodes in one relabelling; the sampler takes at most {MAX_CANDIDATES}"
-            )));
-        }
+    ) -> BResult<Relabelled> {
+        check_candidates(m)?;
         let dev = &self.dev;
         let k = dev.kernels()?;
         let m64 = m as u64;
@@ -98,8 +104,10 @@ impl CudaBackend {
         };
         // SAFETY: as above for cand and map; flags holds m + 1 u32.
         unsafe { args.launch(dev, &k, Kernel::RelabelFlag, cfg1(grid_for(m64 + 1))) }?;
-        let (pos, new) = scan_total(dev, flags.ptr(), m, "reading a sample's node count back")?;
-        let fresh = alloc_u32(dev, new)?;
+        let pos = alloc_u32(dev, m + 1)?;
+        let sums = alloc_u32(dev, tiles(m64 + 1) as usize)?;
+        scan_u32(dev, flags.ptr(), m64 + 1, sums.ptr(), pos.ptr())?;
+        let fresh = alloc_u32(dev, m)?;
         let args = RelabelAssign {
             cand: In::at(cand),
             m: m64,
@@ -110,19 +118,45 @@ impl CudaBackend {
             fresh: Out::at(fresh.ptr()),
         };
         // SAFETY: as above for cand and map; pos is the exclusive scan of the
-        // m flags, so flagged positions write distinct slots below `new`,
-        // fresh's length.
+        // m flags, so flagged positions write distinct slots below their
+        // count, at most m, fresh's length.
         unsafe { args.launch(dev, &k, Kernel::RelabelAssign, cfg1(grid_for(m64))) }?;
+        Ok(Relabelled { fresh, pos, m })
+    }
+
+    /// The local ids of the `m` global ids at `cand`, every one assigned in
+    /// `map` by a relabelling queued before.
+    fn relabel_apply(&self, map: DevPtr<u32>, cand: DevPtr<u32>, m: usize) -> BResult<Chunk> {
+        let dev = &self.dev;
+        let k = dev.kernels()?;
         let local = alloc_u32(dev, m)?;
         let args = RelabelApply {
             cand: In::at(cand),
-            m: m64,
+            m: m as u64,
             map: In::at(map),
             local: Out::at(local.ptr()),
         };
-        // SAFETY: as above for cand and map; local holds m u32.
-        unsafe { args.launch(dev, &k, Kernel::RelabelApply, cfg1(grid_for(m64))) }?;
-        Ok(((local, m), (fresh, new)))
+        // SAFETY: cand holds m ids below the map's node count, each assigned
+        // by the relabelling queued before; local holds m u32.
+        unsafe { args.launch(dev, &k, Kernel::RelabelApply, cfg1(grid_for(m as u64))) }?;
+        Ok((local, m))
+    }
+
+    /// The new nodes of each relabelling, read with one wait.
+    fn relabel_counts(&self, done: Vec<Relabelled>) -> BResult<Vec<Chunk>> {
+        let mut counts = vec![[0u32]; done.len()];
+        let mut parts: Vec<(DevPtr<u32>, &mut [u32])> = done
+            .iter()
+            .map(Relabelled::count_at)
+            .zip(counts.iter_mut().map(|c| &mut c[..]))
+            .collect();
+        self.dev
+            .read_each(&mut parts, "reading a sample's node counts back")?;
+        Ok(done
+            .into_iter()
+            .zip(counts)
+            .map(|(r, [n])| (r.fresh, n as usize))
+            .collect())
     }
 
     /// The chunks one after another in one new allocation.
@@ -185,7 +219,8 @@ impl CudaBackend {
     /// The `m > 0` picks of one hop through relation `c` for the `n`
     /// frontier nodes at `front` (local ids from `lo`), placed by `eoff`
     /// ([`CudaBackend::hop_count`]'s scan, whose total is `m`): their global
-    /// ids and local destinations.
+    /// ids, written to the `m` u32 at `cand`, and their local destinations.
+    #[allow(clippy::too_many_arguments)]
     fn hop_pick(
         &self,
         c: &Csr<CudaIndex>,
@@ -194,13 +229,14 @@ impl CudaBackend {
         key: u64,
         eoff: &DevMem,
         m: usize,
-    ) -> BResult<(Chunk, Chunk)> {
+        cand: DevPtr<u32>,
+    ) -> BResult<Chunk> {
         let dev = &self.dev;
         let k = dev.kernels()?;
         let off = c.offsets().entry.dev_list(dev)?;
         let nbr = c.neighbors().entry.dev_list(dev)?;
         let n64 = n as u64;
-        let (cand, dstl) = (alloc_u32(dev, m)?, alloc_u32(dev, m)?);
+        let dstl = alloc_u32(dev, m)?;
         let args = SamplePick {
             off: In::at(off),
             nbr: In::at(nbr),
@@ -210,16 +246,16 @@ impl CudaBackend {
             fanout,
             key,
             eoff: In::at(eoff.ptr()),
-            cand: Out::at(cand.ptr()),
+            cand: Out::at(cand),
             dstl: Out::at(dstl.ptr()),
         };
         // SAFETY: front holds n node ids below the CSR's dst_nodes, off
         // dst_nodes + 1 offsets; eoff is the exclusive scan of each node's
         // min(degree, fanout), so node i writes slots eoff[i].. of its own,
-        // all below m, the length of cand and dstl; the CSR's offsets bound
-        // every neighbour read.
+        // all below m, the length of dstl and of the caller's room at cand;
+        // the CSR's offsets bound every neighbour read.
         unsafe { args.launch(dev, &k, Kernel::SamplePick, cfg1(grid_for(n64))) }?;
-        Ok(((cand, m), (dstl, m)))
+        Ok((dstl, m))
     }
 }
 
@@ -326,8 +362,11 @@ impl SampleOps for CudaBackend {
         };
         let mut nodes: Vec<Vec<Chunk>> = (0..types).map(|_| Vec::new()).collect();
         let mut count = vec![0usize; types];
-        let (seed_local, fresh) =
-            self.relabel(map_of(t0)?, seeds.entry.dev_list(dev)?, seeds.len(), 0)?;
+        let seed_map = map_of(t0)?;
+        let seed_list = seeds.entry.dev_list(dev)?;
+        let queued = self.relabel(seed_map, seed_list, seeds.len(), 0)?;
+        let seed_local = self.relabel_apply(seed_map, seed_list, seeds.len())?;
+        let fresh = self.relabel_counts(vec![queued])?.swap_remove(0);
         count[t0] = fresh.1;
         nodes[t0].push(fresh);
         let mut frontier: Vec<Option<Frontier>> = (0..types).map(|_| None).collect();
@@ -360,22 +399,57 @@ impl SampleOps for CudaBackend {
                     .collect();
                 dev.read_each(&mut parts, "reading a hop's edge counts back")?;
             }
+            // each source type's picks of the hop one after another, in
+            // relation order, and relabelled at once: the same numbering as
+            // one relabelling a relation in that order (a node's first
+            // position is in the first relation that picks it)
+            let mut room = vec![0usize; types];
+            for ((r, _, _), [m]) in counted.iter().zip(&totals) {
+                room[relations[*r].src_type()] += *m as usize;
+            }
+            let mut cands: Vec<Option<DevMem>> = (0..types).map(|_| None).collect();
+            for t in 0..types {
+                if room[t] > 0 {
+                    check_candidates(room[t])?;
+                    cands[t] = Some(alloc_u32(dev, room[t])?);
+                }
+            }
+            let mut at = vec![0usize; types];
+            let mut placed = Vec::with_capacity(counted.len());
             for ((r, front, eoff), [m]) in counted.iter().zip(&totals) {
                 let (r, m) = (*r, *m as usize);
                 if m == 0 {
                     continue;
                 }
                 let c = &relations[r];
-                let key = sample_key(spec.seed, spec.step, r);
-                let (cand, dstl) = self.hop_pick(c, *front, fan[r], key, eoff, m)?;
                 let st = c.src_type();
-                let (local, fresh) = self.relabel(map_of(st)?, cand.0.ptr(), cand.1, count[st])?;
-                count[st] += fresh.1;
-                if fresh.1 > 0 {
-                    nodes[st].push(fresh);
+                let cand = cands[st]
+                    .as_ref()
+                    .map(|b| b.ptr::<u32>().byte_add(4 * at[st] as u64))
+                    .unwrap_or_else(|| unreachable!("room made for every picking type"));
+                let key = sample_key(spec.seed, spec.step, r);
+                dst[r].push(self.hop_pick(c, *front, fan[r], key, eoff, m, cand)?);
+                placed.push((r, cand, m));
+                at[st] += m;
+            }
+            let mut queued = Vec::new();
+            let mut queued_types = Vec::new();
+            for t in 0..types {
+                if let Some(b) = &cands[t] {
+                    queued.push(self.relabel(map_of(t)?, b.ptr(), room[t], count[t])?);
+                    queued_types.push(t);
                 }
-                src[r].push(local);
-                dst[r].push(dstl);
+            }
+            for (r, cand, m) in placed {
+                let st = relations[r].src_type();
+                src[r].push(self.relabel_apply(map_of(st)?, cand, m)?);
+            }
+            // every type's count of new nodes with one wait
+            for (t, fresh) in queued_types.into_iter().zip(self.relabel_counts(queued)?) {
+                count[t] += fresh.1;
+                if fresh.1 > 0 {
+                    nodes[t].push(fresh);
+                }
             }
             for t in 0..types {
                 let added = &nodes[t][chunks_before[t]..];
