@@ -183,6 +183,11 @@ impl CudaBackend {
         match self.never {}
     }
 
+    /// Sets how many bytes of freed blocks the backend keeps for reuse.
+    pub fn set_block_cache_limit(&self, _bytes: usize) -> Result<()> {
+        match self.never {}
+    }
+
     /// Sets the index cache's byte budget.
     pub fn set_index_cache_limit(&self, _bytes: usize) {
         match self.never {}

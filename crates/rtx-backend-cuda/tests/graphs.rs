@@ -3,7 +3,8 @@
 //! place; a recorded forward reads the parameters where they are; what cannot
 //! be recorded (downloads, uploads from host memory, in-place writes to a
 //! shared buffer) is refused with a message saying what, and the backend
-//! stays usable, also after a closure that panics.
+//! stays usable, also after a closure that panics; the block cache hands
+//! no freed block to a recording.
 //!
 //! Without a device every test here FAILS with a message saying so.
 #![cfg(feature = "cuda")]
@@ -139,4 +140,49 @@ fn what_cannot_be_recorded_is_refused_and_the_backend_stays_usable() {
         dev.download(twice.replay().unwrap()).unwrap(),
         vec![2.0, 4.0]
     );
+}
+
+#[test]
+fn freed_blocks_are_reused_and_a_recording_gets_none() {
+    let dev = backend();
+    dev.synchronize().unwrap();
+    let base = dev.memory_in_use().unwrap();
+    let addr = |t: &BTensor<CudaBackend, f32>| t.storage().device_ptr();
+    // 4,000 bytes: a block of the 4,096-byte class
+    let a = dev.upload(&[1.0f32; 1000], &[1000]).unwrap();
+    let block = addr(&a);
+    assert!(dev.memory_in_use().unwrap() >= base + 4000);
+    drop(a);
+    // kept on the host's shelves: not in use
+    assert_eq!(dev.memory_in_use().unwrap(), base);
+    // a request of the same class takes it, and holds what it wrote
+    let b = dev.upload(&[2.0f32; 1010], &[1010]).unwrap();
+    assert_eq!(addr(&b), block, "a block of the class is reused");
+    assert_eq!(dev.download(&b).unwrap(), vec![2.0f32; 1010]);
+    let t = dev.upload(&[3.0f32; 1000], &[1000]).unwrap();
+    drop(b);
+    // while recording, the freed block is not handed out: the recorded
+    // output lives in the graph's own memory
+    let mut rec = dev.record(|g| g.binary(Binary::Add, &t, &t)).unwrap();
+    assert_ne!(addr(rec.outputs()), block, "a recording takes no cached block");
+    assert_eq!(dev.download(rec.replay().unwrap()).unwrap(), vec![6.0f32; 1000]);
+    // after the recording, eager work takes it again
+    let c = dev.binary(Binary::Add, &t, &t).unwrap();
+    assert_eq!(addr(&c), block, "the cache serves eager work after a recording");
+    assert_eq!(dev.download(&c).unwrap(), vec![6.0f32; 1000]);
+    // the replayed graph and the eager result do not share memory
+    assert_eq!(dev.download(rec.replay().unwrap()).unwrap(), vec![6.0f32; 1000]);
+    assert_eq!(dev.download(&c).unwrap(), vec![6.0f32; 1000]);
+    drop((c, t));
+    // a limit of 0 frees every kept block, and nothing is kept after: the
+    // count in use is the same either way
+    dev.synchronize().unwrap();
+    let before = dev.memory_in_use().unwrap();
+    dev.set_block_cache_limit(0).unwrap();
+    let d = dev.upload(&[4.0f32; 1000], &[1000]).unwrap();
+    assert!(dev.memory_in_use().unwrap() >= before + 4000);
+    drop(d);
+    dev.synchronize().unwrap();
+    assert_eq!(dev.memory_in_use().unwrap(), before);
+    drop(rec);
 }

@@ -18,6 +18,7 @@ use cudarc::driver::{CudaGraph, CudaStream, sys};
 
 use crate::backend::CudaBackend;
 use crate::error::{Error, Result};
+use crate::runtime::cache::BlockCache;
 use crate::runtime::context::Device;
 
 /// Work recorded by [`CudaBackend::record`]: a CUDA graph and the outputs of
@@ -85,6 +86,16 @@ impl CudaBackend {
     ) -> Result<Recorded<R>> {
         self.dev.kernels()?;
         let stream = &self.dev.stream;
+        // the block cache stands aside until the capture has ended (however
+        // it ends): blocks the graph names must not be handed out again
+        struct Uncached<'a>(&'a BlockCache);
+        impl Drop for Uncached<'_> {
+            fn drop(&mut self) {
+                self.0.set_recording(false);
+            }
+        }
+        self.dev.blocks.set_recording(true);
+        let _uncached = Uncached(&self.dev.blocks);
         stream.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
         // should `f` panic, the recording still ends (and is discarded) as the
         // panic leaves: the stream must not stay in capture mode

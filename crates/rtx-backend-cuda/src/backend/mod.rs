@@ -22,6 +22,7 @@ use crate::kernels::abi::{COL_SUM_COUNTERS, REQUIRED_DRIVER_VERSION};
 use crate::kernels::compile::Origin;
 use crate::runtime::args::DevPtr;
 use crate::runtime::buffer::{CudaBuffer, DevMem, Pool};
+use crate::runtime::cache::BlockCache;
 use crate::runtime::context::Device;
 use crate::settings::{ColSums, MatmulTiles, ScatterForm, Settings, StreamActivity, TransposeTile};
 
@@ -92,7 +93,8 @@ impl CudaBackend {
         let stream = ctx.new_stream()?;
         let pool = Pool::default_of(ctx.cu_device())?;
         pool.set_release_threshold(u64::MAX)?;
-        let counters = DevMem::alloc(&stream, pool, COL_SUM_COUNTERS * 4)?;
+        let counters = DevMem::alloc(&stream, pool, None, COL_SUM_COUNTERS * 4)?;
+        let blocks = Arc::new(BlockCache::new(Arc::clone(&stream)));
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
         let backend = CudaBackend {
             dev: Arc::new(Device {
@@ -105,6 +107,7 @@ impl CudaBackend {
                 ctx,
                 stream,
                 pool,
+                blocks,
                 kernels: Mutex::new(None),
                 counters,
                 activity: Default::default(),
@@ -192,12 +195,25 @@ impl CudaBackend {
     }
 
     /// Bytes of device memory this backend's live allocations hold now (the
-    /// device pool's current use; freed memory it keeps is not counted).
+    /// device pool's current use, each allocation at its block's size;
+    /// freed memory the pool or the block cache keeps is not counted).
     ///
     /// # Errors
     /// Driver errors.
     pub fn memory_in_use(&self) -> Result<u64> {
-        self.dev.pool.used()
+        let held = self.dev.blocks.held() as u64;
+        Ok(self.dev.pool.used()?.saturating_sub(held))
+    }
+
+    /// Sets how many bytes of freed blocks the backend keeps on the host's
+    /// shelves for the next allocations of their size (default 1 GiB; 0
+    /// keeps none: every allocation and free then goes to the driver), and
+    /// frees the blocks over it. Allocations over 1 GiB are never kept.
+    ///
+    /// # Errors
+    /// Driver errors.
+    pub fn set_block_cache_limit(&self, bytes: usize) -> Result<()> {
+        self.dev.blocks.set_limit(bytes)
     }
 
     // ---- indices: the index cache and the pins (`indices/`) ----

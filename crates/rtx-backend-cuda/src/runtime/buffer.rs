@@ -1,5 +1,6 @@
 //! Device memory: stream-ordered allocations from the device's default
-//! pool, and the public buffer type over them.
+//! pool (through the host's block cache, `cache.rs`), and the public buffer
+//! type over them.
 
 use std::marker::PhantomData;
 use std::sync::Arc;
@@ -8,6 +9,7 @@ use cudarc::driver::{CudaStream, DriverError, result, sys};
 
 use crate::error::{Error, Result};
 use crate::runtime::args::DevPtr;
+use crate::runtime::cache::{BlockCache, class_of};
 
 /// The device's default memory pool handle.
 #[derive(Debug, Clone, Copy)]
@@ -69,13 +71,17 @@ impl Pool {
     }
 }
 
-/// A device allocation of `bytes` bytes, freed in stream order on drop.
-/// Zero-byte allocations hold no memory (pointer 0).
+/// A device allocation of `bytes` bytes, freed in stream order on drop (or
+/// kept by the block cache it came from, for the next allocation of its
+/// class). Zero-byte allocations hold no memory (pointer 0).
 #[derive(Debug)]
 pub(crate) struct DevMem {
     ptr: sys::CUdeviceptr,
     bytes: usize,
     stream: Arc<CudaStream>,
+    /// The cache the block goes back to and its size class (the block's
+    /// size); `None` for an exact allocation.
+    cache: Option<(Arc<BlockCache>, usize)>,
 }
 
 impl DevMem {
@@ -90,30 +96,51 @@ impl DevMem {
         self.bytes
     }
 
-    /// Allocates `bytes` on `stream` from the default pool. On out-of-memory,
-    /// waits for the stream, returns the pool's cached memory to the device
-    /// and tries once more.
+    /// Allocates `bytes` on `stream` from the default pool, or takes a block
+    /// of its size class from `cache` (outside a recording). On
+    /// out-of-memory, frees the cache's blocks, waits for the stream,
+    /// returns the pool's cached memory to the device and tries once more.
     ///
     /// # Errors
     /// [`Error::OutOfMemory`]; other driver errors.
-    pub fn alloc(stream: &Arc<CudaStream>, pool: Pool, bytes: usize) -> Result<DevMem> {
+    pub fn alloc(
+        stream: &Arc<CudaStream>,
+        pool: Pool,
+        cache: Option<&Arc<BlockCache>>,
+        bytes: usize,
+    ) -> Result<DevMem> {
+        let make = |ptr, cache| DevMem {
+            ptr,
+            bytes,
+            stream: Arc::clone(stream),
+            cache,
+        };
         if bytes == 0 {
-            return Ok(DevMem {
-                ptr: 0,
-                bytes: 0,
-                stream: Arc::clone(stream),
-            });
+            return Ok(make(0, None));
         }
+        // a block allocated while recording is the graph's: never cached
+        let class = cache
+            .filter(|c| !c.recording())
+            .and_then(|c| Some((c, class_of(bytes)?)));
+        if let Some((c, k)) = class
+            && let Some(ptr) = c.take(k)
+        {
+            return Ok(make(ptr, Some((Arc::clone(c), k))));
+        }
+        let size = class.map_or(bytes, |(_, k)| k);
         stream.context().bind_to_thread()?;
         let try_alloc = || {
             // SAFETY: the context is current; the memory is returned uninitialized,
             // which DevMem never reads before a copy or kernel writes it.
-            unsafe { result::malloc_async(stream.cu_stream(), bytes) }
+            unsafe { result::malloc_async(stream.cu_stream(), size) }
         };
         let oom = |e: &DriverError| e.0 == sys::cudaError_enum::CUDA_ERROR_OUT_OF_MEMORY;
         let ptr = match try_alloc() {
             Ok(p) => p,
             Err(e) if oom(&e) => {
+                if let Some(c) = cache {
+                    c.empty()?;
+                }
                 stream.synchronize()?;
                 pool.trim()?;
                 match try_alloc() {
@@ -127,11 +154,7 @@ impl DevMem {
             }
             Err(e) => return Err(e.into()),
         };
-        Ok(DevMem {
-            ptr,
-            bytes,
-            stream: Arc::clone(stream),
-        })
+        Ok(make(ptr, class.map(|(c, k)| (Arc::clone(c), k))))
     }
 }
 
@@ -140,11 +163,16 @@ impl Drop for DevMem {
         if self.bytes == 0 {
             return;
         }
+        if let Some((cache, class)) = &self.cache
+            && cache.give(*class, self.ptr)
+        {
+            return;
+        }
         let ctx = self.stream.context();
         ctx.record_err(ctx.bind_to_thread());
         // SAFETY: ptr came from malloc_async on this stream's context and is freed
-        // once, here; the free is ordered after all work queued on the stream,
-        // which is the only stream the backend uses.
+        // once, here (a block the cache kept is not); the free is ordered after
+        // all work queued on the stream, which is the only stream the backend uses.
         ctx.record_err(unsafe { result::free_async(self.ptr, self.stream.cu_stream()) });
     }
 }

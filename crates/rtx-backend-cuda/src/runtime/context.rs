@@ -1,5 +1,5 @@
-//! One opened device: context, the backend's stream, its memory pool and its
-//! kernels (loaded on first use). Opened by `CudaBackend::new`; every room
+//! One opened device: context, the backend's stream, its memory pool, the
+//! cache of freed blocks and its kernels (loaded on first use). Opened by `CudaBackend::new`; every room
 //! reaches the device through it.
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -11,6 +11,7 @@ use crate::error::Result;
 use crate::kernels::compile::{self, Kernels};
 use crate::runtime::args::DevPtr;
 use crate::runtime::buffer::{DevMem, Pool};
+use crate::runtime::cache::BlockCache;
 
 /// One device: context, the backend's stream, pool and kernels.
 #[derive(Debug)]
@@ -29,6 +30,8 @@ pub(crate) struct Device {
     pub ctx: Arc<CudaContext>,
     pub stream: Arc<CudaStream>,
     pub pool: Pool,
+    /// Freed blocks kept for the next allocations of their size class.
+    pub blocks: Arc<BlockCache>,
     pub kernels: Mutex<Option<Arc<Kernels>>>,
     /// The column sums' climb counters (`abi::COL_SUM_COUNTERS` u32s): zero
     /// between launches, and only this stream's kernels use them, one at a
@@ -91,7 +94,7 @@ impl Device {
         if bytes > 0 {
             self.activity.allocations.fetch_add(1, Ordering::Relaxed);
         }
-        DevMem::alloc(&self.stream, self.pool, bytes)
+        DevMem::alloc(&self.stream, self.pool, Some(&self.blocks), bytes)
     }
 
     /// A new allocation holding `bytes` (copied from the host).

@@ -3,6 +3,7 @@
 //!
 //! * `context`: one opened device: context, stream, pool, compiled kernels.
 //! * `buffer`: device memory (stream-ordered pool allocations) and [`CudaBuffer`].
+//! * `cache`: the host's cache of freed device blocks, by size class.
 //! * `args`: typed device addresses ([`args::DevPtr`]) and the parameter
 //!   types kernels take.
 //! * `launch`: one typed launcher per signature of the kernel table, and
@@ -10,6 +11,7 @@
 
 pub(crate) mod args;
 pub(crate) mod buffer;
+pub(crate) mod cache;
 pub(crate) mod context;
 pub(crate) mod launch;
 
