@@ -278,6 +278,17 @@ impl Settings {
     pub(crate) fn set_col_sums(&self, form: ColSums) {
         self.col_sums.store(form as u8, Ordering::Relaxed);
     }
+
+    /// Settings with the same values now (changed apart afterwards).
+    pub(crate) fn snapshot(&self) -> Settings {
+        let s = Settings::default();
+        s.set_index_cache_limit(self.index_cache_limit());
+        s.set_transpose_tile(self.transpose_tile());
+        s.set_scatter_form(self.scatter_form());
+        s.set_matmul_tiles(self.matmul_tiles());
+        s.set_col_sums(self.col_sums());
+        s
+    }
 }
 
 #[cfg(test)]
@@ -319,6 +330,19 @@ mod tests {
         }
         s.set_index_cache_limit(7);
         assert_eq!(s.index_cache_limit(), 7);
+        // a snapshot has every value, and changes apart
+        s.set_scatter_form(ScatterForm::Windowed);
+        s.set_transpose_tile(TransposeTile::NoBulk);
+        s.set_col_sums(ColSums::PerLevel);
+        s.set_matmul_tiles(MatmulTiles::Force64);
+        let c = s.snapshot();
+        assert_eq!(c.index_cache_limit(), 7);
+        assert_eq!(c.scatter_form(), ScatterForm::Windowed);
+        assert_eq!(c.transpose_tile(), TransposeTile::NoBulk);
+        assert_eq!(c.col_sums(), ColSums::PerLevel);
+        assert_eq!(c.matmul_tiles(), MatmulTiles::Force64);
+        c.set_scatter_form(ScatterForm::Batched);
+        assert_eq!(s.scatter_form(), ScatterForm::Windowed);
     }
 
     #[test]

@@ -183,6 +183,16 @@ impl CudaBackend {
         match self.never {}
     }
 
+    /// A backend on the same device with a stream of its own.
+    pub fn beside(&self) -> Result<CudaBackend> {
+        match self.never {}
+    }
+
+    /// Orders this backend's later work after `other`'s queued work.
+    pub fn wait_for(&self, _other: &CudaBackend) -> Result<()> {
+        match self.never {}
+    }
+
     /// Sets how many bytes of freed blocks the backend keeps for reuse.
     pub fn set_block_cache_limit(&self, _bytes: usize) -> Result<()> {
         match self.never {}

@@ -419,4 +419,38 @@ pub trait SampleOps: IndexOps {
             counts: s.counts,
         })
     }
+
+    /// A handle on the same device and memory whose work is queued beside
+    /// this one's (a second CUDA stream), so that the next mini-batch can be
+    /// sampled while this one trains, with no wait of its own for the
+    /// training. Lists and tensors made on either handle may be used on the
+    /// other once its [`SampleOps::wait_for`] has ordered them.
+    ///
+    /// Default: `None`, for a backend with one queue (the work then runs in
+    /// line, in the order it is asked for).
+    ///
+    /// # Errors
+    /// Backend errors.
+    fn beside(&self) -> Result<Option<Self>>
+    where
+        Self: Sized,
+    {
+        Ok(None)
+    }
+
+    /// Orders the work queued on this handle from now on after all the work
+    /// queued on `other` (a handle of [`SampleOps::beside`], or the one it
+    /// came from) so far, without waiting on the host.
+    ///
+    /// Default: nothing to order (one queue).
+    ///
+    /// # Errors
+    /// Backend errors.
+    fn wait_for(&self, other: &Self) -> Result<()>
+    where
+        Self: Sized,
+    {
+        let _ = other;
+        Ok(())
+    }
 }

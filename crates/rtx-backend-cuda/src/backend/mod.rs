@@ -183,6 +183,64 @@ impl CudaBackend {
         Ok((r, start.elapsed_ms(&end)?))
     }
 
+    /// A backend on the same device, context, memory pool and kernels with a
+    /// stream of its own, so that its work runs beside this one's (e.g. the
+    /// next mini-batch sampled while this one trains: its reads back wait
+    /// for its own work only). It starts after all the work queued here so
+    /// far. Index lists made on either are taken by both; a list or tensor
+    /// made on one is used on the other only after [`CudaBackend::wait_for`],
+    /// and dropped only after the other's work with it is ordered before
+    /// the drop (the same call, the other way): each backend frees its
+    /// allocations in the order of its own stream. Its settings are this
+    /// one's now; its activity, index cache and block cache are its own.
+    ///
+    /// # Errors
+    /// Driver errors; kernel compile errors (the kernels are loaded first).
+    pub fn beside(&self) -> Result<CudaBackend> {
+        let dev = &self.dev;
+        let kernels = dev.kernels()?;
+        dev.ctx.bind_to_thread()?;
+        let stream = dev.ctx.new_stream()?;
+        let counters = DevMem::alloc(&stream, dev.pool, None, COL_SUM_COUNTERS * 4)?;
+        let side = CudaBackend {
+            dev: Arc::new(Device {
+                id: dev.id,
+                ordinal: dev.ordinal,
+                name: dev.name.clone(),
+                arch: dev.arch.clone(),
+                major: dev.major,
+                driver: dev.driver,
+                ctx: Arc::clone(&dev.ctx),
+                blocks: Arc::new(BlockCache::new(Arc::clone(&stream))),
+                stream,
+                pool: dev.pool,
+                kernels: Mutex::new(Some(kernels)),
+                counters,
+                activity: Default::default(),
+            }),
+            settings: self.settings.snapshot(),
+            indices: IndexCache::default(),
+        };
+        side.dev.zero(&side.dev.counters)?;
+        side.wait_for(self)?;
+        Ok(side)
+    }
+
+    /// Orders the work queued on this backend's stream from now on after
+    /// all the work queued on `other`'s so far (an event; the host does not
+    /// wait). Nothing to do where both are one stream.
+    ///
+    /// # Errors
+    /// Driver errors.
+    pub fn wait_for(&self, other: &CudaBackend) -> Result<()> {
+        if Arc::ptr_eq(&self.dev.stream, &other.dev.stream) {
+            return Ok(());
+        }
+        let event = other.dev.stream.record_event(None)?;
+        self.dev.stream.wait(&event)?;
+        Ok(())
+    }
+
     /// Sets how many bytes of freed device memory the pool keeps for reuse
     /// (`CU_MEMPOOL_ATTR_RELEASE_THRESHOLD` of the device's default pool; the
     /// backend sets `u64::MAX`: keep everything, and return it to the device

@@ -260,6 +260,14 @@ impl CudaBackend {
 }
 
 impl SampleOps for CudaBackend {
+    fn beside(&self) -> BResult<Option<Self>> {
+        Ok(Some(CudaBackend::beside(self)?))
+    }
+
+    fn wait_for(&self, other: &Self) -> BResult<()> {
+        Ok(CudaBackend::wait_for(self, other)?)
+    }
+
     fn csr_by_dst(
         &self,
         src: &CudaIndex,
