@@ -164,14 +164,28 @@ fn freed_blocks_are_reused_and_a_recording_gets_none() {
     // while recording, the freed block is not handed out: the recorded
     // output lives in the graph's own memory
     let mut rec = dev.record(|g| g.binary(Binary::Add, &t, &t)).unwrap();
-    assert_ne!(addr(rec.outputs()), block, "a recording takes no cached block");
-    assert_eq!(dev.download(rec.replay().unwrap()).unwrap(), vec![6.0f32; 1000]);
+    assert_ne!(
+        addr(rec.outputs()),
+        block,
+        "a recording takes no cached block"
+    );
+    assert_eq!(
+        dev.download(rec.replay().unwrap()).unwrap(),
+        vec![6.0f32; 1000]
+    );
     // after the recording, eager work takes it again
     let c = dev.binary(Binary::Add, &t, &t).unwrap();
-    assert_eq!(addr(&c), block, "the cache serves eager work after a recording");
+    assert_eq!(
+        addr(&c),
+        block,
+        "the cache serves eager work after a recording"
+    );
     assert_eq!(dev.download(&c).unwrap(), vec![6.0f32; 1000]);
     // the replayed graph and the eager result do not share memory
-    assert_eq!(dev.download(rec.replay().unwrap()).unwrap(), vec![6.0f32; 1000]);
+    assert_eq!(
+        dev.download(rec.replay().unwrap()).unwrap(),
+        vec![6.0f32; 1000]
+    );
     assert_eq!(dev.download(&c).unwrap(), vec![6.0f32; 1000]);
     drop((c, t));
     // a limit of 0 frees every kept block, and nothing is kept after: the

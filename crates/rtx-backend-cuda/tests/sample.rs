@@ -149,6 +149,55 @@ fn device_samples_are_the_cpu_samples() {
 }
 
 #[test]
+fn a_sample_made_beside_is_used_on_the_main_stream() {
+    let g = backend();
+    let store = mag_store::<CudaBackend, f32>(&g, 50).unwrap();
+    let papers = store.node_types()[0].nodes;
+    let side = g.beside().unwrap();
+    let seeds: Vec<u32> = (0..300).map(|i| (i * 7919 % papers) as u32).collect();
+    for step in 0..3 {
+        let spec = SampleSpec::uniform(0, &[15, 10], 7, 3, step);
+        let here = store
+            .sample(&g, &g.index_from_host(&seeds).unwrap(), &spec)
+            .unwrap();
+        // queued on the side stream while the main one has work of its own
+        let busy = g
+            .index_select(store.features(0), Indices::held(&here.nodes[0]))
+            .unwrap();
+        let there = store
+            .sample(&side, &side.index_from_host(&seeds).unwrap(), &spec)
+            .unwrap();
+        g.wait_for(&side).unwrap();
+        // the main stream reads the side's lists and features: the same bits
+        let rows = |mb: &rtx_gnn::MiniBatch<CudaBackend, f32>| {
+            g.download(&g.index_select(&mb.x[0], Indices::held(&mb.seeds)).unwrap())
+                .unwrap()
+        };
+        assert_eq!(rows(&there), rows(&here), "step {step}: the seeds' rows");
+        for t in 0..4 {
+            assert_eq!(
+                g.index_to_host(&there.nodes[t]).unwrap(),
+                g.index_to_host(&here.nodes[t]).unwrap(),
+                "step {step}: nodes of type {t}"
+            );
+            assert_eq!(
+                g.download(&there.x[t]).unwrap(),
+                g.download(&here.x[t]).unwrap(),
+                "step {step}: features of type {t}"
+            );
+        }
+        drop(busy);
+        // the side's sample goes after the main stream's work with it
+        side.wait_for(&g).unwrap();
+        drop(there);
+    }
+    // the side's work counts into the main backend's activity
+    let before = g.activity();
+    side.synchronize().unwrap();
+    assert_eq!(g.activity().since(&before).waits, 1);
+}
+
+#[test]
 fn bad_sample_requests_are_errors() {
     let g = backend();
     let store = mag_store::<CudaBackend, f32>(&g, 1000).unwrap();

@@ -158,8 +158,9 @@ impl CudaBackend {
         self.dev.activity.synchronize(&self.dev.stream)
     }
 
-    /// What this backend has put on its stream so far: kernel launches,
-    /// copies, allocations, host waits. Take it before and after some work
+    /// What this backend (and every backend beside it: [`CudaBackend::beside`])
+    /// has put on its stream so far: kernel launches, copies, allocations,
+    /// host waits. Take it before and after some work
     /// and [`StreamActivity::since`] counts that work's (e.g. the launches
     /// and waits of one training step).
     pub fn activity(&self) -> StreamActivity {
@@ -192,7 +193,8 @@ impl CudaBackend {
     /// and dropped only after the other's work with it is ordered before
     /// the drop (the same call, the other way): each backend frees its
     /// allocations in the order of its own stream. Its settings are this
-    /// one's now; its activity, index cache and block cache are its own.
+    /// one's now; its index cache and block cache are its own; its activity
+    /// counts into this one's (a step's launches and waits, on either stream).
     ///
     /// # Errors
     /// Driver errors; kernel compile errors (the kernels are loaded first).
@@ -216,7 +218,7 @@ impl CudaBackend {
                 pool: dev.pool,
                 kernels: Mutex::new(Some(kernels)),
                 counters,
-                activity: Default::default(),
+                activity: Arc::clone(&dev.activity),
             }),
             settings: self.settings.snapshot(),
             indices: IndexCache::default(),

@@ -37,8 +37,9 @@ pub(crate) struct Device {
     /// between launches, and only this stream's kernels use them, one at a
     /// time.
     pub counters: DevMem,
-    /// What this device's stream has been given (`CudaBackend::activity`).
-    pub activity: Activity,
+    /// What this device's stream has been given (`CudaBackend::activity`),
+    /// shared with the backends beside it (`CudaBackend::beside`).
+    pub activity: Arc<Activity>,
 }
 
 /// The counters behind [`crate::StreamActivity`], bumped where the work is

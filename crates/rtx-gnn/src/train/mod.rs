@@ -18,9 +18,8 @@
 //! `T::Acc`.
 
 use rtx_backend::prelude::*;
-use rtx_backend::sample::SampleSpec;
 use rtx_backend::workload::splitmix64;
-use rtx_backend::{BTensor, Element, Indices, SampleOps, TrainOps};
+use rtx_backend::{BTensor, Element, SampleOps, TrainOps};
 
 use crate::dataset::{Dataset, Targets as DataTargets};
 use crate::graph::HeteroGraph;
@@ -33,8 +32,9 @@ use crate::{Error, Result};
 mod data;
 mod eval;
 mod hash;
+mod sampled;
 
-use data::{features, split_data, targets_of, widen_grads_acc};
+use data::{features, split_data, widen_grads_acc};
 pub use data::{score, shuffle};
 use eval::EvalSplit;
 pub use hash::{LOSS_HASH_START, loss_hash, loss_hash_hex, loss_hash_step};
@@ -305,6 +305,11 @@ pub struct Trainer<'a, B: Backend + TrainOps + SampleOps + 'static, T: Element> 
     position: Position,
     /// The best parameters so far (early stopping's metric, or the last).
     best_params: Option<Vec<BTensor<B, T::Acc>>>,
+    /// Where the next mini-batch is sampled while a step trains (a second
+    /// stream: [`SampleOps::beside`]); `None` samples in line.
+    side: Option<B>,
+    /// The next step's mini-batch, sampled and planned ahead.
+    ahead: Option<sampled::Ahead<B, T>>,
 }
 
 impl<'a, B: Backend + TrainOps + SampleOps + 'static, T: Element> Trainer<'a, B, T> {
@@ -406,6 +411,11 @@ impl<'a, B: Backend + TrainOps + SampleOps + 'static, T: Element> Trainer<'a, B,
             )?,
         };
         let optimizer = Optimizer::new(config.optimizer, model.params().len())?;
+        // after the store's upload: the side starts behind it
+        let side = match graph {
+            Graph::Sampled(_) => b.beside()?,
+            Graph::Full { .. } => None,
+        };
         let sp = &data.splits[target];
         let train = split_data::<B, T::Acc>(b, data, target, &sp.train)?;
         let eval = |nodes: &Vec<u32>| -> Result<EvalSplit<B>> {
@@ -430,6 +440,8 @@ impl<'a, B: Backend + TrainOps + SampleOps + 'static, T: Element> Trainer<'a, B,
             test,
             position: Position::default(),
             best_params: None,
+            side,
+            ahead: None,
         })
     }
 
@@ -529,6 +541,7 @@ impl<'a, B: Backend + TrainOps + SampleOps + 'static, T: Element> Trainer<'a, B,
         self.optimizer = optimizer;
         self.position = position;
         self.best_params = best;
+        self.ahead = None;
         Ok(())
     }
 
@@ -563,8 +576,9 @@ impl<'a, B: Backend + TrainOps + SampleOps + 'static, T: Element> Trainer<'a, B,
             let (loss, info) = match self.config.batch {
                 None => self.full_step()?,
                 Some(bs) => {
-                    let seeds = &order[k * bs..((k + 1) * bs).min(order.len())];
-                    self.sampled_step(seeds)?
+                    let batch = |k: usize| &order[k * bs..((k + 1) * bs).min(order.len())];
+                    let next = (k + 1 < steps).then(|| batch(k + 1));
+                    self.sampled_step(batch(k), next)?
                 }
             };
             if !loss.is_finite() {
@@ -681,41 +695,6 @@ impl<'a, B: Backend + TrainOps + SampleOps + 'static, T: Element> Trainer<'a, B,
             .step(self.b, self.model.params_mut(), &grads)?;
         // read after the update is queued: the wait then covers it too
         Ok((out.loss.read(self.b)?, info))
-    }
-
-    /// One mini-batch step on `seeds` (global ids of the target type).
-    fn sampled_step(&mut self, seeds: &[u32]) -> Result<(f64, StepInfo)> {
-        let b = self.b;
-        let Graph::Sampled(store) = &self.graph else {
-            return Err(Error::Model("sampled_step on a full-graph run".into()));
-        };
-        let spec = SampleSpec::uniform(
-            self.target,
-            &self.config.fanouts,
-            store.relations().len(),
-            self.config.seed,
-            self.position.global_step,
-        );
-        let mb = store.sample(b, &b.index_from_host(seeds)?, &spec)?;
-        let targets = targets_of::<B, T::Acc>(b, self.data, self.target, seeds)?;
-        let objective = Objective {
-            loss: self.config.task.loss(),
-            rows: &mb.seeds,
-            targets: &targets,
-        };
-        let drop = self.dropout_seed();
-        let low = self.pass_model()?;
-        // the graph's plans and the objective's (its rows' gradients are
-        // scattered back into the target type's outputs), with one wait
-        let mut lists = low.plan_lists(&mb.graph, true);
-        let outputs = mb.graph.node_types[self.target].nodes;
-        lists.push(Indices::held(&mb.seeds).with_rows(outputs));
-        b.prepare_plans(&lists)?;
-        let out = low.objective_grads(b, &mb.graph, &mb.x, &objective, drop)?;
-        let grads = widen_grads_acc::<B, T>(b, out.grads)?;
-        let info = self.optimizer.step(b, self.model.params_mut(), &grads)?;
-        // read after the update is queued: the wait then covers it too
-        Ok((out.loss.read(b)?, info))
     }
 
     /// Puts the best parameters in place (after training, for predictions).
