@@ -195,6 +195,9 @@ impl CudaBackend {
     /// allocations in the order of its own stream. Its settings are this
     /// one's now; its index cache and block cache are its own; its activity
     /// counts into this one's (a step's launches and waits, on either stream).
+    /// What a backend makes for a list on first use (a host list's device
+    /// copy, a plan) is allocated on its stream: make a list's parts on the
+    /// backend that will drop it, or order the drop as above.
     ///
     /// # Errors
     /// Driver errors; kernel compile errors (the kernels are loaded first).
@@ -256,7 +259,8 @@ impl CudaBackend {
 
     /// Bytes of device memory this backend's live allocations hold now (the
     /// device pool's current use, each allocation at its block's size;
-    /// freed memory the pool or the block cache keeps is not counted).
+    /// freed memory the pool or this backend's block cache keeps is not
+    /// counted; blocks a backend beside it keeps are).
     ///
     /// # Errors
     /// Driver errors.
@@ -268,11 +272,16 @@ impl CudaBackend {
     /// Sets how many bytes of freed blocks the backend keeps on the host's
     /// shelves for the next allocations of their size (default 1 GiB; 0
     /// keeps none: every allocation and free then goes to the driver), and
-    /// frees the blocks over it. Allocations over 1 GiB are never kept.
+    /// frees the blocks over it. Allocations over 1 GiB are never kept. A
+    /// backend beside this one ([`CudaBackend::beside`]) has a cache of its
+    /// own, with the default limit.
     ///
     /// # Errors
-    /// Driver errors.
+    /// [`Error::Recording`] while the stream is recorded; driver errors.
     pub fn set_block_cache_limit(&self, bytes: usize) -> Result<()> {
+        // its frees would be recorded into the graph
+        self.dev
+            .refuse_while_recording("setting the block cache's limit")?;
         self.dev.blocks.set_limit(bytes)
     }
 

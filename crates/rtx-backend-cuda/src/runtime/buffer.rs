@@ -138,7 +138,9 @@ impl DevMem {
         let ptr = match try_alloc() {
             Ok(p) => p,
             Err(e) if oom(&e) => {
-                if let Some(c) = cache {
+                // (a free queued while recording would be the graph's, and
+                // the synchronization below ends the recording anyway)
+                if let Some(c) = cache.filter(|c| !c.recording()) {
                     c.empty()?;
                 }
                 stream.synchronize()?;

@@ -307,9 +307,20 @@ pub struct Trainer<'a, B: Backend + TrainOps + SampleOps + 'static, T: Element> 
     best_params: Option<Vec<BTensor<B, T::Acc>>>,
     /// Where the next mini-batch is sampled while a step trains (a second
     /// stream: [`SampleOps::beside`]); `None` samples in line.
-    side: Option<B>,
+    side: Option<std::sync::Arc<B>>,
     /// The next step's mini-batch, sampled and planned ahead.
-    ahead: Option<sampled::Ahead<B, T>>,
+    ahead: Option<sampled::Ahead<'a, B, T>>,
+}
+
+impl<B: Backend + TrainOps + SampleOps + 'static, T: Element> Drop for Trainer<'_, B, T> {
+    fn drop(&mut self) {
+        // the side may still read the store's memory, which the main
+        // handle frees in its own order when the fields drop
+        if let Some(side) = &self.side {
+            // an error here is the device's; nothing is left to report it to
+            let _ = self.b.wait_for(side);
+        }
+    }
 }
 
 impl<'a, B: Backend + TrainOps + SampleOps + 'static, T: Element> Trainer<'a, B, T> {
@@ -413,7 +424,7 @@ impl<'a, B: Backend + TrainOps + SampleOps + 'static, T: Element> Trainer<'a, B,
         let optimizer = Optimizer::new(config.optimizer, model.params().len())?;
         // after the store's upload: the side starts behind it
         let side = match graph {
-            Graph::Sampled(_) => b.beside()?,
+            Graph::Sampled(_) => b.beside()?.map(std::sync::Arc::new),
             Graph::Full { .. } => None,
         };
         let sp = &data.splits[target];

@@ -10,6 +10,8 @@
 //! and the side waits for the main handle's step before the step's sample
 //! is dropped (each handle frees its own allocations in its own order).
 
+use std::sync::Arc;
+
 use rtx_backend::sample::SampleSpec;
 use rtx_backend::{Indices, SampleOps, TrainOps};
 
@@ -22,14 +24,34 @@ use crate::{Error, Result};
 use rtx_backend::Element;
 use rtx_backend::prelude::*;
 
-/// A mini-batch sampled and planned ahead, for the step it was made for.
+/// A mini-batch for the main stream. One made on the side handle is
+/// dropped in order: the side first waits for the main stream's work so
+/// far, so the batch's memory (freed in the side's order) outlives the work
+/// that reads it, whatever path drops it (an error's too).
 #[derive(Debug)]
-pub(super) struct Ahead<B: SampleOps, T: Element> {
-    global_step: u64,
-    batch: MiniBatch<B, T>,
+pub(super) struct Batch<'a, B: Backend + SampleOps, T: Element> {
+    mb: MiniBatch<B, T>,
+    /// The side it was made on, and the main handle.
+    made_beside: Option<(Arc<B>, &'a B)>,
 }
 
-impl<B: Backend + TrainOps + SampleOps + 'static, T: Element> Trainer<'_, B, T> {
+impl<B: Backend + SampleOps, T: Element> Drop for Batch<'_, B, T> {
+    fn drop(&mut self) {
+        if let Some((side, main)) = &self.made_beside {
+            // an error here is the device's, and the next read reports it
+            let _ = side.wait_for(main);
+        }
+    }
+}
+
+/// A mini-batch sampled and planned ahead, for the step it was made for.
+#[derive(Debug)]
+pub(super) struct Ahead<'a, B: Backend + SampleOps, T: Element> {
+    global_step: u64,
+    batch: Batch<'a, B, T>,
+}
+
+impl<'a, B: Backend + TrainOps + SampleOps + 'static, T: Element> Trainer<'a, B, T> {
     /// The sample of optimizer step `step` around `seeds`, made on `q`
     /// with the plans of every list the step sums by (the model's and the
     /// objective's rows), so that the step reads nothing back for them.
@@ -53,6 +75,21 @@ impl<B: Backend + TrainOps + SampleOps + 'static, T: Element> Trainer<'_, B, T> 
         Ok(mb)
     }
 
+    /// [`Trainer::sample_planned`] on the side handle where there is one
+    /// and `beside` asks for it, else in line.
+    fn batch_of(&self, seeds: &[u32], step: u64, beside: bool) -> Result<Batch<'a, B, T>> {
+        match &self.side {
+            Some(side) if beside => Ok(Batch {
+                mb: self.sample_planned(side, seeds, step)?,
+                made_beside: Some((Arc::clone(side), self.b)),
+            }),
+            _ => Ok(Batch {
+                mb: self.sample_planned(self.b, seeds, step)?,
+                made_beside: None,
+            }),
+        }
+    }
+
     /// One mini-batch step on `seeds` (global ids of the target type),
     /// sampling `next` (the next step's seeds, if any in this epoch) while
     /// the step trains.
@@ -63,15 +100,16 @@ impl<B: Backend + TrainOps + SampleOps + 'static, T: Element> Trainer<'_, B, T> 
     ) -> Result<(f64, StepInfo)> {
         let b = self.b;
         let step = self.position.global_step;
-        let mb = match self.ahead.take() {
+        let batch = match self.ahead.take() {
             Some(a) if a.global_step == step => {
                 if let Some(side) = &self.side {
                     b.wait_for(side)?;
                 }
                 a.batch
             }
-            _ => self.sample_planned(b, seeds, step)?,
+            _ => self.batch_of(seeds, step, false)?,
         };
+        let mb = &batch.mb;
         let targets = targets_of::<B, T::Acc>(b, self.data, self.target, seeds)?;
         let objective = Objective {
             loss: self.config.task.loss(),
@@ -84,20 +122,15 @@ impl<B: Backend + TrainOps + SampleOps + 'static, T: Element> Trainer<'_, B, T> 
         let grads = widen_grads_acc::<B, T>(b, out.grads)?;
         let info = self.optimizer.step(b, self.model.params_mut(), &grads)?;
         if let Some(next) = next {
-            let q = self.side.as_ref().unwrap_or(b);
-            let batch = self.sample_planned(q, next, step + 1)?;
             self.ahead = Some(Ahead {
                 global_step: step + 1,
-                batch,
+                batch: self.batch_of(next, step + 1, true)?,
             });
         }
         // read after the update is queued: the wait then covers it too
         let loss = out.loss.read(b)?;
-        // the step's sample goes after the step's work with it
-        if let Some(side) = &self.side {
-            side.wait_for(b)?;
-        }
-        drop(mb);
+        // the step's sample goes after the step's work with it (`Batch`)
+        drop(batch);
         Ok((loss, info))
     }
 }
