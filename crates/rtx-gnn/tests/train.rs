@@ -523,6 +523,93 @@ fn a_sampled_run_resumed_mid_epoch_continues_bit_for_bit() {
     );
 }
 
+/// Stopped after every step and run on (the same trainer, no checkpoint):
+/// the steps' losses, the epochs' hashes and the parameters are those of an
+/// uninterrupted run, and each stop leaves the position after its step
+/// (the next step, already begun, is discarded).
+#[test]
+fn a_sampled_run_stopped_after_every_step_continues_bit_for_bit() {
+    let b = CpuBackend::new();
+    let data = planted::small_classification(3);
+    let cfg = config(Task::Classify, 2, Some(200));
+    let mut whole = Trainer::<CpuBackend, f32>::new(&b, &data, cfg.clone()).unwrap();
+    let mut losses = Vec::new();
+    let mut reports = Vec::new();
+    for _ in 0..2 {
+        match whole
+            .run_epoch(&mut |s| {
+                losses.push(s.loss.to_bits());
+                true
+            })
+            .unwrap()
+        {
+            EpochEnd::Done(r) => reports.push(r),
+            EpochEnd::Interrupted => unreachable!("nothing interrupts"),
+        }
+    }
+    let mut stopped = Trainer::<CpuBackend, f32>::new(&b, &data, cfg).unwrap();
+    let mut got = Vec::new();
+    let mut got_reports = Vec::new();
+    while got_reports.len() < 2 {
+        let before = stopped.position().global_step;
+        let end = stopped
+            .run_epoch(&mut |s| {
+                got.push(s.loss.to_bits());
+                false
+            })
+            .unwrap();
+        assert_eq!(stopped.position().global_step, before + 1, "one step a run");
+        if let EpochEnd::Done(r) = end {
+            got_reports.push(r);
+        }
+    }
+    assert!(losses.len() > 4, "several steps an epoch");
+    assert_eq!(got, losses, "step losses");
+    let hashes = |r: &[EpochReport]| r.iter().map(|e| e.loss_hash).collect::<Vec<_>>();
+    assert_eq!(hashes(&got_reports), hashes(&reports), "epoch loss hashes");
+    assert_eq!(
+        param_bits(&b, &stopped),
+        param_bits(&b, &whole),
+        "parameters"
+    );
+}
+
+/// A diverging run stops with an error at the first step whose loss is not
+/// finite, naming it; the position stays before that step.
+#[test]
+fn a_non_finite_loss_names_its_step() {
+    let b = CpuBackend::new();
+    let data = planted::small_classification(3);
+    let mut cfg = config(Task::Classify, 1, Some(200));
+    cfg.optimizer.rule = Rule::Sgd {
+        momentum: 0.0,
+        dampening: 0.0,
+        nesterov: false,
+    };
+    cfg.optimizer.lr = 1e30;
+    let mut t = Trainer::<CpuBackend, f32>::new(&b, &data, cfg).unwrap();
+    let mut seen = Vec::new();
+    let e = t
+        .run_epoch(&mut |s| {
+            seen.push(s.loss);
+            true
+        })
+        .unwrap_err()
+        .to_string();
+    let k = seen.len();
+    assert!(k > 0 && seen.iter().all(|l| l.is_finite()), "{seen:?}");
+    assert!(
+        e.contains(&format!("at epoch 0, step {k}:")) && e.contains("lower the learning rate"),
+        "{e}"
+    );
+    assert_eq!(
+        t.position().step_in_epoch,
+        k,
+        "the position is before step {k}"
+    );
+    assert_eq!(t.position().global_step, k as u64);
+}
+
 #[test]
 fn a_checkpoint_for_another_model_or_dataset_names_the_first_difference() {
     let b = CpuBackend::new();
