@@ -526,7 +526,7 @@ fn a_sampled_run_resumed_mid_epoch_continues_bit_for_bit() {
 /// Stopped after every step and run on (the same trainer, no checkpoint):
 /// the steps' losses, the epochs' hashes and the parameters are those of an
 /// uninterrupted run, and each stop leaves the position after its step
-/// (the next step, already begun, is discarded).
+/// (whatever the trainer had begun of the next one is discarded).
 #[test]
 fn a_sampled_run_stopped_after_every_step_continues_bit_for_bit() {
     let b = CpuBackend::new();
