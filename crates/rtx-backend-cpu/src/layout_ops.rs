@@ -1,7 +1,9 @@
 //! [`LayoutOps`] of the CPU backend: permute (a relabel, a parallel batched
-//! transpose, or the host permute).
+//! transpose, or the host permute) and `resize_rows` (one copy of the kept
+//! rows into a pooled buffer).
 
 use rayon::prelude::*;
+use rtx_backend::implement::resize_rows_layout;
 use rtx_backend::prelude::*;
 use rtx_backend::{BTensor, Element, Result, Tensor};
 use rtx_tensor::PermuteKind;
@@ -45,5 +47,21 @@ impl LayoutOps for CpuBackend {
 
     fn convert<T: Element, U: Element>(&self, x: &BTensor<Self, T>) -> Result<BTensor<Self, U>> {
         self.convert_tensor(x)
+    }
+
+    /// The kept rows copied once into a pooled buffer, the padded rows zeroed.
+    fn resize_rows<T: Element>(
+        &self,
+        x: &BTensor<Self, T>,
+        rows: usize,
+    ) -> Result<BTensor<Self, T>> {
+        let Some((layout, kept)) = resize_rows_layout(x.layout(), rows)? else {
+            return Ok(x.clone());
+        };
+        let mut out = self.for_overwrite::<T>(&layout)?;
+        let (head, tail) = out.split_at_mut(kept);
+        head.copy_from_slice(&x.storage()[..kept]);
+        tail.fill(T::ZERO);
+        Ok(Tensor::new(out, layout))
     }
 }

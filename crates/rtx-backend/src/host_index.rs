@@ -95,6 +95,14 @@ impl<B: Backend> LayoutOps for HostIndexOps<B> {
         self.inner.permute(t, perm)
     }
 
+    fn resize_rows<T: Element>(
+        &self,
+        x: &BTensor<Self, T>,
+        rows: usize,
+    ) -> Result<BTensor<Self, T>> {
+        self.inner.resize_rows(x, rows)
+    }
+
     fn convert<T: Element, U: Element>(&self, x: &BTensor<Self, T>) -> Result<BTensor<Self, U>> {
         self.inner.convert(x)
     }

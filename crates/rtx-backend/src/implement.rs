@@ -8,7 +8,7 @@
 //!
 //! | item | what a backend uses it for |
 //! |---|---|
-//! | [`dims2`], [`check_index_add`] | the shape and plan checks of the index and dense ops, so every backend reports the same errors |
+//! | [`dims2`], [`check_index_add`], [`resize_rows_layout`] | the shape and plan checks of the index, dense and layout ops, so every backend reports the same errors |
 //! | [`check_bias_parts`], [`sum_bias_relu_composed`] | `FusedOps::sum_bias_relu`'s checks, and its composed body for the cases a device kernel does not cover |
 //! | [`try_vec`], [`try_copy`], [`try_with_capacity`] | host buffers whose huge size is [`Error::HostAllocation`](crate::Error::HostAllocation), not an abort |
 //! | [`HostIndex`], [`check_len`], [`concat_shifted`] | index lists in host memory (the `IndexOps::Index` of host backends), the `u32` length limit, `index_concat` on the host |
@@ -22,4 +22,4 @@
 pub use crate::capability::{check_bias_parts, sum_bias_relu_composed};
 pub use crate::host_alloc::{try_copy, try_vec, try_with_capacity};
 pub use crate::index_list::{HostIndex, check_len, concat_shifted};
-pub use crate::ops::{check_index_add, dims2};
+pub use crate::ops::{check_index_add, dims2, resize_rows_layout};

@@ -79,6 +79,24 @@ impl<B: IndexOps + ?Sized> std::fmt::Debug for Indices<'_, B> {
 }
 
 impl<'a, B: IndexOps + ?Sized> Indices<'a, B> {
+    /// Whether `other` is the same borrow (the same host list, plan or
+    /// backend list, by address) with the same rows: a caller listing
+    /// lists to prepare can skip one it has.
+    pub fn is_same(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Indices::List { list: a, rows: r }, Indices::List { list: b, rows: s }) => {
+                std::ptr::eq(*a, *b) && r == s
+            }
+            (Indices::Plan { plan: a, rows: r }, Indices::Plan { plan: b, rows: s }) => {
+                std::ptr::eq(*a, *b) && r == s
+            }
+            (Indices::Held { list: a, rows: r }, Indices::Held { list: b, rows: s }) => {
+                std::ptr::eq(*a, *b) && r == s
+            }
+            _ => false,
+        }
+    }
+
     /// A host list (`Indices::from(list)`); add its row count with
     /// [`Indices::with_rows`].
     pub fn list(list: &'a [u32]) -> Self {

@@ -149,6 +149,25 @@ pub struct Sampled<I> {
     pub seeds: I,
     /// Node count per type (the lengths of `nodes`).
     pub counts: Vec<usize>,
+    /// What each hop reached, where the sampler records it (the host
+    /// sampler does; a backend's may not, then a pass reads the whole
+    /// sample at every layer).
+    pub hops: Option<SampleHops<I>>,
+}
+
+/// What each hop of a sample reached. Local ids and edges are in hop order,
+/// so each is a prefix: a layer that reads `k` hops around the seeds needs
+/// no other (PyG's `trim_to_layer`).
+#[derive(Debug, Clone)]
+pub struct SampleHops<I> {
+    /// `reached[h][t]`: the nodes of type `t` first reached in hops `0..=h`
+    /// (hop 0: the distinct seeds), for `h` in `0..=hops`: local nodes
+    /// `0..reached[h][t]`. The last entry is the sample's `counts`.
+    pub reached: Vec<Vec<usize>>,
+    /// Per relation, the edges of the first `k` hops for `k` in `1..hops`
+    /// (`within[r][k - 1]`: sources, destinations), prefixes of the
+    /// sample's `src[r]` and `dst[r]`, which hold every hop's.
+    pub within: Vec<Vec<(I, I)>>,
 }
 
 /// The key of relation `r`'s draws in step `step` of the run seeded `seed`.
@@ -280,6 +299,9 @@ pub fn sample_host(
         vec![Vec::new(); relations.len()],
     );
     let mut picks = Vec::new();
+    let mut reached = vec![nodes.iter().map(Vec::len).collect::<Vec<_>>()];
+    // per relation, its edge count after each hop
+    let mut hop_ends: Vec<Vec<usize>> = vec![Vec::new(); relations.len()];
     for fan in &spec.fanouts {
         let before: Vec<usize> = nodes.iter().map(Vec::len).collect();
         for (r, c) in relations.iter().enumerate() {
@@ -304,13 +326,29 @@ pub fn sample_host(
         for t in 0..types {
             frontier[t] = (before[t], nodes[t].len());
         }
+        reached.push(nodes.iter().map(Vec::len).collect());
+        for (ends, s) in hop_ends.iter_mut().zip(&src) {
+            ends.push(s.len());
+        }
     }
+    let hops = spec.fanouts.len();
+    let within = hop_ends
+        .iter()
+        .zip(src.iter().zip(&dst))
+        .map(|(ends, (s, d))| {
+            ends[..hops - 1]
+                .iter()
+                .map(|&e| (s[..e].to_vec(), d[..e].to_vec()))
+                .collect()
+        })
+        .collect();
     Ok(Sampled {
         counts: nodes.iter().map(Vec::len).collect(),
         nodes,
         src,
         dst,
         seeds: seed_local,
+        hops: Some(SampleHops { reached, within }),
     })
 }
 
@@ -411,12 +449,31 @@ pub trait SampleOps: IndexOps {
                 .map(|l| self.index_from_host(l))
                 .collect::<Result<Vec<_>>>()
         };
+        let hops = s
+            .hops
+            .map(|h| {
+                let within = h
+                    .within
+                    .iter()
+                    .map(|hops| {
+                        hops.iter()
+                            .map(|(s, d)| Ok((self.index_from_host(s)?, self.index_from_host(d)?)))
+                            .collect::<Result<Vec<_>>>()
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                Ok::<_, Error>(SampleHops {
+                    reached: h.reached,
+                    within,
+                })
+            })
+            .transpose()?;
         Ok(Sampled {
             nodes: up(s.nodes)?,
             src: up(s.src)?,
             dst: up(s.dst)?,
             seeds: self.index_from_host(&s.seeds)?,
             counts: s.counts,
+            hops,
         })
     }
 

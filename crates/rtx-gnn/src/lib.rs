@@ -68,7 +68,7 @@ pub mod train;
 pub use dataset::{Dataset, DatasetRelation, Features, Splits, Targets};
 pub use graph::{HeteroGraph, NodeType, Relation, harris_features};
 pub use model::{DeviceLoss, Grads, HetGat, HetGatConfig, LossAndGrads, MixedHetGat};
-pub use store::{GraphStore, IndexGraph, MiniBatch, StoreRelation};
+pub use store::{GraphStore, IndexGraph, MiniBatch, StoreRelation, Trimmed};
 pub use topology::{RelEdges, Topology};
 
 /// Errors of the model crate.

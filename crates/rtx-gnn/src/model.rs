@@ -369,24 +369,29 @@ impl<B: Backend, T: Element> HetGat<B, T> {
         Ok(b.prepare_plans(&self.plan_lists(graph, backward))?)
     }
 
-    /// The lists a pass over `graph` sums by, with their row counts: each
-    /// relation live in some layer by its destinations, and for a
-    /// `backward` pass by its sources too (a caller adds its own, e.g. the
-    /// objective's rows, and prepares them all at once).
+    /// The lists a pass over `graph` sums by, with their row counts, each
+    /// once: each relation live in a layer by its destinations as that layer
+    /// reads them ([`Topology::edges_within`]), and for a `backward` pass by
+    /// its sources too (a caller adds its own, e.g. the objective's rows,
+    /// and prepares them all at once).
     pub fn plan_lists<'g, G: Topology<B> + ?Sized>(
         &self,
         graph: &'g G,
         backward: bool,
     ) -> Vec<Indices<'g, B>> {
         let mut lists = Vec::new();
-        for r in 0..self.relations.len() {
-            if !self.live.iter().any(|layer| layer[r]) {
-                continue;
-            }
-            let edges = graph.edges(r);
-            lists.push(edges.by_dst);
-            if backward {
-                lists.push(edges.by_src);
+        for (l, live) in self.live.iter().enumerate() {
+            let depth = self.config.layers - l;
+            for r in (0..self.relations.len()).filter(|&r| live[r]) {
+                let edges = graph.edges_within(r, depth);
+                for list in [Some(edges.by_dst), backward.then_some(edges.by_src)]
+                    .into_iter()
+                    .flatten()
+                {
+                    if !lists.iter().any(|k: &Indices<'g, B>| k.is_same(&list)) {
+                        lists.push(list);
+                    }
+                }
             }
         }
         lists

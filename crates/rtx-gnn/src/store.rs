@@ -41,7 +41,43 @@ pub struct IndexGraph<B: IndexOps> {
     pub(crate) src: Vec<B::Index>,
     pub(crate) dst: Vec<B::Index>,
     edges: usize,
+    /// Where a sampler made it: its hops ([`IndexGraph::trimmed`]).
+    pub(crate) hops: Option<Hops<B>>,
 }
+
+/// The hops of a sampled graph: nodes reached and edges drawn by each.
+#[derive(Debug)]
+pub(crate) struct Hops<B: IndexOps> {
+    /// The seeds' node type.
+    pub(crate) seed_type: usize,
+    /// `reached[h][t]`: nodes of type `t` reached in hops `0..=h`.
+    pub(crate) reached: Vec<Vec<usize>>,
+    /// `within[r][k - 1]`: relation `r`'s edges of the first `k` hops, for
+    /// `k` in `1..hops`.
+    pub(crate) within: Vec<Vec<(B::Index, B::Index)>>,
+}
+
+/// A sampled graph as a model of `L` layers reads it (PyG's
+/// `trim_to_layer`): layer `l` reads `L - l` hops around the seeds, so it
+/// needs the edges of those hops, their sources (nodes reached within `L -
+/// l` hops) and their destinations (within `L - l - 1`), and its output
+/// rows are the next layer's sources. Local ids and edges are in hop order,
+/// so each is a prefix, and the rows a layer keeps get what they get on the
+/// whole graph: the same sums over the same edges in the same order (the
+/// parameters' gradients differ only in the order their dropped exact-zero
+/// terms were added in). The last layer computes the seeds alone, so the
+/// model's target must be the seeds' type (the model's passes refuse
+/// another).
+#[derive(Debug)]
+pub struct Trimmed<'g, B: IndexOps>(pub(crate) &'g IndexGraph<B>);
+
+impl<B: IndexOps> Clone for Trimmed<'_, B> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<B: IndexOps> Copy for Trimmed<'_, B> {}
 
 impl<B: IndexOps> IndexGraph<B> {
     /// A graph of the given lists (the backend checks every endpoint
@@ -71,6 +107,7 @@ impl<B: IndexOps> IndexGraph<B> {
             src,
             dst,
             edges,
+            hops: None,
         })
     }
 
@@ -87,6 +124,44 @@ impl<B: IndexOps> IndexGraph<B> {
     /// Edges over all relations.
     pub fn edges(&self) -> usize {
         self.edges
+    }
+
+    /// The graph as each layer of a model reads it ([`Trimmed`]); a graph
+    /// not made by a sampler reads whole at every layer.
+    pub fn trimmed(&self) -> Trimmed<'_, B> {
+        Trimmed(self)
+    }
+
+    /// Hops of the sample it was made by (`None`: not sampled).
+    pub fn hops(&self) -> Option<usize> {
+        self.hops.as_ref().map(|h| h.reached.len() - 1)
+    }
+
+    /// The nodes of type `t` reached within `hops` hops of the seeds
+    /// (hop 0: the distinct seeds) by the sample that made the graph: local
+    /// nodes `0..nodes_within(t, hops)`. Every node for a graph not
+    /// sampled, or past the sample's hops.
+    pub fn nodes_within(&self, t: usize, hops: usize) -> usize {
+        match &self.hops {
+            Some(h) => h.reached[hops.min(h.reached.len() - 1)][t],
+            None => self.node_types[t].nodes,
+        }
+    }
+
+    /// The source and destination lists of relation `r`'s edges drawn in
+    /// the first `hops >= 1` hops (a prefix of [`IndexGraph::relation_edges`];
+    /// sources below `nodes_within(src, hops)`, destinations below
+    /// `nodes_within(dst, hops - 1)`). Every edge for a graph not sampled,
+    /// or past the sample's hops.
+    pub fn relation_edges_within(&self, r: usize, hops: usize) -> (&B::Index, &B::Index) {
+        let within = self
+            .hops
+            .as_ref()
+            .and_then(|h| h.within[r].get(hops.wrapping_sub(1)));
+        match within {
+            Some((s, d)) => (s, d),
+            None => (&self.src[r], &self.dst[r]),
+        }
     }
 }
 
@@ -236,6 +311,11 @@ impl<B: Backend + SampleOps, T: Element> GraphStore<B, T> {
             src: s.src,
             dst: s.dst,
             edges,
+            hops: s.hops.map(|h| Hops {
+                seed_type: spec.seed_type,
+                reached: h.reached,
+                within: h.within,
+            }),
         };
         Ok(MiniBatch {
             graph,

@@ -8,7 +8,7 @@
 use rtx_backend::{BTensor, Backend, Element, IndexOps, Indices, Result};
 
 use crate::graph::{HeteroGraph, NodeType};
-use crate::store::IndexGraph;
+use crate::store::{IndexGraph, Trimmed};
 
 /// A graph the model runs on: node types with their counts, and relations
 /// `(name, src type, dst type)` with their edges.
@@ -21,6 +21,27 @@ pub trait Topology<B: Backend> {
     fn relation_key(&self, r: usize) -> (&str, usize, usize);
     /// The edges of relation `r`.
     fn edges(&self, r: usize) -> RelEdges<'_, B>;
+
+    /// The nodes of type `t` a layer that reads `depth` hops around a
+    /// sample's seeds needs: local nodes `0..nodes_within(t, depth)`.
+    /// Default: every node (a graph read whole at every layer).
+    fn nodes_within(&self, t: usize, _depth: usize) -> usize {
+        self.node_types()[t].nodes
+    }
+
+    /// The edges of relation `r` a layer that reads `depth >= 1` hops needs
+    /// (those of the first `depth` hops), sources of rows `nodes_within(src,
+    /// depth)`, destinations of rows `nodes_within(dst, depth - 1)`.
+    /// Default: [`Topology::edges`].
+    fn edges_within(&self, r: usize, _depth: usize) -> RelEdges<'_, B> {
+        self.edges(r)
+    }
+
+    /// The node type whose first nodes a trimmed graph's last layer
+    /// computes (a sample's seeds' type), `None` for a graph read whole.
+    fn trimmed_to(&self) -> Option<usize> {
+        None
+    }
 }
 
 /// The edges of one relation, as the model's ops take them: each endpoint
@@ -152,6 +173,45 @@ impl<B: Backend> Topology<B> for IndexGraph<B> {
         let (_, s, d) = &self.relations[r];
         let src = Indices::held(&self.src[r]).with_rows(self.node_types[*s].nodes);
         let dst = Indices::held(&self.dst[r]).with_rows(self.node_types[*d].nodes);
+        RelEdges {
+            src,
+            by_src: src,
+            dst,
+            by_dst: dst,
+        }
+    }
+}
+
+impl<B: Backend> Topology<B> for Trimmed<'_, B> {
+    fn node_types(&self) -> &[NodeType] {
+        &self.0.node_types
+    }
+
+    fn relation_count(&self) -> usize {
+        self.0.relations.len()
+    }
+
+    fn relation_key(&self, r: usize) -> (&str, usize, usize) {
+        Topology::<B>::relation_key(self.0, r)
+    }
+
+    fn edges(&self, r: usize) -> RelEdges<'_, B> {
+        Topology::<B>::edges(self.0, r)
+    }
+
+    fn nodes_within(&self, t: usize, depth: usize) -> usize {
+        self.0.nodes_within(t, depth)
+    }
+
+    fn trimmed_to(&self) -> Option<usize> {
+        self.0.hops.as_ref().map(|h| h.seed_type)
+    }
+
+    fn edges_within(&self, r: usize, depth: usize) -> RelEdges<'_, B> {
+        let (_, s, d) = &self.0.relations[r];
+        let (sl, dl) = self.0.relation_edges_within(r, depth);
+        let src = Indices::held(sl).with_rows(self.nodes_within(*s, depth));
+        let dst = Indices::held(dl).with_rows(self.nodes_within(*d, depth.saturating_sub(1)));
         RelEdges {
             src,
             by_src: src,

@@ -121,3 +121,250 @@ fn a_sample_holds_seeds_first_and_features_of_its_nodes() {
         .unwrap_err();
     assert!(bad.to_string().contains("idx[1] = 368"), "{bad}");
 }
+
+/// Every prefix a sample records: relation `r`'s edges of the first `k`
+/// hops are the prefix of its lists up to the first edge whose destination
+/// was reached in hop `k` or later, and every node they name was reached
+/// within their hops.
+#[test]
+fn a_samples_hops_are_prefixes_of_its_nodes_and_edges() {
+    let b = CpuBackend::new();
+    let store = mag_store::<CpuBackend, f32>(&b, 2000).unwrap();
+    let spec = SampleSpec::uniform(0, &[4, 3, 2], 7, 99, 5);
+    let seeds = [5u32, 9, 5, 300, 17];
+    let mb = store
+        .sample(&b, &b.index_from_host(&seeds).unwrap(), &spec)
+        .unwrap();
+    let g = &mb.graph;
+    assert_eq!(g.hops(), Some(3));
+    assert_eq!(g.nodes_within(0, 0), 4, "the distinct seeds");
+    for t in 0..4 {
+        let reached: Vec<usize> = (0..=3).map(|h| g.nodes_within(t, h)).collect();
+        assert!(reached.windows(2).all(|w| w[0] <= w[1]), "{reached:?}");
+        assert_eq!(reached[3], Topology::<CpuBackend>::node_types(g)[t].nodes);
+        assert_eq!(
+            g.nodes_within(t, 9),
+            reached[3],
+            "past the hops: every node"
+        );
+    }
+    let mut strict = 0;
+    for r in 0..7 {
+        let (_, st, dt) = Topology::<CpuBackend>::relation_key(g, r);
+        let (s, d) = g.relation_edges(r);
+        let (s, d) = (b.index_to_host(s).unwrap(), b.index_to_host(d).unwrap());
+        for k in 1..=3 {
+            let (sk, dk) = g.relation_edges_within(r, k);
+            let (sk, dk) = (b.index_to_host(sk).unwrap(), b.index_to_host(dk).unwrap());
+            // the naive prefix: edges up to the first into a node of hop >= k
+            let end = d
+                .iter()
+                .position(|&v| v as usize >= g.nodes_within(dt, k - 1))
+                .unwrap_or(d.len());
+            assert_eq!(*dk, d[..end], "relation {r}, {k} hops");
+            assert_eq!(*sk, s[..end], "relation {r}, {k} hops");
+            assert!(
+                s[..end]
+                    .iter()
+                    .all(|&u| (u as usize) < g.nodes_within(st, k))
+            );
+            assert!(
+                d[end..]
+                    .iter()
+                    .all(|&v| v as usize >= g.nodes_within(dt, k - 1))
+            );
+            strict += usize::from(end > 0 && end < d.len());
+        }
+    }
+    assert!(strict > 0, "some prefix is neither empty nor whole");
+    // a graph made of lists reads whole at every hop
+    let whole = rtx_gnn::IndexGraph::new(
+        &b,
+        Topology::<CpuBackend>::node_types(g).to_vec(),
+        (0..7)
+            .map(|r| {
+                let (name, s, d) = Topology::<CpuBackend>::relation_key(g, r);
+                let (sl, dl) = g.relation_edges(r);
+                (name.to_string(), s, d, sl.clone(), dl.clone())
+            })
+            .collect(),
+    )
+    .unwrap();
+    assert_eq!(whole.hops(), None);
+    assert_eq!(whole.nodes_within(0, 0), g.nodes_within(0, 3));
+    assert_eq!(
+        b.index_len(whole.relation_edges_within(1, 1).0),
+        b.index_len(g.relation_edges(1).0)
+    );
+}
+
+/// A trimmed pass (each layer on the hops it reads) gives the seeds' rows
+/// of the pass over the whole sample bit for bit, the same loss, and the
+/// same gradients up to the order of adding exact zeros: with and without
+/// dropout, with as many layers as hops, more, and fewer.
+#[test]
+fn a_trimmed_pass_is_the_whole_samples_on_the_seeds() {
+    use rtx_gnn::model::{LossKind, Objective, Targets};
+    let b = CpuBackend::reference();
+    let store = mag_store::<CpuBackend, f64>(&b, 2000).unwrap();
+    let seeds = [7u32, 100, 7, 350, 3, 42];
+    for (layers, fanouts, dropout) in [
+        (2, vec![4, 3], None),
+        (2, vec![4, 3], Some(11)),
+        (3, vec![4, 3], Some(12)),
+        (1, vec![4, 3], None),
+        (3, vec![3, 2, 2], None),
+    ] {
+        let what = format!("{layers} layers, fanouts {fanouts:?}, dropout {dropout:?}");
+        let spec = SampleSpec::uniform(0, &fanouts, 7, 99, 3);
+        let mb = store
+            .sample(&b, &b.index_from_host(&seeds).unwrap(), &spec)
+            .unwrap();
+        let mut config = mag_config();
+        config.layers = layers;
+        config.out_features = 5;
+        config.input_dropout = 0.2;
+        config.attention_dropout = 0.3;
+        let model = HetGat::<CpuBackend, f64>::new(&b, &mb.graph, config, 4).unwrap();
+        let (whole, trimmed) = (&mb.graph, mb.graph.trimmed());
+        let u = mb.graph.nodes_within(0, 0);
+        // evaluation: the first u rows of the whole pass
+        let yw = b
+            .download(&model.forward(&b, whole, &mb.x).unwrap())
+            .unwrap();
+        let yt = b
+            .download(&model.forward(&b, &trimmed, &mb.x).unwrap())
+            .unwrap();
+        assert_eq!(yt.len(), u * 5, "{what}");
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&yt), bits(&yw[..u * 5]), "{what}");
+        // training: cross-entropy over the seeds
+        let labels = b
+            .index_from_host(&[1, 4, 1, 0, 2, 3][..seeds.len()])
+            .unwrap();
+        let targets = Targets::Classes(labels);
+        let objective = Objective {
+            loss: LossKind::CrossEntropy,
+            rows: &mb.seeds,
+            targets: &targets,
+        };
+        let gw = model
+            .objective_grads(&b, whole, &mb.x, &objective, dropout)
+            .unwrap();
+        let gt = model
+            .objective_grads(&b, &trimmed, &mb.x, &objective, dropout)
+            .unwrap();
+        let (lw, lt) = (gw.loss.read(&b).unwrap(), gt.loss.read(&b).unwrap());
+        assert_eq!(lw.to_bits(), lt.to_bits(), "{what}: loss {lw} vs {lt}");
+        let mut nonzero = 0;
+        for (i, (a, c)) in gw.grads.iter().zip(&gt.grads).enumerate() {
+            let (Some(a), Some(c)) = (a, c) else {
+                assert!(a.is_none() && c.is_none(), "{what}: gradient {i}");
+                continue;
+            };
+            let (a, c) = (b.download(a).unwrap(), b.download(c).unwrap());
+            let scale = a.iter().fold(1e-30f64, |m, v| m.max(v.abs()));
+            for (x, y) in a.iter().zip(&c) {
+                assert!(
+                    (x - y).abs() <= 1e-12 * scale,
+                    "{what}: gradient {i}: {x} vs {y}"
+                );
+            }
+            nonzero += usize::from(a.iter().any(|&v| v != 0.0));
+        }
+        assert!(nonzero > 4, "{what}: {nonzero} gradients nonzero");
+    }
+}
+
+/// A topology that records the depths the model reads each relation at.
+struct Recording<'g> {
+    inner: rtx_gnn::Trimmed<'g, CpuBackend>,
+    asked: std::cell::RefCell<Vec<(usize, usize)>>,
+}
+
+impl Topology<CpuBackend> for Recording<'_> {
+    fn node_types(&self) -> &[NodeType] {
+        Topology::<CpuBackend>::node_types(&self.inner)
+    }
+    fn relation_count(&self) -> usize {
+        Topology::<CpuBackend>::relation_count(&self.inner)
+    }
+    fn relation_key(&self, r: usize) -> (&str, usize, usize) {
+        Topology::<CpuBackend>::relation_key(&self.inner, r)
+    }
+    fn edges(&self, r: usize) -> rtx_gnn::RelEdges<'_, CpuBackend> {
+        self.asked.borrow_mut().push((r, 0));
+        self.inner.edges(r)
+    }
+    fn nodes_within(&self, t: usize, depth: usize) -> usize {
+        self.inner.nodes_within(t, depth)
+    }
+    fn edges_within(&self, r: usize, depth: usize) -> rtx_gnn::RelEdges<'_, CpuBackend> {
+        self.asked.borrow_mut().push((r, depth));
+        self.inner.edges_within(r, depth)
+    }
+    fn trimmed_to(&self) -> Option<usize> {
+        self.inner.trimmed_to()
+    }
+}
+
+/// Each layer reads its relations at its own depth (layer `l` of `L`: `L -
+/// l` hops), forward and backward; the input gradients of a pass that read
+/// fewer hops than the sample has are the inputs' shapes, zero past the
+/// rows it read; a model whose target is not the seeds' type is refused on
+/// a trimmed sample (its last layer would compute no target row).
+#[test]
+fn each_layer_reads_its_own_hops_and_input_gradients_keep_their_shapes() {
+    let b = CpuBackend::reference();
+    let store = mag_store::<CpuBackend, f64>(&b, 2000).unwrap();
+    let spec = SampleSpec::uniform(0, &[4, 3, 2], 7, 99, 1);
+    let mb = store
+        .sample(&b, &b.index_from_host(&[3, 30, 300]).unwrap(), &spec)
+        .unwrap();
+    let mut config = mag_config();
+    config.layers = 2;
+    let model = HetGat::<CpuBackend, f64>::new(&b, &mb.graph, config.clone(), 4).unwrap();
+    let rec = Recording {
+        inner: mb.graph.trimmed(),
+        asked: Default::default(),
+    };
+    let lg = model.loss_and_grads(&b, &rec, &mb.x, true).unwrap();
+    let asked = rec.asked.borrow().clone();
+    assert!(asked.iter().all(|&(_, d)| d == 1 || d == 2), "{asked:?}");
+    let at = |d| asked.iter().filter(|a| a.1 == d).count();
+    assert!(at(1) > 0 && at(2) > 0, "{asked:?}");
+    // two layers on three hops: the inputs' rows past two hops get zeros
+    for (t, (dx, x)) in lg.input_grads.iter().zip(&mb.x).enumerate() {
+        let Some(dx) = dx else { continue };
+        assert_eq!(dx.shape(), x.shape(), "type {t}");
+        let (read, cols) = (mb.graph.nodes_within(t, 2), x.shape()[1]);
+        let v = b.download(dx).unwrap();
+        assert!(v[read * cols..].iter().all(|&g| g == 0.0), "type {t}");
+        assert!(
+            read == 0 || v[..read * cols].iter().any(|&g| g != 0.0),
+            "type {t}"
+        );
+    }
+    assert!(lg.input_grads[0].is_some());
+    assert!(
+        (0..4).any(|t| mb.graph.nodes_within(t, 2) < mb.graph.nodes_within(t, 3)),
+        "some input has rows the pass did not read"
+    );
+    // a target of another type than the seeds'
+    let other = HetGat::<CpuBackend, f64>::new(
+        &b,
+        &mb.graph,
+        rtx_gnn::HetGatConfig {
+            target: 1,
+            ..config
+        },
+        4,
+    )
+    .unwrap();
+    let e = other.forward(&b, &mb.graph.trimmed(), &mb.x).unwrap_err();
+    assert!(e.to_string().contains("seeds' type (paper)"), "{e}");
+    assert!(
+        other.forward(&b, &mb.graph, &mb.x).is_ok(),
+        "the whole sample"
+    );
+}

@@ -489,6 +489,8 @@ impl SampleOps for CudaBackend {
             dst: join_all(dst, &local_dst)?,
             seeds: self.join(vec![seed_local], count[t0])?,
             counts: count,
+            // not recorded yet: a pass reads the whole sample at every layer
+            hops: None,
         })
     }
 }

@@ -1,11 +1,13 @@
-//! [`LayoutOps`]: `swap_dims`, `permute` and `convert` (between element
-//! types), outputs always contiguous.
+//! [`LayoutOps`]: `swap_dims`, `permute`, `resize_rows` and `convert`
+//! (between element types), outputs always contiguous.
 
+use crate::host_alloc::try_with_capacity;
 use crate::{BTensor, BackendCore, Element, Result};
 use rtx_tensor::PermuteKind;
 
-/// Dim swaps and permutes. The output is contiguous in its new shape; a
-/// relabel (no element moves) shares the buffer on every backend.
+/// Dim swaps, permutes, row resizes and conversions. The output is contiguous
+/// in its new shape; a relabel (no element moves) shares the buffer on every
+/// backend.
 pub trait LayoutOps: BackendCore {
     /// Swaps dims `a` and `b`. The output is contiguous in its new shape.
     ///
@@ -48,6 +50,37 @@ pub trait LayoutOps: BackendCore {
         let host = self.download(t)?;
         let out = rtx_tensor::permute_host(&host, t.shape(), perm)?;
         self.upload(&out, plan.output.shape())
+    }
+
+    /// `x` cut or zero-padded to `rows` rows: for `x` of shape
+    /// `[n, d1, d2, ...]` (rank >= 1), a contiguous tensor of shape
+    /// `[rows, d1, d2, ...]` whose first `min(rows, n)` rows are `x`'s rows,
+    /// bit for bit, and whose other rows (when `rows > n`) are `+0.0`. With
+    /// `rows == n` it is `x.clone()` (shares the buffer: no copy, no launch);
+    /// any other `rows` gives a new buffer, independent of `x`. Takes the
+    /// first rows of an activation (PyG's `trim_to_layer`) and pads a
+    /// gradient back to more rows.
+    ///
+    /// Default: a host round trip (download, truncate or extend with zeros,
+    /// upload). Device backends override it.
+    ///
+    /// # Errors
+    /// [`Error::ShapeMismatch`] for a rank-0 `x`; [`Error::Layout`] when the
+    /// output's element count overflows 64 bits; the backend's own
+    /// (allocation, device).
+    fn resize_rows<T: Element>(
+        &self,
+        x: &BTensor<Self, T>,
+        rows: usize,
+    ) -> Result<BTensor<Self, T>> {
+        let Some((layout, kept)) = crate::ops::resize_rows_layout(x.layout(), rows)? else {
+            return Ok(x.clone());
+        };
+        let host = self.download(x)?;
+        let mut out = try_with_capacity(layout.numel())?;
+        out.extend_from_slice(&host[..kept]);
+        out.resize(layout.numel(), T::ZERO);
+        self.upload(&out, layout.shape())
     }
 
     /// `x` converted elementwise to `U` (same shape, contiguous), rounding

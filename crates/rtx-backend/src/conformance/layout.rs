@@ -1,8 +1,8 @@
-//! The layout-op cases: `swap_dims` and `permute`.
+//! The layout-op cases: `swap_dims`, `permute` and `resize_rows`.
 
 use super::harness::{assert_bits, down, up};
 use crate::workload::values;
-use crate::{Backend, Error};
+use crate::{BTensor, Backend, Element, Error, bf16, f16};
 
 /// The field bug: `[2,3,4]` swap(0,2) gives `b[1][0][0] == 1.0`, every element checked.
 pub fn swap_dims_2x3x4<B: Backend>(b: &B) {
@@ -119,4 +119,146 @@ pub fn odd_transposes<B: Backend>(b: &B) {
         matches!(b.swap_dims(&t, 0, 1), Err(Error::Layout(_))),
         "bad dim must be an error"
     );
+}
+
+/// `x` of `shape` cut or zero-padded to `rows` rows, by plain loops: the
+/// expectation of `resize_rows`.
+fn resized<T: Element>(x: &[T], shape: &[usize], rows: usize) -> Vec<T> {
+    let (n, row) = (shape[0], shape[1..].iter().product::<usize>());
+    let mut out = Vec::new();
+    for r in 0..rows {
+        for c in 0..row {
+            out.push(if r < n { x[r * row + c] } else { T::ZERO });
+        }
+    }
+    out
+}
+
+/// `n` values of `T` with `-0.0`, `+0.0` and NaNs (a payload, both signs, a
+/// signalling one where `T` keeps it) among them: bits a copy must keep.
+fn special_values<T: Element>(seed: u64, n: usize) -> Vec<T> {
+    let mut x: Vec<T> = values(seed, n);
+    let specials = [
+        -0.0,
+        f32::from_bits(0x7fc0_1234),
+        f32::from_bits(0xffc0_0001),
+        0.0,
+        f32::from_bits(0x7f80_0001),
+        f32::NEG_INFINITY,
+    ];
+    for (i, s) in specials.into_iter().enumerate() {
+        if let Some(v) = x.get_mut(i * 3 + 1) {
+            *v = T::from_f32(s);
+        }
+    }
+    x
+}
+
+/// `resize_rows` of `x` (held in `xt`, of `shape`) to `rows`, checked bit
+/// for bit against [`resized`], with its shape and contiguous strides.
+fn check_resize<B: Backend, T: Element>(
+    b: &B,
+    xt: &BTensor<B, T>,
+    x: &[T],
+    shape: &[usize],
+    rows: usize,
+) -> BTensor<B, T> {
+    let case = format!("resize_rows {} {shape:?} -> {rows} rows", T::DTYPE);
+    let got = b.resize_rows(xt, rows).expect(&case);
+    let mut want_shape = shape.to_vec();
+    want_shape[0] = rows;
+    assert_eq!(got.shape(), &want_shape[..], "{case}: shape");
+    assert!(got.layout().is_contiguous(), "{case}: contiguous");
+    assert_bits(&case, &down(b, &got), &resized(x, shape, rows));
+    got
+}
+
+/// Every cut and pad of a few shapes (ranks 1 to 4, empty ones) in `T`.
+fn resize_case<B: Backend, T: Element>(b: &B) {
+    for (shape, rows) in [
+        (vec![5usize, 3], vec![2usize, 5, 8, 0, 1, 6]),
+        (vec![4, 2, 3], vec![1, 6, 4, 0]),
+        (vec![0, 3], vec![4, 0, 1]),
+        (vec![7], vec![3, 10, 0]),
+        (vec![3, 0], vec![5, 1]),
+        (vec![2, 1, 1, 4], vec![9, 1]),
+    ] {
+        let numel: usize = shape.iter().product();
+        let x: Vec<T> = special_values(11, numel);
+        let xt = up(b, &x, &shape);
+        for rows in rows {
+            let got = check_resize(b, &xt, &x, &shape, rows);
+            let ty = T::DTYPE;
+            assert_eq!(
+                got.shares_storage_with(&xt),
+                rows == shape[0],
+                "resize_rows {ty} {shape:?} -> {rows}: shares the buffer iff rows == n"
+            );
+        }
+    }
+}
+
+/// `resize_rows` in every element type against plain loops: prefixes, zero
+/// padding, empty inputs and outputs, `-0.0` and NaN bits kept; a rank-0
+/// input and an output whose size overflows are errors.
+pub fn resize_rows_matches_reference<B: Backend>(b: &B) {
+    resize_case::<B, f32>(b);
+    resize_case::<B, f64>(b);
+    resize_case::<B, bf16>(b);
+    resize_case::<B, f16>(b);
+    let scalar = up(b, &[1.5f32], &[]);
+    match b.resize_rows(&scalar, 1) {
+        Err(Error::ShapeMismatch {
+            op: "resize_rows",
+            detail,
+        }) => assert!(
+            detail.contains("[]"),
+            "rank-0 error must name the shape: {detail}"
+        ),
+        other => panic!("resize_rows of a rank-0 tensor: want ShapeMismatch, got {other:?}"),
+    }
+    let wide = b.zeros::<f32>(&[0, 1 << 62]).expect("zeros");
+    assert!(
+        matches!(b.resize_rows(&wide, 4), Err(Error::Layout(_))),
+        "resize_rows to [4, 2^62] must be a size overflow"
+    );
+    let cut = b.resize_rows(&wide, 0).expect("resize_rows [0, 2^62] -> 0");
+    assert_eq!(cut.shape(), &[0, 1 << 62]);
+}
+
+/// A resized tensor owns its buffer: changing the input in place or dropping
+/// it leaves the output's bits; the padding is zeros even in a reused
+/// (dirty) buffer; `rows == n` shares the buffer, and an in-place change of
+/// the input then copies it first.
+pub fn resize_rows_owns_its_buffer<B: Backend>(b: &B) {
+    let (n, f) = (300usize, 64usize);
+    let x: Vec<f32> = special_values(12, n * f);
+    let idx: Vec<u32> = (0..n as u32).collect();
+    let ones = up(b, &vec![1.0f32; n * f], &[n, f]);
+    for rows in [100usize, 300, 1000] {
+        let mut xt = up(b, &x, &[n, f]);
+        // a buffer of the output's size full of NaN, freed for reuse
+        drop(up(b, &vec![f32::NAN; rows * f], &[rows, f]));
+        let out = check_resize(b, &xt, &x, &[n, f], rows);
+        let want = resized(&x, &[n, f], rows);
+        b.index_add(&mut xt, &idx, &ones).expect("index_add");
+        assert!(
+            !out.shares_storage_with(&xt),
+            "resize to {rows}: the input, changed in place, shares the output's buffer"
+        );
+        assert_bits(
+            &format!("resize_rows [{n}, {f}] -> {rows}, input changed in place"),
+            &down(b, &out),
+            &want,
+        );
+        let changed = down(b, &xt);
+        assert_ne!(changed[f], x[f], "index_add must change the input");
+        let out2 = b.resize_rows(&xt, rows).expect("resize_rows");
+        drop(xt);
+        assert_bits(
+            &format!("resize_rows [{n}, {f}] -> {rows}, input dropped"),
+            &down(b, &out2),
+            &resized(&changed, &[n, f], rows),
+        );
+    }
 }

@@ -10,7 +10,7 @@
 //! | file | cases |
 //! |---|---|
 //! | `index.rs` | [`IndexOps`](crate::IndexOps): gather, scatter-add, out-of-range and empty indices, repeatability, concurrent use |
-//! | `layout.rs` | [`LayoutOps`](crate::LayoutOps): `swap_dims` and `permute` |
+//! | `layout.rs` | [`LayoutOps`](crate::LayoutOps): `swap_dims`, `permute` and `resize_rows` |
 //! | `dense.rs` | [`DenseOps`](crate::DenseOps) against the [`ops`](crate::ops) reference, zero sizes and shape errors of every model op |
 //! | `fused.rs` | [`FusedOps`](crate::FusedOps) and the segment ops they compose: softmax and the fused gathers |
 //! | `precision.rs` | every op family in `bf16`, `f16`, `f32` and `f64`: half types against their `f32` op rounded once and the reference; `convert` |
@@ -38,7 +38,10 @@ pub use index::{
     adjoint_identity, concurrent_use, empty_indices, gather_with_repeats, hub_heavy, out_of_range,
     repeatable, scatter_duplicates_untouched, scatter_matches_reference,
 };
-pub use layout::{all_permutations, odd_transposes, swap_dims_2x3x4, vector_swap_shares_buffer};
+pub use layout::{
+    all_permutations, odd_transposes, resize_rows_matches_reference, resize_rows_owns_its_buffer,
+    swap_dims_2x3x4, vector_swap_shares_buffer,
+};
 pub use lists::{index_list_edges, index_lists_match_host_lists, index_row_counts, prepared_plans};
 pub use optim::{train_adam, train_sgd};
 pub use precision::{
@@ -63,6 +66,8 @@ pub fn run_all<B: Backend>(b: &B) {
     vector_swap_shares_buffer(b);
     all_permutations(b);
     odd_transposes(b);
+    resize_rows_matches_reference(b);
+    resize_rows_owns_its_buffer(b);
     model_ops_match_reference(b);
     segment_ops(b);
     fused_gathers(b);
@@ -99,6 +104,7 @@ macro_rules! conformance_tests {
             gather_with_repeats scatter_duplicates_untouched adjoint_identity hub_heavy
             out_of_range empty_indices scatter_matches_reference repeatable concurrent_use
             swap_dims_2x3x4 vector_swap_shares_buffer all_permutations odd_transposes
+            resize_rows_matches_reference resize_rows_owns_its_buffer
             model_ops_match_reference segment_ops fused_gathers fused_dense model_ops_empty
             model_op_errors index_lists_match_host_lists index_list_edges index_row_counts
             prepared_plans

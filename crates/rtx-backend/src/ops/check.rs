@@ -403,6 +403,33 @@ pub(super) fn check_len<T>(data: &[T], shape: &[usize]) -> Result<()> {
     Ok(())
 }
 
+/// `resize_rows`'s checks: `None` when `rows` is `x`'s row count (the
+/// output is `x`), else the output's layout and how many of `x`'s leading
+/// elements it keeps (the smaller tensor's count: nothing to overflow).
+///
+/// # Errors
+/// [`Error::ShapeMismatch`] for a rank-0 `x`; [`Error::Layout`] when the
+/// output's element count overflows.
+pub fn resize_rows_layout(x: &Layout, rows: usize) -> Result<Option<(Layout, usize)>> {
+    let Some(&n) = x.shape().first() else {
+        return Err(Error::ShapeMismatch {
+            op: "resize_rows",
+            detail: format!(
+                "x {:?} has no rows to resize to {rows} (want [n, ...], rank >= 1)",
+                x.shape()
+            ),
+        });
+    };
+    if rows == n {
+        return Ok(None);
+    }
+    let mut shape = x.shape().to_vec();
+    shape[0] = rows;
+    let out = Layout::contiguous(&shape)?;
+    let kept = if rows < n { out.numel() } else { x.numel() };
+    Ok(Some((out, kept)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -84,7 +84,7 @@ pub use check::{
     check_add_head_scale, check_binary, check_gather_add, check_gather_head_dot,
     check_gather_scale_scatter, check_head_dot, check_head_scale, check_index_add, check_matmul,
     check_same, check_segment, check_segment_len, check_sum_bias_relu, dims2, gather_add_shapes,
-    gather_head_dot_shapes, gather_scale_scatter_shapes,
+    gather_head_dot_shapes, gather_scale_scatter_shapes, resize_rows_layout,
 };
 pub use kind::{Binary, Unary};
 pub use reference::{

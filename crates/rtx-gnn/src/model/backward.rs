@@ -107,13 +107,14 @@ impl<B: Backend, T: Element> HetGat<B, T> {
                 })
                 .collect::<rtx_backend::Result<Vec<_>>>()?;
             let want_dx = l > 0 || input_grads;
+            let depth = self.config.layers - l;
             let mut dx_in: Vec<Option<BTensor<B, T>>> = vec![None; types];
             for (r, rel) in self.relations.iter().enumerate() {
                 let (st, dt) = (rel.src_type, rel.dst_type);
                 let (Some(c), Some(g)) = (&cache.rels[r], &dpre[dt]) else {
                     continue;
                 };
-                let (Some(xs), Some(xd)) = (&cache.x[st], &cache.x[dt]) else {
+                let (Some(xs), Some(xd)) = (&cache.x[st], &cache.x_dst[dt]) else {
                     continue;
                 };
                 grads[self.pi(l, r, BIAS)] = Some(b.sum_rows(g)?);
@@ -122,7 +123,7 @@ impl<B: Backend, T: Element> HetGat<B, T> {
                 // scatter-add by src:
                 //   dalpha[e] = g[dst[e]] . hs[src[e]] (per head)
                 //   dhs = scatter_src(alpha * gather_dst(g))
-                let edges = graph.edges(r);
+                let edges = graph.edges_within(r, depth);
                 let mut dalpha = edges.dst_src_head_dot(b, g, &c.hs, heads)?;
                 let used = c.alpha_dropped.as_ref().unwrap_or(&c.alpha);
                 let mut dhs = edges.dst_to_src(b, g, used)?;
@@ -150,8 +151,10 @@ impl<B: Backend, T: Element> HetGat<B, T> {
                 if want_dx {
                     let gs = b.matmul(&dhs, false, self.p(l, r, W_SRC), true)?;
                     add_into(b, &mut dx_in[st], gs)?;
+                    // destinations are the input's first rows: zero below them
                     let gd = b.matmul(&dad, false, &c.w_att_dst, true)?;
-                    add_into(b, &mut dx_in[dt], gd)?;
+                    let rows = cache.x[dt].as_ref().map_or(0, |x| x.shape()[0]);
+                    add_into(b, &mut dx_in[dt], b.resize_rows(&gd, rows)?)?;
                 }
             }
             if let (Some(pass), true) = (fw.dropout, self.config.input_dropout > 0.0) {
@@ -165,6 +168,16 @@ impl<B: Backend, T: Element> HetGat<B, T> {
             }
             dx = dx_in;
         }
-        Ok((grads, if input_grads { dx } else { vec![None; types] }))
+        if !input_grads {
+            return Ok((grads, vec![None; types]));
+        }
+        // a trimmed first layer read the inputs' first rows: zero below them
+        let rows = |t: usize| fw.inputs.get(t).copied().unwrap_or(0);
+        let dx = dx
+            .into_iter()
+            .enumerate()
+            .map(|(t, d)| d.map(|d| b.resize_rows(&d, rows(t))).transpose())
+            .collect::<rtx_backend::Result<Vec<_>>>()?;
+        Ok((grads, dx))
     }
 }

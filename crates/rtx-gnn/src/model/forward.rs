@@ -25,8 +25,11 @@ pub(super) struct RelCache<B: Backend, T: Element> {
 /// What the backward pass reads of one layer's forward.
 pub(super) struct LayerCache<B: Backend, T: Element> {
     /// The layer's input per node type, as the convolutions read it (after
-    /// input dropout in a training pass).
+    /// input dropout in a training pass): the rows its sources need.
     pub(super) x: Vec<Option<BTensor<B, T>>>,
+    /// The input's rows its destinations need, per destination type of a
+    /// live relation (`x` itself where they are all of them).
+    pub(super) x_dst: Vec<Option<BTensor<B, T>>>,
     /// The layer's output per node type: relu of its relations' biased sum
     /// (the same buffers as the next layer's input; relu's backward reads it).
     pub(super) act: Vec<Option<BTensor<B, T>>>,
@@ -41,6 +44,8 @@ pub(super) struct Forward<B: Backend, T: Element> {
     pub(super) y: BTensor<B, T>,
     /// The dropout of the pass (`None`: no dropout).
     pub(super) dropout: Option<u64>,
+    /// The row count of each input.
+    pub(super) inputs: Vec<usize>,
 }
 
 /// The seed of the dropout mask of one tensor of a pass: input dropout of
@@ -68,6 +73,15 @@ impl<B: Backend, T: Element> HetGat<B, T> {
         dropout: Option<u64>,
     ) -> Result<Forward<B, T>> {
         self.check_inputs(graph, x)?;
+        if let Some(t) = graph.trimmed_to().filter(|&t| t != self.config.target) {
+            return Err(Error::Model(format!(
+                "a trimmed sample computes its seeds' type ({}) in the last layer; the \
+                 model's target is {}: sample seeds of the target type, or pass the whole \
+                 sample",
+                graph.node_types()[t].name,
+                graph.node_types()[self.config.target].name
+            )));
+        }
         let heads = self.config.heads;
         let slope = Unary::LeakyRelu(self.config.negative_slope);
         let p_in = dropout.map_or(0.0, |_| self.config.input_dropout);
@@ -75,11 +89,26 @@ impl<B: Backend, T: Element> HetGat<B, T> {
         let mut cur: Vec<Option<BTensor<B, T>>> = x.iter().cloned().map(Some).collect();
         let mut layers = Vec::with_capacity(self.config.layers);
         for l in 0..self.config.layers {
+            // layer l reads `depth` hops around a sample's seeds: the rows
+            // and edges of a trimmed graph's prefixes (all of any other)
+            let depth = self.config.layers - l;
+            for (t, xt) in cur.iter_mut().enumerate() {
+                if let Some(v) = xt {
+                    *v = first_rows(b, v, graph.nodes_within(t, depth))?;
+                }
+            }
             if let (Some(pass), true) = (dropout, p_in > 0.0) {
                 for (t, xt) in cur.iter_mut().enumerate() {
                     if let Some(v) = xt {
                         *v = b.dropout(v, p_in, dropout_seed(pass, l, t, false))?;
                     }
+                }
+            }
+            let mut x_dst: Vec<Option<BTensor<B, T>>> = vec![None; cur.len()];
+            for (r, rel) in self.relations.iter().enumerate() {
+                let dt = rel.dst_type;
+                if let (true, None, Some(xd)) = (self.live[l][r], &x_dst[dt], &cur[dt]) {
+                    x_dst[dt] = Some(first_rows(b, xd, graph.nodes_within(dt, depth - 1))?);
                 }
             }
             // per node type, its relations' aggregations and bias indices
@@ -90,13 +119,13 @@ impl<B: Backend, T: Element> HetGat<B, T> {
                     rels.push(None);
                     continue;
                 }
-                let (Some(xs), Some(xd)) = (&cur[rel.src_type], &cur[rel.dst_type]) else {
+                let (Some(xs), Some(xd)) = (&cur[rel.src_type], &x_dst[rel.dst_type]) else {
                     return Err(Error::Model(format!(
                         "relation {} reads a missing node type",
                         rel.name
                     )));
                 };
-                let edges = graph.edges(r);
+                let edges = graph.edges_within(r, depth);
                 let hs = b.matmul(xs, false, self.p(l, r, W_SRC), false)?;
                 let a_s = b.head_dot(&hs, self.p(l, r, ATT_SRC), heads)?;
                 // The destination logits head_dot(x_dst @ W_dst, att_dst) are
@@ -141,6 +170,7 @@ impl<B: Backend, T: Element> HetGat<B, T> {
                 .collect::<rtx_backend::Result<Vec<_>>>()?;
             layers.push(LayerCache {
                 x: cur,
+                x_dst,
                 act: next.clone(),
                 rels,
             });
@@ -157,12 +187,15 @@ impl<B: Backend, T: Element> HetGat<B, T> {
             h,
             y,
             dropout,
+            inputs: x.iter().map(|t| t.shape()[0]).collect(),
         })
     }
 
     /// The model's output `[n_target, out_features]` for inputs `x` (one
     /// `[nodes, in_features]` tensor per node type), without dropout (an
-    /// evaluation pass).
+    /// evaluation pass). On a [`Trimmed`](crate::Trimmed) sample, the
+    /// output of its distinct seeds alone (the first `n_target` rows of
+    /// hop 0).
     ///
     /// # Errors
     /// [`Error::Model`] for inputs that do not fit; backend errors.
@@ -189,6 +222,25 @@ impl<B: Backend, T: Element> HetGat<B, T> {
         let y = self.forward(b, graph, x)?;
         mse(b, &y)?.read(b)
     }
+}
+
+/// The first `rows` rows of `x` (`x` itself when it has no more: a
+/// trimmed layer never asks for more rows than the layer before made).
+pub(super) fn first_rows<B: Backend, T: Element>(
+    b: &B,
+    x: &BTensor<B, T>,
+    rows: usize,
+) -> Result<BTensor<B, T>> {
+    debug_assert!(
+        x.shape()[0] >= rows,
+        "{:?} asked for {rows} rows",
+        x.shape()
+    );
+    Ok(if x.shape()[0] > rows {
+        b.resize_rows(x, rows)?
+    } else {
+        x.clone()
+    })
 }
 
 /// `mean(y^2)` of a `[n, 1]` output, still on the device: the canonical sum

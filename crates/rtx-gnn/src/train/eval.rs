@@ -43,8 +43,9 @@ impl<B: Backend + TrainOps + SampleOps + 'static, T: Element> Trainer<'_, B, T> 
                         i as u64,
                     );
                     let mb = store.sample(b, &b.index_from_host(chunk)?, &spec)?;
-                    low.prepare_plans(b, &mb.graph, false)?;
-                    let y = low.forward(b, &mb.graph, &mb.x)?;
+                    let graph = mb.graph.trimmed();
+                    low.prepare_plans(b, &graph, false)?;
+                    let y = low.forward(b, &graph, &mb.x)?;
                     out.extend(self.rows_of(&y, &mb.seeds)?);
                 }
                 Ok(out)

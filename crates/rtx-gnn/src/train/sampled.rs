@@ -20,6 +20,7 @@ use super::{Graph, Trainer};
 use crate::model::Objective;
 use crate::optim::StepInfo;
 use crate::store::MiniBatch;
+use crate::topology::Topology;
 use crate::{Error, Result};
 use rtx_backend::Element;
 use rtx_backend::prelude::*;
@@ -67,9 +68,11 @@ impl<'a, B: Backend + TrainOps + SampleOps + 'static, T: Element> Trainer<'a, B,
             step,
         );
         let mb = store.sample(q, &q.index_from_host(seeds)?, &spec)?;
-        // its rows' gradients are scattered back into the target type's outputs
-        let mut lists = self.model.plan_lists(&mb.graph, true);
-        let outputs = mb.graph.node_types()[self.target].nodes;
+        let graph = mb.graph.trimmed();
+        let mut lists = self.model.plan_lists(&graph, true);
+        // its rows' gradients are scattered back into the outputs: the
+        // distinct seeds' (the last layer of a trimmed pass computes no other)
+        let outputs = graph.nodes_within(self.target, 0);
         lists.push(Indices::held(&mb.seeds).with_rows(outputs));
         q.prepare_plans(&lists)?;
         Ok(mb)
@@ -118,7 +121,7 @@ impl<'a, B: Backend + TrainOps + SampleOps + 'static, T: Element> Trainer<'a, B,
         };
         let dropout = self.dropout_seed();
         let low = self.pass_model()?;
-        let out = low.objective_grads(b, &mb.graph, &mb.x, &objective, dropout)?;
+        let out = low.objective_grads(b, &mb.graph.trimmed(), &mb.x, &objective, dropout)?;
         let grads = widen_grads_acc::<B, T>(b, out.grads)?;
         let info = self.optimizer.step(b, self.model.params_mut(), &grads)?;
         if let Some(next) = next {
