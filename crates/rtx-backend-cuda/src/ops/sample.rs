@@ -41,6 +41,20 @@ fn alloc_u32(dev: &Device, n: usize) -> Result<DevMem> {
     dev.alloc(bytes)
 }
 
+/// The `u32` at each of `at`, read with one wait (none for no address).
+fn read_words(dev: &Device, at: &[DevPtr<u32>], what: &str) -> Result<Vec<u32>> {
+    let mut words = vec![[0u32]; at.len()];
+    if !at.is_empty() {
+        let mut parts: Vec<(DevPtr<u32>, &mut [u32])> = at
+            .iter()
+            .copied()
+            .zip(words.iter_mut().map(|w| &mut w[..]))
+            .collect();
+        dev.read_each(&mut parts, what)?;
+    }
+    Ok(words.into_iter().map(|[w]| w).collect())
+}
+
 /// The largest position the relabelling encodes (see kernels/sample.cu).
 const MAX_CANDIDATES: usize = (1 << 31) - 2;
 
@@ -144,18 +158,12 @@ impl CudaBackend {
 
     /// The new nodes of each relabelling, read with one wait.
     fn relabel_counts(&self, done: Vec<Relabelled>) -> BResult<Vec<Chunk>> {
-        let mut counts = vec![[0u32]; done.len()];
-        let mut parts: Vec<(DevPtr<u32>, &mut [u32])> = done
-            .iter()
-            .map(Relabelled::count_at)
-            .zip(counts.iter_mut().map(|c| &mut c[..]))
-            .collect();
-        self.dev
-            .read_each(&mut parts, "reading a sample's node counts back")?;
+        let at: Vec<DevPtr<u32>> = done.iter().map(Relabelled::count_at).collect();
+        let counts = read_words(&self.dev, &at, "reading a sample's node counts back")?;
         Ok(done
             .into_iter()
             .zip(counts)
-            .map(|(r, [n])| (r.fresh, n as usize))
+            .map(|(r, n)| (r.fresh, n as usize))
             .collect())
     }
 
@@ -398,43 +406,37 @@ impl SampleOps for CudaBackend {
                 let eoff = self.hop_count(c, fp, n, fan[r])?;
                 counted.push((r, (fp, n, lo), eoff));
             }
-            let mut totals = vec![[0u32]; counted.len()];
-            if !counted.is_empty() {
-                let mut parts: Vec<(DevPtr<u32>, &mut [u32])> = counted
-                    .iter()
-                    .map(|(_, (_, n, _), eoff)| eoff.ptr::<u32>().byte_add(4 * *n as u64))
-                    .zip(totals.iter_mut().map(|t| &mut t[..]))
-                    .collect();
-                dev.read_each(&mut parts, "reading a hop's edge counts back")?;
-            }
+            let ends: Vec<DevPtr<u32>> = counted
+                .iter()
+                .map(|(_, (_, n, _), eoff)| eoff.ptr::<u32>().byte_add(4 * *n as u64))
+                .collect();
+            let totals = read_words(dev, &ends, "reading a hop's edge counts back")?;
             // each source type's picks of the hop one after another, in
             // relation order, and relabelled at once: the same numbering as
             // one relabelling a relation in that order (a node's first
             // position is in the first relation that picks it)
             let mut room = vec![0usize; types];
-            for ((r, _, _), [m]) in counted.iter().zip(&totals) {
-                room[relations[*r].src_type()] += *m as usize;
+            for ((r, _, _), &m) in counted.iter().zip(&totals) {
+                room[relations[*r].src_type()] += m as usize;
             }
-            let mut cands: Vec<Option<DevMem>> = (0..types).map(|_| None).collect();
-            for t in 0..types {
-                if room[t] > 0 {
-                    check_candidates(room[t])?;
-                    cands[t] = Some(alloc_u32(dev, room[t])?);
-                }
-            }
+            // (an empty buffer for a type no relation picks)
+            let cands = room
+                .iter()
+                .map(|&m| {
+                    check_candidates(m)?;
+                    Ok(alloc_u32(dev, m)?)
+                })
+                .collect::<BResult<Vec<DevMem>>>()?;
             let mut at = vec![0usize; types];
             let mut placed = Vec::with_capacity(counted.len());
-            for ((r, front, eoff), [m]) in counted.iter().zip(&totals) {
-                let (r, m) = (*r, *m as usize);
+            for ((r, front, eoff), &m) in counted.iter().zip(&totals) {
+                let (r, m) = (*r, m as usize);
                 if m == 0 {
                     continue;
                 }
                 let c = &relations[r];
                 let st = c.src_type();
-                let cand = cands[st]
-                    .as_ref()
-                    .map(|b| b.ptr::<u32>().byte_add(4 * at[st] as u64))
-                    .unwrap_or_else(|| unreachable!("room made for every picking type"));
+                let cand = cands[st].ptr::<u32>().byte_add(4 * at[st] as u64);
                 let key = sample_key(spec.seed, spec.step, r);
                 dst[r].push(self.hop_pick(c, *front, fan[r], key, eoff, m, cand)?);
                 placed.push((r, cand, m));
@@ -442,11 +444,9 @@ impl SampleOps for CudaBackend {
             }
             let mut queued = Vec::new();
             let mut queued_types = Vec::new();
-            for t in 0..types {
-                if let Some(b) = &cands[t] {
-                    queued.push(self.relabel(map_of(t)?, b.ptr(), room[t], count[t])?);
-                    queued_types.push(t);
-                }
+            for t in (0..types).filter(|&t| room[t] > 0) {
+                queued.push(self.relabel(map_of(t)?, cands[t].ptr(), room[t], count[t])?);
+                queued_types.push(t);
             }
             for (r, cand, m) in placed {
                 let st = relations[r].src_type();
