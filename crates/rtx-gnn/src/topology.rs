@@ -59,6 +59,24 @@ pub struct RelEdges<'a, B: IndexOps> {
     pub by_dst: Indices<'a, B>,
 }
 
+impl<'a, B: IndexOps> RelEdges<'a, B> {
+    /// Edges of two held lists, each endpoint with its row count: the same
+    /// list to gather and to sum by (its plan is built where it lives).
+    pub fn held(
+        (src, src_rows): (&'a B::Index, usize),
+        (dst, dst_rows): (&'a B::Index, usize),
+    ) -> Self {
+        let src = Indices::held(src).with_rows(src_rows);
+        let dst = Indices::held(dst).with_rows(dst_rows);
+        RelEdges {
+            src,
+            by_src: src,
+            dst,
+            by_dst: dst,
+        }
+    }
+}
+
 impl<B: Backend> RelEdges<'_, B> {
     /// `a[src[e]] + b[dst[e]]` per edge.
     pub fn gather_add<T: Element>(
@@ -171,14 +189,10 @@ impl<B: Backend> Topology<B> for IndexGraph<B> {
 
     fn edges(&self, r: usize) -> RelEdges<'_, B> {
         let (_, s, d) = &self.relations[r];
-        let src = Indices::held(&self.src[r]).with_rows(self.node_types[*s].nodes);
-        let dst = Indices::held(&self.dst[r]).with_rows(self.node_types[*d].nodes);
-        RelEdges {
-            src,
-            by_src: src,
-            dst,
-            by_dst: dst,
-        }
+        RelEdges::held(
+            (&self.src[r], self.node_types[*s].nodes),
+            (&self.dst[r], self.node_types[*d].nodes),
+        )
     }
 }
 
@@ -210,13 +224,9 @@ impl<B: Backend> Topology<B> for Trimmed<'_, B> {
     fn edges_within(&self, r: usize, depth: usize) -> RelEdges<'_, B> {
         let (_, s, d) = &self.0.relations[r];
         let (sl, dl) = self.0.relation_edges_within(r, depth);
-        let src = Indices::held(sl).with_rows(self.nodes_within(*s, depth));
-        let dst = Indices::held(dl).with_rows(self.nodes_within(*d, depth.saturating_sub(1)));
-        RelEdges {
-            src,
-            by_src: src,
-            dst,
-            by_dst: dst,
-        }
+        RelEdges::held(
+            (sl, self.nodes_within(*s, depth)),
+            (dl, self.nodes_within(*d, depth.saturating_sub(1))),
+        )
     }
 }

@@ -1,6 +1,6 @@
 //! One opened device: context, the backend's stream, its memory pool, the
-//! cache of freed blocks and its kernels (loaded on first use). Opened by `CudaBackend::new`; every room
-//! reaches the device through it.
+//! cache of freed blocks and its kernels (loaded on first use). Opened by
+//! `CudaBackend::new`; every room reaches the device through it.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};

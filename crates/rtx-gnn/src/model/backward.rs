@@ -114,7 +114,9 @@ impl<B: Backend, T: Element> HetGat<B, T> {
                 let (Some(c), Some(g)) = (&cache.rels[r], &dpre[dt]) else {
                     continue;
                 };
-                let (Some(xs), Some(xd)) = (&cache.x[st], &cache.x_dst[dt]) else {
+                let (Some(xs), Some(xd), Some(x_in)) =
+                    (&cache.x[st], &cache.x_dst[dt], &cache.x[dt])
+                else {
                     continue;
                 };
                 grads[self.pi(l, r, BIAS)] = Some(b.sum_rows(g)?);
@@ -153,8 +155,7 @@ impl<B: Backend, T: Element> HetGat<B, T> {
                     add_into(b, &mut dx_in[st], gs)?;
                     // destinations are the input's first rows: zero below them
                     let gd = b.matmul(&dad, false, &c.w_att_dst, true)?;
-                    let rows = cache.x[dt].as_ref().map_or(0, |x| x.shape()[0]);
-                    add_into(b, &mut dx_in[dt], b.resize_rows(&gd, rows)?)?;
+                    add_into(b, &mut dx_in[dt], b.resize_rows(&gd, x_in.shape()[0])?)?;
                 }
             }
             if let (Some(pass), true) = (fw.dropout, self.config.input_dropout > 0.0) {
@@ -172,7 +173,7 @@ impl<B: Backend, T: Element> HetGat<B, T> {
             return Ok((grads, vec![None; types]));
         }
         // a trimmed first layer read the inputs' first rows: zero below them
-        let rows = |t: usize| fw.inputs.get(t).copied().unwrap_or(0);
+        let rows = |t: usize| graph.node_types()[t].nodes;
         let dx = dx
             .into_iter()
             .enumerate()

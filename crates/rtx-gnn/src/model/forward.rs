@@ -44,8 +44,6 @@ pub(super) struct Forward<B: Backend, T: Element> {
     pub(super) y: BTensor<B, T>,
     /// The dropout of the pass (`None`: no dropout).
     pub(super) dropout: Option<u64>,
-    /// The row count of each input.
-    pub(super) inputs: Vec<usize>,
 }
 
 /// The seed of the dropout mask of one tensor of a pass: input dropout of
@@ -94,7 +92,7 @@ impl<B: Backend, T: Element> HetGat<B, T> {
             let depth = self.config.layers - l;
             for (t, xt) in cur.iter_mut().enumerate() {
                 if let Some(v) = xt {
-                    *v = first_rows(b, v, graph.nodes_within(t, depth))?;
+                    *v = b.resize_rows(v, graph.nodes_within(t, depth))?;
                 }
             }
             if let (Some(pass), true) = (dropout, p_in > 0.0) {
@@ -108,7 +106,7 @@ impl<B: Backend, T: Element> HetGat<B, T> {
             for (r, rel) in self.relations.iter().enumerate() {
                 let dt = rel.dst_type;
                 if let (true, None, Some(xd)) = (self.live[l][r], &x_dst[dt], &cur[dt]) {
-                    x_dst[dt] = Some(first_rows(b, xd, graph.nodes_within(dt, depth - 1))?);
+                    x_dst[dt] = Some(b.resize_rows(xd, graph.nodes_within(dt, depth - 1))?);
                 }
             }
             // per node type, its relations' aggregations and bias indices
@@ -187,7 +185,6 @@ impl<B: Backend, T: Element> HetGat<B, T> {
             h,
             y,
             dropout,
-            inputs: x.iter().map(|t| t.shape()[0]).collect(),
         })
     }
 
@@ -222,25 +219,6 @@ impl<B: Backend, T: Element> HetGat<B, T> {
         let y = self.forward(b, graph, x)?;
         mse(b, &y)?.read(b)
     }
-}
-
-/// The first `rows` rows of `x` (`x` itself when it has no more: a
-/// trimmed layer never asks for more rows than the layer before made).
-pub(super) fn first_rows<B: Backend, T: Element>(
-    b: &B,
-    x: &BTensor<B, T>,
-    rows: usize,
-) -> Result<BTensor<B, T>> {
-    debug_assert!(
-        x.shape()[0] >= rows,
-        "{:?} asked for {rows} rows",
-        x.shape()
-    );
-    Ok(if x.shape()[0] > rows {
-        b.resize_rows(x, rows)?
-    } else {
-        x.clone()
-    })
 }
 
 /// `mean(y^2)` of a `[n, 1]` output, still on the device: the canonical sum
