@@ -4,7 +4,8 @@
 //! be recorded (downloads, uploads from host memory, in-place writes to a
 //! shared buffer) is refused with a message saying what, and the backend
 //! stays usable, also after a closure that panics; the block cache hands
-//! no freed block to a recording.
+//! no freed block to a recording, and keeps count of the blocks kept
+//! beside.
 //!
 //! Without a device every test here FAILS with a message saying so.
 #![cfg(feature = "cuda")]
@@ -199,4 +200,30 @@ fn freed_blocks_are_reused_and_a_recording_gets_none() {
     dev.synchronize().unwrap();
     assert_eq!(dev.memory_in_use().unwrap(), before);
     drop(rec);
+}
+
+#[test]
+fn blocks_kept_beside_are_not_in_use_on_either_backend() {
+    let dev = backend();
+    let side = dev.beside().unwrap();
+    dev.synchronize().unwrap();
+    side.synchronize().unwrap();
+    let base = dev.memory_in_use().unwrap();
+    assert_eq!(side.memory_in_use().unwrap(), base, "one pool, one count");
+    let t = side.upload(&[1.0f32; 1000], &[1000]).unwrap();
+    assert!(dev.memory_in_use().unwrap() >= base + 4000);
+    // kept by the side's cache: in use on neither
+    drop(t);
+    assert_eq!(dev.memory_in_use().unwrap(), base);
+    assert_eq!(side.memory_in_use().unwrap(), base);
+    // the side's cache took the main backend's limit
+    dev.set_block_cache_limit(0).unwrap();
+    let side2 = dev.beside().unwrap();
+    side2.synchronize().unwrap();
+    // (side2's own counters are in use from here on)
+    let base2 = dev.memory_in_use().unwrap();
+    let u = side2.upload(&[1.0f32; 1000], &[1000]).unwrap();
+    drop(u);
+    side2.synchronize().unwrap();
+    assert_eq!(dev.memory_in_use().unwrap(), base2, "freed, not kept");
 }

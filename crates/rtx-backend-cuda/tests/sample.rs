@@ -144,6 +144,55 @@ fn device_samples_are_the_cpu_samples() {
             assert_eq!(host(sa), chost(sb), "relation {r} sources, {spec:?}");
             assert_eq!(host(da), chost(db), "relation {r} destinations, {spec:?}");
         }
+        // each hop's prefixes: the host's, and gathers by them (with the
+        // rows a trimmed layer reads) wait for no range check
+        let hops = spec.fanouts.len();
+        for h in 0..=hops {
+            for t in 0..4 {
+                assert_eq!(
+                    a.graph.nodes_within(t, h),
+                    b.graph.nodes_within(t, h),
+                    "{spec:?}"
+                );
+            }
+        }
+        for k in 1..=hops {
+            for r in 0..7 {
+                let (sa, da) = a.graph.relation_edges_within(r, k);
+                let (sb, db) = b.graph.relation_edges_within(r, k);
+                assert_eq!(host(sa), chost(sb), "relation {r}, {k} hops, {spec:?}");
+                assert_eq!(host(da), chost(db), "relation {r}, {k} hops, {spec:?}");
+                // the bounds the rows below claim hold for every entry
+                let (_, st, dt) = a.graph.relation_key(r);
+                let (ns, nd) = (a.graph.nodes_within(st, k), a.graph.nodes_within(dt, k - 1));
+                assert!(
+                    host(sa).iter().all(|&v| (v as usize) < ns),
+                    "{r}, {k}, {spec:?}"
+                );
+                assert!(
+                    host(da).iter().all(|&v| (v as usize) < nd),
+                    "{r}, {k}, {spec:?}"
+                );
+            }
+        }
+        let before = g.activity();
+        for k in 1..=hops {
+            for r in 0..7 {
+                let (sa, da) = a.graph.relation_edges_within(r, k);
+                let (_, st, dt) = a.graph.relation_key(r);
+                let (ns, nd) = (a.graph.nodes_within(st, k), a.graph.nodes_within(dt, k - 1));
+                let xs = g.resize_rows(&a.x[st], ns).unwrap();
+                let xd = g.resize_rows(&a.x[dt], nd).unwrap();
+                g.index_select(&xs, Indices::held(sa).with_rows(ns))
+                    .unwrap();
+                g.index_select(&xd, Indices::held(da).with_rows(nd))
+                    .unwrap();
+            }
+        }
+        let seeds_only = g.resize_rows(&a.x[0], a.graph.nodes_within(0, 0)).unwrap();
+        g.index_select(&seeds_only, Indices::held(&a.seeds))
+            .unwrap();
+        assert_eq!(g.activity().since(&before).waits, 0, "{spec:?}");
         assert!(a.graph.edges() > 0);
     }
 }

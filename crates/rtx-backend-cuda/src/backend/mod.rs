@@ -22,7 +22,7 @@ use crate::kernels::abi::{COL_SUM_COUNTERS, REQUIRED_DRIVER_VERSION};
 use crate::kernels::compile::Origin;
 use crate::runtime::args::DevPtr;
 use crate::runtime::buffer::{CudaBuffer, DevMem, Pool};
-use crate::runtime::cache::BlockCache;
+use crate::runtime::cache::{BlockCache, DEFAULT_LIMIT};
 use crate::runtime::context::Device;
 use crate::settings::{ColSums, MatmulTiles, ScatterForm, Settings, StreamActivity, TransposeTile};
 
@@ -94,7 +94,7 @@ impl CudaBackend {
         let pool = Pool::default_of(ctx.cu_device())?;
         pool.set_release_threshold(u64::MAX)?;
         let counters = DevMem::alloc(&stream, pool, None, COL_SUM_COUNTERS * 4)?;
-        let blocks = Arc::new(BlockCache::new(Arc::clone(&stream)));
+        let blocks = BlockCache::new(Arc::clone(&stream), &Default::default(), DEFAULT_LIMIT);
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
         let backend = CudaBackend {
             dev: Arc::new(Device {
@@ -216,7 +216,11 @@ impl CudaBackend {
                 major: dev.major,
                 driver: dev.driver,
                 ctx: Arc::clone(&dev.ctx),
-                blocks: Arc::new(BlockCache::new(Arc::clone(&stream))),
+                blocks: BlockCache::new(
+                    Arc::clone(&stream),
+                    dev.blocks.family(),
+                    dev.blocks.limit(),
+                ),
                 stream,
                 pool: dev.pool,
                 kernels: Mutex::new(Some(kernels)),
@@ -259,13 +263,13 @@ impl CudaBackend {
 
     /// Bytes of device memory this backend's live allocations hold now (the
     /// device pool's current use, each allocation at its block's size;
-    /// freed memory the pool or this backend's block cache keeps is not
-    /// counted; blocks a backend beside it keeps are).
+    /// freed memory the pool or the block caches of this backend and of
+    /// those beside it keep is not counted).
     ///
     /// # Errors
     /// Driver errors.
     pub fn memory_in_use(&self) -> Result<u64> {
-        let held = self.dev.blocks.held() as u64;
+        let held = self.dev.blocks.family().held() as u64;
         Ok(self.dev.pool.used()?.saturating_sub(held))
     }
 
@@ -274,7 +278,9 @@ impl CudaBackend {
     /// keeps none: every allocation and free then goes to the driver), and
     /// frees the blocks over it. Allocations over 1 GiB are never kept. A
     /// backend beside this one ([`CudaBackend::beside`]) has a cache of its
-    /// own, with the default limit.
+    /// own, with this one's limit when it was made. An allocation that finds
+    /// the device full empties every cache of the backend and of those
+    /// beside it, then tries once more at its exact size.
     ///
     /// # Errors
     /// [`Error::Recording`] while the stream is recorded; driver errors.

@@ -1,4 +1,5 @@
-//! [`BackendCore`] on the device: buffers, upload, download, zeros, copies.
+//! [`BackendCore`] on the device: buffers, upload, download, zeros, copies,
+//! and the device-to-device copy of a prefix that other ops share.
 
 use cudarc::driver::result;
 use rtx_backend::prelude::*;
@@ -6,7 +7,7 @@ use rtx_backend::{BTensor, Element, Error as BError, Result as BResult, Tensor, 
 use rtx_tensor::Layout;
 
 use crate::backend::CudaBackend;
-use crate::error::Error;
+use crate::error::Result;
 use crate::runtime::buffer::CudaBuffer;
 
 impl BackendCore for CudaBackend {
@@ -52,26 +53,51 @@ impl BackendCore for CudaBackend {
         self.dev
             .refuse_while_recording("writing in place to a tensor whose buffer is shared")?;
         let copy = self.alloc_tensor::<T>(t.layout().clone())?;
-        let bytes = copy.storage().bytes();
-        if bytes > 0 {
-            self.dev.ctx.bind_to_thread().map_err(Error::from)?;
-            // SAFETY: both allocations hold `bytes` bytes and do not overlap.
-            unsafe {
-                result::memcpy_dtod_async(
-                    copy.storage().ptr().addr(),
-                    t.storage().ptr().addr(),
-                    bytes,
-                    self.dev.stream.cu_stream(),
-                )
-            }
-            .map_err(Error::from)?;
-            self.dev.activity.copy();
-        }
+        self.copy_prefix(&copy, t, copy.storage().bytes())?;
         *t = copy;
         Ok(())
     }
 
     fn synchronize(&self) -> BResult<()> {
         CudaBackend::synchronize(self).map_err(BError::from)
+    }
+}
+
+impl CudaBackend {
+    /// Copies the first `bytes` bytes of `src`'s buffer to the start of
+    /// `dst`'s, on the backend's stream (one device-to-device copy, counted;
+    /// nothing for 0 bytes).
+    ///
+    /// # Panics
+    /// When either buffer holds fewer than `bytes` bytes or the two are one
+    /// buffer (a bug of the caller: the copy must stay in bounds and not
+    /// overlap).
+    pub(super) fn copy_prefix<T: Element>(
+        &self,
+        dst: &BTensor<Self, T>,
+        src: &BTensor<Self, T>,
+        bytes: usize,
+    ) -> Result<()> {
+        assert!(
+            bytes <= dst.storage().bytes() && bytes <= src.storage().bytes(),
+            "copy_prefix: {bytes} bytes past a buffer"
+        );
+        assert!(!dst.shares_storage_with(src), "copy_prefix: one buffer");
+        if bytes == 0 {
+            return Ok(());
+        }
+        self.dev.ctx.bind_to_thread()?;
+        // SAFETY: both allocations hold at least `bytes` bytes (checked
+        // above) and are distinct, so they do not overlap.
+        unsafe {
+            result::memcpy_dtod_async(
+                dst.storage().ptr().addr(),
+                src.storage().ptr().addr(),
+                bytes,
+                self.dev.stream.cu_stream(),
+            )
+        }?;
+        self.dev.activity.copy();
+        Ok(())
     }
 }

@@ -5,11 +5,13 @@
 //! sides, the pipelined tiled kernel otherwise), anything else the N-D
 //! copy_rows permute kernel up to [`MAX_RANK`] (2-byte runs shorter than a
 //! line: its blocked walk, [`permute::lines`]), a host round trip past
-//! it.
+//! it; and `resize_rows`: one device-to-device copy of the kept rows and a
+//! memset of the padded ones, no kernel.
 
 use std::sync::Mutex;
 
 use cudarc::driver::{LaunchConfig, sys};
+use rtx_backend::implement::resize_rows_layout;
 use rtx_backend::prelude::*;
 use rtx_backend::{BTensor, Element, Result as BResult};
 use rtx_tensor::PermuteKind;
@@ -39,6 +41,25 @@ impl LayoutOps for CudaBackend {
         xs: &[&BTensor<Self, T>],
     ) -> BResult<Vec<BTensor<Self, U>>> {
         self.convert_all_on_device(xs)
+    }
+
+    /// `rows == n`: a clone. Else a new tensor from the backend's
+    /// allocator, the kept rows' bytes copied into it device to device and
+    /// the padded rows' bytes zeroed, both on the backend's stream.
+    fn resize_rows<T: Element>(
+        &self,
+        x: &BTensor<Self, T>,
+        rows: usize,
+    ) -> BResult<BTensor<Self, T>> {
+        let Some((layout, kept)) = resize_rows_layout(x.layout(), rows)? else {
+            return Ok(x.clone());
+        };
+        let out = self.alloc_tensor::<T>(layout)?;
+        // kept <= out.numel(), whose byte count alloc_tensor checked
+        let kept = kept * T::DTYPE.size();
+        self.copy_prefix(&out, x, kept)?;
+        self.dev.zero_from(&out.storage().mem, kept)?;
+        Ok(out)
     }
 
     /// Relabel: shares the buffer. Transpose: tiled kernel. Permute: N-D kernel.

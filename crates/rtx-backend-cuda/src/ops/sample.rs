@@ -6,7 +6,7 @@
 //! total of the hop, then for every node type's count of new nodes: the
 //! sizes its allocations and the next hop's launches need.
 
-use rtx_backend::sample::{Csr, SampleSpec, Sampled, check_spec, sample_key};
+use rtx_backend::sample::{Csr, SampleHops, SampleSpec, Sampled, check_spec, sample_key};
 use rtx_backend::{Error as BError, Result as BResult, SampleOps};
 
 use crate::backend::CudaBackend;
@@ -39,6 +39,20 @@ fn alloc_u32(dev: &Device, n: usize) -> Result<DevMem> {
         size: 4,
     })?;
     dev.alloc(bytes)
+}
+
+/// The `u32` at each of `at`, read with one wait (none for no address).
+fn read_words(dev: &Device, at: &[DevPtr<u32>], what: &str) -> Result<Vec<u32>> {
+    let mut words = vec![[0u32]; at.len()];
+    if !at.is_empty() {
+        let mut parts: Vec<(DevPtr<u32>, &mut [u32])> = at
+            .iter()
+            .copied()
+            .zip(words.iter_mut().map(|w| &mut w[..]))
+            .collect();
+        dev.read_each(&mut parts, what)?;
+    }
+    Ok(words.into_iter().map(|[w]| w).collect())
 }
 
 /// The largest position the relabelling encodes (see kernels/sample.cu).
@@ -144,18 +158,12 @@ impl CudaBackend {
 
     /// The new nodes of each relabelling, read with one wait.
     fn relabel_counts(&self, done: Vec<Relabelled>) -> BResult<Vec<Chunk>> {
-        let mut counts = vec![[0u32]; done.len()];
-        let mut parts: Vec<(DevPtr<u32>, &mut [u32])> = done
-            .iter()
-            .map(Relabelled::count_at)
-            .zip(counts.iter_mut().map(|c| &mut c[..]))
-            .collect();
-        self.dev
-            .read_each(&mut parts, "reading a sample's node counts back")?;
+        let at: Vec<DevPtr<u32>> = done.iter().map(Relabelled::count_at).collect();
+        let counts = read_words(&self.dev, &at, "reading a sample's node counts back")?;
         Ok(done
             .into_iter()
             .zip(counts)
-            .map(|(r, [n])| (r.fresh, n as usize))
+            .map(|(r, n)| (r.fresh, n as usize))
             .collect())
     }
 
@@ -182,6 +190,43 @@ impl CudaBackend {
             _ => self.concat(&chunks)?,
         };
         Ok(self.wrap(ListEntry::from_device_below(mem, n, below)))
+    }
+
+    /// The lists of one relation's first `k` hops for `k` in `1..=hops`
+    /// (the last: every hop's): `ends[k - 1]` of the `chunks` (one per hop
+    /// that picked any, in hop order) make the first `k` hops, entries below
+    /// `below[k - 1]`. A list of more than one chunk is a copy; the lists
+    /// of exactly the first chunk share it, with the smallest of their
+    /// bounds (which holds for the others).
+    fn join_hops(
+        &self,
+        mut chunks: Vec<Chunk>,
+        ends: &[usize],
+        below: &[usize],
+    ) -> BResult<Vec<CudaIndex>> {
+        let mut lists: Vec<Option<CudaIndex>> = ends
+            .iter()
+            .zip(below)
+            .map(|(&c, &b)| match c {
+                0 => Ok(Some(self.join(Vec::new(), b)?)),
+                1 => Ok(None),
+                _ => {
+                    let n = chunks[..c].iter().map(|c| c.1).sum();
+                    let mem = self.concat(&chunks[..c])?;
+                    Ok(Some(self.wrap(ListEntry::from_device_below(mem, n, b))))
+                }
+            })
+            .collect::<BResult<_>>()?;
+        if let Some(k) = ends.iter().position(|&c| c == 1) {
+            let first = self.join(vec![chunks.swap_remove(0)], below[k])?;
+            for (l, _) in lists.iter_mut().zip(ends).filter(|(_, c)| **c == 1) {
+                *l = Some(first.clone());
+            }
+        }
+        Ok(lists
+            .into_iter()
+            .map(|l| l.expect("every list made"))
+            .collect())
     }
 
     /// Queues the count of one hop through relation `c` for the `n`
@@ -381,6 +426,10 @@ impl SampleOps for CudaBackend {
         frontier[t0] = Some((None, nodes[t0][0].0.ptr(), count[t0], 0));
         let mut src: Vec<Vec<Chunk>> = (0..relations.len()).map(|_| Vec::new()).collect();
         let mut dst: Vec<Vec<Chunk>> = (0..relations.len()).map(|_| Vec::new()).collect();
+        // per hop, every type's count of nodes reached so far, and every
+        // relation's count of chunks so far
+        let mut reached = vec![count.clone()];
+        let mut chunk_ends: Vec<Vec<usize>> = Vec::with_capacity(spec.fanouts.len());
         for fan in &spec.fanouts {
             let before = count.clone();
             let chunks_before: Vec<usize> = nodes.iter().map(Vec::len).collect();
@@ -398,43 +447,37 @@ impl SampleOps for CudaBackend {
                 let eoff = self.hop_count(c, fp, n, fan[r])?;
                 counted.push((r, (fp, n, lo), eoff));
             }
-            let mut totals = vec![[0u32]; counted.len()];
-            if !counted.is_empty() {
-                let mut parts: Vec<(DevPtr<u32>, &mut [u32])> = counted
-                    .iter()
-                    .map(|(_, (_, n, _), eoff)| eoff.ptr::<u32>().byte_add(4 * *n as u64))
-                    .zip(totals.iter_mut().map(|t| &mut t[..]))
-                    .collect();
-                dev.read_each(&mut parts, "reading a hop's edge counts back")?;
-            }
+            let ends: Vec<DevPtr<u32>> = counted
+                .iter()
+                .map(|(_, (_, n, _), eoff)| eoff.ptr::<u32>().byte_add(4 * *n as u64))
+                .collect();
+            let totals = read_words(dev, &ends, "reading a hop's edge counts back")?;
             // each source type's picks of the hop one after another, in
             // relation order, and relabelled at once: the same numbering as
             // one relabelling a relation in that order (a node's first
             // position is in the first relation that picks it)
             let mut room = vec![0usize; types];
-            for ((r, _, _), [m]) in counted.iter().zip(&totals) {
-                room[relations[*r].src_type()] += *m as usize;
+            for ((r, _, _), &m) in counted.iter().zip(&totals) {
+                room[relations[*r].src_type()] += m as usize;
             }
-            let mut cands: Vec<Option<DevMem>> = (0..types).map(|_| None).collect();
-            for t in 0..types {
-                if room[t] > 0 {
-                    check_candidates(room[t])?;
-                    cands[t] = Some(alloc_u32(dev, room[t])?);
-                }
-            }
+            // (an empty buffer for a type no relation picks)
+            let cands = room
+                .iter()
+                .map(|&m| {
+                    check_candidates(m)?;
+                    Ok(alloc_u32(dev, m)?)
+                })
+                .collect::<BResult<Vec<DevMem>>>()?;
             let mut at = vec![0usize; types];
             let mut placed = Vec::with_capacity(counted.len());
-            for ((r, front, eoff), [m]) in counted.iter().zip(&totals) {
-                let (r, m) = (*r, *m as usize);
+            for ((r, front, eoff), &m) in counted.iter().zip(&totals) {
+                let (r, m) = (*r, m as usize);
                 if m == 0 {
                     continue;
                 }
                 let c = &relations[r];
                 let st = c.src_type();
-                let cand = cands[st]
-                    .as_ref()
-                    .map(|b| b.ptr::<u32>().byte_add(4 * at[st] as u64))
-                    .unwrap_or_else(|| unreachable!("room made for every picking type"));
+                let cand = cands[st].ptr::<u32>().byte_add(4 * at[st] as u64);
                 let key = sample_key(spec.seed, spec.step, r);
                 dst[r].push(self.hop_pick(c, *front, fan[r], key, eoff, m, cand)?);
                 placed.push((r, cand, m));
@@ -442,11 +485,9 @@ impl SampleOps for CudaBackend {
             }
             let mut queued = Vec::new();
             let mut queued_types = Vec::new();
-            for t in 0..types {
-                if let Some(b) = &cands[t] {
-                    queued.push(self.relabel(map_of(t)?, b.ptr(), room[t], count[t])?);
-                    queued_types.push(t);
-                }
+            for t in (0..types).filter(|&t| room[t] > 0) {
+                queued.push(self.relabel(map_of(t)?, cands[t].ptr(), room[t], count[t])?);
+                queued_types.push(t);
             }
             for (r, cand, m) in placed {
                 let st = relations[r].src_type();
@@ -471,26 +512,40 @@ impl SampleOps for CudaBackend {
                     }
                 };
             }
+            reached.push(count.clone());
+            chunk_ends.push(src.iter().map(Vec::len).collect());
         }
         drop(frontier);
-        // each list with the count its entries are below
-        let join_all = |lists: Vec<Vec<Chunk>>, below: &dyn Fn(usize) -> usize| {
-            lists
-                .into_iter()
-                .enumerate()
-                .map(|(i, c)| self.join(c, below(i)))
-                .collect::<BResult<Vec<_>>>()
-        };
-        let local_src = |r: usize| count[relations[r].src_type()];
-        let local_dst = |r: usize| count[relations[r].dst_type()];
+        // each list with the count its entries are below: a relation's
+        // sources of its first k hops are nodes reached by hop k, its
+        // destinations nodes reached by hop k - 1 (a hop's frontier)
+        let hops = spec.fanouts.len();
+        let mut within = Vec::with_capacity(relations.len());
+        let (mut src_all, mut dst_all) = (Vec::new(), Vec::new());
+        for (r, (s, d)) in src.into_iter().zip(dst).enumerate() {
+            let (st, dt) = (relations[r].src_type(), relations[r].dst_type());
+            let ends: Vec<usize> = chunk_ends.iter().map(|e| e[r]).collect();
+            let below = |t: usize, by: usize| -> Vec<usize> {
+                (by..by + hops).map(|h| reached[h][t]).collect()
+            };
+            let mut s = self.join_hops(s, &ends, &below(st, 1))?;
+            let mut d = self.join_hops(d, &ends, &below(dt, 0))?;
+            src_all.push(s.pop().expect("hops >= 1"));
+            dst_all.push(d.pop().expect("hops >= 1"));
+            within.push(s.into_iter().zip(d).collect());
+        }
+        let nodes = nodes
+            .into_iter()
+            .enumerate()
+            .map(|(t, c)| self.join(c, node_counts[t]))
+            .collect::<BResult<Vec<_>>>()?;
         Ok(Sampled {
-            nodes: join_all(nodes, &|t| node_counts[t])?,
-            src: join_all(src, &local_src)?,
-            dst: join_all(dst, &local_dst)?,
-            seeds: self.join(vec![seed_local], count[t0])?,
+            nodes,
+            src: src_all,
+            dst: dst_all,
+            seeds: self.join(vec![seed_local], reached[0][t0])?,
             counts: count,
-            // not recorded yet: a pass reads the whole sample at every layer
-            hops: None,
+            hops: Some(SampleHops { reached, within }),
         })
     }
 }

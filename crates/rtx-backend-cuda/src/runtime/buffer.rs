@@ -98,8 +98,10 @@ impl DevMem {
 
     /// Allocates `bytes` on `stream` from the default pool, or takes a block
     /// of its size class from `cache` (outside a recording). On
-    /// out-of-memory, frees the cache's blocks, waits for the stream,
-    /// returns the pool's cached memory to the device and tries once more.
+    /// out-of-memory, frees the blocks of every cache of `cache`'s family
+    /// (each on its stream, waited for), waits for the stream, returns the
+    /// pool's cached memory to the device and tries once more at the exact
+    /// size.
     ///
     /// # Errors
     /// [`Error::OutOfMemory`]; other driver errors.
@@ -129,24 +131,26 @@ impl DevMem {
         }
         let size = class.map_or(bytes, |(_, k)| k);
         stream.context().bind_to_thread()?;
-        let try_alloc = || {
+        let try_alloc = |size: usize| {
             // SAFETY: the context is current; the memory is returned uninitialized,
             // which DevMem never reads before a copy or kernel writes it.
             unsafe { result::malloc_async(stream.cu_stream(), size) }
         };
         let oom = |e: &DriverError| e.0 == sys::cudaError_enum::CUDA_ERROR_OUT_OF_MEMORY;
-        let ptr = match try_alloc() {
-            Ok(p) => p,
+        let (ptr, class) = match try_alloc(size) {
+            Ok(p) => (p, class),
             Err(e) if oom(&e) => {
-                // (a free queued while recording would be the graph's, and
-                // the synchronization below ends the recording anyway)
+                // every cache of the backend and those beside it, each on
+                // its own stream (a free queued while recording would be the
+                // graph's, and the synchronization below ends the recording)
                 if let Some(c) = cache.filter(|c| !c.recording()) {
-                    c.empty()?;
+                    c.family().empty_all()?;
                 }
                 stream.synchronize()?;
                 pool.trim()?;
-                match try_alloc() {
-                    Ok(p) => p,
+                // at the exact size, not cached: the class's extra may not fit
+                match try_alloc(bytes) {
+                    Ok(p) => (p, None),
                     Err(e) if oom(&e) => {
                         let (free, total) = result::mem_get_info().unwrap_or((0, 0));
                         return Err(Error::OutOfMemory { bytes, free, total });

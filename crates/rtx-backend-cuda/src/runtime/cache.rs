@@ -11,8 +11,8 @@
 //! graph and reused under its replays.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, Weak};
 
 use cudarc::driver::{CudaStream, DriverError, result};
 
@@ -108,6 +108,42 @@ impl Shelves {
     pub(crate) fn held(&self) -> usize {
         self.held
     }
+
+    /// The byte limit.
+    pub(crate) fn limit(&self) -> usize {
+        self.limit
+    }
+}
+
+/// The block caches of a backend and of the backends beside it: the bytes
+/// they hold together (what `memory_in_use` leaves out) and each cache, for
+/// an out-of-memory retry that empties them all.
+#[derive(Debug, Default)]
+pub(crate) struct Family {
+    held: AtomicUsize,
+    caches: Mutex<Vec<Weak<BlockCache>>>,
+}
+
+impl Family {
+    /// Bytes held by every cache of the family.
+    pub(crate) fn held(&self) -> usize {
+        self.held.load(Ordering::Relaxed)
+    }
+
+    /// Frees the blocks of every cache of the family not being recorded,
+    /// each on its own stream, and waits for those streams: the pool can
+    /// then hand the memory out again.
+    pub(crate) fn empty_all(&self) -> Result<()> {
+        let caches: Vec<Arc<BlockCache>> = {
+            let l = self.caches.lock().unwrap_or_else(|p| p.into_inner());
+            l.iter().filter_map(Weak::upgrade).collect()
+        };
+        for c in caches.iter().filter(|c| !c.recording()) {
+            c.empty()?;
+            c.stream.synchronize()?;
+        }
+        Ok(())
+    }
 }
 
 /// The freed blocks of one stream's allocations.
@@ -116,20 +152,52 @@ pub(crate) struct BlockCache {
     shelves: Mutex<Shelves>,
     recording: AtomicBool,
     stream: Arc<CudaStream>,
+    family: Arc<Family>,
 }
 
 impl BlockCache {
-    pub(crate) fn new(stream: Arc<CudaStream>) -> BlockCache {
-        BlockCache {
-            shelves: Mutex::new(Shelves::new(DEFAULT_LIMIT)),
+    /// A cache of blocks freed on `stream`, keeping up to `limit` bytes, in
+    /// `family` (a new one for a new backend; the backend's for one beside
+    /// it).
+    pub(crate) fn new(
+        stream: Arc<CudaStream>,
+        family: &Arc<Family>,
+        limit: usize,
+    ) -> Arc<BlockCache> {
+        let cache = Arc::new(BlockCache {
+            shelves: Mutex::new(Shelves::new(limit)),
             recording: AtomicBool::new(false),
             stream,
-        }
+            family: Arc::clone(family),
+        });
+        let mut l = family.caches.lock().unwrap_or_else(|p| p.into_inner());
+        l.retain(|w| w.strong_count() > 0);
+        l.push(Arc::downgrade(&cache));
+        cache
     }
 
-    fn shelves(&self) -> std::sync::MutexGuard<'_, Shelves> {
+    /// Runs `f` on the shelves, keeping the family's count of held bytes.
+    fn with_shelves<R>(&self, f: impl FnOnce(&mut Shelves) -> R) -> R {
         // the shelves hold no invariant a panic elsewhere could break
-        self.shelves.lock().unwrap_or_else(|p| p.into_inner())
+        let mut s = self.shelves.lock().unwrap_or_else(|p| p.into_inner());
+        let before = s.held();
+        let r = f(&mut s);
+        let after = s.held();
+        if after > before {
+            self.family
+                .held
+                .fetch_add(after - before, Ordering::Relaxed);
+        } else {
+            self.family
+                .held
+                .fetch_sub(before - after, Ordering::Relaxed);
+        }
+        r
+    }
+
+    /// The family this cache belongs to.
+    pub(crate) fn family(&self) -> &Arc<Family> {
+        &self.family
     }
 
     /// A held block of `class` bytes, if any (none while recording).
@@ -137,29 +205,29 @@ impl BlockCache {
         if self.recording() {
             return None;
         }
-        self.shelves().take(class)
+        self.with_shelves(|s| s.take(class))
     }
 
     /// Keeps the freed `block` of `class` bytes; `false` (the caller frees
     /// it on the stream) while recording or where it would pass the limit.
     pub(crate) fn give(&self, class: usize, block: Block) -> bool {
-        !self.recording() && self.shelves().give(class, block)
+        !self.recording() && self.with_shelves(|s| s.give(class, block))
     }
 
-    /// Bytes held.
-    pub(crate) fn held(&self) -> usize {
-        self.shelves().held()
+    /// The byte limit.
+    pub(crate) fn limit(&self) -> usize {
+        self.with_shelves(|s| s.limit())
     }
 
     /// Sets the byte limit (0 keeps nothing), freeing the blocks over it.
     pub(crate) fn set_limit(&self, bytes: usize) -> Result<()> {
-        let over = self.shelves().set_limit(bytes);
+        let over = self.with_shelves(|s| s.set_limit(bytes));
         Ok(self.free(over)?)
     }
 
-    /// Frees every held block (before an allocation's out-of-memory retry).
+    /// Frees every held block.
     pub(crate) fn empty(&self) -> Result<()> {
-        let all = self.shelves().drain();
+        let all = self.with_shelves(Shelves::drain);
         Ok(self.free(all)?)
     }
 
@@ -192,7 +260,7 @@ impl BlockCache {
 
 impl Drop for BlockCache {
     fn drop(&mut self) {
-        let all = self.shelves().drain();
+        let all = self.with_shelves(Shelves::drain);
         let ctx = self.stream.context();
         ctx.record_err(self.free(all));
     }

@@ -160,11 +160,28 @@ impl Device {
 
     /// Zeroes all of `m` on the backend's stream.
     pub(crate) fn zero(&self, m: &DevMem) -> Result<()> {
-        if m.bytes() > 0 {
+        self.zero_from(m, 0)
+    }
+
+    /// Zeroes `m` from byte `from` to its end on the backend's stream (one
+    /// memset, counted; nothing when `from` is the end).
+    ///
+    /// # Panics
+    /// When `from` is past the end of `m` (a bug of the caller).
+    pub(crate) fn zero_from(&self, m: &DevMem, from: usize) -> Result<()> {
+        let total = m.bytes();
+        assert!(from <= total, "zero_from: byte {from} past {total}");
+        if from < total {
             self.ctx.bind_to_thread()?;
-            // SAFETY: m is a live allocation of m.bytes() bytes in this context.
+            // SAFETY: m is a live allocation of `total` bytes in this context,
+            // so the `total - from` bytes from `from` are within it.
             unsafe {
-                result::memset_d8_async(m.ptr::<u8>().addr(), 0, m.bytes(), self.stream.cu_stream())
+                result::memset_d8_async(
+                    m.ptr::<u8>().byte_add(from as u64).addr(),
+                    0,
+                    total - from,
+                    self.stream.cu_stream(),
+                )
             }?;
             self.activity.copy();
         }

@@ -2,7 +2,6 @@
 //! or from sampled mini-batches with the training fanouts.
 
 use rtx_backend::prelude::*;
-use rtx_backend::sample::SampleSpec;
 use rtx_backend::{BTensor, Element, Indices, SampleOps, TrainOps};
 
 use super::data::score;
@@ -23,34 +22,37 @@ impl<B: Backend + TrainOps + SampleOps + 'static, T: Element> Trainer<'_, B, T> 
     /// The outputs `[nodes.len(), outputs]` (in `f32`, row per node) of the
     /// model in evaluation mode (no dropout) for target nodes `nodes`:
     /// full-graph forward, or mini-batches of `eval_batch` nodes sampled
-    /// with the training fanouts (a seeded stream of its own).
+    /// with the training fanouts (a seeded stream of its own), each sampled
+    /// and planned on the side handle while the one before runs, as the
+    /// training steps are.
     ///
     /// # Errors
     /// Backend errors.
     pub fn outputs_of(&self, nodes: &[u32]) -> Result<Vec<f32>> {
         let b = self.b;
-        match &self.graph {
-            Graph::Full { .. } => self.rows_of(&self.full_forward()?, &b.index_from_host(nodes)?),
-            Graph::Sampled(store) => {
-                let low = self.pass_model()?;
-                let mut out = Vec::with_capacity(nodes.len() * self.outputs);
-                for (i, chunk) in nodes.chunks(self.config.eval_batch).enumerate() {
-                    let spec = SampleSpec::uniform(
-                        self.target,
-                        &self.config.fanouts,
-                        store.relations().len(),
-                        self.config.seed ^ EVAL_SAMPLE,
-                        i as u64,
-                    );
-                    let mb = store.sample(b, &b.index_from_host(chunk)?, &spec)?;
-                    let graph = mb.graph.trimmed();
-                    low.prepare_plans(b, &graph, false)?;
-                    let y = low.forward(b, &graph, &mb.x)?;
-                    out.extend(self.rows_of(&y, &mb.seeds)?);
-                }
-                Ok(out)
+        let Graph::Sampled(_) = &self.graph else {
+            return self.rows_of(&self.full_forward()?, &b.index_from_host(nodes)?);
+        };
+        let chunks: Vec<&[u32]> = nodes.chunks(self.config.eval_batch).collect();
+        let seed = self.config.seed ^ EVAL_SAMPLE;
+        let sample = |i: usize| self.batch_of(chunks[i], (seed, i as u64), false, true);
+        let low = self.pass_model()?;
+        let mut out = Vec::with_capacity(nodes.len() * self.outputs);
+        let mut ahead = (!chunks.is_empty()).then(|| sample(0)).transpose()?;
+        for i in 0..chunks.len() {
+            let Some(batch) = ahead.take() else {
+                return Err(Error::Model("an evaluation batch was not sampled".into()));
+            };
+            self.after_side()?;
+            let mb = batch.mb();
+            let y = low.forward(b, &mb.graph.trimmed(), &mb.x)?;
+            let rows = b.convert::<T, f32>(&b.index_select(&y, Indices::held(&mb.seeds))?)?;
+            if i + 1 < chunks.len() {
+                ahead = Some(sample(i + 1)?);
             }
+            out.extend(b.download(&rows)?);
         }
+        Ok(out)
     }
 
     /// The scores of the current parameters on the validation and test

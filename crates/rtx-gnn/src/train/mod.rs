@@ -582,36 +582,20 @@ impl<'a, B: Backend + TrainOps + SampleOps + 'static, T: Element> Trainer<'a, B,
             Some(_) => shuffle(&self.train.nodes, self.config.seed, epoch as u64),
         };
         let mut last_lr = self.optimizer.next_lr();
-        while self.position.step_in_epoch < steps {
-            let k = self.position.step_in_epoch;
-            let (loss, info) = match self.config.batch {
-                None => self.full_step()?,
-                Some(bs) => {
-                    let batch = |k: usize| &order[k * bs..((k + 1) * bs).min(order.len())];
-                    let next = (k + 1 < steps).then(|| batch(k + 1));
-                    self.sampled_step(batch(k), next)?
+        match self.config.batch {
+            None => {
+                while self.position.step_in_epoch < steps {
+                    let (loss, info) = self.full_step()?;
+                    last_lr = info.lr;
+                    if !self.report_step(loss, info, steps, on_step)? {
+                        return Ok(EpochEnd::Interrupted);
+                    }
                 }
-            };
-            if !loss.is_finite() {
-                return Err(Error::Model(format!(
-                    "the training loss is {loss} at epoch {epoch}, step {k}: lower the \
-                     learning rate, or clip the gradients (--clip)"
-                )));
             }
-            last_lr = info.lr;
-            self.position.step_in_epoch += 1;
-            self.position.global_step += 1;
-            self.position.epoch_loss_sum += loss;
-            self.position.epoch_loss_hash = loss_hash_step(self.position.epoch_loss_hash, loss);
-            let report = StepReport {
-                epoch,
-                step: k,
-                steps,
-                loss,
-                info,
-            };
-            if !on_step(&report) && self.position.step_in_epoch < steps {
-                return Ok(EpochEnd::Interrupted);
+            Some(bs) => {
+                if !self.sampled_steps(&order, bs, steps, &mut last_lr, on_step)? {
+                    return Ok(EpochEnd::Interrupted);
+                }
             }
         }
         let (val, test) = self.evaluate_splits()?;
@@ -634,6 +618,40 @@ impl<'a, B: Backend + TrainOps + SampleOps + 'static, T: Element> Trainer<'a, B,
             best,
             stop,
         }))
+    }
+
+    /// Takes the loss of the step at the position into the position and
+    /// reports it; `false` when `on_step` stops the run before the epoch's
+    /// end.
+    ///
+    /// # Errors
+    /// A NaN or infinite loss, naming the step.
+    fn report_step(
+        &mut self,
+        loss: f64,
+        info: StepInfo,
+        steps: usize,
+        on_step: &mut dyn FnMut(&StepReport) -> bool,
+    ) -> Result<bool> {
+        let (epoch, k) = (self.position.epoch, self.position.step_in_epoch);
+        if !loss.is_finite() {
+            return Err(Error::Model(format!(
+                "the training loss is {loss} at epoch {epoch}, step {k}: lower the \
+                 learning rate, or clip the gradients (--clip)"
+            )));
+        }
+        self.position.step_in_epoch += 1;
+        self.position.global_step += 1;
+        self.position.epoch_loss_sum += loss;
+        self.position.epoch_loss_hash = loss_hash_step(self.position.epoch_loss_hash, loss);
+        let report = StepReport {
+            epoch,
+            step: k,
+            steps,
+            loss,
+            info,
+        };
+        Ok(on_step(&report) || self.position.step_in_epoch == steps)
     }
 
     /// Whether this epoch is the best so far (keeping its parameters), and
@@ -680,11 +698,12 @@ impl<'a, B: Backend + TrainOps + SampleOps + 'static, T: Element> Trainer<'a, B,
         }
     }
 
-    /// The dropout seed of the current step (`None` without dropout).
-    fn dropout_seed(&self) -> Option<u64> {
+    /// The dropout seed of optimizer step `global_step` (`None` without
+    /// dropout).
+    fn dropout_seed(&self, global_step: u64) -> Option<u64> {
         let ms = &self.config.model;
         (ms.input_dropout > 0.0 || ms.attention_dropout > 0.0)
-            .then(|| splitmix64(self.config.seed ^ DROPOUT, self.position.global_step))
+            .then(|| splitmix64(self.config.seed ^ DROPOUT, global_step))
     }
 
     /// One full-graph step over the training split.
@@ -697,7 +716,7 @@ impl<'a, B: Backend + TrainOps + SampleOps + 'static, T: Element> Trainer<'a, B,
             rows: &self.train.rows,
             targets: &self.train.targets,
         };
-        let drop = self.dropout_seed();
+        let drop = self.dropout_seed(self.position.global_step);
         let low = self.pass_model()?;
         let out = low.objective_grads(self.b, &**graph, x, &objective, drop)?;
         let grads = widen_grads_acc::<B, T>(self.b, out.grads)?;

@@ -1,14 +1,18 @@
-//! The mini-batch step, with the next mini-batch sampled ahead: while step
-//! `k`'s training is queued on the backend, step `k + 1`'s sample (and the
-//! plans of its lists) is made on the side handle ([`SampleOps::beside`]: a
-//! second CUDA stream), whose reads back then wait for the sampling alone.
-//! A backend with one queue samples in line, in the same order.
+//! The mini-batch steps, pipelined on the host: while step `k` trains on
+//! the backend, step `k + 1`'s sample (and the plans of its lists) is made
+//! on the side handle ([`SampleOps::beside`]: a second CUDA stream), whose
+//! reads back then wait for the sampling alone; and step `k`'s loss is read
+//! only once step `k + 1`'s forward and backward are queued, so the device
+//! has work while the host waits. A backend with one queue runs the same
+//! work in line, in the same order. Evaluation samples its batches the same
+//! way (`eval.rs`).
 //!
-//! A sample is a pure function of its seeds and `(seed, step)`, so the
-//! bits do not depend on where or when it is made. Ordering on a device:
-//! the main handle waits for the side before it uses a sample made there,
-//! and the side waits for the main handle's step before the step's sample
-//! is dropped (each handle frees its own allocations in its own order).
+//! The bits are those of a step-by-step loop: a sample is a pure function
+//! of its seeds and `(seed, step)`, wherever and whenever it is made, and
+//! every update is queued in step order, after the loss before it was read
+//! and found finite. Ordering on a device: the main handle waits for the
+//! side before it uses a batch made there, and the side waits for the main
+//! handle's work before such a batch is dropped ([`Batch`]).
 
 use std::sync::Arc;
 
@@ -16,24 +20,30 @@ use rtx_backend::sample::SampleSpec;
 use rtx_backend::{Indices, SampleOps, TrainOps};
 
 use super::data::{targets_of, widen_grads_acc};
-use super::{Graph, Trainer};
-use crate::model::Objective;
+use super::{Graph, StepReport, Trainer};
+use crate::model::{Objective, ObjectiveLoss};
 use crate::optim::StepInfo;
 use crate::store::MiniBatch;
 use crate::topology::Topology;
 use crate::{Error, Result};
-use rtx_backend::Element;
 use rtx_backend::prelude::*;
+use rtx_backend::{BTensor, Element};
 
 /// A mini-batch for the main stream. One made on the side handle is
 /// dropped in order: the side first waits for the main stream's work so
 /// far, so the batch's memory (freed in the side's order) outlives the work
-/// that reads it, whatever path drops it (an error's too).
+/// that reads it, whatever path drops it.
 #[derive(Debug)]
 pub(super) struct Batch<'a, B: Backend + SampleOps, T: Element> {
     mb: MiniBatch<B, T>,
     /// The side it was made on, and the main handle.
     made_beside: Option<(Arc<B>, &'a B)>,
+}
+
+impl<B: Backend + SampleOps, T: Element> Batch<'_, B, T> {
+    pub(super) fn mb(&self) -> &MiniBatch<B, T> {
+        &self.mb
+    }
 }
 
 impl<B: Backend + SampleOps, T: Element> Drop for Batch<'_, B, T> {
@@ -53,10 +63,17 @@ pub(super) struct Ahead<'a, B: Backend + SampleOps, T: Element> {
 }
 
 impl<'a, B: Backend + TrainOps + SampleOps + 'static, T: Element> Trainer<'a, B, T> {
-    /// The sample of optimizer step `step` around `seeds`, made on `q`
-    /// with the plans of every list the step sums by (the model's and the
-    /// objective's rows), so that the step reads nothing back for them.
-    fn sample_planned(&self, q: &B, seeds: &[u32], step: u64) -> Result<MiniBatch<B, T>> {
+    /// The sample around `seeds` with the training fanouts, seed `seed` and
+    /// step `step`, made on `q` with the plans of every list a pass sums by
+    /// (the model's; for a `training` step with a backward pass, also the
+    /// objective's rows), so that the pass reads nothing back for them.
+    fn sample_planned(
+        &self,
+        q: &B,
+        seeds: &[u32],
+        (seed, step): (u64, u64),
+        training: bool,
+    ) -> Result<MiniBatch<B, T>> {
         let Graph::Sampled(store) = &self.graph else {
             return Err(Error::Model("a sample on a full-graph run".into()));
         };
@@ -64,53 +81,122 @@ impl<'a, B: Backend + TrainOps + SampleOps + 'static, T: Element> Trainer<'a, B,
             self.target,
             &self.config.fanouts,
             store.relations().len(),
-            self.config.seed,
+            seed,
             step,
         );
         let mb = store.sample(q, &q.index_from_host(seeds)?, &spec)?;
         let graph = mb.graph.trimmed();
-        let mut lists = self.model.plan_lists(&graph, true);
-        // its rows' gradients are scattered back into the outputs: the
-        // distinct seeds' (the last layer of a trimmed pass computes no other)
-        let outputs = graph.nodes_within(self.target, 0);
-        lists.push(Indices::held(&mb.seeds).with_rows(outputs));
+        let mut lists = self.model.plan_lists(&graph, training);
+        if training {
+            // its rows' gradients are scattered back into the outputs: the
+            // distinct seeds' (the last layer of a trimmed pass computes no other)
+            let outputs = graph.nodes_within(self.target, 0);
+            lists.push(Indices::held(&mb.seeds).with_rows(outputs));
+        }
         q.prepare_plans(&lists)?;
         Ok(mb)
     }
 
     /// [`Trainer::sample_planned`] on the side handle where there is one
     /// and `beside` asks for it, else in line.
-    fn batch_of(&self, seeds: &[u32], step: u64, beside: bool) -> Result<Batch<'a, B, T>> {
+    pub(super) fn batch_of(
+        &self,
+        seeds: &[u32],
+        seed_step: (u64, u64),
+        training: bool,
+        beside: bool,
+    ) -> Result<Batch<'a, B, T>> {
         match &self.side {
             Some(side) if beside => Ok(Batch {
-                mb: self.sample_planned(side, seeds, step)?,
+                mb: self.sample_planned(side, seeds, seed_step, training)?,
                 made_beside: Some((Arc::clone(side), self.b)),
             }),
             _ => Ok(Batch {
-                mb: self.sample_planned(self.b, seeds, step)?,
+                mb: self.sample_planned(self.b, seeds, seed_step, training)?,
                 made_beside: None,
             }),
         }
     }
 
-    /// One mini-batch step on `seeds` (global ids of the target type),
-    /// sampling `next` (the next step's seeds, if any in this epoch) while
-    /// the step trains.
-    pub(super) fn sampled_step(
+    /// Orders the main stream's next work after the side's (before a batch
+    /// made there is used).
+    pub(super) fn after_side(&self) -> Result<()> {
+        if let Some(side) = &self.side {
+            self.b.wait_for(side)?;
+        }
+        Ok(())
+    }
+
+    /// Runs the epoch's mini-batch steps from the position on, `batch`
+    /// seeds each in `order`; `false` when `on_step` stopped the run.
+    ///
+    /// Pipelined on the host: step `k`'s loss is read after step `k + 1`'s
+    /// forward and backward are queued and before its update, so the device
+    /// has work while the host waits. A stop at `k` discards `k + 1`'s
+    /// gradients only: the parameters, optimizer and position stay those
+    /// after `k`. A non-finite loss at `k` ends the run with an error naming
+    /// it, the position before `k` (its update was queued before its loss
+    /// could be read, as in a step-by-step loop that reads the loss last).
+    ///
+    /// # Errors
+    /// Backend and model errors; a NaN or infinite loss (naming the step).
+    pub(super) fn sampled_steps(
         &mut self,
-        seeds: &[u32],
-        next: Option<&[u32]>,
-    ) -> Result<(f64, StepInfo)> {
+        order: &[u32],
+        batch: usize,
+        steps: usize,
+        last_lr: &mut f64,
+        on_step: &mut dyn FnMut(&StepReport) -> bool,
+    ) -> Result<bool> {
+        let seeds = |k: usize| &order[k * batch..((k + 1) * batch).min(order.len())];
+        let first = self.position.step_in_epoch;
+        // optimizer step of epoch step k (the position moves as steps report)
+        let base = self.position.global_step;
+        let global = |k: usize| base + (k - first) as u64;
+        let mut pending: Option<(ObjectiveLoss<B, T::Acc>, StepInfo)> = None;
+        for k in first..=steps {
+            // step k's forward and backward, while step k - 1 finishes
+            let queued = if k < steps {
+                Some(self.sampled_grads(seeds(k), global(k))?)
+            } else {
+                None
+            };
+            if let Some((loss, info)) = pending.take() {
+                let loss = loss.read(self.b)?;
+                let go = self.report_step(loss, info, steps, on_step);
+                if !matches!(go, Ok(true)) {
+                    return go;
+                }
+            }
+            let Some(q) = queued else { break };
+            let grads = widen_grads_acc::<B, T>(self.b, q.grads)?;
+            let info = self
+                .optimizer
+                .step(self.b, self.model.params_mut(), &grads)?;
+            *last_lr = info.lr;
+            if k + 1 < steps {
+                let step = global(k + 1);
+                self.ahead = Some(Ahead {
+                    global_step: step,
+                    batch: self.batch_of(seeds(k + 1), (self.config.seed, step), true, true)?,
+                });
+            }
+            drop(q.batch);
+            pending = Some((q.loss, info));
+        }
+        Ok(true)
+    }
+
+    /// Queues the forward and backward of optimizer step `step` on `seeds`,
+    /// with its mini-batch (sampled ahead, or now).
+    fn sampled_grads(&mut self, seeds: &[u32], step: u64) -> Result<Queued<'a, B, T>> {
         let b = self.b;
-        let step = self.position.global_step;
         let batch = match self.ahead.take() {
             Some(a) if a.global_step == step => {
-                if let Some(side) = &self.side {
-                    b.wait_for(side)?;
-                }
+                self.after_side()?;
                 a.batch
             }
-            _ => self.batch_of(seeds, step, false)?,
+            _ => self.batch_of(seeds, (self.config.seed, step), true, false)?,
         };
         let mb = &batch.mb;
         let targets = targets_of::<B, T::Acc>(b, self.data, self.target, seeds)?;
@@ -119,21 +205,21 @@ impl<'a, B: Backend + TrainOps + SampleOps + 'static, T: Element> Trainer<'a, B,
             rows: &mb.seeds,
             targets: &targets,
         };
-        let dropout = self.dropout_seed();
+        let dropout = self.dropout_seed(step);
         let low = self.pass_model()?;
         let out = low.objective_grads(b, &mb.graph.trimmed(), &mb.x, &objective, dropout)?;
-        let grads = widen_grads_acc::<B, T>(b, out.grads)?;
-        let info = self.optimizer.step(b, self.model.params_mut(), &grads)?;
-        if let Some(next) = next {
-            self.ahead = Some(Ahead {
-                global_step: step + 1,
-                batch: self.batch_of(next, step + 1, true)?,
-            });
-        }
-        // read after the update is queued: the wait then covers it too
-        let loss = out.loss.read(b)?;
-        // the step's sample goes after the step's work with it (`Batch`)
-        drop(batch);
-        Ok((loss, info))
+        Ok(Queued {
+            batch,
+            loss: out.loss,
+            grads: out.grads,
+        })
     }
+}
+
+/// A step's forward and backward, queued: its mini-batch, loss and
+/// gradients.
+struct Queued<'a, B: Backend + SampleOps, T: Element> {
+    batch: Batch<'a, B, T>,
+    loss: ObjectiveLoss<B, T::Acc>,
+    grads: Vec<Option<BTensor<B, T>>>,
 }
