@@ -95,8 +95,8 @@ __device__ __forceinline__ u64 warp_max_u64(u64 v) {
 
 // info[INFO_MAX] = max(idx); with `check`, info[INFO_BAD] = ~p for the first p
 // with idx[p] >= bound (0 when there is none). info must start zeroed.
-extern "C" __global__ void __launch_bounds__(RTX_BLOCK)
-    index_bounds(const u32* __restrict__ idx, u64 n, u64 bound, u32 check, u64* info) {
+__device__ __forceinline__ void index_bounds_of(const u32* __restrict__ idx, u64 n, u64 bound,
+                                                u32 check, u64* info) {
     u64 mx = 0, bad = 0;
     for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
         const u32 k = __ldg(idx + i);
@@ -110,15 +110,19 @@ extern "C" __global__ void __launch_bounds__(RTX_BLOCK)
         if (bad) atomicMax(info + INFO_BAD, (unsigned long long)bad);
     }
 }
+extern "C" __global__ void __launch_bounds__(RTX_BLOCK)
+    index_bounds(const u32* __restrict__ idx, u64 n, u64 bound, u32 check, u64* info) {
+    index_bounds_of(idx, n, bound, check, info);
+}
 
 // ---- one radix pass ----
 
 // counts[d * ntiles + t] = items of tile t whose digit is d. A tile of the
 // sort is `items` rounds of RTX_BLOCK consecutive items (fewer rounds for
 // short lists: more tiles, so more blocks).
-extern "C" __global__ void __launch_bounds__(RTX_BLOCK)
-    plan_hist(const u32* __restrict__ keys, u64 n, u32 shift, u32 dbits, u64 ntiles, u32 items,
-              u32* __restrict__ counts) {
+__device__ __forceinline__ void plan_hist_of(const u32* __restrict__ keys, u64 n, u32 shift,
+                                             u32 dbits, u64 ntiles, u32 items,
+                                             u32* __restrict__ counts) {
     __shared__ u32 h[PLAN_RADIX];
     const u32 radix = 1u << dbits, mask = radix - 1;
     for (u64 t = blockIdx.x; t < ntiles; t += gridDim.x) {
@@ -135,6 +139,11 @@ extern "C" __global__ void __launch_bounds__(RTX_BLOCK)
         __syncthreads();
     }
 }
+extern "C" __global__ void __launch_bounds__(RTX_BLOCK)
+    plan_hist(const u32* __restrict__ keys, u64 n, u32 shift, u32 dbits, u64 ntiles, u32 items,
+              u32* __restrict__ counts) {
+    plan_hist_of(keys, n, shift, dbits, ntiles, items, counts);
+}
 
 // Stable placement: item i of tile t (digit d) goes to
 //   offs[d * ntiles + t] + (items of tile t before i with digit d).
@@ -143,10 +152,12 @@ extern "C" __global__ void __launch_bounds__(RTX_BLOCK)
 // warps add the counts of the warps before them, and `base` carries each
 // digit's running position to the next round. vals == 0: the value of item i
 // is i itself (the first pass).
-extern "C" __global__ void __launch_bounds__(RTX_BLOCK)
-    plan_rank(const u32* __restrict__ keys, const u32* __restrict__ vals, u64 n, u32 shift,
-              u32 dbits, u64 ntiles, u32 items, const u32* __restrict__ offs,
-              u32* __restrict__ keys_out, u32* __restrict__ vals_out) {
+__device__ __forceinline__ void plan_rank_of(const u32* __restrict__ keys,
+                                             const u32* __restrict__ vals, u64 n, u32 shift,
+                                             u32 dbits, u64 ntiles, u32 items,
+                                             const u32* __restrict__ offs,
+                                             u32* __restrict__ keys_out,
+                                             u32* __restrict__ vals_out) {
     __shared__ u32 base[PLAN_RADIX];
     __shared__ unsigned char wh[PLAN_WARPS][PLAN_RADIX];
     const u32 radix = 1u << dbits, mask = radix - 1;
@@ -189,6 +200,12 @@ extern "C" __global__ void __launch_bounds__(RTX_BLOCK)
             __syncthreads();
         }
     }
+}
+extern "C" __global__ void __launch_bounds__(RTX_BLOCK)
+    plan_rank(const u32* __restrict__ keys, const u32* __restrict__ vals, u64 n, u32 shift,
+              u32 dbits, u64 ntiles, u32 items, const u32* __restrict__ offs,
+              u32* __restrict__ keys_out, u32* __restrict__ vals_out) {
+    plan_rank_of(keys, vals, n, shift, dbits, ntiles, items, offs, keys_out, vals_out);
 }
 
 // ---- exclusive scans (u32 values; level 0's triples) ----
@@ -303,8 +320,8 @@ extern "C" __global__ void __launch_bounds__(RTX_BLOCK)
 // ---- row offsets and level 0 ----
 
 // off[r] = number of sorted keys below r, for r in [0, rows]: IndexPlan's offsets.
-extern "C" __global__ void __launch_bounds__(RTX_BLOCK)
-    plan_offsets(const u32* __restrict__ skeys, u64 n, u64 rows, u32* __restrict__ off) {
+__device__ __forceinline__ void plan_offsets_of(const u32* __restrict__ skeys, u64 n, u64 rows,
+                                                u32* __restrict__ off) {
     for (u64 r = (u64)blockIdx.x * blockDim.x + threadIdx.x; r <= rows; r += (u64)gridDim.x * blockDim.x) {
         u64 lo = 0, hi = n;
         while (lo < hi) {
@@ -314,6 +331,10 @@ extern "C" __global__ void __launch_bounds__(RTX_BLOCK)
         off[r] = (u32)lo;
     }
 }
+extern "C" __global__ void __launch_bounds__(RTX_BLOCK)
+    plan_offsets(const u32* __restrict__ skeys, u64 n, u64 rows, u32* __restrict__ off) {
+    plan_offsets_of(skeys, n, rows, off);
+}
 
 extern "C" __global__ void __launch_bounds__(RTX_BLOCK)
     lvl0_sums(const u32* __restrict__ off, u64 rows, Level0Counts* __restrict__ sums) {
@@ -321,16 +342,23 @@ extern "C" __global__ void __launch_bounds__(RTX_BLOCK)
 }
 // The spine of level 0's scan; its total is (chunks of level 0, values of
 // level 1, rows of level 1), written to the info block.
-extern "C" __global__ void __launch_bounds__(RTX_BLOCK)
-    lvl0_spine(Level0Counts* __restrict__ sums, u64 ntiles, u64* info) {
-    __shared__ Level0Counts total;
-    scan_spine<Level0Counts>(sums, ntiles, &total);
+__device__ __forceinline__ void lvl0_total(const Level0Counts* total, u64* info) {
     __syncthreads();
     if (threadIdx.x == 0) {
-        info[INFO_CHUNKS + 0] = total.a;
-        info[INFO_VALUES + 1] = total.b;
-        info[INFO_M] = total.c;
+        info[INFO_CHUNKS + 0] = total->a;
+        info[INFO_VALUES + 1] = total->b;
+        info[INFO_M] = total->c;
     }
+}
+__device__ __forceinline__ void lvl0_spine_of(Level0Counts* __restrict__ sums, u64 ntiles,
+                                              u64* info) {
+    __shared__ Level0Counts total;
+    scan_spine<Level0Counts>(sums, ntiles, &total);
+    lvl0_total(&total, info);
+}
+extern "C" __global__ void __launch_bounds__(RTX_BLOCK)
+    lvl0_spine(Level0Counts* __restrict__ sums, u64 ntiles, u64* info) {
+    lvl0_spine_of(sums, ntiles, info);
 }
 extern "C" __global__ void __launch_bounds__(RTX_BLOCK)
     lvl0_apply(const u32* __restrict__ off, u64 rows, const Level0Counts* __restrict__ sums,
@@ -340,17 +368,16 @@ extern "C" __global__ void __launch_bounds__(RTX_BLOCK)
 
 // lvl0_sums, lvl0_spine and lvl0_apply in one launch (one block; for
 // few rows): the scan of the rows' counts and its total in the info block.
+__device__ __forceinline__ void lvl0_single_of(const u32* __restrict__ off, u64 rows,
+                                               Level0Counts* __restrict__ out, u64* info) {
+    __shared__ Level0Counts total;
+    scan_single<Level0Counts>(Lvl0Load{off}, rows, out, &total);
+    lvl0_total(&total, info);
+}
 extern "C" __global__ void __launch_bounds__(RTX_BLOCK)
     lvl0_single(const u32* __restrict__ off, u64 rows, Level0Counts* __restrict__ out,
                 u64* info) {
-    __shared__ Level0Counts total;
-    scan_single<Level0Counts>(Lvl0Load{off}, rows, out, &total);
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        info[INFO_CHUNKS + 0] = total.a;
-        info[INFO_VALUES + 1] = total.b;
-        info[INFO_M] = total.c;
-    }
+    lvl0_single_of(off, rows, out, info);
 }
 
 // Level 0's chunk tables, one thread per chunk: chunk c belongs to the last
@@ -362,11 +389,12 @@ extern "C" __global__ void __launch_bounds__(RTX_BLOCK)
 // chunk c, the chunk that ends at n for every window past it, chunk 0 for
 // window 0. Chunks are at most RTX_WIN long, so each writes at most one
 // entry but the last.
-extern "C" __global__ void __launch_bounds__(RTX_BLOCK)
-    lvl0_fill(const u32* __restrict__ off, u64 rows, const Level0Counts* __restrict__ scan,
-              const u64* __restrict__ info, u64 n, u32* __restrict__ cstart,
-              u32* __restrict__ crow, u32* __restrict__ cslot, u32* __restrict__ list,
-              u32* __restrict__ wfirst) {
+__device__ __forceinline__ void lvl0_fill_of(const u32* __restrict__ off, u64 rows,
+                                             const Level0Counts* __restrict__ scan,
+                                             const u64* __restrict__ info, u64 n,
+                                             u32* __restrict__ cstart, u32* __restrict__ crow,
+                                             u32* __restrict__ cslot, u32* __restrict__ list,
+                                             u32* __restrict__ wfirst) {
     const u64 windows = (n + RTX_WIN - 1) / RTX_WIN;
     const u64 nchunks = info[INFO_CHUNKS];
     for (u64 c = (u64)blockIdx.x * blockDim.x + threadIdx.x; c < nchunks; c += (u64)gridDim.x * blockDim.x) {
@@ -399,6 +427,13 @@ extern "C" __global__ void __launch_bounds__(RTX_BLOCK)
             wfirst[b] = (u32)(c + 1);
     }
 }
+extern "C" __global__ void __launch_bounds__(RTX_BLOCK)
+    lvl0_fill(const u32* __restrict__ off, u64 rows, const Level0Counts* __restrict__ scan,
+              const u64* __restrict__ info, u64 n, u32* __restrict__ cstart,
+              u32* __restrict__ crow, u32* __restrict__ cslot, u32* __restrict__ list,
+              u32* __restrict__ wfirst) {
+    lvl0_fill_of(off, rows, scan, info, n, cstart, crow, cslot, list, wfirst);
+}
 
 // ---- the levels past 0 ----
 
@@ -416,9 +451,8 @@ __device__ __forceinline__ u64 hi_offset(u64 n, u32 l) {
 // One block: for l = 1, 2, ... while rows remain, cuts each listed row
 // (row, first value, values) into chunks exactly as level 0 does, lists the
 // rows that still have several chunks, and records each level's counts.
-extern "C" __global__ void __launch_bounds__(RTX_BLOCK)
-    plan_levels(u32* __restrict__ list_a, u32* __restrict__ list_b, u32* __restrict__ hi, u64 n,
-                u64* info) {
+__device__ __forceinline__ void plan_levels_of(u32* __restrict__ list_a, u32* __restrict__ list_b,
+                                               u32* __restrict__ hi, u64 n, u64* info) {
     u64 m = info[INFO_M];
     u32 level = 1;
     u32* in = list_a;
@@ -473,6 +507,155 @@ extern "C" __global__ void __launch_bounds__(RTX_BLOCK)
     }
     if (threadIdx.x == 0) info[INFO_LEVELS] = level;
 }
+extern "C" __global__ void __launch_bounds__(RTX_BLOCK)
+    plan_levels(u32* __restrict__ list_a, u32* __restrict__ list_b, u32* __restrict__ hi, u64 n,
+                u64* info) {
+    plan_levels_of(list_a, list_b, hi, n, info);
+}
+
+// ---- a batch of builds in one set of launches ----
+
+// One build of a batch (the `*_many` kernels: blockIdx.y picks the build,
+// whose blocks stride over its own tiles; a build a phase has no work for
+// returns at once). Every field is a u64, addresses as integers, so the
+// host's #[repr(C)] twin (indices/batch.rs, `Item`) has no padding. The
+// kernels run the bodies of the one-build kernels above on these fields,
+// so a plan built in a batch is the same bits as one built alone.
+struct PlanItem {
+    u64 idx, n;                         // the list
+    u64 check, bound;                   // check != 0: range-check against bound
+    u64 info;                           // u64[INFO_WORDS], zeroed
+    u64 sort_rows, passes, dbits, ntiles, items;
+    u64 single_counts, single_rows;     // the scans fit one block
+    u64 counts, offs, sums;             // the radix pass's counts and their scan
+    u64 keys[2], vals[2], positions;
+    u64 off, sums3, scan3, list_a, list_b;
+    u64 start0, row0, slot0, hi, wfirst;
+};
+#define PTR(T, v) ((T*)(v))
+
+extern "C" __global__ void __launch_bounds__(RTX_BLOCK)
+    index_bounds_many(const PlanItem* __restrict__ items) {
+    const PlanItem& it = items[blockIdx.y];
+    if (it.check) index_bounds_of(PTR(const u32, it.idx), it.n, it.bound, 1, PTR(u64, it.info));
+}
+
+// The keys and values pass `pass` reads and writes (radix_sort in build.rs).
+struct PassIo {
+    const u32* kin;
+    const u32* vin;
+    u32* kout;
+    u32* vout;
+};
+__device__ __forceinline__ PassIo pass_io(const PlanItem& it, u32 pass) {
+    PassIo io;
+    io.kin = pass == 0 ? PTR(const u32, it.idx) : PTR(const u32, it.keys[(pass - 1) % 2]);
+    io.vin = pass == 0 ? (const u32*)0 : PTR(const u32, it.vals[(pass - 1) % 2]);
+    io.kout = PTR(u32, it.keys[pass % 2]);
+    io.vout = pass + 1 == it.passes ? PTR(u32, it.positions) : PTR(u32, it.vals[pass % 2]);
+    return io;
+}
+__device__ __forceinline__ u64 pass_counts(const PlanItem& it) { return (1ull << it.dbits) * it.ntiles; }
+
+extern "C" __global__ void __launch_bounds__(RTX_BLOCK)
+    plan_hist_many(const PlanItem* __restrict__ items, u32 pass) {
+    const PlanItem& it = items[blockIdx.y];
+    if (pass >= it.passes) return;
+    plan_hist_of(pass_io(it, pass).kin, it.n, pass * (u32)it.dbits, (u32)it.dbits, it.ntiles,
+                 (u32)it.items, PTR(u32, it.counts));
+}
+
+// The exclusive scan of a pass's counts into offs: one block where the
+// counts fit a few tiles (in this launch; the spine and apply launches then
+// skip the build), else tile sums, spine, apply.
+extern "C" __global__ void __launch_bounds__(RTX_BLOCK)
+    plan_scan_sums_many(const PlanItem* __restrict__ items, u32 pass) {
+    const PlanItem& it = items[blockIdx.y];
+    if (pass >= it.passes) return;
+    const u64 nc = pass_counts(it);
+    if (it.single_counts) {
+        if (blockIdx.x == 0)
+            scan_single<u32>(PlainLoad{PTR(const u32, it.counts)}, nc, PTR(u32, it.offs), (u32*)0);
+    } else {
+        scan_sums<u32>(PlainLoad{PTR(const u32, it.counts)}, nc, PTR(u32, it.sums));
+    }
+}
+extern "C" __global__ void __launch_bounds__(RTX_BLOCK)
+    plan_scan_spine_many(const PlanItem* __restrict__ items, u32 pass) {
+    const PlanItem& it = items[blockIdx.y];
+    if (pass >= it.passes || it.single_counts || blockIdx.x != 0) return;
+    scan_spine<u32>(PTR(u32, it.sums), (pass_counts(it) + PLAN_TILE - 1) / PLAN_TILE, (u32*)0);
+}
+extern "C" __global__ void __launch_bounds__(RTX_BLOCK)
+    plan_scan_apply_many(const PlanItem* __restrict__ items, u32 pass) {
+    const PlanItem& it = items[blockIdx.y];
+    if (pass >= it.passes || it.single_counts) return;
+    scan_apply<u32>(PlainLoad{PTR(const u32, it.counts)}, pass_counts(it), PTR(const u32, it.sums),
+                    PTR(u32, it.offs));
+}
+
+extern "C" __global__ void __launch_bounds__(RTX_BLOCK)
+    plan_rank_many(const PlanItem* __restrict__ items, u32 pass) {
+    const PlanItem& it = items[blockIdx.y];
+    if (pass >= it.passes) return;
+    const PassIo io = pass_io(it, pass);
+    plan_rank_of(io.kin, io.vin, it.n, pass * (u32)it.dbits, (u32)it.dbits, it.ntiles,
+                 (u32)it.items, PTR(const u32, it.offs), io.kout, io.vout);
+}
+
+extern "C" __global__ void __launch_bounds__(RTX_BLOCK)
+    plan_offsets_many(const PlanItem* __restrict__ items) {
+    const PlanItem& it = items[blockIdx.y];
+    // the last pass's keys: the sorted list
+    plan_offsets_of(PTR(const u32, it.keys[(it.passes - 1) % 2]), it.n, it.sort_rows,
+                    PTR(u32, it.off));
+}
+
+// Level 0's scan over the rows: one block where the rows fit a few tiles,
+// else tile sums, spine (its total to the info block), apply.
+extern "C" __global__ void __launch_bounds__(RTX_BLOCK)
+    lvl0_sums_many(const PlanItem* __restrict__ items) {
+    const PlanItem& it = items[blockIdx.y];
+    if (it.single_rows) {
+        if (blockIdx.x == 0)
+            lvl0_single_of(PTR(const u32, it.off), it.sort_rows, PTR(Level0Counts, it.scan3),
+                           PTR(u64, it.info));
+    } else {
+        scan_sums<Level0Counts>(Lvl0Load{PTR(const u32, it.off)}, it.sort_rows,
+                                PTR(Level0Counts, it.sums3));
+    }
+}
+extern "C" __global__ void __launch_bounds__(RTX_BLOCK)
+    lvl0_spine_many(const PlanItem* __restrict__ items) {
+    const PlanItem& it = items[blockIdx.y];
+    if (it.single_rows || blockIdx.x != 0) return;
+    lvl0_spine_of(PTR(Level0Counts, it.sums3), (it.sort_rows + PLAN_TILE - 1) / PLAN_TILE,
+                  PTR(u64, it.info));
+}
+extern "C" __global__ void __launch_bounds__(RTX_BLOCK)
+    lvl0_apply_many(const PlanItem* __restrict__ items) {
+    const PlanItem& it = items[blockIdx.y];
+    if (it.single_rows) return;
+    scan_apply<Level0Counts>(Lvl0Load{PTR(const u32, it.off)}, it.sort_rows,
+                             PTR(const Level0Counts, it.sums3), PTR(Level0Counts, it.scan3));
+}
+
+extern "C" __global__ void __launch_bounds__(RTX_BLOCK)
+    lvl0_fill_many(const PlanItem* __restrict__ items) {
+    const PlanItem& it = items[blockIdx.y];
+    lvl0_fill_of(PTR(const u32, it.off), it.sort_rows, PTR(const Level0Counts, it.scan3),
+                 PTR(const u64, it.info), it.n, PTR(u32, it.start0), PTR(u32, it.row0),
+                 PTR(u32, it.slot0), PTR(u32, it.list_a), PTR(u32, it.wfirst));
+}
+
+extern "C" __global__ void __launch_bounds__(RTX_BLOCK)
+    plan_levels_many(const PlanItem* __restrict__ items) {
+    const PlanItem& it = items[blockIdx.y];
+    if (blockIdx.x != 0) return;
+    plan_levels_of(PTR(u32, it.list_a), PTR(u32, it.list_b), PTR(u32, it.hi), it.n,
+                   PTR(u64, it.info));
+}
+#undef PTR
 
 // ---- producers of device index lists ----
 

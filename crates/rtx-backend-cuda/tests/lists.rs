@@ -119,10 +119,11 @@ fn fresh_device_lists_scatter_bit_identical_to_cpu() {
 }
 
 /// `prepare_plans` over fresh device lists (a mini-batch's, a hub's, one
-/// row, an empty list, the same list twice): one wait for all of them, and
-/// each list's scatter the CPU's bits; a list with an entry past its rows
-/// is the error naming the first such position, and the others' plans
-/// stay usable.
+/// row, an empty list, one of more than 2^20 entries sorted in two passes,
+/// a host list whose largest entry is known, the same list twice), built
+/// in one batch of launches: one wait for all of them, and each list's
+/// scatter the CPU's bits; a list with an entry past its rows is the error
+/// naming the first such position, and the others' plans stay usable.
 #[test]
 fn plans_prepared_together_wait_once_and_scatter_the_cpus_bits() {
     let g = backend();
@@ -133,11 +134,21 @@ fn plans_prepared_together_wait_once_and_scatter_the_cpus_bits() {
         (1, 700, false),
         (70_000, 300_000, true),
         (5, 0, false),
+        (1_000_000, 1_100_000, false),
+        (3000, 2000, true),
     ];
+    let host_made = shapes.len() - 1;
     let lists: Vec<_> = shapes
         .iter()
         .enumerate()
-        .map(|(i, &(rows, e, hub))| g.index_random(40 + i as u64, 0, e, rows, hub).unwrap())
+        .map(|(i, &(rows, e, hub))| {
+            let seed = 40 + i as u64;
+            if i == host_made {
+                g.index_from_host(&indices(seed, e, rows, hub)).unwrap()
+            } else {
+                g.index_random(seed, 0, e, rows, hub).unwrap()
+            }
+        })
         .collect();
     let mut all: Vec<Indices<'_, CudaBackend>> = lists
         .iter()
@@ -149,6 +160,12 @@ fn plans_prepared_together_wait_once_and_scatter_the_cpus_bits() {
     g.prepare_plans(&all).unwrap();
     let spent = g.activity().since(&before);
     assert_eq!(spent.waits, 1, "one wait for every plan: {spent:?}");
+    // one batch: the range check, two radix passes of 5 launches, 6 for
+    // the level tables (7 lists built alone take 9-15 each)
+    assert!(
+        spent.launches <= 17,
+        "the builds share their launches: {spent:?}"
+    );
     for (i, (l, &(rows, e, hub))) in lists.iter().zip(&shapes).enumerate() {
         let idx = indices(40 + i as u64, e, rows, hub);
         let case = format!("prepared: rows {rows} e {e} hub {hub}");

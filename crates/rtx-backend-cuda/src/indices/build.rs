@@ -38,12 +38,12 @@ pub(crate) struct Built {
 }
 
 /// Blocks for a kernel looping over `n` tiles (at least one).
-fn tile_grid(n: u64) -> u32 {
+pub(super) fn tile_grid(n: u64) -> u32 {
     n.clamp(1, MAX_GRID_X) as u32
 }
 
 /// An allocation of `n` `u32`s.
-fn alloc_u32(dev: &Device, n: u64) -> Result<DevMem> {
+pub(super) fn alloc_u32(dev: &Device, n: u64) -> Result<DevMem> {
     let bytes = n.checked_mul(4).ok_or(Error::SizeOverflow {
         what: "device plan table",
         count: n as usize,
@@ -53,9 +53,9 @@ fn alloc_u32(dev: &Device, n: u64) -> Result<DevMem> {
 }
 
 /// Reads the info block back (synchronizes the stream).
-fn read_info(dev: &Device, info: &DevMem) -> Result<[u64; INFO_WORDS]> {
+fn read_info(dev: &Device, info: DevPtr<u64>) -> Result<[u64; INFO_WORDS]> {
     let mut out = [0u64; INFO_WORDS];
-    dev.read(info.ptr(), &mut out, "reading a device plan's sizes back")?;
+    dev.read(info, &mut out, "reading a device plan's sizes back")?;
     Ok(out)
 }
 
@@ -116,7 +116,7 @@ pub(crate) fn index_max(
     let info = alloc_u32(dev, 2 * INFO_WORDS as u64)?;
     dev.zero(&info)?;
     launch_bounds(dev, idx, n as u64, rows, &info)?;
-    let words = read_info(dev, &info)?;
+    let words = read_info(dev, info.ptr())?;
     if let Some(r) = rows {
         bad_index(dev, idx, &words, r)?;
     }
@@ -142,7 +142,7 @@ pub(crate) fn build(
     match start(dev, idx, n, rows, known_max)? {
         Started::Done(built) => Ok(built),
         Started::Queued(p) => {
-            let words = read_info(dev, &p.info)?;
+            let words = read_info(dev, p.info.ptr())?;
             p.finish(dev, &words)
         }
     }
@@ -158,12 +158,32 @@ pub(crate) enum Started {
 /// A plan whose kernels are queued: [`Pending::finish`] with its info
 /// block's words (read back after the kernels ran) makes it.
 pub(crate) struct Pending {
-    info: DevMem,
-    plan: PlanMem,
-    idx: DevPtr<u32>,
-    n: usize,
-    rows: usize,
-    known_max: Option<u32>,
+    pub(super) info: Info,
+    pub(super) plan: PlanMem,
+    pub(super) idx: DevPtr<u32>,
+    pub(super) n: usize,
+    pub(super) rows: usize,
+    pub(super) known_max: Option<u32>,
+}
+
+/// A build's info block (`INFO_WORDS` u64, zeroed before its kernels): its
+/// own allocation, or its part (`at`) of a batch's (`indices::batch`),
+/// which each of the batch's builds keeps alive.
+pub(crate) enum Info {
+    Own(DevMem),
+    Shared {
+        _block: std::sync::Arc<DevMem>,
+        at: DevPtr<u64>,
+    },
+}
+
+impl Info {
+    fn ptr(&self) -> DevPtr<u64> {
+        match self {
+            Info::Own(m) => m.ptr(),
+            Info::Shared { at, .. } => *at,
+        }
+    }
 }
 
 /// Queues the build of [`build`] (at most one readback first, for a
@@ -204,7 +224,7 @@ pub(crate) fn start(
     let sorted = radix_sort(dev, idx, n64, sort_rows, plan.positions, &scratch)?;
     level_tables(dev, sorted, n64, sort_rows, &plan, &scratch, info.ptr())?;
     Ok(Started::Queued(Pending {
-        info,
+        info: Info::Own(info),
         plan,
         idx,
         n,
@@ -231,7 +251,7 @@ fn sort_rows(
             if (rows as u64) <= rows_direct_limit(n64) {
                 rows as u64
             } else {
-                let words = read_info(dev, info)?;
+                let words = read_info(dev, info.ptr())?;
                 bad_index(dev, idx, &words, rows)?;
                 words[INFO_MAX] + 1
             }
@@ -252,20 +272,20 @@ fn sort_rows(
 /// (`n` u32), level 0's tables (`c0 + 1`, `c0`, `c0` u32), the levels past 0
 /// (`hi_len(n)` u32 at layout.rs's offsets) and level 0's window table
 /// (`ceil(n / WINDOW) + 1` u32).
-struct PlanMem {
+pub(super) struct PlanMem {
     mem: DevMem,
     /// Level 0's chunk bound, `level0_bound(n, sort_rows)`.
-    c0: u64,
-    positions: DevPtr<u32>,
-    start0: DevPtr<u32>,
-    row0: DevPtr<u32>,
-    slot0: DevPtr<u32>,
-    hi: DevPtr<u32>,
-    wfirst: DevPtr<u32>,
+    pub(super) c0: u64,
+    pub(super) positions: DevPtr<u32>,
+    pub(super) start0: DevPtr<u32>,
+    pub(super) row0: DevPtr<u32>,
+    pub(super) slot0: DevPtr<u32>,
+    pub(super) hi: DevPtr<u32>,
+    pub(super) wfirst: DevPtr<u32>,
 }
 
 impl PlanMem {
-    fn alloc(dev: &Device, n64: u64, sort_rows: u64) -> Result<PlanMem> {
+    pub(super) fn alloc(dev: &Device, n64: u64, sort_rows: u64) -> Result<PlanMem> {
         let c0 = level0_bound(n64, sort_rows);
         let windows = n64.div_ceil(crate::kernels::abi::WINDOW) + 1;
         let hi = n64 + 3 * c0 + 1;
@@ -287,7 +307,7 @@ impl PlanMem {
 
 /// The build's scratch: one allocation, carved into the parts `Scratch::*`
 /// name.
-struct Scratch {
+pub(super) struct Scratch {
     mem: DevMem,
     at: Vec<u64>,
 }
@@ -295,23 +315,23 @@ struct Scratch {
 impl Scratch {
     /// The radix sort's counts and their exclusive scan, `(1 << dbits) *
     /// sort_tiles(n)` u32 each.
-    const COUNTS: usize = 0;
-    const OFFS: usize = 1;
+    pub(super) const COUNTS: usize = 0;
+    pub(super) const OFFS: usize = 1;
     /// The scan's tile sums.
-    const SUMS: usize = 2;
+    pub(super) const SUMS: usize = 2;
     /// Keys and values, double-buffered.
-    const KEYS: [usize; 2] = [3, 4];
-    const VALS: [usize; 2] = [5, 6];
+    pub(super) const KEYS: [usize; 2] = [3, 4];
+    pub(super) const VALS: [usize; 2] = [5, 6];
     /// The row offsets, `sort_rows + 1` u32.
-    const OFF: usize = 7;
+    pub(super) const OFF: usize = 7;
     /// Level 0's scan: tile sums and the scan, triples.
-    const SUMS3: usize = 8;
-    const SCAN3: usize = 9;
+    pub(super) const SUMS3: usize = 8;
+    pub(super) const SCAN3: usize = 9;
     /// The level lists, double-buffered (`3 * list_len(n)` u32 each).
-    const LIST_A: usize = 10;
-    const LIST_B: usize = 11;
+    pub(super) const LIST_A: usize = 10;
+    pub(super) const LIST_B: usize = 11;
 
-    fn alloc(dev: &Device, n64: u64, sort_rows: u64) -> Result<Scratch> {
+    pub(super) fn alloc(dev: &Device, n64: u64, sort_rows: u64) -> Result<Scratch> {
         let (_, dbits) = radix(sort_rows);
         let ncounts = (1u64 << dbits) * sort_tiles(n64);
         let sizes = [
@@ -338,7 +358,7 @@ impl Scratch {
     }
 
     /// Part `i`, holding `E`s (the part's comment says which).
-    fn p<E>(&self, i: usize) -> DevPtr<E> {
+    pub(super) fn p<E>(&self, i: usize) -> DevPtr<E> {
         self.mem.ptr::<E>().byte_add(self.at[i])
     }
 }

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use rtx_backend::{IndexPlan, Result as BResult, ops, reference};
 
-use crate::indices::build;
+use crate::indices::{batch, build};
 use crate::indices::hash::max_of;
 use crate::indices::layout::INFO_WORDS;
 use crate::indices::plan::{DevicePlan, u32_bytes};
@@ -232,8 +232,9 @@ impl ListEntry {
     }
 
     /// The scatter plans of `lists` (each entry with the rows it is summed
-    /// into), built together: every build queued, then one wait for all
-    /// their sizes ([`build::start`], `Device::read_each`); entries built
+    /// into), built together: every build queued, most of them in one set
+    /// of launches ([`batch::start_many`]), then one wait for all their
+    /// sizes (`Device::read_each`); entries built
     /// before, and each entry against each of its row counts, checked as
     /// [`ListEntry::plan`] checks them. A plan another thread finishes first
     /// is kept and this one dropped (the same plan).
@@ -243,14 +244,27 @@ impl ListEntry {
     /// build reports an error keeps no plan; the batch's other plans are
     /// kept.
     pub fn plans_together(dev: &Device, lists: &[(&ListEntry, usize)]) -> BResult<()> {
-        let mut queued: Vec<(&ListEntry, build::Pending)> = Vec::new();
+        let mut fresh: Vec<(&ListEntry, batch::Request)> = Vec::new();
         for &(e, rows) in lists {
-            let seen = queued.iter().any(|(q, _)| std::ptr::eq(*q, e));
+            let seen = fresh.iter().any(|(q, _)| std::ptr::eq(*q, e));
             if seen || e.plan.get().is_some() {
                 continue;
             }
-            let known = e.checked_known_max(dev, rows)?;
-            match build::start(dev, e.dev_list(dev)?, e.len, rows, known)? {
+            let known_max = e.checked_known_max(dev, rows)?;
+            fresh.push((
+                e,
+                batch::Request {
+                    idx: e.dev_list(dev)?,
+                    n: e.len,
+                    rows,
+                    known_max,
+                },
+            ));
+        }
+        let requests: Vec<batch::Request> = fresh.iter().map(|(_, r)| *r).collect();
+        let mut queued: Vec<(&ListEntry, build::Pending)> = Vec::new();
+        for ((e, _), started) in fresh.iter().zip(batch::start_many(dev, &requests)?) {
+            match started {
                 build::Started::Done(built) => e.keep(built),
                 build::Started::Queued(p) => queued.push((e, p)),
             }

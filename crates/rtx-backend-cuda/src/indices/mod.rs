@@ -24,6 +24,8 @@ pub(crate) mod layout;
 pub(crate) mod levels;
 
 #[cfg(feature = "cuda")]
+pub(crate) mod batch;
+#[cfg(feature = "cuda")]
 pub(crate) mod build;
 #[cfg(feature = "cuda")]
 mod cache;

@@ -188,6 +188,10 @@ macro_rules! with_kernel_table {
                 );
                 /// `plan_levels`.
                 PlanLevels[](list_a: *mut u32, list_b: *mut u32, hi: *mut u32, n: u64, info: *mut u64);
+                /// The `*_many` kernels of a batch of plan builds (`indices::batch`).
+                PlanMany[](items: *const PlanItem);
+                /// The `*_many` kernels of one radix pass of a batch.
+                PlanPassMany[](items: *const PlanItem, pass: u32);
                 /// `index_random`.
                 IndexRandom[](out: *mut u32, n: u64, seed: u64, start: u64, rows: u64, hub: u32);
                 /// `index_repeat`.
@@ -507,6 +511,18 @@ macro_rules! with_kernel_table {
                 Lvl0Single = "lvl0_single": Lvl0Single[],
                 Lvl0Fill = "lvl0_fill": Lvl0Fill[],
                 PlanLevels = "plan_levels": PlanLevels[],
+                IndexBoundsMany = "index_bounds_many": PlanMany[],
+                PlanHistMany = "plan_hist_many": PlanPassMany[],
+                PlanScanSumsMany = "plan_scan_sums_many": PlanPassMany[],
+                PlanScanSpineMany = "plan_scan_spine_many": PlanPassMany[],
+                PlanScanApplyMany = "plan_scan_apply_many": PlanPassMany[],
+                PlanRankMany = "plan_rank_many": PlanPassMany[],
+                PlanOffsetsMany = "plan_offsets_many": PlanMany[],
+                Lvl0SumsMany = "lvl0_sums_many": PlanMany[],
+                Lvl0SpineMany = "lvl0_spine_many": PlanMany[],
+                Lvl0ApplyMany = "lvl0_apply_many": PlanMany[],
+                Lvl0FillMany = "lvl0_fill_many": PlanMany[],
+                PlanLevelsMany = "plan_levels_many": PlanMany[],
                 IndexRandom = "index_random": IndexRandom[],
                 IndexRepeat = "index_repeat": IndexRepeat[],
                 IndexShift = "index_shift": IndexShift[],

@@ -125,6 +125,10 @@ pub(crate) enum Words {}
 /// kernels/plan.cu's `Level0Counts`: three `u32` counts of level 0's scan.
 pub(crate) enum Level0Counts {}
 
+/// kernels/plan.cu's `PlanItem`: one build of a batch of plan builds
+/// (`indices::batch::Item` writes them).
+pub(crate) enum PlanItem {}
+
 /// A float element passed by value (the table's `T` as a parameter).
 #[repr(transparent)]
 #[derive(Debug, Clone, Copy)]

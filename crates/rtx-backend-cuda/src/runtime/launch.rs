@@ -16,7 +16,7 @@ use crate::kernels::compile::Kernels;
 use crate::kernels::table::{Kernel, MatmulTile, Signature, with_kernel_table};
 use crate::permute::{LinesParams, SpanParams, TileParams};
 use crate::runtime::args::{
-    BiasParts, Elem, In, Level0Counts, Out, PermuteParams, RrClimb, TensorMap, Words,
+    BiasParts, Elem, In, Level0Counts, Out, PermuteParams, PlanItem, RrClimb, TensorMap, Words,
 };
 use crate::runtime::context::Device;
 

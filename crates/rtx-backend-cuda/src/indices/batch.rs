@@ -1,0 +1,287 @@
+//! Scatter plans of several lists built in one set of launches
+//! (kernels/plan.cu's `*_many` kernels): every phase of
+//! [`build::start`](super::build::start) is one launch for the whole batch,
+//! its grid's `y` the build, its `x` the largest grid a build of the batch
+//! needs. The kernels run the one-build kernels' bodies on each build's
+//! fields, so a plan built here is the same bits as one built alone.
+//!
+//! A batch of `k` builds queues about 15 launches (a radix pass: counts,
+//! three scan launches, placement; then the offsets, level 0's three scan
+//! launches, its tables, the levels past it) where `k` builds alone queue
+//! 9-15 each. Builds that need a readback before their launches (the
+//! largest index of an unchecked list into far more rows than it has
+//! entries) and empty lists take [`build::start`].
+
+use rtx_backend::Result as BResult;
+
+use crate::error::Result;
+use crate::indices::build::{
+    self, Info, Pending, PlanMem, SINGLE_SCAN_TILES, Scratch, Started, alloc_u32, tile_grid,
+};
+use crate::indices::layout::{INFO_WORDS, radix, rows_direct_limit, sort_items, sort_tiles, tiles};
+use crate::kernels::table::Kernel;
+use crate::runtime::args::{In, PlanItem};
+use crate::runtime::context::Device;
+use crate::kernels::abi::BLOCK;
+use crate::runtime::launch::{PlanMany, PlanPassMany, grid_for};
+use cudarc::driver::LaunchConfig;
+
+/// Builds of one batch at most: `gridDim.y`'s limit.
+const MAX_BATCH: usize = 65_535;
+
+/// A list to build a plan of: as [`build::start`]'s arguments.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Request {
+    pub idx: crate::runtime::args::DevPtr<u32>,
+    pub n: usize,
+    pub rows: usize,
+    pub known_max: Option<u32>,
+}
+
+/// kernels/plan.cu's `PlanItem`, field for field (every field a `u64`, so
+/// no padding): one build of a batch.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+struct Item {
+    idx: u64,
+    n: u64,
+    check: u64,
+    bound: u64,
+    info: u64,
+    sort_rows: u64,
+    passes: u64,
+    dbits: u64,
+    ntiles: u64,
+    items: u64,
+    single_counts: u64,
+    single_rows: u64,
+    counts: u64,
+    offs: u64,
+    sums: u64,
+    keys: [u64; 2],
+    vals: [u64; 2],
+    positions: u64,
+    off: u64,
+    sums3: u64,
+    scan3: u64,
+    list_a: u64,
+    list_b: u64,
+    start0: u64,
+    row0: u64,
+    slot0: u64,
+    hi: u64,
+    wfirst: u64,
+}
+
+/// The largest grid each phase needs over a batch's builds.
+#[derive(Debug, Default)]
+struct Grids {
+    bounds: u32,
+    passes: u32,
+    sort: u32,
+    counts: u32,
+    offsets: u32,
+    rows: u32,
+    fill: u32,
+}
+
+/// Whether `r` can join a batch: its sort's rows are known without a
+/// readback, and it has entries ([`build::start`] answers the others,
+/// errors included).
+fn batchable(r: &Request) -> bool {
+    r.n > 0
+        && r.n <= u32::MAX as usize
+        && (r.known_max.is_some() || (r.rows > 0 && r.rows as u64 <= rows_direct_limit(r.n as u64)))
+}
+
+/// Queues the builds of `reqs`, one [`Started`] each in order: the
+/// batchable ones ([`batchable`]) together when there are at least two,
+/// the others through [`build::start`]. Every build's info block is read
+/// back by the caller, as [`build::start`]'s.
+pub(crate) fn start_many(dev: &Device, reqs: &[Request]) -> BResult<Vec<Started>> {
+    let together: Vec<usize> = (0..reqs.len()).filter(|&i| batchable(&reqs[i])).collect();
+    let mut out: Vec<Option<Started>> = (0..reqs.len()).map(|_| None).collect();
+    if together.len() >= 2 {
+        for part in together.chunks(MAX_BATCH) {
+            let picked: Vec<Request> = part.iter().map(|&i| reqs[i]).collect();
+            for (&i, p) in part.iter().zip(queue_batch(dev, &picked)?) {
+                out[i] = Some(Started::Queued(p));
+            }
+        }
+    }
+    for (r, o) in reqs.iter().zip(out.iter_mut()) {
+        if o.is_none() {
+            *o = Some(build::start(dev, r.idx, r.n, r.rows, r.known_max)?);
+        }
+    }
+    Ok(out.into_iter().map(|o| o.expect("every build started")).collect())
+}
+
+/// Queues one batch of batchable builds.
+fn queue_batch(dev: &Device, reqs: &[Request]) -> Result<Vec<Pending>> {
+    let info_bytes = 8 * INFO_WORDS as u64;
+    let infos = alloc_u32(dev, 2 * INFO_WORDS as u64 * reqs.len() as u64)?;
+    dev.zero(&infos)?;
+    let infos = std::sync::Arc::new(infos);
+    let mut items = Vec::with_capacity(reqs.len());
+    let mut plans = Vec::with_capacity(reqs.len());
+    // the scratch goes back to the stream's cache once the launches are
+    // queued: later work on the stream runs after them
+    let mut scratches = Vec::with_capacity(reqs.len());
+    let mut g = Grids::default();
+    for (i, r) in reqs.iter().enumerate() {
+        let n64 = r.n as u64;
+        let sort_rows = match r.known_max {
+            Some(m) => u64::from(m) + 1,
+            None => r.rows as u64,
+        };
+        let (passes, dbits) = radix(sort_rows);
+        let plan = PlanMem::alloc(dev, n64, sort_rows)?;
+        let s = Scratch::alloc(dev, n64, sort_rows)?;
+        let ntiles = sort_tiles(n64);
+        let ncounts = (1u64 << dbits) * ntiles;
+        let info = infos.ptr::<u64>().byte_add(info_bytes * i as u64);
+        let a = |p: crate::runtime::args::DevPtr<u32>| p.addr();
+        items.push(Item {
+            idx: r.idx.addr(),
+            n: n64,
+            check: u64::from(r.known_max.is_none()),
+            bound: r.rows as u64,
+            info: info.addr(),
+            sort_rows,
+            passes: u64::from(passes),
+            dbits: u64::from(dbits),
+            ntiles,
+            items: u64::from(sort_items(n64)),
+            single_counts: u64::from(tiles(ncounts) <= SINGLE_SCAN_TILES),
+            single_rows: u64::from(tiles(sort_rows) <= SINGLE_SCAN_TILES),
+            counts: a(s.p(Scratch::COUNTS)),
+            offs: a(s.p(Scratch::OFFS)),
+            sums: a(s.p(Scratch::SUMS)),
+            keys: Scratch::KEYS.map(|k| a(s.p(k))),
+            vals: Scratch::VALS.map(|k| a(s.p(k))),
+            positions: a(plan.positions),
+            off: a(s.p(Scratch::OFF)),
+            sums3: a(s.p(Scratch::SUMS3)),
+            scan3: a(s.p(Scratch::SCAN3)),
+            list_a: a(s.p(Scratch::LIST_A)),
+            list_b: a(s.p(Scratch::LIST_B)),
+            start0: a(plan.start0),
+            row0: a(plan.row0),
+            slot0: a(plan.slot0),
+            hi: a(plan.hi),
+            wfirst: a(plan.wfirst),
+        });
+        if r.known_max.is_none() {
+            g.bounds = g.bounds.max(grid_for(n64).min(4096));
+        }
+        g.passes = g.passes.max(passes);
+        g.sort = g.sort.max(tile_grid(ntiles));
+        g.counts = g.counts.max(tile_grid(tiles(ncounts)));
+        g.offsets = g.offsets.max(grid_for(sort_rows + 1));
+        g.rows = g.rows.max(tile_grid(tiles(sort_rows)));
+        g.fill = g.fill.max(grid_for(plan.c0));
+        plans.push(Pending {
+            info: Info::Shared {
+                _block: std::sync::Arc::clone(&infos),
+                at: info,
+            },
+            plan,
+            idx: r.idx,
+            n: r.n,
+            rows: r.rows,
+            known_max: r.known_max,
+        });
+        scratches.push(s);
+    }
+    let bytes: Vec<u8> = items.iter().flat_map(item_bytes).collect();
+    let descs = dev.upload_bytes(&bytes)?;
+    launch_phases(dev, In::at(descs.ptr::<PlanItem>()), reqs.len() as u32, &g)?;
+    drop(scratches);
+    drop(descs);
+    Ok(plans)
+}
+
+/// An item's bytes, as the kernels read the struct (native order).
+fn item_bytes(it: &Item) -> Vec<u8> {
+    let words: [u64; ITEM_WORDS] = [
+        it.idx,
+        it.n,
+        it.check,
+        it.bound,
+        it.info,
+        it.sort_rows,
+        it.passes,
+        it.dbits,
+        it.ntiles,
+        it.items,
+        it.single_counts,
+        it.single_rows,
+        it.counts,
+        it.offs,
+        it.sums,
+        it.keys[0],
+        it.keys[1],
+        it.vals[0],
+        it.vals[1],
+        it.positions,
+        it.off,
+        it.sums3,
+        it.scan3,
+        it.list_a,
+        it.list_b,
+        it.start0,
+        it.row0,
+        it.slot0,
+        it.hi,
+        it.wfirst,
+    ];
+    words.iter().flat_map(|w| w.to_ne_bytes()).collect()
+}
+
+/// `u64`s of [`Item`] (and of plan.cu's `PlanItem`): its fields in order.
+const ITEM_WORDS: usize = 30;
+const _: () = assert!(std::mem::size_of::<Item>() == 8 * ITEM_WORDS);
+
+/// `grid` blocks per build of a batch of `k`.
+fn cfg2(grid: u32, k: u32) -> LaunchConfig {
+    LaunchConfig {
+        grid_dim: (grid.max(1), k, 1),
+        block_dim: (BLOCK, 1, 1),
+        shared_mem_bytes: 0,
+    }
+}
+
+/// Queues the batch's phases in [`build::start`]'s order.
+fn launch_phases(dev: &Device, items: In<PlanItem>, k: u32, g: &Grids) -> Result<()> {
+    let kernels = dev.kernels()?;
+    let all = |kernel: Kernel, grid: u32| {
+        // SAFETY: `items` holds `k` PlanItems whose addresses are this
+        // batch's allocations with the sizes `build::start` gives them
+        // (PlanMem::alloc, Scratch::alloc), their info blocks zeroed; each
+        // kernel touches only what its one-build namesake touches with
+        // those fields, and the phases run in that build's order.
+        unsafe { PlanMany { items }.launch(dev, &kernels, kernel, cfg2(grid, k)) }
+    };
+    let pass = |kernel: Kernel, pass: u32, grid: u32| {
+        // SAFETY: as `all`'s, for radix pass `pass` (a build of fewer
+        // passes returns at once).
+        unsafe { PlanPassMany { items, pass }.launch(dev, &kernels, kernel, cfg2(grid, k)) }
+    };
+    if g.bounds > 0 {
+        all(Kernel::IndexBoundsMany, g.bounds)?;
+    }
+    for p in 0..g.passes {
+        pass(Kernel::PlanHistMany, p, g.sort)?;
+        pass(Kernel::PlanScanSumsMany, p, g.counts)?;
+        pass(Kernel::PlanScanSpineMany, p, 1)?;
+        pass(Kernel::PlanScanApplyMany, p, g.counts)?;
+        pass(Kernel::PlanRankMany, p, g.sort)?;
+    }
+    all(Kernel::PlanOffsetsMany, g.offsets)?;
+    all(Kernel::Lvl0SumsMany, g.rows)?;
+    all(Kernel::Lvl0SpineMany, 1)?;
+    all(Kernel::Lvl0ApplyMany, g.rows)?;
+    all(Kernel::Lvl0FillMany, g.fill)?;
+    all(Kernel::PlanLevelsMany, 1)
+}
