@@ -130,9 +130,11 @@ impl<'a, B: Backend + TrainOps + SampleOps + 'static, T: Element> Trainer<'a, B,
     /// Runs the epoch's mini-batch steps from the position on, `batch`
     /// seeds each in `order`; `false` when `on_step` stopped the run.
     ///
-    /// Pipelined on the host: step `k`'s loss is read after step `k + 1`'s
-    /// forward and backward are queued and before its update, so the device
-    /// has work while the host waits. A stop at `k` discards `k + 1`'s
+    /// Pipelined on the host: once step `k + 1`'s forward and backward are
+    /// queued, step `k + 2`'s batch is sampled beside (the sampler's reads
+    /// wait while the device trains), then step `k`'s loss is read, before
+    /// step `k + 1`'s update, so the device has work while the host waits.
+    /// A stop at `k` discards `k + 1`'s
     /// gradients only: the parameters, optimizer and position stay those
     /// after `k`. A non-finite loss at `k` ends the run with an error naming
     /// it, the position before `k` (its update was queued before its loss
@@ -161,6 +163,16 @@ impl<'a, B: Backend + TrainOps + SampleOps + 'static, T: Element> Trainer<'a, B,
             } else {
                 None
             };
+            // step k + 1's batch, sampled beside while the device runs step
+            // k (before the wait for step k - 1's loss, which lasts until
+            // step k's backward is done)
+            if queued.is_some() && k + 1 < steps {
+                let step = global(k + 1);
+                self.ahead = Some(Ahead {
+                    global_step: step,
+                    batch: self.batch_of(seeds(k + 1), (self.config.seed, step), true, true)?,
+                });
+            }
             if let Some((loss, info)) = pending.take() {
                 let loss = loss.read(self.b)?;
                 let go = self.report_step(loss, info, steps, on_step);
@@ -174,13 +186,6 @@ impl<'a, B: Backend + TrainOps + SampleOps + 'static, T: Element> Trainer<'a, B,
                 .optimizer
                 .step(self.b, self.model.params_mut(), &grads)?;
             *last_lr = info.lr;
-            if k + 1 < steps {
-                let step = global(k + 1);
-                self.ahead = Some(Ahead {
-                    global_step: step,
-                    batch: self.batch_of(seeds(k + 1), (self.config.seed, step), true, true)?,
-                });
-            }
             drop(q.batch);
             pending = Some((q.loss, info));
         }
