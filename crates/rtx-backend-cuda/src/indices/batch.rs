@@ -5,10 +5,11 @@
 //! needs. The kernels run the one-build kernels' bodies on each build's
 //! fields, so a plan built here is the same bits as one built alone.
 //!
-//! A batch of `k` builds queues about 15 launches (a radix pass: counts,
-//! three scan launches, placement; then the offsets, level 0's three scan
-//! launches, its tables, the levels past it) where `k` builds alone queue
-//! 9-15 each. Builds that need a readback before their launches (the
+//! A batch of `k` builds queues `7 + 5p` launches for `p` radix passes
+//! (the range check; per pass the counts, three scan launches and the
+//! placement; the offsets, level 0's three scan launches, its tables and
+//! the levels past it), 17 for rows up to 2^22, where each build alone
+//! queues 9-15. Builds that need a readback before their launches (the
 //! largest index of an unchecked list into far more rows than it has
 //! entries) and empty lists take [`build::start`].
 
@@ -19,10 +20,10 @@ use crate::indices::build::{
     self, Info, Pending, PlanMem, SINGLE_SCAN_TILES, Scratch, Started, alloc_u32, tile_grid,
 };
 use crate::indices::layout::{INFO_WORDS, radix, rows_direct_limit, sort_items, sort_tiles, tiles};
-use crate::kernels::table::Kernel;
-use crate::runtime::args::{In, PlanItem};
-use crate::runtime::context::Device;
 use crate::kernels::abi::BLOCK;
+use crate::kernels::table::Kernel;
+use crate::runtime::args::{DevPtr, In, PlanItem};
+use crate::runtime::context::Device;
 use crate::runtime::launch::{PlanMany, PlanPassMany, grid_for};
 use cudarc::driver::LaunchConfig;
 
@@ -32,7 +33,7 @@ const MAX_BATCH: usize = 65_535;
 /// A list to build a plan of: as [`build::start`]'s arguments.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Request {
-    pub idx: crate::runtime::args::DevPtr<u32>,
+    pub idx: DevPtr<u32>,
     pub n: usize,
     pub rows: usize,
     pub known_max: Option<u32>,
@@ -114,7 +115,10 @@ pub(crate) fn start_many(dev: &Device, reqs: &[Request]) -> BResult<Vec<Started>
             *o = Some(build::start(dev, r.idx, r.n, r.rows, r.known_max)?);
         }
     }
-    Ok(out.into_iter().map(|o| o.expect("every build started")).collect())
+    Ok(out
+        .into_iter()
+        .map(|o| o.expect("every build started"))
+        .collect())
 }
 
 /// Queues one batch of batchable builds.
@@ -141,7 +145,7 @@ fn queue_batch(dev: &Device, reqs: &[Request]) -> Result<Vec<Pending>> {
         let ntiles = sort_tiles(n64);
         let ncounts = (1u64 << dbits) * ntiles;
         let info = infos.ptr::<u64>().byte_add(info_bytes * i as u64);
-        let a = |p: crate::runtime::args::DevPtr<u32>| p.addr();
+        let a = |p: DevPtr<u32>| p.addr();
         items.push(Item {
             idx: r.idx.addr(),
             n: n64,

@@ -7,10 +7,10 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use rtx_backend::{IndexPlan, Result as BResult, ops, reference};
 
-use crate::indices::{batch, build};
 use crate::indices::hash::max_of;
 use crate::indices::layout::INFO_WORDS;
 use crate::indices::plan::{DevicePlan, u32_bytes};
+use crate::indices::{batch, build};
 use crate::runtime::args::DevPtr;
 use crate::runtime::buffer::DevMem;
 use crate::runtime::context::Device;
