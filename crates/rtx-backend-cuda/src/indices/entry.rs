@@ -241,8 +241,10 @@ impl ListEntry {
     ///
     /// # Errors
     /// As [`ListEntry::plan`] (the first error of the batch): a list whose
-    /// build reports an error keeps no plan; the batch's other plans are
-    /// kept.
+    /// build reports an entry out of range keeps no plan, and the others'
+    /// plans are kept; an error while the builds are queued (an
+    /// allocation, a list whose range is read back before its build)
+    /// keeps none of them.
     pub fn plans_together(dev: &Device, lists: &[(&ListEntry, usize)]) -> BResult<()> {
         let mut fresh: Vec<(&ListEntry, batch::Request)> = Vec::new();
         for &(e, rows) in lists {
