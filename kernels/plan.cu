@@ -518,7 +518,8 @@ extern "C" __global__ void __launch_bounds__(RTX_BLOCK)
 // One build of a batch (the `*_many` kernels: blockIdx.y picks the build,
 // whose blocks stride over its own tiles; a build a phase has no work for
 // returns at once). Every field is a u64, addresses as integers, so the
-// host's #[repr(C)] twin (indices/batch.rs, `Item`) has no padding. The
+// host writes it as words (indices/batch.rs; layout.rs's PLAN_ITEM_WORDS
+// counts them, checked against this struct by its tests). The
 // kernels run the bodies of the one-build kernels above on these fields,
 // so a plan built in a batch is the same bits as one built alone.
 struct PlanItem {

@@ -19,7 +19,9 @@ use crate::error::Result;
 use crate::indices::build::{
     self, Info, Pending, PlanMem, SINGLE_SCAN_TILES, Scratch, Started, alloc_u32, tile_grid,
 };
-use crate::indices::layout::{INFO_WORDS, radix, rows_direct_limit, sort_items, sort_tiles, tiles};
+use crate::indices::layout::{
+    INFO_WORDS, PLAN_ITEM_WORDS, radix, rows_direct_limit, sort_items, sort_tiles, tiles,
+};
 use crate::kernels::abi::BLOCK;
 use crate::kernels::table::Kernel;
 use crate::runtime::args::{DevPtr, In, PlanItem};
@@ -37,41 +39,6 @@ pub(crate) struct Request {
     pub n: usize,
     pub rows: usize,
     pub known_max: Option<u32>,
-}
-
-/// kernels/plan.cu's `PlanItem`, field for field (every field a `u64`, so
-/// no padding): one build of a batch.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, Default)]
-struct Item {
-    idx: u64,
-    n: u64,
-    check: u64,
-    bound: u64,
-    info: u64,
-    sort_rows: u64,
-    passes: u64,
-    dbits: u64,
-    ntiles: u64,
-    items: u64,
-    single_counts: u64,
-    single_rows: u64,
-    counts: u64,
-    offs: u64,
-    sums: u64,
-    keys: [u64; 2],
-    vals: [u64; 2],
-    positions: u64,
-    off: u64,
-    sums3: u64,
-    scan3: u64,
-    list_a: u64,
-    list_b: u64,
-    start0: u64,
-    row0: u64,
-    slot0: u64,
-    hi: u64,
-    wfirst: u64,
 }
 
 /// The largest grid each phase needs over a batch's builds.
@@ -127,7 +94,7 @@ fn queue_batch(dev: &Device, reqs: &[Request]) -> Result<Vec<Pending>> {
     let infos = alloc_u32(dev, 2 * INFO_WORDS as u64 * reqs.len() as u64)?;
     dev.zero(&infos)?;
     let infos = std::sync::Arc::new(infos);
-    let mut items = Vec::with_capacity(reqs.len());
+    let mut words: Vec<u64> = Vec::with_capacity(PLAN_ITEM_WORDS * reqs.len());
     let mut plans = Vec::with_capacity(reqs.len());
     // the scratch goes back to the stream's cache once the launches are
     // queued: later work on the stream runs after them
@@ -146,36 +113,42 @@ fn queue_batch(dev: &Device, reqs: &[Request]) -> Result<Vec<Pending>> {
         let ncounts = (1u64 << dbits) * ntiles;
         let info = infos.ptr::<u64>().byte_add(info_bytes * i as u64);
         let a = |p: DevPtr<u32>| p.addr();
-        items.push(Item {
-            idx: r.idx.addr(),
-            n: n64,
-            check: u64::from(r.known_max.is_none()),
-            bound: r.rows as u64,
-            info: info.addr(),
+        let [k0, k1] = Scratch::KEYS.map(|k| a(s.p(k)));
+        let [v0, v1] = Scratch::VALS.map(|k| a(s.p(k)));
+        // plan.cu's `PlanItem`, field by field
+        let item: [u64; PLAN_ITEM_WORDS] = [
+            r.idx.addr(),
+            n64,
+            u64::from(r.known_max.is_none()), // check
+            r.rows as u64,                    // bound
+            info.addr(),
             sort_rows,
-            passes: u64::from(passes),
-            dbits: u64::from(dbits),
+            u64::from(passes),
+            u64::from(dbits),
             ntiles,
-            items: u64::from(sort_items(n64)),
-            single_counts: u64::from(tiles(ncounts) <= SINGLE_SCAN_TILES),
-            single_rows: u64::from(tiles(sort_rows) <= SINGLE_SCAN_TILES),
-            counts: a(s.p(Scratch::COUNTS)),
-            offs: a(s.p(Scratch::OFFS)),
-            sums: a(s.p(Scratch::SUMS)),
-            keys: Scratch::KEYS.map(|k| a(s.p(k))),
-            vals: Scratch::VALS.map(|k| a(s.p(k))),
-            positions: a(plan.positions),
-            off: a(s.p(Scratch::OFF)),
-            sums3: a(s.p(Scratch::SUMS3)),
-            scan3: a(s.p(Scratch::SCAN3)),
-            list_a: a(s.p(Scratch::LIST_A)),
-            list_b: a(s.p(Scratch::LIST_B)),
-            start0: a(plan.start0),
-            row0: a(plan.row0),
-            slot0: a(plan.slot0),
-            hi: a(plan.hi),
-            wfirst: a(plan.wfirst),
-        });
+            u64::from(sort_items(n64)),                       // items
+            u64::from(tiles(ncounts) <= SINGLE_SCAN_TILES),   // single_counts
+            u64::from(tiles(sort_rows) <= SINGLE_SCAN_TILES), // single_rows
+            a(s.p(Scratch::COUNTS)),
+            a(s.p(Scratch::OFFS)),
+            a(s.p(Scratch::SUMS)),
+            k0,
+            k1,
+            v0,
+            v1,
+            a(plan.positions),
+            a(s.p(Scratch::OFF)),
+            a(s.p(Scratch::SUMS3)),
+            a(s.p(Scratch::SCAN3)),
+            a(s.p(Scratch::LIST_A)),
+            a(s.p(Scratch::LIST_B)),
+            a(plan.start0),
+            a(plan.row0),
+            a(plan.slot0),
+            a(plan.hi),
+            a(plan.wfirst),
+        ];
+        words.extend(item);
         if r.known_max.is_none() {
             g.bounds = g.bounds.max(grid_for(n64).min(4096));
         }
@@ -198,54 +171,13 @@ fn queue_batch(dev: &Device, reqs: &[Request]) -> Result<Vec<Pending>> {
         });
         scratches.push(s);
     }
-    let bytes: Vec<u8> = items.iter().flat_map(item_bytes).collect();
+    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_ne_bytes()).collect();
     let descs = dev.upload_bytes(&bytes)?;
     launch_phases(dev, In::at(descs.ptr::<PlanItem>()), reqs.len() as u32, &g)?;
     drop(scratches);
     drop(descs);
     Ok(plans)
 }
-
-/// An item's bytes, as the kernels read the struct (native order).
-fn item_bytes(it: &Item) -> Vec<u8> {
-    let words: [u64; ITEM_WORDS] = [
-        it.idx,
-        it.n,
-        it.check,
-        it.bound,
-        it.info,
-        it.sort_rows,
-        it.passes,
-        it.dbits,
-        it.ntiles,
-        it.items,
-        it.single_counts,
-        it.single_rows,
-        it.counts,
-        it.offs,
-        it.sums,
-        it.keys[0],
-        it.keys[1],
-        it.vals[0],
-        it.vals[1],
-        it.positions,
-        it.off,
-        it.sums3,
-        it.scan3,
-        it.list_a,
-        it.list_b,
-        it.start0,
-        it.row0,
-        it.slot0,
-        it.hi,
-        it.wfirst,
-    ];
-    words.iter().flat_map(|w| w.to_ne_bytes()).collect()
-}
-
-/// `u64`s of [`Item`] (and of plan.cu's `PlanItem`): its fields in order.
-const ITEM_WORDS: usize = 30;
-const _: () = assert!(std::mem::size_of::<Item>() == 8 * ITEM_WORDS);
 
 /// `grid` blocks per build of a batch of `k`.
 fn cfg2(grid: u32, k: u32) -> LaunchConfig {

@@ -25,6 +25,11 @@ pub(crate) const INFO_CHUNKS: usize = 8;
 /// `+ l`: the values level `l` reads (`l >= 1`).
 pub(crate) const INFO_VALUES: usize = 16;
 
+/// `u64`s of plan.cu's `PlanItem`, one build of a batch (`indices::batch`
+/// writes them in the struct's field order; every field a `u64`, so no
+/// padding).
+pub(crate) const PLAN_ITEM_WORDS: usize = 30;
+
 /// The passes of the radix sort of indices below `rows` (`rows >= 1`):
 /// `(passes, digit bits)`, at least one pass of at least one bit.
 pub(crate) fn radix(rows: u64) -> (u32, u32) {
@@ -125,6 +130,31 @@ mod tests {
         assert_eq!(sort_items(SHORT_SORT_ENTRIES - 1), SHORT_SORT_ITEMS);
         assert_eq!(sort_items(SHORT_SORT_ENTRIES), PLAN_ITEMS as u32);
         assert_eq!(sort_tiles(SHORT_SORT_ENTRIES), tiles(SHORT_SORT_ENTRIES));
+    }
+
+    #[test]
+    fn plan_item_words_are_plan_cus_fields() {
+        let src = include_str!("../../../../kernels/plan.cu");
+        let body = src
+            .split("struct PlanItem {")
+            .nth(1)
+            .and_then(|s| s.split("};").next())
+            .expect("plan.cu declares struct PlanItem");
+        let mut words = 0;
+        for line in body.lines() {
+            let decl = line.split("//").next().unwrap_or("").trim();
+            let Some(fields) = decl.strip_prefix("u64 ") else {
+                assert!(decl.is_empty(), "a PlanItem field not a u64: {decl}");
+                continue;
+            };
+            for f in fields.trim_end_matches(';').split(',') {
+                words += match f.trim().split_once('[') {
+                    Some((_, n)) => n.trim_end_matches(']').parse::<usize>().unwrap(),
+                    None => 1,
+                };
+            }
+        }
+        assert_eq!(words, PLAN_ITEM_WORDS);
     }
 
     #[test]
