@@ -46,7 +46,7 @@ impl<B: Backend + TrainOps + SampleOps + 'static, T: Element> Trainer<'_, B, T> 
             self.after_side()?;
             let mb = batch.mb();
             let y = low.forward(b, &mb.graph.trimmed(), &mb.x)?;
-            let rows = b.convert::<T, f32>(&b.index_select(&y, Indices::held(&mb.seeds))?)?;
+            let rows = self.picked_f32(&y, &mb.seeds)?;
             if i + 1 < chunks.len() {
                 ahead = Some(sample(i + 1)?);
             }
@@ -95,8 +95,12 @@ impl<B: Backend + TrainOps + SampleOps + 'static, T: Element> Trainer<'_, B, T> 
 
     /// Rows `rows` of the outputs `y`, in `f32` on the host.
     fn rows_of(&self, y: &BTensor<B, T>, rows: &B::Index) -> Result<Vec<f32>> {
+        Ok(self.b.download(&self.picked_f32(y, rows)?)?)
+    }
+
+    /// Rows `rows` of the outputs `y` in `f32`, queued on the backend.
+    fn picked_f32(&self, y: &BTensor<B, T>, rows: &B::Index) -> Result<BTensor<B, f32>> {
         let b = self.b;
-        let picked = b.index_select(y, Indices::held(rows))?;
-        Ok(b.download(&b.convert::<T, f32>(&picked)?)?)
+        Ok(b.convert::<T, f32>(&b.index_select(y, Indices::held(rows))?)?)
     }
 }
