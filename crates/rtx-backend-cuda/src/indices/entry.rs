@@ -9,8 +9,8 @@ use rtx_backend::{IndexPlan, Result as BResult, ops, reference};
 
 use crate::indices::hash::max_and_sorted;
 use crate::indices::layout::INFO_WORDS;
-use crate::indices::order::Sorted;
 use crate::indices::plan::{DevicePlan, u32_bytes};
+use crate::indices::sorted::Sorted;
 use crate::indices::{batch, build};
 use crate::runtime::args::DevPtr;
 use crate::runtime::buffer::DevMem;

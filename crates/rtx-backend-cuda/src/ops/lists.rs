@@ -11,7 +11,7 @@ use rtx_backend::{Indices, Result as BResult};
 use crate::backend::CudaBackend;
 use crate::error::Result;
 use crate::indices::lists::{CudaIndex, check_owner, copy_parts, produce};
-use crate::indices::order::Sorted;
+use crate::indices::sorted::Sorted;
 use crate::indices::{Largest, ListEntry};
 use crate::kernels::table::Kernel;
 use crate::runtime::args::Out;

@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 use crate::indices::build::scan_u32;
 use crate::indices::layout::tiles;
 use crate::indices::lists::{CudaIndex, copy_parts};
-use crate::indices::order::Sorted;
+use crate::indices::sorted::Sorted;
 use crate::indices::{Largest, ListEntry};
 use crate::kernels::table::Kernel;
 use crate::runtime::args::{DevPtr, In, Out};
