@@ -12,10 +12,12 @@
 // exclusive scan of the counts in digit-major order (scan_*), and the stable
 // placement (plan_rank), which ranks each tile's items in order with warp
 // match masks. The row offsets are lower bounds in the sorted keys
-// (plan_offsets); level 0's chunk tables come from a scan over the rows of
-// (chunks, slots, multi-chunk rows) (lvl0_*), the levels past it from one
-// block that walks the short list of rows still having several chunks
-// (plan_levels).
+// (plan_offsets); a list known to be sorted already (a sampled hop's
+// destinations, repeats) skips the passes: its positions are the identity,
+// which plan_offsets writes. Level 0's chunk tables come from a scan over
+// the rows of (chunks, slots, multi-chunk rows) (lvl0_*), the levels past
+// it from one block that walks the short list of rows still having several
+// chunks (plan_levels).
 //
 // No float arithmetic. Atomics only update integer counts, maxima and minima,
 // whose values do not depend on the order in which the atomics land, so every
@@ -320,9 +322,14 @@ extern "C" __global__ void __launch_bounds__(RTX_BLOCK)
 // ---- row offsets and level 0 ----
 
 // off[r] = number of sorted keys below r, for r in [0, rows]: IndexPlan's offsets.
+// With `iota` (not null: the list itself is sorted, so its stable sort is the
+// identity and skeys is the list), also iota[i] = i for i < n: the positions.
 __device__ __forceinline__ void plan_offsets_of(const u32* __restrict__ skeys, u64 n, u64 rows,
-                                                u32* __restrict__ off) {
-    for (u64 r = (u64)blockIdx.x * blockDim.x + threadIdx.x; r <= rows; r += (u64)gridDim.x * blockDim.x) {
+                                                u32* __restrict__ off, u32* __restrict__ iota) {
+    const u64 end = iota && n > rows + 1 ? n : rows + 1;
+    for (u64 r = (u64)blockIdx.x * blockDim.x + threadIdx.x; r < end; r += (u64)gridDim.x * blockDim.x) {
+        if (iota && r < n) iota[r] = (u32)r;
+        if (r > rows) continue;
         u64 lo = 0, hi = n;
         while (lo < hi) {
             const u64 mid = (lo + hi) >> 1;
@@ -332,8 +339,9 @@ __device__ __forceinline__ void plan_offsets_of(const u32* __restrict__ skeys, u
     }
 }
 extern "C" __global__ void __launch_bounds__(RTX_BLOCK)
-    plan_offsets(const u32* __restrict__ skeys, u64 n, u64 rows, u32* __restrict__ off) {
-    plan_offsets_of(skeys, n, rows, off);
+    plan_offsets(const u32* __restrict__ skeys, u64 n, u64 rows, u32* __restrict__ off,
+                 u32* __restrict__ iota) {
+    plan_offsets_of(skeys, n, rows, off, iota);
 }
 
 extern "C" __global__ void __launch_bounds__(RTX_BLOCK)
@@ -607,9 +615,14 @@ extern "C" __global__ void __launch_bounds__(RTX_BLOCK)
 extern "C" __global__ void __launch_bounds__(RTX_BLOCK)
     plan_offsets_many(const PlanItem* __restrict__ items) {
     const PlanItem& it = items[blockIdx.y];
-    // the last pass's keys: the sorted list
-    plan_offsets_of(PTR(const u32, it.keys[(it.passes - 1) % 2]), it.n, it.sort_rows,
-                    PTR(u32, it.off));
+    // the last pass's keys: the sorted list; a list sorted already (no
+    // passes) is its own sorted keys, its positions the identity
+    if (it.passes == 0)
+        plan_offsets_of(PTR(const u32, it.idx), it.n, it.sort_rows, PTR(u32, it.off),
+                        PTR(u32, it.positions));
+    else
+        plan_offsets_of(PTR(const u32, it.keys[(it.passes - 1) % 2]), it.n, it.sort_rows,
+                        PTR(u32, it.off), (u32*)0);
 }
 
 // Level 0's scan over the rows: one block where the rows fit a few tiles,

@@ -203,6 +203,98 @@ fn plans_prepared_together_wait_once_and_scatter_the_cpus_bits() {
     );
 }
 
+/// Lists known to be sorted (repeats, their concatenations in order, a
+/// sorted host list) skip the radix sort: a build of one takes at most 6
+/// launches (a sorted pass alone takes 3 more), a batch of them as few,
+/// and each scatter and gather is the CPU's bits, alone and in a batch
+/// beside unsorted lists. The cases: a mini-batch's destinations, hub rows
+/// of 100k entries (levels past 0), duplicates with gaps, one entry, more
+/// than 2^20 entries, and a destination of far more rows than entries.
+#[test]
+fn sorted_lists_skip_the_sort_and_scatter_the_cpus_bits() {
+    let g = backend();
+    let sorted_host = |seed: u64, e: usize, rows: usize| {
+        let mut v = indices(seed, e, rows, true);
+        v.sort_unstable();
+        v
+    };
+    type Make<'a> = Box<dyn Fn(&CudaBackend) -> rtx_backend_cuda::CudaIndex + 'a>;
+    let cases: Vec<(&str, usize, Make<'_>)> = vec![
+        (
+            "mini-batch destinations",
+            16_385,
+            Box::new(|g| {
+                let seeds = g.index_repeat(1024, 15, 0).unwrap();
+                let hop = g.index_repeat(1024 * 15, 10, 1024).unwrap();
+                g.index_concat(&[(&seeds, 0), (&hop, 0)]).unwrap()
+            }),
+        ),
+        (
+            "hub rows",
+            20,
+            Box::new(|g| g.index_repeat(3, 100_000, 7).unwrap()),
+        ),
+        (
+            "sorted host list",
+            70_000,
+            Box::new(|g| g.index_from_host(&sorted_host(3, 200_000, 70_000)).unwrap()),
+        ),
+        (
+            "one entry",
+            6,
+            Box::new(|g| g.index_repeat(1, 1, 5).unwrap()),
+        ),
+        (
+            "2^20 and more",
+            1 << 16,
+            Box::new(|g| g.index_repeat(1 << 16, 20, 0).unwrap()),
+        ),
+        (
+            "far more rows",
+            4_000_000,
+            Box::new(|g| g.index_from_host(&sorted_host(4, 1000, 4_000_000)).unwrap()),
+        ),
+    ];
+    for (i, (case, rows, make)) in cases.iter().enumerate() {
+        let list = make(&g);
+        let idx = g.index_download(&list).unwrap().into_owned();
+        assert!(idx.is_sorted(), "{case}");
+        let before = g.activity();
+        g.prepare_plans(&[Indices::held(&list).with_rows(*rows)])
+            .unwrap();
+        let spent = g.activity().since(&before);
+        assert!(spent.launches <= 6, "{case}: no sort: {spent:?}");
+        against_cpu::<f32>(&g, &list, &idx, *rows, 3, 70 + i as u64, case);
+    }
+    // a batch of sorted lists alone, then beside an unsorted one
+    let lists: Vec<_> = cases.iter().map(|(_, _, make)| make(&g)).collect();
+    let all: Vec<_> = lists
+        .iter()
+        .zip(&cases)
+        .map(|(l, c)| Indices::held(l).with_rows(c.1))
+        .collect();
+    let before = g.activity();
+    g.prepare_plans(&all).unwrap();
+    let spent = g.activity().since(&before);
+    assert!(spent.launches <= 6, "a batch of sorted lists: {spent:?}");
+    let lists: Vec<_> = cases.iter().map(|(_, _, make)| make(&g)).collect();
+    let unsorted = g.index_random(80, 0, 168_960, 16_384, true).unwrap();
+    let mut all: Vec<_> = lists
+        .iter()
+        .zip(&cases)
+        .map(|(l, c)| Indices::held(l).with_rows(c.1))
+        .collect();
+    all.push(Indices::held(&unsorted).with_rows(16_384));
+    g.prepare_plans(&all).unwrap();
+    for (i, (l, (case, rows, _))) in lists.iter().zip(&cases).enumerate() {
+        let idx = g.index_download(l).unwrap().into_owned();
+        let case = format!("batched: {case}");
+        against_cpu::<f32>(&g, l, &idx, *rows, 2, 90 + i as u64, &case);
+    }
+    let idx = indices(80, 168_960, 16_384, true);
+    against_cpu::<f32>(&g, &unsorted, &idx, 16_384, 2, 99, "batched: unsorted");
+}
+
 /// The windowed level 0 reads the window table the device build writes:
 /// plans that end at, before and past a window's edge, one hub row of
 /// several chunks, rows that straddle windows; f32 and bf16 into a

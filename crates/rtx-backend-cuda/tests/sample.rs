@@ -173,6 +173,8 @@ fn device_samples_are_the_cpu_samples() {
                     host(da).iter().all(|&v| (v as usize) < nd),
                     "{r}, {k}, {spec:?}"
                 );
+                // and the destinations are in order: their plans skip the sort
+                assert!(host(da).is_sorted(), "{r}, {k}, {spec:?}");
             }
         }
         let before = g.activity();

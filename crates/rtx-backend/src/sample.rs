@@ -142,7 +142,10 @@ pub struct Sampled<I> {
     pub nodes: Vec<I>,
     /// Per relation, the local source of every sampled edge.
     pub src: Vec<I>,
-    /// Per relation, the local destination of every sampled edge.
+    /// Per relation, the local destination of every sampled edge:
+    /// non-decreasing (a hop's edges in frontier order, each hop's frontier
+    /// numbered after the hops' before it), which a backend may rely on
+    /// (the CUDA backend's plans of them skip the sort).
     pub dst: Vec<I>,
     /// The local id of every seed given, in the order given (`0..u` for `u`
     /// distinct seeds, a repeated seed repeating its id).

@@ -152,6 +152,10 @@ fn the_sampler_is_the_naive_definition() {
                 .zip(got.dst[r].iter().copied())
                 .collect();
             assert_eq!(&pairs, want, "relation {r}");
+            assert!(
+                got.dst[r].is_sorted(),
+                "relation {r}: destinations in order, as Sampled::dst says"
+            );
         }
         assert_eq!(got.counts, nodes.iter().map(Vec::len).collect::<Vec<_>>());
     }

@@ -9,15 +9,18 @@
 //! (the range check; per pass the counts, three scan launches and the
 //! placement; the offsets, level 0's three scan launches, its tables and
 //! the levels past it), 17 for rows up to 2^22, where each build alone
-//! queues 9-15. Builds that need a readback before their launches (the
-//! largest index of an unchecked list into far more rows than it has
-//! entries) and empty lists take [`build::start`].
+//! queues 9-15. A sorted list's build has no passes (the pass launches
+//! return at once for it; a batch of sorted lists queues none). Builds
+//! that need a readback before their launches (the largest index of an
+//! unchecked list into far more rows than it has entries) and empty lists
+//! take [`build::start`].
 
 use rtx_backend::Result as BResult;
 
 use crate::error::Result;
 use crate::indices::build::{
-    self, Info, Pending, PlanMem, SINGLE_SCAN_TILES, Scratch, Started, alloc_u32, tile_grid,
+    self, Info, Pending, PlanMem, Request, SINGLE_SCAN_TILES, Scratch, Started, alloc_u32,
+    tile_grid,
 };
 use crate::indices::layout::{
     INFO_WORDS, PLAN_ITEM_WORDS, radix, rows_direct_limit, sort_items, sort_tiles, tiles,
@@ -31,15 +34,6 @@ use cudarc::driver::LaunchConfig;
 
 /// Builds of one batch at most: `gridDim.y`'s limit.
 const MAX_BATCH: usize = 65_535;
-
-/// A list to build a plan of: as [`build::start`]'s arguments.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Request {
-    pub idx: DevPtr<u32>,
-    pub n: usize,
-    pub rows: usize,
-    pub known_max: Option<u32>,
-}
 
 /// The largest grid each phase needs over a batch's builds.
 #[derive(Debug, Default)]
@@ -79,7 +73,7 @@ pub(crate) fn start_many(dev: &Device, reqs: &[Request]) -> BResult<Vec<Started>
     }
     for (r, o) in reqs.iter().zip(out.iter_mut()) {
         if o.is_none() {
-            *o = Some(build::start(dev, r.idx, r.n, r.rows, r.known_max)?);
+            *o = Some(build::start(dev, r)?);
         }
     }
     Ok(out
@@ -106,9 +100,12 @@ fn queue_batch(dev: &Device, reqs: &[Request]) -> Result<Vec<Pending>> {
             Some(m) => u64::from(m) + 1,
             None => r.rows as u64,
         };
-        let (passes, dbits) = radix(sort_rows);
+        let (passes, dbits) = match r.sorted {
+            true => (0, 0),
+            false => radix(sort_rows),
+        };
         let plan = PlanMem::alloc(dev, n64, sort_rows)?;
-        let s = Scratch::alloc(dev, n64, sort_rows)?;
+        let s = Scratch::alloc(dev, n64, sort_rows, r.sorted)?;
         let ntiles = sort_tiles(n64);
         let ncounts = (1u64 << dbits) * ntiles;
         let info = infos.ptr::<u64>().byte_add(info_bytes * i as u64);
@@ -152,10 +149,17 @@ fn queue_batch(dev: &Device, reqs: &[Request]) -> Result<Vec<Pending>> {
         if r.known_max.is_none() {
             g.bounds = g.bounds.max(grid_for(n64).min(4096));
         }
-        g.passes = g.passes.max(passes);
-        g.sort = g.sort.max(tile_grid(ntiles));
-        g.counts = g.counts.max(tile_grid(tiles(ncounts)));
-        g.offsets = g.offsets.max(grid_for(sort_rows + 1));
+        let offsets_threads = match r.sorted {
+            // the offsets launch writes the identity positions too
+            true => (sort_rows + 1).max(n64),
+            false => {
+                g.passes = g.passes.max(passes);
+                g.sort = g.sort.max(tile_grid(ntiles));
+                g.counts = g.counts.max(tile_grid(tiles(ncounts)));
+                sort_rows + 1
+            }
+        };
+        g.offsets = g.offsets.max(grid_for(offsets_threads));
         g.rows = g.rows.max(tile_grid(tiles(sort_rows)));
         g.fill = g.fill.max(grid_for(plan.c0));
         plans.push(Pending {

@@ -2,10 +2,13 @@
 //! (kernels/plan.cu): the stable counting sort of `IndexPlan` as a radix
 //! sort, the row offsets, the canonical chunk levels and level 0's window
 //! table, bit for bit what `IndexPlan::new` + `levels::build_levels` +
-//! `levels::window_table` give on the host. One readback
-//! of a small info block per build (the level sizes the launches need, the
-//! range check's verdict); two when the destination has far more rows than
-//! the list has entries (the plan is then built for `max + 1` rows).
+//! `levels::window_table` give on the host. A list known to be sorted
+//! already (`Request::sorted`: repeats, a sampled hop's destinations, a
+//! sorted host list) skips the sort: its stable sort is the identity. One
+//! readback of a small info block per build (the level sizes the launches
+//! need, the range check's verdict); two when the destination has far more
+//! rows than the list has entries (the plan is then built for `max + 1`
+//! rows).
 
 use rtx_backend::{Error as BError, Result as BResult};
 
@@ -123,23 +126,29 @@ pub(crate) fn index_max(
     Ok(words[INFO_MAX] as u32)
 }
 
-/// Builds the scatter plan of the `n` indices at device address `idx` into
-/// `rows` destination rows. With `known_max` (the list's largest index,
-/// already checked against the destination by the caller) no range check
-/// runs; without it every index is checked against `rows` on the device
-/// before the plan is used: the first bad one is
+/// A list to build the scatter plan of: the `n` indices at device address
+/// `idx`, summed into `rows` destination rows. With `known_max` (the list's
+/// largest index, already checked against the destination by the caller)
+/// no range check runs; without it every index is checked against `rows`
+/// on the device before the plan is used: the first bad one is
 /// [`BError::IndexOutOfRange`] naming its position, value and `rows`.
+/// `sorted`: the list is non-decreasing, known from what made it (the
+/// maker's guarantee: a list that is not would get a wrong plan).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Request {
+    pub idx: DevPtr<u32>,
+    pub n: usize,
+    pub rows: usize,
+    pub known_max: Option<u32>,
+    pub sorted: bool,
+}
+
+/// Builds the scatter plan of `r`.
 ///
-/// The plan's `rowof` is `idx` itself: the caller keeps the list alive as
-/// long as the plan (both live in one `ListEntry`).
-pub(crate) fn build(
-    dev: &Device,
-    idx: DevPtr<u32>,
-    n: usize,
-    rows: usize,
-    known_max: Option<u32>,
-) -> BResult<Built> {
-    match start(dev, idx, n, rows, known_max)? {
+/// The plan's `rowof` is the list itself: the caller keeps the list alive
+/// as long as the plan (both live in one `ListEntry`).
+pub(crate) fn build(dev: &Device, r: &Request) -> BResult<Built> {
+    match start(dev, r)? {
         Started::Done(built) => Ok(built),
         Started::Queued(p) => {
             let words = read_info(dev, p.info.ptr())?;
@@ -189,13 +198,14 @@ impl Info {
 /// Queues the build of [`build`] (at most one readback first, for a
 /// destination of far more rows than entries), leaving its one readback of
 /// the sizes to the caller: several builds can share one wait.
-pub(crate) fn start(
-    dev: &Device,
-    idx: DevPtr<u32>,
-    n: usize,
-    rows: usize,
-    known_max: Option<u32>,
-) -> BResult<Started> {
+pub(crate) fn start(dev: &Device, r: &Request) -> BResult<Started> {
+    let &Request {
+        idx,
+        n,
+        rows,
+        known_max,
+        sorted,
+    } = r;
     if n == 0 {
         return Ok(Started::Done(Built {
             plan: DevicePlan::from_parts(
@@ -220,9 +230,20 @@ pub(crate) fn start(
     dev.zero(&info)?;
     let sort_rows = sort_rows(dev, idx, n64, rows, known_max, &info)?;
     let plan = PlanMem::alloc(dev, n64, sort_rows)?;
-    let scratch = Scratch::alloc(dev, n64, sort_rows)?;
-    let sorted = radix_sort(dev, idx, n64, sort_rows, plan.positions, &scratch)?;
-    level_tables(dev, sorted, n64, sort_rows, &plan, &scratch, info.ptr())?;
+    let scratch = Scratch::alloc(dev, n64, sort_rows, sorted)?;
+    let keys = if sorted {
+        Keys::Identity(idx)
+    } else {
+        Keys::Sorted(radix_sort(
+            dev,
+            idx,
+            n64,
+            sort_rows,
+            plan.positions,
+            &scratch,
+        )?)
+    };
+    level_tables(dev, keys, n64, sort_rows, &plan, &scratch, info.ptr())?;
     Ok(Started::Queued(Pending {
         info: Info::Own(info),
         plan,
@@ -331,17 +352,22 @@ impl Scratch {
     pub(super) const LIST_A: usize = 10;
     pub(super) const LIST_B: usize = 11;
 
-    pub(super) fn alloc(dev: &Device, n64: u64, sort_rows: u64) -> Result<Scratch> {
+    /// The scratch of a build of `n64` entries into `sort_rows` rows; a
+    /// sorted list's (no sort) has no room for the radix passes.
+    pub(super) fn alloc(dev: &Device, n64: u64, sort_rows: u64, sorted: bool) -> Result<Scratch> {
         let (_, dbits) = radix(sort_rows);
-        let ncounts = (1u64 << dbits) * sort_tiles(n64);
+        let (ncounts, nsort) = match sorted {
+            true => (0, 0),
+            false => ((1u64 << dbits) * sort_tiles(n64), n64),
+        };
         let sizes = [
             4 * ncounts,           // counts
             4 * ncounts,           // offs
             4 * tiles(ncounts),    // sums
-            4 * n64,               // keys[0]
-            4 * n64,               // keys[1]
-            4 * n64,               // vals[0]
-            4 * n64,               // vals[1]
+            4 * nsort,             // keys[0]
+            4 * nsort,             // keys[1]
+            4 * nsort,             // vals[0]
+            4 * nsort,             // vals[1]
             4 * (sort_rows + 1),   // off
             12 * tiles(sort_rows), // sums3
             12 * sort_rows,        // scan3
@@ -435,12 +461,21 @@ fn radix_sort(
     Ok(keys[(passes as usize - 1) % 2])
 }
 
-/// The row offsets of the `n` sorted keys at `sorted`, level 0's chunk
-/// tables and the levels past it, their sizes written to the info block at
-/// `info`.
+/// The sorted keys a build's tables are made from.
+#[derive(Clone, Copy)]
+enum Keys {
+    /// The radix sort's output (the positions written by its last pass).
+    Sorted(DevPtr<u32>),
+    /// The list itself, sorted already: the positions are the identity,
+    /// written with the row offsets.
+    Identity(DevPtr<u32>),
+}
+
+/// The row offsets of the `n` sorted `keys`, level 0's chunk tables and the
+/// levels past it, their sizes written to the info block at `info`.
 fn level_tables(
     dev: &Device,
-    sorted: DevPtr<u32>,
+    keys: Keys,
     n64: u64,
     sort_rows: u64,
     plan: &PlanMem,
@@ -458,14 +493,20 @@ fn level_tables(
         scratch.p::<u32>(Scratch::LIST_A),
         scratch.p::<u32>(Scratch::LIST_B),
     );
+    let (sorted, iota, threads) = match keys {
+        Keys::Sorted(s) => (s, DevPtr::NULL, sort_rows + 1),
+        Keys::Identity(s) => (s, plan.positions, (sort_rows + 1).max(n64)),
+    };
     let args = PlanOffsets {
         skeys: In::at(sorted),
         n: n64,
         rows: sort_rows,
         off: Out::at(off),
+        iota: Out::at(iota),
     };
-    // SAFETY: skeys holds n u32, off rows + 1.
-    unsafe { args.launch(dev, &k, Kernel::PlanOffsets, cfg1(grid_for(sort_rows + 1))) }?;
+    // SAFETY: skeys holds n u32 in order, off rows + 1, iota (unless null)
+    // the plan's n positions.
+    unsafe { args.launch(dev, &k, Kernel::PlanOffsets, cfg1(grid_for(threads))) }?;
     if t0 <= SINGLE_SCAN_TILES {
         let args = Lvl0Single {
             off: In::at(off),

@@ -7,9 +7,10 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use rtx_backend::{IndexPlan, Result as BResult, ops, reference};
 
-use crate::indices::hash::max_of;
+use crate::indices::hash::max_and_sorted;
 use crate::indices::layout::INFO_WORDS;
 use crate::indices::plan::{DevicePlan, u32_bytes};
+use crate::indices::sorted::Sorted;
 use crate::indices::{batch, build};
 use crate::runtime::args::DevPtr;
 use crate::runtime::buffer::DevMem;
@@ -55,6 +56,8 @@ pub(crate) struct ListEntry {
     /// sampler's node ids and local ids): a range check against at least as
     /// many rows needs neither the largest entry nor a wait for it.
     below: Option<u64>,
+    /// Non-decreasing, known from what made the list.
+    sorted: Option<Sorted>,
     dev: OnceLock<DevMem>,
     plan: Built<DevicePlan>,
 }
@@ -95,15 +98,20 @@ impl<V> Built<V> {
 }
 
 impl ListEntry {
-    /// A host list (not yet on the device); its largest entry is found
-    /// here, on the host.
+    /// A host list (not yet on the device); its largest entry, and whether
+    /// it is sorted, are found here, on the host.
     pub fn from_host(list: Arc<[u32]>) -> ListEntry {
-        let largest = Largest::of(max_of(&list));
+        let (max, sorted) = max_and_sorted(&list);
+        let sorted = match (list.first(), max) {
+            (Some(&lo), Some(hi)) if sorted => Some(Sorted { lo, hi }),
+            _ => None,
+        };
         ListEntry {
             len: list.len(),
             host: Some(list),
-            largest: OnceLock::from(largest),
+            largest: OnceLock::from(Largest::of(max)),
             below: None,
+            sorted,
             dev: OnceLock::new(),
             plan: Built::new(),
         }
@@ -117,6 +125,7 @@ impl ListEntry {
             len,
             largest: largest.map_or_else(OnceLock::new, OnceLock::from),
             below: None,
+            sorted: None,
             dev: OnceLock::from(mem),
             plan: Built::new(),
         }
@@ -130,6 +139,18 @@ impl ListEntry {
             below: Some(below as u64),
             ..ListEntry::from_device(mem, len, None)
         }
+    }
+
+    /// The list with its maker's knowledge of its order (`None`: none).
+    /// The maker's guarantee: a list marked sorted that is not gets a wrong
+    /// plan.
+    pub fn sorted_as(self, sorted: Option<Sorted>) -> ListEntry {
+        ListEntry { sorted, ..self }
+    }
+
+    /// What is known of its order.
+    pub fn sorted(&self) -> Option<Sorted> {
+        self.sorted
     }
 
     pub fn len(&self) -> usize {
@@ -218,8 +239,8 @@ impl ListEntry {
         }
         let mut checked = false;
         let p = self.plan.get_or_build(|| {
-            let known = self.checked_known_max(dev, rows)?;
-            let built = build::build(dev, self.dev_list(dev)?, self.len, rows, known)?;
+            let request = self.request(dev, rows)?;
+            let built = build::build(dev, &request)?;
             let _ = self.largest.set(Largest::of(built.max));
             checked = true;
             Ok(built.plan)
@@ -246,24 +267,15 @@ impl ListEntry {
     /// allocation, a list whose range is read back before its build)
     /// keeps none of them.
     pub fn plans_together(dev: &Device, lists: &[(&ListEntry, usize)]) -> BResult<()> {
-        let mut fresh: Vec<(&ListEntry, batch::Request)> = Vec::new();
+        let mut fresh: Vec<(&ListEntry, build::Request)> = Vec::new();
         for &(e, rows) in lists {
             let seen = fresh.iter().any(|(q, _)| std::ptr::eq(*q, e));
             if seen || e.plan.get().is_some() {
                 continue;
             }
-            let known_max = e.checked_known_max(dev, rows)?;
-            fresh.push((
-                e,
-                batch::Request {
-                    idx: e.dev_list(dev)?,
-                    n: e.len,
-                    rows,
-                    known_max,
-                },
-            ));
+            fresh.push((e, e.request(dev, rows)?));
         }
-        let requests: Vec<batch::Request> = fresh.iter().map(|(_, r)| *r).collect();
+        let requests: Vec<build::Request> = fresh.iter().map(|(_, r)| *r).collect();
         let mut queued: Vec<(&ListEntry, build::Pending)> = Vec::new();
         for ((e, _), started) in fresh.iter().zip(batch::start_many(dev, &requests)?) {
             match started {
@@ -298,17 +310,24 @@ impl ListEntry {
         Ok(())
     }
 
-    /// The largest entry for a build into `rows`: where it is known, checked
-    /// against `rows` here (the build then runs no range check); unknown,
-    /// `None`, and the build checks every entry.
-    fn checked_known_max(&self, dev: &Device, rows: usize) -> BResult<Option<u32>> {
-        match self.known_largest() {
+    /// The build of this list's plan into `rows`. Its largest entry, where
+    /// known, is checked against `rows` here (the build then runs no range
+    /// check); unknown, the build checks every entry.
+    fn request(&self, dev: &Device, rows: usize) -> BResult<build::Request> {
+        let known_max = match self.known_largest() {
             Some(largest) => {
                 self.check_below(dev, rows)?;
-                Ok(largest.get())
+                largest.get()
             }
-            None => Ok(None),
-        }
+            None => None,
+        };
+        Ok(build::Request {
+            idx: self.dev_list(dev)?,
+            n: self.len,
+            rows,
+            known_max,
+            sorted: self.sorted.is_some(),
+        })
     }
 
     /// Keeps a plan built for this list (unless another thread kept one

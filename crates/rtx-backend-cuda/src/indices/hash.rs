@@ -1,7 +1,7 @@
 //! Keys and comparisons of index lists for the per-thread index cache: a
 //! sampled key (a few thousand entries, whatever the length), the exact
-//! comparison of a hit and the largest index of a miss, both spread over
-//! the rayon pool for long lists, and a full hash of host plans.
+//! comparison of a hit and the largest index and order of a miss, both
+//! spread over the rayon pool for long lists, and a full hash of host plans.
 
 /// A 64-bit hash of `idx` and its largest value (`None` when empty).
 ///
@@ -75,20 +75,52 @@ pub(crate) fn same_list(a: &[u32], b: &[u32]) -> bool {
         .all(|(x, y)| x == y)
 }
 
-/// The largest entry of `idx` (`None` when empty), on the rayon pool when long.
-pub(crate) fn max_of(idx: &[u32]) -> Option<u32> {
+/// The largest entry of `idx` (`None` when empty) and whether `idx` is
+/// non-decreasing, in one pass, on the rayon pool when long.
+pub(crate) fn max_and_sorted(idx: &[u32]) -> (Option<u32>, bool) {
     use rayon::prelude::*;
-    if idx.len() < PAR_MIN {
-        return idx.iter().copied().max();
-    }
-    idx.par_chunks(PAR_CHUNK)
-        .map(|c| c.iter().copied().max().unwrap_or(0))
-        .max()
+    // per chunk: largest, sorted, first, last
+    let scan = |c: &[u32]| {
+        (
+            c.iter().copied().max(),
+            c.is_sorted(),
+            c.first().copied(),
+            c.last().copied(),
+        )
+    };
+    let parts: Vec<_> = if idx.len() < PAR_MIN {
+        vec![scan(idx)]
+    } else {
+        idx.par_chunks(PAR_CHUNK).map(scan).collect()
+    };
+    let max = parts.iter().filter_map(|p| p.0).max();
+    let sorted = parts.iter().all(|p| p.1) && parts.windows(2).all(|w| w[0].3 <= w[1].2);
+    (max, sorted)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn max_and_sorted_against_a_plain_scan() {
+        assert_eq!(max_and_sorted(&[]), (None, true));
+        assert_eq!(max_and_sorted(&[7]), (Some(7), true));
+        assert_eq!(max_and_sorted(&[3, 3, 5, 9]), (Some(9), true));
+        assert_eq!(max_and_sorted(&[3, 5, 4, 9]), (Some(9), false));
+        // long lists go through the pool: a descent inside a chunk, across
+        // the boundary of two chunks, and none
+        let n = PAR_MIN + 3 * PAR_CHUNK + 17;
+        let up: Vec<u32> = (0..n as u32).map(|i| i / 3).collect();
+        assert_eq!(max_and_sorted(&up), (up.last().copied(), true));
+        for at in [5, PAR_CHUNK, PAR_CHUNK + 1, n - 1] {
+            let mut v = up.clone();
+            v[at - 1] = v[at] + 1;
+            assert!(!v.is_sorted());
+            let want = (v.iter().copied().max(), false);
+            assert_eq!(max_and_sorted(&v), want, "descent before {at}");
+        }
+    }
 
     #[test]
     fn max_and_sensitivity() {
@@ -126,9 +158,8 @@ mod tests {
         assert_eq!(sample_key(&w), k);
         assert!(!same_list(&v, &w));
         assert!(!same_list(&v, &v[1..]));
-        assert_eq!(max_of(&v), v.iter().copied().max());
-        assert_eq!(max_of(&v[..10]), v[..10].iter().copied().max());
-        assert_eq!(max_of(&[]), None);
+        assert_eq!(max_and_sorted(&v).0, v.iter().copied().max());
+        assert_eq!(max_and_sorted(&v[..10]).0, v[..10].iter().copied().max());
         // short lists: every entry is in the key
         assert_ne!(sample_key(&[1, 2, 3]), sample_key(&[1, 2, 4]));
         assert_ne!(sample_key(&v[..1000]), sample_key(&v[..999]));

@@ -7,6 +7,8 @@
 //! * `layout`: the layout of a plan built on the device (its tables'
 //!   offsets and bounds, shared with kernels/plan.cu).
 //! * `hash`: the cache keys of host lists and plans.
+//! * `sorted`: what a list's maker knows of its order (`Sorted`): a sorted
+//!   list's plan skips the sort.
 //! * `resolve` (feature): an op's `Indices` to a device list
 //!   (`Resolver::gather_list`) or plan (`Resolver::scatter_plan`), in one
 //!   place; the pins of `with_static_indices`.
@@ -22,6 +24,8 @@ pub(crate) mod hash;
 pub(crate) mod layout;
 #[cfg(any(feature = "cuda", test))]
 pub(crate) mod levels;
+#[cfg(any(feature = "cuda", test))]
+pub(crate) mod sorted;
 
 #[cfg(feature = "cuda")]
 pub(crate) mod batch;

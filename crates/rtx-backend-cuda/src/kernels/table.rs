@@ -171,8 +171,9 @@ macro_rules! with_kernel_table {
                 ScanApply[](r#in: *const u32, n: u64, sums: *const u32, out: *mut u32);
                 /// `scan_single_u32`: the three scan launches in one block.
                 ScanSingle[](r#in: *const u32, n: u64, out: *mut u32);
-                /// `plan_offsets`.
-                PlanOffsets[](skeys: *const u32, n: u64, rows: u64, off: *mut u32);
+                /// `plan_offsets` (`iota` null, or the positions of a list
+                /// sorted already: written as the identity).
+                PlanOffsets[](skeys: *const u32, n: u64, rows: u64, off: *mut u32, iota: *mut u32);
                 /// `lvl0_sums`.
                 Lvl0Sums[](off: *const u32, rows: u64, sums: *mut Level0Counts);
                 /// `lvl0_spine`.

@@ -11,6 +11,7 @@ use rtx_backend::{Indices, Result as BResult};
 use crate::backend::CudaBackend;
 use crate::error::Result;
 use crate::indices::lists::{CudaIndex, check_owner, copy_parts, produce};
+use crate::indices::sorted::Sorted;
 use crate::indices::{Largest, ListEntry};
 use crate::kernels::table::Kernel;
 use crate::runtime::args::Out;
@@ -77,7 +78,8 @@ impl CudaBackend {
     /// `parents * times` indices made on the device: entry `i` is
     /// `offset + i / times` (each of `parents` consecutive rows from `offset`
     /// repeated `times` times: the destinations of a sampled hop whose
-    /// parents each drew `times` neighbours).
+    /// parents each drew `times` neighbours). Sorted, so its scatter plan
+    /// skips the sort.
     ///
     /// # Errors
     /// [`rtx_backend::Error::SizeOverflow`] when `parents * times` overflows
@@ -105,7 +107,8 @@ impl CudaBackend {
             // SAFETY: out holds n u32.
             unsafe { args.launch(&self.dev, &k, Kernel::IndexRepeat, cfg1(grid_for(n as u64))) }
         })?;
-        Ok(self.wrap(entry))
+        let sorted = max.map(|hi| Sorted { lo: offset, hi });
+        Ok(self.wrap(entry.sorted_as(sorted)))
     }
 
     /// The largest index of `index` (`None` when empty): found on the device
@@ -138,7 +141,9 @@ impl CudaBackend {
     }
 
     /// [`IndexOps::index_concat`](rtx_backend::IndexOps::index_concat) on the
-    /// device: one copy kernel per part.
+    /// device: one copy kernel per part. Sorted parts that follow each other
+    /// (repeats of consecutive rows) make a sorted list, whose scatter plan
+    /// skips the sort.
     ///
     /// # Errors
     /// [`rtx_backend::Error::IndexOffsetOverflow`] naming the part;
@@ -168,7 +173,12 @@ impl CudaBackend {
         let entry = produce(&self.dev, n, Some(Largest::of(max)), |out| {
             copy_parts(&self.dev, &srcs, out)
         })?;
-        Ok(self.wrap(entry))
+        let sorted = Sorted::concat(
+            parts
+                .iter()
+                .map(|&(p, offset)| (p.entry.sorted(), p.len(), offset)),
+        );
+        Ok(self.wrap(entry.sorted_as(sorted)))
     }
 
     /// Builds `index`'s scatter plan now rather than at its first scatter.

@@ -14,6 +14,7 @@ use crate::error::{Error, Result};
 use crate::indices::build::scan_u32;
 use crate::indices::layout::tiles;
 use crate::indices::lists::{CudaIndex, copy_parts};
+use crate::indices::sorted::Sorted;
 use crate::indices::{Largest, ListEntry};
 use crate::kernels::table::Kernel;
 use crate::runtime::args::{DevPtr, In, Out};
@@ -183,13 +184,13 @@ impl CudaBackend {
     /// every entry below `below` (node ids below their type's count, local
     /// ids below the sample's count of the type: the sampler's kernels write
     /// no other), so a gather by it needs no range check.
-    fn join(&self, mut chunks: Vec<Chunk>, below: usize) -> BResult<CudaIndex> {
+    fn join(&self, mut chunks: Vec<Chunk>, below: usize, sorted: bool) -> BResult<CudaIndex> {
         let n: usize = chunks.iter().map(|c| c.1).sum();
         let mem = match chunks.len() {
             1 => chunks.swap_remove(0).0,
             _ => self.concat(&chunks)?,
         };
-        Ok(self.wrap(ListEntry::from_device_below(mem, n, below)))
+        Ok(self.wrap(listed(mem, n, below, sorted)))
     }
 
     /// The lists of one relation's first `k` hops for `k` in `1..=hops`
@@ -197,28 +198,30 @@ impl CudaBackend {
     /// that picked any, in hop order) make the first `k` hops, entries below
     /// `below[k - 1]`. A list of more than one chunk is a copy; the lists
     /// of exactly the first chunk share it, with the smallest of their
-    /// bounds (which holds for the others).
+    /// bounds (which holds for the others). `sorted`: the chunks are the
+    /// destinations, sorted ([`listed`]).
     fn join_hops(
         &self,
         mut chunks: Vec<Chunk>,
         ends: &[usize],
         below: &[usize],
+        sorted: bool,
     ) -> BResult<Vec<CudaIndex>> {
         let mut lists: Vec<Option<CudaIndex>> = ends
             .iter()
             .zip(below)
             .map(|(&c, &b)| match c {
-                0 => Ok(Some(self.join(Vec::new(), b)?)),
+                0 => Ok(Some(self.join(Vec::new(), b, sorted)?)),
                 1 => Ok(None),
                 _ => {
                     let n = chunks[..c].iter().map(|c| c.1).sum();
                     let mem = self.concat(&chunks[..c])?;
-                    Ok(Some(self.wrap(ListEntry::from_device_below(mem, n, b))))
+                    Ok(Some(self.wrap(listed(mem, n, b, sorted))))
                 }
             })
             .collect::<BResult<_>>()?;
         if let Some(k) = ends.iter().position(|&c| c == 1) {
-            let first = self.join(vec![chunks.swap_remove(0)], below[k])?;
+            let first = self.join(vec![chunks.swap_remove(0)], below[k], sorted)?;
             for (l, _) in lists.iter_mut().zip(ends).filter(|(_, c)| **c == 1) {
                 *l = Some(first.clone());
             }
@@ -363,6 +366,7 @@ impl SampleOps for CudaBackend {
                 n: n64,
                 rows,
                 off: Out::at(op),
+                iota: Out::at(DevPtr::NULL),
             };
             // SAFETY: the keys are sorted (the destinations in plan order) and
             // hold n u32, off holds rows + 1 u32.
@@ -528,8 +532,8 @@ impl SampleOps for CudaBackend {
             let below = |t: usize, by: usize| -> Vec<usize> {
                 (by..by + hops).map(|h| reached[h][t]).collect()
             };
-            let mut s = self.join_hops(s, &ends, &below(st, 1))?;
-            let mut d = self.join_hops(d, &ends, &below(dt, 0))?;
+            let mut s = self.join_hops(s, &ends, &below(st, 1), false)?;
+            let mut d = self.join_hops(d, &ends, &below(dt, 0), true)?;
             src_all.push(s.pop().expect("hops >= 1"));
             dst_all.push(d.pop().expect("hops >= 1"));
             within.push(s.into_iter().zip(d).collect());
@@ -537,15 +541,28 @@ impl SampleOps for CudaBackend {
         let nodes = nodes
             .into_iter()
             .enumerate()
-            .map(|(t, c)| self.join(c, node_counts[t]))
+            .map(|(t, c)| self.join(c, node_counts[t], false))
             .collect::<BResult<Vec<_>>>()?;
         Ok(Sampled {
             nodes,
             src: src_all,
             dst: dst_all,
-            seeds: self.join(vec![seed_local], reached[0][t0])?,
+            seeds: self.join(vec![seed_local], reached[0][t0], false)?,
             counts: count,
             hops: Some(SampleHops { reached, within }),
         })
     }
+}
+
+/// A sampler's list of `n` entries in `mem`, every one below `below`;
+/// `sorted`: non-decreasing too. A relation's destinations are: hop `h`'s
+/// picks of frontier node `i` (local id `lo + i`) are written in node order
+/// (`sample_pick`), and each hop's frontier takes local ids above the
+/// hops' before it, so its scatter plan skips the sort.
+fn listed(mem: DevMem, n: usize, below: usize, sorted: bool) -> ListEntry {
+    let order = match (sorted, below.checked_sub(1).map(u32::try_from)) {
+        (true, Some(Ok(hi))) => Some(Sorted { lo: 0, hi }),
+        _ => None,
+    };
+    ListEntry::from_device_below(mem, n, below).sorted_as(order)
 }
